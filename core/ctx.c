@@ -1,0 +1,124 @@
+#define _GNU_SOURCE
+#include "ctx.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../env/value.h"
+#include "strbuf.h"
+
+typedef struct sr_result {
+    char *name;
+    char *json; /* the value, already JSON */
+} sr_result;
+
+struct sr_ctx {
+    sr_topology topo;
+    sr_job *cfg;
+    sr_result *res;
+    size_t nres;
+};
+
+sr_ctx *sr__ctx_new(const sr_topology *topo, sr_job *cfg) {
+    sr_ctx *c = calloc(1, sizeof *c);
+    c->topo = *topo;
+    c->cfg = cfg;
+    return c;
+}
+
+void sr__ctx_free(sr_ctx *c) {
+    for (size_t i = 0; i < c->nres; i++) free(c->res[i].name), free(c->res[i].json);
+    free(c->res);
+    free(c);
+}
+
+int sr_rank(const sr_ctx *c) { return c->topo.rank; }
+int sr_world_size(const sr_ctx *c) { return c->topo.world_size; }
+int sr_local_rank(const sr_ctx *c) { return c->topo.local_rank; }
+int sr_local_world_size(const sr_ctx *c) { return c->topo.local_world_size; }
+int sr_node_rank(const sr_ctx *c) { return c->topo.node_rank; }
+int sr_num_nodes(const sr_ctx *c) { return c->topo.nnodes; }
+
+const char *sr_config(const sr_ctx *c, const char *key) { return sr__config_value(c->cfg, "task", key); }
+
+static void bad_value(const sr_ctx *c, const char *key, const char *v, const char *expected) {
+    sr_setting *s = sr__config_get(c->cfg, "task", key);
+    fprintf(stderr, "shardrun: error: %s: [task] %s = \"%s\": expected %s\n", s ? s->where : "?", key, v, expected);
+}
+
+int sr_config_int(const sr_ctx *c, const char *key, long long def, long long *out) {
+    const char *v = sr_config(c, key);
+    if (!v) { *out = def; return 0; }
+    if (sr__parse_int(v, out) == 0) return 0;
+    bad_value(c, key, v, "an integer");
+    return -1;
+}
+
+int sr_config_double(const sr_ctx *c, const char *key, double def, double *out) {
+    const char *v = sr_config(c, key);
+    if (!v) { *out = def; return 0; }
+    if (sr__parse_float(v, out) == 0) return 0;
+    bad_value(c, key, v, "a number");
+    return -1;
+}
+
+int sr_config_bool(const sr_ctx *c, const char *key, int def, int *out) {
+    const char *v = sr_config(c, key);
+    if (!v) { *out = def; return 0; }
+    if (sr__parse_bool(v, out) == 0) return 0;
+    bad_value(c, key, v, "a boolean (" SR_BOOL_SPELLINGS ")");
+    return -1;
+}
+
+static int report(sr_ctx *c, const char *name, char *json) {
+    if (!name || !*name || !strcmp(name, "rank") || !strcmp(name, "exit_code")) {
+        fprintf(stderr, "shardrun: error: result name \"%s\" is empty or reserved\n", name ? name : "(null)");
+        free(json);
+        return -1;
+    }
+    for (size_t i = 0; i < c->nres; i++)
+        if (!strcmp(c->res[i].name, name)) {
+            free(c->res[i].json);
+            c->res[i].json = json;
+            return 0;
+        }
+    c->res = realloc(c->res, (c->nres + 1) * sizeof *c->res);
+    c->res[c->nres].name = strdup(name);
+    c->res[c->nres++].json = json;
+    return 0;
+}
+
+int sr_report_num(sr_ctx *c, const char *name, double v) {
+    char *j = NULL;
+    if (!isfinite(v)) j = strdup("null"); /* JSON has no NaN/Inf */
+    else if (asprintf(&j, "%.17g", v) < 0) return -1;
+    return report(c, name, j);
+}
+
+int sr_report_int(sr_ctx *c, const char *name, long long v) {
+    char *j = NULL;
+    if (asprintf(&j, "%lld", v) < 0) return -1;
+    return report(c, name, j);
+}
+
+int sr_report_str(sr_ctx *c, const char *name, const char *v) {
+    sr_buf b = {0};
+    sr__buf_json_str(&b, v ? v : "");
+    return report(c, name, b.s);
+}
+
+int sr_report_bool(sr_ctx *c, const char *name, int v) { return report(c, name, strdup(v ? "true" : "false")); }
+
+char *sr__ctx_result_json(const sr_ctx *c, int exit_code) {
+    sr_buf b = {0};
+    sr__buf_printf(&b, "{\"rank\": %d, \"exit_code\": %d", c->topo.rank, exit_code);
+    for (size_t i = 0; i < c->nres; i++) {
+        sr__buf_add(&b, ", ", 2);
+        sr__buf_json_str(&b, c->res[i].name);
+        sr__buf_printf(&b, ": %s", c->res[i].json);
+    }
+    sr__buf_add(&b, "}", 1);
+    return b.s;
+}

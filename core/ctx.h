@@ -1,0 +1,17 @@
+/*
+ * The task context (sr_ctx of shardrun/task.h) inside a worker: created after the environment
+ * is applied, handed to the task's main(), and turned into this rank's JSON result at the end.
+ */
+#ifndef SR_CORE_CTX_H
+#define SR_CORE_CTX_H
+
+#include "config.h"
+#include "shardrun/plugin.h"
+#include "shardrun/task.h"
+
+sr_ctx *sr__ctx_new(const sr_topology *topo, sr_job *cfg);
+/* {"rank": R, "exit_code": C, <reported values>} */
+char *sr__ctx_result_json(const sr_ctx *ctx, int exit_code);
+void sr__ctx_free(sr_ctx *ctx);
+
+#endif

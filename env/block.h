@@ -1,0 +1,31 @@
+/*
+ * The host-owned environment block of one worker: what plugins write, in order, before it is
+ * applied to the process once (sr__env_block_apply) or printed by `shardrun env`.
+ * A later write of the same name replaces the earlier one and remembers who wrote it.
+ */
+#ifndef SR_ENV_BLOCK_H
+#define SR_ENV_BLOCK_H
+
+#include <stddef.h>
+
+typedef struct sr_env_entry {
+    char *name;
+    char *value;   /* NULL: unset the variable */
+    char *setter;  /* plugin name */
+    char *because; /* explanation for --explain */
+} sr_env_entry;
+
+typedef struct sr_env_block {
+    sr_env_entry *v;
+    size_t n, cap;
+} sr_env_block;
+
+void sr__env_block_set(sr_env_block *b, const char *name, const char *value, const char *setter,
+                       const char *because);
+const sr_env_entry *sr__env_block_find(const sr_env_block *b, const char *name);
+void sr__env_block_sort(sr_env_block *b);
+/* setenv/unsetenv every entry; -1 (errno set) on failure. */
+int sr__env_block_apply(const sr_env_block *b);
+void sr__env_block_free(sr_env_block *b);
+
+#endif

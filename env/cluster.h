@@ -1,0 +1,29 @@
+/*
+ * Cluster detection: what the launching environment says about the topology when the job file
+ * and the command line do not.  Order: torchrun-style variables, Slurm, Open MPI, MPICH/PMI.
+ * Called once by the agent while it resolves the [shardrun] section.
+ */
+#ifndef SR_ENV_CLUSTER_H
+#define SR_ENV_CLUSTER_H
+
+#include <stddef.h>
+
+typedef struct sr_cluster {
+    const char *source;      /* "torchrun", "Slurm", "Open MPI", "PMI"; NULL: nothing detected */
+    int per_process;         /* the launcher started one process per worker: spawn no more */
+    int rank, world_size;    /* per_process only */
+    int local_rank;          /* per_process only */
+    int local_world_size;    /* workers per node (per_process), else 0 = unknown */
+    int node_rank, nnodes;
+    char master_addr[256];   /* "" when unknown */
+    int master_port;         /* 0 when unknown */
+    char error[512];         /* non-empty: the variables are present but inconsistent */
+} sr_cluster;
+
+/* Reads `getenv_fn` (getenv in production; tests pass their own). */
+void sr__cluster_detect(sr_cluster *c, const char *(*getenv_fn)(const char *name));
+
+/* First host of a Slurm hostlist: "gpu[07-09,12],cpu1" -> "gpu07".  -1 when malformed. */
+int sr__slurm_first_host(const char *list, char *out, size_t len);
+
+#endif

@@ -1,0 +1,58 @@
+#include "table.h"
+
+#include <limits.h>
+#include <string.h>
+
+#define NOLIM 0, 0
+const sr_key sr__shardrun_keys[] = {
+    {"task", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "the task: a .so path (relative to the job file), a bare name looked up in tasks_path, "
+     "or exec:PROGRAM ARGS... (required)"},
+    {"plugins", SR_KEY_LIST, "", NULL, 0, NOLIM, NULL,
+     "plugins in execution order, e.g. torch,accelerate"},
+    {"nproc_per_node", SR_KEY_INT, "1", NULL, 0, 1, 4096, NULL,
+     "worker processes on this node (torchrun --nproc-per-node)"},
+    {"nnodes", SR_KEY_INT, "1", NULL, 0, 1, 65536, NULL, "number of nodes (torchrun --nnodes)"},
+    {"node_rank", SR_KEY_INT, "0", NULL, 0, 0, 65535, NULL,
+     "this node's index, 0..nnodes-1 (torchrun --node-rank)"},
+    {"master_addr", SR_KEY_STRING, "127.0.0.1", NULL, 0, NOLIM, NULL,
+     "address of node 0, where rank 0's rendezvous lives (torchrun --master-addr)"},
+    {"master_port", SR_KEY_INT, "29500", NULL, 0, 0, 65535, NULL,
+     "port of rank 0's rendezvous; 0 picks a free port (single node only)"},
+    {"standalone", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL,
+     "single node, free port on localhost, fresh run id (torchrun --standalone)"},
+    {"run_id", SR_KEY_STRING, "none", NULL, 0, NOLIM, NULL,
+     "TORCHELASTIC_RUN_ID given to workers (torchrun --rdzv-id); standalone generates one"},
+    {"shutdown_grace", SR_KEY_FLOAT, "2", NULL, 0, NOLIM, NULL,
+     "seconds between SIGTERM and SIGKILL when a run is stopped"},
+    {"log_level", SR_KEY_ENUM, "info", "error|warn|info|debug", 0, NOLIM, NULL,
+     "what the agent logs to stderr (debug shows which plugin set each variable)"},
+    {"plugin_path", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "colon-separated folders searched for shardrun_<name>.so before the built-in folders"},
+    {"tasks_path", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "colon-separated folders searched for <name>.so when task is a bare name"},
+    {NULL, 0, NULL, NULL, 0, NOLIM, NULL, NULL},
+};
+
+const sr_key sr__plugin_path_key = {"path", SR_KEY_PATH, NULL, NULL, 0, NOLIM, NULL,
+                                    "the plugin's .so (relative to the job file), instead of a search"};
+
+const sr_var sr__host_reads[] = {
+    {"RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT",
+     "cluster detection 1: a torchrun-style launcher already started this process as one worker"},
+    {"SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID, SLURM_NNODES, SLURM_JOB_NODELIST, SLURM_STEP_ID",
+     "cluster detection 2: Slurm. Inside an srun step with more tasks than nodes each task is one "
+     "worker; with one task per node shardrun starts nproc_per_node workers per node. The first "
+     "host of SLURM_JOB_NODELIST is the master"},
+    {"OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE",
+     "cluster detection 3: Open MPI (mpirun started one process per worker)"},
+    {"PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS",
+     "cluster detection 4: MPICH/PMI (one process per worker)"},
+    {NULL, NULL},
+};
+
+const sr_key *sr__find_key(const sr_key *keys, const char *name) {
+    for (const sr_key *k = keys; k && k->name; k++)
+        if (strcmp(k->name, name) == 0) return k;
+    return NULL;
+}

@@ -1,0 +1,76 @@
+/*
+ * shardrun task ABI.
+ *
+ * Lifecycle of a task, in each worker process:
+ *
+ *   plugins write the environment (applied once)  ->  plugins' init hooks
+ *   -> the task .so is dlopen'ed (never before: its constructors already see the final env)
+ *   -> `shardrun_task` is checked (abi_version, struct_size, kind)
+ *   -> main(ctx, argc, argv) runs; argv[0] is the task path, the rest is what follows `--`
+ *      on the shardrun command line
+ *   -> values reported with sr_report_*() travel to the agent, which prints one JSON object per
+ *      rank when the run succeeded
+ *   -> the worker exits with main's return value (0 = success)
+ *
+ * The agent checks the file and the symbol before any worker starts, without running task code.
+ * A task never calls exit() for the runtime: it returns.  An *exec task* (`task = exec:PROG ARGS`)
+ * needs none of this: PROG is started with the prepared environment.
+ */
+#ifndef SHARDRUN_TASK_H
+#define SHARDRUN_TASK_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SR_TASK_ABI_VERSION 1u
+#define SR_TASK_SYMBOL "shardrun_task"
+
+typedef struct sr_ctx sr_ctx;
+
+typedef enum sr_task_kind {
+    SR_TASK_MAIN = 1 /* main(ctx, argc, argv) with the process group ready */
+} sr_task_kind;
+
+typedef struct sr_task {
+    uint32_t abi_version; /* SR_TASK_ABI_VERSION */
+    uint32_t struct_size; /* sizeof(sr_task) */
+    uint32_t kind;        /* sr_task_kind */
+    const char *name;
+    int (*main)(sr_ctx *ctx, int argc, char **argv);
+} sr_task;
+
+/* Defines the exported symbol for a main task. */
+#define SR_MAIN_TASK(task_name, main_fn)                                                         \
+    __attribute__((visibility("default"))) const sr_task shardrun_task = {                       \
+        SR_TASK_ABI_VERSION, sizeof(sr_task), SR_TASK_MAIN, (task_name), (main_fn)}
+
+/* Topology of this worker. */
+int sr_rank(const sr_ctx *ctx);
+int sr_world_size(const sr_ctx *ctx);
+int sr_local_rank(const sr_ctx *ctx);
+int sr_local_world_size(const sr_ctx *ctx);
+int sr_node_rank(const sr_ctx *ctx);
+int sr_num_nodes(const sr_ctx *ctx);
+
+/* The job file's [task] section, after overrides (`--set task.KEY=V`, SHARDRUN_TASK_KEY). */
+const char *sr_config(const sr_ctx *ctx, const char *key); /* NULL when absent */
+/* Typed reads: return 0 and store the value (or `def` when absent); on a malformed value print
+   an error naming the key and return -1. */
+int sr_config_int(const sr_ctx *ctx, const char *key, long long def, long long *out);
+int sr_config_double(const sr_ctx *ctx, const char *key, double def, double *out);
+int sr_config_bool(const sr_ctx *ctx, const char *key, int def, int *out);
+
+/* Named results, printed by the agent as one JSON object per rank.  Reporting a name again
+   replaces the earlier value.  Names may not be "rank" or "exit_code" (the host's). */
+int sr_report_num(sr_ctx *ctx, const char *name, double value);
+int sr_report_int(sr_ctx *ctx, const char *name, long long value);
+int sr_report_str(sr_ctx *ctx, const char *name, const char *value);
+int sr_report_bool(sr_ctx *ctx, const char *name, int value);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

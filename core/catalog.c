@@ -25,14 +25,14 @@ static const char *type_name(const sr_key *k, char *buf, size_t len) {
 }
 
 void sr__print_key_table(FILE *out, const char *section, const sr_key *keys, int md, int header) {
-    char var[256], type[512];
+    char var[256], tbuf[512];
     if (md && header) {
         fprintf(out, "| key | override variable | final variable | type | default | meaning |\n");
         fprintf(out, "|---|---|---|---|---|---|\n");
     }
     for (const sr_key *k = keys; k && k->name; k++) {
         sr__key_env_name(section, k->name, var, sizeof var);
-        type_name(k, type, sizeof type);
+        const char *type = type_name(k, tbuf, sizeof tbuf);
         if (md)
             fprintf(out, "| `%s` | `%s` | %s%s%s | %s | %s%s%s | %s |\n", k->name, var, k->env ? "`" : "",
                     k->env ? k->env : "", k->env ? "`" : "", type, k->def && *k->def ? "`" : "",

@@ -8,7 +8,7 @@ const sr_key sr__shardrun_keys[] = {
     {"task", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
      "the task: a .so path (relative to the job file), a bare name looked up in tasks_path, "
      "or exec:PROGRAM ARGS... (required)"},
-    {"plugins", SR_KEY_LIST, "", NULL, 0, NOLIM, NULL,
+    {"plugins", SR_KEY_LIST, NULL, NULL, 0, NOLIM, NULL,
      "plugins in execution order, e.g. torch,accelerate"},
     {"nproc_per_node", SR_KEY_INT, "1", NULL, 0, 1, 4096, NULL,
      "worker processes on this node (torchrun --nproc-per-node)"},

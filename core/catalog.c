@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,10 @@ static const char *type_name(const sr_key *k, char *buf, size_t len) {
     switch (k->type) {
     case SR_KEY_STRING: return "string";
     case SR_KEY_BOOL: return "bool";
-    case SR_KEY_INT: snprintf(buf, len, "int %lld..%lld", k->min, k->max); return buf;
+    case SR_KEY_INT:
+        if (k->max == LLONG_MAX) snprintf(buf, len, "int >= %lld", k->min);
+        else snprintf(buf, len, "int %lld..%lld", k->min, k->max);
+        return buf;
     case SR_KEY_ENUM: sr__enum_describe(k->choices, k->flags, buf, len); return buf;
     case SR_KEY_LIST: return "list";
     case SR_KEY_PATH: return "path";
@@ -89,7 +93,7 @@ int sr__cmd_plugins(const char *extra) {
                p->description ? p->description : "");
         if (p->requires) printf("  requires: %s\n", p->requires);
         printf("  keys of [%s]:\n", p->name);
-        sr__print_key_table(stdout, p->name, &sr__plugin_path_key, 0, 0);
+        sr__print_key_table(stdout, p->name, sr__plugin_host_keys, 0, 0);
         sr__print_key_table(stdout, p->name, p->keys, 0, 0);
         if (p->writes && p->writes->name) {
             printf("  also writes:\n");
@@ -119,7 +123,7 @@ int sr__cmd_reference(void) {
         const sr_plugin *p = ps[i].p;
         printf("\n#### `[%s]` — %s\n\n", p->name, p->description ? p->description : "");
         if (p->requires) printf("Requires: `%s`.\n\n", p->requires);
-        sr__print_key_table(stdout, p->name, &sr__plugin_path_key, 1, 1);
+        sr__print_key_table(stdout, p->name, sr__plugin_host_keys, 1, 1);
         sr__print_key_table(stdout, p->name, p->keys, 1, 0);
         if (p->writes && p->writes->name) {
             printf("\nAlso written by `%s`, in every worker:\n\n| variable | value |\n|---|---|\n", p->name);

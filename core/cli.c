@@ -38,7 +38,8 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: shardrun [OPTIONS] JOB.ini [-- TASK ARGS...]   run the job\n"
             "       shardrun env [OPTIONS] JOB.ini [--rank R] [--explain]\n"
-            "                                         print the variables rank R receives (default 0)\n"
+            "                                         print the variables rank R receives\n"
+            "                                         (default: the first rank this node starts)\n"
             "       shardrun plugins                  list the plugins found and their keys\n"
             "       shardrun reference                the key and variable reference (Markdown)\n"
             "\n"
@@ -74,7 +75,7 @@ static int flag_is(const char *arg, const char *flag) {
 /* Returns 0, or 2 on a usage error (message printed). */
 static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
     c->command = "run";
-    c->rank = 0;
+    c->rank = -1; /* env: the first rank this agent would start */
     int i = 1;
     if (argc > 1 && (!strcmp(argv[1], "env") || !strcmp(argv[1], "plugins") || !strcmp(argv[1], "reference") ||
                      !strcmp(argv[1], "run")))

@@ -11,6 +11,7 @@ int sr__cmd_env(sr_run *run, const sr_run_args *args, int rank, int explain) {
     if (sr__run_prepare(run, args) != 0) return 2;
     sr_layout *l = &run->layout;
     int world = l->nnodes * l->nproc_per_node;
+    if (rank < 0) rank = l->node_rank * l->nproc_per_node + l->first_local;
     if (rank >= world) {
         fprintf(stderr, "shardrun: error: --rank %d: this run has ranks 0..%d (nnodes %d x nproc_per_node %d)\n",
                 rank, world - 1, l->nnodes, l->nproc_per_node);

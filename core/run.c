@@ -39,7 +39,7 @@ static void load_plugins(sr_run *run) {
     run->plugins = calloc(n ? n : 1, sizeof *run->plugins);
     for (size_t i = 0; i < n; i++) {
         /* `path` first: it decides which file declares the section's other keys */
-        sr__config_resolve_key(cfg, names[i], &sr__plugin_path_key);
+        sr__config_resolve_key(cfg, names[i], &sr__plugin_host_keys[0]);
         if (sr__plugin_load(names[i], sr__config_value(cfg, names[i], "path"), dirs, &run->plugins[run->nplugins],
                             &cfg->diag) == 0)
             run->nplugins++;
@@ -88,7 +88,7 @@ int sr__run_prepare(sr_run *run, const sr_run_args *args) {
     load_plugins(run);
     if (cfg->diag.n) goto fail;
     for (size_t i = 0; i < run->nplugins; i++)
-        sr__config_resolve(cfg, run->plugins[i].name, run->plugins[i].p->keys, &sr__plugin_path_key,
+        sr__config_resolve(cfg, run->plugins[i].name, run->plugins[i].p->keys, &sr__plugin_host_keys[0],
                            run->plugins[i].p->normalize_key);
     sr__config_resolve_free(cfg, "task");
     const char *known[258] = {"shardrun", "task"};

@@ -28,14 +28,16 @@ const sr_key sr__shardrun_keys[] = {
     {"log_level", SR_KEY_ENUM, "info", "error|warn|info|debug", 0, NOLIM, NULL,
      "what the agent logs to stderr (debug shows which plugin set each variable)"},
     {"plugin_path", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
-     "colon-separated folders searched for shardrun_<name>.so before the built-in folders"},
+     "colon-separated folders searched for shardrun_NAME.so before the built-in folders"},
     {"tasks_path", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
-     "colon-separated folders searched for <name>.so when task is a bare name"},
+     "colon-separated folders searched for NAME.so when task is a bare name"},
     {NULL, 0, NULL, NULL, 0, NOLIM, NULL, NULL},
 };
 
-const sr_key sr__plugin_path_key = {"path", SR_KEY_PATH, NULL, NULL, 0, NOLIM, NULL,
-                                    "the plugin's .so (relative to the job file), instead of a search"};
+const sr_key sr__plugin_host_keys[] = {
+    {"path", SR_KEY_PATH, NULL, NULL, 0, NOLIM, NULL, "the plugin's .so (relative to the job file), instead of a search"},
+    {NULL, 0, NULL, NULL, 0, NOLIM, NULL, NULL},
+};
 
 const sr_var sr__host_reads[] = {
     {"RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT",

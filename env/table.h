@@ -16,8 +16,9 @@ extern const sr_key sr__shardrun_keys[];
 /* Variables the host reads that are not keys (cluster detection), NULL-name terminated. */
 extern const sr_var sr__host_reads[];
 
-/* [task] is free-form; [<plugin>] sections also take this host-owned key. */
-extern const sr_key sr__plugin_path_key;
+/* [task] is free-form; every plugin's section also takes these host-owned keys (`path`),
+   NULL-name terminated. */
+extern const sr_key sr__plugin_host_keys[];
 
 const sr_key *sr__find_key(const sr_key *keys, const char *name);
 

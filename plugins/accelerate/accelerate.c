@@ -5,12 +5,12 @@
  * (booleans lowercase, enums uppercase, lists without spaces); this plugin checks what depends on
  * several keys and on the FSDP version, then writes.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "shardrun/plugin.h"
 
-#define BIG 9000000000000000000LL
 
 /* applies_to: 0 both versions, 1 FSDP_VERSION 1 only, 2 version 2 only */
 typedef struct fsdp_key_rule {
@@ -22,7 +22,8 @@ static const sr_key accel_keys[] = {
     {"mixed_precision", SR_KEY_ENUM, "no", "no|fp16|bf16", 0, 0, 0, "ACCELERATE_MIXED_PRECISION",
      "parameter/compute precision (accelerate's spelling: lowercase)"},
     {"use_fsdp", SR_KEY_BOOL, "true", NULL, 0, 0, 0, "ACCELERATE_USE_FSDP",
-     "false: only ACCELERATE_MIXED_PRECISION is written (replicated, DDP-style training)"},
+     "written as `true` (the only spelling accelerate accepts); false: only ACCELERATE_MIXED_PRECISION is "
+     "written (replicated, DDP-style training)"},
     {"fsdp.version", SR_KEY_INT, "1", NULL, 0, 1, 2, "FSDP_VERSION", "FSDP API version, 1 or 2"},
     {"fsdp.sharding_strategy", SR_KEY_ENUM, "FULL_SHARD",
      "FULL_SHARD|SHARD_GRAD_OP|NO_SHARD|HYBRID_SHARD|HYBRID_SHARD_ZERO2", SR_KEY_ENUM_DIGITS, 0, 0,
@@ -34,7 +35,7 @@ static const sr_key accel_keys[] = {
      "FSDP_AUTO_WRAP_POLICY", "how modules become FSDP units"},
     {"fsdp.transformer_layer_cls_to_wrap", SR_KEY_LIST, NULL, NULL, 0, 0, 0, "FSDP_TRANSFORMER_CLS_TO_WRAP",
      "module classes that become units (TRANSFORMER_BASED_WRAP), e.g. GPT2Block"},
-    {"fsdp.min_num_params", SR_KEY_INT, NULL, NULL, 0, 0, BIG, "FSDP_MIN_NUM_PARAMS",
+    {"fsdp.min_num_params", SR_KEY_INT, NULL, NULL, 0, 0, LLONG_MAX, "FSDP_MIN_NUM_PARAMS",
      "parameters per unit (SIZE_BASED_WRAP; required there, positive)"},
     {"fsdp.backward_prefetch", SR_KEY_ENUM, NULL, "BACKWARD_PRE|BACKWARD_POST|NO_PREFETCH", 0, 0, 0,
      "FSDP_BACKWARD_PREFETCH", "when the next unit is gathered in backward (version 1); unset: no prefetch"},
@@ -60,11 +61,6 @@ static const sr_key accel_keys[] = {
 static const fsdp_key_rule version_rules[] = {
     {"fsdp.sharding_strategy", 1}, {"fsdp.backward_prefetch", 1}, {"fsdp.forward_prefetch", 1},
     {"fsdp.use_orig_params", 1},   {"fsdp.sync_module_states", 1}, {"fsdp.reshard_after_forward", 2},
-};
-
-static const sr_var accel_writes[] = {
-    {"ACCELERATE_USE_FSDP", "`true` (lowercase, the only spelling accelerate accepts) unless use_fsdp = false"},
-    {NULL, NULL},
 };
 
 static int applies_to(const char *key) {
@@ -176,7 +172,6 @@ __attribute__((visibility("default"))) const sr_plugin shardrun_plugin = {
     .description = "FSDP configuration as `accelerate launch` writes it",
     .requires = "torch",
     .keys = accel_keys,
-    .writes = accel_writes,
     .normalize_key = accel_normalize_key,
     .validate = accel_validate,
     .write_env = accel_write_env,

@@ -13,13 +13,15 @@
 
 #include "shardrun/task.h"
 
+/* temp + rename: a reader never sees an empty pid file, even if we are killed mid-write */
 static void write_pid(const char *dir, int rank) {
-    char path[4096];
+    char path[4096], tmp[4200];
     snprintf(path, sizeof path, "%s/rank%d.pid", dir, rank);
-    FILE *f = fopen(path, "w");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
     if (f) {
         fprintf(f, "%d\n", (int)getpid());
-        fclose(f);
+        if (fclose(f) == 0) rename(tmp, path);
     }
 }
 

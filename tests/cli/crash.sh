@@ -1,0 +1,127 @@
+# Crash handling with real processes: the first failure stops every worker, the summary names
+# the rank and the cause, and no process of the run survives shardrun.
+. "$(dirname "$0")/lib.sh"
+BEHAVE=$BUILD/tests/tasks/behave.so
+mkjob() { # mkjob ACT_RANK ACT [EXTRA LINES...]
+    rm -rf "$T/pids" && mkdir -p "$T/pids"
+    printf '[shardrun]\ntask = %s\nnproc_per_node = 4\n' "$BEHAVE" >"$T/c.ini"
+    printf '[task]\npid_dir = %s\nact_rank = %s\nact = %s\nsay = about to act\n' "$T/pids" "$1" "$2" >>"$T/c.ini"
+    shift 2
+    printf '%s\n' "$@" >>"$T/c.ini"
+}
+now() { date +%s%N; }
+elapsed_ms() { echo $((($(now) - $1) / 1000000)); }
+no_survivors() { # every pid the workers wrote is gone (not even a zombie, unless $2 = dead-ok)
+    local left="" state
+    for f in "$T"/pids/rank*.pid; do
+        [ -e "$f" ] || continue
+        p=$(cat "$f")
+        state=$(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null)
+        [ -n "$state" ] && ! { [ "$state" = Z ] && [ "${2:-}" = dead-ok ]; } && left="$left $p($state)"
+    done
+    [ -z "$left" ] && pass || fail "$1: processes survived:$left"
+}
+wait_pids() { # wait until N pid files exist
+    for _ in $(seq 1 200); do
+        [ "$(ls "$T"/pids/rank*.pid 2>/dev/null | wc -l)" -ge "$1" ] && return 0
+        sleep 0.02
+    done
+    fail "workers did not start"
+}
+
+# 1. a segfault on rank 1 while the others sleep
+mkjob 1 segv
+t0=$(now)
+run "$SHARDRUN" "$T/c.ini"
+ms=$(elapsed_ms "$t0")
+expect_rc 1 "segfault run"
+[ "$ms" -lt 3000 ] && pass || fail "segfault run took ${ms} ms (limit 3000)"
+expect_in "$err" "shardrun: error: rank 1 (local rank 1, pid " "summary names rank 1"
+expect_in "$err" "was killed by signal SIGSEGV (11)" "summary names SIGSEGV"
+expect_in "$err" "shardrun:   [rank1]: about to act (rank 1)" "summary shows rank 1's last line"
+expect_in "$err" "stopped the other 3 workers of this node" "summary counts the stopped workers"
+expect_not_in "$out" "\"rank\"" "no results after a failure"
+no_survivors "segfault"
+
+# 2. SIGKILL sent to one worker from outside
+mkjob -1 ok "others = sleep"
+"$SHARDRUN" "$T/c.ini" >"$T/o" 2>"$T/e" &
+spid=$!
+wait_pids 4
+victim=$(cat "$T/pids/rank2.pid")
+t0=$(now)
+kill -KILL "$victim"
+wait "$spid"
+rc=$?
+ms=$(elapsed_ms "$t0")
+err=$(cat "$T/e")
+expect_rc 1 "worker killed from outside"
+[ "$ms" -lt 3000 ] && pass || fail "SIGKILL run took ${ms} ms to end (limit 3000)"
+expect_in "$err" "rank 2 (local rank 2, pid $victim) was killed by signal SIGKILL (9)" "summary names rank 2 and SIGKILL"
+no_survivors "SIGKILL from outside"
+
+# 3. SIGINT to shardrun: forwarded, then exit 130
+mkjob -1 ok "others = sleep"
+"$SHARDRUN" "$T/c.ini" >"$T/o" 2>"$T/e" &
+spid=$!
+wait_pids 4
+t0=$(now)
+kill -INT "$spid"
+wait "$spid"
+rc=$?
+ms=$(elapsed_ms "$t0")
+err=$(cat "$T/e")
+expect_rc 130 "SIGINT to shardrun"
+[ "$ms" -lt 3000 ] && pass || fail "SIGINT run took ${ms} ms to end (limit 3000)"
+expect_in "$err" "shardrun: interrupted by SIGINT" "summary names SIGINT"
+expect_in "$err" "stopped the 4 workers of this node (SIGINT" "SIGINT forwarded to the workers"
+no_survivors "SIGINT"
+
+# 4. SIGTERM to shardrun, with a worker that ignores SIGTERM: SIGKILL after the grace period
+mkjob 3 ignore_term "others = sleep" "[shardrun]" 
+sed -i 's/^nproc_per_node = 4$/nproc_per_node = 4\nshutdown_grace = 0.5/' "$T/c.ini"
+"$SHARDRUN" "$T/c.ini" >"$T/o" 2>"$T/e" &
+spid=$!
+wait_pids 4
+sleep 0.1
+t0=$(now)
+kill -TERM "$spid"
+wait "$spid"
+rc=$?
+ms=$(elapsed_ms "$t0")
+err=$(cat "$T/e")
+expect_rc 143 "SIGTERM to shardrun"
+[ "$ms" -ge 400 ] && [ "$ms" -lt 3000 ] && pass || fail "grace then SIGKILL: took ${ms} ms (expected 500..3000)"
+expect_in "$err" "some needed SIGKILL" "summary says SIGKILL was needed"
+no_survivors "SIGTERM with a worker ignoring it"
+
+# 5. a non-zero exit code
+mkjob 0 exit3 "others = sleep"
+run "$SHARDRUN" "$T/c.ini"
+expect_rc 1 "exit code 3"
+expect_in "$err" "rank 0 (local rank 0, pid " "summary names rank 0"
+expect_in "$err" "exited with code 3" "summary names the exit code"
+no_survivors "exit code"
+
+# 6. what a worker leaves behind in its process group dies with it, even on success
+printf '[shardrun]\ntask = exec:/bin/sh -c "sleep 60 & echo \\$! > %s/bg.pid; echo started"\n' "$T" >"$T/bg.ini"
+t0=$(now)
+run "$SHARDRUN" "$T/bg.ini"
+ms=$(elapsed_ms "$t0")
+expect_rc 0 "worker with a background child"
+expect_in "$out" "[rank0]: started" "worker output"
+bg=$(cat "$T/bg.pid")
+[ ! -e "/proc/$bg" ] && pass || fail "the worker's background child $bg survived"
+[ "$ms" -lt 3000 ] && pass || fail "run with a background child took ${ms} ms"
+
+# 7. shardrun itself killed with SIGKILL: its workers die too (parent-death signal)
+mkjob -1 ok "others = sleep"
+"$SHARDRUN" "$T/c.ini" >"$T/o" 2>"$T/e" &
+spid=$!
+wait_pids 4
+kill -KILL "$spid"
+wait "$spid" 2>/dev/null
+sleep 0.3
+# the orphans are dead; reaping them is their new parent's job (init, or this sandbox's pid 1)
+no_survivors "shardrun killed with SIGKILL" dead-ok
+done_checks

@@ -43,18 +43,24 @@ expect_in "$err" "stopped the other 3 workers of this node" "summary counts the 
 expect_not_in "$out" "\"rank\"" "no results after a failure"
 no_survivors "segfault"
 
+# signal_run SIGNAL WHO: runs the job in the background, waits for its 4 workers, sends SIGNAL to
+# WHO (`agent`, or a rank number) and waits for shardrun; sets rc, err, ms (from the signal), victim
+signal_run() {
+    "$SHARDRUN" "$T/c.ini" >"$T/o" 2>"$T/e" &
+    local spid=$!
+    wait_pids 4
+    if [ "$2" = agent ]; then victim=$spid; else victim=$(cat "$T/pids/rank$2.pid"); fi
+    local t0=$(now)
+    kill -"$1" "$victim"
+    wait "$spid" 2>/dev/null
+    rc=$?
+    ms=$(elapsed_ms "$t0")
+    err=$(cat "$T/e")
+}
+
 # 2. SIGKILL sent to one worker from outside
 mkjob -1 ok "others = sleep"
-"$SHARDRUN" "$T/c.ini" >"$T/o" 2>"$T/e" &
-spid=$!
-wait_pids 4
-victim=$(cat "$T/pids/rank2.pid")
-t0=$(now)
-kill -KILL "$victim"
-wait "$spid"
-rc=$?
-ms=$(elapsed_ms "$t0")
-err=$(cat "$T/e")
+signal_run KILL 2
 expect_rc 1 "worker killed from outside"
 [ "$ms" -lt 3000 ] && pass || fail "SIGKILL run took ${ms} ms to end (limit 3000)"
 expect_in "$err" "rank 2 (local rank 2, pid $victim) was killed by signal SIGKILL (9)" "summary names rank 2 and SIGKILL"
@@ -62,15 +68,7 @@ no_survivors "SIGKILL from outside"
 
 # 3. SIGINT to shardrun: forwarded, then exit 130
 mkjob -1 ok "others = sleep"
-"$SHARDRUN" "$T/c.ini" >"$T/o" 2>"$T/e" &
-spid=$!
-wait_pids 4
-t0=$(now)
-kill -INT "$spid"
-wait "$spid"
-rc=$?
-ms=$(elapsed_ms "$t0")
-err=$(cat "$T/e")
+signal_run INT agent
 expect_rc 130 "SIGINT to shardrun"
 [ "$ms" -lt 3000 ] && pass || fail "SIGINT run took ${ms} ms to end (limit 3000)"
 expect_in "$err" "shardrun: interrupted by SIGINT" "summary names SIGINT"
@@ -78,18 +76,9 @@ expect_in "$err" "stopped the 4 workers of this node (SIGINT" "SIGINT forwarded 
 no_survivors "SIGINT"
 
 # 4. SIGTERM to shardrun, with a worker that ignores SIGTERM: SIGKILL after the grace period
-mkjob 3 ignore_term "others = sleep" "[shardrun]" 
+mkjob 3 ignore_term "others = sleep"
 sed -i 's/^nproc_per_node = 4$/nproc_per_node = 4\nshutdown_grace = 0.5/' "$T/c.ini"
-"$SHARDRUN" "$T/c.ini" >"$T/o" 2>"$T/e" &
-spid=$!
-wait_pids 4
-sleep 0.1
-t0=$(now)
-kill -TERM "$spid"
-wait "$spid"
-rc=$?
-ms=$(elapsed_ms "$t0")
-err=$(cat "$T/e")
+signal_run TERM agent
 expect_rc 143 "SIGTERM to shardrun"
 [ "$ms" -ge 400 ] && [ "$ms" -lt 3000 ] && pass || fail "grace then SIGKILL: took ${ms} ms (expected 500..3000)"
 expect_in "$err" "some needed SIGKILL" "summary says SIGKILL was needed"
@@ -116,11 +105,7 @@ bg=$(cat "$T/bg.pid")
 
 # 7. shardrun itself killed with SIGKILL: its workers die too (parent-death signal)
 mkjob -1 ok "others = sleep"
-"$SHARDRUN" "$T/c.ini" >"$T/o" 2>"$T/e" &
-spid=$!
-wait_pids 4
-kill -KILL "$spid"
-wait "$spid" 2>/dev/null
+signal_run KILL agent
 sleep 0.3
 # the orphans are dead; reaping them is their new parent's job (init, or this sandbox's pid 1)
 no_survivors "shardrun killed with SIGKILL" dead-ok

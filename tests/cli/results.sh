@@ -20,6 +20,11 @@ assert all(x["exit_code"] == 0 and x["sharding_strategy"] == "FULL_SHARD" and x[
 PY
 expect_eq "$(ls "$T")" "res.json" "no temporary file left next to the results"
 
+# log_level = debug: each worker logs which plugin set each variable
+run "$SHARDRUN" "$HELLO" --set shardrun.log_level=debug
+expect_in "$err" "[rank1]: shardrun: debug: torch sets RANK=1" "debug log names the plugin (torch)"
+expect_in "$err" "[rank0]: shardrun: debug: accelerate sets FSDP_SHARDING_STRATEGY=FULL_SHARD" "debug log names the plugin (accelerate)"
+
 # an unwritable results path fails the run, and says so
 run "$SHARDRUN" "$HELLO" --results "$T/no/such/dir/r.json"
 expect_rc 1 "unwritable --results"

@@ -32,7 +32,6 @@ static int act(const char *what) {
     }
     if (!strcmp(what, "exit3")) return 3;
     if (!strcmp(what, "ok")) return 0;
-    if (!strcmp(what, "ignore_term")) signal(SIGTERM, SIG_IGN);
     for (int i = 0; i < 600; i++) sleep(1); /* "sleep": until someone stops us */
     return 0;
 }
@@ -42,13 +41,13 @@ static int behave_main(sr_ctx *ctx, int argc, char **argv) {
     const char *say = sr_config(ctx, "say");
     long long who;
     if (sr_config_int(ctx, "act_rank", -1, &who) != 0) return 2;
+    const char *a = sr_config(ctx, "act");
+    /* before the pid file, so a test that saw the file knows SIGTERM is already ignored */
+    if (sr_rank(ctx) == who && a && !strcmp(a, "ignore_term")) signal(SIGTERM, SIG_IGN);
     if (dir) write_pid(dir, sr_rank(ctx));
     for (int i = 1; i < argc; i++) printf("arg%d=%s\n", i, argv[i]);
     if (say) printf("%s (rank %d)\n", say, sr_rank(ctx));
-    if (sr_rank(ctx) == who) {
-        const char *a = sr_config(ctx, "act");
-        return act(a ? a : "segv");
-    }
+    if (sr_rank(ctx) == who) return act(a ? a : "segv");
     const char *others = sr_config(ctx, "others");
     sr_report_int(ctx, "pid", (long long)getpid());
     return act(others ? others : "sleep");

@@ -163,6 +163,9 @@ int sr__cli_main(int argc, char **argv) {
         rc = sr__cmd_env(&run, &args, c.rank, c.explain);
     } else if (sr__run_prepare(&run, &args) != 0) {
         rc = 2;
+    } else if (sr__rdzv_prepare(&run) != 0) {
+        sr__diag_flush(&run.cfg.diag, stderr);
+        rc = 2;
     } else {
         rc = sr__launch(&run, c.results);
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../env/value.h"
+#include "pg_internal.h"
 #include "strbuf.h"
 
 typedef struct sr_result {
@@ -32,6 +33,11 @@ void sr__ctx_free(sr_ctx *c) {
     for (size_t i = 0; i < c->nres; i++) free(c->res[i].name), free(c->res[i].json);
     free(c->res);
     free(c);
+}
+
+sr_pg *sr_world(sr_ctx *c) {
+    (void)c; /* one world group per worker process */
+    return sr__pg_world();
 }
 
 int sr_rank(const sr_ctx *c) { return c->topo.rank; }

@@ -1,11 +1,14 @@
 /* The host side of the plugin ABI: the sr_host_api table and the hooks' drivers. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../env/value.h"
+#include "pg_internal.h"
 #include "run.h"
 
 struct sr_host {
@@ -130,9 +133,48 @@ static int api_env_unset(sr_host *h, const char *name, const char *because) {
     return 0;
 }
 
+static const char *api_task_kind(sr_host *h) { return h->run->task.type == SR_TASK_EXEC ? "exec" : "main"; }
+
+/* auto: nccl only when a CUDA device is visible; a CPU machine never loads CUDA to find out. */
+static const char *resolve_backend(const char *backend) {
+    if (strcmp(backend, "auto")) return backend;
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (access("/dev/nvidiactl", F_OK) != 0 || (vis && (!*vis || !strcmp(vis, "-1")))) return "gloo";
+    char path[4200], err[256];
+    snprintf(path, sizeof path, "%s/libshardrun_cuda.so", sr__lib_dir());
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    int (*count)(char *, size_t) = lib ? (int (*)(char *, size_t))dlsym(lib, "sr_cuda_device_count") : NULL;
+    return count && count(err, sizeof err) > 0 ? "nccl" : "gloo";
+}
+
+static int is_loopback(const char *addr) {
+    return !strncmp(addr, "127.", 4) || !strcmp(addr, "localhost") || !strcmp(addr, "::1");
+}
+
+static int api_init_process_group(sr_host *h, const char *backend, double timeout_s) {
+    sr_run *run = h->run;
+    if (!run->rdzv.enabled) {
+        api_log(h, SR_LOG_ERROR, "no rendezvous store in this run (exec: tasks form their own groups)");
+        return -1;
+    }
+    char hostname[256] = "127.0.0.1";
+    if (!is_loopback(run->layout.master_addr) && gethostname(hostname, sizeof hostname) != 0)
+        snprintf(hostname, sizeof hostname, "127.0.0.1");
+    sr_pg_world_args a = {run->rdzv_host, run->rdzv_port, run->rdzv_token, h->topo.rank, h->topo.world_size,
+                          h->topo.local_rank, resolve_backend(backend), hostname, timeout_s};
+    char err[2048];
+    if (!sr__pg_create_world(&a, err, sizeof err)) {
+        fprintf(stderr, "shardrun: error: %s\n", err);
+        return -1;
+    }
+    sr__log(SR_LOG_DEBUG, "process group world ready: rank %d of %d, %s", a.rank, a.size, a.backend);
+    return 0;
+}
+
 static const sr_host_api host_api = {
-    SR_PLUGIN_ABI_VERSION, sizeof(sr_host_api), api_log,  api_get,     api_given,    api_reject,
-    api_topology,          api_env_get,         api_env_set, api_env_unset,
+    SR_PLUGIN_ABI_VERSION, sizeof(sr_host_api), api_log,      api_get,      api_given,
+    api_reject,            api_topology,        api_env_get,  api_env_set,  api_env_unset,
+    api_task_kind,         api_init_process_group,
 };
 
 static void host_for(sr_host *h, sr_run *run, size_t i, int local_rank, sr_env_block *block, sr_diag *diag) {

@@ -146,6 +146,7 @@ typedef struct supervise_state {
     int n;
     int failed;          /* index of the first failed worker, -1 */
     int stop_signal;     /* signal that stopped shardrun, 0 */
+    int failed_elsewhere;/* another agent's worker failed first */
     double kill_at;      /* when SIGKILL follows SIGTERM; 0: not stopping */
     int killed;          /* SIGKILL sent */
 } supervise_state;
@@ -168,6 +169,10 @@ static void reap(supervise_state *st, sr_run *run) {
             int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
             if (!ok && st->failed < 0 && !st->kill_at) {
                 st->failed = i;
+                char what[160], msg[300];
+                describe_status(status, what, sizeof what);
+                snprintf(msg, sizeof msg, "rank %d (node %d) %s", w->rank, run->layout.node_rank, what);
+                sr__rdzv_report_failure(&run->rdzv, msg);
                 begin_stop(st, run, SIGTERM);
             }
             /* whatever the worker left behind in its group goes with it */
@@ -177,29 +182,54 @@ static void reap(supervise_state *st, sr_run *run) {
     }
 }
 
-static int all_done(const supervise_state *st) {
-    for (int i = 0; i < st->n; i++) {
+static int workers_reaped(const supervise_state *st) {
+    for (int i = 0; i < st->n; i++)
         if (!st->ws[i].reaped) return 0;
-        for (int s = 0; s < NSTREAMS; s++)
-            if (st->ws[i].fd[s] >= 0) return 0;
-    }
     return 1;
 }
 
+static int pipes_closed(const supervise_state *st) {
+    for (int i = 0; i < st->n; i++)
+        for (int s = 0; s < NSTREAMS; s++)
+            if (st->ws[i].fd[s] >= 0) return 0;
+    return 1;
+}
+
+static void close_pipes(supervise_state *st) {
+    for (int i = 0; i < st->n; i++)
+        for (int s = 0; s < NSTREAMS; s++)
+            if (st->ws[i].fd[s] >= 0) read_stream(&st->ws[i], s), close(st->ws[i].fd[s]), st->ws[i].fd[s] = -1;
+}
+
 static void supervise(supervise_state *st, sr_run *run) {
+    enum { MAX_RDZV_FDS = 4200 };
     double all_reaped_at = 0;
-    struct pollfd *pfd = calloc((size_t)st->n * NSTREAMS + 1, sizeof *pfd);
-    while (!all_done(st)) {
+    int reported = 0;
+    struct pollfd *pfd = calloc((size_t)st->n * NSTREAMS + 1 + MAX_RDZV_FDS, sizeof *pfd);
+    while (1) {
+        int local_done = workers_reaped(st) && pipes_closed(st);
+        if (local_done && !reported) {
+            if (st->failed < 0 && !st->stop_signal && !st->failed_elsewhere) sr__rdzv_report_done(&run->rdzv);
+            reported = 1;
+        }
+        /* node 0's agent serves the store until every agent is done or the run failed */
+        if (local_done && (!run->rdzv.hosting || st->failed >= 0 || st->stop_signal || st->failed_elsewhere ||
+                           sr__rdzv_all_done(&run->rdzv)))
+            break;
         int np = 0;
         pfd[np++] = (struct pollfd){.fd = self_pipe[0], .events = POLLIN};
         for (int i = 0; i < st->n; i++)
             for (int s = 0; s < NSTREAMS; s++)
                 if (st->ws[i].fd[s] >= 0) pfd[np++] = (struct pollfd){.fd = st->ws[i].fd[s], .events = POLLIN};
-        int timeout = -1;
+        int first_rdzv = np;
+        np += sr__rdzv_pollfds(&run->rdzv, pfd + np, MAX_RDZV_FDS);
+        int timeout = sr__rdzv_timeout_ms(&run->rdzv);
         double t = now_s();
-        if (st->kill_at && !st->killed) timeout = (int)((st->kill_at - t) * 1000) + 1;
-        if (all_reaped_at) timeout = 50;
-        if (timeout < 0 && st->kill_at && !st->killed) timeout = 0;
+        if (st->kill_at && !st->killed) {
+            int k = (int)((st->kill_at - t) * 1000) + 1;
+            timeout = timeout < 0 || k < timeout ? (k > 0 ? k : 0) : timeout;
+        }
+        if (all_reaped_at && (timeout < 0 || timeout > 50)) timeout = 50;
         if (poll(pfd, (nfds_t)np, timeout) < 0 && errno != EINTR) break;
 
         if (pfd[0].revents & POLLIN) {
@@ -217,22 +247,25 @@ static void supervise(supervise_state *st, sr_run *run) {
             }
         }
         reap(st, run);
-        for (int p = 1; p < np; p++) {
+        for (int p = 1; p < first_rdzv; p++) {
             if (!pfd[p].revents) continue;
             for (int i = 0; i < st->n; i++)
                 for (int s = 0; s < NSTREAMS; s++)
                     if (st->ws[i].fd[s] == pfd[p].fd) read_stream(&st->ws[i], s);
+        }
+        if (sr__rdzv_handle(&run->rdzv, pfd + first_rdzv, np - first_rdzv) && !st->failed_elsewhere &&
+            st->failed < 0 && !reported) {
+            st->failed_elsewhere = 1;
+            begin_stop(st, run, SIGTERM);
         }
         t = now_s();
         if (st->kill_at && !st->killed && t >= st->kill_at) {
             signal_groups(st->ws, st->n, SIGKILL);
             st->killed = 1;
         }
-        int reaped = 1;
-        for (int i = 0; i < st->n; i++) reaped &= st->ws[i].reaped;
-        if (reaped && !all_reaped_at) all_reaped_at = t;
+        if (workers_reaped(st) && !all_reaped_at) all_reaped_at = t;
         /* a process that left its group (setsid) may hold a pipe open: do not wait for it long */
-        if (all_reaped_at && t - all_reaped_at > 1.0) break;
+        if (all_reaped_at && t - all_reaped_at > 1.0) close_pipes(st);
     }
     free(pfd);
 }
@@ -256,10 +289,12 @@ static void print_summary(const supervise_state *st, sr_run *run) {
         }
     } else if (st->stop_signal) {
         fprintf(stderr, "shardrun: interrupted by %s\n", sig_name(st->stop_signal, name, sizeof name));
+    } else if (st->failed_elsewhere) {
+        fprintf(stderr, "shardrun: error: the run failed on another node: %s\n", run->rdzv.failed_elsewhere);
     }
     int others = 0;
     for (int i = 0; i < st->n; i++) others += i != st->failed;
-    if (others && (st->failed >= 0 || st->stop_signal))
+    if (others && (st->failed >= 0 || st->stop_signal || st->failed_elsewhere))
         fprintf(stderr, "shardrun: stopped the %s%d worker%s of this node (%s, then SIGKILL after %gs)%s\n",
                 st->failed >= 0 ? "other " : "", others, others > 1 ? "s" : "",
                 sig_name(st->stop_signal ? st->stop_signal : SIGTERM, name, sizeof name), run->grace,
@@ -333,11 +368,12 @@ int sr__launch(sr_run *run, const char *results_path) {
     }
 
     int code = 0;
-    if (st.failed >= 0) code = 1;
+    if (st.failed >= 0 || st.failed_elsewhere) code = 1;
     else if (st.stop_signal) code = 128 + st.stop_signal;
     else if (st.n < n) code = 1;
     print_summary(&st, run);
     if (code == 0 && write_results(&st, results_path) != 0) code = 1;
+    sr__rdzv_free(&run->rdzv);
     for (int i = 0; i < st.n; i++) {
         sr__relay_free(&st.ws[i].relay[0]);
         sr__relay_free(&st.ws[i].relay[1]);

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "layout.h"
 #include "plugins.h"
+#include "rdzv.h"
 #include "task_spec.h"
 
 typedef struct sr_run {
@@ -22,6 +23,10 @@ typedef struct sr_run {
     sr_task_spec task;
     int log_level;      /* sr_log_level */
     double grace;       /* seconds between SIGTERM and SIGKILL */
+    sr_rdzv rdzv;       /* the agent's side of the rendezvous */
+    char rdzv_host[256];
+    int rdzv_port;
+    char rdzv_token[128];
 } sr_run;
 
 typedef struct sr_run_args {

@@ -19,6 +19,11 @@ const sr_key sr__shardrun_keys[] = {
      "address of node 0, where rank 0's rendezvous lives (torchrun --master-addr)"},
     {"master_port", SR_KEY_INT, "29500", NULL, 0, 0, 65535, NULL,
      "port of rank 0's rendezvous; 0 picks a free port (single node only)"},
+    {"rdzv_port", SR_KEY_INT, "0", NULL, 0, 0, 65535, NULL,
+     "port of the rendezvous store node 0's shardrun hosts (never MASTER_PORT); 0: a free port on one node, "
+     "master_port + 1 across nodes"},
+    {"rdzv_timeout", SR_KEY_FLOAT, "300", NULL, 0, NOLIM, NULL,
+     "seconds the other nodes' shardrun waits for node 0's store to answer"},
     {"standalone", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL,
      "single node, free port on localhost, fresh run id (torchrun --standalone)"},
     {"run_id", SR_KEY_STRING, "none", NULL, 0, NOLIM, NULL,
@@ -50,6 +55,10 @@ const sr_var sr__host_reads[] = {
      "cluster detection 3: Open MPI (mpirun started one process per worker)"},
     {"PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS",
      "cluster detection 4: MPICH/PMI (one process per worker)"},
+    {"SHARDRUN_RDZV_TOKEN",
+     "the rendezvous store's token when several agents (nodes) share a run: the same secret on every node; "
+     "under Slurm `slurm-$SLURM_JOB_ID` is used when unset; a single-node run makes a fresh one"},
+    {"GLOO_SOCKET_IFNAME", "the network interface Gloo uses across nodes (default: this host's name)"},
     {NULL, NULL},
 };
 

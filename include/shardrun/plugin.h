@@ -10,6 +10,7 @@
  *                                    order the job file lists the plugins; the host applies the
  *                                    resulting block to the process once, after every plugin ran
  *           -> init()                after the environment is applied, before the task is loaded
+ *                                    (torch: the process group, through api->init_process_group)
  *           -> (task runs)
  *           -> finish(status)        after the task, before the worker exits
  *
@@ -96,6 +97,12 @@ typedef struct sr_host_api {
        `shardrun env --explain` shows it.  Returns 0, or -1 for an invalid name or empty value. */
     int (*env_set)(sr_host *h, const char *name, const char *value, const char *because);
     int (*env_unset)(sr_host *h, const char *name, const char *because);
+    /* init hook: what this worker runs, "main" (a task .so) or "exec" (a program). */
+    const char *(*task_kind)(sr_host *h);
+    /* init hook: meets every rank through shardrun's store and creates this worker's world
+       process group; backend "gloo", "nccl" or "auto" (nccl when a CUDA device is visible).
+       Returns 0, or -1 after printing why (the worker then fails). */
+    int (*init_process_group)(sr_host *h, const char *backend, double timeout_s);
 } sr_host_api;
 
 /* A variable a plugin writes without a key of its own (for the reference and `shardrun plugins`). */

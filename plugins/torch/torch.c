@@ -2,9 +2,11 @@
  * The torch plugin: what torchrun gives each worker.  It writes the topology variables byte for
  * byte as torchrun (torch.distributed.run / the elastic agent) does, plus NODE_RANK.  The host
  * resolves the topology (job file, flags, cluster detection); this plugin only spells it.
- * Process-group creation (its init hook) comes with the process-group work.
+ * Its init hook then creates the process group for main tasks, as torch's env:// init would
+ * (exec: programs form their own, from the same variables).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shardrun/plugin.h"
@@ -28,6 +30,14 @@ static const sr_var torch_writes[] = {
     {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "`1` unless already set"},
     {"OMP_NUM_THREADS", "`1` when unset and more than one worker runs on the node; an exported value is kept"},
     {NULL, NULL},
+};
+
+static const sr_key torch_keys[] = {
+    {"backend", SR_KEY_ENUM, "auto", "auto|gloo|nccl", 0, 0, 0, NULL,
+     "process-group backend; auto: nccl when a CUDA device is visible, else gloo"},
+    {"timeout", SR_KEY_FLOAT, "1800", NULL, 0, 0, 0, NULL,
+     "seconds a rendezvous or collective may wait for the other ranks before failing (torch's default: 1800)"},
+    {NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL},
 };
 
 static int set_int(const sr_host_api *api, sr_host *h, const char *name, int v, const char *because) {
@@ -62,14 +72,29 @@ static int torch_write_env(const sr_host_api *api, sr_host *h) {
     return bad ? -1 : 0;
 }
 
+static int torch_validate(const sr_host_api *api, sr_host *h) {
+    if (atof(api->get(h, "timeout")) <= 0) {
+        api->reject(h, "timeout", "must be more than 0 seconds");
+        return -1;
+    }
+    return 0;
+}
+
+static int torch_init(const sr_host_api *api, sr_host *h) {
+    if (strcmp(api->task_kind(h), "main")) return 0;
+    return api->init_process_group(h, api->get(h, "backend"), atof(api->get(h, "timeout")));
+}
+
 __attribute__((visibility("default"))) const sr_plugin shardrun_plugin = {
     .abi_version = SR_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(sr_plugin),
     .name = "torch",
     .version = "0.1.0",
-    .description = "topology variables as torchrun writes them",
+    .description = "topology variables as torchrun writes them, and the process group",
     .requires = NULL,
-    .keys = NULL,
+    .keys = torch_keys,
     .writes = torch_writes,
+    .validate = torch_validate,
     .write_env = torch_write_env,
+    .init = torch_init,
 };

@@ -5,25 +5,49 @@ printf '[shardrun]\ntask = exec:/usr/bin/env\nplugins = torch\n' >"$T/c.ini"
 val() { sed -n "s/^\[rank$1\]: $2=//p" <<<"$out"; }
 dry() { sed -n "s/^$1=//p" <<<"$out"; }
 
-# srun with 4 tasks on 2 nodes: this process is task 3 (node 1, local 1)
-SRUN=(SLURM_PROCID=3 SLURM_NTASKS=4 SLURM_LOCALID=1 SLURM_NODEID=1 SLURM_NNODES=2 SLURM_STEP_ID=0
-      "SLURM_JOB_NODELIST=gpu[07-08]")
-run env "${SRUN[@]}" "$SHARDRUN" "$T/c.ini"
-expect_rc 0 "srun per-task run"
-expect_eq "$(grep -o '^\[rank[0-9]*\]' <<<"$out" | sort -u | tr '\n' ' ')" "[rank3] " "exactly one worker, rank 3"
+P=$(free_port_pair)
+# srun with 4 tasks on 2 nodes, simulated on loopback: 4 shardrun processes, one per task; each
+# starts exactly one worker, and they meet through the first task's store
+for task in 0 1 2 3; do
+    env SLURM_PROCID=$task SLURM_NTASKS=4 SLURM_LOCALID=$((task % 2)) SLURM_NODEID=$((task / 2)) SLURM_NNODES=2 \
+        SLURM_STEP_ID=0 SLURM_JOB_ID=4242 "SLURM_JOB_NODELIST=localhost" "$SHARDRUN" "$T/c.ini" --master-port "$P" \
+        >"$T/task$task.out" 2>"$T/task$task.err" &
+    pids[$task]=$!
+done
+rcs=""
+for task in 0 1 2 3; do wait "${pids[$task]}"; rcs="$rcs$?"; done
+expect_eq "$rcs" "0000" "4 srun tasks ($(cat "$T"/task*.err))"
+out=$(cat "$T/task3.out")
+expect_eq "$(grep -o '^\[rank[0-9]*\]' <<<"$out" | sort -u | tr '\n' ' ')" "[rank3] " "task 3 starts exactly one worker, rank 3"
 expect_eq "$(val 3 RANK)/$(val 3 WORLD_SIZE)/$(val 3 LOCAL_RANK)/$(val 3 LOCAL_WORLD_SIZE)" "3/4/1/2" "rank/world/local from Slurm"
 expect_eq "$(val 3 GROUP_RANK)/$(val 3 NODE_RANK)/$(val 3 GROUP_WORLD_SIZE)" "1/1/2" "node from Slurm"
-expect_eq "$(val 3 MASTER_ADDR)" "gpu07" "master is the first host of the node list"
+expect_eq "$(val 3 MASTER_ADDR)" "localhost" "master is the first host of the node list"
+SRUN=(SLURM_PROCID=3 SLURM_NTASKS=4 SLURM_LOCALID=1 SLURM_NODEID=1 SLURM_NNODES=2 SLURM_STEP_ID=0
+      "SLURM_JOB_NODELIST=gpu[07-08]")
 run env "${SRUN[@]}" "$SHARDRUN" env "$T/c.ini" --explain
 expect_in "$(grep ^RANK= <<<"$out")" "RANK=3" "dry run defaults to this process's rank"
+expect_in "$(grep ^MASTER_ADDR= <<<"$out")" "MASTER_ADDR=gpu07" "first host of a bracketed node list"
 expect_in "$(grep ^MASTER_ADDR= <<<"$out")" "cluster (Slurm)" "explain names the cluster"
 
-# one task per node (node mode): nproc_per_node workers on this node
-run env SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=0 SLURM_NODEID=1 SLURM_NNODES=2 SLURM_STEP_ID=0 \
-    "SLURM_JOB_NODELIST=a1,b1" "$SHARDRUN" "$T/c.ini" --nproc-per-node 2
-expect_rc 0 "srun node-mode run"
+# one task per node (node mode): nproc_per_node workers per node, two agents
+for node in 0 1; do
+    env SLURM_PROCID=$node SLURM_NTASKS=2 SLURM_LOCALID=0 SLURM_NODEID=$node SLURM_NNODES=2 SLURM_STEP_ID=0 \
+        SLURM_JOB_ID=4243 "SLURM_JOB_NODELIST=localhost,b1" "$SHARDRUN" "$T/c.ini" --nproc-per-node 2 \
+        --master-port "$P" >"$T/node$node.out" 2>"$T/node$node.err" &
+    pids[$node]=$!
+done
+wait "${pids[0]}"; rc0=$?
+wait "${pids[1]}"; rc1=$?
+expect_eq "$rc0/$rc1" "0/0" "srun node-mode run ($(cat "$T"/node*.err))"
+out=$(cat "$T/node1.out")
 expect_eq "$(grep -o '^\[rank[0-9]*\]' <<<"$out" | sort -u | tr '\n' ' ')" "[rank2] [rank3] " "node 1 starts ranks 2 and 3"
-expect_eq "$(val 2 WORLD_SIZE)/$(val 3 LOCAL_RANK)/$(val 2 MASTER_ADDR)" "4/1/a1" "node-mode topology"
+expect_eq "$(val 2 WORLD_SIZE)/$(val 3 LOCAL_RANK)/$(val 2 MASTER_ADDR)" "4/1/localhost" "node-mode topology"
+
+# several agents need a shared token
+run env SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=0 SLURM_NODEID=1 SLURM_NNODES=2 SLURM_STEP_ID=0 \
+    "SLURM_JOB_NODELIST=a,b" "$SHARDRUN" "$T/c.ini"
+expect_rc 2 "no token for several agents"
+expect_in "$err" "needs a shared rendezvous token: export SHARDRUN_RDZV_TOKEN" "token error"
 
 # torchrun-style variables already present
 TR=(RANK=5 WORLD_SIZE=8 LOCAL_RANK=1 LOCAL_WORLD_SIZE=4 GROUP_RANK=1 MASTER_ADDR=10.9.8.7 MASTER_PORT=4242)

@@ -74,15 +74,26 @@ for r in 0 1 2 3; do
     printf '%s\n' "$out" >"$T/got$r"
     expect_same_file "$T/got$r" "$T/want$r" "2x2 dry run, rank $r"
 done
-# node 1's agent, for real (its workers only print their environment)
-run env -i PATH=/usr/bin:/bin "$SHARDRUN" "$REF" --nnodes 2 --node-rank 1 --nproc-per-node 2 --master-addr 10.1.2.3
-expect_rc 0 "2x2 node 1 run"
-for r in 2 3; do
-    expected $r $((r % 2)) 1 2 2 10.1.2.3 >"$T/want$r"
-    grep "^\[rank$r\]: " <<<"$out" | sed "s/^\[rank$r\]: //" | grep -v '^PATH=' | LC_ALL=C sort >"$T/real$r"
+# both nodes' agents for real, on loopback (each worker prints its environment)
+P=$(free_port_pair)
+export SHARDRUN_RDZV_TOKEN=env-reference-test
+for node in 0 1; do
+    env -i "PATH=/usr/bin:/bin" "SHARDRUN_RDZV_TOKEN=$SHARDRUN_RDZV_TOKEN" "$SHARDRUN" "$REF" --nnodes 2 --node-rank $node \
+        --nproc-per-node 2 --master-addr 127.0.0.1 --master-port "$P" >"$T/node$node.out" 2>"$T/node$node.err" &
+    pids[$node]=$!
+done
+wait "${pids[0]}"; rc0=$?
+wait "${pids[1]}"; rc1=$?
+expect_eq "$rc0/$rc1" "0/0" "2x2 run on two agents ($(cat "$T/node0.err" "$T/node1.err"))"
+for r in 0 1 2 3; do
+    node=$((r / 2))
+    expected $r $((r % 2)) $node 2 2 127.0.0.1 | sed "s/^MASTER_PORT=29500$/MASTER_PORT=$P/" >"$T/want$r"
+    grep "^\[rank$r\]: " "$T/node$node.out" | sed "s/^\[rank$r\]: //" | grep -v '^PATH=\|^SHARDRUN_RDZV_TOKEN=' |
+        LC_ALL=C sort >"$T/real$r"
     expect_same_file "$T/real$r" "$T/want$r" "2x2 worker environment, rank $r"
 done
-expect_not_in "$out" "[rank0]" "node 1 starts only ranks 2 and 3"
+expect_not_in "$(cat "$T/node1.out")" "[rank0]" "node 1 starts only ranks 2 and 3"
+unset SHARDRUN_RDZV_TOKEN
 
 # nothing else on stdout, and an explicit OMP_NUM_THREADS is kept
 run env OMP_NUM_THREADS=3 "$SHARDRUN" env "$REF" --rank 1

@@ -36,3 +36,17 @@ done_checks() {
     echo "$(basename "$0"): $checks checks, $failed failed"
     [ "$failed" -eq 0 ]
 }
+# A port P such that P and P+1 (the rendezvous store's default across nodes) are free now.
+free_port_pair() {
+    /usr/bin/env python3 - <<'PY'
+import random, socket
+for _ in range(200):
+    p = random.randint(20000, 60000)
+    try:
+        for q in (p, p + 1):
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("", q)); s.close()
+        print(p); break
+    except OSError:
+        pass
+PY
+}

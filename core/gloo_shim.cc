@@ -1,0 +1,173 @@
+// The only C++ in shardrun: Gloo behind a C interface (gloo_shim.h).
+#include "gloo_shim.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+namespace {
+
+// gloo::rendezvous::Store over shardrun's store.  get() blocks until the key exists, as Gloo
+// expects; a timeout names the missing keys.
+class StoreAdapter : public gloo::rendezvous::Store {
+  public:
+    StoreAdapter(sr_store *s, pthread_mutex_t *lock, std::string prefix, double timeout_s)
+        : s_(s), lock_(lock), prefix_(std::move(prefix)), timeout_s_(timeout_s) {}
+
+    void set(const std::string &key, const std::vector<char> &data) override {
+        Locked l(lock_);
+        if (sr__store_set(s_, (prefix_ + key).c_str(), data.data(), data.size()) != 0)
+            throw gloo::IoException(std::string("store set failed: ") + sr__store_error(s_));
+    }
+
+    std::vector<char> get(const std::string &key) override {
+        wait({key}, std::chrono::milliseconds((long long)(timeout_s_ * 1000)));
+        Locked l(lock_);
+        void *v = nullptr;
+        size_t len = 0;
+        if (sr__store_get(s_, (prefix_ + key).c_str(), &v, &len) != 0)
+            throw gloo::IoException(std::string("store get failed: ") + sr__store_error(s_));
+        std::vector<char> out((char *)v, (char *)v + len);
+        free(v);
+        return out;
+    }
+
+    void wait(const std::vector<std::string> &keys) override {
+        wait(keys, std::chrono::milliseconds((long long)(timeout_s_ * 1000)));
+    }
+
+    void wait(const std::vector<std::string> &keys, const std::chrono::milliseconds &timeout) override {
+        std::vector<std::string> full;
+        std::vector<const char *> ptrs;
+        for (auto &k : keys) full.push_back(prefix_ + k);
+        for (auto &k : full) ptrs.push_back(k.c_str());
+        char missing[1024] = "";
+        Locked l(lock_);
+        int rc = sr__store_wait(s_, ptrs.data(), (int)ptrs.size(), timeout.count() / 1000.0, missing, sizeof missing);
+        if (rc == 1) throw gloo::IoException(std::string("timed out waiting for store keys ") + missing);
+        if (rc != 0) throw gloo::IoException(std::string("store wait failed: ") + sr__store_error(s_));
+    }
+
+  private:
+    struct Locked {
+        explicit Locked(pthread_mutex_t *m) : m_(m) { pthread_mutex_lock(m_); }
+        ~Locked() { pthread_mutex_unlock(m_); }
+        pthread_mutex_t *m_;
+    };
+    sr_store *s_;
+    pthread_mutex_t *lock_;
+    std::string prefix_;
+    double timeout_s_;
+};
+
+void set_error(char *err, size_t errlen, const char *what) {
+    if (err && errlen) std::snprintf(err, errlen, "%s", what);
+}
+
+}  // namespace
+
+struct sr_gloo {
+    std::shared_ptr<gloo::rendezvous::Context> ctx;
+    std::chrono::milliseconds timeout;
+};
+
+extern "C" sr_gloo *sr__gloo_create(sr_store *store, pthread_mutex_t *store_lock, const char *prefix, int rank,
+                                    int size, const char *hostname, const char *iface, double timeout_s, char *err,
+                                    size_t errlen) {
+    try {
+        gloo::transport::tcp::attr attr;
+        if (iface && *iface) attr.iface = iface;
+        else attr.hostname = hostname;
+        auto dev = gloo::transport::tcp::CreateDevice(attr);
+        auto timeout = std::chrono::milliseconds((long long)(timeout_s * 1000));
+        auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
+        ctx->setTimeout(timeout);
+        StoreAdapter adapter(store, store_lock, prefix, timeout_s);
+        ctx->connectFullMesh(adapter, dev);
+        return new sr_gloo{ctx, timeout};
+    } catch (const std::exception &e) {
+        set_error(err, errlen, e.what());
+    } catch (...) {
+        set_error(err, errlen, "unknown Gloo error");
+    }
+    return nullptr;
+}
+
+extern "C" int sr__gloo_ring_step(sr_gloo *g, int right, const void *sbuf, size_t slen, int left, void *rbuf,
+                                  size_t rlen, size_t segment, sr_gloo_segment_fn on_segment, void *arg,
+                                  int *stuck_peer, char *err, size_t errlen) {
+    *stuck_peer = -1;
+    try {
+        auto slot = g->ctx->nextSlot();
+        std::unique_ptr<gloo::transport::UnboundBuffer> out, in;
+        if (slen) {
+            out = g->ctx->createUnboundBuffer(const_cast<void *>(sbuf), slen);
+            for (size_t off = 0; off < slen; off += segment) out->send(right, slot, off, std::min(segment, slen - off));
+        }
+        if (rlen) {
+            in = g->ctx->createUnboundBuffer(rbuf, rlen);
+            for (size_t off = 0; off < rlen; off += segment) in->recv(left, slot, off, std::min(segment, rlen - off));
+            for (size_t off = 0; off < rlen; off += segment) {
+                *stuck_peer = left;
+                in->waitRecv(g->timeout);
+                *stuck_peer = -1;
+                if (on_segment) on_segment(arg, off, std::min(segment, rlen - off));
+            }
+        }
+        if (slen)
+            for (size_t off = 0; off < slen; off += segment) {
+                *stuck_peer = right;
+                out->waitSend(g->timeout);
+                *stuck_peer = -1;
+            }
+        return 0;
+    } catch (const std::exception &e) {
+        set_error(err, errlen, e.what());
+    } catch (...) {
+        set_error(err, errlen, "unknown Gloo error");
+    }
+    return -1;
+}
+
+extern "C" int sr__gloo_broadcast(sr_gloo *g, void *buf, size_t len, int root, char *err, size_t errlen) {
+    try {
+        gloo::BroadcastOptions opts(g->ctx);
+        opts.setOutput(static_cast<char *>(buf), len);
+        opts.setRoot(root);
+        opts.setTimeout(g->timeout);
+        gloo::broadcast(opts);
+        return 0;
+    } catch (const std::exception &e) {
+        set_error(err, errlen, e.what());
+    } catch (...) {
+        set_error(err, errlen, "unknown Gloo error");
+    }
+    return -1;
+}
+
+extern "C" int sr__gloo_barrier(sr_gloo *g, char *err, size_t errlen) {
+    try {
+        gloo::BarrierOptions opts(g->ctx);
+        opts.setTimeout(g->timeout);
+        gloo::barrier(opts);
+        return 0;
+    } catch (const std::exception &e) {
+        set_error(err, errlen, e.what());
+    } catch (...) {
+        set_error(err, errlen, "unknown Gloo error");
+    }
+    return -1;
+}
+
+extern "C" void sr__gloo_free(sr_gloo *g) { delete g; }

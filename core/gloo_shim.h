@@ -1,0 +1,42 @@
+/*
+ * The thin C++ shim over Debian's Gloo (TCP transport): context creation through shardrun's
+ * store, point-to-point ring steps, broadcast and barrier.  Every Gloo exception becomes an error
+ * code and a message; nothing C++ crosses this header.  The ring algorithms themselves are C
+ * (pg_gloo.c).
+ */
+#ifndef SR_CORE_GLOO_SHIM_H
+#define SR_CORE_GLOO_SHIM_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sr_gloo sr_gloo;
+
+/* Keys go to the store under `prefix`; `store_lock` serialises the (shared) store client.
+   hostname/iface pick the interface Gloo listens on (iface wins when set). */
+sr_gloo *sr__gloo_create(sr_store *store, pthread_mutex_t *store_lock, const char *prefix, int rank, int size,
+                         const char *hostname, const char *iface, double timeout_s, char *err, size_t errlen);
+
+/* Called after each received segment of a ring step (to reduce it while the rest arrives). */
+typedef void (*sr_gloo_segment_fn)(void *arg, size_t offset, size_t len);
+
+/* One ring step: send sbuf[0..slen) to `right` while receiving rbuf[0..rlen) from `left`, in
+   segments of at most `segment` bytes; on_segment (may be NULL) runs as each arrives.  On a
+   timeout, *stuck_peer is the rank that did not deliver. */
+int sr__gloo_ring_step(sr_gloo *g, int right, const void *sbuf, size_t slen, int left, void *rbuf, size_t rlen,
+                       size_t segment, sr_gloo_segment_fn on_segment, void *arg, int *stuck_peer, char *err,
+                       size_t errlen);
+int sr__gloo_broadcast(sr_gloo *g, void *buf, size_t len, int root, char *err, size_t errlen);
+int sr__gloo_barrier(sr_gloo *g, char *err, size_t errlen);
+void sr__gloo_free(sr_gloo *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,26 @@
+/*
+ * Process groups inside shardrun: creating the world group in a worker (the torch plugin's init
+ * hook, through the host API) and handing it to the task context.
+ */
+#ifndef SR_CORE_PG_INTERNAL_H
+#define SR_CORE_PG_INTERNAL_H
+
+#include "shardrun/pg.h"
+
+typedef struct sr_pg_world_args {
+    const char *store_host;
+    int store_port;
+    const char *token;
+    int rank, size, local_rank;
+    const char *backend;  /* "gloo" or "nccl" */
+    const char *hostname; /* where this rank's Gloo listens */
+    double timeout_s;
+} sr_pg_world_args;
+
+/* Connects to the store, meets every rank (naming the ones that do not arrive), creates the
+   backend.  NULL with a message on failure. */
+sr_pg *sr__pg_create_world(const sr_pg_world_args *a, char *err, size_t errlen);
+/* The world group of this process (set by the torch plugin's init), or NULL. */
+sr_pg *sr__pg_world(void);
+
+#endif

@@ -1,0 +1,63 @@
+#include "reduce.h"
+
+#include <stdint.h>
+
+#include "dtype_math.h"
+
+#define REDUCE_LOOP(T, CONV_IN, CONV_OUT)                                                          \
+    do {                                                                                           \
+        T *d = dst;                                                                                \
+        const T *s = src;                                                                          \
+        if (op == SR_MAX)                                                                          \
+            for (size_t i = 0; i < n; i++) {                                                       \
+                float a = CONV_IN(d[i]), b = CONV_IN(s[i]);                                        \
+                d[i] = CONV_OUT(b > a || a != a ? b : a);                                          \
+            }                                                                                      \
+        else                                                                                       \
+            for (size_t i = 0; i < n; i++) d[i] = CONV_OUT(CONV_IN(d[i]) + CONV_IN(s[i]));         \
+    } while (0)
+
+#define INT_LOOP(T)                                                                                \
+    do {                                                                                           \
+        T *d = dst;                                                                                \
+        const T *s = src;                                                                          \
+        if (op == SR_MAX)                                                                          \
+            for (size_t i = 0; i < n; i++) d[i] = s[i] > d[i] ? s[i] : d[i];                       \
+        else                                                                                       \
+            for (size_t i = 0; i < n; i++) d[i] = (T)((uint64_t)d[i] + (uint64_t)s[i]); /* wraps */ \
+    } while (0)
+
+void sr__reduce(void *dst, const void *src, size_t n, sr_dtype dtype, sr_redop op) {
+    switch (dtype) {
+    case SR_FLOAT32: {
+        float *d = dst;
+        const float *s = src;
+        if (op == SR_MAX)
+            for (size_t i = 0; i < n; i++) d[i] = s[i] > d[i] || d[i] != d[i] ? s[i] : d[i];
+        else
+            for (size_t i = 0; i < n; i++) d[i] += s[i];
+        break;
+    }
+    case SR_FLOAT16: REDUCE_LOOP(uint16_t, sr__f16_to_f32, sr__f32_to_f16); break;
+    case SR_BFLOAT16: REDUCE_LOOP(uint16_t, sr__bf16_to_f32, sr__f32_to_bf16); break;
+    case SR_INT32: INT_LOOP(int32_t); break;
+    case SR_INT64: INT_LOOP(int64_t); break;
+    }
+}
+
+void sr__divide(void *buf, size_t n, sr_dtype dtype, int divisor) {
+    switch (dtype) {
+    case SR_FLOAT32:
+        for (size_t i = 0; i < n; i++) ((float *)buf)[i] /= (float)divisor;
+        break;
+    case SR_FLOAT16:
+        for (size_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = sr__f32_to_f16(sr__f16_to_f32(((uint16_t *)buf)[i]) / (float)divisor);
+        break;
+    case SR_BFLOAT16:
+        for (size_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = sr__f32_to_bf16(sr__bf16_to_f32(((uint16_t *)buf)[i]) / (float)divisor);
+        break;
+    case SR_INT32:
+    case SR_INT64:
+        break; /* rejected before: avg needs a floating-point dtype */
+    }
+}

@@ -1,0 +1,62 @@
+/*
+ * The rendezvous store: a small TCP key-value server that the node-0 agent hosts on its own port
+ * (MASTER_PORT stays free for an exec: program's framework), and the blocking client that
+ * workers and the other nodes' agents use.
+ *
+ * Server lifecycle (agent): start -> in the agent's poll loop: pollfds / handle / timeout_ms
+ * -> free.  It is single-threaded and lives in the supervisor's loop, so forking workers never
+ * races with it.  Client lifecycle: connect (retries until its timeout; presents the run's token)
+ * -> set/get/add/wait/check -> close.  Wire format: store_wire.h.
+ */
+#ifndef SR_CORE_STORE_H
+#define SR_CORE_STORE_H
+
+#include <poll.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sr_store_server sr_store_server;
+
+/* bind_addr: "127.0.0.1" for a single-node run, NULL for every interface.  port 0: any free. */
+sr_store_server *sr__store_server_start(const char *bind_addr, int port, const char *token, char *err,
+                                        size_t errlen);
+int sr__store_server_port(const sr_store_server *s);
+/* Fills pfds with the descriptors to watch; returns how many (at most max). */
+int sr__store_server_pollfds(sr_store_server *s, struct pollfd *pfds, int max);
+/* Serves what poll reported on those descriptors and expires timed-out waits. */
+void sr__store_server_handle(sr_store_server *s, const struct pollfd *pfds, int n);
+/* Milliseconds until the next wait expires, -1 when none. */
+int sr__store_server_timeout_ms(const sr_store_server *s);
+/* Direct access for the hosting agent (no connection). */
+const char *sr__store_server_get(const sr_store_server *s, const char *key, size_t *len);
+void sr__store_server_set(sr_store_server *s, const char *key, const void *value, size_t len);
+/* Connections refused or closed for breaking the protocol (tests read it from the log). */
+unsigned long sr__store_server_rejected(const sr_store_server *s);
+void sr__store_server_free(sr_store_server *s);
+
+typedef struct sr_store sr_store;
+
+sr_store *sr__store_connect(const char *host, int port, const char *token, double timeout_s, char *err,
+                            size_t errlen);
+int sr__store_set(sr_store *c, const char *key, const void *value, size_t len);
+/* 0 found (*value malloc'ed, NUL-terminated for convenience), 1 not found, -1 error. */
+int sr__store_get(sr_store *c, const char *key, void **value, size_t *len);
+/* The new value, or -1 with an error (values are kept >= 0 by their users). */
+long long sr__store_add(sr_store *c, const char *key, long long delta);
+/* 0 when every key exists, 1 on timeout (the missing keys, comma-separated, in missing), -1 on
+   error.  timeout_s < 0: wait forever. */
+int sr__store_wait(sr_store *c, const char *const *keys, int n, double timeout_s, char *missing, size_t mlen);
+int sr__store_check(sr_store *c, const char *const *keys, int n); /* 1 all exist, 0 not, -1 error */
+/* Asynchronous wait for the agent's loop: send now, poll sr__store_fd(), then read the reply. */
+int sr__store_wait_send(sr_store *c, const char *key);
+int sr__store_fd(const sr_store *c);
+const char *sr__store_error(const sr_store *c);
+void sr__store_close(sr_store *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

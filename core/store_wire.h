@@ -1,0 +1,79 @@
+/*
+ * The rendezvous store's wire format, shared by server and client.
+ *
+ *   request:  u32 magic "SRS1" | u8 op    | u8 pad[3] | u32 nitems | nitems x (u32 len | bytes)
+ *   reply:    u32 magic "SRS1" | u8 status| u8 pad[3] | u32 nitems | nitems x (u32 len | bytes)
+ *
+ * Integers are little-endian.  A connection's first request must be HELLO carrying the run's
+ * token.  Every length is bounded; a message that breaks a bound closes its connection.
+ *   HELLO [token]            -> OK
+ *   SET   [key, value]       -> OK
+ *   GET   [key]              -> OK [value] | NOTFOUND
+ *   ADD   [key, i64 delta]   -> OK [i64 new value]      (the value is kept as decimal text)
+ *   WAIT  [i64 timeout_ms, key...] -> OK when all exist | TIMEOUT [missing key...]  (ms < 0: forever)
+ *   CHECK [key...]           -> OK | NOTFOUND
+ */
+#ifndef SR_CORE_STORE_WIRE_H
+#define SR_CORE_STORE_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define SR_STORE_MAGIC 0x31535253u /* "SRS1" */
+#define SR_STORE_MAX_KEY 1024u
+#define SR_STORE_MAX_VALUE (1u << 20)
+#define SR_STORE_MAX_ITEMS 4096u
+#define SR_STORE_MAX_MESSAGE (4u << 20)
+#define SR_STORE_HEADER 12u
+
+enum { SR_OP_HELLO = 1, SR_OP_SET, SR_OP_GET, SR_OP_ADD, SR_OP_WAIT, SR_OP_CHECK };
+enum { SR_ST_OK = 0, SR_ST_NOTFOUND, SR_ST_TIMEOUT, SR_ST_ERROR };
+
+static inline void sr__put_u32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8), p[2] = (unsigned char)(v >> 16),
+    p[3] = (unsigned char)(v >> 24);
+}
+static inline uint32_t sr__get_u32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline void sr__put_i64(unsigned char *p, int64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)((uint64_t)v >> (8 * i));
+}
+static inline int64_t sr__get_i64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+    return (int64_t)v;
+}
+
+/* One parsed message: items point into the receive buffer. */
+typedef struct sr_store_msg {
+    unsigned op_or_status;
+    uint32_t nitems;
+    const unsigned char *item[SR_STORE_MAX_ITEMS];
+    uint32_t len[SR_STORE_MAX_ITEMS];
+} sr_store_msg;
+
+/* Parses a message at the start of buf: returns its total size, 0 when incomplete, -1 when it
+   breaks a bound (the connection must be closed). */
+static inline long sr__store_parse(const unsigned char *buf, size_t n, sr_store_msg *m) {
+    if (n < SR_STORE_HEADER) return 0;
+    if (sr__get_u32(buf) != SR_STORE_MAGIC) return -1;
+    m->op_or_status = buf[4];
+    m->nitems = sr__get_u32(buf + 8);
+    if (m->nitems > SR_STORE_MAX_ITEMS) return -1;
+    size_t off = SR_STORE_HEADER;
+    for (uint32_t i = 0; i < m->nitems; i++) {
+        if (n < off + 4) return 0;
+        uint32_t len = sr__get_u32(buf + off);
+        if (len > SR_STORE_MAX_VALUE || off + 4 + len > SR_STORE_MAX_MESSAGE) return -1;
+        off += 4;
+        if (n < off + len) return 0;
+        m->item[i] = buf + off;
+        m->len[i] = len;
+        off += len;
+    }
+    return (long)off;
+}
+
+#endif

@@ -1,0 +1,15 @@
+# Every collective x dtype x size (0, 1, 7, 1000, 65537, 1048576 elements) against a local
+# expectation, for world sizes 1, 2, 3 (uneven chunks) and 4 (plus 2x2 sub-groups), over Gloo.
+. "$(dirname "$0")/lib.sh"
+printf '[shardrun]\ntask = %s\nplugins = torch\n[torch]\nbackend = gloo\ntimeout = 60\n' \
+    "$BUILD/tests/tasks/collectives.so" >"$T/c.ini"
+for n in 1 2 3 4; do
+    run "$SHARDRUN" "$T/c.ini" --nproc-per-node $n
+    expect_rc 0 "collectives on $n rank(s)"
+    for r in $(seq 0 $((n - 1))); do
+        expect_in "$out" "[rank$r]: collectives: " "rank $r of $n reports"
+        expect_not_in "$out" "MISMATCH" "no mismatch on $n ranks"
+    done
+    [ "$(grep -c "checks, 0 failed on rank" <<<"$out")" -eq "$n" ] && pass || fail "all $n ranks passed every check: $out"
+done
+done_checks

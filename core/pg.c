@@ -242,7 +242,7 @@ int sr_pg_barrier(sr_pg *pg, sr_work **work) {
 }
 
 /* Every member announces itself; a timeout names the ranks that never came. */
-static int meet(pg_shared *sh, const char *name, int rank, int size, char *err, size_t errlen) {
+static int meet(pg_shared *sh, const char *name, const char *display, int rank, int size, char *err, size_t errlen) {
     char key[256];
     snprintf(key, sizeof key, "%sarrived/%d", name, rank);
     const char **keys = calloc((size_t)size, sizeof *keys);
@@ -265,10 +265,10 @@ static int meet(pg_shared *sh, const char *name, int rank, int size, char *err, 
                                      strlen(tok) > pl ? tok + pl : tok);
         snprintf(err, errlen, "process group %s: rank%s %s did not arrive within %gs (this is rank %d of %d); "
                  "check that every node's shardrun was started with the same --nnodes, --master-addr and "
-                 "rendezvous port, or raise [torch] timeout", name, strchr(ranks, ',') ? "s" : "", ranks, sh->timeout_s,
-                 rank, size);
+                 "rendezvous port, or raise [torch] timeout", display, strchr(ranks, ',') ? "s" : "", ranks,
+                 sh->timeout_s, rank, size);
     } else if (rc != 0) {
-        snprintf(err, errlen, "process group %s: store error: %s", name, sr__store_error(sh->store));
+        snprintf(err, errlen, "process group %s: store error: %s", display, sr__store_error(sh->store));
     }
     for (int r = 0; r < size; r++) free(owned[r]);
     free(owned);
@@ -276,9 +276,10 @@ static int meet(pg_shared *sh, const char *name, int rank, int size, char *err, 
     return rc == 0 ? 0 : -1;
 }
 
-static sr_pg *create_group(pg_shared *sh, void *parent_impl, const char *name, int rank, int size, int color, int key,
-                           char *err, size_t errlen) {
-    if (meet(sh, name, rank, size, err, errlen) != 0) return NULL;
+/* name: the group's store prefix ("pg/world/"); display: how messages call it ("world") */
+static sr_pg *create_group(pg_shared *sh, void *parent_impl, const char *name, const char *display, int rank, int size,
+                           int color, int key, char *err, size_t errlen) {
+    if (meet(sh, name, display, rank, size, err, errlen) != 0) return NULL;
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s%s/", name, sh->ops->name);
     sr_pg_setup setup = {sh->store, &sh->store_lock, prefix, rank, size, color, key, sh->hostname, sh->iface,
@@ -286,11 +287,11 @@ static sr_pg *create_group(pg_shared *sh, void *parent_impl, const char *name, i
     char berr[768] = "";
     void *impl = sh->ops->create(parent_impl, &setup, berr, sizeof berr);
     if (!impl) {
-        snprintf(err, errlen, "process group %s: %s backend: %s", name, sh->ops->name, berr);
+        snprintf(err, errlen, "process group %s: %s backend: %s", display, sh->ops->name, berr);
         return NULL;
     }
     sr_pg *pg = calloc(1, sizeof *pg);
-    snprintf(pg->name, sizeof pg->name, "%s", name);
+    snprintf(pg->name, sizeof pg->name, "%s", display);
     pg->rank = rank;
     pg->size = size;
     pg->shared = sh;
@@ -333,8 +334,7 @@ sr_pg *sr__pg_create_world(const sr_pg_world_args *a, char *err, size_t errlen) 
     sh->local_rank = a->local_rank;
     sh->timeout_s = a->timeout_s;
     sh->ops = ops;
-    world_pg = create_group(sh, NULL, "pg/world/", a->rank, a->size, 0, a->rank, err, errlen);
-    if (world_pg) snprintf(world_pg->name, sizeof world_pg->name, "world");
+    world_pg = create_group(sh, NULL, "pg/world/", "world", a->rank, a->size, 0, a->rank, err, errlen);
     return world_pg;
 }
 
@@ -360,18 +360,18 @@ int sr_pg_split(sr_pg *pg, int color, int key, sr_pg **out) {
         if (all[3 * r + 1] < key || (all[3 * r + 1] == key && r < pg->rank)) me++;
     }
     free(all);
-    char name[256], err[1024];
+    char name[256], display[200], err[1024];
     if (strlen(pg->name) > 150) {
         fail(pg, "split of group %s: groups nest too deep", pg->name);
         return -1;
     }
-    snprintf(name, sizeof name, "pg/%s.%lu/%d/", pg->name, child, color);
-    sr_pg *sub = create_group(pg->shared, pg->impl, name, me, n, color, key, err, sizeof err);
+    snprintf(display, sizeof display, "%.150s.%lu/%d", pg->name, child, color);
+    snprintf(name, sizeof name, "pg/%s/", display);
+    sr_pg *sub = create_group(pg->shared, pg->impl, name, display, me, n, color, key, err, sizeof err);
     if (!sub) {
         fail(pg, "split of group %s: %s", pg->name, err);
         return -1;
     }
-    snprintf(sub->name, sizeof sub->name, "%.150s.%lu/%d", pg->name, child, color);
     *out = sub;
     return 0;
 }

@@ -12,4 +12,11 @@ for n in 1 2 3 4; do
     done
     [ "$(grep -c "checks, 0 failed on rank" <<<"$out")" -eq "$n" ] && pass || fail "all $n ranks passed every check: $out"
 done
+# a rank that never joins: the others fail within the timeout, naming the operation and the rank
+t0=$(date +%s%N)
+run "$SHARDRUN" "$T/c.ini" --nproc-per-node 4 --set torch.timeout=2 --set task.stall_rank=3
+ms=$((($(date +%s%N) - t0) / 1000000))
+expect_rc 1 "a stalled rank fails the run"
+[ "$ms" -lt 8000 ] && pass || fail "the timeout took ${ms} ms to end the run (timeout 2 s)"
+expect_in "$out" "all_reduce failed as it should: all_reduce #1 (1 x fp32) on group world (rank 0 of 4): rank 3 did not arrive within 2s" "rank 0 names the operation and rank 3"
 done_checks

@@ -2,11 +2,13 @@
 /* Checks every collective x dtype x size against a locally computed expectation, on whatever
    world size it runs with; with 4 ranks also 2x2 sub-groups (HYBRID_SHARD's shard and replicate
    groups).  Values are small integers so fp16/bf16 sums are exact.
-   [task] sizes = comma-separated element counts (default 0,1,7,1000,65537,1048576) */
+   [task] sizes = comma-separated element counts (default 0,1,7,1000,65537,1048576)
+          stall_rank = R: rank R sleeps instead of joining the first all_reduce (timeout tests) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../core/dtype_math.h"
 #include "shardrun/pg.h"
@@ -144,6 +146,18 @@ static int collectives_main(sr_ctx *ctx, int argc, char **argv) {
     if (!pg) {
         printf("no process group\n");
         return 1;
+    }
+    long long stall;
+    if (sr_config_int(ctx, "stall_rank", -1, &stall) != 0) return 2;
+    if (stall >= 0) {
+        if (sr_rank(ctx) == stall) {
+            sleep(30);
+            return 0;
+        }
+        float x = 1;
+        if (sr_pg_all_reduce(pg, &x, 1, SR_FLOAT32, SR_SUM, NULL) == 0) return 1;
+        printf("all_reduce failed as it should: %s\n", sr_pg_error(pg));
+        return 3;
     }
     const char *sizes = sr_config(ctx, "sizes");
     char *list = strdup(sizes ? sizes : "0,1,7,1000,65537,1048576");

@@ -19,4 +19,12 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 expect_rc 1 "a stalled rank fails the run"
 [ "$ms" -lt 8000 ] && pass || fail "the timeout took ${ms} ms to end the run (timeout 2 s)"
 expect_in "$out" "all_reduce failed as it should: all_reduce #1 (1 x fp32) on group world (rank 0 of 4): rank 3 did not arrive within 2s" "rank 0 names the operation and rank 3"
+# the nccl backend on a machine without a GPU: a clear error, not a crash or a hang
+run "$SHARDRUN" "$T/c.ini" --nproc-per-node 2 --set torch.backend=nccl --set torch.timeout=10
+expect_rc 1 "nccl without a GPU fails"
+if [ -e "$BUILD/libshardrun_cuda.so" ]; then
+    expect_in "$out$err" "process group world: nccl backend: no CUDA device is visible" "nccl names the missing device"
+else
+    expect_in "$out$err" "the nccl backend needs $BUILD/libshardrun_cuda.so, which cannot be loaded" "nccl needs the CUDA build"
+fi
 done_checks

@@ -149,10 +149,12 @@ typedef struct supervise_state {
     int failed_elsewhere;/* another agent's worker failed first */
     double kill_at;      /* when SIGKILL follows SIGTERM; 0: not stopping */
     int killed;          /* SIGKILL sent */
+    int stopped;         /* workers still running when the stop began */
 } supervise_state;
 
 static void begin_stop(supervise_state *st, sr_run *run, int sig) {
     if (st->kill_at) return;
+    for (int i = 0; i < st->n; i++) st->stopped += !st->ws[i].reaped;
     signal_groups(st->ws, st->n, sig);
     st->kill_at = now_s() + run->grace;
 }
@@ -253,8 +255,9 @@ static void supervise(supervise_state *st, sr_run *run) {
                 for (int s = 0; s < NSTREAMS; s++)
                     if (st->ws[i].fd[s] == pfd[p].fd) read_stream(&st->ws[i], s);
         }
+        /* another agent failed first (even after ours finished: the run as a whole failed) */
         if (sr__rdzv_handle(&run->rdzv, pfd + first_rdzv, np - first_rdzv) && !st->failed_elsewhere &&
-            st->failed < 0 && !reported) {
+            st->failed < 0) {
             st->failed_elsewhere = 1;
             begin_stop(st, run, SIGTERM);
         }
@@ -292,9 +295,8 @@ static void print_summary(const supervise_state *st, sr_run *run) {
     } else if (st->failed_elsewhere) {
         fprintf(stderr, "shardrun: error: the run failed on another node: %s\n", run->rdzv.failed_elsewhere);
     }
-    int others = 0;
-    for (int i = 0; i < st->n; i++) others += i != st->failed;
-    if (others && (st->failed >= 0 || st->stop_signal || st->failed_elsewhere))
+    int others = st->stopped;
+    if (others)
         fprintf(stderr, "shardrun: stopped the %s%d worker%s of this node (%s, then SIGKILL after %gs)%s\n",
                 st->failed >= 0 ? "other " : "", others, others > 1 ? "s" : "",
                 sig_name(st->stop_signal ? st->stop_signal : SIGTERM, name, sizeof name), run->grace,

@@ -38,7 +38,7 @@ done_checks() {
 }
 # A port P such that P and P+1 (the rendezvous store's default across nodes) are free now.
 free_port_pair() {
-    /usr/bin/env python3 - <<'PY'
+    /usr/bin/python3 - <<'PY'
 import random, socket
 for _ in range(200):
     p = random.randint(20000, 60000)

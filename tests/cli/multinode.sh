@@ -50,6 +50,17 @@ for r in 0 1 2 3; do
     [ ! -e "/proc/$p" ] && pass || fail "rank $r (pid $p) survived"
 done
 
+# 3b. node 0's workers succeed, one on node 1 fails: node 0's agent (which hosts the store) still
+# reports the run as failed
+P=$(free_port_pair)
+printf '[shardrun]\ntask = %s\nplugins = torch\n[task]\nact_rank = 3\nact = exit3\nothers = ok\n' "$BEHAVE" >"$T/late.ini"
+start_node 0 "$T/late.ini"
+start_node 1 "$T/late.ini"
+wait_node 1
+wait_node 0
+expect_eq "${rc[0]}/${rc[1]}" "1/1" "a failure on node 1 fails node 0's agent too"
+expect_in "$(cat "$T/n0.err")" "the run failed on another node: rank 3 (node 1) exited with code 3" "node 0 names node 1's failure"
+
 # 3. node 1 never comes: node 0's ranks fail within the timeout, naming ranks 2 and 3
 P=$(free_port_pair)
 t0=$(now)
@@ -64,7 +75,7 @@ expect_in "$(cat "$T/n0.err")" "process group world: ranks 2, 3 did not arrive w
 P=$(free_port_pair)
 start_node 0 "$SRC/examples/hello/hello.ini" --set shardrun.log_level=debug
 for _ in $(seq 1 200); do grep -q "rendezvous store listening" "$T/n0.err" && break; sleep 0.02; done
-/usr/bin/env python3 - "$((P + 1))" <<'PY'
+/usr/bin/python3 - "$((P + 1))" <<'PY'
 import os, socket, struct, sys
 port = int(sys.argv[1])
 def send(data, read=False):

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Launch latency: wall time of a whole 4-rank run that does nothing, shardrun vs torchrun.
-#   shardrun: BUILD_DIR/shardrun on noop.ini (4 ranks of bench/noop.c, plugins = torch,accelerate).
-#   torchrun: /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node 4
-#             --redirects 1 --tee 1 --monitor_interval 0.1 trivial.py   (trivial.py is `pass`)
+# Launch latency: wall time from starting the launcher until every rank has passed a barrier in an
+# initialised process group and exited, for 1, 2, 4 and 8 ranks, shardrun vs torchrun.
+#   shardrun: BUILD_DIR/shardrun noop.ini --nproc-per-node N   (bench/noop.c: sr_pg_barrier on
+#             sr_world(ctx); plugins = torch,accelerate, [torch] backend = gloo, master_port = 0)
+#   torchrun: /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node N
+#             --redirects 1 --tee 1 --monitor_interval 0.1 trivial.py
+#             (trivial.py: import torch.distributed; init_process_group("gloo"); barrier())
 # torchrun flags: torch 1.13 spells --nproc_per_node with underscores; on Python 3.11 it crashes at
 # start unless --redirects/--tee are non-zero; --monitor_interval 0.1 gives torchrun its best latency
 # (the default polls the workers every 5 s).  /usr/bin/python3 is the interpreter that sees Debian's
-# torch.  trivial.py does not import torch; only the torchrun agent does.
-# Each command: 1 warm-up, then 10 timed runs (time.perf_counter around the subprocess).
+# torch.
+# Per N: 1 warm-up of each, then 10 timed runs alternating shardrun and torchrun (time.perf_counter
+# around the subprocess); every shardrun run's per-rank results are checked (exit_code 0, ok 1).
 # Usage: bench/launch_vs_torchrun.sh BUILD_DIR        exits non-zero if any run fails
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 BUILD_DIR" >&2; exit 2; }
@@ -18,7 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 sed "s|@NOOP_SO@|$build/bench/noop.so|" "$here/noop.ini" > "$tmp/noop.ini"
-echo pass > "$tmp/trivial.py"
+printf 'import torch.distributed as dist\ndist.init_process_group("gloo")\ndist.barrier()\n' > "$tmp/trivial.py"
 
 cd "$tmp"
 # TMPDIR: torchrun's --redirects log dirs (torchelastic_*) land in $tmp and are removed with it.
@@ -26,9 +30,6 @@ TMPDIR="$tmp" /usr/bin/python3 - "$build/shardrun" <<'PY'
 import json, statistics, subprocess, sys, time
 
 RUNS = 10
-shardrun = [sys.argv[1], "noop.ini"]
-torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "4",
-            "--redirects", "1", "--tee", "1", "--monitor_interval", "0.1", "trivial.py"]
 
 def run(cmd):
     with open("out.log", "w+") as out:
@@ -39,27 +40,31 @@ def run(cmd):
         log = out.read()
     if rc != 0:
         sys.exit(f"FAILED (exit {rc}): {' '.join(cmd)}\n{log}")
-    return dt * 1e3, log
+    return dt * 1e3
 
-def bench(name, cmd, check=None):
-    run(cmd)  # warm-up
-    times = []
+def shardrun(n):  # one run; its per-rank results must be n ranks, each exit_code 0 and ok 1
+    ms = run([sys.argv[1], "noop.ini", "--nproc-per-node", str(n), "--results", "results.json"])
+    ranks = json.load(open("results.json"))
+    if len(ranks) != n or any(r.get("exit_code") != 0 or r.get("ok") != 1 for r in ranks):
+        sys.exit(f"FAILED: unexpected shardrun results for {n} ranks\n{open('out.log').read()}")
+    return ms
+
+def torchrun(n):
+    return run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(n),
+                "--redirects", "1", "--tee", "1", "--monitor_interval", "0.1", "trivial.py"])
+
+print(f"launch -> process group -> barrier -> exit; median and min of {RUNS} interleaved runs (ms)")
+print(f"{'ranks':>5}  {'shardrun med':>12} {'min':>7}  {'torchrun med':>12} {'min':>7}  {'ratio':>7}")
+ratio = {}
+for n in (1, 2, 4, 8):
+    shardrun(n), torchrun(n)  # warm-up
+    s, t = [], []
     for _ in range(RUNS):
-        ms, log = run(cmd)
-        if check: check(log)
-        times.append(ms)
-    med = statistics.median(times)
-    print(f"{name:8}  median {med:8.1f} ms   min {min(times):8.1f} ms   ({RUNS} runs: "
-          + " ".join(f"{t:.1f}" for t in times) + ")")
-    return med
-
-def check_shardrun(log):  # the per-rank JSON list: 4 ranks, each exit_code 0 and ok 1
-    ranks = json.loads(log[log.index("["):log.rindex("]") + 1])
-    if len(ranks) != 4 or any(r.get("exit_code") != 0 or r.get("ok") != 1 for r in ranks):
-        sys.exit(f"FAILED: unexpected shardrun results\n{log}")
-
-print("4 ranks, no-op work; trivial.py does not import torch (only the torchrun agent does)")
-s = bench("shardrun", shardrun, check_shardrun)
-t = bench("torchrun", torchrun)
-print(f"shardrun starts 4 ranks {t / s:.1f}x faster than torchrun")
+        s.append(shardrun(n))
+        t.append(torchrun(n))
+    ratio[n] = statistics.median(t) / statistics.median(s)
+    print(f"{n:>5}  {statistics.median(s):12.1f} {min(s):7.1f}  {statistics.median(t):12.1f} {min(t):7.1f}  "
+          f"{ratio[n]:6.1f}x", flush=True)
+print(f"target shardrun >= 50x faster than torchrun at 4 ranks: "
+      f"{'met' if ratio[4] >= 50 else 'NOT met'} ({ratio[4]:.1f}x)")
 PY

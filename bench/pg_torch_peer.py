@@ -1,5 +1,5 @@
 # torch.distributed (Gloo) peer of pgbench for bench/pg_vs_torch.sh; run under torchrun.
-# Usage: pg_torch_peer.py OUT_FILE ITERS SIZE_BYTES...
+# Usage: pg_torch_peer.py OUT_FILE SIZE_BYTES:ITERS...
 # For each size S (fp32, nccl-tests sizes as in pgbench): list all_gather whose output is N tensors
 # of S/N bytes, then all_reduce of an S-byte tensor.  1 warm-up, barrier, ITERS timed calls; the time
 # is the slowest rank's (all_reduce MAX).  Rank 0 writes "S op time_us algbw_GBps" lines to OUT_FILE
@@ -8,11 +8,11 @@ import sys, time
 import torch
 import torch.distributed as dist
 
-out_file, iters, sizes = sys.argv[1], int(sys.argv[2]), [int(s) for s in sys.argv[3:]]
+out_file, runs = sys.argv[1], [tuple(map(int, a.split(":"))) for a in sys.argv[2:]]
 dist.init_process_group("gloo")
 rank, n = dist.get_rank(), dist.get_world_size()
 lines = []
-for size in sizes:
+for size, iters in runs:
     count = size // 4 // n * n  # whole chunks per rank, as pgbench
     nbytes = count * 4
     send = torch.full((count // n,), float(rank + 1))

@@ -75,6 +75,19 @@ void set_error(char *err, size_t errlen, const char *what) {
     if (err && errlen) std::snprintf(err, errlen, "%s", what);
 }
 
+// Runs fn; a Gloo (or any) exception becomes -1 and its message.
+template <typename Fn> int guarded(char *err, size_t errlen, Fn fn) {
+    try {
+        fn();
+        return 0;
+    } catch (const std::exception &e) {
+        set_error(err, errlen, e.what());
+    } catch (...) {
+        set_error(err, errlen, "unknown Gloo error");
+    }
+    return -1;
+}
+
 }  // namespace
 
 struct sr_gloo {
@@ -85,7 +98,8 @@ struct sr_gloo {
 extern "C" sr_gloo *sr__gloo_create(sr_store *store, pthread_mutex_t *store_lock, const char *prefix, int rank,
                                     int size, const char *hostname, const char *iface, double timeout_s, char *err,
                                     size_t errlen) {
-    try {
+    sr_gloo *g = nullptr;
+    guarded(err, errlen, [&] {
         gloo::transport::tcp::attr attr;
         if (iface && *iface) attr.iface = iface;
         else attr.hostname = hostname;
@@ -95,79 +109,62 @@ extern "C" sr_gloo *sr__gloo_create(sr_store *store, pthread_mutex_t *store_lock
         ctx->setTimeout(timeout);
         StoreAdapter adapter(store, store_lock, prefix, timeout_s);
         ctx->connectFullMesh(adapter, dev);
-        return new sr_gloo{ctx, timeout};
-    } catch (const std::exception &e) {
-        set_error(err, errlen, e.what());
-    } catch (...) {
-        set_error(err, errlen, "unknown Gloo error");
-    }
-    return nullptr;
+        g = new sr_gloo{ctx, timeout};
+    });
+    return g;
 }
 
-extern "C" int sr__gloo_ring_step(sr_gloo *g, int right, const void *sbuf, size_t slen, int left, void *rbuf,
-                                  size_t rlen, size_t segment, sr_gloo_segment_fn on_segment, void *arg,
-                                  int *stuck_peer, char *err, size_t errlen) {
+struct sr_gloo_buf {
+    std::unique_ptr<gloo::transport::UnboundBuffer> ub;
+};
+
+extern "C" sr_gloo_buf *sr__gloo_buf_new(sr_gloo *g, void *ptr, size_t len, char *err, size_t errlen) {
+    sr_gloo_buf *b = nullptr;
+    guarded(err, errlen, [&] { b = new sr_gloo_buf{g->ctx->createUnboundBuffer(ptr, len)}; });
+    return b;
+}
+
+extern "C" void sr__gloo_buf_free(sr_gloo_buf *b) { delete b; }
+
+extern "C" int sr__gloo_ring_step(sr_gloo *g, int right, sr_gloo_buf *sb, size_t soff, size_t slen, int left,
+                                  sr_gloo_buf *rb, size_t roff, size_t rlen, size_t segment,
+                                  sr_gloo_segment_fn on_segment, void *arg, int *stuck_peer, char *err,
+                                  size_t errlen) {
     *stuck_peer = -1;
-    try {
+    return guarded(err, errlen, [&] {
         auto slot = g->ctx->nextSlot();
-        std::unique_ptr<gloo::transport::UnboundBuffer> out, in;
-        if (slen) {
-            out = g->ctx->createUnboundBuffer(const_cast<void *>(sbuf), slen);
-            for (size_t off = 0; off < slen; off += segment) out->send(right, slot, off, std::min(segment, slen - off));
+        for (size_t off = 0; off < slen; off += segment) sb->ub->send(right, slot, soff + off, std::min(segment, slen - off));
+        for (size_t off = 0; off < rlen; off += segment) rb->ub->recv(left, slot, roff + off, std::min(segment, rlen - off));
+        for (size_t off = 0; off < rlen; off += segment) {
+            *stuck_peer = left;
+            rb->ub->waitRecv(g->timeout);
+            *stuck_peer = -1;
+            if (on_segment) on_segment(arg, off, std::min(segment, rlen - off));
         }
-        if (rlen) {
-            in = g->ctx->createUnboundBuffer(rbuf, rlen);
-            for (size_t off = 0; off < rlen; off += segment) in->recv(left, slot, off, std::min(segment, rlen - off));
-            for (size_t off = 0; off < rlen; off += segment) {
-                *stuck_peer = left;
-                in->waitRecv(g->timeout);
-                *stuck_peer = -1;
-                if (on_segment) on_segment(arg, off, std::min(segment, rlen - off));
-            }
+        for (size_t off = 0; off < slen; off += segment) {
+            *stuck_peer = right;
+            sb->ub->waitSend(g->timeout);
+            *stuck_peer = -1;
         }
-        if (slen)
-            for (size_t off = 0; off < slen; off += segment) {
-                *stuck_peer = right;
-                out->waitSend(g->timeout);
-                *stuck_peer = -1;
-            }
-        return 0;
-    } catch (const std::exception &e) {
-        set_error(err, errlen, e.what());
-    } catch (...) {
-        set_error(err, errlen, "unknown Gloo error");
-    }
-    return -1;
+    });
 }
 
 extern "C" int sr__gloo_broadcast(sr_gloo *g, void *buf, size_t len, int root, char *err, size_t errlen) {
-    try {
+    return guarded(err, errlen, [&] {
         gloo::BroadcastOptions opts(g->ctx);
         opts.setOutput(static_cast<char *>(buf), len);
         opts.setRoot(root);
         opts.setTimeout(g->timeout);
         gloo::broadcast(opts);
-        return 0;
-    } catch (const std::exception &e) {
-        set_error(err, errlen, e.what());
-    } catch (...) {
-        set_error(err, errlen, "unknown Gloo error");
-    }
-    return -1;
+    });
 }
 
 extern "C" int sr__gloo_barrier(sr_gloo *g, char *err, size_t errlen) {
-    try {
+    return guarded(err, errlen, [&] {
         gloo::BarrierOptions opts(g->ctx);
         opts.setTimeout(g->timeout);
         gloo::barrier(opts);
-        return 0;
-    } catch (const std::exception &e) {
-        set_error(err, errlen, e.what());
-    } catch (...) {
-        set_error(err, errlen, "unknown Gloo error");
-    }
-    return -1;
+    });
 }
 
 extern "C" void sr__gloo_free(sr_gloo *g) { delete g; }

@@ -23,15 +23,23 @@ typedef struct sr_gloo sr_gloo;
 sr_gloo *sr__gloo_create(sr_store *store, pthread_mutex_t *store_lock, const char *prefix, int rank, int size,
                          const char *hostname, const char *iface, double timeout_s, char *err, size_t errlen);
 
-/* Called after each received segment of a ring step (to reduce it while the rest arrives). */
+/* Memory registered with Gloo for transfers.  Registering is cheap, but unregistering waits for
+   Gloo's loop thread to let go of it (spinning on sched_yield): register once per operation (or
+   keep it, for scratch memory), never per step. */
+typedef struct sr_gloo_buf sr_gloo_buf;
+sr_gloo_buf *sr__gloo_buf_new(sr_gloo *g, void *ptr, size_t len, char *err, size_t errlen);
+void sr__gloo_buf_free(sr_gloo_buf *b);
+
+/* Called after each received segment of a ring step (to reduce it while the rest arrives);
+   offset is relative to the start of the received region. */
 typedef void (*sr_gloo_segment_fn)(void *arg, size_t offset, size_t len);
 
-/* One ring step: send sbuf[0..slen) to `right` while receiving rbuf[0..rlen) from `left`, in
-   segments of at most `segment` bytes; on_segment (may be NULL) runs as each arrives.  On a
-   timeout, *stuck_peer is the rank that did not deliver. */
-int sr__gloo_ring_step(sr_gloo *g, int right, const void *sbuf, size_t slen, int left, void *rbuf, size_t rlen,
-                       size_t segment, sr_gloo_segment_fn on_segment, void *arg, int *stuck_peer, char *err,
-                       size_t errlen);
+/* One ring step: send sb[soff..soff+slen) to `right` while receiving rb[roff..roff+rlen) from
+   `left`, in segments of at most `segment` bytes; on_segment (may be NULL) runs as each arrives.
+   On a timeout, *stuck_peer is the rank that did not deliver. */
+int sr__gloo_ring_step(sr_gloo *g, int right, sr_gloo_buf *sb, size_t soff, size_t slen, int left, sr_gloo_buf *rb,
+                       size_t roff, size_t rlen, size_t segment, sr_gloo_segment_fn on_segment, void *arg,
+                       int *stuck_peer, char *err, size_t errlen);
 int sr__gloo_broadcast(sr_gloo *g, void *buf, size_t len, int root, char *err, size_t errlen);
 int sr__gloo_barrier(sr_gloo *g, char *err, size_t errlen);
 void sr__gloo_free(sr_gloo *g);

@@ -24,13 +24,18 @@ int sr__free_port(void) {
     return port;
 }
 
-static void uuid4(char out[37]) {
-    unsigned char b[16] = {0};
+void sr__random_bytes(unsigned char *b, size_t n) {
+    memset(b, 0x5a, n); /* only if /dev/urandom fails, which Linux does not let happen */
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-        if (read(fd, b, sizeof b) != (ssize_t)sizeof b) memset(b, 0x5a, sizeof b);
+        if (read(fd, b, n) != (ssize_t)n) memset(b, 0x5a, n);
         close(fd);
     }
+}
+
+static void uuid4(char out[37]) {
+    unsigned char b[16];
+    sr__random_bytes(b, sizeof b);
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
     snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],

@@ -12,12 +12,8 @@
 #define FAILED_KEY "run/failed"
 
 static void random_token(char out[33]) {
-    unsigned char b[16] = {0};
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        if (read(fd, b, sizeof b) != (ssize_t)sizeof b) memset(b, 0x5a, sizeof b);
-        close(fd);
-    }
+    unsigned char b[16];
+    sr__random_bytes(b, sizeof b);
     for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 

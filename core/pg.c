@@ -258,14 +258,15 @@ int sr_pg_barrier(sr_pg *pg, sr_work **work) {
     return submit(pg, &w, work);
 }
 
-/* Every member announces itself; a timeout names the ranks that never came. */
-static int meet(pg_shared *sh, const char *name, const char *display, int rank, int size, char *err, size_t errlen) {
+/* Every member announces itself at `stage`; a timeout names the ranks that never came. */
+static int meet(pg_shared *sh, const char *name, const char *stage, const char *display, int rank, int size, char *err,
+                size_t errlen) {
     char key[256];
-    snprintf(key, sizeof key, "%sarrived/%d", name, rank);
+    snprintf(key, sizeof key, "%s%s/%d", name, stage, rank);
     const char **keys = calloc((size_t)size, sizeof *keys);
     char **owned = calloc((size_t)size, sizeof *owned);
     for (int r = 0; r < size; r++) {
-        if (asprintf(&owned[r], "%sarrived/%d", name, r) < 0) owned[r] = NULL;
+        if (asprintf(&owned[r], "%s%s/%d", name, stage, r) < 0) owned[r] = NULL;
         keys[r] = owned[r];
     }
     char missing[4096] = "";
@@ -276,7 +277,7 @@ static int meet(pg_shared *sh, const char *name, const char *display, int rank, 
     if (rc == 1) {
         /* "pg/world/arrived/2,pg/world/arrived/3" -> "2, 3" */
         char ranks[2048] = "";
-        size_t used = 0, pl = strlen(name) + strlen("arrived/");
+        size_t used = 0, pl = strlen(name) + strlen(stage) + 1;
         for (char *tok = strtok(missing, ","); tok && used < sizeof ranks; tok = strtok(NULL, ","))
             used += (size_t)snprintf(ranks + used, sizeof ranks - used, "%s%s", used ? ", " : "",
                                      strlen(tok) > pl ? tok + pl : tok);
@@ -296,7 +297,7 @@ static int meet(pg_shared *sh, const char *name, const char *display, int rank, 
 /* name: the group's store prefix ("pg/world/"); display: how messages call it ("world") */
 static sr_pg *create_group(pg_shared *sh, void *parent_impl, const char *name, const char *display, int rank, int size,
                            int color, int key, char *err, size_t errlen) {
-    if (meet(sh, name, display, rank, size, err, errlen) != 0) return NULL;
+    if (meet(sh, name, "arrived", display, rank, size, err, errlen) != 0) return NULL;
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s%s/", name, sh->ops->name);
     sr_pg_setup setup = {sh->store, &sh->store_lock, prefix, rank, size, color, key, sh->hostname, sh->iface,
@@ -305,6 +306,12 @@ static sr_pg *create_group(pg_shared *sh, void *parent_impl, const char *name, c
     void *impl = sh->ops->create(parent_impl, &setup, berr, sizeof berr);
     if (!impl) {
         snprintf(err, errlen, "process group %s: %s backend: %s", display, sh->ops->name, berr);
+        return NULL;
+    }
+    /* like torch's store-based barrier after init: nobody uses (or leaves) the group before every
+       member finished connecting, or a fast rank's exit breaks a slow rank's setup */
+    if (meet(sh, name, "ready", display, rank, size, err, errlen) != 0) {
+        sh->ops->destroy(impl);
         return NULL;
     }
     sr_pg *pg = calloc(1, sizeof *pg);

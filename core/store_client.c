@@ -60,9 +60,11 @@ static int send_request(sr_store *c, unsigned op, uint32_t n, const void *const 
 
 /* Reads one reply into c->msg; -1 on a lost connection or a malformed reply. */
 static int read_reply(sr_store *c) {
-    memmove(c->in.s, c->in.s + c->consumed, c->in.n - c->consumed);
-    c->in.n -= c->consumed;
-    c->consumed = 0;
+    if (c->consumed) { /* drop the previous reply */
+        memmove(c->in.s, c->in.s + c->consumed, c->in.n - c->consumed);
+        c->in.n -= c->consumed;
+        c->consumed = 0;
+    }
     while (1) {
         long used = c->in.n ? sr__store_parse((const unsigned char *)c->in.s, c->in.n, c->msg) : 0;
         if (used < 0) {

@@ -3,7 +3,8 @@
  *
  * Lifecycle of a task, in each worker process:
  *
- *   plugins write the environment (applied once)  ->  plugins' init hooks
+ *   plugins write the environment (applied once)  ->  plugins' init hooks (torch: the world
+ *   process group, which the task gets with sr_world(ctx) from shardrun/pg.h)
  *   -> the task .so is dlopen'ed (never before: its constructors already see the final env)
  *   -> `shardrun_task` is checked (abi_version, struct_size, kind)
  *   -> main(ctx, argc, argv) runs; argv[0] is the task path, the rest is what follows `--`

@@ -59,8 +59,9 @@ int sr__rdzv_prepare(sr_run *run) {
     if (r->hosting) {
         r->server = sr__store_server_start(single ? "127.0.0.1" : NULL, p, run->rdzv_token, err, sizeof err);
         if (!r->server) {
-            sr__diag_add(diag, "%s: rendezvous store: %s; choose another port (rdzv_port) or stop what uses it",
-                         port->where, err);
+            sr__diag_add(diag, "rendezvous store ([shardrun] rdzv_port = %s, %s%s): %s; choose another port (rdzv_port, "
+                         "the same on every node) or stop what uses it", port->value, port->where,
+                         single || atoi(port->value) ? "" : ", so master_port + 1", err);
             return -1;
         }
         run->rdzv_port = sr__store_server_port(r->server);

@@ -71,6 +71,19 @@ expect_eq "${rc[0]}" "1" "node 0 alone fails"
 [ "$ms" -lt 6000 ] && pass || fail "rendezvous timeout took ${ms} ms (timeout 2 s)"
 expect_in "$(cat "$T/n0.err")" "process group world: ranks 2, 3 did not arrive within 2s (this is rank" "the missing ranks are named"
 
+# 3c. the store's port is taken: a clear error before anything starts
+P=$(free_port_pair)
+/usr/bin/python3 -c 'import socket,sys,time; s=socket.socket(); s.bind(("",int(sys.argv[1]))); s.listen(); time.sleep(5)' \
+    "$((P + 1))" &
+holder=$!
+sleep 0.3
+start_node 0 "$SRC/examples/hello/hello.ini"
+wait_node 0
+kill "$holder" 2>/dev/null
+expect_eq "${rc[0]}" "2" "a taken rendezvous port is a configuration error"
+expect_in "$(cat "$T/n0.err")" "rendezvous store ([shardrun] rdzv_port = 0, default, so master_port + 1): cannot listen on 0.0.0.0:$((P + 1)): Address already in use; choose another port (rdzv_port" "the port and the fix are named"
+expect_eq "$(cat "$T/n0.out")" "" "nothing started"
+
 # 4. garbage at the store while node 1 is not there yet; the run still completes
 P=$(free_port_pair)
 start_node 0 "$SRC/examples/hello/hello.ini" --set shardrun.log_level=debug

@@ -203,6 +203,8 @@ static void close_pipes(supervise_state *st) {
             if (st->ws[i].fd[s] >= 0) read_stream(&st->ws[i], s), close(st->ws[i].fd[s]), st->ws[i].fd[s] = -1;
 }
 
+static void local_results(const supervise_state *st, sr_buf *b);
+
 static void supervise(supervise_state *st, sr_run *run) {
     enum { MAX_RDZV_FDS = 4200 };
     double all_reaped_at = 0;
@@ -211,7 +213,12 @@ static void supervise(supervise_state *st, sr_run *run) {
     while (1) {
         int local_done = workers_reaped(st) && pipes_closed(st);
         if (local_done && !reported) {
-            if (st->failed < 0 && !st->stop_signal && !st->failed_elsewhere) sr__rdzv_report_done(&run->rdzv);
+            if (st->failed < 0 && !st->stop_signal && !st->failed_elsewhere) {
+                sr_buf mine = {0};
+                local_results(st, &mine);
+                sr__rdzv_report_done(&run->rdzv, mine.s ? mine.s : "", mine.n);
+                sr__buf_free(&mine);
+            }
             reported = 1;
         }
         /* node 0's agent serves the store until every agent is done or the run failed */
@@ -303,17 +310,37 @@ static void print_summary(const supervise_state *st, sr_run *run) {
                 st->killed ? "; some needed SIGKILL" : "");
 }
 
-static int write_results(const supervise_state *st, const char *path) {
-    sr_buf b = {0};
-    sr__buf_add(&b, "[\n", 2);
+/* This agent's ranks' result objects, one per line, comma-separated. */
+static void local_results(const supervise_state *st, sr_buf *b) {
     for (int i = 0; i < st->n; i++) {
         const sr_worker *w = &st->ws[i];
-        sr__buf_add(&b, "  ", 2);
-        if (w->result.n) sr__buf_add(&b, w->result.s, w->result.n);
-        else sr__buf_printf(&b, "{\"rank\": %d, \"exit_code\": 0}", w->rank); /* exec tasks report nothing */
-        sr__buf_add(&b, i + 1 < st->n ? ",\n" : "\n", i + 1 < st->n ? 2 : 1);
+        sr__buf_add(b, "  ", 2);
+        if (w->result.n) sr__buf_add(b, w->result.s, w->result.n);
+        else sr__buf_printf(b, "{\"rank\": %d, \"exit_code\": 0}", w->rank); /* exec tasks report nothing */
+        if (i + 1 < st->n) sr__buf_add(b, ",\n", 2);
     }
-    sr__buf_add(&b, "]\n", 2);
+}
+
+/* Prints the JSON list (node 0's agent: every agent's ranks; the others: their own) and writes it
+   to `path` through a temporary file. */
+static int write_results(const supervise_state *st, sr_run *run, const char *path) {
+    sr_buf b = {0}, mine = {0};
+    local_results(st, &mine);
+    sr__buf_add(&b, "[\n", 2);
+    if (run->rdzv.hosting) {
+        for (int a = 0; a < run->rdzv.nagents; a++) {
+            size_t len = 0;
+            const char *theirs = a == run->rdzv.agent_id ? mine.s : sr__rdzv_results(&run->rdzv, a, &len);
+            if (a == run->rdzv.agent_id) len = mine.n;
+            if (!theirs || !len) continue;
+            if (b.n > 2) sr__buf_add(&b, ",\n", 2);
+            sr__buf_add(&b, theirs, len);
+        }
+    } else {
+        sr__buf_add(&b, mine.s, mine.n);
+    }
+    sr__buf_add(&b, "\n]\n", 3);
+    sr__buf_free(&mine);
     fwrite(b.s, 1, b.n, stdout);
     fflush(stdout);
     int rc = 0;
@@ -374,7 +401,7 @@ int sr__launch(sr_run *run, const char *results_path) {
     else if (st.stop_signal) code = 128 + st.stop_signal;
     else if (st.n < n) code = 1;
     print_summary(&st, run);
-    if (code == 0 && write_results(&st, results_path) != 0) code = 1;
+    if (code == 0 && write_results(&st, run, results_path) != 0) code = 1;
     sr__rdzv_free(&run->rdzv);
     for (int i = 0; i < st.n; i++) {
         sr__relay_free(&st.ws[i].relay[0]);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "store_wire.h"
 
 #define FAILED_KEY "run/failed"
 
@@ -120,11 +121,23 @@ void sr__rdzv_report_failure(sr_rdzv *r, const char *what) {
     else if (r->ctl) sr__store_set(r->ctl, FAILED_KEY, what, strlen(what));
 }
 
-void sr__rdzv_report_done(sr_rdzv *r) {
+void sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len) {
     char key[64];
+    if (r->ctl && len) {
+        /* node 0 prints every rank's results; a node's that do not fit one store value stay local */
+        snprintf(key, sizeof key, "run/results/%d", r->agent_id);
+        if (len > SR_STORE_MAX_VALUE || sr__store_set(r->ctl, key, results, len) != 0)
+            sr__log(SR_LOG_WARN, "this node's results (%zu bytes) stay in this node's output", len);
+    }
     snprintf(key, sizeof key, "run/done/%d", r->agent_id);
     if (r->server) sr__store_server_set(r->server, key, "1", 1);
     else if (r->ctl) sr__store_set(r->ctl, key, "1", 1);
+}
+
+const char *sr__rdzv_results(const sr_rdzv *r, int agent, size_t *len) {
+    char key[64];
+    snprintf(key, sizeof key, "run/results/%d", agent);
+    return r->server ? sr__store_server_get(r->server, key, len) : NULL;
 }
 
 int sr__rdzv_all_done(const sr_rdzv *r) {

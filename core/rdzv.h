@@ -12,6 +12,7 @@
 #define SR_CORE_RDZV_H
 
 #include <poll.h>
+#include <stddef.h>
 
 #include "store.h"
 
@@ -37,7 +38,10 @@ int sr__rdzv_pollfds(sr_rdzv *r, struct pollfd *pfds, int max);
 int sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n);
 int sr__rdzv_timeout_ms(const sr_rdzv *r);
 void sr__rdzv_report_failure(sr_rdzv *r, const char *what);
-void sr__rdzv_report_done(sr_rdzv *r);
+/* Reports this agent done, with its ranks' result objects (JSON, comma-separated) for node 0. */
+void sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len);
+/* Hosting agent: the results another agent reported, or NULL. */
+const char *sr__rdzv_results(const sr_rdzv *r, int agent, size_t *len);
 /* Hosting agent: every agent reported done. */
 int sr__rdzv_all_done(const sr_rdzv *r);
 void sr__rdzv_free(sr_rdzv *r);

@@ -238,7 +238,8 @@ static void supervise(supervise_state *st, sr_run *run) {
             int k = (int)((st->kill_at - t) * 1000) + 1;
             timeout = timeout < 0 || k < timeout ? (k > 0 ? k : 0) : timeout;
         }
-        if (all_reaped_at && (timeout < 0 || timeout > 50)) timeout = 50;
+        /* workers gone, pipes still open: check back soon (node 0 may wait long for other nodes) */
+        if (all_reaped_at && !pipes_closed(st) && (timeout < 0 || timeout > 50)) timeout = 50;
         if (poll(pfd, (nfds_t)np, timeout) < 0 && errno != EINTR) break;
 
         if (pfd[0].revents & POLLIN) {

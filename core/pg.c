@@ -87,28 +87,44 @@ static void fail(sr_pg *pg, const char *fmt, ...) {
     pg->failed = 1;
 }
 
-/* After a timeout: every rank that timed out in operation `seq` says so in the store; the ranks
-   that do not say so within a moment did not arrive. */
-static void name_missing(sr_pg *pg, const sr_work *w, int stuck, char *out, size_t len) {
-    pg_shared *sh = pg->shared;
-    char key[256], seqs[32];
-    snprintf(key, sizeof key, "pg/%s/op%lu/waiting/%d", pg->name, w->seq, pg->rank);
-    snprintf(seqs, sizeof seqs, "%lu", w->seq);
-    size_t used = 0;
-    out[0] = 0;
-    pthread_mutex_lock(&sh->store_lock);
-    if (sr__store_set(sh->store, key, seqs, strlen(seqs)) == 0) {
-        for (int r = 0; r < pg->size; r++) {
-            if (r == pg->rank) continue;
-            snprintf(key, sizeof key, "pg/%s/op%lu/waiting/%d", pg->name, w->seq, r);
-            const char *k = key;
-            char missing[8];
-            if (sr__store_wait(sh->store, &k, 1, 1.0, missing, sizeof missing) == 1 && used < len)
-                used += (size_t)snprintf(out + used, len - used, "%s%d", used ? ", " : "", r);
-        }
+/* Sets <prefix><rank> and waits up to timeout_s for <prefix><r> of every rank r of the group.
+   Returns 0 when all are there, 1 on a timeout (the ranks that are not, as "2, 3", in ranks), -1
+   on a store error. */
+static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int size, double timeout_s, char *ranks,
+                             size_t len) {
+    char key[300];
+    const char **keys = calloc((size_t)size, sizeof *keys);
+    char **owned = calloc((size_t)size, sizeof *owned);
+    for (int r = 0; r < size; r++) {
+        if (asprintf(&owned[r], "%s%d", prefix, r) < 0) owned[r] = NULL;
+        keys[r] = owned[r];
     }
+    snprintf(key, sizeof key, "%s%d", prefix, rank);
+    char missing[4096] = "";
+    pthread_mutex_lock(&sh->store_lock);
+    int rc = sr__store_set(sh->store, key, "1", 1);
+    if (rc == 0) rc = sr__store_wait(sh->store, keys, size, timeout_s, missing, sizeof missing);
     pthread_mutex_unlock(&sh->store_lock);
-    if (!out[0] && stuck >= 0) snprintf(out, len, "%d", stuck);
+    /* "pg/world/arrived/2,pg/world/arrived/3" -> "2, 3" */
+    size_t used = 0, pl = strlen(prefix);
+    ranks[0] = 0;
+    for (char *tok = strtok(missing, ","); rc == 1 && tok && used < len; tok = strtok(NULL, ","))
+        used += (size_t)snprintf(ranks + used, len - used, "%s%s", used ? ", " : "", strlen(tok) > pl ? tok + pl : tok);
+    for (int r = 0; r < size; r++) free(owned[r]);
+    free(owned);
+    free(keys);
+    return rc;
+}
+
+/* After a timeout: every rank that timed out in operation `seq` says so in the store; the ranks
+   that do not say so within a second did not arrive. */
+static void name_missing(sr_pg *pg, const sr_work *w, int stuck, char *out, size_t len) {
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "pg/%s/op%lu/waiting/", pg->name, w->seq);
+    int rc = announce_and_wait(pg->shared, prefix, pg->rank, pg->size, 1.0, out, len);
+    /* everyone is waiting (or the store is gone): name the peer this rank waited for */
+    if ((rc != 1 || !out[0]) && stuck >= 0) snprintf(out, len, "%d", stuck);
+    else if (rc != 1 || !out[0]) snprintf(out, len, "(unknown)");
 }
 
 static int run_op(sr_pg *pg, sr_work *w) {
@@ -261,36 +277,16 @@ int sr_pg_barrier(sr_pg *pg, sr_work **work) {
 /* Every member announces itself at `stage`; a timeout names the ranks that never came. */
 static int meet(pg_shared *sh, const char *name, const char *stage, const char *display, int rank, int size, char *err,
                 size_t errlen) {
-    char key[256];
-    snprintf(key, sizeof key, "%s%s/%d", name, stage, rank);
-    const char **keys = calloc((size_t)size, sizeof *keys);
-    char **owned = calloc((size_t)size, sizeof *owned);
-    for (int r = 0; r < size; r++) {
-        if (asprintf(&owned[r], "%s%s/%d", name, stage, r) < 0) owned[r] = NULL;
-        keys[r] = owned[r];
-    }
-    char missing[4096] = "";
-    pthread_mutex_lock(&sh->store_lock);
-    int rc = sr__store_set(sh->store, key, "1", 1);
-    if (rc == 0) rc = sr__store_wait(sh->store, keys, size, sh->timeout_s, missing, sizeof missing);
-    pthread_mutex_unlock(&sh->store_lock);
-    if (rc == 1) {
-        /* "pg/world/arrived/2,pg/world/arrived/3" -> "2, 3" */
-        char ranks[2048] = "";
-        size_t used = 0, pl = strlen(name) + strlen(stage) + 1;
-        for (char *tok = strtok(missing, ","); tok && used < sizeof ranks; tok = strtok(NULL, ","))
-            used += (size_t)snprintf(ranks + used, sizeof ranks - used, "%s%s", used ? ", " : "",
-                                     strlen(tok) > pl ? tok + pl : tok);
+    char prefix[300], ranks[2048];
+    snprintf(prefix, sizeof prefix, "%s%s/", name, stage);
+    int rc = announce_and_wait(sh, prefix, rank, size, sh->timeout_s, ranks, sizeof ranks);
+    if (rc == 1)
         snprintf(err, errlen, "process group %s: rank%s %s did not arrive within %gs (this is rank %d of %d); "
                  "check that every node's shardrun was started with the same --nnodes, --master-addr and "
                  "rendezvous port, or raise [torch] timeout", display, strchr(ranks, ',') ? "s" : "", ranks,
                  sh->timeout_s, rank, size);
-    } else if (rc != 0) {
+    else if (rc != 0)
         snprintf(err, errlen, "process group %s: store error: %s", display, sr__store_error(sh->store));
-    }
-    for (int r = 0; r < size; r++) free(owned[r]);
-    free(owned);
-    free(keys);
     return rc == 0 ? 0 : -1;
 }
 

@@ -1,6 +1,5 @@
 /* The host side of the plugin ABI: the sr_host_api table and the hooks' drivers. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,10 +139,8 @@ static const char *resolve_backend(const char *backend) {
     if (strcmp(backend, "auto")) return backend;
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
     if (access("/dev/nvidiactl", F_OK) != 0 || (vis && (!*vis || !strcmp(vis, "-1")))) return "gloo";
-    char path[4200], err[256];
-    snprintf(path, sizeof path, "%s/libshardrun_cuda.so", sr__lib_dir());
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    int (*count)(char *, size_t) = lib ? (int (*)(char *, size_t))dlsym(lib, "sr_cuda_device_count") : NULL;
+    char err[4500];
+    int (*count)(char *, size_t) = (int (*)(char *, size_t))sr__cuda_symbol("sr_cuda_device_count", err, sizeof err);
     return count && count(err, sizeof err) > 0 ? "nccl" : "gloo";
 }
 

@@ -330,12 +330,11 @@ static int write_results(const supervise_state *st, sr_run *run, const char *pat
     sr__buf_add(&b, "[\n", 2);
     if (run->rdzv.hosting) {
         for (int a = 0; a < run->rdzv.nagents; a++) {
-            size_t len = 0;
-            const char *theirs = a == run->rdzv.agent_id ? mine.s : sr__rdzv_results(&run->rdzv, a, &len);
-            if (a == run->rdzv.agent_id) len = mine.n;
-            if (!theirs || !len) continue;
+            size_t len = mine.n;
+            const char *part = a == run->rdzv.agent_id ? mine.s : sr__rdzv_results(&run->rdzv, a, &len);
+            if (!part || !len) continue;
             if (b.n > 2) sr__buf_add(&b, ",\n", 2);
-            sr__buf_add(&b, theirs, len);
+            sr__buf_add(&b, part, len);
         }
     } else {
         sr__buf_add(&b, mine.s, mine.n);

@@ -323,17 +323,23 @@ static sr_pg *create_group(pg_shared *sh, void *parent_impl, const char *name, c
     return pg;
 }
 
-static const sr_pg_backend_ops *load_nccl(char *err, size_t errlen) {
+void *sr__cuda_symbol(const char *symbol, char *err, size_t errlen) {
     char path[4200];
     snprintf(path, sizeof path, "%s/libshardrun_cuda.so", sr__lib_dir());
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        snprintf(err, errlen, "the nccl backend needs %s, which cannot be loaded: %s (build shardrun with "
-                 "-DSHARDRUN_CUDA=ON, or use backend = gloo)", path, dlerror());
+        snprintf(err, errlen, "%s cannot be loaded: %s (build shardrun with -DSHARDRUN_CUDA=ON)", path, dlerror());
         return NULL;
     }
-    const sr_pg_backend_ops *ops = dlsym(h, SR_NCCL_BACKEND_SYMBOL);
-    if (!ops) snprintf(err, errlen, "%s has no %s", path, SR_NCCL_BACKEND_SYMBOL);
+    void *sym = dlsym(h, symbol);
+    if (!sym) snprintf(err, errlen, "%s has no %s", path, symbol);
+    return sym;
+}
+
+static const sr_pg_backend_ops *load_nccl(char *err, size_t errlen) {
+    char why[4500];
+    const sr_pg_backend_ops *ops = sr__cuda_symbol(SR_NCCL_BACKEND_SYMBOL, why, sizeof why);
+    if (!ops) snprintf(err, errlen, "the nccl backend needs %s; or use backend = gloo", why);
     return ops;
 }
 

@@ -27,6 +27,6 @@ expect_rc 1 "nccl without a GPU fails"
 if [ -e "$BUILD/libshardrun_cuda.so" ]; then
     expect_in "$out$err" "process group world: nccl backend: no CUDA device is visible" "nccl names the missing device"
 else
-    expect_in "$out$err" "the nccl backend needs $BUILD/libshardrun_cuda.so, which cannot be loaded" "nccl needs the CUDA build"
+    expect_in "$out$err" "the nccl backend needs $BUILD/libshardrun_cuda.so cannot be loaded" "nccl needs the CUDA build"
 fi
 done_checks

@@ -95,7 +95,7 @@ int sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n) {
         sr__store_server_handle(r->server, pfds, n);
         size_t len;
         const char *v = sr__store_server_get(r->server, FAILED_KEY, &len);
-        if (v && !r->failed_elsewhere[0]) snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%.*s", (int)len, v);
+        if (v && !r->failed_elsewhere[0] && !r->reported_failure) snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%.*s", (int)len, v);
         return r->failed_elsewhere[0] != 0;
     }
     for (int i = 0; r->watch && !r->watch_closed && i < n; i++) {
@@ -117,6 +117,7 @@ int sr__rdzv_timeout_ms(const sr_rdzv *r) { return r->server ? sr__store_server_
 
 void sr__rdzv_report_failure(sr_rdzv *r, const char *what) {
     if (!r->enabled || r->failed_elsewhere[0]) return; /* the first failure is already known */
+    r->reported_failure = 1;
     if (r->server) sr__store_server_set(r->server, FAILED_KEY, what, strlen(what));
     else if (r->ctl) sr__store_set(r->ctl, FAILED_KEY, what, strlen(what));
 }

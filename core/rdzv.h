@@ -26,6 +26,7 @@ typedef struct sr_rdzv {
     sr_store *watch;        /* other agents: a pending wait on run/failed */
     sr_store *ctl;          /* other agents: for reporting */
     int watch_closed;
+    int reported_failure;   /* this agent reported the run's failure itself */
     char failed_elsewhere[1024];
 } sr_rdzv;
 

@@ -2,7 +2,7 @@
 
 #include <stdint.h>
 
-#include "dtype_math.h"
+#include "shardrun/half.h"
 
 #define REDUCE_LOOP(T, CONV_IN, CONV_OUT)                                                          \
     do {                                                                                           \
@@ -38,8 +38,8 @@ void sr__reduce(void *dst, const void *src, size_t n, sr_dtype dtype, sr_redop o
             for (size_t i = 0; i < n; i++) d[i] += s[i];
         break;
     }
-    case SR_FLOAT16: REDUCE_LOOP(uint16_t, sr__f16_to_f32, sr__f32_to_f16); break;
-    case SR_BFLOAT16: REDUCE_LOOP(uint16_t, sr__bf16_to_f32, sr__f32_to_bf16); break;
+    case SR_FLOAT16: REDUCE_LOOP(uint16_t, sr_f16_to_f32, sr_f32_to_f16); break;
+    case SR_BFLOAT16: REDUCE_LOOP(uint16_t, sr_bf16_to_f32, sr_f32_to_bf16); break;
     case SR_INT32: INT_LOOP(int32_t); break;
     case SR_INT64: INT_LOOP(int64_t); break;
     }
@@ -51,10 +51,10 @@ void sr__divide(void *buf, size_t n, sr_dtype dtype, int divisor) {
         for (size_t i = 0; i < n; i++) ((float *)buf)[i] /= (float)divisor;
         break;
     case SR_FLOAT16:
-        for (size_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = sr__f32_to_f16(sr__f16_to_f32(((uint16_t *)buf)[i]) / (float)divisor);
+        for (size_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = sr_f32_to_f16(sr_f16_to_f32(((uint16_t *)buf)[i]) / (float)divisor);
         break;
     case SR_BFLOAT16:
-        for (size_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = sr__f32_to_bf16(sr__bf16_to_f32(((uint16_t *)buf)[i]) / (float)divisor);
+        for (size_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = sr_f32_to_bf16(sr_bf16_to_f32(((uint16_t *)buf)[i]) / (float)divisor);
         break;
     case SR_INT32:
     case SR_INT64:

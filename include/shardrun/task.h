@@ -26,13 +26,16 @@
 extern "C" {
 #endif
 
-#define SR_TASK_ABI_VERSION 1u
+/* 2: sr_task gained `model` (model tasks, shardrun/model.h) */
+#define SR_TASK_ABI_VERSION 2u
 #define SR_TASK_SYMBOL "shardrun_task"
 
 typedef struct sr_ctx sr_ctx;
+struct sr_model_ops;
 
 typedef enum sr_task_kind {
-    SR_TASK_MAIN = 1 /* main(ctx, argc, argv) with the process group ready */
+    SR_TASK_MAIN = 1, /* main(ctx, argc, argv) with the process group ready */
+    SR_TASK_MODEL = 2 /* layers only: shardrun's FSDP engine and trainer run it (shardrun/model.h) */
 } sr_task_kind;
 
 typedef struct sr_task {
@@ -40,13 +43,14 @@ typedef struct sr_task {
     uint32_t struct_size; /* sizeof(sr_task) */
     uint32_t kind;        /* sr_task_kind */
     const char *name;
-    int (*main)(sr_ctx *ctx, int argc, char **argv);
+    int (*main)(sr_ctx *ctx, int argc, char **argv); /* main tasks */
+    const struct sr_model_ops *model;                /* model tasks */
 } sr_task;
 
 /* Defines the exported symbol for a main task. */
 #define SR_MAIN_TASK(task_name, main_fn)                                                         \
     __attribute__((visibility("default"))) const sr_task shardrun_task = {                       \
-        SR_TASK_ABI_VERSION, sizeof(sr_task), SR_TASK_MAIN, (task_name), (main_fn)}
+        SR_TASK_ABI_VERSION, sizeof(sr_task), SR_TASK_MAIN, (task_name), (main_fn), 0}
 
 /* Topology of this worker. */
 int sr_rank(const sr_ctx *ctx);

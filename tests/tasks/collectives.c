@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../core/dtype_math.h"
+#include "shardrun/half.h"
 #include "shardrun/pg.h"
 #include "shardrun/task.h"
 
@@ -21,8 +21,8 @@ static double value(int rank, size_t i) { return (double)(rank + 1) * (double)(i
 static void put(void *buf, size_t i, sr_dtype dt, double v) {
     switch (dt) {
     case SR_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case SR_FLOAT16: ((uint16_t *)buf)[i] = sr__f32_to_f16((float)v); break;
-    case SR_BFLOAT16: ((uint16_t *)buf)[i] = sr__f32_to_bf16((float)v); break;
+    case SR_FLOAT16: ((uint16_t *)buf)[i] = sr_f32_to_f16((float)v); break;
+    case SR_BFLOAT16: ((uint16_t *)buf)[i] = sr_f32_to_bf16((float)v); break;
     case SR_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
     case SR_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
     }
@@ -31,8 +31,8 @@ static void put(void *buf, size_t i, sr_dtype dt, double v) {
 static double get(const void *buf, size_t i, sr_dtype dt) {
     switch (dt) {
     case SR_FLOAT32: return ((const float *)buf)[i];
-    case SR_FLOAT16: return sr__f16_to_f32(((const uint16_t *)buf)[i]);
-    case SR_BFLOAT16: return sr__bf16_to_f32(((const uint16_t *)buf)[i]);
+    case SR_FLOAT16: return sr_f16_to_f32(((const uint16_t *)buf)[i]);
+    case SR_BFLOAT16: return sr_bf16_to_f32(((const uint16_t *)buf)[i]);
     case SR_INT32: return ((const int32_t *)buf)[i];
     case SR_INT64: return (double)((const int64_t *)buf)[i];
     }

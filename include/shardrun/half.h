@@ -3,8 +3,8 @@
  * kernel (SR_HD marks functions both compile): fp16/bf16 <-> fp32 conversions with
  * round-to-nearest-even, as torch and the hardware do.
  */
-#ifndef SR_CORE_DTYPE_MATH_H
-#define SR_CORE_DTYPE_MATH_H
+#ifndef SHARDRUN_HALF_H
+#define SHARDRUN_HALF_H
 
 #include <stdint.h>
 #include <string.h>
@@ -15,47 +15,47 @@
 #define SR_HD static inline
 #endif
 
-SR_HD float sr__bits_to_f32(uint32_t u) {
+SR_HD float sr_bits_to_f32(uint32_t u) {
     float f;
     memcpy(&f, &u, 4);
     return f;
 }
-SR_HD uint32_t sr__f32_to_bits(float f) {
+SR_HD uint32_t sr_f32_to_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);
     return u;
 }
 
-SR_HD float sr__bf16_to_f32(uint16_t h) { return sr__bits_to_f32((uint32_t)h << 16); }
+SR_HD float sr_bf16_to_f32(uint16_t h) { return sr_bits_to_f32((uint32_t)h << 16); }
 
-SR_HD uint16_t sr__f32_to_bf16(float f) {
-    uint32_t u = sr__f32_to_bits(f);
+SR_HD uint16_t sr_f32_to_bf16(float f) {
+    uint32_t u = sr_f32_to_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* NaN stays NaN */
     u += 0x7fffu + ((u >> 16) & 1u);                                           /* round to nearest even */
     return (uint16_t)(u >> 16);
 }
 
-SR_HD float sr__f16_to_f32(uint16_t h) {
+SR_HD float sr_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    if (exp == 0x1f) return sr__bits_to_f32(sign | 0x7f800000u | (man << 13)); /* inf, NaN */
+    if (exp == 0x1f) return sr_bits_to_f32(sign | 0x7f800000u | (man << 13)); /* inf, NaN */
     if (exp == 0) {
-        if (man == 0) return sr__bits_to_f32(sign);
+        if (man == 0) return sr_bits_to_f32(sign);
         /* subnormal: value = man * 2^-24 */
         float v = (float)man * 5.9604644775390625e-8f;
         return sign ? -v : v;
     }
-    return sr__bits_to_f32(sign | ((exp + 112u) << 23) | (man << 13));
+    return sr_bits_to_f32(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
-SR_HD uint16_t sr__f32_to_f16(float f) {
-    uint32_t u = sr__f32_to_bits(f);
+SR_HD uint16_t sr_f32_to_f16(float f) {
+    uint32_t u = sr_f32_to_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     uint32_t a = u & 0x7fffffffu;
     if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);   /* NaN */
     if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  /* rounds to >= 65520: inf */
     if (a < 0x38800000u) {                                     /* below the smallest normal */
         /* round a * 2^24 to an integer, ties to even */
-        float v = sr__bits_to_f32(a) * 16777216.0f;
+        float v = sr_bits_to_f32(a) * 16777216.0f;
         uint32_t i = (uint32_t)v;
         float frac = v - (float)i;
         if (frac > 0.5f || (frac == 0.5f && (i & 1u))) i++;

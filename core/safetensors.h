@@ -1,0 +1,67 @@
+/*
+ * safetensors files (https://github.com/huggingface/safetensors format): the FULL_STATE_DICT
+ * checkpoint, the per-rank files of a SHARDED_STATE_DICT checkpoint, and weights a run starts from.
+ *
+ * Layout: 8-byte little-endian header length N, N bytes of JSON
+ *   {"__metadata__": {"k": "v", ...}, "name": {"dtype": "F32", "shape": [..], "data_offsets": [b, e]}, ...}
+ * padded with spaces to a multiple of 8, then the data; offsets are relative to the data start.
+ *
+ * Writing: sr__st_create(path, tensors) computes every offset and writes the header; the data is
+ * then written tensor by tensor (or piece by piece, at any offset) with sr__st_write; sr__st_finish
+ * checks every byte was written, fsyncs and closes.  The writer writes `path` itself: callers
+ * that need atomicity write to a temporary name and rename.  Reading: sr__st_open maps the file
+ * and validates the header (JSON, dtypes, shapes vs. offsets, bounds, no overlap).
+ */
+#ifndef SR_CORE_SAFETENSORS_H
+#define SR_CORE_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardrun/pg.h"
+
+#define SR_ST_MAX_DIMS 8
+
+typedef struct sr_st_tensor {
+    const char *name;
+    sr_dtype dtype; /* F32, F16, BF16, I32, I64 */
+    int ndim;
+    int64_t shape[SR_ST_MAX_DIMS];
+    uint64_t offset; /* from the start of the data section (filled in by create/open) */
+    uint64_t nbytes; /* filled in by create/open */
+} sr_st_tensor;
+
+typedef struct sr_st_kv {
+    const char *key, *value;
+} sr_st_kv;
+
+typedef struct sr_st_writer sr_st_writer;
+
+/* Creates `path` (truncating) and writes the header: tensors in the given order, back to back.
+   NULL with a message in err. */
+sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_t ntensors, const sr_st_kv *meta,
+                            size_t nmeta, char *err, size_t errlen);
+/* Writes `bytes` bytes at byte `offset` within tensor `index`.  0, or -1 with a message in err. */
+int sr__st_write(sr_st_writer *w, size_t index, uint64_t offset, const void *data, size_t bytes, char *err,
+                 size_t errlen);
+/* Checks every tensor was fully written, fsyncs, closes, frees.  0 or -1 (the file is removed). */
+int sr__st_finish(sr_st_writer *w, char *err, size_t errlen);
+/* Closes, removes the file, frees. */
+void sr__st_abort(sr_st_writer *w);
+
+typedef struct sr_st_file sr_st_file;
+
+/* Maps and validates `path`; NULL with a message naming the file and the problem. */
+sr_st_file *sr__st_open(const char *path, char *err, size_t errlen);
+size_t sr__st_count(const sr_st_file *f);
+const sr_st_tensor *sr__st_at(const sr_st_file *f, size_t i);
+/* The tensor called `name` and its data, or NULL. */
+const sr_st_tensor *sr__st_find(const sr_st_file *f, const char *name, const void **data);
+/* A __metadata__ value, or NULL. */
+const char *sr__st_metadata(const sr_st_file *f, const char *key);
+void sr__st_close(sr_st_file *f);
+
+/* "F32", "F16", "BF16", "I32", "I64" */
+const char *sr__st_dtype_name(sr_dtype dtype);
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * shardrun model tasks: the task describes its layers, shardrun shards and trains them.
+ *
+ * Lifecycle, in each worker (after the environment is written and the world group exists):
+ *
+ *   task .so loaded -> `shardrun_task` of kind SR_TASK_MODEL (SR_MODEL_TASK below)
+ *   -> create(ctx, model): the task reads its [task] keys (sr_config*), declares its modules in
+ *      forward order (sr_model_module) and each module's parameters (sr_model_param, sr_model_tie),
+ *      and returns its state.  It allocates no parameter memory: shardrun owns every parameter.
+ *   -> the engine turns modules into wrap units (FSDP_AUTO_WRAP_POLICY), shards them, initialises
+ *      or loads the shards, and the trainer runs.  Per optimizer step, per micro-batch:
+ *        batch(state, sample indices)                 the task loads its inputs
+ *        forward(state, call)   for each module, in declaration order
+ *        loss(state, call)      the micro-batch's mean loss; seeds d(loss)/d(output) * grad_scale
+ *        backward(state, call)  for each module, in reverse order
+ *   -> destroy(state)
+ *
+ * A model task never calls a collective and never sees a shard: every callback receives plain
+ * pointers to the module's gathered parameters (and, in backward, to its gradient buffers), valid
+ * only inside that callback.  Parameters are row-major, in the declared shape, of element type
+ * call->dtype (fp32, or bf16/fp16 under ACCELERATE_MIXED_PRECISION; see shardrun/half.h).
+ */
+#ifndef SHARDRUN_MODEL_H
+#define SHARDRUN_MODEL_H
+
+#include <stdint.h>
+
+#include "shardrun/pg.h"
+#include "shardrun/task.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sr_model sr_model; /* the description the engine builds from create() */
+
+/* How a parameter starts when no checkpoint or weights file provides it.  Values depend only on
+   the trainer's seed, the parameter's name and the element's index: every world size and
+   sharding strategy starts from the same model. */
+typedef enum sr_init_kind {
+    SR_INIT_ZEROS = 0,
+    SR_INIT_ONES,
+    SR_INIT_CONSTANT, /* every element = a */
+    SR_INIT_NORMAL,   /* mean 0, standard deviation a */
+    SR_INIT_UNIFORM   /* uniform in [-a, a) */
+} sr_init_kind;
+
+typedef struct sr_init {
+    sr_init_kind kind;
+    float a;
+} sr_init;
+
+#define SR_ZEROS ((sr_init){SR_INIT_ZEROS, 0.0f})
+#define SR_ONES ((sr_init){SR_INIT_ONES, 0.0f})
+#define SR_CONSTANT(v) ((sr_init){SR_INIT_CONSTANT, (v)})
+#define SR_NORMAL(std) ((sr_init){SR_INIT_NORMAL, (std)})
+#define SR_UNIFORM(a) ((sr_init){SR_INIT_UNIFORM, (a)})
+
+/* sr_model_param flags */
+#define SR_PARAM_NO_DECAY 1u /* AdamW applies no weight decay (biases, norm weights), as HF's Trainer */
+
+/* Declares the next module, in forward order.  `name` is its dotted name ("transformer.h.3"),
+   `class_name` what FSDP_TRANSFORMER_CLS_TO_WRAP matches ("GPT2Block").  Returns the module's
+   index (0, 1, ...), or -1 with a message on stderr (duplicate name, empty name). */
+int sr_model_module(sr_model *m, const char *name, const char *class_name);
+
+/* Declares a parameter of the last declared module: its full dotted name
+   ("transformer.h.3.attn.c_attn.weight"), `ndim` (1..4) sizes, initialiser and flags.  The
+   module's call->params[i] is its i-th declared (or tied) parameter.  Returns 0 or -1. */
+int sr_model_param(sr_model *m, const char *name, int ndim, const int64_t *shape, sr_init init, unsigned flags);
+
+/* Declares that the last declared module also uses the earlier parameter `target` under the
+   name `name` (lm_head.weight tied to transformer.wte.weight): one storage, one gradient (both
+   modules' backward add into it), saved once under `target`.  Both modules must end up in the
+   same wrap unit, or the run fails before the first step saying so. */
+int sr_model_tie(sr_model *m, const char *name, const char *target);
+
+typedef enum sr_device_kind { SR_DEVICE_CPU = 0, SR_DEVICE_CUDA } sr_device_kind;
+
+/* What a callback gets.  Pointers are valid only during the call. */
+typedef struct sr_module_call {
+    int module;          /* index of the module, in declaration order (loss: the last module's) */
+    const char *name;    /* its dotted name */
+    int nparams;         /* declared + tied parameters of the module */
+    void *const *params; /* gathered parameter values, in declaration order */
+    void *const *grads;  /* backward: gradient buffers to ADD into (+=; the engine zeroes them);
+                            NULL in forward and loss */
+    sr_dtype dtype;      /* element type of params and grads */
+    sr_device_kind device;
+    int batch_size;       /* samples in this micro-batch */
+    int save_activations; /* forward: 0 when the engine will call forward again (recompute = 1)
+                             right before this module's backward, so intermediates need not be kept;
+                             the module's input must always be kept */
+    int recompute;        /* forward: 1 for the recomputation before backward (activation checkpointing) */
+    float grad_scale;     /* loss: multiply d(loss)/d(output) by this (gradient accumulation and the
+                             fp16 loss scale are folded in) */
+    long long step;       /* optimizer step, from 0 */
+    int micro_step;       /* micro-batch within the step, from 0 */
+} sr_module_call;
+
+typedef struct sr_model_ops {
+    /* Compute dtypes forward/backward accept: bits (1u << SR_FLOAT32) | (1u << SR_BFLOAT16) | ... */
+    uint32_t dtypes;
+    /* Reads [task] keys, declares modules and parameters, returns the state (NULL = error, after
+       printing why). */
+    void *(*create)(sr_ctx *ctx, sr_model *model);
+    void (*destroy)(void *state);
+    /* Number of training samples; the trainer shuffles and shards indices 0..n-1 over the
+       data-parallel ranks like torch's DistributedSampler. */
+    int64_t (*num_samples)(void *state);
+    /* Loads the micro-batch made of these sample indices; *tokens = tokens in it (for tokens/s).
+       0 or -1. */
+    int (*batch)(void *state, const int64_t *samples, int n, long long *tokens);
+    int (*forward)(void *state, const sr_module_call *call);
+    /* After the last module's forward: *loss = the micro-batch's mean loss (fp32/double); seeds
+       the gradient of the last module's output, multiplied by call->grad_scale. */
+    int (*loss)(void *state, const sr_module_call *call, double *loss);
+    int (*backward)(void *state, const sr_module_call *call);
+} sr_model_ops;
+
+/* Defines the exported symbol for a model task (ops: a `const sr_model_ops` object). */
+#define SR_MODEL_TASK(task_name, ops)                                                            \
+    __attribute__((visibility("default"))) const sr_task shardrun_task = {                       \
+        SR_TASK_ABI_VERSION, sizeof(sr_task), SR_TASK_MODEL, (task_name), 0, &(ops)}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

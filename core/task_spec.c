@@ -166,9 +166,9 @@ int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_s
             free(path);
             return -1;
         }
-        if (head[2] != SR_TASK_MAIN) {
-            sr__diag_add(&cfg->diag, "%s: task %s is of kind %u, which this shardrun cannot run yet (main tasks "
-                         "only)", s->where, path, head[2]);
+        if (head[2] != SR_TASK_MAIN && head[2] != SR_TASK_MODEL) {
+            sr__diag_add(&cfg->diag, "%s: task %s is of kind %u, which this shardrun cannot run (1: main task, "
+                         "2: model task)", s->where, path, head[2]);
             free(path);
             return -1;
         }

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "ctx.h"
+#include "shardrun/model.h"
+#include "trainer/trainer.h"
 #include "shardrun/task.h"
 
 static void write_all(int fd, const char *s, size_t n) {
@@ -29,7 +31,8 @@ static _Noreturn void run_main_task(sr_run *run, int local_rank, int results_fd)
         _exit(2);
     }
     const sr_task *t = dlsym(h, SR_TASK_SYMBOL);
-    if (!t || t->abi_version != SR_TASK_ABI_VERSION || t->struct_size != sizeof(sr_task) || !t->main) {
+    if (!t || t->abi_version != SR_TASK_ABI_VERSION || t->struct_size != sizeof(sr_task) ||
+        (t->kind == SR_TASK_MAIN ? !t->main : t->kind == SR_TASK_MODEL ? !t->model : 1)) {
         /* the agent checked the file; this only fires if it changed since */
         fprintf(stderr, "shardrun: error: task %s no longer has a valid %s\n", run->task.path, SR_TASK_SYMBOL);
         _exit(2);
@@ -37,7 +40,8 @@ static _Noreturn void run_main_task(sr_run *run, int local_rank, int results_fd)
     sr_topology topo;
     sr__layout_topology(&run->layout, local_rank, &topo);
     sr_ctx *ctx = sr__ctx_new(&topo, &run->cfg);
-    int rc = t->main(ctx, run->task.argc, run->task.argv);
+    int rc = t->kind == SR_TASK_MAIN ? t->main(ctx, run->task.argc, run->task.argv)
+                                     : sr__trainer_run(ctx, t->name ? t->name : run->task.path, t->model);
     int code = rc >= 0 && rc <= 255 ? rc : 1;
     char *json = sr__ctx_result_json(ctx, code);
     write_all(results_fd, json, strlen(json));

@@ -89,21 +89,30 @@ typedef struct sr_module_call {
     sr_device_kind device;
     int batch_size;       /* samples in this micro-batch */
     int save_activations; /* forward: 0 when the engine will call forward again (recompute = 1)
-                             right before this module's backward, so intermediates need not be kept;
-                             the module's input must always be kept */
-    int recompute;        /* forward: 1 for the recomputation before backward (activation checkpointing) */
+                             before this module's backward, so intermediates need not be kept; the
+                             module's input must always be kept (and the last module's output, which
+                             loss() reads) */
+    int recompute;        /* forward: 1 for the recomputation under activation checkpointing.  It is
+                             done a wrap unit at a time: right before the backward of a unit's last
+                             module, forward runs again (save_activations = 1) for every module of
+                             the unit, in forward order; then backward runs for them in reverse */
     float grad_scale;     /* loss: multiply d(loss)/d(output) by this (gradient accumulation and the
                              fp16 loss scale are folded in) */
-    long long step;       /* optimizer step, from 0 */
+    long long step;       /* optimizer step, from 0; counts every step, also fp16 steps that were
+                             skipped for an overflow */
     int micro_step;       /* micro-batch within the step, from 0 */
 } sr_module_call;
 
 typedef struct sr_model_ops {
     /* Compute dtypes forward/backward accept: bits (1u << SR_FLOAT32) | (1u << SR_BFLOAT16) | ... */
     uint32_t dtypes;
+    /* Devices whose memory the callbacks can compute on: bits (1u << SR_DEVICE_CPU) | ... */
+    uint32_t devices;
     /* Reads [task] keys, declares modules and parameters, returns the state (NULL = error, after
        printing why). */
     void *(*create)(sr_ctx *ctx, sr_model *model);
+    /* After training (or a failure), before this rank's results are collected: the task may
+       still sr_report_*() through the ctx it got in create(). */
     void (*destroy)(void *state);
     /* Number of training samples; the trainer shuffles and shards indices 0..n-1 over the
        data-parallel ranks like torch's DistributedSampler. */

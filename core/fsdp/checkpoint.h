@@ -1,0 +1,29 @@
+/*
+ * Checkpoints of a training run, per FSDP_STATE_DICT_TYPE:
+ *   SHARDED_STATE_DICT (and LOCAL): every rank of one replica writes shard-R-of-S.safetensors with
+ *     its fp32 master, exp_avg and exp_avg_sq shards; index.json maps each parameter to its unit
+ *     and flat offset, so a different world size (or wrap policy) can load it;
+ *   FULL_STATE_DICT: rank 0 writes model.safetensors (original names and shapes, fp32) and
+ *     optimizer.safetensors (NAME.exp_avg, NAME.exp_avg_sq), gathered one unit at a time.
+ * Both add trainer_state.json (step, AdamW step, loss scale, seed, world size).
+ * A checkpoint is written into checkpoint-N.tmp and renamed to checkpoint-N once every rank has
+ * finished: a run killed while saving leaves the previous checkpoint as it was.
+ */
+#ifndef SR_FSDP_CHECKPOINT_H
+#define SR_FSDP_CHECKPOINT_H
+
+#include "engine.h"
+
+typedef struct sr__train_state {
+    long long global_step; /* optimizer steps done */
+    long long seed;
+} sr__train_state;
+
+/* Collective: every rank calls it.  Writes output_dir/checkpoint-<step>.  0 or -1. */
+int sr__ckpt_save(sr__engine *e, const char *output_dir, const sr__train_state *ts);
+/* Collective: loads `dir` (any world size) into the engine's shards; fills *ts.  0 or -1. */
+int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts);
+/* output_dir/checkpoint-N with the largest N that is complete, or NULL (a new string). */
+char *sr__ckpt_latest(const char *output_dir);
+
+#endif

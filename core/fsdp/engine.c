@@ -1,0 +1,590 @@
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+#include "param_init.h"
+
+/* ---- errors ---------------------------------------------------------------------------------- */
+
+static int pg_fail(sr__engine *e, sr_pg *pg, const char *what) {
+    (void)e;
+    fprintf(stderr, "shardrun: error: FSDP %s failed: %s\n", what, pg ? sr_pg_error(pg) : "no process group");
+    return -1;
+}
+
+static int task_fail(sr__engine *e, const char *what, int mi) {
+    fprintf(stderr, "shardrun: error: task %s: %s of module %s returned an error\n", e->task, what,
+            mi >= 0 ? e->model->mods[mi].name : "(loss)");
+    return -1;
+}
+
+/* ---- buffer pools ------------------------------------------------------------------------------ */
+
+static void *pool_get(sr__engine *e, sr__pool *p) {
+    void *b;
+    if (p->nfree) {
+        b = p->free[--p->nfree];
+    } else {
+        b = e->dev->alloc(p->bytes);
+        if (!b) {
+            fprintf(stderr, "shardrun: error: out of memory allocating a %zu-byte FSDP buffer\n", p->bytes);
+            return NULL;
+        }
+        p->allocated++;
+        p->free = realloc(p->free, (size_t)p->allocated * sizeof *p->free);
+        e->pool_peak += p->bytes;
+        if (e->persistent + e->pool_peak > e->peak) e->peak = e->persistent + e->pool_peak;
+    }
+    return b;
+}
+
+static void pool_put(sr__pool *p, void *b) {
+    if (b) p->free[p->nfree++] = b;
+}
+
+static void pool_drain(sr__engine *e, sr__pool *p) {
+    for (int i = 0; i < p->nfree; i++) e->dev->free(p->free[i]);
+    free(p->free);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---- gathering parameters ---------------------------------------------------------------------- */
+
+static int is_root(const sr__engine *e, int u) { return e->units.u[u].root; }
+
+static int issue_gather(sr__engine *e, int u) {
+    sr__uslot *s = &e->slot[u];
+    if (s->st != SR_U_RELEASED) return 0;
+    const sr__unit *un = &e->units.u[u];
+    if (!s->full) s->full = pool_get(e, &e->param_pool);
+    if (!s->full) return -1;
+    if (!e->shard_pg) { /* one shard holds everything: a cast is the gather */
+        e->dev->cast(s->full, e->dtype, s->master, SR_FLOAT32, un->shard);
+        s->st = SR_U_GATHERED;
+        return 0;
+    }
+    const void *send = s->master;
+    e->dev->sync(); /* a GPU's collectives run on their own stream: the casts must be done */
+    if (e->dtype != SR_FLOAT32) {
+        s->gather_send = pool_get(e, &e->temp_pool);
+        if (!s->gather_send) return -1;
+        e->dev->cast(s->gather_send, e->dtype, s->master, SR_FLOAT32, un->shard);
+        e->dev->sync();
+        send = s->gather_send;
+    }
+    if (sr_pg_all_gather(e->shard_pg, send, s->full, un->shard, e->dtype, &s->gather_work) != 0)
+        return pg_fail(e, e->shard_pg, "all-gather");
+    s->st = SR_U_GATHERING;
+    return 0;
+}
+
+static int wait_gather(sr__engine *e, int u) {
+    sr__uslot *s = &e->slot[u];
+    if (s->st != SR_U_GATHERING) return 0;
+    int rc = sr_work_wait(s->gather_work);
+    s->gather_work = NULL;
+    pool_put(&e->temp_pool, s->gather_send);
+    s->gather_send = NULL;
+    if (rc != 0) return pg_fail(e, e->shard_pg, "all-gather");
+    s->st = SR_U_GATHERED;
+    return 0;
+}
+
+static int ensure_gathered(sr__engine *e, int u) {
+    if (issue_gather(e, u) != 0) return -1;
+    return wait_gather(e, u);
+}
+
+static void release_params(sr__engine *e, int u) {
+    sr__uslot *s = &e->slot[u];
+    if (s->st != SR_U_GATHERED) return;
+    s->st = SR_U_RELEASED;
+    if (!is_root(e, u)) { /* the root keeps its own buffer */
+        pool_put(&e->param_pool, s->full);
+        s->full = NULL;
+    }
+}
+
+/* ---- reducing gradients ------------------------------------------------------------------------ */
+
+static int complete_reduce(sr__engine *e, int u) {
+    sr__uslot *s = &e->slot[u];
+    if (!s->rs_pending) return 0;
+    for (int i = 0; i < e->npending; i++)
+        if (e->pending_rs[i] == u) {
+            memmove(&e->pending_rs[i], &e->pending_rs[i + 1], (size_t)(e->npending - i - 1) * sizeof(int));
+            e->npending--;
+            break;
+        }
+    s->rs_pending = 0;
+    int rc = sr_work_wait(s->rs_work);
+    s->rs_work = NULL;
+    if (rc == 0) e->dev->accumulate(s->grad, s->rs_recv, e->dtype, e->units.u[u].shard);
+    pool_put(&e->temp_pool, s->rs_recv);
+    s->rs_recv = NULL;
+    if (!is_root(e, u)) {
+        pool_put(&e->grad_pool, s->gfull);
+        s->gfull = NULL;
+    }
+    return rc == 0 ? 0 : pg_fail(e, e->shard_pg, "reduce-scatter");
+}
+
+/* The unit's full gradient buffer, zeroed.  At most grad_limit buffers exist: when all are busy
+   the oldest reduce-scatter is finished first (that bounds memory, as limit_all_gathers does). */
+static int get_grad_buffer(sr__engine *e, int u) {
+    sr__uslot *s = &e->slot[u];
+    if (complete_reduce(e, u) != 0) return -1; /* its previous micro-batch's reduction */
+    if (!is_root(e, u)) {
+        while (e->grad_pool.nfree == 0 && e->grad_pool.allocated >= e->grad_limit && e->npending)
+            if (complete_reduce(e, e->pending_rs[0]) != 0) return -1;
+        s->gfull = pool_get(e, &e->grad_pool);
+        if (!s->gfull) return -1;
+    }
+    e->dev->zero(s->gfull, e->units.u[u].padded * e->dsize);
+    return 0;
+}
+
+static int issue_reduce(sr__engine *e, int u) {
+    sr__uslot *s = &e->slot[u];
+    const sr__unit *un = &e->units.u[u];
+    if (!e->shard_pg) {
+        e->dev->accumulate(s->grad, s->gfull, e->dtype, un->shard);
+        if (!is_root(e, u)) pool_put(&e->grad_pool, s->gfull), s->gfull = NULL;
+        return 0;
+    }
+    s->rs_recv = pool_get(e, &e->temp_pool);
+    if (!s->rs_recv) return -1;
+    e->dev->sync(); /* the task's gradient kernels must have finished */
+    if (sr_pg_reduce_scatter(e->shard_pg, s->gfull, s->rs_recv, un->shard, e->dtype, SR_AVG, &s->rs_work) != 0)
+        return pg_fail(e, e->shard_pg, "reduce-scatter");
+    s->rs_pending = 1;
+    e->pending_rs[e->npending++] = u;
+    return 0;
+}
+
+/* ---- calling the task ---------------------------------------------------------------------------- */
+
+static void module_call(sr__engine *e, int mi, sr_module_call *c, int with_grads) {
+    const sr__module *m = &e->model->mods[mi];
+    const sr__uslot *s = &e->slot[m->unit];
+    for (int k = 0; k < m->nparams; k++) {
+        const sr__param *p = &e->model->params[sr__param_owner(e->model, m->params[k])];
+        e->pptr[k] = (char *)s->full + p->offset * e->dsize;
+        e->gptr[k] = with_grads ? (char *)s->gfull + p->offset * e->dsize : NULL;
+    }
+    c->module = mi;
+    c->name = m->name;
+    c->nparams = m->nparams;
+    c->params = e->pptr;
+    c->grads = with_grads ? e->gptr : NULL;
+}
+
+static int forward(sr__engine *e, sr_module_call *c, int mi, int save, int recompute) {
+    module_call(e, mi, c, 0);
+    c->save_activations = save;
+    c->recompute = recompute;
+    return e->ops->forward(e->state, c) == 0 ? 0 : task_fail(e, recompute ? "forward (recompute)" : "forward", mi);
+}
+
+static int unit_first(const sr__engine *e, int mi) { return e->units.u[e->model->mods[mi].unit].mods[0] == mi; }
+static int unit_last(const sr__engine *e, int mi) {
+    const sr__unit *u = &e->units.u[e->model->mods[mi].unit];
+    return u->mods[u->nmods - 1] == mi;
+}
+
+int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, const int64_t *samples, int n,
+                           double *loss, long long *tokens) {
+    *tokens = 0;
+    if (e->ops->batch(e->state, samples, n, tokens) != 0) {
+        fprintf(stderr, "shardrun: error: task %s: batch() failed for step %lld\n", e->task, step);
+        return -1;
+    }
+    sr_module_call c = {0};
+    c.dtype = e->dtype;
+    c.device = e->dev->kind;
+    c.batch_size = n;
+    c.step = step;
+    c.micro_step = micro;
+    int root = e->units.root, nm = e->model->nmods, ckpt = e->cfg.enabled && e->cfg.activation_checkpointing;
+    const sr__fsdp_config *cfg = &e->cfg;
+
+    /* forward */
+    if (root >= 0 && issue_gather(e, root) != 0) return -1;
+    if (cfg->forward_prefetch && e->nfwd && issue_gather(e, e->fwd_units[0]) != 0) return -1;
+    if (root >= 0 && wait_gather(e, root) != 0) return -1;
+    for (int mi = 0; mi < nm; mi++) {
+        int pos = e->mod_pos[mi], u = e->model->mods[mi].unit;
+        if (pos >= 0 && unit_first(e, mi)) {
+            if (ensure_gathered(e, u) != 0) return -1;
+            if (cfg->forward_prefetch && pos + 1 < e->nfwd && issue_gather(e, e->fwd_units[pos + 1]) != 0) return -1;
+        }
+        if (forward(e, &c, mi, !(ckpt && pos >= 0), 0) != 0) return -1;
+        if (pos >= 0 && unit_last(e, mi) && e->cfg.reshard_after_forward) release_params(e, u);
+    }
+
+    /* loss: the gradient seed carries 1/accum (micro-batches are averaged) and the fp16 scale */
+    module_call(e, nm - 1, &c, 0);
+    c.grad_scale = (float)(e->loss_scale / accum);
+    if (e->ops->loss(e->state, &c, loss) != 0) return task_fail(e, "loss", -1);
+    c.grad_scale = 0.0f;
+
+    /* backward */
+    if (root >= 0 && get_grad_buffer(e, root) != 0) return -1;
+    if (cfg->backward_prefetch != SR_PREFETCH_NONE && e->nfwd && issue_gather(e, e->fwd_units[e->nfwd - 1]) != 0)
+        return -1;
+    for (int mi = nm - 1; mi >= 0; mi--) {
+        int pos = e->mod_pos[mi], u = e->model->mods[mi].unit;
+        if (pos >= 0 && unit_last(e, mi)) {
+            if (ensure_gathered(e, u) != 0) return -1;
+            if (cfg->backward_prefetch == SR_PREFETCH_PRE && pos > 0 && issue_gather(e, e->fwd_units[pos - 1]) != 0)
+                return -1;
+            if (get_grad_buffer(e, u) != 0) return -1;
+            if (ckpt) /* activation checkpointing: the unit's forward again, keeping everything */
+                for (int k = 0; k < e->units.u[u].nmods; k++)
+                    if (forward(e, &c, e->units.u[u].mods[k], 1, 1) != 0) return -1;
+        }
+        module_call(e, mi, &c, 1);
+        c.save_activations = 1;
+        c.recompute = 0;
+        if (e->ops->backward(e->state, &c) != 0) return task_fail(e, "backward", mi);
+        if (pos >= 0 && unit_first(e, mi)) {
+            if (cfg->backward_prefetch == SR_PREFETCH_POST && pos > 0 && issue_gather(e, e->fwd_units[pos - 1]) != 0)
+                return -1;
+            if (issue_reduce(e, u) != 0) return -1;
+            release_params(e, u);
+        }
+    }
+    if (root >= 0) {
+        if (issue_reduce(e, root) != 0) return -1;
+        release_params(e, root);
+    }
+    return 0;
+}
+
+/* ---- the optimizer step -------------------------------------------------------------------------- */
+
+/* A scalar reduced over a group (through device memory, so NCCL works too). */
+static int reduce_scalar(sr__engine *e, sr_pg *pg, double *v, sr_redop op) {
+    if (!pg) return 0;
+    float f = (float)*v;
+    e->dev->to_device(e->scalar, &f, sizeof f);
+    if (sr_pg_all_reduce(pg, e->scalar, 1, SR_FLOAT32, op, NULL) != 0) return pg_fail(e, pg, "all-reduce");
+    e->dev->to_host(&f, e->scalar, sizeof f);
+    *v = f;
+    return 0;
+}
+
+double sr__engine_mean(sr__engine *e, double v) {
+    if (reduce_scalar(e, e->world, &v, SR_AVG) != 0) return NAN;
+    return v;
+}
+
+static void zero_grads(sr__engine *e) {
+    for (int u = 0; u < e->units.n; u++) e->dev->zero(e->slot[u].grad, e->units.u[u].shard * sizeof(float));
+}
+
+static void adamw_unit(sr__engine *e, int u, const sr__optim *o, const sr_adamw_args *base) {
+    const sr__unit *un = &e->units.u[u];
+    const sr__uslot *s = &e->slot[u];
+    size_t lo = (size_t)e->shard_rank * un->shard, hi = lo + un->shard;
+    for (int k = 0; k < un->nparams; k++) { /* per parameter: weight decay differs */
+        const sr__param *p = &e->model->params[un->params[k]];
+        size_t a = p->offset > lo ? p->offset : lo, b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
+        if (a >= b) continue;
+        sr_adamw_args args = *base;
+        args.weight_decay = (p->flags & SR_PARAM_NO_DECAY) ? 0.0f : (float)o->weight_decay;
+        size_t off = a - lo;
+        e->dev->adamw(s->master + off, s->grad + off, s->exp_avg + off, s->exp_avg_sq + off, b - a, &args);
+    }
+}
+
+int sr__engine_step(sr__engine *e, long long step, const sr__optim *o, sr__step_result *out) {
+    (void)step;
+    memset(out, 0, sizeof *out);
+    while (e->npending)
+        if (complete_reduce(e, e->pending_rs[0]) != 0) return -1;
+    if (e->rep_pg) { /* HYBRID / NO_SHARD: the replicas average their (identical-layout) shards */
+        sr_work **w = calloc((size_t)e->units.n, sizeof *w);
+        int rc = 0;
+        for (int u = 0; u < e->units.n && !rc; u++)
+            rc = sr_pg_all_reduce(e->rep_pg, e->slot[u].grad, e->units.u[u].shard, SR_FLOAT32, SR_AVG, &w[u]);
+        for (int u = 0; u < e->units.n; u++)
+            if (w[u] && sr_work_wait(w[u]) != 0) rc = -1;
+        free(w);
+        if (rc) return pg_fail(e, e->rep_pg, "gradient all-reduce across replicas");
+    }
+    out->loss_scale = e->loss_scale;
+    if (e->dtype == SR_FLOAT16) { /* every rank decides together whether this step overflowed */
+        double bad = 0;
+        for (int u = 0; u < e->units.n && !bad; u++) bad = e->dev->nonfinite(e->slot[u].grad, e->units.u[u].shard);
+        if (reduce_scalar(e, e->world, &bad, SR_MAX) != 0) return -1;
+        if (bad) {
+            out->skipped = 1;
+            out->grad_norm = NAN;
+            e->loss_scale /= 2; /* torch.cuda.amp.GradScaler: backoff 0.5 */
+            e->good_steps = 0;
+            zero_grads(e);
+            return 0;
+        }
+    }
+    double inv = 1.0 / e->loss_scale, sq = 0;
+    for (int u = 0; u < e->units.n; u++) sq += e->dev->sumsq(e->slot[u].grad, e->units.u[u].shard);
+    if (reduce_scalar(e, e->shard_pg, &sq, SR_SUM) != 0) return -1;
+    double norm = sqrt(sq) * inv, coef = 1.0;
+    if (o->max_grad_norm > 0) { /* torch.nn.utils.clip_grad_norm_: max / (norm + 1e-6), at most 1 */
+        coef = o->max_grad_norm / (norm + 1e-6);
+        if (coef > 1.0) coef = 1.0;
+    }
+    out->grad_norm = norm;
+    e->adam_steps++;
+    sr_adamw_args a = {0};
+    a.lr = (float)o->lr;
+    a.beta1 = (float)o->beta1;
+    a.beta2 = (float)o->beta2;
+    a.eps = (float)o->eps;
+    a.bias_correction1 = (float)(1.0 - pow(o->beta1, (double)e->adam_steps));
+    a.bias_correction2 = (float)(1.0 - pow(o->beta2, (double)e->adam_steps));
+    a.grad_mul = (float)(coef * inv);
+    for (int u = 0; u < e->units.n; u++) adamw_unit(e, u, o, &a);
+    zero_grads(e);
+    if (e->dtype == SR_FLOAT16 && ++e->good_steps >= 2000) e->loss_scale *= 2, e->good_steps = 0; /* growth */
+    return e->dev->sync();
+}
+
+/* ---- set-up -------------------------------------------------------------------------------------- */
+
+static int split_groups(sr__engine *e) {
+    sr_pg *w = e->world;
+    e->shard_size = 1, e->rep_size = 1;
+    if (!w) return 0;
+    int hybrid = e->cfg.strategy == SR_HYBRID_SHARD || e->cfg.strategy == SR_HYBRID_SHARD_ZERO2;
+    if (!e->cfg.enabled || e->cfg.strategy == SR_NO_SHARD) {
+        e->rep_pg = e->world_size > 1 ? w : NULL;
+    } else if (!hybrid) {
+        e->shard_pg = e->world_size > 1 ? w : NULL;
+    } else { /* shard within a node, replicate across nodes */
+        sr_pg *sh = NULL, *rep = NULL;
+        if (sr_pg_split(w, sr_node_rank(e->ctx), sr_local_rank(e->ctx), &sh) != 0 ||
+            sr_pg_split(w, sr_local_rank(e->ctx), sr_node_rank(e->ctx), &rep) != 0)
+            return pg_fail(e, w, "creating the HYBRID_SHARD groups");
+        e->shard_pg = sr_pg_size(sh) > 1 ? sh : NULL;
+        e->rep_pg = sr_pg_size(rep) > 1 ? rep : NULL;
+    }
+    if (e->shard_pg) e->shard_size = sr_pg_size(e->shard_pg), e->shard_rank = sr_pg_rank(e->shard_pg);
+    if (e->rep_pg) e->rep_size = sr_pg_size(e->rep_pg), e->rep_rank = sr_pg_rank(e->rep_pg);
+    return 0;
+}
+
+static const char *dtype_label(sr_dtype d) { return d == SR_FLOAT32 ? "fp32" : d == SR_BFLOAT16 ? "bf16" : "fp16"; }
+
+static int check_dtype(const sr__engine *e) {
+    if (e->ops->dtypes & (1u << e->dtype)) return 0;
+    char have[64] = "";
+    for (int d = SR_FLOAT32; d <= SR_FLOAT16; d++)
+        if (e->ops->dtypes & (1u << d)) strcat(have, *have ? ", " : ""), strcat(have, dtype_label((sr_dtype)d));
+    fprintf(stderr, "shardrun: error: ACCELERATE_MIXED_PRECISION=%s: task %s computes in %s only; set "
+                    "[accelerate] mixed_precision to one of those%s\n",
+            e->dtype == SR_BFLOAT16 ? "bf16" : e->dtype == SR_FLOAT16 ? "fp16" : "no", e->task, *have ? have : "nothing",
+            (e->ops->dtypes & 1u) ? " (fp32: mixed_precision = no)" : "");
+    return -1;
+}
+
+sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops *ops, void *state, sr_model *model,
+                              uint64_t seed) {
+    sr__engine *e = calloc(1, sizeof *e);
+    e->ctx = ctx, e->task = task, e->ops = ops, e->state = state, e->model = model, e->seed = seed;
+    e->units.root = -1;
+    e->rank = sr_rank(ctx), e->world_size = sr_world_size(ctx);
+    e->world = sr_world(ctx);
+    e->loss_scale = 1.0;
+    if (sr__fsdp_config_read(&e->cfg) != 0) goto fail;
+    e->dtype = e->cfg.param_dtype;
+    e->dsize = sr_dtype_size(e->dtype);
+    if (check_dtype(e) != 0) goto fail;
+    if (e->dtype == SR_FLOAT16) e->loss_scale = 65536.0; /* GradScaler's init_scale */
+    if (!e->world && e->world_size > 1) {
+        fprintf(stderr, "shardrun: error: task %s is a model task on %d ranks but no process group exists; add the torch "
+                        "plugin to [shardrun] plugins\n", task, e->world_size);
+        goto fail;
+    }
+    char err[256];
+    const char *devname = e->world && !strcmp(sr_pg_backend(e->world), "nccl") ? "cuda" : "cpu";
+    e->dev = sr__device_get(devname, err, sizeof err);
+    if (!e->dev) {
+        fprintf(stderr, "shardrun: error: device %s: %s\n", devname, err);
+        goto fail;
+    }
+    if (!(ops->devices & (1u << e->dev->kind))) {
+        fprintf(stderr, "shardrun: error: task %s cannot compute on the %s device this run uses (backend %s); run it "
+                        "with the gloo backend ([torch] backend = gloo) or use a task built for %s\n", task, e->dev->name,
+                e->world ? sr_pg_backend(e->world) : "none", e->dev->name);
+        goto fail;
+    }
+    if (e->cfg.enabled && e->cfg.offload_params) {
+        if (e->dev->kind == SR_DEVICE_CPU) {
+            if (e->rank == 0)
+                fprintf(stderr, "shardrun: FSDP_OFFLOAD_PARAMS=true: the device is the CPU, so shards and optimizer "
+                                "state already live in host memory; nothing to offload\n");
+        } else {
+            fprintf(stderr, "shardrun: error: FSDP_OFFLOAD_PARAMS=true on a GPU is not supported by shardrun's engine "
+                            "yet; set [accelerate] fsdp.offload_params = false\n");
+            goto fail;
+        }
+    }
+    if (split_groups(e) != 0) goto fail;
+    if (sr__units_build(model, &e->cfg, e->shard_size, &e->units) != 0) goto fail;
+    int nu = e->units.n;
+    e->slot = calloc((size_t)nu, sizeof *e->slot);
+    e->fwd_units = calloc((size_t)nu, sizeof(int));
+    e->pending_rs = calloc((size_t)nu, sizeof(int));
+    e->mod_pos = calloc((size_t)model->nmods, sizeof(int));
+    size_t max_padded = 0, max_shard = 0;
+    for (int mi = 0; mi < model->nmods; mi++) {
+        int u = model->mods[mi].unit;
+        e->mod_pos[mi] = -1;
+        if (!e->units.u[u].root) {
+            if (e->nfwd == 0 || e->fwd_units[e->nfwd - 1] != u) e->fwd_units[e->nfwd++] = u;
+            e->mod_pos[mi] = e->nfwd - 1;
+        }
+        if (model->mods[mi].nparams > e->max_mod_params) e->max_mod_params = model->mods[mi].nparams;
+    }
+    e->pptr = calloc((size_t)e->max_mod_params + 1, sizeof(void *));
+    e->gptr = calloc((size_t)e->max_mod_params + 1, sizeof(void *));
+    for (int u = 0; u < nu; u++) {
+        const sr__unit *un = &e->units.u[u];
+        sr__uslot *s = &e->slot[u];
+        size_t b = un->shard * sizeof(float);
+        s->master = e->dev->alloc(b), s->grad = e->dev->alloc(b);
+        s->exp_avg = e->dev->alloc(b), s->exp_avg_sq = e->dev->alloc(b);
+        if (!s->master || !s->grad || !s->exp_avg || !s->exp_avg_sq) {
+            fprintf(stderr, "shardrun: error: out of memory allocating the shards of unit %s (%zu bytes each)\n",
+                    un->label, b);
+            goto fail;
+        }
+        e->persistent += 4 * b;
+        if (un->shard > max_shard) max_shard = un->shard;
+        if (!un->root && un->padded > max_padded) max_padded = un->padded;
+    }
+    e->peak = e->persistent;
+    /* pools: FULL_SHARD holds at most two units (current + prefetched); SHARD_GRAD_OP keeps every
+       unit gathered from its forward to its backward */
+    e->param_pool.bytes = e->grad_pool.bytes = max_padded * e->dsize;
+    e->temp_pool.bytes = max_shard * e->dsize;
+    e->param_limit = e->cfg.reshard_after_forward ? 2 : e->nfwd;
+    e->grad_limit = 2;
+    if (e->units.root >= 0) { /* the root unit's buffers live for the whole run */
+        int r = e->units.root;
+        sr__pool rp = {e->units.u[r].padded * e->dsize, NULL, 0, 0};
+        e->slot[r].full = pool_get(e, &rp);
+        e->slot[r].gfull = pool_get(e, &rp);
+        free(rp.free);
+        if (!e->slot[r].full || !e->slot[r].gfull) goto fail;
+    }
+    e->scalar = e->dev->alloc(16);
+    return e;
+fail:
+    sr__engine_free(e);
+    return NULL;
+}
+
+void sr__engine_free(sr__engine *e) {
+    if (!e) return;
+    if (e->dev) {
+        while (e->npending) complete_reduce(e, e->pending_rs[0]);
+        for (int u = 0; u < e->units.n; u++) {
+            sr__uslot *s = &e->slot[u];
+            if (s->st == SR_U_GATHERING) wait_gather(e, u);
+            e->dev->free(s->master), e->dev->free(s->grad), e->dev->free(s->exp_avg), e->dev->free(s->exp_avg_sq);
+            if (e->units.u[u].root) e->dev->free(s->full), e->dev->free(s->gfull);
+            else pool_put(&e->param_pool, s->full);
+        }
+        pool_drain(e, &e->param_pool), pool_drain(e, &e->grad_pool), pool_drain(e, &e->temp_pool);
+        e->dev->free(e->scalar);
+    }
+    sr__units_free(&e->units);
+    sr__fsdp_config_free(&e->cfg);
+    free(e->slot), free(e->fwd_units), free(e->pending_rs), free(e->mod_pos), free(e->pptr), free(e->gptr);
+    free(e);
+}
+
+const sr__fsdp_config *sr__engine_config(const sr__engine *e) { return &e->cfg; }
+
+/* ---- initial parameters -------------------------------------------------------------------------- */
+
+/* Fills elements [lo, lo + n) of unit u's flat buffer (host memory) from the initialisers. */
+static void init_flat(const sr__engine *e, int u, float *dst, size_t lo, size_t n) {
+    const sr__unit *un = &e->units.u[u];
+    memset(dst, 0, n * sizeof *dst); /* padding stays zero */
+    for (int k = 0; k < un->nparams; k++) {
+        const sr__param *p = &e->model->params[un->params[k]];
+        size_t a = p->offset > lo ? p->offset : lo, b = p->offset + p->numel < lo + n ? p->offset + p->numel : lo + n;
+        if (a < b) sr__init_fill(dst + (a - lo), e->seed, p->name, p->init, a - p->offset, b - a);
+    }
+}
+
+int sr__engine_init_params(sr__engine *e) {
+    int sync = e->world && e->world_size > 1 && e->cfg.enabled && e->cfg.sync_module_states;
+    for (int u = 0; u < e->units.n; u++) {
+        const sr__unit *un = &e->units.u[u];
+        size_t lo = (size_t)e->shard_rank * un->shard;
+        float *host = malloc((sync ? un->padded : un->shard) * sizeof(float));
+        if (!sync) { /* each rank fills only its own shard */
+            init_flat(e, u, host, lo, un->shard);
+        } else { /* rank 0's values, one unit at a time: no rank holds the whole model */
+            float *dev = e->dev->alloc(un->padded * sizeof(float));
+            if (e->rank == 0) init_flat(e, u, host, 0, un->padded), e->dev->to_device(dev, host, un->padded * sizeof(float));
+            int rc = sr_pg_broadcast(e->world, dev, un->padded, SR_FLOAT32, 0, NULL);
+            if (rc == 0) e->dev->to_host(host, (float *)dev + lo, un->shard * sizeof(float));
+            e->dev->free(dev);
+            if (rc != 0) {
+                free(host);
+                return pg_fail(e, e->world, "broadcast of rank 0's parameters (sync_module_states)");
+            }
+        }
+        e->dev->to_device(e->slot[u].master, host, un->shard * sizeof(float));
+        free(host);
+    }
+    return e->dev->sync();
+}
+
+/* ---- reporting ------------------------------------------------------------------------------------ */
+
+void sr__engine_memory(const sr__engine *e, sr__engine_mem *m) {
+    m->persistent = e->persistent;
+    m->pool = e->pool_peak;
+    m->peak = e->peak;
+    m->params = sr__model_numel(e->model);
+}
+
+int sr__engine_param_stats(sr__engine *e, double *sum, double *sumsq) {
+    double s = 0, q = 0;
+    for (int u = 0; u < e->units.n; u++) {
+        size_t n = e->units.u[u].shard;
+        float *h = malloc(n * sizeof *h);
+        e->dev->to_host(h, e->slot[u].master, n * sizeof *h);
+        for (size_t i = 0; i < n; i++) s += h[i], q += (double)h[i] * h[i];
+        free(h);
+    }
+    if (reduce_scalar(e, e->shard_pg, &s, SR_SUM) != 0 || reduce_scalar(e, e->shard_pg, &q, SR_SUM) != 0) return -1;
+    *sum = s, *sumsq = q;
+    return 0;
+}
+
+void sr__engine_describe(const sr__engine *e, char *buf, size_t len) {
+    int wrapped = e->nfwd;
+    if (!e->cfg.enabled) {
+        snprintf(buf, len, "replicated on %d rank%s (ACCELERATE_USE_FSDP is not true): gradients all-reduced, %s, "
+                 "%zu parameters", e->world_size, e->world_size == 1 ? "" : "s", dtype_label(e->dtype),
+                 sr__model_numel(e->model));
+        return;
+    }
+    snprintf(buf, len, "FSDP %s on %d rank%s (shard group %d, replicas %d): %d unit%s (%d wrapped%s), %zu parameters, "
+             "%s compute, backward prefetch %s, forward prefetch %s%s",
+             sr__strategy_name(e->cfg.strategy), e->world_size, e->world_size == 1 ? "" : "s", e->shard_size,
+             e->rep_size, e->units.n, e->units.n == 1 ? "" : "s", wrapped, e->units.root >= 0 ? " + root" : "",
+             sr__model_numel(e->model), dtype_label(e->dtype), sr__prefetch_name(e->cfg.backward_prefetch),
+             e->cfg.forward_prefetch ? "on" : "off", e->cfg.activation_checkpointing ? ", activation checkpointing" : "");
+}

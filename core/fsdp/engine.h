@@ -1,0 +1,67 @@
+/*
+ * The FSDP engine: shards a model task's parameters over the ranks and runs its forward and
+ * backward with every unit gathered just in time.
+ *
+ * Lifecycle, in each worker (driven by the trainer):
+ *   sr__engine_create: read FSDP_* (fsdp_config.h), build units (units.h), split the process
+ *     groups (shard group, replicate group), allocate each rank's persistent shards
+ *   -> sr__engine_init_params (seeded init or broadcast from rank 0) or a checkpoint load
+ *   -> per optimizer step: sr__engine_micro_batch once per micro-batch (forward, loss, backward,
+ *      gradient reduce-scatters issued asynchronously), then sr__engine_step (wait reductions,
+ *      replicate all-reduce, overflow check, clipping, AdamW)
+ *   -> sr__engine_free.
+ * Per rank only the fp32 master shard, fp32 gradient shard and the two AdamW moments persist;
+ * gathered parameters and full gradients live in a small pool (see ARCHITECTURE.md, "One
+ * training step, as the engine sees it").
+ */
+#ifndef SR_FSDP_ENGINE_H
+#define SR_FSDP_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fsdp_config.h"
+#include "model_desc.h"
+#include "shardrun/model.h"
+
+typedef struct sr__engine sr__engine;
+
+typedef struct sr__optim {
+    double lr, beta1, beta2, eps, weight_decay, max_grad_norm; /* max_grad_norm <= 0: no clipping */
+} sr__optim;
+
+typedef struct sr__step_result {
+    double grad_norm; /* before clipping, unscaled; NaN when the step overflowed */
+    int skipped;      /* fp16 overflow: no update on any rank */
+    double loss_scale;
+} sr__step_result;
+
+typedef struct sr__engine_mem {
+    size_t persistent; /* master + grad + 2 moment shards, bytes */
+    size_t pool;       /* high-water mark of gathered-parameter, full-gradient and transfer buffers */
+    size_t peak;       /* high-water mark of persistent + pool in use */
+    size_t params;     /* parameters the model trains */
+} sr__engine_mem;
+
+/* NULL after printing why (bad FSDP_* value, unknown wrap class, unsupported dtype, ...). */
+sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops *ops, void *state, sr_model *model,
+                              uint64_t seed);
+void sr__engine_free(sr__engine *e);
+
+const sr__fsdp_config *sr__engine_config(const sr__engine *e);
+/* Fresh parameters: the initialisers (or rank 0's values, with FSDP_SYNC_MODULE_STATES). */
+int sr__engine_init_params(sr__engine *e);
+/* One micro-batch of `step`: *loss = this rank's mean loss.  accum: micro-batches per step. */
+int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, const int64_t *samples, int n,
+                           double *loss, long long *tokens);
+/* Finishes the step: reductions, overflow check, clipping, AdamW.  lr for this step. */
+int sr__engine_step(sr__engine *e, long long step, const sr__optim *o, sr__step_result *out);
+/* Mean of `v` over every rank (for logging). */
+double sr__engine_mean(sr__engine *e, double v);
+void sr__engine_memory(const sr__engine *e, sr__engine_mem *out);
+/* Sum and sum of squares of every trained parameter (fp32 master, all ranks), for parity checks. */
+int sr__engine_param_stats(sr__engine *e, double *sum, double *sumsq);
+/* One line describing units, strategy, dtype: for the log. */
+void sr__engine_describe(const sr__engine *e, char *buf, size_t len);
+
+#endif

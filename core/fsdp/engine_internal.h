@@ -1,0 +1,71 @@
+/*
+ * The engine's state, shared by engine.c (the step) and checkpoint.c (saving and loading shards).
+ */
+#ifndef SR_FSDP_ENGINE_INTERNAL_H
+#define SR_FSDP_ENGINE_INTERNAL_H
+
+#include "../device.h"
+#include "engine.h"
+#include "shardrun/pg.h"
+#include "units.h"
+
+typedef enum { SR_U_RELEASED = 0, SR_U_GATHERING, SR_U_GATHERED } sr__ustate;
+
+typedef struct sr__pool {
+    size_t bytes; /* of each buffer */
+    void **free;
+    int nfree, allocated;
+} sr__pool;
+
+typedef struct sr__uslot {
+    /* persistent, shard-sized, fp32 (device memory) */
+    float *master, *grad, *exp_avg, *exp_avg_sq;
+    /* per step */
+    sr__ustate st;
+    void *full;           /* gathered parameters, param dtype, padded length */
+    void *gather_send;    /* cast shard being sent (mixed precision), or NULL */
+    sr_work *gather_work;
+    void *gfull;          /* full gradients, param dtype */
+    void *rs_recv;        /* reduce-scatter result, shard-sized, param dtype */
+    sr_work *rs_work;
+    int rs_pending;
+} sr__uslot;
+
+struct sr__engine {
+    sr_ctx *ctx;
+    const char *task;
+    const sr_model_ops *ops;
+    void *state;
+    sr_model *model;
+    sr__fsdp_config cfg;
+    sr__units units;
+    sr__uslot *slot;
+    const sr_device *dev;
+    uint64_t seed;
+    sr_dtype dtype; /* gather/compute/reduce dtype */
+    size_t dsize;
+    sr_pg *world, *shard_pg, *rep_pg; /* NULL when the group would have one rank */
+    int shard_size, shard_rank, rep_size, rep_rank;
+    int rank, world_size;
+    int *fwd_units; /* non-root units in forward order */
+    int nfwd;
+    int *mod_pos;   /* module -> position of its unit in fwd_units (-1: root) */
+    /* pools */
+    sr__pool param_pool, grad_pool, temp_pool;
+    int param_limit, grad_limit;
+    int *pending_rs; /* FIFO of units with a reduce-scatter in flight */
+    int npending;
+    /* scalars for collectives (device memory) */
+    float *scalar;
+    /* loss scaling (fp16) */
+    double loss_scale;
+    int good_steps;
+    long long adam_steps; /* updates taken (skipped fp16 steps do not count), AdamW's t */
+    /* accounting */
+    size_t persistent, pool_in_use, pool_peak, peak;
+    /* per-call pointer arrays */
+    void **pptr, **gptr;
+    int max_mod_params;
+};
+
+#endif

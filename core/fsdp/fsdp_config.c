@@ -1,0 +1,169 @@
+#define _GNU_SOURCE
+#include "fsdp_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../env/value.h"
+
+static const char STRATEGIES[] = "FULL_SHARD|SHARD_GRAD_OP|NO_SHARD|HYBRID_SHARD|HYBRID_SHARD_ZERO2";
+static const char WRAPS[] = "NO_WRAP|TRANSFORMER_BASED_WRAP|SIZE_BASED_WRAP";
+static const char PREFETCHES[] = "NO_PREFETCH|BACKWARD_PRE|BACKWARD_POST";
+static const char STATE_DICTS[] = "FULL_STATE_DICT|LOCAL_STATE_DICT|SHARDED_STATE_DICT";
+
+static void choice(const char *choices, int i, char *buf, size_t n) { sr__enum_choice(choices, i, buf, n); }
+const char *sr__strategy_name(sr__strategy s) {
+    static char b[5][24];
+    choice(STRATEGIES, (int)s, b[s], sizeof b[s]);
+    return b[s];
+}
+const char *sr__wrap_name(sr__wrap w) {
+    static char b[3][32];
+    choice(WRAPS, (int)w, b[w], sizeof b[w]);
+    return b[w];
+}
+const char *sr__prefetch_name(sr__prefetch p) {
+    static char b[3][16];
+    choice(PREFETCHES, (int)p, b[p], sizeof b[p]);
+    return b[p];
+}
+const char *sr__state_dict_name(sr__state_dict s) {
+    static char b[3][24];
+    choice(STATE_DICTS, (int)s, b[s], sizeof b[s]);
+    return b[s];
+}
+
+static int bad(const char *var, const char *v, const char *expected) {
+    fprintf(stderr, "shardrun: error: %s=%s: expected %s; fix the [accelerate] section or unset the variable\n", var, v,
+            expected);
+    return -1;
+}
+
+/* 0 = unset (*out = def), 1 = read, -1 = bad */
+static int read_bool(const char *var, int def, int *out) {
+    const char *v = getenv(var);
+    *out = def;
+    if (!v) return 0;
+    if (sr__parse_bool(v, out) == 0) return 1;
+    return bad(var, v, "a boolean: " SR_BOOL_SPELLINGS);
+}
+
+static int read_enum(const char *var, const char *choices, unsigned flags, int def, int *out) {
+    const char *v = getenv(var);
+    *out = def;
+    if (!v) return 0;
+    int i = sr__enum_index(choices, flags, v);
+    if (i >= 0) {
+        *out = i;
+        return 1;
+    }
+    char desc[256];
+    sr__enum_describe(choices, flags, desc, sizeof desc);
+    return bad(var, v, desc);
+}
+
+static char **split_commas(const char *s) {
+    size_t n = 1;
+    for (const char *p = s; *p; p++) n += *p == ',';
+    char **v = calloc(n + 1, sizeof *v);
+    const char *p = s;
+    for (size_t i = 0; i < n; i++) {
+        const char *e = strchr(p, ',');
+        v[i] = e ? strndup(p, (size_t)(e - p)) : strdup(p);
+        p = e ? e + 1 : p;
+    }
+    return v;
+}
+
+int sr__fsdp_config_read(sr__fsdp_config *c) {
+    memset(c, 0, sizeof *c);
+    int rc = 0, r;
+    /* ACCELERATE_USE_FSDP: accelerate itself only takes lowercase "true" */
+    r = read_bool("ACCELERATE_USE_FSDP", 0, &c->enabled);
+    if (r < 0) rc = -1;
+    if (r == 1 && c->enabled && strcmp(getenv("ACCELERATE_USE_FSDP"), "true"))
+        fprintf(stderr, "shardrun: warning: ACCELERATE_USE_FSDP=%s enables FSDP here, but accelerate itself only "
+                        "accepts the spelling `true`\n", getenv("ACCELERATE_USE_FSDP"));
+
+    const char *mp = getenv("ACCELERATE_MIXED_PRECISION");
+    c->param_dtype = SR_FLOAT32;
+    if (mp && !strcmp(mp, "bf16")) c->param_dtype = SR_BFLOAT16;
+    else if (mp && !strcmp(mp, "fp16")) c->param_dtype = SR_FLOAT16;
+    else if (mp && !strcmp(mp, "fp8"))
+        rc = bad("ACCELERATE_MIXED_PRECISION", mp, "no, fp16 or bf16 (fp8 is not supported by shardrun's engine)");
+    else if (mp && strcmp(mp, "no"))
+        rc = bad("ACCELERATE_MIXED_PRECISION", mp, "no, fp16 or bf16, lowercase (accelerate does not lowercase it)");
+
+    const char *ver = getenv("FSDP_VERSION");
+    long long version = 1;
+    if (ver && (sr__parse_int(ver, &version) != 0 || (version != 1 && version != 2))) rc = bad("FSDP_VERSION", ver, "1 or 2");
+    c->version = (int)version == 2 ? 2 : 1;
+
+    int v;
+    if (c->version == 1) {
+        if (read_enum("FSDP_SHARDING_STRATEGY", STRATEGIES, SR_KEY_ENUM_DIGITS, SR_FULL_SHARD, &v) < 0) rc = -1;
+        c->strategy = (sr__strategy)v;
+        c->reshard_after_forward = c->strategy == SR_FULL_SHARD || c->strategy == SR_HYBRID_SHARD;
+        if (read_enum("FSDP_BACKWARD_PREFETCH", PREFETCHES, 0, SR_PREFETCH_NONE, &v) < 0) rc = -1;
+        c->backward_prefetch = (sr__prefetch)v;
+        if (read_bool("FSDP_FORWARD_PREFETCH", 0, &c->forward_prefetch) < 0) rc = -1;
+        if (read_bool("FSDP_USE_ORIG_PARAMS", 0, &c->use_orig_params) < 0) rc = -1;
+    } else {
+        /* version 2 has no strategy names: reshard_after_forward says FULL_SHARD or SHARD_GRAD_OP, and
+           prefetching is always on (FSDP2 prefetches the next unit in both passes) */
+        if (read_bool("FSDP_RESHARD_AFTER_FORWARD", 1, &c->reshard_after_forward) < 0) rc = -1;
+        c->strategy = c->reshard_after_forward ? SR_FULL_SHARD : SR_SHARD_GRAD_OP;
+        c->backward_prefetch = SR_PREFETCH_PRE;
+        c->forward_prefetch = 1;
+        c->use_orig_params = 1;
+    }
+    if (read_enum("FSDP_AUTO_WRAP_POLICY", WRAPS, 0, SR_WRAP_NONE, &v) < 0) rc = -1;
+    c->wrap = (sr__wrap)v;
+    const char *cls = getenv("FSDP_TRANSFORMER_CLS_TO_WRAP");
+    if (c->wrap == SR_WRAP_TRANSFORMER) {
+        if (!cls || !*cls) {
+            fprintf(stderr, "shardrun: error: FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP needs FSDP_TRANSFORMER_CLS_TO_WRAP "
+                            "(class names, comma-separated); set [accelerate] fsdp.transformer_layer_cls_to_wrap\n");
+            rc = -1;
+        } else {
+            c->wrap_classes = split_commas(cls);
+        }
+    }
+    const char *mnp = getenv("FSDP_MIN_NUM_PARAMS");
+    if (c->wrap == SR_WRAP_SIZE) {
+        if (!mnp || sr__parse_int(mnp, &c->min_num_params) != 0 || c->min_num_params <= 0) {
+            fprintf(stderr, "shardrun: error: FSDP_AUTO_WRAP_POLICY=SIZE_BASED_WRAP needs FSDP_MIN_NUM_PARAMS, a positive "
+                            "integer (it is %s%s%s; accelerate would silently wrap nothing); set [accelerate] "
+                            "fsdp.min_num_params\n", mnp ? "\"" : "unset", mnp ? mnp : "", mnp ? "\"" : "");
+            rc = -1;
+        }
+    }
+    if (read_enum("FSDP_STATE_DICT_TYPE", STATE_DICTS, 0, c->version == 2 ? SR_SD_SHARDED : SR_SD_FULL, &v) < 0) rc = -1;
+    c->state_dict = (sr__state_dict)v;
+    if (c->version == 2 && c->state_dict == SR_SD_LOCAL)
+        rc = bad("FSDP_STATE_DICT_TYPE", getenv("FSDP_STATE_DICT_TYPE"), "FULL_STATE_DICT or SHARDED_STATE_DICT with FSDP_VERSION=2");
+    if (read_bool("FSDP_OFFLOAD_PARAMS", 0, &c->offload_params) < 0) rc = -1;
+    if (read_bool("FSDP_SYNC_MODULE_STATES", 1, &c->sync_module_states) < 0) rc = -1;
+    if (read_bool("FSDP_CPU_RAM_EFFICIENT_LOADING", 0, &c->cpu_ram_efficient_loading) < 0) rc = -1;
+    if (read_bool("FSDP_ACTIVATION_CHECKPOINTING", 0, &c->activation_checkpointing) < 0) rc = -1;
+    if (c->cpu_ram_efficient_loading && !c->sync_module_states) {
+        fprintf(stderr, "shardrun: error: FSDP_CPU_RAM_EFFICIENT_LOADING=true requires FSDP_SYNC_MODULE_STATES=true (only "
+                        "rank 0 holds the weights; the others receive them), as in accelerate\n");
+        rc = -1;
+    }
+    const char *ign = getenv("FSDP_IGNORED_MODULES");
+    if (ign && *ign) {
+        fprintf(stderr, "shardrun: error: FSDP_IGNORED_MODULES=%s: ignored modules are not supported by shardrun's engine "
+                        "yet; remove [accelerate] fsdp.ignored_modules\n", ign);
+        rc = -1;
+    }
+    return rc;
+}
+
+void sr__fsdp_config_free(sr__fsdp_config *c) {
+    if (c->wrap_classes)
+        for (char **p = c->wrap_classes; *p; p++) free(*p);
+    free(c->wrap_classes);
+    c->wrap_classes = NULL;
+}

@@ -1,0 +1,117 @@
+#define _GNU_SOURCE
+#include "model_desc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+sr_model *sr__model_new(void) { return calloc(1, sizeof(sr_model)); }
+
+void sr__model_free(sr_model *m) {
+    if (!m) return;
+    for (int i = 0; i < m->nmods; i++) free(m->mods[i].name), free(m->mods[i].cls), free(m->mods[i].params);
+    for (int i = 0; i < m->nparams; i++) free(m->params[i].name);
+    free(m->mods), free(m->params), free(m);
+}
+
+static int find_param(const sr_model *m, const char *name) {
+    for (int i = 0; i < m->nparams; i++)
+        if (!strcmp(m->params[i].name, name)) return i;
+    return -1;
+}
+
+static int fail(sr_model *m, const char *fmt, const char *a, const char *b) {
+    fprintf(stderr, "shardrun: error: model description: ");
+    fprintf(stderr, fmt, a, b ? b : "");
+    fputc('\n', stderr);
+    m->errors++;
+    return -1;
+}
+
+int sr_model_module(sr_model *m, const char *name, const char *cls) {
+    if (!name || !*name || !cls || !*cls) return fail(m, "sr_model_module: empty module or class name%s%s", "", NULL);
+    for (int i = 0; i < m->nmods; i++)
+        if (!strcmp(m->mods[i].name, name)) return fail(m, "module \"%s\" is declared twice%s", name, NULL);
+    m->mods = realloc(m->mods, (size_t)(m->nmods + 1) * sizeof *m->mods);
+    sr__module *mod = &m->mods[m->nmods];
+    memset(mod, 0, sizeof *mod);
+    mod->name = strdup(name);
+    mod->cls = strdup(cls);
+    mod->unit = -1;
+    return m->nmods++;
+}
+
+static int add_param(sr_model *m, const char *name, int tied_to) {
+    if (m->nmods == 0) return fail(m, "parameter \"%s\" is declared before any module (call sr_model_module first)%s", name, NULL);
+    if (find_param(m, name) >= 0) return fail(m, "parameter \"%s\" is declared twice%s", name, NULL);
+    m->params = realloc(m->params, (size_t)(m->nparams + 1) * sizeof *m->params);
+    sr__param *p = &m->params[m->nparams];
+    memset(p, 0, sizeof *p);
+    p->name = strdup(name);
+    p->module = m->nmods - 1;
+    p->tied_to = tied_to;
+    p->unit = -1;
+    sr__module *mod = &m->mods[m->nmods - 1];
+    mod->params = realloc(mod->params, (size_t)(mod->nparams + 1) * sizeof *mod->params);
+    mod->params[mod->nparams++] = m->nparams;
+    return m->nparams++;
+}
+
+int sr_model_param(sr_model *m, const char *name, int ndim, const int64_t *shape, sr_init init, unsigned flags) {
+    if (!name || !*name) return fail(m, "sr_model_param: empty parameter name%s%s", "", NULL);
+    if (ndim < 1 || ndim > SR_MAX_DIMS || !shape)
+        return fail(m, "parameter \"%s\": ndim must be 1..4%s", name, NULL);
+    size_t numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] <= 0) return fail(m, "parameter \"%s\": every dimension must be positive%s", name, NULL);
+        numel *= (size_t)shape[d];
+    }
+    if (init.kind > SR_INIT_UNIFORM) return fail(m, "parameter \"%s\": unknown initialiser%s", name, NULL);
+    int i = add_param(m, name, -1);
+    if (i < 0) return -1;
+    sr__param *p = &m->params[i];
+    p->ndim = ndim;
+    memcpy(p->shape, shape, (size_t)ndim * sizeof *shape);
+    p->numel = numel;
+    p->init = init;
+    p->flags = flags;
+    return 0;
+}
+
+int sr_model_tie(sr_model *m, const char *name, const char *target) {
+    if (!name || !target) return fail(m, "sr_model_tie: NULL name%s%s", "", NULL);
+    int t = find_param(m, target);
+    if (t < 0) return fail(m, "\"%s\" is tied to \"%s\", which is not declared (declare it first)", name, target);
+    t = sr__param_owner(m, t);
+    int i = add_param(m, name, t);
+    if (i < 0) return -1;
+    sr__param *p = &m->params[i], *o = &m->params[t];
+    p->ndim = o->ndim;
+    memcpy(p->shape, o->shape, sizeof p->shape);
+    p->numel = o->numel;
+    p->flags = o->flags;
+    return 0;
+}
+
+int sr__param_owner(const sr_model *m, int i) { return m->params[i].tied_to >= 0 ? m->params[i].tied_to : i; }
+
+size_t sr__model_numel(const sr_model *m) {
+    size_t n = 0;
+    for (int i = 0; i < m->nparams; i++)
+        if (m->params[i].tied_to < 0) n += m->params[i].numel;
+    return n;
+}
+
+int sr__model_check(const sr_model *m, const char *task) {
+    if (m->errors) {
+        fprintf(stderr, "shardrun: error: task %s: %d error(s) in its model description (above); fix the task\n", task,
+                m->errors);
+        return -1;
+    }
+    if (m->nmods == 0 || sr__model_numel(m) == 0) {
+        fprintf(stderr, "shardrun: error: task %s declared no %s; a model task declares them in create() with "
+                        "sr_model_module() and sr_model_param()\n", task, m->nmods ? "parameters" : "modules");
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,53 @@
+/*
+ * The model a task described in create(): modules in forward order and their parameters.
+ * Built through shardrun/model.h's sr_model_* calls, then read by the wrap policy and the engine.
+ */
+#ifndef SR_FSDP_MODEL_DESC_H
+#define SR_FSDP_MODEL_DESC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardrun/model.h"
+
+#define SR_MAX_DIMS 4
+
+typedef struct sr__param {
+    char *name;
+    int ndim;
+    int64_t shape[SR_MAX_DIMS];
+    size_t numel;
+    sr_init init;
+    unsigned flags;
+    int module;  /* declaring module */
+    int tied_to; /* -1, or the parameter whose storage this name shares */
+    /* set by the wrap policy (owners only) */
+    int unit;
+    size_t offset; /* element offset in the unit's flat buffer */
+} sr__param;
+
+typedef struct sr__module {
+    char *name, *cls;
+    int *params; /* indices into model->params, in the module's call order */
+    int nparams;
+    int unit; /* set by the wrap policy */
+} sr__module;
+
+struct sr_model {
+    sr__module *mods;
+    int nmods;
+    sr__param *params;
+    int nparams;
+    int errors; /* declaration errors already printed */
+};
+
+sr_model *sr__model_new(void);
+void sr__model_free(sr_model *m);
+/* Owner of parameter i (itself, or the parameter it is tied to). */
+int sr__param_owner(const sr_model *m, int i);
+/* Parameters a model trains (tied names counted once). */
+size_t sr__model_numel(const sr_model *m);
+/* Checks the finished description (at least one module and one parameter); prints why not. */
+int sr__model_check(const sr_model *m, const char *task);
+
+#endif

@@ -1,0 +1,135 @@
+#define _GNU_SOURCE
+#include "units.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../strbuf.h"
+
+static int new_unit(sr__units *us, int root, const char *label) {
+    us->u = realloc(us->u, (size_t)(us->n + 1) * sizeof *us->u);
+    sr__unit *u = &us->u[us->n];
+    memset(u, 0, sizeof *u);
+    u->root = root;
+    u->label = strdup(label);
+    return us->n++;
+}
+
+static void add_module(sr_model *m, sr__units *us, int ui, int mi) {
+    sr__unit *u = &us->u[ui];
+    u->mods = realloc(u->mods, (size_t)(u->nmods + 1) * sizeof *u->mods);
+    u->mods[u->nmods++] = mi;
+    m->mods[mi].unit = ui;
+}
+
+static int class_listed(char **classes, const char *cls) {
+    for (char **c = classes; *c; c++)
+        if (!strcmp(*c, cls)) return 1;
+    return 0;
+}
+
+/* Every listed class must exist in the model: a typo would silently leave the model one unit. */
+static int check_classes(const sr_model *m, char **classes) {
+    int rc = 0;
+    for (char **c = classes; *c; c++) {
+        int found = 0;
+        for (int i = 0; i < m->nmods && !found; i++) found = !strcmp(m->mods[i].cls, *c);
+        if (found) continue;
+        sr_buf have = {0};
+        for (int i = 0; i < m->nmods; i++) {
+            int dup = 0;
+            for (int j = 0; j < i && !dup; j++) dup = !strcmp(m->mods[j].cls, m->mods[i].cls);
+            if (!dup) sr__buf_printf(&have, "%s%s", have.n ? ", " : "", m->mods[i].cls);
+        }
+        fprintf(stderr, "shardrun: error: FSDP_TRANSFORMER_CLS_TO_WRAP names class \"%s\", which this model does not "
+                        "have; its module classes are: %s (names are case-sensitive, comma-separated, no spaces)\n",
+                *c, have.s);
+        free(have.s);
+        rc = -1;
+    }
+    return rc;
+}
+
+static size_t module_numel(const sr_model *m, int mi) {
+    size_t n = 0;
+    for (int k = 0; k < m->mods[mi].nparams; k++) {
+        const sr__param *p = &m->params[m->mods[mi].params[k]];
+        if (p->tied_to < 0) n += p->numel;
+    }
+    return n;
+}
+
+int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__units *us) {
+    memset(us, 0, sizeof *us);
+    us->root = -1;
+    if (c->wrap == SR_WRAP_TRANSFORMER && check_classes(m, c->wrap_classes) != 0) return -1;
+    /* SIZE_BASED_WRAP over a flat module list: consecutive modules are grouped until the group
+       holds at least min_num_params (torch's size policy wraps the smallest subtree that reaches
+       it; with no hierarchy, the smallest run of consecutive modules is the analogue).  A short
+       tail that never reaches it stays in the root unit. */
+    int open = -1;
+    size_t open_numel = 0;
+    int *tail = calloc((size_t)m->nmods, sizeof *tail), ntail = 0;
+    for (int i = 0; i < m->nmods; i++) {
+        if (c->enabled && c->wrap == SR_WRAP_TRANSFORMER && class_listed(c->wrap_classes, m->mods[i].cls)) {
+            add_module(m, us, new_unit(us, 0, m->mods[i].name), i);
+        } else if (c->enabled && c->wrap == SR_WRAP_SIZE) {
+            if (open < 0) open = new_unit(us, 0, m->mods[i].name), open_numel = 0, ntail = 0;
+            add_module(m, us, open, i);
+            tail[ntail++] = i;
+            open_numel += module_numel(m, i);
+            if (open_numel >= (size_t)c->min_num_params) open = -1, ntail = 0;
+        } else {
+            m->mods[i].unit = -1; /* root */
+        }
+    }
+    if (open >= 0) { /* the unfinished group goes back to the root */
+        for (int k = 0; k < ntail; k++) m->mods[tail[k]].unit = -1;
+        free(us->u[open].mods), free(us->u[open].label);
+        us->n--;
+    }
+    free(tail);
+    for (int i = 0; i < m->nmods; i++) {
+        if (m->mods[i].unit >= 0) continue;
+        if (us->root < 0) us->root = new_unit(us, 1, "(root)");
+        add_module(m, us, us->root, i);
+    }
+    /* owned parameters get their place in the flat buffer; ties must stay inside a unit */
+    int rc = 0;
+    for (int i = 0; i < m->nparams; i++) {
+        sr__param *p = &m->params[i];
+        int ui = m->mods[p->module].unit;
+        if (p->tied_to >= 0) {
+            sr__param *o = &m->params[p->tied_to];
+            if (o->unit != ui) {
+                fprintf(stderr, "shardrun: error: parameter \"%s\" (module %s) is tied to \"%s\" (module %s), but the wrap "
+                                "policy puts the two modules in different FSDP units; wrap them together or leave both "
+                                "in the root unit\n", p->name, m->mods[p->module].name, o->name, m->mods[o->module].name);
+                rc = -1;
+            }
+            continue;
+        }
+        sr__unit *u = &us->u[ui];
+        p->unit = ui;
+        p->offset = u->numel;
+        u->numel += p->numel;
+        u->params = realloc(u->params, (size_t)(u->nparams + 1) * sizeof *u->params);
+        u->params[u->nparams++] = i;
+    }
+    for (int k = 0; k < us->n; k++) {
+        sr__unit *u = &us->u[k];
+        u->padded = (u->numel + (size_t)shard_size - 1) / (size_t)shard_size * (size_t)shard_size;
+        if (u->padded == 0) u->padded = (size_t)shard_size; /* a unit of parameter-less modules */
+        u->shard = u->padded / (size_t)shard_size;
+    }
+    if (rc) sr__units_free(us);
+    return rc;
+}
+
+void sr__units_free(sr__units *us) {
+    for (int k = 0; k < us->n; k++) free(us->u[k].mods), free(us->u[k].params), free(us->u[k].label);
+    free(us->u);
+    memset(us, 0, sizeof *us);
+    us->root = -1;
+}

@@ -1,0 +1,36 @@
+/*
+ * The wrap policy: which modules form one FSDP unit (one flat buffer, gathered and reduced as a
+ * whole), and each unit's flat layout padded to a multiple of the shard-group size.
+ * Built once per run, after the task described its model and before any shard exists.
+ */
+#ifndef SR_FSDP_UNITS_H
+#define SR_FSDP_UNITS_H
+
+#include <stddef.h>
+
+#include "fsdp_config.h"
+#include "model_desc.h"
+
+typedef struct sr__unit {
+    int root;      /* the unit of everything no wrap claimed: gathered for the whole step */
+    int *mods;     /* its modules, in forward order */
+    int nmods;
+    int *params;   /* owned parameters, in flat-buffer order */
+    int nparams;
+    size_t numel;  /* parameters */
+    size_t padded; /* numel rounded up to a multiple of the shard-group size */
+    size_t shard;  /* padded / shard-group size: elements each rank keeps */
+    char *label;   /* the first module's name, or "(root)" */
+} sr__unit;
+
+typedef struct sr__units {
+    sr__unit *u;
+    int n;
+    int root; /* index of the root unit, or -1 when every module is wrapped */
+} sr__units;
+
+/* Applies the policy; every unknown class name and cross-unit tie is reported.  0 or -1. */
+int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__units *out);
+void sr__units_free(sr__units *us);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * The trainer's arguments, read from [task] with HuggingFace TrainingArguments' names and
+ * defaults (num_train_epochs, max_steps, per_device_train_batch_size, ...), and the learning-rate
+ * schedules they name.  Read once per worker, before the model is built.
+ */
+#ifndef SR_TRAINER_ARGS_H
+#define SR_TRAINER_ARGS_H
+
+#include "shardrun/task.h"
+
+typedef enum { SR_SCHED_LINEAR = 0, SR_SCHED_COSINE, SR_SCHED_CONSTANT, SR_SCHED_CONSTANT_WARMUP } sr__schedule;
+
+typedef struct sr__train_args {
+    double num_train_epochs;
+    long long max_steps; /* > 0 overrides num_train_epochs */
+    long long per_device_train_batch_size, gradient_accumulation_steps;
+    double learning_rate, adam_beta1, adam_beta2, adam_epsilon, weight_decay, max_grad_norm;
+    long long warmup_steps;
+    sr__schedule lr_scheduler_type;
+    long long logging_steps, save_steps, seed;
+    const char *output_dir;             /* NULL: nothing is written */
+    const char *resume_from_checkpoint; /* NULL, "latest", or a checkpoint folder */
+    int save_final;                     /* a checkpoint after the last step (default: when output_dir is set) */
+} sr__train_args;
+
+/* 0, or -1 after printing every bad key. */
+int sr__train_args_read(const sr_ctx *ctx, sr__train_args *a);
+/* Learning rate for optimizer step `step` (0-based) of `total`, as transformers' schedulers. */
+double sr__lr_at(const sr__train_args *a, long long step, long long total);
+
+#endif

@@ -60,6 +60,15 @@ static size_t module_numel(const sr_model *m, int mi) {
     return n;
 }
 
+/* Whether module mi takes part in a tie (declares an alias, or owns a parameter someone ties to). */
+static int module_tied(const sr_model *m, int mi) {
+    for (int i = 0; i < m->nparams; i++) {
+        const sr__param *p = &m->params[i];
+        if (p->tied_to >= 0 && (p->module == mi || m->params[p->tied_to].module == mi)) return 1;
+    }
+    return 0;
+}
+
 int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__units *us) {
     memset(us, 0, sizeof *us);
     us->root = -1;
@@ -67,14 +76,15 @@ int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__u
     /* SIZE_BASED_WRAP over a flat module list: consecutive modules are grouped until the group
        holds at least min_num_params (torch's size policy wraps the smallest subtree that reaches
        it; with no hierarchy, the smallest run of consecutive modules is the analogue).  A short
-       tail that never reaches it stays in the root unit. */
+       tail that never reaches it stays in the root unit, and so do modules sharing a tied
+       parameter (FSDP needs both users of a shared parameter in one unit: the root has both). */
     int open = -1;
     size_t open_numel = 0;
     int *tail = calloc((size_t)m->nmods, sizeof *tail), ntail = 0;
     for (int i = 0; i < m->nmods; i++) {
         if (c->enabled && c->wrap == SR_WRAP_TRANSFORMER && class_listed(c->wrap_classes, m->mods[i].cls)) {
             add_module(m, us, new_unit(us, 0, m->mods[i].name), i);
-        } else if (c->enabled && c->wrap == SR_WRAP_SIZE) {
+        } else if (c->enabled && c->wrap == SR_WRAP_SIZE && !module_tied(m, i)) {
             if (open < 0) open = new_unit(us, 0, m->mods[i].name), open_numel = 0, ntail = 0;
             add_module(m, us, open, i);
             tail[ntail++] = i;
@@ -82,6 +92,11 @@ int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__u
             if (open_numel >= (size_t)c->min_num_params) open = -1, ntail = 0;
         } else {
             m->mods[i].unit = -1; /* root */
+            if (open >= 0 && c->wrap == SR_WRAP_SIZE) { /* a tied module interrupts the group */
+                for (int k = 0; k < ntail; k++) m->mods[tail[k]].unit = -1;
+                free(us->u[open].mods), free(us->u[open].label);
+                us->n--, open = -1, ntail = 0;
+            }
         }
     }
     if (open >= 0) { /* the unfinished group goes back to the root */

@@ -77,9 +77,11 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
     int64_t *idx = NULL;
     FILE *log = NULL;
     double *step_times = NULL;
+    rc = 2; /* a bad description or configuration: nothing has trained yet */
     if (sr__model_check(model, task_name) != 0) goto out;
     e = sr__engine_create(ctx, task_name, ops, state, model, (uint64_t)a.seed);
     if (!e) goto out;
+    rc = 1;
     const sr__fsdp_config *cfg = sr__engine_config(e);
 
     sr__train_state ts = {0, a.seed};
@@ -89,6 +91,7 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
         if (!resume) {
             fprintf(stderr, "shardrun: error: resume_from_checkpoint: no checkpoint-N folder in %s; train without "
                             "resume_from_checkpoint first, or name a checkpoint folder\n", a.output_dir);
+            rc = 2;
             goto out;
         }
     }
@@ -160,9 +163,11 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
                    ts.global_step, pl.total_steps, loss, o.lr, r.grad_norm, tok_s, (double)mem.peak / 1e9,
                    r.skipped ? "  (fp16 overflow: step skipped)" : "", (double)ts.global_step / (double)pl.steps_per_epoch);
             if (log) {
-                fprintf(log, "{\"step\": %lld, \"loss\": %.9g, \"learning_rate\": %.9g, \"grad_norm\": %.9g, "
+                char gn[32] = "null"; /* JSON has no NaN: an overflowed step has no norm */
+                if (isfinite(r.grad_norm)) snprintf(gn, sizeof gn, "%.9g", r.grad_norm);
+                fprintf(log, "{\"step\": %lld, \"loss\": %.9g, \"learning_rate\": %.9g, \"grad_norm\": %s, "
                              "\"skipped\": %d, \"loss_scale\": %.9g}\n",
-                        ts.global_step, loss, o.lr, r.grad_norm, r.skipped, r.loss_scale);
+                        ts.global_step, loss, o.lr, gn, r.skipped, r.loss_scale);
                 fflush(log);
             }
             last_log_t = t;

@@ -658,8 +658,13 @@ static int toy_backward(void *state, const sr_module_call *call) {
     return 0;
 }
 
+/* fp32_only.c reuses this model with fewer dtypes (the engine's "unsupported precision" test) */
+#ifndef TOY_DTYPES
+#define TOY_DTYPES ((1u << SR_FLOAT32) | (1u << SR_BFLOAT16) | (1u << SR_FLOAT16))
+#define TOY_NAME "toy_model"
+#endif
 static const sr_model_ops toy_ops = {
-    .dtypes = (1u << SR_FLOAT32) | (1u << SR_BFLOAT16) | (1u << SR_FLOAT16),
+    .dtypes = TOY_DTYPES,
     .devices = 1u << SR_DEVICE_CPU,
     .create = toy_create,
     .destroy = toy_destroy,
@@ -670,4 +675,4 @@ static const sr_model_ops toy_ops = {
     .backward = toy_backward,
 };
 
-SR_MODEL_TASK("toy_model", toy_ops);
+SR_MODEL_TASK(TOY_NAME, toy_ops);

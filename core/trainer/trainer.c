@@ -44,18 +44,32 @@ static int make_plan(const sr__train_args *a, const sr__sampler *s, plan *p) {
     return p->total_steps > 0 ? 0 : -1;
 }
 
-static FILE *open_log(const sr__train_args *a, int rank, int resumed) {
+/* output_dir/train_log.jsonl: one JSON line per logged step (rank 0).  A resumed run keeps the
+   lines up to the step it resumed from and drops those a killed run wrote after it. */
+static FILE *open_log(const sr__train_args *a, int rank, long long resumed_step) {
     if (!a->output_dir || rank != 0) return NULL;
-    char *p = NULL;
-    if (asprintf(&p, "%s/train_log.jsonl", a->output_dir) < 0) return NULL;
-    char *mk = NULL;
-    if (asprintf(&mk, "mkdir -p '%s'", a->output_dir) >= 0) {
-        /* output_dir may be nested; created the simple way once per run */
+    char *p = NULL, *mk = NULL;
+    if (asprintf(&mk, "mkdir -p '%s'", a->output_dir) >= 0) { /* output_dir may be nested */
         if (system(mk) != 0) fprintf(stderr, "shardrun: warning: cannot create %s\n", a->output_dir);
         free(mk);
     }
-    FILE *f = fopen(p, resumed ? "a" : "w");
+    if (asprintf(&p, "%s/train_log.jsonl", a->output_dir) < 0) return NULL;
+    char *kept = NULL;
+    size_t kept_len = 0;
+    FILE *old = resumed_step > 0 ? fopen(p, "r") : NULL;
+    if (old) {
+        FILE *mem = open_memstream(&kept, &kept_len);
+        char line[4096];
+        long long st;
+        while (fgets(line, sizeof line, old))
+            if (sscanf(line, "{\"step\": %lld", &st) == 1 && st <= resumed_step) fputs(line, mem);
+        fclose(mem);
+        fclose(old);
+    }
+    FILE *f = fopen(p, "w");
     if (!f) fprintf(stderr, "shardrun: warning: cannot write %s\n", p);
+    if (f && kept) fwrite(kept, 1, kept_len, f);
+    free(kept);
     free(p);
     return f;
 }
@@ -125,7 +139,7 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
                a.per_device_train_batch_size * a.gradient_accumulation_steps * ws, pl.total_steps, pl.steps_per_epoch);
     }
     idx = malloc((size_t)a.per_device_train_batch_size * sizeof *idx);
-    log = open_log(&a, rank, resume != NULL);
+    log = open_log(&a, rank, ts.global_step);
     sr__optim o = {0, a.adam_beta1, a.adam_beta2, a.adam_epsilon, a.weight_decay, a.max_grad_norm};
     step_times = calloc((size_t)(pl.total_steps + 1), sizeof *step_times);
     int nst = 0, skipped = 0;

@@ -118,7 +118,9 @@ int sr__cmd_reference(void) {
     printf("#### `[shardrun]`\n\n");
     sr__print_key_table(stdout, "shardrun", sr__shardrun_keys, 1, 1);
     printf("\n#### `[task]`\n\nFree-form: every key is handed to the task (`sr_config()`); override with "
-           "`--set task.KEY=V` or `SHARDRUN_TASK_KEY`.\n");
+           "`--set task.KEY=V` or `SHARDRUN_TASK_KEY`. For a model task the trainer also reads these (checked "
+           "before any worker starts):\n\n");
+    sr__print_key_table(stdout, "task", sr__trainer_keys, 1, 1);
     for (size_t i = 0; i < n; i++) {
         const sr_plugin *p = ps[i].p;
         printf("\n#### `[%s]` — %s\n\n", p->name, p->description ? p->description : "");
@@ -131,7 +133,7 @@ int sr__cmd_reference(void) {
         }
         sr__plugin_unload(&ps[i]);
     }
-    printf("\n#### Read by the agent\n\n| variables | meaning |\n|---|---|\n");
+    printf("\n#### Read by shardrun itself\n\n| variables | meaning |\n|---|---|\n");
     for (const sr_var *v = sr__host_reads; v->name; v++) printf("| `%s` | %s |\n", v->name, v->doc);
     free(ps);
     return 0;

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "run.h"
 
+#include "shardrun/task.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +103,8 @@ int sr__run_prepare(sr_run *run, const sr_run_args *args) {
     run->grace = atof(sr__config_value(cfg, "shardrun", "shutdown_grace"));
     sr__task_spec_resolve(cfg, args->nextra, args->extra, &run->task);
     if (cfg->diag.n) goto fail;
+    if (run->task.type == SR_TASK_SO && run->task.kind == SR_TASK_MODEL && sr__task_spec_check_trainer_keys(cfg) != 0)
+        goto fail;
     if (sr__run_validate_plugins(run) != 0) goto fail;
     for (int i = 0; i < run->layout.spawn_count; i++) {
         sr_env_block b = {0};

@@ -11,6 +11,8 @@
 
 #include "elf_peek.h"
 #include "plugins.h"
+#include "../env/table.h"
+#include "../env/value.h"
 #include "shardrun/task.h"
 
 char **sr__split_words(const char *s, int *count, char *err, size_t errlen) {
@@ -173,6 +175,7 @@ int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_s
             return -1;
         }
         out->type = SR_TASK_SO;
+        out->kind = head[2];
         out->path = path;
         out->argv = calloc(2, sizeof *out->argv);
         out->argv[0] = strdup(path);
@@ -182,6 +185,22 @@ int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_s
     for (int i = 0; i < nextra; i++) out->argv[out->argc++] = strdup(extra[i]);
     out->argv[out->argc] = NULL;
     return 0;
+}
+
+int sr__task_spec_check_trainer_keys(sr_job *cfg) {
+    int bad = 0;
+    for (const sr_key *k = sr__trainer_keys; k->name; k++) {
+        sr_setting *s = sr__config_get(cfg, "task", k->name);
+        char *norm = NULL, err[256];
+        if (!s || !s->value) continue;
+        if (sr__value_normalize(k, s->value, &norm, err, sizeof err) != 0) {
+            sr__diag_add(&cfg->diag, "%s: [task] %s = \"%s\": %s (a trainer argument of this model task)", s->where,
+                         k->name, s->value, err);
+            bad = 1;
+        }
+        free(norm);
+    }
+    return bad ? -1 : 0;
 }
 
 void sr__task_spec_free(sr_task_spec *t) {

@@ -1,62 +1,77 @@
 #include "train_args.h"
 
+#include "../../env/table.h"
 #include "../../env/value.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
+#include <stdlib.h>
 
-static int positive(const char *key, long long v) {
-    if (v > 0) return 0;
-    fprintf(stderr, "shardrun: error: [task] %s = %lld: expected a positive integer\n", key, v);
+/* The value of a trainer key: [task] (after overrides), else the table's default.  The agent
+   already checked given values (task_spec.c); this re-check covers a task started otherwise. */
+static int get(const sr_ctx *c, const char *name, char **out) {
+    const sr_key *k = sr__find_key(sr__trainer_keys, name);
+    const char *v = sr_config(c, name);
+    char err[256];
+    *out = NULL;
+    if (!v) v = k->def;
+    if (!v) return 0;
+    if (sr__value_normalize(k, v, out, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "shardrun: error: [task] %s = \"%s\": %s\n", name, v, err);
     return -1;
+}
+
+static int get_double(const sr_ctx *c, const char *name, double *out) {
+    char *v;
+    if (get(c, name, &v) != 0) return -1;
+    *out = v ? strtod(v, NULL) : 0;
+    free(v);
+    return 0;
+}
+
+static int get_int(const sr_ctx *c, const char *name, long long *out) {
+    char *v;
+    if (get(c, name, &v) != 0) return -1;
+    *out = v ? strtoll(v, NULL, 10) : 0;
+    free(v);
+    return 0;
 }
 
 int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     memset(a, 0, sizeof *a);
     int rc = 0;
-    /* transformers' TrainingArguments defaults, except save_steps: nothing is saved unless asked */
-    rc |= sr_config_double(c, "num_train_epochs", 3.0, &a->num_train_epochs);
-    rc |= sr_config_int(c, "max_steps", -1, &a->max_steps);
-    rc |= sr_config_int(c, "per_device_train_batch_size", 8, &a->per_device_train_batch_size);
-    rc |= sr_config_int(c, "gradient_accumulation_steps", 1, &a->gradient_accumulation_steps);
-    rc |= sr_config_double(c, "learning_rate", 5e-5, &a->learning_rate);
-    rc |= sr_config_double(c, "adam_beta1", 0.9, &a->adam_beta1);
-    rc |= sr_config_double(c, "adam_beta2", 0.999, &a->adam_beta2);
-    rc |= sr_config_double(c, "adam_epsilon", 1e-8, &a->adam_epsilon);
-    rc |= sr_config_double(c, "weight_decay", 0.0, &a->weight_decay);
-    rc |= sr_config_double(c, "max_grad_norm", 1.0, &a->max_grad_norm);
-    rc |= sr_config_int(c, "warmup_steps", 0, &a->warmup_steps);
-    rc |= sr_config_int(c, "logging_steps", 500, &a->logging_steps);
-    rc |= sr_config_int(c, "save_steps", 0, &a->save_steps);
-    rc |= sr_config_int(c, "seed", 42, &a->seed);
-    if (rc) return -1;
+    rc |= get_double(c, "num_train_epochs", &a->num_train_epochs);
+    rc |= get_int(c, "max_steps", &a->max_steps);
+    rc |= get_int(c, "per_device_train_batch_size", &a->per_device_train_batch_size);
+    rc |= get_int(c, "gradient_accumulation_steps", &a->gradient_accumulation_steps);
+    rc |= get_double(c, "learning_rate", &a->learning_rate);
+    rc |= get_double(c, "adam_beta1", &a->adam_beta1);
+    rc |= get_double(c, "adam_beta2", &a->adam_beta2);
+    rc |= get_double(c, "adam_epsilon", &a->adam_epsilon);
+    rc |= get_double(c, "weight_decay", &a->weight_decay);
+    rc |= get_double(c, "max_grad_norm", &a->max_grad_norm);
+    rc |= get_int(c, "warmup_steps", &a->warmup_steps);
+    rc |= get_int(c, "logging_steps", &a->logging_steps);
+    rc |= get_int(c, "save_steps", &a->save_steps);
+    rc |= get_int(c, "seed", &a->seed);
+    char *sched = NULL, *save_final = NULL;
+    rc |= get(c, "lr_scheduler_type", &sched);
+    rc |= get(c, "save_final", &save_final);
+    if (rc) {
+        free(sched), free(save_final);
+        return -1;
+    }
+    static const char *const names[] = {"linear", "cosine", "constant", "constant_with_warmup"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(sched, names[i])) a->lr_scheduler_type = (sr__schedule)i;
+    free(sched);
     a->output_dir = sr_config(c, "output_dir");
     if (a->output_dir && !*a->output_dir) a->output_dir = NULL;
-    int save_final = 0;
-    if (sr_config_bool(c, "save_final", a->output_dir != NULL, &save_final) != 0) return -1;
-    a->save_final = save_final;
-    rc |= positive("per_device_train_batch_size", a->per_device_train_batch_size);
-    rc |= positive("gradient_accumulation_steps", a->gradient_accumulation_steps);
-    rc |= positive("logging_steps", a->logging_steps);
+    a->save_final = save_final ? !strcmp(save_final, "true") : a->output_dir != NULL;
+    free(save_final);
     if (a->max_steps <= 0 && !(a->num_train_epochs > 0)) {
         fprintf(stderr, "shardrun: error: [task] neither max_steps nor num_train_epochs is positive: nothing to train\n");
-        rc = -1;
-    }
-    if (a->warmup_steps < 0 || a->save_steps < 0 || a->weight_decay < 0 || a->learning_rate < 0) {
-        fprintf(stderr, "shardrun: error: [task] warmup_steps, save_steps, weight_decay and learning_rate must not be "
-                        "negative\n");
-        rc = -1;
-    }
-    const char *s = sr_config(c, "lr_scheduler_type");
-    if (!s || !strcasecmp(s, "linear")) a->lr_scheduler_type = SR_SCHED_LINEAR;
-    else if (!strcasecmp(s, "cosine")) a->lr_scheduler_type = SR_SCHED_COSINE;
-    else if (!strcasecmp(s, "constant")) a->lr_scheduler_type = SR_SCHED_CONSTANT;
-    else if (!strcasecmp(s, "constant_with_warmup")) a->lr_scheduler_type = SR_SCHED_CONSTANT_WARMUP;
-    else {
-        fprintf(stderr, "shardrun: error: [task] lr_scheduler_type = %s: expected linear, cosine, constant or "
-                        "constant_with_warmup\n", s);
         rc = -1;
     }
     const char *r = sr_config(c, "resume_from_checkpoint");

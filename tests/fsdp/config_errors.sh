@@ -98,11 +98,18 @@ expect_in "$err" "ACCELERATE_USE_FSDP=1 enables FSDP here, but accelerate itself
     "ACCELERATE_USE_FSDP=1 warns"
 
 # trainer arguments
+# trainer arguments are checked by the agent, before any worker starts
 fails "batch size 0" --set task.per_device_train_batch_size=0
-expect_in "$err" "[task] per_device_train_batch_size = 0: expected a positive integer" "batch size 0 named"
+expect_in "$err" 'command line --set task.per_device_train_batch_size=0: [task] per_device_train_batch_size = "0": expected an integer from 1 to 2147483647, got "0" (a trainer argument of this model task)' \
+    "batch size 0 named"
+expect_eq "$rc" 2 "a bad trainer argument exits 2"
+expect_not_in "$err" "started 2 workers" "a bad trainer argument stops the run before any worker starts"
+sed 's/^logging_steps = 1/logging_steps = often/' "$T/toy.ini" >"$T/bad_arg.ini"
+run "$SHARDRUN" "$T/bad_arg.ini"
+expect_in "$err" "$T/bad_arg.ini:13: [task] logging_steps = \"often\": expected an integer" "a bad trainer argument names file and line"
 fails "resume without a checkpoint" --set task.resume_from_checkpoint=true --set task.output_dir="$T/empty"
 expect_in "$err" "resume_from_checkpoint: no checkpoint-N folder in $T/empty" "resume without a checkpoint"
 fails "bad schedule" --set task.lr_scheduler_type=exponential
-expect_in "$err" "lr_scheduler_type = exponential: expected linear, cosine, constant or constant_with_warmup" "bad schedule"
+expect_in "$err" '[task] lr_scheduler_type = "exponential": expected one of linear, cosine, constant, constant_with_warmup, got "exponential"' "bad schedule"
 
 done_checks

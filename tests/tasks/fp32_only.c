@@ -1,4 +1,4 @@
 /* The toy model, declaring fp32 as its only compute dtype: mixed precision must be refused. */
 #define TOY_DTYPES (1u << SR_FLOAT32)
 #define TOY_NAME "fp32_only"
-#include "toy_model.c"
+#include "../../examples/toy/toy_model.c"

@@ -12,7 +12,7 @@
    - inject_overflow_step puts +inf into head.bias's gradient at that step only;
    - the call counters reported at destroy;
    - the synthetic data is learnable (a short Adam run lowers the loss). */
-#include "../tasks/toy_model.c"
+#include "../../examples/toy/toy_model.c"
 
 #include <stdarg.h>
 

@@ -20,7 +20,11 @@ struct sr_ctx {
     sr_job *cfg;
     sr_result *res;
     size_t nres;
+    int tty;
 };
+
+void sr__ctx_set_tty(sr_ctx *c, int tty) { c->tty = tty; }
+int sr__ctx_tty(const sr_ctx *c) { return c->tty; }
 
 sr_ctx *sr__ctx_new(const sr_topology *topo, sr_job *cfg) {
     sr_ctx *c = calloc(1, sizeof *c);

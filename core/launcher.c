@@ -86,6 +86,7 @@ static int start_worker(sr_run *run, sr_worker *w, sr_worker *all, int nstarted)
             for (int s = 0; s < NSTREAMS; s++)
                 if (all[i].fd[s] >= 0) close(all[i].fd[s]);
         for (int s = 0; s < NSTREAMS; s++) close(p[s][0]);
+        run->stdout_tty = isatty(STDOUT_FILENO); /* where the relayed output ends up */
         dup2(p[OUT][1], STDOUT_FILENO);
         dup2(p[ERR][1], STDERR_FILENO);
         close(p[OUT][1]), close(p[ERR][1]);
@@ -101,6 +102,7 @@ static int start_worker(sr_run *run, sr_worker *w, sr_worker *all, int nstarted)
     for (int s = 0; s < 2; s++) {
         w->relay[s].rank = w->rank;
         w->relay[s].out_fd = s == OUT ? STDOUT_FILENO : STDERR_FILENO;
+        w->relay[s].tty = isatty(w->relay[s].out_fd);
         w->relay[s].tail = &w->tail;
     }
     return 0;

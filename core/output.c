@@ -18,22 +18,42 @@ static void tail_push(sr_tail *t, const char *line, size_t len) {
     if (t->count < SR_TAIL_LINES) t->count++;
 }
 
-static void emit(sr_relay *r, const char *line, size_t len) {
-    char prefix[32];
-    int pl = snprintf(prefix, sizeof prefix, "[rank%d]: ", r->rank);
-    sr_buf b = {0};
-    sr__buf_add(&b, prefix, (size_t)pl);
-    sr__buf_add(&b, line, len);
-    sr__buf_add(&b, "\n", 1);
-    const char *p = b.s;
-    size_t left = b.n;
+static void write_all(int fd, const char *p, size_t left) {
     while (left) {
-        ssize_t w = write(r->out_fd, p, left);
+        ssize_t w = write(fd, p, left);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) break; /* our own stdout is gone: keep supervising anyway */
         p += w, left -= (size_t)w;
     }
+}
+
+/* The text a terminal would end up showing: what follows the line's last carriage return. */
+static const char *after_cr(const char *line, size_t *len) {
+    for (size_t i = *len; i > 0; i--)
+        if (line[i - 1] == '\r') {
+            *len -= i;
+            return line + i;
+        }
+    return line;
+}
+
+static void emit_raw(sr_relay *r, const char *line, size_t len, int newline) {
+    char prefix[48];
+    /* on a terminal a progress line still on screen is erased first (\r, erase to end of line) */
+    int pl = snprintf(prefix, sizeof prefix, "%s[rank%d]: ", r->tty && (r->progress || !newline) ? "\r\033[K" : "",
+                      r->rank);
+    sr_buf b = {0};
+    sr__buf_add(&b, prefix, (size_t)pl);
+    sr__buf_add(&b, line, len);
+    if (newline) sr__buf_add(&b, "\n", 1);
+    write_all(r->out_fd, b.s, b.n);
     sr__buf_free(&b);
+    r->progress = !newline;
+}
+
+static void emit(sr_relay *r, const char *line, size_t len) {
+    line = after_cr(line, &len);
+    emit_raw(r, line, len, 1);
     if (r->tail) tail_push(r->tail, line, len);
 }
 
@@ -47,6 +67,14 @@ void sr__relay_feed(sr_relay *r, const char *data, size_t len) {
             start = i + 1;
         }
     }
+    /* a line being redrawn with '\r' (a progress bar): on a terminal show its current state now;
+       only the text after the last '\r' is kept (and printed when the newline comes) */
+    for (size_t i = r->partial.n; i > start; i--)
+        if (r->partial.s[i - 1] == '\r') {
+            if (r->tty) emit_raw(r, r->partial.s + i, r->partial.n - i, 0);
+            start = i - 1;
+            break;
+        }
     memmove(r->partial.s, r->partial.s + start, r->partial.n - start);
     r->partial.n -= start;
     if (r->partial.s) r->partial.s[r->partial.n] = 0;

@@ -22,6 +22,9 @@ typedef struct sr_relay {
     int out_fd;     /* where prefixed lines go */
     sr_buf partial; /* bytes after the last newline */
     sr_tail *tail;  /* shared by a worker's stdout and stderr */
+    int tty;        /* out_fd is a terminal: a line redrawn with '\r' (a progress bar) is shown as
+                       it changes; elsewhere only the text after a line's last '\r' is kept */
+    int progress;   /* a redrawn line is on the screen, without its newline yet */
 } sr_relay;
 
 /* Feeds bytes read from the worker; emits every complete line. */

@@ -27,6 +27,7 @@ typedef struct sr_run {
     char rdzv_host[256];
     int rdzv_port;
     char rdzv_token[128];
+    int stdout_tty; /* in a worker: the agent's stdout is a terminal (progress bars are drawn) */
 } sr_run;
 
 typedef struct sr_run_args {

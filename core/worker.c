@@ -40,6 +40,7 @@ static _Noreturn void run_main_task(sr_run *run, int local_rank, int results_fd)
     sr_topology topo;
     sr__layout_topology(&run->layout, local_rank, &topo);
     sr_ctx *ctx = sr__ctx_new(&topo, &run->cfg);
+    sr__ctx_set_tty(ctx, run->stdout_tty);
     int rc = t->kind == SR_TASK_MAIN ? t->main(ctx, run->task.argc, run->task.argv)
                                      : sr__trainer_run(ctx, t->name ? t->name : run->task.path, t->model);
     int code = rc >= 0 && rc <= 255 ? rc : 1;

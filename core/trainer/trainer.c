@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "../ctx.h"
 #include "../fsdp/checkpoint.h"
 #include "../fsdp/engine.h"
 #include "sampler.h"
@@ -23,6 +24,18 @@ static double peak_rss_gb(void) {
     struct rusage r;
     getrusage(RUSAGE_SELF, &r);
     return (double)r.ru_maxrss * 1024.0 / 1e9; /* ru_maxrss is in KiB on Linux */
+}
+
+/* Rank 0's progress bar, redrawn in place ('\r') when the output reaches a terminal. */
+static void progress(long long step, long long total, double elapsed, double loss) {
+    enum { W = 30 };
+    char bar[W + 1];
+    int fill = (int)((double)W * (double)step / (double)total);
+    for (int i = 0; i < W; i++) bar[i] = i < fill ? '#' : '.';
+    bar[W] = 0;
+    double eta = step > 0 ? elapsed / (double)step * (double)(total - step) : 0;
+    printf("\r[%s] %lld/%lld  loss %.4f  %.1fs elapsed, %.1fs left", bar, step, total, loss, elapsed, eta);
+    fflush(stdout);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -77,7 +90,7 @@ static FILE *open_log(const sr__train_args *a, int rank, long long resumed_step)
 int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops) {
     sr__train_args a;
     if (sr__train_args_read(ctx, &a) != 0) return 2;
-    int rank = sr_rank(ctx), ws = sr_world_size(ctx);
+    int rank = sr_rank(ctx), ws = sr_world_size(ctx), tty = sr__ctx_tty(ctx);
     sr_model *model = sr__model_new();
     void *state = ops->create(ctx, model);
     if (!state) {
@@ -169,7 +182,9 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
         step_times[nst++] = now_s() - ts0;
         ts.global_step = step + 1;
         int last = step + 1 == pl.total_steps;
+        if (rank == 0 && tty) progress(ts.global_step, pl.total_steps, now_s() - t0, loss);
         if (rank == 0 && (ts.global_step % a.logging_steps == 0 || last)) {
+            if (tty) printf("\r"); /* the log line replaces the bar; the bar is drawn again below it */
             double t = now_s(), tok_s = (double)tokens_since_log * ws / (t - last_log_t);
             sr__engine_mem mem;
             sr__engine_memory(e, &mem);
@@ -200,7 +215,7 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
                                   sr__state_dict_name(cfg->state_dict));
         }
     }
-    double runtime = now_s() - t0;
+    double runtime = now_s() - t0; /* (the last step is always logged: its line replaced the bar) */
     sr__engine_mem mem;
     sr__engine_memory(e, &mem);
     double psum = 0, psq = 0;

@@ -12,27 +12,18 @@ static const char WRAPS[] = "NO_WRAP|TRANSFORMER_BASED_WRAP|SIZE_BASED_WRAP";
 static const char PREFETCHES[] = "NO_PREFETCH|BACKWARD_PRE|BACKWARD_POST";
 static const char STATE_DICTS[] = "FULL_STATE_DICT|LOCAL_STATE_DICT|SHARDED_STATE_DICT";
 
-static void choice(const char *choices, int i, char *buf, size_t n) { sr__enum_choice(choices, i, buf, n); }
-const char *sr__strategy_name(sr__strategy s) {
-    static char b[5][24];
-    choice(STRATEGIES, (int)s, b[s], sizeof b[s]);
-    return b[s];
+/* Choice i of a '|' list, for messages and logs (a few rotating buffers: callers print at once). */
+static const char *nth(const char *choices, int i) {
+    static char buf[8][32];
+    static unsigned k;
+    char *b = buf[k++ % 8];
+    sr__enum_choice(choices, i, b, sizeof buf[0]);
+    return b;
 }
-const char *sr__wrap_name(sr__wrap w) {
-    static char b[3][32];
-    choice(WRAPS, (int)w, b[w], sizeof b[w]);
-    return b[w];
-}
-const char *sr__prefetch_name(sr__prefetch p) {
-    static char b[3][16];
-    choice(PREFETCHES, (int)p, b[p], sizeof b[p]);
-    return b[p];
-}
-const char *sr__state_dict_name(sr__state_dict s) {
-    static char b[3][24];
-    choice(STATE_DICTS, (int)s, b[s], sizeof b[s]);
-    return b[s];
-}
+const char *sr__strategy_name(sr__strategy s) { return nth(STRATEGIES, (int)s); }
+const char *sr__wrap_name(sr__wrap w) { return nth(WRAPS, (int)w); }
+const char *sr__prefetch_name(sr__prefetch p) { return nth(PREFETCHES, (int)p); }
+const char *sr__state_dict_name(sr__state_dict s) { return nth(STATE_DICTS, (int)s); }
 
 static int bad(const char *var, const char *v, const char *expected) {
     fprintf(stderr, "shardrun: error: %s=%s: expected %s; fix the [accelerate] section or unset the variable\n", var, v,

@@ -2,21 +2,12 @@
 # FULL and SHARDED); a SHARDED checkpoint saved at world size 4 resumes at 2; the FULL checkpoint
 # is a safetensors file an independent reader (numpy) parses, with the model's names, shapes and
 # values; a run killed in the middle of a save leaves the previous checkpoint loadable.
-. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 CMP="$PY $SRC/tests/fsdp/compare_logs.py"
 READ="$PY $SRC/tests/interop/read_safetensors.py"
-job toy.ini <<EOF
-[shardrun]
-task = $BUILD/tests/tasks/toy_model.so
-plugins = torch,accelerate
-
-[accelerate]
-fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP
-fsdp.transformer_layer_cls_to_wrap = MLPBlock,MixerBlock
-fsdp.backward_prefetch = BACKWARD_PRE
-
-[task]
+toy_job toy.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = MLPBlock,MixerBlock" \
+    "fsdp.backward_prefetch = BACKWARD_PRE" <<EOF
 samples = 240
 max_steps = 20
 learning_rate = 1e-2
@@ -32,7 +23,6 @@ train() { # NAME NPROC BATCH [args...]
         --set task.output_dir="$T/$name" "$@"
     expect_rc 0 "$name"
 }
-result() { grep -o "\"$1\": [^,}]*" <<<"$out" | head -1 | sed 's/.*: //'; }
 # steps_equal GOT BASE FIRST WHAT: the last log lines of GOT (a resumed run appends to the log)
 # from step FIRST on are byte-identical to BASE's
 steps_equal() {

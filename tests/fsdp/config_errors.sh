@@ -1,21 +1,12 @@
 # A bad FSDP or trainer configuration fails before the first step, with a message that names the
 # variable or key, what was expected, and what to do; the run exits non-zero.
-. "$(dirname "$0")/../cli/lib.sh"
-job toy.ini <<EOF
-[shardrun]
-task = $BUILD/tests/tasks/toy_model.so
-plugins = torch,accelerate
-nproc_per_node = 2
-
-[accelerate]
-fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP
-fsdp.transformer_layer_cls_to_wrap = MLPBlock,MixerBlock
-
-[task]
+. "$(dirname "$0")/lib.sh"
+toy_job toy.ini <<EOF
 max_steps = 3
 per_device_train_batch_size = 2
 logging_steps = 1
 EOF
+sed -i 's/^plugins = torch,accelerate$/&\nnproc_per_node = 2/' "$T/toy.ini"
 # the same model with the torch plugin only: FSDP_* exported by hand reach the engine unvalidated
 sed -e 's/^plugins = torch,accelerate/plugins = torch/' -e '/^\[accelerate\]/,/^$/d' "$T/toy.ini" >"$T/torch_only.ini"
 sed -e '/transformer_layer_cls_to_wrap/d' -e 's/TRANSFORMER_BASED_WRAP/SIZE_BASED_WRAP\nfsdp.min_num_params = 3000/' "$T/toy.ini" >"$T/size.ini"

@@ -2,35 +2,24 @@
 # parameter / world size (fp32 master, gradient, two AdamW moments) plus a pool bounded by two
 # units in flight whatever the depth; at world size 4 that is at most 30% of NO_SHARD's.
 # Prints the table of persistent + pool bytes per strategy and world size.
-. "$(dirname "$0")/../cli/lib.sh"
-job toy.ini <<EOF
-[shardrun]
-task = $BUILD/tests/tasks/toy_model.so
-plugins = torch,accelerate
-
-[accelerate]
-fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP
-fsdp.transformer_layer_cls_to_wrap = MLPBlock,MixerBlock
-fsdp.backward_prefetch = BACKWARD_PRE
-fsdp.forward_prefetch = true
-
-[task]
+. "$(dirname "$0")/lib.sh"
+toy_job toy.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = MLPBlock,MixerBlock" \
+    "fsdp.backward_prefetch = BACKWARD_PRE" "fsdp.forward_prefetch = true" <<EOF
 dim = 32
 blocks = 16
 max_steps = 2
 per_device_train_batch_size = 2
 EOF
-field() { grep -o "\"$1\": [^,}]*" <<<"$out" | head -1 | sed 's/.*: //'; }
 declare -A pers pool
 measure() { # STRATEGY N [args]
     local s=$1 n=$2
     shift 2
     run "$SHARDRUN" "$T/toy.ini" --nproc-per-node "$n" --set accelerate.fsdp.sharding_strategy="$s" "$@"
     expect_rc 0 "$s at world size $n"
-    P=$(field model_params)
-    pers[$s$n]=$(field engine_persistent_bytes) pool[$s$n]=$(field engine_pool_bytes)
+    P=$(result model_params)
+    pers[$s$n]=$(result engine_persistent_bytes) pool[$s$n]=$(result engine_pool_bytes)
     local peak
-    peak=$(field peak_mem_gb)
+    peak=$(result peak_mem_gb)
     /usr/bin/python3 -c "import sys; p,a,b=map(float,sys.argv[1:]); sys.exit(0 if abs(p*1e9-(a+b)) < 2 else 1)" \
         "$peak" "${pers[$s$n]}" "${pool[$s$n]}" && pass || fail "$s/$n: peak_mem_gb ($peak) = persistent + pool"
 }

@@ -5,20 +5,10 @@
 # checkpointing, FSDP version 2, HYBRID_SHARD on 2 nodes x 2 ranks, bf16 and fp16 (with an
 # injected overflow that every rank skips).
 # SHARDRUN_TEST_QUICK=1 (the sanitizer build) runs the strategy x prefetch product at world size 4 only.
-. "$(dirname "$0")/../cli/lib.sh"
+. "$(dirname "$0")/lib.sh"
 CMP="/usr/bin/python3 $SRC/tests/fsdp/compare_logs.py"
 RTOL=1e-5
-# toy_job FILE [accelerate keys...]
-toy_job() {
-    local f=$1
-    shift
-    printf '[shardrun]\ntask = %s\nplugins = torch,accelerate\n\n[accelerate]\n' "$BUILD/tests/tasks/toy_model.so" >"$T/$f"
-    printf '%s\n' "$@" >>"$T/$f"
-    cat "$T/task.part" >>"$T/$f"
-}
-job task.part <<EOF
-
-[task]
+cat >"$T/task.part" <<EOF
 samples = 240
 max_steps = 20
 learning_rate = 1e-2
@@ -28,9 +18,9 @@ max_grad_norm = 0.5
 logging_steps = 1
 save_final = false
 EOF
-toy_job toy.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = MLPBlock,MixerBlock"
-toy_job v2.ini "fsdp.version = 2" "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = MLPBlock,MixerBlock"
-toy_job ddp.ini "use_fsdp = false"
+toy_job toy.ini <"$T/task.part"
+toy_job v2.ini "fsdp.version = 2" "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = MLPBlock,MixerBlock" <"$T/task.part"
+toy_job ddp.ini "use_fsdp = false" <"$T/task.part"
 
 # train NAME NPROC BATCH ACCUM [shardrun args...]: a run whose log lands in $T/NAME/train_log.jsonl
 # (the job file is $JOB, default toy.ini)
@@ -47,7 +37,6 @@ same() {
     r=$($CMP "$T/$1/train_log.jsonl" "$T/base/train_log.jsonl" "${2:-$RTOL}" ${3:-}) && pass || fail "$1 vs world size 1: $r"
     printf '  %-34s %s\n' "$1" "$(head -1 <<<"$r")"
 }
-result() { grep -o "\"$1\": [^,}]*" <<<"$out" | head -1 | sed 's/.*: //'; }
 # same_params NAME: the final parameters' sum and sum of squares match the baseline's
 same_params() {
     local s q

@@ -1,0 +1,18 @@
+# Shared by the FSDP tests: the integration-test helpers, plus job files for the toy model task.
+. "$(dirname "$0")/../cli/lib.sh"
+
+# toy_job FILE [accelerate key lines...] < [task] lines: a job training examples/toy on torch +
+# accelerate, by default one FSDP unit per block (TRANSFORMER_BASED_WRAP on both block classes)
+toy_job() {
+    local f=$1
+    shift
+    [ $# -gt 0 ] || set -- "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = MLPBlock,MixerBlock"
+    {
+        printf '[shardrun]\ntask = %s\nplugins = torch,accelerate\n\n[accelerate]\n' "$BUILD/tests/tasks/toy_model.so"
+        printf '%s\n' "$@"
+        printf '\n[task]\n'
+        cat
+    } >"$T/$f"
+}
+# result NAME: the first rank's reported value of NAME in $out
+result() { grep -o "\"$1\": [^,}]*" <<<"$out" | head -1 | sed 's/.*: //'; }

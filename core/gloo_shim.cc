@@ -98,7 +98,9 @@ class ParallelContext : public gloo::Context {
   public:
     using gloo::Context::Context;
 
-    void connect(gloo::rendezvous::Store &store, const std::shared_ptr<gloo::transport::Device> &dev) {
+    // sync: each pair leaves the device's event loop once connected (blocking socket, read by the
+    // thread that waits for it), for the direct path's latency
+    void connect(gloo::rendezvous::Store &store, const std::shared_ptr<gloo::transport::Device> &dev, bool sync) {
         auto tc = dev->createContext(rank, size);
         tc->setTimeout(getTimeout());
         std::vector<char> mine;
@@ -118,6 +120,8 @@ class ParallelContext : public gloo::Context {
                     auto all = store.get(std::to_string(i));
                     size_t each = all.size() / (size - 1), at = (size_t)(rank < i ? rank : rank - 1);
                     tc->getPair(i)->connect(std::vector<char>(all.begin() + at * each, all.begin() + (at + 1) * each));
+                    // leaving the loop waits for one of its ticks: in parallel, one tick in all
+                    if (sync) tc->getPair(i)->setSync(true, false);
                 } catch (...) {
                     errors[i] = std::current_exception();
                 }
@@ -133,14 +137,32 @@ class ParallelContext : public gloo::Context {
 
 }  // namespace
 
+// The direct path: a second context over the same device whose pairs are in Gloo's sync mode,
+// each with one bound send buffer and one bound receive buffer (same slot on both sides) over
+// staging memory allocated on first use.  A message then costs one blocking write by the sender
+// and one blocking read by the receiving thread itself: no event-loop thread, no ready/ready
+// handshake, which matter when ranks outnumber cores.
+constexpr int kDirectSlot = 0;
+
 struct sr_gloo {
     std::shared_ptr<ParallelContext> ctx;
     std::chrono::milliseconds timeout;
+    std::shared_ptr<ParallelContext> direct;
+    size_t cap = 0;                           // bytes per peer and message
+    std::vector<unsigned char> sstage, rstage; // peer p's slice at p * cap
+    std::vector<std::unique_ptr<gloo::transport::Buffer>> sbuf, rbuf;
+    bool ready = false; // staging and buffers set up
+
+    ~sr_gloo() {
+        // buffers unregister from their pairs, so they go first
+        sbuf.clear();
+        rbuf.clear();
+    }
 };
 
 extern "C" sr_gloo *sr__gloo_create(sr_store *store, pthread_mutex_t *store_lock, const char *prefix, int rank,
-                                    int size, const char *hostname, const char *iface, double timeout_s, char *err,
-                                    size_t errlen) {
+                                    int size, const char *hostname, const char *iface, double timeout_s,
+                                    size_t direct_cap, char *err, size_t errlen) {
     sr_gloo *g = nullptr;
     guarded(err, errlen, [&] {
         gloo::transport::tcp::attr attr;
@@ -151,10 +173,61 @@ extern "C" sr_gloo *sr__gloo_create(sr_store *store, pthread_mutex_t *store_lock
         auto ctx = std::make_shared<ParallelContext>(rank, size);
         ctx->setTimeout(timeout);
         StoreAdapter adapter(store, store_lock, prefix, timeout_s);
-        ctx->connect(adapter, dev);
-        g = new sr_gloo{ctx, timeout};
+        ctx->connect(adapter, dev, false);
+        std::shared_ptr<ParallelContext> direct;
+        if (direct_cap) {
+            direct = std::make_shared<ParallelContext>(rank, size);
+            direct->setTimeout(timeout);
+            StoreAdapter dadapter(store, store_lock, std::string(prefix) + "direct/", timeout_s);
+            direct->connect(dadapter, dev, true);
+        }
+        g = new sr_gloo{ctx, timeout, direct, direct ? direct_cap : 0, {}, {}, {}, {}, false};
     });
     return g;
+}
+
+// Staging memory and bound buffers of the direct path, on first use (most groups never need it).
+static void direct_setup(sr_gloo *g) {
+    if (g->ready) return;
+    int n = g->direct->size;
+    g->sstage.resize(g->cap * (size_t)n);
+    g->rstage.resize(g->cap * (size_t)n);
+    g->sbuf.resize((size_t)n);
+    g->rbuf.resize((size_t)n);
+    for (int p = 0; p < n; p++) {
+        if (p == g->direct->rank) continue;
+        auto &pair = g->direct->getPair(p);
+        g->rbuf[(size_t)p] = pair->createRecvBuffer(kDirectSlot, g->rstage.data() + (size_t)p * g->cap, g->cap);
+        g->sbuf[(size_t)p] = pair->createSendBuffer(kDirectSlot, g->sstage.data() + (size_t)p * g->cap, g->cap);
+    }
+    g->ready = true;
+}
+
+extern "C" size_t sr__gloo_direct_cap(sr_gloo *g) { return g->cap; }
+
+extern "C" int sr__gloo_exchange(sr_gloo *g, const void *const *send, const size_t *slen, const unsigned char **recv,
+                                 int *stuck_peer, char *err, size_t errlen) {
+    *stuck_peer = -1;
+    int n = g->direct->size, me = g->direct->rank;
+    return guarded(err, errlen, [&] {
+        direct_setup(g);
+        // every send first: each fits the socket buffers, so none waits for its reader
+        for (int k = 1; k < n; k++) {
+            int p = (me + k) % n; // rank order starting after me spreads who is read first
+            unsigned char *slice = g->sstage.data() + (size_t)p * g->cap;
+            if (slen[p]) std::memcpy(slice, send[p], slen[p]);
+            *stuck_peer = p;
+            g->sbuf[(size_t)p]->send(0, slen[p], 0);
+            g->sbuf[(size_t)p]->waitSend();
+        }
+        for (int k = 1; k < n; k++) {
+            int p = (me - k + n) % n; // the peer that wrote to me first
+            *stuck_peer = p;
+            g->rbuf[(size_t)p]->waitRecv();
+            recv[p] = g->rstage.data() + (size_t)p * g->cap;
+        }
+        *stuck_peer = -1;
+    });
 }
 
 struct sr_gloo_buf {

@@ -1,6 +1,8 @@
 /* The process-group frontend: argument checks, zero-length and single-rank shortcuts, one
-   communication thread per group running operations in submission order, timeouts turned into
-   messages that name the operation and the ranks that did not arrive, and sub-groups. */
+   communication thread per group running operations in submission order (a synchronous call on
+   an idle group, or a caller waiting for an operation that has not started, runs it in its own
+   thread instead), timeouts turned into messages that name the operation and the ranks that did
+   not arrive, and sub-groups. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -50,9 +52,10 @@ struct sr_pg {
     unsigned long seq, children;
     pthread_t thread;
     pthread_mutex_t lock;
-    pthread_cond_t cond;
+    pthread_cond_t cond;      /* the communication thread waits here for work */
+    pthread_cond_t done_cond; /* callers wait here for their operation */
     sr_work *head, *tail;
-    int inline_running; /* a synchronous call runs in its caller's thread */
+    int busy; /* an operation runs (the head, or an inline one), in whichever thread */
     int failed;
     char error[1024];
 };
@@ -155,29 +158,44 @@ static int run_op(sr_pg *pg, sr_work *w) {
     return -1;
 }
 
+/* Runs the queue's head in the calling thread, which holds pg->lock (released meanwhile). */
+static void run_head(sr_pg *pg) {
+    sr_work *w = pg->head;
+    pg->busy = 1;
+    pthread_mutex_unlock(&pg->lock);
+    int rc = pg->failed ? -1 : run_op(pg, w);
+    pthread_mutex_lock(&pg->lock);
+    pg->head = w->next;
+    if (!pg->head) pg->tail = NULL;
+    w->rc = rc;
+    w->done = 1;
+    pg->busy = 0;
+    if (pg->head) pthread_cond_signal(&pg->cond); /* the rest is the communication thread's */
+    pthread_cond_broadcast(&pg->done_cond);
+}
+
 static void *comm_thread(void *arg) {
     sr_pg *pg = arg;
     pthread_mutex_lock(&pg->lock);
     while (1) {
-        while (!pg->head || pg->inline_running) pthread_cond_wait(&pg->cond, &pg->lock);
-        sr_work *w = pg->head;
-        pthread_mutex_unlock(&pg->lock);
-        int rc = pg->failed ? -1 : run_op(pg, w);
-        pthread_mutex_lock(&pg->lock);
-        pg->head = w->next;
-        if (!pg->head) pg->tail = NULL;
-        w->rc = rc;
-        w->done = 1;
-        pthread_cond_broadcast(&pg->cond);
+        while (!pg->head || pg->busy) pthread_cond_wait(&pg->cond, &pg->lock);
+        run_head(pg);
     }
     return NULL;
 }
 
+/* A waiter whose operation (or one queued before it) has not started yet runs it itself, rather
+   than waking the communication thread and sleeping until it is done: when ranks outnumber
+   cores, each of those wake-ups can cost a scheduler slice, and small operations are mostly
+   wake-ups.  Operations still run one at a time, in submission order. */
 int sr_work_wait(sr_work *w) {
     if (!w) return -1;
     sr_pg *pg = w->pg;
     pthread_mutex_lock(&pg->lock);
-    while (!w->done) pthread_cond_wait(&pg->cond, &pg->lock);
+    while (!w->done) {
+        if (pg->head && !pg->busy) run_head(pg);
+        else pthread_cond_wait(&pg->done_cond, &pg->lock);
+    }
     pthread_mutex_unlock(&pg->lock);
     int rc = w->rc;
     free(w);
@@ -199,15 +217,16 @@ static int submit(sr_pg *pg, sr_work *tmpl, sr_work **out) {
         /* synchronous and nothing queued: run here, sparing two thread hand-offs, which cost
            milliseconds when ranks outnumber cores */
         pthread_mutex_lock(&pg->lock);
-        int idle = !pg->head;
-        pg->inline_running = idle;
+        int idle = !pg->head && !pg->busy;
+        if (idle) pg->busy = 1;
         pthread_mutex_unlock(&pg->lock);
         if (idle) {
             w->rc = pg->failed ? -1 : run_op(pg, w);
             w->done = 1;
             pthread_mutex_lock(&pg->lock);
-            pg->inline_running = 0;
-            pthread_cond_broadcast(&pg->cond);
+            pg->busy = 0;
+            if (pg->head) pthread_cond_signal(&pg->cond); /* queued meanwhile */
+            pthread_cond_broadcast(&pg->done_cond);
             pthread_mutex_unlock(&pg->lock);
         }
     }
@@ -216,7 +235,7 @@ static int submit(sr_pg *pg, sr_work *tmpl, sr_work **out) {
         if (pg->tail) pg->tail->next = w;
         else pg->head = w;
         pg->tail = w;
-        pthread_cond_signal(&pg->cond);
+        if (!pg->busy) pthread_cond_signal(&pg->cond);
         pthread_mutex_unlock(&pg->lock);
     }
     if (out) {
@@ -318,6 +337,7 @@ static sr_pg *create_group(pg_shared *sh, void *parent_impl, const char *name, c
     pg->impl = impl;
     pthread_mutex_init(&pg->lock, NULL);
     pthread_cond_init(&pg->cond, NULL);
+    pthread_cond_init(&pg->done_cond, NULL);
     pthread_create(&pg->thread, NULL, comm_thread, pg);
     pthread_detach(pg->thread);
     return pg;

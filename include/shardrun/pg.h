@@ -8,8 +8,9 @@
  * completed with sr_work_wait() -> the groups are torn down when the worker exits.
  *
  * Every operation is collective: all ranks of the group call it in the same order with the same
- * count and dtype.  Operations on one group run in submission order on that group's communication
- * thread (NCCL: its stream), so the caller can compute while they run.  Buffers must stay valid
+ * count and dtype.  Operations on one group run one at a time in submission order, on that group's
+ * communication thread (NCCL: its stream), so the caller can compute while they run; a caller that
+ * waits for an operation the thread has not started yet runs it (and those queued before it) itself.  Buffers must stay valid
  * until the operation is waited for.  A failed or timed-out operation reports which operation and
  * which ranks did not arrive; the group is unusable afterwards (every later call fails).
  */

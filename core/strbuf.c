@@ -54,3 +54,16 @@ void sr__buf_free(sr_buf *b) {
     b->s = NULL;
     b->n = b->cap = 0;
 }
+
+char *sr__fmt(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = malloc((size_t)n + 1);
+    if (!s) abort();
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}

@@ -14,5 +14,7 @@ void sr__buf_printf(sr_buf *b, const char *fmt, ...) __attribute__((format(print
 /* Appends "text" with JSON escapes. */
 void sr__buf_json_str(sr_buf *b, const char *text);
 void sr__buf_free(sr_buf *b);
+/* A new formatted string, to free (aborts when memory is exhausted). */
+char *sr__fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

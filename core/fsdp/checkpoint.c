@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../safetensors.h"
+#include "../strbuf.h"
 #include "engine_internal.h"
 #include "shardrun/half.h"
 
@@ -21,13 +22,13 @@ static const char *const KIND[K_COUNT] = {"param", "exp_avg", "exp_avg_sq"};
 
 static float *kind_shard(sr__uslot *s, int k) { return k == K_PARAM ? s->master : k == K_EXP_AVG ? s->exp_avg : s->exp_avg_sq; }
 
-/* Every rank learns whether any rank failed (a checkpoint is all or nothing). */
-static int agree(sr__engine *e, int failed) {
-    if (!e->world) return failed ? -1 : 0;
+/* Every rank of `pg` learns whether any of them failed (a checkpoint is all or nothing). */
+static int agree(sr__engine *e, sr_pg *pg, int failed) {
+    if (!pg) return failed ? -1 : 0;
     int v = failed ? 1 : 0, *d = (int *)e->scalar;
     e->dev->to_device(d, &v, sizeof v);
-    if (sr_pg_all_reduce(e->world, d, 1, SR_INT32, SR_MAX, NULL) != 0) {
-        fprintf(stderr, "shardrun: error: checkpoint: %s\n", sr_pg_error(e->world));
+    if (sr_pg_all_reduce(pg, d, 1, SR_INT32, SR_MAX, NULL) != 0) {
+        fprintf(stderr, "shardrun: error: checkpoint: %s\n", sr_pg_error(pg));
         return -1;
     }
     e->dev->to_host(&v, d, sizeof v);
@@ -40,11 +41,26 @@ static void remove_tree(const char *dir) { /* checkpoint folders hold plain file
     struct dirent *de;
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        char *p = NULL;
-        if (asprintf(&p, "%s/%s", dir, de->d_name) >= 0) unlink(p), free(p);
+        char *p = sr__fmt("%s/%s", dir, de->d_name);
+        unlink(p), free(p);
     }
     closedir(d);
     rmdir(dir);
+}
+
+int sr__make_output_dir(const char *dir) {
+    char *p = sr__fmt("%s", dir);
+    int rc = 0;
+    for (char *s = p + 1; *s && !rc; s++) /* each parent, then the folder itself */
+        if (*s == '/') {
+            *s = 0;
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) rc = -1;
+            *s = '/';
+        }
+    if (!rc && mkdir(p, 0777) != 0 && errno != EEXIST) rc = -1;
+    if (rc) fprintf(stderr, "shardrun: error: cannot create output_dir %s: %s\n", dir, strerror(errno));
+    free(p);
+    return rc;
 }
 
 static void fsync_dir(const char *dir) {
@@ -63,8 +79,7 @@ static void debug_delay(void) {
 /* ---- trainer_state.json ----------------------------------------------------------------------------- */
 
 static int write_state(sr__engine *e, const char *dir, const sr__train_state *ts) {
-    char *p = NULL;
-    if (asprintf(&p, "%s/trainer_state.json", dir) < 0) return -1;
+    char *p = sr__fmt("%s/trainer_state.json", dir);
     FILE *f = fopen(p, "w");
     if (!f) {
         fprintf(stderr, "shardrun: error: checkpoint: cannot write %s: %s\n", p, strerror(errno));
@@ -95,8 +110,7 @@ static int json_number(const char *text, const char *key, double *out) {
 }
 
 static int read_state(sr__engine *e, const char *dir, sr__train_state *ts) {
-    char *p = NULL, buf[4096];
-    if (asprintf(&p, "%s/trainer_state.json", dir) < 0) return -1;
+    char *p = sr__fmt("%s/trainer_state.json", dir), buf[4096];
     FILE *f = fopen(p, "r");
     size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
     if (f) fclose(f);
@@ -125,17 +139,29 @@ static int st_put(sr_st_writer *w, size_t idx, uint64_t off, const void *data, s
     return -1;
 }
 
+/* Finishes a file written without error (ok), else removes it.  0, or -1 after printing why. */
+static int st_close(sr_st_writer *w, int ok) {
+    char err[256];
+    if (!w) return ok ? 0 : -1;
+    if (!ok) {
+        sr__st_abort(w);
+        return -1;
+    }
+    if (sr__st_finish(w, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "shardrun: error: checkpoint: %s\n", err);
+    return -1;
+}
+
 static int save_sharded(sr__engine *e, const char *tmp) {
     if (e->rep_rank != 0) return 0; /* one replica writes */
     int nu = e->units.n, rc = 0;
-    char *path = NULL, err[256];
-    if (asprintf(&path, "%s/shard-%05d-of-%05d.safetensors", tmp, e->shard_rank, e->shard_size) < 0) return -1;
+    char *path = sr__fmt("%s/shard-%05d-of-%05d.safetensors", tmp, e->shard_rank, e->shard_size), err[256];
     sr_st_tensor *t = calloc((size_t)nu * K_COUNT, sizeof *t);
     char **names = calloc((size_t)nu * K_COUNT, sizeof *names);
     for (int u = 0; u < nu; u++)
         for (int k = 0; k < K_COUNT; k++) {
             sr_st_tensor *x = &t[u * K_COUNT + k];
-            if (asprintf(&names[u * K_COUNT + k], "u%d.%s", u, KIND[k]) < 0) return -1;
+            names[u * K_COUNT + k] = sr__fmt("u%d.%s", u, KIND[k]);
             x->name = names[u * K_COUNT + k];
             x->dtype = SR_FLOAT32;
             x->ndim = 1;
@@ -146,19 +172,19 @@ static int save_sharded(sr__engine *e, const char *tmp) {
     sr_st_kv *meta = calloc(nmeta, sizeof *meta);
     char **vals = calloc(nmeta * 2, sizeof *vals);
     meta[m++] = (sr_st_kv){"format", "shardrun-sharded-1"};
-    asprintf(&vals[0], "%d", e->shard_size), meta[m++] = (sr_st_kv){"shard_group_size", vals[0]};
-    asprintf(&vals[1], "%d", e->shard_rank), meta[m++] = (sr_st_kv){"shard_rank", vals[1]};
+    vals[0] = sr__fmt("%d", e->shard_size), meta[m++] = (sr_st_kv){"shard_group_size", vals[0]};
+    vals[1] = sr__fmt("%d", e->shard_rank), meta[m++] = (sr_st_kv){"shard_rank", vals[1]};
     int v = 2;
     for (int u = 0; u < nu; u++) {
-        asprintf(&vals[v], "unit:%d", u);
-        asprintf(&vals[v + 1], "%zu %zu %zu", e->units.u[u].numel, e->units.u[u].padded, e->units.u[u].shard);
+        vals[v] = sr__fmt("unit:%d", u);
+        vals[v + 1] = sr__fmt("%zu %zu %zu", e->units.u[u].numel, e->units.u[u].padded, e->units.u[u].shard);
         meta[m++] = (sr_st_kv){vals[v], vals[v + 1]}, v += 2;
     }
     for (int i = 0; i < e->model->nparams; i++) {
         const sr__param *p = &e->model->params[i];
         if (p->tied_to >= 0) continue;
-        asprintf(&vals[v], "param:%s", p->name);
-        asprintf(&vals[v + 1], "%d %zu %zu", p->unit, p->offset, p->numel);
+        vals[v] = sr__fmt("param:%s", p->name);
+        vals[v + 1] = sr__fmt("%d %zu %zu", p->unit, p->offset, p->numel);
         meta[m++] = (sr_st_kv){vals[v], vals[v + 1]}, v += 2;
     }
     sr_st_writer *w = sr__st_create(path, t, (size_t)nu * K_COUNT, meta, m, err, sizeof err);
@@ -177,12 +203,7 @@ static int save_sharded(sr__engine *e, const char *tmp) {
         }
         debug_delay();
     }
-    if (w && !rc && sr__st_finish(w, err, sizeof err) != 0) {
-        fprintf(stderr, "shardrun: error: checkpoint: %s\n", err);
-        rc = -1;
-    } else if (w && rc) {
-        sr__st_abort(w);
-    }
+    if (w) rc = st_close(w, rc == 0);
     free(host);
     for (int i = 0; i < nu * K_COUNT; i++) free(names[i]);
     for (size_t i = 0; i < nmeta * 2; i++) free(vals[i]);
@@ -208,15 +229,15 @@ static int save_full(sr__engine *e, const char *tmp) {
             mt[n] = (sr_st_tensor){.name = p->name, .dtype = SR_FLOAT32, .ndim = p->ndim};
             memcpy(mt[n].shape, p->shape, sizeof p->shape);
             for (int k = 0; k < 2; k++) {
-                asprintf(&onames[2 * n + k], "%s.%s", p->name, KIND[1 + k]);
+                onames[2 * n + k] = sr__fmt("%s.%s", p->name, KIND[1 + k]);
                 ot[2 * n + k] = mt[n];
                 ot[2 * n + k].name = onames[2 * n + k];
             }
             n++;
         }
         sr_st_kv meta[] = {{"format", "pt"}};
-        asprintf(&mpath, "%s/model.safetensors", tmp);
-        asprintf(&opath, "%s/optimizer.safetensors", tmp);
+        mpath = sr__fmt("%s/model.safetensors", tmp);
+        opath = sr__fmt("%s/optimizer.safetensors", tmp);
         mw = sr__st_create(mpath, mt, (size_t)n, meta, 1, err, sizeof err);
         if (mw) ow = sr__st_create(opath, ot, (size_t)n * 2, NULL, 0, err, sizeof err);
         if (!mw || !ow) fprintf(stderr, "shardrun: error: checkpoint: %s\n", err), rc = -1;
@@ -224,12 +245,7 @@ static int save_full(sr__engine *e, const char *tmp) {
         free(onames), free(mt), free(ot);
     }
     /* rank 0's failure to create the files must stop the whole shard group before any gather */
-    if (e->shard_pg) {
-        int *d = (int *)e->scalar, v = rc ? 1 : 0;
-        e->dev->to_device(d, &v, sizeof v);
-        if (sr_pg_all_reduce(e->shard_pg, d, 1, SR_INT32, SR_MAX, NULL) != 0) rc = -1;
-        else e->dev->to_host(&v, d, sizeof v), rc = v ? -1 : rc;
-    }
+    rc = agree(e, e->shard_pg, rc != 0);
     size_t maxp = 0;
     for (int u = 0; u < e->units.n; u++) maxp = e->units.u[u].padded > maxp ? e->units.u[u].padded : maxp;
     float *full = rc ? NULL : e->dev->alloc(maxp * sizeof(float)), *host = me ? malloc(maxp * sizeof(float)) : NULL;
@@ -258,12 +274,10 @@ static int save_full(sr__engine *e, const char *tmp) {
         debug_delay();
     }
     if (me) {
-        if (!rc && sr__st_finish(mw, err, sizeof err) != 0) fprintf(stderr, "shardrun: error: checkpoint: %s\n", err), rc = -1, mw = NULL;
-        else if (mw && !rc) mw = NULL;
-        if (!rc && sr__st_finish(ow, err, sizeof err) != 0) fprintf(stderr, "shardrun: error: checkpoint: %s\n", err), rc = -1, ow = NULL;
-        else if (ow && !rc) ow = NULL;
-        if (mw) sr__st_abort(mw);
-        if (ow) sr__st_abort(ow);
+        int ok = rc == 0;
+        ok = st_close(mw, ok) == 0 && ok;
+        ok = st_close(ow, ok) == 0 && ok;
+        rc = ok ? 0 : -1;
     }
     e->dev->free(full);
     free(host), free(idx), free(mpath), free(opath);
@@ -271,26 +285,21 @@ static int save_full(sr__engine *e, const char *tmp) {
 }
 
 int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) {
-    char *final = NULL, *tmp = NULL, *old = NULL;
-    if (asprintf(&final, "%s/checkpoint-%lld", outdir, ts->global_step) < 0 || asprintf(&tmp, "%s.tmp", final) < 0 ||
-        asprintf(&old, "%s.old", final) < 0)
-        return -1;
+    char *final = sr__fmt("%s/checkpoint-%lld", outdir, ts->global_step), *tmp = sr__fmt("%s.tmp", final),
+         *old = sr__fmt("%s.old", final);
     int failed = 0;
     if (e->rank == 0) {
-        if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
-            fprintf(stderr, "shardrun: error: checkpoint: cannot create output_dir %s: %s\n", outdir, strerror(errno));
-            failed = 1;
-        }
+        failed = sr__make_output_dir(outdir) != 0;
         remove_tree(tmp); /* a save that was killed earlier */
         if (!failed && mkdir(tmp, 0777) != 0) {
             fprintf(stderr, "shardrun: error: checkpoint: cannot create %s: %s\n", tmp, strerror(errno));
             failed = 1;
         }
     }
-    int rc = agree(e, failed);
+    int rc = agree(e, e->world, failed);
     if (rc == 0) {
         failed = (e->cfg.state_dict == SR_SD_FULL ? save_full(e, tmp) : save_sharded(e, tmp)) != 0;
-        rc = agree(e, failed);
+        rc = agree(e, e->world, failed);
     }
     if (rc == 0 && e->rank == 0) {
         failed = write_state(e, tmp, ts) != 0;
@@ -308,7 +317,7 @@ int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) 
             fsync_dir(outdir);
         }
     }
-    if (rc == 0) rc = agree(e, failed);
+    if (rc == 0) rc = agree(e, e->world, failed);
     if (rc != 0 && e->rank == 0) remove_tree(tmp);
     free(final), free(tmp), free(old);
     return rc;
@@ -333,8 +342,7 @@ static void source_close(source *s) {
 }
 
 static sr_st_file *open_st(const char *dir, const char *name) {
-    char *p = NULL, err[512];
-    if (asprintf(&p, "%s/%s", dir, name) < 0) return NULL;
+    char *p = sr__fmt("%s/%s", dir, name), err[512];
     sr_st_file *f = sr__st_open(p, err, sizeof err);
     if (!f) fprintf(stderr, "shardrun: error: resume_from_checkpoint: %s\n", err);
     free(p);
@@ -344,8 +352,7 @@ static sr_st_file *open_st(const char *dir, const char *name) {
 static int source_open(source *s, const char *dir) {
     memset(s, 0, sizeof *s);
     s->dir = dir;
-    char *p = NULL;
-    if (asprintf(&p, "%s/model.safetensors", dir) < 0) return -1;
+    char *p = sr__fmt("%s/model.safetensors", dir);
     s->full = access(p, F_OK) == 0;
     free(p);
     if (s->full) {
@@ -457,7 +464,7 @@ int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts) {
         free(host);
     }
     source_close(&src);
-    return agree(e, failed);
+    return agree(e, e->world, failed);
 }
 
 /* ---- finding the latest ---------------------------------------------------------------------------------- */
@@ -474,7 +481,5 @@ char *sr__ckpt_latest(const char *outdir) {
         if (sscanf(de->d_name, "checkpoint-%lld%n", &n, &end) == 1 && de->d_name[end] == 0 && n > best) best = n;
     }
     closedir(d);
-    char *p = NULL;
-    if (best >= 0 && asprintf(&p, "%s/checkpoint-%lld", outdir, best) < 0) p = NULL;
-    return p;
+    return best >= 0 ? sr__fmt("%s/checkpoint-%lld", outdir, best) : NULL;
 }

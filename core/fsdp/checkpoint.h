@@ -23,6 +23,8 @@ typedef struct sr__train_state {
 int sr__ckpt_save(sr__engine *e, const char *output_dir, const sr__train_state *ts);
 /* Collective: loads `dir` (any world size) into the engine's shards; fills *ts.  0 or -1. */
 int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts);
+/* Creates output_dir and its missing parents (mkdir -p).  0, or -1 after printing why. */
+int sr__make_output_dir(const char *dir);
 /* output_dir/checkpoint-N with the largest N that is complete, or NULL (a new string). */
 char *sr__ckpt_latest(const char *output_dir);
 

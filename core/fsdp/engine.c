@@ -9,8 +9,7 @@
 
 /* ---- errors ---------------------------------------------------------------------------------- */
 
-static int pg_fail(sr__engine *e, sr_pg *pg, const char *what) {
-    (void)e;
+static int pg_fail(sr_pg *pg, const char *what) {
     fprintf(stderr, "shardrun: error: FSDP %s failed: %s\n", what, pg ? sr_pg_error(pg) : "no process group");
     return -1;
 }
@@ -76,7 +75,7 @@ static int issue_gather(sr__engine *e, int u) {
         send = s->gather_send;
     }
     if (sr_pg_all_gather(e->shard_pg, send, s->full, un->shard, e->dtype, &s->gather_work) != 0)
-        return pg_fail(e, e->shard_pg, "all-gather");
+        return pg_fail(e->shard_pg, "all-gather");
     s->st = SR_U_GATHERING;
     return 0;
 }
@@ -88,7 +87,7 @@ static int wait_gather(sr__engine *e, int u) {
     s->gather_work = NULL;
     pool_put(&e->temp_pool, s->gather_send);
     s->gather_send = NULL;
-    if (rc != 0) return pg_fail(e, e->shard_pg, "all-gather");
+    if (rc != 0) return pg_fail(e->shard_pg, "all-gather");
     s->st = SR_U_GATHERED;
     return 0;
 }
@@ -129,7 +128,7 @@ static int complete_reduce(sr__engine *e, int u) {
         pool_put(&e->grad_pool, s->gfull);
         s->gfull = NULL;
     }
-    return rc == 0 ? 0 : pg_fail(e, e->shard_pg, "reduce-scatter");
+    return rc == 0 ? 0 : pg_fail(e->shard_pg, "reduce-scatter");
 }
 
 /* The unit's full gradient buffer, zeroed.  At most grad_limit buffers exist: when all are busy
@@ -159,7 +158,7 @@ static int issue_reduce(sr__engine *e, int u) {
     if (!s->rs_recv) return -1;
     e->dev->sync(); /* the task's gradient kernels must have finished */
     if (sr_pg_reduce_scatter(e->shard_pg, s->gfull, s->rs_recv, un->shard, e->dtype, SR_AVG, &s->rs_work) != 0)
-        return pg_fail(e, e->shard_pg, "reduce-scatter");
+        return pg_fail(e->shard_pg, "reduce-scatter");
     s->rs_pending = 1;
     e->pending_rs[e->npending++] = u;
     return 0;
@@ -271,7 +270,7 @@ static int reduce_scalar(sr__engine *e, sr_pg *pg, double *v, sr_redop op) {
     if (!pg) return 0;
     float f = (float)*v;
     e->dev->to_device(e->scalar, &f, sizeof f);
-    if (sr_pg_all_reduce(pg, e->scalar, 1, SR_FLOAT32, op, NULL) != 0) return pg_fail(e, pg, "all-reduce");
+    if (sr_pg_all_reduce(pg, e->scalar, 1, SR_FLOAT32, op, NULL) != 0) return pg_fail(pg, "all-reduce");
     e->dev->to_host(&f, e->scalar, sizeof f);
     *v = f;
     return 0;
@@ -314,7 +313,7 @@ int sr__engine_step(sr__engine *e, long long step, const sr__optim *o, sr__step_
         for (int u = 0; u < e->units.n; u++)
             if (w[u] && sr_work_wait(w[u]) != 0) rc = -1;
         free(w);
-        if (rc) return pg_fail(e, e->rep_pg, "gradient all-reduce across replicas");
+        if (rc) return pg_fail(e->rep_pg, "gradient all-reduce across replicas");
     }
     out->loss_scale = e->loss_scale;
     if (e->dtype == SR_FLOAT16) { /* every rank decides together whether this step overflowed */
@@ -369,7 +368,7 @@ static int split_groups(sr__engine *e) {
         sr_pg *sh = NULL, *rep = NULL;
         if (sr_pg_split(w, sr_node_rank(e->ctx), sr_local_rank(e->ctx), &sh) != 0 ||
             sr_pg_split(w, sr_local_rank(e->ctx), sr_node_rank(e->ctx), &rep) != 0)
-            return pg_fail(e, w, "creating the HYBRID_SHARD groups");
+            return pg_fail(w, "creating the HYBRID_SHARD groups");
         e->shard_pg = sr_pg_size(sh) > 1 ? sh : NULL;
         e->rep_pg = sr_pg_size(rep) > 1 ? rep : NULL;
     }
@@ -541,7 +540,7 @@ int sr__engine_init_params(sr__engine *e) {
             e->dev->free(dev);
             if (rc != 0) {
                 free(host);
-                return pg_fail(e, e->world, "broadcast of rank 0's parameters (sync_module_states)");
+                return pg_fail(e->world, "broadcast of rank 0's parameters (sync_module_states)");
             }
         }
         e->dev->to_device(e->slot[u].master, host, un->shard * sizeof(float));

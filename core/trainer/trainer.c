@@ -11,6 +11,7 @@
 #include "../ctx.h"
 #include "../fsdp/checkpoint.h"
 #include "../fsdp/engine.h"
+#include "../strbuf.h"
 #include "sampler.h"
 #include "train_args.h"
 
@@ -61,12 +62,8 @@ static int make_plan(const sr__train_args *a, const sr__sampler *s, plan *p) {
    lines up to the step it resumed from and drops those a killed run wrote after it. */
 static FILE *open_log(const sr__train_args *a, int rank, long long resumed_step) {
     if (!a->output_dir || rank != 0) return NULL;
-    char *p = NULL, *mk = NULL;
-    if (asprintf(&mk, "mkdir -p '%s'", a->output_dir) >= 0) { /* output_dir may be nested */
-        if (system(mk) != 0) fprintf(stderr, "shardrun: warning: cannot create %s\n", a->output_dir);
-        free(mk);
-    }
-    if (asprintf(&p, "%s/train_log.jsonl", a->output_dir) < 0) return NULL;
+    if (sr__make_output_dir(a->output_dir) != 0) return NULL;
+    char *p = sr__fmt("%s/train_log.jsonl", a->output_dir);
     char *kept = NULL;
     size_t kept_len = 0;
     FILE *old = resumed_step > 0 ? fopen(p, "r") : NULL;

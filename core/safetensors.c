@@ -10,6 +10,8 @@
 #define _FILE_OFFSET_BITS 64
 #include "safetensors.h"
 
+#include "shardrun/half.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -937,4 +939,19 @@ void sr__st_close(sr_st_file *f) {
     free(f->slots);
     free(f->path);
     free(f);
+}
+
+int sr__st_to_f32(const sr_st_tensor *t, const void *data, size_t first, size_t n, float *dst) {
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i++) { /* memcpy: a foreign file's data need not be aligned */
+        size_t j = first + i;
+        uint16_t h;
+        switch (t->dtype) {
+        case SR_FLOAT32: memcpy(&dst[i], b + 4 * j, 4); break;
+        case SR_BFLOAT16: memcpy(&h, b + 2 * j, 2), dst[i] = sr_bf16_to_f32(h); break;
+        case SR_FLOAT16: memcpy(&h, b + 2 * j, 2), dst[i] = sr_f16_to_f32(h); break;
+        default: return -1;
+        }
+    }
+    return 0;
 }

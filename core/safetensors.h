@@ -61,6 +61,10 @@ const sr_st_tensor *sr__st_find(const sr_st_file *f, const char *name, const voi
 const char *sr__st_metadata(const sr_st_file *f, const char *key);
 void sr__st_close(sr_st_file *f);
 
+/* Elements [first, first + n) of a floating-point tensor (F32, BF16, F16) as fp32.  0, or -1 for
+   an integer tensor. */
+int sr__st_to_f32(const sr_st_tensor *t, const void *data, size_t first, size_t n, float *dst);
+
 /* "F32", "F16", "BF16", "I32", "I64" */
 const char *sr__st_dtype_name(sr_dtype dtype);
 

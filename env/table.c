@@ -59,6 +59,9 @@ const sr_key sr__trainer_keys[] = {
     {"logging_steps", SR_KEY_INT, "500", NULL, 0, 1, LLONG_MAX, NULL,
      "rank 0 prints step, loss, learning rate, grad norm, tokens/s and memory every N steps"},
     {"seed", SR_KEY_INT, "42", NULL, 0, 0, LLONG_MAX, NULL, "parameter initialisation and data order (DistributedSampler: seed + epoch)"},
+    {"init_weights", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "a safetensors file to start from (HF model.safetensors, or a FULL checkpoint's): parameters by name, "
+     "fp32/bf16/fp16; with cpu_ram_efficient_loading only rank 0 reads it"},
     {"output_dir", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
      "where checkpoint-N folders and train_log.jsonl go (relative to the working directory)"},
     {"save_steps", SR_KEY_INT, "0", NULL, 0, 0, LLONG_MAX, NULL, "save a checkpoint every N steps (0: never)"},

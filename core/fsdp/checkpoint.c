@@ -22,19 +22,6 @@ static const char *const KIND[K_COUNT] = {"param", "exp_avg", "exp_avg_sq"};
 
 static float *kind_shard(sr__uslot *s, int k) { return k == K_PARAM ? s->master : k == K_EXP_AVG ? s->exp_avg : s->exp_avg_sq; }
 
-/* Every rank of `pg` learns whether any of them failed (a checkpoint is all or nothing). */
-static int agree(sr__engine *e, sr_pg *pg, int failed) {
-    if (!pg) return failed ? -1 : 0;
-    int v = failed ? 1 : 0, *d = (int *)e->scalar;
-    e->dev->to_device(d, &v, sizeof v);
-    if (sr_pg_all_reduce(pg, d, 1, SR_INT32, SR_MAX, NULL) != 0) {
-        fprintf(stderr, "shardrun: error: checkpoint: %s\n", sr_pg_error(pg));
-        return -1;
-    }
-    e->dev->to_host(&v, d, sizeof v);
-    return v ? -1 : 0;
-}
-
 static void remove_tree(const char *dir) { /* checkpoint folders hold plain files only */
     DIR *d = opendir(dir);
     if (!d) return;
@@ -245,7 +232,7 @@ static int save_full(sr__engine *e, const char *tmp) {
         free(onames), free(mt), free(ot);
     }
     /* rank 0's failure to create the files must stop the whole shard group before any gather */
-    rc = agree(e, e->shard_pg, rc != 0);
+    rc = sr__engine_agree(e, e->shard_pg, rc != 0);
     size_t maxp = 0;
     for (int u = 0; u < e->units.n; u++) maxp = e->units.u[u].padded > maxp ? e->units.u[u].padded : maxp;
     float *full = rc ? NULL : e->dev->alloc(maxp * sizeof(float)), *host = me ? malloc(maxp * sizeof(float)) : NULL;
@@ -296,10 +283,10 @@ int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) 
             failed = 1;
         }
     }
-    int rc = agree(e, e->world, failed);
+    int rc = sr__engine_agree(e, e->world, failed);
     if (rc == 0) {
         failed = (e->cfg.state_dict == SR_SD_FULL ? save_full(e, tmp) : save_sharded(e, tmp)) != 0;
-        rc = agree(e, e->world, failed);
+        rc = sr__engine_agree(e, e->world, failed);
     }
     if (rc == 0 && e->rank == 0) {
         failed = write_state(e, tmp, ts) != 0;
@@ -317,7 +304,7 @@ int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) 
             fsync_dir(outdir);
         }
     }
-    if (rc == 0) rc = agree(e, e->world, failed);
+    if (rc == 0) rc = sr__engine_agree(e, e->world, failed);
     if (rc != 0 && e->rank == 0) remove_tree(tmp);
     free(final), free(tmp), free(old);
     return rc;
@@ -397,17 +384,11 @@ static int source_read(source *s, const sr__param *p, int kind, size_t first, si
                             "checkpoint belongs to another model\n", s->dir, name, kind == K_PARAM ? "model" : "optimizer");
             return -1;
         }
-        if (t->nbytes / sr_dtype_size(t->dtype) != p->numel || t->dtype == SR_INT32 || t->dtype == SR_INT64) {
+        if (t->nbytes / sr_dtype_size(t->dtype) != p->numel || sr__st_to_f32(t, data, first, n, dst) != 0) {
             fprintf(stderr, "shardrun: error: resume_from_checkpoint: %s: tensor \"%s\" has %" PRIu64 " elements of %s; "
                             "the model's has %zu floating-point elements\n", s->dir, name,
                     t->nbytes / sr_dtype_size(t->dtype), sr__st_dtype_name(t->dtype), p->numel);
             return -1;
-        }
-        for (size_t i = 0; i < n; i++) { /* weights may come in fp16/bf16 */
-            size_t j = first + i;
-            dst[i] = t->dtype == SR_FLOAT32 ? ((const float *)data)[j]
-                     : t->dtype == SR_BFLOAT16 ? sr_bf16_to_f32(((const uint16_t *)data)[j])
-                                               : sr_f16_to_f32(((const uint16_t *)data)[j]);
         }
         return 0;
     }
@@ -464,7 +445,7 @@ int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts) {
         free(host);
     }
     source_close(&src);
-    return agree(e, e->world, failed);
+    return sr__engine_agree(e, e->world, failed);
 }
 
 /* ---- finding the latest ---------------------------------------------------------------------------------- */

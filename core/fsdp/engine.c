@@ -514,7 +514,7 @@ const sr__fsdp_config *sr__engine_config(const sr__engine *e) { return &e->cfg; 
 /* ---- initial parameters -------------------------------------------------------------------------- */
 
 /* Fills elements [lo, lo + n) of unit u's flat buffer (host memory) from the initialisers. */
-static void init_flat(const sr__engine *e, int u, float *dst, size_t lo, size_t n) {
+void sr__engine_init_range(const sr__engine *e, int u, float *dst, size_t lo, size_t n) {
     const sr__unit *un = &e->units.u[u];
     memset(dst, 0, n * sizeof *dst); /* padding stays zero */
     for (int k = 0; k < un->nparams; k++) {
@@ -524,29 +524,52 @@ static void init_flat(const sr__engine *e, int u, float *dst, size_t lo, size_t 
     }
 }
 
-int sr__engine_init_params(sr__engine *e) {
-    int sync = e->world && e->world_size > 1 && e->cfg.enabled && e->cfg.sync_module_states;
+int sr__engine_fill_master(sr__engine *e, sr__unit_filler fill, void *arg, int from_rank0) {
+    from_rank0 = from_rank0 && e->world && e->world_size > 1;
     for (int u = 0; u < e->units.n; u++) {
         const sr__unit *un = &e->units.u[u];
         size_t lo = (size_t)e->shard_rank * un->shard;
-        float *host = malloc((sync ? un->padded : un->shard) * sizeof(float));
-        if (!sync) { /* each rank fills only its own shard */
-            init_flat(e, u, host, lo, un->shard);
+        float *host = malloc((from_rank0 ? un->padded : un->shard) * sizeof(float));
+        if (!from_rank0) { /* each rank fills only its own shard */
+            fill(e, u, host, lo, un->shard, arg);
         } else { /* rank 0's values, one unit at a time: no rank holds the whole model */
             float *dev = e->dev->alloc(un->padded * sizeof(float));
-            if (e->rank == 0) init_flat(e, u, host, 0, un->padded), e->dev->to_device(dev, host, un->padded * sizeof(float));
+            if (e->rank == 0) fill(e, u, host, 0, un->padded, arg), e->dev->to_device(dev, host, un->padded * sizeof(float));
             int rc = sr_pg_broadcast(e->world, dev, un->padded, SR_FLOAT32, 0, NULL);
             if (rc == 0) e->dev->to_host(host, (float *)dev + lo, un->shard * sizeof(float));
             e->dev->free(dev);
             if (rc != 0) {
                 free(host);
-                return pg_fail(e->world, "broadcast of rank 0's parameters (sync_module_states)");
+                return pg_fail(e->world, "broadcast of rank 0's parameters");
             }
         }
         e->dev->to_device(e->slot[u].master, host, un->shard * sizeof(float));
         free(host);
     }
     return e->dev->sync();
+}
+
+static void init_filler(sr__engine *e, int u, float *dst, size_t lo, size_t n, void *arg) {
+    (void)arg;
+    sr__engine_init_range(e, u, dst, lo, n);
+}
+
+int sr__engine_init_params(sr__engine *e) {
+    return sr__engine_fill_master(e, init_filler, NULL, e->cfg.enabled && e->cfg.sync_module_states);
+}
+
+/* ---- agreeing on failure -------------------------------------------------------------------------- */
+
+int sr__engine_agree(sr__engine *e, sr_pg *pg, int failed) {
+    if (!pg) return failed ? -1 : 0;
+    int v = failed ? 1 : 0, *d = (int *)e->scalar;
+    e->dev->to_device(d, &v, sizeof v);
+    if (sr_pg_all_reduce(pg, d, 1, SR_INT32, SR_MAX, NULL) != 0) {
+        fprintf(stderr, "shardrun: error: %s\n", sr_pg_error(pg));
+        return -1;
+    }
+    e->dev->to_host(&v, d, sizeof v);
+    return v ? -1 : 0;
 }
 
 /* ---- reporting ------------------------------------------------------------------------------------ */

@@ -51,6 +51,12 @@ void sr__engine_free(sr__engine *e);
 const sr__fsdp_config *sr__engine_config(const sr__engine *e);
 /* Fresh parameters: the initialisers (or rank 0's values, with FSDP_SYNC_MODULE_STATES). */
 int sr__engine_init_params(sr__engine *e);
+/* Initial parameters from a safetensors file (HF model.safetensors, or a FULL checkpoint's), by
+   name, F32/BF16/F16.  With FSDP_CPU_RAM_EFFICIENT_LOADING (several ranks, FSDP on) only rank 0
+   reads the file and broadcasts it unit by unit; otherwise each rank reads its shard's ranges.
+   Parameters the file lacks keep their initialiser (a warning lists them); a shape mismatch is an
+   error.  *bytes_read: bytes of tensor data this rank read.  Collective; 0 or -1. */
+int sr__engine_load_weights(sr__engine *e, const char *path, long long *bytes_read);
 /* One micro-batch of `step`: *loss = this rank's mean loss.  accum: micro-batches per step. */
 int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, const int64_t *samples, int n,
                            double *loss, long long *tokens);

@@ -68,4 +68,16 @@ struct sr__engine {
     int max_mod_params;
 };
 
+/* Fills elements [lo, lo + n) of unit u's flat buffer (host memory, padding zeroed). */
+typedef void (*sr__unit_filler)(sr__engine *e, int u, float *dst, size_t lo, size_t n, void *arg);
+/* Sets every unit's fp32 master shard: with from_rank0 (and several ranks), rank 0 fills whole
+   units one at a time and broadcasts them (FSDP_SYNC_MODULE_STATES: no rank holds the whole model);
+   otherwise each rank fills its own shard.  Collective; 0 or -1. */
+int sr__engine_fill_master(sr__engine *e, sr__unit_filler fill, void *arg, int from_rank0);
+/* Every rank of `pg` learns whether any of them failed (a checkpoint, a weights file: all or
+   nothing).  0 when none did; collective over pg (NULL: just this rank). */
+int sr__engine_agree(sr__engine *e, sr_pg *pg, int failed);
+/* The initialisers' values of elements [lo, lo + n) of unit u. */
+void sr__engine_init_range(const sr__engine *e, int u, float *dst, size_t lo, size_t n);
+
 #endif

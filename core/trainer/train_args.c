@@ -66,6 +66,8 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     for (int i = 0; i < 4; i++)
         if (!strcmp(sched, names[i])) a->lr_scheduler_type = (sr__schedule)i;
     free(sched);
+    a->init_weights = sr_config(c, "init_weights");
+    if (a->init_weights && !*a->init_weights) a->init_weights = NULL;
     a->output_dir = sr_config(c, "output_dir");
     if (a->output_dir && !*a->output_dir) a->output_dir = NULL;
     a->save_final = save_final ? !strcmp(save_final, "true") : a->output_dir != NULL;

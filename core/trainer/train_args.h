@@ -18,6 +18,7 @@ typedef struct sr__train_args {
     long long warmup_steps;
     sr__schedule lr_scheduler_type;
     long long logging_steps, save_steps, seed;
+    const char *init_weights;           /* safetensors file to start from, or NULL */
     const char *output_dir;             /* NULL: nothing is written */
     const char *resume_from_checkpoint; /* NULL, "latest", or a checkpoint folder */
     int save_final;                     /* a checkpoint after the last step (default: when output_dir is set) */

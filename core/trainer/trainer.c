@@ -109,6 +109,7 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
     const sr__fsdp_config *cfg = sr__engine_config(e);
 
     sr__train_state ts = {0, a.seed};
+    long long weights_bytes = 0;
     char *resume = NULL;
     if (a.resume_from_checkpoint) {
         resume = strcmp(a.resume_from_checkpoint, "latest") ? strdup(a.resume_from_checkpoint) : sr__ckpt_latest(a.output_dir);
@@ -127,6 +128,11 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
         if (ts.seed != a.seed && rank == 0)
             printf("shardrun: note: the checkpoint was trained with seed %lld; continuing with its data order\n", ts.seed);
         a.seed = ts.seed;
+        if (a.init_weights && rank == 0)
+            printf("shardrun: note: init_weights is not read: the checkpoint holds the parameters\n");
+    } else if (a.init_weights) {
+        if (sr__engine_load_weights(e, a.init_weights, &weights_bytes) != 0) goto out;
+        if (rank == 0) printf("shardrun: initial weights from %s\n", a.init_weights);
     } else if (sr__engine_init_params(e) != 0) {
         goto out;
     }
@@ -232,6 +238,7 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
     sr_report_int(ctx, "engine_persistent_bytes", (long long)mem.persistent);
     sr_report_int(ctx, "engine_pool_bytes", (long long)mem.pool);
     sr_report_num(ctx, "peak_rss_gb", peak_rss_gb());
+    if (a.init_weights && !a.resume_from_checkpoint) sr_report_int(ctx, "init_weights_bytes_read", weights_bytes);
     sr_report_num(ctx, "param_sum", psum);
     sr_report_num(ctx, "param_sumsq", psq);
     rc = 0;

@@ -1,0 +1,103 @@
+/* Initial weights from a safetensors file (see sr__engine_load_weights in engine.h). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../safetensors.h"
+#include "../strbuf.h"
+#include "engine_internal.h"
+
+typedef struct weights {
+    sr_st_file *f;
+    const sr_st_tensor **t; /* per parameter: its tensor, or NULL (missing: initialiser) */
+    const void **data;
+    long long bytes;
+} weights;
+
+/* The initialisers first (padding, parameters the file lacks), then what the file holds. */
+static void fill_from_file(sr__engine *e, int u, float *dst, size_t lo, size_t n, void *arg) {
+    weights *w = arg;
+    const sr__unit *un = &e->units.u[u];
+    sr__engine_init_range(e, u, dst, lo, n);
+    for (int k = 0; k < un->nparams; k++) {
+        int i = un->params[k];
+        const sr__param *p = &e->model->params[i];
+        size_t a = p->offset > lo ? p->offset : lo, b = p->offset + p->numel < lo + n ? p->offset + p->numel : lo + n;
+        if (a >= b || !w->t[i]) continue;
+        sr__st_to_f32(w->t[i], w->data[i], a - p->offset, b - a, dst + (a - lo));
+        w->bytes += (long long)((b - a) * sr_dtype_size(w->t[i]->dtype));
+    }
+}
+
+static int same_shape(const sr__param *p, const sr_st_tensor *t) {
+    if (p->ndim != t->ndim) return 0;
+    for (int d = 0; d < p->ndim; d++)
+        if (p->shape[d] != t->shape[d]) return 0;
+    return 1;
+}
+
+static void shape_str(char *buf, size_t len, int ndim, const int64_t *shape) {
+    size_t used = (size_t)snprintf(buf, len, "[");
+    for (int d = 0; d < ndim && used < len; d++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (used < len) snprintf(buf + used, len - used, "]");
+}
+
+/* Opens and checks the file against the model: 0, or -1 after printing every problem. */
+static int open_weights(sr__engine *e, const char *path, weights *w) {
+    char err[512];
+    w->f = sr__st_open(path, err, sizeof err);
+    if (!w->f) {
+        fprintf(stderr, "shardrun: error: init_weights: %s\n", err);
+        return -1;
+    }
+    int bad = 0, nmodel = e->model->nparams;
+    sr_buf missing = {0}, extra = {0};
+    for (int i = 0; i < nmodel; i++) {
+        const sr__param *p = &e->model->params[i];
+        if (p->tied_to >= 0) continue;
+        w->t[i] = sr__st_find(w->f, p->name, &w->data[i]);
+        if (!w->t[i]) {
+            sr__buf_printf(&missing, "%s%s", missing.n ? ", " : "", p->name);
+            continue;
+        }
+        if (!same_shape(p, w->t[i]) || w->t[i]->dtype == SR_INT32 || w->t[i]->dtype == SR_INT64) {
+            char want[128], have[128];
+            shape_str(want, sizeof want, p->ndim, p->shape);
+            shape_str(have, sizeof have, w->t[i]->ndim, w->t[i]->shape);
+            fprintf(stderr, "shardrun: error: init_weights: %s: tensor \"%s\" is %s %s, but the model's parameter is "
+                            "%s (floating point); the file belongs to another model or size\n", path, p->name,
+                    sr__st_dtype_name(w->t[i]->dtype), have, want);
+            bad = 1;
+        }
+    }
+    for (size_t k = 0; k < sr__st_count(w->f); k++) {
+        const char *name = sr__st_at(w->f, k)->name;
+        int known = 0;
+        for (int i = 0; i < nmodel && !known; i++) known = !strcmp(e->model->params[i].name, name);
+        if (!known) sr__buf_printf(&extra, "%s%s", extra.n ? ", " : "", name);
+    }
+    if (!bad && missing.n)
+        fprintf(stderr, "shardrun: warning: init_weights: %s lacks %s; %s start%s from the task's initialisers\n", path,
+                missing.s, strchr(missing.s, ',') ? "they" : "it", strchr(missing.s, ',') ? "" : "s");
+    if (!bad && extra.n)
+        fprintf(stderr, "shardrun: warning: init_weights: %s has tensors the model does not use: %s\n", path, extra.s);
+    sr__buf_free(&missing), sr__buf_free(&extra);
+    return bad ? -1 : 0;
+}
+
+int sr__engine_load_weights(sr__engine *e, const char *path, long long *bytes_read) {
+    int from_rank0 = e->cfg.enabled && e->cfg.cpu_ram_efficient_loading && e->world && e->world_size > 1;
+    int reader = !from_rank0 || e->rank == 0; /* with cpu_ram_efficient_loading, the others never open it */
+    weights w = {0};
+    w.t = calloc((size_t)e->model->nparams, sizeof *w.t);
+    w.data = calloc((size_t)e->model->nparams, sizeof *w.data);
+    int failed = reader && open_weights(e, path, &w) != 0;
+    int rc = sr__engine_agree(e, from_rank0 ? e->world : NULL, failed);
+    if (rc == 0) rc = sr__engine_fill_master(e, fill_from_file, &w, from_rank0);
+    if (w.f) sr__st_close(w.f);
+    free(w.t), free(w.data);
+    *bytes_read = w.bytes;
+    return rc;
+}

@@ -100,6 +100,9 @@ const sr_var sr__host_reads[] = {
      "FULL_SHARD, NO_WRAP, no prefetch, FULL_STATE_DICT (SHARDED with version 2), sync_module_states true. Without "
      "ACCELERATE_USE_FSDP=true a model task trains replicated (gradients all-reduced). FSDP_IGNORED_MODULES is "
      "refused (not supported by the engine yet)"},
+    {"SHARDRUN_DEBUG_OFFLOAD_STAGING",
+     "testing aid: 1 makes FSDP_OFFLOAD_PARAMS=true take the GPU's path on a CPU (shards in one allocation, "
+     "gathers and reductions through staging copies), so the tests check it without a GPU"},
     {"SHARDRUN_DEBUG_SAVE_DELAY_MS",
      "testing aid: milliseconds the checkpoint writer sleeps after each unit, so a test can kill a run in the "
      "middle of a save"},

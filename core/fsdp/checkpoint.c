@@ -185,7 +185,7 @@ static int save_sharded(sr__engine *e, const char *tmp) {
     for (int u = 0; u < nu && !rc; u++) {
         size_t n = e->units.u[u].shard;
         for (int k = 0; k < K_COUNT && !rc; k++) {
-            e->dev->to_host(host, kind_shard(&e->slot[u], k), n * sizeof *host);
+            e->hdev->to_host(host, kind_shard(&e->slot[u], k), n * sizeof *host);
             rc = st_put(w, (size_t)(u * K_COUNT + k), 0, host, n * sizeof *host, path);
         }
         debug_delay();
@@ -240,6 +240,10 @@ static int save_full(sr__engine *e, const char *tmp) {
         const sr__unit *un = &e->units.u[u];
         for (int k = 0; k < K_COUNT && !rc; k++) {
             float *src = kind_shard(&e->slot[u], k);
+            if (e->offload) { /* collectives and the copy below read device memory */
+                sr__engine_shard_to_dev(e, e->xfer, src, un->shard);
+                src = e->xfer;
+            }
             if (e->shard_pg) {
                 if (sr_pg_all_gather(e->shard_pg, src, full, un->shard, SR_FLOAT32, NULL) != 0) {
                     fprintf(stderr, "shardrun: error: checkpoint: %s\n", sr_pg_error(e->shard_pg));
@@ -440,7 +444,7 @@ int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts) {
                 size_t a = p->offset > lo ? p->offset : lo, b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
                 if (a < b) failed = source_read(&src, p, k, a - p->offset, b - a, host + (a - lo)) != 0;
             }
-            if (!failed) e->dev->to_device(kind_shard(&e->slot[u], k), host, un->shard * sizeof *host);
+            if (!failed) e->hdev->to_device(kind_shard(&e->slot[u], k), host, un->shard * sizeof *host);
         }
         free(host);
     }

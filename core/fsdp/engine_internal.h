@@ -18,7 +18,7 @@ typedef struct sr__pool {
 } sr__pool;
 
 typedef struct sr__uslot {
-    /* persistent, shard-sized, fp32 (device memory) */
+    /* persistent, shard-sized, fp32 (memory of hdev) */
     float *master, *grad, *exp_avg, *exp_avg_sq;
     /* per step */
     sr__ustate st;
@@ -40,7 +40,11 @@ struct sr__engine {
     sr__fsdp_config cfg;
     sr__units units;
     sr__uslot *slot;
-    const sr_device *dev;
+    const sr_device *dev;  /* where units are gathered and the task computes */
+    const sr_device *hdev; /* where the shards live: dev, or the CPU under FSDP_OFFLOAD_PARAMS */
+    int offload;           /* hdev != dev: shards travel through host staging buffers */
+    void *stage;           /* host staging, one shard in fp32 (offload) */
+    float *xfer;           /* device buffer, one shard in fp32 (offload: replica all-reduce, FULL save) */
     uint64_t seed;
     sr_dtype dtype; /* gather/compute/reduce dtype */
     size_t dsize;
@@ -77,6 +81,9 @@ int sr__engine_fill_master(sr__engine *e, sr__unit_filler fill, void *arg, int f
 /* Every rank of `pg` learns whether any of them failed (a checkpoint, a weights file: all or
    nothing).  0 when none did; collective over pg (NULL: just this rank). */
 int sr__engine_agree(sr__engine *e, sr_pg *pg, int failed);
+/* Copies a shard-sized fp32 array from the shards' memory (hdev) to device memory, or back. */
+void sr__engine_shard_to_dev(sr__engine *e, float *dev_dst, const float *shard, size_t n);
+void sr__engine_shard_from_dev(sr__engine *e, float *shard, const float *dev_src, size_t n);
 /* The initialisers' values of elements [lo, lo + n) of unit u. */
 void sr__engine_init_range(const sr__engine *e, int u, float *dst, size_t lo, size_t n);
 

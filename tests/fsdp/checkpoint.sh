@@ -50,6 +50,13 @@ cmp -s "$T/full-r/checkpoint-20/model.safetensors" "$T/full-u/checkpoint-20/mode
 cmp -s "$T/full-r/checkpoint-20/optimizer.safetensors" "$T/full-u/checkpoint-20/optimizer.safetensors" && pass ||
     fail "FULL resume: the final optimizer state is byte-identical"
 
+# the offload staging path (shards in host memory, forced on a CPU) saves the same bytes
+SHARDRUN_DEBUG_OFFLOAD_STAGING=1 train full-off 2 6 --set accelerate.fsdp.state_dict_type=FULL_STATE_DICT \
+    --set accelerate.fsdp.offload_params=true --set task.resume_from_checkpoint="$T/full-u/checkpoint-10"
+expect_in "$out" "shards offloaded to host memory" "offload: the staging path ran"
+cmp -s "$T/full-off/checkpoint-20/model.safetensors" "$T/full-u/checkpoint-20/model.safetensors" && pass ||
+    fail "offload: resumed and trained through the staging path, the final model.safetensors is byte-identical"
+
 # 2. the FULL checkpoint, read by an independent reader: names, shapes, values
 listing=$($READ "$T/full-u/checkpoint-20/model.safetensors")
 expect_eq "$(awk '{print $1, $2, $3}' <<<"$listing" | grep -E '^(embed|head|norm_f|blocks\.0\.)' | tr '\n' ';')" \

@@ -81,6 +81,22 @@ for r in true false; do
     same "v2-reshard-$r"
 done
 
+# FSDP_OFFLOAD_PARAMS: shards in host memory and staged to the device for every gather and
+# reduction; on a CPU that path is forced with SHARDRUN_DEBUG_OFFLOAD_STAGING=1
+export SHARDRUN_DEBUG_OFFLOAD_STAGING=1
+for s in FULL_SHARD NO_SHARD; do
+    train "offload-$s" 2 6 1 --set accelerate.fsdp.offload_params=true --set accelerate.fsdp.sharding_strategy=$s
+    expect_in "$out" "shards offloaded to host memory" "offload-$s: the staging path ran"
+    same "offload-$s"
+    same_params "offload-$s"
+done
+train offload-bf16 2 6 1 --set accelerate.fsdp.offload_params=true --set accelerate.mixed_precision=bf16
+same offload-bf16 2e-2 loss
+unset SHARDRUN_DEBUG_OFFLOAD_STAGING
+train offload-cpu 2 6 1 --set accelerate.fsdp.offload_params=true
+expect_in "$err" "FSDP_OFFLOAD_PARAMS=true: the device is the CPU, so shards and optimizer state already live in host memory; nothing to offload" \
+    "offload on a CPU says so"
+
 # gradient accumulation: 4 micro-batches of 3 == 1 of 12; 2 ranks x 3 micro-batches of 2
 train accum-1x3x4 1 3 4
 same accum-1x3x4

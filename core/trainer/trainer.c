@@ -208,11 +208,7 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
             last_log_t = now_s();
             tokens_since_log = 0;
         }
-        if (a.save_steps > 0 && ts.global_step % a.save_steps == 0) {
-            if (sr__ckpt_save(e, a.output_dir, &ts) != 0) goto out;
-            if (rank == 0) printf("shardrun: saved %s/checkpoint-%lld (%s)\n", a.output_dir, ts.global_step,
-                                  sr__state_dict_name(cfg->state_dict));
-        } else if (last && a.save_final) {
+        if ((a.save_steps > 0 && ts.global_step % a.save_steps == 0) || (last && a.save_final)) {
             if (sr__ckpt_save(e, a.output_dir, &ts) != 0) goto out;
             if (rank == 0) printf("shardrun: saved %s/checkpoint-%lld (%s)\n", a.output_dir, ts.global_step,
                                   sr__state_dict_name(cfg->state_dict));

@@ -109,8 +109,7 @@ export SHARDRUN_DEBUG_SAVE_DELAY_MS=400
 pid=$!
 for _ in $(seq 300); do [ -d "$T/kill/checkpoint-10.tmp" ] && break; sleep 0.05; done
 sleep 0.3
-kill -KILL $pid
-wait $pid 2>/dev/null
+{ kill -KILL $pid && wait $pid; } 2>/dev/null
 unset SHARDRUN_DEBUG_SAVE_DELAY_MS
 sleep 0.5
 [ -d "$T/kill/checkpoint-10.tmp" ] && [ ! -d "$T/kill/checkpoint-10" ] && pass ||

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../ctx.h"
 #include "../fsdp/checkpoint.h"
@@ -42,6 +43,44 @@ static void progress(long long step, long long total, double elapsed, double los
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* Set-up errors are the same on every rank as a rule (one job file, one environment): ranks other
+   than a node's local rank 0 hold back what they print to stderr until set-up is over.  When it
+   failed they wait a moment first: if local rank 0 failed the same way, the agent stops them
+   meanwhile and the message appears once per node instead of once per rank. */
+typedef struct held_stderr {
+    int saved_fd;
+    FILE *tmp;
+} held_stderr;
+
+static void hold_stderr(held_stderr *h, int local_rank) {
+    h->saved_fd = -1;
+    h->tmp = local_rank > 0 ? tmpfile() : NULL;
+    if (!h->tmp) return;
+    fflush(stderr);
+    h->saved_fd = dup(STDERR_FILENO);
+    if (h->saved_fd < 0 || dup2(fileno(h->tmp), STDERR_FILENO) < 0) {
+        if (h->saved_fd >= 0) close(h->saved_fd);
+        h->saved_fd = -1;
+    }
+}
+
+static void release_stderr(held_stderr *h, int failed) {
+    if (h->saved_fd >= 0) {
+        fflush(stderr);
+        dup2(h->saved_fd, STDERR_FILENO);
+        close(h->saved_fd);
+        h->saved_fd = -1;
+        if (failed) nanosleep(&(struct timespec){1, 0}, NULL);
+        char buf[4096];
+        size_t n;
+        rewind(h->tmp);
+        while ((n = fread(buf, 1, sizeof buf, h->tmp)) > 0) fwrite(buf, 1, n, stderr);
+        fflush(stderr);
+    }
+    if (h->tmp) fclose(h->tmp);
+    h->tmp = NULL;
 }
 
 typedef struct plan {
@@ -86,13 +125,19 @@ static FILE *open_log(const sr__train_args *a, int rank, long long resumed_step)
 
 int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops) {
     sr__train_args a;
-    if (sr__train_args_read(ctx, &a) != 0) return 2;
+    held_stderr held;
+    hold_stderr(&held, sr_local_rank(ctx));
+    if (sr__train_args_read(ctx, &a) != 0) {
+        release_stderr(&held, 1);
+        return 2;
+    }
     int rank = sr_rank(ctx), ws = sr_world_size(ctx), tty = sr__ctx_tty(ctx);
     sr_model *model = sr__model_new();
     void *state = ops->create(ctx, model);
     if (!state) {
         fprintf(stderr, "shardrun: error: task %s: create() failed (see above)\n", task_name);
         sr__model_free(model);
+        release_stderr(&held, 1);
         return 1;
     }
     int rc = 1;
@@ -142,6 +187,7 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
         fprintf(stderr, "shardrun: error: task %s has no training samples\n", task_name);
         goto out;
     }
+    release_stderr(&held, 0); /* set-up is over */
     sr__sampler_init(&smp, nsamples, ws, rank, (uint64_t)a.seed);
     plan pl;
     make_plan(&a, &smp, &pl);
@@ -239,6 +285,7 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
     sr_report_num(ctx, "param_sumsq", psq);
     rc = 0;
 out:
+    release_stderr(&held, rc != 0);
     free(step_times);
     if (log) fclose(log);
     free(idx);

@@ -25,6 +25,9 @@ fails "unknown wrap class" --set accelerate.fsdp.transformer_layer_cls_to_wrap=G
 expect_in "$err" 'FSDP_TRANSFORMER_CLS_TO_WRAP names class "GPT2Block", which this model does not have; its module classes are: Embedding, MLPBlock, MixerBlock, LayerNorm, LMHead' \
     "unknown wrap class: names it and lists the model's classes"
 expect_not_in "$err" '"MLPBlock", which' "a class the model has is not reported"
+# the same set-up error on every rank is printed once (by local rank 0; the others hold theirs
+# back and are stopped): its line, plus the agent's summary quoting it
+expect_eq "$(grep -c 'names class "GPT2Block"' <<<"$err")" 2 "a set-up error shared by every rank is printed once"
 
 fails "class names are case-sensitive" --set accelerate.fsdp.transformer_layer_cls_to_wrap=mlpblock
 expect_in "$err" 'names class "mlpblock", which this model does not have' "lowercase class name rejected"

@@ -124,6 +124,22 @@ expect_eq "$(grep -o '"step": [0-9]*' "$T/kill/train_log.jsonl" | tr -dc '0-9\n'
 [ -d "$T/kill/checkpoint-10" ] && [ ! -d "$T/kill/checkpoint-10.tmp" ] && pass ||
     fail "the resumed run replaced the half-written checkpoint-10: $(ls "$T/kill")"
 
+# a rank killed in the middle of training ends the run: the agent names it and stops the others
+"$SHARDRUN" "$T/toy.ini" --nproc-per-node 3 --set task.per_device_train_batch_size=4 --set task.max_steps=1000000 \
+    --set task.save_steps=0 --set task.save_final=false >"$T/crash.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q "step " "$T/crash.out" 2>/dev/null && break; sleep 0.05; done
+victim=$(pgrep -P $pid | tail -n 1)
+start=$(date +%s%N)
+kill -KILL "$victim"
+wait $pid
+rc=$?
+took=$((($(date +%s%N) - start) / 1000000))
+expect_eq "$rc" 1 "a rank killed during training: shardrun exits 1"
+expect_in "$(cat "$T/crash.out")" "was killed by signal SIGKILL (9)" "the killed rank is named"
+[ "$took" -lt 5000 ] && pass || fail "the run ended ${took} ms after the kill (limit 5 s)"
+[ -z "$(pgrep -P $pid)" ] && pass || fail "no worker outlives the run"
+
 # 5. a damaged checkpoint is refused with a message naming the file
 train dmg-src 2 6 --set task.save_steps=0 --set task.max_steps=2
 truncate -s 100 "$T/dmg-src/checkpoint-2/model.safetensors"

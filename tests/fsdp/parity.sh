@@ -4,7 +4,6 @@
 # 1e-5).  Also: gradient accumulation, replicated training without ACCELERATE_USE_FSDP, activation
 # checkpointing, FSDP version 2, HYBRID_SHARD on 2 nodes x 2 ranks, bf16 and fp16 (with an
 # injected overflow that every rank skips).
-# SHARDRUN_TEST_QUICK=1 (the sanitizer build) runs the strategy x prefetch product at world size 4 only.
 . "$(dirname "$0")/lib.sh"
 CMP="/usr/bin/python3 $SRC/tests/fsdp/compare_logs.py"
 RTOL=1e-5
@@ -57,8 +56,7 @@ expect_eq "$falling" 1 "the loss falls over 20 steps"
 echo "per-step loss and grad norm against world size 1 (max relative difference):"
 strategies="FULL_SHARD SHARD_GRAD_OP NO_SHARD"
 prefetches="BACKWARD_PRE BACKWARD_POST NO_PREFETCH"
-if [ "${SHARDRUN_TEST_QUICK:-0}" = 1 ]; then sizes="4"; else sizes="2 3 4"; fi
-for n in $sizes; do
+for n in 2 3 4; do
     bs=$((12 / n))
     for s in $strategies; do
         for p in $prefetches; do

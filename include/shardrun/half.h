@@ -1,7 +1,10 @@
 /*
- * Elementwise arithmetic on the process groups' dtypes, written once for a C loop and a CUDA
- * kernel (SR_HD marks functions both compile): fp16/bf16 <-> fp32 conversions with
- * round-to-nearest-even, as torch and the hardware do.
+ * fp16/bf16 <-> fp32 conversions with round-to-nearest-even, as torch and the hardware do.
+ *
+ * Where they are used: a model task's forward/backward callbacks under ACCELERATE_MIXED_PRECISION
+ * (parameters and gradients arrive as bf16/fp16, shardrun/model.h), a main task filling
+ * process-group buffers of those dtypes (shardrun/pg.h), and shardrun's own reductions and casts.
+ * Written once for a C loop and a CUDA kernel (SR_HD marks functions both compile).
  */
 #ifndef SHARDRUN_HALF_H
 #define SHARDRUN_HALF_H

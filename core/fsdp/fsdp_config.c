@@ -67,9 +67,12 @@ static char **split_commas(const char *s) {
     return v;
 }
 
+static int read_fsdp(sr__fsdp_config *c);
+
 int sr__fsdp_config_read(sr__fsdp_config *c) {
     memset(c, 0, sizeof *c);
     int rc = 0, r;
+    c->sync_module_states = 1; /* the default, also when FSDP is off (replicated training) */
     /* ACCELERATE_USE_FSDP: accelerate itself only takes lowercase "true" */
     r = read_bool("ACCELERATE_USE_FSDP", 0, &c->enabled);
     if (r < 0) rc = -1;
@@ -86,12 +89,19 @@ int sr__fsdp_config_read(sr__fsdp_config *c) {
     else if (mp && strcmp(mp, "no"))
         rc = bad("ACCELERATE_MIXED_PRECISION", mp, "no, fp16 or bf16, lowercase (accelerate does not lowercase it)");
 
+    if (!c->enabled) return rc; /* accelerate reads no FSDP_* variable then, and neither do we */
+    if (read_fsdp(c) != 0) rc = -1;
+    return rc;
+}
+
+/* The FSDP_* variables, read only when ACCELERATE_USE_FSDP is true. */
+static int read_fsdp(sr__fsdp_config *c) {
+    int rc = 0, v;
     const char *ver = getenv("FSDP_VERSION");
     long long version = 1;
     if (ver && (sr__parse_int(ver, &version) != 0 || (version != 1 && version != 2))) rc = bad("FSDP_VERSION", ver, "1 or 2");
     c->version = (int)version == 2 ? 2 : 1;
 
-    int v;
     if (c->version == 1) {
         if (read_enum("FSDP_SHARDING_STRATEGY", STRATEGIES, SR_KEY_ENUM_DIGITS, SR_FULL_SHARD, &v) < 0) rc = -1;
         c->strategy = (sr__strategy)v;

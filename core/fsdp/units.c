@@ -72,7 +72,7 @@ static int module_tied(const sr_model *m, int mi) {
 int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__units *us) {
     memset(us, 0, sizeof *us);
     us->root = -1;
-    if (c->wrap == SR_WRAP_TRANSFORMER && check_classes(m, c->wrap_classes) != 0) return -1;
+    if (c->enabled && c->wrap == SR_WRAP_TRANSFORMER && check_classes(m, c->wrap_classes) != 0) return -1;
     /* SIZE_BASED_WRAP over a flat module list: consecutive modules are grouped until the group
        holds at least min_num_params (torch's size policy wraps the smallest subtree that reaches
        it; with no hierarchy, the smallest run of consecutive modules is the analogue).  A short

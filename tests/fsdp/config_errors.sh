@@ -87,6 +87,10 @@ expect_rc 0 "FSDP_SHARDING_STRATEGY=2 is accepted"
 expect_in "$out" '"sharding_strategy": "SHARD_GRAD_OP"' "strategy 2 is SHARD_GRAD_OP"
 engine_env FSDP_SHARDING_STRATEGY=no_shard
 expect_in "$out" '"sharding_strategy": "NO_SHARD"' "strategy names are case-insensitive"
+# without ACCELERATE_USE_FSDP=true no FSDP_* variable is read (as in accelerate): a stale one is harmless
+run env FSDP_SHARDING_STRATEGY=bogus "$SHARDRUN" "$T/torch_only.ini"
+expect_rc 0 "FSDP off: a stale FSDP_SHARDING_STRATEGY is not read"
+expect_in "$out" '"fsdp_enabled": false' "FSDP off: replicated training"
 engine_env ACCELERATE_USE_FSDP=1
 expect_in "$err" "ACCELERATE_USE_FSDP=1 enables FSDP here, but accelerate itself only accepts the spelling \`true\`" \
     "ACCELERATE_USE_FSDP=1 warns"

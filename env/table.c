@@ -98,7 +98,8 @@ const sr_var sr__host_reads[] = {
      "read back by the FSDP engine in each worker of a model task, with accelerate's rules: names case-insensitive, "
      "strategy digits 1-5, str_to_bool spellings, a bad value is an error before the first step. Unset: "
      "FULL_SHARD, NO_WRAP, no prefetch, FULL_STATE_DICT (SHARDED with version 2), sync_module_states true. Without "
-     "ACCELERATE_USE_FSDP=true a model task trains replicated (gradients all-reduced). FSDP_IGNORED_MODULES is "
+     "ACCELERATE_USE_FSDP=true a model task trains replicated (gradients all-reduced) and no FSDP_* variable is read. "
+     "FSDP_IGNORED_MODULES is "
      "refused (not supported by the engine yet)"},
     {"SHARDRUN_DEBUG_OFFLOAD_STAGING",
      "testing aid: 1 makes FSDP_OFFLOAD_PARAMS=true take the GPU's path on a CPU (shards in one allocation, "

@@ -1,5 +1,6 @@
 # Loss parity of the FSDP engine: the toy model trained 20 steps on a global batch of 12 gives the
-# same per-step loss, grad norm (clipping active) and final parameters at world size 2, 3 and 4,
+# same per-step loss, grad norm (clipping active) and final parameters (every tensor of the FULL
+# checkpoint each run ends with) at world size 2, 3 and 4,
 # under every sharding strategy and prefetch mode, as world size 1 without sharding (fp32, rtol
 # 1e-5).  Also: gradient accumulation, replicated training without ACCELERATE_USE_FSDP, activation
 # checkpointing, FSDP version 2, HYBRID_SHARD on 2 nodes x 2 ranks, bf16 and fp16 (with an
@@ -15,10 +16,12 @@ warmup_steps = 3
 weight_decay = 0.1
 max_grad_norm = 0.5
 logging_steps = 1
-save_final = false
 EOF
-toy_job toy.ini <"$T/task.part"
-toy_job v2.ini "fsdp.version = 2" "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = MLPBlock,MixerBlock" <"$T/task.part"
+# every run ends with a FULL checkpoint: the final parameters are compared tensor by tensor
+W="fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP"
+C="fsdp.transformer_layer_cls_to_wrap = MLPBlock,MixerBlock"
+toy_job toy.ini "$W" "$C" "fsdp.state_dict_type = FULL_STATE_DICT" <"$T/task.part"
+toy_job v2.ini "fsdp.version = 2" "$W" "$C" "fsdp.state_dict_type = FULL_STATE_DICT" <"$T/task.part"
 toy_job ddp.ini "use_fsdp = false" <"$T/task.part"
 
 # train NAME NPROC BATCH ACCUM [shardrun args...]: a run whose log lands in $T/NAME/train_log.jsonl
@@ -154,5 +157,14 @@ expect_in "$(grep '^\[rank0\]: step 6/20' <<<"$out")" "(fp16 overflow: step skip
 scales=$(/usr/bin/python3 -c "import json,sys; print(' '.join('%g' % json.loads(l)['loss_scale'] for l in open(sys.argv[1])))" "$T/fp16-overflow/train_log.jsonl")
 expect_in "$scales" "65536 65536 65536 65536 65536 65536 32768" "fp16: scale 65536 until the overflow, then halved"
 same fp16-overflow 2e-2 loss
+
+# the final parameters of every fp32 run, tensor by tensor, against world size 1's
+echo "final parameters against world size 1 (FULL checkpoints, every tensor):"
+fp32_runs=$(cd "$T" && ls -d */checkpoint-20 | grep -v -e '^base/' -e bf16 -e fp16 | sed 's|$|/model.safetensors|')
+expect_eq "$(wc -w <<<"$fp32_runs")" 66 "every fp32 run saved its final parameters"
+r=$(cd "$T" && /usr/bin/python3 "$SRC/tests/fsdp/compare_params.py" 1e-5 1e-6 base/checkpoint-20/model.safetensors $fp32_runs)
+rc=$?
+echo "$r" | awk '{print $NF}' | sort -g | tail -1 | sed 's/^/  largest relative difference of any parameter in any run: /'
+[ $rc -eq 0 ] && pass || fail "final parameters differ from world size 1: $(grep MISMATCH <<<"$r" | head -5)"
 
 done_checks

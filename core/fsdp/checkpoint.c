@@ -351,8 +351,6 @@ static int source_open(source *s, const char *dir) {
         s->optim = s->model ? open_st(dir, "optimizer.safetensors") : NULL;
         return s->model && s->optim ? 0 : -1;
     }
-    s->shards = calloc(1, sizeof *s->shards);
-    s->shards[0] = NULL;
     /* the group size is in the name of rank 0's file: shard-00000-of-NNNNN.safetensors */
     DIR *d = opendir(dir);
     int n = 0;
@@ -365,7 +363,7 @@ static int source_open(source *s, const char *dir) {
                         "shard-00000-of-N.safetensors (SHARDED_STATE_DICT)\n", dir);
         return -1;
     }
-    s->shards = realloc(s->shards, (size_t)n * sizeof *s->shards);
+    s->shards = calloc((size_t)n, sizeof *s->shards); /* zeroed: source_close skips what never opened */
     s->nshards = n;
     for (int i = 0; i < n; i++) {
         char name[64];

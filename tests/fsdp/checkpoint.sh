@@ -96,6 +96,14 @@ expect_in "$out" "resumed from $T/sh4-u/checkpoint-10 at step 10" "SHARDED saved
 r=$($CMP "$T/sh4-r2/train_log.jsonl" <(grep -E '"step": (1[1-9]|20),' "$T/sh4-u/train_log.jsonl") 1e-5) && pass ||
     fail "SHARDED 4 -> 2: steps 11-20 match the uninterrupted run: $r"
 echo "  SHARDED saved at world size 4, resumed at 2: $r"
+# a SHARDED checkpoint missing one rank's file is refused, naming the file (no crash)
+cp -r "$T/sh4-u/checkpoint-10" "$T/sh4-missing"
+rm "$T/sh4-missing/shard-00001-of-00004.safetensors"
+run "$SHARDRUN" "$T/toy.ini" --nproc-per-node 2 --set task.per_device_train_batch_size=6 --set task.save_steps=0 \
+    --set task.save_final=false --set task.resume_from_checkpoint="$T/sh4-missing"
+expect_eq "$rc" 1 "a SHARDED checkpoint lacking a shard: the run fails (exit 1, not a signal)"
+expect_in "$err" "$T/sh4-missing/shard-00001-of-00004.safetensors" "the missing shard file is named"
+expect_not_in "$err" "signal" "no rank crashed"
 # and a FULL checkpoint resumes at another world size too
 train full-r4 4 3 --set accelerate.fsdp.state_dict_type=FULL_STATE_DICT --set task.resume_from_checkpoint="$T/full-u/checkpoint-10"
 r=$($CMP "$T/full-r4/train_log.jsonl" <(grep -E '"step": (1[1-9]|20),' "$T/full-u/train_log.jsonl") 1e-5) && pass ||

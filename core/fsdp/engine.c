@@ -330,8 +330,7 @@ static void adamw_unit(sr__engine *e, int u, const sr__optim *o, const sr_adamw_
     }
 }
 
-int sr__engine_step(sr__engine *e, long long step, const sr__optim *o, sr__step_result *out) {
-    (void)step;
+int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
     memset(out, 0, sizeof *out);
     while (e->npending)
         if (complete_reduce(e, e->pending_rs[0]) != 0) return -1;

@@ -61,7 +61,7 @@ int sr__engine_load_weights(sr__engine *e, const char *path, long long *bytes_re
 int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, const int64_t *samples, int n,
                            double *loss, long long *tokens);
 /* Finishes the step: reductions, overflow check, clipping, AdamW.  lr for this step. */
-int sr__engine_step(sr__engine *e, long long step, const sr__optim *o, sr__step_result *out);
+int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out);
 /* Mean of `v` over every rank (for logging). */
 double sr__engine_mean(sr__engine *e, double v);
 void sr__engine_memory(const sr__engine *e, sr__engine_mem *out);

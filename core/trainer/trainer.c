@@ -89,12 +89,12 @@ typedef struct plan {
 
 /* Steps per epoch as transformers' Trainer counts them: micro-batches per epoch (the sampler's
    share of this rank, DataLoader without drop_last) // gradient_accumulation_steps. */
-static int make_plan(const sr__train_args *a, const sr__sampler *s, plan *p) {
+static void make_plan(const sr__train_args *a, const sr__sampler *s, plan *p) {
     p->micro_per_epoch = (s->per_rank + a->per_device_train_batch_size - 1) / a->per_device_train_batch_size;
     p->steps_per_epoch = p->micro_per_epoch / a->gradient_accumulation_steps;
     if (p->steps_per_epoch < 1) p->steps_per_epoch = 1;
+    /* at least 1: train_args requires max_steps or num_train_epochs to be positive */
     p->total_steps = a->max_steps > 0 ? a->max_steps : (long long)ceil(a->num_train_epochs * (double)p->steps_per_epoch);
-    return p->total_steps > 0 ? 0 : -1;
 }
 
 /* output_dir/train_log.jsonl: one JSON line per logged step (rank 0).  A resumed run keeps the
@@ -224,7 +224,7 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
         }
         o.lr = sr__lr_at(&a, step, pl.total_steps);
         sr__step_result r;
-        if (sr__engine_step(e, step, &o, &r) != 0) goto out;
+        if (sr__engine_step(e, &o, &r) != 0) goto out;
         skipped += r.skipped;
         double loss = sr__engine_mean(e, loss_sum / (double)a.gradient_accumulation_steps);
         final_loss = loss;

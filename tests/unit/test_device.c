@@ -144,17 +144,6 @@ static void test_reductions(void) {
     free(x);
 }
 
-/* The unit tests do not link libm: pow and sqrt by hand (integer powers; Newton's iteration). */
-static double ipow(double x, int t) {
-    double r = 1;
-    while (t-- > 0) r *= x;
-    return r;
-}
-static double dsqrt(double x) {
-    double r = x > 1 ? x : 1;
-    for (int i = 0; i < 200; i++) r = 0.5 * (r + x / r);
-    return r;
-}
 
 /* torch.optim.AdamW's formula in double, from the same (float) scalars the device gets */
 typedef struct {
@@ -162,13 +151,13 @@ typedef struct {
 } ref_args;
 
 static void ref_adamw(double *p, const float *g, double *m, double *v, int n, const ref_args *a, int t) {
-    double bc1 = 1 - ipow(a->beta1, t), bc2 = 1 - ipow(a->beta2, t);
+    double bc1 = 1 - pow(a->beta1, t), bc2 = 1 - pow(a->beta2, t);
     for (int i = 0; i < n; i++) {
         double gi = (double)g[i] * a->grad_mul;
         p[i] *= 1 - a->lr * a->wd;
         m[i] = a->beta1 * m[i] + (1 - a->beta1) * gi;
         v[i] = a->beta2 * v[i] + (1 - a->beta2) * gi * gi;
-        double denom = dsqrt(v[i]) / dsqrt(bc2) + a->eps;
+        double denom = sqrt(v[i]) / sqrt(bc2) + a->eps;
         p[i] -= a->lr / bc1 * m[i] / denom;
     }
 }
@@ -199,7 +188,7 @@ static void test_adamw(void) {
         for (int t = 1; t <= STEPS; t++) {
             float gscale = t % 3 == 0 ? 1e-4f : 1.0f; /* small gradients: eps matters */
             for (int i = 0; i < N; i++) g[i] = uniform(-gscale, gscale) + (i % 5 == 0 ? 0.5f * gscale : 0.0f);
-            sr_adamw_args a = {k[0], k[1], k[2], k[3], k[4], (float)(1 - ipow(k[1], t)), (float)(1 - ipow(k[2], t)),
+            sr_adamw_args a = {k[0], k[1], k[2], k[3], k[4], (float)(1 - pow(k[1], t)), (float)(1 - pow(k[2], t)),
                                k[5]};
             cpu->adamw(p, g, m, v, N, &a);
             ref_adamw(rp, g, rm, rv, N, &r, t);

@@ -21,6 +21,8 @@ struct sr_ctx {
     sr_result *res;
     size_t nres;
     int tty;
+    char **asked; /* [task] keys read through sr_config*(), for sr__ctx_check_task_keys */
+    size_t nasked;
 };
 
 void sr__ctx_set_tty(sr_ctx *c, int tty) { c->tty = tty; }
@@ -34,6 +36,8 @@ sr_ctx *sr__ctx_new(const sr_topology *topo, sr_job *cfg) {
 }
 
 void sr__ctx_free(sr_ctx *c) {
+    for (size_t i = 0; i < c->nasked; i++) free(c->asked[i]);
+    free(c->asked);
     for (size_t i = 0; i < c->nres; i++) free(c->res[i].name), free(c->res[i].json);
     free(c->res);
     free(c);
@@ -51,7 +55,40 @@ int sr_local_world_size(const sr_ctx *c) { return c->topo.local_world_size; }
 int sr_node_rank(const sr_ctx *c) { return c->topo.node_rank; }
 int sr_num_nodes(const sr_ctx *c) { return c->topo.nnodes; }
 
-const char *sr_config(const sr_ctx *c, const char *key) { return sr__config_value(c->cfg, "task", key); }
+static int was_asked(const sr_ctx *c, const char *key) {
+    for (size_t i = 0; i < c->nasked; i++)
+        if (!strcmp(c->asked[i], key)) return 1;
+    return 0;
+}
+
+const char *sr_config(const sr_ctx *c, const char *key) {
+    /* the record of what was asked is bookkeeping, not the task's state: const to the caller */
+    sr_ctx *m = (sr_ctx *)c;
+    if (key && !was_asked(c, key)) {
+        char **a = realloc(m->asked, (m->nasked + 1) * sizeof *a);
+        if (a && (a[m->nasked] = strdup(key))) m->nasked++;
+        if (a) m->asked = a;
+    }
+    return sr__config_value(c->cfg, "task", key);
+}
+
+int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name) {
+    int bad = 0;
+    for (size_t i = 0; i < c->cfg->nset; i++) {
+        const sr_setting *s = &c->cfg->set[i];
+        if (strcmp(s->section, "task") || !s->value || was_asked(c, s->key)) continue;
+        if (!bad) {
+            sr_buf keys = {0};
+            for (size_t k = 0; k < c->nasked; k++) sr__buf_printf(&keys, "%s%s", k ? ", " : "", c->asked[k]);
+            fprintf(stderr, "shardrun: error: task %s and the trainer read these [task] keys: %s\n", task_name,
+                    keys.n ? keys.s : "(none)");
+            sr__buf_free(&keys);
+        }
+        fprintf(stderr, "shardrun: error: %s: [task] %s is not one of them; check its spelling\n", s->where, s->key);
+        bad = 1;
+    }
+    return bad ? -1 : 0;
+}
 
 static void bad_value(const sr_ctx *c, const char *key, const char *v, const char *expected) {
     sr_setting *s = sr__config_get(c->cfg, "task", key);

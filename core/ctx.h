@@ -16,5 +16,9 @@ void sr__ctx_free(sr_ctx *ctx);
 /* Whether this worker's stdout reaches a terminal through the agent's relay. */
 void sr__ctx_set_tty(sr_ctx *ctx, int tty);
 int sr__ctx_tty(const sr_ctx *ctx);
+/* After a model task's create(): every [task] key of the job must have been read (by the task or
+   the trainer, through sr_config*), so a misspelt key is an error rather than silently unused.
+   0, or -1 after naming each unread key and where it was set. */
+int sr__ctx_check_task_keys(const sr_ctx *ctx, const char *task_name);
 
 #endif

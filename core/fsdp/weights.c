@@ -13,6 +13,8 @@ typedef struct weights {
     const sr_st_tensor **t; /* per parameter: its tensor, or NULL (missing: initialiser) */
     const void **data;
     long long bytes;
+    int stripped;             /* parameters found without their first name component */
+    const char *stripped_one; /* one of them */
 } weights;
 
 /* The initialisers first (padding, parameters the file lacks), then what the file holds. */
@@ -58,6 +60,11 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
         const sr__param *p = &e->model->params[i];
         if (p->tied_to >= 0) continue;
         w->t[i] = sr__st_find(w->f, p->name, &w->data[i]);
+        /* HF checkpoints saved from a base model (the Hub's gpt2: "h.0.ln_1.weight") lack the
+           head model's first name component ("transformer."): look for the rest */
+        const char *dot = strchr(p->name, '.');
+        if (!w->t[i] && dot && (w->t[i] = sr__st_find(w->f, dot + 1, &w->data[i])))
+            w->stripped++, w->stripped_one = p->name;
         if (!w->t[i]) {
             sr__buf_printf(&missing, "%s%s", missing.n ? ", " : "", p->name);
             continue;
@@ -72,17 +79,24 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
             bad = 1;
         }
     }
+    int nextra = 0;
     for (size_t k = 0; k < sr__st_count(w->f); k++) {
-        const char *name = sr__st_at(w->f, k)->name;
+        const sr_st_tensor *t = sr__st_at(w->f, k);
         int known = 0;
-        for (int i = 0; i < nmodel && !known; i++) known = !strcmp(e->model->params[i].name, name);
-        if (!known) sr__buf_printf(&extra, "%s%s", extra.n ? ", " : "", name);
+        /* a tied parameter saved under its own name too (HF's lm_head.weight) is the same tensor */
+        for (int i = 0; i < nmodel && !known; i++) known = w->t[i] == t || !strcmp(e->model->params[i].name, t->name);
+        if (!known && nextra++ < 8) sr__buf_printf(&extra, "%s%s", extra.n ? ", " : "", t->name);
     }
+    if (nextra > 8) sr__buf_printf(&extra, " and %d more", nextra - 8);
     if (!bad && missing.n)
         fprintf(stderr, "shardrun: warning: init_weights: %s lacks %s; %s start%s from the task's initialisers\n", path,
                 missing.s, strchr(missing.s, ',') ? "they" : "it", strchr(missing.s, ',') ? "" : "s");
     if (!bad && extra.n)
         fprintf(stderr, "shardrun: warning: init_weights: %s has tensors the model does not use: %s\n", path, extra.s);
+    if (!bad && w->stripped)
+        fprintf(stderr, "shardrun: init_weights: %s: %d parameters found without their first name component "
+                        "(e.g. \"%s\" as \"%s\"), as HF base-model checkpoints name them\n", path, w->stripped,
+                w->stripped_one, strchr(w->stripped_one, '.') + 1);
     sr__buf_free(&missing), sr__buf_free(&extra);
     return bad ? -1 : 0;
 }

@@ -147,7 +147,7 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
     FILE *log = NULL;
     double *step_times = NULL;
     rc = 2; /* a bad description or configuration: nothing has trained yet */
-    if (sr__model_check(model, task_name) != 0) goto out;
+    if (sr__ctx_check_task_keys(ctx, task_name) != 0 || sr__model_check(model, task_name) != 0) goto out;
     e = sr__engine_create(ctx, task_name, ops, state, model, (uint64_t)a.seed);
     if (!e) goto out;
     rc = 1;

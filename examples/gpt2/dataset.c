@@ -1,0 +1,298 @@
+/*
+ * gpt2 dataset (see dataset.h): patterns -> files -> texts -> samples.
+ *
+ * Lifecycle: load expands every pattern first (so a wrong pattern is reported before any reading),
+ * drops directories and files already taken, then reads the files one by one, splitting each into
+ * texts that are trimmed, filtered, tokenized and stored as rows of T ids; it stops at max_samples.
+ * Everything it allocates is in the dataset (freed by gpt2_dataset_free) or freed before it returns.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "dataset.h"
+
+#include <errno.h>
+#include <glob.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* ASCII whitespace: what trimming, blank lines and the short-text filter mean by whitespace */
+static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+int gpt2_split_parse(const char *s, gpt2_split *out) {
+    static const char *const names[] = {"paragraph", "line", "file"};
+    for (int k = 0; k < 3; k++)
+        if (s && !strcmp(s, names[k])) return *out = (gpt2_split)k, 0;
+    return -1;
+}
+
+/* ---- patterns -> files ------------------------------------------------------------------------ */
+
+typedef struct {
+    char *path;
+    dev_t dev;
+    ino_t ino;
+    size_t order;
+} data_file;
+
+static int by_identity(const void *a, const void *b) {
+    const data_file *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int by_order(const void *a, const void *b) {
+    const data_file *x = a, *y = b;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void free_files(data_file *f, size_t n) {
+    for (size_t k = 0; k < n; k++) free(f[k].path);
+    free(f);
+}
+
+/* Adds the matches of one pattern (directories skipped) to files[*n]. */
+static int expand(const char *pat, data_file **files, size_t *n, size_t *cap, char *err, size_t errlen) {
+    glob_t g;
+    int rc = glob(pat, 0, NULL, &g);
+    if (rc == GLOB_NOMATCH)
+        return fail(err, errlen,
+                    "the data pattern \"%s\" matches no file; give existing files or glob(3) patterns, separated by "
+                    "whitespace",
+                    pat);
+    if (rc) {
+        if (rc != GLOB_NOSPACE) globfree(&g);
+        return fail(err, errlen, "the data pattern \"%s\" cannot be expanded: %s", pat,
+                    rc == GLOB_NOSPACE ? "out of memory" : "a directory on its way cannot be read");
+    }
+    size_t taken = 0;
+    for (size_t k = 0; k < g.gl_pathc; k++) {
+        const char *p = g.gl_pathv[k];
+        struct stat st;
+        if (stat(p, &st)) {
+            rc = fail(err, errlen, "cannot read data file %s (matched by \"%s\"): %s", p, pat, strerror(errno));
+            break;
+        }
+        if (S_ISDIR(st.st_mode)) continue;
+        if (*n == *cap) {
+            size_t c = *cap ? 2 * *cap : 64;
+            data_file *f = realloc(*files, c * sizeof *f);
+            if (!f) {
+                rc = fail(err, errlen, "out of memory listing the data files");
+                break;
+            }
+            *files = f;
+            *cap = c;
+        }
+        char *copy = strdup(p);
+        if (!copy) {
+            rc = fail(err, errlen, "out of memory listing the data files");
+            break;
+        }
+        (*files)[*n] = (data_file){.path = copy, .dev = st.st_dev, .ino = st.st_ino, .order = *n};
+        ++*n;
+        taken++;
+    }
+    if (!rc && !taken)
+        rc = fail(err, errlen, "the data pattern \"%s\" matches only directories; name the files in them (like \"%s/*\")",
+                  pat, g.gl_pathv[0]);
+    globfree(&g);
+    return rc ? -1 : 0;
+}
+
+/* Every pattern's files, in order, each file once. */
+static int list_files(const char *patterns, data_file **out, size_t *nout, char *err, size_t errlen) {
+    size_t len = strlen(patterns), n = 0, cap = 0;
+    data_file *files = NULL;
+    char *pat = malloc(len + 1);
+    if (!pat) return fail(err, errlen, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; !rc;) {
+        while (i < len && is_space(patterns[i])) i++;
+        if (i == len) break;
+        size_t k = 0; /* a backslash keeps the next character in the pattern (glob unescapes it) */
+        for (; i < len && !is_space(patterns[i]); i++) {
+            if (patterns[i] == '\\' && i + 1 < len) pat[k++] = patterns[i++];
+            pat[k++] = patterns[i];
+        }
+        pat[k] = 0;
+        rc = expand(pat, &files, &n, &cap, err, errlen);
+    }
+    free(pat);
+    if (!rc && !n) rc = fail(err, errlen, "no data files given: the list of data patterns is empty");
+    if (rc) {
+        free_files(files, n);
+        return -1;
+    }
+    /* the same file twice: keep its first appearance */
+    qsort(files, n, sizeof *files, by_identity);
+    size_t kept = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (kept && files[kept - 1].dev == files[k].dev && files[kept - 1].ino == files[k].ino) free(files[k].path);
+        else files[kept++] = files[k];
+    }
+    qsort(files, kept, sizeof *files, by_order);
+    *out = files;
+    *nout = kept;
+    return 0;
+}
+
+/* ---- files -> texts -> samples ----------------------------------------------------------------- */
+
+typedef struct {
+    gpt2_dataset *d;
+    const gpt2_data_opts *o;
+    gpt2_tokenizer *tok;
+    int32_t *tmp; /* the current text's ids */
+    size_t tmp_n, tmp_cap;
+    long long cap; /* samples d->ids and d->lengths hold */
+    char *err;
+    size_t errlen;
+} loader;
+
+/* One text: trimmed, filtered, tokenized, stored.  1 once max_samples are kept, 0 to go on, -1 on error. */
+static int take(loader *L, const char *s, size_t n) {
+    gpt2_dataset *d = L->d;
+    while (n && is_space(s[0])) s++, n--;
+    while (n && is_space(s[n - 1])) n--;
+    if (!n) return 0;
+    d->texts_read++;
+    long long chars = 0; /* non-whitespace code points: the bytes that do not continue a UTF-8 sequence */
+    for (size_t i = 0; i < n; i++) chars += !is_space(s[i]) && ((unsigned char)s[i] & 0xC0) != 0x80;
+    if (chars < L->o->min_chars) {
+        d->texts_dropped++;
+        return 0;
+    }
+    L->tmp_n = 0;
+    if (gpt2_tokenizer_encode(L->tok, s, n, &L->tmp, &L->tmp_n, &L->tmp_cap))
+        return fail(L->err, L->errlen, "out of memory tokenizing the data");
+    if (d->n == L->cap) {
+        long long c = L->cap ? 2 * L->cap : 256;
+        if (L->o->max_samples && c > L->o->max_samples) c = L->o->max_samples;
+        int32_t *ids = realloc(d->ids, (size_t)c * (size_t)d->T * sizeof *ids);
+        if (ids) d->ids = ids;
+        int32_t *lengths = ids ? realloc(d->lengths, (size_t)c * sizeof *lengths) : NULL;
+        if (!lengths) return fail(L->err, L->errlen, "out of memory: %lld samples of %d tokens", c, d->T);
+        d->lengths = lengths;
+        L->cap = c;
+    }
+    size_t len = L->tmp_n < (size_t)d->T ? L->tmp_n : (size_t)d->T;
+    int32_t *row = d->ids + (size_t)d->n * (size_t)d->T, eos = gpt2_tokenizer_eos(L->tok);
+    memcpy(row, L->tmp, len * sizeof *row);
+    for (size_t k = len; k < (size_t)d->T; k++) row[k] = eos;
+    d->lengths[d->n++] = (int32_t)len;
+    d->tokens += (long long)len;
+    return L->o->max_samples && d->n >= L->o->max_samples;
+}
+
+/* One file's contents into texts: take()'s result for the last one. */
+static int split(loader *L, const char *s, size_t n) {
+    if (L->o->split == GPT2_SPLIT_FILE) return take(L, s, n);
+    size_t start = 0, end = 0; /* the paragraph so far: s[start, end); end == 0: none */
+    for (size_t i = 0; i < n;) {
+        const char *nl = memchr(s + i, '\n', n - i);
+        size_t e = nl ? (size_t)(nl - s) : n;
+        int rc = 0;
+        if (L->o->split == GPT2_SPLIT_LINE) {
+            rc = take(L, s + i, e - i);
+        } else {
+            size_t k = i;
+            while (k < e && is_space(s[k])) k++;
+            if (k < e) { /* a line with text: the paragraph starts or goes on */
+                if (!end) start = i;
+                end = e;
+            } else if (end) { /* a blank line ends it */
+                rc = take(L, s + start, end - start);
+                end = 0;
+            }
+        }
+        if (rc) return rc;
+        i = e + 1;
+    }
+    return end ? take(L, s + start, end - start) : 0;
+}
+
+static char *read_all(const char *path, size_t *len, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail(err, errlen, "cannot read data file %s: %s", path, strerror(errno)), NULL;
+    size_t n = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    for (size_t got = 1; buf && got; n += got) {
+        if (n == cap) {
+            char *b = realloc(buf, cap *= 2);
+            if (!b) free(buf);
+            buf = b;
+            if (!buf) break;
+        }
+        got = fread(buf + n, 1, cap - n, f);
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) {
+        free(buf);
+        return fail(err, errlen, "cannot read data file %s: %s", path, buf ? "read error" : "out of memory"), NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+void gpt2_dataset_free(gpt2_dataset *d) {
+    if (!d) return;
+    free(d->ids);
+    free(d->lengths);
+    memset(d, 0, sizeof *d);
+}
+
+int gpt2_dataset_load(gpt2_dataset *d, const gpt2_data_opts *o, gpt2_tokenizer *tok, char *err, size_t errlen) {
+    memset(d, 0, sizeof *d);
+    if (!o->patterns) return fail(err, errlen, "no data files given: set the data patterns");
+    if (o->max_length < 1) return fail(err, errlen, "max_length must be at least 1 token (it is %d)", o->max_length);
+    if (o->min_chars < 0) return fail(err, errlen, "min_chars must be 0 or more (it is %d)", o->min_chars);
+    if (o->max_samples < 0) return fail(err, errlen, "max_samples must be 0 (all) or more (it is %lld)", o->max_samples);
+    if ((unsigned)o->split > GPT2_SPLIT_FILE) return fail(err, errlen, "unknown split mode %d", (int)o->split);
+    data_file *files = NULL;
+    size_t nfiles = 0;
+    if (list_files(o->patterns, &files, &nfiles, err, errlen)) return -1;
+    d->T = o->max_length;
+    loader L = {.d = d, .o = o, .tok = tok, .err = err, .errlen = errlen};
+    int rc = 0;
+    for (size_t k = 0; k < nfiles && !rc; k++) {
+        size_t len;
+        char *text = read_all(files[k].path, &len, err, errlen);
+        if (!text) {
+            rc = -1;
+            break;
+        }
+        d->files++;
+        rc = split(&L, text, len);
+        free(text);
+    }
+    free(L.tmp);
+    free_files(files, nfiles);
+    if (rc >= 0 && !d->n) {
+        if (!d->texts_read)
+            fail(err, errlen, "no text in the data: the %lld files matched by \"%s\" are empty or only whitespace",
+                 d->files, o->patterns);
+        else
+            fail(err, errlen,
+                 "no sample left: all %lld texts read from %lld files have fewer than min_chars = %d non-whitespace "
+                 "characters; lower min_chars, or split into longer texts, or add files",
+                 d->texts_read, d->files, o->min_chars);
+        rc = -1;
+    }
+    if (rc < 0) {
+        gpt2_dataset_free(d);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,49 @@
+/*
+ * gpt2 dataset: the GPT-2 task's training samples -- text files split into texts, filtered,
+ * tokenized, and cut or padded to a fixed number of tokens.
+ *
+ * Lifecycle: gpt2_dataset_load() once at start-up, on every rank alike (the same files give the same
+ * samples in the same order; the trainer's sampler gives each data-parallel rank its own sample
+ * indices, so nothing is sharded here) -> the trainer reads ids/lengths -> gpt2_dataset_free().
+ */
+#ifndef GPT2_DATASET_H
+#define GPT2_DATASET_H
+
+#include <stdint.h>
+
+#include "tokenizer.h"
+
+typedef enum { GPT2_SPLIT_PARAGRAPH, GPT2_SPLIT_LINE, GPT2_SPLIT_FILE } gpt2_split;
+
+typedef struct gpt2_data_opts {
+    /* whitespace-separated files or glob(3) patterns, e.g. "/usr/share/common-licenses/[A-Z]*"; a
+       backslash keeps a space in a name ("my\ file.txt") */
+    const char *patterns;
+    gpt2_split split;      /* how files become texts: paragraphs (separated by blank lines; the default), lines, whole files */
+    int min_chars;         /* texts with fewer non-whitespace characters (UTF-8 code points) are dropped */
+    int max_length;        /* tokens per sample: truncated to it, padded with eos */
+    long long max_samples; /* 0 = all; else keep the first max_samples texts (after filtering, in file order) */
+} gpt2_data_opts;
+
+typedef struct gpt2_dataset {
+    long long n;      /* samples */
+    int T;            /* = max_length */
+    int32_t *ids;     /* n*T input ids (padding = eos) */
+    int32_t *lengths; /* n: real tokens in each sample (the rest is padding) */
+    long long files, texts_read, texts_dropped; /* for a log line: files read, non-empty texts seen, dropped */
+    long long tokens; /* sum of lengths */
+} gpt2_dataset;
+
+/* 0, or -1 with a message in err (naming the pattern that matched no file, the file that cannot be
+   read, etc., and what to do); *d is then empty.  Files of all patterns are taken in pattern order,
+   each pattern's matches sorted (glob's order); a file reached twice (the same path, or a link to a
+   file already taken) is read once; directories are skipped.  Texts are trimmed of leading and
+   trailing whitespace, and empty ones are not texts at all; paragraph texts keep their inner
+   newlines.  A file that is not valid UTF-8 is still read (bytes are bytes).  Zero samples after
+   filtering is an error saying so.  Reading stops once max_samples texts are kept. */
+int gpt2_dataset_load(gpt2_dataset *d, const gpt2_data_opts *o, gpt2_tokenizer *tok, char *err, size_t errlen);
+void gpt2_dataset_free(gpt2_dataset *d);
+/* "paragraph" | "line" | "file" -> *out: 0, or -1 if unknown */
+int gpt2_split_parse(const char *s, gpt2_split *out);
+
+#endif

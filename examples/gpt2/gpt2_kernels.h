@@ -1,0 +1,107 @@
+/*
+ * gpt2 kernels: everything the GPT-2 task computes, as one table per device.
+ *
+ * Lifecycle: gpt2_model.c picks a table when the first callback names a device
+ * (gpt2_kernels_cpu() from kernels_cpu.c; gpt2_kernels_cuda() from kernels_cuda.cu, in its own
+ * gpt2_cuda.so that only GPU runs load) -> alloc activation buffers -> per micro-batch:
+ * ids_upload, then the layer kernels below in forward order, cross_entropy, then the backward
+ * kernels in reverse -> free.
+ *
+ * Conventions, the same on every device:
+ *  - Matrices are what the model code calls them, stored row-major; gemm() and gemm_batched()
+ *    follow BLAS's column-major convention (a row-major [rows, cols] array is a column-major
+ *    [cols x rows] one with ld = cols), so cblas_sgemm(CblasColMajor, ...) and cublasGemmEx get
+ *    identical arguments and the CPU tests check the argument logic the GPU uses.
+ *  - `dt` is the element type of activations, parameters and parameter gradients (fp32 on the
+ *    CPU; fp32, bf16 or fp16 on CUDA).  LayerNorm statistics and per-row losses are always float.
+ *    Arithmetic inside a kernel is float; the per-element formulas live in gpt2_math.h.
+ *  - "+=" kernels accumulate into their output (parameter gradients arrive zeroed from the
+ *    engine and several calls may add into them); "=" kernels overwrite.
+ *  - Pointers are device pointers, except where a comment says host.
+ *  - N = rows (tokens in the micro-batch, B*T), C = channels.
+ */
+#ifndef GPT2_KERNELS_H
+#define GPT2_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardrun/pg.h" /* sr_dtype */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gpt2_kernels {
+    const char *name; /* "cpu", "cuda" */
+    uint32_t dtypes;  /* 1u << sr_dtype it computes in */
+
+    void *(*alloc)(size_t bytes); /* NULL when out of memory; contents undefined */
+    void (*free)(void *p);
+    void (*zero)(void *p, size_t bytes);
+    /* host token ids -> device (n int32 values) */
+    int (*ids_upload)(int32_t *dev_dst, const int32_t *host_src, size_t n);
+    /* device floats -> host (for losses and tests) */
+    int (*floats_download)(float *host_dst, const float *dev_src, size_t n);
+    int (*sync)(void); /* waits for queued work: 0, or -1 after printing the device's error */
+    /* dst = src, n elements of dt (device to device) */
+    void (*copy)(void *dst, const void *src, size_t n, sr_dtype dt);
+
+    /* C[m x n] = alpha * op(A) op(B) + beta * C, column-major; trans* = 1 means op(X) = X^T.
+       Accumulates in float. */
+    void (*gemm)(int transa, int transb, int m, int n, int k, float alpha, const void *A, int lda, const void *B,
+                 int ldb, float beta, void *C, int ldc, sr_dtype dt);
+    /* `batch` independent gemms; matrix i of A starts at A + i*strideA elements (same for B, C) */
+    void (*gemm_batched)(int transa, int transb, int m, int n, int k, float alpha, const void *A, int lda,
+                         long long strideA, const void *B, int ldb, long long strideB, float beta, void *C, int ldc,
+                         long long strideC, int batch, sr_dtype dt);
+
+    /* out[b,t,:] = wte[ids[b,t],:] + wpe[t,:]   (out [B*T, C]) */
+    void (*embed_forward)(void *out, const int32_t *ids, const void *wte, const void *wpe, int B, int T, int C,
+                          sr_dtype dt);
+    /* dwte[ids[b,t],:] += dout[b,t,:];  dwpe[t,:] += sum_b dout[b,t,:] */
+    void (*embed_backward)(void *dwte, void *dwpe, const int32_t *ids, const void *dout, int B, int T, int C,
+                           sr_dtype dt);
+
+    /* out = (x - mean) * rstd * w + b per row, eps 1e-5; mean[N], rstd[N] saved (float) */
+    void (*layernorm_forward)(void *out, float *mean, float *rstd, const void *x, const void *w, const void *b, int N,
+                              int C, sr_dtype dt);
+    /* dx += ..., dw += ..., db += ... from dout and the saved statistics */
+    void (*layernorm_backward)(void *dx, void *dw, void *db, const void *dout, const void *x, const float *mean,
+                               const float *rstd, const void *w, int N, int C, sr_dtype dt);
+
+    /* out[n,:] += bias  (out [N, O]) */
+    void (*bias_add)(void *out, const void *bias, int N, int O, sr_dtype dt);
+    /* dbias += sum over rows of dout [N, O] */
+    void (*bias_backward)(void *dbias, const void *dout, int N, int O, sr_dtype dt);
+
+    /* out = gelu_tanh(x), n elements (out may alias x) */
+    void (*gelu_forward)(void *out, const void *x, size_t n, sr_dtype dt);
+    /* dx = gelu_tanh'(x) * dout (dx may alias dout) */
+    void (*gelu_backward)(void *dx, const void *x, const void *dout, size_t n, sr_dtype dt);
+
+    /* out = a + b, n elements (out may alias a or b) */
+    void (*add)(void *out, const void *a, const void *b, size_t n, sr_dtype dt);
+
+    /* Causal softmax over `rows` score matrices of T x T (each row-major, row t = query t):
+       P[t, j] = softmax_j<=t(scale * S[t, j]), P[t, j > t] = 0.  P may alias S. */
+    void (*softmax_causal_forward)(void *P, const void *S, int T, float scale, int count, sr_dtype dt);
+    /* dS[t, j] = scale * P[t, j] * (dP[t, j] - sum_i P[t, i] dP[t, i]); dS may alias dP */
+    void (*softmax_causal_backward)(void *dS, const void *P, const void *dP, int T, float scale, int count,
+                                    sr_dtype dt);
+
+    /* Cross-entropy over logits [N, V] with targets[N] (-1 = ignored).  losses[n] (float) =
+       logsumexp(logits[n]) - logits[n, target] (0 for ignored rows); then, in place,
+       logits[n, :] = (softmax(logits[n]) - onehot(target)) * dscale (0 for ignored rows). */
+    void (*cross_entropy)(void *logits, float *losses, const int32_t *targets, int N, int V, float dscale,
+                          sr_dtype dt);
+} gpt2_kernels;
+
+const gpt2_kernels *gpt2_kernels_cpu(void);
+/* in gpt2_cuda.so, found with dlsym by gpt2_model.c */
+const gpt2_kernels *gpt2_kernels_cuda(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,671 @@
+/*
+ * gpt2: GPT-2 as a shardrun model task -- the layers, nothing about sharding.
+ *
+ * Lifecycle (see shardrun/model.h): create() reads [task], loads the tokenizer and the data
+ * (dataset.c), picks the kernels (kernels_cpu.c, or kernels_cuda.cu in gpt2_cuda.so when the run
+ * uses NCCL) and declares the modules below -> per micro-batch batch(), forward() per module,
+ * loss(), backward() per module in reverse -> destroy().
+ *
+ * Modules, in forward order, with HuggingFace GPT2LMHeadModel's parameter names and layouts:
+ *   transformer.embeddings  GPT2Embeddings  transformer.wte.weight [V,C], transformer.wpe.weight [P,C]
+ *   transformer.h.{i}       GPT2Block       ln_1, attn.c_attn (Conv1D: weight [C,3C]), attn.c_proj,
+ *                                           ln_2, mlp.c_fc [C,4C], mlp.c_proj [4C,C]
+ *   transformer.ln_f        LayerNorm
+ *   lm_head                 Linear          lm_head.weight, tied to transformer.wte.weight
+ * so a FULL_STATE_DICT checkpoint is a GPT-2 model.safetensors, and one loads as init_weights.
+ *
+ * The loss is HF's with labels = input_ids: position t predicts token t+1, padding ignored, mean
+ * over the micro-batch's predicted tokens.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset.h"
+#include "dump.h"
+#include "gpt2_kernels.h"
+#include "shardrun/model.h"
+#include "tokenizer.h"
+
+typedef struct gpt2_size {
+    const char *name;
+    int n_layer, n_head, n_embd, n_positions, vocab_size; /* vocab_size 0: the tokenizer's */
+} gpt2_size;
+
+static const gpt2_size SIZES[] = {
+    {"tiny", 4, 4, 128, 256, 0},
+    {"gpt2", 12, 12, 768, 1024, 50257},
+    {"gpt2-medium", 24, 16, 1024, 1024, 50257},
+    {"gpt2-large", 36, 20, 1280, 1024, 50257},
+    {"gpt2-xl", 48, 25, 1600, 1024, 50257},
+};
+#define NSIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
+
+enum { M_EMBED, M_BLOCK, M_LNF, M_HEAD };
+enum { NBLOCK_PARAMS = 12 };
+/* a block's parameters, in declaration order */
+enum { LN1_W, LN1_B, ATTN_W, ATTN_B, APROJ_W, APROJ_B, LN2_W, LN2_B, FC_W, FC_B, MPROJ_W, MPROJ_B };
+
+typedef struct gpt2 {
+    sr_ctx *ctx;
+    int L, NH, C, P, V, T; /* layers, heads, channels, positions, vocabulary, tokens per sample */
+    const gpt2_kernels *k;
+    sr_dtype dt; /* compute dtype (fp32 on the CPU) */
+    size_t es;   /* its element size */
+    gpt2_tokenizer *tok;
+    gpt2_dataset data;
+    char *dump_path;
+
+    /* the micro-batch */
+    int B, Bcap;
+    int32_t *ids_h, *tgt_h; /* host: input ids, targets (-1 = none) */
+    int32_t *ids_d, *tgt_d; /* device copies */
+    long long ntargets;
+    float *losses_d, *losses_h;
+
+    /* activations (device).  out[m]: module m's output, always kept (module m+1's input; the
+       head's is the logits, which loss() turns into their gradient in place).  inter[m]: the
+       intermediates backward needs, from a pool of equal buffers: a checkpointed block borrows
+       one during its forward and returns it at once, then again from its recompute to its
+       backward. */
+    int nmod;
+    void **out;
+    void **inter;
+    void **pool;
+    int npool, pool_cap;
+    float *lnf_stats; /* ln_f's mean and rstd (2N floats) */
+    void *dy, *dx;    /* gradient of the current module's output / input, N*C */
+    void *work;       /* block backward temporaries */
+    int next_fwd, next_bwd;
+} gpt2;
+
+static int kind_of(const gpt2 *g, int m) {
+    return m == 0 ? M_EMBED : m <= g->L ? M_BLOCK : m == g->L + 1 ? M_LNF : M_HEAD;
+}
+
+/* ---- buffers ---------------------------------------------------------------------------------- */
+
+/* bytes of one block's intermediates for Bcap samples: 4 floats of LayerNorm statistics per token,
+   then ln1 [N,C], qkv [N,3C], att [B,NH,T,T], atty [N,C], res2 [N,C], ln2 [N,C], fch [N,4C],
+   fchg [N,4C] in the compute dtype */
+static size_t inter_bytes(const gpt2 *g) {
+    size_t N = (size_t)g->Bcap * g->T;
+    return 16 * N + g->es * (N * 15 * (size_t)g->C + (size_t)g->Bcap * g->NH * g->T * g->T);
+}
+
+typedef struct block_acts {
+    float *mean1, *rstd1, *mean2, *rstd2;
+    char *ln1, *qkv, *att, *atty, *res2, *ln2, *fch, *fchg;
+} block_acts;
+
+static block_acts acts_of(const gpt2 *g, void *buf) {
+    size_t N = (size_t)g->Bcap * g->T, C = (size_t)g->C, es = g->es;
+    block_acts a;
+    a.mean1 = buf, a.rstd1 = a.mean1 + N, a.mean2 = a.rstd1 + N, a.rstd2 = a.mean2 + N;
+    a.ln1 = (char *)(a.rstd2 + N);
+    a.qkv = a.ln1 + N * C * es;
+    a.att = a.qkv + 3 * N * C * es;
+    a.atty = a.att + (size_t)g->Bcap * g->NH * g->T * g->T * es;
+    a.res2 = a.atty + N * C * es;
+    a.ln2 = a.res2 + N * C * es;
+    a.fch = a.ln2 + N * C * es;
+    a.fchg = a.fch + 4 * N * C * es;
+    return a;
+}
+
+static void *pool_take(gpt2 *g) {
+    if (g->npool > 0) return g->pool[--g->npool];
+    return g->k->alloc(inter_bytes(g));
+}
+
+static void pool_give(gpt2 *g, void *p) {
+    if (!p) return;
+    if (g->npool == g->pool_cap) {
+        int cap = g->pool_cap ? 2 * g->pool_cap : 8;
+        void **np = realloc(g->pool, (size_t)cap * sizeof *np);
+        if (!np) { /* cannot keep it: let it go */
+            g->k->free(p);
+            return;
+        }
+        g->pool = np, g->pool_cap = cap;
+    }
+    g->pool[g->npool++] = p;
+}
+
+static void free_acts(gpt2 *g) {
+    if (!g->k) return;
+    for (int m = 0; g->out && m < g->nmod; m++) {
+        g->k->free(g->out[m]);
+        g->out[m] = NULL;
+        if (g->inter[m]) g->k->free(g->inter[m]);
+        g->inter[m] = NULL;
+    }
+    while (g->npool > 0) g->k->free(g->pool[--g->npool]);
+    void **bufs[] = {(void **)&g->ids_d, (void **)&g->tgt_d, (void **)&g->losses_d, (void **)&g->lnf_stats,
+                     &g->dy, &g->dx, &g->work};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        g->k->free(*bufs[i]);
+        *bufs[i] = NULL;
+    }
+    free(g->ids_h), free(g->tgt_h), free(g->losses_h);
+    g->ids_h = g->tgt_h = NULL;
+    g->losses_h = NULL;
+    g->Bcap = 0;
+}
+
+/* block backward temporaries: d(fch) [N,4C], dqkv [N,3C], a [N,C] and one sample's datt [NH,T,T] */
+static size_t work_bytes(const gpt2 *g) {
+    size_t N = (size_t)g->Bcap * g->T;
+    return g->es * (N * 8 * (size_t)g->C + (size_t)g->NH * g->T * g->T);
+}
+
+static int alloc_acts(gpt2 *g, int B) {
+    free_acts(g);
+    g->Bcap = B;
+    size_t N = (size_t)B * g->T, es = g->es;
+    int bad = !(g->ids_h = malloc(N * sizeof(int32_t))) || !(g->tgt_h = malloc(N * sizeof(int32_t))) ||
+              !(g->losses_h = malloc(N * sizeof(float))) || !(g->ids_d = g->k->alloc(N * sizeof(int32_t))) ||
+              !(g->tgt_d = g->k->alloc(N * sizeof(int32_t))) || !(g->losses_d = g->k->alloc(N * sizeof(float))) ||
+              !(g->lnf_stats = g->k->alloc(2 * N * sizeof(float))) || !(g->dy = g->k->alloc(N * g->C * es)) ||
+              !(g->dx = g->k->alloc(N * g->C * es)) || !(g->work = g->k->alloc(work_bytes(g)));
+    for (int m = 0; !bad && m < g->nmod; m++)
+        bad = !(g->out[m] = g->k->alloc(N * (size_t)(kind_of(g, m) == M_HEAD ? g->V : g->C) * es));
+    if (bad) {
+        fprintf(stderr, "gpt2: error: out of %s memory for the activations of a micro-batch of %d samples of %d "
+                        "tokens; lower per_device_train_batch_size or max_length, or turn on "
+                        "fsdp.activation_checkpointing\n", g->k->name, B, g->T);
+        free_acts(g);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- create ------------------------------------------------------------------------------------ */
+
+static int config_int(sr_ctx *ctx, const char *key, long long def, long long lo, long long hi, int *out) {
+    long long v;
+    if (sr_config_int(ctx, key, def, &v) != 0) return -1;
+    if (v < lo || v > hi) {
+        fprintf(stderr, "gpt2: error: [task] %s = %lld is out of range [%lld, %lld]\n", key, v, lo, hi);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* The CUDA kernels live in gpt2_cuda.so next to this task, so CPU runs never map cuBLAS. */
+static const gpt2_kernels *load_cuda_kernels(void) {
+    Dl_info info;
+    if (!dladdr((void *)gpt2_kernels_cpu, &info) || !info.dli_fname) return NULL;
+    char path[4096];
+    snprintf(path, sizeof path, "%s", info.dli_fname);
+    char *slash = strrchr(path, '/');
+    snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "gpt2_cuda.so");
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "gpt2: error: this run uses NCCL (GPUs) but the CUDA kernels cannot be loaded: %s; build "
+                        "shardrun with nvcc available (-DSHARDRUN_CUDA=ON)\n", dlerror());
+        return NULL;
+    }
+    const gpt2_kernels *(*get)(void) = (const gpt2_kernels *(*)(void))dlsym(h, "gpt2_kernels_cuda");
+    return get ? get() : NULL;
+}
+
+/* The compute dtype, as the engine will pick it from ACCELERATE_MIXED_PRECISION. */
+static sr_dtype compute_dtype(void) {
+    const char *mp = getenv("ACCELERATE_MIXED_PRECISION");
+    if (mp && !strcmp(mp, "bf16")) return SR_BFLOAT16;
+    if (mp && !strcmp(mp, "fp16")) return SR_FLOAT16;
+    return SR_FLOAT32;
+}
+
+static int read_size(gpt2 *g, sr_ctx *ctx, int *vocab_default) {
+    const char *size = sr_config(ctx, "size");
+    const gpt2_size *s = NULL;
+    for (int i = 0; i < NSIZES; i++)
+        if (!strcmp(size ? size : "tiny", SIZES[i].name)) s = &SIZES[i];
+    if (!s) {
+        fprintf(stderr, "gpt2: error: [task] size = %s is not a GPT-2 size; use tiny, gpt2, gpt2-medium, gpt2-large "
+                        "or gpt2-xl (n_layer, n_head, n_embd, n_positions, vocab_size override its figures)\n", size);
+        return -1;
+    }
+    *vocab_default = s->vocab_size;
+    if (config_int(ctx, "n_layer", s->n_layer, 1, 4096, &g->L) ||
+        config_int(ctx, "n_head", s->n_head, 1, 4096, &g->NH) ||
+        config_int(ctx, "n_embd", s->n_embd, 1, 1 << 16, &g->C) ||
+        config_int(ctx, "n_positions", s->n_positions, 1, 1 << 20, &g->P))
+        return -1;
+    if (g->C % g->NH) {
+        fprintf(stderr, "gpt2: error: [task] n_embd = %d is not a multiple of n_head = %d\n", g->C, g->NH);
+        return -1;
+    }
+    return 0;
+}
+
+static int load_data(gpt2 *g, sr_ctx *ctx) {
+    const char *vocab = sr_config(ctx, "vocab_json"), *merges = sr_config(ctx, "merges_txt");
+    if (!vocab != !merges) {
+        fprintf(stderr, "gpt2: error: [task] vocab_json and merges_txt go together: give both (GPT-2 BPE) or "
+                        "neither (byte-level tokens)\n");
+        return -1;
+    }
+    char err[1024];
+    if (!(g->tok = gpt2_tokenizer_load(vocab, merges, err, sizeof err))) {
+        fprintf(stderr, "gpt2: error: %s\n", err);
+        return -1;
+    }
+    gpt2_data_opts o = {0};
+    long long max_samples;
+    const char *split = sr_config(ctx, "split");
+    o.patterns = sr_config(ctx, "data");
+    if (!o.patterns || !*o.patterns) {
+        fprintf(stderr, "gpt2: error: [task] data is missing: name the training text files, e.g. "
+                        "data = /usr/share/common-licenses/*\n");
+        return -1;
+    }
+    if (split && gpt2_split_parse(split, &o.split) != 0) {
+        fprintf(stderr, "gpt2: error: [task] split = %s; expected paragraph, line or file\n", split);
+        return -1;
+    }
+    if (!split) o.split = GPT2_SPLIT_PARAGRAPH;
+    if (config_int(ctx, "max_length", 128, 2, g->P, &g->T) || config_int(ctx, "min_chars", 32, 0, 1 << 30, &o.min_chars) ||
+        sr_config_int(ctx, "max_samples", 0, &max_samples))
+        return -1;
+    if (max_samples < 0) {
+        fprintf(stderr, "gpt2: error: [task] max_samples = %lld; expected 0 (all) or a positive count\n", max_samples);
+        return -1;
+    }
+    o.max_length = g->T;
+    o.max_samples = max_samples;
+    if (gpt2_dataset_load(&g->data, &o, g->tok, err, sizeof err) != 0) {
+        fprintf(stderr, "gpt2: error: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static void free_state(gpt2 *g) {
+    free_acts(g);
+    free(g->pool);
+    free(g->out);
+    free(g->inter);
+    gpt2_dataset_free(&g->data);
+    if (g->tok) gpt2_tokenizer_free(g->tok);
+    free(g->dump_path);
+    free(g);
+}
+
+static void gpt2_destroy(void *state) {
+    if (state) free_state(state);
+}
+
+#define P1(name, n, init, flags) (sr_model_param(model, name, 1, (int64_t[]){n}, init, flags) != 0)
+#define P2(name, a, b, init) (sr_model_param(model, name, 2, (int64_t[]){a, b}, init, 0) != 0)
+
+static int declare(gpt2 *g, sr_model *model) {
+    const int C = g->C;
+    const unsigned ND = SR_PARAM_NO_DECAY;
+    /* HF's _init_weights: N(0, 0.02), residual projections N(0, 0.02 / sqrt(2 n_layer)) */
+    const sr_init W = SR_NORMAL(0.02f), WP = SR_NORMAL(0.02f / sqrtf(2.0f * (float)g->L));
+    if (sr_model_module(model, "transformer.embeddings", "GPT2Embeddings") < 0 ||
+        P2("transformer.wte.weight", g->V, C, W) || P2("transformer.wpe.weight", g->P, C, W))
+        return -1;
+    char mod[64], n[128];
+    for (int i = 0; i < g->L; i++) {
+        snprintf(mod, sizeof mod, "transformer.h.%d", i);
+        if (sr_model_module(model, mod, "GPT2Block") < 0) return -1;
+#define NAME(s) (snprintf(n, sizeof n, "%s.%s", mod, s), n)
+        if (P1(NAME("ln_1.weight"), C, SR_ONES, ND) || P1(NAME("ln_1.bias"), C, SR_ZEROS, ND) ||
+            P2(NAME("attn.c_attn.weight"), C, 3 * C, W) || P1(NAME("attn.c_attn.bias"), 3 * C, SR_ZEROS, ND) ||
+            P2(NAME("attn.c_proj.weight"), C, C, WP) || P1(NAME("attn.c_proj.bias"), C, SR_ZEROS, ND) ||
+            P1(NAME("ln_2.weight"), C, SR_ONES, ND) || P1(NAME("ln_2.bias"), C, SR_ZEROS, ND) ||
+            P2(NAME("mlp.c_fc.weight"), C, 4 * C, W) || P1(NAME("mlp.c_fc.bias"), 4 * C, SR_ZEROS, ND) ||
+            P2(NAME("mlp.c_proj.weight"), 4 * C, C, WP) || P1(NAME("mlp.c_proj.bias"), C, SR_ZEROS, ND))
+            return -1;
+#undef NAME
+    }
+    if (sr_model_module(model, "transformer.ln_f", "LayerNorm") < 0 ||
+        P1("transformer.ln_f.weight", C, SR_ONES, ND) || P1("transformer.ln_f.bias", C, SR_ZEROS, ND) ||
+        sr_model_module(model, "lm_head", "Linear") < 0 ||
+        sr_model_tie(model, "lm_head.weight", "transformer.wte.weight") != 0)
+        return -1;
+    return 0;
+}
+
+static void *gpt2_create(sr_ctx *ctx, sr_model *model) {
+    gpt2 *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->ctx = ctx;
+    int vocab_default;
+    if (read_size(g, ctx, &vocab_default) != 0 || load_data(g, ctx) != 0) goto fail;
+    int tv = gpt2_tokenizer_vocab_size(g->tok);
+    if (config_int(ctx, "vocab_size", vocab_default ? vocab_default : tv, 1, 1 << 24, &g->V)) goto fail;
+    if (g->V < tv) {
+        fprintf(stderr, "gpt2: error: [task] vocab_size = %d is smaller than the tokenizer's %d tokens\n", g->V, tv);
+        goto fail;
+    }
+    const char *dump = sr_config(ctx, "dump");
+    if (dump && *dump && !(g->dump_path = strdup(dump))) goto fail;
+
+    sr_pg *world = sr_world(ctx);
+    int cuda = world && !strcmp(sr_pg_backend(world), "nccl");
+    g->k = cuda ? load_cuda_kernels() : gpt2_kernels_cpu();
+    if (!g->k) goto fail;
+    g->dt = compute_dtype();
+    g->es = sr_dtype_size(g->dt);
+    if (!(g->k->dtypes & (1u << g->dt))) {
+        fprintf(stderr, "gpt2: error: the %s kernels compute in fp32 only, but mixed_precision asks for %s; set "
+                        "[accelerate] mixed_precision = no on CPUs\n", g->k->name, sr_dtype_name(g->dt));
+        goto fail;
+    }
+    g->nmod = g->L + 3;
+    if (!(g->out = calloc((size_t)g->nmod, sizeof *g->out)) || !(g->inter = calloc((size_t)g->nmod, sizeof *g->inter)))
+        goto fail;
+    if (declare(g, model) != 0) goto fail;
+
+    if (sr_rank(ctx) == 0) {
+        double params = (double)g->V * g->C + (double)g->P * g->C + 2.0 * g->C +
+                        (double)g->L * (12.0 * g->C * g->C + 13.0 * g->C);
+        printf("gpt2: %d layers, %d heads, n_embd %d, vocab %d, positions %d: %.2fM parameters; %s kernels%s\n", g->L,
+               g->NH, g->C, g->V, g->P, params / 1e6, g->k->name, cuda ? "" : " (OpenBLAS)");
+        printf("gpt2: data: %lld samples of %d tokens (%lld real tokens, %.1f%% padding) from %lld texts of %lld "
+               "files (%lld shorter texts dropped); %s tokenizer, %d tokens\n",
+               g->data.n, g->T, g->data.tokens, 100.0 * (1.0 - (double)g->data.tokens / ((double)g->data.n * g->T)),
+               g->data.texts_read - g->data.texts_dropped, g->data.files, g->data.texts_dropped,
+               sr_config(ctx, "vocab_json") ? "GPT-2 BPE" : "byte-level", tv);
+        fflush(stdout);
+    }
+    return g;
+fail:
+    free_state(g);
+    return NULL;
+}
+
+static int64_t gpt2_num_samples(void *state) { return ((gpt2 *)state)->data.n; }
+
+/* ---- batch ------------------------------------------------------------------------------------- */
+
+static int gpt2_batch(void *state, const int64_t *samples, int n, long long *tokens) {
+    gpt2 *g = state;
+    if (n <= 0) return -1;
+    if (n > g->Bcap && alloc_acts(g, n) != 0) return -1;
+    const int T = g->T;
+    long long real = 0, targets = 0;
+    for (int b = 0; b < n; b++) {
+        if (samples[b] < 0 || samples[b] >= g->data.n) {
+            fprintf(stderr, "gpt2: error: sample index %lld out of range [0, %lld)\n", (long long)samples[b], g->data.n);
+            return -1;
+        }
+        const int32_t *ids = g->data.ids + (size_t)samples[b] * T;
+        int len = g->data.lengths[samples[b]];
+        memcpy(g->ids_h + (size_t)b * T, ids, (size_t)T * sizeof(int32_t));
+        for (int t = 0; t < T; t++) /* HF: labels = input_ids, -100 on padding, shifted inside the model */
+            g->tgt_h[(size_t)b * T + t] = t + 1 < len ? ids[t + 1] : -1;
+        real += len;
+        targets += len > 1 ? len - 1 : 0;
+    }
+    size_t N = (size_t)n * T;
+    if (g->k->ids_upload(g->ids_d, g->ids_h, N) != 0 || g->k->ids_upload(g->tgt_d, g->tgt_h, N) != 0) return -1;
+    g->B = n;
+    g->ntargets = targets;
+    g->next_fwd = 0;
+    g->next_bwd = -1;
+    *tokens = real;
+    return 0;
+}
+
+/* ---- forward ----------------------------------------------------------------------------------- */
+
+/* out[N,O] = x[N,I] W[I,O] (+ b): a Conv1D, whose weight HF stores [in, out] */
+static void conv1d_forward(const gpt2 *g, void *out, const void *x, const void *W, const void *b, int N, int I, int O) {
+    g->k->gemm(0, 0, O, N, I, 1.0f, W, O, x, I, 0.0f, out, O, g->dt);
+    if (b) g->k->bias_add(out, b, N, O, g->dt);
+}
+
+/* dW += x^T dout, db += column sums of dout, dx (+)= dout W^T (beta 0: overwrite, 1: add) */
+static void conv1d_backward(const gpt2 *g, void *dx, float beta, void *dW, void *db, const void *dout, const void *x,
+                            const void *W, int N, int I, int O) {
+    if (db) g->k->bias_backward(db, dout, N, O, g->dt);
+    g->k->gemm(0, 1, O, I, N, 1.0f, dout, O, x, I, 1.0f, dW, O, g->dt);
+    if (dx) g->k->gemm(1, 0, I, N, O, 1.0f, W, O, dout, O, beta, dx, I, g->dt);
+}
+
+#define AT(p, i) ((char *)(p) + (size_t)(i) * g->es) /* element i of a compute-dtype array */
+
+/* Causal self-attention of one block: qkv [N,3C] -> att (probabilities), atty [N,C].  One sample
+   at a time, its heads as one batched GEMM: head h's q, k, v are columns h*hs, C + h*hs and
+   2C + h*hs of qkv, rows strided by 3C. */
+static void attention_forward(const gpt2 *g, const block_acts *a) {
+    const int T = g->T, C = g->C, NH = g->NH, hs = C / NH;
+    const long long TT = (long long)T * T;
+    for (int b = 0; b < g->B; b++) {
+        char *q = AT(a->qkv, (size_t)b * T * 3 * C), *kk = AT(q, C), *v = AT(q, 2 * C);
+        char *att = AT(a->att, (size_t)b * NH * TT), *y = AT(a->atty, (size_t)b * T * C);
+        /* S[t1, t2] = q_t1 . k_t2, stored row t1: column-major C[t2, t1] = K^T' Q */
+        g->k->gemm_batched(1, 0, T, T, hs, 1.0f, kk, 3 * C, hs, q, 3 * C, hs, 0.0f, att, T, TT, NH, g->dt);
+        g->k->softmax_causal_forward(att, att, T, 1.0f / sqrtf((float)hs), NH, g->dt);
+        /* y[t1, :] = sum_t2 P[t1, t2] v_t2 */
+        g->k->gemm_batched(0, 0, hs, T, T, 1.0f, v, 3 * C, hs, att, T, TT, 0.0f, y, C, hs, NH, g->dt);
+    }
+}
+
+/* A block's forward.  With out == NULL (a recompute) it stops before the MLP's output projection:
+   backward needs every intermediate, not the output, which the forward already left in out[m]. */
+static void block_forward(const gpt2 *g, void *const *p, const void *x, const block_acts *a, void *out) {
+    const int N = g->B * g->T, C = g->C;
+    g->k->layernorm_forward(a->ln1, a->mean1, a->rstd1, x, p[LN1_W], p[LN1_B], N, C, g->dt);
+    conv1d_forward(g, a->qkv, a->ln1, p[ATTN_W], p[ATTN_B], N, C, 3 * C);
+    attention_forward(g, a);
+    conv1d_forward(g, a->res2, a->atty, p[APROJ_W], p[APROJ_B], N, C, C);
+    g->k->add(a->res2, a->res2, x, (size_t)N * C, g->dt);
+    g->k->layernorm_forward(a->ln2, a->mean2, a->rstd2, a->res2, p[LN2_W], p[LN2_B], N, C, g->dt);
+    conv1d_forward(g, a->fch, a->ln2, p[FC_W], p[FC_B], N, C, 4 * C);
+    g->k->gelu_forward(a->fchg, a->fch, (size_t)N * 4 * C, g->dt);
+    if (!out) return;
+    conv1d_forward(g, out, a->fchg, p[MPROJ_W], p[MPROJ_B], N, 4 * C, C);
+    g->k->add(out, out, a->res2, (size_t)N * C, g->dt);
+}
+
+static int check_call(const gpt2 *g, const sr_module_call *call, const char *what) {
+    static const int nparams[] = {2, NBLOCK_PARAMS, 2, 1};
+    if (call->module < 0 || call->module >= g->nmod || call->nparams != nparams[kind_of(g, call->module)] ||
+        call->dtype != g->dt || call->batch_size != g->B || g->Bcap == 0) {
+        fprintf(stderr, "gpt2: error: %s of module %d (%s) does not match the model: %d params, dtype %s, batch %d "
+                        "(loaded %d)\n", what, call->module, call->name, call->nparams, sr_dtype_name(call->dtype),
+                call->batch_size, g->B);
+        return -1;
+    }
+    return 0;
+}
+
+static int gpt2_forward(void *state, const sr_module_call *call) {
+    gpt2 *g = state;
+    if (check_call(g, call, "forward") != 0) return -1;
+    const int m = call->module, kind = kind_of(g, m), N = g->B * g->T, C = g->C;
+    if (call->recompute ? g->next_bwd < 0 || m > g->next_bwd : m != g->next_fwd) {
+        fprintf(stderr, "gpt2: error: %s of %s out of order\n", call->recompute ? "recompute" : "forward", call->name);
+        return -1;
+    }
+    void *const *p = call->params;
+    const void *x = m > 0 ? g->out[m - 1] : NULL;
+    switch (kind) {
+    case M_EMBED:
+        if (!call->recompute) g->k->embed_forward(g->out[m], g->ids_d, p[0], p[1], g->B, g->T, C, g->dt);
+        break;
+    case M_BLOCK: {
+        /* intermediates: kept for backward, or (checkpointed forward) borrowed for the call only */
+        int keep = call->save_activations || call->recompute;
+        if (!g->inter[m] && !(g->inter[m] = pool_take(g))) {
+            fprintf(stderr, "gpt2: error: out of %s memory for the activations of %s\n", g->k->name, call->name);
+            return -1;
+        }
+        block_acts a = acts_of(g, g->inter[m]);
+        block_forward(g, p, x, &a, call->recompute ? NULL : g->out[m]);
+        if (!keep) {
+            pool_give(g, g->inter[m]);
+            g->inter[m] = NULL;
+        }
+        break;
+    }
+    case M_LNF:
+        g->k->layernorm_forward(g->out[m], g->lnf_stats, g->lnf_stats + N, x, p[0], p[1], N, C, g->dt);
+        break;
+    case M_HEAD: /* logits = h wte^T (lm_head is a Linear: weight [V, C]) */
+        if (!call->recompute)
+            g->k->gemm(1, 0, g->V, N, C, 1.0f, p[0], C, x, C, 0.0f, g->out[m], g->V, g->dt);
+        break;
+    }
+    if (!call->recompute) g->next_fwd = m + 1;
+    return g->k->sync();
+}
+
+/* ---- loss ---------------------------------------------------------------------------------------- */
+
+static int write_dump(gpt2 *g, const float *logits, float loss) {
+    int32_t *labels = malloc((size_t)g->B * g->T * sizeof *labels);
+    if (!labels) return -1;
+    for (int b = 0; b < g->B; b++) /* HF's labels: the input ids, -100 on padding */
+        for (int t = 0; t < g->T; t++) {
+            size_t i = (size_t)b * g->T + t;
+            labels[i] = t == 0 || g->tgt_h[i - 1] >= 0 ? g->ids_h[i] : -100;
+        }
+    gpt2_dump_tensor t[] = {
+        {"input_ids", "I32", 2, {g->B, g->T}, g->ids_h},
+        {"labels", "I32", 2, {g->B, g->T}, labels},
+        {"logits", "F32", 3, {g->B, g->T, g->V}, logits},
+        {"loss", "F32", 1, {1}, &loss},
+    };
+    int rc = gpt2_dump_write(g->dump_path, t, 4);
+    free(labels);
+    return rc;
+}
+
+static int gpt2_loss(void *state, const sr_module_call *call, double *loss) {
+    gpt2 *g = state;
+    if (g->Bcap == 0 || g->next_fwd != g->nmod) {
+        fprintf(stderr, "gpt2: error: loss before the forward of every module\n");
+        return -1;
+    }
+    const int N = g->B * g->T, V = g->V;
+    void *logits = g->out[g->nmod - 1];
+    int dump = g->dump_path && call->step == 0 && call->micro_step == 0 && sr_rank(g->ctx) == 0;
+    float *host_logits = NULL;
+    if (dump) { /* before cross_entropy turns them into their gradient */
+        if (g->dt != SR_FLOAT32 || !(host_logits = malloc((size_t)N * V * sizeof(float))) ||
+            g->k->floats_download(host_logits, logits, (size_t)N * V) != 0) {
+            fprintf(stderr, "gpt2: error: dump needs fp32 compute and memory for the logits\n");
+            free(host_logits);
+            return -1;
+        }
+    }
+    float dscale = g->ntargets ? call->grad_scale / (float)g->ntargets : 0.0f;
+    g->k->cross_entropy(logits, g->losses_d, g->tgt_d, N, V, dscale, g->dt);
+    if (g->k->floats_download(g->losses_h, g->losses_d, (size_t)N) != 0 || g->k->sync() != 0) {
+        free(host_logits);
+        return -1;
+    }
+    double sum = 0.0;
+    for (int n = 0; n < N; n++) sum += g->losses_h[n];
+    *loss = g->ntargets ? sum / (double)g->ntargets : 0.0;
+    int rc = dump ? write_dump(g, host_logits, (float)*loss) : 0;
+    free(host_logits);
+    g->next_bwd = g->nmod - 1;
+    return rc;
+}
+
+/* ---- backward ---------------------------------------------------------------------------------- */
+
+static void attention_backward(const gpt2 *g, const block_acts *a, const void *datty, void *dqkv, void *datt) {
+    const int T = g->T, C = g->C, NH = g->NH, hs = C / NH;
+    const long long TT = (long long)T * T;
+    for (int b = 0; b < g->B; b++) {
+        const char *q = AT(a->qkv, (size_t)b * T * 3 * C), *kk = AT(q, C), *v = AT(q, 2 * C);
+        const char *att = AT(a->att, (size_t)b * NH * TT), *dy = AT(datty, (size_t)b * T * C);
+        char *dq = AT(dqkv, (size_t)b * T * 3 * C), *dk = AT(dq, C), *dv = AT(dq, 2 * C);
+        /* dP[t1, t2] = dy_t1 . v_t2;  dv_t2 = sum_t1 P[t1, t2] dy_t1 */
+        g->k->gemm_batched(1, 0, T, T, hs, 1.0f, v, 3 * C, hs, dy, C, hs, 0.0f, datt, T, TT, NH, g->dt);
+        g->k->gemm_batched(0, 1, hs, T, T, 1.0f, dy, C, hs, att, T, TT, 0.0f, dv, 3 * C, hs, NH, g->dt);
+        g->k->softmax_causal_backward(datt, att, datt, T, 1.0f / sqrtf((float)hs), NH, g->dt);
+        /* dq_t1 = sum_t2 dS[t1, t2] k_t2;  dk_t2 = sum_t1 dS[t1, t2] q_t1 */
+        g->k->gemm_batched(0, 0, hs, T, T, 1.0f, kk, 3 * C, hs, datt, T, TT, 0.0f, dq, 3 * C, hs, NH, g->dt);
+        g->k->gemm_batched(0, 1, hs, T, T, 1.0f, q, 3 * C, hs, datt, T, TT, 0.0f, dk, 3 * C, hs, NH, g->dt);
+    }
+}
+
+/* dx = d(block input) from dy = d(block output); parameter gradients added into d */
+static void block_backward(const gpt2 *g, void *const *p, void *const *d, const void *x, const block_acts *a,
+                           const void *dy, void *dx) {
+    const int N = g->B * g->T, C = g->C;
+    char *dfch = g->work, *dqkv = AT(dfch, (size_t)N * 4 * C), *dc = AT(dqkv, (size_t)N * 3 * C),
+         *datt = AT(dc, (size_t)N * C);
+    g->k->copy(dx, dy, (size_t)N * C, g->dt); /* the residual around the MLP: dx = d(res2) from here on */
+    conv1d_backward(g, dfch, 0.0f, d[MPROJ_W], d[MPROJ_B], dy, a->fchg, p[MPROJ_W], N, 4 * C, C);
+    g->k->gelu_backward(dfch, a->fch, dfch, (size_t)N * 4 * C, g->dt);
+    conv1d_backward(g, dc, 0.0f, d[FC_W], d[FC_B], dfch, a->ln2, p[FC_W], N, C, 4 * C);
+    g->k->layernorm_backward(dx, d[LN2_W], d[LN2_B], dc, a->res2, a->mean2, a->rstd2, p[LN2_W], N, C, g->dt);
+    conv1d_backward(g, dc, 0.0f, d[APROJ_W], d[APROJ_B], dx, a->atty, p[APROJ_W], N, C, C);
+    attention_backward(g, a, dc, dqkv, datt);
+    conv1d_backward(g, dc, 0.0f, d[ATTN_W], d[ATTN_B], dqkv, a->ln1, p[ATTN_W], N, C, 3 * C);
+    g->k->layernorm_backward(dx, d[LN1_W], d[LN1_B], dc, x, a->mean1, a->rstd1, p[LN1_W], N, C, g->dt);
+}
+
+static int gpt2_backward(void *state, const sr_module_call *call) {
+    gpt2 *g = state;
+    if (check_call(g, call, "backward") != 0) return -1;
+    const int m = call->module, kind = kind_of(g, m), N = g->B * g->T, C = g->C;
+    if (m != g->next_bwd) {
+        fprintf(stderr, "gpt2: error: backward of %s out of order\n", call->name);
+        return -1;
+    }
+    void *const *p = call->params, *const *d = call->grads;
+    const void *x = m > 0 ? g->out[m - 1] : NULL;
+    switch (kind) {
+    case M_HEAD: { /* dlogits is in out[m]; dx = dlogits wte, dwte += dlogits^T h */
+        const void *dl = g->out[m];
+        g->k->gemm(0, 1, C, g->V, N, 1.0f, x, C, dl, g->V, 1.0f, d[0], C, g->dt);
+        g->k->gemm(0, 0, C, N, g->V, 1.0f, p[0], C, dl, g->V, 0.0f, g->dx, C, g->dt);
+        break;
+    }
+    case M_LNF:
+        g->k->zero(g->dx, (size_t)N * C * g->es);
+        g->k->layernorm_backward(g->dx, d[0], d[1], g->dy, x, g->lnf_stats, g->lnf_stats + N, p[0], N, C, g->dt);
+        break;
+    case M_BLOCK: {
+        if (!g->inter[m]) {
+            fprintf(stderr, "gpt2: error: backward of %s without its activations (no recompute came first)\n",
+                    call->name);
+            return -1;
+        }
+        block_acts a = acts_of(g, g->inter[m]);
+        block_backward(g, p, d, x, &a, g->dy, g->dx);
+        pool_give(g, g->inter[m]);
+        g->inter[m] = NULL;
+        break;
+    }
+    case M_EMBED:
+        g->k->embed_backward(d[0], d[1], g->ids_d, g->dy, g->B, g->T, C, g->dt);
+        break;
+    }
+    void *t = g->dy; /* this module's input gradient is the previous module's output gradient */
+    g->dy = g->dx;
+    g->dx = t;
+    g->next_bwd = m - 1;
+    return g->k->sync();
+}
+
+static const sr_model_ops gpt2_ops = {
+    .dtypes = (1u << SR_FLOAT32) | (1u << SR_BFLOAT16) | (1u << SR_FLOAT16),
+    .devices = (1u << SR_DEVICE_CPU) | (1u << SR_DEVICE_CUDA),
+    .create = gpt2_create,
+    .destroy = gpt2_destroy,
+    .num_samples = gpt2_num_samples,
+    .batch = gpt2_batch,
+    .forward = gpt2_forward,
+    .loss = gpt2_loss,
+    .backward = gpt2_backward,
+};
+
+SR_MODEL_TASK("gpt2", gpt2_ops);

@@ -1,0 +1,439 @@
+/*
+ * gpt2 kernels, CUDA: the "cuda" table of gpt2_kernels.h, built into gpt2_cuda.so, which
+ * gpt2_model.c opens (dlsym "gpt2_kernels_cuda") only when a run's device is a GPU.
+ *
+ * Thin on purpose, because no GPU runs it where it is written: every per-element formula comes
+ * from gpt2_math.h and every bf16/fp16 conversion from shardrun/half.h, the same functions the CPU
+ * table calls and its tests check; GEMMs go to cuBLAS with the CPU's column-major arguments.
+ *
+ * Lifecycle: everything runs on the current device's default stream (stream 0), in call order.
+ * The cuBLAS handle is created on the first gemm.  Kernels and cuBLAS calls cannot return errors,
+ * so the first failure is kept (g_err) and sync() prints it and answers -1 -- on that call and
+ * every later one, since what the device computed afterwards cannot be trusted.
+ *
+ * Element types: kernels are templates over the storage type E (float, bf16_t, f16_t); they load
+ * into float, compute in float and round once when storing.  Every reduction (LayerNorm
+ * statistics, softmax, cross-entropy, column sums for bias/LayerNorm/embedding gradients) runs in
+ * a fixed order, so a run is bitwise repeatable: no atomics anywhere.
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <mutex>
+#include <stdio.h>
+
+#include "gpt2_kernels.h"
+#include "gpt2_math.h"
+
+namespace {
+
+/* ---- errors ----------------------------------------------------------------------------------- */
+
+char g_err[512]; /* "<call>: <error string>" of the first failure, empty while all is well */
+
+void fail(const char *call, const char *msg) {
+    if (!g_err[0]) snprintf(g_err, sizeof g_err, "%s: %s", call, msg);
+}
+bool cuda_ok(cudaError_t rc, const char *call) {
+    if (rc != cudaSuccess) fail(call, cudaGetErrorString(rc));
+    return rc == cudaSuccess;
+}
+bool blas_ok(cublasStatus_t rc, const char *call) {
+    if (rc != CUBLAS_STATUS_SUCCESS) fail(call, cublasGetStatusString(rc));
+    return rc == CUBLAS_STATUS_SUCCESS;
+}
+int report(void) {
+    fprintf(stderr, "gpt2 (cuda): %s\n", g_err);
+    return -1;
+}
+
+/* ---- element types ---------------------------------------------------------------------------- */
+
+/* bf16 and fp16 as bits: half.h converts them (round to nearest even, like the CPU table). */
+struct bf16_t {
+    uint16_t u;
+};
+struct f16_t {
+    uint16_t u;
+};
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(bf16_t x) { return sr_bf16_to_f32(x.u); }
+__device__ __forceinline__ float to_f(f16_t x) { return sr_f16_to_f32(x.u); }
+__device__ __forceinline__ void put(float &d, float v) { d = v; }
+__device__ __forceinline__ void put(bf16_t &d, float v) { d.u = sr_f32_to_bf16(v); }
+__device__ __forceinline__ void put(f16_t &d, float v) { d.u = sr_f32_to_f16(v); }
+
+/* Kernels take untyped pointers (as the table does) and index them as E. */
+template <class E> __device__ __forceinline__ float ld(const void *p, size_t i) { return to_f(((const E *)p)[i]); }
+template <class E> __device__ __forceinline__ void st(void *p, size_t i, float v) { put(((E *)p)[i], v); }
+/* "+=" in the element type: one rounding per call, as on the CPU */
+template <class E> __device__ __forceinline__ void acc(void *p, size_t i, float v) { st<E>(p, i, ld<E>(p, i) + v); }
+
+/* ---- launch helpers --------------------------------------------------------------------------- */
+
+constexpr int THREADS = 256;
+constexpr int ROWS_PER_BLOCK = THREADS / 32; /* kernels that give each row one warp */
+constexpr int CE_THREADS = 1024;             /* cross-entropy: one block per row of V logits */
+
+#define GRID_STRIDE(i, n) \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+unsigned grid_for(size_t n) { /* elementwise kernels: grid-stride beyond 65536 blocks */
+    size_t b = (n + THREADS - 1) / THREADS;
+    return (unsigned)(b < 65536 ? b : 65536);
+}
+unsigned grid_rows(size_t rows) { return (unsigned)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK); }
+
+/* Instantiates `kern` for dt and launches it on stream 0; an empty grid launches nothing (CUDA
+   rejects it).  Launch errors are recorded under the kernel's name. */
+#define LAUNCH(dt, kern, grid, block, ...)                                            \
+    do {                                                                              \
+        if ((grid) == 0) break;                                                       \
+        switch (dt) {                                                                 \
+        case SR_FLOAT32: kern<float><<<(grid), (block)>>>(__VA_ARGS__); break;        \
+        case SR_BFLOAT16: kern<bf16_t><<<(grid), (block)>>>(__VA_ARGS__); break;      \
+        case SR_FLOAT16: kern<f16_t><<<(grid), (block)>>>(__VA_ARGS__); break;        \
+        default: fail(#kern, "unsupported dtype (fp32, bf16, fp16 only)"); break;     \
+        }                                                                             \
+        cuda_ok(cudaGetLastError(), #kern);                                           \
+    } while (0)
+
+/* Butterfly reductions: every lane ends with the same value (a + b == b + a exactly). */
+template <bool MAX> __device__ __forceinline__ float warp_reduce(float v) {
+    for (int o = 16; o > 0; o /= 2) {
+        float u = __shfl_xor_sync(0xffffffffu, v, o);
+        v = MAX ? fmaxf(v, u) : v + u;
+    }
+    return v;
+}
+/* Whole block (blockDim.x a multiple of 32); every thread gets the result. */
+template <bool MAX> __device__ float block_reduce(float v) {
+    __shared__ float part[32];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    v = warp_reduce<MAX>(v);
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    v = lane < nwarps ? part[lane] : (MAX ? -INFINITY : 0.0f);
+    v = warp_reduce<MAX>(v); /* each warp reduces the partials itself: no broadcast step */
+    __syncthreads();         /* all have read part[] before a following call rewrites it */
+    return v;
+}
+
+/* ---- kernels ---------------------------------------------------------------------------------- */
+
+template <class E>
+__global__ void k_embed_fwd(void *out, const int32_t *ids, const void *wte, const void *wpe, int T, int C,
+                            size_t n) {
+    GRID_STRIDE(i, n) {
+        size_t row = i / C, c = i % C;
+        st<E>(out, i, ld<E>(wte, (size_t)ids[row] * C + c) + ld<E>(wpe, (row % T) * C + c));
+    }
+}
+
+/* dwpe[t, c] += sum over b, one thread per (t, c), b in order. */
+template <class E> __global__ void k_embed_bwd_wpe(void *dwpe, const void *dout, int B, int T, int C) {
+    GRID_STRIDE(i, (size_t)T * C) {
+        float s = 0.0f;
+        for (int b = 0; b < B; b++) s += ld<E>(dout, (size_t)b * T * C + i);
+        acc<E>(dwpe, i, s);
+    }
+}
+
+/* dwte[id, :] += dout rows of every position holding id.  A token may occur at many positions, so
+   scattering rows would race (float atomics: order-dependent sums; bf16 atomics: a rounding per
+   add).  Instead block r (one per position) works only if r is the first position holding its id:
+   it then sums, in float and in position order, the rows of all positions holding that id and adds
+   the total once.  Cost: each block scans the N ids; fine next to the GEMMs. */
+template <class E> __global__ void k_embed_bwd_wte(void *dwte, const int32_t *ids, const void *dout, int N, int C) {
+    int r = blockIdx.x, id = ids[r];
+    int seen = 0;
+    for (int q = threadIdx.x; q < r; q += blockDim.x) seen |= ids[q] == id;
+    if (__syncthreads_or(seen)) return; /* a block of an earlier position adds this row */
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float s = 0.0f;
+        for (int q = r; q < N; q++)
+            if (ids[q] == id) s += ld<E>(dout, (size_t)q * C + c);
+        acc<E>(dwte, (size_t)id * C + c, s);
+    }
+}
+
+/* One warp per row; the variance is the two-pass mean of squared deviations. */
+template <class E>
+__global__ void k_layernorm_fwd(void *out, float *mean, float *rstd, const void *x, const void *w, const void *b,
+                                int N, int C) {
+    int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (row >= N) return; /* the whole warp leaves together, so the shuffles stay full-warp */
+    size_t base = (size_t)row * C;
+    float s = 0.0f;
+    for (int c = lane; c < C; c += 32) s += ld<E>(x, base + c);
+    float m = warp_reduce<false>(s) / C;
+    float v = 0.0f;
+    for (int c = lane; c < C; c += 32) {
+        float d = ld<E>(x, base + c) - m;
+        v += d * d;
+    }
+    float r = gpt2_ln_rstd(warp_reduce<false>(v) / C);
+    if (lane == 0) mean[row] = m, rstd[row] = r;
+    for (int c = lane; c < C; c += 32)
+        st<E>(out, base + c, gpt2_ln_norm(ld<E>(x, base + c), m, r) * ld<E>(w, c) + ld<E>(b, c));
+}
+
+/* dx += ... , one warp per row. */
+template <class E>
+__global__ void k_layernorm_bwd_dx(void *dx, const void *dout, const void *x, const float *mean, const float *rstd,
+                                   const void *w, int N, int C) {
+    int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (row >= N) return;
+    size_t base = (size_t)row * C;
+    float m = mean[row], r = rstd[row], a = 0.0f, b = 0.0f;
+    for (int c = lane; c < C; c += 32) {
+        float dnorm = ld<E>(dout, base + c) * ld<E>(w, c);
+        a += dnorm;
+        b += dnorm * gpt2_ln_norm(ld<E>(x, base + c), m, r);
+    }
+    float mean_dnorm = warp_reduce<false>(a) / C, mean_dnorm_norm = warp_reduce<false>(b) / C;
+    for (int c = lane; c < C; c += 32) {
+        float dnorm = ld<E>(dout, base + c) * ld<E>(w, c);
+        acc<E>(dx, base + c, gpt2_ln_dx(dnorm, gpt2_ln_norm(ld<E>(x, base + c), m, r), mean_dnorm, mean_dnorm_norm, r));
+    }
+}
+
+/* Column sums over N rows of [N, C], deterministic: a block is 32 columns x 32 row slices; thread
+   (x, y) adds rows y, y+32, ... in order, then thread (x, 0) adds the 32 slices in order.  Sums
+   dout into db, and (LN) dout * norm(x) into dw -- LayerNorm's dw/db, or a bias gradient. */
+constexpr int SLICES = 32;
+template <class E, bool LN>
+__device__ void colsum(void *dw, void *db, const void *dout, const void *x, const float *mean, const float *rstd,
+                       int N, int C) {
+    __shared__ float sw[SLICES][32], sb[SLICES][32];
+    int c = blockIdx.x * 32 + threadIdx.x;
+    float aw = 0.0f, ab = 0.0f;
+    if (c < C)
+        for (int r = threadIdx.y; r < N; r += SLICES) {
+            float d = ld<E>(dout, (size_t)r * C + c);
+            ab += d;
+            if constexpr (LN) aw += d * gpt2_ln_norm(ld<E>(x, (size_t)r * C + c), mean[r], rstd[r]);
+        }
+    sw[threadIdx.y][threadIdx.x] = aw;
+    sb[threadIdx.y][threadIdx.x] = ab;
+    __syncthreads();
+    if (threadIdx.y != 0 || c >= C) return;
+    for (int s = 1; s < SLICES; s++) aw += sw[s][threadIdx.x], ab += sb[s][threadIdx.x];
+    if constexpr (LN) acc<E>(dw, c, aw);
+    acc<E>(db, c, ab);
+}
+template <class E> __global__ void k_layernorm_bwd_dwdb(void *dw, void *db, const void *dout, const void *x,
+                                                        const float *mean, const float *rstd, int N, int C) {
+    colsum<E, true>(dw, db, dout, x, mean, rstd, N, C);
+}
+template <class E> __global__ void k_bias_bwd(void *dbias, const void *dout, int N, int O) {
+    colsum<E, false>(nullptr, dbias, dout, nullptr, nullptr, nullptr, N, O);
+}
+
+template <class E> __global__ void k_bias_add(void *out, const void *bias, int O, size_t n) {
+    GRID_STRIDE(i, n) acc<E>(out, i, ld<E>(bias, i % O));
+}
+
+/* The elementwise kernels read index i and write index i in one thread, so aliasing is safe. */
+template <class E> __global__ void k_gelu_fwd(void *out, const void *x, size_t n) {
+    GRID_STRIDE(i, n) st<E>(out, i, gpt2_gelu(ld<E>(x, i)));
+}
+template <class E> __global__ void k_gelu_bwd(void *dx, const void *x, const void *dout, size_t n) {
+    GRID_STRIDE(i, n) st<E>(dx, i, gpt2_gelu_grad(ld<E>(x, i)) * ld<E>(dout, i));
+}
+template <class E> __global__ void k_add(void *out, const void *a, const void *b, size_t n) {
+    GRID_STRIDE(i, n) st<E>(out, i, ld<E>(a, i) + ld<E>(b, i));
+}
+
+/* Causal softmax, one warp per row of T (row t of its matrix uses columns 0..t).  The last pass
+   recomputes each exponential from S: with P aliasing S, a lane reads S[j] just before it writes
+   P[j], and no other lane touches j. */
+template <class E> __global__ void k_softmax_fwd(void *P, const void *S, int T, float scale, size_t rows) {
+    size_t row = (size_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, base = row * T;
+    int lane = threadIdx.x % 32, t = (int)(row % T);
+    if (row >= rows) return;
+    float mx = -INFINITY, sum = 0.0f;
+    for (int j = lane; j <= t; j += 32) mx = fmaxf(mx, scale * ld<E>(S, base + j));
+    mx = warp_reduce<true>(mx);
+    for (int j = lane; j <= t; j += 32) sum += gpt2_exp(scale * ld<E>(S, base + j) - mx);
+    float inv = 1.0f / warp_reduce<false>(sum);
+    for (int j = lane; j < T; j += 32)
+        st<E>(P, base + j, j <= t ? gpt2_exp(scale * ld<E>(S, base + j) - mx) * inv : 0.0f);
+}
+
+template <class E>
+__global__ void k_softmax_bwd(void *dS, const void *P, const void *dP, int T, float scale, size_t rows) {
+    size_t row = (size_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, base = row * T;
+    int lane = threadIdx.x % 32, t = (int)(row % T);
+    if (row >= rows) return;
+    float dot = 0.0f;
+    for (int j = lane; j <= t; j += 32) dot += ld<E>(P, base + j) * ld<E>(dP, base + j);
+    dot = warp_reduce<false>(dot);
+    for (int j = lane; j < T; j += 32)
+        st<E>(dS, base + j, j <= t ? gpt2_softmax_grad(ld<E>(P, base + j), ld<E>(dP, base + j), dot, scale) : 0.0f);
+}
+
+/* One block per row of V logits: max, sum of exponentials, loss, then gradients in place. */
+template <class E>
+__global__ void k_cross_entropy(void *logits, float *losses, const int32_t *targets, int V, float dscale) {
+    size_t base = (size_t)blockIdx.x * V;
+    int tgt = targets[blockIdx.x];
+    if (tgt < 0 || tgt >= V) { /* -1: ignored (any other out-of-range target is treated alike rather
+                                  than read out of bounds) -- the whole block takes this branch */
+        for (int v = threadIdx.x; v < V; v += blockDim.x) st<E>(logits, base + v, 0.0f);
+        if (threadIdx.x == 0) losses[blockIdx.x] = 0.0f;
+        return;
+    }
+    float lt = ld<E>(logits, base + tgt); /* read before any thread overwrites the row */
+    float mx = -INFINITY, sum = 0.0f;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) mx = fmaxf(mx, ld<E>(logits, base + v));
+    mx = block_reduce<true>(mx);
+    for (int v = threadIdx.x; v < V; v += blockDim.x) sum += gpt2_exp(ld<E>(logits, base + v) - mx);
+    sum = block_reduce<false>(sum); /* its barriers also order every read above before the writes */
+    if (threadIdx.x == 0) losses[blockIdx.x] = logf(sum) - (lt - mx);
+    float inv = 1.0f / sum;
+    for (int v = threadIdx.x; v < V; v += blockDim.x)
+        st<E>(logits, base + v, gpt2_ce_grad(gpt2_exp(ld<E>(logits, base + v) - mx), inv, v == tgt, dscale));
+}
+
+/* ---- the table's functions -------------------------------------------------------------------- */
+
+void *dev_alloc(size_t bytes) {
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes ? bytes : 256) != cudaSuccess) { /* 256: NULL must mean out of memory */
+        cudaGetLastError(); /* the caller reports it; don't let a later launch check take it for its own */
+        return NULL;
+    }
+    return p;
+}
+void dev_free(void *p) {
+    if (p) cuda_ok(cudaFree(p), "cudaFree");
+}
+void dev_zero(void *p, size_t bytes) {
+    if (bytes) cuda_ok(cudaMemsetAsync(p, 0, bytes, 0), "cudaMemsetAsync");
+}
+int ids_upload(int32_t *dev_dst, const int32_t *host_src, size_t n) {
+    if (!n || cuda_ok(cudaMemcpy(dev_dst, host_src, n * sizeof *host_src, cudaMemcpyHostToDevice), "cudaMemcpy (ids)"))
+        return 0;
+    return report();
+}
+int floats_download(float *host_dst, const float *dev_src, size_t n) {
+    if (!n || cuda_ok(cudaMemcpy(host_dst, dev_src, n * sizeof *dev_src, cudaMemcpyDeviceToHost), "cudaMemcpy (floats)"))
+        return 0;
+    return report();
+}
+void dev_copy(void *dst, const void *src, size_t n, sr_dtype dt) {
+    size_t size = dt == SR_FLOAT16 || dt == SR_BFLOAT16 ? 2 : dt == SR_INT64 ? 8 : 4;
+    if (n && dst != src) cuda_ok(cudaMemcpyAsync(dst, src, n * size, cudaMemcpyDeviceToDevice, 0), "cudaMemcpyAsync");
+}
+int dev_sync(void) {
+    cuda_ok(cudaStreamSynchronize(0), "cudaStreamSynchronize");
+    return g_err[0] ? report() : 0;
+}
+
+/* The handle belongs to the device current at the first gemm (a process drives one device). */
+cublasHandle_t blas(void) {
+    static cublasHandle_t handle;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        if (!blas_ok(cublasCreate(&handle), "cublasCreate")) handle = NULL;
+    });
+    return handle;
+}
+bool blas_type(sr_dtype dt, cudaDataType *t) {
+    switch (dt) {
+    case SR_FLOAT32: *t = CUDA_R_32F; return true;
+    case SR_BFLOAT16: *t = CUDA_R_16BF; return true;
+    case SR_FLOAT16: *t = CUDA_R_16F; return true;
+    default: fail("gemm", "unsupported dtype (fp32, bf16, fp16 only)"); return false;
+    }
+}
+cublasOperation_t op(int trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+/* Compute type 32F: float accumulation for every dtype, and for fp32 no TF32 (the default math
+   mode), so fp32 GPU runs stay comparable with the CPU. */
+void gemm(int transa, int transb, int m, int n, int k, float alpha, const void *A, int lda, const void *B, int ldb,
+          float beta, void *C, int ldc, sr_dtype dt) {
+    cublasHandle_t h = blas();
+    cudaDataType t;
+    if (!h || !blas_type(dt, &t)) return;
+    blas_ok(cublasGemmEx(h, op(transa), op(transb), m, n, k, &alpha, A, t, lda, B, t, ldb, &beta, C, t, ldc,
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx");
+}
+void gemm_batched(int transa, int transb, int m, int n, int k, float alpha, const void *A, int lda,
+                  long long strideA, const void *B, int ldb, long long strideB, float beta, void *C, int ldc,
+                  long long strideC, int batch, sr_dtype dt) {
+    cublasHandle_t h = blas();
+    cudaDataType t;
+    if (!h || !blas_type(dt, &t)) return;
+    blas_ok(cublasGemmStridedBatchedEx(h, op(transa), op(transb), m, n, k, &alpha, A, t, lda, strideA, B, t, ldb,
+                                       strideB, &beta, C, t, ldc, strideC, batch, CUBLAS_COMPUTE_32F,
+                                       CUBLAS_GEMM_DEFAULT),
+            "cublasGemmStridedBatchedEx");
+}
+
+void embed_forward(void *out, const int32_t *ids, const void *wte, const void *wpe, int B, int T, int C,
+                   sr_dtype dt) {
+    size_t n = (size_t)B * T * C;
+    LAUNCH(dt, k_embed_fwd, grid_for(n), THREADS, out, ids, wte, wpe, T, C, n);
+}
+void embed_backward(void *dwte, void *dwpe, const int32_t *ids, const void *dout, int B, int T, int C, sr_dtype dt) {
+    LAUNCH(dt, k_embed_bwd_wpe, grid_for((size_t)T * C), THREADS, dwpe, dout, B, T, C);
+    int threads = C <= 32 ? 32 : C < 1024 ? (C + 31) / 32 * 32 : 1024; /* one column per thread when C allows */
+    LAUNCH(dt, k_embed_bwd_wte, (unsigned)(B * T), threads, dwte, ids, dout, B * T, C);
+}
+void layernorm_forward(void *out, float *mean, float *rstd, const void *x, const void *w, const void *b, int N,
+                       int C, sr_dtype dt) {
+    LAUNCH(dt, k_layernorm_fwd, grid_rows(N), THREADS, out, mean, rstd, x, w, b, N, C);
+}
+void layernorm_backward(void *dx, void *dw, void *db, const void *dout, const void *x, const float *mean,
+                        const float *rstd, const void *w, int N, int C, sr_dtype dt) {
+    LAUNCH(dt, k_layernorm_bwd_dx, grid_rows(N), THREADS, dx, dout, x, mean, rstd, w, N, C);
+    LAUNCH(dt, k_layernorm_bwd_dwdb, (unsigned)((C + 31) / 32), dim3(32, SLICES), dw, db, dout, x, mean, rstd, N, C);
+}
+void bias_add(void *out, const void *bias, int N, int O, sr_dtype dt) {
+    size_t n = (size_t)N * O;
+    LAUNCH(dt, k_bias_add, grid_for(n), THREADS, out, bias, O, n);
+}
+void bias_backward(void *dbias, const void *dout, int N, int O, sr_dtype dt) {
+    LAUNCH(dt, k_bias_bwd, (unsigned)((O + 31) / 32), dim3(32, SLICES), dbias, dout, N, O);
+}
+void gelu_forward(void *out, const void *x, size_t n, sr_dtype dt) {
+    LAUNCH(dt, k_gelu_fwd, grid_for(n), THREADS, out, x, n);
+}
+void gelu_backward(void *dx, const void *x, const void *dout, size_t n, sr_dtype dt) {
+    LAUNCH(dt, k_gelu_bwd, grid_for(n), THREADS, dx, x, dout, n);
+}
+void add(void *out, const void *a, const void *b, size_t n, sr_dtype dt) {
+    LAUNCH(dt, k_add, grid_for(n), THREADS, out, a, b, n);
+}
+void softmax_causal_forward(void *P, const void *S, int T, float scale, int count, sr_dtype dt) {
+    size_t rows = (size_t)count * T;
+    LAUNCH(dt, k_softmax_fwd, grid_rows(rows), THREADS, P, S, T, scale, rows);
+}
+void softmax_causal_backward(void *dS, const void *P, const void *dP, int T, float scale, int count, sr_dtype dt) {
+    size_t rows = (size_t)count * T;
+    LAUNCH(dt, k_softmax_bwd, grid_rows(rows), THREADS, dS, P, dP, T, scale, rows);
+}
+void cross_entropy(void *logits, float *losses, const int32_t *targets, int N, int V, float dscale, sr_dtype dt) {
+    LAUNCH(dt, k_cross_entropy, (unsigned)N, CE_THREADS, logits, losses, targets, V, dscale);
+}
+
+/* In the declaration order of gpt2_kernels (C++17 has no designated initialisers). */
+const gpt2_kernels table = {
+    "cuda", (1u << SR_FLOAT32) | (1u << SR_BFLOAT16) | (1u << SR_FLOAT16),
+    dev_alloc, dev_free, dev_zero, ids_upload, floats_download, dev_sync, dev_copy,
+    gemm, gemm_batched,
+    embed_forward, embed_backward,
+    layernorm_forward, layernorm_backward,
+    bias_add, bias_backward,
+    gelu_forward, gelu_backward,
+    add,
+    softmax_causal_forward, softmax_causal_backward,
+    cross_entropy,
+};
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) const gpt2_kernels *gpt2_kernels_cuda(void) { return &table; }

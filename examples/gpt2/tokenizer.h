@@ -1,0 +1,40 @@
+/*
+ * gpt2 tokenizer: text -> token ids, with GPT-2's byte-level BPE (HF vocab.json + merges.txt) or,
+ * without vocabulary files, a byte-level fallback (id = byte value, <|endoftext|> = 256).
+ *
+ * Lifecycle: gpt2_tokenizer_load() once (reads and checks both files) -> gpt2_tokenizer_encode()
+ * any number of times (it fills a per-pre-token cache, so one tokenizer is not to be shared between
+ * threads) -> gpt2_tokenizer_free().
+ *
+ * Encoding is OpenAI's GPT-2 encoder: the text is split into pre-tokens by GPT-2's pattern
+ *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * and each pre-token's bytes are merged by rank.  \p{L} and \p{N} are the Unicode general
+ * categories L* and N* (tables in unicode_classes.h), \s the Unicode White_Space property; bytes that
+ * are not valid UTF-8 count as one non-letter, non-number, non-space character each.  The text
+ * "<|endoftext|>" inside a text is ordinary text here (HF's tokenizer would make it the special
+ * token); the task never puts it in a text.
+ */
+#ifndef GPT2_TOKENIZER_H
+#define GPT2_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gpt2_tokenizer gpt2_tokenizer;
+
+/* vocab_json and merges_txt both NULL: byte-level fallback (vocab size 257, eos 256).  Both given:
+   GPT-2 BPE; merges.txt may start with a "#version" line; vocab size = entries in vocab.json, whose
+   ids must be 0..size-1, each once; eos = the id of "<|endoftext|>".  NULL with a message in err on
+   failure (the file, the line for syntax errors, and what was expected). */
+gpt2_tokenizer *gpt2_tokenizer_load(const char *vocab_json, const char *merges_txt, char *err, size_t errlen);
+int gpt2_tokenizer_vocab_size(const gpt2_tokenizer *t);
+int gpt2_tokenizer_eos(const gpt2_tokenizer *t);
+/* Appends the ids of text[0..len) to *ids (realloc'ed; *n and *cap updated): 0, or -1 when out of
+   memory (then *ids, *n, *cap are still consistent). */
+int gpt2_tokenizer_encode(gpt2_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n, size_t *cap);
+void gpt2_tokenizer_free(gpt2_tokenizer *t);
+/* The end of the pre-token that starts at text[i] (i < len): GPT-2's pattern above, by itself, so
+   the tests can compare pre-tokens with a regex engine's. */
+size_t gpt2_tokenizer_pretoken_end(const char *text, size_t len, size_t i);
+
+#endif

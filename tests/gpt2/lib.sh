@@ -1,0 +1,32 @@
+# Shared by the GPT-2 task's tests: the integration-test helpers plus a job-file writer.
+. "$(dirname "$0")/../cli/lib.sh"
+TORCH_GPT2="/usr/bin/python3 $SRC/tests/gpt2/gpt2_torch.py"
+
+# A small text corpus whose paragraphs are all longer than 64 bytes (no padding at max_length <= 64),
+# plus the license texts for volume.
+corpus() {
+    /usr/bin/python3 - "$T/corpus.txt" <<'PY'
+import random, sys
+random.seed(7)
+words = "the model shards every block and gathers its parameters before the forward pass while the optimizer updates only local shards".split()
+with open(sys.argv[1], "w") as f:
+    for p in range(200):
+        f.write(" ".join(random.choice(words) for _ in range(random.randint(20, 40))) + ".\n\n")
+PY
+}
+
+# gpt2_job FILE [accelerate key lines...] < [task] lines: a job training examples/gpt2 with the
+# torch and accelerate plugins, by default FULL_SHARD with one unit per GPT2Block
+gpt2_job() {
+    local f=$1
+    shift
+    [ $# -gt 0 ] || set -- "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = GPT2Block"
+    {
+        printf '[shardrun]\ntask = %s\nplugins = torch,accelerate\n\n[accelerate]\n' "$BUILD/examples/gpt2.so"
+        printf '%s\n' "$@"
+        printf '\n[task]\n'
+        cat
+    } >"$T/$f"
+}
+# result NAME: the first rank's reported value of NAME in $out
+result() { grep -o "\"$1\": [^,}]*" <<<"$out" | head -1 | sed 's/.*: //'; }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../env/table.h"
 #include "../env/value.h"
 #include "pg_internal.h"
 #include "strbuf.h"
@@ -77,14 +78,17 @@ int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name) {
     for (size_t i = 0; i < c->cfg->nset; i++) {
         const sr_setting *s = &c->cfg->set[i];
         if (strcmp(s->section, "task") || !s->value || was_asked(c, s->key)) continue;
-        if (!bad) {
+        if (!bad) { /* the task's own keys; the trainer's are in the reference */
             sr_buf keys = {0};
-            for (size_t k = 0; k < c->nasked; k++) sr__buf_printf(&keys, "%s%s", k ? ", " : "", c->asked[k]);
-            fprintf(stderr, "shardrun: error: task %s and the trainer read these [task] keys: %s\n", task_name,
+            for (size_t k = 0; k < c->nasked; k++)
+                if (!sr__find_key(sr__trainer_keys, c->asked[k]))
+                    sr__buf_printf(&keys, "%s%s", keys.n ? ", " : "", c->asked[k]);
+            fprintf(stderr, "shardrun: error: task %s reads these [task] keys: %s; the trainer reads transformers' "
+                            "TrainingArguments names (README: env reference, [task])\n", task_name,
                     keys.n ? keys.s : "(none)");
             sr__buf_free(&keys);
         }
-        fprintf(stderr, "shardrun: error: %s: [task] %s is not one of them; check its spelling\n", s->where, s->key);
+        fprintf(stderr, "shardrun: error: %s: [task] %s is read by neither; check its spelling\n", s->where, s->key);
         bad = 1;
     }
     return bad ? -1 : 0;

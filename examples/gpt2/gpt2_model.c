@@ -26,6 +26,7 @@
 
 #include "dataset.h"
 #include "dump.h"
+#include "gpt2_block.h"
 #include "gpt2_kernels.h"
 #include "shardrun/model.h"
 #include "tokenizer.h"
@@ -45,9 +46,6 @@ static const gpt2_size SIZES[] = {
 #define NSIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
 
 enum { M_EMBED, M_BLOCK, M_LNF, M_HEAD };
-enum { NBLOCK_PARAMS = 12 };
-/* a block's parameters, in declaration order */
-enum { LN1_W, LN1_B, ATTN_W, ATTN_B, APROJ_W, APROJ_B, LN2_W, LN2_B, FC_W, FC_B, MPROJ_W, MPROJ_B };
 
 typedef struct gpt2 {
     sr_ctx *ctx;
@@ -86,39 +84,16 @@ static int kind_of(const gpt2 *g, int m) {
     return m == 0 ? M_EMBED : m <= g->L ? M_BLOCK : m == g->L + 1 ? M_LNF : M_HEAD;
 }
 
+static gpt2_shape shape_of(const gpt2 *g) {
+    return (gpt2_shape){g->k, g->dt, g->es, g->B, g->Bcap, g->T, g->C, g->NH};
+}
+
 /* ---- buffers ---------------------------------------------------------------------------------- */
-
-/* bytes of one block's intermediates for Bcap samples: 4 floats of LayerNorm statistics per token,
-   then ln1 [N,C], qkv [N,3C], att [B,NH,T,T], atty [N,C], res2 [N,C], ln2 [N,C], fch [N,4C],
-   fchg [N,4C] in the compute dtype */
-static size_t inter_bytes(const gpt2 *g) {
-    size_t N = (size_t)g->Bcap * g->T;
-    return 16 * N + g->es * (N * 15 * (size_t)g->C + (size_t)g->Bcap * g->NH * g->T * g->T);
-}
-
-typedef struct block_acts {
-    float *mean1, *rstd1, *mean2, *rstd2;
-    char *ln1, *qkv, *att, *atty, *res2, *ln2, *fch, *fchg;
-} block_acts;
-
-static block_acts acts_of(const gpt2 *g, void *buf) {
-    size_t N = (size_t)g->Bcap * g->T, C = (size_t)g->C, es = g->es;
-    block_acts a;
-    a.mean1 = buf, a.rstd1 = a.mean1 + N, a.mean2 = a.rstd1 + N, a.rstd2 = a.mean2 + N;
-    a.ln1 = (char *)(a.rstd2 + N);
-    a.qkv = a.ln1 + N * C * es;
-    a.att = a.qkv + 3 * N * C * es;
-    a.atty = a.att + (size_t)g->Bcap * g->NH * g->T * g->T * es;
-    a.res2 = a.atty + N * C * es;
-    a.ln2 = a.res2 + N * C * es;
-    a.fch = a.ln2 + N * C * es;
-    a.fchg = a.fch + 4 * N * C * es;
-    return a;
-}
 
 static void *pool_take(gpt2 *g) {
     if (g->npool > 0) return g->pool[--g->npool];
-    return g->k->alloc(inter_bytes(g));
+    gpt2_shape sh = shape_of(g);
+    return g->k->alloc(gpt2_block_acts_bytes(&sh));
 }
 
 static void pool_give(gpt2 *g, void *p) {
@@ -156,21 +131,16 @@ static void free_acts(gpt2 *g) {
     g->Bcap = 0;
 }
 
-/* block backward temporaries: d(fch) [N,4C], dqkv [N,3C], a [N,C] and one sample's datt [NH,T,T] */
-static size_t work_bytes(const gpt2 *g) {
-    size_t N = (size_t)g->Bcap * g->T;
-    return g->es * (N * 8 * (size_t)g->C + (size_t)g->NH * g->T * g->T);
-}
-
 static int alloc_acts(gpt2 *g, int B) {
     free_acts(g);
     g->Bcap = B;
     size_t N = (size_t)B * g->T, es = g->es;
+    gpt2_shape sh = shape_of(g);
     int bad = !(g->ids_h = malloc(N * sizeof(int32_t))) || !(g->tgt_h = malloc(N * sizeof(int32_t))) ||
               !(g->losses_h = malloc(N * sizeof(float))) || !(g->ids_d = g->k->alloc(N * sizeof(int32_t))) ||
               !(g->tgt_d = g->k->alloc(N * sizeof(int32_t))) || !(g->losses_d = g->k->alloc(N * sizeof(float))) ||
               !(g->lnf_stats = g->k->alloc(2 * N * sizeof(float))) || !(g->dy = g->k->alloc(N * g->C * es)) ||
-              !(g->dx = g->k->alloc(N * g->C * es)) || !(g->work = g->k->alloc(work_bytes(g)));
+              !(g->dx = g->k->alloc(N * g->C * es)) || !(g->work = g->k->alloc(gpt2_block_work_bytes(&sh)));
     for (int m = 0; !bad && m < g->nmod; m++)
         bad = !(g->out[m] = g->k->alloc(N * (size_t)(kind_of(g, m) == M_HEAD ? g->V : g->C) * es));
     if (bad) {
@@ -419,58 +389,8 @@ static int gpt2_batch(void *state, const int64_t *samples, int n, long long *tok
 
 /* ---- forward ----------------------------------------------------------------------------------- */
 
-/* out[N,O] = x[N,I] W[I,O] (+ b): a Conv1D, whose weight HF stores [in, out] */
-static void conv1d_forward(const gpt2 *g, void *out, const void *x, const void *W, const void *b, int N, int I, int O) {
-    g->k->gemm(0, 0, O, N, I, 1.0f, W, O, x, I, 0.0f, out, O, g->dt);
-    if (b) g->k->bias_add(out, b, N, O, g->dt);
-}
-
-/* dW += x^T dout, db += column sums of dout, dx (+)= dout W^T (beta 0: overwrite, 1: add) */
-static void conv1d_backward(const gpt2 *g, void *dx, float beta, void *dW, void *db, const void *dout, const void *x,
-                            const void *W, int N, int I, int O) {
-    if (db) g->k->bias_backward(db, dout, N, O, g->dt);
-    g->k->gemm(0, 1, O, I, N, 1.0f, dout, O, x, I, 1.0f, dW, O, g->dt);
-    if (dx) g->k->gemm(1, 0, I, N, O, 1.0f, W, O, dout, O, beta, dx, I, g->dt);
-}
-
-#define AT(p, i) ((char *)(p) + (size_t)(i) * g->es) /* element i of a compute-dtype array */
-
-/* Causal self-attention of one block: qkv [N,3C] -> att (probabilities), atty [N,C].  One sample
-   at a time, its heads as one batched GEMM: head h's q, k, v are columns h*hs, C + h*hs and
-   2C + h*hs of qkv, rows strided by 3C. */
-static void attention_forward(const gpt2 *g, const block_acts *a) {
-    const int T = g->T, C = g->C, NH = g->NH, hs = C / NH;
-    const long long TT = (long long)T * T;
-    for (int b = 0; b < g->B; b++) {
-        char *q = AT(a->qkv, (size_t)b * T * 3 * C), *kk = AT(q, C), *v = AT(q, 2 * C);
-        char *att = AT(a->att, (size_t)b * NH * TT), *y = AT(a->atty, (size_t)b * T * C);
-        /* S[t1, t2] = q_t1 . k_t2, stored row t1: column-major C[t2, t1] = K^T' Q */
-        g->k->gemm_batched(1, 0, T, T, hs, 1.0f, kk, 3 * C, hs, q, 3 * C, hs, 0.0f, att, T, TT, NH, g->dt);
-        g->k->softmax_causal_forward(att, att, T, 1.0f / sqrtf((float)hs), NH, g->dt);
-        /* y[t1, :] = sum_t2 P[t1, t2] v_t2 */
-        g->k->gemm_batched(0, 0, hs, T, T, 1.0f, v, 3 * C, hs, att, T, TT, 0.0f, y, C, hs, NH, g->dt);
-    }
-}
-
-/* A block's forward.  With out == NULL (a recompute) it stops before the MLP's output projection:
-   backward needs every intermediate, not the output, which the forward already left in out[m]. */
-static void block_forward(const gpt2 *g, void *const *p, const void *x, const block_acts *a, void *out) {
-    const int N = g->B * g->T, C = g->C;
-    g->k->layernorm_forward(a->ln1, a->mean1, a->rstd1, x, p[LN1_W], p[LN1_B], N, C, g->dt);
-    conv1d_forward(g, a->qkv, a->ln1, p[ATTN_W], p[ATTN_B], N, C, 3 * C);
-    attention_forward(g, a);
-    conv1d_forward(g, a->res2, a->atty, p[APROJ_W], p[APROJ_B], N, C, C);
-    g->k->add(a->res2, a->res2, x, (size_t)N * C, g->dt);
-    g->k->layernorm_forward(a->ln2, a->mean2, a->rstd2, a->res2, p[LN2_W], p[LN2_B], N, C, g->dt);
-    conv1d_forward(g, a->fch, a->ln2, p[FC_W], p[FC_B], N, C, 4 * C);
-    g->k->gelu_forward(a->fchg, a->fch, (size_t)N * 4 * C, g->dt);
-    if (!out) return;
-    conv1d_forward(g, out, a->fchg, p[MPROJ_W], p[MPROJ_B], N, 4 * C, C);
-    g->k->add(out, out, a->res2, (size_t)N * C, g->dt);
-}
-
 static int check_call(const gpt2 *g, const sr_module_call *call, const char *what) {
-    static const int nparams[] = {2, NBLOCK_PARAMS, 2, 1};
+    static const int nparams[] = {2, GPT2_BLOCK_PARAMS, 2, 1};
     if (call->module < 0 || call->module >= g->nmod || call->nparams != nparams[kind_of(g, call->module)] ||
         call->dtype != g->dt || call->batch_size != g->B || g->Bcap == 0) {
         fprintf(stderr, "gpt2: error: %s of module %d (%s) does not match the model: %d params, dtype %s, batch %d "
@@ -502,8 +422,9 @@ static int gpt2_forward(void *state, const sr_module_call *call) {
             fprintf(stderr, "gpt2: error: out of %s memory for the activations of %s\n", g->k->name, call->name);
             return -1;
         }
-        block_acts a = acts_of(g, g->inter[m]);
-        block_forward(g, p, x, &a, call->recompute ? NULL : g->out[m]);
+        gpt2_shape sh = shape_of(g);
+        gpt2_block_acts a = gpt2_block_acts_at(&sh, g->inter[m]);
+        gpt2_block_forward(&sh, p, x, &a, call->recompute ? NULL : g->out[m]);
         if (!keep) {
             pool_give(g, g->inter[m]);
             g->inter[m] = NULL;
@@ -578,40 +499,6 @@ static int gpt2_loss(void *state, const sr_module_call *call, double *loss) {
 
 /* ---- backward ---------------------------------------------------------------------------------- */
 
-static void attention_backward(const gpt2 *g, const block_acts *a, const void *datty, void *dqkv, void *datt) {
-    const int T = g->T, C = g->C, NH = g->NH, hs = C / NH;
-    const long long TT = (long long)T * T;
-    for (int b = 0; b < g->B; b++) {
-        const char *q = AT(a->qkv, (size_t)b * T * 3 * C), *kk = AT(q, C), *v = AT(q, 2 * C);
-        const char *att = AT(a->att, (size_t)b * NH * TT), *dy = AT(datty, (size_t)b * T * C);
-        char *dq = AT(dqkv, (size_t)b * T * 3 * C), *dk = AT(dq, C), *dv = AT(dq, 2 * C);
-        /* dP[t1, t2] = dy_t1 . v_t2;  dv_t2 = sum_t1 P[t1, t2] dy_t1 */
-        g->k->gemm_batched(1, 0, T, T, hs, 1.0f, v, 3 * C, hs, dy, C, hs, 0.0f, datt, T, TT, NH, g->dt);
-        g->k->gemm_batched(0, 1, hs, T, T, 1.0f, dy, C, hs, att, T, TT, 0.0f, dv, 3 * C, hs, NH, g->dt);
-        g->k->softmax_causal_backward(datt, att, datt, T, 1.0f / sqrtf((float)hs), NH, g->dt);
-        /* dq_t1 = sum_t2 dS[t1, t2] k_t2;  dk_t2 = sum_t1 dS[t1, t2] q_t1 */
-        g->k->gemm_batched(0, 0, hs, T, T, 1.0f, kk, 3 * C, hs, datt, T, TT, 0.0f, dq, 3 * C, hs, NH, g->dt);
-        g->k->gemm_batched(0, 1, hs, T, T, 1.0f, q, 3 * C, hs, datt, T, TT, 0.0f, dk, 3 * C, hs, NH, g->dt);
-    }
-}
-
-/* dx = d(block input) from dy = d(block output); parameter gradients added into d */
-static void block_backward(const gpt2 *g, void *const *p, void *const *d, const void *x, const block_acts *a,
-                           const void *dy, void *dx) {
-    const int N = g->B * g->T, C = g->C;
-    char *dfch = g->work, *dqkv = AT(dfch, (size_t)N * 4 * C), *dc = AT(dqkv, (size_t)N * 3 * C),
-         *datt = AT(dc, (size_t)N * C);
-    g->k->copy(dx, dy, (size_t)N * C, g->dt); /* the residual around the MLP: dx = d(res2) from here on */
-    conv1d_backward(g, dfch, 0.0f, d[MPROJ_W], d[MPROJ_B], dy, a->fchg, p[MPROJ_W], N, 4 * C, C);
-    g->k->gelu_backward(dfch, a->fch, dfch, (size_t)N * 4 * C, g->dt);
-    conv1d_backward(g, dc, 0.0f, d[FC_W], d[FC_B], dfch, a->ln2, p[FC_W], N, C, 4 * C);
-    g->k->layernorm_backward(dx, d[LN2_W], d[LN2_B], dc, a->res2, a->mean2, a->rstd2, p[LN2_W], N, C, g->dt);
-    conv1d_backward(g, dc, 0.0f, d[APROJ_W], d[APROJ_B], dx, a->atty, p[APROJ_W], N, C, C);
-    attention_backward(g, a, dc, dqkv, datt);
-    conv1d_backward(g, dc, 0.0f, d[ATTN_W], d[ATTN_B], dqkv, a->ln1, p[ATTN_W], N, C, 3 * C);
-    g->k->layernorm_backward(dx, d[LN1_W], d[LN1_B], dc, x, a->mean1, a->rstd1, p[LN1_W], N, C, g->dt);
-}
-
 static int gpt2_backward(void *state, const sr_module_call *call) {
     gpt2 *g = state;
     if (check_call(g, call, "backward") != 0) return -1;
@@ -639,8 +526,9 @@ static int gpt2_backward(void *state, const sr_module_call *call) {
                     call->name);
             return -1;
         }
-        block_acts a = acts_of(g, g->inter[m]);
-        block_backward(g, p, d, x, &a, g->dy, g->dx);
+        gpt2_shape sh = shape_of(g);
+        gpt2_block_acts a = gpt2_block_acts_at(&sh, g->inter[m]);
+        gpt2_block_backward(&sh, p, d, x, &a, g->dy, g->dx, g->work);
         pool_give(g, g->inter[m]);
         g->inter[m] = NULL;
         break;

@@ -1,0 +1,53 @@
+# Bad [task] input to the GPT-2 task fails before the first step with a message that names the key
+# (or file) and says what is expected; and the GPT-2 BPE path works end to end (a vocab.json +
+# merges.txt trained by tests/gpt2/bpe_reference.py: the task reports the BPE tokenizer, its
+# vocabulary becomes the model's, and 3 steps train).
+. "$(dirname "$0")/lib.sh"
+corpus
+gpt2_job g.ini <<EOF2
+size = tiny
+n_layer = 1
+n_embd = 32
+n_head = 2
+max_length = 32
+data = $T/corpus.txt
+max_steps = 3
+per_device_train_batch_size = 2
+logging_steps = 1
+EOF2
+# fails WHAT EXPECTED-IN-STDERR [shardrun args...]
+fails() {
+    local what=$1 msg=$2
+    shift 2
+    run "$SHARDRUN" "$T/g.ini" --nproc-per-node 2 "$@"
+    [ "$rc" -ne 0 ] && pass || fail "$what: exit code 0"
+    expect_not_in "$out" "step 1/" "$what: fails before the first step"
+    expect_in "$err" "$msg" "$what: the message"
+}
+run "$SHARDRUN" "$T/g.ini" --nproc-per-node 2
+expect_rc 0 "the base job trains"
+fails "unknown size" "[task] size = gpt3 is not a GPT-2 size; use tiny, gpt2, gpt2-medium, gpt2-large or gpt2-xl" \
+    --set task.size=gpt3
+fails "heads do not divide n_embd" "[task] n_embd = 32 is not a multiple of n_head = 3" --set task.n_head=3
+fails "max_length beyond the positions" "[task] max_length = 300 is out of range [2, 256]" --set task.max_length=300
+fails "no data" "[task] data is missing: name the training text files" --set task.data=
+fails "a pattern matching nothing" "$T/nothing*" --set "task.data=$T/nothing*"
+fails "vocab_json alone" "[task] vocab_json and merges_txt go together" --set task.vocab_json=/nonexistent.json
+fails "bf16 on the CPU" "the cpu kernels compute in fp32 only, but mixed_precision asks for bf16" \
+    --set accelerate.mixed_precision=bf16
+fails "a misspelt key" "[task] max_lenght is read by neither; check its spelling" --set task.max_lenght=16
+fails "vocab_size below the tokenizer's" "[task] vocab_size = 100 is smaller than the tokenizer's 257 tokens" \
+    --set task.vocab_size=100
+fails "a missing vocab.json" "/nonexistent.json" --set task.vocab_json=/nonexistent.json --set task.merges_txt=/nonexistent.txt
+
+# GPT-2 BPE: a 300-merge vocabulary learnt from the corpus
+/usr/bin/python3 "$SRC/tests/gpt2/bpe_reference.py" train "$T/vocab.json" "$T/merges.txt" 300 "$T/corpus.txt" >/dev/null &&
+    pass || fail "training a test vocabulary"
+nv=$(/usr/bin/python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))))" "$T/vocab.json")
+run "$SHARDRUN" "$T/g.ini" --nproc-per-node 2 --set task.vocab_json="$T/vocab.json" --set task.merges_txt="$T/merges.txt"
+expect_rc 0 "training with the BPE tokenizer"
+expect_in "$out" "GPT-2 BPE tokenizer, $nv tokens" "the task reports the BPE tokenizer and its size"
+expect_in "$out" "vocab $nv," "the vocabulary is the tokenizer's"
+expect_in "$out" "[rank0]: step 3/3" "3 steps train"
+echo "BPE: $nv tokens; $(grep -o 'gpt2: data: .*' <<<"$out" | head -1)"
+done_checks

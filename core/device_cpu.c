@@ -3,10 +3,7 @@
  * the CUDA kernels) and the lookup of devices by name.
  *
  * The loops run over every parameter each step, so they are kept simple enough for the compiler
- * to vectorise: restrict pointers, the dtype dispatched once outside each loop, no calls.  Long
- * ones are split over OpenMP threads (OMP_NUM_THREADS; 1 per worker when several share a node, as
- * torchrun sets it), in chunks whose bounds do not depend on the thread count, so results do not
- * either: the sum of squares adds per-chunk partial sums in chunk order.
+ * to vectorise: restrict pointers, the dtype dispatched once outside each loop, no calls.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,18 +15,6 @@
 #include "pg_internal.h"
 
 #define CPU_ALIGN 64 /* a cache line, and wide enough for any vector load */
-#define CHUNK ((size_t)1 << 16) /* elements per parallel chunk */
-
-/* for (lo = 0; lo < n; lo += CHUNK) body, over the threads when there are several chunks; body
-   sees lo and hi (the chunk's end) */
-#define FOR_CHUNKS(n, body)                                                                     \
-    do {                                                                                        \
-        long long nc_ = (long long)(((n) + CHUNK - 1) / CHUNK);                                 \
-        _Pragma("omp parallel for schedule(static) if (nc_ > 1)") for (long long c_ = 0; c_ < nc_; c_++) { \
-            size_t lo = (size_t)c_ * CHUNK, hi = lo + CHUNK < (n) ? lo + CHUNK : (n);           \
-            body;                                                                               \
-        }                                                                                       \
-    } while (0)
 
 /* The engine only passes floating dtypes where it converts; anything else is its bug, and
    going on would silently corrupt parameters. */
@@ -52,23 +37,23 @@ static void *cpu_alloc(size_t bytes) {
 static void cpu_free(void *p) { free(p); }
 
 static int cpu_copy(void *dst, const void *src, size_t bytes) {
-    FOR_CHUNKS(bytes, memcpy((char *)dst + lo, (const char *)src + lo, hi - lo));
+    if (bytes) memcpy(dst, src, bytes);
     return 0;
 }
 
 static void cpu_zero(void *p, size_t bytes) {
-    FOR_CHUNKS(bytes, memset((char *)p + lo, 0, hi - lo));
+    if (bytes) memset(p, 0, bytes);
 }
 
 /* One loop per (dst, src) pair: with constant dtypes the loads and stores inline to straight code. */
 #define CAST_LOOP(DT, ST)                                                                      \
-    FOR_CHUNKS(n, for (size_t i = lo; i < hi; i++) sr_store_float(dst, DT, i, sr_load_float(src, ST, i))); \
+    for (size_t i = 0; i < n; i++) sr_store_float(dst, DT, i, sr_load_float(src, ST, i));    \
     break
 #define PAIR(d, s) ((int)(d) * 8 + (int)(s))
 
 static void cpu_cast(void *restrict dst, sr_dtype dt, const void *restrict src, sr_dtype st, size_t n) {
     if (dt == st) {
-        if (dst != src) cpu_copy(dst, src, n * sr_dtype_size(dt));
+        if (dst != src && n) memcpy(dst, src, n * sr_dtype_size(dt));
         return;
     }
     if (!sr_is_float_dtype(dt)) bad_dtype("cast", dt);
@@ -85,7 +70,7 @@ static void cpu_cast(void *restrict dst, sr_dtype dt, const void *restrict src, 
 }
 
 #define ACC_LOOP(ST)                                                                           \
-    FOR_CHUNKS(n, for (size_t i = lo; i < hi; i++) acc[i] += sr_load_float(src, ST, i));       \
+    for (size_t i = 0; i < n; i++) acc[i] += sr_load_float(src, ST, i);                        \
     break
 
 static void cpu_accumulate(float *restrict acc, const void *restrict src, sr_dtype st, size_t n) {
@@ -97,7 +82,7 @@ static void cpu_accumulate(float *restrict acc, const void *restrict src, sr_dty
     }
 }
 
-static double sumsq_chunk(const float *restrict x, size_t n) {
+static double cpu_sumsq(const float *restrict x, size_t n) {
     /* 8 independent partial sums: vectorisable without licence to reassociate, and the rounding
        error grows more slowly than with one running sum.  Each square is exact in double. */
     double part[8] = {0};
@@ -107,18 +92,6 @@ static double sumsq_chunk(const float *restrict x, size_t n) {
     double s = 0;
     for (; i < n; i++) s += (double)x[i] * (double)x[i];
     for (int k = 0; k < 8; k++) s += part[k];
-    return s;
-}
-
-static double cpu_sumsq(const float *restrict x, size_t n) {
-    size_t nc = (n + CHUNK - 1) / CHUNK;
-    if (nc <= 1) return sumsq_chunk(x, n);
-    double *part = malloc(nc * sizeof *part);
-    if (!part) return sumsq_chunk(x, n); /* the same sum, on one thread */
-    FOR_CHUNKS(n, part[lo / CHUNK] = sumsq_chunk(x + lo, hi - lo));
-    double s = 0;
-    for (size_t c = 0; c < nc; c++) s += part[c];
-    free(part);
     return s;
 }
 
@@ -134,13 +107,13 @@ static int cpu_nonfinite(const float *restrict x, size_t n) {
 }
 
 static void cpu_scale(float *restrict x, size_t n, float a) {
-    FOR_CHUNKS(n, for (size_t i = lo; i < hi; i++) x[i] *= a);
+    for (size_t i = 0; i < n; i++) x[i] *= a;
 }
 
 static void cpu_adamw(float *restrict param, const float *restrict grad, float *restrict exp_avg,
                       float *restrict exp_avg_sq, size_t n, const sr_adamw_args *a) {
     const sr_adamw_coef c = sr_adamw_prepare(a);
-    FOR_CHUNKS(n, for (size_t i = lo; i < hi; i++) sr_adamw_elem(&param[i], grad[i], &exp_avg[i], &exp_avg_sq[i], &c));
+    for (size_t i = 0; i < n; i++) sr_adamw_elem(&param[i], grad[i], &exp_avg[i], &exp_avg_sq[i], &c);
 }
 
 static int cpu_sync(void) { return 0; }

@@ -30,8 +30,8 @@
 void sr__reduce(void *dst, const void *src, size_t n, sr_dtype dtype, sr_redop op) {
     switch (dtype) {
     case SR_FLOAT32: {
-        float *d = dst;
-        const float *s = src;
+        float *restrict d = dst;
+        const float *restrict s = src;
         if (op == SR_MAX)
             for (size_t i = 0; i < n; i++) d[i] = s[i] > d[i] || d[i] != d[i] ? s[i] : d[i];
         else
@@ -47,9 +47,15 @@ void sr__reduce(void *dst, const void *src, size_t n, sr_dtype dtype, sr_redop o
 
 void sr__divide(void *buf, size_t n, sr_dtype dtype, int divisor) {
     switch (dtype) {
-    case SR_FLOAT32:
-        for (size_t i = 0; i < n; i++) ((float *)buf)[i] /= (float)divisor;
+    case SR_FLOAT32: {
+        float *restrict b = buf;
+        if ((divisor & (divisor - 1)) == 0) { /* a power of two: its reciprocal is exact, and so is x * it */
+            const float r = 1.0f / (float)divisor;
+            for (size_t i = 0; i < n; i++) b[i] *= r;
+        } else
+            for (size_t i = 0; i < n; i++) b[i] /= (float)divisor;
         break;
+    }
     case SR_FLOAT16:
         for (size_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = sr_f32_to_f16(sr_f16_to_f32(((uint16_t *)buf)[i]) / (float)divisor);
         break;

@@ -36,8 +36,8 @@ size_t gpt2_block_work_bytes(const gpt2_shape *s) {
 /* out[N,O] = x[N,I] W[I,O] (+ b): a Conv1D, whose weight HF stores [in, out] */
 static void conv1d_forward(const gpt2_shape *s, void *out, const void *x, const void *W, const void *b, int N, int I,
                            int O) {
-    s->k->gemm(0, 0, O, N, I, 1.0f, W, O, x, I, 0.0f, out, O, s->dt);
-    if (b) s->k->bias_add(out, b, N, O, s->dt);
+    if (b) s->k->bias_fill(out, b, N, O, s->dt);
+    s->k->gemm(0, 0, O, N, I, 1.0f, W, O, x, I, b ? 1.0f : 0.0f, out, O, s->dt);
 }
 
 /* dW += x^T dout, db += column sums of dout, dx (+)= dout W^T (beta 0: overwrite, 1: add) */

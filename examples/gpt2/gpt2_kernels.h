@@ -70,8 +70,9 @@ typedef struct gpt2_kernels {
     void (*layernorm_backward)(void *dx, void *dw, void *db, const void *dout, const void *x, const float *mean,
                                const float *rstd, const void *w, int N, int C, sr_dtype dt);
 
-    /* out[n,:] += bias  (out [N, O]) */
-    void (*bias_add)(void *out, const void *bias, int N, int O, sr_dtype dt);
+    /* out[n,:] = bias  (out [N, O]); a GEMM with beta = 1 then adds onto it, which saves the
+       pass over the output that beta = 0 costs (BLAS zeroes C first) and a separate bias pass */
+    void (*bias_fill)(void *out, const void *bias, int N, int O, sr_dtype dt);
     /* dbias += sum over rows of dout [N, O] */
     void (*bias_backward)(void *dbias, const void *dout, int N, int O, sr_dtype dt);
 
@@ -98,6 +99,9 @@ typedef struct gpt2_kernels {
 } gpt2_kernels;
 
 const gpt2_kernels *gpt2_kernels_cpu(void);
+/* threads the CPU kernels use (OpenMP's, from OMP_NUM_THREADS as the process had it when the task
+   was loaded) */
+int gpt2_cpu_threads(void);
 /* in gpt2_cuda.so, found with dlsym by gpt2_model.c */
 const gpt2_kernels *gpt2_kernels_cuda(void);
 

@@ -269,7 +269,10 @@ static void free_state(gpt2 *g) {
 }
 
 static void gpt2_destroy(void *state) {
-    if (state) free_state(state);
+    gpt2 *g = state;
+    if (!g) return;
+    if (g->k == gpt2_kernels_cpu()) sr_report_int(g->ctx, "cpu_threads", gpt2_cpu_threads());
+    free_state(g);
 }
 
 #define P1(name, n, init, flags) (sr_model_param(model, name, 1, (int64_t[]){n}, init, flags) != 0)
@@ -339,8 +342,11 @@ static void *gpt2_create(sr_ctx *ctx, sr_model *model) {
     if (sr_rank(ctx) == 0) {
         double params = (double)g->V * g->C + (double)g->P * g->C + 2.0 * g->C +
                         (double)g->L * (12.0 * g->C * g->C + 13.0 * g->C);
+        char threads[48] = "";
+        if (!cuda) snprintf(threads, sizeof threads, " (OpenBLAS, %d thread%s)", gpt2_cpu_threads(),
+                            gpt2_cpu_threads() == 1 ? "" : "s");
         printf("gpt2: %d layers, %d heads, n_embd %d, vocab %d, positions %d: %.2fM parameters; %s kernels%s\n", g->L,
-               g->NH, g->C, g->V, g->P, params / 1e6, g->k->name, cuda ? "" : " (OpenBLAS)");
+               g->NH, g->C, g->V, g->P, params / 1e6, g->k->name, threads);
         printf("gpt2: data: %lld samples of %d tokens (%lld real tokens, %.1f%% padding) from %lld texts of %lld "
                "files (%lld shorter texts dropped); %s tokenizer, %d tokens\n",
                g->data.n, g->T, g->data.tokens, 100.0 * (1.0 - (double)g->data.tokens / ((double)g->data.n * g->T)),
@@ -440,7 +446,7 @@ static int gpt2_forward(void *state, const sr_module_call *call) {
         break;
     }
     if (!call->recompute) g->next_fwd = m + 1;
-    return g->k->sync();
+    return 0; /* a device error surfaces at loss() or the last backward, which wait for the device */
 }
 
 /* ---- loss ---------------------------------------------------------------------------------------- */
@@ -541,7 +547,8 @@ static int gpt2_backward(void *state, const sr_module_call *call) {
     g->dy = g->dx;
     g->dx = t;
     g->next_bwd = m - 1;
-    return g->k->sync();
+    /* waiting for the device after every module would serialise a GPU run: once per pass */
+    return m == 0 ? g->k->sync() : 0;
 }
 
 static const sr_model_ops gpt2_ops = {

@@ -230,8 +230,8 @@ template <class E> __global__ void k_bias_bwd(void *dbias, const void *dout, int
     colsum<E, false>(nullptr, dbias, dout, nullptr, nullptr, nullptr, N, O);
 }
 
-template <class E> __global__ void k_bias_add(void *out, const void *bias, int O, size_t n) {
-    GRID_STRIDE(i, n) acc<E>(out, i, ld<E>(bias, i % O));
+template <class E> __global__ void k_bias_fill(void *out, const void *bias, int O, size_t n) {
+    GRID_STRIDE(i, n) st<E>(out, i, ld<E>(bias, i % O));
 }
 
 /* The elementwise kernels read index i and write index i in one thread, so aliasing is safe. */
@@ -392,9 +392,9 @@ void layernorm_backward(void *dx, void *dw, void *db, const void *dout, const vo
     LAUNCH(dt, k_layernorm_bwd_dx, grid_rows(N), THREADS, dx, dout, x, mean, rstd, w, N, C);
     LAUNCH(dt, k_layernorm_bwd_dwdb, (unsigned)((C + 31) / 32), dim3(32, SLICES), dw, db, dout, x, mean, rstd, N, C);
 }
-void bias_add(void *out, const void *bias, int N, int O, sr_dtype dt) {
+void bias_fill(void *out, const void *bias, int N, int O, sr_dtype dt) {
     size_t n = (size_t)N * O;
-    LAUNCH(dt, k_bias_add, grid_for(n), THREADS, out, bias, O, n);
+    LAUNCH(dt, k_bias_fill, grid_for(n), THREADS, out, bias, O, n);
 }
 void bias_backward(void *dbias, const void *dout, int N, int O, sr_dtype dt) {
     LAUNCH(dt, k_bias_bwd, (unsigned)((O + 31) / 32), dim3(32, SLICES), dbias, dout, N, O);
@@ -427,7 +427,7 @@ const gpt2_kernels table = {
     gemm, gemm_batched,
     embed_forward, embed_backward,
     layernorm_forward, layernorm_backward,
-    bias_add, bias_backward,
+    bias_fill, bias_backward,
     gelu_forward, gelu_backward,
     add,
     softmax_causal_forward, softmax_causal_backward,

@@ -14,6 +14,9 @@ for k in '"fsdp_enabled": true' '"world_size": 2' '"model_params": ' '"peak_mem_
 done
 expect_in "$out" "[rank0]: gpt2: 4 layers, 4 heads, n_embd 128" "the task describes the model"
 expect_in "$out" "FSDP FULL_SHARD on 2 ranks" "the engine describes the sharding"
+# torchrun's rule, applied before the task (and its OpenMP) loads: 1 thread per rank when 2 share a node
+expect_eq "$(grep -c '"cpu_threads": 1' <<<"$out")" 2 "each of the 2 ranks computes on 1 thread"
+expect_in "$out" "(OpenBLAS, 1 thread)" "the task says so"
 losses=$(grep -o '^\[rank0\]: step [0-9]*/[0-9]*  loss [0-9.]*' <<<"$out" | awk '{print $NF}')
 first=$(head -1 <<<"$losses") last=$(tail -1 <<<"$losses")
 echo "demo: $(wc -l <<<"$losses") progress lines, loss $first -> $last, ${secs}s"

@@ -40,6 +40,10 @@ fails "vocab_size below the tokenizer's" "[task] vocab_size = 100 is smaller tha
     --set task.vocab_size=100
 fails "a missing vocab.json" "/nonexistent.json" --set task.vocab_json=/nonexistent.json --set task.merges_txt=/nonexistent.txt
 
+# one rank gets the threads it is given
+run env OMP_NUM_THREADS=2 "$SHARDRUN" "$T/g.ini" --nproc-per-node 1
+expect_in "$out" '"cpu_threads": 2' "OMP_NUM_THREADS=2 with one rank: 2 threads"
+
 # GPT-2 BPE: a 300-merge vocabulary learnt from the corpus
 /usr/bin/python3 "$SRC/tests/gpt2/bpe_reference.py" train "$T/vocab.json" "$T/merges.txt" 300 "$T/corpus.txt" >/dev/null &&
     pass || fail "training a test vocabulary"

@@ -1,0 +1,203 @@
+/*
+ * GEMM throughput of the gpt2 task's CPU kernels (examples/gpt2/kernels_cpu.c: gemm, gemm_batched)
+ * against raw OpenBLAS cblas_sgemm, on exactly the GEMMs one training step of the bench model
+ * makes (bench/gpt2_vs_torch.sh's model: 4 layers, n_embd 256, 4 heads, sequence 128, vocab 8192,
+ * batch 4, so N = 512 token rows).  Built and run by bench/gemm_throughput.sh.
+ *
+ * The shapes and every argument (transposes, leading dimensions, strides, beta) are copied from
+ * examples/gpt2/gpt2_model.c:
+ *   conv1d_forward (N, I, O):   gemm(0,0, O,N,I)  lda O, ldb I, ldc O, beta 0      1 per layer
+ *   conv1d_backward:  dW        gemm(0,1, O,I,N)  lda O, ldb I, ldc O, beta 1      1 per layer
+ *                     dx        gemm(1,0, I,N,O)  lda O, ldb O, ldc I, beta 0      1 per layer
+ *     for c_attn (C -> 3C), attn.c_proj (C -> C), mlp.c_fc (C -> 4C), mlp.c_proj (4C -> C)
+ *   lm_head: forward gemm(1,0, V,N,C), backward dW gemm(0,1, C,V,N) (beta 1), dx gemm(0,0, C,N,V)
+ *   attention, per sample (B per layer), heads as one gemm_batched of NH = 4, q/k/v columns of the
+ *     [T, 3C] qkv rows (ld 3C, head stride hs = 64): forward S = K^T Q, Y = V P; backward dP, dV,
+ *     dQ, dK (see attention_forward/attention_backward)
+ * "ours" calls gpt2_kernels_cpu()->gemm / ->gemm_batched (gemm is cblas_sgemm itself, so its ratio
+ * is a sanity check near 1; gemm_batched runs its heads one per OpenMP thread, each sgemm single-
+ * threaded inside the parallel region).  "sgemm" calls cblas_sgemm directly, a batched shape as a
+ * loop of cblas_sgemm with OpenBLAS's own threading.  Threads: OMP_NUM_THREADS, as the task sees it.
+ * Each (shape, implementation) is timed for at least --min-time seconds (default 0.3) after 2
+ * warm-up calls, --reps times (default 3) alternating ours and sgemm; GFLOP/s = 2 m n k batch x
+ * calls / time, the best of the reps (a transient disturbance does not count).
+ *
+ * Usage: gemm_throughput [--min-time S] [--reps R]   the table for the current thread count
+ *        gemm_throughput --ceiling [--min-time S] [--reps R]
+ *                       prints only cblas_sgemm's GFLOP/s (the best of the reps) on the c_attn forward shape
+ *                       768 x 512 x 256 (NN, the GEMM of 2 m n k = 201 MFLOP the model makes most
+ *                       often among the large ones), the "ceiling" bench/gpt2_vs_torch.sh uses
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpt2_kernels.h"
+
+/* the bench model (bench/gpt2_vs_torch.sh) */
+enum { L = 4, C = 256, NH = 4, HS = C / NH, T = 128, B = 4, V = 8192, N = B * T };
+
+typedef struct shape {
+    const char *name;
+    int batched, ta, tb, m, n, k, lda, ldb, ldc;
+    long long sA, sB, sC;
+    int batch;
+    float beta;
+    int per_step; /* calls in one training step */
+} shape;
+
+#define CONV(nm, I, O)                                                                    \
+    {nm " fwd", 0, 0, 0, O, N, I, O, I, O, 0, 0, 0, 1, 0.0f, L},                          \
+    {nm " bwd dW", 0, 0, 1, O, I, N, O, I, O, 0, 0, 0, 1, 1.0f, L},                       \
+    {nm " bwd dx", 0, 1, 0, I, N, O, O, O, I, 0, 0, 0, 1, 0.0f, L}
+
+#define TT ((long long)T * T)
+static const shape SHAPES[] = {
+    CONV("c_attn", C, 3 * C),
+    CONV("attn.c_proj", C, C),
+    CONV("mlp.c_fc", C, 4 * C),
+    CONV("mlp.c_proj", 4 * C, C),
+    {"lm_head fwd", 0, 1, 0, V, N, C, C, C, V, 0, 0, 0, 1, 0.0f, 1},
+    {"lm_head bwd dW", 0, 0, 1, C, V, N, C, V, C, 0, 0, 0, 1, 1.0f, 1},
+    {"lm_head bwd dx", 0, 0, 0, C, N, V, C, V, C, 0, 0, 0, 1, 0.0f, 1},
+    {"attn fwd S=K^T Q", 1, 1, 0, T, T, HS, 3 * C, 3 * C, T, HS, HS, TT, NH, 0.0f, B * L},
+    {"attn fwd Y=V P", 1, 0, 0, HS, T, T, 3 * C, T, C, HS, TT, HS, NH, 0.0f, B * L},
+    {"attn bwd dP", 1, 1, 0, T, T, HS, 3 * C, C, T, HS, HS, TT, NH, 0.0f, B * L},
+    {"attn bwd dV", 1, 0, 1, HS, T, T, C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
+    {"attn bwd dQ", 1, 0, 0, HS, T, T, 3 * C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
+    {"attn bwd dK", 1, 0, 1, HS, T, T, 3 * C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
+};
+#define NSHAPES ((int)(sizeof SHAPES / sizeof SHAPES[0]))
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* elements a column-major rows x cols operand with leading dimension ld spans, over `batch` of them */
+static size_t span(int rows, int cols, int ld, long long stride, int batch) {
+    return (size_t)(batch - 1) * (size_t)stride + (size_t)ld * (size_t)(cols - 1) + (size_t)rows;
+}
+
+static float *random_floats(size_t n, unsigned *seed) {
+    float *p = malloc(n * sizeof *p); /* malloc, as the task's cpu_alloc */
+    if (!p) {
+        fprintf(stderr, "gemm_throughput: out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        *seed = *seed * 1664525u + 1013904223u;
+        p[i] = (float)((*seed >> 8) & 0xffff) / 32768.0f - 1.0f; /* [-1, 1) */
+    }
+    return p;
+}
+
+typedef struct operands {
+    float *A, *B, *C;
+} operands;
+
+static void call(const shape *s, int ours, const operands *o) {
+    const gpt2_kernels *k = gpt2_kernels_cpu();
+    if (ours && s->batched)
+        k->gemm_batched(s->ta, s->tb, s->m, s->n, s->k, 1.0f, o->A, s->lda, s->sA, o->B, s->ldb, s->sB, s->beta, o->C,
+                        s->ldc, s->sC, s->batch, SR_FLOAT32);
+    else if (ours)
+        k->gemm(s->ta, s->tb, s->m, s->n, s->k, 1.0f, o->A, s->lda, o->B, s->ldb, s->beta, o->C, s->ldc, SR_FLOAT32);
+    else
+        for (int i = 0; i < s->batch; i++)
+            cblas_sgemm(CblasColMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans, s->m,
+                        s->n, s->k, 1.0f, o->A + i * s->sA, s->lda, o->B + i * s->sB, s->ldb, s->beta,
+                        o->C + i * s->sC, s->ldc);
+}
+
+static double flops(const shape *s) { return 2.0 * s->m * s->n * s->k * s->batch; }
+
+/* GFLOP/s of one implementation on one shape, timed for at least min_time seconds */
+static double measure(const shape *s, int ours, double min_time) {
+    unsigned seed = 12345;
+    operands o;
+    o.A = random_floats(span(s->ta ? s->k : s->m, s->ta ? s->m : s->k, s->lda, s->sA, s->batch), &seed);
+    o.B = random_floats(span(s->tb ? s->n : s->k, s->tb ? s->k : s->n, s->ldb, s->sB, s->batch), &seed);
+    o.C = random_floats(span(s->m, s->n, s->ldc, s->sC, s->batch), &seed);
+    for (int i = 0; i < 2; i++) call(s, ours, &o);
+    long long calls = 0;
+    double t0 = now_s(), dt;
+    do {
+        call(s, ours, &o);
+        calls++;
+    } while ((dt = now_s() - t0) < min_time);
+    free(o.A), free(o.B), free(o.C);
+    return flops(s) * (double)calls / dt / 1e9;
+}
+
+int main(int argc, char **argv) {
+    double min_time = 0.3;
+    int ceiling_only = 0, reps = 3;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--ceiling"))
+            ceiling_only = 1;
+        else if (!strcmp(argv[i], "--min-time") && i + 1 < argc)
+            min_time = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--ceiling] [--min-time SECONDS] [--reps R]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (!(min_time > 0) || reps < 1) {
+        fprintf(stderr, "%s: --min-time and --reps must be positive\n", argv[0]);
+        return 2;
+    }
+    const shape *ceil_shape = &SHAPES[0]; /* c_attn fwd: 768 x 512 x 256, NN */
+    if (ceiling_only) {
+        double best = 0;
+        for (int i = 0; i < reps; i++) {
+            double g = measure(ceil_shape, 0, min_time);
+            if (g > best) best = g;
+        }
+        printf("%.2f\n", best);
+        return 0;
+    }
+
+    printf("threads: OMP_NUM_THREADS=%s (omp_get_max_threads %d, OpenBLAS %d); %s\n",
+           getenv("OMP_NUM_THREADS") ? getenv("OMP_NUM_THREADS") : "(unset)", omp_get_max_threads(),
+           openblas_get_num_threads(), openblas_get_config());
+    printf("%-18s %-3s %18s %5s %8s %10s %10s %7s\n", "gemm", "op", "m x n x k", "batch", "per step", "ours",
+           "sgemm", "ratio");
+    double total = 0, t_ours = 0, t_sgemm = 0, best = 0, ceil_gf = 0;
+    const char *best_name = "";
+    for (int i = 0; i < NSHAPES; i++) {
+        const shape *s = &SHAPES[i];
+        double ours = 0, sg = 0;
+        for (int r = 0; r < reps; r++) {
+            double a = measure(s, 1, min_time), b = measure(s, 0, min_time);
+            if (a > ours) ours = a;
+            if (b > sg) sg = b;
+        }
+        double f = flops(s) * s->per_step;
+        total += f;
+        t_ours += f / (ours * 1e9);
+        t_sgemm += f / (sg * 1e9);
+        if (sg > best) best = sg, best_name = s->name;
+        if (s == ceil_shape) ceil_gf = sg;
+        char dims[32], op[4] = {s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', 0};
+        snprintf(dims, sizeof dims, "%d x %d x %d", s->m, s->n, s->k);
+        printf("%-18s %-3s %18s %5d %8d %10.1f %10.1f %7.3f\n", s->name, op, dims, s->batch, s->per_step, ours, sg,
+               ours / sg);
+    }
+    printf("(GFLOP/s, the best of %d timings of >= %g s each; ours: gpt2_kernels_cpu()->gemm/gemm_batched, "
+           "sgemm: cblas_sgemm, a loop of them for a batch)\n", reps, min_time);
+    printf("one training step's GEMMs: %.3f GFLOP (%.0f FLOP per token), %.1f ms ours, %.1f ms sgemm\n", total / 1e9,
+           total / N, t_ours * 1e3, t_sgemm * 1e3);
+    printf("sustained (FLOP-weighted over the step): ours %.1f GFLOP/s, sgemm %.1f GFLOP/s: sustained fraction of "
+           "sgemm %.3f\n", total / t_ours / 1e9, total / t_sgemm / 1e9, t_sgemm / t_ours);
+    printf("ceiling: %.1f GFLOP/s (largest sgemm seen: %s); sgemm on 768 x 512 x 256 NN (c_attn fwd): %.1f GFLOP/s; "
+           "ours sustained = %.3f of the ceiling\n", best, best_name, ceil_gf, total / t_ours / 1e9 / best);
+    return 0;
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Sustained GEMM throughput of the gpt2 task's CPU kernels against raw OpenBLAS sgemm, on the GEMMs
+# one training step of bench/gpt2_vs_torch.sh's model makes (4 layers, n_embd 256, 4 heads,
+# sequence 128, vocab 8192, batch 4: N = 512 token rows), at 1 and 2 threads.
+#   program:  bench/gemm_throughput.c, compiled here into a temp dir together with the task's own
+#             examples/gpt2/kernels_cpu.c:  gcc -std=c11 -O3 -fno-math-errno -fopenmp (the flags
+#             CMake gives kernels_cpu.c) -I include -I examples/gpt2 -I OpenBLAS-OpenMP's include,
+#             linked to /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so (rpath), -lm.
+#   shapes:   every GEMM of gpt2_model.c with its exact arguments: per conv1d (c_attn C->3C,
+#             attn.c_proj C->C, mlp.c_fc C->4C, mlp.c_proj 4C->C) the forward and the two backward
+#             GEMMs (dW, dx), once each per layer; lm_head's three (V = 8192), once per step; the
+#             attention's six batched GEMMs (4 heads, T = 128, head size 64), once per sample per
+#             layer (see the table's "per step" column).
+#   ours:     gpt2_kernels_cpu()->gemm / ->gemm_batched.  sgemm: cblas_sgemm, a batched shape as a
+#             loop of cblas_sgemm calls with OpenBLAS's own threading.
+#   timing:   each (shape, implementation) for >= 0.3 s (--min-time) after 2 warm-up calls, 3 times
+#             (--reps) alternating ours and sgemm, the best of the 3 (a transient disturbance does
+#             not count); GFLOP/s = 2 m n k x batch x calls / time.  Threads: OMP_NUM_THREADS=1,
+#             then 2, one process each (OpenBLAS's OpenMP build reads it as the task does);
+#             OMP_WAIT_POLICY unset (OpenMP's default, as gpt2_vs_torch.sh runs shardrun).
+#   totals:   FLOP-weighted over one step (each shape times its calls per step): time = sum of
+#             FLOP / GFLOP/s, sustained GFLOP/s = step FLOP / time, "sustained fraction of sgemm" =
+#             sgemm's time / ours.  "ceiling" = the largest sgemm GFLOP/s seen at that thread count.
+# Other work on the machine lowers these numbers: the script prints the CPU time that processes
+# other than its own used meanwhile (busy time in /proc/stat minus its children's), in cores.
+# Usage: bench/gemm_throughput.sh [BUILD_DIR] [--min-time S] [--reps R] [--ceiling]
+#        BUILD_DIR (default: the source tree's build/) is only checked to exist: the program is
+#        built from the source tree.  --ceiling: print only "THREADS GFLOPS" lines, 1 and 2 threads,
+#        cblas_sgemm on the c_attn forward shape 768 x 512 x 256 (NN), the best of --reps timings
+#        of >= --min-time each -- gpt2_vs_torch.sh's ceiling.
+#        Exits non-zero if the build or a run fails.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/.." && pwd)
+build_arg="" min_time=0.3 reps=3 ceiling=0
+usage="usage: $0 [BUILD_DIR] [--min-time S] [--reps R] [--ceiling]"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --min-time) min_time=${2:?--min-time needs a value}; shift 2 ;;
+        --reps) reps=${2:?--reps needs a value}; shift 2 ;;
+        --ceiling) ceiling=1; shift ;;
+        -*) echo "$usage" >&2; exit 2 ;;
+        *) [ -z "$build_arg" ] || { echo "$usage" >&2; exit 2; }
+           build_arg=$1; shift ;;
+    esac
+done
+build=$(cd "${build_arg:-$src/build}" && pwd)
+
+blas_lib=/usr/lib/x86_64-linux-gnu/openblas-openmp
+blas_inc=/usr/include/x86_64-linux-gnu/openblas-openmp
+[ -f "$blas_lib/libopenblas.so" ] && [ -f "$blas_inc/cblas.h" ] ||
+    { echo "$0: needs OpenBLAS's OpenMP build: apt-get install libopenblas-openmp-dev" >&2; exit 2; }
+
+unset OMP_WAIT_POLICY
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+gcc -std=c11 -O3 -fno-math-errno -fopenmp -Wall -Wextra -Werror \
+    -I "$src/include" -I "$src/examples/gpt2" -I "$blas_inc" \
+    -o "$tmp/gemm_throughput" "$here/gemm_throughput.c" "$src/examples/gpt2/kernels_cpu.c" \
+    "$blas_lib/libopenblas.so" -Wl,-rpath,"$blas_lib" -lm
+
+if [ "$ceiling" = 1 ]; then
+    for t in 1 2; do
+        echo "$t $(OMP_NUM_THREADS=$t "$tmp/gemm_throughput" --ceiling --min-time "$min_time" --reps "$reps")"
+    done
+    exit 0
+fi
+
+/usr/bin/python3 - "$tmp/gemm_throughput" "$min_time" "$reps" <<'PY'
+import os, resource, subprocess, sys, time
+
+prog, min_time, reps = sys.argv[1], sys.argv[2], sys.argv[3]
+
+def busy_s():  # CPU seconds the whole machine has been busy (not idle, not iowait)
+    f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return (sum(f[:8]) - f[3] - f[4]) / os.sysconf("SC_CLK_TCK")
+
+def ours_s():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+t_start, busy_start, ours_start = time.perf_counter(), busy_s(), ours_s()
+for threads in (1, 2):
+    p = subprocess.run([prog, "--min-time", min_time, "--reps", reps], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+    print(f"== {threads} thread{'s' if threads > 1 else ''} ==")
+    print(p.stdout, end="")
+    if p.returncode != 0:
+        sys.exit(f"FAILED (exit {p.returncode}) at OMP_NUM_THREADS={threads}")
+wall = time.perf_counter() - t_start
+other = max(0.0, (busy_s() - busy_start) - (ours_s() - ours_start)) / wall
+print(f"total {wall:.0f} s; other processes used {other:.2f} of {os.cpu_count()} cores meanwhile"
+      + (" (the numbers above are disturbed)" if other > 0.2 else ""))
+PY

@@ -119,7 +119,8 @@ int sr__cmd_reference(void) {
     sr__print_key_table(stdout, "shardrun", sr__shardrun_keys, 1, 1);
     printf("\n#### `[task]`\n\nFree-form: every key is handed to the task (`sr_config()`); override with "
            "`--set task.KEY=V` or `SHARDRUN_TASK_KEY`. For a model task the trainer also reads these (checked "
-           "before any worker starts):\n\n");
+           "before any worker starts), and a key that neither the task nor the trainer reads is an error "
+           "naming its line (a misspelling, not a silent default):\n\n");
     sr__print_key_table(stdout, "task", sr__trainer_keys, 1, 1);
     for (size_t i = 0; i < n; i++) {
         const sr_plugin *p = ps[i].p;

@@ -142,5 +142,5 @@ with open(csv_path, "w", newline="") as f:
 print(f"\nCSV: {csv_path}; total {time.perf_counter() - t0:.0f} s")
 PY
 /usr/bin/python3 "$here/memory_plot.py" "$csv" --out "$svg" \
-    --title "shardrun FSDP: engine peak memory per rank, GPT-2 124M, fp32 AdamW, batch 1 x 128 tokens"
+    --title "GPT-2 124M under FSDP: engine peak memory per rank (GB)"
 echo "SVG: $svg"

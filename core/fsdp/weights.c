@@ -54,7 +54,7 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
         fprintf(stderr, "shardrun: error: init_weights: %s\n", err);
         return -1;
     }
-    int bad = 0, nmodel = e->model->nparams;
+    int bad = 0, nmodel = e->model->nparams, nmissing = 0; /* the lists name the first 8 */
     sr_buf missing = {0}, extra = {0};
     for (int i = 0; i < nmodel; i++) {
         const sr__param *p = &e->model->params[i];
@@ -66,7 +66,7 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
         if (!w->t[i] && dot && (w->t[i] = sr__st_find(w->f, dot + 1, &w->data[i])))
             w->stripped++, w->stripped_one = p->name;
         if (!w->t[i]) {
-            sr__buf_printf(&missing, "%s%s", missing.n ? ", " : "", p->name);
+            if (nmissing++ < 8) sr__buf_printf(&missing, "%s%s", missing.n ? ", " : "", p->name);
             continue;
         }
         if (!same_shape(p, w->t[i]) || w->t[i]->dtype == SR_INT32 || w->t[i]->dtype == SR_INT64) {
@@ -79,6 +79,7 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
             bad = 1;
         }
     }
+    if (nmissing > 8) sr__buf_printf(&missing, " and %d more", nmissing - 8);
     int nextra = 0;
     for (size_t k = 0; k < sr__st_count(w->f); k++) {
         const sr_st_tensor *t = sr__st_at(w->f, k);

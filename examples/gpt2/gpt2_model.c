@@ -62,6 +62,7 @@ typedef struct gpt2 {
     int32_t *ids_h, *tgt_h; /* host: input ids, targets (-1 = none) */
     int32_t *ids_d, *tgt_d; /* device copies */
     long long ntargets;
+    long long samples_read, sample_index_sum; /* reported: which part of the data this rank trained on */
     float *losses_d, *losses_h;
 
     /* activations (device).  out[m]: module m's output, always kept (module m+1's input; the
@@ -272,6 +273,8 @@ static void gpt2_destroy(void *state) {
     gpt2 *g = state;
     if (!g) return;
     if (g->k == gpt2_kernels_cpu()) sr_report_int(g->ctx, "cpu_threads", gpt2_cpu_threads());
+    sr_report_int(g->ctx, "samples_read", g->samples_read);
+    sr_report_int(g->ctx, "sample_index_sum", g->sample_index_sum);
     free_state(g);
 }
 
@@ -381,6 +384,7 @@ static int gpt2_batch(void *state, const int64_t *samples, int n, long long *tok
         for (int t = 0; t < T; t++) /* HF: labels = input_ids, -100 on padding, shifted inside the model */
             g->tgt_h[(size_t)b * T + t] = t + 1 < len ? ids[t + 1] : -1;
         real += len;
+        g->samples_read++, g->sample_index_sum += samples[b];
         targets += len > 1 ? len - 1 : 0;
     }
     size_t N = (size_t)n * T;

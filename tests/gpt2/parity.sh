@@ -40,8 +40,11 @@ same() {
     printf '  %-30s %s; %s\n' "$1" "$(head -1 <<<"$r")" "$(tail -1 <<<"$p")"
 }
 
+# sums_of OUT: each rank's sum of the sample indices it trained on
+sums_of() { grep -o '"sample_index_sum": [0-9]*' <<<"$1" | sed 's/.*: //'; }
 train base 1 8 --set accelerate.fsdp.sharding_strategy=NO_SHARD
 expect_in "$out" '"world_size": 1' "baseline ran on one rank"
+base_sum=$(sums_of "$out")
 falling=$(/usr/bin/python3 -c "import json,sys; L=[json.loads(l)['loss'] for l in open(sys.argv[1])]; print(int(L[-1] < L[0] - 0.5), L[0], L[-1])" "$T/base/train_log.jsonl")
 expect_eq "${falling%% *}" 1 "the loss falls over 12 steps (first, last: ${falling#* })"
 echo "per-step loss and grad norm, and final parameters, against world size 1:"
@@ -49,6 +52,13 @@ for n in 2 4; do
     for s in FULL_SHARD SHARD_GRAD_OP; do
         train "ws$n-$s" "$n" $((8 / n)) --set accelerate.fsdp.sharding_strategy=$s
         expect_in "$out" "\"world_size\": $n" "ws$n-$s world size"
+        # each data-parallel rank reads its own part of the data: the parts differ, and together
+        # they are the samples world size 1 trained on (12 steps x 8, no sample twice in an epoch)
+        sums=$(sums_of "$out")
+        expect_eq "$(sort -u <<<"$sums" | wc -l)" "$n" "ws$n-$s: every rank trained on other samples ($(tr '\n' ' ' <<<"$sums"))"
+        expect_eq "$(awk '{s+=$1} END {print s}' <<<"$sums")" "$base_sum" \
+            "ws$n-$s: the ranks' samples together are world size 1's"
+        expect_eq "$(grep -o '"samples_read": [0-9]*' <<<"$out" | sed 's/.*: //' | sort -u)" "$((96 / n))" "ws$n-$s: 96 / $n samples per rank"
         same "ws$n-$s"
     done
 done

@@ -9,6 +9,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "dataset.h"
 
+#include "read_file.h"
+
 #include <errno.h>
 #include <glob.h>
 #include <stdarg.h>
@@ -222,29 +224,6 @@ static int split(loader *L, const char *s, size_t n) {
     return end ? take(L, s + start, end - start) : 0;
 }
 
-static char *read_all(const char *path, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, errlen, "cannot read data file %s: %s", path, strerror(errno)), NULL;
-    size_t n = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
-    for (size_t got = 1; buf && got; n += got) {
-        if (n == cap) {
-            char *b = realloc(buf, cap *= 2);
-            if (!b) free(buf);
-            buf = b;
-            if (!buf) break;
-        }
-        got = fread(buf + n, 1, cap - n, f);
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        free(buf);
-        return fail(err, errlen, "cannot read data file %s: %s", path, buf ? "read error" : "out of memory"), NULL;
-    }
-    *len = n;
-    return buf;
-}
 
 void gpt2_dataset_free(gpt2_dataset *d) {
     if (!d) return;
@@ -268,7 +247,7 @@ int gpt2_dataset_load(gpt2_dataset *d, const gpt2_data_opts *o, gpt2_tokenizer *
     int rc = 0;
     for (size_t k = 0; k < nfiles && !rc; k++) {
         size_t len;
-        char *text = read_all(files[k].path, &len, err, errlen);
+        char *text = gpt2_read_file(files[k].path, "data file", &len, err, errlen);
         if (!text) {
             rc = -1;
             break;

@@ -10,6 +10,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "tokenizer.h"
 
+#include "read_file.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -172,33 +174,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
-/* The whole file, NUL-terminated, or NULL with a message naming it as `what`. */
-static char *read_all(const char *path, const char *what, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, errlen, "cannot read %s %s: %s", what, path, strerror(errno)), NULL;
-    size_t n = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
-    for (size_t got = 1; buf && got;) {
-        if (cap - n < 2) {
-            char *b = realloc(buf, cap * 2);
-            if (!b) free(buf);
-            buf = b;
-            cap *= 2;
-            if (!buf) break;
-        }
-        got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        free(buf);
-        return fail(err, errlen, "cannot read %s %s: %s", what, path, buf ? "read error" : "out of memory"), NULL;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
 
 /* OpenAI's bytes_to_unicode: the printable bytes '!'..'~', 0xA1..0xAC and 0xAE..0xFF stand for
    themselves; the 68 others, in increasing order, for U+0100, U+0101, ...  Writes the UTF-8 of
@@ -340,7 +315,7 @@ static int line_at(const char *text, size_t off) {
 
 static int load_vocab(gpt2_tokenizer *t, const char *path, char *err, size_t errlen) {
     size_t n;
-    char *text = read_all(path, "vocab.json", &n, err, errlen);
+    char *text = gpt2_read_file(path, "vocab.json", &n, err, errlen);
     if (!text) return -1;
     json j = {.s = text, .path = path, .n = n, .line = 1, .err = err, .errlen = errlen};
     int rc = -1;
@@ -467,7 +442,7 @@ out:
 
 static int load_merges(gpt2_tokenizer *t, const char *path, const char *vocab_path, char *err, size_t errlen) {
     size_t n;
-    char *text = read_all(path, "merges.txt", &n, err, errlen);
+    char *text = gpt2_read_file(path, "merges.txt", &n, err, errlen);
     if (!text) return -1;
     int rc = -1, rank = 0;
     char *both = NULL;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "examples/gpt2/read_file.h"
 #include "examples/gpt2/tokenizer.h"
 
 static double now(void) {
@@ -17,33 +18,18 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* the file's text, or NULL after saying why */
 static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t n = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
-    for (size_t got = 1; buf && got; n += got) {
-        if (n == cap) {
-            char *b = realloc(buf, cap *= 2);
-            if (!b) free(buf);
-            buf = b;
-            if (!buf) break;
-        }
-        got = fread(buf + n, 1, cap - n, f);
-    }
-    if (ferror(f)) free(buf), buf = NULL;
-    fclose(f);
-    *len = n;
-    return buf;
+    char err[512];
+    char *text = gpt2_read_file(path, "text file", len, err, sizeof err);
+    if (!text) fprintf(stderr, "gpt2_tokenize: %s\n", err);
+    return text;
 }
 
 static int pretokens(const char *path) {
     size_t len;
     char *text = slurp(path, &len);
-    if (!text) {
-        fprintf(stderr, "gpt2_tokenize: cannot read %s\n", path);
-        return 1;
-    }
+    if (!text) return 1;
     for (size_t i = 0, j; i < len; i = j) {
         j = gpt2_tokenizer_pretoken_end(text, len, i);
         for (size_t k = i; k < j; k++) printf("%02x", (unsigned char)text[k]);
@@ -76,10 +62,7 @@ int main(int argc, char **argv) {
     for (int k = 3; k < argc; k++) {
         size_t len;
         char *text = slurp(argv[k], &len);
-        if (!text) {
-            fprintf(stderr, "gpt2_tokenize: cannot read %s\n", argv[k]);
-            return 1;
-        }
+        if (!text) return 1;
         double e0 = now();
         if (gpt2_tokenizer_encode(t, text, len, &ids, &n, &cap)) {
             fprintf(stderr, "gpt2_tokenize: out of memory\n");

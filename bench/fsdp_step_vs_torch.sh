@@ -55,7 +55,7 @@ EOF
 cd "$tmp"
 export OMP_NUM_THREADS=1
 # TMPDIR: torchrun's --redirects log dirs (torchelastic_*) land in $tmp and are removed with it.
-TMPDIR="$tmp" /usr/bin/python3 - "$build/shardrun" "$here/toy_torch_peer.py" <<'PY'
+BENCH_DIR="$here" TMPDIR="$tmp" /usr/bin/python3 - "$build/shardrun" "$here/toy_torch_peer.py" <<'PY'
 import json, os, re, resource, statistics, subprocess, sys, time
 
 shardrun, peer = sys.argv[1], sys.argv[2]
@@ -107,15 +107,9 @@ def torch_run(n, threads=1):  # (median step ms after SKIP, parameters)
         sys.exit(f"FAILED: unexpected torch results: {' '.join(cmd)}\n{log}\n{r}")
     return r["step_ms"], r["params"]
 
-def busy_s():  # CPU seconds the whole machine has been busy (not idle, not iowait)
-    f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-    return (sum(f[:8]) - f[3] - f[4]) / os.sysconf("SC_CLK_TCK")
-
-def ours_s():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-t_start, busy_start, ours_start = time.perf_counter(), busy_s(), ours_s()
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from load_meter import LoadMeter  # noqa: E402
+meter = LoadMeter()
 sr = {}  # (n, mode) -> [run medians]
 th = {}  # n -> [run medians]; 0: N=1 with 2 threads
 for rnd in range(ROUNDS):
@@ -146,8 +140,7 @@ for n in SIZES:
     on, off = statistics.median(sr[(n, "on")]), statistics.median(sr[(n, "off")])
     print(f"prefetch effect at N={n}: off/on = {off / on:.3f} (prefetch saves {off - on:.1f} ms per step)")
 print(f"reference: torch at N=1 with 2 threads: {statistics.median(th[0]):.1f} ms per step {fmt(th[0])}")
-wall = time.perf_counter() - t_start
-other = max(0.0, (busy_s() - busy_start) - (ours_s() - ours_start)) / wall
+wall, other = meter.wall(), meter.other_cores()
 print(f"total {wall:.0f} s; other processes used {other:.2f} of {os.cpu_count()} cores meanwhile"
       + (" (the numbers above are disturbed)" if other > 0.2 else ""))
 PY

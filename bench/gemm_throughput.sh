@@ -66,20 +66,14 @@ if [ "$ceiling" = 1 ]; then
     exit 0
 fi
 
-/usr/bin/python3 - "$tmp/gemm_throughput" "$min_time" "$reps" <<'PY'
+BENCH_DIR="$here" /usr/bin/python3 - "$tmp/gemm_throughput" "$min_time" "$reps" <<'PY'
 import os, resource, subprocess, sys, time
 
 prog, min_time, reps = sys.argv[1], sys.argv[2], sys.argv[3]
 
-def busy_s():  # CPU seconds the whole machine has been busy (not idle, not iowait)
-    f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-    return (sum(f[:8]) - f[3] - f[4]) / os.sysconf("SC_CLK_TCK")
-
-def ours_s():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-t_start, busy_start, ours_start = time.perf_counter(), busy_s(), ours_s()
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from load_meter import LoadMeter  # noqa: E402
+meter = LoadMeter()
 for threads in (1, 2):
     p = subprocess.run([prog, "--min-time", min_time, "--reps", reps], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
@@ -87,8 +81,7 @@ for threads in (1, 2):
     print(p.stdout, end="")
     if p.returncode != 0:
         sys.exit(f"FAILED (exit {p.returncode}) at OMP_NUM_THREADS={threads}")
-wall = time.perf_counter() - t_start
-other = max(0.0, (busy_s() - busy_start) - (ours_s() - ours_start)) / wall
+wall, other = meter.wall(), meter.other_cores()
 print(f"total {wall:.0f} s; other processes used {other:.2f} of {os.cpu_count()} cores meanwhile"
       + (" (the numbers above are disturbed)" if other > 0.2 else ""))
 PY

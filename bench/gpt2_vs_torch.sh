@@ -106,7 +106,7 @@ EOF
 
 cd "$tmp"
 # TMPDIR: torchrun's --redirects log dirs (torchelastic_*) land in $tmp and are removed with it.
-TMPDIR="$tmp" /usr/bin/python3 - "$build" "$here" "$rounds" <<'PY'
+BENCH_DIR="$here" TMPDIR="$tmp" /usr/bin/python3 - "$build" "$here" "$rounds" <<'PY'
 import json, os, re, resource, statistics, subprocess, sys, time
 
 build, here, ROUNDS = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -173,16 +173,10 @@ def torch_run(n):  # (tokens/s, params)
         sys.exit(f"FAILED: unexpected torch results: {' '.join(cmd)}\n{log}\n{r}")
     return B * T * n / r["step_ms_median"] * 1e3, r["params"]
 
-def busy_s():  # CPU seconds the whole machine has been busy (not idle, not iowait)
-    f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-    return (sum(f[:8]) - f[3] - f[4]) / os.sysconf("SC_CLK_TCK")
-
-def ours_s():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
 CONFIGS = [("shardrun", 1), ("torch", 1), ("shardrun", 2), ("torch", 2)]
-t_start, busy_start, ours_start = time.perf_counter(), busy_s(), ours_s()
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from load_meter import LoadMeter  # noqa: E402
+meter = LoadMeter()
 # the sgemm ceiling first, before any training run ("THREADS GFLOPS" lines)
 out = run([os.path.join(here, "gemm_throughput.sh"), build, "--ceiling"], dict(os.environ, OMP_WAIT_POLICY=None))
 try:
@@ -223,8 +217,7 @@ for c in CONFIGS:
     print(f"{NAMES[c]:<46} {med[c]:9.0f} {runs:<26} {gf:8.1f} {gf / ceiling[2]:14.3f} {gf / (2 * ceiling[1]):11.3f}")
 for n in (1, 2):
     print(f"shardrun/torch at {n} rank{'s' if n > 1 else ''}: {med[('shardrun', n)] / med[('torch', n)]:.3f}x")
-wall = time.perf_counter() - t_start
-other = max(0.0, (busy_s() - busy_start) - (ours_s() - ours_start)) / wall
+wall, other = meter.wall(), meter.other_cores()
 print(f"total {wall:.0f} s; other processes used {other:.2f} of {os.cpu_count()} cores meanwhile"
       + (" (the numbers above are disturbed)" if other > 0.2 else ""))
 PY

@@ -2,7 +2,8 @@
 # global batch of 8 gives the same per-step loss and grad norm (rtol 1e-5) and the same final
 # parameters (every tensor of the FULL checkpoint) at world size 2 and 4 -- FULL_SHARD,
 # SHARD_GRAD_OP, activation checkpointing -- as world size 1 without sharding.  Samples are
-# never padded here (every paragraph is longer than max_length), since the loss is a mean per
+# never padded here (every paragraph is longer than max_length, 96: two attention blocks of 64
+# queries), since the loss is a mean per
 # micro-batch, as HF's Trainer computes it.
 . "$(dirname "$0")/lib.sh"
 CMP="/usr/bin/python3 $SRC/tests/fsdp/compare_logs.py"
@@ -14,8 +15,8 @@ size = tiny
 n_layer = 2
 n_embd = 64
 n_head = 4
-max_length = 48
-min_chars = 64
+max_length = 96
+min_chars = 100
 data = $T/corpus.txt
 max_steps = 12
 learning_rate = 3e-3

@@ -3,26 +3,27 @@
 # loss (the task's `dump`) and every parameter's gradient (one AdamW step with beta1 = 0 leaves
 # exp_avg = the gradient in the FULL checkpoint's optimizer.safetensors) agree within 1e-4 of each
 # tensor's largest value.  The batch mixes padded and truncated samples, so the ignored labels and
-# the tied lm_head/wte gradient are covered; run on 1 rank and on 2 (FULL_SHARD), whose rank 0
+# the tied lm_head/wte gradient are covered, and its 100 positions span two of the attention's
+# 64-query blocks (the second one partial); run on 1 rank and on 2 (FULL_SHARD), whose rank 0
 # dumps its own micro-batch.
 . "$(dirname "$0")/lib.sh"
 /usr/bin/python3 - "$T/mixed.txt" <<'PY'
 import sys
 with open(sys.argv[1], "w") as f:
-    for i in range(16):  # short ones are padded, long ones truncated at max_length 40
+    for i in range(16):  # short ones are padded, long ones truncated at max_length 100
         f.write(("Paragraph %d says something short." % i) if i % 2 else ("A much longer paragraph %d " % i) * 6)
         f.write("\n\n")
 PY
-$TORCH_GPT2 init "$T/w.safetensors" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 64 --vocab_size 300 --seed 3 \
+$TORCH_GPT2 init "$T/w.safetensors" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 128 --vocab_size 300 --seed 3 \
     >/dev/null && pass || fail "gpt2_torch.py init"
 gpt2_job g.ini "fsdp.sharding_strategy = NO_SHARD" "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
 size = tiny
 n_layer = 2
 n_embd = 64
 n_head = 4
-n_positions = 64
+n_positions = 128
 vocab_size = 300
-max_length = 40
+max_length = 100
 min_chars = 10
 data = $T/mixed.txt
 init_weights = $T/w.safetensors

@@ -5,15 +5,15 @@
  * batch 4, so N = 512 token rows).  Built and run by bench/gemm_throughput.sh.
  *
  * The shapes and every argument (transposes, leading dimensions, strides, beta) are copied from
- * examples/gpt2/gpt2_model.c:
- *   conv1d_forward (N, I, O):   gemm(0,0, O,N,I)  lda O, ldb I, ldc O, beta 0      1 per layer
+ * examples/gpt2/gpt2_block.c and gpt2_model.c (the lm_head):
+ *   conv1d_forward (N, I, O):   gemm(0,0, O,N,I)  lda O, ldb I, ldc O, beta 1 (onto the bias) 1 per layer
  *   conv1d_backward:  dW        gemm(0,1, O,I,N)  lda O, ldb I, ldc O, beta 1      1 per layer
  *                     dx        gemm(1,0, I,N,O)  lda O, ldb O, ldc I, beta 0      1 per layer
  *     for c_attn (C -> 3C), attn.c_proj (C -> C), mlp.c_fc (C -> 4C), mlp.c_proj (4C -> C)
  *   lm_head: forward gemm(1,0, V,N,C), backward dW gemm(0,1, C,V,N) (beta 1), dx gemm(0,0, C,N,V)
  *   attention, per sample (B per layer), heads as one gemm_batched of NH = 4, q/k/v columns of the
- *     [T, 3C] qkv rows (ld 3C, head stride hs = 64): forward S = K^T Q, Y = V P; backward dP, dV,
- *     dQ, dK (see attention_forward/attention_backward)
+ *     [T, 3C] qkv rows (ld 3C, head stride hs = 64), in causal blocks of 64 queries (keys): forward
+ *     S = K^T Q, Y = V P; backward dP, dV, dQ, dK (see attention_forward/attention_backward)
  * "ours" calls gpt2_kernels_cpu()->gemm / ->gemm_batched (gemm is cblas_sgemm itself, so its ratio
  * is a sanity check near 1; gemm_batched runs its heads one per OpenMP thread, each sgemm single-
  * threaded inside the parallel region).  "sgemm" calls cblas_sgemm directly, a batched shape as a
@@ -51,7 +51,7 @@ typedef struct shape {
 } shape;
 
 #define CONV(nm, I, O)                                                                    \
-    {nm " fwd", 0, 0, 0, O, N, I, O, I, O, 0, 0, 0, 1, 0.0f, L},                          \
+    {nm " fwd", 0, 0, 0, O, N, I, O, I, O, 0, 0, 0, 1, 1.0f, L},                          \
     {nm " bwd dW", 0, 0, 1, O, I, N, O, I, O, 0, 0, 0, 1, 1.0f, L},                       \
     {nm " bwd dx", 0, 1, 0, I, N, O, O, O, I, 0, 0, 0, 1, 0.0f, L}
 
@@ -64,12 +64,20 @@ static const shape SHAPES[] = {
     {"lm_head fwd", 0, 1, 0, V, N, C, C, C, V, 0, 0, 0, 1, 0.0f, 1},
     {"lm_head bwd dW", 0, 0, 1, C, V, N, C, V, C, 0, 0, 0, 1, 1.0f, 1},
     {"lm_head bwd dx", 0, 0, 0, C, N, V, C, V, C, 0, 0, 0, 1, 0.0f, 1},
-    {"attn fwd S=K^T Q", 1, 1, 0, T, T, HS, 3 * C, 3 * C, T, HS, HS, TT, NH, 0.0f, B * L},
-    {"attn fwd Y=V P", 1, 0, 0, HS, T, T, 3 * C, T, C, HS, TT, HS, NH, 0.0f, B * L},
-    {"attn bwd dP", 1, 1, 0, T, T, HS, 3 * C, C, T, HS, HS, TT, NH, 0.0f, B * L},
-    {"attn bwd dV", 1, 0, 1, HS, T, T, C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
-    {"attn bwd dQ", 1, 0, 0, HS, T, T, 3 * C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
-    {"attn bwd dK", 1, 0, 1, HS, T, T, 3 * C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
+    /* the attention's query blocks of QB = 64 (T = 128: blocks at 0 and 64), each stopping at its
+       last key; the key blocks of dV and dK take the queries from the block's first key on */
+    {"attn fwd S=K^T Q q0", 1, 1, 0, 64, 64, HS, 3 * C, 3 * C, T, HS, HS, TT, NH, 0.0f, B * L},
+    {"attn fwd S=K^T Q q64", 1, 1, 0, 128, 64, HS, 3 * C, 3 * C, T, HS, HS, TT, NH, 0.0f, B * L},
+    {"attn fwd Y=V P q0", 1, 0, 0, HS, 64, 64, 3 * C, T, C, HS, TT, HS, NH, 0.0f, B * L},
+    {"attn fwd Y=V P q64", 1, 0, 0, HS, 64, 128, 3 * C, T, C, HS, TT, HS, NH, 0.0f, B * L},
+    {"attn bwd dP q0", 1, 1, 0, 64, 64, HS, 3 * C, C, T, HS, HS, TT, NH, 0.0f, B * L},
+    {"attn bwd dP q64", 1, 1, 0, 128, 64, HS, 3 * C, C, T, HS, HS, TT, NH, 0.0f, B * L},
+    {"attn bwd dQ q0", 1, 0, 0, HS, 64, 64, 3 * C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
+    {"attn bwd dQ q64", 1, 0, 0, HS, 64, 128, 3 * C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
+    {"attn bwd dV k0", 1, 0, 1, HS, 64, 128, C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
+    {"attn bwd dV k64", 1, 0, 1, HS, 64, 64, C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
+    {"attn bwd dK k0", 1, 0, 1, HS, 64, 128, 3 * C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
+    {"attn bwd dK k64", 1, 0, 1, HS, 64, 64, 3 * C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
 };
 #define NSHAPES ((int)(sizeof SHAPES / sizeof SHAPES[0]))
 

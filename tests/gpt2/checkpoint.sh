@@ -1,7 +1,8 @@
 # The FULL_STATE_DICT checkpoint of a GPT-2 run is a GPT-2 model.safetensors: HF's names and
 # layouts (Conv1D weights [in, out], no lm_head.weight: it is tied to wte), F32.  It loads back
 # into the task (init_weights) and into the PyTorch GPT-2 with the same outputs (logits within
-# 1e-4), and loads the same when saved without the "transformer." prefix, as the Hub's gpt2 is.
+# 1e-4) -- also on 2 ranks with cpu_ram_efficient_loading, where only rank 0 reads it -- and loads
+# the same when saved without the "transformer." prefix, as the Hub's gpt2 is.
 . "$(dirname "$0")/lib.sh"
 corpus
 gpt2_job g.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = GPT2Block" \
@@ -37,6 +38,25 @@ gen() { # NAME WEIGHTS: one step at learning rate 0 from WEIGHTS, dumping the fi
 gen dump "$ck"
 r=$($TORCH_GPT2 check "$T/dump.safetensors" "$ck" --n_head 4 --tol 1e-4 2>&1) && pass || fail "task vs torch from the checkpoint: $r"
 echo "checkpoint -> task and torch: $(tail -1 <<<"$r")"
+# 2 ranks with cpu_ram_efficient_loading: only rank 0 reads the file (all its tensor bytes), and
+# rank 0's first micro-batch, computed from the broadcast weights, agrees with torch
+full=$(/usr/bin/python3 - "$ck" <<'PY'
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+h.pop("__metadata__", None)
+print(sum(v["data_offsets"][1] - v["data_offsets"][0] for v in h.values()))
+PY
+)
+rm -f "$T/dump2.safetensors"
+run "$SHARDRUN" "$T/g.ini" --nproc-per-node 2 --set task.max_steps=1 --set task.init_weights="$ck" \
+    --set task.dump="$T/dump2.safetensors" --set task.learning_rate=0 \
+    --set accelerate.fsdp.sync_module_states=true --set accelerate.fsdp.cpu_ram_efficient_loading=true
+expect_rc 0 "2 ranks load the checkpoint with cpu_ram_efficient_loading"
+reads=$(grep -o '"init_weights_bytes_read": [0-9]*' <<<"$out" | sed 's/.*: //' | tr '\n' ' ')
+expect_eq "$reads" "$full 0 " "only rank 0 reads the weights (bytes read per rank: $reads)"
+r=$($TORCH_GPT2 check "$T/dump2.safetensors" "$ck" --n_head 4 --tol 1e-4 2>&1) && pass || fail "2-rank load vs torch: $r"
+
 # the Hub's layout: no "transformer." prefix
 /usr/bin/python3 - "$ck" "$T/hubw.safetensors" <<'PY'
 import json, struct, sys

@@ -75,6 +75,7 @@ typedef struct gpt2 {
     void **inter;
     void **pool;
     int npool, pool_cap;
+    int held, held_peak; /* block intermediates buffers in use, and the most at once (reported) */
     float *lnf_stats; /* ln_f's mean and rstd (2N floats) */
     void *dy, *dx;    /* gradient of the current module's output / input, N*C */
     void *work;       /* block backward temporaries */
@@ -92,13 +93,15 @@ static gpt2_shape shape_of(const gpt2 *g) {
 /* ---- buffers ---------------------------------------------------------------------------------- */
 
 static void *pool_take(gpt2 *g) {
-    if (g->npool > 0) return g->pool[--g->npool];
     gpt2_shape sh = shape_of(g);
-    return g->k->alloc(gpt2_block_acts_bytes(&sh));
+    void *p = g->npool > 0 ? g->pool[--g->npool] : g->k->alloc(gpt2_block_acts_bytes(&sh));
+    if (p && ++g->held > g->held_peak) g->held_peak = g->held;
+    return p;
 }
 
 static void pool_give(gpt2 *g, void *p) {
     if (!p) return;
+    g->held--;
     if (g->npool == g->pool_cap) {
         int cap = g->pool_cap ? 2 * g->pool_cap : 8;
         void **np = realloc(g->pool, (size_t)cap * sizeof *np);
@@ -120,6 +123,7 @@ static void free_acts(gpt2 *g) {
         g->inter[m] = NULL;
     }
     while (g->npool > 0) g->k->free(g->pool[--g->npool]);
+    g->held = 0;
     void **bufs[] = {(void **)&g->ids_d, (void **)&g->tgt_d, (void **)&g->losses_d, (void **)&g->lnf_stats,
                      &g->dy, &g->dx, &g->work};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
@@ -274,6 +278,10 @@ static void gpt2_destroy(void *state) {
     if (!g) return;
     if (g->k == gpt2_kernels_cpu()) sr_report_int(g->ctx, "cpu_threads", gpt2_cpu_threads());
     sr_report_int(g->ctx, "samples_read", g->samples_read);
+    /* activation checkpointing shows here: one block's intermediates at a time instead of n_layer */
+    gpt2_shape sh = shape_of(g);
+    sr_report_int(g->ctx, "block_activation_buffers_peak", g->held_peak);
+    sr_report_int(g->ctx, "block_activation_bytes", g->Bcap ? (long long)gpt2_block_acts_bytes(&sh) : 0);
     sr_report_int(g->ctx, "sample_index_sum", g->sample_index_sum);
     free_state(g);
 }

@@ -63,8 +63,12 @@ for n in 2 4; do
         same "ws$n-$s"
     done
 done
+buffers() { grep -o '"block_activation_buffers_peak": [0-9]*' <<<"$out" | sed 's/.*: //' | sort -u; }
+train ws2-nockpt 2 4
+expect_eq "$(buffers)" 2 "without activation checkpointing every block keeps its intermediates (2 blocks)"
 train ws2-ckpt 2 4 --set accelerate.fsdp.activation_checkpointing=true
 same ws2-ckpt
+expect_eq "$(buffers)" 1 "with activation checkpointing one block's intermediates at a time"
 train ws2-prefetch 2 4 --set accelerate.fsdp.forward_prefetch=true --set accelerate.fsdp.backward_prefetch=BACKWARD_POST
 same ws2-prefetch
 done_checks

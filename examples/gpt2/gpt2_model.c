@@ -186,10 +186,14 @@ static const gpt2_kernels *load_cuda_kernels(void) {
         return NULL;
     }
     const gpt2_kernels *(*get)(void) = (const gpt2_kernels *(*)(void))dlsym(h, "gpt2_kernels_cuda");
+    if (!get) fprintf(stderr, "gpt2: error: %s has no gpt2_kernels_cuda (%s); rebuild shardrun\n", path, dlerror());
     return get ? get() : NULL;
 }
 
-/* The compute dtype, as the engine will pick it from ACCELERATE_MIXED_PRECISION. */
+/* The compute dtype, as the engine will pick it from ACCELERATE_MIXED_PRECISION (the same exact,
+   lowercase spellings as core/fsdp/fsdp_config.c; the engine rejects any other).  Known here, at
+   create(), so a dtype the device's kernels lack fails before any data moves; every callback
+   checks call->dtype against it. */
 static sr_dtype compute_dtype(void) {
     const char *mp = getenv("ACCELERATE_MIXED_PRECISION");
     if (mp && !strcmp(mp, "bf16")) return SR_BFLOAT16;
@@ -278,11 +282,11 @@ static void gpt2_destroy(void *state) {
     if (!g) return;
     if (g->k == gpt2_kernels_cpu()) sr_report_int(g->ctx, "cpu_threads", gpt2_cpu_threads());
     sr_report_int(g->ctx, "samples_read", g->samples_read);
+    sr_report_int(g->ctx, "sample_index_sum", g->sample_index_sum);
     /* activation checkpointing shows here: one block's intermediates at a time instead of n_layer */
     gpt2_shape sh = shape_of(g);
     sr_report_int(g->ctx, "block_activation_buffers_peak", g->held_peak);
     sr_report_int(g->ctx, "block_activation_bytes", g->Bcap ? (long long)gpt2_block_acts_bytes(&sh) : 0);
-    sr_report_int(g->ctx, "sample_index_sum", g->sample_index_sum);
     free_state(g);
 }
 

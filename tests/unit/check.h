@@ -23,6 +23,20 @@ static int check_failures, check_count;
                     b_ ? b_ : "(null)");                                                   \
         }                                                                                  \
     } while (0)
+/* An operation that had to fail did, with a message `err` that starts with `prefix` (the file it
+   names) and contains `want`; `what` describes the input for the failure message.  A message that
+   passes is printed without its first `strip` characters (a temporary directory). */
+static inline void check_rejected(int succeeded, const char *err, const char *prefix, const char *want, const char *what,
+                                  const char *file, int line, size_t strip) {
+    check_count++;
+    if (succeeded || strncmp(err, prefix, strlen(prefix)) || !strstr(err, want)) {
+        check_failures++;
+        fprintf(stderr, "%s:%d: %s: want an error with \"%s\", got %s\n", file, line, what, want,
+                succeeded ? "success" : err);
+    } else {
+        printf("  rejected: %s\n", err + strip);
+    }
+}
 #define CHECK_DONE()                                                                       \
     (printf("%d checks, %d failed\n", check_count, check_failures), check_failures ? 1 : 0)
 #endif

@@ -2,8 +2,9 @@
 . "$(dirname "$0")/../cli/lib.sh"
 TORCH_GPT2="/usr/bin/python3 $SRC/tests/gpt2/gpt2_torch.py"
 
-# $T/corpus.txt: 200 paragraphs of 20-40 words drawn from a fixed list (seeded), so every paragraph
-# is over 100 bytes: no padding at max_length <= 96 with min_chars = 100 (tests/gpt2/parity.sh).
+# $T/corpus.txt: 200 paragraphs of 20-40 words drawn from a fixed list (seeded).  With min_chars =
+# 100 every paragraph kept has at least 100 byte tokens, so max_length <= 96 pads nothing
+# (tests/gpt2/parity.sh).
 corpus() {
     /usr/bin/python3 - "$T/corpus.txt" <<'PY'
 import random, sys

@@ -224,7 +224,6 @@ static int split(loader *L, const char *s, size_t n) {
     return end ? take(L, s + start, end - start) : 0;
 }
 
-
 void gpt2_dataset_free(gpt2_dataset *d) {
     if (!d) return;
     free(d->ids);

@@ -174,7 +174,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
-
 /* OpenAI's bytes_to_unicode: the printable bytes '!'..'~', 0xA1..0xAC and 0xAE..0xFF stand for
    themselves; the 68 others, in increasing order, for U+0100, U+0101, ...  Writes the UTF-8 of
    byte b's symbol to out (2 bytes at most): its length. */

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../device.h"
-#include "../optim_math.h"
+#include "device/device.h"
+#include "device/optim_math.h"
 
 #define THREADS 256
 #define MAX_BLOCKS 1024 /* grid-stride beyond this; also the size of the reduction's partials */
@@ -175,7 +175,7 @@ static void cu_adamw(float *param, const float *grad, float *exp_avg, float *exp
 
 static int cu_sync(void) { return report(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
-/* Looked up by name (sr__device_get in device_cpu.c, through dlsym); constant-initialised. */
+/* Looked up by name (sr__device_get in device/cpu.c, through dlsym); constant-initialised. */
 extern "C" __attribute__((visibility("default"))) const sr_device sr__cuda_device = {
     "cuda",        SR_DEVICE_CUDA, cu_alloc, cu_free,  cu_to_host, cu_to_device, cu_zero,
     cu_cast,       cu_accumulate,  cu_sumsq, cu_nonfinite, cu_scale, cu_adamw,   cu_sync,

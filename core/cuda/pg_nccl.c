@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../pg_backend.h"
+#include "pg/backend.h"
 
 typedef struct nccl_pg {
     ncclComm_t comm;

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "checkpoint.h"
+#include "fsdp/checkpoint.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../safetensors.h"
-#include "../strbuf.h"
-#include "engine_internal.h"
+#include "io/safetensors.h"
+#include "base/strbuf.h"
+#include "fsdp/engine_internal.h"
 #include "shardrun/half.h"
 
 enum { K_PARAM = 0, K_EXP_AVG, K_EXP_AVG_SQ, K_COUNT };

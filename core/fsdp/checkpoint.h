@@ -12,7 +12,7 @@
 #ifndef SR_FSDP_CHECKPOINT_H
 #define SR_FSDP_CHECKPOINT_H
 
-#include "engine.h"
+#include "fsdp/engine.h"
 
 typedef struct sr__train_state {
     long long global_step; /* optimizer steps done */

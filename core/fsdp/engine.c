@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
-#include "param_init.h"
+#include "fsdp/engine_internal.h"
+#include "fsdp/param_init.h"
 
 /* ---- errors ---------------------------------------------------------------------------------- */
 

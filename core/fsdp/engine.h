@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fsdp_config.h"
-#include "model_desc.h"
+#include "fsdp/fsdp_config.h"
+#include "fsdp/model_desc.h"
 #include "shardrun/model.h"
 
 typedef struct sr__engine sr__engine;

@@ -1,11 +1,11 @@
 #define _GNU_SOURCE
-#include "fsdp_config.h"
+#include "fsdp/fsdp_config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../env/value.h"
+#include "config/value.h"
 
 static const char STRATEGIES[] = "FULL_SHARD|SHARD_GRAD_OP|NO_SHARD|HYBRID_SHARD|HYBRID_SHARD_ZERO2";
 static const char WRAPS[] = "NO_WRAP|TRANSFORMER_BASED_WRAP|SIZE_BASED_WRAP";

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "model_desc.h"
+#include "fsdp/model_desc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "param_init.h"
+#include "fsdp/param_init.h"
 
 #include <math.h>
 

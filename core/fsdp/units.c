@@ -1,11 +1,11 @@
 #define _GNU_SOURCE
-#include "units.h"
+#include "fsdp/units.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../strbuf.h"
+#include "base/strbuf.h"
 
 static int new_unit(sr__units *us, int root, const char *label) {
     us->u = realloc(us->u, (size_t)(us->n + 1) * sizeof *us->u);

@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
-#include "fsdp_config.h"
-#include "model_desc.h"
+#include "fsdp/fsdp_config.h"
+#include "fsdp/model_desc.h"
 
 typedef struct sr__unit {
     int root;      /* the unit of everything no wrap claimed: gathered for the whole step */

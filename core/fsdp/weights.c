@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../safetensors.h"
-#include "../strbuf.h"
-#include "engine_internal.h"
+#include "io/safetensors.h"
+#include "base/strbuf.h"
+#include "fsdp/engine_internal.h"
 
 typedef struct weights {
     sr_st_file *f;

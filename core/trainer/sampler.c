@@ -1,8 +1,8 @@
-#include "sampler.h"
+#include "trainer/sampler.h"
 
 #include <stdlib.h>
 
-#include "../fsdp/param_init.h"
+#include "fsdp/param_init.h"
 
 void sr__sampler_init(sr__sampler *s, int64_t n, int ranks, int rank, uint64_t seed) {
     s->n = n, s->ranks = ranks, s->rank = rank, s->seed = seed, s->epoch = -1;

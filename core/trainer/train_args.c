@@ -1,7 +1,7 @@
-#include "train_args.h"
+#include "trainer/train_args.h"
 
-#include "../../env/table.h"
-#include "../../env/value.h"
+#include "config/env_table.h"
+#include "config/value.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "trainer.h"
+#include "trainer/trainer.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -9,12 +9,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../ctx.h"
-#include "../fsdp/checkpoint.h"
-#include "../fsdp/engine.h"
-#include "../strbuf.h"
-#include "sampler.h"
-#include "train_args.h"
+#include "task/ctx.h"
+#include "fsdp/checkpoint.h"
+#include "fsdp/engine.h"
+#include "base/strbuf.h"
+#include "trainer/sampler.h"
+#include "trainer/train_args.h"
 
 static double now_s(void) {
     struct timespec t;

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "env/cluster.h"
+#include "config/cluster.h"
 
 static const char *const *fake; /* NAME, VALUE, ..., NULL */
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "core/device.h"
+#include "device/device.h"
 
 static const sr_device *cpu;
 

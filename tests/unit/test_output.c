@@ -4,8 +4,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "core/output.h"
-#include "tests/unit/check.h"
+#include "agent/output.h"
+#include "check.h"
 
 /* Feeds the pieces to a relay writing into a pipe; returns what came out. */
 static const char *relay(int tty, const char *const *pieces, int n) {

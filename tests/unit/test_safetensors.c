@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "core/safetensors.h"
+#include "io/safetensors.h"
 
 static char dir[256];
 

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "core/store.h"
-#include "core/store_wire.h"
+#include "store/store.h"
+#include "store/wire.h"
 
 static sr_store_server *server;
 static volatile int stop;

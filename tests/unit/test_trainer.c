@@ -3,9 +3,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "core/trainer/sampler.h"
-#include "core/trainer/train_args.h"
-#include "tests/unit/check.h"
+#include "trainer/sampler.h"
+#include "trainer/train_args.h"
+#include "check.h"
 
 static int near(double a, double b) { return fabs(a - b) <= 1e-12 * (fabs(b) > 1 ? fabs(b) : 1); }
 

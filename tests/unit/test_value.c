@@ -2,7 +2,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "env/value.h"
+#include "config/value.h"
 
 static char *norm(const sr_key *k, const char *in) {
     char *out = NULL, err[256];

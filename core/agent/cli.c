@@ -1,0 +1,174 @@
+/* The command line: `shardrun [run] JOB.ini`, `shardrun env`, `shardrun plugins`,
+   `shardrun reference`, --help.  Parses flags into overrides, then hands over to the run. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/env_table.h"
+#include "config/value.h"
+#include "agent/catalog.h"
+#include "agent/supervisor.h"
+#include "run/run.h"
+
+#define SR_VERSION "0.1.0"
+
+int sr__cmd_env(sr_run *run, const sr_run_args *args, int rank, int explain);
+
+typedef struct cli {
+    const char *command; /* "run", "env", "plugins", "reference" */
+    const char *job;
+    const char *results;
+    int rank, explain, help, version;
+    int nextra;
+    char **extra;
+} cli;
+
+/* torchrun's flags, both spellings, and the [shardrun] key each sets. */
+static const struct { const char *dash, *under, *key; int has_value; } torchrun_flags[] = {
+    {"--nproc-per-node", "--nproc_per_node", "nproc_per_node", 1},
+    {"--nnodes", "--nnodes", "nnodes", 1},
+    {"--node-rank", "--node_rank", "node_rank", 1},
+    {"--master-addr", "--master_addr", "master_addr", 1},
+    {"--master-port", "--master_port", "master_port", 1},
+    {"--standalone", "--standalone", "standalone", 0},
+};
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: shardrun [OPTIONS] JOB.ini [-- TASK ARGS...]   run the job\n"
+            "       shardrun env [OPTIONS] JOB.ini [--rank R] [--explain]\n"
+            "                                         print the variables rank R receives\n"
+            "                                         (default: the first rank this node starts)\n"
+            "       shardrun plugins                  list the plugins found and their keys\n"
+            "       shardrun reference                the key and variable reference (Markdown)\n"
+            "\n"
+            "options:\n"
+            "  --set SECTION.KEY=VALUE   override a job-file key (repeatable)\n"
+            "  --nproc-per-node N, --nnodes N, --node-rank K, --master-addr H, --master-port P,\n"
+            "  --standalone              as torchrun (underscore spellings accepted too)\n"
+            "  --results FILE            also write the per-rank results (JSON) to FILE\n"
+            "  -h, --help, --version\n"
+            "\n"
+            "precedence: command line > SHARDRUN_* or a key's final variable > job file > default\n"
+            "exit codes: 0 success, 1 a worker failed, 2 configuration error, 128+N stopped by signal N\n"
+            "\n[shardrun] keys (each also SHARDRUN_<KEY>):\n");
+    sr__print_key_table(out, "shardrun", sr__shardrun_keys, 0, 0);
+}
+
+static const char *flag_value(int argc, char **argv, int *i, const char *flag) {
+    const char *a = argv[*i];
+    size_t fl = strlen(flag);
+    if (a[fl] == '=') return a + fl + 1;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "shardrun: error: %s needs a value (see shardrun --help)\n", flag);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static int flag_is(const char *arg, const char *flag) {
+    size_t fl = strlen(flag);
+    return !strncmp(arg, flag, fl) && (arg[fl] == 0 || arg[fl] == '=');
+}
+
+/* Returns 0, or 2 on a usage error (message printed). */
+static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
+    c->command = "run";
+    c->rank = -1; /* env: the first rank this agent would start */
+    int i = 1;
+    if (argc > 1 && (!strcmp(argv[1], "env") || !strcmp(argv[1], "plugins") || !strcmp(argv[1], "reference") ||
+                     !strcmp(argv[1], "run")))
+        c->command = argv[i++];
+    for (; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "--")) {
+            c->extra = argv + i + 1;
+            c->nextra = argc - i - 1;
+            break;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { c->help = 1; continue; }
+        if (!strcmp(a, "--version")) { c->version = 1; continue; }
+        if (!strcmp(a, "--explain")) { c->explain = 1; continue; }
+        if (flag_is(a, "--set")) {
+            if (!(v = flag_value(argc, argv, &i, "--set"))) return 2;
+            if (sr__config_add_set(cfg, v) != 0) {
+                fprintf(stderr, "shardrun: error: --set %s: expected SECTION.KEY=VALUE, e.g. "
+                        "--set accelerate.fsdp.sharding_strategy=SHARD_GRAD_OP\n", v);
+                return 2;
+            }
+            continue;
+        }
+        if (flag_is(a, "--results")) {
+            if (!(c->results = flag_value(argc, argv, &i, "--results"))) return 2;
+            continue;
+        }
+        if (flag_is(a, "--rank")) {
+            long long r;
+            if (!(v = flag_value(argc, argv, &i, "--rank"))) return 2;
+            if (sr__parse_int(v, &r) != 0 || r < 0 || r > 1 << 30) {
+                fprintf(stderr, "shardrun: error: --rank %s: expected a rank >= 0\n", v);
+                return 2;
+            }
+            c->rank = (int)r;
+            continue;
+        }
+        int matched = 0;
+        for (size_t f = 0; f < sizeof torchrun_flags / sizeof *torchrun_flags && !matched; f++) {
+            const char *name = flag_is(a, torchrun_flags[f].dash) ? torchrun_flags[f].dash
+                               : flag_is(a, torchrun_flags[f].under) ? torchrun_flags[f].under : NULL;
+            if (!name) continue;
+            matched = 1;
+            if (torchrun_flags[f].has_value) {
+                if (!(v = flag_value(argc, argv, &i, name))) return 2;
+            } else {
+                v = a[strlen(name)] == '=' ? a + strlen(name) + 1 : "true";
+            }
+            sr__config_add_override(cfg, "shardrun", torchrun_flags[f].key, v, name);
+        }
+        if (matched) continue;
+        if (a[0] == '-') {
+            fprintf(stderr, "shardrun: error: unknown option %s (see shardrun --help)\n", a);
+            return 2;
+        }
+        if (c->job) {
+            fprintf(stderr, "shardrun: error: two job files given (%s and %s); task arguments go after --\n",
+                    c->job, a);
+            return 2;
+        }
+        c->job = a;
+    }
+    return 0;
+}
+
+int sr__cli_main(int argc, char **argv) {
+    cli c = {0};
+    sr_run run = {0};
+    int rc = parse(argc, argv, &c, &run.cfg);
+    if (rc == 0 && c.help) { usage(stdout); rc = -1; }
+    if (rc == 0 && c.version) { printf("shardrun %s (plugin ABI %u)\n", SR_VERSION, SR_PLUGIN_ABI_VERSION); rc = -1; }
+    if (rc == 0 && !strcmp(c.command, "plugins")) rc = sr__cmd_plugins(getenv("SHARDRUN_PLUGIN_PATH")) - 1;
+    if (rc == 0 && !strcmp(c.command, "reference")) rc = sr__cmd_reference() - 1;
+    if (rc == 0 && !c.job) {
+        fprintf(stderr, "shardrun: error: no job file given\n");
+        usage(stderr);
+        rc = 2;
+    }
+    if (rc != 0) {
+        sr__config_free(&run.cfg);
+        return rc < 0 ? 0 : rc;
+    }
+    sr_run_args args = {.job = c.job, .nextra = c.nextra, .extra = c.extra};
+    if (!strcmp(c.command, "env")) {
+        rc = sr__cmd_env(&run, &args, c.rank, c.explain);
+    } else if (sr__run_prepare(&run, &args) != 0) {
+        rc = 2;
+    } else if (sr__rdzv_prepare(&run) != 0) {
+        sr__diag_flush(&run.cfg.diag, stderr);
+        rc = 2;
+    } else {
+        rc = sr__launch(&run, c.results);
+    }
+    sr__run_free(&run);
+    return rc;
+}

@@ -1,0 +1,38 @@
+/*
+ * A worker's output as the agent relays it: bytes from a pipe become whole lines prefixed with
+ * the rank ("[rank1]: ..."), written to the agent's own stdout or stderr in one write each; the
+ * last lines are kept for the failure summary.
+ */
+#ifndef SR_CORE_OUTPUT_H
+#define SR_CORE_OUTPUT_H
+
+#include <stddef.h>
+
+#include "base/strbuf.h"
+
+#define SR_TAIL_LINES 10
+
+typedef struct sr_tail {
+    char *lines[SR_TAIL_LINES];
+    int next, count;
+} sr_tail;
+
+typedef struct sr_relay {
+    int rank;
+    int out_fd;     /* where prefixed lines go */
+    sr_buf partial; /* bytes after the last newline */
+    sr_tail *tail;  /* shared by a worker's stdout and stderr */
+    int tty;        /* out_fd is a terminal: a line redrawn with '\r' (a progress bar) is shown as
+                       it changes; elsewhere only the text after a line's last '\r' is kept */
+    int progress;   /* a redrawn line is on the screen, without its newline yet */
+} sr_relay;
+
+/* Feeds bytes read from the worker; emits every complete line. */
+void sr__relay_feed(sr_relay *r, const char *data, size_t len);
+/* Emits a last line without newline, if any (at EOF). */
+void sr__relay_flush(sr_relay *r);
+void sr__relay_free(sr_relay *r);
+
+void sr__tail_free(sr_tail *t);
+
+#endif

@@ -1,0 +1,419 @@
+#define _GNU_SOURCE
+#include "agent/supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/output.h"
+#include "worker/worker.h"
+
+enum { OUT = 0, ERR = 1, RES = 2, NSTREAMS = 3 };
+
+typedef struct sr_worker {
+    pid_t pid;
+    int local_rank, rank;
+    int fd[NSTREAMS]; /* read ends; -1 when closed */
+    sr_relay relay[2];
+    sr_tail tail;
+    sr_buf result;
+    int reaped, status;
+} sr_worker;
+
+static int self_pipe[2] = {-1, -1};
+
+static void on_signal(int sig) {
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    if (write(self_pipe[1], &b, 1) < 0) { /* full pipe: a wake-up is already pending */ }
+    errno = saved;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static const char *sig_name(int sig, char *buf, size_t len) {
+    const char *abbrev = sigabbrev_np(sig);
+    snprintf(buf, len, "SIG%s", abbrev ? abbrev : "?");
+    return buf;
+}
+
+static void install_handlers(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaction(sigs[i], &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static void reset_handlers_in_child(void) {
+    int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) signal(sigs[i], SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static int start_worker(sr_run *run, sr_worker *w, sr_worker *all, int nstarted) {
+    int p[NSTREAMS][2];
+    for (int s = 0; s < NSTREAMS; s++)
+        if (pipe2(p[s], O_CLOEXEC) != 0) return -1;
+    pid_t agent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != agent) _exit(1); /* the agent died between fork and prctl */
+        reset_handlers_in_child();
+        close(self_pipe[0]), close(self_pipe[1]);
+        for (int i = 0; i < nstarted; i++)
+            for (int s = 0; s < NSTREAMS; s++)
+                if (all[i].fd[s] >= 0) close(all[i].fd[s]);
+        for (int s = 0; s < NSTREAMS; s++) close(p[s][0]);
+        run->stdout_tty = isatty(STDOUT_FILENO); /* where the relayed output ends up */
+        dup2(p[OUT][1], STDOUT_FILENO);
+        dup2(p[ERR][1], STDERR_FILENO);
+        close(p[OUT][1]), close(p[ERR][1]);
+        sr__worker_run(run, w->local_rank, p[RES][1]);
+    }
+    setpgid(pid, pid); /* also here, so the group exists before we ever signal it */
+    w->pid = pid;
+    for (int s = 0; s < NSTREAMS; s++) {
+        close(p[s][1]);
+        w->fd[s] = p[s][0];
+        fcntl(w->fd[s], F_SETFL, O_NONBLOCK);
+    }
+    for (int s = 0; s < 2; s++) {
+        w->relay[s].rank = w->rank;
+        w->relay[s].out_fd = s == OUT ? STDOUT_FILENO : STDERR_FILENO;
+        w->relay[s].tty = isatty(w->relay[s].out_fd);
+        w->relay[s].tail = &w->tail;
+    }
+    return 0;
+}
+
+static void signal_groups(sr_worker *ws, int n, int sig) {
+    for (int i = 0; i < n; i++)
+        if (ws[i].pid > 0 && !ws[i].reaped) kill(-ws[i].pid, sig);
+}
+
+static void describe_status(int status, char *buf, size_t len) {
+    char name[32];
+    if (WIFEXITED(status)) snprintf(buf, len, "exited with code %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, len, "was killed by signal %s (%d)%s", sig_name(WTERMSIG(status), name, sizeof name),
+                 WTERMSIG(status), WCOREDUMP(status) ? ", core dumped" : "");
+    else snprintf(buf, len, "ended with status 0x%x", status);
+}
+
+static void read_stream(sr_worker *w, int s) {
+    char buf[65536];
+    while (1) {
+        ssize_t n = read(w->fd[s], buf, sizeof buf);
+        if (n > 0) {
+            if (s == RES) {
+                if (w->result.n < (1 << 20)) sr__buf_add(&w->result, buf, (size_t)n);
+            } else {
+                sr__relay_feed(&w->relay[s], buf, (size_t)n);
+            }
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) return;
+        if (s != RES) sr__relay_flush(&w->relay[s]);
+        close(w->fd[s]);
+        w->fd[s] = -1;
+        return;
+    }
+}
+
+typedef struct supervise_state {
+    sr_worker *ws;
+    int n;
+    int failed;          /* index of the first failed worker, -1 */
+    int stop_signal;     /* signal that stopped shardrun, 0 */
+    int failed_elsewhere;/* another agent's worker failed first */
+    double kill_at;      /* when SIGKILL follows SIGTERM; 0: not stopping */
+    int killed;          /* SIGKILL sent */
+    int stopped;         /* workers still running when the stop began */
+} supervise_state;
+
+static void begin_stop(supervise_state *st, sr_run *run, int sig) {
+    if (st->kill_at) return;
+    for (int i = 0; i < st->n; i++) st->stopped += !st->ws[i].reaped;
+    signal_groups(st->ws, st->n, sig);
+    st->kill_at = now_s() + run->grace;
+}
+
+static void reap(supervise_state *st, sr_run *run) {
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (int i = 0; i < st->n; i++) {
+            sr_worker *w = &st->ws[i];
+            if (w->pid != pid) continue;
+            w->reaped = 1;
+            w->status = status;
+            int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+            if (!ok && st->failed < 0 && !st->kill_at) {
+                st->failed = i;
+                char what[160], msg[300];
+                describe_status(status, what, sizeof what);
+                snprintf(msg, sizeof msg, "rank %d (node %d) %s", w->rank, run->layout.node_rank, what);
+                sr__rdzv_report_failure(&run->rdzv, msg);
+                begin_stop(st, run, SIGTERM);
+            }
+            /* whatever the worker left behind in its group goes with it */
+            kill(-pid, SIGKILL);
+        }
+        /* other pids: orphans of the workers, reaped because we are their subreaper */
+    }
+}
+
+static int workers_reaped(const supervise_state *st) {
+    for (int i = 0; i < st->n; i++)
+        if (!st->ws[i].reaped) return 0;
+    return 1;
+}
+
+static int pipes_closed(const supervise_state *st) {
+    for (int i = 0; i < st->n; i++)
+        for (int s = 0; s < NSTREAMS; s++)
+            if (st->ws[i].fd[s] >= 0) return 0;
+    return 1;
+}
+
+static void close_pipes(supervise_state *st) {
+    for (int i = 0; i < st->n; i++)
+        for (int s = 0; s < NSTREAMS; s++)
+            if (st->ws[i].fd[s] >= 0) read_stream(&st->ws[i], s), close(st->ws[i].fd[s]), st->ws[i].fd[s] = -1;
+}
+
+static void local_results(const supervise_state *st, sr_buf *b);
+
+static void supervise(supervise_state *st, sr_run *run) {
+    enum { MAX_RDZV_FDS = 4200 };
+    double all_reaped_at = 0;
+    int reported = 0;
+    struct pollfd *pfd = calloc((size_t)st->n * NSTREAMS + 1 + MAX_RDZV_FDS, sizeof *pfd);
+    while (1) {
+        int local_done = workers_reaped(st) && pipes_closed(st);
+        if (local_done && !reported) {
+            if (st->failed < 0 && !st->stop_signal && !st->failed_elsewhere) {
+                sr_buf mine = {0};
+                local_results(st, &mine);
+                sr__rdzv_report_done(&run->rdzv, mine.s ? mine.s : "", mine.n);
+                sr__buf_free(&mine);
+            }
+            reported = 1;
+        }
+        /* node 0's agent serves the store until every agent is done or the run failed */
+        if (local_done && (!run->rdzv.hosting || st->failed >= 0 || st->stop_signal || st->failed_elsewhere ||
+                           sr__rdzv_all_done(&run->rdzv)))
+            break;
+        int np = 0;
+        pfd[np++] = (struct pollfd){.fd = self_pipe[0], .events = POLLIN};
+        for (int i = 0; i < st->n; i++)
+            for (int s = 0; s < NSTREAMS; s++)
+                if (st->ws[i].fd[s] >= 0) pfd[np++] = (struct pollfd){.fd = st->ws[i].fd[s], .events = POLLIN};
+        int first_rdzv = np;
+        np += sr__rdzv_pollfds(&run->rdzv, pfd + np, MAX_RDZV_FDS);
+        int timeout = sr__rdzv_timeout_ms(&run->rdzv);
+        double t = now_s();
+        if (st->kill_at && !st->killed) {
+            int k = (int)((st->kill_at - t) * 1000) + 1;
+            timeout = timeout < 0 || k < timeout ? (k > 0 ? k : 0) : timeout;
+        }
+        /* workers gone, pipes still open: check back soon (node 0 may wait long for other nodes) */
+        if (all_reaped_at && !pipes_closed(st) && (timeout < 0 || timeout > 50)) timeout = 50;
+        if (poll(pfd, (nfds_t)np, timeout) < 0 && errno != EINTR) break;
+
+        if (pfd[0].revents & POLLIN) {
+            unsigned char sigs[64];
+            ssize_t k = read(self_pipe[0], sigs, sizeof sigs);
+            for (ssize_t j = 0; j < k; j++) {
+                if (sigs[j] == SIGCHLD) continue;
+                if (st->stop_signal || st->kill_at) {
+                    /* asked twice: no more grace */
+                    signal_groups(st->ws, st->n, SIGKILL);
+                    st->killed = 1;
+                }
+                if (!st->stop_signal) st->stop_signal = sigs[j];
+                begin_stop(st, run, sigs[j]);
+            }
+        }
+        reap(st, run);
+        for (int p = 1; p < first_rdzv; p++) {
+            if (!pfd[p].revents) continue;
+            for (int i = 0; i < st->n; i++)
+                for (int s = 0; s < NSTREAMS; s++)
+                    if (st->ws[i].fd[s] == pfd[p].fd) read_stream(&st->ws[i], s);
+        }
+        /* another agent failed first (even after ours finished: the run as a whole failed) */
+        if (sr__rdzv_handle(&run->rdzv, pfd + first_rdzv, np - first_rdzv) && !st->failed_elsewhere &&
+            st->failed < 0) {
+            st->failed_elsewhere = 1;
+            begin_stop(st, run, SIGTERM);
+        }
+        t = now_s();
+        if (st->kill_at && !st->killed && t >= st->kill_at) {
+            signal_groups(st->ws, st->n, SIGKILL);
+            st->killed = 1;
+        }
+        if (workers_reaped(st) && !all_reaped_at) all_reaped_at = t;
+        /* a process that left its group (setsid) may hold a pipe open: do not wait for it long */
+        if (all_reaped_at && t - all_reaped_at > 1.0) close_pipes(st);
+    }
+    free(pfd);
+}
+
+static void print_summary(const supervise_state *st, sr_run *run) {
+    char what[128], name[32];
+    if (st->failed >= 0) {
+        const sr_worker *w = &st->ws[st->failed];
+        describe_status(w->status, what, sizeof what);
+        fprintf(stderr, "shardrun: error: rank %d (local rank %d, pid %d) %s\n", w->rank, w->local_rank, (int)w->pid,
+                what);
+        if (w->tail.count) {
+            fprintf(stderr, "shardrun: last %d line%s of rank %d:\n", w->tail.count, w->tail.count > 1 ? "s" : "",
+                    w->rank);
+            for (int k = 0; k < w->tail.count; k++) {
+                int idx = (w->tail.next - w->tail.count + k + SR_TAIL_LINES) % SR_TAIL_LINES;
+                fprintf(stderr, "shardrun:   [rank%d]: %s\n", w->rank, w->tail.lines[idx]);
+            }
+        } else {
+            fprintf(stderr, "shardrun: rank %d printed nothing\n", w->rank);
+        }
+    } else if (st->stop_signal) {
+        fprintf(stderr, "shardrun: interrupted by %s\n", sig_name(st->stop_signal, name, sizeof name));
+    } else if (st->failed_elsewhere) {
+        fprintf(stderr, "shardrun: error: the run failed on another node: %s\n", run->rdzv.failed_elsewhere);
+    }
+    int others = st->stopped;
+    if (others)
+        fprintf(stderr, "shardrun: stopped the %s%d worker%s of this node (%s, then SIGKILL after %gs)%s\n",
+                st->failed >= 0 ? "other " : "", others, others > 1 ? "s" : "",
+                sig_name(st->stop_signal ? st->stop_signal : SIGTERM, name, sizeof name), run->grace,
+                st->killed ? "; some needed SIGKILL" : "");
+}
+
+/* This agent's ranks' result objects, one per line, comma-separated. */
+static void local_results(const supervise_state *st, sr_buf *b) {
+    for (int i = 0; i < st->n; i++) {
+        const sr_worker *w = &st->ws[i];
+        sr__buf_add(b, "  ", 2);
+        if (w->result.n) sr__buf_add(b, w->result.s, w->result.n);
+        else sr__buf_printf(b, "{\"rank\": %d, \"exit_code\": 0}", w->rank); /* exec tasks report nothing */
+        if (i + 1 < st->n) sr__buf_add(b, ",\n", 2);
+    }
+}
+
+/* Prints the JSON list (node 0's agent: every agent's ranks; the others: their own) and writes it
+   to `path` through a temporary file. */
+static int write_results(const supervise_state *st, sr_run *run, const char *path) {
+    sr_buf b = {0}, mine = {0};
+    local_results(st, &mine);
+    sr__buf_add(&b, "[\n", 2);
+    if (run->rdzv.hosting) {
+        for (int a = 0; a < run->rdzv.nagents; a++) {
+            size_t len = mine.n;
+            const char *part = a == run->rdzv.agent_id ? mine.s : sr__rdzv_results(&run->rdzv, a, &len);
+            if (!part || !len) continue;
+            if (b.n > 2) sr__buf_add(&b, ",\n", 2);
+            sr__buf_add(&b, part, len);
+        }
+    } else {
+        sr__buf_add(&b, mine.s, mine.n);
+    }
+    sr__buf_add(&b, "\n]\n", 3);
+    sr__buf_free(&mine);
+    fwrite(b.s, 1, b.n, stdout);
+    fflush(stdout);
+    int rc = 0;
+    if (path) {
+        char *tmp = NULL;
+        if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) tmp = NULL;
+        FILE *f = tmp ? fopen(tmp, "w") : NULL;
+        if (!f || fwrite(b.s, 1, b.n, f) != b.n || fclose(f) != 0 || rename(tmp, path) != 0) {
+            fprintf(stderr, "shardrun: error: cannot write results to %s: %s\n", path, strerror(errno));
+            if (tmp) unlink(tmp);
+            rc = -1;
+        }
+        free(tmp);
+    }
+    sr__buf_free(&b);
+    return rc;
+}
+
+int sr__launch(sr_run *run, const char *results_path) {
+    int n = run->layout.spawn_count;
+    supervise_state st = {.ws = calloc((size_t)n, sizeof(sr_worker)), .n = 0, .failed = -1};
+    if (pipe2(self_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        perror("shardrun: pipe");
+        return 1;
+    }
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    install_handlers();
+    for (int i = 0; i < n; i++) {
+        sr_worker *w = &st.ws[i];
+        w->local_rank = run->layout.first_local + i;
+        w->rank = run->layout.node_rank * run->layout.nproc_per_node + w->local_rank;
+        for (int s = 0; s < NSTREAMS; s++) w->fd[s] = -1;
+        if (start_worker(run, w, st.ws, i) != 0) {
+            fprintf(stderr, "shardrun: error: cannot start rank %d: %s\n", w->rank, strerror(errno));
+            st.failed = -1;
+            st.stop_signal = 0;
+            begin_stop(&st, run, SIGTERM);
+            break;
+        }
+        st.n++;
+    }
+    sr__log(SR_LOG_INFO, "started %d worker%s (ranks %d-%d of %d)", st.n, st.n == 1 ? "" : "s",
+            st.n ? st.ws[0].rank : 0, st.n ? st.ws[st.n - 1].rank : 0,
+            run->layout.nnodes * run->layout.nproc_per_node);
+    supervise(&st, run);
+
+    /* leftovers: anything still in a worker's group, then every child we inherited */
+    for (int i = 0; i < st.n; i++) kill(-st.ws[i].pid, SIGKILL);
+    double until = now_s() + 1.0;
+    while (now_s() < until) {
+        pid_t p = waitpid(-1, NULL, WNOHANG);
+        if (p < 0) break; /* ECHILD: nothing left */
+        if (p == 0) usleep(2000);
+    }
+
+    int code = 0;
+    if (st.failed >= 0 || st.failed_elsewhere) code = 1;
+    else if (st.stop_signal) code = 128 + st.stop_signal;
+    else if (st.n < n) code = 1;
+    print_summary(&st, run);
+    if (code == 0 && write_results(&st, run, results_path) != 0) code = 1;
+    sr__rdzv_free(&run->rdzv);
+    for (int i = 0; i < st.n; i++) {
+        sr__relay_free(&st.ws[i].relay[0]);
+        sr__relay_free(&st.ws[i].relay[1]);
+        sr__tail_free(&st.ws[i].tail);
+        sr__buf_free(&st.ws[i].result);
+        for (int s = 0; s < NSTREAMS; s++)
+            if (st.ws[i].fd[s] >= 0) close(st.ws[i].fd[s]);
+    }
+    free(st.ws);
+    close(self_pipe[0]), close(self_pipe[1]);
+    return code;
+}

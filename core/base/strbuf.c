@@ -1,0 +1,69 @@
+#define _GNU_SOURCE
+#include "base/strbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sr__buf_add(sr_buf *b, const char *data, size_t len) {
+    if (b->n + len + 1 > b->cap) {
+        while (b->n + len + 1 > b->cap) b->cap = b->cap ? 2 * b->cap : 256;
+        b->s = realloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->n, data, len);
+    b->n += len;
+    b->s[b->n] = 0;
+}
+
+void sr__buf_printf(sr_buf *b, const char *fmt, ...) {
+    va_list ap;
+    char *tmp = NULL;
+    va_start(ap, fmt);
+    int n = vasprintf(&tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    sr__buf_add(b, tmp, (size_t)n);
+    free(tmp);
+}
+
+void sr__buf_json_str(sr_buf *b, const char *t) {
+    sr__buf_add(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)t; *p; p++) {
+        char esc[8];
+        switch (*p) {
+        case '"': sr__buf_add(b, "\\\"", 2); break;
+        case '\\': sr__buf_add(b, "\\\\", 2); break;
+        case '\n': sr__buf_add(b, "\\n", 2); break;
+        case '\t': sr__buf_add(b, "\\t", 2); break;
+        case '\r': sr__buf_add(b, "\\r", 2); break;
+        default:
+            if (*p < 0x20) {
+                snprintf(esc, sizeof esc, "\\u%04x", *p);
+                sr__buf_add(b, esc, 6);
+            } else {
+                sr__buf_add(b, (const char *)p, 1);
+            }
+        }
+    }
+    sr__buf_add(b, "\"", 1);
+}
+
+void sr__buf_free(sr_buf *b) {
+    free(b->s);
+    b->s = NULL;
+    b->n = b->cap = 0;
+}
+
+char *sr__fmt(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = malloc((size_t)n + 1);
+    if (!s) abort();
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}

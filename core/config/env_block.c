@@ -1,0 +1,58 @@
+#define _GNU_SOURCE
+#include "config/env_block.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+static void entry_free(sr_env_entry *e) {
+    free(e->name), free(e->value), free(e->setter), free(e->because);
+}
+
+void sr__env_block_set(sr_env_block *b, const char *name, const char *value, const char *setter,
+                       const char *because) {
+    sr_env_entry *e = (sr_env_entry *)sr__env_block_find(b, name);
+    if (e) {
+        entry_free(e);
+    } else {
+        if (b->n == b->cap) {
+            b->cap = b->cap ? 2 * b->cap : 32;
+            b->v = realloc(b->v, b->cap * sizeof *b->v);
+        }
+        e = &b->v[b->n++];
+    }
+    e->name = strdup(name);
+    e->value = dup_or_null(value);
+    e->setter = dup_or_null(setter);
+    e->because = dup_or_null(because);
+}
+
+const sr_env_entry *sr__env_block_find(const sr_env_block *b, const char *name) {
+    for (size_t i = 0; i < b->n; i++)
+        if (strcmp(b->v[i].name, name) == 0) return &b->v[i];
+    return NULL;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const sr_env_entry *)a)->name, ((const sr_env_entry *)b)->name);
+}
+
+void sr__env_block_sort(sr_env_block *b) {
+    if (b->n) qsort(b->v, b->n, sizeof *b->v, by_name);
+}
+
+int sr__env_block_apply(const sr_env_block *b) {
+    for (size_t i = 0; i < b->n; i++) {
+        int rc = b->v[i].value ? setenv(b->v[i].name, b->v[i].value, 1) : unsetenv(b->v[i].name);
+        if (rc != 0) return -1;
+    }
+    return 0;
+}
+
+void sr__env_block_free(sr_env_block *b) {
+    for (size_t i = 0; i < b->n; i++) entry_free(&b->v[i]);
+    free(b->v);
+    b->v = NULL;
+    b->n = b->cap = 0;
+}

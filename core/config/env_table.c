@@ -1,0 +1,117 @@
+#include "config/env_table.h"
+
+#include <limits.h>
+#include <string.h>
+
+#define NOLIM 0, 0
+const sr_key sr__shardrun_keys[] = {
+    {"task", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "the task: a .so path (relative to the job file), a bare name looked up in tasks_path, "
+     "or exec:PROGRAM ARGS... (required)"},
+    {"plugins", SR_KEY_LIST, NULL, NULL, 0, NOLIM, NULL,
+     "plugins in execution order, e.g. torch,accelerate"},
+    {"nproc_per_node", SR_KEY_INT, "1", NULL, 0, 1, 4096, NULL,
+     "worker processes on this node (torchrun --nproc-per-node)"},
+    {"nnodes", SR_KEY_INT, "1", NULL, 0, 1, 65536, NULL, "number of nodes (torchrun --nnodes)"},
+    {"node_rank", SR_KEY_INT, "0", NULL, 0, 0, 65535, NULL,
+     "this node's index, 0..nnodes-1 (torchrun --node-rank)"},
+    {"master_addr", SR_KEY_STRING, "127.0.0.1", NULL, 0, NOLIM, NULL,
+     "address of node 0, where rank 0's rendezvous lives (torchrun --master-addr)"},
+    {"master_port", SR_KEY_INT, "29500", NULL, 0, 0, 65535, NULL,
+     "port of rank 0's rendezvous; 0 picks a free port (single node only)"},
+    {"rdzv_port", SR_KEY_INT, "0", NULL, 0, 0, 65535, NULL,
+     "port of the rendezvous store node 0's shardrun hosts (never MASTER_PORT); 0: a free port on one node, "
+     "master_port + 1 across nodes"},
+    {"rdzv_timeout", SR_KEY_FLOAT, "300", NULL, 0, NOLIM, NULL,
+     "seconds the other nodes' shardrun waits for node 0's store to answer"},
+    {"standalone", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL,
+     "single node, free port on localhost, fresh run id (torchrun --standalone)"},
+    {"run_id", SR_KEY_STRING, "none", NULL, 0, NOLIM, NULL,
+     "TORCHELASTIC_RUN_ID given to workers (torchrun --rdzv-id); standalone generates one"},
+    {"shutdown_grace", SR_KEY_FLOAT, "2", NULL, 0, NOLIM, NULL,
+     "seconds between SIGTERM and SIGKILL when a run is stopped"},
+    {"log_level", SR_KEY_ENUM, "info", "error|warn|info|debug", 0, NOLIM, NULL,
+     "what the agent logs to stderr (debug shows which plugin set each variable)"},
+    {"plugin_path", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "colon-separated folders searched for shardrun_NAME.so before the built-in folders"},
+    {"tasks_path", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "colon-separated folders searched for NAME.so when task is a bare name"},
+    {NULL, 0, NULL, NULL, 0, NOLIM, NULL, NULL},
+};
+
+/* [task] keys the trainer reads when the task is a model task: transformers' TrainingArguments
+   names and defaults (save_steps excepted: nothing is saved unless asked). */
+const sr_key sr__trainer_keys[] = {
+    {"num_train_epochs", SR_KEY_FLOAT, "3", NULL, 0, NOLIM, NULL, "epochs over the dataset (when max_steps is not set)"},
+    {"max_steps", SR_KEY_INT, "-1", NULL, 0, -1, LLONG_MAX, NULL, "optimizer steps to train; overrides num_train_epochs when > 0"},
+    {"per_device_train_batch_size", SR_KEY_INT, "8", NULL, 0, 1, INT_MAX, NULL, "samples per micro-batch on each rank"},
+    {"gradient_accumulation_steps", SR_KEY_INT, "1", NULL, 0, 1, INT_MAX, NULL, "micro-batches per optimizer step"},
+    {"learning_rate", SR_KEY_FLOAT, "5e-05", NULL, 0, NOLIM, NULL, "AdamW's peak learning rate"},
+    {"lr_scheduler_type", SR_KEY_ENUM, "linear", "linear|cosine|constant|constant_with_warmup", 0, NOLIM, NULL,
+     "learning-rate schedule after warmup (transformers' get_scheduler)"},
+    {"warmup_steps", SR_KEY_INT, "0", NULL, 0, 0, LLONG_MAX, NULL, "steps of linear warmup from 0"},
+    {"weight_decay", SR_KEY_FLOAT, "0", NULL, 0, NOLIM, NULL,
+     "AdamW's decoupled weight decay (not applied to parameters declared SR_PARAM_NO_DECAY)"},
+    {"adam_beta1", SR_KEY_FLOAT, "0.9", NULL, 0, NOLIM, NULL, "AdamW beta1"},
+    {"adam_beta2", SR_KEY_FLOAT, "0.999", NULL, 0, NOLIM, NULL, "AdamW beta2"},
+    {"adam_epsilon", SR_KEY_FLOAT, "1e-08", NULL, 0, NOLIM, NULL, "AdamW epsilon"},
+    {"max_grad_norm", SR_KEY_FLOAT, "1", NULL, 0, NOLIM, NULL, "gradient clipping by global norm; 0 disables it"},
+    {"logging_steps", SR_KEY_INT, "500", NULL, 0, 1, LLONG_MAX, NULL,
+     "rank 0 prints step, loss, learning rate, grad norm, tokens/s and memory every N steps"},
+    {"seed", SR_KEY_INT, "42", NULL, 0, 0, LLONG_MAX, NULL, "parameter initialisation and data order (DistributedSampler: seed + epoch)"},
+    {"init_weights", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "a safetensors file to start from (HF model.safetensors, or a FULL checkpoint's): parameters by name, "
+     "fp32/bf16/fp16; with cpu_ram_efficient_loading only rank 0 reads it"},
+    {"output_dir", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "where checkpoint-N folders and train_log.jsonl go (relative to the working directory)"},
+    {"save_steps", SR_KEY_INT, "0", NULL, 0, 0, LLONG_MAX, NULL, "save a checkpoint every N steps (0: never)"},
+    {"save_final", SR_KEY_BOOL, NULL, NULL, 0, NOLIM, NULL, "save a checkpoint after the last step; default: true when output_dir is set"},
+    {"resume_from_checkpoint", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "a checkpoint folder, or true for the latest checkpoint-N in output_dir"},
+    {NULL, 0, NULL, NULL, 0, NOLIM, NULL, NULL},
+};
+
+const sr_key sr__plugin_host_keys[] = {
+    {"path", SR_KEY_PATH, NULL, NULL, 0, NOLIM, NULL, "the plugin's .so (relative to the job file), instead of a search"},
+    {NULL, 0, NULL, NULL, 0, NOLIM, NULL, NULL},
+};
+
+const sr_var sr__host_reads[] = {
+    {"RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT",
+     "cluster detection 1: a torchrun-style launcher already started this process as one worker"},
+    {"SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID, SLURM_NNODES, SLURM_JOB_NODELIST, SLURM_STEP_ID",
+     "cluster detection 2: Slurm. Inside an srun step with more tasks than nodes each task is one "
+     "worker; with one task per node shardrun starts nproc_per_node workers per node. The first "
+     "host of SLURM_JOB_NODELIST is the master"},
+    {"OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE",
+     "cluster detection 3: Open MPI (mpirun started one process per worker)"},
+    {"PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS",
+     "cluster detection 4: MPICH/PMI (one process per worker)"},
+    {"SHARDRUN_RDZV_TOKEN",
+     "the rendezvous store's token when several agents (nodes) share a run: the same secret on every node; "
+     "under Slurm `slurm-$SLURM_JOB_ID` is used when unset; a single-node run makes a fresh one"},
+    {"GLOO_SOCKET_IFNAME", "the network interface Gloo uses across nodes (default: this host's name)"},
+    {"ACCELERATE_USE_FSDP, ACCELERATE_MIXED_PRECISION, FSDP_VERSION, FSDP_SHARDING_STRATEGY, FSDP_RESHARD_AFTER_FORWARD, "
+     "FSDP_AUTO_WRAP_POLICY, FSDP_TRANSFORMER_CLS_TO_WRAP, FSDP_MIN_NUM_PARAMS, FSDP_BACKWARD_PREFETCH, "
+     "FSDP_FORWARD_PREFETCH, FSDP_STATE_DICT_TYPE, FSDP_OFFLOAD_PARAMS, FSDP_SYNC_MODULE_STATES, "
+     "FSDP_CPU_RAM_EFFICIENT_LOADING, FSDP_ACTIVATION_CHECKPOINTING, FSDP_IGNORED_MODULES",
+     "read back by the FSDP engine in each worker of a model task, with accelerate's rules: names case-insensitive, "
+     "strategy digits 1-5, str_to_bool spellings, a bad value is an error before the first step. Unset: "
+     "FULL_SHARD, NO_WRAP, no prefetch, FULL_STATE_DICT (SHARDED with version 2), sync_module_states true. Without "
+     "ACCELERATE_USE_FSDP=true a model task trains replicated (gradients all-reduced) and no FSDP_* variable is read. "
+     "FSDP_IGNORED_MODULES is "
+     "refused (not supported by the engine yet)"},
+    {"SHARDRUN_DEBUG_OFFLOAD_STAGING",
+     "testing aid: 1 makes FSDP_OFFLOAD_PARAMS=true take the GPU's path on a CPU (shards in one allocation, "
+     "gathers and reductions through staging copies), so the tests check it without a GPU"},
+    {"SHARDRUN_DEBUG_SAVE_DELAY_MS",
+     "testing aid: milliseconds the checkpoint writer sleeps after each unit, so a test can kill a run in the "
+     "middle of a save"},
+    {NULL, NULL},
+};
+
+const sr_key *sr__find_key(const sr_key *keys, const char *name) {
+    for (const sr_key *k = keys; k && k->name; k++)
+        if (strcmp(k->name, name) == 0) return k;
+    return NULL;
+}

@@ -1,0 +1,410 @@
+#define _GNU_SOURCE
+#include "config/job.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/env_table.h"
+#include "config/value.h"
+
+extern char **environ;
+
+/* ---- reading the file ---------------------------------------------------------------------- */
+
+/* inih (Debian's build) neither passes line numbers to the handler nor handles lines longer than
+   INI_MAX_LINE; we feed it through our own reader, which counts lines and refuses long ones. */
+typedef struct reader_state {
+    sr_job *cfg;
+    const char *buf, *pos, *end;
+    int line;        /* line the handler is being called for */
+    int too_long;    /* line number of an over-long line, 0 if none */
+    const char *last_section, *last_key;
+    int last_line;
+} reader_state;
+
+static char *reader(char *str, int num, void *stream) {
+    reader_state *st = stream;
+    if (st->pos >= st->end) return NULL;
+    const char *nl = memchr(st->pos, '\n', (size_t)(st->end - st->pos));
+    size_t len = nl ? (size_t)(nl - st->pos) + 1 : (size_t)(st->end - st->pos);
+    st->line++;
+    if (len + 1 > (size_t)num) {
+        st->too_long = st->line;
+        return NULL;
+    }
+    memcpy(str, st->pos, len);
+    str[len] = 0;
+    st->pos += len;
+    return str;
+}
+
+static const char *line_start(const reader_state *st, int line) {
+    const char *p = st->buf;
+    for (int l = 1; l < line && p < st->end; l++) {
+        const char *nl = memchr(p, '\n', (size_t)(st->end - p));
+        if (!nl) return st->end;
+        p = nl + 1;
+    }
+    return p;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value) {
+    reader_state *st = user;
+    sr_job *cfg = st->cfg;
+    const char *ls = line_start(st, st->line);
+    /* A continuation line (inih's multi-line value) starts with whitespace and repeats the key. */
+    if (st->last_key && isspace((unsigned char)*ls) && strcmp(section, st->last_section) == 0 &&
+        strcmp(name, st->last_key) == 0) {
+        sr_raw *r = &cfg->raw[cfg->nraw - 1];
+        char *joined = NULL;
+        if (asprintf(&joined, "%s %s", r->value, value) < 0) return 0;
+        free(r->value);
+        r->value = joined;
+        return 1;
+    }
+    if (!*section) {
+        sr__diag_add(&cfg->diag, "%s:%d: key \"%s\" is outside any section; put it under [shardrun], "
+                     "[task] or a plugin's section", cfg->path, st->line, name);
+        return 1;
+    }
+    for (size_t i = 0; i < cfg->nraw; i++)
+        if (strcmp(cfg->raw[i].section, section) == 0 && strcmp(cfg->raw[i].key, name) == 0) {
+            sr__diag_add(&cfg->diag, "%s:%d: [%s] %s is given twice (first at line %d); keep one",
+                         cfg->path, st->line, section, name, cfg->raw[i].line);
+            return 1;
+        }
+    cfg->raw = realloc(cfg->raw, (cfg->nraw + 1) * sizeof *cfg->raw);
+    sr_raw *r = &cfg->raw[cfg->nraw++];
+    r->section = strdup(section);
+    r->key = strdup(name);
+    r->value = strdup(value);
+    r->line = st->line;
+    r->used = 0;
+    st->last_section = r->section;
+    st->last_key = r->key;
+    return 1;
+}
+
+static char *read_whole(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) buf = realloc(buf, cap *= 2);
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+int sr__config_load(sr_job *cfg, const char *path) {
+    size_t len;
+    cfg->path = strdup(path);
+    char *abs = realpath(path, NULL);
+    char *buf = abs ? read_whole(abs, &len) : NULL;
+    if (!buf) {
+        sr__diag_add(&cfg->diag, "cannot read job file %s: %s; check the path (shardrun JOB.ini)", path,
+                     strerror(errno));
+        free(abs);
+        cfg->dir = strdup(".");
+        return -1;
+    }
+    char *slash = strrchr(abs, '/');
+    cfg->dir = strndup(abs, slash && slash != abs ? (size_t)(slash - abs) : 1);
+    free(abs);
+
+    reader_state st = {.cfg = cfg, .buf = buf, .pos = buf, .end = buf + len};
+    int rc = ini_parse_stream(reader, &st, handler, &st);
+    if (st.too_long) {
+        sr__diag_add(&cfg->diag, "%s:%d: line longer than %d characters (the INI parser's limit); "
+                     "continue a long value on the next line, indented", path, st.too_long, INI_MAX_LINE - 2);
+    } else if (rc > 0) {
+        const char *ls = line_start(&st, rc), *le = memchr(ls, '\n', (size_t)(st.end - ls));
+        int n = (int)((le ? le : st.end) - ls);
+        sr__diag_add(&cfg->diag, "%s:%d: syntax error: expected \"[section]\", \"key = value\" or a comment "
+                     "(; or #), got \"%.*s\"", path, rc, n > 80 ? 80 : n, ls);
+    } else if (rc < 0) {
+        sr__diag_add(&cfg->diag, "%s: the INI parser failed (out of memory)", path);
+    }
+    free(buf);
+    return 0;
+}
+
+/* ---- overrides ----------------------------------------------------------------------------- */
+
+void sr__config_add_override(sr_job *cfg, const char *section, const char *key, const char *value,
+                             const char *flag) {
+    cfg->cli = realloc(cfg->cli, (cfg->ncli + 1) * sizeof *cfg->cli);
+    sr_override *o = &cfg->cli[cfg->ncli++];
+    o->section = strdup(section);
+    o->key = strdup(key);
+    o->value = strdup(value);
+    o->flag = strdup(flag);
+    o->used = 0;
+}
+
+int sr__config_add_set(sr_job *cfg, const char *spec) {
+    const char *dot = strchr(spec, '.'), *eq = strchr(spec, '=');
+    if (!dot || !eq || dot > eq || dot == spec || eq == dot + 1) return -1;
+    char *section = strndup(spec, (size_t)(dot - spec));
+    char *key = strndup(dot + 1, (size_t)(eq - dot - 1));
+    char *flag = NULL;
+    if (asprintf(&flag, "--set %s", spec) < 0) flag = NULL;
+    sr__config_add_override(cfg, section, key, eq + 1, flag ? flag : spec);
+    free(section), free(key), free(flag);
+    return 0;
+}
+
+/* ---- resolution ---------------------------------------------------------------------------- */
+
+const char *sr__from_name(sr_from f) {
+    switch (f) {
+    case SR_FROM_DEFAULT: return "default";
+    case SR_FROM_CLUSTER: return "cluster";
+    case SR_FROM_FILE: return "job file";
+    case SR_FROM_ENV: return "environment";
+    case SR_FROM_CLI: return "command line";
+    }
+    return "?";
+}
+
+static sr_setting *add_setting(sr_job *cfg, const char *section, const char *key) {
+    cfg->set = realloc(cfg->set, (cfg->nset + 1) * sizeof *cfg->set);
+    sr_setting *s = &cfg->set[cfg->nset++];
+    memset(s, 0, sizeof *s);
+    s->section = strdup(section);
+    s->key = strdup(key);
+    return s;
+}
+
+static const char *canonical(sr_key_normalizer norm, const char *key, char *buf, size_t len) {
+    return norm ? norm(key, buf, len) : key;
+}
+
+/* Makes a relative path absolute: against the job file's folder when it came from the file,
+   against the working directory otherwise. */
+static char *absolute(const sr_job *cfg, sr_from from, const char *p) {
+    if (p[0] == '/') return strdup(p);
+    char cwd[PATH_MAX];
+    const char *base = from == SR_FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
+    char *out = NULL;
+    if (asprintf(&out, "%s/%s", base, p) < 0) return strdup(p);
+    return out;
+}
+
+static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_key_normalizer norm) {
+    if (sr__config_get(cfg, section, k->name)) return; /* resolved ahead (a plugin's path) */
+    sr_setting *s = add_setting(cfg, section, k->name);
+    const char *val = k->def;
+    char where[600];
+    char buf[256];
+    int file_line = 0;
+    s->from = SR_FROM_DEFAULT;
+    snprintf(where, sizeof where, "default");
+
+    for (size_t i = 0; i < cfg->nraw; i++) {
+        sr_raw *r = &cfg->raw[i];
+        if (strcmp(r->section, section) || strcmp(canonical(norm, r->key, buf, sizeof buf), k->name)) continue;
+        if (s->from == SR_FROM_FILE) {
+            sr__diag_add(&cfg->diag, "%s:%d: [%s] %s is the same key as \"%s\" on line %d; keep one", cfg->path,
+                         r->line, section, r->key, k->name, file_line);
+            continue;
+        }
+        r->used = 1;
+        val = r->value;
+        s->from = SR_FROM_FILE;
+        file_line = r->line;
+        snprintf(where, sizeof where, "%s:%d", cfg->path, r->line);
+    }
+    char var[256];
+    const char *final_v = k->env ? getenv(k->env) : NULL;
+    if (final_v) {
+        val = final_v;
+        s->from = SR_FROM_ENV;
+        snprintf(where, sizeof where, "environment %s", k->env);
+    }
+    sr__key_env_name(section, k->name, var, sizeof var);
+    const char *env_v = getenv(var);
+    if (env_v) {
+        val = env_v;
+        s->from = SR_FROM_ENV;
+        snprintf(where, sizeof where, "environment %s", var);
+    }
+    for (size_t i = 0; i < cfg->ncli; i++) {
+        sr_override *o = &cfg->cli[i];
+        if (strcmp(o->section, section) || strcmp(canonical(norm, o->key, buf, sizeof buf), k->name)) continue;
+        o->used = 1;
+        val = o->value;
+        s->from = SR_FROM_CLI;
+        snprintf(where, sizeof where, "command line %s", o->flag);
+    }
+    s->where = strdup(where);
+    if (!val) return;
+
+    char err[512];
+    char *norm_v = NULL;
+    if (sr__value_normalize(k, val, &norm_v, err, sizeof err) != 0) {
+        sr__diag_add(&cfg->diag, "%s: [%s] %s: %s", where, section, k->name, err);
+        return;
+    }
+    if (k->type == SR_KEY_PATH) {
+        char *a = absolute(cfg, s->from, norm_v);
+        free(norm_v);
+        norm_v = a;
+    }
+    s->value = norm_v;
+}
+
+static int is_resolved_section(const sr_job *cfg, const char *section) {
+    for (size_t i = 0; i < cfg->nsections; i++)
+        if (strcmp(cfg->sections[i], section) == 0) return 1;
+    return 0;
+}
+
+static void mark_section(sr_job *cfg, const char *section) {
+    cfg->sections = realloc(cfg->sections, (cfg->nsections + 1) * sizeof *cfg->sections);
+    cfg->sections[cfg->nsections++] = strdup(section);
+}
+
+static void unknown_key(sr_job *cfg, const char *section, const sr_key *keys, const sr_key *extra,
+                        const char *key, const char *where) {
+    const char *cands[256];
+    size_t n = 0;
+    for (const sr_key *k = keys; k && k->name && n < 255; k++) cands[n++] = k->name;
+    if (extra) cands[n++] = extra->name;
+    const char *best = sr__closest(key, cands, n);
+    char hint[300] = "";
+    if (best) snprintf(hint, sizeof hint, "; did you mean \"%s\"?", best);
+    sr__diag_add(&cfg->diag, "%s: [%s] has no key \"%s\"%s (`shardrun plugins` lists every key)", where,
+                 section, key, hint);
+}
+
+void sr__config_resolve(sr_job *cfg, const char *section, const sr_key *keys, const sr_key *extra_key,
+                        sr_key_normalizer norm) {
+    char buf[256], where[600];
+    mark_section(cfg, section);
+    for (const sr_key *k = keys; k && k->name; k++) resolve_one(cfg, section, k, norm);
+    if (extra_key) resolve_one(cfg, section, extra_key, NULL);
+    for (size_t i = 0; i < cfg->nraw; i++) {
+        sr_raw *r = &cfg->raw[i];
+        if (strcmp(r->section, section) || r->used) continue;
+        const char *c = canonical(norm, r->key, buf, sizeof buf);
+        if (sr__find_key(keys, c) || (extra_key && !strcmp(c, extra_key->name))) continue; /* duplicate */
+        snprintf(where, sizeof where, "%s:%d", cfg->path, r->line);
+        unknown_key(cfg, section, keys, extra_key, r->key, where);
+    }
+    for (size_t i = 0; i < cfg->ncli; i++) {
+        sr_override *o = &cfg->cli[i];
+        if (strcmp(o->section, section) || o->used) continue;
+        o->used = 1;
+        snprintf(where, sizeof where, "command line %s", o->flag);
+        unknown_key(cfg, section, keys, extra_key, o->key, where);
+    }
+}
+
+void sr__config_resolve_key(sr_job *cfg, const char *section, const sr_key *key) {
+    resolve_one(cfg, section, key, NULL);
+}
+
+void sr__config_resolve_free(sr_job *cfg, const char *section) {
+    char var[300];
+    mark_section(cfg, section);
+    for (size_t i = 0; i < cfg->nraw; i++) {
+        sr_raw *r = &cfg->raw[i];
+        if (strcmp(r->section, section)) continue;
+        r->used = 1;
+        sr_setting *s = add_setting(cfg, section, r->key);
+        s->value = strdup(r->value);
+        s->from = SR_FROM_FILE;
+        if (asprintf(&s->where, "%s:%d", cfg->path, r->line) < 0) s->where = NULL;
+    }
+    /* SHARDRUN_<SECTION>_<KEY>: a key of the file, or a new one (lowercased) */
+    char prefix[128];
+    sr__key_env_name(section, "", prefix, sizeof prefix);
+    for (char **e = environ; *e; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t pl = strlen(prefix);
+        if (!eq || strncmp(*e, prefix, pl) || (size_t)(eq - *e) == pl) continue;
+        sr_setting *hit = NULL;
+        for (size_t i = 0; i < cfg->nset && !hit; i++) {
+            if (strcmp(cfg->set[i].section, section)) continue;
+            sr__key_env_name(section, cfg->set[i].key, var, sizeof var);
+            if ((size_t)(eq - *e) == strlen(var) && !strncmp(*e, var, strlen(var))) hit = &cfg->set[i];
+        }
+        if (!hit) {
+            char *key = strndup(*e + pl, (size_t)(eq - *e) - pl);
+            for (char *c = key; *c; c++) *c = (char)tolower((unsigned char)*c);
+            hit = add_setting(cfg, section, key);
+            free(key);
+        }
+        free(hit->value), free(hit->where);
+        hit->value = strdup(eq + 1);
+        hit->from = SR_FROM_ENV;
+        if (asprintf(&hit->where, "environment %.*s", (int)(eq - *e), *e) < 0) hit->where = NULL;
+    }
+    for (size_t i = 0; i < cfg->ncli; i++) {
+        sr_override *o = &cfg->cli[i];
+        if (strcmp(o->section, section)) continue;
+        o->used = 1;
+        sr_setting *s = sr__config_get(cfg, section, o->key);
+        if (!s) s = add_setting(cfg, section, o->key);
+        free(s->value), free(s->where);
+        s->value = strdup(o->value);
+        s->from = SR_FROM_CLI;
+        if (asprintf(&s->where, "command line %s", o->flag) < 0) s->where = NULL;
+    }
+}
+
+void sr__config_check_leftovers(sr_job *cfg, const char *const *known, size_t nknown) {
+    for (size_t i = 0; i < cfg->nraw; i++) {
+        sr_raw *r = &cfg->raw[i];
+        if (is_resolved_section(cfg, r->section)) continue;
+        /* report each unknown section once */
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(cfg->raw[j].section, r->section);
+        if (seen) continue;
+        const char *best = sr__closest(r->section, known, nknown);
+        char hint[300] = "";
+        if (best) snprintf(hint, sizeof hint, "; did you mean [%s]?", best);
+        sr__diag_add(&cfg->diag, "%s:%d: unknown section [%s]%s (sections are [shardrun], [task] and one "
+                     "per plugin listed in plugins =)", cfg->path, r->line, r->section, hint);
+    }
+    for (size_t i = 0; i < cfg->ncli; i++) {
+        sr_override *o = &cfg->cli[i];
+        if (o->used || is_resolved_section(cfg, o->section)) continue;
+        sr__diag_add(&cfg->diag, "command line %s: no section [%s] in this run (sections are [shardrun], "
+                     "[task] and one per plugin listed in plugins =)", o->flag, o->section);
+    }
+}
+
+sr_setting *sr__config_get(sr_job *cfg, const char *section, const char *key) {
+    for (size_t i = 0; i < cfg->nset; i++)
+        if (!strcmp(cfg->set[i].section, section) && !strcmp(cfg->set[i].key, key)) return &cfg->set[i];
+    return NULL;
+}
+
+const char *sr__config_value(sr_job *cfg, const char *section, const char *key) {
+    sr_setting *s = sr__config_get(cfg, section, key);
+    return s ? s->value : NULL;
+}
+
+void sr__config_free(sr_job *cfg) {
+    for (size_t i = 0; i < cfg->nraw; i++) free(cfg->raw[i].section), free(cfg->raw[i].key), free(cfg->raw[i].value);
+    for (size_t i = 0; i < cfg->ncli; i++)
+        free(cfg->cli[i].section), free(cfg->cli[i].key), free(cfg->cli[i].value), free(cfg->cli[i].flag);
+    for (size_t i = 0; i < cfg->nset; i++)
+        free(cfg->set[i].section), free(cfg->set[i].key), free(cfg->set[i].value), free(cfg->set[i].where);
+    for (size_t i = 0; i < cfg->nsections; i++) free(cfg->sections[i]);
+    free(cfg->raw), free(cfg->cli), free(cfg->set), free(cfg->sections), free(cfg->path), free(cfg->dir);
+    sr__diag_flush(&cfg->diag, stderr);
+    memset(cfg, 0, sizeof *cfg);
+}

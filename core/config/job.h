@@ -1,0 +1,84 @@
+/*
+ * The job file and its overrides.
+ *
+ * Lifecycle (agent): sr__config_load()       reads the INI (inih) and the command-line overrides
+ *                 -> sr__config_resolve()     once per declared section: every key gets its value
+ *                                             by precedence command line > environment > job file
+ *                                             > default, with the place it came from
+ *                 -> sr__config_resolve_free() for the free-form [task] section
+ *                 -> sr__config_check_leftovers() unknown sections/overrides, stray SHARDRUN_*
+ * Errors are collected in cfg->diag; the caller prints them and exits 2.
+ */
+#ifndef SR_CORE_CONFIG_H
+#define SR_CORE_CONFIG_H
+
+#include <stddef.h>
+
+#include "base/diag.h"
+#include "shardrun/plugin.h"
+
+typedef enum sr_from {
+    SR_FROM_DEFAULT = 0,
+    SR_FROM_CLUSTER, /* cluster detection (set by the topology step) */
+    SR_FROM_FILE,
+    SR_FROM_ENV,     /* SHARDRUN_<SECTION>_<KEY> or the key's final variable name */
+    SR_FROM_CLI
+} sr_from;
+
+typedef struct sr_setting {
+    char *section, *key;
+    char *value;   /* canonical spelling; NULL when unset */
+    sr_from from;
+    char *where;   /* "job.ini:12", "SHARDRUN_NNODES", "--set torch.x=1", "default", ... */
+} sr_setting;
+
+typedef struct sr_raw {
+    char *section, *key, *value;
+    int line;
+    int used;
+} sr_raw;
+
+typedef struct sr_override {
+    char *section, *key, *value;
+    char *flag; /* how it was given, for messages: "--set a.b=c", "--nnodes" */
+    int used;
+} sr_override;
+
+typedef struct sr_job {
+    char *path; /* job file as given */
+    char *dir;  /* absolute folder of the job file */
+    sr_raw *raw;
+    size_t nraw;
+    sr_override *cli;
+    size_t ncli;
+    sr_setting *set;
+    size_t nset;
+    char **sections; /* sections resolved so far */
+    size_t nsections;
+    sr_diag diag;
+} sr_job;
+
+/* Reads the job file; syntax errors go to cfg->diag.  Returns 0 when the file could be read. */
+int sr__config_load(sr_job *cfg, const char *path);
+/* Adds a command-line override ("section.key=value" from --set, or a torchrun flag). */
+void sr__config_add_override(sr_job *cfg, const char *section, const char *key, const char *value,
+                             const char *flag);
+/* Parses "section.key=value"; -1 when malformed. */
+int sr__config_add_set(sr_job *cfg, const char *spec);
+
+typedef const char *(*sr_key_normalizer)(const char *key, char *buf, size_t len);
+void sr__config_resolve(sr_job *cfg, const char *section, const sr_key *keys,
+                        const sr_key *extra_key, sr_key_normalizer norm);
+/* Resolves one key ahead of its section (no unknown-key checks). */
+void sr__config_resolve_key(sr_job *cfg, const char *section, const sr_key *key);
+void sr__config_resolve_free(sr_job *cfg, const char *section);
+void sr__config_check_leftovers(sr_job *cfg, const char *const *known_sections, size_t n);
+
+sr_setting *sr__config_get(sr_job *cfg, const char *section, const char *key);
+const char *sr__config_value(sr_job *cfg, const char *section, const char *key);
+/* "job.ini:12", "environment SHARDRUN_X", "command line --set ...", "default" */
+const char *sr__from_name(sr_from f);
+
+void sr__config_free(sr_job *cfg);
+
+#endif

@@ -1,0 +1,957 @@
+/*
+ * safetensors reader and writer (see safetensors.h for the layout).
+ *
+ * The header is parsed by a small strict JSON parser that reads straight into the tensor table
+ * (no JSON tree): a header may be up to 100 MB, and a tree of that costs far more than the table.
+ * Strings are decoded into one arena of header length + 1 bytes, which always suffices: a decoded
+ * string plus its NUL is shorter than its quoted JSON form.
+ */
+#define _POSIX_C_SOURCE 200809L
+#define _FILE_OFFSET_BITS 64
+#include "io/safetensors.h"
+
+#include "shardrun/half.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/strbuf.h"
+
+/* HuggingFace's reader refuses headers above 100 MB, so the writer never makes one and the
+   reader takes a larger length for a corrupt file rather than mapping gigabytes of "JSON". */
+#define ST_MAX_HEADER 100000000u
+#define ST_MAX_DEPTH 64
+
+static const struct {
+    const char *name;
+    uint64_t size;
+} dtypes[] = {[SR_FLOAT32] = {"F32", 4},
+              [SR_FLOAT16] = {"F16", 2},
+              [SR_BFLOAT16] = {"BF16", 2},
+              [SR_INT32] = {"I32", 4},
+              [SR_INT64] = {"I64", 8}};
+#define NDTYPES (sizeof dtypes / sizeof dtypes[0])
+
+const char *sr__st_dtype_name(sr_dtype dtype) { return (unsigned)dtype < NDTYPES ? dtypes[dtype].name : "?"; }
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t errlen, const char *fmt, ...) {
+    if (!err || !errlen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* A name for a message: in double quotes with JSON escapes (names come from files and may hold
+   anything, including quotes and newlines), cut short when long. */
+typedef struct {
+    char s[128];
+} qbuf;
+
+static const char *quote(qbuf *q, const char *name) {
+    const size_t lim = sizeof q->s - 5; /* room for "...", the closing quote and the NUL */
+    size_t n = 0;
+    q->s[n++] = '"';
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        char tmp[8];
+        size_t k = 2;
+        tmp[0] = '\\';
+        if (*p == '"' || *p == '\\') tmp[1] = (char)*p;
+        else if (*p == '\n') tmp[1] = 'n';
+        else if (*p == '\t') tmp[1] = 't';
+        else if (*p == '\r') tmp[1] = 'r';
+        else if (*p < 0x20 || *p == 0x7f) k = (size_t)snprintf(tmp, sizeof tmp, "\\u%04x", *p);
+        else tmp[0] = (char)*p, k = 1;
+        if (n + k > lim) {
+            memcpy(q->s + n, "...", 3);
+            n += 3;
+            break;
+        }
+        memcpy(q->s + n, tmp, k);
+        n += k;
+    }
+    q->s[n++] = '"';
+    q->s[n] = 0;
+    return q->s;
+}
+
+/* "[2, 3]" */
+static const char *shape_str(char *buf, size_t len, int ndim, const int64_t *shape) {
+    size_t n = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < ndim && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%" PRId64, i ? ", " : "", shape[i]);
+    if (n < len) snprintf(buf + n, len - n, "]");
+    return buf;
+}
+
+/* The length of the valid UTF-8 sequence at s (n bytes available), or 0.  Rejects overlong
+   forms, surrogates and code points past U+10FFFF, as a strict JSON reader must. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    unsigned c = s[0], lo = 0x80, hi = 0xBF;
+    size_t len;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) len = 3, lo = 0xA0;
+    else if (c == 0xED) len = 3, hi = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF) len = 3;
+    else if (c == 0xF0) len = 4, lo = 0x90;
+    else if (c == 0xF4) len = 4, hi = 0x8F;
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else return 0;
+    if (n < len || s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+    return len;
+}
+
+static int utf8_valid(const char *s) {
+    size_t n = strlen(s);
+    for (size_t i = 0, k; i < n; i += k)
+        if (!(k = utf8_seq((const unsigned char *)s + i, n - i))) return 0;
+    return 1;
+}
+
+/* The tensor's size in bytes, or -1 when a dimension is negative or the size would not fit in a
+   file offset.  A zero dimension makes 0 whatever the others are. */
+static int tensor_bytes(sr_dtype dtype, int ndim, const int64_t *shape, uint64_t *out) {
+    uint64_t n = dtypes[dtype].size;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0) return -1;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] == 0) return *out = 0, 0;
+    for (int i = 0; i < ndim; i++) {
+        if ((uint64_t)shape[i] > (uint64_t)INT64_MAX / n) return -1;
+        n *= (uint64_t)shape[i];
+    }
+    *out = n;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* The first name given twice among names[0 .. n) (sorted in place), or NULL. */
+static const char *find_dup(const char **names, size_t n) {
+    qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 1; i < n; i++)
+        if (!strcmp(names[i - 1], names[i])) return names[i];
+    return NULL;
+}
+
+/* ---- writer ---------------------------------------------------------------------------------- */
+
+struct sr_st_writer {
+    char *path;
+    int fd;
+    uint64_t data_start; /* 8 + header length */
+    size_t n;
+    sr_st_tensor *t;            /* copies, names owned */
+    _Atomic uint64_t *written;  /* bytes written per tensor: atomic so threads may write pieces */
+};
+
+static void writer_free(sr_st_writer *w) {
+    for (size_t i = 0; i < w->n; i++) free((char *)w->t[i].name);
+    free(w->t);
+    free(w->written);
+    free(w->path);
+    free(w);
+}
+
+/* pwrite all of it: a regular file may take less than asked (a signal, a quota), EINTR is no
+   failure, and Linux moves at most ~2 GiB per call. */
+static int pwrite_full(int fd, const void *data, size_t len, uint64_t pos) {
+    const char *p = data;
+    while (len) {
+        size_t chunk = len > ((size_t)1 << 30) ? (size_t)1 << 30 : len;
+        ssize_t k = pwrite(fd, p, chunk, (off_t)pos);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (k == 0) {
+            errno = EIO;
+            return -1;
+        }
+        p += k;
+        len -= (size_t)k;
+        pos += (uint64_t)k;
+    }
+    return 0;
+}
+
+/* Why `name` cannot be a tensor name or metadata string, or NULL. */
+static const char *bad_string(const char *s) {
+    if (!s) return "is NULL";
+    if (!utf8_valid(s)) return "is not valid UTF-8";
+    return NULL;
+}
+
+static int check_tensors(const char *path, const sr_st_tensor *t, size_t n, uint64_t *total, char *err,
+                         size_t errlen) {
+    qbuf q;
+    char sb[256];
+    *total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *why = bad_string(t[i].name);
+        if (why || !*t[i].name || !strcmp(t[i].name, "__metadata__")) {
+            seterr(err, errlen, "%s: tensor %zu: name %s", path, i,
+                   why ? why : *t[i].name ? "\"__metadata__\" is reserved" : "is empty");
+            return -1;
+        }
+        const char *nm = quote(&q, t[i].name);
+        if ((unsigned)t[i].dtype >= NDTYPES) {
+            seterr(err, errlen, "%s: tensor %s: dtype %d is not one safetensors files hold here", path, nm,
+                   (int)t[i].dtype);
+            return -1;
+        }
+        if (t[i].ndim < 0 || t[i].ndim > SR_ST_MAX_DIMS) {
+            seterr(err, errlen, "%s: tensor %s: %d dimensions (0 to %d allowed)", path, nm, t[i].ndim, SR_ST_MAX_DIMS);
+            return -1;
+        }
+        uint64_t nb;
+        if (tensor_bytes(t[i].dtype, t[i].ndim, t[i].shape, &nb) || nb > (uint64_t)INT64_MAX - *total) {
+            seterr(err, errlen, "%s: tensor %s: shape %s is invalid or too large", path, nm,
+                   shape_str(sb, sizeof sb, t[i].ndim, t[i].shape));
+            return -1;
+        }
+        *total += nb;
+    }
+    if (n) {
+        const char **names = malloc(n * sizeof *names);
+        if (!names) return seterr(err, errlen, "%s: out of memory", path), -1;
+        for (size_t i = 0; i < n; i++) names[i] = t[i].name;
+        const char *dup = find_dup(names, n);
+        if (dup) seterr(err, errlen, "%s: tensor %s is given twice", path, quote(&q, dup));
+        free(names);
+        if (dup) return -1;
+    }
+    return 0;
+}
+
+static int check_meta(const char *path, const sr_st_kv *meta, size_t n, char *err, size_t errlen) {
+    qbuf q;
+    for (size_t i = 0; i < n; i++) {
+        const char *why = bad_string(meta[i].key);
+        if (why) return seterr(err, errlen, "%s: metadata key %zu %s", path, i, why), -1;
+        if ((why = bad_string(meta[i].value)))
+            return seterr(err, errlen, "%s: metadata %s: value %s", path, quote(&q, meta[i].key), why), -1;
+    }
+    if (n) {
+        const char **keys = malloc(n * sizeof *keys);
+        if (!keys) return seterr(err, errlen, "%s: out of memory", path), -1;
+        for (size_t i = 0; i < n; i++) keys[i] = meta[i].key;
+        const char *dup = find_dup(keys, n);
+        if (dup) seterr(err, errlen, "%s: metadata key %s is given twice", path, quote(&q, dup));
+        free(keys);
+        if (dup) return -1;
+    }
+    return 0;
+}
+
+sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_t ntensors, const sr_st_kv *meta,
+                            size_t nmeta, char *err, size_t errlen) {
+    uint64_t total;
+    if (!path) return seterr(err, errlen, "sr__st_create: no path"), NULL;
+    if ((ntensors && !tensors) || (nmeta && !meta))
+        return seterr(err, errlen, "%s: sr__st_create: NULL tensor or metadata array", path), NULL;
+    if (check_tensors(path, tensors, ntensors, &total, err, errlen) || check_meta(path, meta, nmeta, err, errlen))
+        return NULL;
+
+    sr_buf h = {0};
+    sr__buf_add(&h, "{", 1);
+    if (nmeta) {
+        sr__buf_add(&h, "\"__metadata__\":{", 16);
+        for (size_t i = 0; i < nmeta; i++) {
+            if (i) sr__buf_add(&h, ",", 1);
+            sr__buf_json_str(&h, meta[i].key);
+            sr__buf_add(&h, ":", 1);
+            sr__buf_json_str(&h, meta[i].value);
+        }
+        sr__buf_add(&h, "}", 1);
+    }
+    uint64_t off = 0;
+    for (size_t i = 0; i < ntensors; i++) {
+        const sr_st_tensor *t = &tensors[i];
+        uint64_t nb;
+        tensor_bytes(t->dtype, t->ndim, t->shape, &nb);
+        if (i || nmeta) sr__buf_add(&h, ",", 1);
+        sr__buf_json_str(&h, t->name);
+        sr__buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", dtypes[t->dtype].name);
+        for (int d = 0; d < t->ndim; d++) sr__buf_printf(&h, "%s%" PRId64, d ? "," : "", t->shape[d]);
+        sr__buf_printf(&h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", off, off + nb);
+        off += nb;
+    }
+    sr__buf_add(&h, "}", 1);
+    /* Spaces up to a multiple of 8 keep the data 8-byte aligned in the file (and in a mapping). */
+    while (h.n % 8) sr__buf_add(&h, " ", 1);
+    if (h.n > ST_MAX_HEADER || (uint64_t)h.n + 8 > (uint64_t)INT64_MAX - total) {
+        seterr(err, errlen, "%s: the header would be %zu bytes, over the %u-byte limit of safetensors readers", path,
+               h.n, ST_MAX_HEADER);
+        sr__buf_free(&h);
+        return NULL;
+    }
+
+    sr_st_writer *w = calloc(1, sizeof *w);
+    if (w) {
+        w->fd = -1;
+        w->path = strdup(path);
+        w->t = calloc(ntensors ? ntensors : 1, sizeof *w->t);
+        w->written = calloc(ntensors ? ntensors : 1, sizeof *w->written);
+    }
+    if (!w || !w->path || !w->t || !w->written) {
+        seterr(err, errlen, "%s: out of memory", path);
+        goto fail;
+    }
+    w->data_start = 8 + (uint64_t)h.n;
+    off = 0;
+    for (size_t i = 0; i < ntensors; i++, w->n++) {
+        w->t[i] = tensors[i];
+        if (!(w->t[i].name = strdup(tensors[i].name))) {
+            seterr(err, errlen, "%s: out of memory", path);
+            goto fail;
+        }
+        tensor_bytes(w->t[i].dtype, w->t[i].ndim, w->t[i].shape, &w->t[i].nbytes);
+        w->t[i].offset = off;
+        off += w->t[i].nbytes;
+        atomic_init(&w->written[i], 0);
+    }
+
+    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (w->fd < 0) {
+        seterr(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        goto fail;
+    }
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
+    if (pwrite_full(w->fd, len, 8, 0) || pwrite_full(w->fd, h.s, h.n, 8)) {
+        seterr(err, errlen, "%s: writing the header: %s", path, strerror(errno));
+        sr__buf_free(&h);
+        sr__st_abort(w);
+        return NULL;
+    }
+    sr__buf_free(&h);
+    return w;
+fail:
+    sr__buf_free(&h);
+    if (w) {
+        if (w->fd >= 0) close(w->fd);
+        writer_free(w);
+    }
+    return NULL;
+}
+
+int sr__st_write(sr_st_writer *w, size_t index, uint64_t offset, const void *data, size_t bytes, char *err,
+                 size_t errlen) {
+    qbuf q;
+    if (!w) return seterr(err, errlen, "sr__st_write: no writer"), -1;
+    if (index >= w->n) {
+        seterr(err, errlen, "%s: no tensor %zu to write (the file has %zu)", w->path, index, w->n);
+        return -1;
+    }
+    const sr_st_tensor *t = &w->t[index];
+    if (offset > t->nbytes || (uint64_t)bytes > t->nbytes - offset) {
+        seterr(err, errlen, "%s: tensor %s: writing %zu bytes at byte %" PRIu64 " runs past its %" PRIu64 " bytes",
+               w->path, quote(&q, t->name), bytes, offset, t->nbytes);
+        return -1;
+    }
+    if (!bytes) return 0;
+    if (!data) return seterr(err, errlen, "%s: tensor %s: NULL data", w->path, quote(&q, t->name)), -1;
+    if (pwrite_full(w->fd, data, bytes, w->data_start + t->offset + offset)) {
+        seterr(err, errlen, "%s: writing tensor %s: %s", w->path, quote(&q, t->name), strerror(errno));
+        return -1;
+    }
+    atomic_fetch_add(&w->written[index], (uint64_t)bytes);
+    return 0;
+}
+
+int sr__st_finish(sr_st_writer *w, char *err, size_t errlen) {
+    qbuf q;
+    if (!w) return seterr(err, errlen, "sr__st_finish: no writer"), -1;
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < w->n; i++)
+        if (atomic_load(&w->written[i]) != w->t[i].nbytes && !bad++) first = i;
+    if (bad) {
+        uint64_t got = atomic_load(&w->written[first]), want = w->t[first].nbytes;
+        char more[64] = "";
+        if (bad > 1) snprintf(more, sizeof more, " (and %zu more tensors not fully written)", bad - 1);
+        if (got < want)
+            seterr(err, errlen, "%s: tensor %s: only %" PRIu64 " of its %" PRIu64 " bytes were written%s", w->path,
+                   quote(&q, w->t[first].name), got, want, more);
+        else
+            seterr(err, errlen, "%s: tensor %s: %" PRIu64 " bytes written for its %" PRIu64 " (overlapping writes)%s",
+                   w->path, quote(&q, w->t[first].name), got, want, more);
+        sr__st_abort(w);
+        return -1;
+    }
+    int rc = fsync(w->fd);
+    while (rc < 0 && errno == EINTR) rc = fsync(w->fd);
+    if (rc < 0) {
+        seterr(err, errlen, "%s: fsync: %s", w->path, strerror(errno));
+        sr__st_abort(w);
+        return -1;
+    }
+    int fd = w->fd;
+    w->fd = -1;
+    /* After a successful fsync a failing close reports nothing new about the data, except on NFS
+       and the like, where it may be the first sign of a write error: treat it as one. EINTR still
+       leaves the descriptor closed on Linux, and the data was synced. */
+    if (close(fd) < 0 && errno != EINTR) {
+        seterr(err, errlen, "%s: close: %s", w->path, strerror(errno));
+        sr__st_abort(w);
+        return -1;
+    }
+    writer_free(w);
+    return 0;
+}
+
+void sr__st_abort(sr_st_writer *w) {
+    if (!w) return;
+    if (w->fd >= 0) close(w->fd);
+    unlink(w->path);
+    writer_free(w);
+}
+
+/* ---- reader ---------------------------------------------------------------------------------- */
+
+struct sr_st_file {
+    char *path;
+    unsigned char *map;
+    size_t maplen;
+    const unsigned char *data; /* the data section */
+    uint64_t datalen;
+    sr_st_tensor *t; /* in the header's order */
+    size_t n, cap;
+    sr_st_kv *meta;
+    size_t nmeta, metacap;
+    int have_meta;
+    char *arena; /* decoded strings: names, dtypes, metadata */
+    size_t *slots; /* open-addressing hash of names: index + 1, 0 = empty */
+    size_t nslots;
+};
+
+typedef struct {
+    const char *path;
+    const unsigned char *s;
+    size_t n, i;
+    char *arena;
+    size_t an;
+    char *err;
+    size_t errlen;
+} jp;
+
+static int jp_syntax(jp *p, const char *what) {
+    seterr(p->err, p->errlen, "%s: the header is not valid JSON: %s at byte %zu of the header", p->path, what, p->i);
+    return -1;
+}
+
+static int jp_peek(jp *p) {
+    while (p->i < p->n && (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' || p->s[p->i] == '\r'))
+        p->i++;
+    return p->i < p->n ? p->s[p->i] : -1;
+}
+
+static int jp_expect(jp *p, int c, const char *what) {
+    if (jp_peek(p) != c) return jp_syntax(p, what);
+    p->i++;
+    return 0;
+}
+
+/* After a member or element: 1 when another follows, 0 at the closing `close`, -1 on an error. */
+static int jp_next(jp *p, int close) {
+    int c = jp_peek(p);
+    if (c == ',') return p->i++, 1;
+    if (c == close) return p->i++, 0;
+    return jp_syntax(p, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+}
+
+static int hex4(const unsigned char *s, unsigned *out) {
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned c = s[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= c - '0';
+        else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+        else return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static size_t utf8_put(char *o, unsigned cp) {
+    if (cp < 0x80) return o[0] = (char)cp, 1;
+    if (cp < 0x800) return o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 0x3F)), 2;
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | ((cp >> 6) & 0x3F)), o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | cp >> 18), o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* A JSON string, decoded into the arena: *out (NUL-terminated) and its length, which differs from
+   strlen(*out) when it holds \u0000. */
+static int jp_string(jp *p, const char **out, size_t *outlen) {
+    if (jp_peek(p) != '"') return jp_syntax(p, "expected a string");
+    p->i++;
+    char *o = p->arena + p->an;
+    size_t k = 0;
+    for (;;) {
+        if (p->i >= p->n) return jp_syntax(p, "unterminated string");
+        unsigned c = p->s[p->i];
+        if (c == '"') {
+            p->i++;
+            break;
+        }
+        if (c < 0x20) return jp_syntax(p, "control character in a string");
+        if (c != '\\') {
+            size_t len = utf8_seq(p->s + p->i, p->n - p->i);
+            if (!len) return jp_syntax(p, "invalid UTF-8 in a string");
+            memcpy(o + k, p->s + p->i, len);
+            k += len;
+            p->i += len;
+            continue;
+        }
+        if (p->i + 1 >= p->n) return p->i++, jp_syntax(p, "unterminated string");
+        unsigned e = p->s[p->i + 1], cp;
+        const char *simple = strchr("\"\\/bfnrt", (int)e), *to = "\"\\/\b\f\n\r\t";
+        if (e && simple) {
+            o[k++] = to[simple - "\"\\/bfnrt"];
+            p->i += 2;
+            continue;
+        }
+        if (e != 'u') return jp_syntax(p, "unknown escape in a string");
+        if (p->i + 6 > p->n || hex4(p->s + p->i + 2, &cp)) return jp_syntax(p, "bad \\u escape");
+        if (cp >= 0xDC00 && cp <= 0xDFFF) return jp_syntax(p, "unpaired surrogate in a \\u escape");
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            /* UTF-16 surrogate pair: \uD83D\uDE00 is one code point */
+            unsigned lo;
+            if (p->i + 12 > p->n || p->s[p->i + 6] != '\\' || p->s[p->i + 7] != 'u' || hex4(p->s + p->i + 8, &lo) ||
+                lo < 0xDC00 || lo > 0xDFFF)
+                return jp_syntax(p, "unpaired surrogate in a \\u escape");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            p->i += 6;
+        }
+        p->i += 6;
+        k += utf8_put(o + k, cp);
+    }
+    o[k] = 0;
+    p->an += k + 1;
+    *out = o;
+    *outlen = k;
+    return 0;
+}
+
+/* A JSON number.  *is_uint: it is a plain non-negative integer (no sign, fraction or exponent),
+   whose value is then in *val (saturated at UINT64_MAX). */
+static int jp_number(jp *p, uint64_t *val, int *is_uint) {
+    const unsigned char *s = p->s;
+    int neg = 0, frac = 0;
+    uint64_t v = 0;
+    jp_peek(p);
+    if (p->i < p->n && s[p->i] == '-') neg = 1, p->i++;
+    if (p->i >= p->n || s[p->i] < '0' || s[p->i] > '9') return jp_syntax(p, "bad number");
+    if (s[p->i] == '0' && p->i + 1 < p->n && s[p->i + 1] >= '0' && s[p->i + 1] <= '9')
+        return jp_syntax(p, "number with a leading zero");
+    for (; p->i < p->n && s[p->i] >= '0' && s[p->i] <= '9'; p->i++) {
+        unsigned d = s[p->i] - '0';
+        v = v > (UINT64_MAX - d) / 10 ? UINT64_MAX : v * 10 + d;
+    }
+    if (p->i < p->n && s[p->i] == '.') {
+        frac = 1;
+        if (++p->i >= p->n || s[p->i] < '0' || s[p->i] > '9') return jp_syntax(p, "bad number");
+        while (p->i < p->n && s[p->i] >= '0' && s[p->i] <= '9') p->i++;
+    }
+    if (p->i < p->n && (s[p->i] == 'e' || s[p->i] == 'E')) {
+        frac = 1;
+        if (++p->i < p->n && (s[p->i] == '+' || s[p->i] == '-')) p->i++;
+        if (p->i >= p->n || s[p->i] < '0' || s[p->i] > '9') return jp_syntax(p, "bad number");
+        while (p->i < p->n && s[p->i] >= '0' && s[p->i] <= '9') p->i++;
+    }
+    *val = v;
+    *is_uint = !neg && !frac;
+    return 0;
+}
+
+/* Any JSON value, checked and discarded. */
+static int jp_skip(jp *p, int depth) {
+    const char *str;
+    size_t len;
+    uint64_t v;
+    int isu, more;
+    if (depth > ST_MAX_DEPTH) return jp_syntax(p, "nesting too deep");
+    int c = jp_peek(p);
+    switch (c) {
+    case '"': return jp_string(p, &str, &len);
+    case '{':
+        p->i++;
+        if (jp_peek(p) == '}') return p->i++, 0;
+        do {
+            if (jp_string(p, &str, &len) || jp_expect(p, ':', "expected ':'") || jp_skip(p, depth + 1)) return -1;
+        } while ((more = jp_next(p, '}')) > 0);
+        return more;
+    case '[':
+        p->i++;
+        if (jp_peek(p) == ']') return p->i++, 0;
+        do {
+            if (jp_skip(p, depth + 1)) return -1;
+        } while ((more = jp_next(p, ']')) > 0);
+        return more;
+    case 't':
+    case 'f':
+    case 'n': {
+        const char *lit = c == 't' ? "true" : c == 'f' ? "false" : "null";
+        size_t l = strlen(lit);
+        if (p->n - p->i < l || memcmp(p->s + p->i, lit, l)) return jp_syntax(p, "expected a value");
+        p->i += l;
+        return 0;
+    }
+    default:
+        if (c == '-' || (c >= '0' && c <= '9')) return jp_number(p, &v, &isu);
+        return jp_syntax(p, "expected a value");
+    }
+}
+
+static int key_is(const char *key, size_t klen, const char *want) { return klen == strlen(want) && !strcmp(key, want); }
+
+/* [n, n, ...] of non-negative integers up to `max` each: the first `cap` land in out[], *count
+   says how many there were.  0, 1 when it is not such an array (nothing reported), -1. */
+static int jp_uint_array(jp *p, uint64_t max, uint64_t *out, int cap, int *count) {
+    int more;
+    *count = 0;
+    if (jp_peek(p) != '[') return 1;
+    p->i++;
+    if (jp_peek(p) == ']') return p->i++, 0;
+    do {
+        uint64_t v;
+        int isu, c = jp_peek(p);
+        if (c != '-' && (c < '0' || c > '9')) return 1;
+        if (jp_number(p, &v, &isu)) return -1;
+        if (!isu || v > max) return 1;
+        if (*count < cap) out[*count] = v;
+        if (*count < INT32_MAX) ++*count;
+    } while ((more = jp_next(p, ']')) > 0);
+    return more;
+}
+
+static int add_tensor(sr_st_file *f, const sr_st_tensor *t) {
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? 2 * f->cap : 64;
+        sr_st_tensor *nt = realloc(f->t, cap * sizeof *nt);
+        if (!nt) return -1;
+        f->t = nt;
+        f->cap = cap;
+    }
+    f->t[f->n++] = *t;
+    return 0;
+}
+
+/* Sets "PATH: message" and returns -1. */
+static int jp_fail(jp *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int jp_fail(jp *p, const char *fmt, ...) {
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    seterr(p->err, p->errlen, "%s: %s", p->path, msg);
+    return -1;
+}
+
+static int parse_tensor(jp *p, sr_st_file *f, const char *name, size_t nlen) {
+    qbuf q, qd;
+    char sb[256];
+    const char *nm = quote(&q, name), *dtype = NULL;
+    int have_shape = 0, have_offs = 0, ndim = 0, noffs = 0, more, r;
+    uint64_t dims[SR_ST_MAX_DIMS], offs[2] = {0, 0};
+    if (strlen(name) != nlen) return jp_fail(p, "tensor %s...: names must not contain \\u0000", nm);
+    if (jp_peek(p) != '{') return jp_fail(p, "tensor %s: expected an object with dtype, shape and data_offsets", nm);
+    p->i++;
+    if (jp_peek(p) == '}') p->i++, more = 0;
+    else
+        do {
+            const char *key;
+            size_t klen, dlen;
+            if (jp_string(p, &key, &klen) || jp_expect(p, ':', "expected ':'")) return -1;
+            if (key_is(key, klen, "dtype")) {
+                if (dtype) return jp_fail(p, "tensor %s: dtype given twice", nm);
+                if (jp_peek(p) != '"') return jp_fail(p, "tensor %s: dtype is not a string", nm);
+                if (jp_string(p, &dtype, &dlen)) return -1;
+            } else if (key_is(key, klen, "shape")) {
+                if (have_shape++) return jp_fail(p, "tensor %s: shape given twice", nm);
+                if ((r = jp_uint_array(p, INT64_MAX, dims, SR_ST_MAX_DIMS, &ndim)) > 0)
+                    return jp_fail(p, "tensor %s: shape is not an array of non-negative integers", nm);
+                if (r) return -1;
+            } else if (key_is(key, klen, "data_offsets")) {
+                if (have_offs++) return jp_fail(p, "tensor %s: data_offsets given twice", nm);
+                if ((r = jp_uint_array(p, UINT64_MAX, offs, 2, &noffs)) > 0 || (!r && noffs != 2))
+                    return jp_fail(p, "tensor %s: data_offsets is not [begin, end] with non-negative integers", nm);
+                if (r) return -1;
+            } else if (jp_skip(p, 2)) { /* other fields: HuggingFace's reader ignores them too */
+                return -1;
+            }
+        } while ((more = jp_next(p, '}')) > 0);
+    if (more < 0) return -1;
+    const char *missing = !dtype ? "dtype" : !have_shape ? "shape" : !have_offs ? "data_offsets" : NULL;
+    if (missing) return jp_fail(p, "tensor %s: no %s", nm, missing);
+
+    sr_st_tensor t = {.name = name, .ndim = ndim};
+    size_t d = 0;
+    while (d < NDTYPES && strcmp(dtype, dtypes[d].name)) d++;
+    if (d == NDTYPES)
+        return jp_fail(p, "tensor %s: dtype %s is not supported by shardrun (it reads F32, F16, BF16, I32 and I64)", nm,
+                       quote(&qd, dtype));
+    t.dtype = (sr_dtype)d;
+    if (ndim > SR_ST_MAX_DIMS)
+        return jp_fail(p, "tensor %s: %d dimensions, shardrun supports at most %d", nm, ndim, SR_ST_MAX_DIMS);
+    for (int i = 0; i < ndim; i++) t.shape[i] = (int64_t)dims[i];
+    shape_str(sb, sizeof sb, ndim, t.shape);
+    if (offs[1] < offs[0])
+        return jp_fail(p, "tensor %s: data_offsets [%" PRIu64 ", %" PRIu64 "] end before they begin", nm, offs[0],
+                       offs[1]);
+    if (tensor_bytes(t.dtype, ndim, t.shape, &t.nbytes)) return jp_fail(p, "tensor %s: shape %s is too large", nm, sb);
+    if (offs[1] - offs[0] != t.nbytes)
+        return jp_fail(p,
+                       "tensor %s: data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64 " bytes but shape %s of %s "
+                       "needs %" PRIu64,
+                       nm, offs[0], offs[1], offs[1] - offs[0], sb, dtypes[d].name, t.nbytes);
+    if (offs[1] > f->datalen)
+        return jp_fail(p,
+                       "tensor %s: data_offsets [%" PRIu64 ", %" PRIu64 "] run past the end of the data section "
+                       "(%" PRIu64 " bytes; is the file truncated?)",
+                       nm, offs[0], offs[1], f->datalen);
+    t.offset = offs[0];
+    if (add_tensor(f, &t)) return jp_fail(p, "out of memory");
+    return 0;
+}
+
+static int parse_meta(jp *p, sr_st_file *f) {
+    qbuf q;
+    int more;
+    if (f->have_meta++) return jp_fail(p, "__metadata__ given twice");
+    if (jp_peek(p) == 'n') return jp_skip(p, 1); /* null: serde reads it as no metadata */
+    if (jp_peek(p) != '{') return jp_fail(p, "__metadata__ is not an object of strings");
+    p->i++;
+    if (jp_peek(p) == '}') return p->i++, 0;
+    do {
+        sr_st_kv kv;
+        size_t klen, vlen;
+        if (jp_string(p, &kv.key, &klen) || jp_expect(p, ':', "expected ':'")) return -1;
+        const char *k = quote(&q, kv.key);
+        if (strlen(kv.key) != klen) return jp_fail(p, "__metadata__ %s...: keys must not contain \\u0000", k);
+        if (jp_peek(p) != '"') return jp_fail(p, "__metadata__ %s: the value is not a string", k);
+        if (jp_string(p, &kv.value, &vlen)) return -1;
+        if (strlen(kv.value) != vlen) return jp_fail(p, "__metadata__ %s: the value contains \\u0000", k);
+        if (f->nmeta == f->metacap) {
+            size_t cap = f->metacap ? 2 * f->metacap : 8;
+            sr_st_kv *nm = realloc(f->meta, cap * sizeof *nm);
+            if (!nm) return jp_fail(p, "out of memory");
+            f->meta = nm;
+            f->metacap = cap;
+        }
+        f->meta[f->nmeta++] = kv;
+    } while ((more = jp_next(p, '}')) > 0);
+    return more;
+}
+
+static int parse_header(jp *p, sr_st_file *f) {
+    int more = 0;
+    if (jp_expect(p, '{', "expected '{' (the header is a JSON object)")) return -1;
+    if (jp_peek(p) == '}') p->i++;
+    else
+        do {
+            const char *key;
+            size_t klen;
+            if (jp_string(p, &key, &klen) || jp_expect(p, ':', "expected ':'")) return -1;
+            if (key_is(key, klen, "__metadata__") ? parse_meta(p, f) : parse_tensor(p, f, key, klen)) return -1;
+        } while ((more = jp_next(p, '}')) > 0);
+    if (more < 0) return -1;
+    if (jp_peek(p) != -1) return jp_syntax(p, "unexpected data after the JSON object");
+    return 0;
+}
+
+static int cmp_offset(const void *a, const void *b) {
+    const sr_st_tensor *x = *(const sr_st_tensor *const *)a, *y = *(const sr_st_tensor *const *)b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static uint64_t hash_name(const char *s) {
+    uint64_t h = 14695981039346656037u; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* Names unique, no two tensors sharing a byte (empty ones share none), the name index. */
+static int check_file(sr_st_file *f, char *err, size_t errlen) {
+    qbuf q1, q2;
+    size_t m = f->n > f->nmeta ? f->n : f->nmeta;
+    void *tmp = malloc((m ? m : 1) * sizeof(void *));
+    if (!tmp) return seterr(err, errlen, "%s: out of memory", f->path), -1;
+    const char **names = tmp, *dup;
+    for (size_t i = 0; i < f->nmeta; i++) names[i] = f->meta[i].key;
+    if ((dup = find_dup(names, f->nmeta))) {
+        seterr(err, errlen, "%s: __metadata__ key %s appears twice", f->path, quote(&q1, dup));
+        return free(tmp), -1;
+    }
+    for (size_t i = 0; i < f->n; i++) names[i] = f->t[i].name;
+    if ((dup = find_dup(names, f->n))) {
+        seterr(err, errlen, "%s: tensor %s appears twice in the header", f->path, quote(&q1, dup));
+        return free(tmp), -1;
+    }
+    const sr_st_tensor **byoff = tmp;
+    size_t k = 0;
+    for (size_t i = 0; i < f->n; i++)
+        if (f->t[i].nbytes) byoff[k++] = &f->t[i];
+    qsort(byoff, k, sizeof *byoff, cmp_offset);
+    for (size_t i = 1; i < k; i++) {
+        const sr_st_tensor *a = byoff[i - 1], *b = byoff[i];
+        if (b->offset < a->offset + a->nbytes) {
+            seterr(err, errlen,
+                   "%s: tensors %s [%" PRIu64 ", %" PRIu64 "] and %s [%" PRIu64 ", %" PRIu64 "] overlap", f->path,
+                   quote(&q1, a->name), a->offset, a->offset + a->nbytes, quote(&q2, b->name), b->offset,
+                   b->offset + b->nbytes);
+            return free(tmp), -1;
+        }
+    }
+    free(tmp);
+
+    for (f->nslots = 8; f->nslots < 2 * f->n; f->nslots *= 2) {
+    }
+    if (!(f->slots = calloc(f->nslots, sizeof *f->slots))) return seterr(err, errlen, "%s: out of memory", f->path), -1;
+    for (size_t i = 0; i < f->n; i++) {
+        size_t s = (size_t)hash_name(f->t[i].name) & (f->nslots - 1);
+        while (f->slots[s]) s = (s + 1) & (f->nslots - 1);
+        f->slots[s] = i + 1;
+    }
+    return 0;
+}
+
+sr_st_file *sr__st_open(const char *path, char *err, size_t errlen) {
+    struct stat st;
+    if (!path) return seterr(err, errlen, "sr__st_open: no path"), NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return seterr(err, errlen, "%s: %s", path, strerror(errno)), NULL;
+    int bad_stat = fstat(fd, &st) < 0;
+    if (bad_stat || !S_ISREG(st.st_mode)) {
+        seterr(err, errlen, "%s: %s", path, bad_stat ? strerror(errno) : "not a regular file");
+        close(fd);
+        return NULL;
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    if (size < 8) {
+        seterr(err, errlen, "%s: the file is %" PRIu64 " bytes, too short for a safetensors file", path, size);
+        close(fd);
+        return NULL;
+    }
+    if (size > SIZE_MAX) {
+        seterr(err, errlen, "%s: the file is too large to map", path);
+        close(fd);
+        return NULL;
+    }
+    void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int map_errno = errno;
+    close(fd); /* the mapping stays valid */
+    if (map == MAP_FAILED) return seterr(err, errlen, "%s: mmap: %s", path, strerror(map_errno)), NULL;
+
+    const unsigned char *b = map;
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | b[i];
+    const char *bad = NULL;
+    char why[160];
+    if (hlen > ST_MAX_HEADER) {
+        snprintf(why, sizeof why, "header length %" PRIu64 " is over the %u-byte limit (not a safetensors file?)", hlen,
+                 ST_MAX_HEADER);
+        bad = why;
+    } else if (hlen > size - 8) {
+        snprintf(why, sizeof why, "header length %" PRIu64 " runs past the end of the file (%" PRIu64 " bytes)", hlen,
+                 size);
+        bad = why;
+    }
+    if (bad) {
+        seterr(err, errlen, "%s: %s", path, bad);
+        munmap(map, (size_t)size);
+        return NULL;
+    }
+
+    sr_st_file *f = calloc(1, sizeof *f);
+    if (f) {
+        f->map = map;
+        f->maplen = (size_t)size;
+        f->path = strdup(path);
+        f->arena = malloc((size_t)hlen + 1);
+    }
+    if (!f || !f->path || !f->arena) {
+        seterr(err, errlen, "%s: out of memory", path);
+        if (f) sr__st_close(f);
+        else munmap(map, (size_t)size);
+        return NULL;
+    }
+    f->data = b + 8 + hlen;
+    f->datalen = size - 8 - hlen;
+    jp p = {.path = path, .s = b + 8, .n = (size_t)hlen, .arena = f->arena, .err = err, .errlen = errlen};
+    if (parse_header(&p, f) || check_file(f, err, errlen)) {
+        sr__st_close(f);
+        return NULL;
+    }
+    return f;
+}
+
+size_t sr__st_count(const sr_st_file *f) { return f ? f->n : 0; }
+
+const sr_st_tensor *sr__st_at(const sr_st_file *f, size_t i) { return f && i < f->n ? &f->t[i] : NULL; }
+
+const sr_st_tensor *sr__st_find(const sr_st_file *f, const char *name, const void **data) {
+    if (data) *data = NULL;
+    if (!f || !name) return NULL;
+    for (size_t s = (size_t)hash_name(name) & (f->nslots - 1); f->slots[s]; s = (s + 1) & (f->nslots - 1)) {
+        const sr_st_tensor *t = &f->t[f->slots[s] - 1];
+        if (!strcmp(t->name, name)) {
+            if (data) *data = f->data + t->offset;
+            return t;
+        }
+    }
+    return NULL;
+}
+
+const char *sr__st_metadata(const sr_st_file *f, const char *key) {
+    if (!f || !key) return NULL;
+    for (size_t i = 0; i < f->nmeta; i++)
+        if (!strcmp(f->meta[i].key, key)) return f->meta[i].value;
+    return NULL;
+}
+
+void sr__st_close(sr_st_file *f) {
+    if (!f) return;
+    if (f->map) munmap(f->map, f->maplen);
+    free(f->t);
+    free(f->meta);
+    free(f->arena);
+    free(f->slots);
+    free(f->path);
+    free(f);
+}
+
+int sr__st_to_f32(const sr_st_tensor *t, const void *data, size_t first, size_t n, float *dst) {
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i++) { /* memcpy: a foreign file's data need not be aligned */
+        size_t j = first + i;
+        uint16_t h;
+        switch (t->dtype) {
+        case SR_FLOAT32: memcpy(&dst[i], b + 4 * j, 4); break;
+        case SR_BFLOAT16: memcpy(&h, b + 2 * j, 2), dst[i] = sr_bf16_to_f32(h); break;
+        case SR_FLOAT16: memcpy(&h, b + 2 * j, 2), dst[i] = sr_f16_to_f32(h); break;
+        default: return -1;
+        }
+    }
+    return 0;
+}

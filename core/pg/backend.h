@@ -1,0 +1,52 @@
+/*
+ * What a process-group backend provides to the frontend (pg.c): blocking collectives run on the
+ * group's communication thread, and the creation of a child group.  gloo (pg/gloo.c) works on
+ * CPU buffers; nccl (cuda/pg_nccl.c, in libshardrun_cuda.so) on device buffers.
+ * Return codes: 0 ok, -1 error (message in err), SR_PG_TIMEOUT when a peer did not deliver in time
+ * (*stuck set to that peer's rank in the group when known, else -1).
+ */
+#ifndef SR_CORE_PG_BACKEND_H
+#define SR_CORE_PG_BACKEND_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "shardrun/pg.h"
+#include "store/store.h"
+
+#define SR_PG_TIMEOUT (-2)
+
+/* What a backend needs to create a group (world or child). */
+typedef struct sr_pg_setup {
+    sr_store *store;
+    pthread_mutex_t *store_lock;
+    const char *prefix;   /* store key prefix of this group, e.g. "pg/world/" */
+    int rank, size;       /* within the new group */
+    int color, key;       /* child groups: the split's arguments */
+    const char *hostname; /* where Gloo listens */
+    const char *iface;    /* GLOO_SOCKET_IFNAME, or NULL */
+    int local_rank;       /* nccl: the device */
+    double timeout_s;
+} sr_pg_setup;
+
+typedef struct sr_pg_backend_ops {
+    const char *name;
+    int (*all_gather)(void *impl, const void *send, void *recv, size_t count, sr_dtype dt, int *stuck, char *err,
+                      size_t errlen);
+    int (*reduce_scatter)(void *impl, const void *send, void *recv, size_t count, sr_dtype dt, sr_redop op,
+                          int *stuck, char *err, size_t errlen);
+    int (*all_reduce)(void *impl, void *buf, size_t count, sr_dtype dt, sr_redop op, int *stuck, char *err,
+                      size_t errlen);
+    int (*broadcast)(void *impl, void *buf, size_t count, sr_dtype dt, int root, int *stuck, char *err, size_t errlen);
+    int (*barrier)(void *impl, int *stuck, char *err, size_t errlen);
+    /* a child group from a parent's impl (parent NULL: the world) */
+    void *(*create)(void *parent, const sr_pg_setup *setup, char *err, size_t errlen);
+    void (*destroy)(void *impl);
+} sr_pg_backend_ops;
+
+extern const sr_pg_backend_ops sr__gloo_backend;
+
+/* The nccl backend lives in libshardrun_cuda.so, which exports this symbol. */
+#define SR_NCCL_BACKEND_SYMBOL "sr__nccl_backend"
+
+#endif

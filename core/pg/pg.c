@@ -1,0 +1,423 @@
+/* The process-group frontend: argument checks, zero-length and single-rank shortcuts, one
+   communication thread per group running operations in submission order (a synchronous call on
+   an idle group, or a caller waiting for an operation that has not started, runs it in its own
+   thread instead), timeouts turned into messages that name the operation and the ranks that did
+   not arrive, and sub-groups. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pg/backend.h"
+#include "pg/world.h"
+#include "plugin/loader.h"
+
+typedef enum { OP_ALL_GATHER, OP_REDUCE_SCATTER, OP_ALL_REDUCE, OP_BROADCAST, OP_BARRIER } op_kind;
+static const char *const op_names[] = {"all_gather", "reduce_scatter", "all_reduce", "broadcast", "barrier"};
+
+struct sr_work {
+    op_kind kind;
+    const void *send;
+    void *recv;
+    size_t count;
+    sr_dtype dt;
+    sr_redop op;
+    int root;
+    unsigned long seq;
+    int done, rc;
+    sr_pg *pg;
+    struct sr_work *next;
+};
+
+/* What every group of a process shares: the store connection and where Gloo listens. */
+typedef struct pg_shared {
+    sr_store *store;
+    pthread_mutex_t store_lock;
+    char *hostname;
+    char *iface;
+    int local_rank;
+    double timeout_s;
+    const sr_pg_backend_ops *ops;
+} pg_shared;
+
+struct sr_pg {
+    char name[200];
+    int rank, size;
+    pg_shared *shared;
+    void *impl;
+    unsigned long seq, children;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;      /* the communication thread waits here for work */
+    pthread_cond_t done_cond; /* callers wait here for their operation */
+    sr_work *head, *tail;
+    int busy; /* an operation runs (the head, or an inline one), in whichever thread */
+    int failed;
+    char error[1024];
+};
+
+static sr_pg *world_pg;
+
+sr_pg *sr__pg_world(void) { return world_pg; }
+
+size_t sr_dtype_size(sr_dtype d) {
+    static const size_t sizes[] = {4, 2, 2, 4, 8};
+    return (unsigned)d < 5 ? sizes[d] : 0;
+}
+
+const char *sr_dtype_name(sr_dtype d) {
+    static const char *const names[] = {"fp32", "fp16", "bf16", "int32", "int64"};
+    return (unsigned)d < 5 ? names[d] : "?";
+}
+
+int sr_pg_rank(const sr_pg *pg) { return pg->rank; }
+int sr_pg_size(const sr_pg *pg) { return pg->size; }
+const char *sr_pg_backend(const sr_pg *pg) { return pg->shared->ops->name; }
+const char *sr_pg_name(const sr_pg *pg) { return pg->name; }
+const char *sr_pg_error(const sr_pg *pg) { return pg->error; }
+
+static void fail(sr_pg *pg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(sr_pg *pg, const char *fmt, ...) {
+    if (pg->failed) return; /* keep the first error */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pg->error, sizeof pg->error, fmt, ap);
+    va_end(ap);
+    pg->failed = 1;
+}
+
+/* Sets <prefix><rank> and waits up to timeout_s for <prefix><r> of every rank r of the group.
+   Returns 0 when all are there, 1 on a timeout (the ranks that are not, as "2, 3", in ranks), -1
+   on a store error. */
+static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int size, double timeout_s, char *ranks,
+                             size_t len) {
+    char key[300];
+    const char **keys = calloc((size_t)size, sizeof *keys);
+    char **owned = calloc((size_t)size, sizeof *owned);
+    for (int r = 0; r < size; r++) {
+        if (asprintf(&owned[r], "%s%d", prefix, r) < 0) owned[r] = NULL;
+        keys[r] = owned[r];
+    }
+    snprintf(key, sizeof key, "%s%d", prefix, rank);
+    char missing[4096] = "";
+    pthread_mutex_lock(&sh->store_lock);
+    int rc = sr__store_set(sh->store, key, "1", 1);
+    if (rc == 0) rc = sr__store_wait(sh->store, keys, size, timeout_s, missing, sizeof missing);
+    pthread_mutex_unlock(&sh->store_lock);
+    /* "pg/world/arrived/2,pg/world/arrived/3" -> "2, 3" */
+    size_t used = 0, pl = strlen(prefix);
+    ranks[0] = 0;
+    for (char *tok = strtok(missing, ","); rc == 1 && tok && used < len; tok = strtok(NULL, ","))
+        used += (size_t)snprintf(ranks + used, len - used, "%s%s", used ? ", " : "", strlen(tok) > pl ? tok + pl : tok);
+    for (int r = 0; r < size; r++) free(owned[r]);
+    free(owned);
+    free(keys);
+    return rc;
+}
+
+/* After a timeout: every rank that timed out in operation `seq` says so in the store; the ranks
+   that do not say so within a second did not arrive. */
+static void name_missing(sr_pg *pg, const sr_work *w, int stuck, char *out, size_t len) {
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "pg/%s/op%lu/waiting/", pg->name, w->seq);
+    int rc = announce_and_wait(pg->shared, prefix, pg->rank, pg->size, 1.0, out, len);
+    /* everyone is waiting (or the store is gone): name the peer this rank waited for */
+    if ((rc != 1 || !out[0]) && stuck >= 0) snprintf(out, len, "%d", stuck);
+    else if (rc != 1 || !out[0]) snprintf(out, len, "(unknown)");
+}
+
+static int run_op(sr_pg *pg, sr_work *w) {
+    const sr_pg_backend_ops *ops = pg->shared->ops;
+    char err[768] = "";
+    int stuck = -1, rc;
+    switch (w->kind) {
+    case OP_ALL_GATHER: rc = ops->all_gather(pg->impl, w->send, w->recv, w->count, w->dt, &stuck, err, sizeof err); break;
+    case OP_REDUCE_SCATTER:
+        rc = ops->reduce_scatter(pg->impl, w->send, w->recv, w->count, w->dt, w->op, &stuck, err, sizeof err);
+        break;
+    case OP_ALL_REDUCE: rc = ops->all_reduce(pg->impl, w->recv, w->count, w->dt, w->op, &stuck, err, sizeof err); break;
+    case OP_BROADCAST: rc = ops->broadcast(pg->impl, w->recv, w->count, w->dt, w->root, &stuck, err, sizeof err); break;
+    default: rc = ops->barrier(pg->impl, &stuck, err, sizeof err); break;
+    }
+    if (rc == 0) return 0;
+    char what[300];
+    snprintf(what, sizeof what, "%s #%lu (%zu x %s) on group %s (rank %d of %d)", op_names[w->kind], w->seq, w->count,
+             sr_dtype_name(w->dt), pg->name, pg->rank, pg->size);
+    if (rc == SR_PG_TIMEOUT) {
+        char missing[512];
+        name_missing(pg, w, stuck, missing, sizeof missing);
+        fail(pg, "%s: rank%s %s did not arrive within %gs (%s)", what, strchr(missing, ',') ? "s" : "", missing,
+             pg->shared->timeout_s, err);
+    } else {
+        fail(pg, "%s failed: %s", what, err);
+    }
+    return -1;
+}
+
+/* Runs the queue's head in the calling thread, which holds pg->lock (released meanwhile). */
+static void run_head(sr_pg *pg) {
+    sr_work *w = pg->head;
+    pg->busy = 1;
+    pthread_mutex_unlock(&pg->lock);
+    int rc = pg->failed ? -1 : run_op(pg, w);
+    pthread_mutex_lock(&pg->lock);
+    pg->head = w->next;
+    if (!pg->head) pg->tail = NULL;
+    w->rc = rc;
+    w->done = 1;
+    pg->busy = 0;
+    if (pg->head) pthread_cond_signal(&pg->cond); /* the rest is the communication thread's */
+    pthread_cond_broadcast(&pg->done_cond);
+}
+
+static void *comm_thread(void *arg) {
+    sr_pg *pg = arg;
+    pthread_mutex_lock(&pg->lock);
+    while (1) {
+        while (!pg->head || pg->busy) pthread_cond_wait(&pg->cond, &pg->lock);
+        run_head(pg);
+    }
+    return NULL;
+}
+
+/* A waiter whose operation (or one queued before it) has not started yet runs it itself, rather
+   than waking the communication thread and sleeping until it is done: when ranks outnumber
+   cores, each of those wake-ups can cost a scheduler slice, and small operations are mostly
+   wake-ups.  Operations still run one at a time, in submission order. */
+int sr_work_wait(sr_work *w) {
+    if (!w) return -1;
+    sr_pg *pg = w->pg;
+    pthread_mutex_lock(&pg->lock);
+    while (!w->done) {
+        if (pg->head && !pg->busy) run_head(pg);
+        else pthread_cond_wait(&pg->done_cond, &pg->lock);
+    }
+    pthread_mutex_unlock(&pg->lock);
+    int rc = w->rc;
+    free(w);
+    return rc;
+}
+
+static int submit(sr_pg *pg, sr_work *tmpl, sr_work **out) {
+    if (out) *out = NULL;
+    if (pg->failed) return -1;
+    sr_work *w = malloc(sizeof *w);
+    *w = *tmpl;
+    w->pg = pg;
+    w->seq = ++pg->seq;
+    w->next = NULL;
+    /* nothing to move: done at once (Gloo cannot take zero-length buffers) */
+    w->done = w->count == 0 && w->kind != OP_BARRIER;
+    w->rc = 0;
+    if (!w->done && !out) {
+        /* synchronous and nothing queued: run here, sparing two thread hand-offs, which cost
+           milliseconds when ranks outnumber cores */
+        pthread_mutex_lock(&pg->lock);
+        int idle = !pg->head && !pg->busy;
+        if (idle) pg->busy = 1;
+        pthread_mutex_unlock(&pg->lock);
+        if (idle) {
+            w->rc = pg->failed ? -1 : run_op(pg, w);
+            w->done = 1;
+            pthread_mutex_lock(&pg->lock);
+            pg->busy = 0;
+            if (pg->head) pthread_cond_signal(&pg->cond); /* queued meanwhile */
+            pthread_cond_broadcast(&pg->done_cond);
+            pthread_mutex_unlock(&pg->lock);
+        }
+    }
+    if (!w->done) {
+        pthread_mutex_lock(&pg->lock);
+        if (pg->tail) pg->tail->next = w;
+        else pg->head = w;
+        pg->tail = w;
+        if (!pg->busy) pthread_cond_signal(&pg->cond);
+        pthread_mutex_unlock(&pg->lock);
+    }
+    if (out) {
+        *out = w;
+        return 0;
+    }
+    return sr_work_wait(w);
+}
+
+static int check_args(sr_pg *pg, const char *what, sr_dtype dt, sr_redop op, int reducing) {
+    if (!pg) return -1;
+    if ((unsigned)dt > SR_INT64) {
+        fail(pg, "%s: unknown dtype %d", what, (int)dt);
+        return -1;
+    }
+    if (reducing && ((unsigned)op > SR_MAX || (op == SR_AVG && (dt == SR_INT32 || dt == SR_INT64)))) {
+        fail(pg, "%s: %s", what, (unsigned)op > SR_MAX ? "unknown reduction" : "avg needs a floating-point dtype");
+        return -1;
+    }
+    return 0;
+}
+
+int sr_pg_all_gather(sr_pg *pg, const void *send, void *recv, size_t count, sr_dtype dt, sr_work **work) {
+    if (check_args(pg, "all_gather", dt, SR_SUM, 0)) return -1;
+    sr_work w = {.kind = OP_ALL_GATHER, .send = send, .recv = recv, .count = count, .dt = dt};
+    return submit(pg, &w, work);
+}
+
+int sr_pg_reduce_scatter(sr_pg *pg, const void *send, void *recv, size_t count, sr_dtype dt, sr_redop op,
+                         sr_work **work) {
+    if (check_args(pg, "reduce_scatter", dt, op, 1)) return -1;
+    sr_work w = {.kind = OP_REDUCE_SCATTER, .send = send, .recv = recv, .count = count, .dt = dt, .op = op};
+    return submit(pg, &w, work);
+}
+
+int sr_pg_all_reduce(sr_pg *pg, void *buf, size_t count, sr_dtype dt, sr_redop op, sr_work **work) {
+    if (check_args(pg, "all_reduce", dt, op, 1)) return -1;
+    sr_work w = {.kind = OP_ALL_REDUCE, .recv = buf, .count = count, .dt = dt, .op = op};
+    return submit(pg, &w, work);
+}
+
+int sr_pg_broadcast(sr_pg *pg, void *buf, size_t count, sr_dtype dt, int root, sr_work **work) {
+    if (check_args(pg, "broadcast", dt, SR_SUM, 0)) return -1;
+    if (root < 0 || root >= pg->size) {
+        fail(pg, "broadcast: root %d is not a rank of group %s (0..%d)", root, pg->name, pg->size - 1);
+        return -1;
+    }
+    sr_work w = {.kind = OP_BROADCAST, .recv = buf, .count = count, .dt = dt, .root = root};
+    return submit(pg, &w, work);
+}
+
+int sr_pg_barrier(sr_pg *pg, sr_work **work) {
+    if (!pg) return -1;
+    sr_work w = {.kind = OP_BARRIER, .dt = SR_FLOAT32};
+    return submit(pg, &w, work);
+}
+
+/* Every member announces itself at `stage`; a timeout names the ranks that never came. */
+static int meet(pg_shared *sh, const char *name, const char *stage, const char *display, int rank, int size, char *err,
+                size_t errlen) {
+    char prefix[300], ranks[2048];
+    snprintf(prefix, sizeof prefix, "%s%s/", name, stage);
+    int rc = announce_and_wait(sh, prefix, rank, size, sh->timeout_s, ranks, sizeof ranks);
+    if (rc == 1)
+        snprintf(err, errlen, "process group %s: rank%s %s did not arrive within %gs (this is rank %d of %d); "
+                 "check that every node's shardrun was started with the same --nnodes, --master-addr and "
+                 "rendezvous port, or raise [torch] timeout", display, strchr(ranks, ',') ? "s" : "", ranks,
+                 sh->timeout_s, rank, size);
+    else if (rc != 0)
+        snprintf(err, errlen, "process group %s: store error: %s", display, sr__store_error(sh->store));
+    return rc == 0 ? 0 : -1;
+}
+
+/* name: the group's store prefix ("pg/world/"); display: how messages call it ("world") */
+static sr_pg *create_group(pg_shared *sh, void *parent_impl, const char *name, const char *display, int rank, int size,
+                           int color, int key, char *err, size_t errlen) {
+    if (meet(sh, name, "arrived", display, rank, size, err, errlen) != 0) return NULL;
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "%s%s/", name, sh->ops->name);
+    sr_pg_setup setup = {sh->store, &sh->store_lock, prefix, rank, size, color, key, sh->hostname, sh->iface,
+                         sh->local_rank, sh->timeout_s};
+    char berr[768] = "";
+    void *impl = sh->ops->create(parent_impl, &setup, berr, sizeof berr);
+    if (!impl) {
+        snprintf(err, errlen, "process group %s: %s backend: %s", display, sh->ops->name, berr);
+        return NULL;
+    }
+    /* like torch's store-based barrier after init: nobody uses (or leaves) the group before every
+       member finished connecting, or a fast rank's exit breaks a slow rank's setup */
+    if (meet(sh, name, "ready", display, rank, size, err, errlen) != 0) {
+        sh->ops->destroy(impl);
+        return NULL;
+    }
+    sr_pg *pg = calloc(1, sizeof *pg);
+    snprintf(pg->name, sizeof pg->name, "%s", display);
+    pg->rank = rank;
+    pg->size = size;
+    pg->shared = sh;
+    pg->impl = impl;
+    pthread_mutex_init(&pg->lock, NULL);
+    pthread_cond_init(&pg->cond, NULL);
+    pthread_cond_init(&pg->done_cond, NULL);
+    pthread_create(&pg->thread, NULL, comm_thread, pg);
+    pthread_detach(pg->thread);
+    return pg;
+}
+
+void *sr__cuda_symbol(const char *symbol, char *err, size_t errlen) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/libshardrun_cuda.so", sr__lib_dir());
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(err, errlen, "%s cannot be loaded: %s (build shardrun with -DSHARDRUN_CUDA=ON)", path, dlerror());
+        return NULL;
+    }
+    void *sym = dlsym(h, symbol);
+    if (!sym) snprintf(err, errlen, "%s has no %s", path, symbol);
+    return sym;
+}
+
+static const sr_pg_backend_ops *load_nccl(char *err, size_t errlen) {
+    char why[4500];
+    const sr_pg_backend_ops *ops = sr__cuda_symbol(SR_NCCL_BACKEND_SYMBOL, why, sizeof why);
+    if (!ops) snprintf(err, errlen, "the nccl backend needs %s; or use backend = gloo", why);
+    return ops;
+}
+
+sr_pg *sr__pg_create_world(const sr_pg_world_args *a, char *err, size_t errlen) {
+    const sr_pg_backend_ops *ops = !strcmp(a->backend, "nccl") ? load_nccl(err, errlen) : &sr__gloo_backend;
+    if (!ops) return NULL;
+    char serr[512];
+    sr_store *store = sr__store_connect(a->store_host, a->store_port, a->token, a->timeout_s, serr, sizeof serr);
+    if (!store) {
+        snprintf(err, errlen, "process group world: %s", serr);
+        return NULL;
+    }
+    pg_shared *sh = calloc(1, sizeof *sh);
+    sh->store = store;
+    pthread_mutex_init(&sh->store_lock, NULL);
+    sh->hostname = strdup(a->hostname);
+    sh->iface = getenv("GLOO_SOCKET_IFNAME") ? strdup(getenv("GLOO_SOCKET_IFNAME")) : NULL;
+    sh->local_rank = a->local_rank;
+    sh->timeout_s = a->timeout_s;
+    sh->ops = ops;
+    world_pg = create_group(sh, NULL, "pg/world/", "world", a->rank, a->size, 0, a->rank, err, errlen);
+    return world_pg;
+}
+
+int sr_pg_split(sr_pg *pg, int color, int key, sr_pg **out) {
+    *out = NULL;
+    if (!pg || pg->failed) return -1;
+    int32_t mine[3] = {color, key, pg->rank};
+    int32_t *all = malloc(sizeof mine * (size_t)pg->size);
+    if (sr_pg_all_gather(pg, mine, all, 3, SR_INT32, NULL) != 0) {
+        free(all);
+        return -1;
+    }
+    unsigned long child = ++pg->children;
+    if (color < 0) {
+        free(all);
+        return 0;
+    }
+    /* members of my color, ordered by (key, rank) */
+    int n = 0, me = 0;
+    for (int r = 0; r < pg->size; r++) {
+        if (all[3 * r] != color) continue;
+        n++;
+        if (all[3 * r + 1] < key || (all[3 * r + 1] == key && r < pg->rank)) me++;
+    }
+    free(all);
+    char name[256], display[200], err[1024];
+    if (strlen(pg->name) > 150) {
+        fail(pg, "split of group %s: groups nest too deep", pg->name);
+        return -1;
+    }
+    snprintf(display, sizeof display, "%.150s.%lu/%d", pg->name, child, color);
+    snprintf(name, sizeof name, "pg/%s/", display);
+    sr_pg *sub = create_group(pg->shared, pg->impl, name, display, me, n, color, key, err, sizeof err);
+    if (!sub) {
+        fail(pg, "split of group %s: %s", pg->name, err);
+        return -1;
+    }
+    *out = sub;
+    return 0;
+}

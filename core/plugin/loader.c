@@ -1,0 +1,172 @@
+#define _GNU_SOURCE
+#include "plugin/loader.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *sr__lib_dir(void) {
+    static char dir[4096];
+    if (!dir[0]) {
+        Dl_info info;
+        if (dladdr((void *)sr__lib_dir, &info) && info.dli_fname) {
+            char *real = realpath(info.dli_fname, NULL);
+            snprintf(dir, sizeof dir, "%s", real ? real : info.dli_fname);
+            free(real);
+            char *slash = strrchr(dir, '/');
+            if (slash) *slash = 0;
+            else snprintf(dir, sizeof dir, ".");
+        } else {
+            snprintf(dir, sizeof dir, ".");
+        }
+    }
+    return dir;
+}
+
+static void strv_push(char ***v, size_t *n, char *s) {
+    *v = realloc(*v, (*n + 2) * sizeof **v);
+    (*v)[(*n)++] = s;
+    (*v)[*n] = NULL;
+}
+
+char **sr__split_path(const char *list) {
+    char **v = NULL;
+    size_t n = 0;
+    strv_push(&v, &n, NULL), n = 0; /* an empty, terminated array */
+    if (!list) return v;
+    const char *p = list;
+    while (*p) {
+        const char *colon = strchr(p, ':');
+        size_t len = colon ? (size_t)(colon - p) : strlen(p);
+        if (len) strv_push(&v, &n, strndup(p, len));
+        if (!colon) break;
+        p = colon + 1;
+    }
+    return v;
+}
+
+void sr__free_strv(char **v) {
+    for (char **p = v; p && *p; p++) free(*p);
+    free(v);
+}
+
+char **sr__plugin_dirs(const char *extra) {
+    char **v = sr__split_path(extra);
+    size_t n = 0;
+    while (v[n]) n++;
+    char *a = NULL, *b = NULL;
+    if (asprintf(&a, "%s/plugins", sr__lib_dir()) >= 0) strv_push(&v, &n, a);
+    if (asprintf(&b, "%s/shardrun/plugins", sr__lib_dir()) >= 0) strv_push(&v, &n, b);
+    return v;
+}
+
+static int check_abi(const sr_plugin *p, const char *name, const char *path, sr_diag *diag) {
+    if (p->abi_version != SR_PLUGIN_ABI_VERSION) {
+        sr__diag_add(diag, "plugin \"%s\" (%s) was built for plugin ABI version %u, but this shardrun speaks "
+                     "version %u; rebuild the plugin against this shardrun's include/shardrun/plugin.h",
+                     name, path, p->abi_version, SR_PLUGIN_ABI_VERSION);
+        return -1;
+    }
+    if (p->struct_size != sizeof(sr_plugin)) {
+        sr__diag_add(diag, "plugin \"%s\" (%s) declares ABI version %u with a %u-byte sr_plugin, but this "
+                     "shardrun's is %zu bytes; rebuild the plugin against this shardrun's headers",
+                     name, path, p->abi_version, p->struct_size, sizeof(sr_plugin));
+        return -1;
+    }
+    if (!p->name || strcmp(p->name, name) != 0) {
+        sr__diag_add(diag, "plugin file %s calls itself \"%s\", but the job file asked for \"%s\"; fix the "
+                     "`path` of [%s] or the plugins list", path, p->name ? p->name : "(null)", name, name);
+        return -1;
+    }
+    for (const sr_key *k = p->keys; k && k->name; k++)
+        if (strcmp(k->name, "path") == 0) {
+            sr__diag_add(diag, "plugin \"%s\" (%s) declares the key \"path\", which is shardrun's own", name, path);
+            return -1;
+        }
+    return 0;
+}
+
+int sr__plugin_load(const char *name, const char *explicit_path, char *const *dirs, sr_loaded_plugin *out,
+                    sr_diag *diag) {
+    memset(out, 0, sizeof *out);
+    char *found = NULL;
+    if (explicit_path) {
+        if (access(explicit_path, R_OK) != 0) {
+            sr__diag_add(diag, "plugin \"%s\": its path %s cannot be read (%s); fix `path` in [%s]", name,
+                         explicit_path, strerror(errno), name);
+            return -1;
+        }
+        found = strdup(explicit_path);
+    } else {
+        char tried[4096] = "";
+        size_t used = 0;
+        for (char *const *d = dirs; *d && !found; d++) {
+            char *cand = NULL;
+            if (asprintf(&cand, "%s/shardrun_%s.so", *d, name) < 0) continue;
+            if (access(cand, R_OK) == 0) {
+                found = cand;
+            } else {
+                if (used < sizeof tried)
+                    used += (size_t)snprintf(tried + used, sizeof tried - used, "\n    %s", cand);
+                free(cand);
+            }
+        }
+        if (!found) {
+            sr__diag_add(diag, "plugin \"%s\" not found; tried:%s\n  set `path = ...` in [%s], or add its folder "
+                         "to SHARDRUN_PLUGIN_PATH", name, tried, name);
+            return -1;
+        }
+    }
+    dlerror();
+    void *h = dlopen(found, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        sr__diag_add(diag, "plugin \"%s\": cannot load %s: %s", name, found, dlerror());
+        free(found);
+        return -1;
+    }
+    const sr_plugin *p = dlsym(h, SR_PLUGIN_SYMBOL);
+    if (!p) {
+        sr__diag_add(diag, "plugin \"%s\": %s does not export the symbol \"%s\"; a plugin defines "
+                     "`const sr_plugin %s = {...}` (include/shardrun/plugin.h)", name, found, SR_PLUGIN_SYMBOL,
+                     SR_PLUGIN_SYMBOL);
+        dlclose(h);
+        free(found);
+        return -1;
+    }
+    if (check_abi(p, name, found, diag) != 0) {
+        dlclose(h);
+        free(found);
+        return -1;
+    }
+    out->name = strdup(name);
+    out->path = found;
+    out->handle = h;
+    out->p = p;
+    return 0;
+}
+
+void sr__plugins_check_set(const sr_loaded_plugin *ps, size_t n, sr_diag *diag) {
+    for (size_t i = 0; i < n; i++) {
+        const char *req = ps[i].p->requires;
+        while (req && *req) {
+            const char *comma = strchr(req, ',');
+            size_t len = comma ? (size_t)(comma - req) : strlen(req);
+            int ok = 0;
+            for (size_t j = 0; j < n && !ok; j++) ok = strlen(ps[j].name) == len && !strncmp(ps[j].name, req, len);
+            if (!ok)
+                sr__diag_add(diag, "plugin \"%s\" requires the plugin \"%.*s\", which is not listed; use "
+                             "plugins = %.*s,%s", ps[i].name, (int)len, req, (int)len, req, ps[i].name);
+            req = comma ? comma + 1 : NULL;
+        }
+    }
+}
+
+void sr__plugin_unload(sr_loaded_plugin *p) {
+    /* The handle stays open: hooks may have registered atexit handlers or left threads. */
+    free(p->name);
+    free(p->path);
+    memset(p, 0, sizeof *p);
+}

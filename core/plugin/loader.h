@@ -1,0 +1,37 @@
+/*
+ * Plugin loader (agent side): name -> file (the section's `path`, else the plugin folders),
+ * dlopen, the ABI check, and the checks across plugins (listed twice, requirements).
+ * Each failure is reported separately in the diag list; nothing here runs plugin hooks.
+ */
+#ifndef SR_CORE_PLUGINS_H
+#define SR_CORE_PLUGINS_H
+
+#include <stddef.h>
+
+#include "base/diag.h"
+#include "shardrun/plugin.h"
+
+typedef struct sr_loaded_plugin {
+    char *name;  /* as listed in the job file */
+    char *path;  /* the file that was loaded */
+    void *handle;
+    const sr_plugin *p;
+} sr_loaded_plugin;
+
+/* Folders searched for shardrun_<name>.so: `extra` (colon-separated, may be NULL), then the
+   built-in ones next to libshardrun.  Returns a NULL-terminated array to free with
+   sr__free_strv(). */
+char **sr__plugin_dirs(const char *extra);
+/* Loads one plugin; 0 on success, else -1 with the reason in diag. */
+int sr__plugin_load(const char *name, const char *explicit_path, char *const *dirs, sr_loaded_plugin *out,
+                    sr_diag *diag);
+/* Checks a loaded set: duplicates and `requires`. */
+void sr__plugins_check_set(const sr_loaded_plugin *ps, size_t n, sr_diag *diag);
+void sr__plugin_unload(sr_loaded_plugin *p);
+
+/* The folder libshardrun.so lives in (the build tree or <prefix>/lib). */
+const char *sr__lib_dir(void);
+char **sr__split_path(const char *colon_list);
+void sr__free_strv(char **v);
+
+#endif

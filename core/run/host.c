@@ -1,0 +1,239 @@
+/* The host side of the plugin ABI: the sr_host_api table and the hooks' drivers. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/value.h"
+#include "pg/world.h"
+#include "run/run.h"
+
+struct sr_host {
+    sr_run *run;
+    const sr_loaded_plugin *plugin;
+    sr_topology topo;
+    sr_env_block *block; /* NULL outside write_env */
+    sr_diag *diag;
+    int rejected;
+};
+
+int sr__log_level = SR_LOG_INFO;
+
+static void vlog(int level, const char *who, const char *fmt, va_list ap) {
+    static const char *const names[] = {"error: ", "warning: ", "", "debug: "};
+    if (level > sr__log_level) return;
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fprintf(stderr, "shardrun%s%s: %s%s\n", who ? " " : "", who ? who : "", names[level & 3], msg);
+}
+
+void sr__log(int level, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, NULL, fmt, ap);
+    va_end(ap);
+}
+
+static void api_log(sr_host *h, sr_log_level level, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vlog((int)level, h->plugin->name, fmt, ap);
+    va_end(ap);
+}
+
+static const char *api_get(sr_host *h, const char *key) {
+    return sr__config_value(&h->run->cfg, h->plugin->name, key);
+}
+
+static int api_given(sr_host *h, const char *key) {
+    sr_setting *s = sr__config_get(&h->run->cfg, h->plugin->name, key);
+    return s && s->from != SR_FROM_DEFAULT;
+}
+
+static void api_reject(sr_host *h, const char *key, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    sr_setting *s = key ? sr__config_get(&h->run->cfg, h->plugin->name, key) : NULL;
+    if (s)
+        sr__diag_add(h->diag, "%s: [%s] %s: %s", s->where, h->plugin->name, key, msg);
+    else
+        sr__diag_add(h->diag, "%s: [%s]: %s", h->run->cfg.path, h->plugin->name, msg);
+    h->rejected++;
+}
+
+static const sr_topology *api_topology(sr_host *h) { return &h->topo; }
+
+static const char *api_env_get(sr_host *h, const char *name) {
+    const sr_env_entry *e = h->block ? sr__env_block_find(h->block, name) : NULL;
+    return e ? e->value : getenv(name);
+}
+
+/* "fsdp.version" or "shardrun.nnodes" -> "[accelerate] fsdp.version = 1 (job.ini:4)"; anything
+   else is kept as written.  `because` may list several, separated by commas. */
+static char *explain(sr_host *h, const char *because) {
+    char *out = strdup("");
+    const char *p = because ? because : "";
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char *item = strndup(p, len), *piece = NULL;
+        const char *dot = strchr(item, '.');
+        sr_setting *s = sr__config_get(&h->run->cfg, h->plugin->name, item);
+        if (!s && dot) {
+            char *sec = strndup(item, (size_t)(dot - item));
+            s = sr__config_get(&h->run->cfg, sec, dot + 1);
+            free(sec);
+        }
+        int rc = s ? asprintf(&piece, "%s[%s] %s = %s (%s)", *out ? "; " : "", s->section, s->key,
+                              s->value ? s->value : "unset", s->where)
+                   : asprintf(&piece, "%s%s", *out ? "; " : "", item);
+        if (rc >= 0) {
+            char *joined = NULL;
+            if (asprintf(&joined, "%s%s", out, piece) >= 0) free(out), out = joined;
+            free(piece);
+        }
+        free(item);
+        p = comma ? comma + 1 : p + len;
+    }
+    return out;
+}
+
+static int api_env_set(sr_host *h, const char *name, const char *value, const char *because) {
+    if (!h->block) {
+        api_log(h, SR_LOG_ERROR, "env_set(%s) outside write_env is ignored", name ? name : "(null)");
+        return -1;
+    }
+    if (!sr__valid_env_name(name) || !value || !*value) {
+        sr__diag_add(h->diag, "plugin \"%s\" tried to set %s=\"%s\": %s", h->plugin->name, name ? name : "(null)",
+                     value ? value : "(null)", !sr__valid_env_name(name) ? "not a valid variable name"
+                                                                      : "empty values are not allowed");
+        return -1;
+    }
+    const sr_env_entry *prev = sr__env_block_find(h->block, name);
+    if (prev && prev->setter && strcmp(prev->setter, h->plugin->name))
+        sr__log(SR_LOG_DEBUG, "%s overrides %s=%s set by %s", h->plugin->name, name, prev->value ? prev->value : "",
+                prev->setter);
+    char *why = explain(h, because);
+    sr__env_block_set(h->block, name, value, h->plugin->name, why);
+    free(why);
+    return 0;
+}
+
+static int api_env_unset(sr_host *h, const char *name, const char *because) {
+    if (!h->block || !sr__valid_env_name(name)) return -1;
+    char *why = explain(h, because);
+    sr__env_block_set(h->block, name, NULL, h->plugin->name, why);
+    free(why);
+    return 0;
+}
+
+static const char *api_task_kind(sr_host *h) { return h->run->task.type == SR_TASK_EXEC ? "exec" : "main"; }
+
+/* auto: nccl only when a CUDA device is visible; a CPU machine never loads CUDA to find out. */
+static const char *resolve_backend(const char *backend) {
+    if (strcmp(backend, "auto")) return backend;
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (access("/dev/nvidiactl", F_OK) != 0 || (vis && (!*vis || !strcmp(vis, "-1")))) return "gloo";
+    char err[4500];
+    int (*count)(char *, size_t) = (int (*)(char *, size_t))sr__cuda_symbol("sr_cuda_device_count", err, sizeof err);
+    return count && count(err, sizeof err) > 0 ? "nccl" : "gloo";
+}
+
+static int is_loopback(const char *addr) {
+    return !strncmp(addr, "127.", 4) || !strcmp(addr, "localhost") || !strcmp(addr, "::1");
+}
+
+static int api_init_process_group(sr_host *h, const char *backend, double timeout_s) {
+    sr_run *run = h->run;
+    if (!run->rdzv.enabled) {
+        api_log(h, SR_LOG_ERROR, "no rendezvous store in this run (exec: tasks form their own groups)");
+        return -1;
+    }
+    char hostname[256] = "127.0.0.1";
+    if (!is_loopback(run->layout.master_addr) && gethostname(hostname, sizeof hostname) != 0)
+        snprintf(hostname, sizeof hostname, "127.0.0.1");
+    sr_pg_world_args a = {run->rdzv_host, run->rdzv_port, run->rdzv_token, h->topo.rank, h->topo.world_size,
+                          h->topo.local_rank, resolve_backend(backend), hostname, timeout_s};
+    char err[2048];
+    if (!sr__pg_create_world(&a, err, sizeof err)) {
+        fprintf(stderr, "shardrun: error: %s\n", err);
+        return -1;
+    }
+    sr__log(SR_LOG_DEBUG, "process group world ready: rank %d of %d, %s", a.rank, a.size, a.backend);
+    return 0;
+}
+
+static const sr_host_api host_api = {
+    SR_PLUGIN_ABI_VERSION, sizeof(sr_host_api), api_log,      api_get,      api_given,
+    api_reject,            api_topology,        api_env_get,  api_env_set,  api_env_unset,
+    api_task_kind,         api_init_process_group,
+};
+
+static void host_for(sr_host *h, sr_run *run, size_t i, int local_rank, sr_env_block *block, sr_diag *diag) {
+    memset(h, 0, sizeof *h);
+    h->run = run;
+    h->plugin = &run->plugins[i];
+    h->block = block;
+    h->diag = diag;
+    sr__layout_topology(&run->layout, local_rank, &h->topo);
+}
+
+int sr__run_validate_plugins(sr_run *run) {
+    int bad = 0;
+    for (size_t i = 0; i < run->nplugins; i++) {
+        sr_host h;
+        host_for(&h, run, i, -1, NULL, &run->cfg.diag);
+        if (!run->plugins[i].p->validate) continue;
+        int rc = run->plugins[i].p->validate(&host_api, &h);
+        if (rc != 0 && h.rejected == 0)
+            sr__diag_add(&run->cfg.diag, "plugin \"%s\" rejected the configuration (validate returned %d)",
+                         run->plugins[i].name, rc);
+        bad |= rc != 0 || h.rejected;
+    }
+    return bad ? -1 : 0;
+}
+
+int sr__run_build_env(sr_run *run, int local_rank, sr_env_block *block, sr_diag *diag) {
+    size_t before = diag->n;
+    for (size_t i = 0; i < run->nplugins; i++) {
+        sr_host h;
+        host_for(&h, run, i, local_rank, block, diag);
+        if (!run->plugins[i].p->write_env) continue;
+        int rc = run->plugins[i].p->write_env(&host_api, &h);
+        if (rc != 0 && diag->n == before)
+            sr__diag_add(diag, "plugin \"%s\" failed to write the environment of local rank %d (returned %d)",
+                         run->plugins[i].name, local_rank, rc);
+    }
+    return diag->n == before ? 0 : -1;
+}
+
+int sr__run_plugins_init(sr_run *run, int local_rank) {
+    for (size_t i = 0; i < run->nplugins; i++) {
+        sr_host h;
+        sr_diag diag = {0};
+        host_for(&h, run, i, local_rank, NULL, &diag);
+        if (!run->plugins[i].p->init) continue;
+        int rc = run->plugins[i].p->init(&host_api, &h);
+        if (rc != 0 || diag.n) {
+            if (!diag.n) sr__diag_add(&diag, "plugin \"%s\" failed to initialise (returned %d)", run->plugins[i].name, rc);
+            sr__diag_flush(&diag, stderr);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void sr__run_plugins_finish(sr_run *run, int local_rank, int status) {
+    for (size_t i = run->nplugins; i-- > 0;) {
+        sr_host h;
+        sr_diag diag = {0};
+        host_for(&h, run, i, local_rank, NULL, &diag);
+        if (run->plugins[i].p->finish) run->plugins[i].p->finish(&host_api, &h, status);
+        sr__diag_flush(&diag, stderr);
+    }
+}

@@ -1,0 +1,167 @@
+#define _GNU_SOURCE
+#include "run/layout.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "config/cluster.h"
+
+int sr__free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY), .sin_port = 0};
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+void sr__random_bytes(unsigned char *b, size_t n) {
+    memset(b, 0x5a, n); /* only if /dev/urandom fails, which Linux does not let happen */
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, b, n) != (ssize_t)n) memset(b, 0x5a, n);
+        close(fd);
+    }
+}
+
+static void uuid4(char out[37]) {
+    unsigned char b[16];
+    sr__random_bytes(b, sizeof b);
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+             b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+static int int_of(sr_job *cfg, const char *key) {
+    const char *v = sr__config_value(cfg, "shardrun", key);
+    return v ? atoi(v) : 0;
+}
+
+/* Replaces a setting's value, recording where the new value came from. */
+static void put(sr_job *cfg, const char *key, const char *value, sr_from from, const char *where) {
+    sr_setting *s = sr__config_get(cfg, "shardrun", key);
+    free(s->value), free(s->where);
+    s->value = strdup(value);
+    s->from = from;
+    s->where = strdup(where);
+}
+
+static void put_int(sr_job *cfg, const char *key, int v, sr_from from, const char *where) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%d", v);
+    put(cfg, key, buf, from, where);
+}
+
+static int is_default(sr_job *cfg, const char *key) {
+    return sr__config_get(cfg, "shardrun", key)->from == SR_FROM_DEFAULT;
+}
+
+static void apply_cluster(sr_job *cfg, sr_layout *out) {
+    sr_cluster c;
+    sr__cluster_detect(&c, (const char *(*)(const char *))getenv);
+    if (!c.source) return;
+    out->cluster_source = c.source;
+    char where[64];
+    snprintf(where, sizeof where, "cluster (%s)", c.source);
+    if (c.error[0]) {
+        sr__diag_add(&cfg->diag, "%s launcher detected, but %s; fix the launcher's variables or give the "
+                     "topology with --nnodes/--node-rank/--nproc-per-node", c.source, c.error);
+        return;
+    }
+    int nproc_given = !is_default(cfg, "nproc_per_node");
+    if (is_default(cfg, "nnodes")) put_int(cfg, "nnodes", c.nnodes, SR_FROM_CLUSTER, where);
+    if (is_default(cfg, "node_rank")) put_int(cfg, "node_rank", c.node_rank, SR_FROM_CLUSTER, where);
+    if (c.master_addr[0] && is_default(cfg, "master_addr")) put(cfg, "master_addr", c.master_addr, SR_FROM_CLUSTER, where);
+    if (c.master_port && is_default(cfg, "master_port")) put_int(cfg, "master_port", c.master_port, SR_FROM_CLUSTER, where);
+    if (c.per_process && !nproc_given) {
+        /* the launcher started this process as one worker: start exactly that one */
+        put_int(cfg, "nproc_per_node", c.local_world_size, SR_FROM_CLUSTER, where);
+        if (c.rank != c.node_rank * c.local_world_size + c.local_rank || c.world_size != c.nnodes * c.local_world_size)
+            sr__diag_add(&cfg->diag, "%s launcher: rank %d of %d with local rank %d of %d on node %d of %d is not "
+                         "a homogeneous layout (rank = node_rank * nproc_per_node + local_rank); shardrun needs the "
+                         "same number of workers on every node", c.source, c.rank, c.world_size, c.local_rank,
+                         c.local_world_size, c.node_rank, c.nnodes);
+        out->first_local = c.local_rank;
+        out->spawn_count = 1;
+    }
+}
+
+void sr__layout_resolve(sr_job *cfg, sr_layout *out) {
+    memset(out, 0, sizeof *out);
+    out->spawn_count = -1;
+    sr_setting *standalone = sr__config_get(cfg, "shardrun", "standalone");
+    int is_standalone = standalone->value && !strcmp(standalone->value, "true");
+    if (!is_standalone) apply_cluster(cfg, out);
+    if (is_standalone) {
+        if (int_of(cfg, "nnodes") != 1)
+            sr__diag_add(&cfg->diag, "%s: standalone runs on one node, but nnodes is %d (%s); drop one of them",
+                         standalone->where, int_of(cfg, "nnodes"), sr__config_get(cfg, "shardrun", "nnodes")->where);
+        if (!is_default(cfg, "master_addr") || !is_default(cfg, "master_port"))
+            sr__diag_add(&cfg->diag, "%s: standalone picks its own master address and port; drop master_addr/"
+                         "master_port (or standalone)", standalone->where);
+        put(cfg, "master_addr", "localhost", SR_FROM_DEFAULT, "standalone");
+        put(cfg, "master_port", "0", SR_FROM_DEFAULT, "standalone");
+        if (is_default(cfg, "run_id")) {
+            char id[37];
+            uuid4(id);
+            put(cfg, "run_id", id, SR_FROM_DEFAULT, "standalone (a fresh id per run)");
+        }
+    }
+    out->nproc_per_node = int_of(cfg, "nproc_per_node");
+    out->nnodes = int_of(cfg, "nnodes");
+    out->node_rank = int_of(cfg, "node_rank");
+    if (out->node_rank >= out->nnodes)
+        sr__diag_add(&cfg->diag, "node_rank %d (%s) must be below nnodes %d (%s)", out->node_rank,
+                     sr__config_get(cfg, "shardrun", "node_rank")->where, out->nnodes,
+                     sr__config_get(cfg, "shardrun", "nnodes")->where);
+    if (int_of(cfg, "master_port") == 0) {
+        sr_setting *mp = sr__config_get(cfg, "shardrun", "master_port");
+        if (out->nnodes > 1) {
+            sr__diag_add(&cfg->diag, "%s: master_port = 0 (pick a free port) only works on one node: the other "
+                         "nodes could not know the port; give a fixed port", mp->where);
+        } else {
+            int port = sr__free_port();
+            if (port < 0) sr__diag_add(&cfg->diag, "cannot find a free TCP port on this host");
+            char where[600];
+            snprintf(where, sizeof where, "%s (0 = a free port)", mp->where);
+            put_int(cfg, "master_port", port, mp->from, where);
+        }
+    }
+    out->master_addr = strdup(sr__config_value(cfg, "shardrun", "master_addr"));
+    out->master_port = int_of(cfg, "master_port");
+    out->run_id = strdup(sr__config_value(cfg, "shardrun", "run_id"));
+    if (out->spawn_count < 0) {
+        out->first_local = 0;
+        out->spawn_count = out->nproc_per_node;
+    }
+}
+
+void sr__layout_topology(const sr_layout *l, int local_rank, sr_topology *t) {
+    memset(t, 0, sizeof *t);
+    t->struct_size = sizeof *t;
+    t->local_rank = local_rank;
+    t->local_world_size = l->nproc_per_node;
+    t->node_rank = l->node_rank;
+    t->nnodes = l->nnodes;
+    t->world_size = l->nnodes * l->nproc_per_node;
+    t->rank = local_rank < 0 ? -1 : l->node_rank * l->nproc_per_node + local_rank;
+    t->master_addr = l->master_addr;
+    t->master_port = l->master_port;
+    t->run_id = l->run_id;
+}
+
+void sr__layout_free(sr_layout *l) {
+    free(l->master_addr);
+    free(l->run_id);
+    memset(l, 0, sizeof *l);
+}

@@ -1,0 +1,32 @@
+/*
+ * The layout of a run: how many nodes and workers, which of them this agent starts, where
+ * rank 0's rendezvous lives.  Resolved once by the agent from the [shardrun] settings and cluster
+ * detection (sr__layout_resolve), then turned into each worker's sr_topology.
+ */
+#ifndef SR_CORE_LAYOUT_H
+#define SR_CORE_LAYOUT_H
+
+#include "config/job.h"
+#include "shardrun/plugin.h"
+
+typedef struct sr_layout {
+    int nproc_per_node, nnodes, node_rank;
+    char *master_addr;
+    int master_port;
+    char *run_id;
+    int first_local, spawn_count; /* local ranks this agent starts */
+    const char *cluster_source;   /* NULL when no cluster launcher was detected */
+} sr_layout;
+
+/* Applies cluster detection to unset [shardrun] keys, standalone, free ports.  Errors go to
+   cfg->diag. */
+void sr__layout_resolve(sr_job *cfg, sr_layout *out);
+void sr__layout_topology(const sr_layout *l, int local_rank, sr_topology *out);
+void sr__layout_free(sr_layout *l);
+
+/* n bytes from /dev/urandom (run ids, rendezvous tokens). */
+void sr__random_bytes(unsigned char *b, size_t n);
+/* A free TCP port on this host (what torchrun does for --standalone), or -1. */
+int sr__free_port(void);
+
+#endif

@@ -1,0 +1,129 @@
+/* sr__run_prepare: everything the agent checks before a worker starts, in the order of the
+   life of a run (ARCHITECTURE.md): job file -> overrides -> plugins -> sections -> layout ->
+   task -> validate -> every local worker's environment. */
+#define _GNU_SOURCE
+#include "run/run.h"
+
+#include "shardrun/task.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/env_table.h"
+#include "config/value.h"
+
+extern char **environ;
+
+static void load_plugins(sr_run *run) {
+    sr_job *cfg = &run->cfg;
+    char **names = sr__split_path(NULL);
+    const char *list = sr__config_value(cfg, "shardrun", "plugins");
+    const sr_setting *where = sr__config_get(cfg, "shardrun", "plugins");
+    char **dirs = sr__plugin_dirs(sr__config_value(cfg, "shardrun", "plugin_path"));
+    size_t n = 0;
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        char *name = strndup(p, comma ? (size_t)(comma - p) : strlen(p));
+        p = comma ? comma + 1 : p + strlen(p);
+        int dup = 0;
+        for (size_t i = 0; i < n && !dup; i++) dup = !strcmp(names[i], name);
+        if (dup) {
+            sr__diag_add(&cfg->diag, "%s: plugin \"%s\" is listed twice in plugins = %s; list it once", where->where,
+                         name, list);
+            free(name);
+            continue;
+        }
+        names = realloc(names, (n + 2) * sizeof *names);
+        names[n++] = name;
+        names[n] = NULL;
+    }
+    run->plugins = calloc(n ? n : 1, sizeof *run->plugins);
+    for (size_t i = 0; i < n; i++) {
+        /* `path` first: it decides which file declares the section's other keys */
+        sr__config_resolve_key(cfg, names[i], &sr__plugin_host_keys[0]);
+        if (sr__plugin_load(names[i], sr__config_value(cfg, names[i], "path"), dirs, &run->plugins[run->nplugins],
+                            &cfg->diag) == 0)
+            run->nplugins++;
+    }
+    sr__plugins_check_set(run->plugins, run->nplugins, &cfg->diag);
+    sr__free_strv(names);
+    sr__free_strv(dirs);
+}
+
+/* SHARDRUN_* variables that match no key are most likely typos: say so, but do not fail (the
+   environment is ambient and may serve another version of shardrun). */
+static void warn_stray_env(sr_run *run) {
+    static const char *const knobs[] = {"SHARDRUN_RDZV_TOKEN"};
+    char var[300];
+    for (char **e = environ; *e; e++) {
+        if (strncmp(*e, "SHARDRUN_", 9) || !strncmp(*e, "SHARDRUN_TASK_", 14)) continue;
+        size_t len = (size_t)(strchr(*e, '=') - *e);
+        int known = 0;
+        const char *cands[512];
+        size_t nc = 0;
+        for (size_t i = 0; i < run->cfg.nset && !known; i++) {
+            sr__key_env_name(run->cfg.set[i].section, run->cfg.set[i].key, var, sizeof var);
+            known = strlen(var) == len && !strncmp(*e, var, len);
+            if (nc < 511) cands[nc++] = strdup(var);
+        }
+        for (size_t i = 0; i < sizeof knobs / sizeof *knobs && !known; i++)
+            known = strlen(knobs[i]) == len && !strncmp(*e, knobs[i], len);
+        if (!known) {
+            char *name = strndup(*e, len);
+            const char *best = sr__closest(name, cands, nc);
+            sr__log(SR_LOG_WARN, "%s matches no key of this run and is ignored%s%s%s", name,
+                    best ? "; did you mean " : "", best ? best : "", best ? "?" : "");
+            free(name);
+        }
+        for (size_t i = 0; i < nc; i++) free((char *)cands[i]);
+    }
+}
+
+int sr__run_prepare(sr_run *run, const sr_run_args *args) {
+    sr_job *cfg = &run->cfg;
+    if (sr__config_load(cfg, args->job) != 0 || cfg->diag.n) goto fail;
+
+    sr__config_resolve(cfg, "shardrun", sr__shardrun_keys, NULL, NULL);
+    const char *lvl = sr__config_value(cfg, "shardrun", "log_level");
+    if (lvl) sr__log_level = sr__enum_index("error|warn|info|debug", 0, lvl);
+    load_plugins(run);
+    if (cfg->diag.n) goto fail;
+    for (size_t i = 0; i < run->nplugins; i++)
+        sr__config_resolve(cfg, run->plugins[i].name, run->plugins[i].p->keys, &sr__plugin_host_keys[0],
+                           run->plugins[i].p->normalize_key);
+    sr__config_resolve_free(cfg, "task");
+    const char *known[258] = {"shardrun", "task"};
+    size_t nknown = 2;
+    for (size_t i = 0; i < run->nplugins && nknown < 258; i++) known[nknown++] = run->plugins[i].name;
+    sr__config_check_leftovers(cfg, known, nknown);
+    if (cfg->diag.n) goto fail;
+
+    sr__layout_resolve(cfg, &run->layout);
+    run->grace = atof(sr__config_value(cfg, "shardrun", "shutdown_grace"));
+    sr__task_spec_resolve(cfg, args->nextra, args->extra, &run->task);
+    if (cfg->diag.n) goto fail;
+    if (run->task.type == SR_TASK_SO && run->task.kind == SR_TASK_MODEL && sr__task_spec_check_trainer_keys(cfg) != 0)
+        goto fail;
+    if (sr__run_validate_plugins(run) != 0) goto fail;
+    for (int i = 0; i < run->layout.spawn_count; i++) {
+        sr_env_block b = {0};
+        sr__run_build_env(run, run->layout.first_local + i, &b, &cfg->diag);
+        sr__env_block_free(&b);
+        if (cfg->diag.n) goto fail;
+    }
+    warn_stray_env(run);
+    return 0;
+fail:
+    sr__diag_flush(&cfg->diag, stderr);
+    return -1;
+}
+
+void sr__run_free(sr_run *run) {
+    for (size_t i = 0; i < run->nplugins; i++) sr__plugin_unload(&run->plugins[i]);
+    free(run->plugins);
+    sr__layout_free(&run->layout);
+    sr__task_spec_free(&run->task);
+    sr__config_free(&run->cfg);
+    memset(run, 0, sizeof *run);
+}

@@ -1,0 +1,57 @@
+/*
+ * One run, as the agent prepared it: the resolved configuration, the loaded plugins, the layout
+ * and the task.  sr__run_prepare() does every check that can fail before a worker starts; the
+ * launcher and the dry run only read it.
+ */
+#ifndef SR_CORE_RUN_H
+#define SR_CORE_RUN_H
+
+#include <stddef.h>
+
+#include "config/env_block.h"
+#include "config/job.h"
+#include "run/layout.h"
+#include "plugin/loader.h"
+#include "store/rdzv.h"
+#include "run/task_spec.h"
+
+typedef struct sr_run {
+    sr_job cfg;
+    sr_loaded_plugin *plugins;
+    size_t nplugins;
+    sr_layout layout;
+    sr_task_spec task;
+    int log_level;      /* sr_log_level */
+    double grace;       /* seconds between SIGTERM and SIGKILL */
+    sr_rdzv rdzv;       /* the agent's side of the rendezvous */
+    char rdzv_host[256];
+    int rdzv_port;
+    char rdzv_token[128];
+    int stdout_tty; /* in a worker: the agent's stdout is a terminal (progress bars are drawn) */
+} sr_run;
+
+typedef struct sr_run_args {
+    const char *job;
+    int nextra;          /* arguments after `--` */
+    char *const *extra;
+} sr_run_args;
+
+/* Reads, resolves and validates everything.  On failure prints every error and returns -1
+   (callers exit 2); the caller has already added command-line overrides to run->cfg. */
+int sr__run_prepare(sr_run *run, const sr_run_args *args);
+void sr__run_free(sr_run *run);
+
+/* Runs every plugin's validate hook (agent). */
+int sr__run_validate_plugins(sr_run *run);
+/* Builds the environment block one worker receives (plugins' write_env in job-file order).
+   Returns 0, or -1 with errors in diag. */
+int sr__run_build_env(sr_run *run, int local_rank, sr_env_block *block, sr_diag *diag);
+/* Runs the plugins' init hooks in a worker whose environment is applied. */
+int sr__run_plugins_init(sr_run *run, int local_rank);
+void sr__run_plugins_finish(sr_run *run, int local_rank, int status);
+
+/* Agent log: "shardrun: ..." on stderr when level <= the run's log level. */
+void sr__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+extern int sr__log_level;
+
+#endif

@@ -1,0 +1,211 @@
+#define _GNU_SOURCE
+#include "run/task_spec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run/elf_peek.h"
+#include "plugin/loader.h"
+#include "config/env_table.h"
+#include "config/value.h"
+#include "shardrun/task.h"
+
+char **sr__split_words(const char *s, int *count, char *err, size_t errlen) {
+    size_t n = 0;
+    char **v = calloc(strlen(s) / 2 + 2, sizeof *v);
+    char *word = malloc(strlen(s) + 1);
+    const char *p = s;
+    while (1) {
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p) break;
+        size_t w = 0;
+        char quote = 0;
+        for (; *p && (quote || !isspace((unsigned char)*p)); p++) {
+            if (quote) {
+                if (*p == quote) quote = 0;
+                else if (*p == '\\' && quote == '"' && p[1]) word[w++] = *++p;
+                else word[w++] = *p;
+            } else if (*p == '\'' || *p == '"') {
+                quote = *p;
+            } else if (*p == '\\' && p[1]) {
+                word[w++] = *++p;
+            } else {
+                word[w++] = *p;
+            }
+        }
+        if (quote) {
+            snprintf(err, errlen, "unterminated %c quote", quote);
+            for (size_t i = 0; i < n; i++) free(v[i]);
+            free(v), free(word);
+            return NULL;
+        }
+        v[n++] = strndup(word, w);
+    }
+    free(word);
+    *count = (int)n;
+    return v;
+}
+
+/* Looks `prog` up like execvp would; returns a new string or NULL. */
+static char *find_in_path(const char *prog) {
+    const char *path = getenv("PATH");
+    char **dirs = sr__split_path(path ? path : "/usr/local/bin:/usr/bin:/bin");
+    char *found = NULL;
+    for (char **d = dirs; *d && !found; d++) {
+        char *cand = NULL;
+        if (asprintf(&cand, "%s/%s", *d, prog) < 0) continue;
+        if (access(cand, X_OK) == 0) found = cand;
+        else free(cand);
+    }
+    sr__free_strv(dirs);
+    return found;
+}
+
+static char *relative_to(const sr_setting *s, const sr_job *cfg, const char *p) {
+    char cwd[PATH_MAX], *out = NULL;
+    if (p[0] == '/') return strdup(p);
+    const char *base = s->from == SR_FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
+    if (asprintf(&out, "%s/%s", base, p) < 0) return NULL;
+    return out;
+}
+
+static int resolve_exec(sr_job *cfg, const sr_setting *s, sr_task_spec *out) {
+    char err[256];
+    int n = 0;
+    char **words = sr__split_words(s->value + 5, &n, err, sizeof err);
+    if (!words || n == 0) {
+        sr__diag_add(&cfg->diag, "%s: task \"%s\": %s; write task = exec:PROGRAM ARGS...", s->where, s->value,
+                     words ? "no program after exec:" : err);
+        if (words) free(words);
+        return -1;
+    }
+    char *prog = strchr(words[0], '/') ? relative_to(s, cfg, words[0]) : find_in_path(words[0]);
+    if (!prog || access(prog, X_OK) != 0) {
+        sr__diag_add(&cfg->diag, "%s: task program \"%s\" %s; give an absolute path or install it", s->where,
+                     words[0], strchr(words[0], '/') ? "is not an executable file" : "is not found in PATH");
+        free(prog);
+        for (int i = 0; i < n; i++) free(words[i]);
+        free(words);
+        return -1;
+    }
+    free(words[0]);
+    words[0] = strdup(prog);
+    out->type = SR_TASK_EXEC;
+    out->path = prog;
+    out->argv = words;
+    out->argc = n;
+    return 0;
+}
+
+static char *find_task_so(sr_job *cfg, const sr_setting *s, char *tried, size_t tried_len) {
+    const char *v = s->value;
+    if (strchr(v, '/') || (strlen(v) > 3 && !strcmp(v + strlen(v) - 3, ".so"))) {
+        char *p = relative_to(s, cfg, v);
+        snprintf(tried, tried_len, "\n    %s", p ? p : v);
+        if (p && access(p, R_OK) == 0) return p;
+        free(p);
+        return NULL;
+    }
+    char **dirs = sr__split_path(sr__config_value(cfg, "shardrun", "tasks_path"));
+    size_t n = 0, used = 0;
+    while (dirs[n]) n++;
+    dirs = realloc(dirs, (n + 3) * sizeof *dirs);
+    if (asprintf(&dirs[n], "%s/examples", sr__lib_dir()) < 0) dirs[n] = strdup(".");
+    if (asprintf(&dirs[n + 1], "%s/shardrun/tasks", sr__lib_dir()) < 0) dirs[n + 1] = strdup(".");
+    dirs[n + 2] = NULL;
+    char *found = NULL;
+    for (char **d = dirs; *d && !found; d++) {
+        char *cand = NULL;
+        if (asprintf(&cand, "%s/%s.so", *d, v) < 0) continue;
+        if (access(cand, R_OK) == 0) {
+            found = cand;
+        } else {
+            if (used < tried_len) used += (size_t)snprintf(tried + used, tried_len - used, "\n    %s", cand);
+            free(cand);
+        }
+    }
+    sr__free_strv(dirs);
+    return found;
+}
+
+int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_spec *out) {
+    memset(out, 0, sizeof *out);
+    const sr_setting *s = sr__config_get(cfg, "shardrun", "task");
+    if (!s || !s->value) {
+        sr__diag_add(&cfg->diag, "%s: [shardrun] task is not set; add `task = path/to/task.so` or "
+                     "`task = exec:PROGRAM ARGS...`", cfg->path);
+        return -1;
+    }
+    if (!strncmp(s->value, "exec:", 5)) {
+        if (resolve_exec(cfg, s, out) != 0) return -1;
+    } else {
+        char tried[4096] = "";
+        char *path = find_task_so(cfg, s, tried, sizeof tried);
+        if (!path) {
+            sr__diag_add(&cfg->diag, "%s: task \"%s\" not found; tried:%s\n  build it, fix the path (relative to "
+                         "the job file), or add its folder to SHARDRUN_TASKS_PATH", s->where, s->value, tried);
+            return -1;
+        }
+        /* abi_version, struct_size, kind: the head of sr_task */
+        uint32_t head[3];
+        char err[300];
+        if (sr__elf_peek_symbol(path, SR_TASK_SYMBOL, head, sizeof head, err, sizeof err) != 0) {
+            sr__diag_add(&cfg->diag, "%s: task %s: %s; a task defines its entry with SR_MAIN_TASK(name, fn) "
+                         "from shardrun/task.h", s->where, path, err);
+            free(path);
+            return -1;
+        }
+        if (head[0] != SR_TASK_ABI_VERSION || head[1] != sizeof(sr_task)) {
+            sr__diag_add(&cfg->diag, "%s: task %s was built for task ABI version %u (%u-byte sr_task), but this "
+                         "shardrun speaks version %u (%zu bytes); rebuild it against this shardrun's "
+                         "include/shardrun/task.h", s->where, path, head[0], head[1], SR_TASK_ABI_VERSION,
+                         sizeof(sr_task));
+            free(path);
+            return -1;
+        }
+        if (head[2] != SR_TASK_MAIN && head[2] != SR_TASK_MODEL) {
+            sr__diag_add(&cfg->diag, "%s: task %s is of kind %u, which this shardrun cannot run (1: main task, "
+                         "2: model task)", s->where, path, head[2]);
+            free(path);
+            return -1;
+        }
+        out->type = SR_TASK_SO;
+        out->kind = head[2];
+        out->path = path;
+        out->argv = calloc(2, sizeof *out->argv);
+        out->argv[0] = strdup(path);
+        out->argc = 1;
+    }
+    out->argv = realloc(out->argv, (size_t)(out->argc + nextra + 1) * sizeof *out->argv);
+    for (int i = 0; i < nextra; i++) out->argv[out->argc++] = strdup(extra[i]);
+    out->argv[out->argc] = NULL;
+    return 0;
+}
+
+int sr__task_spec_check_trainer_keys(sr_job *cfg) {
+    int bad = 0;
+    for (const sr_key *k = sr__trainer_keys; k->name; k++) {
+        sr_setting *s = sr__config_get(cfg, "task", k->name);
+        char *norm = NULL, err[256];
+        if (!s || !s->value) continue;
+        if (sr__value_normalize(k, s->value, &norm, err, sizeof err) != 0) {
+            sr__diag_add(&cfg->diag, "%s: [task] %s = \"%s\": %s (a trainer argument of this model task)", s->where,
+                         k->name, s->value, err);
+            bad = 1;
+        }
+        free(norm);
+    }
+    return bad ? -1 : 0;
+}
+
+void sr__task_spec_free(sr_task_spec *t) {
+    for (int i = 0; i < t->argc; i++) free(t->argv[i]);
+    free(t->argv);
+    free(t->path);
+    memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,50 @@
+/*
+ * The agents' side of the rendezvous: where the store lives, its token, and how agents learn
+ * that the run failed elsewhere.
+ *
+ * Lifecycle (agent): sr__rdzv_prepare() before the workers start (node 0's first agent starts the
+ * store server; every other agent connects and watches "run/failed") -> inside the supervisor's
+ * poll loop: pollfds / handle -> sr__rdzv_report_failure() or sr__rdzv_report_done() -> the
+ * hosting agent keeps serving until every agent is done or one failed -> sr__rdzv_free().
+ * Workers reach the store with sr_run.rdzv_host/port/token.
+ */
+#ifndef SR_CORE_RDZV_H
+#define SR_CORE_RDZV_H
+
+#include <poll.h>
+#include <stddef.h>
+
+#include "store/store.h"
+
+struct sr_run;
+
+typedef struct sr_rdzv {
+    int enabled;
+    int hosting;            /* this agent runs the store server */
+    int nagents, agent_id;  /* agents of the run, and this one's index */
+    sr_store_server *server;
+    sr_store *watch;        /* other agents: a pending wait on run/failed */
+    sr_store *ctl;          /* other agents: for reporting */
+    int watch_closed;
+    int reported_failure;   /* this agent reported the run's failure itself */
+    char failed_elsewhere[1024];
+} sr_rdzv;
+
+/* Decides host, port and token (into run->rdzv_*), starts or reaches the store.  Errors go to
+   the run's diag; returns 0 or -1. */
+int sr__rdzv_prepare(struct sr_run *run);
+int sr__rdzv_pollfds(sr_rdzv *r, struct pollfd *pfds, int max);
+/* Serves/reads what poll reported.  Returns 1 once the run failed on another agent
+   (r->failed_elsewhere says how). */
+int sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n);
+int sr__rdzv_timeout_ms(const sr_rdzv *r);
+void sr__rdzv_report_failure(sr_rdzv *r, const char *what);
+/* Reports this agent done, with its ranks' result objects (JSON, comma-separated) for node 0. */
+void sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len);
+/* Hosting agent: the results another agent reported, or NULL. */
+const char *sr__rdzv_results(const sr_rdzv *r, int agent, size_t *len);
+/* Hosting agent: every agent reported done. */
+int sr__rdzv_all_done(const sr_rdzv *r);
+void sr__rdzv_free(sr_rdzv *r);
+
+#endif

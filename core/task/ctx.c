@@ -1,0 +1,175 @@
+#define _GNU_SOURCE
+#include "task/ctx.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/env_table.h"
+#include "config/value.h"
+#include "pg/world.h"
+#include "base/strbuf.h"
+
+typedef struct sr_result {
+    char *name;
+    char *json; /* the value, already JSON */
+} sr_result;
+
+struct sr_ctx {
+    sr_topology topo;
+    sr_job *cfg;
+    sr_result *res;
+    size_t nres;
+    int tty;
+    char **asked; /* [task] keys read through sr_config*(), for sr__ctx_check_task_keys */
+    size_t nasked;
+};
+
+void sr__ctx_set_tty(sr_ctx *c, int tty) { c->tty = tty; }
+int sr__ctx_tty(const sr_ctx *c) { return c->tty; }
+
+sr_ctx *sr__ctx_new(const sr_topology *topo, sr_job *cfg) {
+    sr_ctx *c = calloc(1, sizeof *c);
+    c->topo = *topo;
+    c->cfg = cfg;
+    return c;
+}
+
+void sr__ctx_free(sr_ctx *c) {
+    for (size_t i = 0; i < c->nasked; i++) free(c->asked[i]);
+    free(c->asked);
+    for (size_t i = 0; i < c->nres; i++) free(c->res[i].name), free(c->res[i].json);
+    free(c->res);
+    free(c);
+}
+
+sr_pg *sr_world(sr_ctx *c) {
+    (void)c; /* one world group per worker process */
+    return sr__pg_world();
+}
+
+int sr_rank(const sr_ctx *c) { return c->topo.rank; }
+int sr_world_size(const sr_ctx *c) { return c->topo.world_size; }
+int sr_local_rank(const sr_ctx *c) { return c->topo.local_rank; }
+int sr_local_world_size(const sr_ctx *c) { return c->topo.local_world_size; }
+int sr_node_rank(const sr_ctx *c) { return c->topo.node_rank; }
+int sr_num_nodes(const sr_ctx *c) { return c->topo.nnodes; }
+
+static int was_asked(const sr_ctx *c, const char *key) {
+    for (size_t i = 0; i < c->nasked; i++)
+        if (!strcmp(c->asked[i], key)) return 1;
+    return 0;
+}
+
+const char *sr_config(const sr_ctx *c, const char *key) {
+    /* the record of what was asked is bookkeeping, not the task's state: const to the caller */
+    sr_ctx *m = (sr_ctx *)c;
+    if (key && !was_asked(c, key)) {
+        char **a = realloc(m->asked, (m->nasked + 1) * sizeof *a);
+        if (a && (a[m->nasked] = strdup(key))) m->nasked++;
+        if (a) m->asked = a;
+    }
+    return sr__config_value(c->cfg, "task", key);
+}
+
+int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name) {
+    int bad = 0;
+    for (size_t i = 0; i < c->cfg->nset; i++) {
+        const sr_setting *s = &c->cfg->set[i];
+        if (strcmp(s->section, "task") || !s->value || was_asked(c, s->key)) continue;
+        if (!bad) { /* the task's own keys; the trainer's are in the reference */
+            sr_buf keys = {0};
+            for (size_t k = 0; k < c->nasked; k++)
+                if (!sr__find_key(sr__trainer_keys, c->asked[k]))
+                    sr__buf_printf(&keys, "%s%s", keys.n ? ", " : "", c->asked[k]);
+            fprintf(stderr, "shardrun: error: task %s reads these [task] keys: %s; the trainer reads transformers' "
+                            "TrainingArguments names (README: env reference, [task])\n", task_name,
+                    keys.n ? keys.s : "(none)");
+            sr__buf_free(&keys);
+        }
+        fprintf(stderr, "shardrun: error: %s: [task] %s is read by neither; check its spelling\n", s->where, s->key);
+        bad = 1;
+    }
+    return bad ? -1 : 0;
+}
+
+static void bad_value(const sr_ctx *c, const char *key, const char *v, const char *expected) {
+    sr_setting *s = sr__config_get(c->cfg, "task", key);
+    fprintf(stderr, "shardrun: error: %s: [task] %s = \"%s\": expected %s\n", s ? s->where : "?", key, v, expected);
+}
+
+int sr_config_int(const sr_ctx *c, const char *key, long long def, long long *out) {
+    const char *v = sr_config(c, key);
+    if (!v) { *out = def; return 0; }
+    if (sr__parse_int(v, out) == 0) return 0;
+    bad_value(c, key, v, "an integer");
+    return -1;
+}
+
+int sr_config_double(const sr_ctx *c, const char *key, double def, double *out) {
+    const char *v = sr_config(c, key);
+    if (!v) { *out = def; return 0; }
+    if (sr__parse_float(v, out) == 0) return 0;
+    bad_value(c, key, v, "a number");
+    return -1;
+}
+
+int sr_config_bool(const sr_ctx *c, const char *key, int def, int *out) {
+    const char *v = sr_config(c, key);
+    if (!v) { *out = def; return 0; }
+    if (sr__parse_bool(v, out) == 0) return 0;
+    bad_value(c, key, v, "a boolean (" SR_BOOL_SPELLINGS ")");
+    return -1;
+}
+
+static int report(sr_ctx *c, const char *name, char *json) {
+    if (!name || !*name || !strcmp(name, "rank") || !strcmp(name, "exit_code")) {
+        fprintf(stderr, "shardrun: error: result name \"%s\" is empty or reserved\n", name ? name : "(null)");
+        free(json);
+        return -1;
+    }
+    for (size_t i = 0; i < c->nres; i++)
+        if (!strcmp(c->res[i].name, name)) {
+            free(c->res[i].json);
+            c->res[i].json = json;
+            return 0;
+        }
+    c->res = realloc(c->res, (c->nres + 1) * sizeof *c->res);
+    c->res[c->nres].name = strdup(name);
+    c->res[c->nres++].json = json;
+    return 0;
+}
+
+int sr_report_num(sr_ctx *c, const char *name, double v) {
+    char *j = NULL;
+    if (!isfinite(v)) j = strdup("null"); /* JSON has no NaN/Inf */
+    else if (asprintf(&j, "%.17g", v) < 0) return -1;
+    return report(c, name, j);
+}
+
+int sr_report_int(sr_ctx *c, const char *name, long long v) {
+    char *j = NULL;
+    if (asprintf(&j, "%lld", v) < 0) return -1;
+    return report(c, name, j);
+}
+
+int sr_report_str(sr_ctx *c, const char *name, const char *v) {
+    sr_buf b = {0};
+    sr__buf_json_str(&b, v ? v : "");
+    return report(c, name, b.s);
+}
+
+int sr_report_bool(sr_ctx *c, const char *name, int v) { return report(c, name, strdup(v ? "true" : "false")); }
+
+char *sr__ctx_result_json(const sr_ctx *c, int exit_code) {
+    sr_buf b = {0};
+    sr__buf_printf(&b, "{\"rank\": %d, \"exit_code\": %d", c->topo.rank, exit_code);
+    for (size_t i = 0; i < c->nres; i++) {
+        sr__buf_add(&b, ", ", 2);
+        sr__buf_json_str(&b, c->res[i].name);
+        sr__buf_printf(&b, ": %s", c->res[i].json);
+    }
+    sr__buf_add(&b, "}", 1);
+    return b.s;
+}

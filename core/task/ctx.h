@@ -1,0 +1,24 @@
+/*
+ * The task context (sr_ctx of shardrun/task.h) inside a worker: created after the environment
+ * is applied, handed to the task's main(), and turned into this rank's JSON result at the end.
+ */
+#ifndef SR_CORE_CTX_H
+#define SR_CORE_CTX_H
+
+#include "config/job.h"
+#include "shardrun/plugin.h"
+#include "shardrun/task.h"
+
+sr_ctx *sr__ctx_new(const sr_topology *topo, sr_job *cfg);
+/* {"rank": R, "exit_code": C, <reported values>} */
+char *sr__ctx_result_json(const sr_ctx *ctx, int exit_code);
+void sr__ctx_free(sr_ctx *ctx);
+/* Whether this worker's stdout reaches a terminal through the agent's relay. */
+void sr__ctx_set_tty(sr_ctx *ctx, int tty);
+int sr__ctx_tty(const sr_ctx *ctx);
+/* After a model task's create(): every [task] key of the job must have been read (by the task or
+   the trainer, through sr_config*), so a misspelt key is an error rather than silently unused.
+   0, or -1 after naming each unread key and where it was set. */
+int sr__ctx_check_task_keys(const sr_ctx *ctx, const char *task_name);
+
+#endif

@@ -1,0 +1,79 @@
+#define _GNU_SOURCE
+#include "worker/worker.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "task/ctx.h"
+#include "shardrun/model.h"
+#include "trainer/trainer.h"
+#include "shardrun/task.h"
+
+static void write_all(int fd, const char *s, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        s += w, n -= (size_t)w;
+    }
+}
+
+static _Noreturn void run_main_task(sr_run *run, int local_rank, int results_fd) {
+    /* Output goes through a pipe to the agent: line-buffer it so lines arrive whole and in time. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    void *h = dlopen(run->task.path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "shardrun: error: cannot load task %s: %s\n", run->task.path, dlerror());
+        _exit(2);
+    }
+    const sr_task *t = dlsym(h, SR_TASK_SYMBOL);
+    if (!t || t->abi_version != SR_TASK_ABI_VERSION || t->struct_size != sizeof(sr_task) ||
+        (t->kind == SR_TASK_MAIN ? !t->main : t->kind == SR_TASK_MODEL ? !t->model : 1)) {
+        /* the agent checked the file; this only fires if it changed since */
+        fprintf(stderr, "shardrun: error: task %s no longer has a valid %s\n", run->task.path, SR_TASK_SYMBOL);
+        _exit(2);
+    }
+    sr_topology topo;
+    sr__layout_topology(&run->layout, local_rank, &topo);
+    sr_ctx *ctx = sr__ctx_new(&topo, &run->cfg);
+    sr__ctx_set_tty(ctx, run->stdout_tty);
+    int rc = t->kind == SR_TASK_MAIN ? t->main(ctx, run->task.argc, run->task.argv)
+                                     : sr__trainer_run(ctx, t->name ? t->name : run->task.path, t->model);
+    int code = rc >= 0 && rc <= 255 ? rc : 1;
+    char *json = sr__ctx_result_json(ctx, code);
+    write_all(results_fd, json, strlen(json));
+    free(json);
+    close(results_fd);
+    sr__run_plugins_finish(run, local_rank, code);
+    fflush(NULL);
+    /* _exit: the agent's atexit handlers, inherited through fork, are not ours to run */
+    _exit(code);
+}
+
+_Noreturn void sr__worker_run(sr_run *run, int local_rank, int results_fd) {
+    sr_diag diag = {0};
+    sr_env_block block = {0};
+    if (sr__run_build_env(run, local_rank, &block, &diag) != 0) {
+        sr__diag_flush(&diag, stderr);
+        _exit(2);
+    }
+    for (size_t i = 0; i < block.n; i++)
+        sr__log(SR_LOG_DEBUG, "%s %s %s%s%s", block.v[i].setter, block.v[i].value ? "sets" : "unsets",
+                block.v[i].name, block.v[i].value ? "=" : "", block.v[i].value ? block.v[i].value : "");
+    if (sr__env_block_apply(&block) != 0) {
+        fprintf(stderr, "shardrun: error: cannot apply the environment: %s\n", strerror(errno));
+        _exit(2);
+    }
+    sr__env_block_free(&block);
+    if (sr__run_plugins_init(run, local_rank) != 0) _exit(2);
+    if (run->task.type == SR_TASK_EXEC) {
+        execv(run->task.path, run->task.argv);
+        fprintf(stderr, "shardrun: error: cannot start %s: %s\n", run->task.path, strerror(errno));
+        _exit(127);
+    }
+    run_main_task(run, local_rank, results_fd);
+}

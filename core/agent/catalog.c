@@ -7,10 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/diag.h"
 #include "config/env_table.h"
 #include "config/value.h"
-#include "base/diag.h"
 #include "plugin/loader.h"
+#include "trainer/train_args.h"
 
 static const char *type_name(const sr_key *k, char *buf, size_t len) {
     switch (k->type) {

@@ -5,10 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/env_table.h"
-#include "config/value.h"
 #include "agent/catalog.h"
 #include "agent/supervisor.h"
+#include "base/log.h"
+#include "config/env_table.h"
+#include "config/value.h"
 #include "run/run.h"
 
 #define SR_VERSION "0.1.0"
@@ -61,7 +62,7 @@ static const char *flag_value(int argc, char **argv, int *i, const char *flag) {
     size_t fl = strlen(flag);
     if (a[fl] == '=') return a + fl + 1;
     if (*i + 1 >= argc) {
-        fprintf(stderr, "shardrun: error: %s needs a value (see shardrun --help)\n", flag);
+        sr__log(SR_LOG_ERROR, "%s needs a value (see shardrun --help)", flag);
         return NULL;
     }
     return argv[++*i];
@@ -91,24 +92,24 @@ static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
         if (!strcmp(a, "--version")) { c->version = 1; continue; }
         if (!strcmp(a, "--explain")) { c->explain = 1; continue; }
         if (flag_is(a, "--set")) {
-            if (!(v = flag_value(argc, argv, &i, "--set"))) return 2;
+            if (!(v = flag_value(argc, argv, &i, "--set"))) return SR_EXIT_CONFIG;
             if (sr__config_add_set(cfg, v) != 0) {
-                fprintf(stderr, "shardrun: error: --set %s: expected SECTION.KEY=VALUE, e.g. "
-                        "--set accelerate.fsdp.sharding_strategy=SHARD_GRAD_OP\n", v);
-                return 2;
+                sr__log(SR_LOG_ERROR, "--set %s: expected SECTION.KEY=VALUE, e.g. "
+                        "--set accelerate.fsdp.sharding_strategy=SHARD_GRAD_OP", v);
+                return SR_EXIT_CONFIG;
             }
             continue;
         }
         if (flag_is(a, "--results")) {
-            if (!(c->results = flag_value(argc, argv, &i, "--results"))) return 2;
+            if (!(c->results = flag_value(argc, argv, &i, "--results"))) return SR_EXIT_CONFIG;
             continue;
         }
         if (flag_is(a, "--rank")) {
             long long r;
-            if (!(v = flag_value(argc, argv, &i, "--rank"))) return 2;
+            if (!(v = flag_value(argc, argv, &i, "--rank"))) return SR_EXIT_CONFIG;
             if (sr__parse_int(v, &r) != 0 || r < 0 || r > 1 << 30) {
-                fprintf(stderr, "shardrun: error: --rank %s: expected a rank >= 0\n", v);
-                return 2;
+                sr__log(SR_LOG_ERROR, "--rank %s: expected a rank >= 0", v);
+                return SR_EXIT_CONFIG;
             }
             c->rank = (int)r;
             continue;
@@ -120,7 +121,7 @@ static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
             if (!name) continue;
             matched = 1;
             if (torchrun_flags[f].has_value) {
-                if (!(v = flag_value(argc, argv, &i, name))) return 2;
+                if (!(v = flag_value(argc, argv, &i, name))) return SR_EXIT_CONFIG;
             } else {
                 v = a[strlen(name)] == '=' ? a + strlen(name) + 1 : "true";
             }
@@ -128,13 +129,13 @@ static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
         }
         if (matched) continue;
         if (a[0] == '-') {
-            fprintf(stderr, "shardrun: error: unknown option %s (see shardrun --help)\n", a);
-            return 2;
+            sr__log(SR_LOG_ERROR, "unknown option %s (see shardrun --help)", a);
+            return SR_EXIT_CONFIG;
         }
         if (c->job) {
-            fprintf(stderr, "shardrun: error: two job files given (%s and %s); task arguments go after --\n",
+            sr__log(SR_LOG_ERROR, "two job files given (%s and %s); task arguments go after --",
                     c->job, a);
-            return 2;
+            return SR_EXIT_CONFIG;
         }
         c->job = a;
     }
@@ -150,9 +151,9 @@ int sr__cli_main(int argc, char **argv) {
     if (rc == 0 && !strcmp(c.command, "plugins")) rc = sr__cmd_plugins(getenv("SHARDRUN_PLUGIN_PATH")) - 1;
     if (rc == 0 && !strcmp(c.command, "reference")) rc = sr__cmd_reference() - 1;
     if (rc == 0 && !c.job) {
-        fprintf(stderr, "shardrun: error: no job file given\n");
+        sr__log(SR_LOG_ERROR, "no job file given");
         usage(stderr);
-        rc = 2;
+        rc = SR_EXIT_CONFIG;
     }
     if (rc != 0) {
         sr__config_free(&run.cfg);
@@ -162,10 +163,10 @@ int sr__cli_main(int argc, char **argv) {
     if (!strcmp(c.command, "env")) {
         rc = sr__cmd_env(&run, &args, c.rank, c.explain);
     } else if (sr__run_prepare(&run, &args) != 0) {
-        rc = 2;
-    } else if (sr__rdzv_prepare(&run) != 0) {
+        rc = SR_EXIT_CONFIG;
+    } else if (sr__run_prepare_rdzv(&run) != 0) {
         sr__diag_flush(&run.cfg.diag, stderr);
-        rc = 2;
+        rc = SR_EXIT_CONFIG;
     } else {
         rc = sr__launch(&run, c.results);
     }

@@ -7,15 +7,17 @@
 
 #include "run/run.h"
 
+#include "base/log.h"
+
 int sr__cmd_env(sr_run *run, const sr_run_args *args, int rank, int explain) {
-    if (sr__run_prepare(run, args) != 0) return 2;
+    if (sr__run_prepare(run, args) != 0) return SR_EXIT_CONFIG;
     sr_layout *l = &run->layout;
     int world = l->nnodes * l->nproc_per_node;
     if (rank < 0) rank = l->node_rank * l->nproc_per_node + l->first_local;
     if (rank >= world) {
-        fprintf(stderr, "shardrun: error: --rank %d: this run has ranks 0..%d (nnodes %d x nproc_per_node %d)\n",
+        sr__log(SR_LOG_ERROR, "--rank %d: this run has ranks 0..%d (nnodes %d x nproc_per_node %d)",
                 rank, world - 1, l->nnodes, l->nproc_per_node);
-        return 2;
+        return SR_EXIT_CONFIG;
     }
     int node = rank / l->nproc_per_node;
     if (node != l->node_rank) {
@@ -33,7 +35,7 @@ int sr__cmd_env(sr_run *run, const sr_run_args *args, int rank, int explain) {
     if (sr__run_build_env(run, rank % l->nproc_per_node, &b, &run->cfg.diag) != 0) {
         sr__diag_flush(&run->cfg.diag, stderr);
         sr__env_block_free(&b);
-        return 2;
+        return SR_EXIT_CONFIG;
     }
     sr__env_block_sort(&b);
     for (size_t i = 0; i < b.n; i++) {

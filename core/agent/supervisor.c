@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/output.h"
+#include "base/log.h"
 #include "worker/worker.h"
 
 enum { OUT = 0, ERR = 1, RES = 2, NSTREAMS = 3 };
@@ -79,7 +80,7 @@ static int start_worker(sr_run *run, sr_worker *w, sr_worker *all, int nstarted)
     if (pid == 0) {
         setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != agent) _exit(1); /* the agent died between fork and prctl */
+        if (getppid() != agent) _exit(SR_EXIT_FAILED); /* the agent died between fork and prctl */
         reset_handlers_in_child();
         close(self_pipe[0]), close(self_pipe[1]);
         for (int i = 0; i < nstarted; i++)
@@ -218,7 +219,8 @@ static void supervise(supervise_state *st, sr_run *run) {
             if (st->failed < 0 && !st->stop_signal && !st->failed_elsewhere) {
                 sr_buf mine = {0};
                 local_results(st, &mine);
-                sr__rdzv_report_done(&run->rdzv, mine.s ? mine.s : "", mine.n);
+                if (sr__rdzv_report_done(&run->rdzv, mine.s ? mine.s : "", mine.n))
+                    sr__log(SR_LOG_WARN, "this node's results (%zu bytes) stay in this node's output", mine.n);
                 sr__buf_free(&mine);
             }
             reported = 1;
@@ -288,7 +290,7 @@ static void print_summary(const supervise_state *st, sr_run *run) {
     if (st->failed >= 0) {
         const sr_worker *w = &st->ws[st->failed];
         describe_status(w->status, what, sizeof what);
-        fprintf(stderr, "shardrun: error: rank %d (local rank %d, pid %d) %s\n", w->rank, w->local_rank, (int)w->pid,
+        sr__log(SR_LOG_ERROR, "rank %d (local rank %d, pid %d) %s", w->rank, w->local_rank, (int)w->pid,
                 what);
         if (w->tail.count) {
             fprintf(stderr, "shardrun: last %d line%s of rank %d:\n", w->tail.count, w->tail.count > 1 ? "s" : "",
@@ -303,7 +305,7 @@ static void print_summary(const supervise_state *st, sr_run *run) {
     } else if (st->stop_signal) {
         fprintf(stderr, "shardrun: interrupted by %s\n", sig_name(st->stop_signal, name, sizeof name));
     } else if (st->failed_elsewhere) {
-        fprintf(stderr, "shardrun: error: the run failed on another node: %s\n", run->rdzv.failed_elsewhere);
+        sr__log(SR_LOG_ERROR, "the run failed on another node: %s", run->rdzv.failed_elsewhere);
     }
     int others = st->stopped;
     if (others)
@@ -351,7 +353,7 @@ static int write_results(const supervise_state *st, sr_run *run, const char *pat
         if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) tmp = NULL;
         FILE *f = tmp ? fopen(tmp, "w") : NULL;
         if (!f || fwrite(b.s, 1, b.n, f) != b.n || fclose(f) != 0 || rename(tmp, path) != 0) {
-            fprintf(stderr, "shardrun: error: cannot write results to %s: %s\n", path, strerror(errno));
+            sr__log(SR_LOG_ERROR, "cannot write results to %s: %s", path, strerror(errno));
             if (tmp) unlink(tmp);
             rc = -1;
         }
@@ -365,8 +367,8 @@ int sr__launch(sr_run *run, const char *results_path) {
     int n = run->layout.spawn_count;
     supervise_state st = {.ws = calloc((size_t)n, sizeof(sr_worker)), .n = 0, .failed = -1};
     if (pipe2(self_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-        perror("shardrun: pipe");
-        return 1;
+        sr__log(SR_LOG_ERROR, "cannot create the supervisor's pipe: %s", strerror(errno));
+        return SR_EXIT_FAILED;
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     install_handlers();
@@ -376,7 +378,7 @@ int sr__launch(sr_run *run, const char *results_path) {
         w->rank = run->layout.node_rank * run->layout.nproc_per_node + w->local_rank;
         for (int s = 0; s < NSTREAMS; s++) w->fd[s] = -1;
         if (start_worker(run, w, st.ws, i) != 0) {
-            fprintf(stderr, "shardrun: error: cannot start rank %d: %s\n", w->rank, strerror(errno));
+            sr__log(SR_LOG_ERROR, "cannot start rank %d: %s", w->rank, strerror(errno));
             st.failed = -1;
             st.stop_signal = 0;
             begin_stop(&st, run, SIGTERM);
@@ -398,12 +400,12 @@ int sr__launch(sr_run *run, const char *results_path) {
         if (p == 0) usleep(2000);
     }
 
-    int code = 0;
-    if (st.failed >= 0 || st.failed_elsewhere) code = 1;
-    else if (st.stop_signal) code = 128 + st.stop_signal;
-    else if (st.n < n) code = 1;
+    int code = SR_EXIT_OK;
+    if (st.failed >= 0 || st.failed_elsewhere) code = SR_EXIT_FAILED;
+    else if (st.stop_signal) code = SR_EXIT_SIGNAL_BASE + st.stop_signal;
+    else if (st.n < n) code = SR_EXIT_FAILED;
     print_summary(&st, run);
-    if (code == 0 && write_results(&st, run, results_path) != 0) code = 1;
+    if (code == SR_EXIT_OK && write_results(&st, run, results_path) != 0) code = SR_EXIT_FAILED;
     sr__rdzv_free(&run->rdzv);
     for (int i = 0; i < st.n; i++) {
         sr__relay_free(&st.ws[i].relay[0]);

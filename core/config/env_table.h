@@ -13,9 +13,6 @@
 /* [shardrun] section keys, NULL-name terminated. */
 extern const sr_key sr__shardrun_keys[];
 
-/* [task] keys the trainer reads for a model task, NULL-name terminated. */
-extern const sr_key sr__trainer_keys[];
-
 /* Variables the host reads that are not keys (cluster detection), NULL-name terminated. */
 extern const sr_var sr__host_reads[];
 

@@ -14,8 +14,8 @@
 
 #include <stddef.h>
 
-#include "base/diag.h"
 #include "shardrun/plugin.h"
+#include "base/diag.h"
 
 typedef enum sr_from {
     SR_FROM_DEFAULT = 0,

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/cuda_lib.h"
 #include "device/device.h"
 #include "device/optim_math.h"
-#include "pg/world.h"
 
 #define CPU_ALIGN 64 /* a cache line, and wide enough for any vector load */
 
@@ -139,13 +139,12 @@ static const sr_device cpu_device = {
    visible, so a GPU-less machine hears why here rather than at the first allocation. */
 static const sr_device *load_cuda(char *err, size_t errlen) {
     char why[4500] = "";
-    int (*count)(char *, size_t) = (int (*)(char *, size_t))sr__cuda_symbol("sr_cuda_device_count", why, sizeof why);
-    const sr_device *dev = count ? (const sr_device *)sr__cuda_symbol("sr__cuda_device", why, sizeof why) : NULL;
+    const sr_device *dev = sr__cuda_device_table(why, sizeof why);
     if (!dev) {
         snprintf(err, errlen, "device cuda: %s", why);
         return NULL;
     }
-    if (count(why, sizeof why) <= 0) {
+    if (sr__cuda_device_count(why, sizeof why) <= 0) {
         snprintf(err, errlen, "device cuda: no CUDA device is visible (%s)", why[0] ? why : "0 devices");
         return NULL;
     }

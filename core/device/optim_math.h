@@ -13,8 +13,8 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "device/device.h"
 #include "shardrun/half.h"
+#include "device/device.h"
 
 #ifdef __CUDA_ARCH__
 #define SR_FADD(a, b) __fadd_rn(a, b)

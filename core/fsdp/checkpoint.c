@@ -12,10 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "io/safetensors.h"
+#include "shardrun/half.h"
+#include "base/log.h"
 #include "base/strbuf.h"
 #include "fsdp/engine_internal.h"
-#include "shardrun/half.h"
+#include "io/safetensors.h"
 
 enum { K_PARAM = 0, K_EXP_AVG, K_EXP_AVG_SQ, K_COUNT };
 static const char *const KIND[K_COUNT] = {"param", "exp_avg", "exp_avg_sq"};
@@ -45,7 +46,7 @@ int sr__make_output_dir(const char *dir) {
             *s = '/';
         }
     if (!rc && mkdir(p, 0777) != 0 && errno != EEXIST) rc = -1;
-    if (rc) fprintf(stderr, "shardrun: error: cannot create output_dir %s: %s\n", dir, strerror(errno));
+    if (rc) sr__log(SR_LOG_ERROR, "cannot create output_dir %s: %s", dir, strerror(errno));
     free(p);
     return rc;
 }
@@ -69,7 +70,7 @@ static int write_state(sr__engine *e, const char *dir, const sr__train_state *ts
     char *p = sr__fmt("%s/trainer_state.json", dir);
     FILE *f = fopen(p, "w");
     if (!f) {
-        fprintf(stderr, "shardrun: error: checkpoint: cannot write %s: %s\n", p, strerror(errno));
+        sr__log(SR_LOG_ERROR, "checkpoint: cannot write %s: %s", p, strerror(errno));
         free(p);
         return -1;
     }
@@ -80,7 +81,7 @@ static int write_state(sr__engine *e, const char *dir, const sr__train_state *ts
             sr__state_dict_name(e->cfg.state_dict), sr__model_numel(e->model));
     int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -1;
     if (fclose(f) != 0) rc = -1;
-    if (rc) fprintf(stderr, "shardrun: error: checkpoint: writing %s failed: %s\n", p, strerror(errno));
+    if (rc) sr__log(SR_LOG_ERROR, "checkpoint: writing %s failed: %s", p, strerror(errno));
     free(p);
     return rc;
 }
@@ -105,8 +106,8 @@ static int read_state(sr__engine *e, const char *dir, sr__train_state *ts) {
     double step, adam, seed, scale, good;
     if (!f || json_number(buf, "global_step", &step) || json_number(buf, "adam_steps", &adam) ||
         json_number(buf, "seed", &seed) || json_number(buf, "loss_scale", &scale) || json_number(buf, "good_steps", &good)) {
-        fprintf(stderr, "shardrun: error: resume_from_checkpoint: %s is missing or incomplete; it is not a shardrun "
-                        "checkpoint folder (or it was not finished)\n", p);
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s is missing or incomplete; it is not a shardrun "
+                        "checkpoint folder (or it was not finished)", p);
         free(p);
         return -1;
     }
@@ -122,7 +123,7 @@ static int read_state(sr__engine *e, const char *dir, sr__train_state *ts) {
 static int st_put(sr_st_writer *w, size_t idx, uint64_t off, const void *data, size_t bytes, const char *path) {
     char err[256];
     if (sr__st_write(w, idx, off, data, bytes, err, sizeof err) == 0) return 0;
-    fprintf(stderr, "shardrun: error: checkpoint: %s: %s\n", path, err);
+    sr__log(SR_LOG_ERROR, "checkpoint: %s: %s", path, err);
     return -1;
 }
 
@@ -135,7 +136,7 @@ static int st_close(sr_st_writer *w, int ok) {
         return -1;
     }
     if (sr__st_finish(w, err, sizeof err) == 0) return 0;
-    fprintf(stderr, "shardrun: error: checkpoint: %s\n", err);
+    sr__log(SR_LOG_ERROR, "checkpoint: %s", err);
     return -1;
 }
 
@@ -176,7 +177,7 @@ static int save_sharded(sr__engine *e, const char *tmp) {
     }
     sr_st_writer *w = sr__st_create(path, t, (size_t)nu * K_COUNT, meta, m, err, sizeof err);
     if (!w) {
-        fprintf(stderr, "shardrun: error: checkpoint: %s\n", err);
+        sr__log(SR_LOG_ERROR, "checkpoint: %s", err);
         rc = -1;
     }
     size_t maxs = 0;
@@ -227,7 +228,7 @@ static int save_full(sr__engine *e, const char *tmp) {
         opath = sr__fmt("%s/optimizer.safetensors", tmp);
         mw = sr__st_create(mpath, mt, (size_t)n, meta, 1, err, sizeof err);
         if (mw) ow = sr__st_create(opath, ot, (size_t)n * 2, NULL, 0, err, sizeof err);
-        if (!mw || !ow) fprintf(stderr, "shardrun: error: checkpoint: %s\n", err), rc = -1;
+        if (!mw || !ow) sr__log(SR_LOG_ERROR, "checkpoint: %s", err), rc = -1;
         for (int i = 0; i < 2 * n; i++) free(onames[i]);
         free(onames), free(mt), free(ot);
     }
@@ -246,7 +247,7 @@ static int save_full(sr__engine *e, const char *tmp) {
             }
             if (e->shard_pg) {
                 if (sr_pg_all_gather(e->shard_pg, src, full, un->shard, SR_FLOAT32, NULL) != 0) {
-                    fprintf(stderr, "shardrun: error: checkpoint: %s\n", sr_pg_error(e->shard_pg));
+                    sr__log(SR_LOG_ERROR, "checkpoint: %s", sr_pg_error(e->shard_pg));
                     rc = -1;
                     break;
                 }
@@ -283,7 +284,7 @@ int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) 
         failed = sr__make_output_dir(outdir) != 0;
         remove_tree(tmp); /* a save that was killed earlier */
         if (!failed && mkdir(tmp, 0777) != 0) {
-            fprintf(stderr, "shardrun: error: checkpoint: cannot create %s: %s\n", tmp, strerror(errno));
+            sr__log(SR_LOG_ERROR, "checkpoint: cannot create %s: %s", tmp, strerror(errno));
             failed = 1;
         }
     }
@@ -299,7 +300,7 @@ int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) 
             remove_tree(old);
             int had = rename(final, old) == 0;
             if (rename(tmp, final) != 0) {
-                fprintf(stderr, "shardrun: error: checkpoint: cannot rename %s to %s: %s\n", tmp, final, strerror(errno));
+                sr__log(SR_LOG_ERROR, "checkpoint: cannot rename %s to %s: %s", tmp, final, strerror(errno));
                 failed = 1;
                 if (had) rename(old, final);
             } else if (had) {
@@ -335,7 +336,7 @@ static void source_close(source *s) {
 static sr_st_file *open_st(const char *dir, const char *name) {
     char *p = sr__fmt("%s/%s", dir, name), err[512];
     sr_st_file *f = sr__st_open(p, err, sizeof err);
-    if (!f) fprintf(stderr, "shardrun: error: resume_from_checkpoint: %s\n", err);
+    if (!f) sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s", err);
     free(p);
     return f;
 }
@@ -359,8 +360,8 @@ static int source_open(source *s, const char *dir) {
         if (sscanf(de->d_name, "shard-00000-of-%5d.safetensors", &n) == 1) break;
     if (d) closedir(d);
     if (n <= 0) {
-        fprintf(stderr, "shardrun: error: resume_from_checkpoint: %s has neither model.safetensors (FULL_STATE_DICT) nor "
-                        "shard-00000-of-N.safetensors (SHARDED_STATE_DICT)\n", dir);
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s has neither model.safetensors (FULL_STATE_DICT) nor "
+                        "shard-00000-of-N.safetensors (SHARDED_STATE_DICT)", dir);
         return -1;
     }
     s->shards = calloc((size_t)n, sizeof *s->shards); /* zeroed: source_close skips what never opened */
@@ -382,13 +383,13 @@ static int source_read(source *s, const sr__param *p, int kind, size_t first, si
         const void *data;
         const sr_st_tensor *t = sr__st_find(kind == K_PARAM ? s->model : s->optim, name, &data);
         if (!t) {
-            fprintf(stderr, "shardrun: error: resume_from_checkpoint: %s: no tensor \"%s\" in %s.safetensors; the "
-                            "checkpoint belongs to another model\n", s->dir, name, kind == K_PARAM ? "model" : "optimizer");
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s: no tensor \"%s\" in %s.safetensors; the "
+                            "checkpoint belongs to another model", s->dir, name, kind == K_PARAM ? "model" : "optimizer");
             return -1;
         }
         if (t->nbytes / sr_dtype_size(t->dtype) != p->numel || sr__st_to_f32(t, data, first, n, dst) != 0) {
-            fprintf(stderr, "shardrun: error: resume_from_checkpoint: %s: tensor \"%s\" has %" PRIu64 " elements of %s; "
-                            "the model's has %zu floating-point elements\n", s->dir, name,
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s: tensor \"%s\" has %" PRIu64 " elements of %s; "
+                            "the model's has %zu floating-point elements", s->dir, name,
                     t->nbytes / sr_dtype_size(t->dtype), sr__st_dtype_name(t->dtype), p->numel);
             return -1;
         }
@@ -400,14 +401,14 @@ static int source_read(source *s, const sr__param *p, int kind, size_t first, si
     int unit = -1;
     size_t off = 0, numel = 0, unumel, upadded, ushard = 0;
     if (!where || sscanf(where, "%d %zu %zu", &unit, &off, &numel) != 3 || numel != p->numel) {
-        fprintf(stderr, "shardrun: error: resume_from_checkpoint: %s: parameter \"%s\" (%zu elements) is %s in the "
-                        "checkpoint; it belongs to another model\n", s->dir, p->name, p->numel, where ? "different" : "missing");
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s: parameter \"%s\" (%zu elements) is %s in the "
+                        "checkpoint; it belongs to another model", s->dir, p->name, p->numel, where ? "different" : "missing");
         return -1;
     }
     snprintf(key, sizeof key, "unit:%d", unit);
     uinfo = sr__st_metadata(s->shards[0], key);
     if (!uinfo || sscanf(uinfo, "%zu %zu %zu", &unumel, &upadded, &ushard) != 3 || ushard == 0) {
-        fprintf(stderr, "shardrun: error: resume_from_checkpoint: %s: the shard index is damaged (unit %d)\n", s->dir, unit);
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s: the shard index is damaged (unit %d)", s->dir, unit);
         return -1;
     }
     char tname[64];
@@ -419,7 +420,7 @@ static int source_read(source *s, const sr__param *p, int kind, size_t first, si
         const void *data;
         const sr_st_tensor *t = file < (size_t)s->nshards ? sr__st_find(s->shards[file], tname, &data) : NULL;
         if (!t || t->nbytes != ushard * sizeof(float)) {
-            fprintf(stderr, "shardrun: error: resume_from_checkpoint: %s: shard %zu lacks \"%s\"\n", s->dir, file, tname);
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s: shard %zu lacks \"%s\"", s->dir, file, tname);
             return -1;
         }
         memcpy(dst + done, (const float *)data + pos, take * sizeof(float));

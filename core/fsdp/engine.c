@@ -4,18 +4,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "fsdp/engine_internal.h"
 #include "fsdp/param_init.h"
 
 /* ---- errors ---------------------------------------------------------------------------------- */
 
 static int pg_fail(sr_pg *pg, const char *what) {
-    fprintf(stderr, "shardrun: error: FSDP %s failed: %s\n", what, pg ? sr_pg_error(pg) : "no process group");
+    sr__log(SR_LOG_ERROR, "FSDP %s failed: %s", what, pg ? sr_pg_error(pg) : "no process group");
     return -1;
 }
 
 static int task_fail(sr__engine *e, const char *what, int mi) {
-    fprintf(stderr, "shardrun: error: task %s: %s of module %s returned an error\n", e->task, what,
+    sr__log(SR_LOG_ERROR, "task %s: %s of module %s returned an error", e->task, what,
             mi >= 0 ? e->model->mods[mi].name : "(loss)");
     return -1;
 }
@@ -29,7 +30,7 @@ static void *pool_get(sr__engine *e, sr__pool *p) {
     } else {
         b = e->dev->alloc(p->bytes);
         if (!b) {
-            fprintf(stderr, "shardrun: error: out of memory allocating a %zu-byte FSDP buffer\n", p->bytes);
+            sr__log(SR_LOG_ERROR, "out of memory allocating a %zu-byte FSDP buffer", p->bytes);
             return NULL;
         }
         p->allocated++;
@@ -228,7 +229,7 @@ int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, 
                            double *loss, long long *tokens) {
     *tokens = 0;
     if (e->ops->batch(e->state, samples, n, tokens) != 0) {
-        fprintf(stderr, "shardrun: error: task %s: batch() failed for step %lld\n", e->task, step);
+        sr__log(SR_LOG_ERROR, "task %s: batch() failed for step %lld", e->task, step);
         return -1;
     }
     sr_module_call c = {0};
@@ -422,8 +423,8 @@ static int check_dtype(const sr__engine *e) {
     char have[64] = "";
     for (int d = SR_FLOAT32; d <= SR_FLOAT16; d++)
         if (e->ops->dtypes & (1u << d)) strcat(have, *have ? ", " : ""), strcat(have, dtype_label((sr_dtype)d));
-    fprintf(stderr, "shardrun: error: ACCELERATE_MIXED_PRECISION=%s: task %s computes in %s only; set "
-                    "[accelerate] mixed_precision to one of those%s\n",
+    sr__log(SR_LOG_ERROR, "ACCELERATE_MIXED_PRECISION=%s: task %s computes in %s only; set "
+                    "[accelerate] mixed_precision to one of those%s",
             e->dtype == SR_BFLOAT16 ? "bf16" : e->dtype == SR_FLOAT16 ? "fp16" : "no", e->task, *have ? have : "nothing",
             (e->ops->dtypes & 1u) ? " (fp32: mixed_precision = no)" : "");
     return -1;
@@ -443,20 +444,20 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
     if (check_dtype(e) != 0) goto fail;
     if (e->dtype == SR_FLOAT16) e->loss_scale = 65536.0; /* GradScaler's init_scale */
     if (!e->world && e->world_size > 1) {
-        fprintf(stderr, "shardrun: error: task %s is a model task on %d ranks but no process group exists; add the torch "
-                        "plugin to [shardrun] plugins\n", task, e->world_size);
+        sr__log(SR_LOG_ERROR, "task %s is a model task on %d ranks but no process group exists; add the torch "
+                        "plugin to [shardrun] plugins", task, e->world_size);
         goto fail;
     }
     char err[256];
     const char *devname = e->world && !strcmp(sr_pg_backend(e->world), "nccl") ? "cuda" : "cpu";
     e->dev = sr__device_get(devname, err, sizeof err);
     if (!e->dev) {
-        fprintf(stderr, "shardrun: error: device %s: %s\n", devname, err);
+        sr__log(SR_LOG_ERROR, "device %s: %s", devname, err);
         goto fail;
     }
     if (!(ops->devices & (1u << e->dev->kind))) {
-        fprintf(stderr, "shardrun: error: task %s cannot compute on the %s device this run uses (backend %s); run it "
-                        "with the gloo backend ([torch] backend = gloo) or use a task built for %s\n", task, e->dev->name,
+        sr__log(SR_LOG_ERROR, "task %s cannot compute on the %s device this run uses (backend %s); run it "
+                        "with the gloo backend ([torch] backend = gloo) or use a task built for %s", task, e->dev->name,
                 e->world ? sr_pg_backend(e->world) : "none", e->dev->name);
         goto fail;
     }
@@ -470,8 +471,8 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
             e->hdev = sr__device_get("cpu", err, sizeof err);
             e->offload = 1;
         } else if (e->rank == 0) {
-            fprintf(stderr, "shardrun: FSDP_OFFLOAD_PARAMS=true: the device is the CPU, so shards and optimizer "
-                            "state already live in host memory; nothing to offload\n");
+            sr__log(SR_LOG_INFO, "FSDP_OFFLOAD_PARAMS=true: the device is the CPU, so shards and optimizer "
+                            "state already live in host memory; nothing to offload");
         }
     }
     if (split_groups(e) != 0) goto fail;
@@ -500,7 +501,7 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
         s->master = e->hdev->alloc(b), s->grad = e->hdev->alloc(b);
         s->exp_avg = e->hdev->alloc(b), s->exp_avg_sq = e->hdev->alloc(b);
         if (!s->master || !s->grad || !s->exp_avg || !s->exp_avg_sq) {
-            fprintf(stderr, "shardrun: error: out of memory allocating the shards of unit %s (%zu bytes each)\n",
+            sr__log(SR_LOG_ERROR, "out of memory allocating the shards of unit %s (%zu bytes each)",
                     un->label, b);
             goto fail;
         }
@@ -613,7 +614,7 @@ int sr__engine_agree(sr__engine *e, sr_pg *pg, int failed) {
     int v = failed ? 1 : 0, *d = (int *)e->scalar;
     e->dev->to_device(d, &v, sizeof v);
     if (sr_pg_all_reduce(pg, d, 1, SR_INT32, SR_MAX, NULL) != 0) {
-        fprintf(stderr, "shardrun: error: %s\n", sr_pg_error(pg));
+        sr__log(SR_LOG_ERROR, "%s", sr_pg_error(pg));
         return -1;
     }
     e->dev->to_host(&v, d, sizeof v);

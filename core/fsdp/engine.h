@@ -20,9 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shardrun/model.h"
 #include "fsdp/fsdp_config.h"
 #include "fsdp/model_desc.h"
-#include "shardrun/model.h"
 
 typedef struct sr__engine sr__engine;
 

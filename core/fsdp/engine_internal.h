@@ -4,9 +4,9 @@
 #ifndef SR_FSDP_ENGINE_INTERNAL_H
 #define SR_FSDP_ENGINE_INTERNAL_H
 
+#include "shardrun/pg.h"
 #include "device/device.h"
 #include "fsdp/engine.h"
-#include "shardrun/pg.h"
 #include "fsdp/units.h"
 
 typedef enum { SR_U_RELEASED = 0, SR_U_GATHERING, SR_U_GATHERED } sr__ustate;

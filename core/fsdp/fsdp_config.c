@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "config/value.h"
 
 static const char STRATEGIES[] = "FULL_SHARD|SHARD_GRAD_OP|NO_SHARD|HYBRID_SHARD|HYBRID_SHARD_ZERO2";
@@ -26,7 +27,7 @@ const char *sr__prefetch_name(sr__prefetch p) { return nth(PREFETCHES, (int)p); 
 const char *sr__state_dict_name(sr__state_dict s) { return nth(STATE_DICTS, (int)s); }
 
 static int bad(const char *var, const char *v, const char *expected) {
-    fprintf(stderr, "shardrun: error: %s=%s: expected %s; fix the [accelerate] section or unset the variable\n", var, v,
+    sr__log(SR_LOG_ERROR, "%s=%s: expected %s; fix the [accelerate] section or unset the variable", var, v,
             expected);
     return -1;
 }
@@ -77,8 +78,8 @@ int sr__fsdp_config_read(sr__fsdp_config *c) {
     r = read_bool("ACCELERATE_USE_FSDP", 0, &c->enabled);
     if (r < 0) rc = -1;
     if (r == 1 && c->enabled && strcmp(getenv("ACCELERATE_USE_FSDP"), "true"))
-        fprintf(stderr, "shardrun: warning: ACCELERATE_USE_FSDP=%s enables FSDP here, but accelerate itself only "
-                        "accepts the spelling `true`\n", getenv("ACCELERATE_USE_FSDP"));
+        sr__log(SR_LOG_WARN, "ACCELERATE_USE_FSDP=%s enables FSDP here, but accelerate itself only "
+                        "accepts the spelling `true`", getenv("ACCELERATE_USE_FSDP"));
 
     const char *mp = getenv("ACCELERATE_MIXED_PRECISION");
     c->param_dtype = SR_FLOAT32;
@@ -124,8 +125,8 @@ static int read_fsdp(sr__fsdp_config *c) {
     const char *cls = getenv("FSDP_TRANSFORMER_CLS_TO_WRAP");
     if (c->wrap == SR_WRAP_TRANSFORMER) {
         if (!cls || !*cls) {
-            fprintf(stderr, "shardrun: error: FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP needs FSDP_TRANSFORMER_CLS_TO_WRAP "
-                            "(class names, comma-separated); set [accelerate] fsdp.transformer_layer_cls_to_wrap\n");
+            sr__log(SR_LOG_ERROR, "FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP needs FSDP_TRANSFORMER_CLS_TO_WRAP "
+                            "(class names, comma-separated); set [accelerate] fsdp.transformer_layer_cls_to_wrap");
             rc = -1;
         } else {
             c->wrap_classes = split_commas(cls);
@@ -134,9 +135,9 @@ static int read_fsdp(sr__fsdp_config *c) {
     const char *mnp = getenv("FSDP_MIN_NUM_PARAMS");
     if (c->wrap == SR_WRAP_SIZE) {
         if (!mnp || sr__parse_int(mnp, &c->min_num_params) != 0 || c->min_num_params <= 0) {
-            fprintf(stderr, "shardrun: error: FSDP_AUTO_WRAP_POLICY=SIZE_BASED_WRAP needs FSDP_MIN_NUM_PARAMS, a positive "
+            sr__log(SR_LOG_ERROR, "FSDP_AUTO_WRAP_POLICY=SIZE_BASED_WRAP needs FSDP_MIN_NUM_PARAMS, a positive "
                             "integer (it is %s%s%s; accelerate would silently wrap nothing); set [accelerate] "
-                            "fsdp.min_num_params\n", mnp ? "\"" : "unset", mnp ? mnp : "", mnp ? "\"" : "");
+                            "fsdp.min_num_params", mnp ? "\"" : "unset", mnp ? mnp : "", mnp ? "\"" : "");
             rc = -1;
         }
     }
@@ -149,14 +150,14 @@ static int read_fsdp(sr__fsdp_config *c) {
     if (read_bool("FSDP_CPU_RAM_EFFICIENT_LOADING", 0, &c->cpu_ram_efficient_loading) < 0) rc = -1;
     if (read_bool("FSDP_ACTIVATION_CHECKPOINTING", 0, &c->activation_checkpointing) < 0) rc = -1;
     if (c->cpu_ram_efficient_loading && !c->sync_module_states) {
-        fprintf(stderr, "shardrun: error: FSDP_CPU_RAM_EFFICIENT_LOADING=true requires FSDP_SYNC_MODULE_STATES=true (only "
-                        "rank 0 holds the weights; the others receive them), as in accelerate\n");
+        sr__log(SR_LOG_ERROR, "FSDP_CPU_RAM_EFFICIENT_LOADING=true requires FSDP_SYNC_MODULE_STATES=true (only "
+                        "rank 0 holds the weights; the others receive them), as in accelerate");
         rc = -1;
     }
     const char *ign = getenv("FSDP_IGNORED_MODULES");
     if (ign && *ign) {
-        fprintf(stderr, "shardrun: error: FSDP_IGNORED_MODULES=%s: ignored modules are not supported by shardrun's engine "
-                        "yet; remove [accelerate] fsdp.ignored_modules\n", ign);
+        sr__log(SR_LOG_ERROR, "FSDP_IGNORED_MODULES=%s: ignored modules are not supported by shardrun's engine "
+                        "yet; remove [accelerate] fsdp.ignored_modules", ign);
         rc = -1;
     }
     return rc;

@@ -1,9 +1,12 @@
 #define _GNU_SOURCE
 #include "fsdp/model_desc.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/log.h"
 
 sr_model *sr__model_new(void) { return calloc(1, sizeof(sr_model)); }
 
@@ -20,18 +23,22 @@ static int find_param(const sr_model *m, const char *name) {
     return -1;
 }
 
-static int fail(sr_model *m, const char *fmt, const char *a, const char *b) {
-    fprintf(stderr, "shardrun: error: model description: ");
-    fprintf(stderr, fmt, a, b ? b : "");
-    fputc('\n', stderr);
+static int fail(sr_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(sr_model *m, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    sr__log(SR_LOG_ERROR, "model description: %s", msg);
     m->errors++;
     return -1;
 }
 
 int sr_model_module(sr_model *m, const char *name, const char *cls) {
-    if (!name || !*name || !cls || !*cls) return fail(m, "sr_model_module: empty module or class name%s%s", "", NULL);
+    if (!name || !*name || !cls || !*cls) return fail(m, "sr_model_module: empty module or class name");
     for (int i = 0; i < m->nmods; i++)
-        if (!strcmp(m->mods[i].name, name)) return fail(m, "module \"%s\" is declared twice%s", name, NULL);
+        if (!strcmp(m->mods[i].name, name)) return fail(m, "module \"%s\" is declared twice", name);
     m->mods = realloc(m->mods, (size_t)(m->nmods + 1) * sizeof *m->mods);
     sr__module *mod = &m->mods[m->nmods];
     memset(mod, 0, sizeof *mod);
@@ -42,8 +49,8 @@ int sr_model_module(sr_model *m, const char *name, const char *cls) {
 }
 
 static int add_param(sr_model *m, const char *name, int tied_to) {
-    if (m->nmods == 0) return fail(m, "parameter \"%s\" is declared before any module (call sr_model_module first)%s", name, NULL);
-    if (find_param(m, name) >= 0) return fail(m, "parameter \"%s\" is declared twice%s", name, NULL);
+    if (m->nmods == 0) return fail(m, "parameter \"%s\" is declared before any module (call sr_model_module first)", name);
+    if (find_param(m, name) >= 0) return fail(m, "parameter \"%s\" is declared twice", name);
     m->params = realloc(m->params, (size_t)(m->nparams + 1) * sizeof *m->params);
     sr__param *p = &m->params[m->nparams];
     memset(p, 0, sizeof *p);
@@ -58,15 +65,15 @@ static int add_param(sr_model *m, const char *name, int tied_to) {
 }
 
 int sr_model_param(sr_model *m, const char *name, int ndim, const int64_t *shape, sr_init init, unsigned flags) {
-    if (!name || !*name) return fail(m, "sr_model_param: empty parameter name%s%s", "", NULL);
+    if (!name || !*name) return fail(m, "sr_model_param: empty parameter name");
     if (ndim < 1 || ndim > SR_MAX_DIMS || !shape)
-        return fail(m, "parameter \"%s\": ndim must be 1..4%s", name, NULL);
+        return fail(m, "parameter \"%s\": ndim must be 1..4", name);
     size_t numel = 1;
     for (int d = 0; d < ndim; d++) {
-        if (shape[d] <= 0) return fail(m, "parameter \"%s\": every dimension must be positive%s", name, NULL);
+        if (shape[d] <= 0) return fail(m, "parameter \"%s\": every dimension must be positive", name);
         numel *= (size_t)shape[d];
     }
-    if (init.kind > SR_INIT_UNIFORM) return fail(m, "parameter \"%s\": unknown initialiser%s", name, NULL);
+    if (init.kind > SR_INIT_UNIFORM) return fail(m, "parameter \"%s\": unknown initialiser", name);
     int i = add_param(m, name, -1);
     if (i < 0) return -1;
     sr__param *p = &m->params[i];
@@ -79,7 +86,7 @@ int sr_model_param(sr_model *m, const char *name, int ndim, const int64_t *shape
 }
 
 int sr_model_tie(sr_model *m, const char *name, const char *target) {
-    if (!name || !target) return fail(m, "sr_model_tie: NULL name%s%s", "", NULL);
+    if (!name || !target) return fail(m, "sr_model_tie: NULL name");
     int t = find_param(m, target);
     if (t < 0) return fail(m, "\"%s\" is tied to \"%s\", which is not declared (declare it first)", name, target);
     t = sr__param_owner(m, t);
@@ -104,13 +111,13 @@ size_t sr__model_numel(const sr_model *m) {
 
 int sr__model_check(const sr_model *m, const char *task) {
     if (m->errors) {
-        fprintf(stderr, "shardrun: error: task %s: %d error(s) in its model description (above); fix the task\n", task,
+        sr__log(SR_LOG_ERROR, "task %s: %d error(s) in its model description (above); fix the task", task,
                 m->errors);
         return -1;
     }
     if (m->nmods == 0 || sr__model_numel(m) == 0) {
-        fprintf(stderr, "shardrun: error: task %s declared no %s; a model task declares them in create() with "
-                        "sr_model_module() and sr_model_param()\n", task, m->nmods ? "parameters" : "modules");
+        sr__log(SR_LOG_ERROR, "task %s declared no %s; a model task declares them in create() with "
+                        "sr_model_module() and sr_model_param()", task, m->nmods ? "parameters" : "modules");
         return -1;
     }
     return 0;

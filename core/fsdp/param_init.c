@@ -2,18 +2,7 @@
 
 #include <math.h>
 
-uint64_t sr__mix64(uint64_t x) { /* splitmix64's finaliser: a bijection with good avalanche */
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-uint64_t sr__hash_str(const char *s) { /* FNV-1a */
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
+#include "base/rand.h"
 
 /* uniform in (0, 1): 53 random bits, never exactly 0 (Box-Muller takes a log) */
 static double uniform01(uint64_t key, uint64_t i) { return ((double)(sr__mix64(key ^ sr__mix64(i)) >> 11) + 0.5) / 9007199254740992.0; }

@@ -14,8 +14,4 @@
 /* dst[k] = value of element (first + k) of the parameter, for k < n */
 void sr__init_fill(float *dst, uint64_t seed, const char *name, sr_init init, size_t first, size_t n);
 
-/* Counter-based random numbers shared by the trainer (shuffles) and the initialiser. */
-uint64_t sr__mix64(uint64_t x);
-uint64_t sr__hash_str(const char *s);
-
 #endif

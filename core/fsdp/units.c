@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "base/strbuf.h"
 
 static int new_unit(sr__units *us, int root, const char *label) {
@@ -42,8 +43,8 @@ static int check_classes(const sr_model *m, char **classes) {
             for (int j = 0; j < i && !dup; j++) dup = !strcmp(m->mods[j].cls, m->mods[i].cls);
             if (!dup) sr__buf_printf(&have, "%s%s", have.n ? ", " : "", m->mods[i].cls);
         }
-        fprintf(stderr, "shardrun: error: FSDP_TRANSFORMER_CLS_TO_WRAP names class \"%s\", which this model does not "
-                        "have; its module classes are: %s (names are case-sensitive, comma-separated, no spaces)\n",
+        sr__log(SR_LOG_ERROR, "FSDP_TRANSFORMER_CLS_TO_WRAP names class \"%s\", which this model does not "
+                        "have; its module classes are: %s (names are case-sensitive, comma-separated, no spaces)",
                 *c, have.s);
         free(have.s);
         rc = -1;
@@ -118,9 +119,9 @@ int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__u
         if (p->tied_to >= 0) {
             sr__param *o = &m->params[p->tied_to];
             if (o->unit != ui) {
-                fprintf(stderr, "shardrun: error: parameter \"%s\" (module %s) is tied to \"%s\" (module %s), but the wrap "
+                sr__log(SR_LOG_ERROR, "parameter \"%s\" (module %s) is tied to \"%s\" (module %s), but the wrap "
                                 "policy puts the two modules in different FSDP units; wrap them together or leave both "
-                                "in the root unit\n", p->name, m->mods[p->module].name, o->name, m->mods[o->module].name);
+                                "in the root unit", p->name, m->mods[p->module].name, o->name, m->mods[o->module].name);
                 rc = -1;
             }
             continue;

@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/safetensors.h"
+#include "base/log.h"
 #include "base/strbuf.h"
 #include "fsdp/engine_internal.h"
+#include "io/safetensors.h"
 
 typedef struct weights {
     sr_st_file *f;
@@ -51,7 +52,7 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
     char err[512];
     w->f = sr__st_open(path, err, sizeof err);
     if (!w->f) {
-        fprintf(stderr, "shardrun: error: init_weights: %s\n", err);
+        sr__log(SR_LOG_ERROR, "init_weights: %s", err);
         return -1;
     }
     int bad = 0, nmodel = e->model->nparams, nmissing = 0; /* the lists name the first 8 */
@@ -73,8 +74,8 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
             char want[128], have[128];
             shape_str(want, sizeof want, p->ndim, p->shape);
             shape_str(have, sizeof have, w->t[i]->ndim, w->t[i]->shape);
-            fprintf(stderr, "shardrun: error: init_weights: %s: tensor \"%s\" is %s %s, but the model's parameter is "
-                            "%s (floating point); the file belongs to another model or size\n", path, p->name,
+            sr__log(SR_LOG_ERROR, "init_weights: %s: tensor \"%s\" is %s %s, but the model's parameter is "
+                            "%s (floating point); the file belongs to another model or size", path, p->name,
                     sr__st_dtype_name(w->t[i]->dtype), have, want);
             bad = 1;
         }
@@ -90,13 +91,13 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
     }
     if (nextra > 8) sr__buf_printf(&extra, " and %d more", nextra - 8);
     if (!bad && missing.n)
-        fprintf(stderr, "shardrun: warning: init_weights: %s lacks %s; %s start%s from the task's initialisers\n", path,
+        sr__log(SR_LOG_WARN, "init_weights: %s lacks %s; %s start%s from the task's initialisers", path,
                 missing.s, strchr(missing.s, ',') ? "they" : "it", strchr(missing.s, ',') ? "" : "s");
     if (!bad && extra.n)
-        fprintf(stderr, "shardrun: warning: init_weights: %s has tensors the model does not use: %s\n", path, extra.s);
+        sr__log(SR_LOG_WARN, "init_weights: %s has tensors the model does not use: %s", path, extra.s);
     if (!bad && w->stripped)
-        fprintf(stderr, "shardrun: init_weights: %s: %d parameters found without their first name component "
-                        "(e.g. \"%s\" as \"%s\"), as HF base-model checkpoints name them\n", path, w->stripped,
+        sr__log(SR_LOG_INFO, "init_weights: %s: %d parameters found without their first name component "
+                        "(e.g. \"%s\" as \"%s\"), as HF base-model checkpoints name them", path, w->stripped,
                 w->stripped_one, strchr(w->stripped_one, '.') + 1);
     sr__buf_free(&missing), sr__buf_free(&extra);
     return bad ? -1 : 0;

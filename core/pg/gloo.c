@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pg/gloo_shim.h"
 #include "pg/backend.h"
+#include "pg/gloo_shim.h"
 #include "pg/reduce.h"
 
 #define SEGMENT (1u << 20)

@@ -14,7 +14,7 @@
 
 #include "pg/backend.h"
 #include "pg/world.h"
-#include "plugin/loader.h"
+#include "device/cuda_lib.h"
 
 typedef enum { OP_ALL_GATHER, OP_REDUCE_SCATTER, OP_ALL_REDUCE, OP_BROADCAST, OP_BARRIER } op_kind;
 static const char *const op_names[] = {"all_gather", "reduce_scatter", "all_reduce", "broadcast", "barrier"};
@@ -341,19 +341,6 @@ static sr_pg *create_group(pg_shared *sh, void *parent_impl, const char *name, c
     pthread_create(&pg->thread, NULL, comm_thread, pg);
     pthread_detach(pg->thread);
     return pg;
-}
-
-void *sr__cuda_symbol(const char *symbol, char *err, size_t errlen) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/libshardrun_cuda.so", sr__lib_dir());
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(err, errlen, "%s cannot be loaded: %s (build shardrun with -DSHARDRUN_CUDA=ON)", path, dlerror());
-        return NULL;
-    }
-    void *sym = dlsym(h, symbol);
-    if (!sym) snprintf(err, errlen, "%s has no %s", path, symbol);
-    return sym;
 }
 
 static const sr_pg_backend_ops *load_nccl(char *err, size_t errlen) {

@@ -20,8 +20,6 @@ typedef struct sr_pg_world_args {
 /* Connects to the store, meets every rank (naming the ones that do not arrive), creates the
    backend.  NULL with a message on failure. */
 sr_pg *sr__pg_create_world(const sr_pg_world_args *a, char *err, size_t errlen);
-/* A symbol of libshardrun_cuda.so (loaded on first use, next to libshardrun), or NULL with why. */
-void *sr__cuda_symbol(const char *symbol, char *err, size_t errlen);
 /* The world group of this process (set by the torch plugin's init), or NULL. */
 sr_pg *sr__pg_world(void);
 

@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
-#include "base/diag.h"
 #include "shardrun/plugin.h"
+#include "base/diag.h"
 
 typedef struct sr_loaded_plugin {
     char *name;  /* as listed in the job file */
@@ -29,8 +29,6 @@ int sr__plugin_load(const char *name, const char *explicit_path, char *const *di
 void sr__plugins_check_set(const sr_loaded_plugin *ps, size_t n, sr_diag *diag);
 void sr__plugin_unload(sr_loaded_plugin *p);
 
-/* The folder libshardrun.so lives in (the build tree or <prefix>/lib). */
-const char *sr__lib_dir(void);
 char **sr__split_path(const char *colon_list);
 void sr__free_strv(char **v);
 

@@ -6,7 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "config/value.h"
+#include "device/cuda_lib.h"
 #include "pg/world.h"
 #include "run/run.h"
 
@@ -19,27 +21,10 @@ struct sr_host {
     int rejected;
 };
 
-int sr__log_level = SR_LOG_INFO;
-
-static void vlog(int level, const char *who, const char *fmt, va_list ap) {
-    static const char *const names[] = {"error: ", "warning: ", "", "debug: "};
-    if (level > sr__log_level) return;
-    char msg[2048];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    fprintf(stderr, "shardrun%s%s: %s%s\n", who ? " " : "", who ? who : "", names[level & 3], msg);
-}
-
-void sr__log(int level, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vlog(level, NULL, fmt, ap);
-    va_end(ap);
-}
-
 static void api_log(sr_host *h, sr_log_level level, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vlog((int)level, h->plugin->name, fmt, ap);
+    sr__vlog_as((int)level, h->plugin->name, fmt, ap);
     va_end(ap);
 }
 
@@ -140,8 +125,7 @@ static const char *resolve_backend(const char *backend) {
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
     if (access("/dev/nvidiactl", F_OK) != 0 || (vis && (!*vis || !strcmp(vis, "-1")))) return "gloo";
     char err[4500];
-    int (*count)(char *, size_t) = (int (*)(char *, size_t))sr__cuda_symbol("sr_cuda_device_count", err, sizeof err);
-    return count && count(err, sizeof err) > 0 ? "nccl" : "gloo";
+    return sr__cuda_device_count(err, sizeof err) > 0 ? "nccl" : "gloo";
 }
 
 static int is_loopback(const char *addr) {
@@ -157,11 +141,11 @@ static int api_init_process_group(sr_host *h, const char *backend, double timeou
     char hostname[256] = "127.0.0.1";
     if (!is_loopback(run->layout.master_addr) && gethostname(hostname, sizeof hostname) != 0)
         snprintf(hostname, sizeof hostname, "127.0.0.1");
-    sr_pg_world_args a = {run->rdzv_host, run->rdzv_port, run->rdzv_token, h->topo.rank, h->topo.world_size,
+    sr_pg_world_args a = {run->rdzv.host, run->rdzv.port, run->rdzv.token, h->topo.rank, h->topo.world_size,
                           h->topo.local_rank, resolve_backend(backend), hostname, timeout_s};
     char err[2048];
     if (!sr__pg_create_world(&a, err, sizeof err)) {
-        fprintf(stderr, "shardrun: error: %s\n", err);
+        sr__log(SR_LOG_ERROR, "%s", err);
         return -1;
     }
     sr__log(SR_LOG_DEBUG, "process group world ready: rank %d of %d, %s", a.rank, a.size, a.backend);

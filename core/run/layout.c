@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/rand.h"
+
 #include "config/cluster.h"
 
 int sr__free_port(void) {
@@ -22,15 +24,6 @@ int sr__free_port(void) {
         port = ntohs(a.sin_port);
     close(fd);
     return port;
-}
-
-void sr__random_bytes(unsigned char *b, size_t n) {
-    memset(b, 0x5a, n); /* only if /dev/urandom fails, which Linux does not let happen */
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        if (read(fd, b, n) != (ssize_t)n) memset(b, 0x5a, n);
-        close(fd);
-    }
 }
 
 static void uuid4(char out[37]) {

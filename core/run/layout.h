@@ -6,8 +6,8 @@
 #ifndef SR_CORE_LAYOUT_H
 #define SR_CORE_LAYOUT_H
 
-#include "config/job.h"
 #include "shardrun/plugin.h"
+#include "config/job.h"
 
 typedef struct sr_layout {
     int nproc_per_node, nnodes, node_rank;
@@ -24,8 +24,6 @@ void sr__layout_resolve(sr_job *cfg, sr_layout *out);
 void sr__layout_topology(const sr_layout *l, int local_rank, sr_topology *out);
 void sr__layout_free(sr_layout *l);
 
-/* n bytes from /dev/urandom (run ids, rendezvous tokens). */
-void sr__random_bytes(unsigned char *b, size_t n);
 /* A free TCP port on this host (what torchrun does for --standalone), or -1. */
 int sr__free_port(void);
 

@@ -127,3 +127,24 @@ void sr__run_free(sr_run *run) {
     sr__config_free(&run->cfg);
     memset(run, 0, sizeof *run);
 }
+
+int sr__run_prepare_rdzv(sr_run *run) {
+    const sr_layout *l = &run->layout;
+    const sr_setting *port = sr__config_get(&run->cfg, "shardrun", "rdzv_port");
+    int nagents = l->nnodes * l->nproc_per_node / l->spawn_count;
+    sr_rdzv_args a = {
+        .nagents = nagents,
+        .agent_id = (l->node_rank * l->nproc_per_node + l->first_local) / l->spawn_count,
+        .need_store = !(nagents == 1 && run->task.type == SR_TASK_EXEC),
+        .master_addr = l->master_addr,
+        .master_port = l->master_port,
+        .port_value = port->value,
+        .port_where = port->where,
+        .timeout_s = atof(sr__config_value(&run->cfg, "shardrun", "rdzv_timeout")),
+    };
+    if (sr__rdzv_prepare(&run->rdzv, &a, &run->cfg.diag) != 0) return -1;
+    if (run->rdzv.hosting)
+        sr__log(SR_LOG_DEBUG, "rendezvous store listening on %s:%d", nagents == 1 ? "127.0.0.1" : "0.0.0.0",
+                run->rdzv.port);
+    return 0;
+}

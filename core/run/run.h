@@ -8,12 +8,13 @@
 
 #include <stddef.h>
 
+#include "base/log.h"
 #include "config/env_block.h"
 #include "config/job.h"
-#include "run/layout.h"
 #include "plugin/loader.h"
-#include "store/rdzv.h"
+#include "run/layout.h"
 #include "run/task_spec.h"
+#include "store/rdzv.h"
 
 typedef struct sr_run {
     sr_job cfg;
@@ -23,10 +24,7 @@ typedef struct sr_run {
     sr_task_spec task;
     int log_level;      /* sr_log_level */
     double grace;       /* seconds between SIGTERM and SIGKILL */
-    sr_rdzv rdzv;       /* the agent's side of the rendezvous */
-    char rdzv_host[256];
-    int rdzv_port;
-    char rdzv_token[128];
+    sr_rdzv rdzv;       /* the agent's side of the rendezvous; workers reach the store at its host/port/token */
     int stdout_tty; /* in a worker: the agent's stdout is a terminal (progress bars are drawn) */
 } sr_run;
 
@@ -41,6 +39,9 @@ typedef struct sr_run_args {
 int sr__run_prepare(sr_run *run, const sr_run_args *args);
 void sr__run_free(sr_run *run);
 
+/* Decides the rendezvous from the layout and [shardrun] keys and starts or reaches the store
+   (store/rdzv.h).  Errors go to the run's diag; 0 or -1. */
+int sr__run_prepare_rdzv(sr_run *run);
 /* Runs every plugin's validate hook (agent). */
 int sr__run_validate_plugins(sr_run *run);
 /* Builds the environment block one worker receives (plugins' write_env in job-file order).
@@ -49,9 +50,5 @@ int sr__run_build_env(sr_run *run, int local_rank, sr_env_block *block, sr_diag 
 /* Runs the plugins' init hooks in a worker whose environment is applied. */
 int sr__run_plugins_init(sr_run *run, int local_rank);
 void sr__run_plugins_finish(sr_run *run, int local_rank, int status);
-
-/* Agent log: "shardrun: ..." on stderr when level <= the run's log level. */
-void sr__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-extern int sr__log_level;
 
 #endif

@@ -9,11 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "run/elf_peek.h"
-#include "plugin/loader.h"
+#include "shardrun/task.h"
+#include "base/lib_dir.h"
 #include "config/env_table.h"
 #include "config/value.h"
-#include "shardrun/task.h"
+#include "plugin/loader.h"
+#include "run/elf_peek.h"
+#include "trainer/train_args.h"
 
 char **sr__split_words(const char *s, int *count, char *err, size_t errlen) {
     size_t n = 0;

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "run/run.h"
+#include "base/rand.h"
 #include "store/wire.h"
 
 #define FAILED_KEY "run/failed"
@@ -18,64 +18,55 @@ static void random_token(char out[33]) {
     for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
-int sr__rdzv_prepare(sr_run *run) {
-    sr_rdzv *r = &run->rdzv;
-    sr_layout *l = &run->layout;
-    sr_diag *diag = &run->cfg.diag;
+int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
     memset(r, 0, sizeof *r);
-    int world = l->nnodes * l->nproc_per_node;
-    r->nagents = world / l->spawn_count;
-    r->agent_id = (l->node_rank * l->nproc_per_node + l->first_local) / l->spawn_count;
+    r->nagents = a->nagents;
+    r->agent_id = a->agent_id;
     int single = r->nagents == 1;
-    /* an exec: task on one agent needs no store: its program forms its own group */
-    if (single && run->task.type == SR_TASK_EXEC) return 0;
+    if (!a->need_store) return 0;
     r->enabled = 1;
     r->hosting = r->agent_id == 0;
 
-    sr_setting *port = sr__config_get(&run->cfg, "shardrun", "rdzv_port");
-    int p = atoi(port->value);
+    int p = atoi(a->port_value);
     if (single) {
-        random_token(run->rdzv_token);
-        snprintf(run->rdzv_host, sizeof run->rdzv_host, "127.0.0.1");
+        random_token(r->token);
+        snprintf(r->host, sizeof r->host, "127.0.0.1");
     } else {
         const char *tok = getenv("SHARDRUN_RDZV_TOKEN"), *job = getenv("SLURM_JOB_ID");
-        if (tok && *tok) snprintf(run->rdzv_token, sizeof run->rdzv_token, "%s", tok);
-        else if (job && *job) snprintf(run->rdzv_token, sizeof run->rdzv_token, "slurm-%s", job);
+        if (tok && *tok) snprintf(r->token, sizeof r->token, "%s", tok);
+        else if (job && *job) snprintf(r->token, sizeof r->token, "slurm-%s", job);
         else {
             sr__diag_add(diag, "a run of %d agents needs a shared rendezvous token: export SHARDRUN_RDZV_TOKEN=<the "
                          "same secret> on every node (under Slurm the job id is used)", r->nagents);
             return -1;
         }
-        snprintf(run->rdzv_host, sizeof run->rdzv_host, "%s", l->master_addr);
+        snprintf(r->host, sizeof r->host, "%s", a->master_addr);
         if (p == 0) {
-            if (l->master_port == 65535) {
+            if (a->master_port == 65535) {
                 sr__diag_add(diag, "master_port 65535 leaves no port for the rendezvous store (master_port + 1); "
                              "set rdzv_port");
                 return -1;
             }
-            p = l->master_port + 1; /* every agent computes the same port */
+            p = a->master_port + 1; /* every agent computes the same port */
         }
     }
     char err[512];
     if (r->hosting) {
-        r->server = sr__store_server_start(single ? "127.0.0.1" : NULL, p, run->rdzv_token, err, sizeof err);
+        r->server = sr__store_server_start(single ? "127.0.0.1" : NULL, p, r->token, err, sizeof err);
         if (!r->server) {
             sr__diag_add(diag, "rendezvous store ([shardrun] rdzv_port = %s, %s%s): %s; choose another port (rdzv_port, "
-                         "the same on every node) or stop what uses it", port->value, port->where,
-                         single || atoi(port->value) ? "" : ", so master_port + 1", err);
+                         "the same on every node) or stop what uses it", a->port_value, a->port_where,
+                         single || atoi(a->port_value) ? "" : ", so master_port + 1", err);
             return -1;
         }
-        run->rdzv_port = sr__store_server_port(r->server);
-        sr__log(SR_LOG_DEBUG, "rendezvous store listening on %s:%d", single ? "127.0.0.1" : "0.0.0.0",
-                run->rdzv_port);
+        r->port = sr__store_server_port(r->server);
         return 0;
     }
-    run->rdzv_port = p;
-    double timeout = atof(sr__config_value(&run->cfg, "shardrun", "rdzv_timeout"));
-    r->ctl = sr__store_connect(run->rdzv_host, p, run->rdzv_token, timeout, err, sizeof err);
-    r->watch = r->ctl ? sr__store_connect(run->rdzv_host, p, run->rdzv_token, timeout, err, sizeof err) : NULL;
+    r->port = p;
+    r->ctl = sr__store_connect(r->host, p, r->token, a->timeout_s, err, sizeof err);
+    r->watch = r->ctl ? sr__store_connect(r->host, p, r->token, a->timeout_s, err, sizeof err) : NULL;
     if (!r->watch || sr__store_wait_send(r->watch, FAILED_KEY) != 0) {
-        sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", run->rdzv_host, p, err);
+        sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, err);
         return -1;
     }
     return 0;
@@ -122,17 +113,19 @@ void sr__rdzv_report_failure(sr_rdzv *r, const char *what) {
     else if (r->ctl) sr__store_set(r->ctl, FAILED_KEY, what, strlen(what));
 }
 
-void sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len) {
+int sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len) {
     char key[64];
+    int kept_local = 0;
     if (r->ctl && len) {
         /* node 0 prints every rank's results; a node's that do not fit one store value stay local */
         snprintf(key, sizeof key, "run/results/%d", r->agent_id);
         if (len > SR_STORE_MAX_VALUE || sr__store_set(r->ctl, key, results, len) != 0)
-            sr__log(SR_LOG_WARN, "this node's results (%zu bytes) stay in this node's output", len);
+            kept_local = 1;
     }
     snprintf(key, sizeof key, "run/done/%d", r->agent_id);
     if (r->server) sr__store_server_set(r->server, key, "1", 1);
     else if (r->ctl) sr__store_set(r->ctl, key, "1", 1);
+    return kept_local;
 }
 
 const char *sr__rdzv_results(const sr_rdzv *r, int agent, size_t *len) {

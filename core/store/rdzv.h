@@ -14,12 +14,14 @@
 #include <poll.h>
 #include <stddef.h>
 
+#include "base/diag.h"
 #include "store/store.h"
-
-struct sr_run;
 
 typedef struct sr_rdzv {
     int enabled;
+    char host[256];         /* where the store is (workers and other agents connect there) */
+    int port;
+    char token[128];        /* every connection presents it */
     int hosting;            /* this agent runs the store server */
     int nagents, agent_id;  /* agents of the run, and this one's index */
     sr_store_server *server;
@@ -30,9 +32,20 @@ typedef struct sr_rdzv {
     char failed_elsewhere[1024];
 } sr_rdzv;
 
-/* Decides host, port and token (into run->rdzv_*), starts or reaches the store.  Errors go to
-   the run's diag; returns 0 or -1. */
-int sr__rdzv_prepare(struct sr_run *run);
+/* What the run decided that the rendezvous needs (filled by run/run.c from the layout and the
+   [shardrun] keys): the store layer sees nothing else of the run. */
+typedef struct sr_rdzv_args {
+    int nagents, agent_id; /* agents of the run, and this one's index */
+    int need_store;        /* 0: one agent running an exec: task, whose program forms its own group */
+    const char *master_addr;
+    int master_port;
+    const char *port_value, *port_where; /* [shardrun] rdzv_port as resolved, and where it was set */
+    double timeout_s;                    /* [shardrun] rdzv_timeout */
+} sr_rdzv_args;
+
+/* Decides host, port and token (into r), starts or reaches the store.  Errors go to diag;
+   returns 0 or -1. */
+int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag);
 int sr__rdzv_pollfds(sr_rdzv *r, struct pollfd *pfds, int max);
 /* Serves/reads what poll reported.  Returns 1 once the run failed on another agent
    (r->failed_elsewhere says how). */
@@ -40,7 +53,9 @@ int sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n);
 int sr__rdzv_timeout_ms(const sr_rdzv *r);
 void sr__rdzv_report_failure(sr_rdzv *r, const char *what);
 /* Reports this agent done, with its ranks' result objects (JSON, comma-separated) for node 0. */
-void sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len);
+/* Returns 1 when the results could not be handed to node 0 (too large, or the store refused) and
+   stay in this node's output only, else 0. */
+int sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len);
 /* Hosting agent: the results another agent reported, or NULL. */
 const char *sr__rdzv_results(const sr_rdzv *r, int agent, size_t *len);
 /* Hosting agent: every agent reported done. */

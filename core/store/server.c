@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/strbuf.h"
 #include "store/store.h"
 #include "store/wire.h"
-#include "base/strbuf.h"
 
 #define MAX_CONNS 4096
 

@@ -6,10 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
+#include "base/strbuf.h"
 #include "config/env_table.h"
 #include "config/value.h"
 #include "pg/world.h"
-#include "base/strbuf.h"
 
 typedef struct sr_result {
     char *name;
@@ -73,7 +74,7 @@ const char *sr_config(const sr_ctx *c, const char *key) {
     return sr__config_value(c->cfg, "task", key);
 }
 
-int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name) {
+int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name, const sr_key *runtime_keys) {
     int bad = 0;
     for (size_t i = 0; i < c->cfg->nset; i++) {
         const sr_setting *s = &c->cfg->set[i];
@@ -81,14 +82,14 @@ int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name) {
         if (!bad) { /* the task's own keys; the trainer's are in the reference */
             sr_buf keys = {0};
             for (size_t k = 0; k < c->nasked; k++)
-                if (!sr__find_key(sr__trainer_keys, c->asked[k]))
+                if (!sr__find_key(runtime_keys, c->asked[k]))
                     sr__buf_printf(&keys, "%s%s", keys.n ? ", " : "", c->asked[k]);
-            fprintf(stderr, "shardrun: error: task %s reads these [task] keys: %s; the trainer reads transformers' "
-                            "TrainingArguments names (README: env reference, [task])\n", task_name,
+            sr__log(SR_LOG_ERROR, "task %s reads these [task] keys: %s; the trainer reads transformers' "
+                            "TrainingArguments names (README: env reference, [task])", task_name,
                     keys.n ? keys.s : "(none)");
             sr__buf_free(&keys);
         }
-        fprintf(stderr, "shardrun: error: %s: [task] %s is read by neither; check its spelling\n", s->where, s->key);
+        sr__log(SR_LOG_ERROR, "%s: [task] %s is read by neither; check its spelling", s->where, s->key);
         bad = 1;
     }
     return bad ? -1 : 0;
@@ -96,7 +97,7 @@ int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name) {
 
 static void bad_value(const sr_ctx *c, const char *key, const char *v, const char *expected) {
     sr_setting *s = sr__config_get(c->cfg, "task", key);
-    fprintf(stderr, "shardrun: error: %s: [task] %s = \"%s\": expected %s\n", s ? s->where : "?", key, v, expected);
+    sr__log(SR_LOG_ERROR, "%s: [task] %s = \"%s\": expected %s", s ? s->where : "?", key, v, expected);
 }
 
 int sr_config_int(const sr_ctx *c, const char *key, long long def, long long *out) {
@@ -125,7 +126,7 @@ int sr_config_bool(const sr_ctx *c, const char *key, int def, int *out) {
 
 static int report(sr_ctx *c, const char *name, char *json) {
     if (!name || !*name || !strcmp(name, "rank") || !strcmp(name, "exit_code")) {
-        fprintf(stderr, "shardrun: error: result name \"%s\" is empty or reserved\n", name ? name : "(null)");
+        sr__log(SR_LOG_ERROR, "result name \"%s\" is empty or reserved", name ? name : "(null)");
         free(json);
         return -1;
     }

@@ -5,9 +5,10 @@
 #ifndef SR_CORE_CTX_H
 #define SR_CORE_CTX_H
 
-#include "config/job.h"
 #include "shardrun/plugin.h"
 #include "shardrun/task.h"
+#include "config/env_table.h"
+#include "config/job.h"
 
 sr_ctx *sr__ctx_new(const sr_topology *topo, sr_job *cfg);
 /* {"rank": R, "exit_code": C, <reported values>} */
@@ -19,6 +20,6 @@ int sr__ctx_tty(const sr_ctx *ctx);
 /* After a model task's create(): every [task] key of the job must have been read (by the task or
    the trainer, through sr_config*), so a misspelt key is an error rather than silently unused.
    0, or -1 after naming each unread key and where it was set. */
-int sr__ctx_check_task_keys(const sr_ctx *ctx, const char *task_name);
+int sr__ctx_check_task_keys(const sr_ctx *ctx, const char *task_name, const sr_key *runtime_keys);
 
 #endif

@@ -2,7 +2,7 @@
 
 #include <stdlib.h>
 
-#include "fsdp/param_init.h"
+#include "base/rand.h"
 
 void sr__sampler_init(sr__sampler *s, int64_t n, int ranks, int rank, uint64_t seed) {
     s->n = n, s->ranks = ranks, s->rank = rank, s->seed = seed, s->epoch = -1;

@@ -1,12 +1,12 @@
 #include "trainer/train_args.h"
 
-#include "config/env_table.h"
-#include "config/value.h"
-
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "config/value.h"
 
 /* The value of a trainer key: [task] (after overrides), else the table's default.  The agent
    already checked given values (task_spec.c); this re-check covers a task started otherwise. */
@@ -18,7 +18,7 @@ static int get(const sr_ctx *c, const char *name, char **out) {
     if (!v) v = k->def;
     if (!v) return 0;
     if (sr__value_normalize(k, v, out, err, sizeof err) == 0) return 0;
-    fprintf(stderr, "shardrun: error: [task] %s = \"%s\": %s\n", name, v, err);
+    sr__log(SR_LOG_ERROR, "[task] %s = \"%s\": %s", name, v, err);
     return -1;
 }
 
@@ -73,7 +73,7 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     a->save_final = save_final ? !strcmp(save_final, "true") : a->output_dir != NULL;
     free(save_final);
     if (a->max_steps <= 0 && !(a->num_train_epochs > 0)) {
-        fprintf(stderr, "shardrun: error: [task] neither max_steps nor num_train_epochs is positive: nothing to train\n");
+        sr__log(SR_LOG_ERROR, "[task] neither max_steps nor num_train_epochs is positive: nothing to train");
         rc = -1;
     }
     const char *r = sr_config(c, "resume_from_checkpoint");
@@ -82,13 +82,13 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
         /* a boolean (true: the latest checkpoint in output_dir), or a checkpoint folder */
         a->resume_from_checkpoint = sr__parse_bool(r, &yes) == 0 ? (yes ? "latest" : NULL) : r;
         if (a->resume_from_checkpoint && !strcmp(a->resume_from_checkpoint, "latest") && !a->output_dir) {
-            fprintf(stderr, "shardrun: error: [task] resume_from_checkpoint = %s needs output_dir (where the latest "
-                            "checkpoint-N folder is looked for)\n", r);
+            sr__log(SR_LOG_ERROR, "[task] resume_from_checkpoint = %s needs output_dir (where the latest "
+                            "checkpoint-N folder is looked for)", r);
             rc = -1;
         }
     }
     if ((a->save_steps > 0 || a->save_final) && !a->output_dir) {
-        fprintf(stderr, "shardrun: error: [task] save_steps/save_final need output_dir (where checkpoints go)\n");
+        sr__log(SR_LOG_ERROR, "[task] save_steps/save_final need output_dir (where checkpoints go)");
         rc = -1;
     }
     return rc;

@@ -6,6 +6,7 @@
 #ifndef SR_TRAINER_ARGS_H
 #define SR_TRAINER_ARGS_H
 
+#include "config/env_table.h"
 #include "shardrun/task.h"
 
 typedef enum { SR_SCHED_LINEAR = 0, SR_SCHED_COSINE, SR_SCHED_CONSTANT, SR_SCHED_CONSTANT_WARMUP } sr__schedule;
@@ -23,6 +24,11 @@ typedef struct sr__train_args {
     const char *resume_from_checkpoint; /* NULL, "latest", or a checkpoint folder */
     int save_final;                     /* a checkpoint after the last step (default: when output_dir is set) */
 } sr__train_args;
+
+/* [task] keys the trainer reads for a model task (train_keys.c), NULL-name terminated: the
+   agent checks them before any worker starts, the trainer reads them, `shardrun reference`
+   documents them. */
+extern const sr_key sr__trainer_keys[];
 
 /* 0, or -1 after printing every bad key. */
 int sr__train_args_read(const sr_ctx *ctx, sr__train_args *a);

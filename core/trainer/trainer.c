@@ -9,10 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "task/ctx.h"
+#include "base/log.h"
+#include "base/strbuf.h"
 #include "fsdp/checkpoint.h"
 #include "fsdp/engine.h"
-#include "base/strbuf.h"
+#include "task/ctx.h"
 #include "trainer/sampler.h"
 #include "trainer/train_args.h"
 
@@ -116,7 +117,7 @@ static FILE *open_log(const sr__train_args *a, int rank, long long resumed_step)
         fclose(old);
     }
     FILE *f = fopen(p, "w");
-    if (!f) fprintf(stderr, "shardrun: warning: cannot write %s\n", p);
+    if (!f) sr__log(SR_LOG_WARN, "cannot write %s", p);
     if (f && kept) fwrite(kept, 1, kept_len, f);
     free(kept);
     free(p);
@@ -129,28 +130,28 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
     hold_stderr(&held, sr_local_rank(ctx));
     if (sr__train_args_read(ctx, &a) != 0) {
         release_stderr(&held, 1);
-        return 2;
+        return SR_EXIT_CONFIG;
     }
     int rank = sr_rank(ctx), ws = sr_world_size(ctx), tty = sr__ctx_tty(ctx);
     sr_model *model = sr__model_new();
     void *state = ops->create(ctx, model);
     if (!state) {
-        fprintf(stderr, "shardrun: error: task %s: create() failed (see above)\n", task_name);
+        sr__log(SR_LOG_ERROR, "task %s: create() failed (see above)", task_name);
         sr__model_free(model);
         release_stderr(&held, 1);
-        return 1;
+        return SR_EXIT_FAILED;
     }
-    int rc = 1;
+    int rc = SR_EXIT_FAILED;
     sr__engine *e = NULL;
     sr__sampler smp = {0};
     int64_t *idx = NULL;
     FILE *log = NULL;
     double *step_times = NULL;
-    rc = 2; /* a bad description or configuration: nothing has trained yet */
-    if (sr__ctx_check_task_keys(ctx, task_name) != 0 || sr__model_check(model, task_name) != 0) goto out;
+    rc = SR_EXIT_CONFIG; /* a bad description or configuration: nothing has trained yet */
+    if (sr__ctx_check_task_keys(ctx, task_name, sr__trainer_keys) != 0 || sr__model_check(model, task_name) != 0) goto out;
     e = sr__engine_create(ctx, task_name, ops, state, model, (uint64_t)a.seed);
     if (!e) goto out;
-    rc = 1;
+    rc = SR_EXIT_FAILED;
     const sr__fsdp_config *cfg = sr__engine_config(e);
 
     sr__train_state ts = {0, a.seed};
@@ -159,9 +160,9 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
     if (a.resume_from_checkpoint) {
         resume = strcmp(a.resume_from_checkpoint, "latest") ? strdup(a.resume_from_checkpoint) : sr__ckpt_latest(a.output_dir);
         if (!resume) {
-            fprintf(stderr, "shardrun: error: resume_from_checkpoint: no checkpoint-N folder in %s; train without "
-                            "resume_from_checkpoint first, or name a checkpoint folder\n", a.output_dir);
-            rc = 2;
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: no checkpoint-N folder in %s; train without "
+                            "resume_from_checkpoint first, or name a checkpoint folder", a.output_dir);
+            rc = SR_EXIT_CONFIG;
             goto out;
         }
     }
@@ -184,7 +185,7 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
 
     int64_t nsamples = ops->num_samples(state);
     if (nsamples <= 0) {
-        fprintf(stderr, "shardrun: error: task %s has no training samples\n", task_name);
+        sr__log(SR_LOG_ERROR, "task %s has no training samples", task_name);
         goto out;
     }
     release_stderr(&held, 0); /* set-up is over */
@@ -283,7 +284,7 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
     if (a.init_weights && !a.resume_from_checkpoint) sr_report_int(ctx, "init_weights_bytes_read", weights_bytes);
     sr_report_num(ctx, "param_sum", psum);
     sr_report_num(ctx, "param_sumsq", psq);
-    rc = 0;
+    rc = SR_EXIT_OK;
 out:
     release_stderr(&held, rc != 0);
     free(step_times);

@@ -8,10 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "task/ctx.h"
 #include "shardrun/model.h"
-#include "trainer/trainer.h"
 #include "shardrun/task.h"
+#include "base/log.h"
+#include "task/ctx.h"
+#include "trainer/trainer.h"
 
 static void write_all(int fd, const char *s, size_t n) {
     while (n) {
@@ -27,15 +28,15 @@ static _Noreturn void run_main_task(sr_run *run, int local_rank, int results_fd)
     setvbuf(stdout, NULL, _IOLBF, 0);
     void *h = dlopen(run->task.path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        fprintf(stderr, "shardrun: error: cannot load task %s: %s\n", run->task.path, dlerror());
-        _exit(2);
+        sr__log(SR_LOG_ERROR, "cannot load task %s: %s", run->task.path, dlerror());
+        _exit(SR_EXIT_CONFIG);
     }
     const sr_task *t = dlsym(h, SR_TASK_SYMBOL);
     if (!t || t->abi_version != SR_TASK_ABI_VERSION || t->struct_size != sizeof(sr_task) ||
         (t->kind == SR_TASK_MAIN ? !t->main : t->kind == SR_TASK_MODEL ? !t->model : 1)) {
         /* the agent checked the file; this only fires if it changed since */
-        fprintf(stderr, "shardrun: error: task %s no longer has a valid %s\n", run->task.path, SR_TASK_SYMBOL);
-        _exit(2);
+        sr__log(SR_LOG_ERROR, "task %s no longer has a valid %s", run->task.path, SR_TASK_SYMBOL);
+        _exit(SR_EXIT_CONFIG);
     }
     sr_topology topo;
     sr__layout_topology(&run->layout, local_rank, &topo);
@@ -59,21 +60,21 @@ _Noreturn void sr__worker_run(sr_run *run, int local_rank, int results_fd) {
     sr_env_block block = {0};
     if (sr__run_build_env(run, local_rank, &block, &diag) != 0) {
         sr__diag_flush(&diag, stderr);
-        _exit(2);
+        _exit(SR_EXIT_CONFIG);
     }
     for (size_t i = 0; i < block.n; i++)
         sr__log(SR_LOG_DEBUG, "%s %s %s%s%s", block.v[i].setter, block.v[i].value ? "sets" : "unsets",
                 block.v[i].name, block.v[i].value ? "=" : "", block.v[i].value ? block.v[i].value : "");
     if (sr__env_block_apply(&block) != 0) {
-        fprintf(stderr, "shardrun: error: cannot apply the environment: %s\n", strerror(errno));
-        _exit(2);
+        sr__log(SR_LOG_ERROR, "cannot apply the environment: %s", strerror(errno));
+        _exit(SR_EXIT_CONFIG);
     }
     sr__env_block_free(&block);
-    if (sr__run_plugins_init(run, local_rank) != 0) _exit(2);
+    if (sr__run_plugins_init(run, local_rank) != 0) _exit(SR_EXIT_CONFIG);
     if (run->task.type == SR_TASK_EXEC) {
         execv(run->task.path, run->task.argv);
-        fprintf(stderr, "shardrun: error: cannot start %s: %s\n", run->task.path, strerror(errno));
-        _exit(127);
+        sr__log(SR_LOG_ERROR, "cannot start %s: %s", run->task.path, strerror(errno));
+        _exit(SR_EXIT_CANNOT_EXEC);
     }
     run_main_task(run, local_rank, results_fd);
 }

@@ -1,0 +1,37 @@
+#include "trainer/train_args.h"
+
+#include <limits.h>
+#include <stddef.h>
+
+#define NOLIM 0, 0
+/* [task] keys the trainer reads when the task is a model task: transformers' TrainingArguments
+   names and defaults (save_steps excepted: nothing is saved unless asked). */
+const sr_key sr__trainer_keys[] = {
+    {"num_train_epochs", SR_KEY_FLOAT, "3", NULL, 0, NOLIM, NULL, "epochs over the dataset (when max_steps is not set)"},
+    {"max_steps", SR_KEY_INT, "-1", NULL, 0, -1, LLONG_MAX, NULL, "optimizer steps to train; overrides num_train_epochs when > 0"},
+    {"per_device_train_batch_size", SR_KEY_INT, "8", NULL, 0, 1, INT_MAX, NULL, "samples per micro-batch on each rank"},
+    {"gradient_accumulation_steps", SR_KEY_INT, "1", NULL, 0, 1, INT_MAX, NULL, "micro-batches per optimizer step"},
+    {"learning_rate", SR_KEY_FLOAT, "5e-05", NULL, 0, NOLIM, NULL, "AdamW's peak learning rate"},
+    {"lr_scheduler_type", SR_KEY_ENUM, "linear", "linear|cosine|constant|constant_with_warmup", 0, NOLIM, NULL,
+     "learning-rate schedule after warmup (transformers' get_scheduler)"},
+    {"warmup_steps", SR_KEY_INT, "0", NULL, 0, 0, LLONG_MAX, NULL, "steps of linear warmup from 0"},
+    {"weight_decay", SR_KEY_FLOAT, "0", NULL, 0, NOLIM, NULL,
+     "AdamW's decoupled weight decay (not applied to parameters declared SR_PARAM_NO_DECAY)"},
+    {"adam_beta1", SR_KEY_FLOAT, "0.9", NULL, 0, NOLIM, NULL, "AdamW beta1"},
+    {"adam_beta2", SR_KEY_FLOAT, "0.999", NULL, 0, NOLIM, NULL, "AdamW beta2"},
+    {"adam_epsilon", SR_KEY_FLOAT, "1e-08", NULL, 0, NOLIM, NULL, "AdamW epsilon"},
+    {"max_grad_norm", SR_KEY_FLOAT, "1", NULL, 0, NOLIM, NULL, "gradient clipping by global norm; 0 disables it"},
+    {"logging_steps", SR_KEY_INT, "500", NULL, 0, 1, LLONG_MAX, NULL,
+     "rank 0 prints step, loss, learning rate, grad norm, tokens/s and memory every N steps"},
+    {"seed", SR_KEY_INT, "42", NULL, 0, 0, LLONG_MAX, NULL, "parameter initialisation and data order (DistributedSampler: seed + epoch)"},
+    {"init_weights", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "a safetensors file to start from (HF model.safetensors, or a FULL checkpoint's): parameters by name, "
+     "fp32/bf16/fp16; with cpu_ram_efficient_loading only rank 0 reads it"},
+    {"output_dir", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "where checkpoint-N folders and train_log.jsonl go (relative to the working directory)"},
+    {"save_steps", SR_KEY_INT, "0", NULL, 0, 0, LLONG_MAX, NULL, "save a checkpoint every N steps (0: never)"},
+    {"save_final", SR_KEY_BOOL, NULL, NULL, 0, NOLIM, NULL, "save a checkpoint after the last step; default: true when output_dir is set"},
+    {"resume_from_checkpoint", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "a checkpoint folder, or true for the latest checkpoint-N in output_dir"},
+    {NULL, 0, NULL, NULL, 0, NOLIM, NULL, NULL},
+};

@@ -71,7 +71,7 @@ static sr_loaded_plugin *find_all(const char *extra, size_t *n) {
                     (*n)++;
                 free(path);
             }
-            sr__diag_flush(&diag, stderr);
+            sr__diag_flush(&diag);
             free(name);
         }
         if (dir) closedir(dir);

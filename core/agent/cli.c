@@ -156,6 +156,7 @@ int sr__cli_main(int argc, char **argv) {
         rc = SR_EXIT_CONFIG;
     }
     if (rc != 0) {
+        sr__diag_flush(&run.cfg.diag);
         sr__config_free(&run.cfg);
         return rc < 0 ? 0 : rc;
     }
@@ -165,7 +166,7 @@ int sr__cli_main(int argc, char **argv) {
     } else if (sr__run_prepare(&run, &args) != 0) {
         rc = SR_EXIT_CONFIG;
     } else if (sr__run_prepare_rdzv(&run) != 0) {
-        sr__diag_flush(&run.cfg.diag, stderr);
+        sr__diag_flush(&run.cfg.diag);
         rc = SR_EXIT_CONFIG;
     } else {
         rc = sr__launch(&run, c.results);

@@ -33,7 +33,7 @@ int sr__cmd_env(sr_run *run, const sr_run_args *args, int rank, int explain) {
     }
     sr_env_block b = {0};
     if (sr__run_build_env(run, rank % l->nproc_per_node, &b, &run->cfg.diag) != 0) {
-        sr__diag_flush(&run->cfg.diag, stderr);
+        sr__diag_flush(&run->cfg.diag);
         sr__env_block_free(&b);
         return SR_EXIT_CONFIG;
     }

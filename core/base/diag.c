@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
+#include "base/log.h"
+
 void sr__diag_add(sr_diag *d, const char *fmt, ...) {
     va_list ap;
     char *msg = NULL;
@@ -15,13 +17,20 @@ void sr__diag_add(sr_diag *d, const char *fmt, ...) {
     d->msgs[d->n++] = msg;
 }
 
-void sr__diag_flush(sr_diag *d, FILE *out) {
+void sr__diag_clear(sr_diag *d) {
+    for (size_t i = 0; i < d->n; i++) free(d->msgs[i]);
+    free(d->msgs);
+    d->msgs = NULL;
+    d->n = 0;
+}
+
+void sr__diag_flush(sr_diag *d) {
     enum { MAX_SHOWN = 20 };
     for (size_t i = 0; i < d->n; i++) {
-        if (i < MAX_SHOWN) fprintf(out, "shardrun: error: %s\n", d->msgs[i]);
+        if (i < MAX_SHOWN) sr__log(SR_LOG_ERROR, "%s", d->msgs[i]);
         free(d->msgs[i]);
     }
-    if (d->n > MAX_SHOWN) fprintf(out, "shardrun: ... and %zu more errors\n", d->n - MAX_SHOWN);
+    if (d->n > MAX_SHOWN) sr__log(SR_LOG_ERROR, "... and %zu more errors", d->n - MAX_SHOWN);
     free(d->msgs);
     d->msgs = NULL;
     d->n = 0;

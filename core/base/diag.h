@@ -1,12 +1,12 @@
 /*
  * Collected configuration errors: the agent gathers every problem it finds while reading the
- * job file, overrides and plugins, then prints them together (one screen at most) and exits 2.
+ * job file, overrides and plugins (sr__diag_add, in any layer), then the run prints them together
+ * (sr__diag_flush, one screen at most) and exits SR_EXIT_CONFIG.
  */
-#ifndef SR_CORE_DIAG_H
-#define SR_CORE_DIAG_H
+#ifndef SR_BASE_DIAG_H
+#define SR_BASE_DIAG_H
 
 #include <stddef.h>
-#include <stdio.h>
 
 typedef struct sr_diag {
     char **msgs;
@@ -14,7 +14,9 @@ typedef struct sr_diag {
 } sr_diag;
 
 void sr__diag_add(sr_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Prints "shardrun: error: ..." lines (at most 20, then a count) and frees them. */
-void sr__diag_flush(sr_diag *d, FILE *out);
+/* Logs them as errors (base/log.h; at most 20, then a count) and frees them. */
+void sr__diag_flush(sr_diag *d);
+/* Frees them without printing. */
+void sr__diag_clear(sr_diag *d);
 
 #endif

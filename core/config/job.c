@@ -166,17 +166,6 @@ int sr__config_add_set(sr_job *cfg, const char *spec) {
 
 /* ---- resolution ---------------------------------------------------------------------------- */
 
-const char *sr__from_name(sr_from f) {
-    switch (f) {
-    case SR_FROM_DEFAULT: return "default";
-    case SR_FROM_CLUSTER: return "cluster";
-    case SR_FROM_FILE: return "job file";
-    case SR_FROM_ENV: return "environment";
-    case SR_FROM_CLI: return "command line";
-    }
-    return "?";
-}
-
 static sr_setting *add_setting(sr_job *cfg, const char *section, const char *key) {
     cfg->set = realloc(cfg->set, (cfg->nset + 1) * sizeof *cfg->set);
     sr_setting *s = &cfg->set[cfg->nset++];
@@ -405,6 +394,6 @@ void sr__config_free(sr_job *cfg) {
         free(cfg->set[i].section), free(cfg->set[i].key), free(cfg->set[i].value), free(cfg->set[i].where);
     for (size_t i = 0; i < cfg->nsections; i++) free(cfg->sections[i]);
     free(cfg->raw), free(cfg->cli), free(cfg->set), free(cfg->sections), free(cfg->path), free(cfg->dir);
-    sr__diag_flush(&cfg->diag, stderr);
+    sr__diag_clear(&cfg->diag); /* the run printed what mattered (config never prints) */
     memset(cfg, 0, sizeof *cfg);
 }

@@ -1,14 +1,16 @@
 #define _GNU_SOURCE
 #include "plugin/loader.h"
 
-#include "base/lib_dir.h"
-
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "base/abi.h"
+#include "base/lib_dir.h"
 
 static void strv_push(char ***v, size_t *n, char *s) {
     *v = realloc(*v, (*n + 2) * sizeof **v);
@@ -54,10 +56,12 @@ static int check_abi(const sr_plugin *p, const char *name, const char *path, sr_
                      name, path, p->abi_version, SR_PLUGIN_ABI_VERSION);
         return -1;
     }
-    if (p->struct_size != sizeof(sr_plugin)) {
+    /* append-only growth (base/abi.h): every field up to `finish` is read */
+    if (!SR__REACHES(sr_plugin, p->struct_size, finish)) {
         sr__diag_add(diag, "plugin \"%s\" (%s) declares ABI version %u with a %u-byte sr_plugin, but this "
-                     "shardrun's is %zu bytes; rebuild the plugin against this shardrun's headers",
-                     name, path, p->abi_version, p->struct_size, sizeof(sr_plugin));
+                     "shardrun's is %zu bytes (a larger one, from a newer header, would do); rebuild the plugin "
+                     "against this shardrun's headers",
+                     name, path, p->abi_version, p->struct_size, offsetof(sr_plugin, finish) + sizeof p->finish);
         return -1;
     }
     if (!p->name || strcmp(p->name, name) != 0) {

@@ -205,7 +205,7 @@ int sr__run_plugins_init(sr_run *run, int local_rank) {
         int rc = run->plugins[i].p->init(&host_api, &h);
         if (rc != 0 || diag.n) {
             if (!diag.n) sr__diag_add(&diag, "plugin \"%s\" failed to initialise (returned %d)", run->plugins[i].name, rc);
-            sr__diag_flush(&diag, stderr);
+            sr__diag_flush(&diag);
             return -1;
         }
     }
@@ -218,6 +218,6 @@ void sr__run_plugins_finish(sr_run *run, int local_rank, int status) {
         sr_diag diag = {0};
         host_for(&h, run, i, local_rank, NULL, &diag);
         if (run->plugins[i].p->finish) run->plugins[i].p->finish(&host_api, &h, status);
-        sr__diag_flush(&diag, stderr);
+        sr__diag_flush(&diag);
     }
 }

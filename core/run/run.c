@@ -1,5 +1,5 @@
 /* sr__run_prepare: everything the agent checks before a worker starts, in the order of the
-   life of a run (ARCHITECTURE.md): job file -> overrides -> plugins -> sections -> layout ->
+   life of a run (docs/architecture.md): job file -> overrides -> plugins -> sections -> layout ->
    task -> validate -> every local worker's environment. */
 #define _GNU_SOURCE
 #include "run/run.h"
@@ -115,7 +115,7 @@ int sr__run_prepare(sr_run *run, const sr_run_args *args) {
     warn_stray_env(run);
     return 0;
 fail:
-    sr__diag_flush(&cfg->diag, stderr);
+    sr__diag_flush(&cfg->diag);
     return -1;
 }
 
@@ -124,6 +124,7 @@ void sr__run_free(sr_run *run) {
     free(run->plugins);
     sr__layout_free(&run->layout);
     sr__task_spec_free(&run->task);
+    sr__diag_flush(&run->cfg.diag); /* anything still unsaid */
     sr__config_free(&run->cfg);
     memset(run, 0, sizeof *run);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "shardrun/task.h"
+#include "base/abi.h"
 #include "base/lib_dir.h"
 #include "config/env_table.h"
 #include "config/value.h"
@@ -162,11 +163,12 @@ int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_s
             free(path);
             return -1;
         }
-        if (head[0] != SR_TASK_ABI_VERSION || head[1] != sizeof(sr_task)) {
+        /* append-only growth (base/abi.h): a larger sr_task from a newer header is fine */
+        if (head[0] != SR_TASK_ABI_VERSION || !SR__REACHES(sr_task, head[1], model)) {
             sr__diag_add(&cfg->diag, "%s: task %s was built for task ABI version %u (%u-byte sr_task), but this "
-                         "shardrun speaks version %u (%zu bytes); rebuild it against this shardrun's "
-                         "include/shardrun/task.h", s->where, path, head[0], head[1], SR_TASK_ABI_VERSION,
-                         sizeof(sr_task));
+                         "shardrun speaks version %u (%zu bytes), and a larger sr_task from a newer header would do; "
+                         "rebuild it against this shardrun's include/shardrun/task.h", s->where, path, head[0], head[1], SR_TASK_ABI_VERSION,
+                         offsetof(sr_task, model) + sizeof(((sr_task *)0)->model));
             free(path);
             return -1;
         }

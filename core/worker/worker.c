@@ -10,6 +10,7 @@
 
 #include "shardrun/model.h"
 #include "shardrun/task.h"
+#include "base/abi.h"
 #include "base/log.h"
 #include "task/ctx.h"
 #include "trainer/trainer.h"
@@ -32,7 +33,7 @@ static _Noreturn void run_main_task(sr_run *run, int local_rank, int results_fd)
         _exit(SR_EXIT_CONFIG);
     }
     const sr_task *t = dlsym(h, SR_TASK_SYMBOL);
-    if (!t || t->abi_version != SR_TASK_ABI_VERSION || t->struct_size != sizeof(sr_task) ||
+    if (!t || t->abi_version != SR_TASK_ABI_VERSION || !SR__REACHES(sr_task, t->struct_size, model) ||
         (t->kind == SR_TASK_MAIN ? !t->main : t->kind == SR_TASK_MODEL ? !t->model : 1)) {
         /* the agent checked the file; this only fires if it changed since */
         sr__log(SR_LOG_ERROR, "task %s no longer has a valid %s", run->task.path, SR_TASK_SYMBOL);
@@ -59,7 +60,7 @@ _Noreturn void sr__worker_run(sr_run *run, int local_rank, int results_fd) {
     sr_diag diag = {0};
     sr_env_block block = {0};
     if (sr__run_build_env(run, local_rank, &block, &diag) != 0) {
-        sr__diag_flush(&diag, stderr);
+        sr__diag_flush(&diag);
         _exit(SR_EXIT_CONFIG);
     }
     for (size_t i = 0; i < block.n; i++)

@@ -1,6 +1,6 @@
 /*
  * The accelerate plugin: what `accelerate launch` gives each worker for FSDP, spelled exactly as
- * HuggingFace Accelerate parses it (../shared/ENV.md): ACCELERATE_USE_FSDP, ACCELERATE_MIXED_PRECISION
+ * HuggingFace Accelerate parses it (docs/environment.md): ACCELERATE_USE_FSDP, ACCELERATE_MIXED_PRECISION
  * and the FSDP_* variables.  The host has already checked types and canonicalised spellings
  * (booleans lowercase, enums uppercase, lists without spaces); this plugin checks what depends on
  * several keys and on the FSDP version, then writes.

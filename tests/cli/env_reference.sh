@@ -1,5 +1,6 @@
 # The reference job's environment, byte for byte, for 1 node x 4 and 2 nodes x 2: from the dry
-# run and from the real workers.  The expectation is written out by hand from ENV.md.
+# run and from the real workers.  The expectation is written out by hand from what torchrun and
+# accelerate launch write (docs/environment.md), not generated from shardrun's tables.
 . "$(dirname "$0")/lib.sh"
 REF=$SRC/tests/jobs/reference.ini
 

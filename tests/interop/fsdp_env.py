@@ -1,4 +1,4 @@
-# What accelerate would read: the FSDP variables are exactly those ENV.md prescribes for the
+# What accelerate would read: the FSDP variables are exactly those docs/environment.md lists for the
 # reference job, and they parse with accelerate's own rules (str_to_bool, strategy names, ...).
 import os
 

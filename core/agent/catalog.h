@@ -1,6 +1,6 @@
 /*
  * Describing what exists, generated from the tables: `shardrun plugins` (plugins found and their
- * keys), `shardrun reference` (the README's env reference, Markdown) and the key table of --help.
+ * keys), `shardrun reference` (docs/environment.md's reference, Markdown) and the key table of --help.
  */
 #ifndef SR_CORE_CATALOG_H
 #define SR_CORE_CATALOG_H

@@ -2,7 +2,7 @@
  * The environment contract, shardrun's side: every key of the [shardrun] section (each also a
  * SHARDRUN_* variable by the naming rule) and every other variable the host reads.
  * Plugins declare their own keys and variables in their sr_plugin; `shardrun reference` joins
- * both into the README's reference.  Declared once here; --help, validation and the README
+ * both into docs/environment.md.  Declared once here; --help, validation and that page
  * are generated from it.
  */
 #ifndef SR_ENV_TABLE_H

@@ -37,14 +37,6 @@ sr_ctx *sr__ctx_new(const sr_topology *topo, sr_job *cfg) {
     return c;
 }
 
-void sr__ctx_free(sr_ctx *c) {
-    for (size_t i = 0; i < c->nasked; i++) free(c->asked[i]);
-    free(c->asked);
-    for (size_t i = 0; i < c->nres; i++) free(c->res[i].name), free(c->res[i].json);
-    free(c->res);
-    free(c);
-}
-
 sr_pg *sr_world(sr_ctx *c) {
     (void)c; /* one world group per worker process */
     return sr__pg_world();
@@ -85,7 +77,7 @@ int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name, const sr_key
                 if (!sr__find_key(runtime_keys, c->asked[k]))
                     sr__buf_printf(&keys, "%s%s", keys.n ? ", " : "", c->asked[k]);
             sr__log(SR_LOG_ERROR, "task %s reads these [task] keys: %s; the trainer reads transformers' "
-                            "TrainingArguments names (README: env reference, [task])", task_name,
+                            "TrainingArguments names (docs/environment.md, [task])", task_name,
                     keys.n ? keys.s : "(none)");
             sr__buf_free(&keys);
         }

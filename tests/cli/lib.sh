@@ -1,7 +1,31 @@
 # Shared helpers of the integration tests: each test drives the real shardrun binary.
-# Environment (set by ctest): SHARDRUN (the binary), BUILD (build dir), SRC (source dir).
+# Environment (ctest sets all three; by hand they default as shown):
+#   SRC       the source tree          default: the repository this script lives in
+#   BUILD     the build tree           default: $SRC/build
+#   SHARDRUN  the shardrun executable  default: $BUILD/shardrun
+# so `bash tests/fsdp/parity.sh` runs from a checkout with build/, and
+# `BUILD=/tmp/b bash tests/cli/errors.sh` against another build tree (CONTRIBUTING.md).
 set -u
-: "${SHARDRUN:?}" "${BUILD:?}" "${SRC:?}"
+SRC=${SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+BUILD=${BUILD:-$SRC/build}
+SHARDRUN=${SHARDRUN:-$BUILD/shardrun}
+# absolute: the tests write job files into a temporary folder, and a relative task path in a job
+# file is read relative to that file
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+case $SHARDRUN in /*) ;; *) SHARDRUN=$PWD/$SHARDRUN ;; esac
+if [ ! -x "$SHARDRUN" ]; then
+    echo "FAIL: no shardrun executable at $SHARDRUN; build first (cmake -S . -B build && cmake --build build)," \
+         "or set BUILD (the build folder) or SHARDRUN (the executable)" >&2
+    exit 1
+fi
+# The sanitizer build (SHARDRUN_SANITIZE=ON in the build's cache) gets what ctest gives it there,
+# unless the caller set it: SANITIZED=1 and ASAN_OPTIONS (a crashing test task must die by its
+# own signal, which the crash tests check).
+if [ -z "${SANITIZED:-}" ]; then
+    SANITIZED=0
+    grep -qs '^SHARDRUN_SANITIZE:BOOL=ON$' "$BUILD/CMakeCache.txt" && SANITIZED=1
+fi
+[ "$SANITIZED" = 1 ] && [ -z "${ASAN_OPTIONS:-}" ] && export ASAN_OPTIONS=handle_segv=0:handle_abort=0:detect_leaks=1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 checks=0

@@ -1,5 +1,11 @@
 # Shared by the FSDP tests: the integration-test helpers, plus job files for the toy model task.
+# Run one by hand from the repository: `bash tests/fsdp/parity.sh` (SRC/BUILD/SHARDRUN default as
+# tests/cli/lib.sh says).
 . "$(dirname "$0")/../cli/lib.sh"
+if [ ! -f "$BUILD/tests/tasks/toy_model.so" ]; then
+    echo "FAIL: no toy model task at $BUILD/tests/tasks/toy_model.so; build the whole tree (cmake --build $BUILD)" >&2
+    exit 1
+fi
 
 # toy_job FILE [accelerate key lines...] < [task] lines: a job training examples/toy on torch +
 # accelerate, by default one FSDP unit per block (TRANSFORMER_BASED_WRAP on both block classes)

@@ -1,5 +1,13 @@
 # Shared by the GPT-2 task's tests: the integration-test helpers plus a job-file writer.
+# Environment, besides SRC/BUILD/SHARDRUN (tests/cli/lib.sh): GPT2_TOKENIZE, the tokenizer's test
+# executable (default: $BUILD/gpt2_tokenize, where the build puts it); SANITIZED, 1 for the
+# sanitizer build (default: read from the build's cache), which shortens the demo.
 . "$(dirname "$0")/../cli/lib.sh"
+GPT2_TOKENIZE=${GPT2_TOKENIZE:-$BUILD/gpt2_tokenize}
+if [ ! -f "$BUILD/examples/gpt2.so" ]; then
+    echo "FAIL: no GPT-2 task at $BUILD/examples/gpt2.so; build the whole tree (cmake --build $BUILD)" >&2
+    exit 1
+fi
 TORCH_GPT2="/usr/bin/python3 $SRC/tests/gpt2/gpt2_torch.py"
 
 # $T/corpus.txt: 200 paragraphs of 20-40 words drawn from a fixed list (seeded).  With min_chars =

@@ -3,11 +3,11 @@
 # through a real regex engine: their pre-tokens of several texts must be identical, and so must the
 # ids they give with a BPE vocabulary trained on /usr/share/common-licenses (and with two vocabularies
 # trained on whole lines, whose merges cross pre-token boundaries).
-# Environment: GPT2_TOKENIZE (the gpt2_tokenize executable; default $BUILD/tests/gpt2_tokenize),
+# Environment: GPT2_TOKENIZE (the gpt2_tokenize executable; default $BUILD/gpt2_tokenize),
 # PYTHON (default /usr/bin/python3), MERGES (merges to train; default 300).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-TOK=${GPT2_TOKENIZE:-${BUILD:-build}/tests/gpt2_tokenize}
+TOK=${GPT2_TOKENIZE:-${BUILD:-build}/gpt2_tokenize}
 PY=${PYTHON:-/usr/bin/python3}
 REF="$HERE/bpe_reference.py"
 LICENSES=/usr/share/common-licenses

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent/output.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "worker/worker.h"
 
@@ -36,12 +36,6 @@ static void on_signal(int sig) {
     unsigned char b = (unsigned char)sig;
     if (write(self_pipe[1], &b, 1) < 0) { /* full pipe: a wake-up is already pending */ }
     errno = saved;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static const char *sig_name(int sig, char *buf, size_t len) {
@@ -159,7 +153,7 @@ static void begin_stop(supervise_state *st, sr_run *run, int sig) {
     if (st->kill_at) return;
     for (int i = 0; i < st->n; i++) st->stopped += !st->ws[i].reaped;
     signal_groups(st->ws, st->n, sig);
-    st->kill_at = now_s() + run->grace;
+    st->kill_at = sr__now_s() + run->grace;
 }
 
 static void reap(supervise_state *st, sr_run *run) {
@@ -237,7 +231,7 @@ static void supervise(supervise_state *st, sr_run *run) {
         int first_rdzv = np;
         np += sr__rdzv_pollfds(&run->rdzv, pfd + np, MAX_RDZV_FDS);
         int timeout = sr__rdzv_timeout_ms(&run->rdzv);
-        double t = now_s();
+        double t = sr__now_s();
         if (st->kill_at && !st->killed) {
             int k = (int)((st->kill_at - t) * 1000) + 1;
             timeout = timeout < 0 || k < timeout ? (k > 0 ? k : 0) : timeout;
@@ -273,7 +267,7 @@ static void supervise(supervise_state *st, sr_run *run) {
             st->failed_elsewhere = 1;
             begin_stop(st, run, SIGTERM);
         }
-        t = now_s();
+        t = sr__now_s();
         if (st->kill_at && !st->killed && t >= st->kill_at) {
             signal_groups(st->ws, st->n, SIGKILL);
             st->killed = 1;
@@ -393,8 +387,8 @@ int sr__launch(sr_run *run, const char *results_path) {
 
     /* leftovers: anything still in a worker's group, then every child we inherited */
     for (int i = 0; i < st.n; i++) kill(-st.ws[i].pid, SIGKILL);
-    double until = now_s() + 1.0;
-    while (now_s() < until) {
+    double until = sr__now_s() + 1.0;
+    while (sr__now_s() < until) {
         pid_t p = waitpid(-1, NULL, WNOHANG);
         if (p < 0) break; /* ECHILD: nothing left */
         if (p == 0) usleep(2000);

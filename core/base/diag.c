@@ -2,6 +2,7 @@
 #include "base/diag.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/log.h"

@@ -76,8 +76,6 @@ void sr__config_check_leftovers(sr_job *cfg, const char *const *known_sections, 
 
 sr_setting *sr__config_get(sr_job *cfg, const char *section, const char *key);
 const char *sr__config_value(sr_job *cfg, const char *section, const char *key);
-/* "job.ini:12", "environment SHARDRUN_X", "command line --set ...", "default" */
-const char *sr__from_name(sr_from f);
 
 void sr__config_free(sr_job *cfg);
 

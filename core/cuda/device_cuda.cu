@@ -43,10 +43,6 @@ __global__ void sr_k_accumulate(float *acc, const void *src, sr_dtype st, size_t
     GRID_STRIDE(i, n) acc[i] = SR_FADD(acc[i], sr_load_float(src, st, i));
 }
 
-__global__ void sr_k_scale(float *x, size_t n, float a) {
-    GRID_STRIDE(i, n) x[i] = SR_FMUL(x[i], a);
-}
-
 __global__ void sr_k_adamw(float *p, const float *g, float *m, float *v, size_t n, sr_adamw_coef c) {
     GRID_STRIDE(i, n) sr_adamw_elem(&p[i], g[i], &m[i], &v[i], &c);
 }
@@ -160,12 +156,6 @@ static int cu_nonfinite(const float *x, size_t n) {
     return flag;
 }
 
-static void cu_scale(float *x, size_t n, float a) {
-    if (!n) return;
-    sr_k_scale<<<blocks_for(n), THREADS>>>(x, n, a);
-    launched("scale");
-}
-
 static void cu_adamw(float *param, const float *grad, float *exp_avg, float *exp_avg_sq, size_t n,
                      const sr_adamw_args *a) {
     if (!n) return;
@@ -178,5 +168,5 @@ static int cu_sync(void) { return report(cudaDeviceSynchronize(), "cudaDeviceSyn
 /* Looked up by name (sr__device_get in device/cpu.c, through dlsym); constant-initialised. */
 extern "C" __attribute__((visibility("default"))) const sr_device sr__cuda_device = {
     "cuda",        SR_DEVICE_CUDA, cu_alloc, cu_free,  cu_to_host, cu_to_device, cu_zero,
-    cu_cast,       cu_accumulate,  cu_sumsq, cu_nonfinite, cu_scale, cu_adamw,   cu_sync,
+    cu_cast,       cu_accumulate,  cu_sumsq, cu_nonfinite, cu_adamw,   cu_sync,
 };

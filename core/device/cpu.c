@@ -106,10 +106,6 @@ static int cpu_nonfinite(const float *restrict x, size_t n) {
     return 0;
 }
 
-static void cpu_scale(float *restrict x, size_t n, float a) {
-    for (size_t i = 0; i < n; i++) x[i] *= a;
-}
-
 static void cpu_adamw(float *restrict param, const float *restrict grad, float *restrict exp_avg,
                       float *restrict exp_avg_sq, size_t n, const sr_adamw_args *a) {
     const sr_adamw_coef c = sr_adamw_prepare(a);
@@ -130,7 +126,6 @@ static const sr_device cpu_device = {
     .accumulate = cpu_accumulate,
     .sumsq = cpu_sumsq,
     .nonfinite = cpu_nonfinite,
-    .scale = cpu_scale,
     .adamw = cpu_adamw,
     .sync = cpu_sync,
 };

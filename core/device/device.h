@@ -43,8 +43,6 @@ typedef struct sr_device {
     double (*sumsq)(const float *x, size_t n);
     /* 1 when any x[i] is inf or NaN */
     int (*nonfinite)(const float *x, size_t n);
-    /* x[i] *= a */
-    void (*scale)(float *x, size_t n, float a);
     /* AdamW on n elements (the engine calls it per parameter segment of a shard, with
        weight_decay 0 for SR_PARAM_NO_DECAY parameters) */
     void (*adamw)(float *param, const float *grad, float *exp_avg, float *exp_avg_sq, size_t n,

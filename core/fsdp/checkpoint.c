@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "fsdp/engine_internal.h"
+#include "io/json.h"
 #include "io/safetensors.h"
 
 enum { K_PARAM = 0, K_EXP_AVG, K_EXP_AVG_SQ, K_COUNT };
@@ -86,35 +88,70 @@ static int write_state(sr__engine *e, const char *dir, const sr__train_state *ts
     return rc;
 }
 
-/* The number after "key": in a flat JSON object. */
-static int json_number(const char *text, const char *key, double *out) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(text, pat);
-    if (!p) return -1;
-    char *end;
-    *out = strtod(p + strlen(pat), &end);
-    return end == p + strlen(pat) ? -1 : 0;
+/* What resume reads back from trainer_state.json; the other members are for people. */
+static const char *const STATE_KEYS[] = {"global_step", "adam_steps", "seed", "loss_scale", "good_steps"};
+enum { S_STEP, S_ADAM, S_SEED, S_SCALE, S_GOOD, S_COUNT };
+
+/* The members of STATE_KEYS into v[] (the integers: non-negative, at most LLONG_MAX).  0, or -1
+   with why[] saying what is wrong. */
+static int parse_state(const char *text, size_t n, double v[S_COUNT], long long iv[S_COUNT], char *why, size_t len) {
+    sr_json j;
+    int have[S_COUNT] = {0}, more = -1, k = S_COUNT;
+    const char *key, *what;
+    size_t klen, at;
+    sr__json_init(&j, text, n, NULL);
+    if (sr__json_object(&j) == 0)
+        while ((more = sr__json_member(&j, &key, &klen)) > 0) {
+            for (k = 0; k < S_COUNT; k++)
+                if (sr__json_key_is(key, klen, STATE_KEYS[k])) break;
+            if (k == S_COUNT) {
+                if (sr__json_skip(&j) != 0) break;
+                continue;
+            }
+            sr_json_num num;
+            if (sr__json_peek(&j) != SR_JSON_NUMBER || sr__json_number(&j, &num) != 0) break;
+            if (k != S_SCALE && !(num.is_uint && num.uint <= (uint64_t)LLONG_MAX)) break;
+            v[k] = num.value, iv[k] = (long long)num.uint, have[k] = 1;
+        }
+    if (more == 0) sr__json_end(&j);
+    int rc = -1;
+    if ((what = sr__json_error(&j, &at)))
+        snprintf(why, len, "not valid JSON: %s at byte %zu", what, at);
+    else if (more != 0)
+        snprintf(why, len, "\"%s\" is not %s", STATE_KEYS[k], k == S_SCALE ? "a number" : "a non-negative integer");
+    else
+        rc = 0;
+    for (k = 0; k < S_COUNT && rc == 0; k++)
+        if (!have[k]) snprintf(why, len, "no \"%s\"", STATE_KEYS[k]), rc = -1;
+    sr__json_free(&j);
+    return rc;
 }
 
 static int read_state(sr__engine *e, const char *dir, sr__train_state *ts) {
-    char *p = sr__fmt("%s/trainer_state.json", dir), buf[4096];
+    char *p = sr__fmt("%s/trainer_state.json", dir), why[300] = "";
     FILE *f = fopen(p, "r");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f) fclose(f);
-    buf[n] = 0;
-    double step, adam, seed, scale, good;
-    if (!f || json_number(buf, "global_step", &step) || json_number(buf, "adam_steps", &adam) ||
-        json_number(buf, "seed", &seed) || json_number(buf, "loss_scale", &scale) || json_number(buf, "good_steps", &good)) {
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s is missing or incomplete; it is not a shardrun "
-                        "checkpoint folder (or it was not finished)", p);
-        free(p);
+    char *text = NULL;
+    size_t n = 0;
+    if (f) { /* a small file: one object on one line */
+        sr_buf b = {0};
+        char chunk[4096];
+        size_t k;
+        while ((k = fread(chunk, 1, sizeof chunk, f)) > 0 && b.n < (1u << 20)) sr__buf_add(&b, chunk, k);
+        fclose(f);
+        text = b.s, n = b.n;
+    }
+    double v[S_COUNT] = {0};
+    long long iv[S_COUNT] = {0};
+    if (!f || parse_state(text ? text : "", n, v, iv, why, sizeof why) != 0) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s is missing or incomplete%s%s%s; it is not a shardrun "
+                        "checkpoint folder (or it was not finished)", p, *why ? " (" : "", why, *why ? ")" : "");
+        free(text), free(p);
         return -1;
     }
-    free(p);
-    ts->global_step = (long long)step, ts->seed = (long long)seed;
-    e->adam_steps = (long long)adam, e->good_steps = (int)good;
-    if (e->dtype == SR_FLOAT16) e->loss_scale = scale; /* a scale only means something under fp16 */
+    free(text), free(p);
+    ts->global_step = iv[S_STEP], ts->seed = iv[S_SEED];
+    e->adam_steps = iv[S_ADAM], e->good_steps = iv[S_GOOD] > INT_MAX ? INT_MAX : (int)iv[S_GOOD];
+    if (e->dtype == SR_FLOAT16) e->loss_scale = v[S_SCALE]; /* a scale only means something under fp16 */
     return 0;
 }
 
@@ -434,14 +471,14 @@ int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts) {
     int failed = read_state(e, dir, ts) != 0 || source_open(&src, dir) != 0;
     for (int u = 0; u < e->units.n && !failed; u++) {
         const sr__unit *un = &e->units.u[u];
-        size_t lo = (size_t)e->shard_rank * un->shard, hi = lo + un->shard;
+        size_t lo = (size_t)e->shard_rank * un->shard, a, b;
         float *host = malloc(un->shard * sizeof *host + 1);
         for (int k = 0; k < K_COUNT && !failed; k++) {
             memset(host, 0, un->shard * sizeof *host);
             for (int j = 0; j < un->nparams && !failed; j++) {
                 const sr__param *p = &e->model->params[un->params[j]];
-                size_t a = p->offset > lo ? p->offset : lo, b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
-                if (a < b) failed = source_read(&src, p, k, a - p->offset, b - a, host + (a - lo)) != 0;
+                if (sr__param_in_range(p, lo, un->shard, &a, &b))
+                    failed = source_read(&src, p, k, a - p->offset, b - a, host + (a - lo)) != 0;
             }
             if (!failed) e->hdev->to_device(kind_shard(&e->slot[u], k), host, un->shard * sizeof *host);
         }

@@ -319,11 +319,10 @@ static void zero_grads(sr__engine *e) {
 static void adamw_unit(sr__engine *e, int u, const sr__optim *o, const sr_adamw_args *base) {
     const sr__unit *un = &e->units.u[u];
     const sr__uslot *s = &e->slot[u];
-    size_t lo = (size_t)e->shard_rank * un->shard, hi = lo + un->shard;
+    size_t lo = (size_t)e->shard_rank * un->shard, a, b;
     for (int k = 0; k < un->nparams; k++) { /* per parameter: weight decay differs */
         const sr__param *p = &e->model->params[un->params[k]];
-        size_t a = p->offset > lo ? p->offset : lo, b = p->offset + p->numel < hi ? p->offset + p->numel : hi;
-        if (a >= b) continue;
+        if (!sr__param_in_range(p, lo, un->shard, &a, &b)) continue;
         sr_adamw_args args = *base;
         args.weight_decay = (p->flags & SR_PARAM_NO_DECAY) ? 0.0f : (float)o->weight_decay;
         size_t off = a - lo;
@@ -416,16 +415,15 @@ static int split_groups(sr__engine *e) {
     return 0;
 }
 
-static const char *dtype_label(sr_dtype d) { return d == SR_FLOAT32 ? "fp32" : d == SR_BFLOAT16 ? "bf16" : "fp16"; }
-
 static int check_dtype(const sr__engine *e) {
     if (e->ops->dtypes & (1u << e->dtype)) return 0;
+    static const sr_dtype floating[] = {SR_FLOAT32, SR_BFLOAT16, SR_FLOAT16};
     char have[64] = "";
-    for (int d = SR_FLOAT32; d <= SR_FLOAT16; d++)
-        if (e->ops->dtypes & (1u << d)) strcat(have, *have ? ", " : ""), strcat(have, dtype_label((sr_dtype)d));
+    for (int k = 0; k < 3; k++)
+        if (e->ops->dtypes & (1u << floating[k])) strcat(have, *have ? ", " : ""), strcat(have, sr_dtype_name(floating[k]));
     sr__log(SR_LOG_ERROR, "ACCELERATE_MIXED_PRECISION=%s: task %s computes in %s only; set "
                     "[accelerate] mixed_precision to one of those%s",
-            e->dtype == SR_BFLOAT16 ? "bf16" : e->dtype == SR_FLOAT16 ? "fp16" : "no", e->task, *have ? have : "nothing",
+            e->dtype == SR_FLOAT32 ? "no" : sr_dtype_name(e->dtype), e->task, *have ? have : "nothing",
             (e->ops->dtypes & 1u) ? " (fp32: mixed_precision = no)" : "");
     return -1;
 }
@@ -514,7 +512,6 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
        unit gathered from its forward to its backward */
     e->param_pool.bytes = e->grad_pool.bytes = max_padded * e->dsize;
     e->temp_pool.bytes = max_shard * e->dsize;
-    e->param_limit = e->cfg.reshard_after_forward ? 2 : e->nfwd;
     e->grad_limit = 2;
     if (e->units.root >= 0) { /* the root unit's buffers live for the whole run */
         int r = e->units.root;
@@ -565,11 +562,11 @@ const sr__fsdp_config *sr__engine_config(const sr__engine *e) { return &e->cfg; 
 /* Fills elements [lo, lo + n) of unit u's flat buffer (host memory) from the initialisers. */
 void sr__engine_init_range(const sr__engine *e, int u, float *dst, size_t lo, size_t n) {
     const sr__unit *un = &e->units.u[u];
+    size_t a, b;
     memset(dst, 0, n * sizeof *dst); /* padding stays zero */
     for (int k = 0; k < un->nparams; k++) {
         const sr__param *p = &e->model->params[un->params[k]];
-        size_t a = p->offset > lo ? p->offset : lo, b = p->offset + p->numel < lo + n ? p->offset + p->numel : lo + n;
-        if (a < b) sr__init_fill(dst + (a - lo), e->seed, p->name, p->init, a - p->offset, b - a);
+        if (sr__param_in_range(p, lo, n, &a, &b)) sr__init_fill(dst + (a - lo), e->seed, p->name, p->init, a - p->offset, b - a);
     }
 }
 
@@ -648,7 +645,7 @@ void sr__engine_describe(const sr__engine *e, char *buf, size_t len) {
     int wrapped = e->nfwd;
     if (!e->cfg.enabled) {
         snprintf(buf, len, "replicated on %d rank%s (ACCELERATE_USE_FSDP is not true): gradients all-reduced, %s, "
-                 "%zu parameters", e->world_size, e->world_size == 1 ? "" : "s", dtype_label(e->dtype),
+                 "%zu parameters", e->world_size, e->world_size == 1 ? "" : "s", sr_dtype_name(e->dtype),
                  sr__model_numel(e->model));
         return;
     }
@@ -656,7 +653,7 @@ void sr__engine_describe(const sr__engine *e, char *buf, size_t len) {
              "%s compute, backward prefetch %s, forward prefetch %s%s%s",
              sr__strategy_name(e->cfg.strategy), e->world_size, e->world_size == 1 ? "" : "s", e->shard_size,
              e->rep_size, e->units.n, e->units.n == 1 ? "" : "s", wrapped, e->units.root >= 0 ? " + root" : "",
-             sr__model_numel(e->model), dtype_label(e->dtype), sr__prefetch_name(e->cfg.backward_prefetch),
+             sr__model_numel(e->model), sr_dtype_name(e->dtype), sr__prefetch_name(e->cfg.backward_prefetch),
              e->cfg.forward_prefetch ? "on" : "off", e->cfg.activation_checkpointing ? ", activation checkpointing" : "",
              e->offload ? ", shards offloaded to host memory" : "");
 }

@@ -10,9 +10,13 @@
  *      gradient reduce-scatters issued asynchronously), then sr__engine_step (wait reductions,
  *      replicate all-reduce, overflow check, clipping, AdamW)
  *   -> sr__engine_free.
- * Per rank only the fp32 master shard, fp32 gradient shard and the two AdamW moments persist;
- * gathered parameters and full gradients live in a small pool (see ARCHITECTURE.md, "One
- * training step, as the engine sees it").
+ * Per rank only the fp32 master shard, fp32 gradient shard and the two AdamW moments persist.
+ * Gathered parameters and full gradients (compute dtype, a whole unit each) come from pools of
+ * reused buffers: with reshard-after-forward (FULL_SHARD) at most the current and the prefetched
+ * unit are gathered at once, SHARD_GRAD_OP keeps each unit gathered from its forward to its
+ * backward, and at most two full-gradient buffers exist (a third unit's backward first finishes
+ * the oldest reduce-scatter).  The root unit (modules no wrap claimed) keeps its two buffers for
+ * the whole run.
  */
 #ifndef SR_FSDP_ENGINE_H
 #define SR_FSDP_ENGINE_H

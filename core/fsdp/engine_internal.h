@@ -1,5 +1,6 @@
 /*
- * The engine's state, shared by engine.c (the step) and checkpoint.c (saving and loading shards).
+ * The engine's state, shared by engine.c (the step), checkpoint.c (saving and loading shards) and
+ * weights.c (initial weights from a safetensors file).
  */
 #ifndef SR_FSDP_ENGINE_INTERNAL_H
 #define SR_FSDP_ENGINE_INTERNAL_H
@@ -56,7 +57,7 @@ struct sr__engine {
     int *mod_pos;   /* module -> position of its unit in fwd_units (-1: root) */
     /* pools */
     sr__pool param_pool, grad_pool, temp_pool;
-    int param_limit, grad_limit;
+    int grad_limit; /* full-gradient buffers at most (see get_grad_buffer) */
     int *pending_rs; /* FIFO of units with a reduce-scatter in flight */
     int npending;
     /* scalars for collectives (device memory) */
@@ -66,7 +67,7 @@ struct sr__engine {
     int good_steps;
     long long adam_steps; /* updates taken (skipped fp16 steps do not count), AdamW's t */
     /* accounting */
-    size_t persistent, pool_in_use, pool_peak, peak;
+    size_t persistent, pool_peak, peak;
     /* per-call pointer arrays */
     void **pptr, **gptr;
     int max_mod_params;

@@ -22,7 +22,6 @@ static const char *nth(const char *choices, int i) {
     return b;
 }
 const char *sr__strategy_name(sr__strategy s) { return nth(STRATEGIES, (int)s); }
-const char *sr__wrap_name(sr__wrap w) { return nth(WRAPS, (int)w); }
 const char *sr__prefetch_name(sr__prefetch p) { return nth(PREFETCHES, (int)p); }
 const char *sr__state_dict_name(sr__state_dict s) { return nth(STATE_DICTS, (int)s); }
 
@@ -110,7 +109,10 @@ static int read_fsdp(sr__fsdp_config *c) {
         if (read_enum("FSDP_BACKWARD_PREFETCH", PREFETCHES, 0, SR_PREFETCH_NONE, &v) < 0) rc = -1;
         c->backward_prefetch = (sr__prefetch)v;
         if (read_bool("FSDP_FORWARD_PREFETCH", 0, &c->forward_prefetch) < 0) rc = -1;
-        if (read_bool("FSDP_USE_ORIG_PARAMS", 0, &c->use_orig_params) < 0) rc = -1;
+        /* FSDP_USE_ORIG_PARAMS is checked (accelerate rejects a malformed value too) and has no
+           effect: the engine never shows a task flat parameters, only each parameter's own array */
+        int orig_params;
+        if (read_bool("FSDP_USE_ORIG_PARAMS", 0, &orig_params) < 0) rc = -1;
     } else {
         /* version 2 has no strategy names: reshard_after_forward says FULL_SHARD or SHARD_GRAD_OP, and
            prefetching is always on (FSDP2 prefetches the next unit in both passes) */
@@ -118,7 +120,6 @@ static int read_fsdp(sr__fsdp_config *c) {
         c->strategy = c->reshard_after_forward ? SR_FULL_SHARD : SR_SHARD_GRAD_OP;
         c->backward_prefetch = SR_PREFETCH_PRE;
         c->forward_prefetch = 1;
-        c->use_orig_params = 1;
     }
     if (read_enum("FSDP_AUTO_WRAP_POLICY", WRAPS, 0, SR_WRAP_NONE, &v) < 0) rc = -1;
     c->wrap = (sr__wrap)v;

@@ -1,7 +1,8 @@
 /*
  * The FSDP configuration, read back from the environment the accelerate plugin wrote (or the user
- * exported), with accelerate's semantics (../shared/ENV.md "Rules for reading"): names
- * case-insensitive, strategy digits 1-5, str_to_bool spellings, version-dependent variables.
+ * exported), with accelerate's semantics: names case-insensitive, strategy digits 1-5,
+ * str_to_bool spellings, FSDP_* read only when ACCELERATE_USE_FSDP is true, and FSDP_VERSION=2's
+ * variables instead of version 1's (docs/environment.md lists every variable).
  * Read once per worker before the model is built; a bad value is an error, never a default.
  */
 #ifndef SR_FSDP_CONFIG_H
@@ -28,7 +29,7 @@ typedef struct sr__fsdp_config {
     sr__prefetch backward_prefetch;
     int forward_prefetch;
     sr__state_dict state_dict;
-    int offload_params, use_orig_params, sync_module_states, cpu_ram_efficient_loading, activation_checkpointing;
+    int offload_params, sync_module_states, cpu_ram_efficient_loading, activation_checkpointing;
 } sr__fsdp_config;
 
 /* Reads every variable; 0, or -1 with one message per problem printed to stderr. */
@@ -36,7 +37,6 @@ int sr__fsdp_config_read(sr__fsdp_config *c);
 void sr__fsdp_config_free(sr__fsdp_config *c);
 
 const char *sr__strategy_name(sr__strategy s);
-const char *sr__wrap_name(sr__wrap w);
 const char *sr__prefetch_name(sr__prefetch p);
 const char *sr__state_dict_name(sr__state_dict s);
 

@@ -29,6 +29,16 @@ typedef struct sr__units {
     int root; /* index of the root unit, or -1 when every module is wrapped */
 } sr__units;
 
+/* The part of parameter p's flat range [offset, offset + numel) that lies in [lo, lo + n) of its
+   unit's flat buffer (a rank's shard, or the piece being filled): [*a, *b), in flat positions.
+   0 when they do not meet. */
+static inline int sr__param_in_range(const sr__param *p, size_t lo, size_t n, size_t *a, size_t *b) {
+    size_t end = p->offset + p->numel, hi = lo + n;
+    *a = p->offset > lo ? p->offset : lo;
+    *b = end < hi ? end : hi;
+    return *a < *b;
+}
+
 /* Applies the policy; every unknown class name and cross-unit tie is reported.  0 or -1. */
 int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__units *out);
 void sr__units_free(sr__units *us);

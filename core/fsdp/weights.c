@@ -22,12 +22,12 @@ typedef struct weights {
 static void fill_from_file(sr__engine *e, int u, float *dst, size_t lo, size_t n, void *arg) {
     weights *w = arg;
     const sr__unit *un = &e->units.u[u];
+    size_t a, b;
     sr__engine_init_range(e, u, dst, lo, n);
     for (int k = 0; k < un->nparams; k++) {
         int i = un->params[k];
         const sr__param *p = &e->model->params[i];
-        size_t a = p->offset > lo ? p->offset : lo, b = p->offset + p->numel < lo + n ? p->offset + p->numel : lo + n;
-        if (a >= b || !w->t[i]) continue;
+        if (!w->t[i] || !sr__param_in_range(p, lo, n, &a, &b)) continue;
         sr__st_to_f32(w->t[i], w->data[i], a - p->offset, b - a, dst + (a - lo));
         w->bytes += (long long)((b - a) * sr_dtype_size(w->t[i]->dtype));
     }
@@ -38,13 +38,6 @@ static int same_shape(const sr__param *p, const sr_st_tensor *t) {
     for (int d = 0; d < p->ndim; d++)
         if (p->shape[d] != t->shape[d]) return 0;
     return 1;
-}
-
-static void shape_str(char *buf, size_t len, int ndim, const int64_t *shape) {
-    size_t used = (size_t)snprintf(buf, len, "[");
-    for (int d = 0; d < ndim && used < len; d++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    if (used < len) snprintf(buf + used, len - used, "]");
 }
 
 /* Opens and checks the file against the model: 0, or -1 after printing every problem. */
@@ -72,8 +65,8 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
         }
         if (!same_shape(p, w->t[i]) || w->t[i]->dtype == SR_INT32 || w->t[i]->dtype == SR_INT64) {
             char want[128], have[128];
-            shape_str(want, sizeof want, p->ndim, p->shape);
-            shape_str(have, sizeof have, w->t[i]->ndim, w->t[i]->shape);
+            sr__st_shape_str(want, sizeof want, p->ndim, p->shape);
+            sr__st_shape_str(have, sizeof have, w->t[i]->ndim, w->t[i]->shape);
             sr__log(SR_LOG_ERROR, "init_weights: %s: tensor \"%s\" is %s %s, but the model's parameter is "
                             "%s (floating point); the file belongs to another model or size", path, p->name,
                     sr__st_dtype_name(w->t[i]->dtype), have, want);

@@ -1,10 +1,11 @@
 /*
  * safetensors reader and writer (see safetensors.h for the layout).
  *
- * The header is parsed by a small strict JSON parser that reads straight into the tensor table
+ * The header is walked with the strict pull reader of io/json.h, straight into the tensor table
  * (no JSON tree): a header may be up to 100 MB, and a tree of that costs far more than the table.
- * Strings are decoded into one arena of header length + 1 bytes, which always suffices: a decoded
- * string plus its NUL is shorter than its quoted JSON form.
+ * Strings are decoded into one arena of header length + 1 bytes (the file's, so names and
+ * metadata live as long as it), which always suffices: a decoded string plus its NUL is shorter
+ * than its quoted JSON form.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _FILE_OFFSET_BITS 64
@@ -25,11 +26,11 @@
 #include <unistd.h>
 
 #include "base/strbuf.h"
+#include "io/json.h"
 
 /* HuggingFace's reader refuses headers above 100 MB, so the writer never makes one and the
    reader takes a larger length for a corrupt file rather than mapping gigabytes of "JSON". */
 #define ST_MAX_HEADER 100000000u
-#define ST_MAX_DEPTH 64
 
 static const struct {
     const char *name;
@@ -85,40 +86,12 @@ static const char *quote(qbuf *q, const char *name) {
     return q->s;
 }
 
-/* "[2, 3]" */
-static const char *shape_str(char *buf, size_t len, int ndim, const int64_t *shape) {
+const char *sr__st_shape_str(char *buf, size_t len, int ndim, const int64_t *shape) {
     size_t n = (size_t)snprintf(buf, len, "[");
     for (int i = 0; i < ndim && n < len; i++)
         n += (size_t)snprintf(buf + n, len - n, "%s%" PRId64, i ? ", " : "", shape[i]);
     if (n < len) snprintf(buf + n, len - n, "]");
     return buf;
-}
-
-/* The length of the valid UTF-8 sequence at s (n bytes available), or 0.  Rejects overlong
-   forms, surrogates and code points past U+10FFFF, as a strict JSON reader must. */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
-    unsigned c = s[0], lo = 0x80, hi = 0xBF;
-    size_t len;
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c == 0xE0) len = 3, lo = 0xA0;
-    else if (c == 0xED) len = 3, hi = 0x9F;
-    else if (c >= 0xE1 && c <= 0xEF) len = 3;
-    else if (c == 0xF0) len = 4, lo = 0x90;
-    else if (c == 0xF4) len = 4, hi = 0x8F;
-    else if (c >= 0xF1 && c <= 0xF3) len = 4;
-    else return 0;
-    if (n < len || s[1] < lo || s[1] > hi) return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
-    return len;
-}
-
-static int utf8_valid(const char *s) {
-    size_t n = strlen(s);
-    for (size_t i = 0, k; i < n; i += k)
-        if (!(k = utf8_seq((const unsigned char *)s + i, n - i))) return 0;
-    return 1;
 }
 
 /* The tensor's size in bytes, or -1 when a dimension is negative or the size would not fit in a
@@ -191,7 +164,7 @@ static int pwrite_full(int fd, const void *data, size_t len, uint64_t pos) {
 /* Why `name` cannot be a tensor name or metadata string, or NULL. */
 static const char *bad_string(const char *s) {
     if (!s) return "is NULL";
-    if (!utf8_valid(s)) return "is not valid UTF-8";
+    if (!sr__json_utf8_valid(s, strlen(s))) return "is not valid UTF-8";
     return NULL;
 }
 
@@ -220,7 +193,7 @@ static int check_tensors(const char *path, const sr_st_tensor *t, size_t n, uint
         uint64_t nb;
         if (tensor_bytes(t[i].dtype, t[i].ndim, t[i].shape, &nb) || nb > (uint64_t)INT64_MAX - *total) {
             seterr(err, errlen, "%s: tensor %s: shape %s is invalid or too large", path, nm,
-                   shape_str(sb, sizeof sb, t[i].ndim, t[i].shape));
+                   sr__st_shape_str(sb, sizeof sb, t[i].ndim, t[i].shape));
             return -1;
         }
         *total += nb;
@@ -438,209 +411,42 @@ struct sr_st_file {
     size_t nslots;
 };
 
+/* The header's walk: json.h reads the syntax, this the safetensors layout.  A syntax error is
+   the reader's (reported by sr__st_open with its offset); a layout error is set here in err. */
 typedef struct {
+    sr_json j;
     const char *path;
-    const unsigned char *s;
-    size_t n, i;
-    char *arena;
-    size_t an;
     char *err;
     size_t errlen;
-} jp;
+} hp;
 
-static int jp_syntax(jp *p, const char *what) {
-    seterr(p->err, p->errlen, "%s: the header is not valid JSON: %s at byte %zu of the header", p->path, what, p->i);
+/* Sets "PATH: message" and returns -1. */
+static int hp_fail(hp *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int hp_fail(hp *p, const char *fmt, ...) {
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    seterr(p->err, p->errlen, "%s: %s", p->path, msg);
     return -1;
 }
 
-static int jp_peek(jp *p) {
-    while (p->i < p->n && (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' || p->s[p->i] == '\r'))
-        p->i++;
-    return p->i < p->n ? p->s[p->i] : -1;
-}
-
-static int jp_expect(jp *p, int c, const char *what) {
-    if (jp_peek(p) != c) return jp_syntax(p, what);
-    p->i++;
-    return 0;
-}
-
-/* After a member or element: 1 when another follows, 0 at the closing `close`, -1 on an error. */
-static int jp_next(jp *p, int close) {
-    int c = jp_peek(p);
-    if (c == ',') return p->i++, 1;
-    if (c == close) return p->i++, 0;
-    return jp_syntax(p, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
-}
-
-static int hex4(const unsigned char *s, unsigned *out) {
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        unsigned c = s[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= c - '0';
-        else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-        else return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static size_t utf8_put(char *o, unsigned cp) {
-    if (cp < 0x80) return o[0] = (char)cp, 1;
-    if (cp < 0x800) return o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 0x3F)), 2;
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | ((cp >> 6) & 0x3F)), o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | cp >> 18), o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* A JSON string, decoded into the arena: *out (NUL-terminated) and its length, which differs from
-   strlen(*out) when it holds \u0000. */
-static int jp_string(jp *p, const char **out, size_t *outlen) {
-    if (jp_peek(p) != '"') return jp_syntax(p, "expected a string");
-    p->i++;
-    char *o = p->arena + p->an;
-    size_t k = 0;
-    for (;;) {
-        if (p->i >= p->n) return jp_syntax(p, "unterminated string");
-        unsigned c = p->s[p->i];
-        if (c == '"') {
-            p->i++;
-            break;
-        }
-        if (c < 0x20) return jp_syntax(p, "control character in a string");
-        if (c != '\\') {
-            size_t len = utf8_seq(p->s + p->i, p->n - p->i);
-            if (!len) return jp_syntax(p, "invalid UTF-8 in a string");
-            memcpy(o + k, p->s + p->i, len);
-            k += len;
-            p->i += len;
-            continue;
-        }
-        if (p->i + 1 >= p->n) return p->i++, jp_syntax(p, "unterminated string");
-        unsigned e = p->s[p->i + 1], cp;
-        const char *simple = strchr("\"\\/bfnrt", (int)e), *to = "\"\\/\b\f\n\r\t";
-        if (e && simple) {
-            o[k++] = to[simple - "\"\\/bfnrt"];
-            p->i += 2;
-            continue;
-        }
-        if (e != 'u') return jp_syntax(p, "unknown escape in a string");
-        if (p->i + 6 > p->n || hex4(p->s + p->i + 2, &cp)) return jp_syntax(p, "bad \\u escape");
-        if (cp >= 0xDC00 && cp <= 0xDFFF) return jp_syntax(p, "unpaired surrogate in a \\u escape");
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-            /* UTF-16 surrogate pair: \uD83D\uDE00 is one code point */
-            unsigned lo;
-            if (p->i + 12 > p->n || p->s[p->i + 6] != '\\' || p->s[p->i + 7] != 'u' || hex4(p->s + p->i + 8, &lo) ||
-                lo < 0xDC00 || lo > 0xDFFF)
-                return jp_syntax(p, "unpaired surrogate in a \\u escape");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            p->i += 6;
-        }
-        p->i += 6;
-        k += utf8_put(o + k, cp);
-    }
-    o[k] = 0;
-    p->an += k + 1;
-    *out = o;
-    *outlen = k;
-    return 0;
-}
-
-/* A JSON number.  *is_uint: it is a plain non-negative integer (no sign, fraction or exponent),
-   whose value is then in *val (saturated at UINT64_MAX). */
-static int jp_number(jp *p, uint64_t *val, int *is_uint) {
-    const unsigned char *s = p->s;
-    int neg = 0, frac = 0;
-    uint64_t v = 0;
-    jp_peek(p);
-    if (p->i < p->n && s[p->i] == '-') neg = 1, p->i++;
-    if (p->i >= p->n || s[p->i] < '0' || s[p->i] > '9') return jp_syntax(p, "bad number");
-    if (s[p->i] == '0' && p->i + 1 < p->n && s[p->i + 1] >= '0' && s[p->i + 1] <= '9')
-        return jp_syntax(p, "number with a leading zero");
-    for (; p->i < p->n && s[p->i] >= '0' && s[p->i] <= '9'; p->i++) {
-        unsigned d = s[p->i] - '0';
-        v = v > (UINT64_MAX - d) / 10 ? UINT64_MAX : v * 10 + d;
-    }
-    if (p->i < p->n && s[p->i] == '.') {
-        frac = 1;
-        if (++p->i >= p->n || s[p->i] < '0' || s[p->i] > '9') return jp_syntax(p, "bad number");
-        while (p->i < p->n && s[p->i] >= '0' && s[p->i] <= '9') p->i++;
-    }
-    if (p->i < p->n && (s[p->i] == 'e' || s[p->i] == 'E')) {
-        frac = 1;
-        if (++p->i < p->n && (s[p->i] == '+' || s[p->i] == '-')) p->i++;
-        if (p->i >= p->n || s[p->i] < '0' || s[p->i] > '9') return jp_syntax(p, "bad number");
-        while (p->i < p->n && s[p->i] >= '0' && s[p->i] <= '9') p->i++;
-    }
-    *val = v;
-    *is_uint = !neg && !frac;
-    return 0;
-}
-
-/* Any JSON value, checked and discarded. */
-static int jp_skip(jp *p, int depth) {
-    const char *str;
-    size_t len;
-    uint64_t v;
-    int isu, more;
-    if (depth > ST_MAX_DEPTH) return jp_syntax(p, "nesting too deep");
-    int c = jp_peek(p);
-    switch (c) {
-    case '"': return jp_string(p, &str, &len);
-    case '{':
-        p->i++;
-        if (jp_peek(p) == '}') return p->i++, 0;
-        do {
-            if (jp_string(p, &str, &len) || jp_expect(p, ':', "expected ':'") || jp_skip(p, depth + 1)) return -1;
-        } while ((more = jp_next(p, '}')) > 0);
-        return more;
-    case '[':
-        p->i++;
-        if (jp_peek(p) == ']') return p->i++, 0;
-        do {
-            if (jp_skip(p, depth + 1)) return -1;
-        } while ((more = jp_next(p, ']')) > 0);
-        return more;
-    case 't':
-    case 'f':
-    case 'n': {
-        const char *lit = c == 't' ? "true" : c == 'f' ? "false" : "null";
-        size_t l = strlen(lit);
-        if (p->n - p->i < l || memcmp(p->s + p->i, lit, l)) return jp_syntax(p, "expected a value");
-        p->i += l;
-        return 0;
-    }
-    default:
-        if (c == '-' || (c >= '0' && c <= '9')) return jp_number(p, &v, &isu);
-        return jp_syntax(p, "expected a value");
-    }
-}
-
-static int key_is(const char *key, size_t klen, const char *want) { return klen == strlen(want) && !strcmp(key, want); }
-
 /* [n, n, ...] of non-negative integers up to `max` each: the first `cap` land in out[], *count
    says how many there were.  0, 1 when it is not such an array (nothing reported), -1. */
-static int jp_uint_array(jp *p, uint64_t max, uint64_t *out, int cap, int *count) {
+static int uint_array(sr_json *j, uint64_t max, uint64_t *out, int cap, int *count) {
     int more;
     *count = 0;
-    if (jp_peek(p) != '[') return 1;
-    p->i++;
-    if (jp_peek(p) == ']') return p->i++, 0;
-    do {
-        uint64_t v;
-        int isu, c = jp_peek(p);
-        if (c != '-' && (c < '0' || c > '9')) return 1;
-        if (jp_number(p, &v, &isu)) return -1;
-        if (!isu || v > max) return 1;
-        if (*count < cap) out[*count] = v;
+    if (sr__json_peek(j) != SR_JSON_ARRAY) return 1;
+    if (sr__json_array(j)) return -1;
+    while ((more = sr__json_element(j)) > 0) {
+        sr_json_num v;
+        if (sr__json_peek(j) != SR_JSON_NUMBER) return 1;
+        if (sr__json_number(j, &v)) return -1;
+        if (!v.is_uint || v.uint > max) return 1;
+        if (*count < cap) out[*count] = v.uint;
         if (*count < INT32_MAX) ++*count;
-    } while ((more = jp_next(p, ']')) > 0);
+    }
     return more;
 }
 
@@ -656,128 +462,116 @@ static int add_tensor(sr_st_file *f, const sr_st_tensor *t) {
     return 0;
 }
 
-/* Sets "PATH: message" and returns -1. */
-static int jp_fail(jp *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int jp_fail(jp *p, const char *fmt, ...) {
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    seterr(p->err, p->errlen, "%s: %s", p->path, msg);
-    return -1;
-}
-
-static int parse_tensor(jp *p, sr_st_file *f, const char *name, size_t nlen) {
+static int parse_tensor(hp *p, sr_st_file *f, const char *name, size_t nlen) {
     qbuf q, qd;
     char sb[256];
     const char *nm = quote(&q, name), *dtype = NULL;
     int have_shape = 0, have_offs = 0, ndim = 0, noffs = 0, more, r;
     uint64_t dims[SR_ST_MAX_DIMS], offs[2] = {0, 0};
-    if (strlen(name) != nlen) return jp_fail(p, "tensor %s...: names must not contain \\u0000", nm);
-    if (jp_peek(p) != '{') return jp_fail(p, "tensor %s: expected an object with dtype, shape and data_offsets", nm);
-    p->i++;
-    if (jp_peek(p) == '}') p->i++, more = 0;
-    else
-        do {
-            const char *key;
-            size_t klen, dlen;
-            if (jp_string(p, &key, &klen) || jp_expect(p, ':', "expected ':'")) return -1;
-            if (key_is(key, klen, "dtype")) {
-                if (dtype) return jp_fail(p, "tensor %s: dtype given twice", nm);
-                if (jp_peek(p) != '"') return jp_fail(p, "tensor %s: dtype is not a string", nm);
-                if (jp_string(p, &dtype, &dlen)) return -1;
-            } else if (key_is(key, klen, "shape")) {
-                if (have_shape++) return jp_fail(p, "tensor %s: shape given twice", nm);
-                if ((r = jp_uint_array(p, INT64_MAX, dims, SR_ST_MAX_DIMS, &ndim)) > 0)
-                    return jp_fail(p, "tensor %s: shape is not an array of non-negative integers", nm);
-                if (r) return -1;
-            } else if (key_is(key, klen, "data_offsets")) {
-                if (have_offs++) return jp_fail(p, "tensor %s: data_offsets given twice", nm);
-                if ((r = jp_uint_array(p, UINT64_MAX, offs, 2, &noffs)) > 0 || (!r && noffs != 2))
-                    return jp_fail(p, "tensor %s: data_offsets is not [begin, end] with non-negative integers", nm);
-                if (r) return -1;
-            } else if (jp_skip(p, 2)) { /* other fields: HuggingFace's reader ignores them too */
-                return -1;
-            }
-        } while ((more = jp_next(p, '}')) > 0);
+    sr_json *j = &p->j;
+    if (strlen(name) != nlen) return hp_fail(p, "tensor %s...: names must not contain \\u0000", nm);
+    if (sr__json_peek(j) != SR_JSON_OBJECT)
+        return hp_fail(p, "tensor %s: expected an object with dtype, shape and data_offsets", nm);
+    if (sr__json_object(j)) return -1;
+    const char *key;
+    size_t klen, dlen;
+    while ((more = sr__json_member(j, &key, &klen)) > 0) {
+        if (sr__json_key_is(key, klen, "dtype")) {
+            if (dtype) return hp_fail(p, "tensor %s: dtype given twice", nm);
+            if (sr__json_peek(j) != SR_JSON_STRING) return hp_fail(p, "tensor %s: dtype is not a string", nm);
+            if (sr__json_string(j, &dtype, &dlen)) return -1;
+        } else if (sr__json_key_is(key, klen, "shape")) {
+            if (have_shape++) return hp_fail(p, "tensor %s: shape given twice", nm);
+            if ((r = uint_array(j, INT64_MAX, dims, SR_ST_MAX_DIMS, &ndim)) > 0)
+                return hp_fail(p, "tensor %s: shape is not an array of non-negative integers", nm);
+            if (r) return -1;
+        } else if (sr__json_key_is(key, klen, "data_offsets")) {
+            if (have_offs++) return hp_fail(p, "tensor %s: data_offsets given twice", nm);
+            if ((r = uint_array(j, UINT64_MAX, offs, 2, &noffs)) > 0 || (!r && noffs != 2))
+                return hp_fail(p, "tensor %s: data_offsets is not [begin, end] with non-negative integers", nm);
+            if (r) return -1;
+        } else if (sr__json_skip(j)) { /* other fields: HuggingFace's reader ignores them too */
+            return -1;
+        }
+    }
     if (more < 0) return -1;
     const char *missing = !dtype ? "dtype" : !have_shape ? "shape" : !have_offs ? "data_offsets" : NULL;
-    if (missing) return jp_fail(p, "tensor %s: no %s", nm, missing);
+    if (missing) return hp_fail(p, "tensor %s: no %s", nm, missing);
 
     sr_st_tensor t = {.name = name, .ndim = ndim};
     size_t d = 0;
     while (d < NDTYPES && strcmp(dtype, dtypes[d].name)) d++;
     if (d == NDTYPES)
-        return jp_fail(p, "tensor %s: dtype %s is not supported by shardrun (it reads F32, F16, BF16, I32 and I64)", nm,
+        return hp_fail(p, "tensor %s: dtype %s is not supported by shardrun (it reads F32, F16, BF16, I32 and I64)", nm,
                        quote(&qd, dtype));
     t.dtype = (sr_dtype)d;
     if (ndim > SR_ST_MAX_DIMS)
-        return jp_fail(p, "tensor %s: %d dimensions, shardrun supports at most %d", nm, ndim, SR_ST_MAX_DIMS);
+        return hp_fail(p, "tensor %s: %d dimensions, shardrun supports at most %d", nm, ndim, SR_ST_MAX_DIMS);
     for (int i = 0; i < ndim; i++) t.shape[i] = (int64_t)dims[i];
-    shape_str(sb, sizeof sb, ndim, t.shape);
+    sr__st_shape_str(sb, sizeof sb, ndim, t.shape);
     if (offs[1] < offs[0])
-        return jp_fail(p, "tensor %s: data_offsets [%" PRIu64 ", %" PRIu64 "] end before they begin", nm, offs[0],
+        return hp_fail(p, "tensor %s: data_offsets [%" PRIu64 ", %" PRIu64 "] end before they begin", nm, offs[0],
                        offs[1]);
-    if (tensor_bytes(t.dtype, ndim, t.shape, &t.nbytes)) return jp_fail(p, "tensor %s: shape %s is too large", nm, sb);
+    if (tensor_bytes(t.dtype, ndim, t.shape, &t.nbytes)) return hp_fail(p, "tensor %s: shape %s is too large", nm, sb);
     if (offs[1] - offs[0] != t.nbytes)
-        return jp_fail(p,
+        return hp_fail(p,
                        "tensor %s: data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64 " bytes but shape %s of %s "
                        "needs %" PRIu64,
                        nm, offs[0], offs[1], offs[1] - offs[0], sb, dtypes[d].name, t.nbytes);
     if (offs[1] > f->datalen)
-        return jp_fail(p,
+        return hp_fail(p,
                        "tensor %s: data_offsets [%" PRIu64 ", %" PRIu64 "] run past the end of the data section "
                        "(%" PRIu64 " bytes; is the file truncated?)",
                        nm, offs[0], offs[1], f->datalen);
     t.offset = offs[0];
-    if (add_tensor(f, &t)) return jp_fail(p, "out of memory");
+    if (add_tensor(f, &t)) return hp_fail(p, "out of memory");
     return 0;
 }
 
-static int parse_meta(jp *p, sr_st_file *f) {
+static int parse_meta(hp *p, sr_st_file *f) {
     qbuf q;
     int more;
-    if (f->have_meta++) return jp_fail(p, "__metadata__ given twice");
-    if (jp_peek(p) == 'n') return jp_skip(p, 1); /* null: serde reads it as no metadata */
-    if (jp_peek(p) != '{') return jp_fail(p, "__metadata__ is not an object of strings");
-    p->i++;
-    if (jp_peek(p) == '}') return p->i++, 0;
-    do {
-        sr_st_kv kv;
-        size_t klen, vlen;
-        if (jp_string(p, &kv.key, &klen) || jp_expect(p, ':', "expected ':'")) return -1;
+    sr_json *j = &p->j;
+    if (f->have_meta++) return hp_fail(p, "__metadata__ given twice");
+    if (sr__json_peek(j) == SR_JSON_NULL) return sr__json_null(j); /* null: serde reads it as no metadata */
+    if (sr__json_peek(j) != SR_JSON_OBJECT) return hp_fail(p, "__metadata__ is not an object of strings");
+    if (sr__json_object(j)) return -1;
+    sr_st_kv kv;
+    size_t klen, vlen;
+    while ((more = sr__json_member(j, &kv.key, &klen)) > 0) {
         const char *k = quote(&q, kv.key);
-        if (strlen(kv.key) != klen) return jp_fail(p, "__metadata__ %s...: keys must not contain \\u0000", k);
-        if (jp_peek(p) != '"') return jp_fail(p, "__metadata__ %s: the value is not a string", k);
-        if (jp_string(p, &kv.value, &vlen)) return -1;
-        if (strlen(kv.value) != vlen) return jp_fail(p, "__metadata__ %s: the value contains \\u0000", k);
+        if (strlen(kv.key) != klen) return hp_fail(p, "__metadata__ %s...: keys must not contain \\u0000", k);
+        if (sr__json_peek(j) != SR_JSON_STRING) return hp_fail(p, "__metadata__ %s: the value is not a string", k);
+        if (sr__json_string(j, &kv.value, &vlen)) return -1;
+        if (strlen(kv.value) != vlen) return hp_fail(p, "__metadata__ %s: the value contains \\u0000", k);
         if (f->nmeta == f->metacap) {
             size_t cap = f->metacap ? 2 * f->metacap : 8;
             sr_st_kv *nm = realloc(f->meta, cap * sizeof *nm);
-            if (!nm) return jp_fail(p, "out of memory");
+            if (!nm) return hp_fail(p, "out of memory");
             f->meta = nm;
             f->metacap = cap;
         }
         f->meta[f->nmeta++] = kv;
-    } while ((more = jp_next(p, '}')) > 0);
+    }
     return more;
 }
 
-static int parse_header(jp *p, sr_st_file *f) {
-    int more = 0;
-    if (jp_expect(p, '{', "expected '{' (the header is a JSON object)")) return -1;
-    if (jp_peek(p) == '}') p->i++;
-    else
-        do {
-            const char *key;
-            size_t klen;
-            if (jp_string(p, &key, &klen) || jp_expect(p, ':', "expected ':'")) return -1;
-            if (key_is(key, klen, "__metadata__") ? parse_meta(p, f) : parse_tensor(p, f, key, klen)) return -1;
-        } while ((more = jp_next(p, '}')) > 0);
-    if (more < 0) return -1;
-    if (jp_peek(p) != -1) return jp_syntax(p, "unexpected data after the JSON object");
-    return 0;
+/* 0, or -1 with err set: the reader's syntax error with its offset, or a layout error. */
+static int parse_header(hp *p, sr_st_file *f) {
+    sr_json *j = &p->j;
+    const char *key;
+    size_t klen, at;
+    int more, rc = -1;
+    if (sr__json_peek(j) != SR_JSON_OBJECT) sr__json_fail(j, "expected '{' (the header is a JSON object)");
+    else if (sr__json_object(j) == 0) {
+        while ((more = sr__json_member(j, &key, &klen)) > 0)
+            if (sr__json_key_is(key, klen, "__metadata__") ? parse_meta(p, f) : parse_tensor(p, f, key, klen)) break;
+        if (more == 0) rc = sr__json_end(j);
+    }
+    const char *what = sr__json_error(j, &at);
+    if (what)
+        seterr(p->err, p->errlen, "%s: the header is not valid JSON: %s at byte %zu of the header", p->path, what, at);
+    return rc;
 }
 
 static int cmp_offset(const void *a, const void *b) {
@@ -898,8 +692,11 @@ sr_st_file *sr__st_open(const char *path, char *err, size_t errlen) {
     }
     f->data = b + 8 + hlen;
     f->datalen = size - 8 - hlen;
-    jp p = {.path = path, .s = b + 8, .n = (size_t)hlen, .arena = f->arena, .err = err, .errlen = errlen};
-    if (parse_header(&p, f) || check_file(f, err, errlen)) {
+    hp p = {.path = path, .err = err, .errlen = errlen};
+    sr__json_init(&p.j, b + 8, (size_t)hlen, f->arena);
+    int bad_header = parse_header(&p, f) != 0;
+    sr__json_free(&p.j); /* the strings stay: they live in f->arena */
+    if (bad_header || check_file(f, err, errlen)) {
         sr__st_close(f);
         return NULL;
     }

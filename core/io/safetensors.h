@@ -67,5 +67,7 @@ int sr__st_to_f32(const sr_st_tensor *t, const void *data, size_t first, size_t 
 
 /* "F32", "F16", "BF16", "I32", "I64" */
 const char *sr__st_dtype_name(sr_dtype dtype);
+/* A shape for messages, "[2, 3]" ("[]" for a scalar), in buf; returns buf. */
+const char *sr__st_shape_str(char *buf, size_t len, int ndim, const int64_t *shape);
 
 #endif

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/strbuf.h"
 #include "store/store.h"
 #include "store/wire.h"
@@ -23,12 +23,6 @@ struct sr_store {
     size_t consumed; /* bytes of `in` belonging to the last reply */
     sr_store_msg *msg;
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int send_request(sr_store *c, unsigned op, uint32_t n, const void *const *items, const uint32_t *lens) {
     sr_buf b = {0};
@@ -120,10 +114,10 @@ static int dial(const char *host, int port, char *err, size_t errlen) {
 }
 
 sr_store *sr__store_connect(const char *host, int port, const char *token, double timeout_s, char *err, size_t errlen) {
-    double deadline = now_s() + timeout_s;
+    double deadline = sr__now_s() + timeout_s;
     int fd, delay_ms = 2;
     /* node 0's agent may start later than this one: retry until the timeout */
-    while ((fd = dial(host, port, err, errlen)) == -1 && now_s() < deadline) {
+    while ((fd = dial(host, port, err, errlen)) == -1 && sr__now_s() < deadline) {
         usleep((useconds_t)delay_ms * 1000);
         if (delay_ms < 200) delay_ms *= 2;
     }

@@ -1,4 +1,4 @@
-/* The CPU device: conversions (exact bits), accumulate, reductions, scale, AdamW against a
+/* The CPU device: conversions (exact bits), accumulate, reductions, AdamW against a
    double-precision evaluation of torch's formula, and device lookup by name. */
 #include <float.h>
 #include <math.h>
@@ -100,12 +100,6 @@ static void test_elementwise(void) {
     cpu->accumulate(acc, hf, SR_FLOAT16, 4);
     CHECK(acc[0] == 3.5f && acc[1] == -4 && acc[2] == 3 + 5.9604644775390625e-8f && acc[3] == 131046);
     CHECK(acc[4] == (5 + 1e-3f) + 1.015625f); /* n = 4 leaves the fifth alone */
-
-    float x[3] = {1.5f, -2, 0};
-    cpu->scale(x, 3, -0.5f);
-    CHECK(x[0] == -0.75f && x[1] == 1 && x[2] == 0);
-    cpu->scale(x, 2, 0);
-    CHECK(x[0] == 0 && x[1] == 0);
 }
 
 static void test_reductions(void) {

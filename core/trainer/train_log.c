@@ -1,0 +1,94 @@
+/* What rank 0 shows and keeps of each step (see trainer_internal.h). */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/strbuf.h"
+#include "io/json.h"
+#include "trainer/trainer_internal.h"
+
+/* Rank 0's progress bar, redrawn in place ('\r') when the output reaches a terminal. */
+static void progress(long long step, long long total, double elapsed, double loss) {
+    enum { W = 30 };
+    char bar[W + 1];
+    int fill = (int)((double)W * (double)step / (double)total);
+    for (int i = 0; i < W; i++) bar[i] = i < fill ? '#' : '.';
+    bar[W] = 0;
+    double eta = step > 0 ? elapsed / (double)step * (double)(total - step) : 0;
+    printf("\r[%s] %lld/%lld  loss %.4f  %.1fs elapsed, %.1fs left", bar, step, total, loss, elapsed, eta);
+    fflush(stdout);
+}
+
+/* The step of a train_log.jsonl line: a whole line (a killed run may leave its last one cut
+   short) holding an object whose first member is "step", a non-negative integer; else -1.  The
+   rest is not read: a record of a step whose loss was inf or nan (bare words, not JSON) is still
+   that step's record. */
+static long long line_step(const char *line, size_t len) {
+    sr_json j;
+    sr_json_num num;
+    const char *key;
+    size_t klen;
+    long long step = -1;
+    if (!len || line[len - 1] != '\n') return -1;
+    sr__json_init(&j, line, len, NULL);
+    if (sr__json_object(&j) == 0 && sr__json_member(&j, &key, &klen) == 1 && sr__json_key_is(key, klen, "step") &&
+        sr__json_number(&j, &num) == 0 && num.is_uint && num.uint <= (uint64_t)INT64_MAX)
+        step = (long long)num.uint;
+    sr__json_free(&j);
+    return step;
+}
+
+FILE *sr__train_log_open(const sr__train_args *a, int rank, long long resumed_step) {
+    if (!a->output_dir || rank != 0) return NULL;
+    if (sr__make_output_dir(a->output_dir) != 0) return NULL;
+    char *p = sr__fmt("%s/train_log.jsonl", a->output_dir);
+    sr_buf kept = {0};
+    FILE *old = resumed_step > 0 ? fopen(p, "r") : NULL;
+    if (old) {
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t n;
+        while ((n = getline(&line, &cap, old)) > 0) {
+            long long st = line_step(line, (size_t)n);
+            if (st >= 0 && st <= resumed_step) sr__buf_add(&kept, line, (size_t)n);
+        }
+        free(line);
+        fclose(old);
+    }
+    FILE *f = fopen(p, "w");
+    if (!f) sr__log(SR_LOG_WARN, "cannot write %s", p);
+    if (f && kept.n) fwrite(kept.s, 1, kept.n, f);
+    sr__buf_free(&kept);
+    free(p);
+    return f;
+}
+
+void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r) {
+    long long step = t->ts.global_step, total = t->plan.total_steps;
+    int last = step == total;
+    if (t->rank == 0 && t->tty) progress(step, total, sr__now_s() - t->t0, loss);
+    if (step % t->a.logging_steps != 0 && !last) return;
+    if (t->rank == 0 && t->tty) printf("\r"); /* the log line replaces the bar; the bar is drawn again below it */
+    double now = sr__now_s();
+    if (t->rank == 0) {
+        double tok_s = (double)t->tokens_since_log * t->ws / (now - t->last_log_t);
+        sr__engine_mem mem;
+        sr__engine_memory(t->e, &mem);
+        printf("step %lld/%lld  loss %.4f  lr %.3e  grad_norm %.4f  %.0f tokens/s  mem %.3f GB%s  epoch %.2f\n", step,
+               total, loss, t->o.lr, r->grad_norm, tok_s, (double)mem.peak / 1e9,
+               r->skipped ? "  (fp16 overflow: step skipped)" : "", (double)step / (double)t->plan.steps_per_epoch);
+        if (t->log) {
+            char gn[32] = "null"; /* JSON has no NaN: an overflowed step has no norm */
+            if (isfinite(r->grad_norm)) snprintf(gn, sizeof gn, "%.9g", r->grad_norm);
+            fprintf(t->log, "{\"step\": %lld, \"loss\": %.9g, \"learning_rate\": %.9g, \"grad_norm\": %s, "
+                            "\"skipped\": %d, \"loss_scale\": %.9g}\n",
+                    step, loss, t->o.lr, gn, r->skipped, r->loss_scale);
+            fflush(t->log);
+        }
+    }
+    t->last_log_t = now;
+    t->tokens_since_log = 0;
+}

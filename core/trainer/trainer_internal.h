@@ -1,0 +1,64 @@
+/*
+ * One training run's state, shared by the trainer's parts:
+ *   trainer.c    sr__trainer_run: set-up (arguments, the task's model, the engine, parameters),
+ *                the step loop (micro-batches, the optimizer step, checkpoints), teardown
+ *   train_log.c  what rank 0 shows and keeps of each step: the progress bar, the log line,
+ *                output_dir/train_log.jsonl
+ *   report.c     this rank's results (sr_report_*) when the last step is done
+ */
+#ifndef SR_TRAINER_INTERNAL_H
+#define SR_TRAINER_INTERNAL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fsdp/checkpoint.h"
+#include "fsdp/engine.h"
+#include "trainer/sampler.h"
+#include "trainer/train_args.h"
+
+/* Steps per epoch as transformers' Trainer counts them: micro-batches per epoch (the sampler's
+   share of this rank, DataLoader without drop_last) // gradient_accumulation_steps. */
+typedef struct sr__plan {
+    long long micro_per_epoch, steps_per_epoch, total_steps;
+} sr__plan;
+
+typedef struct sr__trainer {
+    /* the run */
+    sr_ctx *ctx;
+    const char *task;
+    const sr_model_ops *ops;
+    sr__train_args a;
+    int rank, ws, tty;
+    /* the model and its engine */
+    sr_model *model;
+    void *state; /* the task's, from create() */
+    sr__engine *e;
+    const sr__fsdp_config *cfg;
+    sr__train_state ts;      /* global_step: optimizer steps done */
+    long long weights_bytes; /* read from init_weights */
+    /* the data and the optimizer */
+    int64_t nsamples;
+    sr__sampler smp;
+    sr__plan plan;
+    int64_t *idx; /* one micro-batch's sample indices */
+    sr__optim o;
+    /* what the log and the results need */
+    FILE *log; /* output_dir/train_log.jsonl (rank 0), or NULL */
+    double t0, last_log_t, final_loss;
+    long long samples_done, tokens_since_log;
+    double *step_times; /* seconds, one per step this run took */
+    int nst, skipped;
+} sr__trainer;
+
+/* output_dir/train_log.jsonl (rank 0, with output_dir; else NULL): a resumed run keeps the lines
+   up to the step it resumed from and drops those a killed run wrote after it. */
+FILE *sr__train_log_open(const sr__train_args *a, int rank, long long resumed_step);
+/* After each step: the progress bar (rank 0, on a terminal), and every logging_steps and at the
+   last step the log line and its train_log.jsonl record; the tokens/s window restarts then. */
+void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r);
+/* The run's results, as sr_report_* values.  0, or -1 when the parameter statistics (a
+   collective) failed. */
+int sr__trainer_report(sr__trainer *t, double runtime);
+
+#endif

@@ -5,8 +5,8 @@
 #   model:    vocab 256, dim 128, seq 32, blocks 8 (4 MLPBlock + 4 MixerBlock, 636k parameters),
 #             per-device batch 4 (global batch 4 x N), AdamW (lr 1e-3, weight decay 0.1, linear
 #             schedule, 2 warm-up steps), max_grad_norm 0.5 (clipping active), fp32
-#   shardrun: BUILD_DIR/shardrun job.ini --nproc-per-node N    (job.ini: task = BUILD_DIR/tests/
-#             tasks/toy_model.so, plugins = torch,accelerate, [torch] backend = gloo, master_port = 0,
+#   shardrun: BUILD_DIR/shardrun job.ini --nproc-per-node N    (job.ini: task = BUILD_DIR/examples/
+#             toy.so, plugins = torch,accelerate, [torch] backend = gloo, master_port = 0,
 #             FULL_SHARD, TRANSFORMER_BASED_WRAP on MLPBlock,MixerBlock, logging_steps = 1);
 #             prefetch on: backward_prefetch BACKWARD_PRE + forward_prefetch true,
 #             prefetch off: NO_PREFETCH + false.  A step's time is rank 0's interval between two
@@ -31,13 +31,13 @@ set -euo pipefail
 [ $# -le 1 ] || { echo "usage: $0 [BUILD_DIR]" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
-[ -x "$build/shardrun" ] && [ -f "$build/tests/tasks/toy_model.so" ] || { echo "$0: build $build first" >&2; exit 2; }
+[ -x "$build/shardrun" ] && [ -f "$build/examples/toy.so" ] || { echo "$0: build $build first" >&2; exit 2; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cat > "$tmp/job.ini" <<EOF
 [shardrun]
-task = $build/tests/tasks/toy_model.so
+task = $build/examples/toy.so
 plugins = torch,accelerate
 master_port = 0
 

@@ -2,7 +2,8 @@
  * GEMM throughput of the gpt2 task's CPU kernels (examples/gpt2/kernels_cpu.c: gemm, gemm_batched)
  * against raw OpenBLAS cblas_sgemm, on exactly the GEMMs one training step of the bench model
  * makes (bench/gpt2_vs_torch.sh's model: 4 layers, n_embd 256, 4 heads, sequence 128, vocab 8192,
- * batch 4, so N = 512 token rows).  Built and run by bench/gemm_throughput.sh.
+ * batch 4, so N = 512 token rows).  Built by CMake (build/bench/gemm_throughput), run by
+ * bench/gemm_throughput.sh.
  *
  * The shapes and every argument (transposes, leading dimensions, strides, beta) are copied from
  * examples/gpt2/gpt2_block.c and gpt2_model.c (the lm_head):

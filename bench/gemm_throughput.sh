@@ -2,10 +2,9 @@
 # Sustained GEMM throughput of the gpt2 task's CPU kernels against raw OpenBLAS sgemm, on the GEMMs
 # one training step of bench/gpt2_vs_torch.sh's model makes (4 layers, n_embd 256, 4 heads,
 # sequence 128, vocab 8192, batch 4: N = 512 token rows), at 1 and 2 threads.
-#   program:  bench/gemm_throughput.c, compiled here into a temp dir together with the task's own
-#             examples/gpt2/kernels_cpu.c:  gcc -std=c11 -O3 -fno-math-errno -fopenmp (the flags
-#             CMake gives kernels_cpu.c) -I include -I examples/gpt2 -I OpenBLAS-OpenMP's include,
-#             linked to /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so (rpath), -lm.
+#   program:  BUILD_DIR/bench/gemm_throughput, which CMake builds (bench/CMakeLists.txt) from
+#             bench/gemm_throughput.c and the very objects of examples/gpt2/kernels_cpu.c that gpt2.so
+#             links (-O3 -fno-math-errno, OpenMP), against OpenBLAS's OpenMP build.
 #   shapes:   every GEMM of gpt2_model.c with its exact arguments: per conv1d (c_attn C->3C,
 #             attn.c_proj C->C, mlp.c_fc C->4C, mlp.c_proj 4C->C) the forward and the two backward
 #             GEMMs (dW, dx), once each per layer; lm_head's three (V = 8192), once per step; the
@@ -24,11 +23,12 @@
 # Other work on the machine lowers these numbers: the script prints the CPU time that processes
 # other than its own used meanwhile (busy time in /proc/stat minus its children's), in cores.
 # Usage: bench/gemm_throughput.sh [BUILD_DIR] [--min-time S] [--reps R] [--ceiling]
-#        BUILD_DIR (default: the source tree's build/) is only checked to exist: the program is
-#        built from the source tree.  --ceiling: print only "THREADS GFLOPS" lines, 1 and 2 threads,
+#        BUILD_DIR (default: the source tree's build/) holds the program: build it first
+#        (cmake --build BUILD_DIR; it needs OpenBLAS's OpenMP build, like gpt2.so).
+#        --ceiling: print only "THREADS GFLOPS" lines, 1 and 2 threads,
 #        cblas_sgemm on the c_attn forward shape 768 x 512 x 256 (NN), the best of --reps timings
 #        of >= --min-time each -- gpt2_vs_torch.sh's ceiling.
-#        Exits non-zero if the build or a run fails.
+#        Exits non-zero if the program is missing or a run fails.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
@@ -45,28 +45,20 @@ while [ $# -gt 0 ]; do
     esac
 done
 build=$(cd "${build_arg:-$src/build}" && pwd)
-
-blas_lib=/usr/lib/x86_64-linux-gnu/openblas-openmp
-blas_inc=/usr/include/x86_64-linux-gnu/openblas-openmp
-[ -f "$blas_lib/libopenblas.so" ] && [ -f "$blas_inc/cblas.h" ] ||
-    { echo "$0: needs OpenBLAS's OpenMP build: apt-get install libopenblas-openmp-dev" >&2; exit 2; }
+prog=$build/bench/gemm_throughput
+[ -x "$prog" ] || { echo "$0: no $prog: build $build first (it needs OpenBLAS's OpenMP build:" \
+                         "apt-get install libopenblas-openmp-dev, then cmake again)" >&2; exit 2; }
 
 unset OMP_WAIT_POLICY
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-gcc -std=c11 -O3 -fno-math-errno -fopenmp -Wall -Wextra -Werror \
-    -I "$src/include" -I "$src/examples/gpt2" -I "$blas_inc" \
-    -o "$tmp/gemm_throughput" "$here/gemm_throughput.c" "$src/examples/gpt2/kernels_cpu.c" \
-    "$blas_lib/libopenblas.so" -Wl,-rpath,"$blas_lib" -lm
 
 if [ "$ceiling" = 1 ]; then
     for t in 1 2; do
-        echo "$t $(OMP_NUM_THREADS=$t "$tmp/gemm_throughput" --ceiling --min-time "$min_time" --reps "$reps")"
+        echo "$t $(OMP_NUM_THREADS=$t "$prog" --ceiling --min-time "$min_time" --reps "$reps")"
     done
     exit 0
 fi
 
-BENCH_DIR="$here" /usr/bin/python3 - "$tmp/gemm_throughput" "$min_time" "$reps" <<'PY'
+BENCH_DIR="$here" /usr/bin/python3 - "$prog" "$min_time" "$reps" <<'PY'
 import os, resource, subprocess, sys, time
 
 prog, min_time, reps = sys.argv[1], sys.argv[2], sys.argv[3]

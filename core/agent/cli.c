@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shardrun/main.h"
 #include "agent/catalog.h"
 #include "agent/supervisor.h"
 #include "base/log.h"
@@ -142,7 +143,8 @@ static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
     return 0;
 }
 
-int sr__cli_main(int argc, char **argv) {
+/* The executable's one entry point into the library (shardrun/main.h). */
+int sr_main(int argc, char **argv) {
     cli c = {0};
     sr_run run = {0};
     int rc = parse(argc, argv, &c, &run.cfg);

@@ -1,4 +1,4 @@
 /* The shardrun executable: everything lives in libshardrun, which tasks link against too. */
-int sr__cli_main(int argc, char **argv);
+#include "shardrun/main.h"
 
-int main(int argc, char **argv) { return sr__cli_main(argc, argv); }
+int main(int argc, char **argv) { return sr_main(argc, argv); }

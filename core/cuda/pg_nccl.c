@@ -132,15 +132,16 @@ static int init_world(nccl_pg *p, const sr_pg_setup *s, char *err, size_t errlen
     pthread_mutex_lock(s->store_lock);
     int rc = 0;
     if (s->rank == 0) {
-        rc = nccl_failed(ncclGetUniqueId(&id), "ncclGetUniqueId", err, errlen) ? -1
-                                                                                : sr__store_set(s->store, key, &id, sizeof id);
+        rc = nccl_failed(ncclGetUniqueId(&id), "ncclGetUniqueId", err, errlen)
+                 ? -1
+                 : s->store_ops->set(s->store, key, &id, sizeof id);
     } else {
         const char *k = key;
         char missing[300];
         void *v = NULL;
         size_t len = 0;
-        rc = sr__store_wait(s->store, &k, 1, s->timeout_s, missing, sizeof missing);
-        if (rc == 0 && (sr__store_get(s->store, key, &v, &len) != 0 || len != sizeof id)) rc = -1;
+        rc = s->store_ops->wait(s->store, &k, 1, s->timeout_s, missing, sizeof missing);
+        if (rc == 0 && (s->store_ops->get(s->store, key, &v, &len) != 0 || len != sizeof id)) rc = -1;
         if (rc == 0) memcpy(&id, v, sizeof id);
         free(v);
         if (rc) snprintf(err, errlen, "rank 0's ncclUniqueId did not arrive through the store");

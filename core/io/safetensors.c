@@ -254,8 +254,11 @@ sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_
     uint64_t off = 0;
     for (size_t i = 0; i < ntensors; i++) {
         const sr_st_tensor *t = &tensors[i];
-        uint64_t nb;
-        tensor_bytes(t->dtype, t->ndim, t->shape, &nb);
+        uint64_t nb = 0;
+        if (tensor_bytes(t->dtype, t->ndim, t->shape, &nb) != 0) { /* check_tensors accepted it: cannot happen */
+            sr__buf_free(&h);
+            return seterr(err, errlen, "%s: tensor %zu: size overflows", path, i), NULL;
+        }
         if (i || nmeta) sr__buf_add(&h, ",", 1);
         sr__buf_json_str(&h, t->name);
         sr__buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", dtypes[t->dtype].name);

@@ -16,9 +16,19 @@
 
 #define SR_PG_TIMEOUT (-2)
 
+/* The store calls a backend may make, with the contracts of sr__store_set/get/wait (store/store.h).
+   They come through this table because libshardrun_cuda.so reaches nothing of libshardrun but its
+   public API: the sr__ functions are not exported. */
+typedef struct sr_pg_store_ops {
+    int (*set)(sr_store *c, const char *key, const void *value, size_t len);
+    int (*get)(sr_store *c, const char *key, void **value, size_t *len);
+    int (*wait)(sr_store *c, const char *const *keys, int n, double timeout_s, char *missing, size_t mlen);
+} sr_pg_store_ops;
+
 /* What a backend needs to create a group (world or child). */
 typedef struct sr_pg_setup {
     sr_store *store;
+    const sr_pg_store_ops *store_ops; /* calls on `store`, made holding store_lock */
     pthread_mutex_t *store_lock;
     const char *prefix;   /* store key prefix of this group, e.g. "pg/world/" */
     int rank, size;       /* within the new group */

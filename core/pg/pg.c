@@ -315,8 +315,9 @@ static sr_pg *create_group(pg_shared *sh, void *parent_impl, const char *name, c
     if (meet(sh, name, "arrived", display, rank, size, err, errlen) != 0) return NULL;
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s%s/", name, sh->ops->name);
-    sr_pg_setup setup = {sh->store, &sh->store_lock, prefix, rank, size, color, key, sh->hostname, sh->iface,
-                         sh->local_rank, sh->timeout_s};
+    static const sr_pg_store_ops store_ops = {sr__store_set, sr__store_get, sr__store_wait};
+    sr_pg_setup setup = {sh->store, &store_ops, &sh->store_lock, prefix, rank, size, color, key, sh->hostname,
+                         sh->iface, sh->local_rank, sh->timeout_s};
     char berr[768] = "";
     void *impl = sh->ops->create(parent_impl, &setup, berr, sizeof berr);
     if (!impl) {

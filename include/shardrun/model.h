@@ -25,7 +25,9 @@
 
 #include <stdint.h>
 
-#include "shardrun/pg.h"
+#include "shardrun/api.h"
+#include "shardrun/dtype.h"
+#include "shardrun/pg.h" /* sr_world(): a model task may ask which backend runs it */
 #include "shardrun/task.h"
 
 #ifdef __cplusplus
@@ -62,18 +64,19 @@ typedef struct sr_init {
 /* Declares the next module, in forward order.  `name` is its dotted name ("transformer.h.3"),
    `class_name` what FSDP_TRANSFORMER_CLS_TO_WRAP matches ("GPT2Block").  Returns the module's
    index (0, 1, ...), or -1 with a message on stderr (duplicate name, empty name). */
-int sr_model_module(sr_model *m, const char *name, const char *class_name);
+SR_API int sr_model_module(sr_model *m, const char *name, const char *class_name);
 
 /* Declares a parameter of the last declared module: its full dotted name
    ("transformer.h.3.attn.c_attn.weight"), `ndim` (1..4) sizes, initialiser and flags.  The
    module's call->params[i] is its i-th declared (or tied) parameter.  Returns 0 or -1. */
-int sr_model_param(sr_model *m, const char *name, int ndim, const int64_t *shape, sr_init init, unsigned flags);
+SR_API int sr_model_param(sr_model *m, const char *name, int ndim, const int64_t *shape, sr_init init,
+                          unsigned flags);
 
 /* Declares that the last declared module also uses the earlier parameter `target` under the
    name `name` (lm_head.weight tied to transformer.wte.weight): one storage, one gradient (both
    modules' backward add into it), saved once under `target`.  Both modules must end up in the
    same wrap unit, or the run fails before the first step saying so. */
-int sr_model_tie(sr_model *m, const char *name, const char *target);
+SR_API int sr_model_tie(sr_model *m, const char *name, const char *target);
 
 typedef enum sr_device_kind { SR_DEVICE_CPU = 0, SR_DEVICE_CUDA } sr_device_kind;
 

@@ -19,6 +19,8 @@
 
 #include <stddef.h>
 
+#include "shardrun/api.h"
+#include "shardrun/dtype.h"
 #include "shardrun/task.h"
 
 #ifdef __cplusplus
@@ -28,40 +30,36 @@ extern "C" {
 typedef struct sr_pg sr_pg;
 typedef struct sr_work sr_work;
 
-typedef enum sr_dtype { SR_FLOAT32 = 0, SR_FLOAT16, SR_BFLOAT16, SR_INT32, SR_INT64 } sr_dtype;
 typedef enum sr_redop { SR_SUM = 0, SR_AVG, SR_MAX } sr_redop;
 
-size_t sr_dtype_size(sr_dtype dtype);
-const char *sr_dtype_name(sr_dtype dtype);
-
 /* The world group of this run, or NULL when none was created (no torch plugin, exec tasks). */
-sr_pg *sr_world(sr_ctx *ctx);
+SR_API sr_pg *sr_world(sr_ctx *ctx);
 
-int sr_pg_rank(const sr_pg *pg);
-int sr_pg_size(const sr_pg *pg);
-const char *sr_pg_backend(const sr_pg *pg); /* "gloo" or "nccl" */
-const char *sr_pg_name(const sr_pg *pg);
+SR_API int sr_pg_rank(const sr_pg *pg);
+SR_API int sr_pg_size(const sr_pg *pg);
+SR_API const char *sr_pg_backend(const sr_pg *pg); /* "gloo" or "nccl" */
+SR_API const char *sr_pg_name(const sr_pg *pg);
 /* The first error of the group, or "" */
-const char *sr_pg_error(const sr_pg *pg);
+SR_API const char *sr_pg_error(const sr_pg *pg);
 
 /* Each submits one operation.  With work == NULL the call waits for it; otherwise *work is a
    handle for sr_work_wait().  Return 0, or -1 with sr_pg_error() set (bad arguments, or the
    group already failed). */
 /* recv[r*count .. (r+1)*count) receives rank r's send[0 .. count) */
-int sr_pg_all_gather(sr_pg *pg, const void *send, void *recv, size_t count, sr_dtype dtype, sr_work **work);
+SR_API int sr_pg_all_gather(sr_pg *pg, const void *send, void *recv, size_t count, sr_dtype dtype, sr_work **work);
 /* recv[0 .. count) = op over ranks of send[rank*count .. (rank+1)*count) */
-int sr_pg_reduce_scatter(sr_pg *pg, const void *send, void *recv, size_t count, sr_dtype dtype, sr_redop op,
-                         sr_work **work);
-int sr_pg_all_reduce(sr_pg *pg, void *buf, size_t count, sr_dtype dtype, sr_redop op, sr_work **work);
-int sr_pg_broadcast(sr_pg *pg, void *buf, size_t count, sr_dtype dtype, int root, sr_work **work);
-int sr_pg_barrier(sr_pg *pg, sr_work **work);
+SR_API int sr_pg_reduce_scatter(sr_pg *pg, const void *send, void *recv, size_t count, sr_dtype dtype,
+                                sr_redop op, sr_work **work);
+SR_API int sr_pg_all_reduce(sr_pg *pg, void *buf, size_t count, sr_dtype dtype, sr_redop op, sr_work **work);
+SR_API int sr_pg_broadcast(sr_pg *pg, void *buf, size_t count, sr_dtype dtype, int root, sr_work **work);
+SR_API int sr_pg_barrier(sr_pg *pg, sr_work **work);
 
 /* Waits for the operation and frees the handle: 0, or -1 (the message is in sr_pg_error()). */
-int sr_work_wait(sr_work *work);
+SR_API int sr_work_wait(sr_work *work);
 
 /* Collective over `pg`: ranks with the same color form a new group, ordered by (key, rank);
    color < 0 joins none (*out = NULL).  Returns 0 or -1. */
-int sr_pg_split(sr_pg *pg, int color, int key, sr_pg **out);
+SR_API int sr_pg_split(sr_pg *pg, int color, int key, sr_pg **out);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,8 @@
 
 #include <stdint.h>
 
+#include "shardrun/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -53,27 +55,27 @@ typedef struct sr_task {
         SR_TASK_ABI_VERSION, sizeof(sr_task), SR_TASK_MAIN, (task_name), (main_fn), 0}
 
 /* Topology of this worker. */
-int sr_rank(const sr_ctx *ctx);
-int sr_world_size(const sr_ctx *ctx);
-int sr_local_rank(const sr_ctx *ctx);
-int sr_local_world_size(const sr_ctx *ctx);
-int sr_node_rank(const sr_ctx *ctx);
-int sr_num_nodes(const sr_ctx *ctx);
+SR_API int sr_rank(const sr_ctx *ctx);
+SR_API int sr_world_size(const sr_ctx *ctx);
+SR_API int sr_local_rank(const sr_ctx *ctx);
+SR_API int sr_local_world_size(const sr_ctx *ctx);
+SR_API int sr_node_rank(const sr_ctx *ctx);
+SR_API int sr_num_nodes(const sr_ctx *ctx);
 
 /* The job file's [task] section, after overrides (`--set task.KEY=V`, SHARDRUN_TASK_KEY). */
-const char *sr_config(const sr_ctx *ctx, const char *key); /* NULL when absent */
+SR_API const char *sr_config(const sr_ctx *ctx, const char *key); /* NULL when absent */
 /* Typed reads: return 0 and store the value (or `def` when absent); on a malformed value print
    an error naming the key and return -1. */
-int sr_config_int(const sr_ctx *ctx, const char *key, long long def, long long *out);
-int sr_config_double(const sr_ctx *ctx, const char *key, double def, double *out);
-int sr_config_bool(const sr_ctx *ctx, const char *key, int def, int *out);
+SR_API int sr_config_int(const sr_ctx *ctx, const char *key, long long def, long long *out);
+SR_API int sr_config_double(const sr_ctx *ctx, const char *key, double def, double *out);
+SR_API int sr_config_bool(const sr_ctx *ctx, const char *key, int def, int *out);
 
 /* Named results, printed by the agent as one JSON object per rank.  Reporting a name again
    replaces the earlier value.  Names may not be "rank" or "exit_code" (the host's). */
-int sr_report_num(sr_ctx *ctx, const char *name, double value);
-int sr_report_int(sr_ctx *ctx, const char *name, long long value);
-int sr_report_str(sr_ctx *ctx, const char *name, const char *value);
-int sr_report_bool(sr_ctx *ctx, const char *name, int value);
+SR_API int sr_report_num(sr_ctx *ctx, const char *name, double value);
+SR_API int sr_report_int(sr_ctx *ctx, const char *name, long long value);
+SR_API int sr_report_str(sr_ctx *ctx, const char *name, const char *value);
+SR_API int sr_report_bool(sr_ctx *ctx, const char *name, int value);
 
 #ifdef __cplusplus
 }

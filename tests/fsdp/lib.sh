@@ -2,8 +2,8 @@
 # Run one by hand from the repository: `bash tests/fsdp/parity.sh` (SRC/BUILD/SHARDRUN default as
 # tests/cli/lib.sh says).
 . "$(dirname "$0")/../cli/lib.sh"
-if [ ! -f "$BUILD/tests/tasks/toy_model.so" ]; then
-    echo "FAIL: no toy model task at $BUILD/tests/tasks/toy_model.so; build the whole tree (cmake --build $BUILD)" >&2
+if [ ! -f "$BUILD/examples/toy.so" ]; then
+    echo "FAIL: no toy model task at $BUILD/examples/toy.so; build the whole tree (cmake --build $BUILD)" >&2
     exit 1
 fi
 
@@ -14,7 +14,7 @@ toy_job() {
     shift
     [ $# -gt 0 ] || set -- "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = MLPBlock,MixerBlock"
     {
-        printf '[shardrun]\ntask = %s\nplugins = torch,accelerate\n\n[accelerate]\n' "$BUILD/tests/tasks/toy_model.so"
+        printf '[shardrun]\ntask = %s\nplugins = torch,accelerate\n\n[accelerate]\n' "$BUILD/examples/toy.so"
         printf '%s\n' "$@"
         printf '\n[task]\n'
         cat

@@ -1,4 +1,4 @@
-/* Gradient check of the toy model task (tests/tasks/toy_model.c), without the engine.
+/* Gradient check of the toy model task (examples/toy/toy_model.c), without the engine.
 
    The task's source is included here and the few host functions it calls are provided below, so
    this program must NOT link libshardrun.  For each config it checks:
@@ -78,8 +78,10 @@ int sr_report_int(sr_ctx *ctx, const char *name, long long value) {
 
 int sr_model_module(sr_model *m, const char *name, const char *class_name) {
     (void)class_name;
-    if (m->nmod == MAX_MODS || !*name) return -1;
-    snprintf(m->mods[m->nmod].name, sizeof m->mods[0].name, "%s", name);
+    size_t len = strlen(name);
+    /* refused, not cut: the engine keeps the whole name */
+    if (m->nmod == MAX_MODS || len == 0 || len >= sizeof m->mods[0].name) return -1;
+    memcpy(m->mods[m->nmod].name, name, len + 1);
     m->mods[m->nmod].np = 0;
     return m->nmod++;
 }

@@ -63,6 +63,11 @@ static void reset_handlers_in_child(void) {
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/* Whether output written to fd reaches a person's terminal, so progress may be redrawn in place.
+   Under a launcher it never does for sure: Open MPI hands every process a pseudo-terminal even
+   when mpirun's own output goes to a file, and Slurm writes it to the job's .out file. */
+static int is_terminal(const sr_run *run, int fd) { return !run->layout.cluster_source && isatty(fd); }
+
 static int start_worker(sr_run *run, sr_worker *w, sr_worker *all, int nstarted) {
     int p[NSTREAMS][2];
     for (int s = 0; s < NSTREAMS; s++)
@@ -81,7 +86,7 @@ static int start_worker(sr_run *run, sr_worker *w, sr_worker *all, int nstarted)
             for (int s = 0; s < NSTREAMS; s++)
                 if (all[i].fd[s] >= 0) close(all[i].fd[s]);
         for (int s = 0; s < NSTREAMS; s++) close(p[s][0]);
-        run->stdout_tty = isatty(STDOUT_FILENO); /* where the relayed output ends up */
+        run->stdout_tty = is_terminal(run, STDOUT_FILENO); /* where the relayed output ends up */
         dup2(p[OUT][1], STDOUT_FILENO);
         dup2(p[ERR][1], STDERR_FILENO);
         close(p[OUT][1]), close(p[ERR][1]);
@@ -97,7 +102,7 @@ static int start_worker(sr_run *run, sr_worker *w, sr_worker *all, int nstarted)
     for (int s = 0; s < 2; s++) {
         w->relay[s].rank = w->rank;
         w->relay[s].out_fd = s == OUT ? STDOUT_FILENO : STDERR_FILENO;
-        w->relay[s].tty = isatty(w->relay[s].out_fd);
+        w->relay[s].tty = is_terminal(run, w->relay[s].out_fd);
         w->relay[s].tail = &w->tail;
     }
     return 0;
@@ -147,6 +152,7 @@ typedef struct supervise_state {
     double kill_at;      /* when SIGKILL follows SIGTERM; 0: not stopping */
     int killed;          /* SIGKILL sent */
     int stopped;         /* workers still running when the stop began */
+    int results_local;   /* this agent's results could not be handed to node 0: it prints them */
 } supervise_state;
 
 static void begin_stop(supervise_state *st, sr_run *run, int sig) {
@@ -171,7 +177,7 @@ static void reap(supervise_state *st, sr_run *run) {
                 char what[160], msg[300];
                 describe_status(status, what, sizeof what);
                 snprintf(msg, sizeof msg, "rank %d (node %d) %s", w->rank, run->layout.node_rank, what);
-                sr__rdzv_report_failure(&run->rdzv, msg);
+                sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg);
                 begin_stop(st, run, SIGTERM);
             }
             /* whatever the worker left behind in its group goes with it */
@@ -213,7 +219,7 @@ static void supervise(supervise_state *st, sr_run *run) {
             if (st->failed < 0 && !st->stop_signal && !st->failed_elsewhere) {
                 sr_buf mine = {0};
                 local_results(st, &mine);
-                if (sr__rdzv_report_done(&run->rdzv, mine.s ? mine.s : "", mine.n))
+                if ((st->results_local = sr__rdzv_report_done(&run->rdzv, mine.s ? mine.s : "", mine.n)))
                     sr__log(SR_LOG_WARN, "this node's results (%zu bytes) stay in this node's output", mine.n);
                 sr__buf_free(&mine);
             }
@@ -221,7 +227,7 @@ static void supervise(supervise_state *st, sr_run *run) {
         }
         /* node 0's agent serves the store until every agent is done or the run failed */
         if (local_done && (!run->rdzv.hosting || st->failed >= 0 || st->stop_signal || st->failed_elsewhere ||
-                           sr__rdzv_all_done(&run->rdzv)))
+                           sr__rdzv_all_done(&run->rdzv)) && sr__rdzv_settled(&run->rdzv))
             break;
         int np = 0;
         pfd[np++] = (struct pollfd){.fd = self_pipe[0], .events = POLLIN};
@@ -298,8 +304,13 @@ static void print_summary(const supervise_state *st, sr_run *run) {
         }
     } else if (st->stop_signal) {
         fprintf(stderr, "shardrun: interrupted by %s\n", sig_name(st->stop_signal, name, sizeof name));
+    } else if (st->failed_elsewhere && run->rdzv.failed_node == -2) {
+        sr__log(SR_LOG_ERROR, "%s", run->rdzv.failed_elsewhere); /* found by this agent (a mismatch) */
     } else if (st->failed_elsewhere) {
-        sr__log(SR_LOG_ERROR, "the run failed on another node: %s", run->rdzv.failed_elsewhere);
+        /* per-process launchers run several agents on one node: "another node" only when it was */
+        int same_node = run->rdzv.failed_node == run->layout.node_rank;
+        sr__log(SR_LOG_ERROR, "the run failed %s: %s",
+                same_node ? "in another shardrun process of this node" : "on another node", run->rdzv.failed_elsewhere);
     }
     int others = st->stopped;
     if (others)
@@ -320,9 +331,11 @@ static void local_results(const supervise_state *st, sr_buf *b) {
     }
 }
 
-/* Prints the JSON list (node 0's agent: every agent's ranks; the others: their own) and writes it
-   to `path` through a temporary file. */
+/* One results list per run: the agent holding rank 0 prints every agent's ranks and writes `path`
+   (through a temporary file); the others print and write nothing of it, unless their results
+   could not reach node 0. */
 static int write_results(const supervise_state *st, sr_run *run, const char *path) {
+    if (run->rdzv.nagents > 1 && !run->rdzv.hosting && !st->results_local) return 0;
     sr_buf b = {0}, mine = {0};
     local_results(st, &mine);
     sr__buf_add(&b, "[\n", 2);
@@ -395,7 +408,8 @@ int sr__launch(sr_run *run, const char *results_path) {
     }
 
     int code = SR_EXIT_OK;
-    if (st.failed >= 0 || st.failed_elsewhere) code = SR_EXIT_FAILED;
+    if (st.failed_elsewhere && run->rdzv.failed_config) code = SR_EXIT_CONFIG; /* agents started with different jobs */
+    else if (st.failed >= 0 || st.failed_elsewhere) code = SR_EXIT_FAILED;
     else if (st.stop_signal) code = SR_EXIT_SIGNAL_BASE + st.stop_signal;
     else if (st.n < n) code = SR_EXIT_FAILED;
     print_summary(&st, run);

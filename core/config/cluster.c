@@ -43,7 +43,9 @@ int sr__slurm_first_host(const char *list, char *out, size_t len) {
 static int detect_torchrun(sr_cluster *c, const char *(*ge)(const char *)) {
     int r = 0, w = 0, lr = 0, lw = 0, gr = 0, port = 0;
     if (!ge("RANK") || !ge("WORLD_SIZE") || !ge("LOCAL_RANK")) return 0;
-    c->source = "torchrun";
+    c->source = c->launcher = "torchrun";
+    c->vars = "RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE";
+    if (ge("TORCHELASTIC_RUN_ID")) snprintf(c->job_id, sizeof c->job_id, "torchrun-%s", ge("TORCHELASTIC_RUN_ID"));
     if (get_int(ge, c, "RANK", &r) < 0 || get_int(ge, c, "WORLD_SIZE", &w) < 0 ||
         get_int(ge, c, "LOCAL_RANK", &lr) < 0)
         return 1;
@@ -63,7 +65,11 @@ static int detect_torchrun(sr_cluster *c, const char *(*ge)(const char *)) {
 static int detect_slurm(sr_cluster *c, const char *(*ge)(const char *)) {
     int procid = 0, ntasks = 0, localid = 0, nodeid = 0, nnodes = 0;
     if (!ge("SLURM_PROCID") || !ge("SLURM_NNODES") || !ge("SLURM_NODEID")) return 0;
-    c->source = "Slurm";
+    c->source = c->launcher = "Slurm";
+    c->vars = "SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID, SLURM_NODEID, SLURM_STEP_NUM_NODES";
+    if (ge("SLURM_JOB_ID"))
+        snprintf(c->job_id, sizeof c->job_id, "slurm-%s.%s", ge("SLURM_JOB_ID"),
+                 ge("SLURM_STEP_ID") ? ge("SLURM_STEP_ID") : "batch");
     /* Inside an srun step the STEP_ counts describe the step; outside (a batch script) the job. */
     const char *ntasks_var = ge("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS";
     const char *nnodes_var = ge("SLURM_STEP_NUM_NODES") ? "SLURM_STEP_NUM_NODES" : "SLURM_NNODES";
@@ -93,11 +99,15 @@ static int detect_slurm(sr_cluster *c, const char *(*ge)(const char *)) {
     return 1;
 }
 
-static int detect_mpi(sr_cluster *c, const char *(*ge)(const char *), const char *source,
-                      const char *rank_v, const char *size_v, const char *lrank_v, const char *lsize_v) {
+static int detect_mpi(sr_cluster *c, const char *(*ge)(const char *), const char *source, const char *launcher,
+                      const char *vars, const char *rank_v, const char *size_v, const char *lrank_v,
+                      const char *lsize_v, const char *job_v) {
     int r = 0, w = 0, lr = 0, lw = 0;
     if (!ge(rank_v) || !ge(size_v)) return 0;
     c->source = source;
+    c->launcher = launcher;
+    c->vars = vars;
+    if (job_v && ge(job_v)) snprintf(c->job_id, sizeof c->job_id, "%s-%s", source, ge(job_v));
     if (get_int(ge, c, rank_v, &r) < 0 || get_int(ge, c, size_v, &w) < 0) return 1;
     int hl = get_int(ge, c, lrank_v, &lr), hs = get_int(ge, c, lsize_v, &lw);
     if (hl < 0 || hs < 0) return 1;
@@ -112,8 +122,12 @@ static int detect_mpi(sr_cluster *c, const char *(*ge)(const char *), const char
 void sr__cluster_detect(sr_cluster *c, const char *(*ge)(const char *)) {
     memset(c, 0, sizeof *c);
     if (detect_torchrun(c, ge) || detect_slurm(c, ge) ||
-        detect_mpi(c, ge, "Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                   "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE") ||
-        detect_mpi(c, ge, "PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"))
+        /* Open MPI's job id is shared by every process of one mpirun; MPICH's Hydra exposes none */
+        detect_mpi(c, ge, "Open MPI", "Open MPI",
+                   "OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE",
+                   "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                   "OMPI_COMM_WORLD_LOCAL_SIZE", ge("OMPI_MCA_ess_base_jobid") ? "OMPI_MCA_ess_base_jobid" : "PMIX_NAMESPACE") ||
+        detect_mpi(c, ge, "PMI", "MPICH (PMI)", "PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS", "PMI_RANK",
+                   "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", NULL))
         return;
 }

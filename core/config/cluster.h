@@ -3,13 +3,17 @@
  * and the command line do not.  Order: torchrun-style variables, Slurm, Open MPI, MPICH/PMI.
  * Called once by the agent while it resolves the [shardrun] section.
  */
-#ifndef SR_ENV_CLUSTER_H
-#define SR_ENV_CLUSTER_H
+#ifndef SR_CONFIG_CLUSTER_H
+#define SR_CONFIG_CLUSTER_H
 
 #include <stddef.h>
 
 typedef struct sr_cluster {
     const char *source;      /* "torchrun", "Slurm", "Open MPI", "PMI"; NULL: nothing detected */
+    const char *launcher;    /* its name for messages: "torchrun", "Slurm", "Open MPI", "MPICH (PMI)" */
+    const char *vars;        /* the variables the layout was read from, for messages */
+    char job_id[128];        /* an id every process of the launch shares ("" when the launcher
+                                exposes none): the rendezvous port and token derive from it */
     int per_process;         /* the launcher started one process per worker: spawn no more */
     int rank, world_size;    /* per_process only */
     int local_rank;          /* per_process only */

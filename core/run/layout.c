@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/log.h"
 #include "base/rand.h"
 
 #include "config/cluster.h"
@@ -71,14 +72,39 @@ static void apply_cluster(sr_job *cfg, sr_layout *out) {
                      "topology with --nnodes/--node-rank/--nproc-per-node", c.source, c.error);
         return;
     }
-    int nproc_given = !is_default(cfg, "nproc_per_node");
+    sr_setting *np = sr__config_get(cfg, "shardrun", "nproc_per_node");
+    int nproc_given = np->from != SR_FROM_DEFAULT, nproc = atoi(np->value);
+    /* One process per node with nproc_per_node given is node mode (srun --ntasks-per-node=1,
+       mpirun --map-by ppr:1:node): this agent starts the job file's workers.  Any other launch
+       that started this process as one rank is per-process mode, and the launcher's layout wins
+       over the job file: otherwise every process would start a whole run of its own. */
+    int per_process = c.per_process && (c.local_world_size > 1 || !nproc_given || nproc == 1);
+    if (per_process && nproc_given && nproc != c.local_world_size) {
+        if (np->from == SR_FROM_CLI)
+            sr__diag_add(&cfg->diag, "%s: --nproc-per-node %d disagrees with %s, which started this process as rank "
+                         "%d of %d, %d per node (%s); drop --nproc-per-node under a launcher that starts one process "
+                         "per rank, or start one process per node", np->where, nproc, c.launcher, c.rank,
+                         c.world_size, c.local_world_size, c.vars);
+        else if (c.rank == 0)
+            sr__log(SR_LOG_INFO, "%s started this process as rank %d of %d, %d per node (%s): each process runs "
+                    "one worker; nproc_per_node = %d (%s) is overridden", c.launcher, c.rank, c.world_size,
+                    c.local_world_size, c.vars, nproc, np->where);
+    }
     if (is_default(cfg, "nnodes")) put_int(cfg, "nnodes", c.nnodes, SR_FROM_CLUSTER, where);
     if (is_default(cfg, "node_rank")) put_int(cfg, "node_rank", c.node_rank, SR_FROM_CLUSTER, where);
     if (c.master_addr[0] && is_default(cfg, "master_addr")) put(cfg, "master_addr", c.master_addr, SR_FROM_CLUSTER, where);
     if (c.master_port && is_default(cfg, "master_port")) put_int(cfg, "master_port", c.master_port, SR_FROM_CLUSTER, where);
-    if (c.per_process && !nproc_given) {
+    snprintf(out->launcher_job_id, sizeof out->launcher_job_id, "%s", c.job_id);
+    out->launcher = c.launcher;
+    if (per_process) {
         /* the launcher started this process as one worker: start exactly that one */
-        put_int(cfg, "nproc_per_node", c.local_world_size, SR_FROM_CLUSTER, where);
+        if (np->from != SR_FROM_CLI) put_int(cfg, "nproc_per_node", c.local_world_size, SR_FROM_CLUSTER, where);
+        out->per_process = 1;
+        /* several hosts and no address to meet at: every rank would dial its own loopback */
+        if (c.nnodes > 1 && !c.master_addr[0] && sr__config_get(cfg, "shardrun", "master_addr")->from == SR_FROM_DEFAULT)
+            sr__diag_add(&cfg->diag, "%s started ranks on %d hosts, but says nothing of where rank 0 is: set "
+                         "[shardrun] master_addr (or --master-addr) to rank 0's host, the same for every process",
+                         c.launcher, c.nnodes);
         if (c.rank != c.node_rank * c.local_world_size + c.local_rank || c.world_size != c.nnodes * c.local_world_size)
             sr__diag_add(&cfg->diag, "%s launcher: rank %d of %d with local rank %d of %d on node %d of %d is not "
                          "a homogeneous layout (rank = node_rank * nproc_per_node + local_rank); shardrun needs the "
@@ -99,7 +125,11 @@ void sr__layout_resolve(sr_job *cfg, sr_layout *out) {
         if (int_of(cfg, "nnodes") != 1)
             sr__diag_add(&cfg->diag, "%s: standalone runs on one node, but nnodes is %d (%s); drop one of them",
                          standalone->where, int_of(cfg, "nnodes"), sr__config_get(cfg, "shardrun", "nnodes")->where);
-        if (!is_default(cfg, "master_addr") || !is_default(cfg, "master_port"))
+        /* what standalone means anyway (master_port = 0, a loopback address) is not a conflict */
+        const char *ma = sr__config_value(cfg, "shardrun", "master_addr");
+        int addr_ok = is_default(cfg, "master_addr") || !strcmp(ma, "localhost") || !strncmp(ma, "127.", 4);
+        int port_ok = is_default(cfg, "master_port") || int_of(cfg, "master_port") == 0;
+        if (!addr_ok || !port_ok)
             sr__diag_add(&cfg->diag, "%s: standalone picks its own master address and port; drop master_addr/"
                          "master_port (or standalone)", standalone->where);
         put(cfg, "master_addr", "localhost", SR_FROM_DEFAULT, "standalone");
@@ -119,7 +149,21 @@ void sr__layout_resolve(sr_job *cfg, sr_layout *out) {
                      sr__config_get(cfg, "shardrun", "nnodes")->where);
     if (int_of(cfg, "master_port") == 0) {
         sr_setting *mp = sr__config_get(cfg, "shardrun", "master_port");
-        if (out->nnodes > 1) {
+        int agents = out->per_process ? out->nnodes * out->nproc_per_node : out->nnodes;
+        if (out->per_process && agents > 1 && out->launcher_job_id[0]) {
+            /* every process of the launch computes the same port from the job id it shares; an
+               even port, so that the store's master_port + 1 stays in range */
+            int port = 10000 + 2 * (int)(sr__hash_str(out->launcher_job_id) % 10000);
+            char where[700];
+            snprintf(where, sizeof where, "%s (0: derived from %s's job id %s)", mp->where, out->launcher,
+                     out->launcher_job_id);
+            put_int(cfg, "master_port", port, mp->from, where);
+        } else if (out->per_process && agents > 1) {
+            sr__diag_add(&cfg->diag, "%s: master_port = 0 (a free port) cannot work under %s: each of its %d processes "
+                         "would pick its own port, and %s exposes no job id to derive a common one from; set "
+                         "master_port to a free port (e.g. --set shardrun.master_port=29500), the same for every "
+                         "process", mp->where, out->launcher, agents, out->launcher);
+        } else if (out->nnodes > 1) {
             sr__diag_add(&cfg->diag, "%s: master_port = 0 (pick a free port) only works on one node: the other "
                          "nodes could not know the port; give a fixed port", mp->where);
         } else {

@@ -16,6 +16,9 @@ typedef struct sr_layout {
     char *run_id;
     int first_local, spawn_count; /* local ranks this agent starts */
     const char *cluster_source;   /* NULL when no cluster launcher was detected */
+    const char *launcher;         /* its name for messages ("Open MPI"), or NULL */
+    int per_process;              /* a launcher started this process as one rank */
+    char launcher_job_id[128];    /* what every process of that launch shares, or "" */
 } sr_layout;
 
 /* Applies cluster detection to unset [shardrun] keys, standalone, free ports.  Errors go to

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/strbuf.h"
 #include "config/env_table.h"
 #include "config/value.h"
 
@@ -125,8 +127,53 @@ void sr__run_free(sr_run *run) {
     sr__layout_free(&run->layout);
     sr__task_spec_free(&run->task);
     sr__diag_flush(&run->cfg.diag); /* anything still unsaid */
+    free(run->fingerprint);
     sr__config_free(&run->cfg);
     memset(run, 0, sizeof *run);
+}
+
+/* Variables the plugins write that differ from rank to rank (or node to node) by design. */
+static int per_rank_variable(const char *name) {
+    static const char *const names[] = {"RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "ROLE_RANK",
+                                        "OMP_NUM_THREADS", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(names[i], name)) return 1;
+    return 0;
+}
+
+/* What defines the run, as this agent sees it, one "name=value" line each (store/rdzv.h compares
+   it across agents before any other agent starts a worker): the layout, the task and its
+   arguments, the plugins, the environment its workers receive (minus what differs per rank by
+   design) and every [task] key.  Two nodes started with different jobs would otherwise train on
+   mixed-up collectives. */
+static char *run_fingerprint(sr_run *run) {
+    const sr_layout *l = &run->layout;
+    sr_buf b = {0};
+    char host[256] = "?";
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
+    sr__buf_printf(&b, "#host=%s\n#node=%d\n", host, l->node_rank);
+    sr__buf_printf(&b, "nnodes=%d\nnproc_per_node=%d\n", l->nnodes, l->nproc_per_node);
+    const char *slash = strrchr(run->task.path ? run->task.path : "", '/');
+    if (run->task.type == SR_TASK_EXEC) sr__buf_printf(&b, "task=exec:%s\n", slash ? slash + 1 : run->task.path);
+    else sr__buf_printf(&b, "task=%s (kind %u)\n", slash ? slash + 1 : run->task.path, run->task.kind);
+    sr__buf_add(&b, "task_args=", 10);
+    for (int i = 1; i < run->task.argc; i++) sr__buf_printf(&b, "%s%s", i > 1 ? " " : "", run->task.argv[i]);
+    sr__buf_add(&b, "\nplugins=", 9);
+    for (size_t i = 0; i < run->nplugins; i++) sr__buf_printf(&b, "%s%s", i ? "," : "", run->plugins[i].name);
+    sr__buf_add(&b, "\n", 1);
+    sr_env_block block = {0};
+    sr_diag diag = {0};
+    if (sr__run_build_env(run, l->first_local, &block, &diag) == 0)
+        for (size_t i = 0; i < block.n; i++)
+            if (!per_rank_variable(block.v[i].name))
+                sr__buf_printf(&b, "env %s=%s\n", block.v[i].name, block.v[i].value ? block.v[i].value : "(unset)");
+    sr__env_block_free(&block);
+    sr__diag_clear(&diag); /* the same environment was built and checked by sr__run_prepare */
+    for (size_t i = 0; i < run->cfg.nset; i++) {
+        const sr_setting *s = &run->cfg.set[i];
+        if (!strcmp(s->section, "task") && s->value) sr__buf_printf(&b, "[task] %s=%s\n", s->key, s->value);
+    }
+    return b.s ? b.s : strdup("");
 }
 
 int sr__run_prepare_rdzv(sr_run *run) {
@@ -142,6 +189,9 @@ int sr__run_prepare_rdzv(sr_run *run) {
         .port_value = port->value,
         .port_where = port->where,
         .timeout_s = atof(sr__config_value(&run->cfg, "shardrun", "rdzv_timeout")),
+        .per_process = l->per_process,
+        .launcher_job_id = l->launcher_job_id,
+        .fingerprint = run->fingerprint = run_fingerprint(run),
     };
     if (sr__rdzv_prepare(&run->rdzv, &a, &run->cfg.diag) != 0) return -1;
     if (run->rdzv.hosting)

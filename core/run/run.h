@@ -26,6 +26,7 @@ typedef struct sr_run {
     double grace;       /* seconds between SIGTERM and SIGKILL */
     sr_rdzv rdzv;       /* the agent's side of the rendezvous; workers reach the store at its host/port/token */
     int stdout_tty; /* in a worker: the agent's stdout is a terminal (progress bars are drawn) */
+    char *fingerprint; /* what defines the run as this agent sees it (sr__run_prepare_rdzv) */
 } sr_run;
 
 typedef struct sr_run_args {

@@ -3,10 +3,15 @@
  * that the run failed elsewhere.
  *
  * Lifecycle (agent): sr__rdzv_prepare() before the workers start (node 0's first agent starts the
- * store server; every other agent connects and watches "run/failed") -> inside the supervisor's
- * poll loop: pollfds / handle -> sr__rdzv_report_failure() or sr__rdzv_report_done() -> the
- * hosting agent keeps serving until every agent is done or one failed -> sr__rdzv_free().
- * Workers reach the store with sr_run.rdzv_host/port/token.
+ * store server; every other agent connects, publishes its run's fingerprint, waits for the
+ * hosting agent's verdict on it, and watches "run/failed") -> inside the supervisor's poll loop:
+ * pollfds / handle (the hosting agent compares every fingerprint that arrives with its own) ->
+ * sr__rdzv_report_failure() or sr__rdzv_report_done() -> the hosting agent keeps serving until
+ * every agent is done or one failed -> sr__rdzv_free().  Workers reach the store at host/port
+ * with token.
+ *
+ * A fingerprint is text, one "name=value" line each, sorted; lines starting with '#' describe the
+ * agent (host, node) and are not compared.
  */
 #ifndef SR_CORE_RDZV_H
 #define SR_CORE_RDZV_H
@@ -28,6 +33,11 @@ typedef struct sr_rdzv {
     sr_store *watch;        /* other agents: a pending wait on run/failed */
     sr_store *ctl;          /* other agents: for reporting */
     int watch_closed;
+    const char *fingerprint; /* this agent's (owned by the caller) */
+    unsigned char *checked;  /* hosting agent: the agents whose fingerprint was compared */
+    int failed_node;         /* the node of the failure reported elsewhere, -1 when unknown */
+    int failed_config;       /* that failure was a configuration mismatch: exit 2, not 1 */
+    double refused_at;       /* hosting agent: when it refused an agent's fingerprint, 0: never */
     int reported_failure;   /* this agent reported the run's failure itself */
     char failed_elsewhere[1024];
 } sr_rdzv;
@@ -41,6 +51,9 @@ typedef struct sr_rdzv_args {
     int master_port;
     const char *port_value, *port_where; /* [shardrun] rdzv_port as resolved, and where it was set */
     double timeout_s;                    /* [shardrun] rdzv_timeout */
+    int per_process;                     /* a launcher started each agent as one rank */
+    const char *launcher_job_id;         /* what every process of that launch shares, or "" */
+    const char *fingerprint;             /* what defines the run, as this agent sees it */
 } sr_rdzv_args;
 
 /* Decides host, port and token (into r), starts or reaches the store.  Errors go to diag;
@@ -51,13 +64,16 @@ int sr__rdzv_pollfds(sr_rdzv *r, struct pollfd *pfds, int max);
    (r->failed_elsewhere says how). */
 int sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n);
 int sr__rdzv_timeout_ms(const sr_rdzv *r);
-void sr__rdzv_report_failure(sr_rdzv *r, const char *what);
+/* Publishes the run's first failure (node: where it happened) so that every agent stops. */
+void sr__rdzv_report_failure(sr_rdzv *r, int node, const char *what);
 /* Reports this agent done, with its ranks' result objects (JSON, comma-separated) for node 0. */
 /* Returns 1 when the results could not be handed to node 0 (too large, or the store refused) and
    stay in this node's output only, else 0. */
 int sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len);
 /* Hosting agent: the results another agent reported, or NULL. */
 const char *sr__rdzv_results(const sr_rdzv *r, int agent, size_t *len);
+/* Hosting agent: every agent it refused has read why (or had 3 s to): it may stop serving. */
+int sr__rdzv_settled(const sr_rdzv *r);
 /* Hosting agent: every agent reported done. */
 int sr__rdzv_all_done(const sr_rdzv *r);
 void sr__rdzv_free(sr_rdzv *r);

@@ -393,9 +393,13 @@ int sr__launch(sr_run *run, const char *results_path) {
         }
         st.n++;
     }
-    sr__log(SR_LOG_INFO, "started %d worker%s (ranks %d-%d of %d)", st.n, st.n == 1 ? "" : "s",
-            st.n ? st.ws[0].rank : 0, st.n ? st.ws[st.n - 1].rank : 0,
-            run->layout.nnodes * run->layout.nproc_per_node);
+    int world = run->layout.nnodes * run->layout.nproc_per_node;
+    if (st.n == 1)
+        sr__log(SR_LOG_INFO, "started 1 worker (rank %d of %d%s%s)", st.ws[0].rank, world,
+                run->layout.per_process ? ", one process of " : "", run->layout.per_process ? run->layout.launcher : "");
+    else
+        sr__log(SR_LOG_INFO, "started %d workers (ranks %d-%d of %d)", st.n, st.n ? st.ws[0].rank : 0,
+                st.n ? st.ws[st.n - 1].rank : 0, world);
     supervise(&st, run);
 
     /* leftovers: anything still in a worker's group, then every child we inherited */

@@ -94,17 +94,17 @@ static void apply_cluster(sr_job *cfg, sr_layout *out) {
     if (is_default(cfg, "node_rank")) put_int(cfg, "node_rank", c.node_rank, SR_FROM_CLUSTER, where);
     if (c.master_addr[0] && is_default(cfg, "master_addr")) put(cfg, "master_addr", c.master_addr, SR_FROM_CLUSTER, where);
     if (c.master_port && is_default(cfg, "master_port")) put_int(cfg, "master_port", c.master_port, SR_FROM_CLUSTER, where);
+    /* several hosts and no address to meet at: every rank would dial its own loopback */
+    if (c.nnodes > 1 && !c.master_addr[0] && sr__config_get(cfg, "shardrun", "master_addr")->from == SR_FROM_DEFAULT)
+        sr__diag_add(&cfg->diag, "%s started shardrun on %d hosts, but says nothing of where rank 0 is: set "
+                     "[shardrun] master_addr (or --master-addr) to rank 0's host, the same for every process",
+                     c.launcher, c.nnodes);
     snprintf(out->launcher_job_id, sizeof out->launcher_job_id, "%s", c.job_id);
     out->launcher = c.launcher;
     if (per_process) {
         /* the launcher started this process as one worker: start exactly that one */
         if (np->from != SR_FROM_CLI) put_int(cfg, "nproc_per_node", c.local_world_size, SR_FROM_CLUSTER, where);
         out->per_process = 1;
-        /* several hosts and no address to meet at: every rank would dial its own loopback */
-        if (c.nnodes > 1 && !c.master_addr[0] && sr__config_get(cfg, "shardrun", "master_addr")->from == SR_FROM_DEFAULT)
-            sr__diag_add(&cfg->diag, "%s started ranks on %d hosts, but says nothing of where rank 0 is: set "
-                         "[shardrun] master_addr (or --master-addr) to rank 0's host, the same for every process",
-                         c.launcher, c.nnodes);
         if (c.rank != c.node_rank * c.local_world_size + c.local_rank || c.world_size != c.nnodes * c.local_world_size)
             sr__diag_add(&cfg->diag, "%s launcher: rank %d of %d with local rank %d of %d on node %d of %d is not "
                          "a homogeneous layout (rank = node_rank * nproc_per_node + local_rank); shardrun needs the "

@@ -1,0 +1,72 @@
+# shardrun under a real Slurm (slurmctld, slurmd and munged of our own, on loopback, in a temporary
+# folder: slurm_cluster.sh), as a Slurm user starts it:
+#   srun -N1 -n2 shardrun job.ini   two tasks on one node: per-process mode, ONE world of 2
+#   srun -N1 -n1 shardrun job.ini   one task on the node: node mode, the job file's nproc_per_node
+#                                   (2) workers, one world of 2
+#   sbatch --wait script            shardrun called in a batch script, outside any step: node mode
+#   srun -n2 ... --nproc-per-node 1 a per-process launcher with --nproc-per-node: exit 2, named
+# A cluster that cannot start fails the test with the daemons' logs; it never skips.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/slurm_cluster.sh"
+need_command srun slurm-wlm
+need_command munged munge
+HELLO=examples/hello/hello.ini # nproc_per_node = 2, master_port = 0; relative: run from $SRC
+cd "$SRC" || exit 1
+
+at_exit slurm_stop
+if ! slurm_start; then
+    fail "harness: the Slurm cluster did not start (logs above)"
+    done_checks
+    exit 1
+fi
+pids=$SLURM_PIDS
+echo "slurm.sh: cluster up in $SLURM_DIR (node $SLURM_NODE, pids $pids)"
+
+# the harness itself: a step runs here
+run timeout -k 5 "$LAUNCH_TIMEOUT" srun -N1 -n2 hostname
+expect_eq "$rc/$(count_lines .)" "0/2" "harness: srun -N1 -n2 hostname runs 2 tasks ($err)"
+
+# a. two tasks on one node: per-process mode, one world of 2
+run timeout -k 5 "$LAUNCH_TIMEOUT" srun -N1 -n2 "$SHARDRUN" "$HELLO"
+expect_rc 0 "a. srun -N1 -n2 shardrun hello.ini"
+expect_world "$out" "a. srun -N1 -n2" 2
+expect_in "$(grep 'hello from rank 1 ' <<<"$out")" "(local rank 1 of 2, node 0 of 1)" "a. rank 1 is local rank 1 of 2 on the only node"
+
+# b. one task on one node: node mode, the job file's nproc_per_node = 2 workers
+run timeout -k 5 "$LAUNCH_TIMEOUT" srun -N1 -n1 "$SHARDRUN" "$HELLO"
+expect_rc 0 "b. srun -N1 -n1 shardrun hello.ini"
+expect_world "$out" "b. srun -N1 -n1" 2
+
+# c. a batch script that calls shardrun outside any step: node mode
+cat >"$T/batch.sh" <<EOF
+#!/bin/bash
+#SBATCH -N1 -n1
+cd "$SRC" || exit 1
+"$SHARDRUN" "$HELLO" --results "$T/b.json"
+EOF
+run timeout -k 5 "$LAUNCH_TIMEOUT" sbatch --wait -o "$T/b.out" -e "$T/b.err" "$T/batch.sh"
+expect_rc 0 "c. sbatch --wait batch.sh (job output: $(cat "$T/b.out" "$T/b.err" 2>/dev/null | tail -5))"
+if [ -f "$T/b.json" ]; then
+    pass
+    expect_eq "$(results_ranks "$T/b.json")" "[0, 1]" "c. the batch job's --results file holds ranks 0 and 1 once each"
+else
+    fail "c. the batch job wrote no $T/b.json"
+fi
+expect_world "$(cat "$T/b.out" 2>/dev/null)" "c. the batch job's output" 2
+
+# d. tasks are the ranks: --nproc-per-node contradicts them
+t0=$(now_ns)
+run timeout -k 5 "$LAUNCH_TIMEOUT" srun -N1 -n2 "$SHARDRUN" "$HELLO" --nproc-per-node 1
+ms=$(elapsed_ms "$t0")
+expect_rc 2 "d. srun -n2 shardrun hello.ini --nproc-per-node 1"
+expect_in "$err" "--nproc-per-node" "d. the error names the flag"
+expect_in "$err" "Slurm" "d. the error names the launcher"
+expect_eq "$(count_lines "hello from rank")" 0 "d. nothing ran"
+[ "$ms" -lt 10000 ] && pass || fail "d. the error took ${ms} ms (limit 10000)"
+
+# the harness again: the cluster stops cleanly, exactly its own processes
+slurm_stop
+for p in $pids; do
+    [ ! -e "/proc/$p" ] && pass || fail "harness: Slurm/munge daemon pid $p survived slurm_stop"
+done
+done_checks

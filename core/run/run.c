@@ -193,7 +193,10 @@ int sr__run_prepare_rdzv(sr_run *run) {
         .launcher_job_id = l->launcher_job_id,
         .fingerprint = run->fingerprint = run_fingerprint(run),
     };
-    if (sr__rdzv_prepare(&run->rdzv, &a, &run->cfg.diag) != 0) return -1;
+    if (sr__rdzv_prepare(&run->rdzv, &a, &run->cfg.diag) != 0) {
+        sr__rdzv_free(&run->rdzv); /* connections made before the refusal */
+        return -1;
+    }
     if (run->rdzv.hosting)
         sr__log(SR_LOG_DEBUG, "rendezvous store listening on %s:%d", nagents == 1 ? "127.0.0.1" : "0.0.0.0",
                 run->rdzv.port);

@@ -225,10 +225,20 @@ static void supervise(supervise_state *st, sr_run *run) {
             }
             reported = 1;
         }
-        /* node 0's agent serves the store until every agent is done or the run failed */
-        if (local_done && (!run->rdzv.hosting || st->failed >= 0 || st->stop_signal || st->failed_elsewhere ||
-                           sr__rdzv_all_done(&run->rdzv)) && sr__rdzv_settled(&run->rdzv))
-            break;
+        /* One verdict per run.  The hosting agent decides it: a failure anywhere, or success once
+           every agent is done; it serves the store until every agent has read it.  The others
+           exit only when they know it (or were interrupted), so no node reports success while
+           another one fails. */
+        if (local_done && run->rdzv.hosting && st->failed < 0 && !st->stop_signal && !st->failed_elsewhere &&
+            sr__rdzv_all_done(&run->rdzv))
+            sr__rdzv_succeed(&run->rdzv);
+        int decided = run->rdzv.hosting ? st->failed >= 0 || st->stop_signal || st->failed_elsewhere ||
+                                              sr__rdzv_all_done(&run->rdzv)
+                                        : sr__rdzv_outcome_known(&run->rdzv) || st->stop_signal;
+        if (local_done && decided) {
+            if (!run->rdzv.hosting) sr__rdzv_ack(&run->rdzv);
+            if (sr__rdzv_settled(&run->rdzv)) break;
+        }
         int np = 0;
         pfd[np++] = (struct pollfd){.fd = self_pipe[0], .events = POLLIN};
         for (int i = 0; i < st->n; i++)
@@ -256,7 +266,14 @@ static void supervise(supervise_state *st, sr_run *run) {
                     signal_groups(st->ws, st->n, SIGKILL);
                     st->killed = 1;
                 }
-                if (!st->stop_signal) st->stop_signal = sigs[j];
+                if (!st->stop_signal) {
+                    /* the other agents stop too, rather than wait in collectives for these ranks */
+                    char msg[160], name[32];
+                    snprintf(msg, sizeof msg, "node %d's shardrun was stopped by %s", run->layout.node_rank,
+                             sig_name(sigs[j], name, sizeof name));
+                    sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg);
+                    st->stop_signal = sigs[j];
+                }
                 begin_stop(st, run, sigs[j]);
             }
         }

@@ -189,6 +189,8 @@ int sr__run_prepare_rdzv(sr_run *run) {
         .port_value = port->value,
         .port_where = port->where,
         .timeout_s = atof(sr__config_value(&run->cfg, "shardrun", "rdzv_timeout")),
+        /* other agents read the verdict, stop their workers (shutdown_grace) and report */
+        .ack_timeout_s = run->grace + 5.0,
         .per_process = l->per_process,
         .launcher_job_id = l->launcher_job_id,
         .fingerprint = run->fingerprint = run_fingerprint(run),

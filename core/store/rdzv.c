@@ -9,73 +9,63 @@
 
 #include "base/clock.h"
 #include "base/rand.h"
+#include "store/fingerprint.h"
 #include "store/wire.h"
 
-#define FAILED_KEY "run/failed"
+/* Keys of the agents' rendezvous (k: an agent's index):
+     run/fingerprint/k   agent k -> host: what defines the run as agent k sees it
+     run/accepted/k      host -> agent k: "ok", or why agent k is refused
+     run/failure         any agent -> host: the first failure it saw ("node:kind:message")
+     run/done/k, run/results/k   agent k -> host: its workers are done, and their results
+     run/outcome/k       host -> agent k: the run's one verdict ("node:kind:message"; kind o = every
+                         rank succeeded, f = a rank failed or an agent went away, c = agents
+                         started with different jobs); agent k's watch connection waits on it
+     run/ack/k           agent k -> host: it read the verdict (and reported its results) */
 
-/* The failure value: "<node>:<kind>:<message>", kind 'f' (a rank failed) or 'c' (a mismatch) */
-static void publish_failure(sr_rdzv *r, int node, char kind, const char *what) {
-    char v[1200];
-    int n = snprintf(v, sizeof v, "%d:%c:%s", node, kind, what);
-    if (n < 0) return;
-    if ((size_t)n >= sizeof v) n = (int)sizeof v - 1;
-    if (r->server) sr__store_server_set(r->server, FAILED_KEY, v, (size_t)n);
-    else if (r->ctl) sr__store_set(r->ctl, FAILED_KEY, v, (size_t)n);
+/* "node:kind:message" */
+static int format_outcome(char *v, size_t vlen, int node, char kind, const char *what) {
+    int n = snprintf(v, vlen, "%d:%c:%s", node, kind, what);
+    if (n < 0) return 0;
+    return (size_t)n >= vlen ? (int)vlen - 1 : n;
 }
 
-static void read_failure(sr_rdzv *r, const char *v, size_t len) {
+static void parse_outcome(sr_rdzv *r, const char *v, size_t len) {
     char *end = NULL;
     long node = strtol(v, &end, 10);
-    if (end && end + 3 <= v + len && end[0] == ':' && end[2] == ':') {
-        r->failed_node = (int)node;
-        r->failed_config = end[1] == 'c';
-        snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%.*s", (int)(v + len - (end + 3)), end + 3);
-    } else {
-        r->failed_node = -1;
-        snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%.*s", (int)len, v);
+    char kind = 'f';
+    const char *msg = v;
+    if (end && end + 3 <= v + len && end[0] == ':' && end[2] == ':') kind = end[1], msg = end + 3;
+    else node = -1;
+    if (kind == 'o') {
+        r->outcome_ok = 1;
+        return;
     }
+    r->failed_node = (int)node;
+    r->failed_config = kind == 'c';
+    snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%.*s", (int)(v + len - msg), msg);
 }
 
-/* The value of line `name` ("name=value") in a fingerprint, or NULL; *len its length. */
-static const char *fp_value(const char *fp, const char *name, size_t nlen, size_t *len) {
-    for (const char *p = fp; p && *p;) {
-        const char *eol = strchr(p, '\n');
-        size_t l = eol ? (size_t)(eol - p) : strlen(p);
-        if (l > nlen && !strncmp(p, name, nlen) && p[nlen] == '=') {
-            *len = l - nlen - 1;
-            return p + nlen + 1;
-        }
-        p = eol ? eol + 1 : NULL;
+/* Hosting agent: sends the run's verdict to every other agent, once. */
+static void publish_outcome(sr_rdzv *r, int node, char kind, const char *what) {
+    if (!r->server || r->outcome_at) return;
+    char v[1200], key[64];
+    int n = format_outcome(v, sizeof v, node, kind, what);
+    for (int a = 1; a < r->nagents; a++) {
+        snprintf(key, sizeof key, "run/outcome/%d", a);
+        sr__store_server_set(r->server, key, v, (size_t)n);
     }
-    return NULL;
+    r->outcome_at = sr__now_s();
 }
 
-/* Names the first line on which two fingerprints differ (in either one's order), or returns 0. */
-static int fp_differ(const char *mine, const char *theirs, char *why, size_t wlen) {
-    const char *sides[2] = {mine, theirs};
-    for (int s = 0; s < 2; s++)
-        for (const char *p = sides[s]; p && *p;) {
-            const char *eol = strchr(p, '\n'), *eq = strchr(p, '=');
-            size_t l = eol ? (size_t)(eol - p) : strlen(p);
-            if (*p != '#' && eq && eq < p + l) {
-                size_t nlen = (size_t)(eq - p), la = 0, lb = 0;
-                const char *a = fp_value(mine, p, nlen, &la), *b = fp_value(theirs, p, nlen, &lb);
-                if (!a || !b || la != lb || memcmp(a, b, la)) {
-                    size_t hl = 0, nl = 0, mhl = 0;
-                    const char *host = fp_value(theirs, "#host", 5, &hl), *node = fp_value(theirs, "#node", 5, &nl);
-                    const char *myhost = fp_value(mine, "#host", 5, &mhl);
-                    snprintf(why, wlen,
-                             "the agents were started with different jobs: %.*s is \"%.*s\" on node 0 (host %.*s) "
-                             "but \"%.*s\" on node %.*s (host %.*s); start every node with the same job file, flags "
-                             "and environment", (int)nlen, p, a ? (int)la : 7, a ? a : "(unset)", (int)mhl,
-                             myhost ? myhost : "?", b ? (int)lb : 7, b ? b : "(unset)", node ? (int)nl : 1,
-                             node ? node : "?", host ? (int)hl : 1, host ? host : "?");
-                    return 1;
-                }
-            }
-            p = eol ? eol + 1 : NULL;
-        }
-    return 0;
+/* Hosting agent: the run failed (first failure wins); every agent hears it. */
+static void host_failure(sr_rdzv *r, int node, char kind, const char *what, int found_here) {
+    if (r->failed_elsewhere[0] || r->reported_failure) return;
+    if (found_here) {
+        snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%s", what);
+        r->failed_node = -2; /* found by this agent: no "elsewhere" */
+        r->failed_config = kind == 'c';
+    }
+    publish_outcome(r, node, kind, what);
 }
 
 static void random_token(char out[33]) {
@@ -134,6 +124,9 @@ int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
         }
         r->port = sr__store_server_port(r->server);
         r->checked = calloc((size_t)r->nagents, 1);
+        r->watching = calloc((size_t)r->nagents, 1);
+        r->agent_node = calloc((size_t)r->nagents, sizeof *r->agent_node);
+        r->ack_timeout_s = a->ack_timeout_s;
         return 0;
     }
     r->port = p;
@@ -153,7 +146,7 @@ int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, sr__store_error(r->ctl));
         return -1;
     }
-    snprintf(key, sizeof key, "run/verdict/%d", r->agent_id);
+    snprintf(key, sizeof key, "run/accepted/%d", r->agent_id);
     int wrc = sr__store_wait(r->ctl, vkey, 1, a->timeout_s, missing, sizeof missing);
     void *verdict = NULL;
     size_t vlen = 0;
@@ -166,12 +159,13 @@ int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
     if (strcmp((char *)verdict, "ok")) {
         sr__diag_add(diag, "%s", (char *)verdict);
         free(verdict);
-        snprintf(key, sizeof key, "run/verdict_read/%d", r->agent_id); /* node 0 may now go */
+        snprintf(key, sizeof key, "run/ack/%d", r->agent_id); /* node 0 may now go */
         sr__store_set(r->ctl, key, "1", 1);
         return -1;
     }
     free(verdict);
-    if (sr__store_wait_send(r->watch, FAILED_KEY) != 0) {
+    snprintf(key, sizeof key, "run/outcome/%d", r->agent_id);
+    if (sr__store_wait_send(r->watch, key) != 0) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, sr__store_error(r->watch));
         return -1;
     }
@@ -179,7 +173,7 @@ int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
 }
 
 /* Hosting agent: compares every fingerprint that arrived with this agent's; the first mismatch
-   fails the run (published as a configuration failure) and is answered to the agent that sent it. */
+   fails the run (a configuration failure) and is answered to the agent that sent it. */
 static void check_fingerprints(sr_rdzv *r) {
     char key[64], why[1000];
     for (int a = 1; a < r->nagents && r->checked; a++) {
@@ -189,17 +183,36 @@ static void check_fingerprints(sr_rdzv *r) {
         const char *theirs = sr__store_server_get(r->server, key, &len);
         if (!theirs) continue;
         char *copy = strndup(theirs, len);
-        r->checked[a] = 1;
-        int differ = copy && fp_differ(r->fingerprint ? r->fingerprint : "", copy, why, sizeof why);
+        const char *node = copy ? strstr(copy, "#node=") : NULL;
+        r->agent_node[a] = node ? atoi(node + 6) : -1;
+        int differ = copy && sr__fingerprint_differ(r->fingerprint ? r->fingerprint : "", copy, why, sizeof why);
         free(copy);
-        snprintf(key, sizeof key, "run/verdict/%d", a);
+        r->checked[a] = differ ? 2 : 1;
+        snprintf(key, sizeof key, "run/accepted/%d", a);
         sr__store_server_set(r->server, key, differ ? why : "ok", differ ? strlen(why) : 2);
-        if (differ) r->checked[a] = 2, r->refused_at = sr__now_s();
-        if (differ && !r->failed_elsewhere[0]) {
-            publish_failure(r, 0, 'c', why);
-            snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%s", why);
-            r->failed_config = 1;
-            r->failed_node = -2; /* found here: no "elsewhere" */
+        if (differ) {
+            if (!r->refused_at) r->refused_at = sr__now_s();
+            host_failure(r, 0, 'c', why, 1);
+        }
+    }
+}
+
+/* Hosting agent: an accepted agent whose watch connection closed before the verdict went away
+   (killed, or its machine lost): the run cannot succeed, and waiting for its ranks inside a
+   collective would only end at the process group's timeout. */
+static void check_agents(sr_rdzv *r) {
+    char key[64], why[300];
+    for (int a = 1; a < r->nagents && !r->outcome_at; a++) {
+        if (r->checked[a] != 1) continue;
+        snprintf(key, sizeof key, "run/outcome/%d", a);
+        if (sr__store_server_waiting(r->server, key)) {
+            r->watching[a] = 1;
+        } else if (r->watching[a] == 1) {
+            r->watching[a] = 2; /* gone */
+            snprintf(why, sizeof why, "node %d's shardrun (agent %d) went away before the run ended",
+                     r->agent_node[a], a);
+            host_failure(r, r->agent_node[a], 'f', why, 1);
+            r->failed_node = r->agent_node[a];
         }
     }
 }
@@ -218,38 +231,69 @@ int sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n) {
         sr__store_server_handle(r->server, pfds, n);
         check_fingerprints(r);
         size_t len;
-        const char *v = sr__store_server_get(r->server, FAILED_KEY, &len);
-        if (v && !r->failed_elsewhere[0] && !r->reported_failure) read_failure(r, v, len);
+        const char *v = sr__store_server_get(r->server, "run/failure", &len);
+        if (v && !r->failed_elsewhere[0] && !r->reported_failure) {
+            parse_outcome(r, v, len);
+            publish_outcome(r, r->failed_node, r->failed_config ? 'c' : 'f', r->failed_elsewhere);
+        }
+        check_agents(r);
         return r->failed_elsewhere[0] != 0;
     }
     for (int i = 0; r->watch && !r->watch_closed && i < n; i++) {
         if (pfds[i].fd != sr__store_fd(r->watch) || !pfds[i].revents) continue;
-        /* the pending wait answered (the run failed) or node 0's agent went away */
+        /* the verdict arrived, or node 0's agent went away */
         void *v = NULL;
         size_t len = 0;
-        int rc = sr__store_get(r->ctl, FAILED_KEY, &v, &len);
-        if (rc == 0) read_failure(r, (char *)v, len);
-        else r->failed_node = 0, snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)",
-                      rc < 0 ? sr__store_error(r->ctl) : "its store closed");
+        char key[64];
+        snprintf(key, sizeof key, "run/outcome/%d", r->agent_id);
+        int rc = sr__store_get(r->ctl, key, &v, &len);
+        if (rc == 0) {
+            parse_outcome(r, (char *)v, len);
+        } else if (!r->failed_elsewhere[0]) {
+            r->failed_node = 0;
+            snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)",
+                     rc < 0 ? sr__store_error(r->ctl) : "its store closed");
+        }
         free(v);
         r->watch_closed = 1;
     }
     return r->failed_elsewhere[0] != 0;
 }
 
+int sr__rdzv_outcome_known(const sr_rdzv *r) {
+    if (!r->enabled || r->server || r->nagents < 2) return 1;
+    return r->watch_closed;
+}
+
+void sr__rdzv_succeed(sr_rdzv *r) { publish_outcome(r, 0, 'o', "every rank succeeded"); }
+
+void sr__rdzv_ack(sr_rdzv *r) {
+    char key[64];
+    if (!r->ctl || r->acked) return;
+    snprintf(key, sizeof key, "run/ack/%d", r->agent_id);
+    sr__store_set(r->ctl, key, "1", 1);
+    r->acked = 1;
+}
+
 int sr__rdzv_settled(const sr_rdzv *r);
 
 int sr__rdzv_timeout_ms(const sr_rdzv *r) {
     int t = r->server ? sr__store_server_timeout_ms(r->server) : -1;
-    /* waiting for a refused agent to read why: look again soon */
-    if (r->refused_at && !sr__rdzv_settled(r) && (t < 0 || t > 50)) t = 50;
+    /* waiting for agents to read the verdict, or watching for one that goes away: look again soon */
+    if (r->server && r->nagents > 1 && (t < 0 || t > 100)) t = 100;
     return t;
 }
 
 void sr__rdzv_report_failure(sr_rdzv *r, int node, const char *what) {
-    if (!r->enabled || r->failed_elsewhere[0]) return; /* the first failure is already known */
+    if (!r->enabled || r->failed_elsewhere[0] || r->reported_failure) return; /* the first one is known */
+    if (r->server) {
+        publish_outcome(r, node, 'f', what);
+    } else if (r->ctl) {
+        char v[1200];
+        int n = format_outcome(v, sizeof v, node, 'f', what);
+        sr__store_set(r->ctl, "run/failure", v, (size_t)n);
+    }
     r->reported_failure = 1;
-    publish_failure(r, node, 'f', what);
 }
 
 int sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len) {
@@ -284,18 +328,24 @@ int sr__rdzv_all_done(const sr_rdzv *r) {
 }
 
 int sr__rdzv_settled(const sr_rdzv *r) {
-    if (!r->server || !r->refused_at) return 1;
-    if (sr__now_s() - r->refused_at > 3.0) return 1; /* an agent that does not read it is gone */
+    if (!r->server || (!r->refused_at && !r->outcome_at)) return 1;
+    /* refused agents read why at once; the others first stop their workers and report */
+    double since = r->outcome_at ? r->outcome_at : r->refused_at;
+    if (sr__now_s() - since > (r->outcome_at ? r->ack_timeout_s : 3.0)) return 1;
     char key[64];
     for (int a = 1; a < r->nagents; a++) {
-        snprintf(key, sizeof key, "run/verdict_read/%d", a);
-        if (r->checked[a] == 2 && !sr__store_server_get(r->server, key, NULL)) return 0;
+        if (!r->checked[a] || r->watching[a] == 2) continue; /* never arrived, or gone */
+        if (r->checked[a] == 1 && !r->outcome_at) continue;  /* accepted, and no verdict yet */
+        snprintf(key, sizeof key, "run/ack/%d", a);
+        if (!sr__store_server_get(r->server, key, NULL)) return 0;
     }
     return 1;
 }
 
 void sr__rdzv_free(sr_rdzv *r) {
     free(r->checked);
+    free(r->watching);
+    free(r->agent_node);
     sr__store_server_free(r->server);
     sr__store_close(r->watch);
     sr__store_close(r->ctl);

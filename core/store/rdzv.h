@@ -2,13 +2,15 @@
  * The agents' side of the rendezvous: where the store lives, its token, and how agents learn
  * that the run failed elsewhere.
  *
- * Lifecycle (agent): sr__rdzv_prepare() before the workers start (node 0's first agent starts the
- * store server; every other agent connects, publishes its run's fingerprint, waits for the
- * hosting agent's verdict on it, and watches "run/failed") -> inside the supervisor's poll loop:
- * pollfds / handle (the hosting agent compares every fingerprint that arrives with its own) ->
- * sr__rdzv_report_failure() or sr__rdzv_report_done() -> the hosting agent keeps serving until
- * every agent is done or one failed -> sr__rdzv_free().  Workers reach the store at host/port
- * with token.
+ * Lifecycle (agent): sr__rdzv_prepare() before the workers start (the agent holding rank 0 starts
+ * the store server; every other agent connects, publishes the run's fingerprint, waits to be
+ * accepted, then watches for the run's verdict) -> inside the supervisor's poll loop: pollfds /
+ * handle (the hosting agent compares fingerprints as they arrive and notices an agent that goes
+ * away) -> sr__rdzv_report_failure() and sr__rdzv_report_done() -> the hosting agent decides the
+ * one verdict of the run (sr__rdzv_succeed() when every agent is done and nothing failed; any
+ * failure anywhere otherwise) and serves until every agent read it (sr__rdzv_settled); the other
+ * agents exit only once they know it (sr__rdzv_outcome_known, then sr__rdzv_ack) ->
+ * sr__rdzv_free().  Workers reach the store at host/port with token.
  *
  * A fingerprint is text, one "name=value" line each, sorted; lines starting with '#' describe the
  * agent (host, node) and are not compared.
@@ -37,7 +39,13 @@ typedef struct sr_rdzv {
     unsigned char *checked;  /* hosting agent: the agents whose fingerprint was compared */
     int failed_node;         /* the node of the failure reported elsewhere, -1 when unknown */
     int failed_config;       /* that failure was a configuration mismatch: exit 2, not 1 */
+    int outcome_ok;          /* other agents: the verdict is that every rank succeeded */
+    int acked;               /* other agents: told the host the verdict was read */
     double refused_at;       /* hosting agent: when it refused an agent's fingerprint, 0: never */
+    double outcome_at;       /* hosting agent: when it sent the verdict, 0: not yet */
+    double ack_timeout_s;    /* hosting agent: how long agents may take to read the verdict */
+    unsigned char *watching; /* hosting agent: 1 an agent was seen waiting for the verdict, 2 it went away */
+    int *agent_node;         /* hosting agent: each agent's node (from its fingerprint) */
     int reported_failure;   /* this agent reported the run's failure itself */
     char failed_elsewhere[1024];
 } sr_rdzv;
@@ -54,6 +62,7 @@ typedef struct sr_rdzv_args {
     int per_process;                     /* a launcher started each agent as one rank */
     const char *launcher_job_id;         /* what every process of that launch shares, or "" */
     const char *fingerprint;             /* what defines the run, as this agent sees it */
+    double ack_timeout_s;                /* how long the host waits for agents to read the verdict */
 } sr_rdzv_args;
 
 /* Decides host, port and token (into r), starts or reaches the store.  Errors go to diag;
@@ -72,8 +81,16 @@ void sr__rdzv_report_failure(sr_rdzv *r, int node, const char *what);
 int sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len);
 /* Hosting agent: the results another agent reported, or NULL. */
 const char *sr__rdzv_results(const sr_rdzv *r, int agent, size_t *len);
-/* Hosting agent: every agent it refused has read why (or had 3 s to): it may stop serving. */
+/* Hosting agent: every agent it refused or gave the verdict has read it (or had its time to): it
+   may stop serving.  1 for the other agents. */
 int sr__rdzv_settled(const sr_rdzv *r);
+/* Hosting agent: every agent is done and nothing failed: the verdict is success. */
+void sr__rdzv_succeed(sr_rdzv *r);
+/* Other agents: whether the host's verdict arrived (or the host went away); 1 for the host and a
+   lone agent. */
+int sr__rdzv_outcome_known(const sr_rdzv *r);
+/* Other agents: tells the host the verdict was read (after reporting this agent's results). */
+void sr__rdzv_ack(sr_rdzv *r);
 /* Hosting agent: every agent reported done. */
 int sr__rdzv_all_done(const sr_rdzv *r);
 void sr__rdzv_free(sr_rdzv *r);

@@ -322,6 +322,13 @@ int sr__store_server_timeout_ms(const sr_store_server *s) {
     return next > 1 << 30 ? 1 << 30 : (int)next;
 }
 
+int sr__store_server_waiting(const sr_store_server *s, const char *key) {
+    for (int i = 0; i < s->nconns; i++)
+        for (uint32_t k = 0; k < s->conns[i]->nwait; k++)
+            if (!strcmp(s->conns[i]->wait_keys[k], key)) return 1;
+    return 0;
+}
+
 const char *sr__store_server_get(const sr_store_server *s, const char *key, size_t *len) {
     kv *e = find(s, key, strlen(key));
     if (e && len) *len = e->len;

@@ -33,6 +33,9 @@ int sr__store_server_timeout_ms(const sr_store_server *s);
 /* Direct access for the hosting agent (no connection). */
 const char *sr__store_server_get(const sr_store_server *s, const char *key, size_t *len);
 void sr__store_server_set(sr_store_server *s, const char *key, const void *value, size_t len);
+/* Whether a live connection has a pending wait on `key` (a closed connection's wait is gone):
+   the hosting agent learns that another agent went away. */
+int sr__store_server_waiting(const sr_store_server *s, const char *key);
 /* Connections refused or closed for breaking the protocol (tests read it from the log). */
 unsigned long sr__store_server_rejected(const sr_store_server *s);
 void sr__store_server_free(sr_store_server *s);

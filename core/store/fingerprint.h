@@ -1,0 +1,16 @@
+/*
+ * A run's fingerprint: what defines the run as one agent sees it, as text, one "name=value" line
+ * each.  Lines starting with '#' describe the agent itself (#host, #node) and are not compared.
+ * Made by the run (run/run.c), published by every agent at rendezvous and compared by the hosting
+ * agent (store/rdzv.c) before any other agent starts a worker.
+ */
+#ifndef SR_STORE_FINGERPRINT_H
+#define SR_STORE_FINGERPRINT_H
+
+#include <stddef.h>
+
+/* 0 when they agree; else 1 with a message naming the first line on which they differ and both
+   values ("mine" is node 0's, "theirs" another agent's). */
+int sr__fingerprint_differ(const char *mine, const char *theirs, char *why, size_t wlen);
+
+#endif

@@ -74,7 +74,15 @@ static int start_worker(sr_run *run, sr_worker *w, sr_worker *all, int nstarted)
         if (pipe2(p[s], O_CLOEXEC) != 0) return -1;
     pid_t agent = getpid();
     fflush(NULL);
+    /* Signals stay blocked across fork until the child has reset its handlers: a SIGTERM sent to
+       a worker that has only just started (the run stopping at once) would otherwise run the
+       agent's handler in the child, which writes into the agent's self-pipe, and the agent would
+       take it for a SIGTERM of its own. */
+    sigset_t every, old;
+    sigfillset(&every);
+    sigprocmask(SIG_BLOCK, &every, &old);
     pid_t pid = fork();
+    if (pid != 0) sigprocmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) return -1;
     if (pid == 0) {
         setpgid(0, 0);

@@ -6,6 +6,7 @@
 
 #include "shardrun/task.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,23 @@ static int per_rank_variable(const char *name) {
     return 0;
 }
 
+/* "<bytes> bytes, FNV-1a <hash>" of a file: two nodes running different builds of a task would
+   run different code on the same collectives. */
+static const char *file_digest(const char *path, char *out, size_t len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return snprintf(out, len, "unreadable"), out;
+    uint64_t h = 0xcbf29ce484222325ull;
+    unsigned long long n = 0;
+    unsigned char buf[65536];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < got; i++) h = (h ^ buf[i]) * 0x100000001b3ull;
+    n = (unsigned long long)ftell(f);
+    fclose(f);
+    snprintf(out, len, "%llu bytes, FNV-1a %016llx", n, (unsigned long long)h);
+    return out;
+}
+
 /* What defines the run, as this agent sees it, one "name=value" line each (store/rdzv.h compares
    it across agents before any other agent starts a worker): the layout, the task and its
    arguments, the plugins, the environment its workers receive (minus what differs per rank by
@@ -148,6 +166,7 @@ static int per_rank_variable(const char *name) {
    mixed-up collectives. */
 static char *run_fingerprint(sr_run *run) {
     const sr_layout *l = &run->layout;
+    char digest[64];
     sr_buf b = {0};
     char host[256] = "?";
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
@@ -155,7 +174,8 @@ static char *run_fingerprint(sr_run *run) {
     sr__buf_printf(&b, "nnodes=%d\nnproc_per_node=%d\n", l->nnodes, l->nproc_per_node);
     const char *slash = strrchr(run->task.path ? run->task.path : "", '/');
     if (run->task.type == SR_TASK_EXEC) sr__buf_printf(&b, "task=exec:%s\n", slash ? slash + 1 : run->task.path);
-    else sr__buf_printf(&b, "task=%s (kind %u)\n", slash ? slash + 1 : run->task.path, run->task.kind);
+    else sr__buf_printf(&b, "task=%s (kind %u)\ntask_file=%s\n", slash ? slash + 1 : run->task.path, run->task.kind,
+                        file_digest(run->task.path, digest, sizeof digest));
     sr__buf_add(&b, "task_args=", 10);
     for (int i = 1; i < run->task.argc; i++) sr__buf_printf(&b, "%s%s", i > 1 ? " " : "", run->task.argv[i]);
     sr__buf_add(&b, "\nplugins=", 9);

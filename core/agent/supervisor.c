@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/guardian.h"
 #include "agent/output.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -90,6 +91,7 @@ static int start_worker(sr_run *run, sr_worker *w, sr_worker *all, int nstarted)
         if (getppid() != agent) _exit(SR_EXIT_FAILED); /* the agent died between fork and prctl */
         reset_handlers_in_child();
         close(self_pipe[0]), close(self_pipe[1]);
+        if (sr__guardian_fd() >= 0) close(sr__guardian_fd());
         for (int i = 0; i < nstarted; i++)
             for (int s = 0; s < NSTREAMS; s++)
                 if (all[i].fd[s] >= 0) close(all[i].fd[s]);
@@ -101,6 +103,7 @@ static int start_worker(sr_run *run, sr_worker *w, sr_worker *all, int nstarted)
         sr__worker_run(run, w->local_rank, p[RES][1]);
     }
     setpgid(pid, pid); /* also here, so the group exists before we ever signal it */
+    sr__guardian_watch(pid);
     w->pid = pid;
     for (int s = 0; s < NSTREAMS; s++) {
         close(p[s][1]);
@@ -404,6 +407,9 @@ int sr__launch(sr_run *run, const char *results_path) {
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     install_handlers();
+    if (sr__guardian_start() != 0)
+        sr__log(SR_LOG_WARN, "no guardian process (%s): if this shardrun is killed outright, what its tasks "
+                "started in the background may be left running", strerror(errno));
     for (int i = 0; i < n; i++) {
         sr_worker *w = &st.ws[i];
         w->local_rank = run->layout.first_local + i;
@@ -429,6 +435,7 @@ int sr__launch(sr_run *run, const char *results_path) {
 
     /* leftovers: anything still in a worker's group, then every child we inherited */
     for (int i = 0; i < st.n; i++) kill(-st.ws[i].pid, SIGKILL);
+    sr__guardian_release(); /* every group is stopped: the guardian goes without killing anything */
     double until = sr__now_s() + 1.0;
     while (sr__now_s() < until) {
         pid_t p = waitpid(-1, NULL, WNOHANG);

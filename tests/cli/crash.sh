@@ -109,4 +109,19 @@ signal_run KILL agent
 sleep 0.3
 # the orphans are dead; reaping them is their new parent's job (init, or this sandbox's pid 1)
 no_survivors "shardrun killed with SIGKILL" dead-ok
+
+# 8. shardrun killed with SIGKILL while a task's own background child runs: the guardian stops
+#    the worker's process group, so nothing the task started is left behind
+printf '[shardrun]\ntask = exec:/bin/sh -c "sleep 300 & echo \\$! > %s/bg2.pid; wait"\n' "$T" >"$T/bg2.ini"
+"$SHARDRUN" "$T/bg2.ini" >"$T/bg2.out" 2>&1 &
+agent=$!
+disown $agent # its death by SIGKILL is the point: no job notice
+for _ in $(seq 1 250); do [ -s "$T/bg2.pid" ] && break; sleep 0.02; done
+bg=$(cat "$T/bg2.pid" 2>/dev/null)
+[ -n "$bg" ] && [ -e "/proc/$bg" ] && pass || fail "the task's background child did not start"
+kill -KILL "$agent"
+for _ in $(seq 1 100); do [ -e "/proc/$bg" ] && [ "$(awk '{print $3}' "/proc/$bg/stat" 2>/dev/null)" != Z ] || break; sleep 0.02; done
+alive=0
+[ -e "/proc/$bg" ] && [ "$(awk '{print $3}' "/proc/$bg/stat" 2>/dev/null)" != Z ] && alive=1
+[ "$alive" = 0 ] && pass || { fail "the task's background child $bg survived shardrun's SIGKILL"; kill -KILL "$bg"; }
 done_checks

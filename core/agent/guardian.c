@@ -1,0 +1,83 @@
+#define _GNU_SOURCE
+#include "agent/guardian.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The wire: 'W' + a pid_t per watched group; 'R' releases.  EOF without 'R': the agent died. */
+static int guard_fd = -1;
+static pid_t guard_pid = -1;
+
+static _Noreturn void guard(int in) {
+    /* Ctrl-C and the launcher's SIGTERM go to the agent, which stops its workers and releases us */
+    signal(SIGINT, SIG_IGN), signal(SIGTERM, SIG_IGN), signal(SIGHUP, SIG_IGN);
+    prctl(PR_SET_NAME, "shardrun-guard");
+    pid_t *groups = NULL;
+    size_t n = 0;
+    for (;;) {
+        char op;
+        ssize_t r = read(in, &op, 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break; /* the agent is gone */
+        if (op == 'R') _exit(0);
+        pid_t pg;
+        size_t got = 0;
+        while (got < sizeof pg) {
+            ssize_t k = read(in, (char *)&pg + got, sizeof pg - got);
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) goto gone;
+            got += (size_t)k;
+        }
+        pid_t *more = realloc(groups, (n + 1) * sizeof *groups);
+        if (more) groups = more, groups[n++] = pg;
+    }
+gone:
+    for (size_t i = 0; i < n; i++) kill(-groups[i], SIGKILL);
+    _exit(0);
+}
+
+int sr__guardian_start(void) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(p[0]), close(p[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(p[1]);
+        /* nothing else of the agent's: its pipes must close when the agent and workers exit */
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != p[0]) close(fd);
+        guard(p[0]);
+    }
+    close(p[0]);
+    guard_fd = p[1];
+    guard_pid = pid;
+    return 0;
+}
+
+void sr__guardian_watch(pid_t pgid) {
+    if (guard_fd < 0) return;
+    char msg[1 + sizeof pgid];
+    msg[0] = 'W';
+    memcpy(msg + 1, &pgid, sizeof pgid);
+    if (write(guard_fd, msg, sizeof msg) != (ssize_t)sizeof msg) { /* the guardian is gone: nothing to do */ }
+}
+
+void sr__guardian_release(void) {
+    if (guard_fd < 0) return;
+    if (write(guard_fd, "R", 1) != 1) { /* the guardian is gone already */ }
+    close(guard_fd);
+    guard_fd = -1;
+    while (waitpid(guard_pid, NULL, 0) < 0 && errno == EINTR) {}
+    guard_pid = -1;
+}
+
+int sr__guardian_fd(void) { return guard_fd; }

@@ -18,13 +18,16 @@ static void tail_push(sr_tail *t, const char *line, size_t len) {
     if (t->count < SR_TAIL_LINES) t->count++;
 }
 
-static void write_all(int fd, const char *p, size_t left) {
+/* 0, or the errno of a failed write (the run goes on: supervising matters more; the supervisor
+   fails the run at the end, so lost output never looks like success). */
+static int write_all(int fd, const char *p, size_t left) {
     while (left) {
         ssize_t w = write(fd, p, left);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break; /* our own stdout is gone: keep supervising anyway */
+        if (w <= 0) return w < 0 ? errno : EIO;
         p += w, left -= (size_t)w;
     }
+    return 0;
 }
 
 /* The text a terminal would end up showing: what follows the line's last carriage return. */
@@ -46,7 +49,8 @@ static void emit_raw(sr_relay *r, const char *line, size_t len, int newline) {
     sr__buf_add(&b, prefix, (size_t)pl);
     sr__buf_add(&b, line, len);
     if (newline) sr__buf_add(&b, "\n", 1);
-    write_all(r->out_fd, b.s, b.n);
+    int e = write_all(r->out_fd, b.s, b.n);
+    if (e && !r->write_errno) r->write_errno = e;
     sr__buf_free(&b);
     r->progress = !newline;
 }

@@ -25,6 +25,7 @@ typedef struct sr_relay {
     int tty;        /* out_fd is a terminal: a line redrawn with '\r' (a progress bar) is shown as
                        it changes; elsewhere only the text after a line's last '\r' is kept */
     int progress;   /* a redrawn line is on the screen, without its newline yet */
+    int write_errno; /* the first failed write to out_fd (a full disk, a closed pipe), 0: none */
 } sr_relay;
 
 /* Feeds bytes read from the worker; emits every complete line. */

@@ -380,9 +380,11 @@ static int write_results(const supervise_state *st, sr_run *run, const char *pat
     }
     sr__buf_add(&b, "\n]\n", 3);
     sr__buf_free(&mine);
-    fwrite(b.s, 1, b.n, stdout);
-    fflush(stdout);
     int rc = 0;
+    if (fwrite(b.s, 1, b.n, stdout) != b.n || fflush(stdout) != 0) {
+        sr__log(SR_LOG_ERROR, "cannot write the results to stdout: %s", strerror(errno));
+        rc = -1;
+    }
     if (path) {
         char *tmp = NULL;
         if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) tmp = NULL;
@@ -398,12 +400,30 @@ static int write_results(const supervise_state *st, sr_run *run, const char *pat
     return rc;
 }
 
+/* Whether the results file can be written where it will be (its temporary name, next to it). */
+static int probe_results(const char *path) {
+    char *tmp = NULL;
+    if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) return -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), saved = errno;
+    if (fd >= 0) close(fd), unlink(tmp);
+    free(tmp);
+    errno = saved;
+    return fd >= 0 ? 0 : -1;
+}
+
 int sr__launch(sr_run *run, const char *results_path) {
     int n = run->layout.spawn_count;
     supervise_state st = {.ws = calloc((size_t)n, sizeof(sr_worker)), .n = 0, .failed = -1};
     if (pipe2(self_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         sr__log(SR_LOG_ERROR, "cannot create the supervisor's pipe: %s", strerror(errno));
         return SR_EXIT_FAILED;
+    }
+    if (results_path && (run->rdzv.nagents < 2 || run->rdzv.hosting) && probe_results(results_path) != 0) {
+        sr__log(SR_LOG_ERROR, "cannot write results to %s: %s; fix --results (checked before any worker starts)",
+                results_path, strerror(errno));
+        close(self_pipe[0]), close(self_pipe[1]);
+        free(st.ws);
+        return SR_EXIT_CONFIG;
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     install_handlers();
@@ -450,6 +470,15 @@ int sr__launch(sr_run *run, const char *results_path) {
     else if (st.n < n) code = SR_EXIT_FAILED;
     print_summary(&st, run);
     if (code == SR_EXIT_OK && write_results(&st, run, results_path) != 0) code = SR_EXIT_FAILED;
+    for (int i = 0; i < st.n; i++)
+        for (int k = 0; k < 2; k++)
+            if (st.ws[i].relay[k].write_errno) {
+                sr__log(SR_LOG_ERROR, "rank %d's output was lost: cannot write to %s: %s", st.ws[i].rank,
+                        k == OUT ? "stdout" : "stderr", strerror(st.ws[i].relay[k].write_errno));
+                if (code == SR_EXIT_OK) code = SR_EXIT_FAILED;
+                i = st.n; /* once */
+                break;
+            }
     sr__rdzv_free(&run->rdzv);
     for (int i = 0; i < st.n; i++) {
         sr__relay_free(&st.ws[i].relay[0]);

@@ -25,10 +25,17 @@ run "$SHARDRUN" "$HELLO" --set shardrun.log_level=debug
 expect_in "$err" "[rank1]: shardrun: debug: torch sets RANK=1" "debug log names the plugin (torch)"
 expect_in "$err" "[rank0]: shardrun: debug: accelerate sets FSDP_SHARDING_STRATEGY=FULL_SHARD" "debug log names the plugin (accelerate)"
 
-# an unwritable results path fails the run, and says so
+# an unwritable results path is found before any worker starts (exit 2), and named
 run "$SHARDRUN" "$HELLO" --results "$T/no/such/dir/r.json"
-expect_rc 1 "unwritable --results"
-expect_in "$err" "cannot write results to $T/no/such/dir/r.json" "results error named"
+expect_rc 2 "unwritable --results"
+expect_in "$err" "cannot write results to $T/no/such/dir/r.json: No such file or directory; fix --results (checked before any worker starts)" "results error named"
+expect_not_in "$out" "hello from rank" "no worker started"
+expect_not_in "$err" "started 2 workers" "no worker started (stderr)"
+# stdout on a full disk: the results are lost, so the run fails
+"$SHARDRUN" "$HELLO" >/dev/full 2>"$T/full.err"
+rc=$?
+expect_rc 1 "stdout on a full disk"
+expect_in "$(cat "$T/full.err")" "cannot write the results to stdout: No space left on device" "full stdout named"
 
 # stderr lines are prefixed too, and go to stderr; a last line without newline still arrives
 printf '[shardrun]\nplugins = torch\nnproc_per_node = 2\ntask = exec:/bin/sh -c "echo out-$RANK; echo err-$RANK >&2; printf tail-$RANK"\n' >"$T/o.ini"

@@ -164,6 +164,7 @@ typedef struct supervise_state {
     int killed;          /* SIGKILL sent */
     int stopped;         /* workers still running when the stop began */
     int results_local;   /* this agent's results could not be handed to node 0: it prints them */
+    int want, first_rank; /* the workers this agent was to start, and the first one's rank */
 } supervise_state;
 
 static void begin_stop(supervise_state *st, sr_run *run, int sig) {
@@ -227,13 +228,13 @@ static void supervise(supervise_state *st, sr_run *run) {
     while (1) {
         int local_done = workers_reaped(st) && pipes_closed(st);
         if (local_done && !reported) {
-            if (st->failed < 0 && !st->stop_signal && !st->failed_elsewhere) {
-                sr_buf mine = {0};
-                local_results(st, &mine);
-                if ((st->results_local = sr__rdzv_report_done(&run->rdzv, mine.s ? mine.s : "", mine.n)))
-                    sr__log(SR_LOG_WARN, "this node's results (%zu bytes) stay in this node's output", mine.n);
-                sr__buf_free(&mine);
-            }
+            /* every rank's exit code reaches node 0, also when the run failed */
+            int ok = st->failed < 0 && !st->stop_signal && !st->failed_elsewhere && st->n == st->want;
+            sr_buf mine = {0};
+            local_results(st, &mine);
+            if ((st->results_local = sr__rdzv_report_done(&run->rdzv, mine.s ? mine.s : "", mine.n, ok)))
+                sr__log(SR_LOG_WARN, "this node's results (%zu bytes) stay in this node's output", mine.n);
+            sr__buf_free(&mine);
             reported = 1;
         }
         /* One verdict per run.  The hosting agent decides it: a failure anywhere, or success once
@@ -350,13 +351,23 @@ static void print_summary(const supervise_state *st, sr_run *run) {
 
 /* This agent's ranks' result objects, one per line, comma-separated. */
 static void local_results(const supervise_state *st, sr_buf *b) {
+    char name[32];
     for (int i = 0; i < st->n; i++) {
         const sr_worker *w = &st->ws[i];
+        if (i) sr__buf_add(b, ",\n", 2);
         sr__buf_add(b, "  ", 2);
         if (w->result.n) sr__buf_add(b, w->result.s, w->result.n);
-        else sr__buf_printf(b, "{\"rank\": %d, \"exit_code\": 0}", w->rank); /* exec tasks report nothing */
-        if (i + 1 < st->n) sr__buf_add(b, ",\n", 2);
+        else if (w->reaped && WIFEXITED(w->status)) /* exec tasks and crashed tasks report nothing */
+            sr__buf_printf(b, "{\"rank\": %d, \"exit_code\": %d}", w->rank, WEXITSTATUS(w->status));
+        else if (w->reaped && WIFSIGNALED(w->status))
+            sr__buf_printf(b, "{\"rank\": %d, \"exit_code\": null, \"signal\": \"%s\"}", w->rank,
+                           sig_name(WTERMSIG(w->status), name, sizeof name));
+        else
+            sr__buf_printf(b, "{\"rank\": %d, \"exit_code\": null}", w->rank);
     }
+    /* ranks this agent never started (a fork that failed) */
+    for (int i = st->n; i < st->want; i++)
+        sr__buf_printf(b, "%s  {\"rank\": %d, \"exit_code\": null}", i ? ",\n" : "", st->first_rank + i);
 }
 
 /* One results list per run: the agent holding rank 0 prints every agent's ranks and writes `path`
@@ -371,9 +382,13 @@ static int write_results(const supervise_state *st, sr_run *run, const char *pat
         for (int a = 0; a < run->rdzv.nagents; a++) {
             size_t len = mine.n;
             const char *part = a == run->rdzv.agent_id ? mine.s : sr__rdzv_results(&run->rdzv, a, &len);
-            if (!part || !len) continue;
             if (b.n > 2) sr__buf_add(&b, ",\n", 2);
-            sr__buf_add(&b, part, len);
+            if (part && len) {
+                sr__buf_add(&b, part, len);
+            } else { /* an agent that never reported (it went away): its ranks' outcome is unknown */
+                for (int i = 0; i < st->want; i++)
+                    sr__buf_printf(&b, "%s  {\"rank\": %d, \"exit_code\": null}", i ? ",\n" : "", a * st->want + i);
+            }
         }
     } else {
         sr__buf_add(&b, mine.s, mine.n);
@@ -413,7 +428,8 @@ static int probe_results(const char *path) {
 
 int sr__launch(sr_run *run, const char *results_path) {
     int n = run->layout.spawn_count;
-    supervise_state st = {.ws = calloc((size_t)n, sizeof(sr_worker)), .n = 0, .failed = -1};
+    supervise_state st = {.ws = calloc((size_t)n, sizeof(sr_worker)), .n = 0, .failed = -1, .want = n,
+                          .first_rank = run->layout.node_rank * run->layout.nproc_per_node + run->layout.first_local};
     if (pipe2(self_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         sr__log(SR_LOG_ERROR, "cannot create the supervisor's pipe: %s", strerror(errno));
         return SR_EXIT_FAILED;
@@ -469,7 +485,9 @@ int sr__launch(sr_run *run, const char *results_path) {
     else if (st.stop_signal) code = SR_EXIT_SIGNAL_BASE + st.stop_signal;
     else if (st.n < n) code = SR_EXIT_FAILED;
     print_summary(&st, run);
-    if (code == SR_EXIT_OK && write_results(&st, run, results_path) != 0) code = SR_EXIT_FAILED;
+    /* the results list, with every rank's exit code, also when the run failed (not when it never
+       ran: agents started with different jobs) */
+    if (code != SR_EXIT_CONFIG && write_results(&st, run, results_path) != 0) code = SR_EXIT_FAILED;
     for (int i = 0; i < st.n; i++)
         for (int k = 0; k < 2; k++)
             if (st.ws[i].relay[k].write_errno) {

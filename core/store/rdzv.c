@@ -296,7 +296,7 @@ void sr__rdzv_report_failure(sr_rdzv *r, int node, const char *what) {
     r->reported_failure = 1;
 }
 
-int sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len) {
+int sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len, int succeeded) {
     char key[64];
     int kept_local = 0;
     if (r->ctl && len) {
@@ -305,6 +305,7 @@ int sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len) {
         if (len > SR_STORE_MAX_VALUE || sr__store_set(r->ctl, key, results, len) != 0)
             kept_local = 1;
     }
+    if (!succeeded) return kept_local; /* "done" means: every rank of this agent succeeded */
     snprintf(key, sizeof key, "run/done/%d", r->agent_id);
     if (r->server) sr__store_server_set(r->server, key, "1", 1);
     else if (r->ctl) sr__store_set(r->ctl, key, "1", 1);

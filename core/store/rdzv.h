@@ -75,10 +75,11 @@ int sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n);
 int sr__rdzv_timeout_ms(const sr_rdzv *r);
 /* Publishes the run's first failure (node: where it happened) so that every agent stops. */
 void sr__rdzv_report_failure(sr_rdzv *r, int node, const char *what);
-/* Reports this agent done, with its ranks' result objects (JSON, comma-separated) for node 0. */
+/* Hands node 0 this agent's ranks' result objects (JSON, comma-separated), also when the run failed,
+   and, when every rank of this agent succeeded, reports it done. */
 /* Returns 1 when the results could not be handed to node 0 (too large, or the store refused) and
    stay in this node's output only, else 0. */
-int sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len);
+int sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len, int succeeded);
 /* Hosting agent: the results another agent reported, or NULL. */
 const char *sr__rdzv_results(const sr_rdzv *r, int agent, size_t *len);
 /* Hosting agent: every agent it refused or gave the verdict has read it (or had its time to): it

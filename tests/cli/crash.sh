@@ -40,7 +40,14 @@ expect_in "$err" "shardrun: error: rank 1 (local rank 1, pid " "summary names ra
 expect_in "$err" "was killed by signal SIGSEGV (11)" "summary names SIGSEGV"
 expect_in "$err" "shardrun:   [rank1]: about to act (rank 1)" "summary shows rank 1's last line"
 expect_in "$err" "stopped the other 3 workers of this node" "summary counts the stopped workers"
-expect_not_in "$out" "\"rank\"" "no results after a failure"
+# the results list says what became of every rank, also after a failure
+sed -n '/^\[$/,$p' <<<"$out" | /usr/bin/python3 -c '
+import json, sys
+r = {x["rank"]: x for x in json.load(sys.stdin)}
+assert sorted(r) == [0, 1, 2, 3], r
+assert r[1]["exit_code"] is None and r[1]["signal"] == "SIGSEGV", r[1]
+assert all(r[k]["exit_code"] is None and r[k]["signal"] == "SIGTERM" for k in (0, 2, 3)), r' \
+    && pass || fail "results after a failure: every rank, rank 1 SIGSEGV, the others SIGTERM: $out"
 no_survivors "segfault"
 
 # signal_run SIGNAL WHO: runs the job in the background, waits for its 4 workers, sends SIGNAL to

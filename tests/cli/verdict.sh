@@ -26,7 +26,13 @@ wait "${pid[1]}"; rc1=$?
 expect_eq "$rc0/$rc1" "1/1" "a late failure on node 0 fails node 1 too ($(cat "$T/l0.err" "$T/l1.err"))"
 expect_in "$(cat "$T/l0.err")" "rank 0 (local rank 0, pid" "node 0 names its failed rank"
 expect_in "$(cat "$T/l1.err")" "the run failed on another node: rank 0 (node 0) exited with code 3" "node 1 says why"
-expect_eq "$(cat "$T/l0.out" "$T/l1.out" | grep -c '^\[$')" "0" "no results anywhere"
+# one results list, node 0's, with every rank's exit code
+expect_eq "$(grep -c '^\[$' "$T/l1.out")" "0" "node 1 prints no results"
+sed -n '/^\[$/,$p' "$T/l0.out" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert [(x["rank"], x["exit_code"]) for x in r] == [(0, 3), (1, 0)], r' \
+    && pass || fail "node 0 lists rank 0 exit 3 and rank 1 exit 0: $(cat "$T/l0.out")"
 
 # 2. node 1's agent killed while its ranks wait: node 0 names it, once, fast
 BEHAVE=$BUILD/tests/tasks/behave.so
@@ -50,6 +56,11 @@ expect_eq "$rc0" "1" "node 0 fails when node 1's agent is killed"
 expect_in "$(cat "$T/k0.err")" "node 1's shardrun (agent 1) went away before the run ended" "node 0 names the lost agent"
 expect_eq "$(grep -c "went away" "$T/k0.err")" "1" "said once"
 expect_not_in "$(cat "$T/k0.err")" "did not arrive" "not blamed on a collective timeout"
+sed -n '/^\[$/,$p' "$T/k0.out" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert [x["rank"] for x in r] == [0, 1] and r[1]["exit_code"] is None, r' \
+    && pass || fail "node 0 lists rank 1 as unknown: $(cat "$T/k0.out")"
 [ "$ms" -lt 10000 ] && pass || fail "node 0 took $ms ms to stop"
 # the killed agent's worker dies with it (PDEATHSIG)
 p=$(cat "$T/pids/rank1.pid")

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shardrun/main.h"
 #include "agent/catalog.h"
@@ -74,6 +75,41 @@ static int flag_is(const char *arg, const char *flag) {
     return !strncmp(arg, flag, fl) && (arg[fl] == 0 || arg[fl] == '=');
 }
 
+/* Edits between two short words, a swap of neighbours counting as one ("evn" is 1 from "env", 2
+   from "run"); words longer than 31 characters are no command's misspelling. */
+static size_t command_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b), d[32][32];
+    if (la > 31 || lb > 31) return (size_t)-1;
+    for (size_t i = 0; i <= la; i++)
+        for (size_t j = 0; j <= lb; j++) {
+            if (!i || !j) {
+                d[i][j] = i + j;
+                continue;
+            }
+            size_t v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb];
+}
+
+/* A first word that is no file but a command misspelt ("evn"): the command it is close to (at most
+   two edits, fewer than its length), or NULL. */
+static const char *misspelt_command(const char *word) {
+    static const char *const commands[] = {"run", "env", "plugins", "reference"};
+    if (strchr(word, '/') || access(word, F_OK) == 0) return NULL;
+    const char *best = NULL;
+    size_t best_d = 3;
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        size_t d = command_distance(word, commands[i]);
+        if (d < best_d && d < strlen(word)) best = commands[i], best_d = d;
+    }
+    return best;
+}
+
 /* Returns 0, or 2 on a usage error (message printed). */
 static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
     c->command = "run";
@@ -131,6 +167,12 @@ static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
         if (matched) continue;
         if (a[0] == '-') {
             sr__log(SR_LOG_ERROR, "unknown option %s (see shardrun --help)", a);
+            return SR_EXIT_CONFIG;
+        }
+        const char *cmd = !c->job && i == 1 ? misspelt_command(a) : NULL;
+        if (cmd) {
+            sr__log(SR_LOG_ERROR, "unknown command %s; did you mean %s? (commands: run, env, plugins, reference; "
+                            "or give a job file: shardrun JOB.ini)", a, cmd);
             return SR_EXIT_CONFIG;
         }
         if (c->job) {

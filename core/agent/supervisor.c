@@ -124,6 +124,8 @@ static void signal_groups(sr_worker *ws, int n, int sig) {
         if (ws[i].pid > 0 && !ws[i].reaped) kill(-ws[i].pid, sig);
 }
 
+static int exited_config(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == SR_EXIT_CONFIG; }
+
 static void describe_status(int status, char *buf, size_t len) {
     char name[32];
     if (WIFEXITED(status)) snprintf(buf, len, "exited with code %d", WEXITSTATUS(status));
@@ -189,7 +191,8 @@ static void reap(supervise_state *st, sr_run *run) {
                 char what[160], msg[300];
                 describe_status(status, what, sizeof what);
                 snprintf(msg, sizeof msg, "rank %d (node %d) %s", w->rank, run->layout.node_rank, what);
-                sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg);
+                /* a worker that exits 2 found a configuration error: the run's verdict is 2 too */
+                sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, exited_config(status));
                 begin_stop(st, run, SIGTERM);
             }
             /* whatever the worker left behind in its group goes with it */
@@ -283,7 +286,7 @@ static void supervise(supervise_state *st, sr_run *run) {
                     char msg[160], name[32];
                     snprintf(msg, sizeof msg, "node %d's shardrun was stopped by %s", run->layout.node_rank,
                              sig_name(sigs[j], name, sizeof name));
-                    sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg);
+                    sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, 0);
                     st->stop_signal = sigs[j];
                 }
                 begin_stop(st, run, sigs[j]);
@@ -439,6 +442,7 @@ int sr__launch(sr_run *run, const char *results_path) {
                 results_path, strerror(errno));
         close(self_pipe[0]), close(self_pipe[1]);
         free(st.ws);
+        sr__rdzv_free(&run->rdzv);
         return SR_EXIT_CONFIG;
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -481,13 +485,15 @@ int sr__launch(sr_run *run, const char *results_path) {
 
     int code = SR_EXIT_OK;
     if (st.failed_elsewhere && run->rdzv.failed_config) code = SR_EXIT_CONFIG; /* agents started with different jobs */
+    else if (st.failed >= 0 && exited_config(st.ws[st.failed].status)) code = SR_EXIT_CONFIG;
     else if (st.failed >= 0 || st.failed_elsewhere) code = SR_EXIT_FAILED;
     else if (st.stop_signal) code = SR_EXIT_SIGNAL_BASE + st.stop_signal;
     else if (st.n < n) code = SR_EXIT_FAILED;
     print_summary(&st, run);
-    /* the results list, with every rank's exit code, also when the run failed (not when it never
-       ran: agents started with different jobs) */
-    if (code != SR_EXIT_CONFIG && write_results(&st, run, results_path) != 0) code = SR_EXIT_FAILED;
+    /* the results list, with every rank's exit code, also when the run failed (not when agents
+       started with different jobs were refused: that run never was) */
+    if (!run->rdzv.refused_at && write_results(&st, run, results_path) != 0 && code == SR_EXIT_OK)
+        code = SR_EXIT_FAILED;
     for (int i = 0; i < st.n; i++)
         for (int k = 0; k < 2; k++)
             if (st.ws[i].relay[k].write_errno) {

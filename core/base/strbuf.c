@@ -2,14 +2,26 @@
 #include "base/strbuf.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 void sr__buf_add(sr_buf *b, const char *data, size_t len) {
+    if (b->oom) return;
+    if (len > SIZE_MAX / 2 - b->n - 1) {
+        b->oom = 1;
+        return;
+    }
     if (b->n + len + 1 > b->cap) {
-        while (b->n + len + 1 > b->cap) b->cap = b->cap ? 2 * b->cap : 256;
-        b->s = realloc(b->s, b->cap);
+        size_t cap = b->cap ? b->cap : 256;
+        while (b->n + len + 1 > cap) cap *= 2;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = 1;
+            return;
+        }
+        b->s = s, b->cap = cap;
     }
     memcpy(b->s + b->n, data, len);
     b->n += len;
@@ -22,7 +34,10 @@ void sr__buf_printf(sr_buf *b, const char *fmt, ...) {
     va_start(ap, fmt);
     int n = vasprintf(&tmp, fmt, ap);
     va_end(ap);
-    if (n < 0) return;
+    if (n < 0) {
+        b->oom = 1;
+        return;
+    }
     sr__buf_add(b, tmp, (size_t)n);
     free(tmp);
 }
@@ -53,6 +68,7 @@ void sr__buf_free(sr_buf *b) {
     free(b->s);
     b->s = NULL;
     b->n = b->cap = 0;
+    b->oom = 0;
 }
 
 char *sr__fmt(const char *fmt, ...) {

@@ -7,8 +7,11 @@
 typedef struct sr_buf {
     char *s;
     size_t n, cap;
+    int oom; /* an append found no memory: it and every later one were dropped (s holds what came before) */
 } sr_buf;
 
+/* Appends (checked: when memory runs out the text is dropped and b->oom set, for the caller to
+   report "out of memory for ..."). */
 void sr__buf_add(sr_buf *b, const char *data, size_t len);
 void sr__buf_printf(sr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends "text" with JSON escapes. */

@@ -3,17 +3,96 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <ini.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/env_table.h"
 #include "config/value.h"
 
 extern char **environ;
+
+/* ---- the (section, key) index ----------------------------------------------------------------- */
+
+static size_t key_hash(const char *section, const char *key) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over "section\0key" */
+    for (const char *c = section; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    h = (h ^ 0xffu) * 1099511628211ull;
+    for (const char *c = key; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return (size_t)(h ^ (h >> 32));
+}
+
+/* Whether entry i of an array (raw or set) is (section, key), and its names. */
+typedef int (*entry_is)(const void *arr, size_t i, const char *section, const char *key);
+typedef void (*entry_names)(const void *arr, size_t i, const char **section, const char **key);
+
+/* The slot holding (section, key), or the empty slot where it would go (x->cap > 0). */
+static size_t *index_slot(sr_key_index *x, const void *arr, entry_is same, const char *section, const char *key) {
+    size_t m = x->cap - 1;
+    for (size_t i = key_hash(section, key) & m;; i = (i + 1) & m)
+        if (!x->slot[i] || same(arr, x->slot[i] - 1, section, key)) return &x->slot[i];
+}
+
+/* Position + 1 of (section, key) in the array, or 0. */
+static size_t index_find(sr_key_index *x, const void *arr, entry_is same, const char *section, const char *key) {
+    return x->cap ? *index_slot(x, arr, same, section, key) : 0;
+}
+
+/* Adds entry pos (one of n + 1 entries) to the index, growing it below half full.  -1 when out of
+   memory (the index is then left as it was). */
+static int index_add(sr_key_index *x, const void *arr, size_t n, entry_is same, entry_names names, size_t pos) {
+    if (2 * (n + 1) > x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 64;
+        while (2 * (n + 1) > cap) cap *= 2;
+        sr_key_index g = {calloc(cap, sizeof *g.slot), cap};
+        if (!g.slot) return -1;
+        for (size_t i = 0; i < x->cap; i++)
+            if (x->slot[i]) {
+                const char *sec, *key;
+                names(arr, x->slot[i] - 1, &sec, &key);
+                *index_slot(&g, arr, same, sec, key) = x->slot[i];
+            }
+        free(x->slot);
+        *x = g;
+    }
+    const char *sec, *key;
+    names(arr, pos, &sec, &key);
+    *index_slot(x, arr, same, sec, key) = pos + 1;
+    return 0;
+}
+
+static int raw_is(const void *arr, size_t i, const char *section, const char *key) {
+    const sr_raw *r = (const sr_raw *)arr + i;
+    return !strcmp(r->section, section) && !strcmp(r->key, key);
+}
+static void raw_names(const void *arr, size_t i, const char **section, const char **key) {
+    const sr_raw *r = (const sr_raw *)arr + i;
+    *section = r->section, *key = r->key;
+}
+static int set_is(const void *arr, size_t i, const char *section, const char *key) {
+    const sr_setting *s = (const sr_setting *)arr + i;
+    return !strcmp(s->section, section) && !strcmp(s->key, key);
+}
+static void set_names(const void *arr, size_t i, const char **section, const char **key) {
+    const sr_setting *s = (const sr_setting *)arr + i;
+    *section = s->section, *key = s->key;
+}
+
+/* Makes room for entry n of an array of `size`-byte entries (doubling).  0, or -1 out of memory. */
+static int grow(void **arr, size_t *cap, size_t n, size_t size) {
+    if (n < *cap) return 0;
+    size_t c = *cap ? 2 * *cap : 16;
+    void *a = realloc(*arr, c * size);
+    if (!a) return -1;
+    *arr = a, *cap = c;
+    return 0;
+}
 
 /* ---- reading the file ---------------------------------------------------------------------- */
 
@@ -22,7 +101,8 @@ extern char **environ;
 typedef struct reader_state {
     sr_job *cfg;
     const char *buf, *pos, *end;
-    int line;        /* line the handler is being called for */
+    const char *cur; /* start of the line the handler is being called for */
+    int line;        /* its number */
     int too_long;    /* line number of an over-long line, 0 if none */
     const char *last_section, *last_key;
     int last_line;
@@ -40,6 +120,7 @@ static char *reader(char *str, int num, void *stream) {
     }
     memcpy(str, st->pos, len);
     str[len] = 0;
+    st->cur = st->pos;
     st->pos += len;
     return str;
 }
@@ -57,7 +138,7 @@ static const char *line_start(const reader_state *st, int line) {
 static int handler(void *user, const char *section, const char *name, const char *value) {
     reader_state *st = user;
     sr_job *cfg = st->cfg;
-    const char *ls = line_start(st, st->line);
+    const char *ls = st->cur;
     /* A continuation line (inih's multi-line value) starts with whitespace and repeats the key. */
     if (st->last_key && isspace((unsigned char)*ls) && strcmp(section, st->last_section) == 0 &&
         strcmp(name, st->last_key) == 0) {
@@ -73,35 +154,80 @@ static int handler(void *user, const char *section, const char *name, const char
                      "[task] or a plugin's section", cfg->path, st->line, name);
         return 1;
     }
-    for (size_t i = 0; i < cfg->nraw; i++)
-        if (strcmp(cfg->raw[i].section, section) == 0 && strcmp(cfg->raw[i].key, name) == 0) {
-            sr__diag_add(&cfg->diag, "%s:%d: [%s] %s is given twice (first at line %d); keep one",
-                         cfg->path, st->line, section, name, cfg->raw[i].line);
-            return 1;
-        }
-    cfg->raw = realloc(cfg->raw, (cfg->nraw + 1) * sizeof *cfg->raw);
-    sr_raw *r = &cfg->raw[cfg->nraw++];
+    size_t at = index_find(&cfg->raw_idx, cfg->raw, raw_is, section, name);
+    if (at) {
+        sr__diag_add(&cfg->diag, "%s:%d: [%s] %s is given twice (first at line %d); keep one",
+                     cfg->path, st->line, section, name, cfg->raw[at - 1].line);
+        return 1;
+    }
+    if (grow((void **)&cfg->raw, &cfg->rawcap, cfg->nraw, sizeof *cfg->raw) != 0) return 0;
+    sr_raw *r = &cfg->raw[cfg->nraw];
     r->section = strdup(section);
     r->key = strdup(name);
     r->value = strdup(value);
     r->line = st->line;
     r->used = 0;
+    if (!r->section || !r->key || !r->value ||
+        index_add(&cfg->raw_idx, cfg->raw, cfg->nraw, raw_is, raw_names, cfg->nraw) != 0) {
+        free(r->section), free(r->key), free(r->value);
+        return 0; /* inih stops: reported as out of memory */
+    }
+    cfg->nraw++;
     st->last_section = r->section;
     st->last_key = r->key;
     return 1;
 }
 
-static char *read_whole(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) buf = realloc(buf, cap *= 2);
+static const char *file_kind(mode_t m) {
+    return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : S_ISFIFO(m) ? "a pipe (FIFO)" : S_ISSOCK(m) ? "a socket" : "a special file";
+}
+
+/* The whole job file, after checking it is a regular file of at most SR_JOB_FILE_MAX bytes (the
+   read stops there too: the file may grow meanwhile).  NULL with the reason in cfg->diag. */
+static char *read_job_file(sr_job *cfg, const char *path, size_t *len) {
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a pipe must not block the open */
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f && fd >= 0) close(fd);
+    if (!f || fstat(fileno(f), &st) != 0) {
+        sr__diag_add(&cfg->diag, "cannot read job file %s: %s; check the path (shardrun JOB.ini)", cfg->path,
+                     strerror(errno));
+        if (f) fclose(f);
+        return NULL;
     }
+    if (!S_ISREG(st.st_mode)) {
+        sr__diag_add(&cfg->diag, "job file %s is %s, not a regular file; give the job file itself (shardrun JOB.ini)",
+                     cfg->path, file_kind(st.st_mode));
+        fclose(f);
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t n = 0;
+    long long size = (long long)st.st_size;
+    if (size <= SR_JOB_FILE_MAX) {
+        buf = malloc((size_t)size + 2);
+        if (!buf) {
+            sr__diag_add(&cfg->diag, "out of memory for the job file %s (%lld bytes)", cfg->path, size + 2);
+            fclose(f);
+            return NULL;
+        }
+        n = fread(buf, 1, (size_t)size + 1, f); /* one more: a file that grew is noticed */
+    }
+    int bad = ferror(f);
     fclose(f);
+    if (!bad && n > (size_t)size) size = SR_JOB_FILE_MAX + 1;
+    if (bad || size > SR_JOB_FILE_MAX) {
+        if (bad)
+            sr__diag_add(&cfg->diag, "cannot read job file %s: a read error", cfg->path);
+        else
+            sr__diag_add(&cfg->diag, "job file %s is larger than a job file may be (%lld bytes, 4 MiB): %lld bytes; "
+                         "give the job file (JOB.ini), not a data file", cfg->path, SR_JOB_FILE_MAX,
+                         (long long)st.st_size);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
     *len = n;
     return buf;
 }
@@ -110,10 +236,11 @@ int sr__config_load(sr_job *cfg, const char *path) {
     size_t len;
     cfg->path = strdup(path);
     char *abs = realpath(path, NULL);
-    char *buf = abs ? read_whole(abs, &len) : NULL;
-    if (!buf) {
+    if (!abs)
         sr__diag_add(&cfg->diag, "cannot read job file %s: %s; check the path (shardrun JOB.ini)", path,
                      strerror(errno));
+    char *buf = abs ? read_job_file(cfg, abs, &len) : NULL;
+    if (!buf) {
         free(abs);
         cfg->dir = strdup(".");
         return -1;
@@ -166,13 +293,21 @@ int sr__config_add_set(sr_job *cfg, const char *spec) {
 
 /* ---- resolution ---------------------------------------------------------------------------- */
 
+/* A new setting (section, key), indexed.  Out of memory has no way back here (the callers' callers
+   expect a setting): a message and exit, as the agent would do anyway. */
 static sr_setting *add_setting(sr_job *cfg, const char *section, const char *key) {
-    cfg->set = realloc(cfg->set, (cfg->nset + 1) * sizeof *cfg->set);
-    sr_setting *s = &cfg->set[cfg->nset++];
+    if (grow((void **)&cfg->set, &cfg->setcap, cfg->nset, sizeof *cfg->set) != 0) goto oom;
+    sr_setting *s = &cfg->set[cfg->nset];
     memset(s, 0, sizeof *s);
     s->section = strdup(section);
     s->key = strdup(key);
+    if (!s->section || !s->key || index_add(&cfg->set_idx, cfg->set, cfg->nset, set_is, set_names, cfg->nset) != 0)
+        goto oom;
+    cfg->nset++;
     return s;
+oom:
+    fprintf(stderr, "shardrun: error: out of memory for the job's settings (%zu of them)\n", cfg->nset + 1);
+    exit(2);
 }
 
 static const char *canonical(sr_key_normalizer norm, const char *key, char *buf, size_t len) {
@@ -354,9 +489,11 @@ void sr__config_resolve_free(sr_job *cfg, const char *section) {
 }
 
 void sr__config_check_leftovers(sr_job *cfg, const char *const *known, size_t nknown) {
+    const char *last = NULL; /* a section's keys are consecutive unless it is opened twice */
     for (size_t i = 0; i < cfg->nraw; i++) {
         sr_raw *r = &cfg->raw[i];
-        if (is_resolved_section(cfg, r->section)) continue;
+        if ((last && !strcmp(last, r->section)) || is_resolved_section(cfg, r->section)) continue;
+        last = r->section;
         /* report each unknown section once */
         int seen = 0;
         for (size_t j = 0; j < i && !seen; j++) seen = !strcmp(cfg->raw[j].section, r->section);
@@ -376,9 +513,19 @@ void sr__config_check_leftovers(sr_job *cfg, const char *const *known, size_t nk
 }
 
 sr_setting *sr__config_get(sr_job *cfg, const char *section, const char *key) {
-    for (size_t i = 0; i < cfg->nset; i++)
-        if (!strcmp(cfg->set[i].section, section) && !strcmp(cfg->set[i].key, key)) return &cfg->set[i];
-    return NULL;
+    size_t at = index_find(&cfg->set_idx, cfg->set, set_is, section, key);
+    return at ? &cfg->set[at - 1] : NULL;
+}
+
+int sr__config_is_host_var(const char *name, size_t len) {
+    for (const sr_var *v = sr__host_reads; v->name; v++) /* names: "A, B, C" */
+        for (const char *p = v->name; *p;) {
+            size_t n = strcspn(p, ", ");
+            if (n == len && !strncmp(p, name, len)) return 1;
+            p += n;
+            p += strspn(p, ", ");
+        }
+    return 0;
 }
 
 const char *sr__config_value(sr_job *cfg, const char *section, const char *key) {
@@ -394,6 +541,7 @@ void sr__config_free(sr_job *cfg) {
         free(cfg->set[i].section), free(cfg->set[i].key), free(cfg->set[i].value), free(cfg->set[i].where);
     for (size_t i = 0; i < cfg->nsections; i++) free(cfg->sections[i]);
     free(cfg->raw), free(cfg->cli), free(cfg->set), free(cfg->sections), free(cfg->path), free(cfg->dir);
+    free(cfg->raw_idx.slot), free(cfg->set_idx.slot);
     sr__diag_clear(&cfg->diag); /* the run printed what mattered (config never prints) */
     memset(cfg, 0, sizeof *cfg);
 }

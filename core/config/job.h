@@ -44,21 +44,36 @@ typedef struct sr_override {
     int used;
 } sr_override;
 
+/* A hash index of (section, key) -> position in an array (raw or set): open addressing, linear
+   probing, slots hold position + 1 (0: empty).  Keeps reading and resolving linear in the number
+   of keys. */
+typedef struct sr_key_index {
+    size_t *slot;
+    size_t cap; /* a power of two, or 0 */
+} sr_key_index;
+
+/* The most a job file may hold: a job file is a few dozen lines; this refuses a wrong file (a
+   data file, /dev/zero) before it is read into memory. */
+#define SR_JOB_FILE_MAX ((long long)4 << 20)
+
 typedef struct sr_job {
     char *path; /* job file as given */
     char *dir;  /* absolute folder of the job file */
     sr_raw *raw;
-    size_t nraw;
+    size_t nraw, rawcap;
     sr_override *cli;
     size_t ncli;
     sr_setting *set;
-    size_t nset;
+    size_t nset, setcap;
+    sr_key_index raw_idx, set_idx;
     char **sections; /* sections resolved so far */
     size_t nsections;
     sr_diag diag;
 } sr_job;
 
-/* Reads the job file; syntax errors go to cfg->diag.  Returns 0 when the file could be read. */
+/* Reads the job file; syntax errors go to cfg->diag.  Returns 0 when the file could be read; -1
+   (with the reason in cfg->diag) when it cannot be, is not a regular file (a directory, a device,
+   a pipe) or is larger than SR_JOB_FILE_MAX. */
 int sr__config_load(sr_job *cfg, const char *path);
 /* Adds a command-line override ("section.key=value" from --set, or a torchrun flag). */
 void sr__config_add_override(sr_job *cfg, const char *section, const char *key, const char *value,
@@ -78,5 +93,10 @@ sr_setting *sr__config_get(sr_job *cfg, const char *section, const char *key);
 const char *sr__config_value(sr_job *cfg, const char *section, const char *key);
 
 void sr__config_free(sr_job *cfg);
+
+/* Whether the variable NAME (its first len characters) is one the host reads by name outside the
+   keys (sr__host_reads: SHARDRUN_RDZV_TOKEN, the SHARDRUN_DEBUG_* testing aids, ...), so that a
+   check for stray SHARDRUN_* variables does not call it ignored. */
+int sr__config_is_host_var(const char *name, size_t len);
 
 #endif

@@ -42,6 +42,18 @@ int sr__parse_float(const char *s, double *out) {
     return 0;
 }
 
+char *sr__fmt_double(double v, char *buf, size_t len) {
+    if (!isfinite(v)) {
+        snprintf(buf, len, "null");
+        return buf;
+    }
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    return buf;
+}
+
 /* Walks the '|'-separated choices; calls back with each one's start and length. */
 static int choice_at(const char *choices, int idx, const char **start, size_t *len) {
     const char *p = choices;

@@ -17,6 +17,11 @@ int sr__parse_bool(const char *s, int *out);         /* 0 ok, -1 not a boolean *
 int sr__parse_int(const char *s, long long *out);    /* strict decimal, optional sign */
 int sr__parse_float(const char *s, double *out);     /* finite decimal number */
 
+/* A double as JSON wants it: the shortest of %.15g, %.16g and %.17g that reads back as exactly v
+   (0.011761408, not 0.011761407999999999), or "null" when v is NaN or infinite (JSON has neither:
+   the caller flags it).  buf of at least 32 bytes; returns buf. */
+char *sr__fmt_double(double v, char *buf, size_t len);
+
 /* Index of `s` among the '|'-separated `choices` (case-insensitive); with SR_KEY_ENUM_DIGITS the
    digits 1..n also select.  -1 when none matches. */
 int sr__enum_index(const char *choices, unsigned flags, const char *s);

@@ -57,7 +57,6 @@ static void load_plugins(sr_run *run) {
 /* SHARDRUN_* variables that match no key are most likely typos: say so, but do not fail (the
    environment is ambient and may serve another version of shardrun). */
 static void warn_stray_env(sr_run *run) {
-    static const char *const knobs[] = {"SHARDRUN_RDZV_TOKEN"};
     char var[300];
     for (char **e = environ; *e; e++) {
         if (strncmp(*e, "SHARDRUN_", 9) || !strncmp(*e, "SHARDRUN_TASK_", 14)) continue;
@@ -70,8 +69,8 @@ static void warn_stray_env(sr_run *run) {
             known = strlen(var) == len && !strncmp(*e, var, len);
             if (nc < 511) cands[nc++] = strdup(var);
         }
-        for (size_t i = 0; i < sizeof knobs / sizeof *knobs && !known; i++)
-            known = strlen(knobs[i]) == len && !strncmp(*e, knobs[i], len);
+        /* the variables shardrun reads that are not keys (SHARDRUN_RDZV_TOKEN, SHARDRUN_DEBUG_*) */
+        if (!known) known = sr__config_is_host_var(*e, len);
         if (!known) {
             char *name = strndup(*e, len);
             const char *best = sr__closest(name, cands, nc);

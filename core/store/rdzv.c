@@ -284,13 +284,14 @@ int sr__rdzv_timeout_ms(const sr_rdzv *r) {
     return t;
 }
 
-void sr__rdzv_report_failure(sr_rdzv *r, int node, const char *what) {
+void sr__rdzv_report_failure(sr_rdzv *r, int node, const char *what, int config) {
     if (!r->enabled || r->failed_elsewhere[0] || r->reported_failure) return; /* the first one is known */
+    char kind = config ? 'c' : 'f';
     if (r->server) {
-        publish_outcome(r, node, 'f', what);
+        publish_outcome(r, node, kind, what);
     } else if (r->ctl) {
         char v[1200];
-        int n = format_outcome(v, sizeof v, node, 'f', what);
+        int n = format_outcome(v, sizeof v, node, kind, what);
         sr__store_set(r->ctl, "run/failure", v, (size_t)n);
     }
     r->reported_failure = 1;

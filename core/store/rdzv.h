@@ -74,7 +74,7 @@ int sr__rdzv_pollfds(sr_rdzv *r, struct pollfd *pfds, int max);
 int sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n);
 int sr__rdzv_timeout_ms(const sr_rdzv *r);
 /* Publishes the run's first failure (node: where it happened) so that every agent stops. */
-void sr__rdzv_report_failure(sr_rdzv *r, int node, const char *what);
+void sr__rdzv_report_failure(sr_rdzv *r, int node, const char *what, int config);
 /* Hands node 0 this agent's ranks' result objects (JSON, comma-separated), also when the run failed,
    and, when every rank of this agent succeeded, reports it done. */
 /* Returns 1 when the results could not be handed to node 0 (too large, or the store refused) and

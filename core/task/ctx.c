@@ -14,7 +14,8 @@
 
 typedef struct sr_result {
     char *name;
-    char *json; /* the value, already JSON */
+    char *json;    /* the value, already JSON */
+    int nonfinite; /* a number that was NaN or infinite, written as null */
 } sr_result;
 
 struct sr_ctx {
@@ -26,6 +27,13 @@ struct sr_ctx {
     char **asked; /* [task] keys read through sr_config*(), for sr__ctx_check_task_keys */
     size_t nasked;
 };
+
+void sr__ctx_free(sr_ctx *c) {
+    if (!c) return;
+    for (size_t i = 0; i < c->nres; i++) free(c->res[i].name), free(c->res[i].json);
+    for (size_t i = 0; i < c->nasked; i++) free(c->asked[i]);
+    free(c->res), free(c->asked), free(c);
+}
 
 void sr__ctx_set_tty(sr_ctx *c, int tty) { c->tty = tty; }
 int sr__ctx_tty(const sr_ctx *c) { return c->tty; }
@@ -116,8 +124,9 @@ int sr_config_bool(const sr_ctx *c, const char *key, int def, int *out) {
     return -1;
 }
 
-static int report(sr_ctx *c, const char *name, char *json) {
-    if (!name || !*name || !strcmp(name, "rank") || !strcmp(name, "exit_code")) {
+static int report_flagged(sr_ctx *c, const char *name, char *json, int nonfinite) {
+    if (!json) return -1;
+    if (!name || !*name || !strcmp(name, "rank") || !strcmp(name, "exit_code") || !strcmp(name, "nonfinite")) {
         sr__log(SR_LOG_ERROR, "result name \"%s\" is empty or reserved", name ? name : "(null)");
         free(json);
         return -1;
@@ -126,19 +135,27 @@ static int report(sr_ctx *c, const char *name, char *json) {
         if (!strcmp(c->res[i].name, name)) {
             free(c->res[i].json);
             c->res[i].json = json;
+            c->res[i].nonfinite = nonfinite;
             return 0;
         }
-    c->res = realloc(c->res, (c->nres + 1) * sizeof *c->res);
-    c->res[c->nres].name = strdup(name);
-    c->res[c->nres++].json = json;
+    sr_result *r = realloc(c->res, (c->nres + 1) * sizeof *c->res);
+    char *copy = r ? strdup(name) : NULL;
+    if (r) c->res = r;
+    if (!copy) {
+        free(json);
+        return -1;
+    }
+    c->res[c->nres++] = (sr_result){copy, json, nonfinite};
     return 0;
 }
 
+static int report(sr_ctx *c, const char *name, char *json) { return report_flagged(c, name, json, 0); }
+
+/* JSON has no NaN or infinity: such a value is null, and its name is listed in the result's
+   "nonfinite" member (sr__ctx_result_json). */
 int sr_report_num(sr_ctx *c, const char *name, double v) {
-    char *j = NULL;
-    if (!isfinite(v)) j = strdup("null"); /* JSON has no NaN/Inf */
-    else if (asprintf(&j, "%.17g", v) < 0) return -1;
-    return report(c, name, j);
+    char buf[40];
+    return report_flagged(c, name, strdup(sr__fmt_double(v, buf, sizeof buf)), !isfinite(v));
 }
 
 int sr_report_int(sr_ctx *c, const char *name, long long v) {
@@ -150,6 +167,7 @@ int sr_report_int(sr_ctx *c, const char *name, long long v) {
 int sr_report_str(sr_ctx *c, const char *name, const char *v) {
     sr_buf b = {0};
     sr__buf_json_str(&b, v ? v : "");
+    if (b.oom) sr__buf_free(&b);
     return report(c, name, b.s);
 }
 
@@ -163,6 +181,19 @@ char *sr__ctx_result_json(const sr_ctx *c, int exit_code) {
         sr__buf_json_str(&b, c->res[i].name);
         sr__buf_printf(&b, ": %s", c->res[i].json);
     }
+    int listed = 0;
+    for (size_t i = 0; i < c->nres; i++) {
+        if (!c->res[i].nonfinite) continue;
+        const char *sep = listed++ ? ", " : ", \"nonfinite\": [";
+        sr__buf_add(&b, sep, strlen(sep));
+        sr__buf_json_str(&b, c->res[i].name);
+    }
+    if (listed) sr__buf_add(&b, "]", 1);
     sr__buf_add(&b, "}", 1);
+    if (b.oom || !b.s) { /* still a result the agent can read */
+        sr__buf_free(&b);
+        return sr__fmt("{\"rank\": %d, \"exit_code\": %d, \"error\": \"out of memory for the results\"}",
+                       c->topo.rank, exit_code);
+    }
     return b.s;
 }

@@ -13,6 +13,8 @@
 sr_ctx *sr__ctx_new(const sr_topology *topo, sr_job *cfg);
 /* {"rank": R, "exit_code": C, <reported values>} */
 char *sr__ctx_result_json(const sr_ctx *ctx, int exit_code);
+/* Frees the context (the worker itself exits without: it _exits after the result). */
+void sr__ctx_free(sr_ctx *ctx);
 /* Whether this worker's stdout reaches a terminal through the agent's relay. */
 void sr__ctx_set_tty(sr_ctx *ctx, int tty);
 int sr__ctx_tty(const sr_ctx *ctx);

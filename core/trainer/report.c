@@ -35,7 +35,7 @@ int sr__trainer_report(sr__trainer *t, double runtime) {
     sr_report_int(ctx, "global_step", t->ts.global_step);
     sr_report_str(ctx, "sharding_strategy", cfg->enabled ? sr__strategy_name(cfg->strategy) : "DDP");
     sr_report_int(ctx, "skipped_steps", t->skipped);
-    sr_report_num(ctx, "step_time_ms", t->nst ? t->step_times[t->nst / 2] * 1e3 : 0);
+    sr_report_num(ctx, "step_time_ms", t->nst ? t->step_times[t->nst / 2] * 1e3 : 0); /* the median */
     sr_report_int(ctx, "engine_persistent_bytes", (long long)mem.persistent);
     sr_report_int(ctx, "engine_pool_bytes", (long long)mem.pool);
     sr_report_num(ctx, "peak_rss_gb", peak_rss_gb());

@@ -4,10 +4,13 @@
 
 #include "base/rand.h"
 
-void sr__sampler_init(sr__sampler *s, int64_t n, int ranks, int rank, uint64_t seed) {
+#include <stdint.h>
+
+int sr__sampler_init(sr__sampler *s, int64_t n, int ranks, int rank, uint64_t seed) {
     s->n = n, s->ranks = ranks, s->rank = rank, s->seed = seed, s->epoch = -1;
-    s->perm = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->perm);
     s->per_rank = (n + ranks - 1) / ranks;
+    s->perm = n > 0 && (uint64_t)n <= SIZE_MAX / sizeof *s->perm ? malloc((size_t)n * sizeof *s->perm) : NULL;
+    return s->perm ? 0 : -1;
 }
 
 void sr__sampler_free(sr__sampler *s) { free(s->perm), s->perm = NULL; }

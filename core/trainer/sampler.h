@@ -18,7 +18,8 @@ typedef struct sr__sampler {
     int64_t per_rank;  /* ceil(n / ranks) */
 } sr__sampler;
 
-void sr__sampler_init(sr__sampler *s, int64_t n, int ranks, int rank, uint64_t seed);
+/* 0, or -1 when the permutation (n x 8 bytes) cannot be allocated (s->perm NULL; freeing is safe). */
+int sr__sampler_init(sr__sampler *s, int64_t n, int ranks, int rank, uint64_t seed);
 void sr__sampler_free(sr__sampler *s);
 /* Indices [first, first + count) of this rank's share of `epoch` into out; returns how many
    (fewer at the end of the epoch). */

@@ -55,13 +55,16 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     rc |= get_int(c, "logging_steps", &a->logging_steps);
     rc |= get_int(c, "save_steps", &a->save_steps);
     rc |= get_int(c, "seed", &a->seed);
-    char *sched = NULL, *save_final = NULL;
+    char *sched = NULL, *save_final = NULL, *overwrite = NULL;
     rc |= get(c, "lr_scheduler_type", &sched);
     rc |= get(c, "save_final", &save_final);
+    rc |= get(c, "overwrite_output_dir", &overwrite);
     if (rc) {
-        free(sched), free(save_final);
+        free(sched), free(save_final), free(overwrite);
         return -1;
     }
+    a->overwrite_output_dir = overwrite && !strcmp(overwrite, "true");
+    free(overwrite);
     static const char *const names[] = {"linear", "cosine", "constant", "constant_with_warmup"};
     for (int i = 0; i < 4; i++)
         if (!strcmp(sched, names[i])) a->lr_scheduler_type = (sr__schedule)i;

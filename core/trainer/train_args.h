@@ -9,6 +9,13 @@
 #include "config/env_table.h"
 #include "shardrun/task.h"
 
+/* Bounds of the step and batch keys, so that the samples a run plans (steps x per-device batch x
+   accumulation x ranks, at most SR_TRAIN_MAX_SAMPLES) and their tokens fit in 64 bits however long
+   a sample is (up to 2^23 tokens), and a micro-batch's buffers stay allocatable. */
+#define SR_TRAIN_MAX_STEPS 1000000000LL    /* max_steps, and the steps num_train_epochs may give */
+#define SR_TRAIN_MAX_BATCH 1048576LL       /* per_device_train_batch_size, gradient_accumulation_steps: 2^20 */
+#define SR_TRAIN_MAX_SAMPLES (1LL << 40)   /* samples a run may plan in all ranks together */
+
 typedef enum { SR_SCHED_LINEAR = 0, SR_SCHED_COSINE, SR_SCHED_CONSTANT, SR_SCHED_CONSTANT_WARMUP } sr__schedule;
 
 typedef struct sr__train_args {
@@ -23,6 +30,7 @@ typedef struct sr__train_args {
     const char *output_dir;             /* NULL: nothing is written */
     const char *resume_from_checkpoint; /* NULL, "latest", or a checkpoint folder */
     int save_final;                     /* a checkpoint after the last step (default: when output_dir is set) */
+    int overwrite_output_dir;           /* an output_dir holding checkpoints may be written over */
 } sr__train_args;
 
 /* [task] keys the trainer reads for a model task (train_keys.c), NULL-name terminated: the

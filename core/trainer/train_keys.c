@@ -8,9 +8,12 @@
    names and defaults (save_steps excepted: nothing is saved unless asked). */
 const sr_key sr__trainer_keys[] = {
     {"num_train_epochs", SR_KEY_FLOAT, "3", NULL, 0, NOLIM, NULL, "epochs over the dataset (when max_steps is not set)"},
-    {"max_steps", SR_KEY_INT, "-1", NULL, 0, -1, LLONG_MAX, NULL, "optimizer steps to train; overrides num_train_epochs when > 0"},
-    {"per_device_train_batch_size", SR_KEY_INT, "8", NULL, 0, 1, INT_MAX, NULL, "samples per micro-batch on each rank"},
-    {"gradient_accumulation_steps", SR_KEY_INT, "1", NULL, 0, 1, INT_MAX, NULL, "micro-batches per optimizer step"},
+    {"max_steps", SR_KEY_INT, "-1", NULL, 0, -1, SR_TRAIN_MAX_STEPS, NULL,
+     "optimizer steps to train; overrides num_train_epochs when > 0 (at most 10^9)"},
+    {"per_device_train_batch_size", SR_KEY_INT, "8", NULL, 0, 1, SR_TRAIN_MAX_BATCH, NULL,
+     "samples per micro-batch on each rank (at most 2^20)"},
+    {"gradient_accumulation_steps", SR_KEY_INT, "1", NULL, 0, 1, SR_TRAIN_MAX_BATCH, NULL,
+     "micro-batches per optimizer step (at most 2^20)"},
     {"learning_rate", SR_KEY_FLOAT, "5e-05", NULL, 0, NOLIM, NULL, "AdamW's peak learning rate"},
     {"lr_scheduler_type", SR_KEY_ENUM, "linear", "linear|cosine|constant|constant_with_warmup", 0, NOLIM, NULL,
      "learning-rate schedule after warmup (transformers' get_scheduler)"},
@@ -29,6 +32,9 @@ const sr_key sr__trainer_keys[] = {
      "fp32/bf16/fp16; with cpu_ram_efficient_loading only rank 0 reads it"},
     {"output_dir", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
      "where checkpoint-N folders and train_log.jsonl go (relative to the working directory)"},
+    {"overwrite_output_dir", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL,
+     "an output_dir that holds checkpoint-N folders may be written over (its train_log.jsonl restarts); without it, "
+     "or resume_from_checkpoint, such a run is refused before it starts"},
     {"save_steps", SR_KEY_INT, "0", NULL, 0, 0, LLONG_MAX, NULL, "save a checkpoint every N steps (0: never)"},
     {"save_final", SR_KEY_BOOL, NULL, NULL, 0, NOLIM, NULL, "save a checkpoint after the last step; default: true when output_dir is set"},
     {"resume_from_checkpoint", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,

@@ -24,8 +24,8 @@ static void progress(long long step, long long total, double elapsed, double los
 
 /* The step of a train_log.jsonl line: a whole line (a killed run may leave its last one cut
    short) holding an object whose first member is "step", a non-negative integer; else -1.  The
-   rest is not read: a record of a step whose loss was inf or nan (bare words, not JSON) is still
-   that step's record. */
+   rest is not read: a record an older shardrun wrote of a step whose loss was inf or nan (bare
+   words, not JSON) is still that step's record. */
 static long long line_step(const char *line, size_t len) {
     sr_json j;
     sr_json_num num;
@@ -81,11 +81,22 @@ void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r)
                total, loss, t->o.lr, r->grad_norm, tok_s, (double)mem.peak / 1e9,
                r->skipped ? "  (fp16 overflow: step skipped)" : "", (double)step / (double)t->plan.steps_per_epoch);
         if (t->log) {
-            char gn[32] = "null"; /* JSON has no NaN: an overflowed step has no norm */
-            if (isfinite(r->grad_norm)) snprintf(gn, sizeof gn, "%.9g", r->grad_norm);
-            fprintf(t->log, "{\"step\": %lld, \"loss\": %.9g, \"learning_rate\": %.9g, \"grad_norm\": %s, "
-                            "\"skipped\": %d, \"loss_scale\": %.9g}\n",
-                    step, loss, t->o.lr, gn, r->skipped, r->loss_scale);
+            /* JSON has no NaN or infinity: such a number is null, and its name is listed in
+               "nonfinite" (an fp16 overflow's skipped step has no grad_norm; a diverged run's loss
+               is nan) */
+            const char *names[4] = {"loss", "learning_rate", "grad_norm", "loss_scale"};
+            double v[4] = {loss, t->o.lr, r->grad_norm, r->loss_scale};
+            char num[4][32];
+            sr_buf nf = {0};
+            for (int i = 0; i < 4; i++) {
+                if (isfinite(v[i])) snprintf(num[i], sizeof num[i], "%.9g", v[i]);
+                else snprintf(num[i], sizeof num[i], "null"), sr__buf_printf(&nf, "%s\"%s\"", nf.n ? ", " : "", names[i]);
+            }
+            fprintf(t->log, "{\"step\": %lld, \"loss\": %s, \"learning_rate\": %s, \"grad_norm\": %s, "
+                            "\"skipped\": %d, \"loss_scale\": %s%s%s%s}\n",
+                    step, num[0], num[1], num[2], r->skipped, num[3], nf.n ? ", \"nonfinite\": [" : "",
+                    nf.n ? nf.s : "", nf.n ? "]" : "");
+            sr__buf_free(&nf);
             fflush(t->log);
         }
     }

@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "task/ctx.h"
+#include "trainer/output_dir.h"
 #include "trainer/trainer_internal.h"
 
 /* Set-up errors are the same on every rank as a rule (one job file, one environment): ranks other
@@ -93,11 +94,19 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
     t->final_loss = NAN;
     if (sr__train_args_read(ctx, &t->a) != 0) return SR_EXIT_CONFIG;
     t->rank = sr_rank(ctx), t->ws = sr_world_size(ctx), t->tty = sr__ctx_tty(ctx);
+    char why[8192];
+    if (t->a.output_dir && sr__output_dir_check(t->a.output_dir, t->a.resume_from_checkpoint != NULL,
+                                                t->a.overwrite_output_dir, why, sizeof why) != 0) {
+        sr__log(SR_LOG_ERROR, "%s", why);
+        return SR_EXIT_CONFIG;
+    }
     t->model = sr__model_new();
     t->state = ops->create(ctx, t->model);
     if (!t->state) {
         sr__log(SR_LOG_ERROR, "task %s: create() failed (see above)", task);
-        return SR_EXIT_FAILED;
+        /* create() reads the task's keys and data: what fails there is the run's input, found
+           before any step */
+        return SR_EXIT_CONFIG;
     }
     if (sr__ctx_check_task_keys(ctx, task, sr__trainer_keys) != 0 || sr__model_check(t->model, task) != 0)
         return SR_EXIT_CONFIG;
@@ -115,17 +124,49 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
     return SR_EXIT_OK;
 }
 
-/* The data split and the step count, announced by rank 0; the buffers and the log of the loop. */
-static void plan_run(sr__trainer *t) {
+static int out_of_memory(const char *what, unsigned long long bytes) {
+    sr__log(SR_LOG_ERROR, "out of memory for %s (%llu bytes); nothing was trained", what, bytes);
+    return SR_EXIT_CONFIG;
+}
+
+/* The data split and the step count, checked (the step count and the samples it plans within the
+   bounds of train_args.h) and announced by rank 0; the buffers and the log of the loop.  An exit
+   code: SR_EXIT_CONFIG when the plan is out of bounds or its buffers cannot be allocated. */
+static int plan_run(sr__trainer *t) {
     const sr__train_args *a = &t->a;
     sr__plan *p = &t->plan;
-    sr__sampler_init(&t->smp, t->nsamples, t->ws, t->rank, (uint64_t)a->seed);
     long long bs = a->per_device_train_batch_size;
-    p->micro_per_epoch = (t->smp.per_rank + bs - 1) / bs;
+    p->micro_per_epoch = (((long long)t->nsamples + t->ws - 1) / t->ws + bs - 1) / bs;
     p->steps_per_epoch = p->micro_per_epoch / a->gradient_accumulation_steps;
     if (p->steps_per_epoch < 1) p->steps_per_epoch = 1;
     /* at least 1: train_args requires max_steps or num_train_epochs to be positive */
-    p->total_steps = a->max_steps > 0 ? a->max_steps : (long long)ceil(a->num_train_epochs * (double)p->steps_per_epoch);
+    double steps = a->max_steps > 0 ? (double)a->max_steps : ceil(a->num_train_epochs * (double)p->steps_per_epoch);
+    if (steps > (double)SR_TRAIN_MAX_STEPS) {
+        sr__log(SR_LOG_ERROR, "[task] num_train_epochs = %g makes %.4g steps (%lld per epoch), more than the %lld a run "
+                        "may have; lower num_train_epochs or set max_steps", a->num_train_epochs, steps,
+                p->steps_per_epoch, SR_TRAIN_MAX_STEPS);
+        return SR_EXIT_CONFIG;
+    }
+    p->total_steps = (long long)steps;
+    long long planned;
+    if (__builtin_mul_overflow(p->total_steps, bs, &planned) ||
+        __builtin_mul_overflow(planned, a->gradient_accumulation_steps, &planned) ||
+        __builtin_mul_overflow(planned, (long long)t->ws, &planned) || planned > SR_TRAIN_MAX_SAMPLES) {
+        sr__log(SR_LOG_ERROR, "[task] %lld steps x per_device_train_batch_size %lld x gradient_accumulation_steps %lld "
+                        "x %d ranks is more than the %lld samples (2^40) a run may plan, so that its sample and "
+                        "token counts stay within 64 bits; lower max_steps (or num_train_epochs) or the batch",
+                p->total_steps, bs, a->gradient_accumulation_steps, t->ws, SR_TRAIN_MAX_SAMPLES);
+        return SR_EXIT_CONFIG;
+    }
+    if (sr__sampler_init(&t->smp, t->nsamples, t->ws, t->rank, (uint64_t)a->seed) != 0)
+        return out_of_memory("the sampler's permutation of the dataset's samples",
+                             (unsigned long long)t->nsamples * sizeof *t->smp.perm);
+    t->idx = malloc((size_t)bs * sizeof *t->idx);
+    if (!t->idx) return out_of_memory("a micro-batch's sample indices", (unsigned long long)bs * sizeof *t->idx);
+    long long remaining = p->total_steps - t->ts.global_step;
+    t->st_cap = remaining < 4096 ? (remaining > 0 ? remaining : 1) : 4096; /* grown as steps are done */
+    t->step_times = malloc((size_t)t->st_cap * sizeof *t->step_times);
+    if (!t->step_times) return out_of_memory("the step times", (unsigned long long)t->st_cap * sizeof *t->step_times);
     char desc[512];
     sr__engine_describe(t->e, desc, sizeof desc);
     if (t->rank == 0) {
@@ -135,11 +176,20 @@ static void plan_run(sr__trainer *t) {
                a->gradient_accumulation_steps, t->ws, bs * a->gradient_accumulation_steps * t->ws, p->total_steps,
                p->steps_per_epoch);
     }
-    t->idx = malloc((size_t)bs * sizeof *t->idx);
     t->log = sr__train_log_open(a, t->rank, t->ts.global_step);
     t->o = (sr__optim){0, a->adam_beta1, a->adam_beta2, a->adam_epsilon, a->weight_decay, a->max_grad_norm};
-    t->step_times = calloc((size_t)(p->total_steps + 1), sizeof *t->step_times);
     t->t0 = t->last_log_t = sr__now_s();
+    return SR_EXIT_OK;
+}
+
+/* Keeps one step's time; when the array cannot grow, the median is that of the steps kept. */
+static void keep_step_time(sr__trainer *t, double seconds) {
+    if (t->nst == t->st_cap) {
+        double *g = realloc(t->step_times, (size_t)(2 * t->st_cap) * sizeof *g);
+        if (!g) return;
+        t->step_times = g, t->st_cap *= 2;
+    }
+    t->step_times[t->nst++] = seconds;
 }
 
 /* ---- the loop -------------------------------------------------------------------------------- */
@@ -166,7 +216,7 @@ static int train_step(sr__trainer *t, long long step, double *loss, sr__step_res
     if (sr__engine_step(t->e, &t->o, r) != 0) return -1;
     t->skipped += r->skipped;
     *loss = t->final_loss = sr__engine_mean(t->e, loss_sum / (double)accum);
-    t->step_times[t->nst++] = sr__now_s() - started;
+    keep_step_time(t, sr__now_s() - started);
     t->ts.global_step = step + 1;
     return 0;
 }
@@ -184,7 +234,6 @@ static int save_if_due(sr__trainer *t) {
 }
 
 static int train(sr__trainer *t) {
-    plan_run(t);
     for (long long step = t->ts.global_step; step < t->plan.total_steps; step++) {
         double loss;
         sr__step_result r;
@@ -211,6 +260,7 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
     held_stderr held;
     hold_stderr(&held, sr_local_rank(ctx));
     int rc = setup(&t, ctx, task_name, ops);
+    if (rc == SR_EXIT_OK) rc = plan_run(&t);
     release_stderr(&held, rc != SR_EXIT_OK); /* set-up is over */
     if (rc == SR_EXIT_OK) rc = train(&t);
     teardown(&t);

@@ -47,8 +47,10 @@ typedef struct sr__trainer {
     FILE *log; /* output_dir/train_log.jsonl (rank 0), or NULL */
     double t0, last_log_t, final_loss;
     long long samples_done, tokens_since_log;
-    double *step_times; /* seconds, one per step this run took */
-    int nst, skipped;
+    double *step_times; /* seconds, one per step this run took (grown as it goes; when memory runs out,
+                           the first nst steps' only) */
+    long long nst, st_cap;
+    int skipped;
 } sr__trainer;
 
 /* output_dir/train_log.jsonl (rank 0, with output_dir; else NULL): a resumed run keeps the lines

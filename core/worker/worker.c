@@ -71,7 +71,8 @@ _Noreturn void sr__worker_run(sr_run *run, int local_rank, int results_fd) {
         _exit(SR_EXIT_CONFIG);
     }
     sr__env_block_free(&block);
-    if (sr__run_plugins_init(run, local_rank) != 0) _exit(SR_EXIT_CONFIG);
+    /* an init hook that fails (a process group that could not form) is the run failing, not bad input */
+    if (sr__run_plugins_init(run, local_rank) != 0) _exit(SR_EXIT_FAILED);
     if (run->task.type == SR_TASK_EXEC) {
         execv(run->task.path, run->task.argv);
         sr__log(SR_LOG_ERROR, "cannot start %s: %s", run->task.path, strerror(errno));

@@ -44,6 +44,7 @@ typedef struct {
     dev_t dev;
     ino_t ino;
     size_t order;
+    unsigned long long size;
 } data_file;
 
 static int by_identity(const void *a, const void *b) {
@@ -86,6 +87,11 @@ static int expand(const char *pat, data_file **files, size_t *n, size_t *cap, ch
             break;
         }
         if (S_ISDIR(st.st_mode)) continue;
+        if (!S_ISREG(st.st_mode)) {
+            rc = fail(err, errlen, "data file %s (matched by \"%s\") is %s, not a regular file; give regular text files",
+                      p, pat, gpt2_file_kind((unsigned)st.st_mode));
+            break;
+        }
         if (*n == *cap) {
             size_t c = *cap ? 2 * *cap : 64;
             data_file *f = realloc(*files, c * sizeof *f);
@@ -101,7 +107,8 @@ static int expand(const char *pat, data_file **files, size_t *n, size_t *cap, ch
             rc = fail(err, errlen, "out of memory listing the data files");
             break;
         }
-        (*files)[*n] = (data_file){.path = copy, .dev = st.st_dev, .ino = st.st_ino, .order = *n};
+        (*files)[*n] = (data_file){.path = copy, .dev = st.st_dev, .ino = st.st_ino, .order = *n,
+                                   .size = (unsigned long long)st.st_size};
         ++*n;
         taken++;
     }
@@ -144,6 +151,14 @@ static int list_files(const char *patterns, data_file **out, size_t *nout, char 
         else files[kept++] = files[k];
     }
     qsort(files, kept, sizeof *files, by_order);
+    unsigned long long total = 0;
+    for (size_t k = 0; k < kept; k++) total += files[k].size;
+    if (total > GPT2_DATA_MAX) {
+        fail(err, errlen, "the data files hold %llu bytes together (%zu files, from \"%s\"), more than the %llu "
+             "bytes (4 GiB) the gpt2 task reads; name fewer files", total, kept, patterns, GPT2_DATA_MAX);
+        free_files(files, kept);
+        return -1;
+    }
     *out = files;
     *nout = kept;
     return 0;
@@ -244,14 +259,17 @@ int gpt2_dataset_load(gpt2_dataset *d, const gpt2_data_opts *o, gpt2_tokenizer *
     d->T = o->max_length;
     loader L = {.d = d, .o = o, .tok = tok, .err = err, .errlen = errlen};
     int rc = 0;
+    unsigned long long budget = GPT2_DATA_MAX; /* the files may have grown since they were listed */
     for (size_t k = 0; k < nfiles && !rc; k++) {
         size_t len;
-        char *text = gpt2_read_file(files[k].path, "data file", &len, err, errlen);
+        char *text = gpt2_read_file_max(files[k].path, "data file", (size_t)budget,
+                                        "what is left of the 4 GiB all data files may hold together", &len, err, errlen);
         if (!text) {
             rc = -1;
             break;
         }
         d->files++;
+        budget -= len;
         rc = split(&L, text, len);
         free(text);
     }

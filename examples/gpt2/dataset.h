@@ -13,6 +13,9 @@
 
 #include "tokenizer.h"
 
+/* The most the data files may hold together: 4 GiB of text (about a billion GPT-2 tokens) */
+#define GPT2_DATA_MAX ((unsigned long long)4 << 30)
+
 typedef enum { GPT2_SPLIT_PARAGRAPH, GPT2_SPLIT_LINE, GPT2_SPLIT_FILE } gpt2_split;
 
 typedef struct gpt2_data_opts {
@@ -40,7 +43,10 @@ typedef struct gpt2_dataset {
    file already taken) is read once; directories are skipped.  Texts are trimmed of leading and
    trailing whitespace, and empty ones are not texts at all; paragraph texts keep their inner
    newlines.  A file that is not valid UTF-8 is still read (bytes are bytes).  Zero samples after
-   filtering is an error saying so.  Reading stops once max_samples texts are kept. */
+   filtering is an error saying so.  Reading stops once max_samples texts are kept.  Only regular
+   files are read: a match that is a device (/dev/zero), a pipe or a socket is refused, before any
+   reading, naming it; and all files together may hold at most GPT2_DATA_MAX bytes (refused before
+   reading too, from their sizes). */
 int gpt2_dataset_load(gpt2_dataset *d, const gpt2_data_opts *o, gpt2_tokenizer *tok, char *err, size_t errlen);
 void gpt2_dataset_free(gpt2_dataset *d);
 /* "paragraph" | "line" | "file" -> *out: 0, or -1 if unknown */

@@ -112,7 +112,7 @@ typedef struct sr_model_ops {
     /* Devices whose memory the callbacks can compute on: bits (1u << SR_DEVICE_CPU) | ... */
     uint32_t devices;
     /* Reads [task] keys, declares modules and parameters, returns the state (NULL = error, after
-       printing why). */
+       printing why: the run fails as a configuration error, exit 2). */
     void *(*create)(sr_ctx *ctx, sr_model *model);
     /* After training (or a failure), before this rank's results are collected: the task may
        still sr_report_*() through the ctx it got in create(). */

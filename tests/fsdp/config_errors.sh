@@ -111,7 +111,7 @@ expect_in "$err" "ACCELERATE_USE_FSDP=1 enables FSDP here, but accelerate itself
 # trainer arguments
 # trainer arguments are checked by the agent, before any worker starts
 fails "batch size 0" --set task.per_device_train_batch_size=0
-expect_in "$err" 'command line --set task.per_device_train_batch_size=0: [task] per_device_train_batch_size = "0": expected an integer from 1 to 2147483647, got "0" (a trainer argument of this model task)' \
+expect_in "$err" 'command line --set task.per_device_train_batch_size=0: [task] per_device_train_batch_size = "0": expected an integer from 1 to 1048576, got "0" (a trainer argument of this model task)' \
     "batch size 0 named"
 expect_eq "$rc" 2 "a bad trainer argument exits 2"
 expect_not_in "$err" "started 2 workers" "a bad trainer argument stops the run before any worker starts"

@@ -1,11 +1,37 @@
 /* The agent's relay of worker output: whole lines get the rank prefix; a line redrawn with '\r'
    (the trainer's progress bar) is shown as it changes on a terminal, and elsewhere only its final
-   text is kept. */
+   text is kept.  And a rank's result JSON: shortest round-trip numbers, null for NaN and infinity
+   with their names listed in "nonfinite". */
 #include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "agent/output.h"
+#include "task/ctx.h"
 #include "check.h"
+
+static void result_json(void) {
+    sr_topology topo = {.struct_size = sizeof topo, .rank = 3, .world_size = 4};
+    sr_job cfg = {0};
+    sr_ctx *ctx = sr__ctx_new(&topo, &cfg);
+    sr_report_num(ctx, "train_runtime", 0.011761408);
+    sr_report_num(ctx, "final_loss", NAN);
+    sr_report_num(ctx, "grad", INFINITY);
+    sr_report_int(ctx, "steps", 7);
+    CHECK(sr_report_num(ctx, "nonfinite", 1) == -1); /* reserved */
+    char *j = sr__ctx_result_json(ctx, 0);
+    CHECK_STR(j, "{\"rank\": 3, \"exit_code\": 0, \"train_runtime\": 0.011761408, \"final_loss\": null, "
+                 "\"grad\": null, \"steps\": 7, \"nonfinite\": [\"final_loss\", \"grad\"]}");
+    free(j);
+    sr_report_num(ctx, "final_loss", 2.5); /* reported again, finite: no longer listed */
+    sr_report_num(ctx, "grad", 1);
+    j = sr__ctx_result_json(ctx, 1);
+    CHECK_STR(j, "{\"rank\": 3, \"exit_code\": 1, \"train_runtime\": 0.011761408, \"final_loss\": 2.5, "
+                 "\"grad\": 1, \"steps\": 7}");
+    free(j);
+    sr__ctx_free(ctx);
+}
 
 /* Feeds the pieces to a relay writing into a pipe; returns what came out. */
 static const char *relay(int tty, const char *const *pieces, int n) {
@@ -26,6 +52,7 @@ static const char *relay(int tty, const char *const *pieces, int n) {
 }
 
 int main(void) {
+    result_json();
     const char *plain[] = {"hel", "lo\nwor", "ld\n"};
     CHECK_STR(relay(0, plain, 3), "[rank1]: hello\n[rank1]: world\n");
     CHECK_STR(relay(1, plain, 3), "[rank1]: hello\n[rank1]: world\n");

@@ -50,7 +50,7 @@ static void sampler(int64_t n, int ranks) {
         int same_as_epoch0 = 1;
         for (int r = 0; r < ranks; r++) {
             sr__sampler s;
-            sr__sampler_init(&s, n, ranks, r, 42);
+            CHECK(sr__sampler_init(&s, n, ranks, r, 42) == 0);
             CHECK(s.per_rank == per);
             CHECK(sr__sampler_take(&s, epoch, 0, per, buf) == per);
             for (int64_t k = 0; k < per; k++) {
@@ -77,8 +77,20 @@ static void sampler(int64_t n, int ranks) {
     free(seen), free(first), free(buf);
 }
 
+/* A permutation that cannot be allocated is reported (the trainer turns it into "out of memory
+   for ..."), not written through a NULL pointer. */
+static void sampler_oom(void) {
+    sr__sampler s;
+    CHECK(sr__sampler_init(&s, (int64_t)1 << 62, 2, 0, 1) == -1);
+    CHECK(s.perm == NULL);
+    sr__sampler_free(&s);
+    CHECK(sr__sampler_init(&s, 5, 2, 1, 1) == 0);
+    sr__sampler_free(&s);
+}
+
 int main(void) {
     schedules();
+    sampler_oom();
     sampler(240, 1);
     sampler(240, 4);
     sampler(241, 4);

@@ -1,4 +1,5 @@
 /* Typed values with accelerate's semantics, the key -> variable rule, "did you mean". */
+#include <math.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -81,6 +82,21 @@ int main(void) {
     CHECK_STR(sr__closest("mixed_precison", keys, 3), "mixed_precision");
     CHECK(sr__closest("zzz", keys, 3) == NULL);
     CHECK(sr__edit_distance("kitten", "sitting") == 3);
+
+    /* doubles: the shortest spelling that reads back the same; JSON's null for NaN and inf */
+    char num[40];
+    CHECK_STR(sr__fmt_double(0.011761408, num, sizeof num), "0.011761408");
+    CHECK_STR(sr__fmt_double(0.1, num, sizeof num), "0.1");
+    CHECK_STR(sr__fmt_double(1e300, num, sizeof num), "1e+300");
+    CHECK_STR(sr__fmt_double(3, num, sizeof num), "3");
+    CHECK_STR(sr__fmt_double(NAN, num, sizeof num), "null");
+    CHECK_STR(sr__fmt_double(-INFINITY, num, sizeof num), "null");
+    double tricky[] = {0.1 + 0.2, 1.0 / 3, 2.0 / 3, 5e-324, 1.7976931348623157e308, 123456789.123456789, -0.0};
+    for (size_t i = 0; i < sizeof tricky / sizeof *tricky; i++) {
+        sr__fmt_double(tricky[i], num, sizeof num);
+        CHECK(strtod(num, NULL) == tricky[i]);
+    }
+    CHECK_STR(sr__fmt_double(0.1 + 0.2, num, sizeof num), "0.30000000000000004"); /* needs all 17 */
 
     CHECK(sr__valid_env_name("FSDP_X1"));
     CHECK(!sr__valid_env_name("1X"));

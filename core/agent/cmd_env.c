@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/run.h"
-
+#include "agent/key_probe.h"
 #include "base/log.h"
+#include "run/run.h"
 
 int sr__cmd_env(sr_run *run, const sr_run_args *args, int rank, int explain) {
     if (sr__run_prepare(run, args) != 0) return SR_EXIT_CONFIG;
@@ -34,6 +34,11 @@ int sr__cmd_env(sr_run *run, const sr_run_args *args, int rank, int explain) {
     sr_env_block b = {0};
     if (sr__run_build_env(run, rank % l->nproc_per_node, &b, &run->cfg.diag) != 0) {
         sr__diag_flush(&run->cfg.diag);
+        sr__env_block_free(&b);
+        return SR_EXIT_CONFIG;
+    }
+    /* a model task's own [task] keys: only its create() knows them */
+    if (sr__probe_model_keys(run, rank % l->nproc_per_node, &b) != 0) {
         sr__env_block_free(&b);
         return SR_EXIT_CONFIG;
     }

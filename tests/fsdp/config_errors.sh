@@ -123,4 +123,14 @@ expect_in "$err" "resume_from_checkpoint: no checkpoint-N folder in $T/empty" "r
 fails "bad schedule" --set task.lr_scheduler_type=exponential
 expect_in "$err" '[task] lr_scheduler_type = "exponential": expected one of linear, cosine, constant, constant_with_warmup, got "exponential"' "bad schedule"
 
+# the dry run knows a model task's keys too: it asks the task's create() in a child process
+run "$SHARDRUN" env "$T/toy.ini" --set task.learning_rte=0.1
+expect_rc 2 "shardrun env with a misspelt model-task key"
+expect_in "$err" "command line --set task.learning_rte=0.1: [task] learning_rte is read by neither; check its spelling" \
+    "shardrun env names the misspelt key"
+expect_eq "$out" "" "shardrun env prints no variables when a key is wrong"
+run "$SHARDRUN" env "$T/toy.ini"
+expect_rc 0 "shardrun env on the model task"
+expect_in "$out" "FSDP_SHARDING_STRATEGY=" "shardrun env prints the variables"
+expect_not_in "$out" "toy" "only NAME=VALUE lines on stdout"
 done_checks

@@ -1,0 +1,18 @@
+/*
+ * `shardrun env` on a model task: the task's own [task] keys are known only to its create(), so
+ * the dry run asks it.  A child process applies the rank's environment (final, as in a worker),
+ * loads the task, runs create() and destroy() without a process group, and checks that every
+ * [task] key was read by the task or the trainer: a misspelt key fails the dry run (exit 2)
+ * as it fails the real run before its first step.
+ */
+#ifndef SR_AGENT_KEY_PROBE_H
+#define SR_AGENT_KEY_PROBE_H
+
+#include "config/env_block.h"
+#include "run/run.h"
+
+/* 0 when the keys are all read (or the task is not a model task), else SR_EXIT_CONFIG after the
+   child printed why. */
+int sr__probe_model_keys(sr_run *run, int local_rank, const sr_env_block *env);
+
+#endif

@@ -14,7 +14,10 @@
 #include <unistd.h>
 
 #include "shardrun/half.h"
+#include "base/clock.h"
+#include "base/hash64.h"
 #include "base/log.h"
+#include "base/rand.h"
 #include "base/strbuf.h"
 #include "fsdp/engine_internal.h"
 #include "io/json.h"
@@ -24,6 +27,146 @@ enum { K_PARAM = 0, K_EXP_AVG, K_EXP_AVG_SQ, K_COUNT };
 static const char *const KIND[K_COUNT] = {"param", "exp_avg", "exp_avg_sq"};
 
 static float *kind_shard(sr__uslot *s, int k) { return k == K_PARAM ? s->master : k == K_EXP_AVG ? s->exp_avg : s->exp_avg_sq; }
+
+/* ---- integrity metadata (see checkpoint.h) ------------------------------------------------------------ */
+
+#define CKPT_VERSION "2" /* "shardrun_checkpoint": files without it come from before the integrity metadata */
+#define HASH_PLACEHOLDER "0000000000000000"
+
+typedef struct ckpt_meta {
+    char id[33];     /* the checkpoint id: 128 random bits from rank 0, in hex */
+    char digest[17]; /* the model digest */
+    long long step;
+    int world_size, shard_group_size;
+} ckpt_meta;
+
+static double hash_seconds; /* this process's time in sr__hash64 during one save or load (debug log) */
+static long long hash_bytes;
+
+static uint64_t timed_hash(const void *data, size_t n) {
+    double t0 = sr__now_s();
+    uint64_t h = sr__hash64(data, n, 0);
+    hash_seconds += sr__now_s() - t0, hash_bytes += (long long)n;
+    return h;
+}
+
+/* The model's identity: every parameter's name, shape and tie, independent of declaration order,
+   world size and wrap policy (a SHARDED checkpoint may resume under other ones). */
+static void model_digest(const sr_model *m, char out[17]) {
+    uint64_t d = 0;
+    for (int i = 0; i < m->nparams; i++) {
+        const sr__param *p = &m->params[i];
+        char shape[160];
+        char *key = sr__fmt("%s\n%s\n%s", p->name, sr__st_shape_str(shape, sizeof shape, p->ndim, p->shape),
+                            p->tied_to >= 0 ? m->params[p->tied_to].name : "");
+        d += sr__mix64(sr__hash64(key, strlen(key), 0x5eed));
+        free(key);
+    }
+    sr__hash64_hex(d, out);
+}
+
+/* A growing list of metadata entries that owns its strings. */
+typedef struct kvlist {
+    sr_st_kv *kv;
+    size_t n, cap;
+} kvlist;
+
+static void kv_add(kvlist *l, const char *key, char *value /* taken */) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 32;
+        l->kv = realloc(l->kv, l->cap * sizeof *l->kv);
+    }
+    l->kv[l->n++] = (sr_st_kv){sr__fmt("%s", key), value};
+}
+
+static void kv_free(kvlist *l) {
+    for (size_t i = 0; i < l->n; i++) free((char *)l->kv[i].key), free((char *)l->kv[i].value);
+    free(l->kv);
+}
+
+static int is_hash_key(const char *k) { return !strncmp(k, "hash:", 5) || !strcmp(k, "index_hash"); }
+
+/* The hash of every metadata entry but the tensors' hashes and itself, in the header's order: the
+   index (unit and parameter layout, ids) cannot change unnoticed. */
+static uint64_t index_hash(const sr_st_kv *kv, size_t n) {
+    uint64_t h = 0x1dec5;
+    for (size_t i = 0; i < n; i++) {
+        if (is_hash_key(kv[i].key)) continue;
+        h = sr__hash64_fold(h, sr__hash64(kv[i].key, strlen(kv[i].key) + 1, 1));
+        h = sr__hash64_fold(h, sr__hash64(kv[i].value, strlen(kv[i].value) + 1, 2));
+    }
+    return h;
+}
+
+/* What every safetensors file of a checkpoint says about itself; then the caller's own entries. */
+static void add_common(kvlist *l, const ckpt_meta *m, const char *role) {
+    kv_add(l, "shardrun_checkpoint", sr__fmt(CKPT_VERSION));
+    kv_add(l, "file", sr__fmt("%s", role));
+    kv_add(l, "checkpoint_id", sr__fmt("%s", m->id));
+    kv_add(l, "global_step", sr__fmt("%lld", m->step));
+    kv_add(l, "world_size", sr__fmt("%d", m->world_size));
+    kv_add(l, "shard_group_size", sr__fmt("%d", m->shard_group_size));
+    kv_add(l, "model_digest", sr__fmt("%s", m->digest));
+}
+
+/* After the caller's entries: index_hash, then one placeholder per tensor for its data's hash. */
+static void add_hashes(kvlist *l, const sr_st_tensor *t, size_t n) {
+    char hex[17];
+    kv_add(l, "index_hash", sr__fmt("%s", sr__hash64_hex(index_hash(l->kv, l->n), hex)));
+    for (size_t i = 0; i < n; i++) {
+        char *k = sr__fmt("hash:%s", t[i].name);
+        kv_add(l, k, sr__fmt(HASH_PLACEHOLDER));
+        free(k);
+    }
+}
+
+/* A checkpoint file being written: its tensors' hashes are taken as they are written (each
+   tensor in one piece) and replace the placeholders before the file is finished. */
+typedef struct out_file {
+    sr_st_writer *w;
+    char *path;
+    size_t n;
+    char **names;
+    uint64_t *hash;
+} out_file;
+
+static int out_create(out_file *o, char *path /* taken */, const sr_st_tensor *t, size_t n, const kvlist *l) {
+    char err[256];
+    memset(o, 0, sizeof *o);
+    o->path = path, o->n = n;
+    o->names = calloc(n + 1, sizeof *o->names), o->hash = calloc(n + 1, sizeof *o->hash);
+    for (size_t i = 0; i < n; i++) o->names[i] = sr__fmt("%s", t[i].name);
+    o->w = sr__st_create(path, t, n, l->kv, l->n, err, sizeof err);
+    if (!o->w) sr__log(SR_LOG_ERROR, "checkpoint: %s", err);
+    return o->w ? 0 : -1;
+}
+
+static int out_put(out_file *o, size_t idx, const void *data, size_t bytes) {
+    char err[256];
+    o->hash[idx] = timed_hash(data, bytes);
+    if (sr__st_write(o->w, idx, 0, data, bytes, err, sizeof err) == 0) return 0;
+    sr__log(SR_LOG_ERROR, "checkpoint: %s: %s", o->path, err);
+    return -1;
+}
+
+/* Sets the hashes and finishes a file written without error (ok), else removes it.  0, or -1
+   after printing why. */
+static int out_close(out_file *o, int ok) {
+    char err[256] = "", hex[17];
+    if (o->w && ok)
+        for (size_t i = 0; i < o->n && ok; i++) {
+            char *k = sr__fmt("hash:%s", o->names[i]);
+            ok = sr__st_set_metadata(o->w, k, sr__hash64_hex(o->hash[i], hex), err, sizeof err) == 0;
+            free(k);
+        }
+    if (o->w && !ok) sr__st_abort(o->w);
+    else if (o->w && sr__st_finish(o->w, err, sizeof err) != 0) ok = 0;
+    if (!ok && *err) sr__log(SR_LOG_ERROR, "checkpoint: %s", err);
+    for (size_t i = 0; i < o->n; i++) free(o->names[i]);
+    free(o->names), free(o->hash), free(o->path);
+    memset(o, 0, sizeof *o);
+    return ok ? 0 : -1;
+}
 
 static void remove_tree(const char *dir) { /* checkpoint folders hold plain files only */
     DIR *d = opendir(dir);
@@ -68,7 +211,7 @@ static void debug_delay(void) {
 
 /* ---- trainer_state.json ----------------------------------------------------------------------------- */
 
-static int write_state(sr__engine *e, const char *dir, const sr__train_state *ts) {
+static int write_state(sr__engine *e, const char *dir, const sr__train_state *ts, const ckpt_meta *m) {
     char *p = sr__fmt("%s/trainer_state.json", dir);
     FILE *f = fopen(p, "w");
     if (!f) {
@@ -77,10 +220,10 @@ static int write_state(sr__engine *e, const char *dir, const sr__train_state *ts
         return -1;
     }
     fprintf(f, "{\"global_step\": %lld, \"adam_steps\": %lld, \"seed\": %lld, \"loss_scale\": %.17g, "
-               "\"good_steps\": %d, \"world_size\": %d, \"shard_group_size\": %d, \"state_dict_type\": \"%s\", "
-               "\"model_params\": %zu}\n",
-            ts->global_step, e->adam_steps, ts->seed, e->loss_scale, e->good_steps, e->world_size, e->shard_size,
-            sr__state_dict_name(e->cfg.state_dict), sr__model_numel(e->model));
+               "\"good_steps\": %d, \"checkpoint_id\": \"%s\", \"model_digest\": \"%s\", \"world_size\": %d, "
+               "\"shard_group_size\": %d, \"state_dict_type\": \"%s\", \"model_params\": %zu}\n",
+            ts->global_step, e->adam_steps, ts->seed, e->loss_scale, e->good_steps, m->id, m->digest, e->world_size,
+            e->shard_size, sr__state_dict_name(e->cfg.state_dict), sr__model_numel(e->model));
     int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -1;
     if (fclose(f) != 0) rc = -1;
     if (rc) sr__log(SR_LOG_ERROR, "checkpoint: writing %s failed: %s", p, strerror(errno));
@@ -94,7 +237,8 @@ enum { S_STEP, S_ADAM, S_SEED, S_SCALE, S_GOOD, S_COUNT };
 
 /* The members of STATE_KEYS into v[] (the integers: non-negative, at most LLONG_MAX).  0, or -1
    with why[] saying what is wrong. */
-static int parse_state(const char *text, size_t n, double v[S_COUNT], long long iv[S_COUNT], char *why, size_t len) {
+static int parse_state(const char *text, size_t n, double v[S_COUNT], long long iv[S_COUNT], char id[33], char *why,
+                       size_t len) {
     sr_json j;
     int have[S_COUNT] = {0}, more = -1, k = S_COUNT;
     const char *key, *what;
@@ -102,6 +246,18 @@ static int parse_state(const char *text, size_t n, double v[S_COUNT], long long 
     sr__json_init(&j, text, n, NULL);
     if (sr__json_object(&j) == 0)
         while ((more = sr__json_member(&j, &key, &klen)) > 0) {
+            if (sr__json_key_is(key, klen, "checkpoint_id")) { /* a string: the files' checkpoint_id */
+                const char *sv;
+                size_t sl;
+                if (sr__json_peek(&j) != SR_JSON_STRING) {
+                    snprintf(why, len, "\"checkpoint_id\" is not a string");
+                    more = -2;
+                    break;
+                }
+                if (sr__json_string(&j, &sv, &sl) != 0) break;
+                snprintf(id, 33, "%.*s", (int)(sl < 32 ? sl : 32), sv);
+                continue;
+            }
             for (k = 0; k < S_COUNT; k++)
                 if (sr__json_key_is(key, klen, STATE_KEYS[k])) break;
             if (k == S_COUNT) {
@@ -117,6 +273,8 @@ static int parse_state(const char *text, size_t n, double v[S_COUNT], long long 
     int rc = -1;
     if ((what = sr__json_error(&j, &at)))
         snprintf(why, len, "not valid JSON: %s at byte %zu", what, at);
+    else if (more == -2)
+        ; /* why[] says it */
     else if (more != 0)
         snprintf(why, len, "\"%s\" is not %s", STATE_KEYS[k], k == S_SCALE ? "a number" : "a non-negative integer");
     else
@@ -127,7 +285,7 @@ static int parse_state(const char *text, size_t n, double v[S_COUNT], long long 
     return rc;
 }
 
-static int read_state(sr__engine *e, const char *dir, sr__train_state *ts) {
+static int read_state(sr__engine *e, const char *dir, sr__train_state *ts, char id[33]) {
     char *p = sr__fmt("%s/trainer_state.json", dir), why[300] = "";
     FILE *f = fopen(p, "r");
     char *text = NULL;
@@ -142,13 +300,21 @@ static int read_state(sr__engine *e, const char *dir, sr__train_state *ts) {
     }
     double v[S_COUNT] = {0};
     long long iv[S_COUNT] = {0};
-    if (!f || parse_state(text ? text : "", n, v, iv, why, sizeof why) != 0) {
+    if (!f || parse_state(text ? text : "", n, v, iv, id, why, sizeof why) != 0) {
         sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s is missing or incomplete%s%s%s; it is not a shardrun "
                         "checkpoint folder (or it was not finished)", p, *why ? " (" : "", why, *why ? ")" : "");
         free(text), free(p);
         return -1;
     }
-    free(text), free(p);
+    free(text);
+    if (!*id) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s has no \"checkpoint_id\": the checkpoint was written by an "
+                        "older shardrun without integrity metadata; this version cannot verify it and does not "
+                        "load it (train again from the start or from init_weights)", p);
+        free(p);
+        return -1;
+    }
+    free(p);
     ts->global_step = iv[S_STEP], ts->seed = iv[S_SEED];
     e->adam_steps = iv[S_ADAM], e->good_steps = iv[S_GOOD] > INT_MAX ? INT_MAX : (int)iv[S_GOOD];
     if (e->dtype == SR_FLOAT16) e->loss_scale = v[S_SCALE]; /* a scale only means something under fp16 */
@@ -157,30 +323,9 @@ static int read_state(sr__engine *e, const char *dir, sr__train_state *ts) {
 
 /* ---- saving ------------------------------------------------------------------------------------------- */
 
-static int st_put(sr_st_writer *w, size_t idx, uint64_t off, const void *data, size_t bytes, const char *path) {
-    char err[256];
-    if (sr__st_write(w, idx, off, data, bytes, err, sizeof err) == 0) return 0;
-    sr__log(SR_LOG_ERROR, "checkpoint: %s: %s", path, err);
-    return -1;
-}
-
-/* Finishes a file written without error (ok), else removes it.  0, or -1 after printing why. */
-static int st_close(sr_st_writer *w, int ok) {
-    char err[256];
-    if (!w) return ok ? 0 : -1;
-    if (!ok) {
-        sr__st_abort(w);
-        return -1;
-    }
-    if (sr__st_finish(w, err, sizeof err) == 0) return 0;
-    sr__log(SR_LOG_ERROR, "checkpoint: %s", err);
-    return -1;
-}
-
-static int save_sharded(sr__engine *e, const char *tmp) {
+static int save_sharded(sr__engine *e, const char *tmp, const ckpt_meta *cm) {
     if (e->rep_rank != 0) return 0; /* one replica writes */
     int nu = e->units.n, rc = 0;
-    char *path = sr__fmt("%s/shard-%05d-of-%05d.safetensors", tmp, e->shard_rank, e->shard_size), err[256];
     sr_st_tensor *t = calloc((size_t)nu * K_COUNT, sizeof *t);
     char **names = calloc((size_t)nu * K_COUNT, sizeof *names);
     for (int u = 0; u < nu; u++)
@@ -193,30 +338,28 @@ static int save_sharded(sr__engine *e, const char *tmp) {
             x->shape[0] = (int64_t)e->units.u[u].shard;
         }
     /* metadata: where every parameter lives, so another world size or wrap policy can load it */
-    size_t nmeta = 3 + (size_t)nu + (size_t)e->model->nparams, m = 0;
-    sr_st_kv *meta = calloc(nmeta, sizeof *meta);
-    char **vals = calloc(nmeta * 2, sizeof *vals);
-    meta[m++] = (sr_st_kv){"format", "shardrun-sharded-1"};
-    vals[0] = sr__fmt("%d", e->shard_size), meta[m++] = (sr_st_kv){"shard_group_size", vals[0]};
-    vals[1] = sr__fmt("%d", e->shard_rank), meta[m++] = (sr_st_kv){"shard_rank", vals[1]};
-    int v = 2;
+    kvlist l = {0};
+    kv_add(&l, "format", sr__fmt("shardrun-sharded-2"));
+    add_common(&l, cm, "shard");
+    kv_add(&l, "shard_rank", sr__fmt("%d", e->shard_rank));
     for (int u = 0; u < nu; u++) {
-        vals[v] = sr__fmt("unit:%d", u);
-        vals[v + 1] = sr__fmt("%zu %zu %zu", e->units.u[u].numel, e->units.u[u].padded, e->units.u[u].shard);
-        meta[m++] = (sr_st_kv){vals[v], vals[v + 1]}, v += 2;
+        char *k = sr__fmt("unit:%d", u);
+        kv_add(&l, k, sr__fmt("%zu %zu %zu", e->units.u[u].numel, e->units.u[u].padded, e->units.u[u].shard));
+        free(k);
     }
     for (int i = 0; i < e->model->nparams; i++) {
         const sr__param *p = &e->model->params[i];
+        char shape[160], *k;
         if (p->tied_to >= 0) continue;
-        vals[v] = sr__fmt("param:%s", p->name);
-        vals[v + 1] = sr__fmt("%d %zu %zu", p->unit, p->offset, p->numel);
-        meta[m++] = (sr_st_kv){vals[v], vals[v + 1]}, v += 2;
+        k = sr__fmt("param:%s", p->name);
+        kv_add(&l, k, sr__fmt("%d %zu %zu %s", p->unit, p->offset, p->numel,
+                              sr__st_shape_str(shape, sizeof shape, p->ndim, p->shape)));
+        free(k);
     }
-    sr_st_writer *w = sr__st_create(path, t, (size_t)nu * K_COUNT, meta, m, err, sizeof err);
-    if (!w) {
-        sr__log(SR_LOG_ERROR, "checkpoint: %s", err);
-        rc = -1;
-    }
+    add_hashes(&l, t, (size_t)nu * K_COUNT);
+    out_file o;
+    rc = out_create(&o, sr__fmt("%s/shard-%05d-of-%05d.safetensors", tmp, e->shard_rank, e->shard_size), t,
+                    (size_t)nu * K_COUNT, &l);
     size_t maxs = 0;
     for (int u = 0; u < nu; u++) maxs = e->units.u[u].shard > maxs ? e->units.u[u].shard : maxs;
     float *host = malloc(maxs * sizeof *host + 1);
@@ -224,24 +367,23 @@ static int save_sharded(sr__engine *e, const char *tmp) {
         size_t n = e->units.u[u].shard;
         for (int k = 0; k < K_COUNT && !rc; k++) {
             e->hdev->to_host(host, kind_shard(&e->slot[u], k), n * sizeof *host);
-            rc = st_put(w, (size_t)(u * K_COUNT + k), 0, host, n * sizeof *host, path);
+            rc = out_put(&o, (size_t)(u * K_COUNT + k), host, n * sizeof *host);
         }
         debug_delay();
     }
-    if (w) rc = st_close(w, rc == 0);
+    rc = out_close(&o, rc == 0);
     free(host);
     for (int i = 0; i < nu * K_COUNT; i++) free(names[i]);
-    for (size_t i = 0; i < nmeta * 2; i++) free(vals[i]);
-    free(names), free(vals), free(meta), free(t), free(path);
+    kv_free(&l);
+    free(names), free(t);
     return rc;
 }
 
 /* Rank 0 writes model.safetensors and optimizer.safetensors; its shard group gathers each unit. */
-static int save_full(sr__engine *e, const char *tmp) {
+static int save_full(sr__engine *e, const char *tmp, const ckpt_meta *cm) {
     if (e->rep_rank != 0) return 0;
     int me = e->rank == 0, rc = 0, np = e->model->nparams;
-    char *mpath = NULL, *opath = NULL, err[256];
-    sr_st_writer *mw = NULL, *ow = NULL;
+    out_file mo = {0}, oo = {0};
     int *idx = calloc((size_t)np, sizeof *idx); /* param -> tensor index in both files */
     if (me) {
         sr_st_tensor *mt = calloc((size_t)np, sizeof *mt), *ot = calloc((size_t)np * 2, sizeof *ot);
@@ -260,12 +402,15 @@ static int save_full(sr__engine *e, const char *tmp) {
             }
             n++;
         }
-        sr_st_kv meta[] = {{"format", "pt"}};
-        mpath = sr__fmt("%s/model.safetensors", tmp);
-        opath = sr__fmt("%s/optimizer.safetensors", tmp);
-        mw = sr__st_create(mpath, mt, (size_t)n, meta, 1, err, sizeof err);
-        if (mw) ow = sr__st_create(opath, ot, (size_t)n * 2, NULL, 0, err, sizeof err);
-        if (!mw || !ow) sr__log(SR_LOG_ERROR, "checkpoint: %s", err), rc = -1;
+        kvlist ml = {0}, ol = {0};
+        kv_add(&ml, "format", sr__fmt("pt"));
+        add_common(&ml, cm, "model");
+        add_hashes(&ml, mt, (size_t)n);
+        add_common(&ol, cm, "optimizer");
+        add_hashes(&ol, ot, (size_t)n * 2);
+        rc = out_create(&mo, sr__fmt("%s/model.safetensors", tmp), mt, (size_t)n, &ml);
+        if (!rc) rc = out_create(&oo, sr__fmt("%s/optimizer.safetensors", tmp), ot, (size_t)n * 2, &ol);
+        kv_free(&ml), kv_free(&ol);
         for (int i = 0; i < 2 * n; i++) free(onames[i]);
         free(onames), free(mt), free(ot);
     }
@@ -296,26 +441,51 @@ static int save_full(sr__engine *e, const char *tmp) {
                 const sr__param *p = &e->model->params[un->params[j]];
                 const float *data = host + p->offset;
                 size_t bytes = p->numel * sizeof(float);
-                if (k == K_PARAM) rc = st_put(mw, (size_t)idx[un->params[j]], 0, data, bytes, mpath);
-                else rc = st_put(ow, (size_t)(2 * idx[un->params[j]] + k - 1), 0, data, bytes, opath);
+                if (k == K_PARAM) rc = out_put(&mo, (size_t)idx[un->params[j]], data, bytes);
+                else rc = out_put(&oo, (size_t)(2 * idx[un->params[j]] + k - 1), data, bytes);
             }
         }
         debug_delay();
     }
     if (me) {
         int ok = rc == 0;
-        ok = st_close(mw, ok) == 0 && ok;
-        ok = st_close(ow, ok) == 0 && ok;
+        ok = out_close(&mo, ok) == 0 && ok;
+        ok = out_close(&oo, ok) == 0 && ok;
         rc = ok ? 0 : -1;
     }
     e->dev->free(full);
-    free(host), free(idx), free(mpath), free(opath);
+    free(host), free(idx);
     return rc;
+}
+
+/* The checkpoint's identity: rank 0's random id, broadcast to every rank.  0 or -1. */
+static int make_meta(sr__engine *e, const sr__train_state *ts, ckpt_meta *m) {
+    uint32_t id[4] = {0};
+    if (e->rank == 0) sr__random_bytes((unsigned char *)id, sizeof id);
+    if (e->world) {
+        void *d = e->dev->alloc(sizeof id);
+        int rc = 0;
+        e->dev->to_device(d, id, sizeof id);
+        if (sr_pg_broadcast(e->world, d, 4, SR_INT32, 0, NULL) != 0) {
+            sr__log(SR_LOG_ERROR, "checkpoint: %s", sr_pg_error(e->world));
+            rc = -1;
+        }
+        e->dev->to_host(id, d, sizeof id);
+        e->dev->free(d);
+        if (rc) return -1;
+    }
+    snprintf(m->id, sizeof m->id, "%08x%08x%08x%08x", (unsigned)id[0], (unsigned)id[1], (unsigned)id[2],
+             (unsigned)id[3]);
+    model_digest(e->model, m->digest);
+    m->step = ts->global_step, m->world_size = e->world_size, m->shard_group_size = e->shard_size;
+    return 0;
 }
 
 int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) {
     char *final = sr__fmt("%s/checkpoint-%lld", outdir, ts->global_step), *tmp = sr__fmt("%s.tmp", final),
          *old = sr__fmt("%s.old", final);
+    double t0 = sr__now_s();
+    hash_seconds = 0, hash_bytes = 0;
     int failed = 0;
     if (e->rank == 0) {
         failed = sr__make_output_dir(outdir) != 0;
@@ -326,12 +496,14 @@ int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) 
         }
     }
     int rc = sr__engine_agree(e, e->world, failed);
+    ckpt_meta cm = {0};
+    if (rc == 0) rc = make_meta(e, ts, &cm);
     if (rc == 0) {
-        failed = (e->cfg.state_dict == SR_SD_FULL ? save_full(e, tmp) : save_sharded(e, tmp)) != 0;
+        failed = (e->cfg.state_dict == SR_SD_FULL ? save_full(e, tmp, &cm) : save_sharded(e, tmp, &cm)) != 0;
         rc = sr__engine_agree(e, e->world, failed);
     }
     if (rc == 0 && e->rank == 0) {
-        failed = write_state(e, tmp, ts) != 0;
+        failed = write_state(e, tmp, ts, &cm) != 0;
         fsync_dir(tmp);
         if (!failed) { /* replace an existing checkpoint-N only once the new one is complete */
             remove_tree(old);
@@ -348,6 +520,9 @@ int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) 
     }
     if (rc == 0) rc = sr__engine_agree(e, e->world, failed);
     if (rc != 0 && e->rank == 0) remove_tree(tmp);
+    if (rc == 0)
+        sr__log(SR_LOG_DEBUG, "checkpoint: rank %d saved %s in %.3f s, %.3f s of it hashing %lld bytes", e->rank,
+                final, sr__now_s() - t0, hash_seconds, hash_bytes);
     free(final), free(tmp), free(old);
     return rc;
 }
@@ -389,13 +564,26 @@ static int source_open(source *s, const char *dir) {
         s->optim = s->model ? open_st(dir, "optimizer.safetensors") : NULL;
         return s->model && s->optim ? 0 : -1;
     }
-    /* the group size is in the name of rank 0's file: shard-00000-of-NNNNN.safetensors */
+    /* the group size is in the files' names: shard-RRRRR-of-NNNNN.safetensors, one N per folder */
     DIR *d = opendir(dir);
-    int n = 0;
+    int n = 0, bad = 0;
     struct dirent *de;
-    while (d && (de = readdir(d)))
-        if (sscanf(de->d_name, "shard-00000-of-%5d.safetensors", &n) == 1) break;
+    while (d && (de = readdir(d)) && !bad) {
+        int r, m, end = 0;
+        if (sscanf(de->d_name, "shard-%5d-of-%5d.safetensors%n", &r, &m, &end) != 2 || de->d_name[end]) continue;
+        if (n && m != n) {
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s holds shard files of two shard groups (of %d and of %d "
+                            "files, e.g. %s): one checkpoint is one group's files", dir, n, m, de->d_name);
+            bad = 1;
+        } else if (m <= 0 || r < 0 || r >= m) {
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: shard number %d is not below its group size %d",
+                    dir, de->d_name, r, m);
+            bad = 1;
+        }
+        n = m;
+    }
     if (d) closedir(d);
+    if (bad) return -1;
     if (n <= 0) {
         sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s has neither model.safetensors (FULL_STATE_DICT) nor "
                         "shard-00000-of-N.safetensors (SHARDED_STATE_DICT)", dir);
@@ -410,6 +598,277 @@ static int source_open(source *s, const char *dir) {
         if (!s->shards[i]) return -1;
     }
     return 0;
+}
+
+/* ---- verifying: every file says which checkpoint, step, position and model it belongs to ---------------- */
+
+typedef struct vfile {
+    sr_st_file *f;
+    char *name;       /* for messages: the file's name in the folder */
+    const char *role; /* what it must say in "file" */
+    int pos;          /* its shard number (SHARDED), else -1 */
+    const char *id, *digest;
+    long long step, world_size, group_size, shard_rank;
+} vfile;
+
+static int meta_int(const sr_st_file *f, const char *key, long long *v) {
+    const char *s = sr__st_metadata(f, key);
+    char *end;
+    if (!s || !*s) return -1;
+    errno = 0;
+    *v = strtoll(s, &end, 10);
+    return *end || errno || *v < 0 ? -1 : 0;
+}
+
+/* The file's own statements, present and well-formed.  0, or -1 after printing why. */
+static int read_vfile(const char *dir, vfile *v) {
+    const char *ver = sr__st_metadata(v->f, "shardrun_checkpoint"), *role = sr__st_metadata(v->f, "file");
+    if (!ver) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s was written by an older shardrun without integrity "
+                        "metadata (no \"shardrun_checkpoint\" key); this version cannot verify it and does not load it",
+                dir, v->name);
+        return -1;
+    }
+    if (strcmp(ver, CKPT_VERSION)) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s has checkpoint format %s; this shardrun reads format "
+                        CKPT_VERSION, dir, v->name, ver);
+        return -1;
+    }
+    char hex[17];
+    const char *ih = sr__st_metadata(v->f, "index_hash");
+    size_t nm = sr__st_metadata_count(v->f);
+    sr_st_kv *kv = calloc(nm + 1, sizeof *kv);
+    for (size_t i = 0; i < nm; i++) kv[i] = *sr__st_metadata_at(v->f, i);
+    sr__hash64_hex(index_hash(kv, nm), hex);
+    free(kv);
+    if (!ih || strcmp(ih, hex)) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: its metadata does not match its index_hash (%s, "
+                        "computed %s): the header was changed or damaged after it was written",
+                dir, v->name, ih ? ih : "missing", hex);
+        return -1;
+    }
+    if (!role || strcmp(role, v->role)) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s holds a checkpoint's %s file, not its %s file", dir,
+                v->name, role ? role : "(unnamed)", v->role);
+        return -1;
+    }
+    const char *miss = NULL;
+    v->id = sr__st_metadata(v->f, "checkpoint_id"), v->digest = sr__st_metadata(v->f, "model_digest");
+    v->shard_rank = -1;
+    if (!v->id) miss = "checkpoint_id";
+    else if (!v->digest) miss = "model_digest";
+    else if (meta_int(v->f, "global_step", &v->step)) miss = "global_step";
+    else if (meta_int(v->f, "world_size", &v->world_size)) miss = "world_size";
+    else if (meta_int(v->f, "shard_group_size", &v->group_size)) miss = "shard_group_size";
+    else if (v->pos >= 0 && meta_int(v->f, "shard_rank", &v->shard_rank)) miss = "shard_rank";
+    if (miss) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: metadata \"%s\" is missing or not valid", dir, v->name,
+                miss);
+        return -1;
+    }
+    return 0;
+}
+
+/* Every file belongs to the checkpoint trainer_state.json names (or, when no file does, the files
+   agree among themselves and trainer_state.json is the odd one), at its position.  0, or -1 after
+   printing one line per file that differs. */
+static int check_files(const char *dir, vfile *v, int n, const char *sid, long long sstep) {
+    int bad = 0, agree = 0;
+    for (int i = 0; i < n; i++) agree += !strcmp(v[i].id, sid) && v[i].step == sstep;
+    const char *rid = sid;
+    long long rstep = sstep;
+    if (!agree) {
+        int same = 1;
+        for (int i = 1; i < n; i++) same = same && !strcmp(v[i].id, v[0].id) && v[i].step == v[0].step;
+        if (same) {
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/trainer_state.json belongs to another checkpoint: it "
+                            "says global_step %lld, checkpoint_id %s; the safetensors files say global_step %lld, "
+                            "checkpoint_id %s", dir, sstep, sid, v[0].step, v[0].id);
+            return -1;
+        }
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s mixes files of several checkpoints; trainer_state.json says "
+                        "global_step %lld, checkpoint_id %s", dir, sstep, sid);
+        bad = 1;
+    }
+    for (int i = 0; i < n; i++)
+        if (strcmp(v[i].id, rid) || v[i].step != rstep) {
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s belongs to another checkpoint: it holds global_step "
+                            "%lld of checkpoint_id %s, %s holds global_step %lld of checkpoint_id %s",
+                    dir, v[i].name, v[i].step, v[i].id,
+                    agree ? "trainer_state.json (and the other files)" : "trainer_state.json", rstep, rid);
+            bad = 1;
+        }
+    if (bad) return -1;
+    for (int i = 0; i < n; i++) {
+        /* the same checkpoint: these agree unless a file was edited by hand */
+        if (v[i].world_size != v[0].world_size || v[i].group_size != v[0].group_size || strcmp(v[i].digest, v[0].digest)) {
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s disagrees with %s about world_size, shard_group_size "
+                            "or model_digest", dir, v[i].name, v[0].name);
+            bad = 1;
+        }
+        if (v[i].pos < 0) continue;
+        if (v[i].shard_rank != v[i].pos)
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s holds shard_rank %lld, not %d: the shard files were "
+                            "renamed, swapped or copied over each other", dir, v[i].name, v[i].shard_rank, v[i].pos),
+                bad = 1;
+        else if (v[i].group_size != n)
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s was written by a shard group of %lld ranks, but the "
+                            "folder holds %d shard files", dir, v[i].name, v[i].group_size, n),
+                bad = 1;
+    }
+    return bad ? -1 : 0;
+}
+
+/* The checkpoint's parameters (name, shape) against the model's owners: the model digest and the
+   lists agree, or one message names what differs.  0, or -1 after printing. */
+static int check_model(sr__engine *e, source *s, const char *digest) {
+    const sr_model *m = e->model;
+    char mine[17];
+    model_digest(m, mine);
+    sr_buf missing = {0}, extra = {0}, shapes = {0};
+    int nmiss = 0, nextra = 0, nshape = 0, nmodel = 0, nckpt = 0;
+    size_t cnumel = 0;
+    char have[160], want[160];
+    /* the checkpoint's list: model.safetensors' tensors, or shard 0's "param:NAME" index */
+    size_t count = s->full ? sr__st_count(s->model) : sr__st_metadata_count(s->shards[0]);
+    for (size_t k = 0; k < count; k++) {
+        const char *name, *shape = have;
+        size_t numel = 0;
+        if (s->full) {
+            const sr_st_tensor *t = sr__st_at(s->model, k);
+            name = t->name, numel = t->nbytes / sr_dtype_size(t->dtype);
+            sr__st_shape_str(have, sizeof have, t->ndim, t->shape);
+        } else {
+            const sr_st_kv *kv = sr__st_metadata_at(s->shards[0], k);
+            int u, at = 0;
+            size_t off;
+            if (strncmp(kv->key, "param:", 6)) continue;
+            name = kv->key + 6;
+            if (sscanf(kv->value, "%d %zu %zu %n", &u, &off, &numel, &at) != 3) at = (int)strlen(kv->value);
+            shape = kv->value + at;
+        }
+        nckpt++, cnumel += numel;
+        int i = 0;
+        while (i < m->nparams && (m->params[i].tied_to >= 0 || strcmp(m->params[i].name, name))) i++;
+        if (i == m->nparams) {
+            if (nextra++ < 5) sr__buf_printf(&extra, "%s%s", extra.n ? ", " : "", name);
+            continue;
+        }
+        const sr__param *p = &m->params[i];
+        if (strcmp(shape, sr__st_shape_str(want, sizeof want, p->ndim, p->shape)) && nshape++ < 3)
+            sr__buf_printf(&shapes, "%s%s %s in the checkpoint, %s in the model", shapes.n ? "; " : "", name, shape,
+                           want);
+    }
+    for (int i = 0; i < m->nparams; i++) {
+        const sr__param *p = &m->params[i];
+        if (p->tied_to >= 0) continue;
+        nmodel++;
+        int found = 0;
+        if (s->full) found = sr__st_find(s->model, p->name, NULL) != NULL;
+        else {
+            char *k = sr__fmt("param:%s", p->name);
+            found = sr__st_metadata(s->shards[0], k) != NULL;
+            free(k);
+        }
+        if (!found && nmiss++ < 5) sr__buf_printf(&missing, "%s%s", missing.n ? ", " : "", p->name);
+    }
+    int bad = nmiss || nextra || nshape || strcmp(digest, mine);
+    if (bad) {
+        sr_buf msg = {0};
+        sr__buf_printf(&msg, "resume_from_checkpoint: %s holds another model than the one being resumed (model_digest "
+                             "%s, this model's %s): %d parameters of %zu elements in the checkpoint, %d of %zu in the "
+                             "model", s->dir, digest, mine, nckpt, cnumel, nmodel, sr__model_numel(m));
+        if (nextra) sr__buf_printf(&msg, "; only in the checkpoint (unused): %s%s", extra.s, nextra > 5 ? ", ..." : "");
+        if (nmiss) sr__buf_printf(&msg, "; missing from the checkpoint: %s%s", missing.s, nmiss > 5 ? ", ..." : "");
+        if (nshape) sr__buf_printf(&msg, "; shapes differ: %s%s", shapes.s, nshape > 3 ? "; ..." : "");
+        if (!nextra && !nmiss && !nshape) sr__buf_printf(&msg, "; the names and shapes agree, the tied parameters differ");
+        sr__buf_printf(&msg, "; a checkpoint resumes only the model that wrote it (init_weights starts from part of "
+                             "one, without its optimizer state)");
+        sr__log(SR_LOG_ERROR, "%s", msg.s);
+        sr__buf_free(&msg);
+    }
+    sr__buf_free(&missing), sr__buf_free(&extra), sr__buf_free(&shapes);
+    return bad ? -1 : 0;
+}
+
+/* A tensor whose data does not match its hash: one message.  -1. */
+static int hash_mismatch(const char *dir, const char *file, const char *tensor, const char *want, uint64_t got) {
+    char hex[17];
+    sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: the data of tensor \"%s\" does not match its hash (hash %s, "
+                    "the data hashes to %s): the file was damaged or changed after it was written",
+            dir, file, tensor, want, sr__hash64_hex(got, hex));
+    return -1;
+}
+
+/* A SHARDED checkpoint written by a shard group of this engine's size and unit layout: the rank
+   with shard_rank R (of the first replica) copies all of file R's tensors into its shards, so it
+   verifies them on the copy it makes (hot in the cache) instead of in a pass of its own. */
+static int same_layout(const sr__engine *e, const source *s) {
+    if (s->full || s->nshards != e->shard_size) return 0;
+    const sr_st_file *f = s->shards[e->shard_rank];
+    if (sr__st_count(f) != (size_t)e->units.n * K_COUNT) return 0;
+    for (int u = 0; u < e->units.n; u++) {
+        char key[32], want[96];
+        snprintf(key, sizeof key, "unit:%d", u);
+        snprintf(want, sizeof want, "%zu %zu %zu", e->units.u[u].numel, e->units.u[u].padded, e->units.u[u].shard);
+        const char *have = sr__st_metadata(f, key);
+        if (!have || strcmp(have, want)) return 0;
+    }
+    return 1;
+}
+
+/* Every tensor's data against its "hash:NAME", each tensor hashed by one rank: under same_layout
+   by the rank that copies it (in sr__ckpt_load), otherwise the files' bytes are split evenly over
+   the world in file order, so a rank hashes mostly what it reads.  0, or -1 after printing what
+   differs. */
+static int check_data(sr__engine *e, const char *dir, vfile *v, int n, int fused) {
+    uint64_t total = 0, at = 0;
+    for (int i = 0; i < n; i++)
+        for (size_t k = 0; k < sr__st_count(v[i].f); k++) total += sr__st_at(v[i].f, k)->nbytes;
+    int bad = 0, W = e->world_size > 0 ? e->world_size : 1;
+    for (int i = 0; i < n && !bad; i++)
+        for (size_t k = 0; k < sr__st_count(v[i].f) && !bad; k++) {
+            const sr_st_tensor *t = sr__st_at(v[i].f, k);
+            const void *data;
+            int owner = total ? (int)((double)at / (double)total * W) : 0;
+            if (owner >= W) owner = W - 1;
+            at += t->nbytes;
+            char *key = sr__fmt("hash:%s", t->name), hex[17];
+            const char *want = sr__st_metadata(v[i].f, key);
+            free(key);
+            if (!want) {
+                sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: tensor \"%s\" has no \"hash:\" entry in the "
+                                "metadata", dir, v[i].name, t->name);
+                bad = 1;
+                break;
+            }
+            if (fused || owner != e->rank) continue;
+            sr__st_find(v[i].f, t->name, &data);
+            uint64_t got = timed_hash(data, (size_t)t->nbytes);
+            if (strcmp(sr__hash64_hex(got, hex), want)) bad = hash_mismatch(dir, v[i].name, t->name, want, got) != 0;
+        }
+    return bad ? -1 : 0;
+}
+
+static int verify(sr__engine *e, source *s, const char *sid, long long sstep, int fused) {
+    int n = s->full ? 2 : s->nshards, bad = 0;
+    vfile *v = calloc((size_t)n, sizeof *v);
+    for (int i = 0; i < n; i++) {
+        if (s->full) {
+            v[i].f = i ? s->optim : s->model, v[i].role = i ? "optimizer" : "model", v[i].pos = -1;
+            v[i].name = sr__fmt("%s.safetensors", v[i].role);
+        } else {
+            v[i].f = s->shards[i], v[i].role = "shard", v[i].pos = i;
+            v[i].name = sr__fmt("shard-%05d-of-%05d.safetensors", i, n);
+        }
+        bad |= read_vfile(s->dir, &v[i]) != 0;
+    }
+    if (!bad) bad = check_files(s->dir, v, n, sid, sstep) != 0;
+    if (!bad) bad = check_model(e, s, v[0].digest) != 0;
+    if (!bad) bad = check_data(e, s->dir, v, n, fused) != 0;
+    for (int i = 0; i < n; i++) free(v[i].name);
+    free(v);
+    return bad ? -1 : 0;
 }
 
 /* Elements [first, first + n) of parameter p's `kind` into dst (fp32). */
@@ -466,9 +925,36 @@ static int source_read(source *s, const sr__param *p, int kind, size_t first, si
     return 0;
 }
 
+/* Under same_layout: the copy of tensor uU.KIND of this rank's own file, `host`, against its hash.
+   The copy leaves the unit's padding zero; should the file's padding hold anything else, the
+   file's own bytes decide.  0, or -1 after printing. */
+static int check_copy(sr__engine *e, source *s, sr_st_file *f, int u, int k, const float *host) {
+    char name[64], key[80], hex[17];
+    snprintf(name, sizeof name, "u%d.%s", u, KIND[k]);
+    snprintf(key, sizeof key, "hash:%s", name);
+    const char *want = sr__st_metadata(f, key);
+    const void *data;
+    const sr_st_tensor *t = sr__st_find(f, name, &data);
+    uint64_t got = timed_hash(host, e->units.u[u].shard * sizeof *host);
+    if (want && !strcmp(sr__hash64_hex(got, hex), want)) return 0;
+    if (t && want && !strcmp(sr__hash64_hex(got = timed_hash(data, (size_t)t->nbytes), hex), want)) return 0;
+    char file[64];
+    snprintf(file, sizeof file, "shard-%05d-of-%05d.safetensors", e->shard_rank, s->nshards);
+    return hash_mismatch(s->dir, file, name, want ? want : "missing", got);
+}
+
 int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts) {
     source src = {0};
-    int failed = read_state(e, dir, ts) != 0 || source_open(&src, dir) != 0;
+    char sid[33] = "";
+    double t0 = sr__now_s();
+    hash_seconds = 0, hash_bytes = 0;
+    /* every file is verified (metadata, position, model, data hashes) before a value is copied */
+    int failed = read_state(e, dir, ts, sid) != 0 || source_open(&src, dir) != 0, fused = 0;
+    if (!failed) {
+        fused = same_layout(e, &src);
+        failed = verify(e, &src, sid, ts->global_step, fused) != 0;
+    }
+    sr_st_file *mine = fused && e->rep_rank == 0 ? src.shards[e->shard_rank] : NULL; /* verified on the copy */
     for (int u = 0; u < e->units.n && !failed; u++) {
         const sr__unit *un = &e->units.u[u];
         size_t lo = (size_t)e->shard_rank * un->shard, a, b;
@@ -480,12 +966,17 @@ int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts) {
                 if (sr__param_in_range(p, lo, un->shard, &a, &b))
                     failed = source_read(&src, p, k, a - p->offset, b - a, host + (a - lo)) != 0;
             }
+            if (!failed && mine) failed = check_copy(e, &src, mine, u, k, host) != 0;
             if (!failed) e->hdev->to_device(kind_shard(&e->slot[u], k), host, un->shard * sizeof *host);
         }
         free(host);
     }
     source_close(&src);
-    return sr__engine_agree(e, e->world, failed);
+    int rc = sr__engine_agree(e, e->world, failed);
+    if (rc == 0)
+        sr__log(SR_LOG_DEBUG, "checkpoint: rank %d loaded %s in %.3f s, %.3f s of it verifying the hashes of %lld bytes",
+                e->rank, dir, sr__now_s() - t0, hash_seconds, hash_bytes);
+    return rc;
 }
 
 /* ---- finding the latest ---------------------------------------------------------------------------------- */

@@ -129,12 +129,17 @@ struct sr_st_writer {
     size_t n;
     sr_st_tensor *t;            /* copies, names owned */
     _Atomic uint64_t *written;  /* bytes written per tensor: atomic so threads may write pieces */
+    size_t nmeta;
+    char **mkey;                /* metadata keys (owned) */
+    uint64_t *mpos, *mlen;      /* where each value's JSON string sits in the file, and its length */
 };
 
 static void writer_free(sr_st_writer *w) {
     for (size_t i = 0; i < w->n; i++) free((char *)w->t[i].name);
     free(w->t);
     free(w->written);
+    for (size_t i = 0; i < w->nmeta; i++) free(w->mkey[i]);
+    free(w->mkey), free(w->mpos), free(w->mlen);
     free(w->path);
     free(w);
 }
@@ -240,6 +245,11 @@ sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_
         return NULL;
 
     sr_buf h = {0};
+    uint64_t *mpos = calloc(nmeta ? nmeta : 1, sizeof *mpos), *mlen = calloc(nmeta ? nmeta : 1, sizeof *mlen);
+    if (!mpos || !mlen) {
+        free(mpos), free(mlen);
+        return seterr(err, errlen, "%s: out of memory", path), NULL;
+    }
     sr__buf_add(&h, "{", 1);
     if (nmeta) {
         sr__buf_add(&h, "\"__metadata__\":{", 16);
@@ -247,7 +257,9 @@ sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_
             if (i) sr__buf_add(&h, ",", 1);
             sr__buf_json_str(&h, meta[i].key);
             sr__buf_add(&h, ":", 1);
+            mpos[i] = 8 + (uint64_t)h.n; /* the value's bytes in the file, for sr__st_set_metadata */
             sr__buf_json_str(&h, meta[i].value);
+            mlen[i] = 8 + (uint64_t)h.n - mpos[i];
         }
         sr__buf_add(&h, "}", 1);
     }
@@ -273,6 +285,7 @@ sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_
         seterr(err, errlen, "%s: the header would be %zu bytes, over the %u-byte limit of safetensors readers", path,
                h.n, ST_MAX_HEADER);
         sr__buf_free(&h);
+        free(mpos), free(mlen);
         return NULL;
     }
 
@@ -282,11 +295,19 @@ sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_
         w->path = strdup(path);
         w->t = calloc(ntensors ? ntensors : 1, sizeof *w->t);
         w->written = calloc(ntensors ? ntensors : 1, sizeof *w->written);
+        w->mkey = calloc(nmeta ? nmeta : 1, sizeof *w->mkey);
+        w->mpos = mpos, w->mlen = mlen;
+        mpos = mlen = NULL;
     }
-    if (!w || !w->path || !w->t || !w->written) {
+    if (!w || !w->path || !w->t || !w->written || !w->mkey) {
         seterr(err, errlen, "%s: out of memory", path);
         goto fail;
     }
+    for (; w->nmeta < nmeta; w->nmeta++)
+        if (!(w->mkey[w->nmeta] = strdup(meta[w->nmeta].key))) {
+            seterr(err, errlen, "%s: out of memory", path);
+            goto fail;
+        }
     w->data_start = 8 + (uint64_t)h.n;
     off = 0;
     for (size_t i = 0; i < ntensors; i++, w->n++) {
@@ -318,6 +339,7 @@ sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_
     return w;
 fail:
     sr__buf_free(&h);
+    free(mpos), free(mlen);
     if (w) {
         if (w->fd >= 0) close(w->fd);
         writer_free(w);
@@ -347,6 +369,29 @@ int sr__st_write(sr_st_writer *w, size_t index, uint64_t offset, const void *dat
     }
     atomic_fetch_add(&w->written[index], (uint64_t)bytes);
     return 0;
+}
+
+int sr__st_set_metadata(sr_st_writer *w, const char *key, const char *value, char *err, size_t errlen) {
+    qbuf q;
+    if (!w || !key) return seterr(err, errlen, "sr__st_set_metadata: no writer or key"), -1;
+    size_t i = 0;
+    while (i < w->nmeta && strcmp(w->mkey[i], key)) i++;
+    if (i == w->nmeta) return seterr(err, errlen, "%s: no metadata key %s to set", w->path, quote(&q, key)), -1;
+    const char *why = bad_string(value);
+    if (why) return seterr(err, errlen, "%s: metadata %s: value %s", w->path, quote(&q, key), why), -1;
+    sr_buf v = {0};
+    sr__buf_json_str(&v, value);
+    int rc = 0;
+    if ((uint64_t)v.n != w->mlen[i]) {
+        seterr(err, errlen, "%s: metadata %s: the new value takes %zu bytes in the header, the placeholder %" PRIu64,
+               w->path, quote(&q, key), v.n, w->mlen[i]);
+        rc = -1;
+    } else if (pwrite_full(w->fd, v.s, v.n, w->mpos[i])) {
+        seterr(err, errlen, "%s: writing metadata %s: %s", w->path, quote(&q, key), strerror(errno));
+        rc = -1;
+    }
+    sr__buf_free(&v);
+    return rc;
 }
 
 int sr__st_finish(sr_st_writer *w, char *err, size_t errlen) {
@@ -703,6 +748,18 @@ sr_st_file *sr__st_open(const char *path, char *err, size_t errlen) {
         sr__st_close(f);
         return NULL;
     }
+    uint64_t end = 0; /* where the last tensor's data_offsets end (empty tensors included) */
+    for (size_t i = 0; i < f->n; i++)
+        if (f->t[i].offset + f->t[i].nbytes > end) end = f->t[i].offset + f->t[i].nbytes;
+    if (f->datalen > end) { /* HF's writer never leaves any, and its reader refuses them too */
+        seterr(err, errlen,
+               "%s: %" PRIu64 " bytes follow the last tensor's data (the data section is %" PRIu64 " bytes, the "
+               "tensors end at %" PRIu64 "): a safetensors file ends with its last tensor; bytes were appended "
+               "or the header is damaged",
+               path, f->datalen - end, f->datalen, end);
+        sr__st_close(f);
+        return NULL;
+    }
     return f;
 }
 
@@ -729,6 +786,10 @@ const char *sr__st_metadata(const sr_st_file *f, const char *key) {
         if (!strcmp(f->meta[i].key, key)) return f->meta[i].value;
     return NULL;
 }
+
+size_t sr__st_metadata_count(const sr_st_file *f) { return f ? f->nmeta : 0; }
+
+const sr_st_kv *sr__st_metadata_at(const sr_st_file *f, size_t i) { return f && i < f->nmeta ? &f->meta[i] : NULL; }
 
 void sr__st_close(sr_st_file *f) {
     if (!f) return;

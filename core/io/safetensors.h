@@ -7,10 +7,12 @@
  * padded with spaces to a multiple of 8, then the data; offsets are relative to the data start.
  *
  * Writing: sr__st_create(path, tensors) computes every offset and writes the header; the data is
- * then written tensor by tensor (or piece by piece, at any offset) with sr__st_write; sr__st_finish
- * checks every byte was written, fsyncs and closes.  The writer writes `path` itself: callers
+ * then written tensor by tensor (or piece by piece, at any offset) with sr__st_write; values known
+ * only at the end (a hash of the data) replace same-length placeholders with sr__st_set_metadata;
+ * sr__st_finish checks every byte was written, fsyncs and closes.  The writer writes `path` itself: callers
  * that need atomicity write to a temporary name and rename.  Reading: sr__st_open maps the file
- * and validates the header (JSON, dtypes, shapes vs. offsets, bounds, no overlap).
+ * and validates the header (JSON, dtypes, shapes vs. offsets, bounds, no overlap) and that the file
+ * ends where its last tensor does (no trailing bytes: HF's reader refuses them too).
  */
 #ifndef SR_CORE_SAFETENSORS_H
 #define SR_CORE_SAFETENSORS_H
@@ -44,6 +46,10 @@ sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_
 /* Writes `bytes` bytes at byte `offset` within tensor `index`.  0, or -1 with a message in err. */
 int sr__st_write(sr_st_writer *w, size_t index, uint64_t offset, const void *data, size_t bytes, char *err,
                  size_t errlen);
+/* Replaces the value of metadata `key` (given to sr__st_create) in the written header: the new
+   value must take as many bytes as the old one (a placeholder of the same length, e.g. a hash of
+   fixed width written as 16 zeros), so nothing moves.  Any time before sr__st_finish.  0 or -1. */
+int sr__st_set_metadata(sr_st_writer *w, const char *key, const char *value, char *err, size_t errlen);
 /* Checks every tensor was fully written, fsyncs, closes, frees.  0 or -1 (the file is removed). */
 int sr__st_finish(sr_st_writer *w, char *err, size_t errlen);
 /* Closes, removes the file, frees. */
@@ -59,6 +65,9 @@ const sr_st_tensor *sr__st_at(const sr_st_file *f, size_t i);
 const sr_st_tensor *sr__st_find(const sr_st_file *f, const char *name, const void **data);
 /* A __metadata__ value, or NULL. */
 const char *sr__st_metadata(const sr_st_file *f, const char *key);
+/* The __metadata__ entries in the header's order: how many, and entry i (NULL past the end). */
+size_t sr__st_metadata_count(const sr_st_file *f);
+const sr_st_kv *sr__st_metadata_at(const sr_st_file *f, size_t i);
 void sr__st_close(sr_st_file *f);
 
 /* Elements [first, first + n) of a floating-point tensor (F32, BF16, F16) as fp32.  0, or -1 for

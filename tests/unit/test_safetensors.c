@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "base/hash64.h"
 #include "io/safetensors.h"
 
 static char dir[256];
@@ -339,6 +340,87 @@ static void large(void) {
     CHECK(!exists(path));
 }
 
+/* Metadata values set after the data (the checkpoint's hashes): same length only, read back in the
+   header's order; the file stays valid. */
+static void set_metadata(void) {
+    char err[512] = "";
+    const char *path = at("meta.safetensors");
+    sr_st_tensor t = {.name = "x", .dtype = SR_FLOAT32, .ndim = 1, .shape = {3}};
+    sr_st_kv meta[] = {{"first", "1"}, {"hash:x", "0000000000000000"}, {"q\"uote", "ab"}};
+    sr_st_writer *w = sr__st_create(path, &t, 1, meta, 3, err, sizeof err);
+    float v[3] = {1, 2, 3};
+    char hex[17];
+    CHECK(w && sr__st_write(w, 0, 0, v, sizeof v, err, sizeof err) == 0);
+    CHECK(sr__st_set_metadata(w, "hash:x", sr__hash64_hex(sr__hash64(v, sizeof v, 0), hex), err, sizeof err) == 0);
+    CHECK(sr__st_set_metadata(w, "q\"uote", "c\"", err, sizeof err) == -1); /* "c\\"" in JSON: 5 bytes, "ab" 4 */
+    CHECK(strstr(err, "metadata \"q\\\"uote\": the new value takes 5 bytes in the header, the placeholder 4"));
+    CHECK(sr__st_set_metadata(w, "q\"uote", "cd", err, sizeof err) == 0);
+    CHECK(sr__st_set_metadata(w, "first", "12", err, sizeof err) == -1 && strstr(err, "takes 4 bytes in the header, "
+                                                                                 "the placeholder 3"));
+    CHECK(sr__st_set_metadata(w, "nope", "1", err, sizeof err) == -1 && strstr(err, "no metadata key \"nope\" to set"));
+    CHECK(sr__st_set_metadata(w, "first", "\xff", err, sizeof err) == -1 && strstr(err, "is not valid UTF-8"));
+    CHECK(sr__st_finish(w, err, sizeof err) == 0);
+    sr_st_file *f = sr__st_open(path, err, sizeof err);
+    CHECK(f != NULL);
+    CHECK_STR(sr__st_metadata(f, "hash:x"), hex);
+    CHECK_STR(sr__st_metadata(f, "q\"uote"), "cd");
+    CHECK_STR(sr__st_metadata(f, "first"), "1");
+    CHECK(sr__st_metadata_count(f) == 3 && sr__st_metadata_at(f, 3) == NULL);
+    CHECK(f && !strcmp(sr__st_metadata_at(f, 0)->key, "first") && !strcmp(sr__st_metadata_at(f, 2)->key, "q\"uote"));
+    const void *d;
+    CHECK(f && sr__st_find(f, "x", &d) && !strcmp(sr__hash64_hex(sr__hash64(d, 12, 0), hex), sr__st_metadata(f, "hash:x")));
+    sr__st_close(f);
+    unlink(path);
+}
+
+/* The checkpoint content hash (base/hash64.h): fixed values, every single-bit flip, swapped
+   blocks, the length, the seed, and every tail length noticed. */
+static void content_hash(void) {
+    enum { N = 4096 + 37 };
+    unsigned char *b = malloc(N);
+    for (size_t i = 0; i < N; i++) b[i] = (unsigned char)(i * 131 + (i >> 7));
+    char hex[17];
+    /* the value is part of the checkpoint format: it must not change between builds or machines */
+    CHECK_STR(sr__hash64_hex(sr__hash64("", 0, 0), hex), "1b74ecf70c302f47");
+    CHECK_STR(sr__hash64_hex(sr__hash64(b, N, 0), hex), "bd36184e8221a404");
+    CHECK_STR(sr__hash64_hex(sr__hash64_fold(1, 2), hex), "bcd9dbb49673066b");
+    uint64_t h = sr__hash64(b, N, 0);
+    int same = 0;
+    for (size_t i = 0; i < N; i++)
+        for (int bit = 0; bit < 8; bit++) {
+            b[i] ^= (unsigned char)(1u << bit);
+            same += sr__hash64(b, N, 0) == h;
+            b[i] ^= (unsigned char)(1u << bit);
+        }
+    CHECK(same == 0);
+    /* two 64-byte stripes swapped (within one scramble block and across blocks), two words of a
+       stripe swapped */
+    const size_t pairs[][3] = {{0, 64, 64}, {128, 576, 64}, {0, 2048, 64}, {8, 16, 8}, {4000, 4096, 8}};
+    unsigned char tmp[64];
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+        size_t x = pairs[k][0], y = pairs[k][1], n = pairs[k][2];
+        memcpy(tmp, b + x, n), memcpy(b + x, b + y, n), memcpy(b + y, tmp, n);
+        CHECK(memcmp(b + x, b + y, n) == 0 || sr__hash64(b, N, 0) != h);
+        memcpy(tmp, b + x, n), memcpy(b + x, b + y, n), memcpy(b + y, tmp, n);
+    }
+    CHECK(sr__hash64(b, N, 0) == h);
+    CHECK(sr__hash64(b, N, 1) != h);
+    /* every length from 0 to 200, and a trailing zero byte, give another value */
+    unsigned char z[201] = {0};
+    uint64_t seen[201];
+    int dup = 0;
+    for (size_t n = 0; n <= 200; n++) {
+        seen[n] = sr__hash64(z, n, 0);
+        for (size_t m = 0; m < n; m++) dup += seen[m] == seen[n];
+    }
+    CHECK(dup == 0);
+    /* unaligned input gives the same value */
+    unsigned char *u = malloc(N + 1);
+    memcpy(u + 1, b, N);
+    CHECK(sr__hash64(u + 1, N, 0) == h);
+    free(u), free(b);
+}
+
 static void corrupt(void) {
     char err[512];
     const char *path = at("bad.safetensors");
@@ -454,6 +536,13 @@ static void corrupt(void) {
     BAD("{\"__metadata__\":{\"a\":\"x\\u0000\"}}", 0, "__metadata__ \"a\": the value contains \\u0000");
     BAD("{\"__metadata__\":{\"a\":\"1\",\"a\":\"2\"}}", 0, "__metadata__ key \"a\" appears twice");
     BAD("{\"__metadata__\":{},\"__metadata__\":{}}", 0, "__metadata__ given twice");
+    /* bytes after the last tensor (HF's reader refuses them too) */
+    BAD("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 9,
+        "5 bytes follow the last tensor's data (the data section is 9 bytes, the tensors end at 4)");
+    BAD("{}", 1, "1 bytes follow the last tensor's data");
+    BAD("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]},"
+        "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[2,2]}}", 12,
+        "4 bytes follow the last tensor's data (the data section is 12 bytes, the tensors end at 8)");
 }
 
 /* Files other writers may produce, accepted. */
@@ -469,12 +558,12 @@ static void lenient(void) {
     /* unpadded, whitespace, fields in another order, an unknown field, null metadata */
     f = GOOD(" {\n \"__metadata__\" : null ,\n\t\"a\" : { \"data_offsets\" : [ 2 , 6 ] , \"x\": {\"y\": [1, -2.5e3, "
              "true, false, null, \"s\"]}, \"shape\":[ ],\"dtype\":\"I32\" } }\r\n",
-             9);
+             6);
     const sr_st_tensor *t = f ? sr__st_find(f, "a", &d) : NULL;
     CHECK(t && t->ndim == 0 && t->offset == 2 && t->nbytes == 4 && ((const unsigned char *)d)[0] == 2);
     sr__st_close(f);
     /* escapes decoded: \/ \u00e9 and a surrogate pair; zero-element tensors anywhere, even at the end
-       of the data, and a gap before trailing bytes */
+       of the data, and a gap no tensor holds (before an empty tensor that ends the data) */
     f = GOOD("{\"a\\/\\u00e9\\ud83d\\ude00\":{\"dtype\":\"BF16\",\"shape\":[3,0],\"data_offsets\":[8,8]},"
              "\"b\":{\"dtype\":\"F16\",\"shape\":[0],\"data_offsets\":[10,10]},"
              "\"c\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]},"
@@ -501,6 +590,8 @@ int main(int argc, char **argv) {
     CHECK_STR(sr__st_dtype_name(SR_INT32), "I32");
     CHECK_STR(sr__st_dtype_name(SR_INT64), "I64");
 
+    set_metadata();
+    content_hash();
     round_trip(at("rt.safetensors"));
     if (argc > 1) round_trip(argv[1]);
     many();

@@ -78,10 +78,10 @@ mismatch() { # mismatch WHAT EXPECTED ARGS-FOR-NODE-1...
     local P t0
     P=$(free_port_pair)
     t0=$(now_ms)
-    timeout 60 "$SHARDRUN" "$HELLO" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$P" \
+    timeout 60 "$SHARDRUN" "${JOB:-$HELLO}" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$P" \
         >"$T/m0.out" 2>"$T/m0.err" &
     local p0=$!
-    timeout 60 "$SHARDRUN" "$HELLO" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$P" "$@" \
+    timeout 60 "$SHARDRUN" "${JOB:-$HELLO}" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$P" "$@" \
         >"$T/m1.out" 2>"$T/m1.err" &
     local p1=$!
     wait $p0; local r0=$?
@@ -98,6 +98,14 @@ mismatch "sharding strategy" \
 mismatch "workers per node" 'nproc_per_node is "2" on node 0 (host' --nproc-per-node 1
 mismatch "a [task] key" '[task] greeting is "hello" on node 0 (host' --set task.greeting=bonjour
 mismatch "mixed precision" 'env ACCELERATE_MIXED_PRECISION is "bf16" on node 0 (host' --set accelerate.mixed_precision=no
+# a model task: the trainer's arguments and the model's size are [task] keys, so a node with
+# another seed, learning rate or model is refused before any step (not trained on mixed-up
+# collectives, nor stopped by Gloo's own asserts)
+printf '[shardrun]\ntask = %s\nplugins = torch,accelerate\nnproc_per_node = 1\n[task]\nblocks = 8\nseed = 42\nlearning_rate = 0.001\nmax_steps = 50\n' \
+    "$BUILD/examples/toy.so" >"$T/toy.ini"
+JOB=$T/toy.ini mismatch "seed" '[task] seed is "42" on node 0 (host' --set task.seed=7
+JOB=$T/toy.ini mismatch "learning rate" '[task] learning_rate is "0.001" on node 0 (host' --set task.learning_rate=0.01
+JOB=$T/toy.ini mismatch "model size" '[task] blocks is "8" on node 0 (host' --set task.blocks=6
 unset SHARDRUN_RDZV_TOKEN
 
 # 5. --standalone with a job file that says master_port = 0: what standalone means anyway

@@ -8,6 +8,7 @@
 
 #include "shardrun/main.h"
 #include "agent/catalog.h"
+#include "agent/key_probe.h"
 #include "agent/supervisor.h"
 #include "base/log.h"
 #include "config/env_table.h"
@@ -209,6 +210,8 @@ int sr_main(int argc, char **argv) {
         rc = sr__cmd_env(&run, &args, c.rank, c.explain);
     } else if (sr__run_prepare(&run, &args) != 0) {
         rc = SR_EXIT_CONFIG;
+    } else if (sr__probe_run_keys(&run) != 0) {
+        rc = SR_EXIT_CONFIG; /* a misspelt model-task key: found before any rendezvous or worker */
     } else if (sr__run_prepare_rdzv(&run) != 0) {
         sr__diag_flush(&run.cfg.diag);
         rc = SR_EXIT_CONFIG;

@@ -2,6 +2,7 @@
 #include "agent/key_probe.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,7 +14,9 @@
 #include "trainer/train_args.h"
 
 static _Noreturn void probe(sr_run *run, int local_rank, const sr_env_block *env) {
-    dup2(STDERR_FILENO, STDOUT_FILENO); /* the dry run's stdout holds NAME=VALUE lines only */
+    /* the task's own chatter (what it loaded) is for its real run; its errors go to stderr */
+    int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (devnull >= 0) dup2(devnull, STDOUT_FILENO), close(devnull);
     if (sr__env_block_apply(env) != 0) _exit(SR_EXIT_FAILED);
     void *h = dlopen(run->task.path, RTLD_NOW | RTLD_LOCAL);
     const sr_task *t = h ? dlsym(h, SR_TASK_SYMBOL) : NULL;
@@ -51,4 +54,15 @@ int sr__probe_model_keys(sr_run *run, int local_rank, const sr_env_block *env) {
     int status = 0;
     while (waitpid(pid, &status, 0) < 0) {}
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : SR_EXIT_CONFIG;
+}
+
+int sr__probe_run_keys(sr_run *run) {
+    if (run->task.type != SR_TASK_SO || run->task.kind != SR_TASK_MODEL) return 0;
+    sr_env_block b = {0};
+    sr_diag diag = {0};
+    int rc = 0;
+    if (sr__run_build_env(run, run->layout.first_local, &b, &diag) == 0) rc = sr__probe_model_keys(run, run->layout.first_local, &b);
+    sr__diag_clear(&diag); /* sr__run_prepare built and checked this environment already */
+    sr__env_block_free(&b);
+    return rc;
 }

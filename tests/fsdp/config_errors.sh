@@ -133,4 +133,9 @@ run "$SHARDRUN" env "$T/toy.ini"
 expect_rc 0 "shardrun env on the model task"
 expect_in "$out" "FSDP_SHARDING_STRATEGY=" "shardrun env prints the variables"
 expect_not_in "$out" "toy" "only NAME=VALUE lines on stdout"
+# and so does the run, before its rendezvous: no worker starts
+run "$SHARDRUN" "$T/toy.ini" --set task.learning_rte=0.1
+expect_rc 2 "a run with a misspelt model-task key"
+expect_in "$err" "[task] learning_rte is read by neither; check its spelling" "the run names the misspelt key"
+expect_not_in "$err" "started" "no worker started"
 done_checks

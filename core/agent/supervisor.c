@@ -167,6 +167,7 @@ typedef struct supervise_state {
     int stopped;         /* workers still running when the stop began */
     int results_local;   /* this agent's results could not be handed to node 0: it prints them */
     int want, first_rank; /* the workers this agent was to start, and the first one's rank */
+    int blamed;          /* a worker that reported an error before the first failed one, silent, exited; -1 */
 } supervise_state;
 
 static void begin_stop(supervise_state *st, sr_run *run, int sig) {
@@ -174,6 +175,27 @@ static void begin_stop(supervise_state *st, sr_run *run, int sig) {
     for (int i = 0; i < st->n; i++) st->stopped += !st->ws[i].reaped;
     signal_groups(st->ws, st->n, sig);
     st->kill_at = sr__now_s() + run->grace;
+}
+
+static int tail_has_error(const sr_tail *t) {
+    for (int k = 0; k < t->count; k++) {
+        int idx = (t->next - t->count + k + SR_TAIL_LINES) % SR_TAIL_LINES;
+        if (strstr(t->lines[idx], "error")) return 1;
+    }
+    return 0;
+}
+
+/* The first worker to fail is not always the cause: when a rank hits an error (a full disk, a bad
+   file) and says so, its peers can see the failure through a collective and exit first, without a
+   word.  Then the rank that reported an error is the one to name.  -1: name the first failed. */
+static int blame(supervise_state *st, int first) {
+    for (int i = 0; i < st->n; i++) /* what the workers wrote until now, so their tails are current */
+        for (int s = 0; s < NSTREAMS; s++)
+            if (st->ws[i].fd[s] >= 0) read_stream(&st->ws[i], s);
+    if (tail_has_error(&st->ws[first].tail)) return -1;
+    for (int i = 0; i < st->n; i++)
+        if (i != first && tail_has_error(&st->ws[i].tail)) return i;
+    return -1;
 }
 
 static void reap(supervise_state *st, sr_run *run) {
@@ -188,9 +210,14 @@ static void reap(supervise_state *st, sr_run *run) {
             int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
             if (!ok && st->failed < 0 && !st->kill_at) {
                 st->failed = i;
-                char what[160], msg[300];
+                st->blamed = blame(st, i);
+                char what[160], msg[400];
                 describe_status(status, what, sizeof what);
-                snprintf(msg, sizeof msg, "rank %d (node %d) %s", w->rank, run->layout.node_rank, what);
+                if (st->blamed >= 0)
+                    snprintf(msg, sizeof msg, "rank %d (node %d) reported an error, then rank %d %s",
+                             st->ws[st->blamed].rank, run->layout.node_rank, w->rank, what);
+                else
+                    snprintf(msg, sizeof msg, "rank %d (node %d) %s", w->rank, run->layout.node_rank, what);
                 /* a worker that exits 2 found a configuration error: the run's verdict is 2 too */
                 sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, exited_config(status));
                 begin_stop(st, run, SIGTERM);
@@ -322,8 +349,17 @@ static void print_summary(const supervise_state *st, sr_run *run) {
     if (st->failed >= 0) {
         const sr_worker *w = &st->ws[st->failed];
         describe_status(w->status, what, sizeof what);
-        sr__log(SR_LOG_ERROR, "rank %d (local rank %d, pid %d) %s", w->rank, w->local_rank, (int)w->pid,
-                what);
+        if (st->blamed >= 0) {
+            /* the rank that exited first only followed the one that reported the error */
+            const sr_worker *b = &st->ws[st->blamed];
+            sr__log(SR_LOG_ERROR, "rank %d (local rank %d, pid %d) reported an error, then rank %d (local rank %d, "
+                    "pid %d) %s without a word", b->rank, b->local_rank, (int)b->pid, w->rank, w->local_rank,
+                    (int)w->pid, what);
+            w = b;
+        } else {
+            sr__log(SR_LOG_ERROR, "rank %d (local rank %d, pid %d) %s", w->rank, w->local_rank, (int)w->pid,
+                    what);
+        }
         if (w->tail.count) {
             fprintf(stderr, "shardrun: last %d line%s of rank %d:\n", w->tail.count, w->tail.count > 1 ? "s" : "",
                     w->rank);
@@ -431,7 +467,7 @@ static int probe_results(const char *path) {
 
 int sr__launch(sr_run *run, const char *results_path) {
     int n = run->layout.spawn_count;
-    supervise_state st = {.ws = calloc((size_t)n, sizeof(sr_worker)), .n = 0, .failed = -1, .want = n,
+    supervise_state st = {.ws = calloc((size_t)n, sizeof(sr_worker)), .n = 0, .failed = -1, .blamed = -1, .want = n,
                           .first_rank = run->layout.node_rank * run->layout.nproc_per_node + run->layout.first_local};
     if (pipe2(self_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         sr__log(SR_LOG_ERROR, "cannot create the supervisor's pipe: %s", strerror(errno));

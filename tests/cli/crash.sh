@@ -131,4 +131,20 @@ for _ in $(seq 1 100); do [ -e "/proc/$bg" ] && [ "$(awk '{print $3}' "/proc/$bg
 alive=0
 [ -e "/proc/$bg" ] && [ "$(awk '{print $3}' "/proc/$bg/stat" 2>/dev/null)" != Z ] && alive=1
 [ "$alive" = 0 ] && pass || { fail "the task's background child $bg survived shardrun's SIGKILL"; kill -KILL "$bg"; }
+# 9. the rank that reports an error is named, not a peer that exits first without a word (as
+#    when a save hits a full disk on rank 0 and rank 1 sees it through a collective)
+cat >"$T/blame.sh" <<'SH'
+#!/bin/sh
+if [ "$RANK" = 0 ]; then echo "checkpoint: error: cannot write shard-00000: No space left on device" >&2; sleep 1; exit 1; fi
+sleep 0.3
+exit 1
+SH
+chmod +x "$T/blame.sh"
+printf '[shardrun]\ntask = exec:%s\nplugins = torch\nnproc_per_node = 2\n' "$T/blame.sh" >"$T/blame.ini"
+run "$SHARDRUN" "$T/blame.ini"
+expect_rc 1 "a rank reports an error, a silent peer exits first"
+expect_in "$err" "rank 0 (local rank 0, pid" "the rank that reported the error is named"
+expect_in "$err" "reported an error, then rank 1 (local rank 1, pid" "and the peer that exited first"
+expect_in "$err" "[rank0]: checkpoint: error: cannot write shard-00000: No space left on device" "its error line is shown"
+expect_not_in "$err" "rank 1 printed nothing" "not the silent rank's empty tail"
 done_checks

@@ -60,26 +60,81 @@ static inline void scramble(uint64_t acc[LANES]) { /* a bijection of each lane *
     for (int i = 0; i < LANES; i++) acc[i] = (acc[i] ^ (acc[i] >> 47) ^ KEY[LANES - 1 - i]) * SCRAMBLE_MUL;
 }
 
-uint64_t sr__hash64(const void *data, size_t n, uint64_t seed) {
-    const unsigned char *p = data;
-    uint64_t acc[LANES];
-    for (int i = 0; i < LANES; i++) acc[i] = sr__mix64(seed + (uint64_t)i);
-    size_t full = n / STRIPE;
-    uint64_t pos = 0;
-    for (; pos < full; pos++) {
-        stripe(acc, p + pos * STRIPE, pos);
+/* Stripes [pos0, pos0 + count) of the input, at p; with dst, the same bytes are also copied to dst.
+   The copy is fused into the hash loop (each 64-byte stripe is loaded once, stored and hashed from
+   registers) so a caller copying data it must verify, e.g. a checkpoint load, reads it only once.
+   Compiled twice on x86-64 (AVX2 and baseline, picked at load time): with AVX2 a stripe takes two
+   vector multiplies instead of four, which lifts the hash from ~9 GB/s to memory speed. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones) && !defined(__clang__)
+#define MULTI_TARGET __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef MULTI_TARGET
+#define MULTI_TARGET
+#endif
+
+MULTI_TARGET static void stripes(uint64_t acc[LANES], const unsigned char *p, unsigned char *dst, size_t count,
+                                 uint64_t pos0) {
+    for (size_t i = 0; i < count; i++) {
+        uint64_t pos = pos0 + i;
+        if (dst) memcpy(dst + i * STRIPE, p + i * STRIPE, STRIPE);
+        stripe(acc, p + i * STRIPE, pos);
         if (pos % SCRAMBLE_EVERY == SCRAMBLE_EVERY - 1) scramble(acc);
     }
-    size_t rest = n % STRIPE;
-    if (rest) { /* zero-padded; the length below tells "ab" from "ab\0" */
+}
+
+void sr__hash64_init(sr__hash64_state *s, uint64_t seed) {
+    memset(s, 0, sizeof *s);
+    s->seed = seed;
+    for (int i = 0; i < LANES; i++) s->acc[i] = sr__mix64(seed + (uint64_t)i);
+}
+
+void sr__hash64_copy(sr__hash64_state *s, void *dst, const void *src, size_t n) {
+    const unsigned char *p = src;
+    unsigned char *d = dst;
+    s->n += n;
+    if (s->nbuf) { /* complete the partial stripe of the previous call */
+        size_t take = STRIPE - s->nbuf < n ? STRIPE - s->nbuf : n;
+        memcpy(s->buf + s->nbuf, p, take);
+        if (d) memcpy(d, p, take), d += take;
+        s->nbuf += take, p += take, n -= take;
+        if (s->nbuf < STRIPE) return;
+        stripes(s->acc, s->buf, NULL, 1, s->pos++);
+        s->nbuf = 0;
+    }
+    size_t full = n / STRIPE;
+    stripes(s->acc, p, d, full, s->pos);
+    s->pos += full, p += full * STRIPE, n -= full * STRIPE;
+    if (d) d += full * STRIPE;
+    if (n) { /* kept for the next call or the end */
+        memcpy(s->buf, p, n);
+        if (d) memcpy(d, p, n);
+        s->nbuf = n;
+    }
+}
+
+void sr__hash64_update(sr__hash64_state *s, const void *data, size_t n) { sr__hash64_copy(s, NULL, data, n); }
+
+uint64_t sr__hash64_final(const sr__hash64_state *s) {
+    uint64_t acc[LANES];
+    memcpy(acc, s->acc, sizeof acc);
+    if (s->nbuf) { /* zero-padded; the length below tells "ab" from "ab\0" */
         unsigned char last[STRIPE] = {0};
-        memcpy(last, p + full * STRIPE, rest);
-        stripe(acc, last, pos);
+        memcpy(last, s->buf, s->nbuf);
+        stripe(acc, last, s->pos);
     }
     scramble(acc);
-    uint64_t h = sr__mix64(seed ^ ((uint64_t)n * POS_STEP));
+    uint64_t h = sr__mix64(s->seed ^ (s->n * POS_STEP));
     for (int i = 0; i < LANES; i++) h = sr__mix64(h ^ acc[i]);
     return h;
+}
+
+uint64_t sr__hash64(const void *data, size_t n, uint64_t seed) {
+    sr__hash64_state s;
+    sr__hash64_init(&s, seed);
+    sr__hash64_update(&s, data, n);
+    return sr__hash64_final(&s);
 }
 
 uint64_t sr__hash64_fold(uint64_t h, uint64_t next) { return sr__mix64(sr__mix64(h) ^ next); }

@@ -32,10 +32,12 @@
  * says shard_rank R of as many files as the folder holds; the model digest and parameter list match
  * the model being resumed (a checkpoint with parameters the model lacks -- unused tensors -- is
  * refused like one lacking parameters); no file has bytes after its last tensor (io/safetensors.c);
- * every tensor's data matches its hash.  The data hashes are split over the ranks (each tensor
- * hashed once; under the same shard group and unit layout each rank hashes the copy it makes of its
- * own shard file).  Any difference: one message naming the file and what differs, and -1 on every
- * rank.  [shardrun] log_level = debug prints each rank's save and load time and its hashing time.
+ * every tensor's data matches its hash.  The data hashes are split over the ranks: each tensor is
+ * hashed once, by the rank that copies the most of it, in the same pass as that copy (no second
+ * read of the data; what that rank does not copy itself it hashes from the file), and a tensor no
+ * rank copies by ranks in turn; all of it before sr__ckpt_load returns.  Any difference: one
+ * message naming the file and what differs, and -1 on every rank.  [shardrun] log_level = debug
+ * prints each rank's save and load time and its hashing time.
  */
 #ifndef SR_FSDP_CHECKPOINT_H
 #define SR_FSDP_CHECKPOINT_H

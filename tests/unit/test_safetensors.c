@@ -405,6 +405,23 @@ static void content_hash(void) {
     }
     CHECK(sr__hash64(b, N, 0) == h);
     CHECK(sr__hash64(b, N, 1) != h);
+    /* piece by piece (pieces of 0 to 130 bytes, copied or not, across stripes) gives the same value
+       and sr__hash64_copy copies exactly */
+    for (size_t step = 0; step <= 130; step += 13) {
+        sr__hash64_state st;
+        unsigned char *c = calloc(N, 1);
+        sr__hash64_init(&st, 0);
+        for (size_t at = 0, i = 0; at < N; i++) {
+            size_t n = (step + i * 7) % 131;
+            if (n > N - at) n = N - at;
+            if (i % 2) sr__hash64_copy(&st, c + at, b + at, n);
+            else sr__hash64_update(&st, b + at, n), memcpy(c + at, b + at, n);
+            at += n;
+        }
+        CHECK(sr__hash64_final(&st) == h);
+        CHECK(memcmp(c, b, N) == 0);
+        free(c);
+    }
     /* every length from 0 to 200, and a trailing zero byte, give another value */
     unsigned char z[201] = {0};
     uint64_t seen[201];

@@ -16,8 +16,8 @@
 
 #include <stddef.h>
 
+#include "shardrun/dtype.h"
 #include "shardrun/model.h"
-#include "shardrun/pg.h"
 
 /* One AdamW step's scalars (torch.optim.AdamW's update, decoupled weight decay). */
 typedef struct sr_adamw_args {

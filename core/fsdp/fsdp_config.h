@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "shardrun/pg.h"
+#include "shardrun/dtype.h"
 
 typedef enum { SR_FULL_SHARD = 0, SR_SHARD_GRAD_OP, SR_NO_SHARD, SR_HYBRID_SHARD, SR_HYBRID_SHARD_ZERO2 } sr__strategy;
 typedef enum { SR_WRAP_NONE = 0, SR_WRAP_TRANSFORMER, SR_WRAP_SIZE } sr__wrap;

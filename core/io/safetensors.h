@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "shardrun/pg.h"
+#include "shardrun/dtype.h"
 
 #define SR_ST_MAX_DIMS 8
 

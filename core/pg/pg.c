@@ -64,16 +64,6 @@ static sr_pg *world_pg;
 
 sr_pg *sr__pg_world(void) { return world_pg; }
 
-size_t sr_dtype_size(sr_dtype d) {
-    static const size_t sizes[] = {4, 2, 2, 4, 8};
-    return (unsigned)d < 5 ? sizes[d] : 0;
-}
-
-const char *sr_dtype_name(sr_dtype d) {
-    static const char *const names[] = {"fp32", "fp16", "bf16", "int32", "int64"};
-    return (unsigned)d < 5 ? names[d] : "?";
-}
-
 int sr_pg_rank(const sr_pg *pg) { return pg->rank; }
 int sr_pg_size(const sr_pg *pg) { return pg->size; }
 const char *sr_pg_backend(const sr_pg *pg) { return pg->shared->ops->name; }

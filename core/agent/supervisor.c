@@ -271,11 +271,9 @@ static void supervise(supervise_state *st, sr_run *run) {
            every agent is done; it serves the store until every agent has read it.  The others
            exit only when they know it (or were interrupted), so no node reports success while
            another one fails. */
-        if (local_done && run->rdzv.hosting && st->failed < 0 && !st->stop_signal && !st->failed_elsewhere &&
-            sr__rdzv_all_done(&run->rdzv))
-            sr__rdzv_succeed(&run->rdzv);
-        int decided = run->rdzv.hosting ? st->failed >= 0 || st->stop_signal || st->failed_elsewhere ||
-                                              sr__rdzv_all_done(&run->rdzv)
+        int all_done = local_done && run->rdzv.hosting && sr__rdzv_all_done(&run->rdzv);
+        if (all_done && st->failed < 0 && !st->stop_signal && !st->failed_elsewhere) sr__rdzv_succeed(&run->rdzv);
+        int decided = run->rdzv.hosting ? st->failed >= 0 || st->stop_signal || st->failed_elsewhere || all_done
                                         : sr__rdzv_outcome_known(&run->rdzv) || st->stop_signal;
         if (local_done && decided) {
             if (!run->rdzv.hosting) sr__rdzv_ack(&run->rdzv);
@@ -372,8 +370,8 @@ static void print_summary(const supervise_state *st, sr_run *run) {
         }
     } else if (st->stop_signal) {
         fprintf(stderr, "shardrun: interrupted by %s\n", sig_name(st->stop_signal, name, sizeof name));
-    } else if (st->failed_elsewhere && run->rdzv.failed_node == -2) {
-        sr__log(SR_LOG_ERROR, "%s", run->rdzv.failed_elsewhere); /* found by this agent (a mismatch) */
+    } else if (st->failed_elsewhere && run->rdzv.refused_at) {
+        sr__log(SR_LOG_ERROR, "%s", run->rdzv.failed_elsewhere); /* this agent refused another's job */
     } else if (st->failed_elsewhere) {
         /* per-process launchers run several agents on one node: "another node" only when it was */
         int same_node = run->rdzv.failed_node == run->layout.node_rank;
@@ -466,20 +464,18 @@ static int probe_results(const char *path) {
 }
 
 int sr__launch(sr_run *run, const char *results_path) {
+    if (results_path && (run->rdzv.nagents < 2 || run->rdzv.hosting) && probe_results(results_path) != 0) {
+        sr__log(SR_LOG_ERROR, "cannot write results to %s: %s; fix --results (checked before any worker starts)",
+                results_path, strerror(errno));
+        sr__rdzv_free(&run->rdzv);
+        return SR_EXIT_CONFIG;
+    }
     int n = run->layout.spawn_count;
     supervise_state st = {.ws = calloc((size_t)n, sizeof(sr_worker)), .n = 0, .failed = -1, .blamed = -1, .want = n,
                           .first_rank = run->layout.node_rank * run->layout.nproc_per_node + run->layout.first_local};
     if (pipe2(self_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         sr__log(SR_LOG_ERROR, "cannot create the supervisor's pipe: %s", strerror(errno));
         return SR_EXIT_FAILED;
-    }
-    if (results_path && (run->rdzv.nagents < 2 || run->rdzv.hosting) && probe_results(results_path) != 0) {
-        sr__log(SR_LOG_ERROR, "cannot write results to %s: %s; fix --results (checked before any worker starts)",
-                results_path, strerror(errno));
-        close(self_pipe[0]), close(self_pipe[1]);
-        free(st.ws);
-        sr__rdzv_free(&run->rdzv);
-        return SR_EXIT_CONFIG;
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     install_handlers();

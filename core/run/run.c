@@ -6,12 +6,12 @@
 
 #include "shardrun/task.h"
 
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/hash64.h"
 #include "base/strbuf.h"
 #include "config/env_table.h"
 #include "config/value.h"
@@ -141,20 +141,20 @@ static int per_rank_variable(const char *name) {
     return 0;
 }
 
-/* "<bytes> bytes, FNV-1a <hash>" of a file: two nodes running different builds of a task would
-   run different code on the same collectives. */
+/* "<bytes> bytes, hash <hex>" of a file: two nodes running different builds of a task would run
+   different code on the same collectives. */
 static const char *file_digest(const char *path, char *out, size_t len) {
     FILE *f = fopen(path, "rb");
     if (!f) return snprintf(out, len, "unreadable"), out;
-    uint64_t h = 0xcbf29ce484222325ull;
-    unsigned long long n = 0;
+    sr__hash64_state h;
+    sr__hash64_init(&h, 0);
     unsigned char buf[65536];
     size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
-        for (size_t i = 0; i < got; i++) h = (h ^ buf[i]) * 0x100000001b3ull;
-    n = (unsigned long long)ftell(f);
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) sr__hash64_update(&h, buf, got);
+    unsigned long long n = (unsigned long long)ftell(f);
     fclose(f);
-    snprintf(out, len, "%llu bytes, FNV-1a %016llx", n, (unsigned long long)h);
+    char hex[17];
+    snprintf(out, len, "%llu bytes, hash %s", n, sr__hash64_hex(sr__hash64_final(&h), hex));
     return out;
 }
 

@@ -57,14 +57,12 @@ static void publish_outcome(sr_rdzv *r, int node, char kind, const char *what) {
     r->outcome_at = sr__now_s();
 }
 
-/* Hosting agent: the run failed (first failure wins); every agent hears it. */
-static void host_failure(sr_rdzv *r, int node, char kind, const char *what, int found_here) {
+/* Hosting agent: it found the run's failure itself (first failure wins); every agent hears it. */
+static void host_failure(sr_rdzv *r, int node, char kind, const char *what) {
     if (r->failed_elsewhere[0] || r->reported_failure) return;
-    if (found_here) {
-        snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%s", what);
-        r->failed_node = -2; /* found by this agent: no "elsewhere" */
-        r->failed_config = kind == 'c';
-    }
+    snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%s", what);
+    r->failed_node = node;
+    r->failed_config = kind == 'c';
     publish_outcome(r, node, kind, what);
 }
 
@@ -138,7 +136,6 @@ int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
     }
     /* node 0's agent compares what defines the run before this agent starts anything */
     char key[64], missing[64];
-    snprintf(key, sizeof key, "run/fingerprint/%d", r->agent_id);
     const char *fp = a->fingerprint ? a->fingerprint : "";
     const char *vkey[1] = {key};
     snprintf(key, sizeof key, "run/fingerprint/%d", r->agent_id);
@@ -192,7 +189,7 @@ static void check_fingerprints(sr_rdzv *r) {
         sr__store_server_set(r->server, key, differ ? why : "ok", differ ? strlen(why) : 2);
         if (differ) {
             if (!r->refused_at) r->refused_at = sr__now_s();
-            host_failure(r, 0, 'c', why, 1);
+            host_failure(r, 0, 'c', why);
         }
     }
 }
@@ -211,8 +208,7 @@ static void check_agents(sr_rdzv *r) {
             r->watching[a] = 2; /* gone */
             snprintf(why, sizeof why, "node %d's shardrun (agent %d) went away before the run ended",
                      r->agent_node[a], a);
-            host_failure(r, r->agent_node[a], 'f', why, 1);
-            r->failed_node = r->agent_node[a];
+            host_failure(r, r->agent_node[a], 'f', why);
         }
     }
 }
@@ -274,8 +270,6 @@ void sr__rdzv_ack(sr_rdzv *r) {
     sr__store_set(r->ctl, key, "1", 1);
     r->acked = 1;
 }
-
-int sr__rdzv_settled(const sr_rdzv *r);
 
 int sr__rdzv_timeout_ms(const sr_rdzv *r) {
     int t = r->server ? sr__store_server_timeout_ms(r->server) : -1;

@@ -61,7 +61,8 @@ int sr__probe_run_keys(sr_run *run) {
     sr_env_block b = {0};
     sr_diag diag = {0};
     int rc = 0;
-    if (sr__run_build_env(run, run->layout.first_local, &b, &diag) == 0) rc = sr__probe_model_keys(run, run->layout.first_local, &b);
+    if (sr__run_build_env(run, run->layout.first_local, &b, &diag) == 0)
+        rc = sr__probe_model_keys(run, run->layout.first_local, &b);
     sr__diag_clear(&diag); /* sr__run_prepare built and checked this environment already */
     sr__env_block_free(&b);
     return rc;

@@ -95,7 +95,7 @@ static void apply_cluster(sr_job *cfg, sr_layout *out) {
     if (c.master_addr[0] && is_default(cfg, "master_addr")) put(cfg, "master_addr", c.master_addr, SR_FROM_CLUSTER, where);
     if (c.master_port && is_default(cfg, "master_port")) put_int(cfg, "master_port", c.master_port, SR_FROM_CLUSTER, where);
     /* several hosts and no address to meet at: every rank would dial its own loopback */
-    if (c.nnodes > 1 && !c.master_addr[0] && sr__config_get(cfg, "shardrun", "master_addr")->from == SR_FROM_DEFAULT)
+    if (c.nnodes > 1 && !c.master_addr[0] && is_default(cfg, "master_addr"))
         sr__diag_add(&cfg->diag, "%s started shardrun on %d hosts, but says nothing of where rank 0 is: set "
                      "[shardrun] master_addr (or --master-addr) to rank 0's host, the same for every process",
                      c.launcher, c.nnodes);

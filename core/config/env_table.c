@@ -30,6 +30,14 @@ const sr_key sr__shardrun_keys[] = {
      "TORCHELASTIC_RUN_ID given to workers (torchrun --rdzv-id); standalone generates one"},
     {"shutdown_grace", SR_KEY_FLOAT, "2", NULL, 0, NOLIM, NULL,
      "seconds between SIGTERM and SIGKILL when a run is stopped"},
+    {"max_restarts", SR_KEY_INT, "0", NULL, 0, 0, 1000, NULL,
+     "times the whole job is started again after a rank failed once training had begun (torchrun "
+     "--max-restarts, counted for the job, not per node); a model task resumes from its newest checkpoint"},
+    {"restart_delay", SR_KEY_FLOAT, "0", NULL, 0, NOLIM, NULL,
+     "seconds to wait before a restart"},
+    {"preempt_grace", SR_KEY_FLOAT, "60", NULL, 0, NOLIM, NULL,
+     "seconds a model task may take, after SIGTERM to shardrun, to finish its step and write a checkpoint "
+     "before it is killed (a second SIGTERM kills at once)"},
     {"log_level", SR_KEY_ENUM, "info", "error|warn|info|debug", 0, NOLIM, NULL,
      "what the agent logs to stderr (debug shows which plugin set each variable)"},
     {"plugin_path", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
@@ -75,6 +83,10 @@ const sr_var sr__host_reads[] = {
     {"SHARDRUN_DEBUG_SAVE_DELAY_MS",
      "testing aid: milliseconds the checkpoint writer sleeps after each unit, so a test can kill a run in the "
      "middle of a save"},
+    {"SHARDRUN_DEBUG_KILL_AT",
+     "testing aid: RANK:STEP makes that rank of a model task kill itself with SIGKILL right after optimizer step "
+     "STEP of the job's first attempt (RANK:STEP:every: of every attempt), so the restart tests lose a rank at a "
+     "known step"},
     {NULL, NULL},
 };
 

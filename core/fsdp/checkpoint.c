@@ -17,7 +17,7 @@
 #include "base/clock.h"
 #include "base/hash64.h"
 #include "base/log.h"
-#include "base/rand.h"
+#include "base/rand.h" /* sr__mix64 */
 #include "base/strbuf.h"
 #include "fsdp/engine_internal.h"
 #include "io/json.h"
@@ -34,7 +34,7 @@ static float *kind_shard(sr__uslot *s, int k) { return k == K_PARAM ? s->master 
 #define HASH_PLACEHOLDER "0000000000000000"
 
 typedef struct ckpt_meta {
-    char id[33];     /* the checkpoint id: 128 random bits from rank 0, in hex */
+    char id[33];     /* the checkpoint id: a digest of the saved state (make_meta), in hex */
     char digest[17]; /* the model digest */
     long long step;
     int world_size, shard_group_size;
@@ -460,24 +460,72 @@ static int save_full(sr__engine *e, const char *tmp, const ckpt_meta *cm) {
     return rc;
 }
 
-/* The checkpoint's identity: rank 0's random id, broadcast to every rank.  0 or -1. */
-static int make_meta(sr__engine *e, const sr__train_state *ts, ckpt_meta *m) {
-    uint32_t id[4] = {0};
-    if (e->rank == 0) sr__random_bytes((unsigned char *)id, sizeof id);
-    if (e->world) {
-        void *d = e->dev->alloc(sizeof id);
-        int rc = 0;
-        e->dev->to_device(d, id, sizeof id);
-        if (sr_pg_broadcast(e->world, d, 4, SR_INT32, 0, NULL) != 0) {
-            sr__log(SR_LOG_ERROR, "checkpoint: %s", sr_pg_error(e->world));
-            rc = -1;
-        }
-        e->dev->to_host(id, d, sizeof id);
-        e->dev->free(d);
-        if (rc) return -1;
+/* This rank's part of the checkpoint id: a hash of the state it saves (its master, exp_avg and
+   exp_avg_sq shards) and the scalars a resume reads back. */
+static int state_hash(sr__engine *e, const sr__train_state *ts, uint64_t *out) {
+    double t0 = sr__now_s();
+    sr__hash64_state h;
+    sr__hash64_init(&h, 0x636b7074u /* "ckpt" */);
+    long long scalars[6] = {ts->global_step, ts->seed, e->adam_steps, e->good_steps, e->world_size, e->shard_size};
+    sr__hash64_update(&h, scalars, sizeof scalars);
+    sr__hash64_update(&h, &e->loss_scale, sizeof e->loss_scale);
+    size_t max = 0;
+    for (int u = 0; u < e->units.n; u++) max = e->units.u[u].shard > max ? e->units.u[u].shard : max;
+    float *host = NULL;
+    if (e->hdev->kind != SR_DEVICE_CPU && !(host = malloc(max * sizeof *host))) {
+        sr__log(SR_LOG_ERROR, "checkpoint: out of memory for a shard's host copy (%zu bytes)", max * sizeof *host);
+        return -1;
     }
-    snprintf(m->id, sizeof m->id, "%08x%08x%08x%08x", (unsigned)id[0], (unsigned)id[1], (unsigned)id[2],
-             (unsigned)id[3]);
+    for (int u = 0; u < e->units.n; u++)
+        for (int k = 0; k < K_COUNT; k++) {
+            const float *src = kind_shard(&e->slot[u], k);
+            size_t bytes = e->units.u[u].shard * sizeof(float);
+            if (host) {
+                e->hdev->to_host(host, src, bytes);
+                src = host;
+            }
+            sr__hash64_update(&h, src, bytes);
+        }
+    free(host);
+    hash_seconds += sr__now_s() - t0;
+    *out = sr__hash64_final(&h);
+    return 0;
+}
+
+/* The checkpoint's identity: a digest of the state it holds, every rank's state_hash() combined in
+   rank order, so that the same id means the same saved state.  A run resumed after a failure or a
+   preemption then writes checkpoints that are byte for byte those of an uninterrupted run, while a
+   file of another run or another step (other weights, other moments, another step number) still
+   carries another id and is refused on resume.  Collective; 0 or -1. */
+static int make_meta(sr__engine *e, const sr__train_state *ts, ckpt_meta *m) {
+    uint64_t mine = 0, h0 = 0x5a17u, h1 = 0x5a18u;
+    /* every rank takes part in the gather below, also one that failed: agree first */
+    if (sr__engine_agree(e, e->world, state_hash(e, ts, &mine) != 0) != 0) return -1;
+    if (e->world) {
+        size_t n = (size_t)e->world_size;
+        uint64_t *all = malloc(n * sizeof *all);
+        void *send = e->dev->alloc(sizeof mine), *recv = e->dev->alloc(n * sizeof mine);
+        int rc = all && send && recv ? 0 : -1;
+        if (rc == 0) {
+            e->dev->to_device(send, &mine, sizeof mine);
+            if (sr_pg_all_gather(e->world, send, recv, 2, SR_INT32, NULL) != 0) {
+                sr__log(SR_LOG_ERROR, "checkpoint: %s", sr_pg_error(e->world));
+                rc = -1;
+            } else {
+                e->dev->to_host(all, recv, n * sizeof mine);
+                for (size_t r = 0; r < n; r++) h0 = sr__hash64_fold(h0, all[r]), h1 = sr__hash64_fold(h1, ~all[r]);
+            }
+        } else {
+            sr__log(SR_LOG_ERROR, "checkpoint: out of memory for the checkpoint id");
+        }
+        if (send) e->dev->free(send);
+        if (recv) e->dev->free(recv);
+        free(all);
+        if (rc) return -1;
+    } else {
+        h0 = sr__hash64_fold(h0, mine), h1 = sr__hash64_fold(h1, ~mine);
+    }
+    snprintf(m->id, sizeof m->id, "%016llx%016llx", (unsigned long long)h0, (unsigned long long)h1);
     model_digest(e->model, m->digest);
     m->step = ts->global_step, m->world_size = e->world_size, m->shard_group_size = e->shard_size;
     return 0;

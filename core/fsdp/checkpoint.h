@@ -16,7 +16,9 @@
  * finished: a run killed while saving leaves the previous checkpoint as it was.
  *
  * Integrity.  A worker knows no run fingerprint; a checkpoint proves what it is with three things
- * instead: a checkpoint id (128 random bits rank 0 draws at each save and broadcasts), the step,
+ * instead: a checkpoint id (a 128-bit digest of the state saved: every rank's hash of its master,
+ * exp_avg and exp_avg_sq shards and the resume scalars, combined in rank order; the same state gives
+ * the same id, so a resumed run writes the bytes an uninterrupted one writes), the step,
  * and the model digest (base/hash64.h over every parameter's name, shape and tie, independent of
  * declaration order, world size and wrap policy).  Every safetensors file of a checkpoint says in
  * its __metadata__:

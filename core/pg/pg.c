@@ -42,6 +42,8 @@ typedef struct pg_shared {
     int local_rank;
     double timeout_s;
     const sr_pg_backend_ops *ops;
+    char root[32]; /* every store key of this process's groups starts with it: "pg/" in a job's first
+                      attempt, "pg@N/" after restart N, so no rank meets one of an earlier attempt */
 } pg_shared;
 
 struct sr_pg {
@@ -113,7 +115,7 @@ static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int si
    that do not say so within a second did not arrive. */
 static void name_missing(sr_pg *pg, const sr_work *w, int stuck, char *out, size_t len) {
     char prefix[300];
-    snprintf(prefix, sizeof prefix, "pg/%s/op%lu/waiting/", pg->name, w->seq);
+    snprintf(prefix, sizeof prefix, "%s%s/op%lu/waiting/", pg->shared->root, pg->name, w->seq);
     int rc = announce_and_wait(pg->shared, prefix, pg->rank, pg->size, 1.0, out, len);
     /* everyone is waiting (or the store is gone): name the peer this rank waited for */
     if ((rc != 1 || !out[0]) && stuck >= 0) snprintf(out, len, "%d", stuck);
@@ -358,7 +360,11 @@ sr_pg *sr__pg_create_world(const sr_pg_world_args *a, char *err, size_t errlen) 
     sh->local_rank = a->local_rank;
     sh->timeout_s = a->timeout_s;
     sh->ops = ops;
-    world_pg = create_group(sh, NULL, "pg/world/", "world", a->rank, a->size, 0, a->rank, err, errlen);
+    if (a->attempt > 0) snprintf(sh->root, sizeof sh->root, "pg@%d/", a->attempt);
+    else snprintf(sh->root, sizeof sh->root, "pg/");
+    char name[64];
+    snprintf(name, sizeof name, "%sworld/", sh->root);
+    world_pg = create_group(sh, NULL, name, "world", a->rank, a->size, 0, a->rank, err, errlen);
     return world_pg;
 }
 
@@ -390,7 +396,7 @@ int sr_pg_split(sr_pg *pg, int color, int key, sr_pg **out) {
         return -1;
     }
     snprintf(display, sizeof display, "%.150s.%lu/%d", pg->name, child, color);
-    snprintf(name, sizeof name, "pg/%s/", display);
+    snprintf(name, sizeof name, "%s%s/", pg->shared->root, display);
     sr_pg *sub = create_group(pg->shared, pg->impl, name, display, me, n, color, key, err, sizeof err);
     if (!sub) {
         fail(pg, "split of group %s: %s", pg->name, err);

@@ -142,7 +142,8 @@ static int api_init_process_group(sr_host *h, const char *backend, double timeou
     if (!is_loopback(run->layout.master_addr) && gethostname(hostname, sizeof hostname) != 0)
         snprintf(hostname, sizeof hostname, "127.0.0.1");
     sr_pg_world_args a = {run->rdzv.host, run->rdzv.port, run->rdzv.token, h->topo.rank, h->topo.world_size,
-                          h->topo.local_rank, resolve_backend(backend), hostname, timeout_s};
+                          h->topo.local_rank, resolve_backend(backend), hostname, timeout_s,
+                          run->layout.restart_count};
     char err[2048];
     if (!sr__pg_create_world(&a, err, sizeof err)) {
         sr__log(SR_LOG_ERROR, "%s", err);

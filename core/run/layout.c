@@ -195,6 +195,8 @@ void sr__layout_topology(const sr_layout *l, int local_rank, sr_topology *t) {
     t->master_addr = l->master_addr;
     t->master_port = l->master_port;
     t->run_id = l->run_id;
+    t->restart_count = l->restart_count;
+    t->max_restarts = l->max_restarts;
 }
 
 void sr__layout_free(sr_layout *l) {

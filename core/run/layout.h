@@ -19,6 +19,8 @@ typedef struct sr_layout {
     const char *launcher;         /* its name for messages ("Open MPI"), or NULL */
     int per_process;              /* a launcher started this process as one rank */
     char launcher_job_id[128];    /* what every process of that launch shares, or "" */
+    int max_restarts;             /* [shardrun] max_restarts */
+    int restart_count;            /* the job-wide attempt the workers about to start belong to */
 } sr_layout;
 
 /* Applies cluster detection to unset [shardrun] keys, standalone, free ports.  Errors go to

@@ -82,6 +82,15 @@ static void warn_stray_env(sr_run *run) {
     }
 }
 
+/* A [shardrun] duration: a number of seconds, not negative. */
+static double seconds_key(sr_job *cfg, const char *key) {
+    double v = atof(sr__config_value(cfg, "shardrun", key));
+    if (!(v >= 0) || v > 1e9)
+        sr__diag_add(&cfg->diag, "%s: %s = %s: expected a number of seconds from 0 to 1e9",
+                     sr__config_get(cfg, "shardrun", key)->where, key, sr__config_value(cfg, "shardrun", key));
+    return v;
+}
+
 int sr__run_prepare(sr_run *run, const sr_run_args *args) {
     sr_job *cfg = &run->cfg;
     if (sr__config_load(cfg, args->job) != 0 || cfg->diag.n) goto fail;
@@ -102,9 +111,14 @@ int sr__run_prepare(sr_run *run, const sr_run_args *args) {
     if (cfg->diag.n) goto fail;
 
     sr__layout_resolve(cfg, &run->layout);
-    run->grace = atof(sr__config_value(cfg, "shardrun", "shutdown_grace"));
+    run->grace = seconds_key(cfg, "shutdown_grace");
+    run->preempt_grace = seconds_key(cfg, "preempt_grace");
+    seconds_key(cfg, "restart_delay");
+    seconds_key(cfg, "rdzv_timeout");
+    run->layout.max_restarts = atoi(sr__config_value(cfg, "shardrun", "max_restarts"));
     sr__task_spec_resolve(cfg, args->nextra, args->extra, &run->task);
     if (cfg->diag.n) goto fail;
+    run->model_task = run->task.type == SR_TASK_SO && run->task.kind == SR_TASK_MODEL;
     if (run->task.type == SR_TASK_SO && run->task.kind == SR_TASK_MODEL && sr__task_spec_check_trainer_keys(cfg) != 0)
         goto fail;
     if (sr__run_validate_plugins(run) != 0) goto fail;
@@ -212,13 +226,15 @@ int sr__run_prepare_rdzv(sr_run *run) {
         .ack_timeout_s = run->grace + 5.0,
         .per_process = l->per_process,
         .launcher_job_id = l->launcher_job_id,
+        .max_restarts = l->max_restarts,
+        .restart_delay_s = atof(sr__config_value(&run->cfg, "shardrun", "restart_delay")),
         .fingerprint = run->fingerprint = run_fingerprint(run),
     };
     if (sr__rdzv_prepare(&run->rdzv, &a, &run->cfg.diag) != 0) {
         sr__rdzv_free(&run->rdzv); /* connections made before the refusal */
         return -1;
     }
-    if (run->rdzv.hosting)
+    if (run->rdzv.server)
         sr__log(SR_LOG_DEBUG, "rendezvous store listening on %s:%d", nagents == 1 ? "127.0.0.1" : "0.0.0.0",
                 run->rdzv.port);
     return 0;

@@ -56,6 +56,7 @@ int sr_local_rank(const sr_ctx *c) { return c->topo.local_rank; }
 int sr_local_world_size(const sr_ctx *c) { return c->topo.local_world_size; }
 int sr_node_rank(const sr_ctx *c) { return c->topo.node_rank; }
 int sr_num_nodes(const sr_ctx *c) { return c->topo.nnodes; }
+int sr_restart_count(const sr_ctx *c) { return c->topo.restart_count; }
 
 static int was_asked(const sr_ctx *c, const char *key) {
     for (size_t i = 0; i < c->nasked; i++)

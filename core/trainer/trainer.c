@@ -4,6 +4,7 @@
 #include "trainer/trainer.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,10 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/progress.h"
 #include "task/ctx.h"
 #include "trainer/output_dir.h"
+#include "trainer/preempt.h"
 #include "trainer/trainer_internal.h"
 
 /* Set-up errors are the same on every rank as a rule (one job file, one environment): ranks other
@@ -56,10 +59,38 @@ static void release_stderr(held_stderr *h, int failed) {
 
 /* ---- set-up ---------------------------------------------------------------------------------- */
 
+/* How many times this job was started again: shardrun's own restarts (max_restarts), or Slurm's
+   requeue of the whole job (SLURM_RESTART_COUNT, the same command run again). */
+static int restarts(const sr__trainer *t) {
+    const char *slurm = getenv("SLURM_RESTART_COUNT");
+    int n = sr_restart_count(t->ctx);
+    return n > 0 ? n : slurm && atoi(slurm) > 0 ? atoi(slurm) : 0;
+}
+
+/* A restarted job continues from the newest complete checkpoint of output_dir, without being asked
+   (checkpoint-N.tmp, a save the failure interrupted, does not count); with none yet, from where
+   the job file says. */
+static void resume_after_restart(sr__trainer *t) {
+    sr__train_args *a = &t->a;
+    int n = restarts(t);
+    if (!n || !a->output_dir) return;
+    char *latest = sr__ckpt_latest(a->output_dir);
+    if (!latest) {
+        if (t->rank == 0)
+            printf("shardrun: restart %d: no checkpoint in %s yet; starting from %s\n", n, a->output_dir,
+                   a->resume_from_checkpoint ? a->resume_from_checkpoint : "the beginning");
+        return;
+    }
+    if (t->rank == 0) printf("shardrun: restart %d: resuming from the newest checkpoint, %s\n", n, latest);
+    free(latest);
+    a->resume_from_checkpoint = "latest";
+}
+
 /* The parameters training starts from: a checkpoint (resume_from_checkpoint), a safetensors file
    (init_weights) or the task's initialisers.  An exit code. */
 static int start_params(sr__trainer *t) {
     sr__train_args *a = &t->a;
+    resume_after_restart(t);
     if (!a->resume_from_checkpoint) {
         if (!a->init_weights) return sr__engine_init_params(t->e) == 0 ? SR_EXIT_OK : SR_EXIT_FAILED;
         if (sr__engine_load_weights(t->e, a->init_weights, &t->weights_bytes) != 0) return SR_EXIT_FAILED;
@@ -95,7 +126,7 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
     if (sr__train_args_read(ctx, &t->a) != 0) return SR_EXIT_CONFIG;
     t->rank = sr_rank(ctx), t->ws = sr_world_size(ctx), t->tty = sr__ctx_tty(ctx);
     char why[8192];
-    if (t->a.output_dir && sr__output_dir_check(t->a.output_dir, t->a.resume_from_checkpoint != NULL,
+    if (t->a.output_dir && sr__output_dir_check(t->a.output_dir, t->a.resume_from_checkpoint != NULL || restarts(t),
                                                 t->a.overwrite_output_dir, why, sizeof why) != 0) {
         sr__log(SR_LOG_ERROR, "%s", why);
         return SR_EXIT_CONFIG;
@@ -221,25 +252,67 @@ static int train_step(sr__trainer *t, long long step, double *loss, sr__step_res
     return 0;
 }
 
+/* Writes checkpoint-<global_step>, tells the agent.  0 or -1. */
+static int save_now(sr__trainer *t, sr_progress_kind kind) {
+    const sr__train_args *a = &t->a;
+    long long step = t->ts.global_step;
+    if (sr__ckpt_save(t->e, a->output_dir, &t->ts) != 0) return -1;
+    t->saved_step = step;
+    char what[1100];
+    snprintf(what, sizeof what, "%lld %s/checkpoint-%lld", step, a->output_dir, step);
+    sr__progress_send(kind, what);
+    if (t->rank == 0)
+        printf("shardrun: saved %s/checkpoint-%lld (%s)\n", a->output_dir, step, sr__state_dict_name(t->cfg->state_dict));
+    return 0;
+}
+
 /* A checkpoint every save_steps steps and after the last one (save_final).  0 or -1. */
 static int save_if_due(sr__trainer *t) {
     const sr__train_args *a = &t->a;
     long long step = t->ts.global_step;
     int last = step == t->plan.total_steps;
     if (!(a->save_steps > 0 && step % a->save_steps == 0) && !(last && a->save_final)) return 0;
-    if (sr__ckpt_save(t->e, a->output_dir, &t->ts) != 0) return -1;
+    return save_now(t, SR_PROGRESS_CHECKPOINT);
+}
+
+/* Every rank was asked to stop (SIGTERM): the step just taken is saved, unless it already was,
+   and the worker exits as a SIGTERM would have it, 143. */
+static int stop_preempted(sr__trainer *t) {
+    long long step = t->ts.global_step;
+    char what[1100];
+    if (!t->a.output_dir) {
+        if (t->rank == 0) printf("shardrun: preempted (SIGTERM) after step %lld; no output_dir, nothing saved\n", step);
+        return SR_EXIT_SIGNAL_BASE + SIGTERM;
+    }
+    if (t->saved_step != step && save_now(t, SR_PROGRESS_CHECKPOINT) != 0) return SR_EXIT_FAILED;
+    snprintf(what, sizeof what, "%lld %s/checkpoint-%lld", step, t->a.output_dir, step);
+    sr__progress_send(SR_PROGRESS_PREEMPTED, what);
+    sr_report_bool(t->ctx, "preempted", 1);
+    sr_report_int(t->ctx, "global_step", step);
+    sr_report_str(t->ctx, "checkpoint", what + strcspn(what, " ") + 1);
     if (t->rank == 0)
-        printf("shardrun: saved %s/checkpoint-%lld (%s)\n", a->output_dir, step, sr__state_dict_name(t->cfg->state_dict));
-    return 0;
+        printf("shardrun: preempted (SIGTERM) after step %lld of %lld: %s/checkpoint-%lld holds it; the same job with "
+               "resume_from_checkpoint = latest continues from there\n", step, t->plan.total_steps, t->a.output_dir,
+               step);
+    return SR_EXIT_SIGNAL_BASE + SIGTERM;
 }
 
 static int train(sr__trainer *t) {
+    char text[32];
+    sr__progress_send(SR_PROGRESS_STARTED, "training");
+    t->saved_step = -1;
     for (long long step = t->ts.global_step; step < t->plan.total_steps; step++) {
         double loss;
         sr__step_result r;
         if (train_step(t, step, &loss, &r) != 0) return SR_EXIT_FAILED;
+        snprintf(text, sizeof text, "%lld", t->ts.global_step);
+        sr__progress_send(SR_PROGRESS_STEP, text);
+        sr__debug_kill_at(t->rank, sr_restart_count(t->ctx), t->ts.global_step);
         sr__trainer_log_step(t, loss, &r);
         if (save_if_due(t) != 0) return SR_EXIT_FAILED;
+        int stop = sr__preempt_agreed(t->e);
+        if (stop < 0) return SR_EXIT_FAILED;
+        if (stop && step + 1 < t->plan.total_steps) return stop_preempted(t);
     }
     double runtime = sr__now_s() - t->t0; /* (the last step is always logged: its line replaced the bar) */
     return sr__trainer_report(t, runtime) == 0 ? SR_EXIT_OK : SR_EXIT_FAILED;
@@ -258,6 +331,7 @@ static void teardown(sr__trainer *t) {
 int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops) {
     sr__trainer t;
     held_stderr held;
+    sr__preempt_install();
     hold_stderr(&held, sr_local_rank(ctx));
     int rc = setup(&t, ctx, task_name, ops);
     if (rc == SR_EXIT_OK) rc = plan_run(&t);

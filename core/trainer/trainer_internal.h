@@ -51,6 +51,7 @@ typedef struct sr__trainer {
                            the first nst steps' only) */
     long long nst, st_cap;
     int skipped;
+    long long saved_step; /* the step of the last checkpoint this run wrote, -1: none */
 } sr__trainer;
 
 /* output_dir/train_log.jsonl (rank 0, with output_dir; else NULL): a resumed run keeps the lines

@@ -12,6 +12,7 @@
 #include "shardrun/task.h"
 #include "base/abi.h"
 #include "base/log.h"
+#include "base/progress.h"
 #include "task/ctx.h"
 #include "trainer/trainer.h"
 
@@ -43,6 +44,8 @@ static _Noreturn void run_main_task(sr_run *run, int local_rank, int results_fd)
     sr__layout_topology(&run->layout, local_rank, &topo);
     sr_ctx *ctx = sr__ctx_new(&topo, &run->cfg);
     sr__ctx_set_tty(ctx, run->stdout_tty);
+    /* a model task's trainer says "started" itself, once set-up is over and training begins */
+    if (t->kind == SR_TASK_MAIN) sr__progress_send(SR_PROGRESS_STARTED, "main");
     int rc = t->kind == SR_TASK_MAIN ? t->main(ctx, run->task.argc, run->task.argv)
                                      : sr__trainer_run(ctx, t->name ? t->name : run->task.path, t->model);
     int code = rc >= 0 && rc <= 255 ? rc : 1;
@@ -57,6 +60,7 @@ static _Noreturn void run_main_task(sr_run *run, int local_rank, int results_fd)
 }
 
 _Noreturn void sr__worker_run(sr_run *run, int local_rank, int results_fd) {
+    sr__progress_set_fd(results_fd);
     sr_diag diag = {0};
     sr_env_block block = {0};
     if (sr__run_build_env(run, local_rank, &block, &diag) != 0) {
@@ -74,6 +78,7 @@ _Noreturn void sr__worker_run(sr_run *run, int local_rank, int results_fd) {
     /* an init hook that fails (a process group that could not form) is the run failing, not bad input */
     if (sr__run_plugins_init(run, local_rank) != 0) _exit(SR_EXIT_FAILED);
     if (run->task.type == SR_TASK_EXEC) {
+        sr__progress_send(SR_PROGRESS_STARTED, "exec"); /* a program that fails later may be restarted */
         execv(run->task.path, run->task.argv);
         sr__log(SR_LOG_ERROR, "cannot start %s: %s", run->task.path, strerror(errno));
         _exit(SR_EXIT_CANNOT_EXEC);

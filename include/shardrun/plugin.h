@@ -68,6 +68,9 @@ typedef struct sr_topology {
     const char *master_addr;
     int master_port;
     const char *run_id;
+    /* appended (read them only when struct_size reaches them): the job-wide attempt, 0 for the
+       first start, and [shardrun] max_restarts */
+    int restart_count, max_restarts;
 } sr_topology;
 
 typedef enum sr_log_level { SR_LOG_ERROR = 0, SR_LOG_WARN, SR_LOG_INFO, SR_LOG_DEBUG } sr_log_level;

@@ -61,6 +61,10 @@ SR_API int sr_local_rank(const sr_ctx *ctx);
 SR_API int sr_local_world_size(const sr_ctx *ctx);
 SR_API int sr_node_rank(const sr_ctx *ctx);
 SR_API int sr_num_nodes(const sr_ctx *ctx);
+/* How many times shardrun has started this job again after a failure ([shardrun] max_restarts):
+   0 in the first attempt.  The same number as TORCHELASTIC_RESTART_COUNT.  A main task that keeps
+   its own checkpoints resumes from them when it is > 0 (a model task's trainer does so itself). */
+SR_API int sr_restart_count(const sr_ctx *ctx);
 
 /* The job file's [task] section, after overrides (`--set task.KEY=V`, SHARDRUN_TASK_KEY). */
 SR_API const char *sr_config(const sr_ctx *ctx, const char *key); /* NULL when absent */

@@ -5,6 +5,7 @@
  * Its init hook then creates the process group for main tasks, as torch's env:// init would
  * (exec: programs form their own, from the same variables).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,8 @@ static const sr_var torch_writes[] = {
     {"MASTER_ADDR", "`[shardrun] master_addr` (`localhost` with standalone)"},
     {"MASTER_PORT", "`[shardrun] master_port` (a free port when 0 or standalone)"},
     {"TORCHELASTIC_RUN_ID", "`[shardrun] run_id` (`none`, or a fresh uuid with standalone)"},
-    {"TORCHELASTIC_RESTART_COUNT", "`0`"},
-    {"TORCHELASTIC_MAX_RESTARTS", "`0`"},
+    {"TORCHELASTIC_RESTART_COUNT", "the job-wide attempt: `0`, then 1, 2, ... after each restart"},
+    {"TORCHELASTIC_MAX_RESTARTS", "`[shardrun] max_restarts`"},
     {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "`1` unless already set"},
     {"OMP_NUM_THREADS", "`1` when unset and more than one worker runs on the node; an exported value is kept"},
     {NULL, NULL},
@@ -63,8 +64,11 @@ static int torch_write_env(const sr_host_api *api, sr_host *h) {
     bad |= api->env_set(h, "MASTER_ADDR", t->master_addr, "shardrun.master_addr");
     bad |= set_int(api, h, "MASTER_PORT", t->master_port, "shardrun.master_port");
     bad |= api->env_set(h, "TORCHELASTIC_RUN_ID", t->run_id, "shardrun.run_id");
-    bad |= api->env_set(h, "TORCHELASTIC_RESTART_COUNT", "0", "no restarts");
-    bad |= api->env_set(h, "TORCHELASTIC_MAX_RESTARTS", "0", "no restarts");
+    /* a host older than the restart fields has no restarts */
+    int has_restarts = t->struct_size >= offsetof(sr_topology, max_restarts) + sizeof t->max_restarts;
+    bad |= set_int(api, h, "TORCHELASTIC_RESTART_COUNT", has_restarts ? t->restart_count : 0,
+                   "the job's restart count (shardrun.max_restarts)");
+    bad |= set_int(api, h, "TORCHELASTIC_MAX_RESTARTS", has_restarts ? t->max_restarts : 0, "shardrun.max_restarts");
     if (!api->env_get(h, "TORCH_NCCL_ASYNC_ERROR_HANDLING"))
         bad |= api->env_set(h, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", "torchrun's default");
     if (t->local_world_size > 1 && !api->env_get(h, "OMP_NUM_THREADS"))

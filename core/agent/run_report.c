@@ -1,0 +1,178 @@
+/* What the agent says when an attempt ends: the summary on stderr and the results list (see
+   workers.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/workers.h"
+#include "base/log.h"
+
+const char *sr__signal_name(int sig, char *buf, size_t len) {
+    const char *abbrev = sigabbrev_np(sig);
+    snprintf(buf, len, "SIG%s", abbrev ? abbrev : "?");
+    return buf;
+}
+
+void sr__describe_status(int status, char *buf, size_t len) {
+    char name[32];
+    if (WIFEXITED(status)) snprintf(buf, len, "exited with code %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, len, "was killed by signal %s (%d)%s", sr__signal_name(WTERMSIG(status), name, sizeof name),
+                 WTERMSIG(status), WCOREDUMP(status) ? ", core dumped" : "");
+    else snprintf(buf, len, "ended with status 0x%x", status);
+}
+
+static void print_tail(const sr_worker *w) {
+    if (!w->tail.count) {
+        fprintf(stderr, "shardrun: rank %d printed nothing\n", w->rank);
+        return;
+    }
+    fprintf(stderr, "shardrun: last %d line%s of rank %d:\n", w->tail.count, w->tail.count > 1 ? "s" : "", w->rank);
+    for (int k = 0; k < w->tail.count; k++) {
+        int idx = (w->tail.next - w->tail.count + k + SR_TAIL_LINES) % SR_TAIL_LINES;
+        fprintf(stderr, "shardrun:   [rank%d]: %s\n", w->rank, w->tail.lines[idx]);
+    }
+}
+
+/* Where a preempted run left its checkpoint, as this agent's workers said. */
+static void print_preempted(const sr_attempt *st, sr_run *run) {
+    const sr_worker *saved = NULL;
+    int missing = 0;
+    for (int i = 0; i < st->n; i++) {
+        if (st->ws[i].progress.preempted && !saved) saved = &st->ws[i];
+        missing += !st->ws[i].progress.preempted;
+    }
+    if (saved && !missing)
+        fprintf(stderr, "shardrun: preempted by SIGTERM: every rank stopped after step %lld and %s holds it; run the "
+                "same job with resume_from_checkpoint = latest (--set task.resume_from_checkpoint=latest) to continue\n",
+                saved->progress.ckpt_step, saved->progress.ckpt_path);
+    else if (saved)
+        sr__log(SR_LOG_ERROR, "preempted by SIGTERM: %s was written at step %lld, but %d rank%s of this node did not "
+                "confirm it before preempt_grace (%gs) ran out: check the folder before resuming from it",
+                saved->progress.ckpt_path, saved->progress.ckpt_step, missing, missing > 1 ? "s" : "", run->preempt_grace);
+    else
+        sr__log(SR_LOG_ERROR, "preempted by SIGTERM before a checkpoint could be written (within preempt_grace, %gs, "
+                "or before training began): the run continues only from its last regular checkpoint", run->preempt_grace);
+}
+
+void sr__print_summary(const sr_attempt *st, sr_run *run) {
+    char what[128], name[32];
+    if (st->preempting) {
+        print_preempted(st, run);
+    } else if (st->failed >= 0) {
+        const sr_worker *w = &st->ws[st->failed];
+        sr__describe_status(w->status, what, sizeof what);
+        if (st->blamed >= 0) {
+            /* the rank that exited first only followed the one that reported the error */
+            const sr_worker *b = &st->ws[st->blamed];
+            sr__log(SR_LOG_ERROR, "rank %d (local rank %d, pid %d) reported an error, then rank %d (local rank %d, "
+                    "pid %d) %s without a word", b->rank, b->local_rank, (int)b->pid, w->rank, w->local_rank,
+                    (int)w->pid, what);
+            w = b;
+        } else {
+            sr__log(SR_LOG_ERROR, "rank %d (local rank %d, pid %d) %s", w->rank, w->local_rank, (int)w->pid, what);
+        }
+        print_tail(w);
+    } else if (st->stop_signal) {
+        fprintf(stderr, "shardrun: interrupted by %s\n", sr__signal_name(st->stop_signal, name, sizeof name));
+    } else if (st->failed_elsewhere && run->rdzv.refused_at) {
+        sr__log(SR_LOG_ERROR, "%s", run->rdzv.failed_elsewhere); /* this agent refused another's job */
+    } else if (st->failed_elsewhere) {
+        /* per-process launchers run several agents on one node: "another node" only when it was */
+        int same_node = run->rdzv.failed_node == run->layout.node_rank;
+        sr__log(SR_LOG_ERROR, "the run failed %s: %s",
+                same_node ? "in another shardrun process of this node" : "on another node", run->rdzv.failed_elsewhere);
+    }
+    if (st->stopped && !(st->preempting && !st->killed)) /* preempted workers stop themselves */
+        fprintf(stderr, "shardrun: stopped the %s%d worker%s of this node (%s, then SIGKILL after %gs)%s\n",
+                st->failed >= 0 ? "other " : "", st->stopped, st->stopped > 1 ? "s" : "",
+                sr__signal_name(st->stop_signal ? st->stop_signal : SIGTERM, name, sizeof name),
+                st->preempting ? run->preempt_grace : run->grace, st->killed ? "; some needed SIGKILL" : "");
+    /* every attempt of a job that restarted, as the deciding agent saw them */
+    if (run->rdzv.hosting && run->rdzv.attempt > 0 && run->rdzv.attempts.n && !st->preempting &&
+        (st->failed >= 0 || st->failed_elsewhere)) {
+        fprintf(stderr, "shardrun: the job failed after %d restart%s (max_restarts = %d); its attempts:\n",
+                run->rdzv.attempt, run->rdzv.attempt > 1 ? "s" : "", run->rdzv.max_restarts);
+        const char *s = run->rdzv.attempts.s;
+        for (const char *nl; s && *s && (nl = strchr(s, '\n')); s = nl + 1)
+            fprintf(stderr, "shardrun:   %.*s\n", (int)(nl - s), s);
+    }
+}
+
+void sr__local_results(const sr_attempt *st, sr_buf *b) {
+    char name[32];
+    for (int i = 0; i < st->n; i++) {
+        const sr_worker *w = &st->ws[i];
+        if (i) sr__buf_add(b, ",\n", 2);
+        sr__buf_add(b, "  ", 2);
+        if (w->result.n) sr__buf_add(b, w->result.s, w->result.n);
+        else if (w->reaped && WIFEXITED(w->status)) /* exec tasks and crashed tasks report nothing */
+            sr__buf_printf(b, "{\"rank\": %d, \"exit_code\": %d}", w->rank, WEXITSTATUS(w->status));
+        else if (w->reaped && WIFSIGNALED(w->status))
+            sr__buf_printf(b, "{\"rank\": %d, \"exit_code\": null, \"signal\": \"%s\"}", w->rank,
+                           sr__signal_name(WTERMSIG(w->status), name, sizeof name));
+        else
+            sr__buf_printf(b, "{\"rank\": %d, \"exit_code\": null}", w->rank);
+    }
+    /* ranks this agent never started (a fork that failed, or an attempt that never began) */
+    for (int i = st->n; i < st->want; i++)
+        sr__buf_printf(b, "%s  {\"rank\": %d, \"exit_code\": null}", i ? ",\n" : "", st->first_rank + i);
+}
+
+int sr__write_results(const sr_attempt *st, sr_run *run, const char *path) {
+    if (run->rdzv.nagents > 1 && !run->rdzv.hosting && !st->results_local) return 0;
+    sr_buf b = {0}, mine = {0};
+    sr__local_results(st, &mine);
+    sr__buf_add(&b, "[\n", 2);
+    if (run->rdzv.hosting) {
+        for (int a = 0; a < run->rdzv.nagents; a++) {
+            size_t len = mine.n;
+            const char *part = a == run->rdzv.agent_id ? mine.s : sr__rdzv_results(&run->rdzv, a, &len);
+            if (b.n > 2) sr__buf_add(&b, ",\n", 2);
+            if (part && len) {
+                sr__buf_add(&b, part, len);
+            } else { /* an agent that never reported (it went away): its ranks' outcome is unknown */
+                for (int i = 0; i < st->want; i++)
+                    sr__buf_printf(&b, "%s  {\"rank\": %d, \"exit_code\": null}", i ? ",\n" : "", a * st->want + i);
+            }
+        }
+    } else {
+        sr__buf_add(&b, mine.s, mine.n);
+    }
+    sr__buf_add(&b, "\n]\n", 3);
+    sr__buf_free(&mine);
+    int rc = 0;
+    if (fwrite(b.s, 1, b.n, stdout) != b.n || fflush(stdout) != 0) {
+        sr__log(SR_LOG_ERROR, "cannot write the results to stdout: %s", strerror(errno));
+        rc = -1;
+    }
+    if (path) {
+        char *tmp = NULL;
+        if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) tmp = NULL;
+        FILE *f = tmp ? fopen(tmp, "w") : NULL;
+        if (!f || fwrite(b.s, 1, b.n, f) != b.n || fclose(f) != 0 || rename(tmp, path) != 0) {
+            sr__log(SR_LOG_ERROR, "cannot write results to %s: %s", path, strerror(errno));
+            if (tmp) unlink(tmp);
+            rc = -1;
+        }
+        free(tmp);
+    }
+    sr__buf_free(&b);
+    return rc;
+}
+
+int sr__probe_results(const char *path) {
+    char *tmp = NULL;
+    if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) return -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), saved = errno;
+    if (fd >= 0) close(fd), unlink(tmp);
+    free(tmp);
+    errno = saved;
+    return fd >= 0 ? 0 : -1;
+}

@@ -1,0 +1,57 @@
+/*
+ * The workers of one attempt, as the agent's supervisor (supervisor.c) keeps them and its report
+ * (run_report.c) reads them: their pipes, relays, result objects, progress and exit statuses.
+ */
+#ifndef SR_AGENT_WORKERS_H
+#define SR_AGENT_WORKERS_H
+
+#include <sys/types.h>
+
+#include "agent/output.h"
+#include "base/progress.h"
+#include "base/strbuf.h"
+#include "run/run.h"
+
+enum { SR_OUT = 0, SR_ERR = 1, SR_RES = 2, SR_NSTREAMS = 3 };
+
+typedef struct sr_worker {
+    pid_t pid;
+    int local_rank, rank;
+    int fd[SR_NSTREAMS]; /* read ends; -1 when closed */
+    sr_relay relay[2];
+    sr_tail tail;
+    sr_buf result;        /* its result object (progress records removed) */
+    sr_progress progress; /* what it said of its work (base/progress.h) */
+    int reaped, status;
+} sr_worker;
+
+typedef struct sr_attempt {
+    sr_worker *ws;
+    int n;
+    int failed;           /* index of the first failed worker, -1 */
+    int stop_signal;      /* signal that stopped shardrun, 0 */
+    int failed_elsewhere; /* the run failed on another agent first */
+    int preempting;       /* SIGTERM: every rank stops after its step with a checkpoint */
+    int restart;          /* this attempt ended in a restart: the job starts again */
+    double kill_at;       /* when SIGKILL follows SIGTERM; 0: not stopping */
+    int killed;           /* SIGKILL sent */
+    int stopped;          /* workers still running when the stop began */
+    int results_local;    /* this agent's results could not be handed to node 0: it prints them */
+    int want, first_rank; /* the workers this agent was to start, and the first one's rank */
+    int blamed;           /* a worker that reported an error before the first failed one, silent, exited; -1 */
+} sr_attempt;
+
+/* run_report.c */
+const char *sr__signal_name(int sig, char *buf, size_t len);
+void sr__describe_status(int status, char *buf, size_t len);
+/* This agent's ranks' result objects, one per line, comma-separated. */
+void sr__local_results(const sr_attempt *st, sr_buf *b);
+/* The failure, interruption or preemption summary on stderr (nothing after success). */
+void sr__print_summary(const sr_attempt *st, sr_run *run);
+/* The results list on stdout (the agent holding rank 0, or one whose results stayed local), and
+   in `path`.  0, or -1 when it could not be written. */
+int sr__write_results(const sr_attempt *st, sr_run *run, const char *path);
+/* Whether the results file can be written where it will be.  0 or -1 (errno). */
+int sr__probe_results(const char *path);
+
+#endif

@@ -1,0 +1,64 @@
+/* Worker -> agent progress records (see progress.h). */
+#include "base/progress.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int progress_fd = -1;
+
+void sr__progress_set_fd(int fd) { progress_fd = fd; }
+
+void sr__progress_send(sr_progress_kind kind, const char *text) {
+    if (progress_fd < 0) return;
+    char rec[1100];
+    int n = snprintf(rec, sizeof rec, "%c%c%s\n", SR_PROGRESS_MARK, (char)kind, text ? text : "");
+    if (n <= 0 || (size_t)n >= sizeof rec) return;
+    /* one write of at most PIPE_BUF bytes: the record arrives whole or not at all */
+    for (;;) {
+        ssize_t w = write(progress_fd, rec, (size_t)n);
+        if (w < 0 && errno == EINTR) continue;
+        return;
+    }
+}
+
+void sr__progress_init(sr_progress *p) {
+    memset(p, 0, sizeof *p);
+    p->step = -1;
+    p->ckpt_step = -1;
+}
+
+static void apply(sr_progress *p, char kind, const char *text) {
+    long long step;
+    int at = 0;
+    switch (kind) {
+    case SR_PROGRESS_STARTED: p->started = 1; break;
+    case SR_PROGRESS_STEP:
+        if (sscanf(text, "%lld", &step) == 1) p->step = step;
+        break;
+    case SR_PROGRESS_CHECKPOINT:
+    case SR_PROGRESS_PREEMPTED:
+        if (sscanf(text, "%lld %n", &step, &at) == 1 && at > 0) {
+            p->ckpt_step = step;
+            snprintf(p->ckpt_path, sizeof p->ckpt_path, "%s", text + at);
+            if (kind == SR_PROGRESS_PREEMPTED) p->preempted = 1;
+        }
+        break;
+    default: break; /* a kind of a newer worker: ignored */
+    }
+}
+
+size_t sr__progress_take(sr_progress *p, char *buf, size_t *n) {
+    size_t pos = 0;
+    while (pos < *n && buf[pos] == SR_PROGRESS_MARK) {
+        char *nl = memchr(buf + pos, '\n', *n - pos);
+        if (!nl) break;
+        *nl = 0;
+        if (nl > buf + pos + 1) apply(p, buf[pos + 1], buf + pos + 2);
+        pos = (size_t)(nl - buf) + 1;
+    }
+    if (pos) memmove(buf, buf + pos, *n - pos), *n -= pos;
+    return pos;
+}

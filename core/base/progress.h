@@ -1,0 +1,54 @@
+/*
+ * What a worker tells its agent while it runs, besides its output: that the work began, the step
+ * it reached, the checkpoints it wrote.  The agent needs these to decide whether a failure may be
+ * retried (not before training began), to say in its summary which step each failed rank had
+ * reached, and to say where a preempted run left its checkpoint.
+ *
+ * Lifecycle: the agent creates the results pipe of each worker (close-on-exec) -> the worker
+ * passes its end to sr__progress_set_fd() -> the worker and the trainer send records with
+ * sr__progress_send() -> at the end the worker writes its result object to the same pipe -> the
+ * agent strips the records from what it reads with sr__progress_take(), leaving the result.
+ *
+ * Wire format: each record is 0x1E (ASCII record separator, which JSON text never holds raw), one
+ * kind letter, the text, '\n'.  Records always come before the result object.
+ */
+#ifndef SR_BASE_PROGRESS_H
+#define SR_BASE_PROGRESS_H
+
+#include <stddef.h>
+
+#define SR_PROGRESS_MARK '\x1e'
+
+typedef enum sr_progress_kind {
+    SR_PROGRESS_STARTED = 'S',    /* the task's work began: training (model task), main() or the program */
+    SR_PROGRESS_STEP = 'P',       /* text: the optimizer steps done */
+    SR_PROGRESS_CHECKPOINT = 'C', /* text: "STEP PATH" of a checkpoint just written */
+    SR_PROGRESS_PREEMPTED = 'E'   /* text: "STEP PATH": stopped on request after writing this checkpoint */
+} sr_progress_kind;
+
+/* The value the agent sends with SIGTERM (sigqueue) when a worker must stop at once: its run
+   failed elsewhere or is being restarted.  A plain SIGTERM (kill, Slurm, a cloud's notice) asks a
+   model task to finish its step and write a checkpoint first (trainer/preempt.h). */
+#define SR_STOP_NOW_VALUE 0x53544f50 /* "STOP" */
+
+/* Worker: where records go (-1: nowhere). */
+void sr__progress_set_fd(int fd);
+/* Worker: sends one record (text without newlines); never blocks the caller for long and never
+   fails it: a record that cannot be written is dropped. */
+void sr__progress_send(sr_progress_kind kind, const char *text);
+
+/* What the agent keeps of a worker's records. */
+typedef struct sr_progress {
+    int started;
+    long long step;              /* -1: no step reported */
+    long long ckpt_step;         /* the newest checkpoint's step, -1: none */
+    char ckpt_path[1024];
+    int preempted;               /* stopped on request, after writing ckpt_path */
+} sr_progress;
+
+void sr__progress_init(sr_progress *p);
+/* Agent: removes every complete record at the start of buf[0..*n) into p, moving what follows to
+   the front; returns the bytes removed.  A record cut short by the end of the data stays. */
+size_t sr__progress_take(sr_progress *p, char *buf, size_t *n);
+
+#endif

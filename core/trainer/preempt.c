@@ -1,0 +1,54 @@
+/* A plain SIGTERM asks for a checkpoint and a stop; a queued "stop now" stops (see preempt.h). */
+#define _GNU_SOURCE
+#include "trainer/preempt.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <string.h>
+
+#include "base/progress.h"
+
+static volatile sig_atomic_t asked;
+
+static void on_sigterm(int sig, siginfo_t *si, void *uc) {
+    (void)uc;
+    if (si && si->si_code == SI_QUEUE && si->si_value.sival_int == SR_STOP_NOW_VALUE) {
+        /* die by SIGTERM as if no handler were installed: it is delivered again when we return */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    /* later plain SIGTERMs change nothing: Slurm signals every process of a step and the agent
+       passes its own on, so one preemption may arrive twice; the agent enforces preempt_grace */
+    asked = 1;
+}
+
+void sr__preempt_install(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigterm;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+void sr__debug_kill_at(int rank, int restart_count, long long step) {
+    const char *v = getenv("SHARDRUN_DEBUG_KILL_AT");
+    int r, at = 0;
+    long long s;
+    if (!v || sscanf(v, "%d:%lld%n", &r, &s, &at) != 2) return;
+    int every = !strcmp(v + at, ":every");
+    if (r == rank && s == step && (every || !restart_count)) {
+        fflush(NULL);
+        raise(SIGKILL);
+    }
+}
+
+int sr__preempt_agreed(sr__engine *e) {
+    double any = sr__engine_mean(e, asked ? 1.0 : 0.0);
+    if (isnan(any)) return -1;
+    return any > 0;
+}

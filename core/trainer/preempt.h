@@ -1,0 +1,25 @@
+/*
+ * Preemption in a model task's worker: a plain SIGTERM (the agent passing on its own SIGTERM, or
+ * Slurm/a cloud signalling every process of the job) asks the run to stop after the current
+ * optimizer step with a checkpoint; a SIGTERM the agent queued with SR_STOP_NOW_VALUE
+ * (base/progress.h) stops the worker at once, as the default action would.
+ *
+ * Lifecycle (worker, trainer): sr__preempt_install() before set-up -> after every optimizer step
+ * sr__preempt_agreed() (collective: every rank learns whether any rank was asked, so all stop
+ * after the same step) -> the trainer writes its checkpoint and exits 143.
+ */
+#ifndef SR_TRAINER_PREEMPT_H
+#define SR_TRAINER_PREEMPT_H
+
+#include "fsdp/engine.h"
+
+void sr__preempt_install(void);
+/* Collective over the world: 1 when any rank was asked to stop, 0 when none, -1 when the
+   collective failed. */
+int sr__preempt_agreed(sr__engine *e);
+
+/* Testing aid (SHARDRUN_DEBUG_KILL_AT=RANK:STEP[:every]): this rank dies by SIGKILL after that
+   step of the first attempt (of every attempt with :every). */
+void sr__debug_kill_at(int rank, int restart_count, long long step);
+
+#endif

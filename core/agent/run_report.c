@@ -94,6 +94,14 @@ void sr__print_summary(const sr_attempt *st, sr_run *run) {
                 st->failed >= 0 ? "other " : "", st->stopped, st->stopped > 1 ? "s" : "",
                 sr__signal_name(st->stop_signal ? st->stop_signal : SIGTERM, name, sizeof name),
                 st->preempting ? run->preempt_grace : run->grace, st->killed ? "; some needed SIGKILL" : "");
+    /* a job that may restart, but did not: why */
+    if (run->rdzv.hosting && run->rdzv.max_restarts > run->rdzv.attempt && !st->stop_signal && !st->preempting &&
+        (st->failed >= 0 || st->failed_elsewhere) && run->rdzv.decided_kind != SR_FAIL_RETRYABLE)
+        fprintf(stderr, "shardrun: not restarted (max_restarts = %d): %s\n", run->rdzv.max_restarts,
+                run->rdzv.decided_kind == SR_FAIL_CONFIG
+                    ? "a configuration error fails the same way every time"
+                    : "the failure came before training began (set-up, data, a checkpoint to resume from), so it would "
+                      "fail the same way again");
     /* every attempt of a job that restarted, as the deciding agent saw them */
     if (run->rdzv.hosting && run->rdzv.attempt > 0 && run->rdzv.attempts.n && !st->preempting &&
         (st->failed >= 0 || st->failed_elsewhere)) {

@@ -168,9 +168,9 @@ static int blame(sr_attempt *st, int first) {
 
 /* How far a worker got, for the failure message and the list of attempts. */
 static const char *reached(const sr_worker *w, char *buf, size_t len) {
-    if (!w->progress.started) snprintf(buf, len, ", before its work began");
-    else if (w->progress.step >= 0) snprintf(buf, len, " after step %lld", w->progress.step);
-    else snprintf(buf, len, " before its first step");
+    if (!w->progress.started) snprintf(buf, len, "before its work began");
+    else if (w->progress.step >= 0) snprintf(buf, len, "after step %lld", w->progress.step);
+    else snprintf(buf, len, "before its first step");
     return buf;
 }
 
@@ -204,11 +204,11 @@ static void reap(sr_attempt *st, sr_run *run) {
                 sr__describe_status(status, what, sizeof what);
                 const sr_worker *b = st->blamed >= 0 ? &st->ws[st->blamed] : w;
                 if (st->blamed >= 0)
-                    snprintf(msg, sizeof msg, "rank %d (node %d, host %s) reported an error%s, then rank %d %s",
-                             b->rank, run->layout.node_rank, host, reached(b, step, sizeof step), w->rank, what);
+                    snprintf(msg, sizeof msg, "rank %d (node %d) reported an error, then rank %d %s; %s (host %s)",
+                             b->rank, run->layout.node_rank, w->rank, what, reached(b, step, sizeof step), host);
                 else
-                    snprintf(msg, sizeof msg, "rank %d (node %d, host %s) %s%s", w->rank, run->layout.node_rank, host,
-                             what, reached(w, step, sizeof step));
+                    snprintf(msg, sizeof msg, "rank %d (node %d) %s %s (host %s)", w->rank, run->layout.node_rank, what,
+                             reached(w, step, sizeof step), host);
                 /* a worker that exits 2 found a configuration error: the run's verdict is 2 too */
                 sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, failure_kind(st, b));
                 begin_stop(st, SIGTERM, run->grace, 1);

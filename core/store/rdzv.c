@@ -72,6 +72,7 @@ static void publish_outcome(sr_rdzv *r, int node, char kind, const char *what) {
 static void decide(sr_rdzv *r, int node, char kind, const char *what) {
     if (r->phase != SR_RDZV_RUNNING) return;
     set_failure(r, node, kind == SR_FAIL_CONFIG, what);
+    r->decided_kind = kind;
     if (kind != SR_FAIL_PREEMPT) sr__buf_printf(&r->attempts, "attempt %d: %s\n", r->attempt, what);
     if (kind == SR_FAIL_RETRYABLE && r->attempt < r->max_restarts) {
         r->phase = SR_RDZV_RESTART;
@@ -143,8 +144,8 @@ static int join(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
     if (sscanf((char *)verdict, "ok %d%n", &attempt, &at) != 1 || ((char *)verdict)[at] || attempt < 0) {
         sr__diag_add(diag, "%s", (char *)verdict);
         free(verdict);
-        /* node 0 may now go */
-        sr__store_set(r->ctl, key_of(key, sizeof key, "run/%d/ack/%d", r->attempt, r->agent_id), "1", 1);
+        /* node 0 may now go (a refused later join leaves the acknowledgement to the agent running) */
+        if (j == 1) sr__store_set(r->ctl, key_of(key, sizeof key, "run/%d/ack/%d", r->attempt, r->agent_id), "1", 1);
         return -1;
     }
     free(verdict);

@@ -84,6 +84,7 @@ typedef struct sr_rdzv {
     int reported_failure;    /* this agent reported the run's failure itself */
     char failed_elsewhere[1024]; /* the failure that decided the phase, as text */
     sr_buf attempts;         /* hosting agent: one line per attempt that failed */
+    char decided_kind;       /* deciding agent: the sr_rdzv_failure that decided the phase, 0: none */
 } sr_rdzv;
 
 /* What the run decided that the rendezvous needs (filled by run/run.c from the layout and the

@@ -3,7 +3,10 @@
             act_rank = R        the rank that acts (others `others`, default: sleep)
             act = segv|exit3|sleep|ok|ignore_term    what that rank does
             others = sleep|ok
-            say = TEXT          printed by every rank before acting (the last lines in a summary) */
+            say = TEXT          printed by every rank before acting (the last lines in a summary)
+            act_until_restart = N   the acting rank acts only in the job's first N attempts
+                                (sr_restart_count() < N), then succeeds; every rank prints
+                                "restart count C" first */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
 #include <stdio.h>
@@ -47,6 +50,13 @@ static int behave_main(sr_ctx *ctx, int argc, char **argv) {
     if (dir) write_pid(dir, sr_rank(ctx));
     for (int i = 1; i < argc; i++) printf("arg%d=%s\n", i, argv[i]);
     if (say) printf("%s (rank %d)\n", say, sr_rank(ctx));
+    long long until;
+    if (sr_config_int(ctx, "act_until_restart", -1, &until) != 0) return 2;
+    if (until >= 0) {
+        printf("restart count %d\n", sr_restart_count(ctx));
+        fflush(stdout);
+        if (sr_restart_count(ctx) >= until) return 0;
+    }
     if (sr_rank(ctx) == who) return act(a ? a : "segv");
     const char *others = sr_config(ctx, "others");
     sr_report_int(ctx, "pid", (long long)getpid());

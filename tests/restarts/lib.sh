@@ -1,0 +1,43 @@
+# Shared by the restart and preemption tests: the GPT-2 test helpers, and one small GPT-2 job.
+. "$(dirname "$0")/../gpt2/lib.sh"
+
+# restart_job: $T/job.ini, GPT-2 tiny on 2 ranks (FULL_SHARD per GPT2Block, FULL_STATE_DICT
+# checkpoints every 5 steps), `max_steps` steps, one log line per step.  The caller sets
+# output_dir with --set.
+restart_job() {
+    local steps=${1:-12}
+    corpus
+    gpt2_job job.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = GPT2Block" \
+        "fsdp.state_dict_type = FULL_STATE_DICT" <<EOT
+size = tiny
+data = $T/corpus.txt
+max_length = 64
+min_chars = 100
+max_steps = $steps
+per_device_train_batch_size = 4
+learning_rate = 1e-3
+warmup_steps = 2
+save_steps = 5
+logging_steps = 1
+EOT
+    sed -i 's/^plugins = torch,accelerate$/&\nnproc_per_node = 2/' "$T/job.ini"
+}
+
+# wait_for FILE TEXT [SECONDS]: until FILE holds TEXT (0), or the time is up (1)
+wait_for() {
+    local i
+    for i in $(seq 1 $((${3:-60} * 50))); do
+        grep -qF -- "$2" "$1" 2>/dev/null && return 0
+        sleep 0.02
+    done
+    return 1
+}
+
+# steps_of LOG: "step loss" per line of a train_log.jsonl
+steps_of() {
+    /usr/bin/python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    print(r["step"], r["loss"])' "$1"
+}

@@ -1,0 +1,94 @@
+# Preemption: SIGTERM to shardrun (what Slurm, `scancel --signal=TERM` or a cloud sends before it
+# takes a node) makes every rank, on every node, finish its optimizer step and write a checkpoint;
+# the agent exits 143 naming it, and a resumed run ends byte for byte where an uninterrupted one
+# ends.  A second SIGTERM, or preempt_grace running out, stops at once; SIGINT stops at once.
+. "$(dirname "$0")/lib.sh"
+restart_job 40
+J=$T/job.ini
+
+run "$SHARDRUN" "$J" --set task.output_dir="$T/ref"
+expect_rc 0 "uninterrupted run"
+
+# (d) SIGTERM to the agent after step 9
+"$SHARDRUN" "$J" --set task.output_dir="$T/d" >"$T/d.out" 2>"$T/d.err" &
+p=$!
+wait_for "$T/d.out" "step 9/40" 120 && pass || fail "the run reached step 9 ($(cat "$T/d.err"))"
+kill -TERM $p
+wait $p
+rc=$?
+expect_eq "$rc" "143" "SIGTERM: exit 143 ($(cat "$T/d.err"))"
+step=$(sed -n 's/.*preempted (SIGTERM) after step \([0-9]*\) of 40.*/\1/p' "$T/d.out")
+[ -n "$step" ] && [ "$step" -ge 9 ] && [ "$step" -lt 40 ] && pass || fail "rank 0 says after which step it stopped: [$step]"
+expect_in "$(cat "$T/d.err")" "preempted by SIGTERM: every rank stopped after step $step and $T/d/checkpoint-$step holds it" "the agent says where the checkpoint is"
+[ -f "$T/d/checkpoint-$step/model.safetensors" ] && [ ! -e "$T/d/checkpoint-$step.tmp" ] && pass || fail "checkpoint-$step is complete: $(ls "$T/d")"
+sed -n '/^\[$/,$p' "$T/d.out" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert [x["exit_code"] for x in r] == [143, 143] and all(x["preempted"] and x["global_step"] == int(sys.argv[1]) for x in r), r' "$step" \
+    && pass || fail "the results say both ranks were preempted at step $step"
+run "$SHARDRUN" "$J" --set task.output_dir="$T/d" --set task.resume_from_checkpoint=latest
+expect_rc 0 "the resumed run"
+expect_in "$out" "[rank0]: shardrun: resumed from $T/d/checkpoint-$step at step $step" "it resumes from the preemption's checkpoint"
+expect_same_file "$T/d/checkpoint-40/model.safetensors" "$T/ref/checkpoint-40/model.safetensors" "(d) the final model.safetensors"
+expect_eq "$(steps_of "$T/d/train_log.jsonl")" "$(steps_of "$T/ref/train_log.jsonl")" "train_log.jsonl after preemption and resume"
+
+# two nodes: SIGTERM to node 1's agent stops both, after the same step, with one checkpoint
+export SHARDRUN_RDZV_TOKEN=preempt-test
+P=$(free_port_pair)
+for n in 0 1; do
+    "$SHARDRUN" "$J" --nnodes 2 --node-rank $n --nproc-per-node 1 --master-addr 127.0.0.1 --master-port "$P" \
+        --set task.output_dir="$T/two" >"$T/t$n.out" 2>"$T/t$n.err" &
+    pid[$n]=$!
+done
+wait_for "$T/t0.out" "step 6/40" 120 && pass || fail "the two-node run reached step 6"
+kill -TERM "${pid[1]}"
+wait "${pid[0]}"; rc0=$?
+wait "${pid[1]}"; rc1=$?
+expect_eq "$rc0/$rc1" "143/143" "both agents exit 143 ($(cat "$T/t0.err" "$T/t1.err"))"
+step=$(sed -n 's/.*preempted (SIGTERM) after step \([0-9]*\) of 40.*/\1/p' "$T/t0.out")
+expect_in "$(cat "$T/t0.err")" "every rank stopped after step $step and $T/two/checkpoint-$step holds it" "node 0 names the checkpoint"
+expect_in "$(cat "$T/t1.err")" "every rank stopped after step $step" "node 1 stopped after the same step"
+[ -f "$T/two/checkpoint-$step/model.safetensors" ] && pass || fail "the two-node checkpoint exists"
+
+# a second SIGTERM while the checkpoint is being written: stop at once, no checkpoint of this step
+SHARDRUN_DEBUG_SAVE_DELAY_MS=3000 "$SHARDRUN" "$J" --set task.output_dir="$T/twice" --set task.save_steps=100 \
+    >"$T/w.out" 2>"$T/w.err" &
+p=$!
+wait_for "$T/w.out" "step 3/40" 120 && pass || fail "the run reached step 3"
+kill -TERM $p
+sleep 1
+t0=$(date +%s%N)
+kill -TERM $p
+wait $p
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+expect_eq "$rc" "143" "two SIGTERMs: exit 143"
+[ "$ms" -lt 3000 ] && pass || fail "the second SIGTERM stopped the run in ${ms} ms"
+expect_in "$(cat "$T/w.err")" "preempted by SIGTERM before a checkpoint could be written" "the agent says no checkpoint was written"
+[ -z "$(ls "$T/twice" | grep -x 'checkpoint-[0-9]*')" ] && pass || fail "no complete checkpoint: $(ls "$T/twice")"
+
+# preempt_grace runs out: SIGKILL after it
+SHARDRUN_DEBUG_SAVE_DELAY_MS=3000 "$SHARDRUN" "$J" --set task.output_dir="$T/grace" --set task.save_steps=100 \
+    --set shardrun.preempt_grace=1 >"$T/g.out" 2>"$T/g.err" &
+p=$!
+wait_for "$T/g.out" "step 3/40" 120 && pass || fail "the run reached step 3"
+t0=$(date +%s%N)
+kill -TERM $p
+wait $p
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+expect_eq "$rc" "143" "preempt_grace = 1: exit 143"
+[ "$ms" -lt 4000 ] && pass || fail "preempt_grace = 1 ended the run in ${ms} ms"
+expect_in "$(cat "$T/g.err")" "some needed SIGKILL" "the workers needed SIGKILL"
+
+# SIGINT stops at once, without a checkpoint
+"$SHARDRUN" "$J" --set task.output_dir="$T/int" --set task.save_steps=100 >"$T/i.out" 2>"$T/i.err" &
+p=$!
+wait_for "$T/i.out" "step 3/40" 120 && pass || fail "the run reached step 3"
+kill -INT $p
+wait $p
+rc=$?
+expect_eq "$rc" "130" "SIGINT: exit 130"
+expect_in "$(cat "$T/i.err")" "interrupted by SIGINT" "the agent says it was interrupted"
+[ -z "$(ls "$T/int" | grep 'checkpoint-')" ] && pass || fail "SIGINT wrote no checkpoint: $(ls "$T/int")"
+done_checks

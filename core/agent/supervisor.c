@@ -167,10 +167,10 @@ static int blame(sr_attempt *st, int first) {
 }
 
 /* How far a worker got, for the failure message and the list of attempts. */
-static const char *reached(const sr_worker *w, char *buf, size_t len) {
+static const char *reached(const sr_worker *w, int model_task, char *buf, size_t len) {
     if (!w->progress.started) snprintf(buf, len, "before its work began");
     else if (w->progress.step >= 0) snprintf(buf, len, "after step %lld", w->progress.step);
-    else snprintf(buf, len, "before its first step");
+    else snprintf(buf, len, model_task ? "before its first step" : "once running");
     return buf;
 }
 
@@ -205,10 +205,10 @@ static void reap(sr_attempt *st, sr_run *run) {
                 const sr_worker *b = st->blamed >= 0 ? &st->ws[st->blamed] : w;
                 if (st->blamed >= 0)
                     snprintf(msg, sizeof msg, "rank %d (node %d) reported an error, then rank %d %s; %s (host %s)",
-                             b->rank, run->layout.node_rank, w->rank, what, reached(b, step, sizeof step), host);
+                             b->rank, run->layout.node_rank, w->rank, what, reached(b, run->model_task, step, sizeof step), host);
                 else
                     snprintf(msg, sizeof msg, "rank %d (node %d) %s %s (host %s)", w->rank, run->layout.node_rank, what,
-                             reached(w, step, sizeof step), host);
+                             reached(w, run->model_task, step, sizeof step), host);
                 /* a worker that exits 2 found a configuration error: the run's verdict is 2 too */
                 sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, failure_kind(st, b));
                 begin_stop(st, SIGTERM, run->grace, 1);

@@ -83,6 +83,11 @@ const sr_var sr__host_reads[] = {
     {"SHARDRUN_DEBUG_SAVE_DELAY_MS",
      "testing aid: milliseconds the checkpoint writer sleeps after each unit, so a test can kill a run in the "
      "middle of a save"},
+    {"SHARDRUN_JOB_ID",
+     "set by shardrun in every worker (not read from your environment): one launch of the job, the same on every "
+     "node and in every restart (under Slurm `slurm-<SLURM_JOB_ID>`, which a requeue keeps; else a random id from "
+     "node 0's shardrun). Every checkpoint records it; a restarted model task resumes only from a checkpoint of "
+     "its own job, never from an older run's left in output_dir"},
     {"SHARDRUN_DEBUG_KILL_AT",
      "testing aid: RANK:STEP makes that rank of a model task kill itself with SIGKILL right after optimizer step "
      "STEP of the job's first attempt (RANK:STEP:every: of every attempt), so the restart tests lose a rank at a "

@@ -221,11 +221,14 @@ static int write_state(sr__engine *e, const char *dir, const sr__train_state *ts
         free(p);
         return -1;
     }
+    sr_buf job = {0};
+    sr__buf_json_str(&job, ts->job_id);
     fprintf(f, "{\"global_step\": %lld, \"adam_steps\": %lld, \"seed\": %lld, \"loss_scale\": %.17g, "
                "\"good_steps\": %d, \"checkpoint_id\": \"%s\", \"model_digest\": \"%s\", \"world_size\": %d, "
-               "\"shard_group_size\": %d, \"state_dict_type\": \"%s\", \"model_params\": %zu}\n",
+               "\"shard_group_size\": %d, \"state_dict_type\": \"%s\", \"model_params\": %zu, \"job_id\": %s}\n",
             ts->global_step, e->adam_steps, ts->seed, e->loss_scale, e->good_steps, m->id, m->digest, e->world_size,
-            e->shard_size, sr__state_dict_name(e->cfg.state_dict), sr__model_numel(e->model));
+            e->shard_size, sr__state_dict_name(e->cfg.state_dict), sr__model_numel(e->model), job.s ? job.s : "\"\"");
+    sr__buf_free(&job);
     int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -1;
     if (fclose(f) != 0) rc = -1;
     if (rc) sr__log(SR_LOG_ERROR, "checkpoint: writing %s failed: %s", p, strerror(errno));
@@ -1166,6 +1169,53 @@ char *sr__ckpt_latest(const char *outdir) {
         int end = 0;
         /* checkpoint-N exactly: checkpoint-N.tmp (a save in progress or killed) does not count */
         if (sscanf(de->d_name, "checkpoint-%lld%n", &n, &end) == 1 && de->d_name[end] == 0 && n > best) best = n;
+    }
+    closedir(d);
+    return best >= 0 ? sr__fmt("%s/checkpoint-%lld", outdir, best) : NULL;
+}
+
+/* Whether dir/trainer_state.json says job_id. */
+static int written_by(const char *dir, const char *job_id) {
+    char *p = sr__fmt("%s/trainer_state.json", dir);
+    FILE *f = fopen(p, "r");
+    free(p);
+    if (!f) return 0;
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text, f);
+    fclose(f);
+    sr_json j;
+    const char *key, *sv;
+    size_t klen, sl;
+    int more, match = 0;
+    sr__json_init(&j, text, n, NULL);
+    if (sr__json_object(&j) == 0)
+        while ((more = sr__json_member(&j, &key, &klen)) > 0) {
+            if (sr__json_key_is(key, klen, "job_id") && sr__json_peek(&j) == SR_JSON_STRING &&
+                sr__json_string(&j, &sv, &sl) == 0) {
+                match = sl == strlen(job_id) && !memcmp(sv, job_id, sl);
+                break;
+            }
+            if (sr__json_skip(&j) != 0) break;
+        }
+    sr__json_free(&j);
+    return match;
+}
+
+char *sr__ckpt_latest_of_job(const char *outdir, const char *job_id) {
+    DIR *d = opendir(outdir);
+    if (!d || !job_id || !*job_id) {
+        if (d) closedir(d);
+        return NULL;
+    }
+    long long best = -1;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        long long n;
+        int end = 0;
+        if (sscanf(de->d_name, "checkpoint-%lld%n", &n, &end) != 1 || de->d_name[end] || n <= best) continue;
+        char *dir = sr__fmt("%s/%s", outdir, de->d_name);
+        if (written_by(dir, job_id)) best = n;
+        free(dir);
     }
     closedir(d);
     return best >= 0 ? sr__fmt("%s/checkpoint-%lld", outdir, best) : NULL;

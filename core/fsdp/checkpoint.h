@@ -49,6 +49,7 @@
 typedef struct sr__train_state {
     long long global_step; /* optimizer steps done */
     long long seed;
+    char job_id[80];       /* SHARDRUN_JOB_ID of the run that saves ("" when unknown) */
 } sr__train_state;
 
 /* Collective: every rank calls it.  Writes output_dir/checkpoint-<step>.  0 or -1. */
@@ -59,5 +60,8 @@ int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts);
 int sr__make_output_dir(const char *dir);
 /* output_dir/checkpoint-N with the largest N that is complete, or NULL (a new string). */
 char *sr__ckpt_latest(const char *output_dir);
+/* The same among the checkpoints whose trainer_state.json names job_id: what a restarted job wrote
+   itself.  NULL when it wrote none. */
+char *sr__ckpt_latest_of_job(const char *output_dir, const char *job_id);
 
 #endif

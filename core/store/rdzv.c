@@ -141,7 +141,8 @@ static int join(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
         return -1;
     }
     int attempt = -1, at = 0;
-    if (sscanf((char *)verdict, "ok %d%n", &attempt, &at) != 1 || ((char *)verdict)[at] || attempt < 0) {
+    char id[80] = "";
+    if (sscanf((char *)verdict, "ok %d %79s%n", &attempt, id, &at) != 2 || ((char *)verdict)[at] || attempt < 0) {
         sr__diag_add(diag, "%s", (char *)verdict);
         free(verdict);
         /* node 0 may now go (a refused later join leaves the acknowledgement to the agent running) */
@@ -150,6 +151,7 @@ static int join(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
     }
     free(verdict);
     r->attempt = attempt;
+    snprintf(r->job_id, sizeof r->job_id, "%s", id);
     if (attempt > 0) { /* it came back after its node was lost: the job restarts with it */
         void *go = NULL;
         size_t glen = 0;
@@ -182,6 +184,13 @@ int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
     r->timeout_s = r->rejoin_timeout_s = a->timeout_s;
     r->ack_timeout_s = a->ack_timeout_s;
     r->hosting = r->agent_id == 0; /* decides; serves the store when there is one */
+    const char *slurm_job = getenv("SLURM_JOB_ID");
+    if (slurm_job && *slurm_job && strlen(slurm_job) < 60 && !strpbrk(slurm_job, " \t\n")) {
+        snprintf(r->job_id, sizeof r->job_id, "slurm-%s", slurm_job);
+    } else if (r->hosting) {
+        random_token(r->job_id); /* the other agents learn it when they are accepted */
+        r->job_id[16] = 0;
+    }
     int single = r->nagents == 1;
     if (!a->need_store) return 0;
     r->enabled = 1;
@@ -249,7 +258,7 @@ static int admit(sr_rdzv *r, int a, int join_no, const char *theirs, char *why, 
                  r->phase == SR_RDZV_RUNNING ? "" : ", which is ending");
         return -1;
     }
-    snprintf(why, wlen, "ok %d", r->phase == SR_RDZV_RESTART ? r->attempt + 1 : r->attempt);
+    snprintf(why, wlen, "ok %d %s", r->phase == SR_RDZV_RESTART ? r->attempt + 1 : r->attempt, r->job_id);
     return 0;
 }
 

@@ -85,6 +85,9 @@ typedef struct sr_rdzv {
     char failed_elsewhere[1024]; /* the failure that decided the phase, as text */
     sr_buf attempts;         /* hosting agent: one line per attempt that failed */
     char decided_kind;       /* deciding agent: the sr_rdzv_failure that decided the phase, 0: none */
+    char job_id[80];         /* one launch of the job, the same on every agent and in every attempt
+                                (Slurm: the job id, which a requeue keeps): a restarted model task
+                                resumes only from checkpoints this job wrote */
 } sr_rdzv;
 
 /* What the run decided that the rendezvous needs (filled by run/run.c from the layout and the

@@ -67,23 +67,24 @@ static int restarts(const sr__trainer *t) {
     return n > 0 ? n : slurm && atoi(slurm) > 0 ? atoi(slurm) : 0;
 }
 
-/* A restarted job continues from the newest complete checkpoint of output_dir, without being asked
-   (checkpoint-N.tmp, a save the failure interrupted, does not count); with none yet, from where
-   the job file says. */
+/* A restarted job continues from the newest complete checkpoint it wrote itself, without being
+   asked (checkpoint-N.tmp, a save the failure interrupted, does not count; nor does a checkpoint
+   an earlier run left in output_dir, which overwrite_output_dir or an older resume_from_checkpoint
+   may leave behind); with none yet, from where the job file says, as the first attempt did. */
 static void resume_after_restart(sr__trainer *t) {
     sr__train_args *a = &t->a;
     int n = restarts(t);
     if (!n || !a->output_dir) return;
-    char *latest = sr__ckpt_latest(a->output_dir);
+    char *latest = sr__ckpt_latest_of_job(a->output_dir, t->ts.job_id);
     if (!latest) {
         if (t->rank == 0)
             printf("shardrun: restart %d: no checkpoint in %s yet; starting from %s\n", n, a->output_dir,
                    a->resume_from_checkpoint ? a->resume_from_checkpoint : "the beginning");
         return;
     }
-    if (t->rank == 0) printf("shardrun: restart %d: resuming from the newest checkpoint, %s\n", n, latest);
-    free(latest);
-    a->resume_from_checkpoint = "latest";
+    if (t->rank == 0) printf("shardrun: restart %d: resuming from this job's newest checkpoint, %s\n", n, latest);
+    t->restart_from = latest;
+    a->resume_from_checkpoint = latest;
 }
 
 /* The parameters training starts from: a checkpoint (resume_from_checkpoint), a safetensors file
@@ -144,7 +145,9 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
     t->e = sr__engine_create(ctx, task, ops, t->state, t->model, (uint64_t)t->a.seed);
     if (!t->e) return SR_EXIT_CONFIG;
     t->cfg = sr__engine_config(t->e);
-    t->ts = (sr__train_state){0, t->a.seed};
+    t->ts = (sr__train_state){0, t->a.seed, ""};
+    const char *job = getenv("SHARDRUN_JOB_ID");
+    snprintf(t->ts.job_id, sizeof t->ts.job_id, "%s", job ? job : "");
     int rc = start_params(t);
     if (rc != SR_EXIT_OK) return rc;
     t->nsamples = ops->num_samples(t->state);
@@ -320,6 +323,7 @@ static int train(sr__trainer *t) {
 
 static void teardown(sr__trainer *t) {
     free(t->step_times);
+    free(t->restart_from);
     if (t->log) fclose(t->log);
     free(t->idx);
     sr__sampler_free(&t->smp);

@@ -52,6 +52,7 @@ typedef struct sr__trainer {
     long long nst, st_cap;
     int skipped;
     long long saved_step; /* the step of the last checkpoint this run wrote, -1: none */
+    char *restart_from;   /* the checkpoint a restart resumes from (owned), or NULL */
 } sr__trainer;
 
 /* output_dir/train_log.jsonl (rank 0, with output_dir; else NULL): a resumed run keeps the lines

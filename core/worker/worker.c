@@ -75,6 +75,9 @@ _Noreturn void sr__worker_run(sr_run *run, int local_rank, int results_fd) {
         _exit(SR_EXIT_CONFIG);
     }
     sr__env_block_free(&block);
+    /* which launch of the job this is (store/rdzv.h): a restarted trainer resumes only from its own
+       checkpoints; set here, not by a plugin, because it is no configuration of the job */
+    if (run->rdzv.job_id[0]) setenv("SHARDRUN_JOB_ID", run->rdzv.job_id, 1);
     /* an init hook that fails (a process group that could not form) is the run failing, not bad input */
     if (sr__run_plugins_init(run, local_rank) != 0) _exit(SR_EXIT_FAILED);
     if (run->task.type == SR_TASK_EXEC) {

@@ -16,7 +16,7 @@ SHARDRUN_DEBUG_KILL_AT=1:7 run "$SHARDRUN" "$J" --set task.output_dir="$T/a" --s
 expect_rc 0 "a run that lost rank 1 after step 7 and restarted"
 expect_in "$err" "restarting the job (restart 1 of max_restarts 1): rank 1 (node 0) was killed by signal SIGKILL (9) after step 7" "the agent says why it restarts"
 expect_in "$err" "started 2 workers (ranks 0-1 of 2, restart 1)" "the workers start again"
-expect_in "$out" "[rank0]: shardrun: restart 1: resuming from the newest checkpoint, $T/a/checkpoint-5" "the trainer picks checkpoint-5 without being asked"
+expect_in "$out" "[rank0]: shardrun: restart 1: resuming from this job's newest checkpoint, $T/a/checkpoint-5" "the trainer picks checkpoint-5 without being asked"
 expect_in "$out" "[rank0]: shardrun: resumed from $T/a/checkpoint-5 at step 5" "and resumes at step 5"
 expect_eq "$(grep -c 'started 2 workers' <<<"$err")" "2" "two attempts"
 expect_same_file "$T/a/checkpoint-12/model.safetensors" "$T/ref/checkpoint-12/model.safetensors" "the final model.safetensors"

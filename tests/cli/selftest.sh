@@ -1,0 +1,69 @@
+# shardrun selftest on a machine without a GPU: the CPU half runs (2 ranks, gloo), says plainly
+# that the GPU half did not, exits 0 and writes its JSON; against deliberately broken kernels
+# (tests/selftest/broken_kernels.c through SHARDRUN_SELFTEST_DUT) it fails, exits 1 and names
+# each broken entry point -- and only those.
+. "$(dirname "$0")/lib.sh"
+BROKEN=$BUILD/tests/selftest/broken_kernels.so
+[ -f "$BROKEN" ] || { fail "no $BROKEN: build the tests"; done_checks; exit 1; }
+
+mkdir "$T/tmp"
+TMPDIR=$T/tmp run "$SHARDRUN" selftest --quick --results "$T/st.json"
+expect_rc 0 "selftest --quick on the CPU"
+expect_in "$out" "shardrun selftest: CPU half: 2 ranks, gloo (--quick)" "the CPU half runs on 2 ranks"
+expect_in "$out" "GPU half NOT RUN: no CUDA device is visible" "says plainly the GPU half was not run"
+expect_in "$out" "verdict: PASS: all " "verdict"
+expect_not_in "$out" "FAIL " "no line fails"
+for line in "device.cast bf16->fp16" "device.adamw" "gpt2.layernorm_backward fp32" "gpt2.gemm_batched NT fp32" \
+            "gpt2.cross_entropy fp32" "all_reduce bf16 avg" "reduce_scatter int64 max" "broadcast fp16" \
+            "split + all_reduce in the child" "bandwidth  all_reduce" "gpt2 step FULL_SHARD x2 vs 1 CPU rank" \
+            "gpt2 step FULL_SHARD + offload x2 vs 1 CPU rank"; do
+    expect_in "$(grep '^PASS' <<<"$out")" "$line" "PASS line for $line"
+done
+expect_in "$(grep 'all_reduce int32 sum' <<<"$out")" "[2 ranks]" "collective lines merge both ranks"
+/usr/bin/python3 - "$T/st.json" <<'PY' && pass || fail "results JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["verdict"] == "PASS" and r["failed"] == 0 and r["checks"] == len(r["lines"]) > 80, r["checks"]
+assert r["gpu_half"].startswith("not run"), r["gpu_half"]
+bw = [l for l in r["lines"] if l["group"] == "bandwidth"]
+assert len(bw) == 3 and all(l["metrics"]["busbw_gbps"] > 0 for l in bw), bw
+PY
+expect_eq "$(ls -A "$T/tmp")" "" "the temporary folder (jobs, logs, checkpoints) is removed"
+
+# broken kernels: exit 1, a FAIL line naming each, the others still pass
+SHARDRUN_SELFTEST_DUT=$BROKEN run "$SHARDRUN" selftest --quick --results "$T/broken.json"
+expect_rc 1 "selftest against broken kernels"
+fails=$(grep '^FAIL' <<<"$out")
+expect_in "$fails" "gpt2.add fp32" "the off-by-one add is named"
+expect_in "$fails" "gpt2.add fp32                      n=1 out: 1 of 1 elements off, first [0]" "... with the size and element it got wrong"
+expect_in "$fails" "gpt2.gemm NN fp32                  17x33x65 C: 561 of 597 elements off" "... and the gemm shape (1x1x1 cannot show a stride)"
+expect_in "$fails" "gpt2.gemm NN fp32" "the wrong-stride gemm is named (NN)"
+expect_in "$fails" "gpt2.gemm TN fp32" "the wrong-stride gemm is named (TN)"
+expect_in "$fails" "device.accumulate fp32" "the off-by-one accumulate is named"
+expect_eq "$(wc -l <<<"$fails")" 7 "exactly the broken entry points fail (add; gemm NN, NT, TN; accumulate x 3 dtypes): $fails"
+expect_in "$out" "PASS  kernel     gpt2.gelu_forward fp32" "unbroken kernels still pass"
+expect_in "$out" "PASS  gemm       gpt2.gemm_batched NN fp32" "the batched gemm (not broken) passes"
+expect_in "$out" "device under test                  test:broken_kernels.so" "the device under test is named"
+expect_in "$out" "verdict: FAIL: 7 of " "verdict"
+/usr/bin/python3 - "$T/broken.json" <<'PY' && pass || fail "results JSON of the failed selftest"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["verdict"] == "FAIL" and r["failed"] == 7, (r["verdict"], r["failed"])
+names = sorted(l["name"] for l in r["lines"] if l["status"] == "FAIL")
+assert names == ["device.accumulate bf16", "device.accumulate fp16", "device.accumulate fp32", "gpt2.add fp32",
+                 "gpt2.gemm NN fp32", "gpt2.gemm NT fp32", "gpt2.gemm TN fp32"], names
+PY
+
+# usage errors: exit 2 before anything runs
+run "$SHARDRUN" selftest job.ini
+expect_rc 2 "selftest takes no job file"
+expect_in "$err" "unknown argument job.ini" "says which argument"
+run "$SHARDRUN" selftest --gpu
+expect_rc 2 "--gpu on a machine without a GPU"
+expect_in "$err" "selftest --gpu: no CUDA device is visible" "says why"
+run "$SHARDRUN" selftest --results /nonexistent/dir/r.json
+expect_rc 2 "--results in a missing folder"
+expect_in "$err" "cannot write --results /nonexistent/dir/r.json" "names the file"
+run "$SHARDRUN" selftest --nproc-per-node 0
+expect_rc 2 "--nproc-per-node 0"
+done_checks

@@ -34,6 +34,8 @@ void sr__st_add(sr_st_lines *l, const char *half, int pass, const char *group, c
 /* Sub-runs: `shardrun JOB` with output to LOG, env_set (NAME=VALUE, or NULL) added to its
    environment.  Returns its exit code (128+N for a signal), or -1 when it could not start. */
 int sr__st_subrun(const char *job, const char *log, const char *env_set, char *const *passthrough);
+/* The signal that stopped the selftest (SIGINT, SIGTERM, SIGHUP during a sub-run), or 0. */
+int sr__st_stopped(void);
 /* The last lines of a log, indented, on stderr (what a failed sub-run said). */
 void sr__st_show_log(const char *log);
 

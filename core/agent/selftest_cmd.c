@@ -2,7 +2,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <glob.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +104,31 @@ static int read_lines(sr_st_lines *l, const char *half, const char *prefix) {
 
 /* ---- sub-runs ------------------------------------------------------------------------------------- */
 
+/* SIGINT, SIGTERM, SIGHUP while a sub-run runs: handed on to it (it stops its workers as any run
+   does), and no further sub-run starts; the command then cleans up and exits 128+N. */
+static volatile sig_atomic_t stop_signal;
+static volatile pid_t running;
+
+static void on_signal(int sig) {
+    stop_signal = sig;
+    if (running > 0) kill(running, sig);
+}
+
+int sr__st_stopped(void) { return stop_signal; }
+
+static const int stop_sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+
+/* From the temporary folder's creation to its removal (old: the dispositions to restore). */
+static void catch_signals(struct sigaction old[3]) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++) sigaction(stop_sigs[i], &sa, &old[i]);
+}
+
 int sr__st_subrun(const char *job, const char *log, const char *env_set, char *const *passthrough) {
+    if (stop_signal) return 128 + stop_signal;
     char self[4096];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0) return -1;
@@ -112,6 +138,9 @@ int sr__st_subrun(const char *job, const char *log, const char *env_set, char *c
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
+        /* its own process group: a Ctrl-C reaches it once, through on_signal */
+        setpgid(0, 0);
+        for (int i = 0; i < 3; i++) signal(stop_sigs[i], SIG_DFL);
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(127);
         if (env_set) putenv((char *)env_set);
@@ -124,9 +153,13 @@ int sr__st_subrun(const char *job, const char *log, const char *env_set, char *c
         execv(self, argv);
         _exit(127);
     }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return -1;
+    running = pid;
+    if (stop_signal) kill(pid, stop_signal); /* arrived between fork and here */
+    int st = 0, rc = -1;
+    while ((rc = (int)waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
+    }
+    running = 0;
+    if (rc < 0) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -167,7 +200,7 @@ static void run_task(sr_st_lines *l, const char *dir, const char *half, const ch
     fclose(f);
     int rc = sr__st_subrun(job, log, NULL, passthrough);
     int files = read_lines(l, half, prefix);
-    if (rc != 0 || files == 0) {
+    if ((rc != 0 || files == 0) && !stop_signal) {
         char *why = sr__fmt("the run of the selftest task %s (exit %d); its output: %s",
                             rc == 2 ? "was refused" : "failed", rc, log);
         sr__st_add(l, half, 0, "setup", "selftest task", why, NULL);
@@ -242,17 +275,12 @@ static int write_json(const char *path, const sr_st_lines *l, int failed, const 
 
 /* ---- the command ---------------------------------------------------------------------------------- */
 
-static int remove_tree(const char *dir) {
-    char *cmd[] = {"rm", "-rf", (char *)dir, NULL};
-    pid_t pid = fork();
-    if (pid == 0) {
-        execvp("rm", cmd);
-        _exit(127);
-    }
-    int st = 0;
-    if (pid > 0) waitpid(pid, &st, 0);
-    return pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
 }
+
+static int remove_tree(const char *dir) { return nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 int sr__cmd_selftest(int argc, char **argv) {
     int gpu = 0, quick = 0, keep = 0;
@@ -323,12 +351,15 @@ int sr__cmd_selftest(int argc, char **argv) {
         free(dir);
         return SR_EXIT_CONFIG;
     }
+    struct sigaction old_sa[3];
+    catch_signals(old_sa);
     sr_st_lines l = {0};
     int cpu_n = ngpu > 0 || !nproc ? 2 : (int)nproc;
     printf("shardrun selftest: CPU half: %d ranks, gloo%s\n", cpu_n, quick ? " (--quick)" : "");
     size_t from = l.n;
     run_task(&l, dir, "cpu", "gloo", cpu_n, quick, pass, !multi);
     if (!multi) sr__st_fsdp(&l, &(sr_st_fsdp){dir, "cpu", "gloo", cpu_n, quick, pass});
+    if (stop_signal) goto stopped;
     print_lines(&l, from);
     char gpu_note[5000];
     if (ngpu > 0) {
@@ -337,6 +368,7 @@ int sr__cmd_selftest(int argc, char **argv) {
         from = l.n;
         run_task(&l, dir, "gpu", "nccl", g_n, quick, pass, !multi);
         if (!multi) sr__st_fsdp(&l, &(sr_st_fsdp){dir, "gpu", "nccl", g_n, quick, pass});
+        if (stop_signal) goto stopped;
         print_lines(&l, from);
         snprintf(gpu_note, sizeof gpu_note, "run: %d ranks, nccl", g_n);
     } else {
@@ -363,5 +395,12 @@ int sr__cmd_selftest(int argc, char **argv) {
     else remove_tree(dir);
     free(dir);
     lines_free(&l);
+    for (int i = 0; i < 3; i++) sigaction(stop_sigs[i], &old_sa[i], NULL);
     return rc;
+stopped: /* no verdict, no results file, nothing left behind */
+    sr__log(SR_LOG_ERROR, "selftest: stopped by signal %d; no verdict", (int)stop_signal);
+    remove_tree(dir);
+    free(dir);
+    lines_free(&l);
+    return SR_EXIT_SIGNAL_BASE + stop_signal;
 }

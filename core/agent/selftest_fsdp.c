@@ -66,7 +66,7 @@ static int train(const sr_st_fsdp *f, const char *name, const char *backend, int
     /* on a CPU, offload takes the GPU's staging path only when asked (the engine's testing aid) */
     const char *env = offload && !strcmp(backend, "gloo") ? "SHARDRUN_DEBUG_OFFLOAD_STAGING=1" : NULL;
     int rc = sr__st_subrun(job, log, env, f->passthrough);
-    if (rc != 0) sr__st_show_log(log);
+    if (rc != 0 && !sr__st_stopped()) sr__st_show_log(log);
     return rc;
 }
 
@@ -201,6 +201,6 @@ void sr__st_fsdp(sr_st_lines *l, const sr_st_fsdp *f) {
             return;
         }
     }
-    one_case(l, f, batch, 0);
-    one_case(l, f, batch, 1);
+    if (!sr__st_stopped()) one_case(l, f, batch, 0);
+    if (!sr__st_stopped()) one_case(l, f, batch, 1);
 }

@@ -54,6 +54,18 @@ assert names == ["device.accumulate bf16", "device.accumulate fp16", "device.acc
                  "gpt2.gemm NN fp32", "gpt2.gemm NT fp32", "gpt2.gemm TN fp32"], names
 PY
 
+# Ctrl-C in the middle: the run under way is stopped, no verdict, 130, nothing left behind
+mkdir "$T/tmp2"
+TMPDIR=$T/tmp2 "$SHARDRUN" selftest >"$T/int.out" 2>"$T/int.err" &
+pid=$!
+for _ in $(seq 200); do ls "$T"/tmp2/*/selftest-cpu.log >/dev/null 2>&1 && break; sleep 0.05; done
+kill -INT $pid
+wait $pid
+expect_eq "$?" 130 "SIGINT during the selftest: exit 130"
+expect_in "$(cat "$T/int.err")" "selftest: stopped by signal 2; no verdict" "says it was stopped"
+expect_not_in "$(cat "$T/int.out")" "verdict" "no verdict"
+expect_eq "$(ls -A "$T/tmp2")" "" "the temporary folder is removed"
+
 # usage errors: exit 2 before anything runs
 run "$SHARDRUN" selftest job.ini
 expect_rc 2 "selftest takes no job file"

@@ -35,6 +35,20 @@ int st_line(st_report *r, int pass, const char *group, const char *name, const c
     return pass;
 }
 
+void st_skip(st_report *r, const char *group, const char *name, const char *fmt, ...) {
+    char detail[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    clean(detail);
+    r->lines++;
+    if (r->f) {
+        fprintf(r->f, "SKIP\t%s\t%s\t%s\t\n", group, name, detail);
+        fflush(r->f);
+    }
+}
+
 int st_report_close(st_report *r) {
     int rc = 0;
     if (r->f) rc = (ferror(r->f) | fclose(r->f)) ? -1 : 0;

@@ -17,7 +17,7 @@
 /* One merged line: the same check over every rank that ran it. */
 typedef struct sr_st_line {
     char half[8];  /* "cpu", "gpu" */
-    char status[8]; /* "PASS", "FAIL" */
+    char status[8]; /* "PASS", "FAIL", "SKIP" (could not run here: no failure, no pass) */
     char *group, *name, *detail, *metrics;
     int ranks;
 } sr_st_line;
@@ -28,8 +28,8 @@ typedef struct sr_st_lines {
 } sr_st_lines;
 
 /* Adds (or merges into the line of the same half, group and name) one check. */
-void sr__st_add(sr_st_lines *l, const char *half, int pass, const char *group, const char *name, const char *detail,
-                const char *metrics);
+void sr__st_add(sr_st_lines *l, const char *half, const char *status, const char *group, const char *name,
+                const char *detail, const char *metrics);
 
 /* Sub-runs: `shardrun JOB` with output to LOG, env_set (NAME=VALUE, or NULL) added to its
    environment.  Returns its exit code (128+N for a signal), or -1 when it could not start. */

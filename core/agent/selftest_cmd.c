@@ -37,14 +37,15 @@ static void usage(FILE *out) {
 
 /* ---- lines ---------------------------------------------------------------------------------------- */
 
-void sr__st_add(sr_st_lines *l, const char *half, int pass, const char *group, const char *name, const char *detail,
-                const char *metrics) {
+void sr__st_add(sr_st_lines *l, const char *half, const char *status, const char *group, const char *name,
+                const char *detail, const char *metrics) {
+    int pass = !strcmp(status, "PASS");
     for (size_t i = 0; i < l->n; i++) {
         sr_st_line *x = &l->v[i];
         if (strcmp(x->half, half) || strcmp(x->group, group) || strcmp(x->name, name)) continue;
         x->ranks++;
-        if (!pass && !strcmp(x->status, "PASS")) { /* the first failure tells */
-            snprintf(x->status, sizeof x->status, "FAIL");
+        if (!pass && strcmp(x->status, "FAIL")) { /* the first failure (or skip) tells */
+            snprintf(x->status, sizeof x->status, "%s", status);
             free(x->detail);
             x->detail = strdup(detail);
         }
@@ -59,7 +60,7 @@ void sr__st_add(sr_st_lines *l, const char *half, int pass, const char *group, c
     sr_st_line *x = &l->v[l->n++];
     memset(x, 0, sizeof *x);
     snprintf(x->half, sizeof x->half, "%s", half);
-    snprintf(x->status, sizeof x->status, "%s", pass ? "PASS" : "FAIL");
+    snprintf(x->status, sizeof x->status, "%s", !strcmp(status, "SKIP") ? "SKIP" : pass ? "PASS" : "FAIL");
     x->group = strdup(group), x->name = strdup(name), x->detail = strdup(detail);
     x->metrics = strdup(metrics ? metrics : "");
     x->ranks = 1;
@@ -93,7 +94,7 @@ static int read_lines(sr_st_lines *l, const char *half, const char *prefix) {
                 if (s) *s++ = 0;
             }
             if (nf < 4) continue;
-            sr__st_add(l, half, !strcmp(field[0], "PASS"), field[1], field[2], field[3], field[4]);
+            sr__st_add(l, half, field[0], field[1], field[2], field[3], field[4]);
         }
         free(line);
         fclose(f);
@@ -191,7 +192,7 @@ static void run_task(sr_st_lines *l, const char *dir, const char *half, const ch
     snprintf(prefix, sizeof prefix, "%s/lines-%s", dir, half);
     FILE *f = fopen(job, "w");
     if (!f) {
-        sr__st_add(l, half, 0, "setup", "selftest task", "cannot write its job file", NULL);
+        sr__st_add(l, half, "FAIL", "setup", "selftest task", "cannot write its job file", NULL);
         return;
     }
     fprintf(f, "[shardrun]\ntask = selftest\nplugins = torch\nnproc_per_node = %d\n%s\n[torch]\nbackend = %s\n\n"
@@ -203,7 +204,7 @@ static void run_task(sr_st_lines *l, const char *dir, const char *half, const ch
     if ((rc != 0 || files == 0) && !stop_signal) {
         char *why = sr__fmt("the run of the selftest task %s (exit %d); its output: %s",
                             rc == 2 ? "was refused" : "failed", rc, log);
-        sr__st_add(l, half, 0, "setup", "selftest task", why, NULL);
+        sr__st_add(l, half, "FAIL", "setup", "selftest task", why, NULL);
         free(why);
         sr__st_show_log(log);
     }
@@ -242,8 +243,10 @@ static void json_metrics(sr_buf *b, const char *m) {
 
 static int write_json(const char *path, const sr_st_lines *l, int failed, const char *gpu_note, int quick) {
     sr_buf b = {0};
-    sr__buf_printf(&b, "{\n  \"verdict\": \"%s\",\n  \"checks\": %zu,\n  \"failed\": %d,\n  \"quick\": %s,\n  \"gpu_half\": ",
-                   failed ? "FAIL" : "PASS", l->n, failed, quick ? "true" : "false");
+    int skipped = 0;
+    for (size_t i = 0; i < l->n; i++) skipped += !strcmp(l->v[i].status, "SKIP");
+    sr__buf_printf(&b, "{\n  \"verdict\": \"%s\",\n  \"checks\": %zu,\n  \"failed\": %d,\n  \"skipped\": %d,\n  \"quick\": %s,\n  \"gpu_half\": ",
+                   failed ? "FAIL" : "PASS", l->n, failed, skipped, quick ? "true" : "false");
     sr__buf_json_str(&b, gpu_note);
     sr__buf_printf(&b, ",\n  \"lines\": [\n");
     for (size_t i = 0; i < l->n; i++) {
@@ -376,15 +379,17 @@ int sr__cmd_selftest(int argc, char **argv) {
         printf("shardrun selftest: GPU half NOT RUN: no CUDA device is visible (%s); nothing was checked on a GPU\n",
                why[0] ? why : "0 devices");
     }
-    int failed = 0;
-    for (size_t i = 0; i < l.n; i++) failed += !strcmp(l.v[i].status, "FAIL");
+    int failed = 0, skipped = 0;
+    for (size_t i = 0; i < l.n; i++) failed += !strcmp(l.v[i].status, "FAIL"), skipped += !strcmp(l.v[i].status, "SKIP");
     if (failed) {
         printf("verdict: FAIL: %d of %zu checks failed:", failed, l.n);
         for (size_t i = 0, shown = 0; i < l.n && shown < 8; i++)
             if (!strcmp(l.v[i].status, "FAIL")) printf("%s %s", shown++ ? "," : "", l.v[i].name);
         printf("%s\n", failed > 8 ? ", ..." : "");
     } else {
-        printf("verdict: PASS: all %zu checks passed%s\n", l.n, ngpu > 0 ? "" : " (CPU half only: the GPU half was not run)");
+        printf("verdict: PASS: all %zu checks passed%s%s\n", l.n - (size_t)skipped,
+               skipped ? " (some could not run here: the SKIP lines)" : "",
+               ngpu > 0 ? "" : " (CPU half only: the GPU half was not run)");
     }
     int rc = failed || l.n == 0 ? SR_EXIT_FAILED : SR_EXIT_OK;
     if (results && write_json(results, &l, failed, gpu_note, quick) != 0) rc = SR_EXIT_FAILED;

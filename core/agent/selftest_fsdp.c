@@ -142,14 +142,14 @@ static void one_case(sr_st_lines *l, const sr_st_fsdp *f, int batch, int offload
     int rc = train(f, name, f->backend, f->nproc, batch, "FULL_SHARD", offload);
     if (rc != 0) {
         snprintf(detail, sizeof detail, "the run failed (exit %d); its output: %s/%s.log", rc, f->dir, name);
-        sr__st_add(l, f->half, 0, "fsdp", line, detail, NULL);
+        sr__st_add(l, f->half, "FAIL", "fsdp", line, detail, NULL);
         return;
     }
     double lr, gr, lc, gc;
     char err[600] = "", ref_ck[4200], ck[4200];
     if (read_log(f->dir, "fsdp-reference", &lr, &gr) != 0 || read_log(f->dir, name, &lc, &gc) != 0) {
         snprintf(detail, sizeof detail, "no step-1 line in %s/%s/train_log.jsonl", f->dir, name);
-        sr__st_add(l, f->half, 0, "fsdp", line, detail, NULL);
+        sr__st_add(l, f->half, "FAIL", "fsdp", line, detail, NULL);
         return;
     }
     snprintf(ref_ck, sizeof ref_ck, "%s/fsdp-reference/checkpoint-1/model.safetensors", f->dir);
@@ -160,7 +160,7 @@ static void one_case(sr_st_lines *l, const sr_st_fsdp *f, int batch, int offload
     diff d;
     if (compare_ckpt(ref_ck, ck, atol, &d, err, sizeof err) != 0) {
         snprintf(detail, sizeof detail, "checkpoints cannot be compared: %s", err);
-        sr__st_add(l, f->half, 0, "fsdp", line, detail, NULL);
+        sr__st_add(l, f->half, "FAIL", "fsdp", line, detail, NULL);
         return;
     }
     double dl = fabs(lc - lr) / fabs(lr), dg = fabs(gc - gr) / (gr > 0 ? gr : 1);
@@ -173,7 +173,7 @@ static void one_case(sr_st_lines *l, const sr_st_fsdp *f, int batch, int offload
              "elements after the step: %zu off by more than %.0e (max %.2g at %s)%s%s",
              lc, lr, dl, loss_rtol, gc, gr, dg, norm_rtol, d.tensors, d.elements, d.bad, atol, d.max_abs, d.worst,
              d.bad ? "; first: " : "", d.bad ? d.first_bad : "");
-    sr__st_add(l, f->half, ok, "fsdp", line, detail, metrics);
+    sr__st_add(l, f->half, ok ? "PASS" : "FAIL", "fsdp", line, detail, metrics);
 }
 
 void sr__st_fsdp(sr_st_lines *l, const sr_st_fsdp *f) {
@@ -181,7 +181,7 @@ void sr__st_fsdp(sr_st_lines *l, const sr_st_fsdp *f) {
     snprintf(path, sizeof path, "%s/corpus.txt", f->dir);
     struct stat st;
     if (stat(path, &st) != 0 && write_corpus(path) != 0) {
-        sr__st_add(l, f->half, 0, "fsdp", "gpt2 step", "cannot write the corpus", NULL);
+        sr__st_add(l, f->half, "FAIL", "fsdp", "gpt2 step", "cannot write the corpus", NULL);
         return;
     }
     /* the reference, once per selftest: one CPU rank, the whole batch */
@@ -197,7 +197,7 @@ void sr__st_fsdp(sr_st_lines *l, const sr_st_fsdp *f) {
             char detail[300];
             snprintf(detail, sizeof detail, "the one-rank CPU reference failed (exit %d); its output: %s/%s.log%s", rc,
                      f->dir, name, rc == 2 ? " (is examples/gpt2 built? it needs OpenBLAS)" : "");
-            sr__st_add(l, f->half, 0, "fsdp", "gpt2 step reference (1 CPU rank)", detail, NULL);
+            sr__st_add(l, f->half, "FAIL", "fsdp", "gpt2 step reference (1 CPU rank)", detail, NULL);
             return;
         }
     }

@@ -1,5 +1,5 @@
-# shardrun selftest on a machine without a GPU: the CPU half runs (2 ranks, gloo), says plainly
-# that the GPU half did not, exits 0 and writes its JSON; against deliberately broken kernels
+# shardrun selftest on a machine without a GPU: the CPU half runs (2 ranks, gloo; every size, the
+# chunked large-buffer path too), says plainly that the GPU half did not, exits 0 and writes its JSON; against deliberately broken kernels
 # (tests/selftest/broken_kernels.c through SHARDRUN_SELFTEST_DUT) it fails, exits 1 and names
 # each broken entry point -- and only those.
 . "$(dirname "$0")/lib.sh"
@@ -7,23 +7,23 @@ BROKEN=$BUILD/tests/selftest/broken_kernels.so
 [ -f "$BROKEN" ] || { fail "no $BROKEN: build the tests"; done_checks; exit 1; }
 
 mkdir "$T/tmp"
-TMPDIR=$T/tmp run "$SHARDRUN" selftest --quick --results "$T/st.json"
-expect_rc 0 "selftest --quick on the CPU"
-expect_in "$out" "shardrun selftest: CPU half: 2 ranks, gloo (--quick)" "the CPU half runs on 2 ranks"
+TMPDIR=$T/tmp run "$SHARDRUN" selftest --results "$T/st.json"
+expect_rc 0 "selftest on the CPU"
+expect_in "$out" "shardrun selftest: CPU half: 2 ranks, gloo" "the CPU half runs on 2 ranks"
 expect_in "$out" "GPU half NOT RUN: no CUDA device is visible" "says plainly the GPU half was not run"
 expect_in "$out" "verdict: PASS: all " "verdict"
 expect_not_in "$out" "FAIL " "no line fails"
 for line in "device.cast bf16->fp16" "device.adamw" "gpt2.layernorm_backward fp32" "gpt2.gemm_batched NT fp32" \
             "gpt2.cross_entropy fp32" "all_reduce bf16 avg" "reduce_scatter int64 max" "broadcast fp16" \
             "split + all_reduce in the child" "bandwidth  all_reduce" "gpt2 step FULL_SHARD x2 vs 1 CPU rank" \
-            "gpt2 step FULL_SHARD + offload x2 vs 1 CPU rank"; do
+            "gpt2 step FULL_SHARD + offload x2 vs 1 CPU rank" "device.cast fp32->bf16 large" "gpt2.add fp32 large"; do
     expect_in "$(grep '^PASS' <<<"$out")" "$line" "PASS line for $line"
 done
 expect_in "$(grep 'all_reduce int32 sum' <<<"$out")" "[2 ranks]" "collective lines merge both ranks"
 /usr/bin/python3 - "$T/st.json" <<'PY' && pass || fail "results JSON"
 import json, sys
 r = json.load(open(sys.argv[1]))
-assert r["verdict"] == "PASS" and r["failed"] == 0 and r["checks"] == len(r["lines"]) > 80, r["checks"]
+assert r["verdict"] == "PASS" and r["failed"] == 0 and r["skipped"] == 0 and r["checks"] == len(r["lines"]) > 80, r["checks"]
 assert r["gpu_half"].startswith("not run"), r["gpu_half"]
 bw = [l for l in r["lines"] if l["group"] == "bandwidth"]
 assert len(bw) == 3 and all(l["metrics"]["busbw_gbps"] > 0 for l in bw), bw

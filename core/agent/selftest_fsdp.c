@@ -1,15 +1,14 @@
 /*
  * selftest's FSDP step (see selftest.h): the GPT-2 task (examples/gpt2) trains one step of a small
- * model -- 2 blocks, 64 channels, 64 tokens, fp32 -- FULL_SHARD on the ranks under test, with and
- * without offload, and the same step on one CPU rank; the losses and the parameters after the step
- * are compared.
+ * model -- 2 blocks, 64 channels, 64 tokens -- FULL_SHARD on the ranks under test, fp32 with and
+ * without offload (and bf16 on GPUs), and the same step in fp32 on one CPU rank; the losses, the
+ * grad norms and every gradient are compared.
  *
- * Why the parameters show every gradient: the step is AdamW with learning rate 1, epsilon 1, no
+ * How the checkpoints give every gradient: the step is AdamW with learning rate 1, epsilon 1, no
  * weight decay, no clipping.  After its first step bias correction makes m = g and sqrt(v) = |g|,
- * so each parameter moves by exactly -g / (|g| + 1): a monotone function of its own gradient
- * element, computed on the host for offloaded shards and on the device otherwise.  Two runs that
- * start from the same weights (they depend only on the seed) agree on every parameter after the
- * step exactly when they agree on every gradient (within the tolerance).
+ * so each parameter moves by exactly d = -g / (|g| + 1), and g = -d / (1 - |d|).  The weights
+ * before the step come from one more CPU run with learning rate 0 (initial weights depend only on
+ * the seed, on every world size and device).
  */
 #define _GNU_SOURCE
 #include <math.h>

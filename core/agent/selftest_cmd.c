@@ -379,6 +379,9 @@ int sr__cmd_selftest(int argc, char **argv) {
         printf("shardrun selftest: GPU half NOT RUN: no CUDA device is visible (%s); nothing was checked on a GPU\n",
                why[0] ? why : "0 devices");
     }
+    if (multi)
+        printf("shardrun selftest: several nodes: the FSDP step comparison was not run (it needs one node: run "
+               "shardrun selftest on each node alone); this node's table holds its own ranks' lines\n");
     int failed = 0, skipped = 0;
     for (size_t i = 0; i < l.n; i++) failed += !strcmp(l.v[i].status, "FAIL"), skipped += !strcmp(l.v[i].status, "SKIP");
     if (failed) {
@@ -393,9 +396,6 @@ int sr__cmd_selftest(int argc, char **argv) {
     }
     int rc = failed || l.n == 0 ? SR_EXIT_FAILED : SR_EXIT_OK;
     if (results && write_json(results, &l, failed, gpu_note, quick) != 0) rc = SR_EXIT_FAILED;
-    if (multi)
-        printf("shardrun selftest: several nodes: the FSDP step comparison was not run (it needs one node: run "
-               "shardrun selftest on each node alone); this node's table holds its own ranks' lines\n");
     if (keep) printf("shardrun selftest: jobs, logs and checkpoints kept in %s\n", dir);
     else remove_tree(dir);
     free(dir);

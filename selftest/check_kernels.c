@@ -162,6 +162,15 @@ static void elementwise(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
         if (dz && dx && dy) k->gelu_backward(dz, dx, dy, n, dt);
         c->gelu_backward(w, x, y, n, SR_FLOAT32);
         cmp(&gb, k, "dx", dz, w, n, dt, st_tol_for(dt, TOL_ELEM, 2));
+        /* in place, as the model calls them: add(out = a), gelu_backward(dx = dout) */
+        void *da = up(k, x, n, dt), *dd = up(k, y, n, dt);
+        if (da && dy) k->add(da, da, dy, n, dt);
+        c->add(w, x, y, n, SR_FLOAT32);
+        cmp(&add, k, "out (in place)", da && dy ? da : NULL, w, n, dt, st_tol_for(dt, ST_EXACT, 1));
+        if (dd && dx) k->gelu_backward(dd, dx, dd, n, dt);
+        c->gelu_backward(w, x, y, n, SR_FLOAT32);
+        cmp(&gb, k, "dx (in place)", dd && dx ? dd : NULL, w, n, dt, st_tol_for(dt, TOL_ELEM, 2));
+        FREE_D(da, dd);
         /* zero: the bytes of an inner range only */
         size_t off = n / 3, len = n > 2 ? n - off - 1 : 0;
         if (dx) k->zero((char *)dx + off * sr_dtype_size(dt), len * sr_dtype_size(dt));
@@ -282,6 +291,16 @@ static void softmax_ce(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
         if (dPin && ddP && ddS) k->softmax_causal_backward(ddS, dPin, ddP, T, 0.125f, cnt, dt);
         c->softmax_causal_backward(dS, P, dP, T, 0.125f, cnt, SR_FLOAT32);
         cmp(&sb, k, "dS", dPin && ddP && ddS ? ddS : NULL, dS, n, dt, t);
+        /* in place, as the model calls them: P over S, dS over dP */
+        void *dSP = up(k, S, n, dt), *ddPS = up(k, dP, n, dt);
+        float *P2 = malloc(n * 4 + 4);
+        if (dSP) k->softmax_causal_forward(dSP, dSP, T, 0.125f, cnt, dt);
+        c->softmax_causal_forward(P2, S, T, 0.125f, cnt, SR_FLOAT32);
+        cmp(&sf, k, "P (in place)", dSP, P2, n, dt, t);
+        if (ddPS && dPin) k->softmax_causal_backward(ddPS, dPin, ddPS, T, 0.125f, cnt, dt);
+        cmp(&sb, k, "dS (in place)", ddPS && dPin ? ddPS : NULL, dS, n, dt, t);
+        FREE_D(dSP, ddPS);
+        free(P2);
         FREE_D(dSin, dPo, dPin, ddP, ddS);
         free(S), free(dP), free(P), free(dS);
     }

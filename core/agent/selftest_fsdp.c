@@ -85,21 +85,6 @@ static int read_log(const char *dir, const char *name, double *loss, double *gno
     return 0;
 }
 
-/* Tolerances of a case: fp32 on both sides differs by summation order only (~1e-7 relative); bf16
-   compute on the device against fp32 on the CPU differs by bf16's rounding (2^-8) through the model,
-   so there only a coarse bound holds: it catches a wrong kernel, not a rounding drift. */
-typedef struct tols {
-    double loss_rtol, norm_rtol;
-    double tensor_rtol; /* |g - g_ref| / |g_ref| over each tensor (L2) */
-    double elem_atol;   /* each element: |g - g_ref| <= elem_atol * max|g_ref| of its tensor (0: not checked) */
-} tols;
-
-typedef struct diff {
-    size_t tensors, elements, bad_tensors, bad_elems;
-    double worst_rel; /* the largest per-tensor relative L2 difference */
-    char worst[200], first_bad[300];
-} diff;
-
 static float *tensor_f32(const sr_st_file *f, const char *name, size_t *n) {
     const void *data;
     const sr_st_tensor *t = sr__st_find(f, name, &data);
@@ -121,8 +106,8 @@ static double grad_of(float before, float after) {
 
 /* every gradient of a run (its checkpoint after the step, with the initial weights) against the
    reference's, tensor by tensor and element by element */
-static int compare_grads(const char *p0_path, const char *ref_path, const char *path, const tols *t, diff *d, char *err,
-                         size_t errlen) {
+int sr__st_compare_grads(const char *p0_path, const char *ref_path, const char *path, const sr_st_tols *t,
+                         sr_st_diff *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
     sr_st_file *p0 = sr__st_open(p0_path, err, errlen), *a = p0 ? sr__st_open(ref_path, err, errlen) : NULL,
                *b = a ? sr__st_open(path, err, errlen) : NULL;
@@ -156,7 +141,7 @@ static int compare_grads(const char *p0_path, const char *ref_path, const char *
         }
         double rel = den > 0 ? sqrt(num / den) : sqrt(num);
         if (!(rel <= t->tensor_rtol)) d->bad_tensors++;
-        if (!(rel <= d->worst_rel)) d->worst_rel = rel, snprintf(d->worst, sizeof d->worst, "%s", name);
+        if (!d->tensors || !(rel <= d->worst_rel)) d->worst_rel = rel, snprintf(d->worst, sizeof d->worst, "%s", name);
         d->tensors++, d->elements += na;
         free(x0), free(xa), free(xb);
     }
@@ -190,9 +175,9 @@ static void one_case(sr_st_lines *l, const sr_st_fsdp *f, int batch, int offload
     snprintf(p0, sizeof p0, "%s/fsdp-initial/checkpoint-1/model.safetensors", f->dir);
     snprintf(ref_ck, sizeof ref_ck, "%s/fsdp-reference/checkpoint-1/model.safetensors", f->dir);
     snprintf(ck, sizeof ck, "%s/%s/checkpoint-1/model.safetensors", f->dir, name);
-    const tols t = bf16 ? (tols){2e-2, 5e-2, 5e-2, 0} : (tols){1e-5, 1e-4, 1e-4, 1e-4};
-    diff d;
-    if (compare_grads(p0, ref_ck, ck, &t, &d, err, sizeof err) != 0) {
+    const sr_st_tols t = bf16 ? (sr_st_tols){2e-2, 5e-2, 5e-2, 0} : (sr_st_tols){1e-5, 1e-4, 1e-4, 1e-4};
+    sr_st_diff d;
+    if (sr__st_compare_grads(p0, ref_ck, ck, &t, &d, err, sizeof err) != 0) {
         snprintf(detail, sizeof detail, "checkpoints cannot be compared: %s", err);
         sr__st_add(l, f->half, "FAIL", "fsdp", line, detail, NULL);
         return;

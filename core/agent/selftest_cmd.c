@@ -94,7 +94,11 @@ static int read_lines(sr_st_lines *l, const char *half, const char *prefix) {
                 if (s) *s++ = 0;
             }
             if (nf < 4) continue;
-            sr__st_add(l, half, field[0], field[1], field[2], field[3], field[4]);
+            /* a failure says on which rank (each GPU is checked by its own) */
+            const char *r = strstr(g.gl_pathv[i], ".rank");
+            char *detail = strcmp(field[0], "FAIL") ? NULL : sr__fmt("rank %d: %s", r ? atoi(r + 5) : -1, field[3]);
+            sr__st_add(l, half, field[0], field[1], field[2], detail ? detail : field[3], field[4]);
+            free(detail);
         }
         free(line);
         fclose(f);

@@ -35,8 +35,8 @@ SHARDRUN_SELFTEST_DUT=$BROKEN run "$SHARDRUN" selftest --quick --results "$T/bro
 expect_rc 1 "selftest against broken kernels"
 fails=$(grep '^FAIL' <<<"$out")
 expect_in "$fails" "gpt2.add fp32" "the off-by-one add is named"
-expect_in "$fails" "gpt2.add fp32                      n=1 out: 1 of 1 elements off, first [0]" "... with the size and element it got wrong"
-expect_in "$fails" "gpt2.gemm NN fp32                  17x33x65 C: 561 of 597 elements off" "... and the gemm shape (1x1x1 cannot show a stride)"
+expect_in "$fails" "gpt2.add fp32                      rank 0: n=1 out: 1 of 1 elements off, first [0]" "... with the size and element it got wrong"
+expect_in "$fails" "gpt2.gemm NN fp32                  rank 0: 17x33x65 C: 561 of 597 elements off" "... and the gemm shape (1x1x1 cannot show a stride)"
 expect_in "$fails" "gpt2.gemm NN fp32" "the wrong-stride gemm is named (NN)"
 expect_in "$fails" "gpt2.gemm TN fp32" "the wrong-stride gemm is named (TN)"
 expect_in "$fails" "device.accumulate fp32" "the off-by-one accumulate is named"

@@ -167,13 +167,15 @@ static void one_case(sr_st_lines *l, const sr_st_fsdp *f, int batch, int offload
     }
     double lr, gr, lc, gc;
     char err[600] = "", p0[4200], ref_ck[4200], ck[4200];
-    if (read_log(f->dir, "fsdp-reference", &lr, &gr) != 0 || read_log(f->dir, name, &lc, &gc) != 0) {
+    char ref[64];
+    snprintf(ref, sizeof ref, "fsdp-reference-batch%d", batch * f->nproc);
+    if (read_log(f->dir, ref, &lr, &gr) != 0 || read_log(f->dir, name, &lc, &gc) != 0) {
         snprintf(detail, sizeof detail, "no step-1 line in %s/%s/train_log.jsonl", f->dir, name);
         sr__st_add(l, f->half, "FAIL", "fsdp", line, detail, NULL);
         return;
     }
     snprintf(p0, sizeof p0, "%s/fsdp-initial/checkpoint-1/model.safetensors", f->dir);
-    snprintf(ref_ck, sizeof ref_ck, "%s/fsdp-reference/checkpoint-1/model.safetensors", f->dir);
+    snprintf(ref_ck, sizeof ref_ck, "%s/%s/checkpoint-1/model.safetensors", f->dir, ref);
     snprintf(ck, sizeof ck, "%s/%s/checkpoint-1/model.safetensors", f->dir, name);
     const sr_st_tols t = bf16 ? (sr_st_tols){2e-2, 5e-2, 5e-2, 0} : (sr_st_tols){1e-5, 1e-4, 1e-4, 1e-4};
     sr_st_diff d;
@@ -230,7 +232,10 @@ void sr__st_fsdp(sr_st_lines *l, const sr_st_fsdp *f) {
     /* once per selftest, on one CPU rank with the whole batch: the step, and the initial weights
        (the same run with learning rate 0) */
     int batch = f->nproc >= 8 ? 1 : 8 / f->nproc;
-    if (cpu_run(l, f, "fsdp-reference", batch * f->nproc, "1", "the one-rank CPU reference") != 0 ||
+    /* the reference of this global batch (the halves may differ: 2 CPU ranks, any number of GPUs) */
+    char ref[64];
+    snprintf(ref, sizeof ref, "fsdp-reference-batch%d", batch * f->nproc);
+    if (cpu_run(l, f, ref, batch * f->nproc, "1", "the one-rank CPU reference") != 0 ||
         cpu_run(l, f, "fsdp-initial", batch * f->nproc, "0", "the one-rank CPU run that saves the initial weights") != 0)
         return;
     if (!sr__st_stopped()) one_case(l, f, batch, 0, "no");

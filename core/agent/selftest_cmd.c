@@ -362,7 +362,7 @@ int sr__cmd_selftest(int argc, char **argv) {
     catch_signals(old_sa);
     sr_st_lines l = {0};
     int cpu_n = ngpu > 0 || !nproc ? 2 : (int)nproc;
-    printf("shardrun selftest: CPU half: %d ranks, gloo%s\n", cpu_n, quick ? " (--quick)" : "");
+    printf("shardrun selftest: CPU half: %d rank%s, gloo%s\n", cpu_n, cpu_n == 1 ? "" : "s", quick ? " (--quick)" : "");
     size_t from = l.n;
     run_task(&l, dir, "cpu", "gloo", cpu_n, quick, pass, !multi);
     if (!multi) sr__st_fsdp(&l, &(sr_st_fsdp){dir, "cpu", "gloo", cpu_n, quick, pass});
@@ -371,7 +371,8 @@ int sr__cmd_selftest(int argc, char **argv) {
     char gpu_note[5000];
     if (ngpu > 0) {
         int g_n = nproc ? (int)nproc : ngpu;
-        printf("shardrun selftest: GPU half: %d ranks, nccl, %d CUDA device%s visible\n", g_n, ngpu, ngpu == 1 ? "" : "s");
+        printf("shardrun selftest: GPU half: %d rank%s, nccl, %d CUDA device%s visible\n", g_n, g_n == 1 ? "" : "s", ngpu,
+               ngpu == 1 ? "" : "s");
         from = l.n;
         run_task(&l, dir, "gpu", "nccl", g_n, quick, pass, !multi);
         if (!multi) sr__st_fsdp(&l, &(sr_st_fsdp){dir, "gpu", "nccl", g_n, quick, pass});

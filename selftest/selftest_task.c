@@ -4,7 +4,8 @@
  * GPT-2 kernel table against the CPU's, the GEMMs against cblas_sgemm, and the world group's
  * collectives and bandwidth; each rank writes its lines to LINES.rankR.tsv for the agent to merge.
  *
- * [task] lines (path prefix, required), quick (0/1), parts ("device,kernels,large,pg": which checks).
+ * [task] lines (path prefix, required; relative to the working directory, which the agent sets, so
+ * the key is the same on every node), quick (0/1), parts ("device,kernels,large,pg": which checks).
  * A failed check is a line, not an exit code: the task exits 0 once its lines are written, so no
  * rank is stopped half-way by another's failure; 1 only when it could not check at all.
  */

@@ -148,6 +148,12 @@ int sr__st_subrun(const char *job, const char *log, const char *env_set, char *c
         for (int i = 0; i < 3; i++) signal(stop_sigs[i], SIG_DFL);
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(127);
+        /* in the job's folder: paths in it can be relative, the same on every node (every [task]
+           key is part of the fingerprint the nodes of a run must agree on) */
+        char *folder = strdup(job), *slash = folder ? strrchr(folder, '/') : NULL;
+        if (slash) *slash = 0;
+        if (!folder || chdir(slash ? folder : ".") != 0) _exit(127);
+        free(folder);
         if (env_set) putenv((char *)env_set);
         char *argv[32];
         int n = 0;
@@ -193,15 +199,15 @@ static void run_task(sr_st_lines *l, const char *dir, const char *half, const ch
     char job[4200], log[4200], prefix[4200];
     snprintf(job, sizeof job, "%s/selftest-%s.ini", dir, half);
     snprintf(log, sizeof log, "%s/selftest-%s.log", dir, half);
-    snprintf(prefix, sizeof prefix, "%s/lines-%s", dir, half);
+    snprintf(prefix, sizeof prefix, "%s/lines-%s", dir, half); /* the workers' "lines-HALF" (they run in dir) */
     FILE *f = fopen(job, "w");
     if (!f) {
         sr__st_add(l, half, "FAIL", "setup", "selftest task", "cannot write its job file", NULL);
         return;
     }
     fprintf(f, "[shardrun]\ntask = selftest\nplugins = torch\nnproc_per_node = %d\n%s\n[torch]\nbackend = %s\n\n"
-               "[task]\nlines = %s\nquick = %d\n",
-            nproc, single_node ? "master_port = 0\n" : "", backend, prefix, quick);
+               "[task]\nlines = lines-%s\nquick = %d\n",
+            nproc, single_node ? "master_port = 0\n" : "", backend, half, quick);
     fclose(f);
     int rc = sr__st_subrun(job, log, NULL, passthrough);
     int files = read_lines(l, half, prefix);
@@ -362,7 +368,8 @@ int sr__cmd_selftest(int argc, char **argv) {
     catch_signals(old_sa);
     sr_st_lines l = {0};
     int cpu_n = ngpu > 0 || !nproc ? 2 : (int)nproc;
-    printf("shardrun selftest: CPU half: %d rank%s, gloo%s\n", cpu_n, cpu_n == 1 ? "" : "s", quick ? " (--quick)" : "");
+    printf("shardrun selftest: CPU half: %d rank%s%s, gloo%s\n", cpu_n, cpu_n == 1 ? "" : "s", multi ? " per node" : "",
+           quick ? " (--quick)" : "");
     size_t from = l.n;
     run_task(&l, dir, "cpu", "gloo", cpu_n, quick, pass, !multi);
     if (!multi) sr__st_fsdp(&l, &(sr_st_fsdp){dir, "cpu", "gloo", cpu_n, quick, pass});
@@ -371,8 +378,8 @@ int sr__cmd_selftest(int argc, char **argv) {
     char gpu_note[5000];
     if (ngpu > 0) {
         int g_n = nproc ? (int)nproc : ngpu;
-        printf("shardrun selftest: GPU half: %d rank%s, nccl, %d CUDA device%s visible\n", g_n, g_n == 1 ? "" : "s", ngpu,
-               ngpu == 1 ? "" : "s");
+        printf("shardrun selftest: GPU half: %d rank%s%s, nccl, %d CUDA device%s visible\n", g_n, g_n == 1 ? "" : "s",
+               multi ? " per node" : "", ngpu, ngpu == 1 ? "" : "s");
         from = l.n;
         run_task(&l, dir, "gpu", "nccl", g_n, quick, pass, !multi);
         if (!multi) sr__st_fsdp(&l, &(sr_st_fsdp){dir, "gpu", "nccl", g_n, quick, pass});

@@ -66,6 +66,23 @@ expect_in "$(cat "$T/int.err")" "selftest: stopped by signal 2; no verdict" "say
 expect_not_in "$(cat "$T/int.out")" "verdict" "no verdict"
 expect_eq "$(ls -A "$T/tmp2")" "" "the temporary folder is removed"
 
+# two agents (nodes) of 2 ranks each: the collectives run on 4 ranks; each agent prints its own
+# ranks' lines; the FSDP step (one node only) is left out, saying so
+port=$(free_port_pair)
+export SHARDRUN_RDZV_TOKEN=selftest-$$
+"$SHARDRUN" selftest --quick --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$port" >"$T/n1.out" 2>&1 &
+n1=$!
+run "$SHARDRUN" selftest --quick --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$port"
+wait $n1
+expect_eq "$?" 0 "selftest on the second node: $(tail -3 "$T/n1.out")"
+unset SHARDRUN_RDZV_TOKEN
+expect_rc 0 "selftest on the first of two nodes"
+expect_in "$out" "CPU half: 2 ranks per node, gloo" "ranks per node"
+expect_in "$out" "all_reduce bf16 avg                counts 1,7,1021 on 4 ranks (gloo)" "collectives on 4 ranks"
+expect_in "$(cat "$T/n1.out")" "all_gather int64                   counts 1,7,1021 on 4 ranks (gloo)" "... also on the second node"
+expect_in "$out" "several nodes: the FSDP step comparison was not run" "says the FSDP step was left out"
+expect_not_in "$out" "fsdp " "no FSDP line"
+
 # usage errors: exit 2 before anything runs
 run "$SHARDRUN" selftest job.ini
 expect_rc 2 "selftest takes no job file"

@@ -80,6 +80,10 @@ const sr_var sr__host_reads[] = {
     {"SHARDRUN_DEBUG_OFFLOAD_STAGING",
      "testing aid: 1 makes FSDP_OFFLOAD_PARAMS=true take the GPU's path on a CPU (shards in one allocation, "
      "gathers and reductions through staging copies), so the tests check it without a GPU"},
+    {"SHARDRUN_SELFTEST_DUT",
+     "testing aid: a library whose selftest_dut_device() and selftest_dut_kernels() replace the tables "
+     "`shardrun selftest` checks against the CPU's (tests/selftest/broken_kernels.c: deliberately broken "
+     "kernels the selftest must fail on)"},
     {"SHARDRUN_DEBUG_SAVE_DELAY_MS",
      "testing aid: milliseconds the checkpoint writer sleeps after each unit, so a test can kill a run in the "
      "middle of a save"},

@@ -322,8 +322,13 @@ int floats_download(float *host_dst, const float *dev_src, size_t n) {
         return 0;
     return report();
 }
+/* The model copies activations only, in the compute dtype (an int64 path here had no caller). */
 void dev_copy(void *dst, const void *src, size_t n, sr_dtype dt) {
-    size_t size = dt == SR_FLOAT16 || dt == SR_BFLOAT16 ? 2 : dt == SR_INT64 ? 8 : 4;
+    if (dt != SR_FLOAT32 && dt != SR_FLOAT16 && dt != SR_BFLOAT16) {
+        fail("copy", "unsupported dtype (fp32, bf16, fp16 only)");
+        return;
+    }
+    size_t size = dt == SR_FLOAT32 ? 4 : 2;
     if (n && dst != src) cuda_ok(cudaMemcpyAsync(dst, src, n * size, cudaMemcpyDeviceToDevice, 0), "cudaMemcpyAsync");
 }
 int dev_sync(void) {

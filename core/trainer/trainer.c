@@ -75,6 +75,7 @@ static int start_params(sr__trainer *t) {
     }
     int lrc = sr__ckpt_load(t->e, dir, &t->ts);
     if (t->rank == 0 && lrc == 0) printf("shardrun: resumed from %s at step %lld\n", dir, t->ts.global_step);
+    if (lrc == 0) sr__records_resume(t, dir); /* log_history, the best checkpoint */
     free(dir);
     if (lrc != 0) return SR_EXIT_FAILED;
     if (t->ts.seed != a->seed && t->rank == 0)
@@ -113,8 +114,9 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
     t->e = sr__engine_create(ctx, task, ops, t->state, t->model, (uint64_t)t->a.seed);
     if (!t->e) return SR_EXIT_CONFIG;
     t->cfg = sr__engine_config(t->e);
-    t->ts = (sr__train_state){0, t->a.seed};
-    int rc = start_params(t);
+    t->ts = (sr__train_state){0, t->a.seed, NULL};
+    int rc = sr__records_setup(t); /* the eval data the configuration asks for */
+    if (rc == SR_EXIT_OK) rc = start_params(t);
     if (rc != SR_EXIT_OK) return rc;
     t->nsamples = ops->num_samples(t->state);
     if (t->nsamples <= 0) {
@@ -227,26 +229,27 @@ static int save_if_due(sr__trainer *t) {
     long long step = t->ts.global_step;
     int last = step == t->plan.total_steps;
     if (!(a->save_steps > 0 && step % a->save_steps == 0) && !(last && a->save_final)) return 0;
-    if (sr__ckpt_save(t->e, a->output_dir, &t->ts) != 0) return -1;
-    if (t->rank == 0)
-        printf("shardrun: saved %s/checkpoint-%lld (%s)\n", a->output_dir, step, sr__state_dict_name(t->cfg->state_dict));
-    return 0;
+    return sr__records_save_checkpoint(t); /* with trainer_state.json, loss.svg, save_total_limit */
 }
 
 static int train(sr__trainer *t) {
+    if (sr__eval_if_due(t, 1) != 0) return SR_EXIT_FAILED; /* eval_on_start */
     for (long long step = t->ts.global_step; step < t->plan.total_steps; step++) {
         double loss;
         sr__step_result r;
         if (train_step(t, step, &loss, &r) != 0) return SR_EXIT_FAILED;
         sr__trainer_log_step(t, loss, &r);
+        if (sr__eval_if_due(t, 0) != 0) return SR_EXIT_FAILED;
         if (save_if_due(t) != 0) return SR_EXIT_FAILED;
     }
     double runtime = sr__now_s() - t->t0; /* (the last step is always logged: its line replaced the bar) */
+    if (sr__records_finish(t, runtime) != 0) return SR_EXIT_FAILED; /* summary, load_best_model_at_end */
     return sr__trainer_report(t, runtime) == 0 ? SR_EXIT_OK : SR_EXIT_FAILED;
 }
 
 static void teardown(sr__trainer *t) {
     free(t->step_times);
+    sr__records_free(t);
     if (t->log) fclose(t->log);
     free(t->idx);
     sr__sampler_free(&t->smp);

@@ -18,6 +18,7 @@
 #define SR_VERSION "0.1.0"
 
 int sr__cmd_env(sr_run *run, const sr_run_args *args, int rank, int explain);
+int sr__cmd_plot(int argc, char **argv);
 
 typedef struct cli {
     const char *command; /* "run", "env", "plugins", "reference" */
@@ -46,6 +47,8 @@ static void usage(FILE *out) {
             "                                         (default: the first rank this node starts)\n"
             "       shardrun plugins                  list the plugins found and their keys\n"
             "       shardrun reference                the key and variable reference (Markdown)\n"
+            "       shardrun plot OUTPUT_DIR [--compare OTHER_DIR ...] [-o FILE]\n"
+            "                                         the loss curves of runs (their trainer_state.json) as SVG\n"
             "\n"
             "options:\n"
             "  --set SECTION.KEY=VALUE   override a job-file key (repeatable)\n"
@@ -100,7 +103,7 @@ static size_t command_distance(const char *a, const char *b) {
 /* A first word that is no file but a command misspelt ("evn"): the command it is close to (at most
    two edits, fewer than its length), or NULL. */
 static const char *misspelt_command(const char *word) {
-    static const char *const commands[] = {"run", "env", "plugins", "reference"};
+    static const char *const commands[] = {"run", "env", "plugins", "reference", "plot"};
     if (strchr(word, '/') || access(word, F_OK) == 0) return NULL;
     const char *best = NULL;
     size_t best_d = 3;
@@ -172,7 +175,7 @@ static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
         }
         const char *cmd = !c->job && i == 1 ? misspelt_command(a) : NULL;
         if (cmd) {
-            sr__log(SR_LOG_ERROR, "unknown command %s; did you mean %s? (commands: run, env, plugins, reference; "
+            sr__log(SR_LOG_ERROR, "unknown command %s; did you mean %s? (commands: run, env, plugins, reference, plot; "
                             "or give a job file: shardrun JOB.ini)", a, cmd);
             return SR_EXIT_CONFIG;
         }
@@ -188,6 +191,7 @@ static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
 
 /* The executable's one entry point into the library (shardrun/main.h). */
 int sr_main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "plot")) return sr__cmd_plot(argc - 1, argv + 1); /* no job file */
     cli c = {0};
     sr_run run = {0};
     int rc = parse(argc, argv, &c, &run.cfg);

@@ -18,7 +18,12 @@
 static int due(const sr__trainer *t, int start) {
     const sr__train_args *a = &t->a;
     long long step = t->ts.global_step;
-    if (start) return a->eval_on_start;
+    if (start) { /* not again at a resumed checkpoint's step that was evaluated already */
+        for (int i = t->hist.n - 1; i >= 0 && a->eval_on_start; i--)
+            if (isfinite(sr__hist_get(&t->hist.e[i], "eval_loss")))
+                return sr__hist_get(&t->hist.e[i], "step") != (double)step;
+        return a->eval_on_start;
+    }
     if (a->eval_strategy == SR_EVAL_STEPS) return step % a->eval_steps == 0;
     if (a->eval_strategy == SR_EVAL_EPOCH) return step % t->plan.steps_per_epoch == 0 || step == t->plan.total_steps;
     return 0;

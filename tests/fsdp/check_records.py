@@ -2,7 +2,9 @@
 transformers' TrainerState and train_log.jsonl, loss.svg against log_history.
 
     check_records.py evals DIR                     print "STEP EVAL_LOSS EPOCH" per evaluation
-    check_records.py same_evals DIR BASE RTOL      DIR's eval losses equal BASE's within RTOL
+    check_records.py same_evals DIR BASE RTOL [STEPS]
+                                                   DIR's eval losses equal BASE's within RTOL (at
+                                                   the comma-separated STEPS only, when given)
     check_records.py state DIR STEPS_PER_EPOCH     trainer_state.json: schema, values, checkpoints
     check_records.py svg SVG DIR...                the SVG's polylines are DIR's log_history values
     check_records.py best DIR                      print "BEST NEWEST" checkpoint steps by eval_loss
@@ -73,8 +75,11 @@ def cmd_evals(d):
         print(e["step"], repr(e["eval_loss"]), e["epoch"])
 
 
-def cmd_same_evals(d, base, rtol):
+def cmd_same_evals(d, base, rtol, steps=None):
     a, b = evals(d), evals(base)
+    if steps is not None:
+        keep = {int(s) for s in steps.split(",")}
+        a, b = [e for e in a if e["step"] in keep], [e for e in b if e["step"] in keep]
     check([e["step"] for e in a] == [e["step"] for e in b], "%s evaluates at steps %s, the baseline at %s" % (
         d, [e["step"] for e in a], [e["step"] for e in b]))
     worst = max([rel(x["eval_loss"], y["eval_loss"]) for x, y in zip(a, b)] or [0])

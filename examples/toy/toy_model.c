@@ -304,7 +304,10 @@ static int config_int(sr_ctx *ctx, const char *key, long long def, long long lo,
 
 static int64_t toy_eval_num_samples(void *state);
 static int toy_eval_batch(void *state, const int64_t *samples, int n, long long *tokens);
-static const sr_model_eval toy_eval = {sizeof(sr_model_eval), toy_eval_num_samples, toy_eval_batch};
+#ifndef TOY_EVAL_SIZE /* tests/tasks/eval_*.c: a struct from a newer or a broken header */
+#define TOY_EVAL_SIZE sizeof(sr_model_eval)
+#endif
+static const sr_model_eval toy_eval = {TOY_EVAL_SIZE, toy_eval_num_samples, toy_eval_batch};
 
 static void *toy_create(sr_ctx *ctx, sr_model *model) {
     toy *st = calloc(1, sizeof *st);

@@ -2,6 +2,7 @@
 #  - eval_loss is the same at world size 1, 2 and 3, under every sharding strategy, with the
 #    engine off, and with another eval batch size (within 1e-6 relative), and the same on every
 #    rank; evaluating does not change training (train_log.jsonl byte for byte);
+#  - sr_model_eval grown (a newer header) works, short is refused;
 #  - eval_strategy = steps / epoch, eval_steps (and its default, logging_steps), eval_on_start;
 #    configuration errors (no eval data, load_best_model_at_end without evaluations at saves);
 #  - trainer_state.json in output_dir and every checkpoint: loadable as transformers' TrainerState,
@@ -69,6 +70,15 @@ printf '  %-18s %s\n' "eval batch 7" "$r"
 # training is the same with and without evaluation
 train noeval 2 6 --set task.eval_strategy=no --set task.eval_on_start=false
 expect_same_file "$T/noeval/train_log.jsonl" "$T/ws2-FULL_SHARD/train_log.jsonl" "train_log.jsonl without evaluation"
+
+# sr_model_eval is versioned by struct_size: a grown one works, a short one is refused
+run "$SHARDRUN" "$T/toy.ini" --nproc-per-node 1 --set shardrun.task="$BUILD/tests/tasks/eval_grown.so" --set task.output_dir="$T/grown" \
+    --set task.per_device_train_batch_size=12 --set accelerate.fsdp.sharding_strategy=NO_SHARD
+expect_rc 0 "a task with a grown sr_model_eval"
+r=$($CHK same_evals "$T/grown" "$T/base" $RTOL) && pass || fail "grown sr_model_eval: $r"
+run "$SHARDRUN" "$T/toy.ini" --nproc-per-node 1 --set shardrun.task="$BUILD/tests/tasks/eval_short.so" --set task.output_dir="$T/short"
+expect_rc 2 "a task with a short sr_model_eval"
+expect_in "$err" "sr_model_eval_data: struct_size 16 is too small (this shardrun needs 24)" "both sizes named"
 
 echo "== schedules"
 train epoch 2 6 --set task.samples=48 --set task.max_steps=-1 --set task.num_train_epochs=2.5 \

@@ -57,10 +57,9 @@ static long long folder_step(const char *dir) {
     return sscanf(b, "checkpoint-%lld%n", &n, &end) == 1 && b[end] == 0 ? n : -1;
 }
 
-int sr__records_resume(sr__trainer *t, const char *dir) {
+void sr__records_resume(sr__trainer *t, const char *dir) {
     char *p = sr__fmt("%s/trainer_state.json", dir), why[512];
     sr__history h = {0};
-    int rc = 0;
     if (sr__history_read(p, &h, why, sizeof why) == 0) {
         /* entries after the checkpoint's step belong to a run that went on after it */
         int kept = 0;
@@ -78,7 +77,6 @@ int sr__records_resume(sr__trainer *t, const char *dir) {
         t->hist.best_metric = NAN;
     }
     free(p);
-    return rc;
 }
 
 void sr__records_train_entry(sr__trainer *t, double loss, const sr__step_result *r) {

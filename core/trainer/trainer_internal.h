@@ -77,8 +77,9 @@ int sr__trainer_report(sr__trainer *t, double runtime);
 /* records.c: see records.h for the order. */
 /* The eval configuration against the task's eval data; an exit code. */
 int sr__records_setup(sr__trainer *t);
-/* A resumed run continues the checkpoint's log_history and best checkpoint.  0, or -1 after printing. */
-int sr__records_resume(sr__trainer *t, const char *checkpoint_dir);
+/* A resumed run continues the checkpoint's log_history and best checkpoint (a checkpoint without
+   them, from an older shardrun: a note, and the records start at its step). */
+void sr__records_resume(sr__trainer *t, const char *checkpoint_dir);
 /* A logged step's entry (loss, grad_norm, learning_rate, epoch, step). */
 void sr__records_train_entry(sr__trainer *t, double loss, const sr__step_result *r);
 /* Saves checkpoint-<global_step> (collective), then output_dir/trainer_state.json, loss.svg and the

@@ -143,6 +143,8 @@ typedef struct sr_model_ops {
    of the batches' losses weighted by their *tokens, over all ranks.
    Versioned like sr_task: struct_size = sizeof(sr_model_eval); fields appended later are read only
    when struct_size reaches them.  A task that never calls it loads and trains as before. */
+#define SR_MODEL_HAS_EVAL 1 /* this header has sr_model_eval_data and sr_module_call.eval */
+
 typedef struct sr_model_eval {
     uint32_t struct_size; /* sizeof(sr_model_eval) */
     /* Number of eval samples (0: none; evaluation is then skipped with a note). */

@@ -1,5 +1,5 @@
 # Evaluation and the trainer's records, on the toy model task (eval_samples held out):
-#  - eval_loss is the same at world size 1, 2 and 3, under every sharding strategy, with the
+#  - eval_loss is the same at world size 1, 2 and 3 (and 2 nodes x 2), under every sharding strategy, with the
 #    engine off, and with another eval batch size (within 1e-6 relative), and the same on every
 #    rank; evaluating does not change training (train_log.jsonl byte for byte);
 #  - sr_model_eval grown (a newer header) works, short is refused;
@@ -61,6 +61,23 @@ for cfg in "2 6 FULL_SHARD" "2 6 SHARD_GRAD_OP" "2 6 NO_SHARD" "3 4 FULL_SHARD" 
     printf '  %-18s %s\n' "ws$1-$3" "$r"
     same_on_ranks "ws$1-$3"
 done
+# HYBRID_SHARD: shard within each of 2 nodes (2 ranks), replicate across them
+export SHARDRUN_RDZV_TOKEN=records-test
+P=$(free_port_pair)
+for node in 0 1; do
+    "$SHARDRUN" "$T/toy.ini" --nnodes 2 --node-rank $node --nproc-per-node 2 --master-addr 127.0.0.1 --master-port "$P" \
+        --set task.per_device_train_batch_size=3 --set task.output_dir="$T/hybrid" \
+        --set accelerate.fsdp.sharding_strategy=HYBRID_SHARD >"$T/hybrid.n$node.out" 2>"$T/hybrid.n$node.err" &
+    pids[$node]=$!
+done
+wait "${pids[0]}"; r0=$?
+wait "${pids[1]}"; r1=$?
+expect_eq "$r0/$r1" "0/0" "HYBRID_SHARD on 2 nodes x 2 ($(tail -n 3 "$T/hybrid.n0.err" "$T/hybrid.n1.err"))"
+expect_in "$(cat "$T/hybrid.n0.out")" "shard group 2, replicas 2" "HYBRID_SHARD: shards within a node, replicas across nodes"
+r=$($CHK same_evals "$T/hybrid" "$T/base" $RTOL) && pass || fail "hybrid: $r"
+printf '  %-18s %s\n' "ws4 HYBRID_SHARD" "$r"
+out=$(cat "$T/hybrid.n0.out" "$T/hybrid.n1.out")
+same_on_ranks "HYBRID_SHARD (4 ranks)"
 JOB=ddp.ini train ddp2 2 6
 r=$($CHK same_evals "$T/ddp2" "$T/base" $RTOL) && pass || fail "ddp2: $r"
 printf '  %-18s %s\n' "ddp (no FSDP) ws2" "$r"

@@ -10,9 +10,9 @@ CHK="/usr/bin/python3 $SRC/tests/fsdp/check_records.py"
 gpt2_job g.ini <<EOF2
 size = tiny
 data = /usr/share/common-licenses/*
-max_length = 64
+max_length = 48
 min_chars = 16
-max_samples = 200
+max_samples = 120
 validation_split_percentage = 10
 max_steps = 2
 learning_rate = 1e-3
@@ -30,10 +30,10 @@ train() {
     expect_rc 0 "$name trains"
 }
 train base 1 6
-expect_in "$out" "gpt2: data: 180 samples" "validation_split_percentage = 10 of 200 texts: 180 to train"
-expect_in "$out" "gpt2: eval data: 20 samples" "and 20 held out"
+expect_in "$out" "gpt2: data: 108 samples" "validation_split_percentage = 10 of 120 texts: 108 to train"
+expect_in "$out" "gpt2: eval data: 12 samples" "and 12 held out"
 expect_eq "$($CHK evals "$T/base" | awk '{print $1}' | tr '\n' ' ')" "0 2 " "evaluations at steps 0 and 2"
-for cfg in "2 3 FULL_SHARD 3 0" "3 2 SHARD_GRAD_OP 3 0" "1 6 FULL_SHARD 1 0,2" "1 6 FULL_SHARD 20 0,2"; do
+for cfg in "2 3 FULL_SHARD 3 0" "3 2 SHARD_GRAD_OP 3 0" "1 6 FULL_SHARD 1 0,2" "1 6 FULL_SHARD 12 0,2"; do
     set -- $cfg
     name="ws$1-$3-eval$4"
     train "$name" "$1" "$2" --set accelerate.fsdp.sharding_strategy="$3" --set task.per_device_eval_batch_size="$4"

@@ -19,6 +19,7 @@
 
 int sr__cmd_env(sr_run *run, const sr_run_args *args, int rank, int explain);
 int sr__cmd_selftest(int argc, char **argv); /* agent/selftest_cmd.c */
+int sr__cmd_plot(int argc, char **argv);
 
 typedef struct cli {
     const char *command; /* "run", "env", "plugins", "reference" */
@@ -50,6 +51,8 @@ static void usage(FILE *out) {
             "       shardrun selftest [--gpu] [--quick] [--nproc-per-node N] [--results FILE]\n"
             "                                         check this machine's kernels, collectives and an\n"
             "                                         FSDP step (no job file; selftest --help)\n"
+            "       shardrun plot OUTPUT_DIR [--compare OTHER_DIR ...] [-o FILE]\n"
+            "                                         the loss curves of runs (their trainer_state.json) as SVG\n"
             "\n"
             "options:\n"
             "  --set SECTION.KEY=VALUE   override a job-file key (repeatable)\n"
@@ -104,7 +107,7 @@ static size_t command_distance(const char *a, const char *b) {
 /* A first word that is no file but a command misspelt ("evn"): the command it is close to (at most
    two edits, fewer than its length), or NULL. */
 static const char *misspelt_command(const char *word) {
-    static const char *const commands[] = {"run", "env", "plugins", "reference", "selftest"};
+    static const char *const commands[] = {"run", "env", "plugins", "reference", "selftest", "plot"};
     if (strchr(word, '/') || access(word, F_OK) == 0) return NULL;
     const char *best = NULL;
     size_t best_d = 3;
@@ -176,7 +179,7 @@ static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
         }
         const char *cmd = !c->job && i == 1 ? misspelt_command(a) : NULL;
         if (cmd) {
-            sr__log(SR_LOG_ERROR, "unknown command %s; did you mean %s? (commands: run, env, plugins, reference, selftest; "
+            sr__log(SR_LOG_ERROR, "unknown command %s; did you mean %s? (commands: run, env, plugins, reference, selftest, plot; "
                             "or give a job file: shardrun JOB.ini)", a, cmd);
             return SR_EXIT_CONFIG;
         }
@@ -193,6 +196,7 @@ static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
 /* The executable's one entry point into the library (shardrun/main.h). */
 int sr_main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "selftest")) return sr__cmd_selftest(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "plot")) return sr__cmd_plot(argc - 1, argv + 1); /* no job file */
     cli c = {0};
     sr_run run = {0};
     int rc = parse(argc, argv, &c, &run.cfg);

@@ -221,13 +221,19 @@ static int write_state(sr__engine *e, const char *dir, const sr__train_state *ts
         free(p);
         return -1;
     }
+    /* the trainer's TrainerState members, then shardrun's under stateful_callbacks (one line: what
+       resume reads, and the job that wrote it) */
     sr_buf job = {0};
     sr__buf_json_str(&job, ts->job_id);
-    fprintf(f, "{\"global_step\": %lld, \"adam_steps\": %lld, \"seed\": %lld, \"loss_scale\": %.17g, "
-               "\"good_steps\": %d, \"checkpoint_id\": \"%s\", \"model_digest\": \"%s\", \"world_size\": %d, "
-               "\"shard_group_size\": %d, \"state_dict_type\": \"%s\", \"model_params\": %zu, \"job_id\": %s}\n",
+    if (ts->hf_members) fprintf(f, "{\n%s,\n  ", ts->hf_members);
+    else fprintf(f, "{\"global_step\": %lld, ", ts->global_step);
+    fprintf(f, "\"stateful_callbacks\": {\"shardrun\": {\"global_step\": %lld, \"adam_steps\": %lld, \"seed\": %lld, "
+               "\"loss_scale\": %.17g, \"good_steps\": %d, \"checkpoint_id\": \"%s\", \"model_digest\": \"%s\", "
+               "\"world_size\": %d, \"shard_group_size\": %d, \"state_dict_type\": \"%s\", \"model_params\": %zu, "
+               "\"job_id\": %s}}%s}\n",
             ts->global_step, e->adam_steps, ts->seed, e->loss_scale, e->good_steps, m->id, m->digest, e->world_size,
-            e->shard_size, sr__state_dict_name(e->cfg.state_dict), sr__model_numel(e->model), job.s ? job.s : "\"\"");
+            e->shard_size, sr__state_dict_name(e->cfg.state_dict), sr__model_numel(e->model), job.s ? job.s : "\"\"",
+            ts->hf_members ? "\n" : "");
     sr__buf_free(&job);
     int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -1;
     if (fclose(f) != 0) rc = -1;
@@ -240,52 +246,82 @@ static int write_state(sr__engine *e, const char *dir, const sr__train_state *ts
 static const char *const STATE_KEYS[] = {"global_step", "adam_steps", "seed", "loss_scale", "good_steps"};
 enum { S_STEP, S_ADAM, S_SEED, S_SCALE, S_GOOD, S_COUNT };
 
+typedef struct state_read {
+    double v[S_COUNT];
+    long long iv[S_COUNT];
+    int have[S_COUNT];
+    char *id; /* 33 bytes */
+    char *why;
+    size_t len;
+    int bad; /* why[] says what is wrong */
+} state_read;
+
+/* The members of one object: STATE_KEYS and checkpoint_id, and (top level only) the same inside
+   stateful_callbacks.shardrun.  0 when the object closed, else -1. */
+static int state_members(sr_json *j, state_read *s, int level) {
+    const char *key;
+    size_t klen;
+    int more, k;
+    while ((more = sr__json_member(j, &key, &klen)) > 0) {
+        if (level < 2 && sr__json_key_is(key, klen, level == 0 ? "stateful_callbacks" : "shardrun") &&
+            sr__json_peek(j) == SR_JSON_OBJECT) {
+            if (sr__json_object(j) != 0 || state_members(j, s, level + 1) != 0) return -1;
+            continue;
+        }
+        if (level == 1) { /* another callback's state */
+            if (sr__json_skip(j) != 0) return -1;
+            continue;
+        }
+        if (sr__json_key_is(key, klen, "checkpoint_id")) { /* a string: the files' checkpoint_id */
+            const char *sv;
+            size_t sl;
+            if (sr__json_peek(j) != SR_JSON_STRING) {
+                snprintf(s->why, s->len, "\"checkpoint_id\" is not a string");
+                s->bad = 1;
+                return -1;
+            }
+            if (sr__json_string(j, &sv, &sl) != 0) return -1;
+            snprintf(s->id, 33, "%.*s", (int)(sl < 32 ? sl : 32), sv);
+            continue;
+        }
+        for (k = 0; k < S_COUNT; k++)
+            if (sr__json_key_is(key, klen, STATE_KEYS[k])) break;
+        if (k == S_COUNT) {
+            if (sr__json_skip(j) != 0) return -1;
+            continue;
+        }
+        sr_json_num num;
+        if (sr__json_peek(j) != SR_JSON_NUMBER || sr__json_number(j, &num) != 0 ||
+            (k != S_SCALE && !(num.is_uint && num.uint <= (uint64_t)LLONG_MAX))) {
+            snprintf(s->why, s->len, "\"%s\" is not %s", STATE_KEYS[k], k == S_SCALE ? "a number" : "a non-negative integer");
+            s->bad = 1;
+            return -1;
+        }
+        s->v[k] = num.value, s->iv[k] = (long long)num.uint, s->have[k] = 1;
+    }
+    return more == 0 ? 0 : -1;
+}
+
 /* The members of STATE_KEYS into v[] (the integers: non-negative, at most LLONG_MAX).  0, or -1
    with why[] saying what is wrong. */
 static int parse_state(const char *text, size_t n, double v[S_COUNT], long long iv[S_COUNT], char id[33], char *why,
                        size_t len) {
     sr_json j;
-    int have[S_COUNT] = {0}, more = -1, k = S_COUNT;
-    const char *key, *what;
-    size_t klen, at;
+    state_read s = {.id = id, .why = why, .len = len};
+    const char *what;
+    size_t at;
     sr__json_init(&j, text, n, NULL);
-    if (sr__json_object(&j) == 0)
-        while ((more = sr__json_member(&j, &key, &klen)) > 0) {
-            if (sr__json_key_is(key, klen, "checkpoint_id")) { /* a string: the files' checkpoint_id */
-                const char *sv;
-                size_t sl;
-                if (sr__json_peek(&j) != SR_JSON_STRING) {
-                    snprintf(why, len, "\"checkpoint_id\" is not a string");
-                    more = -2;
-                    break;
-                }
-                if (sr__json_string(&j, &sv, &sl) != 0) break;
-                snprintf(id, 33, "%.*s", (int)(sl < 32 ? sl : 32), sv);
-                continue;
-            }
-            for (k = 0; k < S_COUNT; k++)
-                if (sr__json_key_is(key, klen, STATE_KEYS[k])) break;
-            if (k == S_COUNT) {
-                if (sr__json_skip(&j) != 0) break;
-                continue;
-            }
-            sr_json_num num;
-            if (sr__json_peek(&j) != SR_JSON_NUMBER || sr__json_number(&j, &num) != 0) break;
-            if (k != S_SCALE && !(num.is_uint && num.uint <= (uint64_t)LLONG_MAX)) break;
-            v[k] = num.value, iv[k] = (long long)num.uint, have[k] = 1;
-        }
-    if (more == 0) sr__json_end(&j);
+    int ok = sr__json_object(&j) == 0 && state_members(&j, &s, 0) == 0 && sr__json_end(&j) == 0;
     int rc = -1;
-    if ((what = sr__json_error(&j, &at)))
-        snprintf(why, len, "not valid JSON: %s at byte %zu", what, at);
-    else if (more == -2)
+    if (s.bad)
         ; /* why[] says it */
-    else if (more != 0)
-        snprintf(why, len, "\"%s\" is not %s", STATE_KEYS[k], k == S_SCALE ? "a number" : "a non-negative integer");
-    else
+    else if ((what = sr__json_error(&j, &at)))
+        snprintf(why, len, "not valid JSON: %s at byte %zu", what, at);
+    else if (ok)
         rc = 0;
-    for (k = 0; k < S_COUNT && rc == 0; k++)
-        if (!have[k]) snprintf(why, len, "no \"%s\"", STATE_KEYS[k]), rc = -1;
+    for (int k = 0; k < S_COUNT && rc == 0; k++)
+        if (!s.have[k]) snprintf(why, len, "no \"%s\"", STATE_KEYS[k]), rc = -1;
+    for (int k = 0; k < S_COUNT; k++) v[k] = s.v[k], iv[k] = s.iv[k];
     sr__json_free(&j);
     return rc;
 }
@@ -295,11 +331,11 @@ static int read_state(sr__engine *e, const char *dir, sr__train_state *ts, char 
     FILE *f = fopen(p, "r");
     char *text = NULL;
     size_t n = 0;
-    if (f) { /* a small file: one object on one line */
+    if (f) { /* one object: the trainer's log_history makes it grow with the run (at most 256 MiB read) */
         sr_buf b = {0};
         char chunk[4096];
         size_t k;
-        while ((k = fread(chunk, 1, sizeof chunk, f)) > 0 && b.n < (1u << 20)) sr__buf_add(&b, chunk, k);
+        while ((k = fread(chunk, 1, sizeof chunk, f)) > 0 && b.n < (256u << 20)) sr__buf_add(&b, chunk, k);
         fclose(f);
         text = b.s, n = b.n;
     }
@@ -1174,30 +1210,39 @@ char *sr__ckpt_latest(const char *outdir) {
     return best >= 0 ? sr__fmt("%s/checkpoint-%lld", outdir, best) : NULL;
 }
 
-/* Whether dir/trainer_state.json says job_id. */
+/* Enters the member `name` of the object at j (an object itself): 1 when found, with j at its value. */
+static int enter_member(sr_json *j, const char *name) {
+    const char *key;
+    size_t klen;
+    if (sr__json_peek(j) != SR_JSON_OBJECT || sr__json_object(j) != 0) return 0;
+    while (sr__json_member(j, &key, &klen) > 0) {
+        if (sr__json_key_is(key, klen, name)) return 1;
+        if (sr__json_skip(j) != 0) return 0;
+    }
+    return 0;
+}
+
+/* Whether dir/trainer_state.json names job_id (stateful_callbacks.shardrun.job_id). */
 static int written_by(const char *dir, const char *job_id) {
     char *p = sr__fmt("%s/trainer_state.json", dir);
     FILE *f = fopen(p, "r");
     free(p);
     if (!f) return 0;
-    char text[8192];
-    size_t n = fread(text, 1, sizeof text, f);
+    sr_buf b = {0};
+    char chunk[65536];
+    size_t k;
+    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0 && b.n < (64u << 20)) sr__buf_add(&b, chunk, k);
     fclose(f);
     sr_json j;
-    const char *key, *sv;
-    size_t klen, sl;
-    int more, match = 0;
-    sr__json_init(&j, text, n, NULL);
-    if (sr__json_object(&j) == 0)
-        while ((more = sr__json_member(&j, &key, &klen)) > 0) {
-            if (sr__json_key_is(key, klen, "job_id") && sr__json_peek(&j) == SR_JSON_STRING &&
-                sr__json_string(&j, &sv, &sl) == 0) {
-                match = sl == strlen(job_id) && !memcmp(sv, job_id, sl);
-                break;
-            }
-            if (sr__json_skip(&j) != 0) break;
-        }
+    const char *sv;
+    size_t sl;
+    int match = 0;
+    sr__json_init(&j, b.s ? b.s : "", b.n, NULL);
+    if (enter_member(&j, "stateful_callbacks") && enter_member(&j, "shardrun") && enter_member(&j, "job_id") &&
+        sr__json_peek(&j) == SR_JSON_STRING && sr__json_string(&j, &sv, &sl) == 0)
+        match = sl == strlen(job_id) && !memcmp(sv, job_id, sl);
     sr__json_free(&j);
+    sr__buf_free(&b);
     return match;
 }
 

@@ -9,9 +9,12 @@
  *     range out of whichever files hold it, so another world size or wrap policy can resume from it;
  *   FULL_STATE_DICT: rank 0 writes model.safetensors (original names and shapes, fp32, format =
  *     pt) and optimizer.safetensors (NAME.exp_avg, NAME.exp_avg_sq), gathered one unit at a time.
- * Both add trainer_state.json, one JSON object: global_step, adam_steps, seed, loss_scale and
- * good_steps (read back on resume), checkpoint_id and model_digest (checked on resume),
- * world_size, shard_group_size, state_dict_type and model_params (for the reader).
+ * Both add trainer_state.json, one JSON object in the shape of transformers' TrainerState (the
+ * trainer's members: global_step, epoch, log_history, ...; TrainerState.load_from_json reads it),
+ * whose "stateful_callbacks" member holds shardrun's own under "shardrun": global_step, adam_steps,
+ * seed, loss_scale and good_steps (read back on resume), checkpoint_id and model_digest (checked
+ * on resume), world_size, shard_group_size, state_dict_type and model_params (for the reader).  A
+ * checkpoint of an earlier shardrun, which has these at the top level, reads the same.
  * A checkpoint is written into checkpoint-N.tmp and renamed to checkpoint-N once every rank has
  * finished: a run killed while saving leaves the previous checkpoint as it was.
  *
@@ -50,6 +53,9 @@ typedef struct sr__train_state {
     long long global_step; /* optimizer steps done */
     long long seed;
     char job_id[80];       /* SHARDRUN_JOB_ID of the run that saves ("" when unknown) */
+    /* Saving: the members transformers' TrainerState has (global_step, epoch, log_history, ...), as
+       a JSON fragment ("\"a\": 1, \"b\": [...]"), from the trainer; NULL: global_step only. */
+    const char *hf_members;
 } sr__train_state;
 
 /* Collective: every rank calls it.  Writes output_dir/checkpoint-<step>.  0 or -1. */

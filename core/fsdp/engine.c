@@ -294,6 +294,74 @@ int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, 
     return 0;
 }
 
+/* ---- evaluation ---------------------------------------------------------------------------------- */
+
+int sr__engine_eval_batch(sr__engine *e, long long step, int batch, const int64_t *samples, int n, double *loss,
+                          long long *tokens) {
+    const sr_model_eval *ev = &e->model->eval;
+    *tokens = 0;
+    if (!ev->batch || ev->batch(e->state, samples, n, tokens) != 0) {
+        sr__log(SR_LOG_ERROR, "task %s: the eval batch() failed for eval batch %d at step %lld", e->task, batch, step);
+        return -1;
+    }
+    sr_module_call c = {0};
+    c.dtype = e->dtype;
+    c.device = e->dev->kind;
+    c.batch_size = n;
+    c.step = step;
+    c.micro_step = batch;
+    c.eval = 1;
+    int root = e->units.root, nm = e->model->nmods;
+    const sr__fsdp_config *cfg = &e->cfg;
+    /* the training forward's gathers and prefetches; every unit is resharded after its forward
+       (whatever the strategy: no backward will come for it) */
+    if (root >= 0 && issue_gather(e, root) != 0) return -1;
+    if (cfg->forward_prefetch && e->nfwd && issue_gather(e, e->fwd_units[0]) != 0) return -1;
+    if (root >= 0 && wait_gather(e, root) != 0) return -1;
+    for (int mi = 0; mi < nm; mi++) {
+        int pos = e->mod_pos[mi], u = e->model->mods[mi].unit;
+        if (pos >= 0 && unit_first(e, mi)) {
+            if (ensure_gathered(e, u) != 0) return -1;
+            if (cfg->forward_prefetch && pos + 1 < e->nfwd && issue_gather(e, e->fwd_units[pos + 1]) != 0) return -1;
+        }
+        if (forward(e, &c, mi, 0, 0) != 0) return -1;
+        if (pos >= 0 && unit_last(e, mi)) release_params(e, u);
+    }
+    module_call(e, nm - 1, &c, 0);
+    c.grad_scale = 0.0f; /* nothing flows back */
+    if (e->ops->loss(e->state, &c, loss) != 0) return task_fail(e, "loss (evaluation)", -1);
+    if (root >= 0) release_params(e, root);
+    return e->dev->sync();
+}
+
+int sr__engine_sum(sr__engine *e, double *v, int n) {
+    if (!e->world || e->world_size < 2) return 0;
+    /* all-gathered as 64-bit patterns (no reduction touches them) and added up in rank order: the
+       same double on every rank, as exact as one rank's sum */
+    size_t bytes = (size_t)n * sizeof(double);
+    void *send = e->dev->alloc(bytes), *recv = e->dev->alloc(bytes * (size_t)e->world_size);
+    double *all = malloc(bytes * (size_t)e->world_size);
+    int rc = send && recv && all ? 0 : -1;
+    if (rc) sr__log(SR_LOG_ERROR, "out of memory for a %zu-byte evaluation sum", bytes * (size_t)e->world_size);
+    if (!rc) {
+        e->dev->to_device(send, v, bytes);
+        e->dev->sync();
+        if (sr_pg_all_gather(e->world, send, recv, (size_t)n, SR_INT64, NULL) != 0) rc = pg_fail(e->world, "all-gather");
+    }
+    if (!rc) {
+        e->dev->to_host(all, recv, bytes * (size_t)e->world_size);
+        for (int k = 0; k < n; k++) {
+            double s = 0;
+            for (int r = 0; r < e->world_size; r++) s += all[(size_t)r * (size_t)n + (size_t)k];
+            v[k] = s;
+        }
+    }
+    if (send) e->dev->free(send);
+    if (recv) e->dev->free(recv);
+    free(all);
+    return rc;
+}
+
 /* ---- the optimizer step -------------------------------------------------------------------------- */
 
 /* A scalar reduced over a group (through device memory, so NCCL works too). */

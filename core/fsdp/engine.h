@@ -66,6 +66,14 @@ int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, 
                            double *loss, long long *tokens);
 /* Finishes the step: reductions, overflow check, clipping, AdamW.  lr for this step. */
 int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out);
+/* Evaluation, forward only: loads eval batch `batch` (the model's sr_model_eval source) and runs every
+   module's forward with units gathered as in training (and resharded after their forward), then
+   loss() with call->eval = 1 and grad_scale 0.  No gradient buffer is touched, no optimizer state.
+   *loss: this rank's batch loss; *tokens: its weight.  Collective (gathers); 0 or -1. */
+int sr__engine_eval_batch(sr__engine *e, long long step, int batch, const int64_t *samples, int n, double *loss,
+                          long long *tokens);
+/* v[0..n) summed over every rank in double precision, the same on every rank.  Collective; 0 or -1. */
+int sr__engine_sum(sr__engine *e, double *v, int n);
 /* Mean of `v` over every rank (for logging). */
 double sr__engine_mean(sr__engine *e, double v);
 void sr__engine_memory(const sr__engine *e, sr__engine_mem *out);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/abi.h"
 #include "base/log.h"
 
 sr_model *sr__model_new(void) { return calloc(1, sizeof(sr_model)); }
@@ -120,5 +121,16 @@ int sr__model_check(const sr_model *m, const char *task) {
                         "sr_model_module() and sr_model_param()", task, m->nmods ? "parameters" : "modules");
         return -1;
     }
+    return 0;
+}
+
+int sr_model_eval_data(sr_model *m, const sr_model_eval *eval) {
+    if (!m || !eval) return -1;
+    if (!SR__REACHES(sr_model_eval, eval->struct_size, batch))
+        return fail(m, "sr_model_eval_data: struct_size %u is too small (this shardrun needs %zu); set it to "
+                    "sizeof(sr_model_eval)", (unsigned)eval->struct_size,
+                    offsetof(sr_model_eval, batch) + sizeof eval->batch);
+    if (!eval->num_samples || !eval->batch) return fail(m, "sr_model_eval_data: num_samples and batch are required");
+    m->eval = (sr_model_eval){sizeof(sr_model_eval), eval->num_samples, eval->batch};
     return 0;
 }

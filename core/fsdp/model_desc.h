@@ -39,6 +39,7 @@ struct sr_model {
     sr__param *params;
     int nparams;
     int errors; /* declaration errors already printed */
+    sr_model_eval eval; /* sr_model_eval_data(); num_samples NULL: no eval data */
 };
 
 sr_model *sr__model_new(void);

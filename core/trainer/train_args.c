@@ -55,14 +55,30 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     rc |= get_int(c, "logging_steps", &a->logging_steps);
     rc |= get_int(c, "save_steps", &a->save_steps);
     rc |= get_int(c, "seed", &a->seed);
-    char *sched = NULL, *save_final = NULL, *overwrite = NULL;
+    rc |= get_int(c, "eval_steps", &a->eval_steps);
+    rc |= get_int(c, "per_device_eval_batch_size", &a->per_device_eval_batch_size);
+    rc |= get_int(c, "save_total_limit", &a->save_total_limit);
+    char *sched = NULL, *save_final = NULL, *overwrite = NULL, *eval = NULL, *on_start = NULL, *metric = NULL,
+         *best = NULL;
     rc |= get(c, "lr_scheduler_type", &sched);
     rc |= get(c, "save_final", &save_final);
     rc |= get(c, "overwrite_output_dir", &overwrite);
+    rc |= get(c, "eval_strategy", &eval);
+    rc |= get(c, "eval_on_start", &on_start);
+    rc |= get(c, "metric_for_best_model", &metric);
+    rc |= get(c, "load_best_model_at_end", &best);
+    if (!rc) {
+        a->eval_strategy = !strcmp(eval, "steps") ? SR_EVAL_STEPS : !strcmp(eval, "epoch") ? SR_EVAL_EPOCH : SR_EVAL_NO;
+        a->eval_on_start = !strcmp(on_start, "true");
+        a->load_best_model_at_end = !strcmp(best, "true");
+        a->track_best = metric != NULL || a->load_best_model_at_end;
+    }
+    free(eval), free(on_start), free(metric), free(best);
     if (rc) {
         free(sched), free(save_final), free(overwrite);
         return -1;
     }
+    if (a->eval_steps <= 0) a->eval_steps = a->logging_steps;
     a->overwrite_output_dir = overwrite && !strcmp(overwrite, "true");
     free(overwrite);
     static const char *const names[] = {"linear", "cosine", "constant", "constant_with_warmup"};
@@ -89,6 +105,19 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
                             "checkpoint-N folder is looked for)", r);
             rc = -1;
         }
+    }
+    if (a->load_best_model_at_end &&
+        (a->eval_strategy != SR_EVAL_STEPS || a->save_steps <= 0 || a->save_steps % a->eval_steps != 0)) {
+        sr__log(SR_LOG_ERROR, "[task] load_best_model_at_end = true needs an evaluation at every checkpoint: "
+                        "eval_strategy = steps and save_steps a multiple of eval_steps (now eval_strategy = %s, "
+                        "save_steps = %lld, eval_steps = %lld), as transformers' Trainer requires",
+                a->eval_strategy == SR_EVAL_STEPS ? "steps" : a->eval_strategy == SR_EVAL_EPOCH ? "epoch" : "no",
+                a->save_steps, a->eval_steps);
+        rc = -1;
+    }
+    if (a->track_best && a->eval_strategy == SR_EVAL_NO) {
+        sr__log(SR_LOG_ERROR, "[task] metric_for_best_model needs an evaluation: set eval_strategy = steps or epoch");
+        rc = -1;
     }
     if ((a->save_steps > 0 || a->save_final) && !a->output_dir) {
         sr__log(SR_LOG_ERROR, "[task] save_steps/save_final need output_dir (where checkpoints go)");

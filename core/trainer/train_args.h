@@ -18,6 +18,8 @@
 
 typedef enum { SR_SCHED_LINEAR = 0, SR_SCHED_COSINE, SR_SCHED_CONSTANT, SR_SCHED_CONSTANT_WARMUP } sr__schedule;
 
+typedef enum { SR_EVAL_NO = 0, SR_EVAL_STEPS, SR_EVAL_EPOCH } sr__eval_strategy;
+
 typedef struct sr__train_args {
     double num_train_epochs;
     long long max_steps; /* > 0 overrides num_train_epochs */
@@ -31,6 +33,14 @@ typedef struct sr__train_args {
     const char *resume_from_checkpoint; /* NULL, "latest", or a checkpoint folder */
     int save_final;                     /* a checkpoint after the last step (default: when output_dir is set) */
     int overwrite_output_dir;           /* an output_dir holding checkpoints may be written over */
+    /* evaluation and the records (eval.c, records.c) */
+    sr__eval_strategy eval_strategy;
+    long long eval_steps;                  /* logging_steps unless given */
+    long long per_device_eval_batch_size;
+    int eval_on_start;
+    long long save_total_limit;            /* 0: keep every checkpoint */
+    int track_best;                        /* metric_for_best_model is set (eval_loss: lower is better) */
+    int load_best_model_at_end;
 } sr__train_args;
 
 /* [task] keys the trainer reads for a model task (train_keys.c), NULL-name terminated: the

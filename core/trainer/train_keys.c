@@ -39,5 +39,22 @@ const sr_key sr__trainer_keys[] = {
     {"save_final", SR_KEY_BOOL, NULL, NULL, 0, NOLIM, NULL, "save a checkpoint after the last step; default: true when output_dir is set"},
     {"resume_from_checkpoint", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
      "a checkpoint folder, or true for the latest checkpoint-N in output_dir"},
+    {"eval_strategy", SR_KEY_ENUM, "no", "no|steps|epoch", 0, NOLIM, NULL,
+     "evaluate on the task's eval data: never, every eval_steps steps, or after every epoch (the task must have "
+     "eval data: gpt2's eval_data or validation_split_percentage)"},
+    {"eval_steps", SR_KEY_INT, NULL, NULL, 0, 1, LLONG_MAX, NULL,
+     "with eval_strategy = steps: evaluate every N steps; default: logging_steps"},
+    {"per_device_eval_batch_size", SR_KEY_INT, "8", NULL, 0, 1, SR_TRAIN_MAX_BATCH, NULL,
+     "eval samples per forward on each rank (at most 2^20)"},
+    {"eval_on_start", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL, "also evaluate before the first step (a sanity check)"},
+    {"save_total_limit", SR_KEY_INT, NULL, NULL, 0, 1, LLONG_MAX, NULL,
+     "keep only the newest N checkpoint-N folders (and the best one when metric_for_best_model is set); "
+     "default: keep all"},
+    {"metric_for_best_model", SR_KEY_ENUM, NULL, "loss|eval_loss", 0, NOLIM, NULL,
+     "track the best checkpoint by eval loss (lower is better): trainer_state.json's best_metric and "
+     "best_model_checkpoint; default: eval_loss when load_best_model_at_end is set"},
+    {"load_best_model_at_end", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL,
+     "after training, load the best checkpoint's parameters (the results' param_sum describe it) and keep that "
+     "checkpoint under save_total_limit; needs eval_strategy = steps and save_steps a multiple of eval_steps"},
     {NULL, 0, NULL, NULL, 0, NOLIM, NULL, NULL},
 };

@@ -69,8 +69,10 @@ FILE *sr__train_log_open(const sr__train_args *a, int rank, long long resumed_st
 void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r) {
     long long step = t->ts.global_step, total = t->plan.total_steps;
     int last = step == total;
+    t->loss_sum += loss, t->loss_steps++; /* the summary's train_loss */
     if (t->rank == 0 && t->tty) progress(step, total, sr__now_s() - t->t0, loss);
     if (step % t->a.logging_steps != 0 && !last) return;
+    sr__records_train_entry(t, loss, r); /* log_history, on every rank */
     if (t->rank == 0 && t->tty) printf("\r"); /* the log line replaces the bar; the bar is drawn again below it */
     double now = sr__now_s();
     if (t->rank == 0) {

@@ -107,6 +107,7 @@ static int start_params(sr__trainer *t) {
     }
     int lrc = sr__ckpt_load(t->e, dir, &t->ts);
     if (t->rank == 0 && lrc == 0) printf("shardrun: resumed from %s at step %lld\n", dir, t->ts.global_step);
+    if (lrc == 0) sr__records_resume(t, dir); /* log_history, the best checkpoint */
     free(dir);
     if (lrc != 0) return SR_EXIT_FAILED;
     if (t->ts.seed != a->seed && t->rank == 0)
@@ -145,10 +146,11 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
     t->e = sr__engine_create(ctx, task, ops, t->state, t->model, (uint64_t)t->a.seed);
     if (!t->e) return SR_EXIT_CONFIG;
     t->cfg = sr__engine_config(t->e);
-    t->ts = (sr__train_state){0, t->a.seed, ""};
+    t->ts = (sr__train_state){0, t->a.seed, "", NULL};
     const char *job = getenv("SHARDRUN_JOB_ID");
     snprintf(t->ts.job_id, sizeof t->ts.job_id, "%s", job ? job : "");
-    int rc = start_params(t);
+    int rc = sr__records_setup(t); /* the eval data the configuration asks for */
+    if (rc == SR_EXIT_OK) rc = start_params(t);
     if (rc != SR_EXIT_OK) return rc;
     t->nsamples = ops->num_samples(t->state);
     if (t->nsamples <= 0) {
@@ -255,17 +257,16 @@ static int train_step(sr__trainer *t, long long step, double *loss, sr__step_res
     return 0;
 }
 
-/* Writes checkpoint-<global_step>, tells the agent.  0 or -1. */
+/* Writes checkpoint-<global_step> (with trainer_state.json, loss.svg, save_total_limit), tells the
+   agent.  0 or -1. */
 static int save_now(sr__trainer *t, sr_progress_kind kind) {
     const sr__train_args *a = &t->a;
     long long step = t->ts.global_step;
-    if (sr__ckpt_save(t->e, a->output_dir, &t->ts) != 0) return -1;
+    if (sr__records_save_checkpoint(t) != 0) return -1;
     t->saved_step = step;
     char what[1100];
     snprintf(what, sizeof what, "%lld %s/checkpoint-%lld", step, a->output_dir, step);
     sr__progress_send(kind, what);
-    if (t->rank == 0)
-        printf("shardrun: saved %s/checkpoint-%lld (%s)\n", a->output_dir, step, sr__state_dict_name(t->cfg->state_dict));
     return 0;
 }
 
@@ -302,6 +303,7 @@ static int stop_preempted(sr__trainer *t) {
 
 static int train(sr__trainer *t) {
     char text[32];
+    if (sr__eval_if_due(t, 1) != 0) return SR_EXIT_FAILED; /* eval_on_start */
     sr__progress_send(SR_PROGRESS_STARTED, "training");
     t->saved_step = -1;
     for (long long step = t->ts.global_step; step < t->plan.total_steps; step++) {
@@ -312,18 +314,21 @@ static int train(sr__trainer *t) {
         sr__progress_send(SR_PROGRESS_STEP, text);
         sr__debug_kill_at(t->rank, sr_restart_count(t->ctx), t->ts.global_step);
         sr__trainer_log_step(t, loss, &r);
+        if (sr__eval_if_due(t, 0) != 0) return SR_EXIT_FAILED;
         if (save_if_due(t) != 0) return SR_EXIT_FAILED;
         int stop = sr__preempt_agreed(t->e);
         if (stop < 0) return SR_EXIT_FAILED;
         if (stop && step + 1 < t->plan.total_steps) return stop_preempted(t);
     }
     double runtime = sr__now_s() - t->t0; /* (the last step is always logged: its line replaced the bar) */
+    if (sr__records_finish(t, runtime) != 0) return SR_EXIT_FAILED; /* summary, load_best_model_at_end */
     return sr__trainer_report(t, runtime) == 0 ? SR_EXIT_OK : SR_EXIT_FAILED;
 }
 
 static void teardown(sr__trainer *t) {
     free(t->step_times);
     free(t->restart_from);
+    sr__records_free(t);
     if (t->log) fclose(t->log);
     free(t->idx);
     sr__sampler_free(&t->smp);

@@ -5,6 +5,8 @@
  *   train_log.c  what rank 0 shows and keeps of each step: the progress bar, the log line,
  *                output_dir/train_log.jsonl
  *   report.c     this rank's results (sr_report_*) when the last step is done
+ *   eval.c       evaluation on the task's eval data (eval_strategy)
+ *   records.c    log_history, trainer_state.json, loss.svg, save_total_limit (records.h)
  */
 #ifndef SR_TRAINER_INTERNAL_H
 #define SR_TRAINER_INTERNAL_H
@@ -14,6 +16,7 @@
 
 #include "fsdp/checkpoint.h"
 #include "fsdp/engine.h"
+#include "trainer/records.h"
 #include "trainer/sampler.h"
 #include "trainer/train_args.h"
 
@@ -53,6 +56,14 @@ typedef struct sr__trainer {
     int skipped;
     long long saved_step; /* the step of the last checkpoint this run wrote, -1: none */
     char *restart_from;   /* the checkpoint a restart resumes from (owned), or NULL */
+    /* evaluation and the records (eval.c, records.c) */
+    sr__history hist;
+    int64_t neval;     /* eval samples (0: no evaluation) */
+    int64_t *eval_idx; /* one eval batch's sample indices */
+    double loss_sum;   /* of the steps this run took: the summary's train_loss */
+    long long loss_steps;
+    double eval_metric; /* the last evaluation's eval_loss, and its step (-1: none) */
+    long long eval_step;
 } sr__trainer;
 
 /* output_dir/train_log.jsonl (rank 0, with output_dir; else NULL): a resumed run keeps the lines
@@ -64,5 +75,25 @@ void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r)
 /* The run's results, as sr_report_* values.  0, or -1 when the parameter statistics (a
    collective) failed. */
 int sr__trainer_report(sr__trainer *t, double runtime);
+
+/* records.c: see records.h for the order. */
+/* The eval configuration against the task's eval data; an exit code. */
+int sr__records_setup(sr__trainer *t);
+/* A resumed run continues the checkpoint's log_history and best checkpoint (a checkpoint without
+   them, from an older shardrun: a note, and the records start at its step). */
+void sr__records_resume(sr__trainer *t, const char *checkpoint_dir);
+/* A logged step's entry (loss, grad_norm, learning_rate, epoch, step). */
+void sr__records_train_entry(sr__trainer *t, double loss, const sr__step_result *r);
+/* Saves checkpoint-<global_step> (collective), then output_dir/trainer_state.json, loss.svg and the
+   save_total_limit rotation (rank 0).  0 or -1. */
+int sr__records_save_checkpoint(sr__trainer *t);
+/* After the last step: the summary line and entry, the files, load_best_model_at_end.  0 or -1. */
+int sr__records_finish(sr__trainer *t, double runtime);
+void sr__records_free(sr__trainer *t);
+
+/* eval.c */
+/* Evaluates when eval_strategy says this step is due (start: before the first step, for
+   eval_on_start).  0 or -1. */
+int sr__eval_if_due(sr__trainer *t, int start);
 
 #endif

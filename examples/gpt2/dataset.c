@@ -246,6 +246,28 @@ void gpt2_dataset_free(gpt2_dataset *d) {
     memset(d, 0, sizeof *d);
 }
 
+int gpt2_dataset_split_tail(gpt2_dataset *d, long long n, gpt2_dataset *tail, char *err, size_t errlen) {
+    memset(tail, 0, sizeof *tail);
+    if (n < 1 || n >= d->n)
+        return fail(err, errlen, "a held-out split of %lld of %lld samples leaves %s", n, d->n,
+                    n < 1 ? "no eval sample" : "no training sample");
+    long long keep = d->n - n;
+    size_t T = (size_t)d->T;
+    tail->ids = malloc((size_t)n * T * sizeof *tail->ids);
+    tail->lengths = malloc((size_t)n * sizeof *tail->lengths);
+    if (!tail->ids || !tail->lengths) {
+        gpt2_dataset_free(tail);
+        return fail(err, errlen, "out of memory for %lld held-out samples", n);
+    }
+    memcpy(tail->ids, d->ids + (size_t)keep * T, (size_t)n * T * sizeof *tail->ids);
+    memcpy(tail->lengths, d->lengths + keep, (size_t)n * sizeof *tail->lengths);
+    tail->n = n, tail->T = d->T;
+    for (long long i = 0; i < n; i++) tail->tokens += tail->lengths[i];
+    tail->texts_read = n;
+    d->n = keep, d->tokens -= tail->tokens;
+    return 0;
+}
+
 int gpt2_dataset_load(gpt2_dataset *d, const gpt2_data_opts *o, gpt2_tokenizer *tok, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
     if (!o->patterns) return fail(err, errlen, "no data files given: set the data patterns");

@@ -49,6 +49,10 @@ typedef struct gpt2_dataset {
    reading too, from their sizes). */
 int gpt2_dataset_load(gpt2_dataset *d, const gpt2_data_opts *o, gpt2_tokenizer *tok, char *err, size_t errlen);
 void gpt2_dataset_free(gpt2_dataset *d);
+/* Moves the last n samples of d into *tail (a held-out split: run_clm's validation_split_percentage);
+   d keeps the others.  0, or -1 with a message in err (n out of 1..d->n-1, out of memory); d is then
+   unchanged and *tail empty. */
+int gpt2_dataset_split_tail(gpt2_dataset *d, long long n, gpt2_dataset *tail, char *err, size_t errlen);
 /* "paragraph" | "line" | "file" -> *out: 0, or -1 if unknown */
 int gpt2_split_parse(const char *s, gpt2_split *out);
 

@@ -55,6 +55,9 @@ typedef struct gpt2 {
     size_t es;   /* its element size */
     gpt2_tokenizer *tok;
     gpt2_dataset data;
+    gpt2_dataset eval; /* held-out samples (eval_data or validation_split_percentage); n = 0: none */
+    const char *eval_from; /* for the log line: "eval_data" or "validation_split_percentage = N" */
+    char eval_desc[64];
     char *dump_path;
 
     /* the micro-batch */
@@ -224,6 +227,39 @@ static int read_size(gpt2 *g, sr_ctx *ctx, int *vocab_default) {
     return 0;
 }
 
+/* The eval samples: files of their own (eval_data: the training data's preprocessing), or the last
+   validation_split_percentage % of the training texts, which are then never trained on. */
+static int load_eval_data(gpt2 *g, sr_ctx *ctx, const gpt2_data_opts *train) {
+    const char *files = sr_config(ctx, "eval_data");
+    int pct;
+    char err[1024];
+    if (config_int(ctx, "validation_split_percentage", 0, 0, 99, &pct)) return -1;
+    if (files && *files && pct) {
+        fprintf(stderr, "gpt2: error: [task] eval_data and validation_split_percentage both name eval data; keep one\n");
+        return -1;
+    }
+    if (files && *files) {
+        gpt2_data_opts o = *train;
+        o.patterns = files;
+        o.max_samples = 0;
+        if (gpt2_dataset_load(&g->eval, &o, g->tok, err, sizeof err) != 0) {
+            fprintf(stderr, "gpt2: error: [task] eval_data: %s\n", err);
+            return -1;
+        }
+        g->eval_from = "eval_data";
+    } else if (pct) {
+        long long n = g->data.n * pct / 100;
+        if (gpt2_dataset_split_tail(&g->data, n, &g->eval, err, sizeof err) != 0) {
+            fprintf(stderr, "gpt2: error: [task] validation_split_percentage = %d of %lld texts: %s; raise it, or add "
+                            "data, or give eval_data\n", pct, g->data.n, err);
+            return -1;
+        }
+        snprintf(g->eval_desc, sizeof g->eval_desc, "the last %d%% of the texts", pct);
+        g->eval_from = g->eval_desc;
+    }
+    return 0;
+}
+
 static int load_data(gpt2 *g, sr_ctx *ctx) {
     const char *vocab = sr_config(ctx, "vocab_json"), *merges = sr_config(ctx, "merges_txt");
     if (!vocab != !merges) {
@@ -263,7 +299,7 @@ static int load_data(gpt2 *g, sr_ctx *ctx) {
         fprintf(stderr, "gpt2: error: %s\n", err);
         return -1;
     }
-    return 0;
+    return load_eval_data(g, ctx, &o);
 }
 
 static void free_state(gpt2 *g) {
@@ -272,6 +308,7 @@ static void free_state(gpt2 *g) {
     free(g->out);
     free(g->inter);
     gpt2_dataset_free(&g->data);
+    gpt2_dataset_free(&g->eval);
     if (g->tok) gpt2_tokenizer_free(g->tok);
     free(g->dump_path);
     free(g);
@@ -323,6 +360,10 @@ static int declare(gpt2 *g, sr_model *model) {
     return 0;
 }
 
+static int64_t gpt2_eval_num_samples(void *state);
+static int gpt2_eval_batch(void *state, const int64_t *samples, int n, long long *tokens);
+static const sr_model_eval gpt2_eval = {sizeof(sr_model_eval), gpt2_eval_num_samples, gpt2_eval_batch};
+
 static void *gpt2_create(sr_ctx *ctx, sr_model *model) {
     gpt2 *g = calloc(1, sizeof *g);
     if (!g) return NULL;
@@ -353,6 +394,7 @@ static void *gpt2_create(sr_ctx *ctx, sr_model *model) {
     if (!(g->out = calloc((size_t)g->nmod, sizeof *g->out)) || !(g->inter = calloc((size_t)g->nmod, sizeof *g->inter)))
         goto fail;
     if (declare(g, model) != 0) goto fail;
+    if (g->eval.n && sr_model_eval_data(model, &gpt2_eval) != 0) goto fail;
 
     if (sr_rank(ctx) == 0) {
         double params = (double)g->V * g->C + (double)g->P * g->C + 2.0 * g->C +
@@ -367,6 +409,8 @@ static void *gpt2_create(sr_ctx *ctx, sr_model *model) {
                g->data.n, g->T, g->data.tokens, 100.0 * (1.0 - (double)g->data.tokens / ((double)g->data.n * g->T)),
                g->data.texts_read - g->data.texts_dropped, g->data.files, g->data.texts_dropped,
                sr_config(ctx, "vocab_json") ? "GPT-2 BPE" : "byte-level", tv);
+        if (g->eval.n)
+            printf("gpt2: eval data: %lld samples (%lld real tokens) from %s\n", g->eval.n, g->eval.tokens, g->eval_from);
         fflush(stdout);
     }
     return g;
@@ -379,24 +423,24 @@ static int64_t gpt2_num_samples(void *state) { return ((gpt2 *)state)->data.n; }
 
 /* ---- batch ------------------------------------------------------------------------------------- */
 
-static int gpt2_batch(void *state, const int64_t *samples, int n, long long *tokens) {
-    gpt2 *g = state;
+/* Loads samples of d; *real: their real tokens; g->ntargets: the tokens they predict. */
+static int load_batch(gpt2 *g, const gpt2_dataset *d, const int64_t *samples, int n, long long *real_out) {
     if (n <= 0) return -1;
     if (n > g->Bcap && alloc_acts(g, n) != 0) return -1;
     const int T = g->T;
     long long real = 0, targets = 0;
     for (int b = 0; b < n; b++) {
-        if (samples[b] < 0 || samples[b] >= g->data.n) {
-            fprintf(stderr, "gpt2: error: sample index %lld out of range [0, %lld)\n", (long long)samples[b], g->data.n);
+        if (samples[b] < 0 || samples[b] >= d->n) {
+            fprintf(stderr, "gpt2: error: %ssample index %lld out of range [0, %lld)\n", d == &g->eval ? "eval " : "",
+                    (long long)samples[b], d->n);
             return -1;
         }
-        const int32_t *ids = g->data.ids + (size_t)samples[b] * T;
-        int len = g->data.lengths[samples[b]];
+        const int32_t *ids = d->ids + (size_t)samples[b] * T;
+        int len = d->lengths[samples[b]];
         memcpy(g->ids_h + (size_t)b * T, ids, (size_t)T * sizeof(int32_t));
         for (int t = 0; t < T; t++) /* HF: labels = input_ids, -100 on padding, shifted inside the model */
             g->tgt_h[(size_t)b * T + t] = t + 1 < len ? ids[t + 1] : -1;
         real += len;
-        g->samples_read++, g->sample_index_sum += samples[b];
         targets += len > 1 ? len - 1 : 0;
     }
     size_t N = (size_t)n * T;
@@ -405,7 +449,25 @@ static int gpt2_batch(void *state, const int64_t *samples, int n, long long *tok
     g->ntargets = targets;
     g->next_fwd = 0;
     g->next_bwd = -1;
-    *tokens = real;
+    *real_out = real;
+    return 0;
+}
+
+static int gpt2_batch(void *state, const int64_t *samples, int n, long long *tokens) {
+    gpt2 *g = state;
+    if (load_batch(g, &g->data, samples, n, tokens) != 0) return -1;
+    for (int b = 0; b < n; b++) g->samples_read++, g->sample_index_sum += samples[b]; /* training samples only */
+    return 0;
+}
+
+static int64_t gpt2_eval_num_samples(void *state) { return ((gpt2 *)state)->eval.n; }
+
+/* An eval batch weighs as many tokens as its loss averages over: the predicted ones. */
+static int gpt2_eval_batch(void *state, const int64_t *samples, int n, long long *tokens) {
+    gpt2 *g = state;
+    long long real;
+    if (load_batch(g, &g->eval, samples, n, &real) != 0) return -1;
+    *tokens = g->ntargets;
     return 0;
 }
 
@@ -494,7 +556,7 @@ static int gpt2_loss(void *state, const sr_module_call *call, double *loss) {
     }
     const int N = g->B * g->T, V = g->V;
     void *logits = g->out[g->nmod - 1];
-    int dump = g->dump_path && call->step == 0 && call->micro_step == 0 && sr_rank(g->ctx) == 0;
+    int dump = g->dump_path && !call->eval && call->step == 0 && call->micro_step == 0 && sr_rank(g->ctx) == 0;
     float *host_logits = NULL;
     if (dump) { /* before cross_entropy turns them into their gradient */
         if (g->dt != SR_FLOAT32 || !(host_logits = malloc((size_t)N * V * sizeof(float))) ||

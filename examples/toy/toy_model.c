@@ -10,7 +10,8 @@
      head       LMHead      logits = h . embed.weight^T + head.bias (head.weight tied to embed.weight)
 
    [task] keys: vocab (32), dim (16), seq (8), blocks (6), samples (256), data_seed (1234),
-   inject_overflow_step (-1 = never), inject_overflow_rank (0).
+   eval_samples (0: no eval data; else held-out samples, made like the training ones from the
+   indices after them), inject_overflow_step (-1 = never), inject_overflow_rank (0).
 
    Reports at destroy: toy_forward_calls (forwards with recompute == 0), toy_recompute_calls,
    toy_backward_calls, toy_overflow_injections. */
@@ -34,7 +35,7 @@ typedef struct toy_module {
 typedef struct toy {
     sr_ctx *ctx;
     int V, C, T, L, H;
-    long long nsamples, data_seed, inject_step, inject_rank;
+    long long nsamples, neval, data_seed, inject_step, inject_rank;
     int nmod;
     toy_module *mods;
     size_t pmax; /* most parameter elements of one module */
@@ -301,6 +302,13 @@ static int config_int(sr_ctx *ctx, const char *key, long long def, long long lo,
     return 0;
 }
 
+static int64_t toy_eval_num_samples(void *state);
+static int toy_eval_batch(void *state, const int64_t *samples, int n, long long *tokens);
+#ifndef TOY_EVAL_SIZE /* tests/tasks/eval_*.c: a struct from a newer or a broken header */
+#define TOY_EVAL_SIZE sizeof(sr_model_eval)
+#endif
+static const sr_model_eval toy_eval = {TOY_EVAL_SIZE, toy_eval_num_samples, toy_eval_batch};
+
 static void *toy_create(sr_ctx *ctx, sr_model *model) {
     toy *st = calloc(1, sizeof *st);
     if (!st) return NULL;
@@ -309,6 +317,7 @@ static void *toy_create(sr_ctx *ctx, sr_model *model) {
     if (config_int(ctx, "vocab", 32, 2, 1 << 20, &V) || config_int(ctx, "dim", 16, 1, 1 << 14, &C) ||
         config_int(ctx, "seq", 8, 1, 1 << 14, &T) || config_int(ctx, "blocks", 6, 0, 10000, &L) ||
         config_int(ctx, "samples", 256, 1, 1ll << 40, &st->nsamples) ||
+        config_int(ctx, "eval_samples", 0, 0, 1ll << 40, &st->neval) ||
         sr_config_int(ctx, "data_seed", 1234, &st->data_seed) ||
         sr_config_int(ctx, "inject_overflow_step", -1, &st->inject_step) ||
         sr_config_int(ctx, "inject_overflow_rank", 0, &st->inject_rank))
@@ -358,6 +367,7 @@ static void *toy_create(sr_ctx *ctx, sr_model *model) {
         for (int i = 0; i < st->mods[m].np; i++) n += st->mods[m].numel[i];
         if (n > st->pmax) st->pmax = n;
     }
+    if (st->neval > 0 && sr_model_eval_data(model, &toy_eval) != 0) goto fail;
     st->pbuf = malloc(st->pmax * sizeof(float));
     st->gbuf = malloc(st->pmax * sizeof(float));
     if (!st->pbuf || !st->gbuf) goto fail;
@@ -370,8 +380,9 @@ fail:
 
 static int64_t toy_num_samples(void *state) { return ((toy *)state)->nsamples; }
 
-static int toy_batch(void *state, const int64_t *samples, int n, long long *tokens) {
-    toy *st = state;
+/* Loads samples [first + samples[b]] of the data stream: training samples are indices
+   0..nsamples-1, eval samples the next neval. */
+static int toy_load(toy *st, const int64_t *samples, int n, long long first, long long count, long long *tokens) {
     const int T = st->T;
     if (n <= 0) {
         fprintf(stderr, "toy_model: batch of %d samples\n", n);
@@ -397,13 +408,13 @@ static int toy_batch(void *state, const int64_t *samples, int n, long long *toke
     int *seq = malloc(((size_t)T + 1) * sizeof(int));
     if (!seq) return -1;
     for (int b = 0; b < n; b++) {
-        if (samples[b] < 0 || samples[b] >= st->nsamples) {
-            fprintf(stderr, "toy_model: sample index %lld out of range [0, %lld)\n", (long long)samples[b],
-                    st->nsamples);
+        if (samples[b] < 0 || samples[b] >= count) {
+            fprintf(stderr, "toy_model: %ssample index %lld out of range [0, %lld)\n", first ? "eval " : "",
+                    (long long)samples[b], count);
             free(seq);
             return -1;
         }
-        make_sample(st, samples[b], seq);
+        make_sample(st, first + samples[b], seq);
         memcpy(st->inputs + (size_t)b * T, seq, (size_t)T * sizeof(int));
         memcpy(st->labels + (size_t)b * T, seq + 1, (size_t)T * sizeof(int));
     }
@@ -412,8 +423,20 @@ static int toy_batch(void *state, const int64_t *samples, int n, long long *toke
     for (int m = 0; m < st->nmod; m++) st->have[m] = 0;
     st->next_fwd = 0;
     st->next_bwd = -1;
-    *tokens = (long long)n * T;
+    *tokens = (long long)n * T; /* every token is predicted: the loss is their mean */
     return 0;
+}
+
+static int toy_batch(void *state, const int64_t *samples, int n, long long *tokens) {
+    toy *st = state;
+    return toy_load(st, samples, n, 0, st->nsamples, tokens);
+}
+
+static int64_t toy_eval_num_samples(void *state) { return ((toy *)state)->neval; }
+
+static int toy_eval_batch(void *state, const int64_t *samples, int n, long long *tokens) {
+    toy *st = state;
+    return toy_load(st, samples, n, st->nsamples, st->neval, tokens);
 }
 
 /* Checks what every callback needs and makes float views of the module's parameters in P

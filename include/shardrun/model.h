@@ -13,6 +13,8 @@
  *        forward(state, call)   for each module, in declaration order
  *        loss(state, call)      the micro-batch's mean loss; seeds d(loss)/d(output) * grad_scale
  *        backward(state, call)  for each module, in reverse order
+ *      and, when create() described eval data (sr_model_eval_data) and [task] eval_strategy asks,
+ *      at the scheduled steps, per eval micro-batch: the eval batch(), forward(), loss() -- no backward
  *   -> destroy(state)
  *
  * A model task never calls a collective and never sees a shard: every callback receives plain
@@ -103,7 +105,11 @@ typedef struct sr_module_call {
                              fp16 loss scale are folded in) */
     long long step;       /* optimizer step, from 0; counts every step, also fp16 steps that were
                              skipped for an overflow */
-    int micro_step;       /* micro-batch within the step, from 0 */
+    int micro_step;       /* micro-batch within the step, from 0 (evaluation: the eval batch, from 0) */
+    /* Appended later (a task built against an older header never reads it): */
+    int eval;             /* 1: an evaluation pass (sr_model_eval_data): forward and loss only, on eval
+                             batches, nothing backward; loss() gets grad_scale 0 and need not seed a
+                             gradient.  0 in training. */
 } sr_module_call;
 
 typedef struct sr_model_ops {
@@ -129,6 +135,29 @@ typedef struct sr_model_ops {
     int (*loss)(void *state, const sr_module_call *call, double *loss);
     int (*backward)(void *state, const sr_module_call *call);
 } sr_model_ops;
+
+/* Evaluation data, optional: a task that has held-out samples describes them in create() with
+   sr_model_eval_data().  The trainer then evaluates ([task] eval_strategy): every rank loads its own
+   share of the eval samples through batch() below and runs forward (the engine gathers parameters
+   as in training) and loss() with call->eval = 1; no backward, no optimizer.  eval_loss is the mean
+   of the batches' losses weighted by their *tokens, over all ranks.
+   Versioned like sr_task: struct_size = sizeof(sr_model_eval); fields appended later are read only
+   when struct_size reaches them.  A task that never calls it loads and trains as before. */
+#define SR_MODEL_HAS_EVAL 1 /* this header has sr_model_eval_data and sr_module_call.eval */
+
+typedef struct sr_model_eval {
+    uint32_t struct_size; /* sizeof(sr_model_eval) */
+    /* Number of eval samples (0: none; evaluation is then skipped with a note). */
+    int64_t (*num_samples)(void *state);
+    /* Loads the eval micro-batch made of these eval sample indices (0..num_samples-1, not training
+       indices); *tokens = the tokens loss() averages over (predicted tokens), the batch's weight in
+       eval_loss.  0 or -1. */
+    int (*batch)(void *state, const int64_t *samples, int n, long long *tokens);
+} sr_model_eval;
+
+/* Called in create(): the model's eval data source (copied; the callbacks get the state create()
+   returns).  0, or -1 with a message (NULL callbacks, a struct_size too small for them). */
+SR_API int sr_model_eval_data(sr_model *m, const sr_model_eval *eval);
 
 /* Defines the exported symbol for a model task (ops: a `const sr_model_ops` object). */
 #define SR_MODEL_TASK(task_name, ops)                                                            \

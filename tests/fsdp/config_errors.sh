@@ -34,7 +34,7 @@ printf 'max_step = 5\n' >>"$T/toy.ini"
 fails "a misspelt [task] key"
 expect_in "$err" "toy.ini:$(grep -n '^max_step = 5' "$T/toy.ini" | cut -d: -f1): [task] max_step is read by neither; check its spelling" \
     "the unread key is named with its file and line"
-expect_in "$err" "task toy_model reads these [task] keys: vocab, dim, seq, blocks, samples, data_seed, inject_overflow_step, inject_overflow_rank; the trainer reads transformers' TrainingArguments names" \
+expect_in "$err" "task toy_model reads these [task] keys: vocab, dim, seq, blocks, samples, eval_samples, data_seed, inject_overflow_step, inject_overflow_rank; the trainer reads transformers' TrainingArguments names" \
     "the task's keys are listed"
 sed -i '/^max_step = 5$/d' "$T/toy.ini"
 run "$SHARDRUN" "$T/toy.ini" --set task.data_seed=3

@@ -109,6 +109,11 @@ int sr_model_tie(sr_model *m, const char *name, const char *target) {
     return -1;
 }
 
+int sr_model_eval_data(sr_model *m, const sr_model_eval *eval) { /* eval data are not checked here */
+    (void)m, (void)eval;
+    return 0;
+}
+
 /* ---- the checker's "engine" ------------------------------------------------------------------ */
 
 static int failures;

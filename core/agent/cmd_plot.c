@@ -1,0 +1,114 @@
+/* `shardrun plot OUTPUT_DIR [--compare OTHER_DIR ...] [-o FILE]`: the loss curves of one or several
+   runs on one chart, from the trainer_state.json each run's output_dir (or checkpoint folder)
+   holds (trainer/loss_plot.h draws it). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/log.h"
+#include "base/strbuf.h"
+#include "trainer/loss_plot.h"
+#include "trainer/records.h"
+
+int sr__cmd_plot(int argc, char **argv);
+
+static int usage_error(const char *what) {
+    sr__log(SR_LOG_ERROR, "shardrun plot: %s; usage: shardrun plot OUTPUT_DIR [--compare OTHER_DIR ...] [-o FILE]",
+            what);
+    return 2;
+}
+
+/* The legend's name of a run: the folder's last component ("runs/full_shard/" -> "full_shard"). */
+static char *run_name(const char *dir) {
+    char *d = strdup(dir);
+    size_t n = strlen(d);
+    while (n > 1 && d[n - 1] == '/') d[--n] = 0;
+    const char *s = strrchr(d, '/');
+    char *name = strdup(s && s[1] ? s + 1 : d);
+    free(d);
+    return name;
+}
+
+/* argv[0] is "plot". */
+int sr__cmd_plot(int argc, char **argv) {
+    const char **dirs = calloc((size_t)argc, sizeof *dirs), *out = NULL;
+    int n = 0, compare = 0, rc = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: shardrun plot OUTPUT_DIR [--compare OTHER_DIR ...] [-o FILE]\n"
+                   "  draws train loss (solid) and eval loss (dashed) against step from each folder's\n"
+                   "  trainer_state.json (an output_dir or a checkpoint folder), several runs on one chart;\n"
+                   "  FILE defaults to OUTPUT_DIR/loss.svg, or OUTPUT_DIR/loss_compare.svg with --compare\n");
+            free(dirs);
+            return 0;
+        }
+        if (!strcmp(a, "--compare")) {
+            compare = 1;
+            continue;
+        }
+        if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (i + 1 >= argc) {
+                free(dirs);
+                return usage_error("-o needs a file name");
+            }
+            out = argv[++i];
+            continue;
+        }
+        if (a[0] == '-') {
+            char *m = sr__fmt("unknown option %s", a);
+            rc = usage_error(m);
+            free(m), free(dirs);
+            return rc;
+        }
+        if (n > 0 && !compare) {
+            char *m = sr__fmt("a second folder (%s) without --compare before it", a);
+            rc = usage_error(m);
+            free(m), free(dirs);
+            return rc;
+        }
+        dirs[n++] = a;
+    }
+    if (n == 0) {
+        free(dirs);
+        return usage_error("no OUTPUT_DIR given");
+    }
+    sr__history *h = calloc((size_t)n, sizeof *h);
+    sr__plot_run *runs = calloc((size_t)n, sizeof *runs);
+    char why[4096];
+    for (int k = 0; k < n && !rc; k++) {
+        struct stat st;
+        if (stat(dirs[k], &st) != 0 || !S_ISDIR(st.st_mode)) {
+            sr__log(SR_LOG_ERROR, "shardrun plot: %s is not a folder; name a run's output_dir (or a checkpoint-N "
+                            "folder in it), which holds trainer_state.json", dirs[k]);
+            rc = 2;
+            break;
+        }
+        char *p = sr__fmt("%s/trainer_state.json", dirs[k]);
+        if (sr__history_read(p, &h[k], why, sizeof why) != 0) {
+            sr__log(SR_LOG_ERROR, "shardrun plot: %s; a run writes it in output_dir at each save and at the end", why);
+            rc = 2;
+        }
+        free(p);
+        runs[k].h = &h[k];
+        runs[k].name = run_name(dirs[k]);
+    }
+    if (!rc) {
+        char *path = out ? strdup(out) : sr__fmt("%s/%s", dirs[0], n > 1 ? "loss_compare.svg" : "loss.svg");
+        if (sr__loss_svg_write(path, runs, n, why, sizeof why) != 0) {
+            sr__log(SR_LOG_ERROR, "shardrun plot: %s", why);
+            rc = 1;
+        } else {
+            printf("shardrun: wrote %s (%d run%s)\n", path, n, n == 1 ? "" : "s");
+        }
+        free(path);
+    }
+    for (int k = 0; k < n; k++) {
+        sr__history_free(&h[k]);
+        free((char *)runs[k].name);
+    }
+    free(h), free(runs), free(dirs);
+    return rc;
+}

@@ -1,0 +1,87 @@
+/* Evaluation (see trainer_internal.h): the eval set split over every rank without padding, each
+   rank's batches run forward only through the engine, and one mean over the whole set.
+   Rank r takes eval samples r, r + D, r + 2D, ... (D ranks), per_device_eval_batch_size at a
+   time.  Every rank runs the same number of batches, because the engine's gathers are collective:
+   a rank whose share ran out runs one sample again and gives it no weight.  eval_loss =
+   sum(batch loss x batch tokens) / sum(tokens) over every batch of every rank, added up in double
+   precision in rank order (sr__engine_sum): the same number on every rank, and the same as one
+   rank's evaluation up to the rounding of the sums. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "trainer/trainer_internal.h"
+
+static int due(const sr__trainer *t, int start) {
+    const sr__train_args *a = &t->a;
+    long long step = t->ts.global_step;
+    if (start) { /* not again at a resumed checkpoint's step that was evaluated already */
+        for (int i = t->hist.n - 1; i >= 0 && a->eval_on_start; i--)
+            if (isfinite(sr__hist_get(&t->hist.e[i], "eval_loss")))
+                return sr__hist_get(&t->hist.e[i], "step") != (double)step;
+        return a->eval_on_start;
+    }
+    if (a->eval_strategy == SR_EVAL_STEPS) return step % a->eval_steps == 0;
+    if (a->eval_strategy == SR_EVAL_EPOCH) return step % t->plan.steps_per_epoch == 0 || step == t->plan.total_steps;
+    return 0;
+}
+
+/* The console line, as transformers' Trainer prints its logs: a Python dict. */
+static void print_entry(const sr__hist_entry *e, int tty) {
+    if (tty) printf("\r%*s\r", 110, ""); /* over the progress bar */
+    printf("{");
+    for (int i = 0, k = 0; i < e->n; i++) {
+        if (!strcmp(sr__hist_keys[e->key[i]], "step")) continue;
+        char num[48];
+        sr__hist_number(num, sizeof num, e->key[i], e->v[i]);
+        printf("%s'%s': %s", k++ ? ", " : "", sr__hist_keys[e->key[i]], !strcmp(num, "null") ? "nan" : num);
+    }
+    printf("}\n");
+    fflush(stdout);
+}
+
+static int evaluate(sr__trainer *t) {
+    const long long bs = t->a.per_device_eval_batch_size, ws = t->ws, step = t->ts.global_step;
+    const long long per_rank = (t->neval + ws - 1) / ws, batches = (per_rank + bs - 1) / bs;
+    double acc[3] = {0, 0, 0}; /* sum of loss x tokens, tokens, samples */
+    double t0 = sr__now_s();
+    for (long long b = 0; b < batches; b++) {
+        int n = 0;
+        for (long long k = 0; k < bs; k++) {
+            long long i = (b * bs + k) * ws + t->rank;
+            if (i < t->neval) t->eval_idx[n++] = i;
+        }
+        int weight = n > 0;
+        if (!weight) t->eval_idx[0] = t->rank % t->neval, n = 1; /* keeps in step with the others' gathers */
+        double loss;
+        long long tokens;
+        if (sr__engine_eval_batch(t->e, step, (int)b, t->eval_idx, n, &loss, &tokens) != 0) return -1;
+        if (weight) acc[0] += loss * (double)tokens, acc[1] += (double)tokens, acc[2] += n;
+    }
+    if (sr__engine_sum(t->e, acc, 3) != 0) return -1;
+    double runtime = sr__now_s() - t0;
+    double loss = acc[1] > 0 ? acc[0] / acc[1] : NAN;
+    if (acc[1] <= 0 && t->rank == 0)
+        sr__log(SR_LOG_WARN, "evaluation at step %lld: the eval batches hold no predicted token; eval_loss is nan", step);
+    const char *names[] = {"eval_loss", "eval_perplexity", "eval_runtime", "eval_samples_per_second",
+                           "eval_steps_per_second", "epoch", "step"};
+    double v[] = {loss, exp(loss), round(runtime * 1e4) / 1e4, runtime > 0 ? round(acc[2] / runtime * 1e3) / 1e3 : 0,
+                  runtime > 0 ? round((double)batches / runtime * 1e3) / 1e3 : 0,
+                  (double)step / (double)t->plan.steps_per_epoch, (double)step};
+    if (sr__history_add(&t->hist, 7, names, v) != 0) {
+        sr__log(SR_LOG_ERROR, "out of memory for the log history");
+        return -1;
+    }
+    t->eval_metric = t->hist.e[t->hist.n - 1].v[0];
+    t->eval_step = step;
+    if (t->rank == 0) print_entry(&t->hist.e[t->hist.n - 1], t->tty);
+    return 0;
+}
+
+int sr__eval_if_due(sr__trainer *t, int start) {
+    if (!t->neval || !due(t, start)) return 0;
+    return evaluate(t);
+}

@@ -1,0 +1,155 @@
+/* log_history entries and reading them back from a trainer_state.json (see records.h). */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/json.h"
+#include "trainer/records.h"
+
+const char *const sr__hist_keys[] = {"epoch", "eval_loss", "eval_perplexity", "eval_runtime", "eval_samples_per_second",
+                                     "eval_steps_per_second", "grad_norm", "learning_rate", "loss", "step",
+                                     "train_loss", "train_runtime", "train_samples_per_second",
+                                     "train_steps_per_second", NULL};
+
+int sr__hist_key(const char *name) {
+    for (int k = 0; sr__hist_keys[k]; k++)
+        if (!strcmp(sr__hist_keys[k], name)) return k;
+    return -1;
+}
+
+static int is_step(int key) { return !strcmp(sr__hist_keys[key], "step"); }
+
+void sr__hist_number(char *buf, size_t len, int key, double v) {
+    if (!isfinite(v)) {
+        snprintf(buf, len, "null");
+        return;
+    }
+    if (is_step(key)) {
+        snprintf(buf, len, "%lld", (long long)v);
+        return;
+    }
+    /* the shortest text that reads back as v (Python's repr), with a ".0" on whole numbers so
+       that a reader sees a float, as HF writes its epochs */
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, len, "%.*g", p, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    if (!strpbrk(buf, ".en")) strncat(buf, ".0", len - strlen(buf) - 1);
+}
+
+int sr__history_add(sr__history *h, int n, const char *const *names, const double *values) {
+    if (h->n == h->cap) {
+        int c = h->cap ? 2 * h->cap : 64;
+        sr__hist_entry *e = realloc(h->e, (size_t)c * sizeof *e);
+        if (!e) return -1;
+        h->e = e, h->cap = c;
+    }
+    sr__hist_entry *e = &h->e[h->n];
+    e->n = 0;
+    for (int i = 0; i < n && e->n < SR__HIST_MAX; i++) {
+        int k = sr__hist_key(names[i]);
+        if (k < 0) continue;
+        /* kept at the 9 significant digits train_log.jsonl writes: the records agree with it */
+        char num[40];
+        snprintf(num, sizeof num, "%.9g", values[i]);
+        e->key[e->n] = k, e->v[e->n] = isfinite(values[i]) ? strtod(num, NULL) : NAN;
+        e->n++;
+    }
+    h->n++;
+    return 0;
+}
+
+double sr__hist_get(const sr__hist_entry *e, const char *name) {
+    for (int i = 0; i < e->n; i++)
+        if (!strcmp(sr__hist_keys[e->key[i]], name)) return e->v[i];
+    return NAN;
+}
+
+void sr__history_free(sr__history *h) {
+    free(h->e);
+    free(h->best_checkpoint);
+    memset(h, 0, sizeof *h);
+    h->best_metric = NAN;
+}
+
+/* One log_history entry: its known numeric members (others skipped). */
+static int read_entry(sr_json *j, sr__history *h) {
+    const char *key;
+    size_t klen;
+    int more;
+    const char *names[SR__HIST_MAX];
+    double vals[SR__HIST_MAX];
+    int n = 0;
+    if (sr__json_object(j) != 0) return -1;
+    while ((more = sr__json_member(j, &key, &klen)) > 0) {
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(klen < 63 ? klen : 63), key);
+        int k = sr__hist_key(name);
+        sr_json_type ty = sr__json_peek(j);
+        if (k < 0 || n == SR__HIST_MAX || (ty != SR_JSON_NUMBER && ty != SR_JSON_NULL)) {
+            if (sr__json_skip(j) != 0) return -1;
+            continue;
+        }
+        sr_json_num num = {0};
+        if (ty == SR_JSON_NULL ? sr__json_null(j) : sr__json_number(j, &num)) return -1;
+        names[n] = sr__hist_keys[k], vals[n++] = ty == SR_JSON_NULL ? NAN : num.value;
+    }
+    return more == 0 ? sr__history_add(h, n, names, vals) : -1;
+}
+
+int sr__history_read(const char *path, sr__history *h, char *why, size_t len) {
+    sr__history_free(h);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(why, len, "%s: %m", path);
+        return -1;
+    }
+    sr_buf b = {0};
+    char chunk[65536];
+    size_t k;
+    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) sr__buf_add(&b, chunk, k);
+    fclose(f);
+    sr_json j;
+    const char *key, *what;
+    size_t klen, at;
+    int more = -1, have = 0;
+    sr__json_init(&j, b.s ? b.s : "", b.n, NULL);
+    if (sr__json_object(&j) == 0)
+        while ((more = sr__json_member(&j, &key, &klen)) > 0) {
+            if (sr__json_key_is(key, klen, "log_history") && sr__json_peek(&j) == SR_JSON_ARRAY) {
+                int el;
+                if (sr__json_array(&j) != 0) break;
+                while ((el = sr__json_element(&j)) > 0)
+                    if (read_entry(&j, h) != 0) break;
+                if (el != 0) break;
+                have = 1;
+            } else if (sr__json_key_is(key, klen, "best_metric") && sr__json_peek(&j) == SR_JSON_NUMBER) {
+                sr_json_num num;
+                if (sr__json_number(&j, &num) != 0) break;
+                h->best_metric = num.value;
+            } else if (sr__json_key_is(key, klen, "best_model_checkpoint") && sr__json_peek(&j) == SR_JSON_STRING) {
+                const char *s;
+                size_t sl;
+                if (sr__json_string(&j, &s, &sl) != 0) break;
+                free(h->best_checkpoint);
+                h->best_checkpoint = strndup(s, sl);
+            } else if (sr__json_skip(&j) != 0) {
+                break;
+            }
+        }
+    if (more == 0) sr__json_end(&j);
+    int rc = 0;
+    if ((what = sr__json_error(&j, &at))) {
+        snprintf(why, len, "%s is not valid JSON: %s at byte %zu", path, what, at);
+        rc = -1;
+    } else if (!have) {
+        snprintf(why, len, "%s has no log_history (it was not written by a trainer that keeps one)", path);
+        rc = -1;
+    }
+    sr__json_free(&j);
+    sr__buf_free(&b);
+    if (rc) sr__history_free(h);
+    return rc;
+}

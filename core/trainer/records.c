@@ -1,0 +1,305 @@
+/* The trainer's records (see records.h): trainer_state.json, loss.svg, save_total_limit, the
+   summary, load_best_model_at_end. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/strbuf.h"
+#include "fsdp/model_desc.h"
+#include "trainer/loss_plot.h"
+#include "trainer/trainer_internal.h"
+
+int sr__records_setup(sr__trainer *t) {
+    const sr__train_args *a = &t->a;
+    t->hist.best_metric = NAN;
+    t->eval_step = -1;
+    t->eval_metric = NAN;
+    if (a->eval_strategy == SR_EVAL_NO && !a->eval_on_start) return SR_EXIT_OK;
+    const char *why = NULL;
+    if (!t->model->eval.num_samples) why = "describes no eval data (its create() does not call sr_model_eval_data)";
+    else if ((t->neval = t->model->eval.num_samples(t->state)) <= 0) why = "has no eval samples";
+    if (why) {
+        sr__log(SR_LOG_ERROR, "[task] eval_strategy = %s%s: task %s %s; give the task held-out data (examples/gpt2: "
+                        "eval_data or validation_split_percentage; examples/toy: eval_samples) or set eval_strategy = no",
+                a->eval_strategy == SR_EVAL_STEPS ? "steps" : a->eval_strategy == SR_EVAL_EPOCH ? "epoch" : "no",
+                a->eval_on_start ? " (with eval_on_start)" : "", t->task, why);
+        t->neval = 0;
+        return SR_EXIT_CONFIG;
+    }
+    t->eval_idx = malloc((size_t)a->per_device_eval_batch_size * sizeof *t->eval_idx);
+    if (!t->eval_idx) {
+        sr__log(SR_LOG_ERROR, "out of memory for an eval batch's sample indices; lower per_device_eval_batch_size");
+        return SR_EXIT_CONFIG;
+    }
+    return SR_EXIT_OK;
+}
+
+void sr__records_free(sr__trainer *t) {
+    sr__history_free(&t->hist);
+    free(t->eval_idx);
+    t->eval_idx = NULL;
+}
+
+/* The step of a checkpoint-N folder path, or -1. */
+static long long folder_step(const char *dir) {
+    const char *b = strrchr(dir, '/');
+    long long n;
+    int end = 0;
+    b = b ? b + 1 : dir;
+    return sscanf(b, "checkpoint-%lld%n", &n, &end) == 1 && b[end] == 0 ? n : -1;
+}
+
+void sr__records_resume(sr__trainer *t, const char *dir) {
+    char *p = sr__fmt("%s/trainer_state.json", dir), why[512];
+    sr__history h = {0};
+    if (sr__history_read(p, &h, why, sizeof why) == 0) {
+        /* entries after the checkpoint's step belong to a run that went on after it */
+        int kept = 0;
+        for (int i = 0; i < h.n; i++)
+            if (!(sr__hist_get(&h.e[i], "step") > (double)t->ts.global_step)) h.e[kept++] = h.e[i];
+        h.n = kept;
+        sr__history_free(&t->hist);
+        t->hist = h;
+        if (t->hist.best_checkpoint && folder_step(t->hist.best_checkpoint) < 0) {
+            free(t->hist.best_checkpoint);
+            t->hist.best_checkpoint = NULL;
+        }
+    } else { /* a checkpoint of an earlier shardrun: no log_history; the records start here */
+        if (t->rank == 0) printf("shardrun: note: %s; log_history restarts at step %lld\n", why, t->ts.global_step);
+        t->hist.best_metric = NAN;
+    }
+    free(p);
+}
+
+void sr__records_train_entry(sr__trainer *t, double loss, const sr__step_result *r) {
+    long long step = t->ts.global_step;
+    const char *names[] = {"loss", "grad_norm", "learning_rate", "epoch", "step"};
+    double v[] = {loss, r->grad_norm, t->o.lr, (double)step / (double)t->plan.steps_per_epoch, (double)step};
+    sr__history_add(&t->hist, 5, names, v);
+}
+
+/* ---- trainer_state.json -------------------------------------------------------------------------- */
+
+static int by_name(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return strcmp(sr__hist_keys[x], sr__hist_keys[y]);
+}
+
+/* TrainerState's members (sorted, indented by two, as HF writes them), without the braces. */
+static void hf_members(const sr__trainer *t, sr_buf *b) {
+    const sr__train_args *a = &t->a;
+    const sr__history *h = &t->hist;
+    char num[48];
+    long long spe = t->plan.steps_per_epoch, total = t->plan.total_steps;
+    sr__hist_number(num, sizeof num, sr__hist_key("loss"), h->best_metric);
+    sr__buf_printf(b, "  \"best_metric\": %s,\n  \"best_model_checkpoint\": ", num);
+    if (h->best_checkpoint) sr__buf_json_str(b, h->best_checkpoint);
+    else sr__buf_printf(b, "null");
+    sr__hist_number(num, sizeof num, sr__hist_key("epoch"), (double)t->ts.global_step / (double)spe);
+    sr__buf_printf(b, ",\n  \"epoch\": %s,\n  \"eval_steps\": %lld,\n  \"global_step\": %lld,\n"
+                      "  \"is_hyper_param_search\": false,\n  \"is_local_process_zero\": true,\n"
+                      "  \"is_world_process_zero\": true,\n  \"log_history\": [",
+                   num, a->eval_steps, t->ts.global_step);
+    for (int i = 0; i < h->n; i++) {
+        const sr__hist_entry *e = &h->e[i];
+        /* sorted by name, as json.dumps(sort_keys=True) */
+        int keys[SR__HIST_MAX];
+        for (int k = 0; k < e->n; k++) keys[k] = e->key[k];
+        qsort(keys, (size_t)e->n, sizeof *keys, by_name);
+        sr__buf_printf(b, "%s\n    {", i ? "," : "");
+        for (int k = 0; k < e->n; k++) {
+            int at = 0;
+            while (e->key[at] != keys[k]) at++;
+            sr__hist_number(num, sizeof num, keys[k], e->v[at]);
+            sr__buf_printf(b, "%s\n      \"%s\": %s", k ? "," : "", sr__hist_keys[keys[k]], num);
+        }
+        sr__buf_printf(b, "\n    }");
+    }
+    sr__buf_printf(b, "%s],\n  \"logging_steps\": %lld,\n  \"max_steps\": %lld,\n  \"num_input_tokens_seen\": 0,\n"
+                      "  \"num_train_epochs\": %lld,\n  \"save_steps\": %lld,\n  \"total_flos\": 0,\n"
+                      "  \"train_batch_size\": %lld,\n  \"trial_name\": null,\n  \"trial_params\": null",
+                   h->n ? "\n  " : "", a->logging_steps, total, (total + spe - 1) / spe, a->save_steps,
+                   a->per_device_train_batch_size);
+}
+
+/* output_dir/NAME from `text`, through a temporary file and a rename (rank 0).  0 or -1. */
+static int write_atomic(const char *dir, const char *name, const char *text, size_t n) {
+    char *p = sr__fmt("%s/%s", dir, name), *tmp = sr__fmt("%s/.%s.tmp-%ld", dir, name, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    int rc = f && fwrite(text, 1, n, f) == n ? 0 : -1;
+    if (f && fclose(f) != 0) rc = -1;
+    if (rc == 0 && rename(tmp, p) != 0) rc = -1;
+    if (rc) {
+        sr__log(SR_LOG_WARN, "cannot write %s: %s", p, strerror(errno));
+        unlink(tmp);
+    }
+    free(p), free(tmp);
+    return rc;
+}
+
+/* output_dir/trainer_state.json and output_dir/loss.svg (rank 0); a failure is a warning: the
+   checkpoints are what matters. */
+static void write_outputs(sr__trainer *t) {
+    if (t->rank != 0 || !t->a.output_dir) return;
+    sr_buf b = {0};
+    sr__buf_printf(&b, "{\n");
+    hf_members(t, &b);
+    sr__buf_printf(&b, ",\n  \"stateful_callbacks\": {}\n}\n");
+    write_atomic(t->a.output_dir, "trainer_state.json", b.s, b.n);
+    sr__buf_free(&b);
+    char *svg = sr__fmt("%s/loss.svg", t->a.output_dir), why[512];
+    const char *slash = strrchr(t->a.output_dir, '/');
+    sr__plot_run run = {slash && slash[1] ? slash + 1 : t->a.output_dir, &t->hist};
+    if (sr__loss_svg_write(svg, &run, 1, why, sizeof why) != 0) sr__log(SR_LOG_WARN, "%s", why);
+    free(svg);
+}
+
+/* ---- save_total_limit ------------------------------------------------------------------------------ */
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* Deletes a folder so that no half-deleted one ever looks complete: renamed out of the checkpoint-N
+   names first (sr__ckpt_latest and resume skip checkpoint-N.deleting), then removed. */
+static void delete_folder(const char *outdir, const char *name) {
+    char *p = sr__fmt("%s/%s", outdir, name), *gone = strstr(name, ".deleting") ? NULL : sr__fmt("%s.deleting", p);
+    if (gone && rename(p, gone) != 0) {
+        sr__log(SR_LOG_WARN, "save_total_limit: cannot rename %s to delete it: %s", p, strerror(errno));
+    } else {
+        int dfd = open(outdir, O_RDONLY | O_DIRECTORY);
+        if (dfd >= 0) fsync(dfd), close(dfd);
+        if (nftw(gone ? gone : p, remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
+            sr__log(SR_LOG_WARN, "save_total_limit: cannot remove %s: %s", gone ? gone : p, strerror(errno));
+    }
+    free(p), free(gone);
+}
+
+static int by_step(const void *a, const void *b) {
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
+}
+
+/* Keeps the newest save_total_limit checkpoints (and the best one), as transformers'
+   _rotate_checkpoints: the best is moved next to the newest, and a limit of 1 keeps 2 when the
+   best is not the newest. */
+static void rotate(sr__trainer *t) {
+    const char *outdir = t->a.output_dir;
+    if (t->rank != 0 || t->a.save_total_limit <= 0 || !outdir) return;
+    DIR *d = opendir(outdir);
+    if (!d) return;
+    long long *steps = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (!strncmp(de->d_name, "checkpoint-", 11) && l > 9 && !strcmp(de->d_name + l - 9, ".deleting")) {
+            delete_folder(outdir, de->d_name); /* a deletion that was cut short */
+            continue;
+        }
+        long long s = folder_step(de->d_name);
+        if (s < 0) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            long long *g = realloc(steps, cap * sizeof *g);
+            if (!g) break;
+            steps = g;
+        }
+        steps[n++] = s;
+    }
+    closedir(d);
+    qsort(steps, n, sizeof *steps, by_step);
+    long long best = t->hist.best_checkpoint ? folder_step(t->hist.best_checkpoint) : -1;
+    size_t limit = (size_t)t->a.save_total_limit;
+    for (size_t i = 0; i < n; i++)
+        if (steps[i] == best) {
+            for (size_t k = i; k + 2 < n; k++) { /* towards the newest, one before it */
+                long long s = steps[k];
+                steps[k] = steps[k + 1], steps[k + 1] = s;
+            }
+            if (limit == 1 && steps[n - 1] != best) limit = 2;
+            break;
+        }
+    for (size_t i = 0; i + limit < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "checkpoint-%lld", steps[i]);
+        delete_folder(outdir, name);
+        printf("shardrun: deleted %s/%s (save_total_limit = %lld)\n", outdir, name, t->a.save_total_limit);
+    }
+    free(steps);
+}
+
+/* ---- saving ------------------------------------------------------------------------------------------ */
+
+int sr__records_save_checkpoint(sr__trainer *t) {
+    const sr__train_args *a = &t->a;
+    long long step = t->ts.global_step;
+    /* the best checkpoint, by the evaluation at this very step */
+    if (a->track_best && t->eval_step == step && isfinite(t->eval_metric) &&
+        !(t->eval_metric >= t->hist.best_metric)) {
+        t->hist.best_metric = t->eval_metric;
+        free(t->hist.best_checkpoint);
+        t->hist.best_checkpoint = sr__fmt("%s/checkpoint-%lld", a->output_dir, step);
+    }
+    sr_buf b = {0};
+    hf_members(t, &b);
+    t->ts.hf_members = b.s;
+    int rc = sr__ckpt_save(t->e, a->output_dir, &t->ts);
+    t->ts.hf_members = NULL;
+    sr__buf_free(&b);
+    if (rc != 0) return -1;
+    if (t->rank == 0)
+        printf("shardrun: saved %s/checkpoint-%lld (%s)\n", a->output_dir, step, sr__state_dict_name(t->cfg->state_dict));
+    write_outputs(t);
+    rotate(t);
+    fflush(stdout);
+    return 0;
+}
+
+/* ---- the end -------------------------------------------------------------------------------------------- */
+
+int sr__records_finish(sr__trainer *t, double runtime) {
+    long long steps_run = t->loss_steps, step = t->ts.global_step;
+    double epoch = (double)step / (double)t->plan.steps_per_epoch;
+    double v[6] = {round(runtime * 1e4) / 1e4,
+                   runtime > 0 ? round((double)t->samples_done * t->ws / runtime * 1e3) / 1e3 : 0,
+                   runtime > 0 ? round((double)steps_run / runtime * 1e3) / 1e3 : 0,
+                   steps_run ? t->loss_sum / (double)steps_run : NAN, epoch, (double)step};
+    const char *names[6] = {"train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss",
+                            "epoch", "step"};
+    sr__history_add(&t->hist, 6, names, v);
+    if (t->rank == 0) {
+        const sr__hist_entry *e = &t->hist.e[t->hist.n - 1];
+        printf("{");
+        for (int i = 0; i < e->n - 1; i++) { /* HF's line: without the step */
+            char num[48];
+            sr__hist_number(num, sizeof num, e->key[i], e->v[i]);
+            printf("%s'%s': %s", i ? ", " : "", sr__hist_keys[e->key[i]], !strcmp(num, "null") ? "nan" : num);
+        }
+        printf("}\n");
+    }
+    write_outputs(t);
+    int rc = 0;
+    if (t->a.load_best_model_at_end) {
+        if (!t->hist.best_checkpoint) {
+            if (t->rank == 0) printf("shardrun: note: load_best_model_at_end: no checkpoint had an evaluation; the model is the last step's\n");
+        } else {
+            sr__train_state ts = {0};
+            rc = sr__ckpt_load(t->e, t->hist.best_checkpoint, &ts);
+            if (rc == 0 && t->rank == 0)
+                printf("shardrun: loaded the best model: %s (eval_loss %.6g)\n", t->hist.best_checkpoint,
+                       t->hist.best_metric);
+        }
+    }
+    fflush(stdout);
+    return rc;
+}

@@ -26,6 +26,8 @@
      run/A/ack/k                agent k -> host: it read the final verdict (and reported its results)
      run/A/stopped/k            agent k -> host: after a restart verdict, its workers are gone
      run/A/start/k              host -> agent k: "go" (start attempt A's workers), or "fail:why"
+     run/alive/k/j              never set: agent k's j-th join waits on it from a connection of its
+                                own as long as it lives
    (j is left out for an agent's first join, A is 0 for the first attempt.) */
 
 static char *key_of(char *buf, size_t len, const char *fmt, int a, int b) {
@@ -77,7 +79,6 @@ static void decide(sr_rdzv *r, int node, char kind, const char *what) {
     if (kind == SR_FAIL_RETRYABLE && r->attempt < r->max_restarts) {
         r->phase = SR_RDZV_RESTART;
         r->restart_at = sr__now_s();
-        if (r->watching) memset(r->watching, 0, (size_t)r->nagents);
         publish_outcome(r, node, 'r', what);
     } else if (kind == SR_FAIL_PREEMPT) {
         r->phase = SR_RDZV_PREEMPTED;
@@ -150,6 +151,12 @@ static int join(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
         return -1;
     }
     free(verdict);
+    /* a connection that waits as long as this agent lives: node 0 sees it go */
+    r->alive = sr__store_connect(r->host, p, r->token, a->timeout_s, err, sizeof err);
+    if (!r->alive || sr__store_wait_send(r->alive, key_of(key, sizeof key, "run/alive/%d/%d", r->agent_id, (int)j)) != 0) {
+        sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, r->alive ? sr__store_error(r->alive) : err);
+        return -1;
+    }
     r->attempt = attempt;
     snprintf(r->job_id, sizeof r->job_id, "%s", id);
     if (attempt > 0) { /* it came back after its node was lost: the job restarts with it */
@@ -238,8 +245,9 @@ int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
         r->watching = calloc(n, 1);
         r->gone = calloc(n, 2); /* [0, n): gone; [n, 2n): came back */
         r->joins = calloc(n, sizeof *r->joins);
+        r->answered = calloc(n, sizeof *r->answered);
         r->agent_node = calloc(n, sizeof *r->agent_node);
-        if (!r->checked || !r->watching || !r->gone || !r->joins || !r->agent_node) {
+        if (!r->checked || !r->watching || !r->gone || !r->joins || !r->answered || !r->agent_node) {
             sr__diag_add(diag, "out of memory for the rendezvous of %d agents", r->nagents);
             return -1;
         }
@@ -268,7 +276,7 @@ static int admit(sr_rdzv *r, int a, int join_no, const char *theirs, char *why, 
 static void check_fingerprints(sr_rdzv *r) {
     char key[64], why[1000];
     for (int a = 1; a < r->nagents && r->checked; a++) {
-        int j = r->joins[a] + 1;
+        int j = r->answered[a] + 1;
         size_t len = 0;
         const char *theirs = sr__store_server_get(
             r->server, j == 1 ? key_of(key, sizeof key, "run/fingerprint/%d", a, 0) : key_of(key, sizeof key, "run/fingerprint/%d/%d", a, j),
@@ -280,11 +288,13 @@ static void check_fingerprints(sr_rdzv *r) {
         r->agent_node[a] = node ? atoi(node + 6) : -1;
         int refused = admit(r, a, j, copy, why, sizeof why) != 0;
         free(copy);
-        r->joins[a] = j;
+        r->answered[a] = j;
         if (j == 1) sr__store_server_set(r->server, key_of(key, sizeof key, "run/accepted/%d", a, 0), why, strlen(why));
         else sr__store_server_set(r->server, key_of(key, sizeof key, "run/accepted/%d/%d", a, j), why, strlen(why));
         if (!refused) {
             r->checked[a] = 1;
+            r->joins[a] = j;
+            r->watching[a] = 0; /* its new "alive" wait is watched from now on */
             if (j > 1) r->gone[a] = 0, r->gone[r->nagents + a] = 1; /* back: it joins the next attempt */
         } else if (j == 1) {
             r->checked[a] = 2;
@@ -294,25 +304,22 @@ static void check_fingerprints(sr_rdzv *r) {
     }
 }
 
-/* Hosting agent: an accepted agent whose watch connection closed went away (killed, or its machine
-   lost): its ranks failed, and waiting for them inside a collective would only end at the process
-   group's timeout.  While the job restarts, an agent that stopped its workers waits for the next
-   start: one that goes away then must come back before the next attempt starts. */
+/* Hosting agent: an accepted agent whose "alive" connection closed went away (killed, or its
+   machine lost): its ranks failed, and waiting for them inside a collective would only end at the
+   process group's timeout.  While the job restarts, one that goes away must come back before the
+   next attempt starts; once the run ended, the host no longer waits for it to read the verdict. */
 static void check_agents(sr_rdzv *r) {
     char key[64], why[300];
     for (int a = 1; a < r->nagents; a++) {
         if (r->checked[a] != 1 || r->gone[a]) continue;
-        if (r->phase == SR_RDZV_RUNNING) key_of(key, sizeof key, "run/%d/outcome/%d", r->attempt, a);
-        else if (r->phase == SR_RDZV_RESTART) key_of(key, sizeof key, "run/%d/start/%d", r->attempt + 1, a);
-        else continue;
-        if (sr__store_server_waiting(r->server, key)) {
+        if (sr__store_server_waiting(r->server, key_of(key, sizeof key, "run/alive/%d/%d", a, r->joins[a]))) {
             r->watching[a] = 1;
         } else if (r->watching[a] == 1) {
             r->watching[a] = 2;
             r->gone[a] = 1;
             r->gone[r->nagents + a] = 0;
             snprintf(why, sizeof why, "node %d's shardrun (agent %d) went away%s", r->agent_node[a], a,
-                     r->phase == SR_RDZV_RUNNING ? " before the run ended" : " while the job restarted");
+                     r->phase == SR_RDZV_RUNNING ? " before the run ended" : r->phase == SR_RDZV_RESTART ? " while the job restarted" : "");
             if (r->phase == SR_RDZV_RUNNING) decide(r, r->agent_node[a], SR_FAIL_RETRYABLE, why);
         }
     }
@@ -542,7 +549,6 @@ void sr__rdzv_next_attempt(sr_rdzv *r) {
     r->outcome_at = 0;
     r->acked = 0;
     if (r->server) {
-        memset(r->watching, 0, (size_t)r->nagents);
         memset(r->gone + r->nagents, 0, (size_t)r->nagents);
         for (int a = 1; a < r->nagents; a++)
             sr__store_server_set(r->server, key_of(key, sizeof key, "run/%d/start/%d", r->attempt, a), "go", 2);
@@ -560,10 +566,12 @@ void sr__rdzv_free(sr_rdzv *r) {
     free(r->watching);
     free(r->gone);
     free(r->joins);
+    free(r->answered);
     free(r->agent_node);
     sr__buf_free(&r->attempts);
     sr__store_server_free(r->server);
     sr__store_close(r->watch);
     sr__store_close(r->ctl);
+    sr__store_close(r->alive);
     memset(r, 0, sizeof *r);
 }

@@ -63,13 +63,16 @@ typedef struct sr_rdzv {
     sr_store_server *server;
     sr_store *watch;        /* other agents: a pending wait on the outcome (or the next start) */
     sr_store *ctl;          /* other agents: for reporting */
+    sr_store *alive;        /* other agents: holds a wait on run/alive/<agent>/<join> for its whole life:
+                               the host learns that it went away when the wait is gone */
     int watch_closed;
     int waiting_start;      /* other agents: the watch waits for the next attempt's start */
     int start_ready;        /* other agents: the next attempt's start arrived */
     double timeout_s;       /* [shardrun] rdzv_timeout */
     const char *fingerprint; /* this agent's (owned by the caller) */
     unsigned char *checked;  /* hosting agent: 1 accepted, 2 refused (the agent's current join) */
-    int *joins;              /* hosting agent: the join of each agent that was compared last */
+    int *joins;              /* hosting agent: each agent's accepted join (its alive key names it) */
+    int *answered;           /* hosting agent: each agent's last join answered (accepted or refused) */
     unsigned char *gone;     /* hosting agent: the agent went away and must come back */
     int failed_node;         /* the node of the failure reported elsewhere, -1 when unknown */
     int failed_config;       /* that failure was a configuration mismatch: exit 2, not 1 */

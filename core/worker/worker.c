@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,10 @@ _Noreturn void sr__worker_run(sr_run *run, int local_rank, int results_fd) {
     /* which launch of the job this is (store/rdzv.h): a restarted trainer resumes only from its own
        checkpoints; set here, not by a plugin, because it is no configuration of the job */
     if (run->rdzv.job_id[0]) setenv("SHARDRUN_JOB_ID", run->rdzv.job_id, 1);
+    /* A peer that died closes its sockets: a write to one must fail the collective (EPIPE, named
+       in the error) rather than kill this rank with SIGPIPE, which would blame the wrong rank.
+       Not for exec: programs, which would inherit the ignored signal across exec. */
+    if (run->task.type != SR_TASK_EXEC) signal(SIGPIPE, SIG_IGN);
     /* an init hook that fails (a process group that could not form) is the run failing, not bad input */
     if (sr__run_plugins_init(run, local_rank) != 0) _exit(SR_EXIT_FAILED);
     if (run->task.type == SR_TASK_EXEC) {

@@ -61,8 +61,11 @@ done
 # 1 node x 4: what the real workers receive (exec:/usr/bin/env in a clean environment)
 run env -i PATH=/usr/bin:/bin "$SHARDRUN" "$REF"
 expect_rc 0 "1x4 run of exec:/usr/bin/env"
+# SHARDRUN_JOB_ID (set by shardrun, not a plugin: one launch of the job) is the same for every rank
+expect_eq "$(grep -o 'SHARDRUN_JOB_ID=.*' <<<"$out" | sort -u | wc -l)" "1" "1x4: every rank has the same SHARDRUN_JOB_ID"
+grep -q '^\[rank0\]: SHARDRUN_JOB_ID=[0-9a-f]\{16\}$' <<<"$out" && pass || fail "1x4: SHARDRUN_JOB_ID is 16 hex digits"
 for r in 0 1 2 3; do
-    grep "^\[rank$r\]: " <<<"$out" | sed "s/^\[rank$r\]: //" | grep -v '^PATH=' | LC_ALL=C sort >"$T/real$r"
+    grep "^\[rank$r\]: " <<<"$out" | sed "s/^\[rank$r\]: //" | grep -v '^PATH=\|^SHARDRUN_JOB_ID=' | LC_ALL=C sort >"$T/real$r"
     expect_same_file "$T/real$r" "$T/want$r" "1x4 worker environment, rank $r"
 done
 
@@ -89,10 +92,11 @@ expect_eq "$rc0/$rc1" "0/0" "2x2 run on two agents ($(cat "$T/node0.err" "$T/nod
 for r in 0 1 2 3; do
     node=$((r / 2))
     expected $r $((r % 2)) $node 2 2 127.0.0.1 | sed "s/^MASTER_PORT=29500$/MASTER_PORT=$P/" >"$T/want$r"
-    grep "^\[rank$r\]: " "$T/node$node.out" | sed "s/^\[rank$r\]: //" | grep -v '^PATH=\|^SHARDRUN_RDZV_TOKEN=' |
+    grep "^\[rank$r\]: " "$T/node$node.out" | sed "s/^\[rank$r\]: //" | grep -v '^PATH=\|^SHARDRUN_RDZV_TOKEN=\|^SHARDRUN_JOB_ID=' |
         LC_ALL=C sort >"$T/real$r"
     expect_same_file "$T/real$r" "$T/want$r" "2x2 worker environment, rank $r"
 done
+expect_eq "$(cat "$T/node0.out" "$T/node1.out" | grep -o 'SHARDRUN_JOB_ID=.*' | sort -u | wc -l)" "1" "2x2: both nodes' ranks share one SHARDRUN_JOB_ID (node 0's)"
 expect_not_in "$(cat "$T/node1.out")" "[rank0]" "node 1 starts only ranks 2 and 3"
 unset SHARDRUN_RDZV_TOKEN
 

@@ -5,6 +5,8 @@
 #                                   (2) workers, one world of 2
 #   sbatch --wait script            shardrun called in a batch script, outside any step: node mode
 #   srun -n2 ... --nproc-per-node 1 a per-process launcher with --nproc-per-node: exit 2, named
+#   scancel --signal=TERM           a training batch job preempted: every rank writes a checkpoint
+#                                   and the step exits 143 (Slurm signals the workers too)
 # A cluster that cannot start fails the test with the daemons' logs; it never skips.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/slurm_cluster.sh"
@@ -63,6 +65,27 @@ expect_in "$err" "--nproc-per-node" "d. the error names the flag"
 expect_in "$err" "Slurm" "d. the error names the launcher"
 expect_eq "$(count_lines "hello from rank")" 0 "d. nothing ran"
 [ "$ms" -lt 10000 ] && pass || fail "d. the error took ${ms} ms (limit 10000)"
+
+# e. preemption: SIGTERM from Slurm to a training job's step (shardrun and, with
+# proctrack/linuxproc, its workers too): a checkpoint of the step reached, exit 143
+cat >"$T/preempt.sh" <<EOF
+#!/bin/bash
+#SBATCH -N1 -n1
+cd "$SRC" || exit 1
+srun -N1 -n1 "$SHARDRUN" examples/toy/toy_fsdp.ini --set task.max_steps=1000000 --set task.logging_steps=1 \
+    --set task.output_dir="$T/toy"
+echo "srun exit code \$?"
+EOF
+jobid=$(sbatch --parsable -o "$T/p.out" -e "$T/p.err" "$T/preempt.sh")
+for _ in $(seq 1 1500); do grep -q "step 5/" "$T/p.out" 2>/dev/null && break; sleep 0.02; done
+expect_in "$(cat "$T/p.out" 2>/dev/null)" "step 5/" "e. the batch job trains (job $jobid: $(tail -3 "$T/p.err" 2>/dev/null))"
+scancel --signal=TERM "$jobid"
+for _ in $(seq 1 600); do [ -z "$(squeue -h -j "$jobid" 2>/dev/null)" ] && break; sleep 0.1; done
+expect_eq "$(squeue -h -j "$jobid" 2>/dev/null)" "" "e. the preempted job ended"
+expect_in "$(cat "$T/p.out")" "srun exit code 143" "e. the preempted step exits 143"
+expect_in "$(cat "$T/p.err")" "preempted by SIGTERM: every rank stopped after step" "e. shardrun says where the checkpoint is"
+step=$(sed -n 's/.*every rank stopped after step \([0-9]*\) and.*/\1/p' "$T/p.err")
+[ -n "$step" ] && [ -f "$T/toy/checkpoint-$step/model.safetensors" ] && pass || fail "e. checkpoint-$step was written: $(ls "$T/toy" 2>&1)"
 
 # the harness again: the cluster stops cleanly, exactly its own processes
 slurm_stop

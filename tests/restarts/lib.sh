@@ -1,5 +1,8 @@
 # Shared by the restart and preemption tests: the GPT-2 test helpers, and one small GPT-2 job.
 . "$(dirname "$0")/../gpt2/lib.sh"
+# two agents of one rank each on 2 cores: one OpenMP thread per rank, or their spinning threads
+# take turns on the cores and a step takes seconds
+export OMP_NUM_THREADS=1
 
 # restart_job: $T/job.ini, GPT-2 tiny on 2 ranks (FULL_SHARD per GPT2Block, FULL_STATE_DICT
 # checkpoints every 5 steps), `max_steps` steps, one log line per step.  The caller sets

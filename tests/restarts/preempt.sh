@@ -2,6 +2,7 @@
 # takes a node) makes every rank, on every node, finish its optimizer step and write a checkpoint;
 # the agent exits 143 naming it, and a resumed run ends byte for byte where an uninterrupted one
 # ends.  A second SIGTERM, or preempt_grace running out, stops at once; SIGINT stops at once.
+# Slurm's requeue (the same job run again, SLURM_RESTART_COUNT > 0) resumes by itself.
 . "$(dirname "$0")/lib.sh"
 restart_job 40
 J=$T/job.ini
@@ -31,6 +32,24 @@ expect_rc 0 "the resumed run"
 expect_in "$out" "[rank0]: shardrun: resumed from $T/d/checkpoint-$step at step $step" "it resumes from the preemption's checkpoint"
 expect_same_file "$T/d/checkpoint-40/model.safetensors" "$T/ref/checkpoint-40/model.safetensors" "(d) the final model.safetensors"
 expect_eq "$(steps_of "$T/d/train_log.jsonl")" "$(steps_of "$T/ref/train_log.jsonl")" "train_log.jsonl after preemption and resume"
+
+# Slurm's requeue runs the same command again in the same job (SLURM_JOB_ID kept,
+# SLURM_RESTART_COUNT=1): the model task resumes from the job's checkpoint by itself
+SLURM_JOB_ID=4242 "$SHARDRUN" "$J" --set task.output_dir="$T/rq" >"$T/rq.out" 2>"$T/rq.err" &
+p=$!
+wait_for "$T/rq.out" "step 7/40" 120 && pass || fail "the run reached step 7 ($(cat "$T/rq.err"))"
+kill -TERM $p
+wait $p
+expect_eq "$?" "143" "requeue: the first run is preempted"
+step=$(sed -n 's/.*preempted (SIGTERM) after step \([0-9]*\) of 40.*/\1/p' "$T/rq.out")
+SLURM_JOB_ID=4242 SLURM_RESTART_COUNT=1 run "$SHARDRUN" "$J" --set task.output_dir="$T/rq"
+expect_rc 0 "requeue: the same command again with SLURM_RESTART_COUNT=1"
+expect_in "$out" "[rank0]: shardrun: restart 1: resuming from this job's newest checkpoint, $T/rq/checkpoint-$step" "requeue: it resumes without resume_from_checkpoint"
+expect_same_file "$T/rq/checkpoint-40/model.safetensors" "$T/ref/checkpoint-40/model.safetensors" "requeue: the final model.safetensors"
+# another job's checkpoints are not this one's: a restart with another job id starts over
+SLURM_JOB_ID=4243 SLURM_RESTART_COUNT=1 run "$SHARDRUN" "$J" --set task.output_dir="$T/rq" --set task.max_steps=3
+expect_rc 0 "another job with SLURM_RESTART_COUNT=1 in the same output_dir"
+expect_in "$out" "[rank0]: shardrun: restart 1: no checkpoint in $T/rq yet; starting from the beginning" "another job's checkpoints are not taken"
 
 # two nodes: SIGTERM to node 1's agent stops both, after the same step, with one checkpoint
 export SHARDRUN_RDZV_TOKEN=preempt-test

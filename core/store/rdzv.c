@@ -295,7 +295,9 @@ static void check_fingerprints(sr_rdzv *r) {
             r->checked[a] = 1;
             r->joins[a] = j;
             r->watching[a] = 0; /* its new "alive" wait is watched from now on */
-            if (j > 1) r->gone[a] = 0, r->gone[r->nagents + a] = 1; /* back: it joins the next attempt */
+            /* accepted while the job restarts (back after its node was lost, or late): it joins the
+               next attempt */
+            if (r->phase == SR_RDZV_RESTART) r->gone[a] = 0, r->gone[r->nagents + a] = 1;
         } else if (j == 1) {
             r->checked[a] = 2;
             if (!r->refused_at) r->refused_at = sr__now_s();

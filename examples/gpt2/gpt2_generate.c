@@ -129,7 +129,8 @@ static int parse(int argc, char **argv, opts *o) {
                 if (num(a, v, 0, 1e9, &d)) return EXIT_CONFIG;
                 o->top_k = (int)d;
             } else if (!strcmp(a, "--top-p")) {
-                if (num(a, v, 1e-9, 1, &d)) return EXIT_CONFIG;
+                if (num(a, v, 0, 1, &d)) return EXIT_CONFIG;
+                if (d == 0) return usage_error("--top-p %s: expected a number in (0, 1]; 1 turns top-p off%s", v, "");
                 o->top_p = (float)d;
             } else if (!strcmp(a, "--seed")) {
                 if (num(a, v, 0, 1.8e19, &d)) return EXIT_CONFIG;

@@ -6,7 +6,8 @@ the logits that picked token prompt_length + i).  Run as /usr/bin/python3 (torch
     generate_check.py init OUT.safetensors --n_layer L --n_head H --n_embd C --n_positions P
                            --vocab_size V --seed S [--std X]
         Random GPT-2 weights with a larger spread than gpt2_torch.py's (weights N(0, std)), so the
-        logits of one position differ clearly and the argmax is not a near tie.
+        logits of one position differ clearly and the argmax is not a near tie.  With --hub, as the
+        Hub's files are: names without "transformer.", F16, h.N.attn.bias buffers, no n_head.
 
     generate_check.py greedy RUN.safetensors WEIGHTS.safetensors --n_head H
         The training forward's logits (tests/gpt2/gpt2_torch.py's GPT-2, float64, one forward over
@@ -47,8 +48,12 @@ def cmd_init(a):
         for name, p in model.named_parameters():
             r = torch.randn(p.shape, generator=g, dtype=torch.float64)
             p.copy_(1.0 + 0.1 * r if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")) else a.std * r)
-    meta = {"format": "pt", "n_head": cfg.n_head}
-    ref.write_safetensors(a.out, ref.state_tensors(model), meta)
+    tensors = ref.state_tensors(model, prefix=not a.hub)
+    if a.hub:  # the Hub's gpt2/model.safetensors: F16 here, mask buffers, no n_head anywhere
+        tensors = {k: v.astype(np.float16) for k, v in tensors.items()}
+        for i in range(cfg.n_layer):
+            tensors[f"h.{i}.attn.bias"] = np.tril(np.ones((1, 1, cfg.n_positions, cfg.n_positions), np.float16))
+    ref.write_safetensors(a.out, tensors, None if a.hub else {"format": "pt", "n_head": cfg.n_head})
     print(f"wrote {a.out}: {cfg}, weights N(0, {a.std})")
     return 0
 
@@ -115,6 +120,8 @@ def main():
     for k in ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "seed"):
         p.add_argument("--" + k, type=int, required=True)
     p.add_argument("--std", type=float, default=0.1)
+    p.add_argument("--hub", action="store_true",
+                   help="the Hub's layout: no transformer. prefix, F16, HF's h.N.attn.bias buffers, no metadata")
     p = sub.add_parser("greedy")
     p.add_argument("run")
     p.add_argument("weights")

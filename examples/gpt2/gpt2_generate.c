@@ -60,7 +60,8 @@ static const char USAGE[] =
     "  --logits FILE          also write the ids and every step's logits to FILE (safetensors)\n"
     "  -h, --help             this text\n"
     "\n"
-    "Prints the prompt and its continuation on stdout; the model and the speed on stderr.\n";
+    "Prints the prompt (--prompt-ids: decoded) and its continuation on stdout; the model and the speed\n"
+    "on stderr.\n";
 
 typedef struct opts {
     const char *model, *prompt, *prompt_ids, *vocab, *merges, *size, *logits;
@@ -290,6 +291,8 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < n; i++) printf("%s%d", i ? " " : "", ids[i]);
     } else if (o.prompt) {
         fputs(o.prompt, stdout);
+    } else if (o.prompt_ids) {
+        for (size_t i = 0; i < n; i++) put_token(tok, ids[i], 0);
     }
     fflush(stdout);
 

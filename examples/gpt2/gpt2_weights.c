@@ -156,7 +156,7 @@ static int pick_heads(gpt2_weights *w, const gpt2_weights_opts *o, const sr_st_f
         for (int i = 0; i < NSIZES; i++)
             if (SIZES[i].C == w->C) {
                 w->NH = SIZES[i].NH;
-                snprintf(w->heads_from, sizeof w->heads_from, "GPT-2's for n_embd %d (--n-head to change)", w->C);
+                snprintf(w->heads_from, sizeof w->heads_from, "GPT-2's for n_embd %d; --n-head to change", w->C);
             }
         if (!w->NH)
             return fail(err, errlen, "%s: n_embd is %d, which is no GPT-2 size's, and nothing says how many attention "

@@ -86,8 +86,45 @@ r=$($CHECK greedy "$T/hub.st" "$T/hub.safetensors" --n_head 4 2>&1) && pass || f
 run "$GEN" "$T/hub.safetensors" --prompt "$prompt"
 short_error "n_embd 64 and no n_head anywhere" "give --n-head N"
 
-# ---- a tiny model trained by a demo-like job: generation from checkpoint-N in one command ---------
+# ---- GPT-2 BPE: vocab.json and merges.txt next to the model are used; ids -> bytes as GPT-2 decodes ---
 corpus
+/usr/bin/python3 "$SRC/tests/gpt2/bpe_reference.py" train "$T/vocab.json" "$T/merges.txt" 300 "$T/corpus.txt" \
+    >/dev/null || fail "training a test vocabulary"
+nv=$(/usr/bin/python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))))" "$T/vocab.json")
+mkdir -p "$T/bpe"
+$CHECK init "$T/bpe/model.safetensors" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 96 --vocab_size "$nv" \
+    --seed 4 --std 0.1 >/dev/null || fail "writing BPE-sized weights"
+cp "$T/vocab.json" "$T/merges.txt" "$T/bpe/"
+bpe_prompt="the optimizer updates only local shards"
+run "$GEN" "$T/bpe" --prompt "$bpe_prompt" --temperature 0 --max-new-tokens 30 --ignore-eos --output ids
+expect_rc 0 "BPE, ids"
+expect_in "$err" "GPT-2 BPE tokens from $T/bpe/vocab.json and $T/bpe/merges.txt" "the folder's BPE files are used"
+bpe_ids=$out
+printf '%s' "$bpe_prompt" >"$T/bpe_prompt.txt"
+want=$(/usr/bin/python3 "$SRC/tests/gpt2/bpe_reference.py" encode "$T/vocab.json" "$T/merges.txt" "$T/bpe_prompt.txt" | tr '\n' ' ')
+case "$bpe_ids " in "$want"*) pass ;; *) fail "the prompt's BPE ids: [$bpe_ids], expected to start with [$want]" ;; esac
+"$GEN" "$T/bpe" --prompt "$bpe_prompt" --temperature 0 --max-new-tokens 30 --ignore-eos >"$T/bpe_text.out" 2>/dev/null
+"$GEN" "$T/bpe" --prompt-ids "$bpe_ids" --max-new-tokens 0 >"$T/bpe_ids.out" 2>/dev/null
+r=$(/usr/bin/python3 - "$T/vocab.json" "$T/bpe_text.out" "$T/bpe_ids.out" "$bpe_ids" "$SRC/tests/gpt2" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[5])
+from bpe_reference import bytes_to_unicode
+u2b = {u: b for b, u in bytes_to_unicode().items()}
+vocab = {i: s for s, i in json.load(open(sys.argv[1])).items()}
+want = b"".join(bytes(u2b[c] for c in vocab[int(i)]) for i in sys.argv[4].split()) + b"\n"
+got, back = open(sys.argv[2], "rb").read(), open(sys.argv[3], "rb").read()
+high = sum(1 for i in sys.argv[4].split() if any(u2b[c] >= 128 for c in vocab[int(i)]))
+print(f"{len(want)} bytes, {high} tokens with bytes >= 0x80;",
+      "text OK" if got == want else f"text differs: {got!r} vs {want!r}",
+      "ids OK" if back == want else f"--prompt-ids text differs: {back!r} vs {want!r}")
+PY
+)
+expect_in "$r" "text OK ids OK" "gpt2_generate's text is GPT-2's decoding of its ids"
+echo "BPE: $r"
+run "$GEN" "$T/w.safetensors" --vocab "$T/vocab.json" --merges "$T/merges.txt" --prompt x
+short_error "a tokenizer larger than the model" "has $nv tokens but $T/w.safetensors has embeddings for 257"
+
+# ---- a tiny model trained by a demo-like job: generation from checkpoint-N in one command ---------
 gpt2_job g.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = GPT2Block" \
     "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
 size = tiny
@@ -100,7 +137,7 @@ run "$SHARDRUN" "$T/g.ini" --nproc-per-node 2 --set task.max_steps=4 --set task.
 expect_rc 0 "the demo-like job trains 4 steps"
 run "$GEN" "$T/train/checkpoint-4" --prompt "the model" --max-new-tokens 30
 expect_rc 0 "gpt2_generate checkpoint-4"
-expect_in "$err" "model.safetensors (global_step 4): 4 layers, 4 heads (GPT-2's for n_embd 128" "the checkpoint's banner"
+expect_in "$err" "model.safetensors (global_step 4): 4 layers, 4 heads (GPT-2's for n_embd 128;" "the checkpoint's banner"
 expect_in "$err" "byte-level tokens" "byte-level tokens, as trained"
 case $out in "the model"?*) pass ;; *) fail "no continuation of the prompt: $out" ;; esac
 echo "checkpoint-4 says: $out"

@@ -48,18 +48,17 @@ void gpt2_infer_free(gpt2_infer *g) {
     free(g);
 }
 
-/* out[N,O] = x[N,I] W[I,O] + b, as gpt2_block.c's Conv1D */
-static void conv1d(const gpt2_kernels *k, float *out, const float *x, const void *W, const void *b, int N, int I,
-                   int O) {
-    k->bias_fill(out, b, N, O, SR_FLOAT32);
-    k->gemm(0, 0, O, N, I, 1.0f, W, O, x, I, 1.0f, out, O, SR_FLOAT32);
+/* out[O] = x[I] W[I,O] + b: gpt2_block.c's Conv1D for one token */
+static void conv1d(const gpt2_kernels *k, float *out, const float *x, const void *W, const void *b, int I, int O) {
+    k->copy(out, b, (size_t)O, SR_FLOAT32);
+    k->gemv(0, O, I, 1.0f, W, O, x, 1.0f, out, SR_FLOAT32);
 }
 
 /* ln_f and the head on one row h [C]: host logits [V] */
 static int head(gpt2_infer *g, const float *h, float *logits) {
     const gpt2_weights *w = g->w;
     g->k->layernorm_forward(g->ln, g->stats, g->stats + 1, h, w->lnf_w, w->lnf_b, 1, w->C, SR_FLOAT32);
-    g->k->gemm(1, 0, w->V, 1, w->C, 1.0f, w->head, w->C, g->ln, w->C, 0.0f, g->logits, w->V, SR_FLOAT32);
+    g->k->gemv(1, w->V, w->C, 1.0f, w->head, w->C, g->ln, 0.0f, g->logits, SR_FLOAT32);
     return g->k->floats_download(logits, g->logits, (size_t)w->V) || g->k->sync() ? -1 : 0;
 }
 
@@ -122,16 +121,16 @@ int gpt2_infer_next(gpt2_infer *g, int32_t id, float *logits) {
         void *const *p = g->params + (size_t)l * GPT2_BLOCK_PARAMS;
         float *kc = g->kc + (size_t)l * w->P * C, *vc = g->vc + (size_t)l * w->P * C;
         k->layernorm_forward(g->ln, g->stats, g->stats + 1, g->x, p[GPT2_LN1_W], p[GPT2_LN1_B], 1, C, SR_FLOAT32);
-        conv1d(k, g->qkv, g->ln, p[GPT2_ATTN_W], p[GPT2_ATTN_B], 1, C, 3 * C);
+        conv1d(k, g->qkv, g->ln, p[GPT2_ATTN_W], p[GPT2_ATTN_B], C, 3 * C);
         k->copy(kc + (size_t)pos * C, g->qkv + C, (size_t)C, SR_FLOAT32);
         k->copy(vc + (size_t)pos * C, g->qkv + 2 * C, (size_t)C, SR_FLOAT32);
         k->attention_cached(g->att, g->qkv, 3 * C, kc, vc, pos, 1, C, w->NH, scale, g->scratch, SR_FLOAT32);
-        conv1d(k, g->res2, g->att, p[GPT2_APROJ_W], p[GPT2_APROJ_B], 1, C, C);
+        conv1d(k, g->res2, g->att, p[GPT2_APROJ_W], p[GPT2_APROJ_B], C, C);
         k->add(g->res2, g->res2, g->x, (size_t)C, SR_FLOAT32);
         k->layernorm_forward(g->ln, g->stats, g->stats + 1, g->res2, p[GPT2_LN2_W], p[GPT2_LN2_B], 1, C, SR_FLOAT32);
-        conv1d(k, g->fch, g->ln, p[GPT2_FC_W], p[GPT2_FC_B], 1, C, 4 * C);
+        conv1d(k, g->fch, g->ln, p[GPT2_FC_W], p[GPT2_FC_B], C, 4 * C);
         k->gelu_forward(g->fch, g->fch, (size_t)4 * C, SR_FLOAT32);
-        conv1d(k, g->x, g->fch, p[GPT2_MPROJ_W], p[GPT2_MPROJ_B], 1, 4 * C, C);
+        conv1d(k, g->x, g->fch, p[GPT2_MPROJ_W], p[GPT2_MPROJ_B], 4 * C, C);
         k->add(g->x, g->x, g->res2, (size_t)C, SR_FLOAT32);
     }
     g->len = pos + 1;

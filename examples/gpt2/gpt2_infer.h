@@ -5,8 +5,9 @@
  * every position of the context: 2 * n_layer * n_positions * n_embd floats) -> gpt2_infer_prompt()
  * runs the training forward (gpt2_block.c, the code the task trains with) over the prompt and keeps
  * each layer's keys and values -> gpt2_infer_next() per new token: its embedding goes through every
- * layer with the per-token GEMMs and attention_cached against the cache (O(position) attention
- * work, not a forward over the prefix) -> gpt2_infer_free().
+ * layer with matrix-vector products (the gemv entry: a one-column GEMM would pack every weight
+ * matrix first) and attention_cached against the cache (O(position) attention work, not a forward
+ * over the prefix) -> gpt2_infer_free().
  *
  * gpt2_infer_full() is the same model without the cache: the training forward over a whole
  * prefix, for the tests' comparison and --no-kv-cache.

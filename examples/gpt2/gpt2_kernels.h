@@ -98,6 +98,11 @@ typedef struct gpt2_kernels {
     void (*cross_entropy)(void *logits, float *losses, const int32_t *targets, int N, int V, float dscale,
                           sr_dtype dt);
 
+    /* Generation (gpt2_infer.c): y[m] = alpha * op(A) x + beta * y, op(A) m x k column-major as in
+       gemm (transa = 1: A is k x m), x [k] and y [m] contiguous.  gemm with n = 1 computes the same,
+       but BLAS's gemm packs A first, which for one column costs 2-4x a matrix-vector product. */
+    void (*gemv)(int transa, int m, int k, float alpha, const void *A, int lda, const void *x, float beta, void *y,
+                 sr_dtype dt);
     /* Generation (gpt2_infer.c): attention of nq new queries against a key/value cache.  kc and vc
        are [positions, C] (row = position, head h in columns h*hs ..), rows [0, pos0 + nq) filled,
        the new tokens' at pos0 ..; query i (row i of q, rows strided by ldq) sits at position pos0 + i

@@ -339,6 +339,13 @@ static void cpu_cross_entropy(void *logits_, float *losses, const int32_t *targe
     }
 }
 
+static void cpu_gemv(int ta, int m, int k, float alpha, const void *A, int lda, const void *x, float beta, void *y,
+                     sr_dtype dt) {
+    (void)dt;
+    if (ta) cblas_sgemv(CblasColMajor, CblasTrans, k, m, alpha, A, lda, x, 1, beta, y, 1);
+    else cblas_sgemv(CblasColMajor, CblasNoTrans, m, k, alpha, A, lda, x, 1, beta, y, 1);
+}
+
 /* One (query, head) pair of attention_cached: scores against keys 0 .. len-1 into s, softmax as
    cpu_softmax_causal_forward computes it, then y = sum_j p_j v_j with the keys in order. */
 HOT static void attention_row(float *y, const float *q, const float *kc, const float *vc, int len, int C, int hs,
@@ -391,6 +398,7 @@ static const gpt2_kernels cpu_kernels = {
     .softmax_causal_forward = cpu_softmax_causal_forward,
     .softmax_causal_backward = cpu_softmax_causal_backward,
     .cross_entropy = cpu_cross_entropy,
+    .gemv = cpu_gemv,
     .attention_cached = cpu_attention_cached,
 };
 

@@ -446,6 +446,11 @@ void softmax_causal_backward(void *dS, const void *P, const void *dP, int T, flo
 void cross_entropy(void *logits, float *losses, const int32_t *targets, int N, int V, float dscale, sr_dtype dt) {
     LAUNCH(dt, k_cross_entropy, (unsigned)N, CE_THREADS, logits, losses, targets, V, dscale);
 }
+/* cuBLAS takes a one-column gemm as it comes */
+void gemv(int transa, int m, int k, float alpha, const void *A, int lda, const void *x, float beta, void *y,
+          sr_dtype dt) {
+    gemm(transa, 0, m, 1, k, alpha, A, lda, x, k, beta, y, m, dt);
+}
 void attention_cached(void *y, const void *q, int ldq, const void *kc, const void *vc, int pos0, int nq, int C, int NH,
                       float scale, float *scratch, sr_dtype dt) {
     LAUNCH(dt, k_attention_cached, (unsigned)(nq * NH), THREADS, y, q, ldq, kc, vc, pos0, C, NH, scale, scratch);
@@ -463,7 +468,7 @@ const gpt2_kernels table = {
     add,
     softmax_causal_forward, softmax_causal_backward,
     cross_entropy,
-    attention_cached,
+    gemv, attention_cached,
 };
 
 } // namespace

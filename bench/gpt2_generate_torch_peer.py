@@ -8,7 +8,9 @@ plain GPT-2 (HF's GPT2LMHeadModel math, fp32) and its own key/value cache, on th
 The model: per layer ln_1, c_attn (x @ W + b), the new token's key and value written into
 preallocated caches [heads, n_positions, head size] (no torch.cat), softmax(q k^T / sqrt(d)) v over
 the positions so far, c_proj, residual, ln_2, c_fc, GELU (tanh), c_proj, residual; ln_f; logits =
-h @ wte^T.  The prompt goes through once (causal mask), then one token at a time.  Greedy: argmax of
+h @ wte^T.  The products are torch.addmm / matmul, as HF's Conv1D computes them; with --matvec a
+single token's are torch.addmv / mv instead (BLAS gemv, as gpt2_generate).  The prompt goes through
+once (causal mask), then one token at a time.  Greedy: argmax of
 the logits of ids < --allowed (gpt2_generate never picks ids its tokenizer cannot print; with the
 byte-level tokenizer that is 257), the first largest, as gpt2_generate.
 
@@ -33,7 +35,8 @@ from gpt2_torch import read_safetensors  # noqa: E402  (numpy safetensors reader
 
 
 class CachedGPT2:
-    def __init__(self, tensors, n_head):
+    def __init__(self, tensors, n_head, matvec=False):
+        self.matvec = matvec
         t = {k[len("transformer."):] if k.startswith("transformer.") else k: torch.from_numpy(v.astype(np.float32))
              for k, v in tensors.items() if not k.endswith((".attn.bias", ".attn.masked_bias"))}
         self.wte, self.wpe = t["wte.weight"], t["wpe.weight"]
@@ -50,6 +53,12 @@ class CachedGPT2:
         self.v = torch.zeros(self.L, self.H, self.P, self.D)
         self.len = 0
 
+    def linear(self, b, x, W):
+        """x @ W + b (HF's Conv1D: torch.addmm); --matvec: one token's as torch.addmv (BLAS gemv)"""
+        if self.matvec and x.shape[0] == 1:
+            return torch.addmv(b, W.t(), x[0]).unsqueeze(0)
+        return torch.addmm(b, x, W)
+
     def forward(self, ids):
         """ids: the next len(ids) tokens; returns the logits [V] of the last one"""
         T, C, H, D, p0 = len(ids), self.C, self.H, self.D, self.len
@@ -59,7 +68,7 @@ class CachedGPT2:
             mask = torch.ones(T, p0 + T, dtype=torch.bool).tril(diagonal=p0)
         for i, w in enumerate(self.layers):
             h = F.layer_norm(x, (C,), w["ln_1.weight"], w["ln_1.bias"], 1e-5)
-            qkv = torch.addmm(w["attn.c_attn.bias"], h, w["attn.c_attn.weight"])
+            qkv = self.linear(w["attn.c_attn.bias"], h, w["attn.c_attn.weight"])
             q, k, v = (a.view(T, H, D).transpose(0, 1) for a in qkv.split(C, dim=1))  # [H, T, D]
             self.k[i, :, p0:p0 + T] = k
             self.v[i, :, p0:p0 + T] = v
@@ -68,13 +77,13 @@ class CachedGPT2:
                 s = s.masked_fill(~mask, float("-inf"))
             y = torch.matmul(F.softmax(s, dim=-1), self.v[i, :, :p0 + T])  # [H, T, D]
             y = y.transpose(0, 1).reshape(T, C)
-            x = x + torch.addmm(w["attn.c_proj.bias"], y, w["attn.c_proj.weight"])
+            x = x + self.linear(w["attn.c_proj.bias"], y, w["attn.c_proj.weight"])
             h = F.layer_norm(x, (C,), w["ln_2.weight"], w["ln_2.bias"], 1e-5)
-            h = F.gelu(torch.addmm(w["mlp.c_fc.bias"], h, w["mlp.c_fc.weight"]), approximate="tanh")
-            x = x + torch.addmm(w["mlp.c_proj.bias"], h, w["mlp.c_proj.weight"])
+            h = F.gelu(self.linear(w["mlp.c_fc.bias"], h, w["mlp.c_fc.weight"]), approximate="tanh")
+            x = x + self.linear(w["mlp.c_proj.bias"], h, w["mlp.c_proj.weight"])
         self.len = p0 + T
         h = F.layer_norm(x[-1:], (C,), self.lnf_w, self.lnf_b, 1e-5)
-        return torch.matmul(h, self.wte.t())[0]
+        return torch.mv(self.wte, h[0]) if self.matvec else torch.matmul(h, self.wte.t())[0]
 
 
 def main():
@@ -85,9 +94,10 @@ def main():
     ap.add_argument("--new", type=int, default=128)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--allowed", type=int, default=0, help="pick only ids below this (0: all)")
+    ap.add_argument("--matvec", action="store_true", help="one token's products as addmv/mv, not addmm/matmul")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    m = CachedGPT2(read_safetensors(a.weights), a.n_head)
+    m = CachedGPT2(read_safetensors(a.weights), a.n_head, a.matvec)
     prompt = torch.tensor([int(x) for x in a.prompt_ids.split()], dtype=torch.long)
     allowed = a.allowed or m.V
     out = []

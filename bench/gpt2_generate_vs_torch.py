@@ -12,13 +12,17 @@ once to --weights (kept: ~500 MB).  The prompt: --prompt-len ids below 257, seed
 with byte-level tokens (the task's default) and never picks ids from 257 on; the peer's argmax is
 over the same 257 (--allowed 257).  Both compute all 50257 logits every step.
 
-Per round, for each thread count, the two programs alternate (the order reversed every other
-round): OMP_NUM_THREADS=t build/gpt2_generate W --prompt-ids P --temperature 0 --max-new-tokens N
---ignore-eos --output ids, whose stderr says "N new tokens in X s"; the peer with --threads t.
-tokens/s = new tokens / the decode loop's time (pick, feed back; prompt excluded; measured the same
-way on both sides); the table gives the median over rounds, the rounds in brackets, and how many of
-the new tokens both picked alike (random weights put near-ties among the logits, where fp32
-rounding may go either way).  The last line says how busy the rest of the machine was.
+Per round, for each thread count, three programs run one after the other (the order reversed
+every other round): OMP_NUM_THREADS=t build/gpt2_generate W --prompt-ids P --temperature 0
+--max-new-tokens N --ignore-eos --output ids, whose stderr says "N new tokens in X s"; the peer
+with --threads t, its one-token products as torch.addmm (HF's Conv1D); the peer with --matvec
+(torch.addmv: BLAS gemv, as gpt2_generate).  tokens/s = new tokens / the decode loop's time (pick,
+feed back; prompt excluded; measured the same way on every side).  The table gives the median over
+rounds, the rounds in brackets, gpt2_generate's tokens/s over each peer's in the same round (runs
+next to each other in time: on a shared machine these ratios mean more than the figures) and their
+median, and how many new tokens the peer picked as gpt2_generate did before the first difference
+(random weights put near-ties among the logits, where fp32 rounding may go either way).  The last
+line says how busy the rest of the machine was.
 """
 import argparse
 import json
@@ -51,11 +55,11 @@ def run_c(a, weights, prompt, threads):
     return {"tokens_per_s": a.new / float(m.group(3)), "prompt_s": float(m.group(1)), "ids": ids}
 
 
-def run_torch(a, weights, prompt, threads):
+def run_torch(a, weights, prompt, threads, matvec=False):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     r = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "gpt2_generate_torch_peer.py"), weights, "--n_head", "12",
-                        "--prompt-ids", prompt, "--new", str(a.new), "--threads", str(threads), "--allowed", "257"],
-                       env=env, capture_output=True, text=True)
+                        "--prompt-ids", prompt, "--new", str(a.new), "--threads", str(threads), "--allowed", "257"]
+                       + (["--matvec"] if matvec else []), env=env, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"torch peer failed ({r.returncode}): {r.stderr}")
     j = json.loads(r.stdout.strip().splitlines()[-1])
@@ -81,32 +85,36 @@ def main():
         os.replace(tmp, a.weights)
     rng = random.Random(5)
     prompt = " ".join(str(rng.randrange(257)) for _ in range(a.prompt_len))
+    sides = (("c", "gpt2_generate"), ("torch", "torch, addmm (HF's)"), ("torch_mv", "torch, addmv"))
+    run = {"c": run_c, "torch": run_torch, "torch_mv": lambda *x: run_torch(*x, matvec=True)}
     meter, t0 = LoadMeter(), time.perf_counter()
-    res = {(s, t): [] for s in ("c", "torch") for t in a.threads}
+    res = {(s, t): [] for s, _ in sides for t in a.threads}
     for r in range(a.rounds):
         for t in a.threads:
-            order = ("c", "torch") if r % 2 == 0 else ("torch", "c")
-            for side in order:
-                res[(side, t)].append((run_c if side == "c" else run_torch)(a, a.weights, prompt, t))
-    print(f"GPT-2 124M (12 layers, 12 heads, n_embd 768, context 1024, vocab 50257), random weights, fp32, greedy; "
-          f"prompt {a.prompt_len} tokens, {a.new} new tokens; median of {a.rounds} alternating rounds")
-    print(f"{'configuration':<36} {'tokens/s':>9}  {'rounds':<28} {'prompt s':>8}  same ids as torch")
+            order = [s for s, _ in sides]
+            for side in order if r % 2 == 0 else reversed(order):
+                res[(side, t)].append(run[side](a, a.weights, prompt, t))
+    print(f"GPT-2 124M (12 layers, 12 heads, n_embd 768, context 1024, vocab 50257), random weights, fp32, greedy, "
+          f"KV cache; prompt {a.prompt_len} tokens, {a.new} new tokens; {a.rounds} rounds, the order reversed every "
+          f"other round")
+    print(f"{'configuration':<32} {'tokens/s':>9}  {'rounds':<30} {'prompt s':>8}  {'c/this, per round':<22} "
+          f"same ids as gpt2_generate")
     for t in a.threads:
-        med = {}
-        for side, name in (("c", "gpt2_generate (KV cache)"), ("torch", "torch 1.13 (KV cache)")):
+        c_runs = res[("c", t)]
+        for side, name in sides:
             runs = res[(side, t)]
             tps = [x["tokens_per_s"] for x in runs]
-            med[side] = statistics.median(tps)
-            same = ""
-            if side == "c":
-                c_ids, t_ids = runs[0]["ids"], res[("torch", t)][0]["ids"]
-                first = next((i for i in range(len(c_ids)) if c_ids[i] != t_ids[i]), len(c_ids))
-                same = f"{first} of {len(c_ids)} before the first difference"
             label = f"{name}, {t} thread{'s' if t > 1 else ''}"
             rounds = "[" + " ".join(f"{x:.1f}" for x in tps) + "]"
             prompt_s = statistics.median(x["prompt_s"] for x in runs)
-            print(f"{label:<36} {med[side]:9.1f}  {rounds:<28} {prompt_s:8.3f}  {same}")
-        print(f"gpt2_generate / torch at {t} thread{'s' if t > 1 else ''}: {med['c'] / med['torch']:.2f}x")
+            ratio = same = ""
+            if side != "c":  # the ratio of runs that ran next to each other; its median
+                rs = [c["tokens_per_s"] / x for c, x in zip(c_runs, tps)]
+                ratio = f"{statistics.median(rs):.2f}x [" + " ".join(f"{x:.2f}" for x in rs) + "]"
+                c_ids, t_ids = c_runs[0]["ids"], runs[0]["ids"]
+                first = next((i for i in range(len(c_ids)) if c_ids[i] != t_ids[i]), len(c_ids))
+                same = f"{first} of {len(c_ids)}"
+            print(f"{label:<32} {statistics.median(tps):9.1f}  {rounds:<30} {prompt_s:8.3f}  {ratio:<22} {same}")
     print(f"total {time.perf_counter() - t0:.0f} s; other processes used {meter.other_cores():.2f} of "
           f"{os.cpu_count()} cores meanwhile")
     return 0

@@ -12,6 +12,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,20 +72,24 @@ typedef struct opts {
     unsigned long long seed;
 } opts;
 
-static int usage_error(const char *fmt, const char *a, const char *b) {
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "gpt2_generate: error: ");
-    fprintf(stderr, fmt, a, b);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n(gpt2_generate --help lists the flags)\n");
+    va_end(ap);
     return EXIT_CONFIG;
 }
 
-static int num(const char *flag, const char *v, double lo, double hi, double *out) {
+/* a number in [lo, hi] (integer: no fraction) into *out; else -1 after saying why */
+static int num(const char *flag, const char *v, double lo, double hi, int integer, double *out) {
     char *end;
     errno = 0;
     double d = strtod(v, &end);
-    if (!*v || *end || errno || !(d >= lo && d <= hi)) {
-        fprintf(stderr, "gpt2_generate: error: %s %s: expected a number in [%g, %g]\n(gpt2_generate --help lists the "
-                "flags)\n", flag, v, lo, hi);
+    if (!*v || *end || errno || !(d >= lo && d <= hi) || (integer && d != floor(d))) {
+        usage_error("%s %s: expected %s in [%.0f, %g]", flag, v, integer ? "a whole number" : "a number", lo, hi);
         return -1;
     }
     *out = d;
@@ -108,8 +113,8 @@ static int parse(int argc, char **argv, opts *o) {
                                                      "--n-head", "--output", "--logits"};
             int known = 0;
             for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
-            if (!known) return usage_error("unknown flag %s%s", a, "");
-            if (i + 1 >= argc) return usage_error("%s needs a value%s", a, "");
+            if (!known) return usage_error("unknown flag %s", a);
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--prompt")) o->prompt = v;
             else if (!strcmp(a, "--prompt-ids")) o->prompt_ids = v;
@@ -118,35 +123,35 @@ static int parse(int argc, char **argv, opts *o) {
             else if (!strcmp(a, "--size")) o->size = v;
             else if (!strcmp(a, "--logits")) o->logits = v;
             else if (!strcmp(a, "--output")) {
-                if (strcmp(v, "text") && strcmp(v, "ids")) return usage_error("--output %s: expected text or ids%s", v, "");
+                if (strcmp(v, "text") && strcmp(v, "ids")) return usage_error("--output %s: expected text or ids", v);
                 o->ids_out = !strcmp(v, "ids");
             } else if (!strcmp(a, "--max-new-tokens")) {
-                if (num(a, v, 0, 1e9, &d)) return EXIT_CONFIG;
+                if (num(a, v, 0, 1e9, 1, &d)) return EXIT_CONFIG;
                 o->max_new = (long)d;
             } else if (!strcmp(a, "--temperature")) {
-                if (num(a, v, 0, 1e6, &d)) return EXIT_CONFIG;
+                if (num(a, v, 0, 1e6, 0, &d)) return EXIT_CONFIG;
                 o->temperature = (float)d;
             } else if (!strcmp(a, "--top-k")) {
-                if (num(a, v, 0, 1e9, &d)) return EXIT_CONFIG;
+                if (num(a, v, 0, 1e9, 1, &d)) return EXIT_CONFIG;
                 o->top_k = (int)d;
             } else if (!strcmp(a, "--top-p")) {
-                if (num(a, v, 0, 1, &d)) return EXIT_CONFIG;
-                if (d == 0) return usage_error("--top-p %s: expected a number in (0, 1]; 1 turns top-p off%s", v, "");
+                if (num(a, v, 0, 1, 0, &d)) return EXIT_CONFIG;
+                if (d == 0) return usage_error("--top-p %s: expected a number in (0, 1]; 1 turns top-p off", v);
                 o->top_p = (float)d;
             } else if (!strcmp(a, "--seed")) {
-                if (num(a, v, 0, 1.8e19, &d)) return EXIT_CONFIG;
-                o->seed = strtoull(v, NULL, 10);
+                if (num(a, v, 0, 9e15, 1, &d)) return EXIT_CONFIG;
+                o->seed = (unsigned long long)d;
             } else if (!strcmp(a, "--n-head")) {
-                if (num(a, v, 1, 100000, &d)) return EXIT_CONFIG;
+                if (num(a, v, 1, 100000, 1, &d)) return EXIT_CONFIG;
                 o->n_head = (int)d;
             }
         } else if (!o->model) o->model = a;
         else return usage_error("one MODEL only: %s and %s", o->model, a);
     }
-    if (!o->model) return usage_error("name the MODEL: a checkpoint-N folder or a model.safetensors%s%s", "", "");
-    if (o->prompt && o->prompt_ids) return usage_error("--prompt or --prompt-ids, not both%s%s", "", "");
+    if (!o->model) return usage_error("name the MODEL: a checkpoint-N folder or a model.safetensors");
+    if (o->prompt && o->prompt_ids) return usage_error("--prompt or --prompt-ids, not both");
     if (!o->vocab != !o->merges)
-        return usage_error("--vocab and --merges go together: both (GPT-2 BPE) or neither%s%s", "", "");
+        return usage_error("--vocab and --merges go together: both (GPT-2 BPE) or neither");
     return 0;
 }
 
@@ -231,9 +236,13 @@ static void put_token(gpt2_tokenizer *tok, int32_t id, int ids_out) {
         printf(" %d", id);
         return;
     }
-    char buf[256];
+    char buf[256], *p = buf;
     int n = gpt2_tokenizer_decode(tok, id, buf, sizeof buf);
-    if (n > 0) fwrite(buf, 1, (size_t)n < sizeof buf ? (size_t)n : sizeof buf, stdout);
+    if (n > (int)sizeof buf && (p = malloc((size_t)n))) /* a long added token: decode it again, whole */
+        gpt2_tokenizer_decode(tok, id, p, (size_t)n);
+    if (n > 0 && p) fwrite(p, 1, (size_t)n, stdout);
+    else if (n < 0) printf("<%d>", id); /* an id the tokenizer lacks (--prompt-ids beyond its vocabulary) */
+    if (p != buf) free(p);
 }
 
 int main(int argc, char **argv) {

@@ -175,6 +175,9 @@ short_error "a SHARDED checkpoint folder" "is a SHARDED_STATE_DICT checkpoint (s
 expect_in "$err" "fsdp.state_dict_type = FULL_STATE_DICT" "the SHARDED message says what to save instead"
 run "$GEN" "$T/sharded/checkpoint-2/shard-00001-of-00002.safetensors" --prompt x
 short_error "a SHARDED checkpoint's file" "is one rank's file of a SHARDED_STATE_DICT checkpoint"
+mkdir -p "$T/dcp" && touch "$T/dcp/.metadata" "$T/dcp/__0_0.distcp"
+run "$GEN" "$T/dcp" --prompt x
+short_error "a PyTorch DCP folder" "is a PyTorch distributed (DCP) checkpoint (__0_0.distcp)"
 run "$SHARDRUN" "$T/g.ini" --nproc-per-node 2 --set task.output_dir="$T/sharded" \
     --set task.resume_from_checkpoint="$T/sharded/checkpoint-2" \
     --set accelerate.fsdp.state_dict_type=FULL_STATE_DICT --set task.max_steps=3

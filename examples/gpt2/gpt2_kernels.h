@@ -6,7 +6,7 @@
  * gpt2_cuda.so that only GPU runs load) -> alloc activation buffers -> per micro-batch:
  * ids_upload, then the layer kernels below in forward order, cross_entropy, then the backward
  * kernels in reverse -> free.  Generation (gpt2_generate, gpt2_infer.c) runs the same forward
- * kernels, plus attention_cached for one new token against its key/value cache.
+ * kernels, plus gemv and attention_cached for one new token against its key/value cache.
  *
  * Conventions, the same on every device:
  *  - Matrices are what the model code calls them, stored row-major; gemm() and gemm_batched()

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,7 +226,8 @@ static int take(gpt2_weights *w, const sr_st_file *f, const char *name, int ndim
                     w->file, t->name, sr__st_shape_str(have, sizeof have, t->ndim, t->shape), w->C, w->V, w->P,
                     sr__st_shape_str(want, sizeof want, ndim, shape));
     size_t n = (size_t)d0 * (size_t)(ndim == 2 ? d1 : 1);
-    if (t->dtype == SR_FLOAT32) {
+    /* F32 is used in place when aligned (a tensor after an odd count of 2-byte elements is not) */
+    if (t->dtype == SR_FLOAT32 && (uintptr_t)data % sizeof(float) == 0) {
         *dst = data;
         return 0;
     }

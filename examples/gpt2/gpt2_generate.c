@@ -253,10 +253,12 @@ int main(int argc, char **argv) {
     gpt2_weights w;
     char err[2048], tokwhat[9000];
     gpt2_weights_opts wo = {o.size, o.n_head};
+    double t_load = now();
     if ((rc = gpt2_weights_load(o.model, &wo, &w, err, sizeof err)) != 0) {
         fprintf(stderr, "gpt2_generate: error: %s\n", err);
         return rc == -2 ? 1 : EXIT_CONFIG;
     }
+    t_load = now() - t_load;
     gpt2_tokenizer *tok = load_tokenizer(&o, &w, tokwhat, sizeof tokwhat);
     int32_t *ids = NULL;
     size_t n = 0;
@@ -329,8 +331,8 @@ int main(int argc, char **argv) {
     double t2 = now();
     putchar('\n');
     fflush(stdout);
-    fprintf(stderr, "gpt2_generate: prompt %zu tokens in %.3f s; %ld new tokens in %.3f s (%.1f tokens/s)%s\n",
-            prompt_n, t1 - t0, made, t2 - t1, made > 0 && t2 > t1 ? (double)made / (t2 - t1) : 0.0,
+    fprintf(stderr, "gpt2_generate: model read in %.3f s; prompt %zu tokens in %.3f s; %ld new tokens in %.3f s "
+            "(%.1f tokens/s)%s\n", t_load, prompt_n, t1 - t0, made, t2 - t1, made > 0 && t2 > t1 ? (double)made / (t2 - t1) : 0.0,
             stop ? "; stopped at <|endoftext|>"
             : made < o.max_new ? "; stopped: the model's context is full" : "");
     rc = 0;

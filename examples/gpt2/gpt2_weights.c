@@ -275,6 +275,17 @@ static int load(const char *path, const gpt2_weights_opts *o, gpt2_weights *w, c
     const char *ck = sr__st_metadata(f, "shardrun_checkpoint"), *gs = sr__st_metadata(f, "global_step");
     w->step = ck && gs ? atoll(gs) : -1;
     if (ck && check_hashes(w, f, err, errlen) != 0) return -1;
+    if (!ck) { /* bring every page of the mapped file in now (the hashes did for a checkpoint), so the
+                  first token does not pay for the page faults */
+        volatile unsigned char sink = 0;
+        for (size_t i = 0; i < sr__st_count(f); i++) {
+            const sr_st_tensor *t = sr__st_at(f, i);
+            const unsigned char *d;
+            sr__st_find(f, t->name, (const void **)&d);
+            for (uint64_t b = 0; b < t->nbytes; b += 4096) sink ^= d[b];
+        }
+        (void)sink;
+    }
 
     size_t nt = sr__st_count(f);
     int *used = calloc(nt ? nt : 1, sizeof *used);

@@ -269,9 +269,9 @@ int main(int argc, char **argv) {
     if (!tok) goto out;
     int tv = gpt2_tokenizer_vocab_size(tok);
     if (tv > w.V) {
-        fprintf(stderr, "gpt2_generate: error: the tokenizer (%s) has %d tokens but %s has embeddings for %d: the model "
-                "was trained with other tokens; give the --vocab and --merges it was trained with (or none, for "
-                "byte-level tokens)\n", tokwhat, tv, w.file, w.V);
+        fprintf(stderr, "gpt2_generate: error: the tokenizer (%s) has %d tokens but %s has embeddings for %d: the "
+                "model was trained with other tokens; give the --vocab and --merges it was trained with (or none, "
+                "for byte-level tokens)\n", tokwhat, tv, w.file, w.V);
         goto out;
     }
     if ((rc = prompt_ids(&o, tok, &w, &ids, &n)) != 0) goto out;
@@ -285,15 +285,17 @@ int main(int argc, char **argv) {
             "the CPU, %d thread%s%s\n", w.file, step, w.L, w.NH, w.heads_from, w.C, w.P, w.V, tokwhat, sampling,
             gpt2_cpu_threads(), gpt2_cpu_threads() == 1 ? "" : "s", o.no_cache ? ", no KV cache" : "");
     if (tv < w.V)
-        fprintf(stderr, "gpt2_generate: note: the model has %d token embeddings, the tokenizer %d tokens: ids from %d on "
-                "are never picked. If the model was trained with GPT-2 BPE, give --vocab and --merges\n", w.V, tv, tv);
+        fprintf(stderr, "gpt2_generate: note: the model has %d token embeddings, the tokenizer %d tokens: ids from %d "
+                "on are never picked. If the model was trained with GPT-2 BPE, give --vocab and --merges\n", w.V, tv,
+                tv);
 
     rc = 1;
     long room = w.P - (long)n; /* new tokens that still get a position to be fed back at, plus the last */
     long max_new = o.max_new < room + 1 ? o.max_new : room + 1;
-    if (!(g = gpt2_infer_new(&w, gpt2_kernels_cpu())) || !(logits = malloc((size_t)w.V * sizeof *logits)) ||
+    int32_t *grown = realloc(ids, (n + (size_t)max_new + 1) * sizeof *ids);
+    if (grown) ids = grown;
+    if (!grown || !(g = gpt2_infer_new(&w, gpt2_kernels_cpu())) || !(logits = malloc((size_t)w.V * sizeof *logits)) ||
         gpt2_sampler_init(&s, o.seed, w.V, tv, o.temperature, o.top_k, o.top_p) != 0 ||
-        !(ids = realloc(ids, (n + (size_t)max_new + 1) * sizeof *ids)) ||
         (o.logits && !(all = malloc(((size_t)max_new + 1) * (size_t)w.V * sizeof *all)))) {
         fprintf(stderr, "gpt2_generate: error: out of memory for the model's key/value cache and buffers\n");
         goto out;
@@ -331,10 +333,10 @@ int main(int argc, char **argv) {
     double t2 = now();
     putchar('\n');
     fflush(stdout);
+    double rate = made > 0 && t2 > t1 ? (double)made / (t2 - t1) : 0.0;
     fprintf(stderr, "gpt2_generate: model read in %.3f s; prompt %zu tokens in %.3f s; %ld new tokens in %.3f s "
-            "(%.1f tokens/s)%s\n", t_load, prompt_n, t1 - t0, made, t2 - t1, made > 0 && t2 > t1 ? (double)made / (t2 - t1) : 0.0,
-            stop ? "; stopped at <|endoftext|>"
-            : made < o.max_new ? "; stopped: the model's context is full" : "");
+            "(%.1f tokens/s)%s\n", t_load, prompt_n, t1 - t0, made, t2 - t1, rate,
+            stop ? "; stopped at <|endoftext|>" : made < o.max_new ? "; stopped: the model's context is full" : "");
     rc = 0;
     if (all) {
         int32_t pl = (int32_t)prompt_n;

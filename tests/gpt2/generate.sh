@@ -157,6 +157,21 @@ expect_rc 0 "--size tiny on the tiny model"
 long=$(head -c 300 /dev/zero | tr '\0' a)
 run "$GEN" "$T/train/checkpoint-4" --prompt "$long"
 short_error "a prompt longer than the context" "the prompt is 300 tokens but the model's context (n_positions"
+# a tensor GPT-2 lacks, and one of the wrong shape
+/usr/bin/python3 - "$T/w.safetensors" "$T/extra.safetensors" "$T/shape.safetensors" "$SRC/tests/gpt2" <<'PY'
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[4])
+from gpt2_torch import read_safetensors, write_safetensors
+t = read_safetensors(sys.argv[1])
+write_safetensors(sys.argv[2], dict(t, **{"transformer.h.1.attn.rotary.weight": np.zeros(4, np.float32)}))
+t["transformer.h.2.attn.c_attn.weight"] = t["transformer.h.2.attn.c_attn.weight"][:, :128]
+write_safetensors(sys.argv[3], t, {"n_head": "4"})
+PY
+run "$GEN" "$T/extra.safetensors" --n-head 4 --prompt x
+short_error "a tensor GPT-2 does not have" "has a tensor GPT-2 does not: transformer.h.1.attn.rotary.weight"
+run "$GEN" "$T/shape.safetensors" --prompt x
+short_error "a tensor of the wrong shape" "tensor transformer.h.2.attn.c_attn.weight has shape [64, 128]; a GPT-2 with n_embd 64"
 run "$GEN" "$T/w.safetensors" --temperature -1
 short_error "a negative temperature" "--temperature -1: expected a number in [0, 1e+06]"
 run "$GEN" "$T/w.safetensors" --top-k

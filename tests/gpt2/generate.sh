@@ -8,9 +8,12 @@
 #  - the Hub's layout (no "transformer." prefix, F16, attn.bias buffers) reads too;
 #  - a tiny model trained a few steps by a demo-like job generates from its checkpoint-N folder in
 #    one command (and agrees with torch there too);
+#  - with GPT-2 BPE files next to the model, they are used and the text printed is GPT-2's decoding
+#    of the ids, byte for byte;
 #  - bad input exits 2 with a short message before any work: a missing file, a --size that is not
-#    the file's, a SHARDED checkpoint (and the conversion the message suggests works), a damaged
-#    checkpoint, a prompt longer than the context, an unknown head count, a bad flag.
+#    the file's, a SHARDED checkpoint (and the conversion the message suggests works), a DCP folder,
+#    a damaged checkpoint, a tensor GPT-2 lacks or of the wrong shape, a tokenizer larger than the
+#    model, a prompt longer than the context, an unknown head count, a bad flag.
 # Environment: GPT2_GENERATE (default $BUILD/gpt2_generate).
 . "$(dirname "$0")/lib.sh"
 GEN=${GPT2_GENERATE:-$BUILD/gpt2_generate}

@@ -149,6 +149,7 @@ run "$GEN" "$T/train/checkpoint-4" --prompt "the model" --temperature 0 --max-ne
     --logits "$T/ck.st"
 r=$($CHECK greedy "$T/ck.st" "$T/train/checkpoint-4/model.safetensors" --n_head 4 2>&1) && pass ||
     fail "checkpoint greedy vs torch: $r"
+echo "checkpoint-4, $r"
 
 # ---- bad input --------------------------------------------------------------------------------------
 run "$GEN" "$T/nowhere/checkpoint-9" --prompt x

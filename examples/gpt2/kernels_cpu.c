@@ -339,6 +339,41 @@ static void cpu_cross_entropy(void *logits_, float *losses, const int32_t *targe
     }
 }
 
+static void cpu_gemv(int ta, int m, int k, float alpha, const void *A, int lda, const void *x, float beta, void *y,
+                     sr_dtype dt) {
+    (void)dt;
+    if (ta) cblas_sgemv(CblasColMajor, CblasTrans, k, m, alpha, A, lda, x, 1, beta, y, 1);
+    else cblas_sgemv(CblasColMajor, CblasNoTrans, m, k, alpha, A, lda, x, 1, beta, y, 1);
+}
+
+/* One (query, head) pair of attention_cached: scores against keys 0 .. len-1 into s, softmax as
+   cpu_softmax_causal_forward computes it, then y = sum_j p_j v_j with the keys in order. */
+HOT static void attention_row(float *y, const float *q, const float *kc, const float *vc, int len, int C, int hs,
+                              float scale, float *s) {
+    for (int j = 0; j < len; j++) s[j] = dot_lanes(q, kc + (size_t)j * C, hs);
+    float mx = max_lanes(s, len) * scale;
+    float inv = 1.0f / exp_lanes(s, s, len, scale, mx);
+    for (int d = 0; d < hs; d++) y[d] = 0.0f;
+    for (int j = 0; j < len; j++) {
+        const float p = s[j] * inv, *v = vc + (size_t)j * C;
+        for (int d = 0; d < hs; d++) y[d] += p * v[d];
+    }
+}
+
+static void cpu_attention_cached(void *y, const void *q, int ldq, const void *kc, const void *vc, int pos0, int nq,
+                                 int C, int NH, float scale, float *scratch, sr_dtype dt) {
+    (void)dt;
+    const int hs = C / NH, keys = pos0 + nq;
+    const long long pairs = (long long)nq * NH;
+#pragma omp parallel for schedule(static) if (pairs * keys * hs >= PAR_MIN && pairs > 1)
+    for (long long r = 0; r < pairs; r++) {
+        int i = (int)(r / NH), h = (int)(r % NH);
+        attention_row((float *)y + (size_t)i * C + (size_t)h * hs, (const float *)q + (size_t)i * ldq + (size_t)h * hs,
+                      (const float *)kc + (size_t)h * hs, (const float *)vc + (size_t)h * hs, pos0 + i + 1, C, hs,
+                      scale, scratch + r * keys);
+    }
+}
+
 static const gpt2_kernels cpu_kernels = {
     .name = "cpu",
     .dtypes = 1u << SR_FLOAT32,
@@ -363,6 +398,8 @@ static const gpt2_kernels cpu_kernels = {
     .softmax_causal_forward = cpu_softmax_causal_forward,
     .softmax_causal_backward = cpu_softmax_causal_backward,
     .cross_entropy = cpu_cross_entropy,
+    .gemv = cpu_gemv,
+    .attention_cached = cpu_attention_cached,
 };
 
 const gpt2_kernels *gpt2_kernels_cpu(void) { return &cpu_kernels; }

@@ -296,6 +296,33 @@ __global__ void k_cross_entropy(void *logits, float *losses, const int32_t *targ
         st<E>(logits, base + v, gpt2_ce_grad(gpt2_exp(ld<E>(logits, base + v) - mx), inv, v == tgt, dscale));
 }
 
+/* attention_cached: one block per (query, head) pair, r = i * NH + h.  The scores go to scratch
+   (row r, scaled), the block finds their max and the sum of exponentials, then each thread owns
+   output dimensions and adds the keys in order. */
+template <class E>
+__global__ void k_attention_cached(void *y, const void *q, int ldq, const void *kc, const void *vc, int pos0, int C,
+                                   int NH, float scale, float *scratch) {
+    int r = blockIdx.x, i = r / NH, h = r % NH, hs = C / NH, len = pos0 + i + 1;
+    float *s = scratch + (size_t)r * (pos0 + gridDim.x / NH);
+    size_t qo = (size_t)i * ldq + (size_t)h * hs;
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < len; j += blockDim.x) {
+        float dot = 0.0f;
+        for (int d = 0; d < hs; d++) dot += ld<E>(q, qo + d) * ld<E>(kc, (size_t)j * C + (size_t)h * hs + d);
+        s[j] = scale * dot;
+        mx = fmaxf(mx, s[j]);
+    }
+    mx = block_reduce<true>(mx);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < len; j += blockDim.x) sum += (s[j] = gpt2_exp(s[j] - mx));
+    float inv = 1.0f / block_reduce<false>(sum); /* its barriers order the writes of s before the reads */
+    for (int d = threadIdx.x; d < hs; d += blockDim.x) {
+        float acc_ = 0.0f;
+        for (int j = 0; j < len; j++) acc_ += s[j] * inv * ld<E>(vc, (size_t)j * C + (size_t)h * hs + d);
+        st<E>(y, (size_t)i * C + (size_t)h * hs + d, acc_);
+    }
+}
+
 /* ---- the table's functions -------------------------------------------------------------------- */
 
 void *dev_alloc(size_t bytes) {
@@ -424,6 +451,15 @@ void softmax_causal_backward(void *dS, const void *P, const void *dP, int T, flo
 void cross_entropy(void *logits, float *losses, const int32_t *targets, int N, int V, float dscale, sr_dtype dt) {
     LAUNCH(dt, k_cross_entropy, (unsigned)N, CE_THREADS, logits, losses, targets, V, dscale);
 }
+/* cuBLAS takes a one-column gemm as it comes */
+void gemv(int transa, int m, int k, float alpha, const void *A, int lda, const void *x, float beta, void *y,
+          sr_dtype dt) {
+    gemm(transa, 0, m, 1, k, alpha, A, lda, x, k, beta, y, m, dt);
+}
+void attention_cached(void *y, const void *q, int ldq, const void *kc, const void *vc, int pos0, int nq, int C, int NH,
+                      float scale, float *scratch, sr_dtype dt) {
+    LAUNCH(dt, k_attention_cached, (unsigned)(nq * NH), THREADS, y, q, ldq, kc, vc, pos0, C, NH, scale, scratch);
+}
 
 /* In the declaration order of gpt2_kernels (C++17 has no designated initialisers). */
 const gpt2_kernels table = {
@@ -437,6 +473,7 @@ const gpt2_kernels table = {
     add,
     softmax_causal_forward, softmax_causal_backward,
     cross_entropy,
+    gemv, attention_cached,
 };
 
 } // namespace

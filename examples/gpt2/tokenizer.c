@@ -164,6 +164,7 @@ struct gpt2_tokenizer {
     int32_t *sym, *next, *prev;
     uint64_t *heap, *pending;
     size_t scratch_cap;
+    const str_slot **by_id; /* decode: id -> its vocab entry, built on first use */
 };
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
@@ -518,8 +519,59 @@ gpt2_tokenizer *gpt2_tokenizer_load(const char *vocab_json, const char *merges_t
 int gpt2_tokenizer_vocab_size(const gpt2_tokenizer *t) { return t->vocab_size; }
 int gpt2_tokenizer_eos(const gpt2_tokenizer *t) { return t->eos; }
 
+/* ---- decoding (generation) -------------------------------------------------------------------- */
+
+/* The byte a byte symbol's code point stands for (byte_symbol's inverse), or -1. */
+static int symbol_byte(unsigned cp) {
+    if (cp < 256) return (cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) || cp >= 0xAE ? (int)cp : -1;
+    unsigned k = cp - 256; /* the k-th byte (from 0) that has no printable symbol of its own */
+    for (int b = 0; b < 256; b++)
+        if (!((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE) && k-- == 0) return b;
+    return -1;
+}
+
+int gpt2_tokenizer_decode(gpt2_tokenizer *t, int32_t id, char *out, size_t cap) {
+    if (id < 0 || id >= t->vocab_size) return -1;
+    if (!t->bpe) {
+        const char *eos = "<|endoftext|>";
+        if (id == BYTE_EOS) {
+            size_t n = strlen(eos);
+            memcpy(out, eos, n < cap ? n : cap);
+            return (int)n;
+        }
+        if (cap) out[0] = (char)id;
+        return 1;
+    }
+    if (!t->by_id) {
+        if (!(t->by_id = calloc((size_t)t->vocab_size, sizeof *t->by_id))) return -1;
+        for (size_t k = 0; k < t->vocab.cap; k++)
+            if (t->vocab.slots[k].off != SLOT_FREE) t->by_id[t->vocab.slots[k].a] = &t->vocab.slots[k];
+    }
+    const str_slot *s = t->by_id[id];
+    const unsigned char *p = (const unsigned char *)t->vocab.keys + s->off, *end = p + s->len;
+    size_t n = 0;
+    while (p < end) {
+        size_t len = 1;
+        unsigned cp = *p;
+        if (cp >= 0xC0 && cp < 0xE0 && p + 1 < end) cp = (cp & 0x1F) << 6 | (p[1] & 0x3F), len = 2;
+        int b = len == 2 || cp < 0x80 ? symbol_byte(cp) : -1;
+        if (b >= 0) {
+            if (n < cap) out[n] = (char)b;
+            n++;
+        } else { /* not a byte symbol: its UTF-8 as it is */
+            if (len == 1 && *p >= 0xC0) len = *p >= 0xF0 ? 4 : *p >= 0xE0 ? 3 : 2;
+            if (len > (size_t)(end - p)) len = (size_t)(end - p);
+            for (size_t i = 0; i < len; i++, n++)
+                if (n < cap) out[n] = (char)p[i];
+        }
+        p += len;
+    }
+    return (int)n;
+}
+
 void gpt2_tokenizer_free(gpt2_tokenizer *t) {
     if (!t) return;
+    free(t->by_id);
     strmap_free(&t->vocab);
     strmap_free(&t->cache);
     free(t->merges.slots);

@@ -3,8 +3,8 @@
  * without vocabulary files, a byte-level fallback (id = byte value, <|endoftext|> = 256).
  *
  * Lifecycle: gpt2_tokenizer_load() once (reads and checks both files) -> gpt2_tokenizer_encode()
- * any number of times (it fills a per-pre-token cache, so one tokenizer is not to be shared between
- * threads) -> gpt2_tokenizer_free().
+ * and gpt2_tokenizer_decode() any number of times (they fill caches, so one tokenizer is not to be
+ * shared between threads) -> gpt2_tokenizer_free().
  *
  * Encoding is OpenAI's GPT-2 encoder: the text is split into pre-tokens by GPT-2's pattern
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
@@ -32,6 +32,13 @@ int gpt2_tokenizer_eos(const gpt2_tokenizer *t);
 /* Appends the ids of text[0..len) to *ids (realloc'ed; *n and *cap updated): 0, or -1 when out of
    memory (then *ids, *n, *cap are still consistent). */
 int gpt2_tokenizer_encode(gpt2_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n, size_t *cap);
+/* The bytes token `id` stands for (generation turns ids back into text): BPE, vocab.json's symbol
+   with each byte symbol turned back into its byte (other characters, as in added tokens, are
+   copied as UTF-8); byte-level, the byte, and "<|endoftext|>" for 256.  Writes at most cap bytes to
+   out and returns the length (cap 32 always suffices for byte-level; a longer BPE symbol returns its
+   full length, and out holds the first cap bytes), or -1 for an id outside the vocabulary or when
+   out of memory (the first BPE call builds an id -> symbol index). */
+int gpt2_tokenizer_decode(gpt2_tokenizer *t, int32_t id, char *out, size_t cap);
 void gpt2_tokenizer_free(gpt2_tokenizer *t);
 /* The end of the pre-token that starts at text[i] (i < len): GPT-2's pattern above, by itself, so
    the tests can compare pre-tokens with a regex engine's. */

@@ -1,0 +1,364 @@
+/*
+ * gpt2_generate: text from a GPT-2 the gpt2 task trained (a FULL_STATE_DICT checkpoint-N folder)
+ * or any HF GPT-2 model.safetensors.  Run it with --help for the flags.
+ *
+ * Lifecycle: parse the flags -> load the weights (gpt2_weights.c: configuration from the shapes)
+ * and the tokenizer (tokenizer.c: the one the model was trained with) -> tokenize the prompt -> run
+ * it through the model once, filling the key/value cache (gpt2_infer.c) -> per new token: pick it
+ * (gpt2_sample.c), print it, run it through the model at the next position -> free.
+ *
+ * Exit codes as shardrun's: 0 done, 2 a bad flag, file or prompt (one message saying what to do,
+ * before any work), 1 a failure while running (out of memory).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dump.h"
+#include "gpt2_infer.h"
+#include "gpt2_kernels.h"
+#include "gpt2_sample.h"
+#include "gpt2_weights.h"
+#include "tokenizer.h"
+
+#define EXIT_CONFIG 2
+
+static const char USAGE[] =
+    "usage: gpt2_generate MODEL [--prompt TEXT] [options]\n"
+    "\n"
+    "Continues a prompt with a GPT-2: MODEL is a checkpoint-N folder the gpt2 task saved with\n"
+    "fsdp.state_dict_type = FULL_STATE_DICT, a folder holding a model.safetensors, or a HuggingFace GPT-2\n"
+    "model.safetensors (names with or without \"transformer.\"; F32, F16 or BF16). The model's size comes\n"
+    "from the tensors' shapes. Runs in fp32 on the CPU (OMP_NUM_THREADS threads), with a key/value\n"
+    "cache: each new token costs one token's matrix products and attention over the positions so far.\n"
+    "\n"
+    "  --prompt TEXT          the text to continue (default: none: start from <|endoftext|>)\n"
+    "  --prompt-ids 'I I ..'  the prompt as token ids instead of text\n"
+    "  --max-new-tokens N     tokens to generate (default 50; fewer when <|endoftext|> comes first or the\n"
+    "                         context is full)\n"
+    "  --temperature T        0: greedy, the most likely token every time; else sample from\n"
+    "                         softmax(logits / T) (default 1.0)\n"
+    "  --top-k K              sample among the K most likely tokens only (default 50; 0: all)\n"
+    "  --top-p P              ... and among the fewest most likely whose probabilities add up to P\n"
+    "                         (default 1.0: off)\n"
+    "  --seed S               the sampling seed: the same seed gives the same text (default 42)\n"
+    "  --ignore-eos           go on after <|endoftext|> instead of stopping\n"
+    "  --vocab FILE --merges FILE\n"
+    "                         GPT-2 BPE tokens (the vocab_json and merges_txt the model was trained with).\n"
+    "                         Default: vocab.json and merges.txt next to the model when both are there,\n"
+    "                         else byte-level tokens (one per byte, as the task without vocab_json)\n"
+    "  --size NAME            check that the model is this size (tiny, gpt2, gpt2-medium, gpt2-large,\n"
+    "                         gpt2-xl); its n_head is then the size's\n"
+    "  --n-head N             attention heads (default: the file's n_head metadata, a config.json next to\n"
+    "                         it, or GPT-2's for that n_embd)\n"
+    "  --output text|ids      print the text (default), or the token ids of prompt and continuation\n"
+    "  --no-kv-cache          recompute the whole prefix for every token (slow; to compare)\n"
+    "  --logits FILE          also write the ids and every step's logits to FILE (safetensors)\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "Prints the prompt (--prompt-ids: decoded) and its continuation on stdout; the model and the speed\n"
+    "on stderr.\n";
+
+typedef struct opts {
+    const char *model, *prompt, *prompt_ids, *vocab, *merges, *size, *logits;
+    long max_new;
+    float temperature, top_p;
+    int top_k, n_head, ignore_eos, ids_out, no_cache;
+    unsigned long long seed;
+} opts;
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "gpt2_generate: error: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(gpt2_generate --help lists the flags)\n");
+    va_end(ap);
+    return EXIT_CONFIG;
+}
+
+/* a number in [lo, hi] (integer: no fraction) into *out; else -1 after saying why */
+static int num(const char *flag, const char *v, double lo, double hi, int integer, double *out) {
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (!*v || *end || errno || !(d >= lo && d <= hi) || (integer && d != floor(d))) {
+        usage_error("%s %s: expected %s in [%.0f, %g]", flag, v, integer ? "a whole number" : "a number", lo, hi);
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+static int parse(int argc, char **argv, opts *o) {
+    *o = (opts){.max_new = 50, .temperature = 1.0f, .top_p = 1.0f, .top_k = 50, .seed = 42};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        double d;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(USAGE, stdout);
+            exit(0);
+        }
+        if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
+        else if (!strcmp(a, "--no-kv-cache")) o->no_cache = 1;
+        else if (a[0] == '-' && a[1]) {
+            static const char *const with_value[] = {"--prompt", "--prompt-ids", "--max-new-tokens", "--temperature",
+                                                     "--top-k", "--top-p", "--seed", "--vocab", "--merges", "--size",
+                                                     "--n-head", "--output", "--logits"};
+            int known = 0;
+            for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
+            if (!known) return usage_error("unknown flag %s", a);
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--prompt")) o->prompt = v;
+            else if (!strcmp(a, "--prompt-ids")) o->prompt_ids = v;
+            else if (!strcmp(a, "--vocab")) o->vocab = v;
+            else if (!strcmp(a, "--merges")) o->merges = v;
+            else if (!strcmp(a, "--size")) o->size = v;
+            else if (!strcmp(a, "--logits")) o->logits = v;
+            else if (!strcmp(a, "--output")) {
+                if (strcmp(v, "text") && strcmp(v, "ids")) return usage_error("--output %s: expected text or ids", v);
+                o->ids_out = !strcmp(v, "ids");
+            } else if (!strcmp(a, "--max-new-tokens")) {
+                if (num(a, v, 0, 1e9, 1, &d)) return EXIT_CONFIG;
+                o->max_new = (long)d;
+            } else if (!strcmp(a, "--temperature")) {
+                if (num(a, v, 0, 1e6, 0, &d)) return EXIT_CONFIG;
+                o->temperature = (float)d;
+            } else if (!strcmp(a, "--top-k")) {
+                if (num(a, v, 0, 1e9, 1, &d)) return EXIT_CONFIG;
+                o->top_k = (int)d;
+            } else if (!strcmp(a, "--top-p")) {
+                if (num(a, v, 0, 1, 0, &d)) return EXIT_CONFIG;
+                if (d == 0) return usage_error("--top-p %s: expected a number in (0, 1]; 1 turns top-p off", v);
+                o->top_p = (float)d;
+            } else if (!strcmp(a, "--seed")) {
+                if (num(a, v, 0, 9e15, 1, &d)) return EXIT_CONFIG;
+                o->seed = (unsigned long long)d;
+            } else if (!strcmp(a, "--n-head")) {
+                if (num(a, v, 1, 100000, 1, &d)) return EXIT_CONFIG;
+                o->n_head = (int)d;
+            }
+        } else if (!o->model) o->model = a;
+        else return usage_error("one MODEL only: %s and %s", o->model, a);
+    }
+    if (!o->model) return usage_error("name the MODEL: a checkpoint-N folder or a model.safetensors");
+    if (o->prompt && o->prompt_ids) return usage_error("--prompt or --prompt-ids, not both");
+    if (!o->vocab != !o->merges)
+        return usage_error("--vocab and --merges go together: both (GPT-2 BPE) or neither");
+    return 0;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int file_exists(const char *dir, const char *name, char *path, size_t len) {
+    snprintf(path, len, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+/* The tokenizer the model was trained with: --vocab/--merges, else the model's folder's, else
+   byte-level.  *what describes it for the banner. */
+static gpt2_tokenizer *load_tokenizer(const opts *o, const gpt2_weights *w, char *what, size_t len) {
+    char v[4200], m[4200], err[1024];
+    const char *vocab = o->vocab, *merges = o->merges;
+    if (!vocab && file_exists(w->dir, "vocab.json", v, sizeof v) && file_exists(w->dir, "merges.txt", m, sizeof m))
+        vocab = v, merges = m;
+    gpt2_tokenizer *t = gpt2_tokenizer_load(vocab, merges, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "gpt2_generate: error: %s\n", err);
+        return NULL;
+    }
+    if (vocab) snprintf(what, len, "GPT-2 BPE tokens from %s and %s", vocab, merges);
+    else snprintf(what, len, "byte-level tokens");
+    return t;
+}
+
+/* ids of the prompt (--prompt-ids, or --prompt through the tokenizer); an empty prompt is
+   <|endoftext|>, as HF starts GPT-2 without one.  Exit code, 0 when fine. */
+static int prompt_ids(const opts *o, gpt2_tokenizer *tok, const gpt2_weights *w, int32_t **ids, size_t *n) {
+    size_t cap = 0;
+    *ids = NULL, *n = 0;
+    if (o->prompt_ids) {
+        for (const char *p = o->prompt_ids; *p;) {
+            char *end;
+            while (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n') p++;
+            if (!*p) break;
+            errno = 0;
+            long v = strtol(p, &end, 10);
+            if (end == p || errno || v < 0 || v >= w->V) {
+                fprintf(stderr, "gpt2_generate: error: --prompt-ids: \"%.20s\" is not a token id in [0, %d) (the "
+                        "model's vocabulary); give ids separated by spaces or commas\n", p, w->V);
+                return EXIT_CONFIG;
+            }
+            int32_t id = (int32_t)v;
+            if (*n == cap) {
+                cap = cap ? 2 * cap : 64;
+                int32_t *g = realloc(*ids, cap * sizeof *g);
+                if (!g) return 1;
+                *ids = g;
+            }
+            (*ids)[(*n)++] = id;
+            p = end;
+        }
+    } else if (o->prompt && *o->prompt && gpt2_tokenizer_encode(tok, o->prompt, strlen(o->prompt), ids, n, &cap) != 0) {
+        fprintf(stderr, "gpt2_generate: error: out of memory tokenizing the prompt\n");
+        return 1;
+    }
+    if (*n == 0) {
+        free(*ids);
+        if (!(*ids = malloc(sizeof **ids))) return 1;
+        (*ids)[0] = gpt2_tokenizer_eos(tok);
+        *n = 1;
+    }
+    if (*n >= (size_t)w->P) {
+        fprintf(stderr, "gpt2_generate: error: the prompt is %zu tokens but the model's context (n_positions of %s) is "
+                "%d, which leaves no room for a new token; shorten the prompt to at most %d tokens\n", *n, w->file,
+                w->P, w->P - 1);
+        return EXIT_CONFIG;
+    }
+    return 0;
+}
+
+static void put_token(gpt2_tokenizer *tok, int32_t id, int ids_out) {
+    if (ids_out) {
+        printf(" %d", id);
+        return;
+    }
+    char buf[256], *p = buf;
+    int n = gpt2_tokenizer_decode(tok, id, buf, sizeof buf);
+    if (n > (int)sizeof buf && (p = malloc((size_t)n))) /* a long added token: decode it again, whole */
+        gpt2_tokenizer_decode(tok, id, p, (size_t)n);
+    if (n > 0 && p) fwrite(p, 1, (size_t)n, stdout);
+    else if (n < 0) printf("<%d>", id); /* an id the tokenizer lacks (--prompt-ids beyond its vocabulary) */
+    if (p != buf) free(p);
+}
+
+int main(int argc, char **argv) {
+    opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc;
+
+    gpt2_weights w;
+    char err[2048], tokwhat[9000];
+    gpt2_weights_opts wo = {o.size, o.n_head};
+    double t_load = now();
+    if ((rc = gpt2_weights_load(o.model, &wo, &w, err, sizeof err)) != 0) {
+        fprintf(stderr, "gpt2_generate: error: %s\n", err);
+        return rc == -2 ? 1 : EXIT_CONFIG;
+    }
+    t_load = now() - t_load;
+    gpt2_tokenizer *tok = load_tokenizer(&o, &w, tokwhat, sizeof tokwhat);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    float *logits = NULL, *all = NULL;
+    gpt2_infer *g = NULL;
+    gpt2_sampler s = {0};
+    rc = EXIT_CONFIG;
+    if (!tok) goto out;
+    int tv = gpt2_tokenizer_vocab_size(tok);
+    if (tv > w.V) {
+        fprintf(stderr, "gpt2_generate: error: the tokenizer (%s) has %d tokens but %s has embeddings for %d: the "
+                "model was trained with other tokens; give the --vocab and --merges it was trained with (or none, "
+                "for byte-level tokens)\n", tokwhat, tv, w.file, w.V);
+        goto out;
+    }
+    if ((rc = prompt_ids(&o, tok, &w, &ids, &n)) != 0) goto out;
+
+    char step[48] = "", sampling[160];
+    if (w.step >= 0) snprintf(step, sizeof step, " (global_step %lld)", w.step);
+    if (o.temperature == 0.0f) snprintf(sampling, sizeof sampling, "greedy");
+    else snprintf(sampling, sizeof sampling, "sampling with temperature %g, top-k %d, top-p %g, seed %llu",
+                  (double)o.temperature, o.top_k, (double)o.top_p, o.seed);
+    fprintf(stderr, "gpt2_generate: %s%s: %d layers, %d heads (%s), n_embd %d, context %d, vocab %d; %s; %s; fp32 on "
+            "the CPU, %d thread%s%s\n", w.file, step, w.L, w.NH, w.heads_from, w.C, w.P, w.V, tokwhat, sampling,
+            gpt2_cpu_threads(), gpt2_cpu_threads() == 1 ? "" : "s", o.no_cache ? ", no KV cache" : "");
+    if (tv < w.V)
+        fprintf(stderr, "gpt2_generate: note: the model has %d token embeddings, the tokenizer %d tokens: ids from %d "
+                "on are never picked. If the model was trained with GPT-2 BPE, give --vocab and --merges\n", w.V, tv,
+                tv);
+
+    rc = 1;
+    long room = w.P - (long)n; /* new tokens that still get a position to be fed back at, plus the last */
+    long max_new = o.max_new < room + 1 ? o.max_new : room + 1;
+    int32_t *grown = realloc(ids, (n + (size_t)max_new + 1) * sizeof *ids);
+    if (grown) ids = grown;
+    if (!grown || !(g = gpt2_infer_new(&w, gpt2_kernels_cpu())) || !(logits = malloc((size_t)w.V * sizeof *logits)) ||
+        gpt2_sampler_init(&s, o.seed, w.V, tv, o.temperature, o.top_k, o.top_p) != 0 ||
+        (o.logits && !(all = malloc(((size_t)max_new + 1) * (size_t)w.V * sizeof *all)))) {
+        fprintf(stderr, "gpt2_generate: error: out of memory for the model's key/value cache and buffers\n");
+        goto out;
+    }
+    if (o.ids_out) {
+        for (size_t i = 0; i < n; i++) printf("%s%d", i ? " " : "", ids[i]);
+    } else if (o.prompt) {
+        fputs(o.prompt, stdout);
+    } else if (o.prompt_ids) {
+        for (size_t i = 0; i < n; i++) put_token(tok, ids[i], 0);
+    }
+    fflush(stdout);
+
+    const size_t prompt_n = n;
+    double t0 = now(), t1 = t0;
+    long made = 0;
+    int eos = gpt2_tokenizer_eos(tok), stop = 0;
+    if (gpt2_infer_prompt(g, ids, (int)n, logits) != 0) goto oom;
+    t1 = now();
+    while (made < max_new) {
+        if (all) memcpy(all + (size_t)made * w.V, logits, (size_t)w.V * sizeof *all);
+        int32_t id = gpt2_sample(&s, logits);
+        if (id == eos && !o.ignore_eos) {
+            stop = 1;
+            break;
+        }
+        ids[n++] = id;
+        made++;
+        put_token(tok, id, o.ids_out);
+        fflush(stdout);
+        if (made == max_new) break;
+        int r = o.no_cache ? gpt2_infer_full(g, ids, (int)n, logits) : gpt2_infer_next(g, id, logits);
+        if (r != 0) goto oom;
+    }
+    double t2 = now();
+    putchar('\n');
+    fflush(stdout);
+    double rate = made > 0 && t2 > t1 ? (double)made / (t2 - t1) : 0.0;
+    fprintf(stderr, "gpt2_generate: model read in %.3f s; prompt %zu tokens in %.3f s; %ld new tokens in %.3f s "
+            "(%.1f tokens/s)%s\n", t_load, prompt_n, t1 - t0, made, t2 - t1, rate,
+            stop ? "; stopped at <|endoftext|>" : made < o.max_new ? "; stopped: the model's context is full" : "");
+    rc = 0;
+    if (all) {
+        int32_t pl = (int32_t)prompt_n;
+        long steps = made + (stop ? 1 : 0); /* the logits that picked each token, and the one that picked eos */
+        gpt2_dump_tensor t[] = {
+            {"input_ids", "I32", 2, {1, (int64_t)n}, ids},
+            {"prompt_length", "I32", 1, {1}, &pl},
+            {"logits", "F32", 2, {steps, w.V}, all},
+        };
+        if (gpt2_dump_write(o.logits, t, 3) != 0) rc = 1;
+    }
+    goto out;
+oom:
+    fprintf(stderr, "gpt2_generate: error: out of memory running the model\n");
+    rc = 1;
+out:
+    gpt2_sampler_free(&s);
+    gpt2_infer_free(g);
+    free(all);
+    free(logits);
+    free(ids);
+    if (tok) gpt2_tokenizer_free(tok);
+    gpt2_weights_free(&w);
+    return rc;
+}

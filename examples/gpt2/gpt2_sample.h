@@ -1,0 +1,30 @@
+/*
+ * gpt2 sample: picks the next token from a row of logits, as HF's generate() does: greedy (the
+ * first largest logit) when temperature is 0, else logits / temperature, then top-k (keep the k
+ * largest; 0 = off), then top-p (keep the fewest most likely tokens whose probabilities reach p;
+ * 1 = off; the most likely is always kept), then one draw from what is left.
+ *
+ * Lifecycle: gpt2_sampler_init(seed, V) -> gpt2_sample() per token -> gpt2_sampler_free().  The
+ * draws come from the sampler's own generator (splitmix64), so a seed gives the same tokens on
+ * every machine and build.
+ */
+#ifndef GPT2_SAMPLE_H
+#define GPT2_SAMPLE_H
+
+#include <stdint.h>
+
+typedef struct gpt2_sampler {
+    uint64_t state;
+    float temperature, top_p;
+    int top_k;
+    int V;            /* logits per row */
+    int allowed;      /* only ids < allowed are picked (the tokenizer's vocabulary) */
+    struct gpt2_cand *cand; /* V candidates (scratch) */
+} gpt2_sampler;
+
+/* 0, or -1 when out of memory */
+int gpt2_sampler_init(gpt2_sampler *s, uint64_t seed, int V, int allowed, float temperature, int top_k, float top_p);
+int32_t gpt2_sample(gpt2_sampler *s, const float *logits);
+void gpt2_sampler_free(gpt2_sampler *s);
+
+#endif

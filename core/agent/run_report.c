@@ -65,7 +65,7 @@ void sr__print_summary(const sr_attempt *st, sr_run *run) {
     char what[128], name[32];
     if (st->preempting) {
         print_preempted(st, run);
-    } else if (st->failed >= 0) {
+    } else if (st->failed >= 0 && st->failed < st->n) {
         const sr_worker *w = &st->ws[st->failed];
         sr__describe_status(w->status, what, sizeof what);
         if (st->blamed >= 0) {
@@ -89,24 +89,29 @@ void sr__print_summary(const sr_attempt *st, sr_run *run) {
         sr__log(SR_LOG_ERROR, "the run failed %s: %s",
                 same_node ? "in another shardrun process of this node" : "on another node", run->rdzv.failed_elsewhere);
     }
-    if (st->stopped && !(st->preempting && !st->killed)) /* preempted workers stop themselves */
+    if (st->stopped && !(st->preempting && !st->needed_kill)) /* preempted workers stop themselves */
         fprintf(stderr, "shardrun: stopped the %s%d worker%s of this node (%s, then SIGKILL after %gs)%s\n",
                 st->failed >= 0 ? "other " : "", st->stopped, st->stopped > 1 ? "s" : "",
-                sr__signal_name(st->stop_signal ? st->stop_signal : SIGTERM, name, sizeof name),
-                st->preempting ? run->preempt_grace : run->grace, st->killed ? "; some needed SIGKILL" : "");
+                sr__signal_name(st->stop_sig ? st->stop_sig : SIGTERM, name, sizeof name),
+                st->preempting ? run->preempt_grace : run->grace, st->needed_kill ? "; some needed SIGKILL" : "");
     /* a job that may restart, but did not: why */
     if (run->rdzv.hosting && run->rdzv.max_restarts > run->rdzv.attempt && !st->stop_signal && !st->preempting &&
         (st->failed >= 0 || st->failed_elsewhere) && run->rdzv.decided_kind != SR_FAIL_RETRYABLE)
         fprintf(stderr, "shardrun: not restarted (max_restarts = %d): %s\n", run->rdzv.max_restarts,
                 run->rdzv.decided_kind == SR_FAIL_CONFIG
                     ? "a configuration error fails the same way every time"
+                : run->rdzv.decided_kind == SR_FAIL_STOPPED
+                    ? "the rank was asked to stop (a signal to stop is no crash: Slurm and clouds send one to every "
+                      "process of a job they take back)"
                     : "the failure came before training began (set-up, data, a checkpoint to resume from), so it would "
                       "fail the same way again");
     /* every attempt of a job that restarted, as the deciding agent saw them */
+    int restarts = run->rdzv.attempt - run->rdzv.restart_called_off;
     if (run->rdzv.hosting && run->rdzv.attempt > 0 && run->rdzv.attempts.n && !st->preempting &&
-        (st->failed >= 0 || st->failed_elsewhere)) {
-        fprintf(stderr, "shardrun: the job failed after %d restart%s (max_restarts = %d); its attempts:\n",
-                run->rdzv.attempt, run->rdzv.attempt > 1 ? "s" : "", run->rdzv.max_restarts);
+        (st->failed >= 0 || st->failed_elsewhere || st->stop_signal)) {
+        fprintf(stderr, "shardrun: the job %s after %d restart%s (max_restarts = %d); its attempts:\n",
+                st->stop_signal ? "was interrupted" : "failed", restarts, restarts == 1 ? "" : "s",
+                run->rdzv.max_restarts);
         const char *s = run->rdzv.attempts.s;
         for (const char *nl; s && *s && (nl = strchr(s, '\n')); s = nl + 1)
             fprintf(stderr, "shardrun:   %.*s\n", (int)(nl - s), s);

@@ -113,6 +113,15 @@ static void signal_groups(sr_worker *ws, int n, int sig, int stop_now) {
     }
 }
 
+static int workers_reaped(const sr_attempt *st);
+
+/* SIGKILL to every worker still alive: the grace ran out, or the agent was asked twice. */
+static void kill_workers(sr_attempt *st) {
+    if (!workers_reaped(st)) st->needed_kill = 1;
+    signal_groups(st->ws, st->n, SIGKILL, 0);
+    st->killed = 1;
+}
+
 static int exited_config(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == SR_EXIT_CONFIG; }
 
 static void read_stream(sr_worker *w, int s) {
@@ -140,6 +149,7 @@ static void read_stream(sr_worker *w, int s) {
 /* Stops every worker: sig to their groups, SIGKILL after `grace` seconds. */
 static void begin_stop(sr_attempt *st, int sig, double grace, int stop_now) {
     if (st->kill_at) return;
+    st->stop_sig = sig;
     for (int i = 0; i < st->n; i++) st->stopped += !st->ws[i].reaped;
     signal_groups(st->ws, st->n, sig, stop_now);
     st->kill_at = sr__now_s() + grace;
@@ -175,10 +185,16 @@ static const char *reached(const sr_worker *w, int model_task, char *buf, size_t
 }
 
 /* A failure may be retried (max_restarts) only once the work began: a configuration error, data
-   that is missing or a program that cannot start fails the same way every time. */
+   that is missing or a program that cannot start fails the same way every time.  Nor is a worker
+   that was asked to stop (SIGTERM, SIGINT, SIGHUP, or a model task's 143 after a checkpoint):
+   Slurm and clouds signal every process of a job they take back, the agent's own signal follows. */
 static sr_rdzv_failure failure_kind(const sr_attempt *st, const sr_worker *w) {
     if (exited_config(w->status)) return SR_FAIL_CONFIG;
     if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == SR_EXIT_CANNOT_EXEC) return SR_FAIL_FINAL;
+    if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == SR_EXIT_SIGNAL_BASE + SIGTERM) return SR_FAIL_STOPPED;
+    if (WIFSIGNALED(w->status) &&
+        (WTERMSIG(w->status) == SIGTERM || WTERMSIG(w->status) == SIGINT || WTERMSIG(w->status) == SIGHUP))
+        return SR_FAIL_STOPPED;
     if (!w->progress.started || st->stop_signal) return SR_FAIL_FINAL;
     return SR_FAIL_RETRYABLE;
 }
@@ -245,9 +261,8 @@ static void close_pipes(sr_attempt *st) {
 static void on_agent_signal(sr_attempt *st, sr_run *run, int sig) {
     char msg[200], name[32];
     if (st->stop_signal || st->kill_at) {
-        /* asked twice: no more grace */
-        signal_groups(st->ws, st->n, SIGKILL, 0);
-        st->killed = 1;
+        /* asked twice (or while the workers stop already): no more grace */
+        kill_workers(st);
         if (!st->stop_signal) st->stop_signal = sig;
         return;
     }
@@ -290,8 +305,17 @@ static void follow_phase(sr_attempt *st, sr_run *run, int *announced) {
     }
 }
 
-/* A worker's exit during a preemption: 143 (it saved and stopped) is what was asked. */
-static int preempted_exit(const sr_worker *w) { return WIFEXITED(w->status) && WEXITSTATUS(w->status) == 128 + SIGTERM; }
+/* This agent was stopped by a signal while the job restarts: the restart is called off everywhere
+   (node 0 tells the others; another agent tells node 0), and this agent's verdict is the signal's. */
+static void call_off_restart(sr_attempt *st, sr_run *run) {
+    char msg[200], name[32];
+    snprintf(msg, sizeof msg, "node %d's shardrun was stopped by %s while the job restarted", run->layout.node_rank,
+             sr__signal_name(st->stop_signal, name, sizeof name));
+    sr__rdzv_abandon_restart(&run->rdzv, msg);
+    st->failed = st->blamed = -1; /* the failure that caused the restart is in the list of attempts */
+    st->failed_elsewhere = 0;
+}
+
 
 static void supervise(sr_attempt *st, sr_run *run) {
     enum { MAX_RDZV_FDS = 4200 };
@@ -302,6 +326,11 @@ static void supervise(sr_attempt *st, sr_run *run) {
     while (1) {
         follow_phase(st, run, &announced);
         int local_done = workers_reaped(st) && pipes_closed(st);
+        if (r->phase == SR_RDZV_RESTART && st->stop_signal) {
+            /* interrupted while the job restarts: no restart, and every agent hears it at once */
+            call_off_restart(st, run);
+            announced = 1;
+        }
         if (local_done && r->phase == SR_RDZV_RESTART) {
             if (!r->hosting) {
                 sr__rdzv_stopped(r);
@@ -373,19 +402,22 @@ static void supervise(sr_attempt *st, sr_run *run) {
         }
         sr__rdzv_handle(r, pfd + first_rdzv, np - first_rdzv);
         t = sr__now_s();
-        if (st->kill_at && !st->killed && t >= st->kill_at) {
-            signal_groups(st->ws, st->n, SIGKILL, 0);
-            st->killed = 1;
-        }
+        if (st->kill_at && !st->killed && t >= st->kill_at) kill_workers(st);
         if (workers_reaped(st) && !all_reaped_at) all_reaped_at = t;
         /* a process that left its group (setsid) may hold a pipe open: do not wait for it long */
         if (all_reaped_at && t - all_reaped_at > 1.0) close_pipes(st);
     }
     free(pfd);
-    /* a worker that did not stop with a checkpoint during a preemption failed */
-    for (int i = 0; st->preempting && i < st->n && st->failed < 0; i++)
-        if (!preempted_exit(&st->ws[i]) && !(WIFEXITED(st->ws[i].status) && WEXITSTATUS(st->ws[i].status) == 0))
-            st->ws[i].progress.preempted = 0;
+    /* a SIGTERM during the last step: every rank finished (and saved) the run; it succeeded */
+    int finished = st->preempting && st->n == st->want && st->failed < 0;
+    for (int i = 0; finished && i < st->n; i++)
+        finished = WIFEXITED(st->ws[i].status) && WEXITSTATUS(st->ws[i].status) == 0;
+    if (finished) {
+        sr__log(SR_LOG_INFO, "SIGTERM arrived during the last step: every rank finished the run");
+        st->preempting = 0;
+        st->stop_signal = 0;
+        st->stopped = 0;
+    }
 }
 
 /* Other agents between two attempts: waits for the host's start of the next one, or its verdict
@@ -396,7 +428,13 @@ static int await_start(sr_attempt *st, sr_run *run) {
         int ready = sr__rdzv_restart_ready(r);
         if (ready > 0) return 0;
         if (ready < 0) {
+            /* the restart was called off: this agent's ranks' last results go with the verdict */
             st->failed_elsewhere = 1;
+            st->failed = st->blamed = -1;
+            sr_buf mine = {0};
+            sr__local_results(st, &mine);
+            st->results_local = sr__rdzv_report_done(r, mine.s ? mine.s : "", mine.n, 0);
+            sr__buf_free(&mine);
             sr__rdzv_ack(r);
             return SR_EXIT_FAILED;
         }
@@ -409,6 +447,7 @@ static int await_start(sr_attempt *st, sr_run *run) {
             for (ssize_t j = 0; j < k; j++)
                 if (sigs[j] != SIGCHLD) {
                     st->stop_signal = sigs[j];
+                    call_off_restart(st, run);
                     return SR_EXIT_SIGNAL_BASE + sigs[j];
                 }
         }
@@ -515,11 +554,8 @@ int sr__launch(sr_run *run, const char *results_path) {
         if (!st.restart) break;
         /* every agent stopped its workers: the job starts again, with the same environment but
            TORCHELASTIC_RESTART_COUNT, and a model task resumes from its newest checkpoint */
+        if (!run->rdzv.hosting && (code = await_start(&st, run)) != 0) break;
         free_workers(&st);
-        if (!run->rdzv.hosting && (code = await_start(&st, run)) != 0) {
-            st.want = run->layout.spawn_count;
-            break;
-        }
         sr__rdzv_next_attempt(&run->rdzv);
         if (run->rdzv.restart_delay_s > 0 || run->rdzv.nagents > 1)
             sr__log(SR_LOG_DEBUG, "attempt %d begins", run->rdzv.attempt);

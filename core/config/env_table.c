@@ -88,10 +88,15 @@ const sr_var sr__host_reads[] = {
      "testing aid: milliseconds the checkpoint writer sleeps after each unit, so a test can kill a run in the "
      "middle of a save"},
     {"SHARDRUN_JOB_ID",
-     "set by shardrun in every worker (not read from your environment): one launch of the job, the same on every "
-     "node and in every restart (under Slurm `slurm-<SLURM_JOB_ID>`, which a requeue keeps; else a random id from "
-     "node 0's shardrun). Every checkpoint records it; a restarted model task resumes only from a checkpoint of "
-     "its own job, never from an older run's left in output_dir"},
+     "set by shardrun in every worker (not read from your environment): one launch of the job, a random id from "
+     "node 0's shardrun, the same on every node and in every restart. Every checkpoint records it; a model task "
+     "that shardrun restarted resumes only from a checkpoint of its own launch, never from an older run's left in "
+     "output_dir"},
+    {"SHARDRUN_REQUEUE_KEY",
+     "set by shardrun in every worker under Slurm (not read from your environment): `slurm-<SLURM_JOB_ID>-<digest "
+     "of the job's configuration>`, the same for a requeued job as before the requeue. Every checkpoint records it; "
+     "a requeued model task (SLURM_RESTART_COUNT > 0) resumes from the newest checkpoint with its key, never from "
+     "another run's in the same allocation or one with another configuration"},
     {"SHARDRUN_DEBUG_KILL_AT",
      "testing aid: RANK:STEP makes that rank of a model task kill itself with SIGKILL right after optimizer step "
      "STEP of the job's first attempt (RANK:STEP:every: of every attempt), so the restart tests lose a rank at a "

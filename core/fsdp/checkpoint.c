@@ -223,18 +223,20 @@ static int write_state(sr__engine *e, const char *dir, const sr__train_state *ts
     }
     /* the trainer's TrainerState members, then shardrun's under stateful_callbacks (one line: what
        resume reads, and the job that wrote it) */
-    sr_buf job = {0};
+    sr_buf job = {0}, requeue = {0};
     sr__buf_json_str(&job, ts->job_id);
+    sr__buf_json_str(&requeue, ts->requeue_key);
     if (ts->hf_members) fprintf(f, "{\n%s,\n  ", ts->hf_members);
     else fprintf(f, "{\"global_step\": %lld, ", ts->global_step);
     fprintf(f, "\"stateful_callbacks\": {\"shardrun\": {\"global_step\": %lld, \"adam_steps\": %lld, \"seed\": %lld, "
                "\"loss_scale\": %.17g, \"good_steps\": %d, \"checkpoint_id\": \"%s\", \"model_digest\": \"%s\", "
                "\"world_size\": %d, \"shard_group_size\": %d, \"state_dict_type\": \"%s\", \"model_params\": %zu, "
-               "\"job_id\": %s}}%s}\n",
+               "\"job_id\": %s, \"requeue_key\": %s}}%s}\n",
             ts->global_step, e->adam_steps, ts->seed, e->loss_scale, e->good_steps, m->id, m->digest, e->world_size,
             e->shard_size, sr__state_dict_name(e->cfg.state_dict), sr__model_numel(e->model), job.s ? job.s : "\"\"",
-            ts->hf_members ? "\n" : "");
+            requeue.s ? requeue.s : "\"\"", ts->hf_members ? "\n" : "");
     sr__buf_free(&job);
+    sr__buf_free(&requeue);
     int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -1;
     if (fclose(f) != 0) rc = -1;
     if (rc) sr__log(SR_LOG_ERROR, "checkpoint: writing %s failed: %s", p, strerror(errno));
@@ -1222,8 +1224,8 @@ static int enter_member(sr_json *j, const char *name) {
     return 0;
 }
 
-/* Whether dir/trainer_state.json names job_id (stateful_callbacks.shardrun.job_id). */
-static int written_by(const char *dir, const char *job_id) {
+/* Whether dir/trainer_state.json's stateful_callbacks.shardrun.<member> is `value`. */
+static int written_by(const char *dir, const char *member, const char *value) {
     char *p = sr__fmt("%s/trainer_state.json", dir);
     FILE *f = fopen(p, "r");
     free(p);
@@ -1238,17 +1240,17 @@ static int written_by(const char *dir, const char *job_id) {
     size_t sl;
     int match = 0;
     sr__json_init(&j, b.s ? b.s : "", b.n, NULL);
-    if (enter_member(&j, "stateful_callbacks") && enter_member(&j, "shardrun") && enter_member(&j, "job_id") &&
+    if (enter_member(&j, "stateful_callbacks") && enter_member(&j, "shardrun") && enter_member(&j, member) &&
         sr__json_peek(&j) == SR_JSON_STRING && sr__json_string(&j, &sv, &sl) == 0)
-        match = sl == strlen(job_id) && !memcmp(sv, job_id, sl);
+        match = sl == strlen(value) && !memcmp(sv, value, sl);
     sr__json_free(&j);
     sr__buf_free(&b);
     return match;
 }
 
-char *sr__ckpt_latest_of_job(const char *outdir, const char *job_id) {
+char *sr__ckpt_latest_of_job(const char *outdir, const char *member, const char *value) {
     DIR *d = opendir(outdir);
-    if (!d || !job_id || !*job_id) {
+    if (!d || !value || !*value) {
         if (d) closedir(d);
         return NULL;
     }
@@ -1259,7 +1261,7 @@ char *sr__ckpt_latest_of_job(const char *outdir, const char *job_id) {
         int end = 0;
         if (sscanf(de->d_name, "checkpoint-%lld%n", &n, &end) != 1 || de->d_name[end] || n <= best) continue;
         char *dir = sr__fmt("%s/%s", outdir, de->d_name);
-        if (written_by(dir, job_id)) best = n;
+        if (written_by(dir, member, value)) best = n;
         free(dir);
     }
     closedir(d);

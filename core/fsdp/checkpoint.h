@@ -53,6 +53,7 @@ typedef struct sr__train_state {
     long long global_step; /* optimizer steps done */
     long long seed;
     char job_id[80];       /* SHARDRUN_JOB_ID of the run that saves ("" when unknown) */
+    char requeue_key[96];  /* SHARDRUN_REQUEUE_KEY of the run that saves ("" when none) */
     /* Saving: the members transformers' TrainerState has (global_step, epoch, log_history, ...), as
        a JSON fragment ("\"a\": 1, \"b\": [...]"), from the trainer; NULL: global_step only. */
     const char *hf_members;
@@ -66,8 +67,9 @@ int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts);
 int sr__make_output_dir(const char *dir);
 /* output_dir/checkpoint-N with the largest N that is complete, or NULL (a new string). */
 char *sr__ckpt_latest(const char *output_dir);
-/* The same among the checkpoints whose trainer_state.json names job_id: what a restarted job wrote
-   itself.  NULL when it wrote none. */
-char *sr__ckpt_latest_of_job(const char *output_dir, const char *job_id);
+/* The same among the checkpoints whose trainer_state.json has `member` (under
+   stateful_callbacks.shardrun: "job_id" or "requeue_key") equal to `value`: what a restarted or
+   requeued job wrote itself.  NULL when there is none (or value is empty). */
+char *sr__ckpt_latest_of_job(const char *output_dir, const char *member, const char *value);
 
 #endif

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/hash64.h"
 #include "base/rand.h"
 #include "store/fingerprint.h"
 #include "store/wire.h"
@@ -26,6 +27,8 @@
      run/A/ack/k                agent k -> host: it read the final verdict (and reported its results)
      run/A/stopped/k            agent k -> host: after a restart verdict, its workers are gone
      run/A/start/k              host -> agent k: "go" (start attempt A's workers), or "fail:why"
+     run/A/quit/k               agent k -> host: it was interrupted while attempt A ends in a restart
+                                (why): the host calls the restart off
      run/alive/k/j              never set: agent k's j-th join waits on it from a connection of its
                                 own as long as it lives
    (j is left out for an agent's first join, A is 0 for the first attempt.) */
@@ -191,12 +194,23 @@ int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
     r->timeout_s = r->rejoin_timeout_s = a->timeout_s;
     r->ack_timeout_s = a->ack_timeout_s;
     r->hosting = r->agent_id == 0; /* decides; serves the store when there is one */
-    const char *slurm_job = getenv("SLURM_JOB_ID");
-    if (slurm_job && *slurm_job && strlen(slurm_job) < 60 && !strpbrk(slurm_job, " \t\n")) {
-        snprintf(r->job_id, sizeof r->job_id, "slurm-%s", slurm_job);
-    } else if (r->hosting) {
+    if (r->hosting) {
         random_token(r->job_id); /* the other agents learn it when they are accepted */
         r->job_id[16] = 0;
+    }
+    const char *slurm_job = getenv("SLURM_JOB_ID");
+    if (slurm_job && *slurm_job && strlen(slurm_job) < 40 && !strpbrk(slurm_job, " \t\n")) {
+        /* what defines the job, without the lines that describe this agent (#host, #node) */
+        sr__hash64_state h;
+        sr__hash64_init(&h, 0x72657175u);
+        for (const char *l = a->fingerprint ? a->fingerprint : ""; *l;) {
+            const char *nl = strchr(l, '\n');
+            size_t len = nl ? (size_t)(nl - l) + 1 : strlen(l);
+            if (*l != '#') sr__hash64_update(&h, l, len);
+            l += len;
+        }
+        char hex[17];
+        snprintf(r->requeue_key, sizeof r->requeue_key, "slurm-%s-%s", slurm_job, sr__hash64_hex(sr__hash64_final(&h), hex));
     }
     int single = r->nagents == 1;
     if (!a->need_store) return 0;
@@ -506,13 +520,24 @@ static void fail_restart(sr_rdzv *r, const char *what) {
         sr__store_server_set(r->server, key_of(key, sizeof key, "run/%d/start/%d", r->attempt, a), v,
                              (size_t)(n < (int)sizeof v ? n : (int)sizeof v - 1));
     set_failure(r, r->failed_node, 0, what);
-    sr__buf_printf(&r->attempts, "attempt %d: %s\n", r->attempt, what);
+    sr__buf_printf(&r->attempts, "restart %d called off: %s\n", r->attempt, what);
+    r->restart_called_off = 1;
     r->phase = SR_RDZV_FAILED;
     r->outcome_at = sr__now_s();
 }
 
 void sr__rdzv_abandon_restart(sr_rdzv *r, const char *what) {
-    if (r->phase == SR_RDZV_RESTART) fail_restart(r, what);
+    char key[64];
+    if (r->phase != SR_RDZV_RESTART) return;
+    if (r->hosting || !r->ctl) {
+        fail_restart(r, what);
+        return;
+    }
+    sr__store_set(r->ctl, key_of(key, sizeof key, "run/%d/quit/%d", r->attempt, r->agent_id), what, strlen(what));
+    r->attempt++; /* as if the host's answer came: what follows belongs to the next attempt's keys */
+    r->restart_called_off = 1;
+    r->phase = SR_RDZV_FAILED;
+    set_failure(r, r->agent_id, 0, what);
 }
 
 int sr__rdzv_restart_ready(sr_rdzv *r) {
@@ -521,6 +546,17 @@ int sr__rdzv_restart_ready(sr_rdzv *r) {
     if (!r->hosting) return r->start_ready || !r->enabled || r->nagents < 2 ? 1 : 0;
     double now = sr__now_s();
     char key[64], why[600];
+    for (int a = 1; a < r->nagents && r->server; a++) {
+        size_t qlen = 0;
+        const char *quit = sr__store_server_get(r->server, key_of(key, sizeof key, "run/%d/quit/%d", r->attempt, a), &qlen);
+        if (quit) {
+            snprintf(why, sizeof why, "%.*s", (int)qlen, quit);
+            r->failed_node = r->agent_node[a];
+            r->gone[a] = 1; /* it leaves: no verdict to wait for */
+            fail_restart(r, why);
+            return -1;
+        }
+    }
     for (int a = 1; a < r->nagents && r->server; a++) {
         int back = r->gone[r->nagents + a];
         int stopped = !r->gone[a] && sr__store_server_get(r->server, key_of(key, sizeof key, "run/%d/stopped/%d", r->attempt, a), NULL);

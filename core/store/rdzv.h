@@ -46,6 +46,7 @@ typedef enum sr_rdzv_failure {
     SR_FAIL_FINAL = 'f',     /* never retried: before training began, or an interrupted agent */
     SR_FAIL_CONFIG = 'c',    /* a configuration error (exit 2), or agents started with different jobs */
     SR_FAIL_RETRYABLE = 'x', /* a rank failed once its work had begun, or an agent went away */
+    SR_FAIL_STOPPED = 's',   /* never retried: a rank was asked to stop (SIGTERM, SIGINT, SIGHUP) */
     SR_FAIL_PREEMPT = 'p'    /* not a failure: an agent was asked to stop with a checkpoint */
 } sr_rdzv_failure;
 
@@ -88,9 +89,14 @@ typedef struct sr_rdzv {
     char failed_elsewhere[1024]; /* the failure that decided the phase, as text */
     sr_buf attempts;         /* hosting agent: one line per attempt that failed */
     char decided_kind;       /* deciding agent: the sr_rdzv_failure that decided the phase, 0: none */
-    char job_id[80];         /* one launch of the job, the same on every agent and in every attempt
-                                (Slurm: the job id, which a requeue keeps): a restarted model task
-                                resumes only from checkpoints this job wrote */
+    char job_id[80];         /* one launch of the job: random, from node 0, the same on every agent
+                                and in every attempt; a model task restarted by shardrun resumes only
+                                from checkpoints this launch wrote */
+    char requeue_key[96];    /* under Slurm: "slurm-<job id>-<digest of the job's fingerprint>", what a
+                                requeued launch of the same job shares with the launch before it
+                                (another run in the same allocation, or another configuration, has
+                                another); "" elsewhere */
+    int restart_called_off;  /* the last restart never began (a node did not come back, a signal) */
 } sr_rdzv;
 
 /* What the run decided that the rendezvous needs (filled by run/run.c from the layout and the
@@ -149,8 +155,8 @@ int sr__rdzv_stopped(sr_rdzv *r);
 int sr__rdzv_restart_ready(sr_rdzv *r);
 /* RESTART -> RUNNING in the next attempt (host: tells every agent to start). */
 void sr__rdzv_next_attempt(sr_rdzv *r);
-/* Hosting agent, RESTART: gives up the restart (this agent was interrupted): every agent waiting
-   for the next attempt hears `what` and fails. */
+/* RESTART, this agent was interrupted (a signal): the hosting agent calls the restart off (every
+   agent waiting for the next attempt hears `what` and fails); another agent tells the host so. */
 void sr__rdzv_abandon_restart(sr_rdzv *r, const char *what);
 void sr__rdzv_free(sr_rdzv *r);
 

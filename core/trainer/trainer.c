@@ -70,12 +70,15 @@ static int restarts(const sr__trainer *t) {
 /* A restarted job continues from the newest complete checkpoint it wrote itself, without being
    asked (checkpoint-N.tmp, a save the failure interrupted, does not count; nor does a checkpoint
    an earlier run left in output_dir, which overwrite_output_dir or an older resume_from_checkpoint
-   may leave behind); with none yet, from where the job file says, as the first attempt did. */
+   may leave behind): shardrun's own restarts know this launch by SHARDRUN_JOB_ID, a Slurm requeue
+   (a new launch) by SHARDRUN_REQUEUE_KEY.  With none yet, it starts where the job file says, as
+   the first attempt did. */
 static void resume_after_restart(sr__trainer *t) {
     sr__train_args *a = &t->a;
     int n = restarts(t);
     if (!n || !a->output_dir) return;
-    char *latest = sr__ckpt_latest_of_job(a->output_dir, t->ts.job_id);
+    char *latest = sr_restart_count(t->ctx) > 0 ? sr__ckpt_latest_of_job(a->output_dir, "job_id", t->ts.job_id)
+                                                : sr__ckpt_latest_of_job(a->output_dir, "requeue_key", t->ts.requeue_key);
     if (!latest) {
         if (t->rank == 0)
             printf("shardrun: restart %d: no checkpoint in %s yet; starting from %s\n", n, a->output_dir,
@@ -146,9 +149,10 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
     t->e = sr__engine_create(ctx, task, ops, t->state, t->model, (uint64_t)t->a.seed);
     if (!t->e) return SR_EXIT_CONFIG;
     t->cfg = sr__engine_config(t->e);
-    t->ts = (sr__train_state){0, t->a.seed, "", NULL};
-    const char *job = getenv("SHARDRUN_JOB_ID");
+    t->ts = (sr__train_state){0, t->a.seed, "", "", NULL};
+    const char *job = getenv("SHARDRUN_JOB_ID"), *requeue = getenv("SHARDRUN_REQUEUE_KEY");
     snprintf(t->ts.job_id, sizeof t->ts.job_id, "%s", job ? job : "");
+    snprintf(t->ts.requeue_key, sizeof t->ts.requeue_key, "%s", requeue ? requeue : "");
     int rc = sr__records_setup(t); /* the eval data the configuration asks for */
     if (rc == SR_EXIT_OK) rc = start_params(t);
     if (rc != SR_EXIT_OK) return rc;

@@ -79,6 +79,8 @@ _Noreturn void sr__worker_run(sr_run *run, int local_rank, int results_fd) {
     /* which launch of the job this is (store/rdzv.h): a restarted trainer resumes only from its own
        checkpoints; set here, not by a plugin, because it is no configuration of the job */
     if (run->rdzv.job_id[0]) setenv("SHARDRUN_JOB_ID", run->rdzv.job_id, 1);
+    if (run->rdzv.requeue_key[0]) setenv("SHARDRUN_REQUEUE_KEY", run->rdzv.requeue_key, 1);
+    else unsetenv("SHARDRUN_REQUEUE_KEY");
     /* A peer that died closes its sockets: a write to one must fail the collective (EPIPE, named
        in the error) rather than kill this rank with SIGPIPE, which would blame the wrong rank.
        Not for exec: programs, which would inherit the ignored signal across exec. */

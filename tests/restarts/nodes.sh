@@ -73,6 +73,27 @@ expect_eq "${rc[0]}" "1" "node 0 fails when node 1 does not come back"
 expect_in "$(cat "$T/n0.err")" "node 1's shardrun (agent 1) went away and did not come back within rdzv_timeout (3s)" "node 0 names the missing node"
 [ "$ms" -lt 10000 ] && pass || fail "node 0 gave up after ${ms} ms (rdzv_timeout 3 s)"
 
+# three nodes: rank 1 (node 1) killed after step 3, and node 2's agent killed while the job waits to
+# restart: node 0 calls the restart off after rdzv_timeout, naming node 2; node 1 (whose rank
+# failed) hears it and fails too, with its summary (no crash)
+P=$(free_port_pair)
+for n in 0 1 2; do
+    SHARDRUN_DEBUG_KILL_AT=1:3 "$SHARDRUN" "$J" --nnodes 3 --node-rank $n --nproc-per-node 1 --master-addr 127.0.0.1 \
+        --master-port "$P" --set task.output_dir="$T/three" --set shardrun.max_restarts=2 --set shardrun.restart_delay=2 \
+        --set shardrun.rdzv_timeout=5 >"$T/n$n.out" 2>"$T/n$n.err" &
+    pid[$n]=$!
+done
+wait_for "$T/n2.err" "restarting the job" 120 && pass || fail "the three-node job restarts"
+kill -KILL "${pid[2]}"
+wait "${pid[2]}" 2>/dev/null
+wait_node 0
+wait_node 1
+expect_eq "${rc[0]}/${rc[1]}" "1/1" "node 0 and node 1 fail when node 2 does not come back ($(cat "$T/n1.err"))"
+for n in 0 1; do
+    expect_in "$(cat "$T/n$n.err")" "node 2's shardrun (agent 2) went away and did not come back within rdzv_timeout (5s)" "node $n names node 2"
+done
+expect_in "$(cat "$T/n0.err")" "restart 1 called off: node 2's shardrun" "node 0 lists the restart that was called off"
+
 # a second agent for node 1 while node 1's first one runs: refused, and the run goes on
 P=$(free_port_pair)
 start_node 0 "$T/h"

@@ -100,6 +100,18 @@ expect_eq "$rc" "143" "preempt_grace = 1: exit 143"
 [ "$ms" -lt 4000 ] && pass || fail "preempt_grace = 1 ended the run in ${ms} ms"
 expect_in "$(cat "$T/g.err")" "some needed SIGKILL" "the workers needed SIGKILL"
 
+# SIGTERM during the last step: every rank finishes the run, which succeeded (exit 0)
+SHARDRUN_DEBUG_SAVE_DELAY_MS=1500 "$SHARDRUN" "$J" --set task.output_dir="$T/last" --set task.max_steps=6 \
+    --set task.save_steps=100 >"$T/l.out" 2>"$T/l.err" &
+p=$!
+wait_for "$T/l.out" "step 6/6" 120 && pass || fail "the run reached its last step"
+sleep 0.3
+kill -TERM $p
+wait $p
+expect_eq "$?" "0" "SIGTERM while the last checkpoint is written: the run completed ($(cat "$T/l.err"))"
+expect_in "$(cat "$T/l.err")" "SIGTERM arrived during the last step: every rank finished the run" "the agent says so"
+[ -f "$T/last/checkpoint-6/model.safetensors" ] && pass || fail "checkpoint-6 is complete"
+
 # SIGINT stops at once, without a checkpoint
 "$SHARDRUN" "$J" --set task.output_dir="$T/int" --set task.save_steps=100 >"$T/i.out" 2>"$T/i.err" &
 p=$!

@@ -51,6 +51,28 @@ for a in 0 1 2; do
 done
 expect_eq "$(grep -c 'started 2 workers' <<<"$err")" "3" "three attempts"
 
+# a signal while the job waits to restart: no restart, the signal's exit code, the attempts listed
+SHARDRUN_DEBUG_KILL_AT=1:3 "$SHARDRUN" "$J" --set task.output_dir="$T/sig" --set shardrun.max_restarts=1 \
+    --set shardrun.restart_delay=4 >"$T/sig.out" 2>"$T/sig.err" &
+p=$!
+wait_for "$T/sig.err" "restarting the job" 120 && pass || fail "the job restarts ($(cat "$T/sig.err"))"
+sleep 0.5
+kill -INT $p
+wait $p
+expect_eq "$?" "130" "SIGINT while the job waits restart_delay: exit 130"
+expect_eq "$(grep -c 'started 2 workers' "$T/sig.err")" "1" "no second attempt after the SIGINT"
+expect_in "$(cat "$T/sig.err")" "restart 1 called off: node 0's shardrun was stopped by SIGINT while the job restarted" "the list of attempts says the restart was called off"
+
+# two runs in one Slurm allocation (one SLURM_JOB_ID): the second one's restart never takes the
+# first one's checkpoints (it has its own launch id, and another configuration)
+SLURM_JOB_ID=777 run "$SHARDRUN" "$J" --set task.output_dir="$T/alloc"
+expect_rc 0 "the first run of the allocation"
+SLURM_JOB_ID=777 SHARDRUN_DEBUG_KILL_AT=1:3 run "$SHARDRUN" "$J" --set task.output_dir="$T/alloc" \
+    --set task.learning_rate=5e-4 --set task.overwrite_output_dir=true --set shardrun.max_restarts=1
+expect_rc 0 "the second run, restarted after step 3"
+expect_in "$out" "[rank0]: shardrun: restart 1: no checkpoint in $T/alloc yet; starting from the beginning" "the second run's restart does not take the first run's checkpoint-12"
+expect_eq "$(steps_of "$T/alloc/train_log.jsonl" | wc -l)" "12" "the second run trained 12 steps"
+
 # a main task sees sr_restart_count(); torchrun's variables say the same
 job main.ini <<EOT
 [shardrun]

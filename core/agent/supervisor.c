@@ -260,6 +260,11 @@ static void close_pipes(sr_attempt *st) {
    the same signal again) stops the workers as before: SIGTERM, shutdown_grace, SIGKILL. */
 static void on_agent_signal(sr_attempt *st, sr_run *run, int sig) {
     char msg[200], name[32];
+    if (sig == SIGTERM && st->preempting && !st->stop_signal) {
+        /* another node's SIGTERM started the preemption here first: this one asks for the same */
+        st->stop_signal = sig;
+        return;
+    }
     if (st->stop_signal || st->kill_at) {
         /* asked twice (or while the workers stop already): no more grace */
         kill_workers(st);

@@ -69,6 +69,26 @@ expect_in "$(cat "$T/t0.err")" "every rank stopped after step $step and $T/two/c
 expect_in "$(cat "$T/t1.err")" "every rank stopped after step $step" "node 1 stopped after the same step"
 [ -f "$T/two/checkpoint-$step/model.safetensors" ] && pass || fail "the two-node checkpoint exists"
 
+# two nodes, SIGTERM to every process of the job at once (both agents and their workers), as
+# `scancel --signal=TERM` does: both exit 143 after the same step, with one checkpoint
+P=$(free_port_pair)
+for n in 0 1; do
+    "$SHARDRUN" "$J" --nnodes 2 --node-rank $n --nproc-per-node 1 --master-addr 127.0.0.1 --master-port "$P" \
+        --set task.output_dir="$T/all" >"$T/a$n.out" 2>"$T/a$n.err" &
+    pid[$n]=$!
+done
+wait_for "$T/a0.out" "step 6/40" 120 && pass || fail "the two-node run reached step 6"
+workers=$(for n in 0 1; do pgrep -P "${pid[$n]}"; done | tr '\n' ' ')
+kill -TERM "${pid[0]}" "${pid[1]}" $workers
+wait "${pid[0]}"; rc0=$?
+wait "${pid[1]}"; rc1=$?
+expect_eq "$rc0/$rc1" "143/143" "SIGTERM to every process: both agents exit 143 ($(cat "$T/a0.err" "$T/a1.err"))"
+step=$(sed -n 's/.*preempted (SIGTERM) after step \([0-9]*\) of 40.*/\1/p' "$T/a0.out")
+for n in 0 1; do
+    expect_in "$(cat "$T/a$n.err")" "preempted by SIGTERM: every rank stopped after step $step and $T/all/checkpoint-$step holds it" "node $n names the checkpoint"
+    expect_not_in "$(cat "$T/a$n.err")" "needed SIGKILL" "node $n's workers stopped by themselves"
+done
+
 # a second SIGTERM while the checkpoint is being written: stop at once, no checkpoint of this step
 SHARDRUN_DEBUG_SAVE_DELAY_MS=3000 "$SHARDRUN" "$J" --set task.output_dir="$T/twice" --set task.save_steps=100 \
     >"$T/w.out" 2>"$T/w.err" &

@@ -28,22 +28,10 @@
 #include "dump.h"
 #include "gpt2_block.h"
 #include "gpt2_kernels.h"
+#include "gpt2_sizes.h"
 #include "shardrun/model.h"
 #include "tokenizer.h"
 
-typedef struct gpt2_size {
-    const char *name;
-    int n_layer, n_head, n_embd, n_positions, vocab_size; /* vocab_size 0: the tokenizer's */
-} gpt2_size;
-
-static const gpt2_size SIZES[] = {
-    {"tiny", 4, 4, 128, 256, 0},
-    {"gpt2", 12, 12, 768, 1024, 50257},
-    {"gpt2-medium", 24, 16, 1024, 1024, 50257},
-    {"gpt2-large", 36, 20, 1280, 1024, 50257},
-    {"gpt2-xl", 48, 25, 1600, 1024, 50257},
-};
-#define NSIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
 
 enum { M_EMBED, M_BLOCK, M_LNF, M_HEAD };
 
@@ -206,9 +194,7 @@ static sr_dtype compute_dtype(void) {
 
 static int read_size(gpt2 *g, sr_ctx *ctx, int *vocab_default) {
     const char *size = sr_config(ctx, "size");
-    const gpt2_size *s = NULL;
-    for (int i = 0; i < NSIZES; i++)
-        if (!strcmp(size ? size : "tiny", SIZES[i].name)) s = &SIZES[i];
+    const gpt2_size *s = gpt2_size_named(size ? size : "tiny");
     if (!s) {
         fprintf(stderr, "gpt2: error: [task] size = %s is not a GPT-2 size; use tiny, gpt2, gpt2-medium, gpt2-large "
                         "or gpt2-xl (n_layer, n_head, n_embd, n_positions, vocab_size override its figures)\n", size);

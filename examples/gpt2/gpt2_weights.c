@@ -13,20 +13,8 @@
 
 #include "base/hash64.h"
 #include "io/safetensors.h"
+#include "gpt2_sizes.h"
 
-/* GPT-2's sizes, as [task] size names them (gpt2_model.c's table; vocab 0: the tokenizer's) */
-typedef struct size_row {
-    const char *name;
-    int L, NH, C, P, V;
-} size_row;
-static const size_row SIZES[] = {
-    {"tiny", 4, 4, 128, 256, 0},
-    {"gpt2", 12, 12, 768, 1024, 50257},
-    {"gpt2-medium", 24, 16, 1024, 1024, 50257},
-    {"gpt2-large", 36, 20, 1280, 1024, 50257},
-    {"gpt2-xl", 48, 25, 1600, 1024, 50257},
-};
-#define NSIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
 
 static const char *const BLOCK_NAMES[GPT2_BLOCK_PARAMS] = {
     "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias",
@@ -144,8 +132,8 @@ static int pick_heads(gpt2_weights *w, const gpt2_weights_opts *o, const sr_st_f
         w->NH = o->n_head;
         snprintf(w->heads_from, sizeof w->heads_from, "--n-head");
     } else if (o->size) {
-        for (int i = 0; i < NSIZES; i++)
-            if (!strcmp(o->size, SIZES[i].name)) w->NH = SIZES[i].NH;
+        const gpt2_size *s = gpt2_size_named(o->size);
+        if (s) w->NH = s->n_head;
         snprintf(w->heads_from, sizeof w->heads_from, "--size %s", o->size);
     } else if (meta && atoi(meta) > 0) {
         w->NH = atoi(meta);
@@ -154,9 +142,9 @@ static int pick_heads(gpt2_weights *w, const gpt2_weights_opts *o, const sr_st_f
         w->NH = cfg;
         snprintf(w->heads_from, sizeof w->heads_from, "config.json");
     } else {
-        for (int i = 0; i < NSIZES; i++)
-            if (SIZES[i].C == w->C) {
-                w->NH = SIZES[i].NH;
+        for (int i = 0; i < GPT2_NSIZES; i++)
+            if (GPT2_SIZES[i].n_embd == w->C) {
+                w->NH = GPT2_SIZES[i].n_head;
                 snprintf(w->heads_from, sizeof w->heads_from, "GPT-2's for n_embd %d; --n-head to change", w->C);
             }
         if (!w->NH)
@@ -171,9 +159,7 @@ static int pick_heads(gpt2_weights *w, const gpt2_weights_opts *o, const sr_st_f
 
 /* --size against the shapes: every figure that differs, in one message */
 static int check_size(const gpt2_weights *w, const char *size, char *err, size_t errlen) {
-    const size_row *s = NULL;
-    for (int i = 0; i < NSIZES; i++)
-        if (!strcmp(size, SIZES[i].name)) s = &SIZES[i];
+    const gpt2_size *s = gpt2_size_named(size);
     if (!s) return fail(err, errlen, "--size %s is not a GPT-2 size; use tiny, gpt2, gpt2-medium, gpt2-large or gpt2-xl, "
                         "or leave it out to take the file's shapes", size);
     char diff[512] = "";
@@ -182,10 +168,10 @@ static int check_size(const gpt2_weights *w, const char *size, char *err, size_t
     if ((want) && (want) != (have))                                                                                 \
         n += (size_t)snprintf(diff + n, sizeof diff - n, "%s%s %d in --size, %d in the file", n ? "; " : "", what, \
                               want, have)
-    DIFF("n_layer", s->L, w->L);
-    DIFF("n_embd", s->C, w->C);
-    DIFF("n_positions (context)", s->P, w->P);
-    DIFF("vocab_size", s->V, w->V);
+    DIFF("n_layer", s->n_layer, w->L);
+    DIFF("n_embd", s->n_embd, w->C);
+    DIFF("n_positions (context)", s->n_positions, w->P);
+    DIFF("vocab_size", s->vocab_size, w->V);
 #undef DIFF
     if (n) return fail(err, errlen, "%s is not a %s model: %s. Leave --size out to take the file's shapes, or name "
                        "the checkpoint of that size", w->file, size, diff);

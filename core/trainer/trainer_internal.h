@@ -16,6 +16,7 @@
 
 #include "fsdp/checkpoint.h"
 #include "fsdp/engine.h"
+#include "trainer/profile_table.h"
 #include "trainer/records.h"
 #include "trainer/sampler.h"
 #include "trainer/train_args.h"
@@ -64,6 +65,7 @@ typedef struct sr__trainer {
     long long loss_steps;
     double eval_metric; /* the last evaluation's eval_loss, and its step (-1: none) */
     long long eval_step;
+    sr__step_profile prof; /* SHARDRUN_PROFILE=1 (profile_table.h) */
 } sr__trainer;
 
 /* output_dir/train_log.jsonl (rank 0, with output_dir; else NULL): a resumed run keeps the lines

@@ -317,7 +317,7 @@ static void free_state(gpt2 *g) {
 static void gpt2_destroy(void *state) {
     gpt2 *g = state;
     if (!g) return;
-    if (g->k == gpt2_kernels_cpu()) sr_report_int(g->ctx, "cpu_threads", gpt2_cpu_threads());
+    if (!strcmp(g->k->name, "cpu")) sr_report_int(g->ctx, "cpu_threads", gpt2_cpu_threads());
     sr_report_int(g->ctx, "samples_read", g->samples_read);
     sr_report_int(g->ctx, "sample_index_sum", g->sample_index_sum);
     /* activation checkpointing shows here: one block's intermediates at a time instead of n_layer */
@@ -383,6 +383,7 @@ static void *gpt2_create(sr_ctx *ctx, sr_model *model) {
     int cuda = world && !strcmp(sr_pg_backend(world), "nccl");
     g->k = cuda ? load_cuda_kernels() : gpt2_kernels_cpu();
     if (!g->k) goto fail;
+    if (sr_profile_enabled()) g->k = gpt2_kernels_profiled(g->k); /* SHARDRUN_PROFILE=1 */
     g->dt = compute_dtype();
     g->es = sr_dtype_size(g->dt);
     if (!(g->k->dtypes & (1u << g->dt))) {

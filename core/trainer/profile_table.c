@@ -15,12 +15,18 @@ void sr__profile_step_end(sr__step_profile *p, long long step, double seconds) {
                db = sr__prof.c.bytes[k] - p->before.bytes[k];
         long long dc = sr__prof.c.calls[k] - p->before.calls[k];
         p->win.sec[k] += ds, p->win.flops[k] += df, p->win.bytes[k] += db, p->win.calls[k] += dc;
-        p->run.sec[k] += ds, p->run.flops[k] += df, p->run.bytes[k] += db, p->run.calls[k] += dc;
+        sr__prof_counts *to = p->warm ? &p->run : &p->first;
+        to->sec[k] += ds, to->flops[k] += df, to->bytes[k] += db, to->calls[k] += dc;
     }
     if (!p->win_steps) p->win_first = step;
-    if (!p->run_steps) p->run_first = step;
     p->win_sec += seconds, p->win_steps++;
-    p->run_sec += seconds, p->run_steps++;
+    if (p->warm) { /* the run's table leaves out this run's first step: it pays for first touches */
+        if (!p->run_steps) p->run_first = step;
+        p->run_sec += seconds, p->run_steps++;
+    } else {
+        p->first_step = step, p->first_sec = seconds;
+    }
+    p->warm = 1;
 }
 
 /* One row of the table: what it is, its seconds, and its rate (flops or bytes per second). */
@@ -68,11 +74,22 @@ static void rate_text(const row *r, char *buf, size_t len) {
     else snprintf(buf, len, "%.2f GB/s", r->bytes / r->sec / 1e9);
 }
 
+/* the run's steps without the first, or the first alone when it was the only one */
+static void run_counts(const sr__step_profile *p, const sr__prof_counts **c, long long *steps, long long *first,
+                       double *sec) {
+    int one = p->run_steps == 0;
+    *c = one ? &p->first : &p->run;
+    *steps = one ? (p->warm ? 1 : 0) : p->run_steps;
+    *first = one ? p->first_step : p->run_first;
+    *sec = one ? p->first_sec : p->run_sec;
+}
+
 void sr__profile_print(sr__step_profile *p, int whole_run) {
     if (!sr__prof.on) return;
-    const sr__prof_counts *c = whole_run ? &p->run : &p->win;
-    long long steps = whole_run ? p->run_steps : p->win_steps, first = whole_run ? p->run_first : p->win_first;
-    double sec = whole_run ? p->run_sec : p->win_sec;
+    const sr__prof_counts *c = &p->win;
+    long long steps = p->win_steps, first = p->win_first;
+    double sec = p->win_sec;
+    if (whole_run) run_counts(p, &c, &steps, &first, &sec);
     if (steps > 0) {
         row r[NROWS];
         int n = rows_of(c, sec, r);
@@ -99,10 +116,14 @@ void sr__profile_print(sr__step_profile *p, int whole_run) {
 }
 
 void sr__profile_report(const sr__step_profile *p, sr_ctx *ctx) {
-    if (!sr__prof.on || p->run_steps <= 0) return;
+    const sr__prof_counts *c;
+    long long steps, first;
+    double sec;
+    run_counts(p, &c, &steps, &first, &sec);
+    if (!sr__prof.on || steps <= 0) return;
     row r[NROWS];
-    int n = rows_of(&p->run, p->run_sec, r);
-    double per = 1e3 / (double)p->run_steps;
+    int n = rows_of(c, sec, r);
+    double per = 1e3 / (double)steps;
     char name[64];
     for (int i = 0; i < n; i++) {
         snprintf(name, sizeof name, "profile_%s_ms", r[i].key);

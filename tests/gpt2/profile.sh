@@ -18,7 +18,7 @@ SHARDRUN_PROFILE=1 run "$SHARDRUN" "$T/g.ini" --nproc-per-node 2 --results "$T/p
 expect_rc 0 "a profiled run"
 expect_in "$out" "profile: steps 1-2, per step (rank 0):" "the first logging step's table"
 expect_in "$out" "profile: steps 3-4, per step (rank 0):" "the second window starts after the first"
-expect_in "$out" "profile: the run, steps 1-4, per step (rank 0):" "the whole run's table"
+expect_in "$out" "profile: the run, steps 2-4, per step (rank 0):" "the whole run's table, without its first step"
 for r in GEMM attention softmax/cross-entropy norms/activations optimizer clipping casts/copies \
     "collectives waited on" "collectives overlapped" data step; do
     expect_in "$out" "  $r " "the table's $r row"
@@ -52,6 +52,10 @@ a, b = (json.load(open(f)) for f in sys.argv[1:])
 for x, y in zip(a, b):
     assert (x["param_sum"], x["param_sumsq"], x["final_loss"]) == (y["param_sum"], y["param_sumsq"], y["final_loss"]), (x, y)
 PY
+SHARDRUN_PROFILE=1 run "$SHARDRUN" "$T/g.ini" --nproc-per-node 1 --set task.max_steps=1 --results "$T/one.json"
+expect_rc 0 "a profiled run of one step"
+expect_in "$out" "profile: the run, steps 1-1, per step (rank 0):" "a run of one step: its table is that step's"
+expect_in "$(cat "$T/one.json")" '"profile_step_ms"' "a run of one step reports its profile"
 SHARDRUN_PROFILE=0 run "$SHARDRUN" "$T/g.ini" --nproc-per-node 1
 expect_rc 0 "SHARDRUN_PROFILE=0"
 expect_not_in "$out" "profile:" "SHARDRUN_PROFILE=0 is off"

@@ -7,6 +7,7 @@
  *   report.c     this rank's results (sr_report_*) when the last step is done
  *   eval.c       evaluation on the task's eval data (eval_strategy)
  *   records.c    log_history, trainer_state.json, loss.svg, save_total_limit (records.h)
+ *   profile_table.c  the step profile's tables (SHARDRUN_PROFILE=1, profile_table.h)
  */
 #ifndef SR_TRAINER_INTERNAL_H
 #define SR_TRAINER_INTERNAL_H

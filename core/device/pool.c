@@ -84,8 +84,28 @@ static void *pool_thread(void *arg) {
     return NULL;
 }
 
+/* A process forked after the pool started has none of its threads: the child starts afresh (the
+   locks are held across fork() so that the child's copies are consistent). */
+static void fork_prepare(void) {
+    pthread_mutex_lock(&P.busy);
+    pthread_mutex_lock(&P.mu);
+}
+static void fork_parent(void) {
+    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_unlock(&P.busy);
+}
+static void fork_child(void) {
+    P.started = 0, P.active = 0, P.joining = 0;
+    pthread_cond_init(&P.go, NULL);
+    pthread_cond_init(&P.done, NULL);
+    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_unlock(&P.busy);
+}
+
 /* Starts threads up to want - 1 (under P.mu); the ones that fail to start are simply not there. */
 static void start_threads(void) {
+    static int atfork;
+    if (!atfork && P.started < P.want - 1) atfork = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
     while (P.started < P.want - 1) {
         pthread_t t;
         pthread_attr_t attr;

@@ -7,7 +7,8 @@
  * once (OMP_NUM_THREADS as torch reads it: its first number; unset, the CPUs this process may run
  * on) and starts that many threads minus one; the calling thread works too.  The threads sleep on a
  * condition variable between loops (they never spin, so they take nothing from the task's own
- * threads) and live until the process exits.
+ * threads) and live until the process exits.  A child forked after that starts a pool of its own
+ * at its first loop (pthread_atfork).
  *
  * Plain pthreads, not OpenMP: libshardrun must not load libgomp (docs/design-notes.md).
  *

@@ -1,13 +1,15 @@
 /* The engine's thread pool (core/device/pool.h) and the CPU device's loops on it: the same bits at
    1, 2 and 3 threads for AdamW, sumsq, nonfinite, casts, accumulate and zero, on lengths around the
    part size; the parts really run on several threads; a loop called while another runs (another
-   thread) runs on its caller, and both finish. */
+   thread) runs on its caller, and both finish; a forked child's loops finish on a fresh pool. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "device/device.h"
@@ -167,6 +169,26 @@ static void test_two_callers(void) {
     CHECK(ok); /* every part of every loop ran exactly once */
 }
 
+/* A child forked after the pool started has no pool threads: its loops must still finish (and use
+   a fresh pool), not wait for threads that do not exist. */
+static void test_fork(void) {
+    sr__pool_set_threads(3);
+    sr__pool_run(64, record_thread, NULL); /* the pool runs */
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20); /* a hang kills the child: the check below fails */
+        static long long c[256];
+        for (int r = 0; r < 5; r++) sr__pool_run(256, count_part, c);
+        int ok = 1;
+        for (int p = 0; p < 256; p++) ok &= c[p] == 5;
+        sr__pool_run(64, record_thread, NULL);
+        _exit(ok && distinct_threads(64) >= 2 ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void) {
     char err[256];
     cpu = sr__device_get("cpu", err, sizeof err);
@@ -175,5 +197,6 @@ int main(void) {
     test_same_bits();
     test_threads_used();
     test_two_callers();
+    test_fork();
     return CHECK_DONE();
 }

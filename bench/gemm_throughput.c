@@ -32,6 +32,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
 #include <omp.h>
+#ifdef SHARDRUN_BLAS_BLIS
+#include <blis.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +42,9 @@
 
 #include "gpt2_kernels.h"
 
-/* the bench model (bench/gpt2_vs_torch.sh) */
-enum { L = 4, C = 256, NH = 4, HS = C / NH, T = 128, B = 4, V = 8192, N = B * T };
+/* the model: --model small (default, bench/gpt2_vs_torch.sh's small model) or gpt2 (GPT-2 124M, HF's
+   sizes, at T = 128, batch 4) */
+static int L = 4, C = 256, NH = 4, HS = 64, T = 128, B = 4, V = 8192, N = 512;
 
 typedef struct shape {
     const char *name;
@@ -57,7 +61,11 @@ typedef struct shape {
     {nm " bwd dx", 0, 1, 0, I, N, O, O, O, I, 0, 0, 0, 1, 0.0f, L}
 
 #define TT ((long long)T * T)
-static const shape SHAPES[] = {
+static shape SHAPES[32];
+static int NSHAPES;
+
+static void set_shapes(void) {
+    const shape all[] = {
     CONV("c_attn", C, 3 * C),
     CONV("attn.c_proj", C, C),
     CONV("mlp.c_fc", C, 4 * C),
@@ -79,8 +87,10 @@ static const shape SHAPES[] = {
     {"attn bwd dV k64", 1, 0, 1, HS, 64, 64, C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
     {"attn bwd dK k0", 1, 0, 1, HS, 64, 128, 3 * C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
     {"attn bwd dK k64", 1, 0, 1, HS, 64, 64, 3 * C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
-};
-#define NSHAPES ((int)(sizeof SHAPES / sizeof SHAPES[0]))
+    };
+    NSHAPES = (int)(sizeof all / sizeof all[0]);
+    memcpy(SHAPES, all, sizeof all);
+}
 
 static double now_s(void) {
     struct timespec t;
@@ -154,8 +164,12 @@ int main(int argc, char **argv) {
             min_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "gpt2"))
+            L = 12, C = 768, NH = 12, HS = 64, V = 50257, i++;
+        else if (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "small"))
+            i++;
         else {
-            fprintf(stderr, "usage: %s [--ceiling] [--min-time SECONDS] [--reps R]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--ceiling] [--model small|gpt2] [--min-time SECONDS] [--reps R]\n", argv[0]);
             return 2;
         }
     }
@@ -163,7 +177,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: --min-time and --reps must be positive\n", argv[0]);
         return 2;
     }
-    const shape *ceil_shape = &SHAPES[0]; /* c_attn fwd: 768 x 512 x 256, NN */
+    set_shapes();
+    const shape *ceil_shape = &SHAPES[0]; /* c_attn fwd: 768 x 512 x 256, NN (small model) */
     if (ceiling_only) {
         double best = 0;
         for (int i = 0; i < reps; i++) {
@@ -174,9 +189,15 @@ int main(int argc, char **argv) {
         return 0;
     }
 
+    printf("model: %d layers, n_embd %d, %d heads, T %d, batch %d, vocab %d\n", L, C, NH, T, B, V);
+#ifdef SHARDRUN_BLAS_BLIS
+    printf("threads: OMP_NUM_THREADS=%s (omp_get_max_threads %d); BLIS %s\n",
+           getenv("OMP_NUM_THREADS") ? getenv("OMP_NUM_THREADS") : "(unset)", omp_get_max_threads(), bli_info_get_version_str());
+#else
     printf("threads: OMP_NUM_THREADS=%s (omp_get_max_threads %d, OpenBLAS %d); %s\n",
            getenv("OMP_NUM_THREADS") ? getenv("OMP_NUM_THREADS") : "(unset)", omp_get_max_threads(),
            openblas_get_num_threads(), openblas_get_config());
+#endif
     printf("%-18s %-3s %18s %5s %8s %10s %10s %7s\n", "gemm", "op", "m x n x k", "batch", "per step", "ours",
            "sgemm", "ratio");
     double total = 0, t_ours = 0, t_sgemm = 0, best = 0, ceil_gf = 0;
@@ -206,7 +227,8 @@ int main(int argc, char **argv) {
            total / N, t_ours * 1e3, t_sgemm * 1e3);
     printf("sustained (FLOP-weighted over the step): ours %.1f GFLOP/s, sgemm %.1f GFLOP/s: sustained fraction of "
            "sgemm %.3f\n", total / t_ours / 1e9, total / t_sgemm / 1e9, t_sgemm / t_ours);
-    printf("ceiling: %.1f GFLOP/s (largest sgemm seen: %s); sgemm on 768 x 512 x 256 NN (c_attn fwd): %.1f GFLOP/s; "
-           "ours sustained = %.3f of the ceiling\n", best, best_name, ceil_gf, total / t_ours / 1e9 / best);
+    printf("ceiling: %.1f GFLOP/s (largest sgemm seen: %s); sgemm on %d x %d x %d NN (c_attn fwd): %.1f GFLOP/s; "
+           "ours sustained = %.3f of the ceiling\n", best, best_name, ceil_shape->m, ceil_shape->n, ceil_shape->k,
+           ceil_gf, total / t_ours / 1e9 / best);
     return 0;
 }

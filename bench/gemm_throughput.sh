@@ -22,7 +22,9 @@
 #             sgemm's time / ours.  "ceiling" = the largest sgemm GFLOP/s seen at that thread count.
 # Other work on the machine lowers these numbers: the script prints the CPU time that processes
 # other than its own used meanwhile (busy time in /proc/stat minus its children's), in cores.
-# Usage: bench/gemm_throughput.sh [BUILD_DIR] [--min-time S] [--reps R] [--ceiling]
+# Usage: bench/gemm_throughput.sh [BUILD_DIR] [--min-time S] [--reps R] [--ceiling] [--model small|gpt2]
+#        --model gpt2: GPT-2 124M's shapes (12 layers, n_embd 768, 12 heads, T 128, batch 4, vocab 50257)
+#        instead of the small model's; with --ceiling, its c_attn forward 2304 x 512 x 768
 #        BUILD_DIR (default: the source tree's build/) holds the program: build it first
 #        (cmake --build BUILD_DIR; it needs OpenBLAS's OpenMP build, like gpt2.so).
 #        --ceiling: print only "THREADS GFLOPS" lines, 1 and 2 threads,
@@ -32,13 +34,14 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
-build_arg="" min_time=0.3 reps=3 ceiling=0
-usage="usage: $0 [BUILD_DIR] [--min-time S] [--reps R] [--ceiling]"
+build_arg="" min_time=0.3 reps=3 ceiling=0 model=small
+usage="usage: $0 [BUILD_DIR] [--min-time S] [--reps R] [--ceiling] [--model small|gpt2]"
 while [ $# -gt 0 ]; do
     case "$1" in
         --min-time) min_time=${2:?--min-time needs a value}; shift 2 ;;
         --reps) reps=${2:?--reps needs a value}; shift 2 ;;
         --ceiling) ceiling=1; shift ;;
+        --model) model=${2:?--model needs small or gpt2}; shift 2 ;;
         -*) echo "$usage" >&2; exit 2 ;;
         *) [ -z "$build_arg" ] || { echo "$usage" >&2; exit 2; }
            build_arg=$1; shift ;;
@@ -53,21 +56,21 @@ unset OMP_WAIT_POLICY
 
 if [ "$ceiling" = 1 ]; then
     for t in 1 2; do
-        echo "$t $(OMP_NUM_THREADS=$t "$prog" --ceiling --min-time "$min_time" --reps "$reps")"
+        echo "$t $(OMP_NUM_THREADS=$t "$prog" --ceiling --model "$model" --min-time "$min_time" --reps "$reps")"
     done
     exit 0
 fi
 
-BENCH_DIR="$here" /usr/bin/python3 - "$prog" "$min_time" "$reps" <<'PY'
+BENCH_DIR="$here" /usr/bin/python3 - "$prog" "$min_time" "$reps" "$model" <<'PY'
 import os, resource, subprocess, sys, time
 
-prog, min_time, reps = sys.argv[1], sys.argv[2], sys.argv[3]
+prog, min_time, reps, model = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 
 sys.path.insert(0, os.environ["BENCH_DIR"])
 from load_meter import LoadMeter  # noqa: E402
 meter = LoadMeter()
 for threads in (1, 2):
-    p = subprocess.run([prog, "--min-time", min_time, "--reps", reps], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    p = subprocess.run([prog, "--model", model, "--min-time", min_time, "--reps", reps], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
     print(f"== {threads} thread{'s' if threads > 1 else ''} ==")
     print(p.stdout, end="")

@@ -52,20 +52,30 @@
 # Other work on the machine shows up directly in these numbers: the script prints the CPU time
 # that processes other than its own used meanwhile (busy time in /proc/stat minus its children's
 # rusage), in cores.
-# Usage: bench/gpt2_vs_torch.sh [BUILD_DIR] [--rounds N]   (default: the source tree's build/, 3)
+# --size gpt2: GPT-2 124M instead (HF's sizes: 12 layers, n_embd 768, 12 heads, vocab 50257, n_positions
+# 1024; [task] size = gpt2, max_length = 128, so T = 128; batch 4 per rank), 10 steps per run of which
+# the first 3 are warm-up, the sgemm ceiling on its c_attn forward shape 2304 x 512 x 768
+# (gemm_throughput.sh --ceiling --model gpt2).  FLOP per token = 6 x 124439808 + 12 x 12 x 128 x 768.
+# Every size also runs a second PyTorch peer, independent of the project's GPT-2 code:
+# gpt2_torch_peer.py --impl torch_nn (nn.Linear, nn.MultiheadAttention, nn.LayerNorm, nn.GELU), one
+# process x 2 threads, alternating with the others.  Whatever OPENBLAS_CORETYPE the caller sets reaches
+# every run (shardrun's and torch's OpenBLAS alike).
+# Usage: bench/gpt2_vs_torch.sh [BUILD_DIR] [--rounds N] [--size small|gpt2]
+#        (default: the source tree's build/, 3 rounds, small)
 #        exits non-zero if any run fails or a check does not hold
 set -euo pipefail
-usage="usage: $0 [BUILD_DIR] [--rounds N]"
+usage="usage: $0 [BUILD_DIR] [--rounds N] [--size small|gpt2]"
 here=$(cd "$(dirname "$0")" && pwd)
-build_arg="" rounds=3
+build_arg="" rounds=3 size=small
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds=${2:?--rounds needs a value}; shift 2 ;;
+        --size) size=${2:?--size needs small or gpt2}; shift 2 ;;
         -*) echo "$usage" >&2; exit 2 ;;
         *) [ -z "$build_arg" ] || { echo "$usage" >&2; exit 2; }; build_arg=$1; shift ;;
     esac
 done
-[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "$usage" >&2; exit 2; }
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] && [[ "$size" =~ ^(small|gpt2)$ ]] || { echo "$usage" >&2; exit 2; }
 build=$(cd "${build_arg:-$here/../build}" && pwd)
 [ -x "$build/shardrun" ] && [ -f "$build/examples/gpt2.so" ] || { echo "$0: build $build first" >&2; exit 2; }
 
@@ -85,17 +95,12 @@ mixed_precision = no
 fsdp.sharding_strategy = NO_SHARD
 
 [task]
-size = tiny
-n_layer = 4
-n_embd = 256
-n_head = 4
-n_positions = 128
-vocab_size = 8192
+$(if [ "$size" = gpt2 ]; then echo "size = gpt2"; else printf 'size = tiny\nn_layer = 4\nn_embd = 256\nn_head = 4\nn_positions = 128\nvocab_size = 8192\n'; fi)
 max_length = 128
 min_chars = 200
 data = /usr/share/common-licenses/*
 per_device_train_batch_size = 4
-max_steps = 20
+max_steps = $([ "$size" = gpt2 ] && echo 10 || echo 20)
 logging_steps = 1
 learning_rate = 1e-4
 lr_scheduler_type = constant
@@ -106,17 +111,21 @@ EOF
 
 cd "$tmp"
 # TMPDIR: torchrun's --redirects log dirs (torchelastic_*) land in $tmp and are removed with it.
-BENCH_DIR="$here" TMPDIR="$tmp" /usr/bin/python3 - "$build" "$here" "$rounds" <<'PY'
+BENCH_DIR="$here" TMPDIR="$tmp" /usr/bin/python3 - "$build" "$here" "$rounds" "$size" <<'PY'
 import json, os, re, resource, statistics, subprocess, sys, time
 
-build, here, ROUNDS = sys.argv[1], sys.argv[2], int(sys.argv[3])
+build, here, ROUNDS, SIZE = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 shardrun, peer = os.path.join(build, "shardrun"), os.path.join(here, "gpt2_torch_peer.py")
-L, C, NH, T, V, B = 4, 256, 4, 128, 8192, 4
-STEPS, SKIP = 20, 4  # steps per run; the first SKIP are left out of each run's median
+if SIZE == "gpt2":
+    L, C, NH, T, V, B, NPOS = 12, 768, 12, 128, 50257, 4, 1024
+    STEPS, SKIP = 10, 3  # steps per run; the first SKIP are left out of each run's median
+else:
+    L, C, NH, T, V, B, NPOS = 4, 256, 4, 128, 8192, 4, 128
+    STEPS, SKIP = 20, 4
 STEP = re.compile(r"^(?:\[rank0\]: )?step (\d+)/(\d+)  .*  (\d+) tokens/s ", re.M)
 DATA = re.compile(r"gpt2: data: (\d+) samples of (\d+) tokens \((\d+) real tokens, ([0-9.]+)% padding\)")
 PEER_ARGS = ["--n_layer", str(L), "--n_embd", str(C), "--n_head", str(NH), "--seq", str(T), "--vocab", str(V),
-             "--n_positions", str(T), "--batch", str(B), "--lr", "1e-4", "--weight_decay", "0.01", "--clip", "1.0",
+             "--n_positions", str(NPOS), "--batch", str(B), "--lr", "1e-4", "--weight_decay", "0.01", "--clip", "1.0",
              "--warmup", str(SKIP), "--steps", str(STEPS - SKIP)]
 
 def run(cmd, env):
@@ -156,9 +165,9 @@ def shardrun_run(n):  # (tokens/s, model_params)
     ms = statistics.median(tokens / steps[s] * 1e3 for s in range(SKIP + 1, STEPS + 1))
     return tokens / ms * 1e3, ranks[0]["model_params"]
 
-def torch_run(n):  # (tokens/s, params)
+def torch_run(n, impl="project"):  # (tokens/s, params)
     if n == 1:
-        threads, cmd = 2, [sys.executable, peer, "--mode", "single", "--threads", "2"]
+        threads, cmd = 2, [sys.executable, peer, "--mode", "single", "--threads", "2", "--impl", impl]
     else:
         threads = 1
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(n),
@@ -173,12 +182,13 @@ def torch_run(n):  # (tokens/s, params)
         sys.exit(f"FAILED: unexpected torch results: {' '.join(cmd)}\n{log}\n{r}")
     return B * T * n / r["step_ms_median"] * 1e3, r["params"]
 
-CONFIGS = [("shardrun", 1), ("torch", 1), ("shardrun", 2), ("torch", 2)]
+CONFIGS = [("shardrun", 1), ("torch", 1), ("torch_nn", 1), ("shardrun", 2), ("torch", 2)]
 sys.path.insert(0, os.environ["BENCH_DIR"])
 from load_meter import LoadMeter  # noqa: E402
 meter = LoadMeter()
 # the sgemm ceiling first, before any training run ("THREADS GFLOPS" lines)
-out = run([os.path.join(here, "gemm_throughput.sh"), build, "--ceiling"], dict(os.environ, OMP_WAIT_POLICY=None))
+out = run([os.path.join(here, "gemm_throughput.sh"), build, "--ceiling", "--model", "gpt2" if SIZE == "gpt2" else "small"],
+          dict(os.environ, OMP_WAIT_POLICY=None))
 try:
     ceiling = {int(t): float(g) for t, g in (line.split() for line in out.splitlines() if line.strip())}
 except ValueError:
@@ -189,9 +199,9 @@ tps = {c: [] for c in CONFIGS}
 params = {}
 for rnd in range(ROUNDS):
     for who, n in (CONFIGS if rnd % 2 == 0 else CONFIGS[::-1]):
-        t, p = (shardrun_run if who == "shardrun" else torch_run)(n)
+        t, p = shardrun_run(n) if who == "shardrun" else torch_run(n, "torch_nn" if who == "torch_nn" else "project")
         tps[(who, n)].append(t)
-        params.setdefault(who, set()).add(p)
+        params.setdefault("torch" if who == "torch_nn" else who, set()).add(p)
 if len(params["shardrun"]) != 1 or params["shardrun"] != params["torch"]:
     sys.exit(f"FAILED: parameter counts differ: shardrun {sorted(params['shardrun'])}, torch {sorted(params['torch'])}")
 P = params["shardrun"].pop()
@@ -202,11 +212,13 @@ print(f"GPT-2: {L} layers, n_embd {C}, {NH} heads, sequence {T}, vocab {V} ({P} 
 print(f"tokens/s = global tokens per step / the median step time over steps {SKIP + 1}-{STEPS} of a run; median of "
       f"{ROUNDS} runs (the runs in brackets)")
 print(f"model FLOP per token = 6 x {P} + 12 x {L} x {T} x {C} = {flop_tok / 1e6:.2f} M; sgemm ceiling "
-      f"(cblas_sgemm 768 x 512 x 256 NN): {ceiling[2]:.1f} GFLOP/s at 2 threads, {ceiling[1]:.1f} at 1 thread")
+      f"(cblas_sgemm {3 * C} x {B * T} x {C} NN): {ceiling[2]:.1f} GFLOP/s at 2 threads, {ceiling[1]:.1f} at 1 thread; "
+      f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
 hdr = f"{'configuration':<46} {'tokens/s':>9} {'':<26} {'GFLOP/s':>8} {'of 2-thr sgemm':>14} {'of 2x 1-thr':>11}"
 print(hdr)
 NAMES = {("shardrun", 1): "shardrun 1 rank x 2 threads (NO_SHARD)",
          ("torch", 1): "torch 1 process x 2 threads",
+         ("torch_nn", 1): "torch nn.Linear/MHA 1 process x 2 threads",
          ("shardrun", 2): "shardrun 2 ranks x 1 thread (FULL_SHARD)",
          ("torch", 2): "torch DDP (Gloo) 2 ranks x 1 thread"}
 med = {}
@@ -217,6 +229,7 @@ for c in CONFIGS:
     print(f"{NAMES[c]:<46} {med[c]:9.0f} {runs:<26} {gf:8.1f} {gf / ceiling[2]:14.3f} {gf / (2 * ceiling[1]):11.3f}")
 for n in (1, 2):
     print(f"shardrun/torch at {n} rank{'s' if n > 1 else ''}: {med[('shardrun', n)] / med[('torch', n)]:.3f}x")
+print(f"shardrun/torch nn.Linear/MHA at 1 rank: {med[('shardrun', 1)] / med[('torch_nn', 1)]:.3f}x")
 wall, other = meter.wall(), meter.other_cores()
 print(f"total {wall:.0f} s; other processes used {other:.2f} of {os.cpu_count()} cores meanwhile"
       + (" (the numbers above are disturbed)" if other > 0.2 else ""))

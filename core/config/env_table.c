@@ -77,6 +77,12 @@ const sr_var sr__host_reads[] = {
      "ACCELERATE_USE_FSDP=true a model task trains replicated (gradients all-reduced) and no FSDP_* variable is read. "
      "FSDP_IGNORED_MODULES is "
      "refused (not supported by the engine yet)"},
+    {"SHARDRUN_PROFILE",
+     "1: the step profile. Rank 0 of a model task prints, at every logging step and at the end, where the "
+     "optimizer steps went (GEMM, attention, softmax/cross-entropy, norms/activations, optimizer, clipping, "
+     "casts/copies, collectives waited on and overlapped, data) in ms, % of the step and GFLOP/s or GB/s, and "
+     "every rank reports it in its results (profile_*_ms); docs/model-tasks.md (The step profile). Kernels are timed one by one "
+     "(on a GPU each is waited for), so a profiled step is a little slower"},
     {"SHARDRUN_DEBUG_OFFLOAD_STAGING",
      "testing aid: 1 makes FSDP_OFFLOAD_PARAMS=true take the GPU's path on a CPU (shards in one allocation, "
      "gathers and reductions through staging copies), so the tests check it without a GPU"},

@@ -3,7 +3,10 @@
  * the CUDA kernels) and the lookup of devices by name.
  *
  * The loops run over every parameter each step, so they are kept simple enough for the compiler
- * to vectorise: restrict pointers, the dtype dispatched once outside each loop, no calls.
+ * to vectorise: restrict pointers, the dtype dispatched once outside each loop, no calls.  Long
+ * loops are cut into parts that run on the engine's thread pool (device/pool.h); the parts depend
+ * only on the length, and reductions combine their parts in order, so the results are the same bits
+ * at any thread count.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +16,7 @@
 #include "device/cuda_lib.h"
 #include "device/device.h"
 #include "device/optim_math.h"
+#include "device/pool.h"
 
 #define CPU_ALIGN 64 /* a cache line, and wide enough for any vector load */
 
@@ -41,8 +45,42 @@ static int cpu_copy(void *dst, const void *src, size_t bytes) {
     return 0;
 }
 
+/* ---- loops cut into parts (device/pool.h): part k is elements [k * grain, min(n, (k + 1) * grain)) */
+
+typedef struct job {
+    size_t n, grain;
+    void *dst;
+    const void *src;
+    sr_dtype dt, st;
+    float *param, *exp_avg, *exp_avg_sq;
+    const float *grad;
+    sr_adamw_coef coef;
+    double *sums; /* reductions: one slot per part */
+    int *flags;
+} job;
+
+static size_t job_parts(job *j, size_t n) {
+    j->n = n;
+    j->grain = sr__pool_grain(n);
+    return (n + j->grain - 1) / j->grain;
+}
+
+static void part_range(const job *j, size_t k, size_t *lo, size_t *len) {
+    *lo = k * j->grain;
+    *len = j->n - *lo < j->grain ? j->n - *lo : j->grain;
+}
+
+static void zero_part(void *arg, size_t k) {
+    job *j = arg;
+    size_t lo, len;
+    part_range(j, k, &lo, &len);
+    memset((char *)j->dst + lo, 0, len);
+}
+
 static void cpu_zero(void *p, size_t bytes) {
-    if (bytes) memset(p, 0, bytes);
+    if (!bytes) return;
+    job j = {.dst = p};
+    sr__pool_run(job_parts(&j, bytes), zero_part, &j); /* bytes as elements: parts of >= 32 KiB */
 }
 
 /* One loop per (dst, src) pair: with constant dtypes the loads and stores inline to straight code. */
@@ -51,13 +89,7 @@ static void cpu_zero(void *p, size_t bytes) {
     break
 #define PAIR(d, s) ((int)(d) * 8 + (int)(s))
 
-static void cpu_cast(void *restrict dst, sr_dtype dt, const void *restrict src, sr_dtype st, size_t n) {
-    if (dt == st) {
-        if (dst != src && n) memcpy(dst, src, n * sr_dtype_size(dt));
-        return;
-    }
-    if (!sr_is_float_dtype(dt)) bad_dtype("cast", dt);
-    if (!sr_is_float_dtype(st)) bad_dtype("cast", st);
+static void cast_range(void *restrict dst, sr_dtype dt, const void *restrict src, sr_dtype st, size_t n) {
     switch (PAIR(dt, st)) {
     case PAIR(SR_FLOAT32, SR_BFLOAT16): CAST_LOOP(SR_FLOAT32, SR_BFLOAT16);
     case PAIR(SR_FLOAT32, SR_FLOAT16): CAST_LOOP(SR_FLOAT32, SR_FLOAT16);
@@ -65,24 +97,52 @@ static void cpu_cast(void *restrict dst, sr_dtype dt, const void *restrict src, 
     case PAIR(SR_BFLOAT16, SR_FLOAT16): CAST_LOOP(SR_BFLOAT16, SR_FLOAT16);
     case PAIR(SR_FLOAT16, SR_FLOAT32): CAST_LOOP(SR_FLOAT16, SR_FLOAT32);
     case PAIR(SR_FLOAT16, SR_BFLOAT16): CAST_LOOP(SR_FLOAT16, SR_BFLOAT16);
-    default: break;
+    default: memcpy(dst, src, n * sr_dtype_size(dt)); break; /* dt == st */
     }
+}
+
+static void cast_part(void *arg, size_t k) {
+    job *j = arg;
+    size_t lo, len;
+    part_range(j, k, &lo, &len);
+    cast_range((char *)j->dst + lo * sr_dtype_size(j->dt), j->dt, (const char *)j->src + lo * sr_dtype_size(j->st),
+               j->st, len);
+}
+
+static void cpu_cast(void *restrict dst, sr_dtype dt, const void *restrict src, sr_dtype st, size_t n) {
+    if (dt == st && (dst == src || !n)) return;
+    if (dt != st && !sr_is_float_dtype(dt)) bad_dtype("cast", dt);
+    if (dt != st && !sr_is_float_dtype(st)) bad_dtype("cast", st);
+    job j = {.dst = dst, .src = src, .dt = dt, .st = st};
+    sr__pool_run(job_parts(&j, n), cast_part, &j);
 }
 
 #define ACC_LOOP(ST)                                                                           \
     for (size_t i = 0; i < n; i++) acc[i] += sr_load_float(src, ST, i);                        \
     break
 
-static void cpu_accumulate(float *restrict acc, const void *restrict src, sr_dtype st, size_t n) {
+static void accumulate_range(float *restrict acc, const void *restrict src, sr_dtype st, size_t n) {
     switch (st) {
     case SR_FLOAT32: ACC_LOOP(SR_FLOAT32);
     case SR_BFLOAT16: ACC_LOOP(SR_BFLOAT16);
-    case SR_FLOAT16: ACC_LOOP(SR_FLOAT16);
-    default: bad_dtype("accumulate", st);
+    default: ACC_LOOP(SR_FLOAT16);
     }
 }
 
-static double cpu_sumsq(const float *restrict x, size_t n) {
+static void accumulate_part(void *arg, size_t k) {
+    job *j = arg;
+    size_t lo, len;
+    part_range(j, k, &lo, &len);
+    accumulate_range((float *)j->dst + lo, (const char *)j->src + lo * sr_dtype_size(j->st), j->st, len);
+}
+
+static void cpu_accumulate(float *restrict acc, const void *restrict src, sr_dtype st, size_t n) {
+    if (!sr_is_float_dtype(st)) bad_dtype("accumulate", st);
+    job j = {.dst = acc, .src = src, .st = st};
+    sr__pool_run(job_parts(&j, n), accumulate_part, &j);
+}
+
+static double sumsq_range(const float *restrict x, size_t n) {
     /* 8 independent partial sums: vectorisable without licence to reassociate, and the rounding
        error grows more slowly than with one running sum.  Each square is exact in double. */
     double part[8] = {0};
@@ -95,21 +155,57 @@ static double cpu_sumsq(const float *restrict x, size_t n) {
     return s;
 }
 
+static void sumsq_part(void *arg, size_t k) {
+    job *j = arg;
+    size_t lo, len;
+    part_range(j, k, &lo, &len);
+    j->sums[k] = sumsq_range((const float *)j->src + lo, len);
+}
+
+static double cpu_sumsq(const float *restrict x, size_t n) {
+    double sums[SR__POOL_MAX_PARTS];
+    job j = {.src = x, .sums = sums};
+    size_t parts = job_parts(&j, n);
+    sr__pool_run(parts, sumsq_part, &j);
+    double s = 0;
+    for (size_t k = 0; k < parts; k++) s += sums[k]; /* in part order: the same at any thread count */
+    return s;
+}
+
+static void nonfinite_part(void *arg, size_t k) {
+    job *j = arg;
+    size_t lo, len;
+    part_range(j, k, &lo, &len);
+    const float *restrict x = (const float *)j->src + lo;
+    int bad = 0;
+    for (size_t i = 0; i < len; i++) bad |= sr_nonfinite_f32(x[i]); /* branch-free: vectorises */
+    j->flags[k] = bad;
+}
+
 static int cpu_nonfinite(const float *restrict x, size_t n) {
-    /* a branch-free inner loop over chunks, leaving early between chunks */
-    for (size_t i = 0; i < n; i += 4096) {
-        size_t end = n - i < 4096 ? n : i + 4096;
-        int bad = 0;
-        for (size_t j = i; j < end; j++) bad |= sr_nonfinite_f32(x[j]);
-        if (bad) return 1;
-    }
+    int flags[SR__POOL_MAX_PARTS];
+    job j = {.src = x, .flags = flags};
+    size_t parts = job_parts(&j, n);
+    sr__pool_run(parts, nonfinite_part, &j);
+    for (size_t k = 0; k < parts; k++)
+        if (flags[k]) return 1;
     return 0;
+}
+
+static void adamw_part(void *arg, size_t k) {
+    job *j = arg;
+    size_t lo, len;
+    part_range(j, k, &lo, &len);
+    float *restrict p = j->param + lo, *restrict m = j->exp_avg + lo, *restrict v = j->exp_avg_sq + lo;
+    const float *restrict g = j->grad + lo;
+    const sr_adamw_coef c = j->coef;
+    for (size_t i = 0; i < len; i++) sr_adamw_elem(&p[i], g[i], &m[i], &v[i], &c);
 }
 
 static void cpu_adamw(float *restrict param, const float *restrict grad, float *restrict exp_avg,
                       float *restrict exp_avg_sq, size_t n, const sr_adamw_args *a) {
-    const sr_adamw_coef c = sr_adamw_prepare(a);
-    for (size_t i = 0; i < n; i++) sr_adamw_elem(&param[i], grad[i], &exp_avg[i], &exp_avg_sq[i], &c);
+    job j = {.param = param, .grad = grad, .exp_avg = exp_avg, .exp_avg_sq = exp_avg_sq, .coef = sr_adamw_prepare(a)};
+    sr__pool_run(job_parts(&j, n), adamw_part, &j);
 }
 
 static int cpu_sync(void) { return 0; }

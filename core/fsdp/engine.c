@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/profile.h"
 #include "fsdp/engine_internal.h"
 #include "fsdp/param_init.h"
 
@@ -57,22 +58,26 @@ static int is_root(const sr__engine *e, int u) { return e->units.u[u].root; }
 
 /* dst (device, compute dtype) = the fp32 shard; offloaded shards are cast on the host and copied */
 static void cast_shard(sr__engine *e, void *dst, const float *shard, size_t n) {
+    double t0 = sr__prof_now();
     if (!e->offload) {
         e->dev->cast(dst, e->dtype, shard, SR_FLOAT32, n);
-        return;
+    } else {
+        e->hdev->cast(e->stage, e->dtype, shard, SR_FLOAT32, n);
+        e->dev->to_device(dst, e->stage, n * e->dsize);
     }
-    e->hdev->cast(e->stage, e->dtype, shard, SR_FLOAT32, n);
-    e->dev->to_device(dst, e->stage, n * e->dsize);
+    if (sr__prof.on) e->dev->sync(), sr__prof_add(SR__PROF_CAST, t0, 0, (double)n * (double)(sizeof(float) + e->dsize));
 }
 
 /* grad (fp32 shard) += src (device, compute dtype) */
 static void accumulate_shard(sr__engine *e, float *grad, const void *src, size_t n) {
+    double t0 = sr__prof_now();
     if (!e->offload) {
         e->dev->accumulate(grad, src, e->dtype, n);
-        return;
+    } else {
+        e->dev->to_host(e->stage, src, n * e->dsize);
+        e->hdev->accumulate(grad, e->stage, e->dtype, n);
     }
-    e->dev->to_host(e->stage, src, n * e->dsize);
-    e->hdev->accumulate(grad, e->stage, e->dtype, n);
+    if (sr__prof.on) e->dev->sync(), sr__prof_add(SR__PROF_CAST, t0, 0, (double)n * (double)(2 * sizeof(float) + e->dsize));
 }
 
 void sr__engine_shard_to_dev(sr__engine *e, float *dev_dst, const float *shard, size_t n) {
@@ -105,16 +110,27 @@ static int issue_gather(sr__engine *e, int u) {
         e->dev->sync();
         send = s->gather_send;
     }
+    s->issued = sr__prof_now();
     if (sr_pg_all_gather(e->shard_pg, send, s->full, un->shard, e->dtype, &s->gather_work) != 0)
         return pg_fail(e->shard_pg, "all-gather");
     s->st = SR_U_GATHERING;
     return 0;
 }
 
+/* The profile of a collective issued at `issued` whose wait began at t0 and just returned:
+   in flight meanwhile (overlapped), then waited on. */
+static void wait_done(const sr__engine *e, double issued, double t0, size_t bytes) {
+    (void)e;
+    sr__prof_add_sec(SR__PROF_COLL_OVERLAP, t0 - issued, 0, 0);
+    sr__prof_add(SR__PROF_COLL_WAIT, t0, 0, (double)bytes);
+}
+
 static int wait_gather(sr__engine *e, int u) {
     sr__uslot *s = &e->slot[u];
     if (s->st != SR_U_GATHERING) return 0;
+    double t0 = sr__prof_now();
     int rc = sr_work_wait(s->gather_work);
+    if (sr__prof.on) wait_done(e, s->issued, t0, e->units.u[u].padded * e->dsize);
     s->gather_work = NULL;
     pool_put(&e->temp_pool, s->gather_send);
     s->gather_send = NULL;
@@ -150,7 +166,9 @@ static int complete_reduce(sr__engine *e, int u) {
             break;
         }
     s->rs_pending = 0;
+    double t0 = sr__prof_now();
     int rc = sr_work_wait(s->rs_work);
+    if (sr__prof.on) wait_done(e, s->issued_rs, t0, e->units.u[u].padded * e->dsize);
     s->rs_work = NULL;
     if (rc == 0) accumulate_shard(e, s->grad, s->rs_recv, e->units.u[u].shard);
     pool_put(&e->temp_pool, s->rs_recv);
@@ -173,7 +191,9 @@ static int get_grad_buffer(sr__engine *e, int u) {
         s->gfull = pool_get(e, &e->grad_pool);
         if (!s->gfull) return -1;
     }
+    double t0 = sr__prof_now();
     e->dev->zero(s->gfull, e->units.u[u].padded * e->dsize);
+    if (sr__prof.on) e->dev->sync(), sr__prof_add(SR__PROF_CAST, t0, 0, (double)(e->units.u[u].padded * e->dsize));
     return 0;
 }
 
@@ -188,6 +208,7 @@ static int issue_reduce(sr__engine *e, int u) {
     s->rs_recv = pool_get(e, &e->temp_pool);
     if (!s->rs_recv) return -1;
     e->dev->sync(); /* the task's gradient kernels must have finished */
+    s->issued_rs = sr__prof_now();
     if (sr_pg_reduce_scatter(e->shard_pg, s->gfull, s->rs_recv, un->shard, e->dtype, SR_AVG, &s->rs_work) != 0)
         return pg_fail(e->shard_pg, "reduce-scatter");
     s->rs_pending = 1;
@@ -216,7 +237,10 @@ static int forward(sr__engine *e, sr_module_call *c, int mi, int save, int recom
     module_call(e, mi, c, 0);
     c->save_activations = save;
     c->recompute = recompute;
-    return e->ops->forward(e->state, c) == 0 ? 0 : task_fail(e, recompute ? "forward (recompute)" : "forward", mi);
+    double t0 = sr__prof_now();
+    int rc = e->ops->forward(e->state, c);
+    if (sr__prof.on) e->dev->sync(), sr__prof_add(SR__PROF_TASK, t0, 0, 0);
+    return rc == 0 ? 0 : task_fail(e, recompute ? "forward (recompute)" : "forward", mi);
 }
 
 static int unit_first(const sr__engine *e, int mi) { return e->units.u[e->model->mods[mi].unit].mods[0] == mi; }
@@ -228,10 +252,12 @@ static int unit_last(const sr__engine *e, int mi) {
 int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, const int64_t *samples, int n,
                            double *loss, long long *tokens) {
     *tokens = 0;
+    double t0 = sr__prof_now();
     if (e->ops->batch(e->state, samples, n, tokens) != 0) {
         sr__log(SR_LOG_ERROR, "task %s: batch() failed for step %lld", e->task, step);
         return -1;
     }
+    if (sr__prof.on) e->dev->sync(), sr__prof_add(SR__PROF_DATA, t0, 0, 0);
     sr_module_call c = {0};
     c.dtype = e->dtype;
     c.device = e->dev->kind;
@@ -258,7 +284,9 @@ int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, 
     /* loss: the gradient seed carries 1/accum (micro-batches are averaged) and the fp16 scale */
     module_call(e, nm - 1, &c, 0);
     c.grad_scale = (float)(e->loss_scale / accum);
+    t0 = sr__prof_now();
     if (e->ops->loss(e->state, &c, loss) != 0) return task_fail(e, "loss", -1);
+    if (sr__prof.on) e->dev->sync(), sr__prof_add(SR__PROF_TASK, t0, 0, 0);
     c.grad_scale = 0.0f;
 
     /* backward */
@@ -279,7 +307,9 @@ int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, 
         module_call(e, mi, &c, 1);
         c.save_activations = 1;
         c.recompute = 0;
+        t0 = sr__prof_now();
         if (e->ops->backward(e->state, &c) != 0) return task_fail(e, "backward", mi);
+        if (sr__prof.on) e->dev->sync(), sr__prof_add(SR__PROF_TASK, t0, 0, 0);
         if (pos >= 0 && unit_first(e, mi)) {
             if (cfg->backward_prefetch == SR_PREFETCH_POST && pos > 0 && issue_gather(e, e->fwd_units[pos - 1]) != 0)
                 return -1;
@@ -369,7 +399,9 @@ static int reduce_scalar(sr__engine *e, sr_pg *pg, double *v, sr_redop op) {
     if (!pg) return 0;
     float f = (float)*v;
     e->dev->to_device(e->scalar, &f, sizeof f);
+    double t0 = sr__prof_now();
     if (sr_pg_all_reduce(pg, e->scalar, 1, SR_FLOAT32, op, NULL) != 0) return pg_fail(pg, "all-reduce");
+    if (sr__prof.on) sr__prof_add(SR__PROF_COLL_WAIT, t0, 0, sizeof f);
     e->dev->to_host(&f, e->scalar, sizeof f);
     *v = f;
     return 0;
@@ -380,8 +412,20 @@ double sr__engine_mean(sr__engine *e, double v) {
     return v;
 }
 
+/* bytes of this rank's fp32 gradient shards (the profile's traffic figures) */
+static double shard_bytes(const sr__engine *e) {
+    double b = 0;
+    for (int u = 0; u < e->units.n; u++) b += (double)(e->units.u[u].shard * sizeof(float));
+    return b;
+}
+
 static void zero_grads(sr__engine *e) {
-    for (int u = 0; u < e->units.n; u++) e->hdev->zero(e->slot[u].grad, e->units.u[u].shard * sizeof(float));
+    double t0 = sr__prof_now(), bytes = 0;
+    for (int u = 0; u < e->units.n; u++) {
+        e->hdev->zero(e->slot[u].grad, e->units.u[u].shard * sizeof(float));
+        bytes += (double)(e->units.u[u].shard * sizeof(float));
+    }
+    if (sr__prof.on) e->hdev->sync(), sr__prof_add(SR__PROF_CAST, t0, 0, bytes);
 }
 
 static void adamw_unit(sr__engine *e, int u, const sr__optim *o, const sr_adamw_args *base) {
@@ -414,17 +458,21 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
     } else if (e->rep_pg) { /* HYBRID / NO_SHARD: the replicas average their (identical-layout) shards */
         sr_work **w = calloc((size_t)e->units.n, sizeof *w);
         int rc = 0;
+        double t0 = sr__prof_now(), bytes = 0;
+        for (int u = 0; u < e->units.n; u++) bytes += (double)(e->units.u[u].shard * sizeof(float));
         for (int u = 0; u < e->units.n && !rc; u++)
             rc = sr_pg_all_reduce(e->rep_pg, e->slot[u].grad, e->units.u[u].shard, SR_FLOAT32, SR_AVG, &w[u]);
         for (int u = 0; u < e->units.n; u++)
             if (w[u] && sr_work_wait(w[u]) != 0) rc = -1;
+        if (sr__prof.on) sr__prof_add(SR__PROF_COLL_WAIT, t0, 0, bytes);
         free(w);
         if (rc) return pg_fail(e->rep_pg, "gradient all-reduce across replicas");
     }
     out->loss_scale = e->loss_scale;
     if (e->dtype == SR_FLOAT16) { /* every rank decides together whether this step overflowed */
-        double bad = 0;
+        double bad = 0, t0 = sr__prof_now();
         for (int u = 0; u < e->units.n && !bad; u++) bad = e->hdev->nonfinite(e->slot[u].grad, e->units.u[u].shard);
+        if (sr__prof.on) sr__prof_add(SR__PROF_CLIP, t0, 0, shard_bytes(e));
         if (reduce_scalar(e, e->world, &bad, SR_MAX) != 0) return -1;
         if (bad) {
             out->skipped = 1;
@@ -435,8 +483,9 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
             return 0;
         }
     }
-    double inv = 1.0 / e->loss_scale, sq = 0;
+    double inv = 1.0 / e->loss_scale, sq = 0, t0 = sr__prof_now();
     for (int u = 0; u < e->units.n; u++) sq += e->hdev->sumsq(e->slot[u].grad, e->units.u[u].shard);
+    if (sr__prof.on) sr__prof_add(SR__PROF_CLIP, t0, 2 * shard_bytes(e) / sizeof(float), shard_bytes(e));
     if (reduce_scalar(e, e->shard_pg, &sq, SR_SUM) != 0) return -1;
     double norm = sqrt(sq) * inv, coef = 1.0;
     if (o->max_grad_norm > 0) { /* torch.nn.utils.clip_grad_norm_: max / (norm + 1e-6), at most 1 */
@@ -453,7 +502,10 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
     a.bias_correction1 = (float)(1.0 - pow(o->beta1, (double)e->adam_steps));
     a.bias_correction2 = (float)(1.0 - pow(o->beta2, (double)e->adam_steps));
     a.grad_mul = (float)(coef * inv);
+    t0 = sr__prof_now();
     for (int u = 0; u < e->units.n; u++) adamw_unit(e, u, o, &a);
+    /* reads param, grad and both moments, writes param and both moments */
+    if (sr__prof.on) e->hdev->sync(), sr__prof_add(SR__PROF_OPTIM, t0, 0, 7 * shard_bytes(e));
     zero_grads(e);
     if (e->dtype == SR_FLOAT16 && ++e->good_steps >= 2000) e->loss_scale *= 2, e->good_steps = 0; /* growth */
     return e->dev->sync();
@@ -504,6 +556,7 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
     e->rank = sr_rank(ctx), e->world_size = sr_world_size(ctx);
     e->world = sr_world(ctx);
     e->loss_scale = 1.0;
+    sr__prof_init(); /* SHARDRUN_PROFILE, read once the worker's environment is in place */
     if (sr__fsdp_config_read(&e->cfg) != 0) goto fail;
     e->dtype = e->cfg.param_dtype;
     e->dsize = sr_dtype_size(e->dtype);

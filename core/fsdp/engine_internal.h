@@ -30,6 +30,7 @@ typedef struct sr__uslot {
     void *rs_recv;        /* reduce-scatter result, shard-sized, param dtype */
     sr_work *rs_work;
     int rs_pending;
+    double issued, issued_rs; /* the profile: when the gather and the reduce-scatter were issued */
 } sr__uslot;
 
 struct sr__engine {

@@ -44,6 +44,7 @@ int sr__trainer_report(sr__trainer *t, double runtime) {
         sr_report_num(ctx, "eval_loss", t->eval_metric);
         sr_report_int(ctx, "eval_step", t->eval_step);
     }
+    sr__profile_report(&t->prof, ctx);
     sr_report_num(ctx, "param_sum", psum);
     sr_report_num(ctx, "param_sumsq", psq);
     return 0;

@@ -102,6 +102,7 @@ void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r)
             fflush(t->log);
         }
     }
+    if (t->rank == 0) sr__profile_print(&t->prof, 0);
     t->last_log_t = now;
     t->tokens_since_log = 0;
 }

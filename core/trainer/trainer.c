@@ -241,6 +241,7 @@ static int train_step(sr__trainer *t, long long step, double *loss, sr__step_res
     long long bs = a->per_device_train_batch_size, accum = a->gradient_accumulation_steps;
     long long epoch = step / t->plan.steps_per_epoch, in_epoch = step % t->plan.steps_per_epoch;
     double started = sr__now_s(), loss_sum = 0;
+    sr__profile_step_begin(&t->prof);
     for (int m = 0; m < accum; m++) {
         long long b = in_epoch * accum + m;
         int64_t n = sr__sampler_take(&t->smp, epoch, b * bs, bs, t->idx);
@@ -256,7 +257,9 @@ static int train_step(sr__trainer *t, long long step, double *loss, sr__step_res
     if (sr__engine_step(t->e, &t->o, r) != 0) return -1;
     t->skipped += r->skipped;
     *loss = t->final_loss = sr__engine_mean(t->e, loss_sum / (double)accum);
-    keep_step_time(t, sr__now_s() - started);
+    double seconds = sr__now_s() - started;
+    keep_step_time(t, seconds);
+    sr__profile_step_end(&t->prof, step + 1, seconds);
     t->ts.global_step = step + 1;
     return 0;
 }
@@ -325,6 +328,7 @@ static int train(sr__trainer *t) {
         if (stop && step + 1 < t->plan.total_steps) return stop_preempted(t);
     }
     double runtime = sr__now_s() - t->t0; /* (the last step is always logged: its line replaced the bar) */
+    if (t->rank == 0) sr__profile_print(&t->prof, 1);
     if (sr__records_finish(t, runtime) != 0) return SR_EXIT_FAILED; /* summary, load_best_model_at_end */
     return sr__trainer_report(t, runtime) == 0 ? SR_EXIT_OK : SR_EXIT_FAILED;
 }

@@ -7,6 +7,7 @@
  *   report.c     this rank's results (sr_report_*) when the last step is done
  *   eval.c       evaluation on the task's eval data (eval_strategy)
  *   records.c    log_history, trainer_state.json, loss.svg, save_total_limit (records.h)
+ *   profile_table.c  the step profile's tables (SHARDRUN_PROFILE=1, profile_table.h)
  */
 #ifndef SR_TRAINER_INTERNAL_H
 #define SR_TRAINER_INTERNAL_H
@@ -16,6 +17,7 @@
 
 #include "fsdp/checkpoint.h"
 #include "fsdp/engine.h"
+#include "trainer/profile_table.h"
 #include "trainer/records.h"
 #include "trainer/sampler.h"
 #include "trainer/train_args.h"
@@ -64,6 +66,7 @@ typedef struct sr__trainer {
     long long loss_steps;
     double eval_metric; /* the last evaluation's eval_loss, and its step (-1: none) */
     long long eval_step;
+    sr__step_profile prof; /* SHARDRUN_PROFILE=1 (profile_table.h) */
 } sr__trainer;
 
 /* output_dir/train_log.jsonl (rank 0, with output_dir; else NULL): a resumed run keeps the lines

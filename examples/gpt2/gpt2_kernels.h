@@ -117,6 +117,12 @@ const gpt2_kernels *gpt2_kernels_cpu(void);
 /* threads the CPU kernels use (OpenMP's, from OMP_NUM_THREADS as the process had it when the task
    was loaded) */
 int gpt2_cpu_threads(void);
+/* the BLAS's kernels the CPU table runs: OpenBLAS's core name ("Haswell", "SkylakeX") or BLIS's
+   configuration ("zen3", "generic") */
+const char *gpt2_cpu_blas(void);
+/* kernels_profile.c: a table that runs k's kernels and reports each call to the step profile
+   (SHARDRUN_PROFILE=1); one per process */
+const gpt2_kernels *gpt2_kernels_profiled(const gpt2_kernels *k);
 /* in gpt2_cuda.so, found with dlsym by gpt2_model.c */
 const gpt2_kernels *gpt2_kernels_cuda(void);
 

@@ -181,6 +181,28 @@ static const gpt2_kernels *load_cuda_kernels(void) {
     return get ? get() : NULL;
 }
 
+#ifdef SHARDRUN_BLAS_BLIS
+#define GPT2_BLAS_NAME "BLIS"
+#else
+#define GPT2_BLAS_NAME "OpenBLAS"
+#endif
+
+/* OpenBLAS 0.3.21 (Debian 12) does not know AMD's Zen 4 and Zen 5 and runs its AVX2 kernels there
+   (core "Haswell" or "Zen"), although the CPU has AVX-512: its SkylakeX kernels ran the GPT-2 124M
+   GEMMs 1.85x faster on a Zen 5 (docs/benchmarks.md, "GEMM throughput").  OpenBLAS picks its kernels
+   when it loads, before this task runs, so only the environment can choose: say so. */
+static void avx512_note(void) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(SHARDRUN_BLAS_BLIS)
+    const char *core = gpt2_cpu_blas();
+    if (getenv("OPENBLAS_CORETYPE") || !core || (strcmp(core, "Haswell") && strcmp(core, "Zen"))) return;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+        printf("gpt2: note: this CPU has AVX-512 but OpenBLAS runs its %s (AVX2) kernels; OPENBLAS_CORETYPE=SkylakeX "
+               "in shardrun's environment selects its AVX-512 ones (up to 1.85x faster GEMMs; docs/gpt2.md)\n", core);
+#endif
+}
+
 /* The compute dtype, as the engine will pick it from ACCELERATE_MIXED_PRECISION (the same exact,
    lowercase spellings as core/fsdp/fsdp_config.c; the engine rejects any other).  Known here, at
    create(), so a dtype the device's kernels lack fails before any data moves; every callback
@@ -303,7 +325,7 @@ static void free_state(gpt2 *g) {
 static void gpt2_destroy(void *state) {
     gpt2 *g = state;
     if (!g) return;
-    if (g->k == gpt2_kernels_cpu()) sr_report_int(g->ctx, "cpu_threads", gpt2_cpu_threads());
+    if (!strcmp(g->k->name, "cpu")) sr_report_int(g->ctx, "cpu_threads", gpt2_cpu_threads());
     sr_report_int(g->ctx, "samples_read", g->samples_read);
     sr_report_int(g->ctx, "sample_index_sum", g->sample_index_sum);
     /* activation checkpointing shows here: one block's intermediates at a time instead of n_layer */
@@ -369,6 +391,7 @@ static void *gpt2_create(sr_ctx *ctx, sr_model *model) {
     int cuda = world && !strcmp(sr_pg_backend(world), "nccl");
     g->k = cuda ? load_cuda_kernels() : gpt2_kernels_cpu();
     if (!g->k) goto fail;
+    if (sr_profile_enabled()) g->k = gpt2_kernels_profiled(g->k); /* SHARDRUN_PROFILE=1 */
     g->dt = compute_dtype();
     g->es = sr_dtype_size(g->dt);
     if (!(g->k->dtypes & (1u << g->dt))) {
@@ -382,12 +405,13 @@ static void *gpt2_create(sr_ctx *ctx, sr_model *model) {
     if (declare(g, model) != 0) goto fail;
     if (g->eval.n && sr_model_eval_data(model, &gpt2_eval) != 0) goto fail;
 
+    if (sr_rank(ctx) == 0 && !cuda) avx512_note();
     if (sr_rank(ctx) == 0) {
         double params = (double)g->V * g->C + (double)g->P * g->C + 2.0 * g->C +
                         (double)g->L * (12.0 * g->C * g->C + 13.0 * g->C);
-        char threads[48] = "";
-        if (!cuda) snprintf(threads, sizeof threads, " (OpenBLAS, %d thread%s)", gpt2_cpu_threads(),
-                            gpt2_cpu_threads() == 1 ? "" : "s");
+        char threads[96] = "";
+        if (!cuda) snprintf(threads, sizeof threads, " (%s, %d thread%s), its %s kernels", GPT2_BLAS_NAME,
+                            gpt2_cpu_threads(), gpt2_cpu_threads() == 1 ? "" : "s", gpt2_cpu_blas());
         printf("gpt2: %d layers, %d heads, n_embd %d, vocab %d, positions %d: %.2fM parameters; %s kernels%s\n", g->L,
                g->NH, g->C, g->V, g->P, params / 1e6, g->k->name, threads);
         printf("gpt2: data: %lld samples of %d tokens (%lld real tokens, %.1f%% padding) from %lld texts of %lld "

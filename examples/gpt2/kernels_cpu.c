@@ -15,6 +15,9 @@
  */
 #include <cblas.h>
 #include <math.h>
+#ifdef SHARDRUN_BLAS_BLIS
+#include <blis.h>
+#endif
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,3 +407,9 @@ static const gpt2_kernels cpu_kernels = {
 
 const gpt2_kernels *gpt2_kernels_cpu(void) { return &cpu_kernels; }
 int gpt2_cpu_threads(void) { return omp_get_max_threads(); }
+
+#ifdef SHARDRUN_BLAS_BLIS
+const char *gpt2_cpu_blas(void) { return bli_arch_string(bli_arch_query_id()); }
+#else
+const char *gpt2_cpu_blas(void) { return openblas_get_corename(); }
+#endif

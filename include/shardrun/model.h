@@ -159,6 +159,35 @@ typedef struct sr_model_eval {
    returns).  0, or -1 with a message (NULL callbacks, a struct_size too small for them). */
 SR_API int sr_model_eval_data(sr_model *m, const sr_model_eval *eval);
 
+/* ---- the step profile (SHARDRUN_PROFILE=1) -------------------------------------------------------
+   With SHARDRUN_PROFILE=1 in its environment, rank 0 prints at every logging step and at the end a
+   table of where the step went, and every rank reports it in its results (docs/model-tasks.md).
+   The engine times its own work (optimizer, clipping, casts, collectives, data); a task that wants
+   its kernels shown by class, not as one "task" row, reports each kernel with sr_profile_kernel().
+   Typical use: read sr_profile_enabled() once in create() and, when it is 1, route kernels through
+   a timing wrapper (examples/gpt2/kernels_profile.c), so a run without profiling pays nothing or
+   one predictable branch per kernel.  Time a GPU kernel only after the device finished it. */
+#define SR_MODEL_HAS_PROFILE 1 /* this header has sr_profile_* */
+
+typedef enum sr_kernel_class {
+    SR_KERNEL_GEMM = 0,   /* the layers' matrix products (GFLOP/s) */
+    SR_KERNEL_ATTENTION,  /* attention: its score and value products and its softmax (GFLOP/s) */
+    SR_KERNEL_SOFTMAX_CE, /* the output softmax and cross-entropy, with its gradient (GB/s) */
+    SR_KERNEL_NORM_ACT,   /* norms, activations, bias, residual adds, embeddings (GB/s) */
+    SR_KERNEL_COPY,       /* copies, casts and zeroing (GB/s) */
+    SR_KERNEL_CLASSES     /* the number of classes; not a class */
+} sr_kernel_class;
+
+/* 1 when this run profiles (SHARDRUN_PROFILE=1 in the worker's environment), else 0; the same for
+   the whole run. */
+SR_API int sr_profile_enabled(void);
+/* Seconds on a monotonic clock (only differences mean anything): to time a kernel. */
+SR_API double sr_profile_clock(void);
+/* Adds one kernel call to its class: its time in seconds, its floating-point operations and the
+   bytes it read and wrote (0 when not known).  Does nothing when profiling is off or cls is not a
+   class.  Call it from the thread that calls the task's callbacks. */
+SR_API void sr_profile_kernel(sr_kernel_class cls, double seconds, double flops, double bytes);
+
 /* Defines the exported symbol for a model task (ops: a `const sr_model_ops` object). */
 #define SR_MODEL_TASK(task_name, ops)                                                            \
     __attribute__((visibility("default"))) const sr_task shardrun_task = {                       \

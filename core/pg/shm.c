@@ -1,0 +1,467 @@
+/* The shm transport: all-gather, reduce-scatter, all-reduce, broadcast and barrier between the
+   ranks of one host through POSIX shared memory.
+
+   Segments.  Every rank creates one segment, /dev/shm/shardrun.<run>.a<attempt>.<group>.<rank>
+   (<run> a hash of the run's store token, <group> a hash of the group's store prefix, which holds
+   the attempt too: a restarted rank never maps an old attempt's segment), maps every peer's, and
+   unlinks its own as soon as every rank says (through the store) that it mapped them all: from
+   then on nothing is left in /dev/shm whatever happens to the processes.  When creation fails,
+   every rank unlinks every name of the group (a peer killed meanwhile cannot do it itself).
+
+   A segment: a header whose three sequence counters each sit on their own cache line, then NSLOT
+   slots used in rotation, each with an input area and a result area of SLOT bytes.
+     posted  - the last sequence number whose input this rank wrote into its slot
+     reduced - the last sequence number whose reduced slice (all-reduce) is in its result area
+     done    - the last sequence number whose peers' data this rank finished reading
+   Every piece of every operation takes the group's next sequence number t (the same on every
+   rank: pieces depend only on count, dtype and group size) and slot t % NSLOT.  Before writing
+   slot t a rank waits until every peer is done with t - NSLOT: the rotation replaces a trailing
+   barrier, so an operation returns as soon as this rank has what it needs.
+
+   Reductions, in rank order.  reduce-scatter: rank r folds the pieces of chunk r of ranks 0, 1,
+   ..., n-1 in that order (its own straight from its input).  all-reduce: each piece is cut into n
+   slices (chunk_start/chunk_len, like Gloo's ring chunks); rank r folds slice r of every rank in
+   rank order into its result area, then every rank copies the n results out.  Small all-reduces
+   (up to SMALL bytes) skip the second phase: every rank folds the whole buffer of every rank, in
+   rank order.  Every rank gets the same bits, on every run, whatever the timing; on 2 ranks they
+   are the bits of the gloo backend (a+b = b+a in IEEE arithmetic), on more ranks they can differ
+   from Gloo's ring order in the last bit of floating-point sums.
+
+   Waiting: spin briefly, then yield, then sleep in short naps (ranks may outnumber cores); while
+   napping, check every few milliseconds that the awaited peer still lives (its pid, and the start
+   time read when the segment was mapped: a recycled pid is not the peer), so a dead peer fails
+   the operation at once, and one that lives but does not come fails it after the timeout. */
+#define _GNU_SOURCE
+#include "pg/shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/hash64.h"
+#include "pg/reduce.h"
+
+#define NSLOT 4
+#define SLOT ((size_t)1 << 19)  /* bytes of a slot's input area, and of its result area */
+#define SMALL ((size_t)4096)     /* all-reduces up to this many bytes run in one phase */
+#define HEAD ((size_t)4096)
+#define MAGIC 0x73726d68735f7631ull /* "srmhs_v1" */
+#define SPIN_NS 30000LL          /* busy-wait this long before yielding */
+#define YIELD_NS 2000000LL       /* then yield this long before napping */
+#define NAP_NS 50000L
+#define LIVENESS_NS 5000000LL    /* how often a napping waiter checks the peer's pid */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_RELAX() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define CPU_RELAX() __asm__ __volatile__("yield")
+#else
+#define CPU_RELAX() atomic_signal_fence(memory_order_seq_cst)
+#endif
+
+typedef struct shm_head {
+    _Alignas(64) _Atomic uint64_t posted;
+    _Alignas(64) _Atomic uint64_t reduced;
+    _Alignas(64) _Atomic uint64_t done;
+    _Alignas(64) uint64_t magic;
+    int64_t pid;
+} shm_head;
+
+typedef struct shm_pg {
+    int rank, size;
+    uint64_t seq;
+    double timeout_s;
+    size_t seg_bytes;
+    unsigned char **base; /* every rank's mapped segment (mine included) */
+    shm_head **head;
+    long long *pid, *start; /* each peer's pid and start time (/proc/<pid>/stat field 22) */
+} shm_pg;
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A process's start time in clock ticks since boot, or -1 when it is gone or a zombie. */
+static long long start_time(long long pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%lld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    if (!p || p[1] != ' ') return -1;
+    char state = p[2];
+    if (state == 'Z' || state == 'X' || state == 'x') return -1;
+    /* fields after the name: 3 state ... 22 starttime */
+    p += 2;
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p, ' ');
+        if (!p) return -1;
+        p++;
+    }
+    return strtoll(p, NULL, 10);
+}
+
+static int peer_alive(shm_pg *p, int q) { return start_time(p->pid[q]) == p->start[q]; }
+
+static unsigned char *slot_in(shm_pg *p, int q, uint64_t t) {
+    return p->base[q] + HEAD + (size_t)(t % NSLOT) * 2 * SLOT;
+}
+static unsigned char *slot_out(shm_pg *p, int q, uint64_t t) { return slot_in(p, q, t) + SLOT; }
+
+/* Waits until peer q's counter reaches `want`.  0, SR_PG_TIMEOUT (*stuck = q), or -1 when q died. */
+static int wait_for(shm_pg *p, int q, _Atomic uint64_t *flag, uint64_t want, int *stuck, char *err, size_t errlen) {
+    if (atomic_load_explicit(flag, memory_order_acquire) >= want) return 0;
+    long long t0 = now_ns(), next_check = t0 + LIVENESS_NS, deadline = t0 + (long long)(p->timeout_s * 1e9);
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(flag, memory_order_acquire) >= want) return 0;
+        if (i % 64) {
+            CPU_RELAX();
+            continue;
+        }
+        long long now = now_ns();
+        if (now - t0 < SPIN_NS) continue;
+        if (now - t0 < YIELD_NS) sched_yield();
+        else nanosleep(&(struct timespec){0, NAP_NS}, NULL);
+        if (now < next_check) continue;
+        next_check = now + LIVENESS_NS;
+        if (atomic_load_explicit(flag, memory_order_acquire) >= want) return 0;
+        if (!peer_alive(p, q)) {
+            snprintf(err, errlen, "shm: rank %d (pid %lld) exited", q, p->pid[q]);
+            *stuck = q;
+            return -1;
+        }
+        if (now >= deadline) {
+            snprintf(err, errlen, "shm: waited for rank %d", q);
+            *stuck = q;
+            return SR_PG_TIMEOUT;
+        }
+    }
+}
+
+static int wait_all(shm_pg *p, int which, uint64_t want, int *stuck, char *err, size_t errlen) {
+    for (int q = 0; q < p->size; q++) {
+        if (q == p->rank) continue;
+        shm_head *h = p->head[q];
+        _Atomic uint64_t *f = which == 0 ? &h->posted : which == 1 ? &h->reduced : &h->done;
+        int rc = wait_for(p, q, f, want, stuck, err, errlen);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* The next piece's sequence number, once every peer has finished with the slot it reuses. */
+static int next_piece(shm_pg *p, uint64_t *t, int *stuck, char *err, size_t errlen) {
+    *t = ++p->seq;
+    return *t > NSLOT ? wait_all(p, 2, *t - NSLOT, stuck, err, errlen) : 0;
+}
+
+static void publish(_Atomic uint64_t *flag, uint64_t t) { atomic_store_explicit(flag, t, memory_order_release); }
+
+static size_t chunk_start(size_t count, int n, int i) {
+    size_t q = count / (size_t)n, r = count % (size_t)n, k = (size_t)i;
+    return q * k + (k < r ? k : r);
+}
+static size_t chunk_len(size_t count, int n, int i) { return count / (size_t)n + ((size_t)i < count % (size_t)n); }
+
+static int shm_all_gather(void *impl, const void *send, void *recv, size_t count, sr_dtype dt, int *stuck, char *err,
+                          size_t errlen) {
+    shm_pg *p = impl;
+    size_t bytes = count * sr_dtype_size(dt);
+    const unsigned char *in = send;
+    unsigned char *out = recv, *own = out + (size_t)p->rank * bytes;
+    if (p->size == 1) {
+        if (own != in) memmove(own, in, bytes);
+        return 0;
+    }
+    for (size_t off = 0; off < bytes; off += SLOT) {
+        size_t len = bytes - off < SLOT ? bytes - off : SLOT;
+        uint64_t t;
+        int rc = next_piece(p, &t, stuck, err, errlen);
+        if (rc) return rc;
+        memcpy(slot_in(p, p->rank, t), in + off, len);
+        publish(&p->head[p->rank]->posted, t);
+        for (int k = 1; k < p->size; k++) {
+            int q = (p->rank + k) % p->size; /* ranks start on different peers */
+            if ((rc = wait_for(p, q, &p->head[q]->posted, t, stuck, err, errlen))) return rc;
+            memcpy(out + (size_t)q * bytes + off, slot_in(p, q, t), len);
+        }
+        publish(&p->head[p->rank]->done, t);
+    }
+    if (own != in) memmove(own, in, bytes); /* last: recv may overlap send elsewhere than at own */
+    return 0;
+}
+
+static int shm_reduce_scatter(void *impl, const void *send, void *recv, size_t count, sr_dtype dt, sr_redop op,
+                              int *stuck, char *err, size_t errlen) {
+    shm_pg *p = impl;
+    int n = p->size, me = p->rank;
+    size_t es = sr_dtype_size(dt), per = SLOT / ((size_t)n * es);
+    const unsigned char *in = send;
+    unsigned char *out = recv;
+    if (n == 1) {
+        if (out != in) memmove(out, in, count * es);
+        return 0;
+    }
+    /* recv inside send: my own input may be overwritten by the fold, so it goes through my slot */
+    int overlap = out < in + (size_t)n * count * es && in < out + count * es;
+    for (size_t e0 = 0; e0 < count; e0 += per) {
+        size_t k = count - e0 < per ? count - e0 : per, kb = k * es;
+        uint64_t t;
+        int rc = next_piece(p, &t, stuck, err, errlen);
+        if (rc) return rc;
+        unsigned char *mine = slot_in(p, me, t);
+        for (int q = 0; q < n; q++)
+            if (q != me || overlap) memcpy(mine + (size_t)q * kb, in + ((size_t)q * count + e0) * es, kb);
+        publish(&p->head[me]->posted, t);
+        unsigned char *dst = out + e0 * es;
+        for (int q = 0; q < n; q++) {
+            const unsigned char *src = q == me && !overlap ? in + ((size_t)me * count + e0) * es
+                                                           : slot_in(p, q, t) + (size_t)me * kb;
+            if (q != me && (rc = wait_for(p, q, &p->head[q]->posted, t, stuck, err, errlen))) return rc;
+            if (q == 0) continue;
+            if (q == 1) sr__reduce_into(dst, me == 0 && !overlap ? in + e0 * es : slot_in(p, 0, t) + (size_t)me * kb,
+                                        src, k, dt, op);
+            else sr__reduce(dst, src, k, dt, op);
+        }
+        if (op == SR_AVG) sr__divide(dst, k, dt, n);
+        publish(&p->head[me]->done, t);
+    }
+    return 0;
+}
+
+static int shm_all_reduce(void *impl, void *buf, size_t count, sr_dtype dt, sr_redop op, int *stuck, char *err,
+                          size_t errlen) {
+    shm_pg *p = impl;
+    int n = p->size, me = p->rank;
+    size_t es = sr_dtype_size(dt), per = SLOT / es;
+    unsigned char *b = buf;
+    if (n == 1) return 0;
+    int small = count * es <= SMALL;
+    for (size_t e0 = 0; e0 < count; e0 += per) {
+        size_t k = count - e0 < per ? count - e0 : per;
+        unsigned char *piece = b + e0 * es;
+        uint64_t t;
+        int rc = next_piece(p, &t, stuck, err, errlen);
+        if (rc) return rc;
+        memcpy(slot_in(p, me, t), piece, k * es);
+        publish(&p->head[me]->posted, t);
+        /* my slice (small: all of it), folded in rank order */
+        size_t s0 = small ? 0 : chunk_start(k, n, me), sl = small ? k : chunk_len(k, n, me);
+        unsigned char *dst = small ? piece : slot_out(p, me, t);
+        if (sl) {
+            for (int q = 0; q < n; q++)
+                if (q != me && (rc = wait_for(p, q, &p->head[q]->posted, t, stuck, err, errlen))) return rc;
+            sr__reduce_into(dst, slot_in(p, 0, t) + s0 * es, slot_in(p, 1, t) + s0 * es, sl, dt, op);
+            for (int q = 2; q < n; q++) sr__reduce(dst, slot_in(p, q, t) + s0 * es, sl, dt, op);
+        }
+        if (sl && op == SR_AVG) sr__divide(dst, sl, dt, n);
+        if (!small) {
+            publish(&p->head[me]->reduced, t);
+            for (int j = 0; j < n; j++) {
+                int q = (me + j) % n;
+                size_t qs = chunk_start(k, n, q), ql = chunk_len(k, n, q);
+                if (q != me && (rc = wait_for(p, q, &p->head[q]->reduced, t, stuck, err, errlen))) return rc;
+                if (ql) memcpy(piece + qs * es, slot_out(p, q, t), ql * es);
+            }
+        }
+        publish(&p->head[me]->done, t);
+    }
+    return 0;
+}
+
+static int shm_broadcast(void *impl, void *buf, size_t count, sr_dtype dt, int root, int *stuck, char *err,
+                         size_t errlen) {
+    shm_pg *p = impl;
+    size_t bytes = count * sr_dtype_size(dt);
+    unsigned char *b = buf;
+    if (p->size == 1) return 0;
+    for (size_t off = 0; off < bytes; off += SLOT) {
+        size_t len = bytes - off < SLOT ? bytes - off : SLOT;
+        uint64_t t;
+        int rc = next_piece(p, &t, stuck, err, errlen);
+        if (rc) return rc;
+        if (p->rank == root) {
+            memcpy(slot_in(p, root, t), b + off, len);
+            publish(&p->head[root]->posted, t);
+        } else {
+            if ((rc = wait_for(p, root, &p->head[root]->posted, t, stuck, err, errlen))) return rc;
+            memcpy(b + off, slot_in(p, root, t), len);
+        }
+        publish(&p->head[p->rank]->done, t);
+    }
+    return 0;
+}
+
+static int shm_barrier(void *impl, int *stuck, char *err, size_t errlen) {
+    shm_pg *p = impl;
+    if (p->size == 1) return 0;
+    uint64_t t = ++p->seq;
+    publish(&p->head[p->rank]->posted, t);
+    int rc = wait_all(p, 0, t, stuck, err, errlen);
+    if (rc == 0) publish(&p->head[p->rank]->done, t);
+    return rc;
+}
+
+void sr__shm_host_id(char *out, size_t len) {
+    char host[256] = "", boot[64] = "", ns[3][64] = {"", "", ""};
+    if (gethostname(host, sizeof host) != 0) host[0] = 0;
+    host[sizeof host - 1] = 0;
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(boot, sizeof boot, f)) boot[0] = 0;
+        fclose(f);
+        boot[strcspn(boot, "\n")] = 0;
+    }
+    if (!boot[0]) snprintf(boot, sizeof boot, "unknown-%ld", (long)getpid()); /* matches nobody */
+    static const char *const names[3] = {"/proc/self/ns/ipc", "/proc/self/ns/mnt", "/proc/self/ns/pid"};
+    for (int i = 0; i < 3; i++) {
+        ssize_t n = readlink(names[i], ns[i], sizeof ns[i] - 1);
+        ns[i][n > 0 ? n : 0] = 0;
+    }
+    snprintf(out, len, "%s|%s|%s|%s|%s", host, boot, ns[0], ns[1], ns[2]);
+}
+
+static void seg_name(const sr_pg_setup *s, int rank, char *out, size_t len) {
+    snprintf(out, len, "/shardrun.%016llx.a%d.%016llx.%d", (unsigned long long)s->run_hash, s->attempt,
+             (unsigned long long)sr__hash64(s->prefix, strlen(s->prefix), 0x73686d), rank);
+}
+
+static void unlink_all(const sr_pg_setup *s) {
+    char name[128];
+    for (int r = 0; r < s->size; r++) {
+        seg_name(s, r, name, sizeof name);
+        shm_unlink(name);
+    }
+}
+
+/* Sets <prefix><stage>/<rank> = value and waits for every rank's. 0, or -1 with a message. */
+static int store_meet(const sr_pg_setup *s, const char *stage, const char *value, char *err, size_t errlen) {
+    char key[400], missing[2048] = "";
+    const char **keys = calloc((size_t)s->size, sizeof *keys);
+    char **owned = calloc((size_t)s->size, sizeof *owned);
+    for (int r = 0; r < s->size; r++)
+        if (asprintf(&owned[r], "%s%s/%d", s->prefix, stage, r) >= 0) keys[r] = owned[r];
+    snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, s->rank);
+    pthread_mutex_lock(s->store_lock);
+    int rc = s->store_ops->set(s->store, key, value, strlen(value));
+    if (rc == 0) rc = s->store_ops->wait(s->store, keys, s->size, s->timeout_s, missing, sizeof missing);
+    pthread_mutex_unlock(s->store_lock);
+    for (int r = 0; r < s->size; r++) free(owned[r]);
+    free(owned);
+    free(keys);
+    if (rc == 1) snprintf(err, errlen, "shm: not every rank %s its segment within %gs (missing: %.1000s)",
+                          !strcmp(stage, "pid") ? "created" : "mapped", s->timeout_s, missing);
+    else if (rc) snprintf(err, errlen, "shm: store error while ranks %s their segments", stage);
+    return rc ? -1 : 0;
+}
+
+static void shm_destroy(void *impl) {
+    shm_pg *p = impl;
+    for (int q = 0; p->base && q < p->size; q++)
+        if (p->base[q]) munmap(p->base[q], p->seg_bytes);
+    free(p->base);
+    free(p->head);
+    free(p->pid);
+    free(p->start);
+    free(p);
+}
+
+static void *shm_create(void *parent, const sr_pg_setup *s, char *err, size_t errlen) {
+    (void)parent;
+    shm_pg *p = calloc(1, sizeof *p);
+    p->rank = s->rank;
+    p->size = s->size;
+    p->timeout_s = s->timeout_s;
+    p->seg_bytes = HEAD + NSLOT * 2 * SLOT;
+    if (s->size == 1) return p;
+    p->base = calloc((size_t)s->size, sizeof *p->base);
+    p->head = calloc((size_t)s->size, sizeof *p->head);
+    p->pid = calloc((size_t)s->size, sizeof *p->pid);
+    p->start = calloc((size_t)s->size, sizeof *p->start);
+    char name[128];
+    seg_name(s, s->rank, name, sizeof name);
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST) { /* cannot be this run's: its names are unique; a leftover */
+        shm_unlink(name);
+        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    }
+    int e = 0;
+    if (fd < 0) e = errno;
+    else if (ftruncate(fd, (off_t)p->seg_bytes) != 0) e = errno;
+    else e = posix_fallocate(fd, 0, (off_t)p->seg_bytes); /* no room in /dev/shm: an error now, not SIGBUS later */
+    if (!e) {
+        p->base[s->rank] = mmap(NULL, p->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p->base[s->rank] == MAP_FAILED) p->base[s->rank] = NULL, e = errno;
+    }
+    if (fd >= 0) close(fd);
+    if (e) {
+        snprintf(err, errlen, "shm: cannot create /dev/shm%s (%zu bytes): %s; free room in /dev/shm or set [torch] "
+                 "transport = tcp", name, p->seg_bytes, strerror(e));
+        goto fail;
+    }
+    shm_head *mine = (shm_head *)p->base[s->rank];
+    mine->magic = MAGIC;
+    mine->pid = getpid();
+    char value[32];
+    snprintf(value, sizeof value, "%ld", (long)getpid());
+    if (store_meet(s, "pid", value, err, errlen)) goto fail;
+    for (int q = 0; q < s->size; q++) {
+        char key[400], *v = NULL;
+        size_t vlen = 0;
+        snprintf(key, sizeof key, "%spid/%d", s->prefix, q);
+        pthread_mutex_lock(s->store_lock);
+        int rc = s->store_ops->get(s->store, key, (void **)&v, &vlen);
+        pthread_mutex_unlock(s->store_lock);
+        p->pid[q] = rc == 0 && v ? strtoll(v, NULL, 10) : -1;
+        free(v);
+        p->start[q] = start_time(p->pid[q]);
+        if (q == s->rank) {
+            p->head[q] = mine;
+            continue;
+        }
+        seg_name(s, q, name, sizeof name);
+        fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+        struct stat st;
+        e = fd < 0 ? errno : fstat(fd, &st) != 0 ? errno : (size_t)st.st_size != p->seg_bytes ? EINVAL : 0;
+        if (!e) {
+            p->base[q] = mmap(NULL, p->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (p->base[q] == MAP_FAILED) p->base[q] = NULL, e = errno;
+        }
+        if (fd >= 0) close(fd);
+        p->head[q] = (shm_head *)p->base[q];
+        if (!e && (p->head[q]->magic != MAGIC || p->head[q]->pid != p->pid[q] || p->start[q] < 0)) e = ESTALE;
+        if (e) {
+            snprintf(err, errlen, "shm: cannot map rank %d's segment /dev/shm%s: %s (do the ranks share /dev/shm? "
+                     "else set [torch] transport = tcp)", q, name, e == ESTALE ? "not that rank's, or it exited" : strerror(e));
+            goto fail;
+        }
+    }
+    if (store_meet(s, "mapped", "1", err, errlen)) goto fail;
+    seg_name(s, s->rank, name, sizeof name);
+    shm_unlink(name); /* everyone holds a mapping: the name has served */
+    return p;
+fail:
+    unlink_all(s);
+    shm_destroy(p);
+    return NULL;
+}
+
+const sr_pg_backend_ops sr__shm_backend = {
+    "shm",      shm_all_gather, shm_reduce_scatter, shm_all_reduce, shm_broadcast, shm_barrier,
+    shm_create, shm_destroy,
+};

@@ -1,0 +1,21 @@
+/*
+ * The shm transport: collectives of a group whose ranks share a host, through POSIX shared
+ * memory (pg/shm.c).  pg.c picks it per group at creation, when [torch] transport allows it and
+ * every member published the same host identity (sr__shm_host_id); other groups use Gloo.
+ */
+#ifndef SR_CORE_PG_SHM_H
+#define SR_CORE_PG_SHM_H
+
+#include <stddef.h>
+
+#include "pg/backend.h"
+
+extern const sr_pg_backend_ops sr__shm_backend;
+
+/* What makes two processes able to share a segment: the host name, the kernel's boot id, and the
+   IPC, mount and pid namespaces (a container on the same kernel has its own /dev/shm and pids).
+   Writes it into out; never fails (unreadable parts are left empty, which only makes a match less
+   likely, never wrong: a missing boot id adds the pid, so such a rank matches nobody). */
+void sr__shm_host_id(char *out, size_t len);
+
+#endif

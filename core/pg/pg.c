@@ -35,6 +35,12 @@ struct sr_work {
     struct sr_work *next;
 };
 
+/* [torch] transport: tcp, shm (an error when shm fails), auto (shm where ranks share a host, Gloo
+   if shm cannot be set up there) */
+enum { SHM_OFF, SHM_ON, SHM_AUTO };
+/* what auto means (docs/tasks.md, process groups) */
+#define SHM_BY_DEFAULT SHM_OFF
+
 /* What every group of a process shares: the store connection and where Gloo listens. */
 typedef struct pg_shared {
     sr_store *store;
@@ -44,7 +50,7 @@ typedef struct pg_shared {
     int local_rank;
     double timeout_s;
     const sr_pg_backend_ops *ops; /* the configured backend: gloo or nccl */
-    int shm;                      /* gloo: groups whose ranks share a host use the shm transport */
+    int shm;                      /* gloo: whether groups whose ranks share a host use the shm transport */
     unsigned long long run_hash;
     int attempt;
     char root[32]; /* every store key of this process's groups starts with it: "pg/" in a job's first
@@ -362,6 +368,13 @@ static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const
     char berr[768] = "";
     /* a backend derives a child from its own kind of parent only */
     void *impl = ops->create(parent && parent->ops == ops ? parent->impl : NULL, &setup, berr, sizeof berr);
+    if (!impl && ops == &sr__shm_backend && sh->shm == SHM_AUTO) {
+        /* shm failed on every rank alike (its creation shares each step's outcome): Gloo instead */
+        ops = sh->ops;
+        snprintf(prefix, sizeof prefix, "%s%s/", name, ops->name);
+        berr[0] = 0;
+        impl = ops->create(parent && parent->ops == ops ? parent->impl : NULL, &setup, berr, sizeof berr);
+    }
     if (!impl) {
         snprintf(err, errlen, "process group %s: %s backend: %s", display, ops->name, berr);
         free(hosts);
@@ -416,8 +429,8 @@ sr_pg *sr__pg_create_world(const sr_pg_world_args *a, char *err, size_t errlen) 
     sh->ops = ops;
     sh->attempt = a->attempt;
     sh->run_hash = sr__hash64(a->token, strlen(a->token), 0x72756e);
-    /* shm is opt-in for now: auto means tcp (docs/tasks.md, process groups) */
-    sh->shm = ops == &sr__gloo_backend && a->transport && !strcmp(a->transport, "shm");
+    const char *tr = a->transport ? a->transport : "auto";
+    sh->shm = ops != &sr__gloo_backend || !strcmp(tr, "tcp") ? SHM_OFF : !strcmp(tr, "shm") ? SHM_ON : SHM_BY_DEFAULT;
     if (a->attempt > 0) snprintf(sh->root, sizeof sh->root, "pg@%d/", a->attempt);
     else snprintf(sh->root, sizeof sh->root, "pg/");
     char name[64], key[64], id[1024];

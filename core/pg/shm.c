@@ -381,6 +381,25 @@ static void shm_destroy(void *impl) {
     free(p);
 }
 
+/* Every rank's value of <prefix><stage>/<rank> into vals[] (NULL when missing). 0 or -1. */
+static int store_read_all(const sr_pg_setup *s, const char *stage, long long *vals) {
+    int ok = 1;
+    for (int q = 0; q < s->size && ok; q++) {
+        char key[400], *v = NULL;
+        size_t vlen = 0;
+        snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, q);
+        pthread_mutex_lock(s->store_lock);
+        ok = s->store_ops->get(s->store, key, (void **)&v, &vlen) == 0 && v;
+        pthread_mutex_unlock(s->store_lock);
+        vals[q] = ok ? strtoll(v, NULL, 10) : -1;
+        free(v);
+    }
+    return ok ? 0 : -1;
+}
+
+/* Creation is collective and so are its failures: each step's outcome goes through the store, so a
+   rank that cannot create or map a segment makes every rank fail the same way, at once, instead of
+   leaving the others waiting (pg.c may then fall back to Gloo on all of them alike). */
 static void *shm_create(void *parent, const sr_pg_setup *s, char *err, size_t errlen) {
     (void)parent;
     shm_pg *p = calloc(1, sizeof *p);
@@ -393,7 +412,8 @@ static void *shm_create(void *parent, const sr_pg_setup *s, char *err, size_t er
     p->head = calloc((size_t)s->size, sizeof *p->head);
     p->pid = calloc((size_t)s->size, sizeof *p->pid);
     p->start = calloc((size_t)s->size, sizeof *p->start);
-    char name[128];
+    long long *ok = calloc((size_t)s->size, sizeof *ok);
+    char name[128], value[32], mine_err[512] = "";
     seg_name(s, s->rank, name, sizeof name);
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST) { /* cannot be this run's: its names are unique; a leftover */
@@ -410,30 +430,25 @@ static void *shm_create(void *parent, const sr_pg_setup *s, char *err, size_t er
     }
     if (fd >= 0) close(fd);
     if (e) {
-        snprintf(err, errlen, "shm: cannot create /dev/shm%s (%zu bytes): %s; free room in /dev/shm or set [torch] "
-                 "transport = tcp", name, p->seg_bytes, strerror(e));
-        goto fail;
+        snprintf(mine_err, sizeof mine_err, "shm: cannot create /dev/shm%s (%zu bytes): %s; free room in /dev/shm "
+                 "or set [torch] transport = tcp", name, p->seg_bytes, strerror(e));
+    } else {
+        p->head[s->rank] = (shm_head *)p->base[s->rank];
+        p->head[s->rank]->magic = MAGIC;
+        p->head[s->rank]->pid = getpid();
     }
-    shm_head *mine = (shm_head *)p->base[s->rank];
-    mine->magic = MAGIC;
-    mine->pid = getpid();
-    char value[32];
-    snprintf(value, sizeof value, "%ld", (long)getpid());
-    if (store_meet(s, "pid", value, err, errlen)) goto fail;
-    for (int q = 0; q < s->size; q++) {
-        char key[400], *v = NULL;
-        size_t vlen = 0;
-        snprintf(key, sizeof key, "%spid/%d", s->prefix, q);
-        pthread_mutex_lock(s->store_lock);
-        int rc = s->store_ops->get(s->store, key, (void **)&v, &vlen);
-        pthread_mutex_unlock(s->store_lock);
-        p->pid[q] = rc == 0 && v ? strtoll(v, NULL, 10) : -1;
-        free(v);
-        p->start[q] = start_time(p->pid[q]);
-        if (q == s->rank) {
-            p->head[q] = mine;
-            continue;
+    snprintf(value, sizeof value, "%ld", e ? -1L : (long)getpid());
+    if (store_meet(s, "pid", value, err, errlen) || store_read_all(s, "pid", p->pid)) goto fail;
+    for (int q = 0; q < s->size; q++)
+        if (p->pid[q] < 0) {
+            if (mine_err[0]) snprintf(err, errlen, "%s", mine_err);
+            else snprintf(err, errlen, "shm: rank %d could not create its segment in /dev/shm; free room there or "
+                          "set [torch] transport = tcp", q);
+            goto fail;
         }
+    for (int q = 0; q < s->size && !mine_err[0]; q++) {
+        p->start[q] = start_time(p->pid[q]);
+        if (q == s->rank) continue;
         seg_name(s, q, name, sizeof name);
         fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
         struct stat st;
@@ -445,17 +460,25 @@ static void *shm_create(void *parent, const sr_pg_setup *s, char *err, size_t er
         if (fd >= 0) close(fd);
         p->head[q] = (shm_head *)p->base[q];
         if (!e && (p->head[q]->magic != MAGIC || p->head[q]->pid != p->pid[q] || p->start[q] < 0)) e = ESTALE;
-        if (e) {
-            snprintf(err, errlen, "shm: cannot map rank %d's segment /dev/shm%s: %s (do the ranks share /dev/shm? "
-                     "else set [torch] transport = tcp)", q, name, e == ESTALE ? "not that rank's, or it exited" : strerror(e));
+        if (e)
+            snprintf(mine_err, sizeof mine_err, "shm: cannot map rank %d's segment /dev/shm%s: %s (do the ranks "
+                     "share /dev/shm? else set [torch] transport = tcp)", q, name,
+                     e == ESTALE ? "not that rank's, or it exited" : strerror(e));
+    }
+    if (store_meet(s, "mapped", mine_err[0] ? "0" : "1", err, errlen) || store_read_all(s, "mapped", ok)) goto fail;
+    for (int q = 0; q < s->size; q++)
+        if (ok[q] != 1) {
+            if (mine_err[0]) snprintf(err, errlen, "%s", mine_err);
+            else snprintf(err, errlen, "shm: rank %d could not map the group's segments (do the ranks share "
+                          "/dev/shm? else set [torch] transport = tcp)", q);
             goto fail;
         }
-    }
-    if (store_meet(s, "mapped", "1", err, errlen)) goto fail;
+    free(ok);
     seg_name(s, s->rank, name, sizeof name);
     shm_unlink(name); /* everyone holds a mapping: the name has served */
     return p;
 fail:
+    free(ok);
     unlink_all(s);
     shm_destroy(p);
     return NULL;

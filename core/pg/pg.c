@@ -39,7 +39,7 @@ struct sr_work {
    if shm cannot be set up there) */
 enum { SHM_OFF, SHM_ON, SHM_AUTO };
 /* what auto means (docs/tasks.md, process groups) */
-#define SHM_BY_DEFAULT SHM_OFF
+#define SHM_BY_DEFAULT SHM_AUTO
 
 /* What every group of a process shares: the store connection and where Gloo listens. */
 typedef struct pg_shared {

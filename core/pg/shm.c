@@ -27,9 +27,9 @@
    are the bits of the gloo backend (a+b = b+a in IEEE arithmetic), on more ranks they can differ
    from Gloo's ring order in the last bit of floating-point sums.
 
-   Waiting: spin briefly, then yield, then sleep in short naps (ranks may outnumber cores); while
-   napping, check every few milliseconds that the awaited peer still lives (its pid, and the start
-   time read when the segment was mapped: a recycled pid is not the peer), so a dead peer fails
+   Waiting: spin briefly, then yield, then sleep on the peer's futex (ranks may outnumber cores,
+   and an overlapped collective may wait long while its rank computes), waking every few
+   milliseconds to check that the awaited peer still lives (its pid, and the start time read when the segment was mapped: a recycled pid is not the peer), so a dead peer fails
    the operation at once, and one that lives but does not come fails it after the timeout. */
 #define _GNU_SOURCE
 #include "pg/shm.h"
@@ -42,7 +42,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,10 +57,12 @@
 #define SMALL ((size_t)4096)     /* all-reduces up to this many bytes run in one phase */
 #define HEAD ((size_t)4096)
 #define MAGIC 0x73726d68735f7631ull /* "srmhs_v1" */
-#define SPIN_NS 30000LL          /* busy-wait this long before yielding */
-#define YIELD_NS 2000000LL       /* then yield this long before napping */
-#define NAP_NS 50000L
-#define LIVENESS_NS 5000000LL    /* how often a napping waiter checks the peer's pid */
+/* Busy-wait this long before yielding: a peer on its own core answers within a microsecond, one
+   that shares this core runs only once this rank yields (a 30 us spin made an 8-byte all-reduce
+   take 32 us on a loaded machine where both ranks shared a core; 4 us: 6 us). */
+#define SPIN_NS 4000LL
+#define YIELD_NS 500000LL        /* then yield this long before sleeping on the peer's bell */
+#define LIVENESS_NS 5000000LL    /* how often a sleeping waiter checks the peer's pid and the timeout */
 
 #if defined(__x86_64__) || defined(__i386__)
 #define CPU_RELAX() __builtin_ia32_pause()
@@ -72,6 +76,8 @@ typedef struct shm_head {
     _Alignas(64) _Atomic uint64_t posted;
     _Alignas(64) _Atomic uint64_t reduced;
     _Alignas(64) _Atomic uint64_t done;
+    _Alignas(64) _Atomic uint32_t bell;     /* futex word: bumped by a publish that has sleepers to wake */
+    _Atomic uint32_t sleepers;              /* ranks asleep on this rank's bell */
     _Alignas(64) uint64_t magic;
     int64_t pid;
 } shm_head;
@@ -123,6 +129,20 @@ static unsigned char *slot_in(shm_pg *p, int q, uint64_t t) {
 }
 static unsigned char *slot_out(shm_pg *p, int q, uint64_t t) { return slot_in(p, q, t) + SLOT; }
 
+/* Sleeps on peer q's bell until it rings or `ns` pass, unless the flag got there meanwhile.  The
+   sleeper count goes up before the flag is read again and the publisher stores its flag before it
+   reads the count (both sequentially consistent): either this waiter sees the flag, or the
+   publisher sees the sleeper and rings. */
+static void sleep_on(shm_head *h, _Atomic uint64_t *flag, uint64_t want, long long ns) {
+    atomic_fetch_add(&h->sleepers, 1);
+    uint32_t bell = atomic_load(&h->bell);
+    if (atomic_load(flag) < want) {
+        struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+        syscall(SYS_futex, (uint32_t *)&h->bell, FUTEX_WAIT, bell, &ts, NULL, 0);
+    }
+    atomic_fetch_sub(&h->sleepers, 1);
+}
+
 /* Waits until peer q's counter reaches `want`.  0, SR_PG_TIMEOUT (*stuck = q), or -1 when q died. */
 static int wait_for(shm_pg *p, int q, _Atomic uint64_t *flag, uint64_t want, int *stuck, char *err, size_t errlen) {
     if (atomic_load_explicit(flag, memory_order_acquire) >= want) return 0;
@@ -136,7 +156,7 @@ static int wait_for(shm_pg *p, int q, _Atomic uint64_t *flag, uint64_t want, int
         long long now = now_ns();
         if (now - t0 < SPIN_NS) continue;
         if (now - t0 < YIELD_NS) sched_yield();
-        else nanosleep(&(struct timespec){0, NAP_NS}, NULL);
+        else sleep_on(p->head[q], flag, want, LIVENESS_NS);
         if (now < next_check) continue;
         next_check = now + LIVENESS_NS;
         if (atomic_load_explicit(flag, memory_order_acquire) >= want) return 0;
@@ -170,7 +190,15 @@ static int next_piece(shm_pg *p, uint64_t *t, int *stuck, char *err, size_t errl
     return *t > NSLOT ? wait_all(p, 2, *t - NSLOT, stuck, err, errlen) : 0;
 }
 
-static void publish(_Atomic uint64_t *flag, uint64_t t) { atomic_store_explicit(flag, t, memory_order_release); }
+/* Sets one of this rank's counters and rings its bell when a peer sleeps on it. */
+static void publish(shm_pg *p, _Atomic uint64_t *flag, uint64_t t) {
+    shm_head *h = p->head[p->rank];
+    atomic_store(flag, t);
+    if (atomic_load(&h->sleepers)) {
+        atomic_fetch_add(&h->bell, 1);
+        syscall(SYS_futex, (uint32_t *)&h->bell, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+    }
+}
 
 static size_t chunk_start(size_t count, int n, int i) {
     size_t q = count / (size_t)n, r = count % (size_t)n, k = (size_t)i;
@@ -194,13 +222,13 @@ static int shm_all_gather(void *impl, const void *send, void *recv, size_t count
         int rc = next_piece(p, &t, stuck, err, errlen);
         if (rc) return rc;
         memcpy(slot_in(p, p->rank, t), in + off, len);
-        publish(&p->head[p->rank]->posted, t);
+        publish(p, &p->head[p->rank]->posted, t);
         for (int k = 1; k < p->size; k++) {
             int q = (p->rank + k) % p->size; /* ranks start on different peers */
             if ((rc = wait_for(p, q, &p->head[q]->posted, t, stuck, err, errlen))) return rc;
             memcpy(out + (size_t)q * bytes + off, slot_in(p, q, t), len);
         }
-        publish(&p->head[p->rank]->done, t);
+        publish(p, &p->head[p->rank]->done, t);
     }
     if (own != in) memmove(own, in, bytes); /* last: recv may overlap send elsewhere than at own */
     return 0;
@@ -227,7 +255,7 @@ static int shm_reduce_scatter(void *impl, const void *send, void *recv, size_t c
         unsigned char *mine = slot_in(p, me, t);
         for (int q = 0; q < n; q++)
             if (q != me || overlap) memcpy(mine + (size_t)q * kb, in + ((size_t)q * count + e0) * es, kb);
-        publish(&p->head[me]->posted, t);
+        publish(p, &p->head[me]->posted, t);
         unsigned char *dst = out + e0 * es;
         for (int q = 0; q < n; q++) {
             const unsigned char *src = q == me && !overlap ? in + ((size_t)me * count + e0) * es
@@ -239,7 +267,7 @@ static int shm_reduce_scatter(void *impl, const void *send, void *recv, size_t c
             else sr__reduce(dst, src, k, dt, op);
         }
         if (op == SR_AVG) sr__divide(dst, k, dt, n);
-        publish(&p->head[me]->done, t);
+        publish(p, &p->head[me]->done, t);
     }
     return 0;
 }
@@ -259,7 +287,7 @@ static int shm_all_reduce(void *impl, void *buf, size_t count, sr_dtype dt, sr_r
         int rc = next_piece(p, &t, stuck, err, errlen);
         if (rc) return rc;
         memcpy(slot_in(p, me, t), piece, k * es);
-        publish(&p->head[me]->posted, t);
+        publish(p, &p->head[me]->posted, t);
         /* my slice (small: all of it), folded in rank order */
         size_t s0 = small ? 0 : chunk_start(k, n, me), sl = small ? k : chunk_len(k, n, me);
         unsigned char *dst = small ? piece : slot_out(p, me, t);
@@ -271,7 +299,7 @@ static int shm_all_reduce(void *impl, void *buf, size_t count, sr_dtype dt, sr_r
         }
         if (sl && op == SR_AVG) sr__divide(dst, sl, dt, n);
         if (!small) {
-            publish(&p->head[me]->reduced, t);
+            publish(p, &p->head[me]->reduced, t);
             for (int j = 0; j < n; j++) {
                 int q = (me + j) % n;
                 size_t qs = chunk_start(k, n, q), ql = chunk_len(k, n, q);
@@ -279,7 +307,7 @@ static int shm_all_reduce(void *impl, void *buf, size_t count, sr_dtype dt, sr_r
                 if (ql) memcpy(piece + qs * es, slot_out(p, q, t), ql * es);
             }
         }
-        publish(&p->head[me]->done, t);
+        publish(p, &p->head[me]->done, t);
     }
     return 0;
 }
@@ -297,12 +325,12 @@ static int shm_broadcast(void *impl, void *buf, size_t count, sr_dtype dt, int r
         if (rc) return rc;
         if (p->rank == root) {
             memcpy(slot_in(p, root, t), b + off, len);
-            publish(&p->head[root]->posted, t);
+            publish(p, &p->head[root]->posted, t);
         } else {
             if ((rc = wait_for(p, root, &p->head[root]->posted, t, stuck, err, errlen))) return rc;
             memcpy(b + off, slot_in(p, root, t), len);
         }
-        publish(&p->head[p->rank]->done, t);
+        publish(p, &p->head[p->rank]->done, t);
     }
     return 0;
 }
@@ -311,9 +339,9 @@ static int shm_barrier(void *impl, int *stuck, char *err, size_t errlen) {
     shm_pg *p = impl;
     if (p->size == 1) return 0;
     uint64_t t = ++p->seq;
-    publish(&p->head[p->rank]->posted, t);
+    publish(p, &p->head[p->rank]->posted, t);
     int rc = wait_all(p, 0, t, stuck, err, errlen);
-    if (rc == 0) publish(&p->head[p->rank]->done, t);
+    if (rc == 0) publish(p, &p->head[p->rank]->done, t);
     return rc;
 }
 

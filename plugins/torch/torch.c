@@ -38,7 +38,7 @@ static const sr_key torch_keys[] = {
      "process-group backend; auto: nccl when a CUDA device is visible, else gloo"},
     {"transport", SR_KEY_ENUM, "auto", "auto|shm|tcp", 0, 0, 0, NULL,
      "how gloo groups talk: shm (shared memory) for a group whose ranks all share a host, Gloo's TCP for the others; "
-     "tcp: Gloo for every group; auto: tcp for now (shm is opt-in); ignored by nccl"},
+     "tcp: Gloo for every group; auto: shm, or Gloo where shared memory cannot be set up; nccl ignores it"},
     {"timeout", SR_KEY_FLOAT, "1800", NULL, 0, 0, 0, NULL,
      "seconds a rendezvous or collective may wait for the other ranks before failing (torch's default: 1800)"},
     {NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL},

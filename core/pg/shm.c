@@ -64,7 +64,11 @@
 #define YIELD_NS 500000LL        /* then yield this long before sleeping on the peer's bell */
 #define LIVENESS_NS 5000000LL    /* how often a sleeping waiter checks the peer's pid and the timeout */
 
+/* outputs of at least this many bytes are written with non-temporal stores (copy_out) */
+#define STREAM_MIN ((size_t)8 << 20)
+
 #if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
 #define CPU_RELAX() __builtin_ia32_pause()
 #elif defined(__aarch64__)
 #define CPU_RELAX() __asm__ __volatile__("yield")
@@ -123,6 +127,40 @@ static long long start_time(long long pid) {
 }
 
 static int peer_alive(shm_pg *p, int q) { return start_time(p->pid[q]) == p->start[q]; }
+
+/* dst <- src.  stream: dst is a large output nobody read lately (an all-gather's or broadcast's
+   receive buffer), so on x86 it is written with non-temporal stores: no read of each destination
+   line from memory before it is overwritten, and no eviction of the slots the peers still read.
+   They are weakly ordered: fence_out() before the caller could hand dst to another thread. */
+static void copy_out(void *dst, const void *src, size_t len, int stream) {
+#if defined(__x86_64__)
+    if (stream && len >= 256) {
+        unsigned char *d = dst;
+        const unsigned char *s = src;
+        size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+        memcpy(d, s, head);
+        d += head, s += head, len -= head;
+        for (; len >= 64; d += 64, s += 64, len -= 64) {
+            __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(s + 32)), e = _mm_loadu_si128((const __m128i *)(s + 48));
+            _mm_stream_si128((__m128i *)d, a);
+            _mm_stream_si128((__m128i *)(d + 16), b);
+            _mm_stream_si128((__m128i *)(d + 32), c);
+            _mm_stream_si128((__m128i *)(d + 48), e);
+        }
+        memcpy(d, s, len);
+        return;
+    }
+#endif
+    (void)stream;
+    memcpy(dst, src, len);
+}
+
+static void fence_out(void) {
+#if defined(__x86_64__)
+    _mm_sfence();
+#endif
+}
 
 static unsigned char *slot_in(shm_pg *p, int q, uint64_t t) {
     return p->base[q] + HEAD + (size_t)(t % NSLOT) * 2 * SLOT;
@@ -209,28 +247,35 @@ static size_t chunk_len(size_t count, int n, int i) { return count / (size_t)n +
 static int shm_all_gather(void *impl, const void *send, void *recv, size_t count, sr_dtype dt, int *stuck, char *err,
                           size_t errlen) {
     shm_pg *p = impl;
-    size_t bytes = count * sr_dtype_size(dt);
+    size_t bytes = count * sr_dtype_size(dt), total = bytes * (size_t)p->size;
     const unsigned char *in = send;
     unsigned char *out = recv, *own = out + (size_t)p->rank * bytes;
     if (p->size == 1) {
         if (own != in) memmove(own, in, bytes);
         return 0;
     }
+    /* my part goes from my slot (still in cache) to its place, piece by piece, unless it is in place
+       already or send overlaps recv elsewhere (then it moves last, in one go) */
+    int in_place = own == in, overlap = !in_place && in < out + total && out < in + bytes;
+    int stream = total >= STREAM_MIN;
     for (size_t off = 0; off < bytes; off += SLOT) {
         size_t len = bytes - off < SLOT ? bytes - off : SLOT;
         uint64_t t;
         int rc = next_piece(p, &t, stuck, err, errlen);
         if (rc) return rc;
-        memcpy(slot_in(p, p->rank, t), in + off, len);
+        unsigned char *mine = slot_in(p, p->rank, t);
+        memcpy(mine, in + off, len);
         publish(p, &p->head[p->rank]->posted, t);
+        if (!in_place && !overlap) copy_out(own + off, mine, len, stream);
         for (int k = 1; k < p->size; k++) {
             int q = (p->rank + k) % p->size; /* ranks start on different peers */
             if ((rc = wait_for(p, q, &p->head[q]->posted, t, stuck, err, errlen))) return rc;
-            memcpy(out + (size_t)q * bytes + off, slot_in(p, q, t), len);
+            copy_out(out + (size_t)q * bytes + off, slot_in(p, q, t), len, stream);
         }
         publish(p, &p->head[p->rank]->done, t);
     }
-    if (own != in) memmove(own, in, bytes); /* last: recv may overlap send elsewhere than at own */
+    if (overlap) memmove(own, in, bytes);
+    fence_out();
     return 0;
 }
 
@@ -328,10 +373,11 @@ static int shm_broadcast(void *impl, void *buf, size_t count, sr_dtype dt, int r
             publish(p, &p->head[root]->posted, t);
         } else {
             if ((rc = wait_for(p, root, &p->head[root]->posted, t, stuck, err, errlen))) return rc;
-            memcpy(b + off, slot_in(p, root, t), len);
+            copy_out(b + off, slot_in(p, root, t), len, bytes >= STREAM_MIN);
         }
         publish(p, &p->head[p->rank]->done, t);
     }
+    fence_out();
     return 0;
 }
 

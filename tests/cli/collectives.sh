@@ -39,6 +39,11 @@ for tr in tcp shm; do
     grep -qE "all_reduce failed as it should: all_reduce #1 \(1 x fp32\) on group world \(rank [012] of 4\)(: rank 3 did not arrive| failed: shm: rank 3 \(pid [0-9]+\) exited)" <<<"$out" \
         && pass || fail "a waiting rank names the operation and rank 3, which left ($tr): $out"
 done
+# large outputs go out with streaming stores (from 8 MiB): odd sizes put each rank's part at
+# unaligned addresses
+run "$SHARDRUN" "$T/c.ini" --nproc-per-node 3 --set torch.transport=shm --set task.sizes=1048579
+expect_rc 0 "odd large sizes over shm"
+[ "$(grep -c "checks, 0 failed on rank" <<<"$out")" -eq 3 ] && pass || fail "odd large sizes over shm: $out"
 # SIGKILL of a worker while the others wait in a collective: the run fails, no segment stays
 "$SHARDRUN" "$T/c.ini" --nproc-per-node 3 --set task.stall_rank=2 --set torch.transport=shm >"$T/k.out" 2>"$T/k.err" &
 spid=$!

@@ -428,7 +428,7 @@ sr_pg *sr__pg_create_world(const sr_pg_world_args *a, char *err, size_t errlen) 
     sh->timeout_s = a->timeout_s;
     sh->ops = ops;
     sh->attempt = a->attempt;
-    sh->run_hash = sr__hash64(a->token, strlen(a->token), 0x72756e);
+    sh->run_hash = sr__shm_run_hash(a->token);
     const char *tr = a->transport ? a->transport : "auto";
     sh->shm = ops != &sr__gloo_backend || !strcmp(tr, "tcp") ? SHM_OFF : !strcmp(tr, "shm") ? SHM_ON : SHM_BY_DEFAULT;
     if (a->attempt > 0) snprintf(sh->root, sizeof sh->root, "pg@%d/", a->attempt);

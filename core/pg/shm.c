@@ -1,12 +1,14 @@
 /* The shm transport: all-gather, reduce-scatter, all-reduce, broadcast and barrier between the
    ranks of one host through POSIX shared memory.
 
-   Segments.  Every rank creates one segment, /dev/shm/shardrun.<run>.a<attempt>.<group>.<rank>
+   Segments.  Every rank creates one segment, /dev/shm/shardrun.<run>.a<attempt>.<group>.<rank>.<pid>
    (<run> a hash of the run's store token, <group> a hash of the group's store prefix, which holds
-   the attempt too: a restarted rank never maps an old attempt's segment), maps every peer's, and
-   unlinks its own as soon as every rank says (through the store) that it mapped them all: from
-   then on nothing is left in /dev/shm whatever happens to the processes.  When creation fails,
-   every rank unlinks every name of the group (a peer killed meanwhile cannot do it itself).
+   the attempt too: a restarted rank never maps an old attempt's segment; <pid> its creator's),
+   maps every peer's, and unlinks its own as soon as every rank says (through the store) that it
+   mapped them all: from then on nothing is left in /dev/shm whatever happens to the processes.
+   When creation fails, every rank unlinks every name of the group it knows (a peer killed
+   meanwhile cannot do it itself), and the agent sweeps the run's names whose creator is dead
+   after each attempt (sr__shm_sweep): a worker killed inside that window leaves nothing either.
 
    A segment: a header whose three sequence counters each sit on their own cache line, then NSLOT
    slots used in rotation, each with an input area and a result area of SLOT bytes.
@@ -35,6 +37,7 @@
 #include "pg/shm.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -410,17 +413,42 @@ void sr__shm_host_id(char *out, size_t len) {
     snprintf(out, len, "%s|%s|%s|%s|%s", host, boot, ns[0], ns[1], ns[2]);
 }
 
-static void seg_name(const sr_pg_setup *s, int rank, char *out, size_t len) {
-    snprintf(out, len, "/shardrun.%016llx.a%d.%016llx.%d", (unsigned long long)s->run_hash, s->attempt,
-             (unsigned long long)sr__hash64(s->prefix, strlen(s->prefix), 0x73686d), rank);
+/* /shardrun.<run>.a<attempt>.<group>.<rank>.<pid of its creator> */
+static void seg_name(const sr_pg_setup *s, int rank, long long pid, char *out, size_t len) {
+    snprintf(out, len, "/shardrun.%016llx.a%d.%016llx.%d.%lld", (unsigned long long)s->run_hash, s->attempt,
+             (unsigned long long)sr__hash64(s->prefix, strlen(s->prefix), 0x73686d), rank, pid);
 }
 
-static void unlink_all(const sr_pg_setup *s) {
-    char name[128];
-    for (int r = 0; r < s->size; r++) {
-        seg_name(s, r, name, sizeof name);
-        shm_unlink(name);
+/* After a failed creation: every name of the group whose creator is known. */
+static void unlink_all(const sr_pg_setup *s, const long long *pids) {
+    char name[160];
+    for (int r = 0; r < s->size; r++)
+        if (r == s->rank || (pids && pids[r] > 0)) {
+            seg_name(s, r, r == s->rank ? (long long)getpid() : pids[r], name, sizeof name);
+            shm_unlink(name);
+        }
+}
+
+unsigned long long sr__shm_run_hash(const char *token) { return sr__hash64(token, strlen(token), 0x72756e); }
+
+int sr__shm_sweep(const char *token) {
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "shardrun.%016llx.", sr__shm_run_hash(token));
+    DIR *d = opendir("/dev/shm");
+    if (!d) return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *dot = strrchr(e->d_name, '.');
+        if (strncmp(e->d_name, prefix, strlen(prefix)) || !dot) continue;
+        char *end;
+        long long pid = strtoll(dot + 1, &end, 10);
+        if (*end || pid <= 0 || start_time(pid) >= 0) continue; /* its creator lives: it may be mapping it */
+        char name[300];
+        snprintf(name, sizeof name, "/%s", e->d_name);
+        n += shm_unlink(name) == 0;
     }
+    closedir(d);
+    return n;
 }
 
 /* Sets <prefix><stage>/<rank> = value and waits for every rank's. 0, or -1 with a message. */
@@ -482,13 +510,19 @@ static void *shm_create(void *parent, const sr_pg_setup *s, char *err, size_t er
     p->timeout_s = s->timeout_s;
     p->seg_bytes = HEAD + NSLOT * 2 * SLOT;
     if (s->size == 1) return p;
+    if ((size_t)s->size * 8 > SLOT) { /* a reduce-scatter piece must hold one int64 of every rank */
+        snprintf(err, errlen, "shm: groups of more than %zu ranks are not supported; set [torch] transport = tcp",
+                 SLOT / 8);
+        free(p);
+        return NULL;
+    }
     p->base = calloc((size_t)s->size, sizeof *p->base);
     p->head = calloc((size_t)s->size, sizeof *p->head);
     p->pid = calloc((size_t)s->size, sizeof *p->pid);
     p->start = calloc((size_t)s->size, sizeof *p->start);
     long long *ok = calloc((size_t)s->size, sizeof *ok);
-    char name[128], value[32], mine_err[512] = "";
-    seg_name(s, s->rank, name, sizeof name);
+    char name[160], value[32], mine_err[512] = "";
+    seg_name(s, s->rank, getpid(), name, sizeof name);
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST) { /* cannot be this run's: its names are unique; a leftover */
         shm_unlink(name);
@@ -523,7 +557,7 @@ static void *shm_create(void *parent, const sr_pg_setup *s, char *err, size_t er
     for (int q = 0; q < s->size && !mine_err[0]; q++) {
         p->start[q] = start_time(p->pid[q]);
         if (q == s->rank) continue;
-        seg_name(s, q, name, sizeof name);
+        seg_name(s, q, p->pid[q], name, sizeof name);
         fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
         struct stat st;
         e = fd < 0 ? errno : fstat(fd, &st) != 0 ? errno : (size_t)st.st_size != p->seg_bytes ? EINVAL : 0;
@@ -548,12 +582,12 @@ static void *shm_create(void *parent, const sr_pg_setup *s, char *err, size_t er
             goto fail;
         }
     free(ok);
-    seg_name(s, s->rank, name, sizeof name);
+    seg_name(s, s->rank, getpid(), name, sizeof name);
     shm_unlink(name); /* everyone holds a mapping: the name has served */
     return p;
 fail:
     free(ok);
-    unlink_all(s);
+    unlink_all(s, p->pid);
     shm_destroy(p);
     return NULL;
 }

@@ -18,4 +18,12 @@ extern const sr_pg_backend_ops sr__shm_backend;
    likely, never wrong: a missing boot id adds the pid, so such a rank matches nobody). */
 void sr__shm_host_id(char *out, size_t len);
 
+/* The run part of segment names, from the run's store token. */
+unsigned long long sr__shm_run_hash(const char *token);
+/* Unlinks the run's segments whose creating process is gone (the agent calls it after each
+   attempt: a worker killed between creating its segment and the moment every rank mapped it
+   leaves its name behind).  Segments of live processes, and of other runs, are kept.  Returns
+   how many it removed. */
+int sr__shm_sweep(const char *token);
+
 #endif

@@ -466,7 +466,7 @@ static int store_meet(const sr_pg_setup *s, const char *stage, const char *value
     for (int r = 0; r < s->size; r++) free(owned[r]);
     free(owned);
     free(keys);
-    if (rc == 1) snprintf(err, errlen, "shm: not every rank %s its segment within %gs (missing: %.1000s)",
+    if (rc == 1) snprintf(err, errlen, SR_SHM_LATE "%s its segment within %gs (missing: %.1000s)",
                           !strcmp(stage, "pid") ? "created" : "mapped", s->timeout_s, missing);
     else if (rc) snprintf(err, errlen, "shm: store error while ranks %s their segments", stage);
     return rc ? -1 : 0;

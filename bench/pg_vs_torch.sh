@@ -118,3 +118,10 @@ for op in ("all_gather", "reduce_scatter"):
     target(f"64 MiB {op} on 2 ranks over shm, bus bandwidth >= 70% of one thread's memcpy", r >= 0.7, f"{r:.0%}")
 lat = statistics.median(v for (m, _, op, tr), vs in results.items() if m == 2 and op == "latency" and tr == "shm" for v in vs)
 target("8-byte all_reduce on 2 ranks over shm <= 10 us", lat <= 10, f"{lat:.2f} us")
+# the Gloo path's own targets, on the tcp column
+for n in (2, 4):
+    r = med[(n, 64 * MiB, "all_gather", "tcp")] / med[(n, 64 * MiB, "all_gather", "torch")]
+    target(f"tcp all_gather >= 2x torch at 64 MiB on {n} ranks", r >= 2, f"{r:.2f}x")
+worst = min(med[(n, s, "all_reduce", "tcp")] / med[(n, s, "all_reduce", "torch")] for n in (2, 4) for s in ITERS)
+target("tcp all_reduce >= 1x torch", worst >= 1, f"worst {worst:.2f}x")
+PY

@@ -40,6 +40,7 @@ typedef struct sr_pg_setup {
     double timeout_s;
     unsigned long long run_hash; /* shm: a hash of the run's store token, and the job's attempt, */
     int attempt;                 /* for segment names no other run or attempt uses */
+    const int *hosts;            /* per rank of the new group: an index naming its host (hier) */
 } sr_pg_setup;
 
 typedef struct sr_pg_backend_ops {

@@ -14,6 +14,7 @@
 
 #include "base/hash64.h"
 #include "pg/backend.h"
+#include "pg/hier.h"
 #include "pg/shm.h"
 #include "pg/world.h"
 #include "device/cuda_lib.h"
@@ -357,18 +358,21 @@ static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const
         snprintf(err, errlen, "process group %s: store error: %s", display, sr__store_error(sh->store));
         return NULL;
     }
-    int one_host = 1;
+    /* one host: shm; several, with two ranks or more on one of them: shm inside each, Gloo between */
+    int one_host = 1, shared = 0;
     for (int r = 1; r < size; r++) one_host &= hosts[r] == hosts[0];
-    const sr_pg_backend_ops *ops = sh->shm && one_host ? &sr__shm_backend : sh->ops;
+    for (int r = 0; r < size && !shared; r++)
+        for (int q = 0; q < r && !shared; q++) shared = hosts[q] == hosts[r];
+    const sr_pg_backend_ops *ops = !sh->shm ? sh->ops : one_host ? &sr__shm_backend : shared ? &sr__hier_backend : sh->ops;
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s%s/", name, ops->name);
     static const sr_pg_store_ops store_ops = {sr__store_set, sr__store_get, sr__store_wait};
     sr_pg_setup setup = {sh->store, &store_ops, &sh->store_lock, prefix, rank, size, color, key, sh->hostname,
-                         sh->iface, sh->local_rank, sh->timeout_s, sh->run_hash, sh->attempt};
+                         sh->iface, sh->local_rank, sh->timeout_s, sh->run_hash, sh->attempt, hosts};
     char berr[768] = "";
     /* a backend derives a child from its own kind of parent only */
     void *impl = ops->create(parent && parent->ops == ops ? parent->impl : NULL, &setup, berr, sizeof berr);
-    if (!impl && ops == &sr__shm_backend && sh->shm == SHM_AUTO && strncmp(berr, SR_SHM_LATE, strlen(SR_SHM_LATE))) {
+    if (!impl && ops != sh->ops && sh->shm == SHM_AUTO && strncmp(berr, SR_SHM_LATE, strlen(SR_SHM_LATE))) {
         /* shm failed on every rank alike (its creation shares each step's outcome): Gloo instead */
         ops = sh->ops;
         snprintf(prefix, sizeof prefix, "%s%s/", name, ops->name);

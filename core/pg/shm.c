@@ -410,7 +410,8 @@ void sr__shm_host_id(char *out, size_t len) {
         ssize_t n = readlink(names[i], ns[i], sizeof ns[i] - 1);
         ns[i][n > 0 ? n : 0] = 0;
     }
-    snprintf(out, len, "%s|%s|%s|%s|%s", host, boot, ns[0], ns[1], ns[2]);
+    const char *extra = getenv("SHARDRUN_HOST_ID"); /* ranks that differ here are on "other hosts" */
+    snprintf(out, len, "%s|%s|%s|%s|%s|%s", host, boot, ns[0], ns[1], ns[2], extra ? extra : "");
 }
 
 /* /shardrun.<run>.a<attempt>.<group>.<rank>.<pid of its creator> */

@@ -18,7 +18,8 @@ extern const sr_pg_backend_ops sr__shm_backend;
 
 
 /* What makes two processes able to share a segment: the host name, the kernel's boot id, and the
-   IPC, mount and pid namespaces (a container on the same kernel has its own /dev/shm and pids).
+   IPC, mount and pid namespaces (a container on the same kernel has its own /dev/shm and pids),
+   and $SHARDRUN_HOST_ID when set.
    Writes it into out; never fails (unreadable parts are left empty, which only makes a match less
    likely, never wrong: a missing boot id adds the pid, so such a rank matches nobody). */
 void sr__shm_host_id(char *out, size_t len);

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/hash64.h"
 #include "pg/backend.h"
 #include "pg/hier.h"
 #include "pg/shm.h"
@@ -36,8 +35,8 @@ struct sr_work {
     struct sr_work *next;
 };
 
-/* [torch] transport: tcp, shm (an error when shm fails), auto (shm where ranks share a host, Gloo
-   if shm cannot be set up there) */
+/* [torch] transport: tcp, shm (an error when shm fails), auto (shm or hier where ranks share a
+   host, Gloo if shared memory cannot be set up there) */
 enum { SHM_OFF, SHM_ON, SHM_AUTO };
 /* what auto means (docs/tasks.md, process groups) */
 #define SHM_BY_DEFAULT SHM_AUTO
@@ -62,7 +61,7 @@ struct sr_pg {
     char name[200];
     int rank, size;
     pg_shared *shared;
-    const sr_pg_backend_ops *ops; /* this group's: shared->ops, or shm */
+    const sr_pg_backend_ops *ops; /* this group's: shared->ops, shm or hier */
     int *hosts;                   /* per rank of the group: an index naming its host (world rank of its first rank) */
     void *impl;
     unsigned long seq, children;
@@ -346,8 +345,9 @@ static int *world_hosts(pg_shared *sh, int size) {
 }
 
 /* name: the group's store prefix ("pg/world/"); display: how messages call it ("world");
-   hosts: the host index of each member (NULL for the world: read from the store).  The group
-   takes the shm transport when the configuration allows it and every member is on one host. */
+   hosts: the host index of each member (NULL for the world: read from the store; the group owns
+   it).  With the shm transport on, a group on one host takes shm, one that spans hosts with
+   several members on one of them takes hier, any other Gloo. */
 static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const char *display, int rank, int size,
                            int color, int key, int *hosts, char *err, size_t errlen) {
     if (meet(sh, name, "arrived", display, rank, size, err, errlen) != 0) {

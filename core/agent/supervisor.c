@@ -16,6 +16,7 @@
 #include "agent/workers.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "pg/shm.h"
 #include "worker/worker.h"
 
 static int self_pipe[2] = {-1, -1};
@@ -508,10 +509,11 @@ static void start_attempt(sr_attempt *st, sr_run *run) {
 /* After an attempt: anything still in a worker's group, then every child we inherited.  Between
    attempts only what already ended is reaped (the guardian, our child too, lives on); at the end
    the guardian is gone and the orphans of the workers get a second to die. */
-static void clear_leftovers(sr_attempt *st, int last) {
+static void clear_leftovers(sr_attempt *st, const sr_run *run, int last) {
     for (int i = 0; i < st->n; i++) kill(-st->ws[i].pid, SIGKILL);
     if (!last) {
         while (waitpid(-1, NULL, WNOHANG) > 0) {}
+        sr__shm_sweep(run->rdzv.token); /* segments of workers killed while a group was being created */
         return;
     }
     sr__guardian_release(); /* every group is stopped: the guardian goes without killing anything */
@@ -521,6 +523,7 @@ static void clear_leftovers(sr_attempt *st, int last) {
         if (p < 0) break; /* ECHILD: nothing left */
         if (p == 0) usleep(2000);
     }
+    sr__shm_sweep(run->rdzv.token);
 }
 
 static int exit_code(const sr_attempt *st, const sr_run *run) {
@@ -555,7 +558,7 @@ int sr__launch(sr_run *run, const char *results_path) {
     while (1) {
         start_attempt(&st, run);
         supervise(&st, run);
-        clear_leftovers(&st, !st.restart);
+        clear_leftovers(&st, run, !st.restart);
         if (!st.restart) break;
         /* every agent stopped its workers: the job starts again, with the same environment but
            TORCHELASTIC_RESTART_COUNT, and a model task resumes from its newest checkpoint */
@@ -565,7 +568,7 @@ int sr__launch(sr_run *run, const char *results_path) {
         if (run->rdzv.restart_delay_s > 0 || run->rdzv.nagents > 1)
             sr__log(SR_LOG_DEBUG, "attempt %d begins", run->rdzv.attempt);
     }
-    if (code >= 0) clear_leftovers(&st, 1); /* interrupted between attempts */
+    if (code >= 0) clear_leftovers(&st, run, 1); /* interrupted between attempts */
     if (code < 0) code = exit_code(&st, run);
     sr__print_summary(&st, run);
     /* the results list, with every rank's exit code, also when the run failed (not when agents

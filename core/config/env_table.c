@@ -67,6 +67,9 @@ const sr_var sr__host_reads[] = {
      "the rendezvous store's token when several agents (nodes) share a run: the same secret on every node; "
      "under Slurm `slurm-$SLURM_JOB_ID` is used when unset; a single-node run makes a fresh one"},
     {"GLOO_SOCKET_IFNAME", "the network interface Gloo uses across nodes (default: this host's name)"},
+    {"SHARDRUN_HOST_ID",
+     "added to the host identity each worker publishes: ranks with different values never share memory (the shm "
+     "transport counts them as other hosts); for tests, or hosts whose ranks cannot share /dev/shm"},
     {"ACCELERATE_USE_FSDP, ACCELERATE_MIXED_PRECISION, FSDP_VERSION, FSDP_SHARDING_STRATEGY, FSDP_RESHARD_AFTER_FORWARD, "
      "FSDP_AUTO_WRAP_POLICY, FSDP_TRANSFORMER_CLS_TO_WRAP, FSDP_MIN_NUM_PARAMS, FSDP_BACKWARD_PREFETCH, "
      "FSDP_FORWARD_PREFETCH, FSDP_STATE_DICT_TYPE, FSDP_OFFLOAD_PARAMS, FSDP_SYNC_MODULE_STATES, "

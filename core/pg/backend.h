@@ -1,7 +1,8 @@
 /*
  * What a process-group backend provides to the frontend (pg.c): blocking collectives run on the
  * group's communication thread, and the creation of a child group.  gloo (pg/gloo.c) works on
- * CPU buffers; nccl (cuda/pg_nccl.c, in libshardrun_cuda.so) on device buffers.
+ * CPU buffers over TCP; shm (pg/shm.c) on CPU buffers
+ * through shared memory, for groups whose ranks share a host; nccl (cuda/pg_nccl.c, in libshardrun_cuda.so) on device buffers.
  * Return codes: 0 ok, -1 error (message in err), SR_PG_TIMEOUT when a peer did not deliver in time
  * (*stuck set to that peer's rank in the group when known, else -1).
  */
@@ -37,6 +38,9 @@ typedef struct sr_pg_setup {
     const char *iface;    /* GLOO_SOCKET_IFNAME, or NULL */
     int local_rank;       /* nccl: the device */
     double timeout_s;
+    unsigned long long run_hash; /* shm: a hash of the run's store token, and the job's attempt, */
+    int attempt;                 /* for segment names no other run or attempt uses */
+    const int *hosts;            /* per rank of the new group: an index naming its host (hier) */
 } sr_pg_setup;
 
 typedef struct sr_pg_backend_ops {

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "pg/backend.h"
+#include "pg/hier.h"
+#include "pg/shm.h"
 #include "pg/world.h"
 #include "device/cuda_lib.h"
 
@@ -33,6 +35,12 @@ struct sr_work {
     struct sr_work *next;
 };
 
+/* [torch] transport: tcp, shm (an error when shm fails), auto (shm or hier where ranks share a
+   host, Gloo if shared memory cannot be set up there) */
+enum { SHM_OFF, SHM_ON, SHM_AUTO };
+/* what auto means (docs/tasks.md, process groups) */
+#define SHM_BY_DEFAULT SHM_AUTO
+
 /* What every group of a process shares: the store connection and where Gloo listens. */
 typedef struct pg_shared {
     sr_store *store;
@@ -41,7 +49,10 @@ typedef struct pg_shared {
     char *iface;
     int local_rank;
     double timeout_s;
-    const sr_pg_backend_ops *ops;
+    const sr_pg_backend_ops *ops; /* the configured backend: gloo or nccl */
+    int shm;                      /* gloo: whether groups whose ranks share a host use the shm transport */
+    unsigned long long run_hash;
+    int attempt;
     char root[32]; /* every store key of this process's groups starts with it: "pg/" in a job's first
                       attempt, "pg@N/" after restart N, so no rank meets one of an earlier attempt */
 } pg_shared;
@@ -50,6 +61,8 @@ struct sr_pg {
     char name[200];
     int rank, size;
     pg_shared *shared;
+    const sr_pg_backend_ops *ops; /* this group's: shared->ops, shm or hier */
+    int *hosts;                   /* per rank of the group: an index naming its host (world rank of its first rank) */
     void *impl;
     unsigned long seq, children;
     pthread_t thread;
@@ -69,6 +82,7 @@ sr_pg *sr__pg_world(void) { return world_pg; }
 int sr_pg_rank(const sr_pg *pg) { return pg->rank; }
 int sr_pg_size(const sr_pg *pg) { return pg->size; }
 const char *sr_pg_backend(const sr_pg *pg) { return pg->shared->ops->name; }
+const char *sr_pg_transport(const sr_pg *pg) { return pg->ops == &sr__gloo_backend ? "tcp" : pg->ops->name; }
 const char *sr_pg_name(const sr_pg *pg) { return pg->name; }
 const char *sr_pg_error(const sr_pg *pg) { return pg->error; }
 
@@ -123,7 +137,7 @@ static void name_missing(sr_pg *pg, const sr_work *w, int stuck, char *out, size
 }
 
 static int run_op(sr_pg *pg, sr_work *w) {
-    const sr_pg_backend_ops *ops = pg->shared->ops;
+    const sr_pg_backend_ops *ops = pg->ops;
     char err[768] = "";
     int stuck = -1, rc;
     switch (w->kind) {
@@ -301,25 +315,80 @@ static int meet(pg_shared *sh, const char *name, const char *stage, const char *
     return rc == 0 ? 0 : -1;
 }
 
-/* name: the group's store prefix ("pg/world/"); display: how messages call it ("world") */
-static sr_pg *create_group(pg_shared *sh, void *parent_impl, const char *name, const char *display, int rank, int size,
-                           int color, int key, char *err, size_t errlen) {
-    if (meet(sh, name, "arrived", display, rank, size, err, errlen) != 0) return NULL;
+/* The world's hosts: every rank published its host identity (sr__shm_host_id) at
+   <root>host/<rank> before the world's "arrived" meeting; rank r's index is the lowest world rank
+   with the same identity.  NULL when the store fails. */
+static int *world_hosts(pg_shared *sh, int size) {
+    char **ids = calloc((size_t)size, sizeof *ids);
+    int *hosts = calloc((size_t)size, sizeof *hosts), ok = 1;
+    for (int r = 0; r < size && ok; r++) {
+        char key[64];
+        size_t len = 0;
+        void *v = NULL;
+        snprintf(key, sizeof key, "%shost/%d", sh->root, r);
+        pthread_mutex_lock(&sh->store_lock);
+        ok = sr__store_get(sh->store, key, &v, &len) == 0 && v;
+        pthread_mutex_unlock(&sh->store_lock);
+        ids[r] = ok ? strndup(v, len) : NULL;
+        free(v);
+        hosts[r] = r;
+        for (int q = 0; ok && q < r; q++)
+            if (!strcmp(ids[q], ids[r])) {
+                hosts[r] = hosts[q];
+                break;
+            }
+    }
+    for (int r = 0; r < size; r++) free(ids[r]);
+    free(ids);
+    if (!ok) free(hosts);
+    return ok ? hosts : NULL;
+}
+
+/* name: the group's store prefix ("pg/world/"); display: how messages call it ("world");
+   hosts: the host index of each member (NULL for the world: read from the store; the group owns
+   it).  With the shm transport on, a group on one host takes shm, one that spans hosts with
+   several members on one of them takes hier, any other Gloo. */
+static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const char *display, int rank, int size,
+                           int color, int key, int *hosts, char *err, size_t errlen) {
+    if (meet(sh, name, "arrived", display, rank, size, err, errlen) != 0) {
+        free(hosts);
+        return NULL;
+    }
+    if (!hosts && !(hosts = world_hosts(sh, size))) {
+        snprintf(err, errlen, "process group %s: store error: %s", display, sr__store_error(sh->store));
+        return NULL;
+    }
+    /* one host: shm; several, with two ranks or more on one of them: shm inside each, Gloo between */
+    int one_host = 1, shared = 0;
+    for (int r = 1; r < size; r++) one_host &= hosts[r] == hosts[0];
+    for (int r = 0; r < size && !shared; r++)
+        for (int q = 0; q < r && !shared; q++) shared = hosts[q] == hosts[r];
+    const sr_pg_backend_ops *ops = !sh->shm ? sh->ops : one_host ? &sr__shm_backend : shared ? &sr__hier_backend : sh->ops;
     char prefix[300];
-    snprintf(prefix, sizeof prefix, "%s%s/", name, sh->ops->name);
+    snprintf(prefix, sizeof prefix, "%s%s/", name, ops->name);
     static const sr_pg_store_ops store_ops = {sr__store_set, sr__store_get, sr__store_wait};
     sr_pg_setup setup = {sh->store, &store_ops, &sh->store_lock, prefix, rank, size, color, key, sh->hostname,
-                         sh->iface, sh->local_rank, sh->timeout_s};
+                         sh->iface, sh->local_rank, sh->timeout_s, sh->run_hash, sh->attempt, hosts};
     char berr[768] = "";
-    void *impl = sh->ops->create(parent_impl, &setup, berr, sizeof berr);
+    /* a backend derives a child from its own kind of parent only */
+    void *impl = ops->create(parent && parent->ops == ops ? parent->impl : NULL, &setup, berr, sizeof berr);
+    if (!impl && ops != sh->ops && sh->shm == SHM_AUTO && strncmp(berr, SR_SHM_LATE, strlen(SR_SHM_LATE))) {
+        /* shm failed on every rank alike (its creation shares each step's outcome): Gloo instead */
+        ops = sh->ops;
+        snprintf(prefix, sizeof prefix, "%s%s/", name, ops->name);
+        berr[0] = 0;
+        impl = ops->create(parent && parent->ops == ops ? parent->impl : NULL, &setup, berr, sizeof berr);
+    }
     if (!impl) {
-        snprintf(err, errlen, "process group %s: %s backend: %s", display, sh->ops->name, berr);
+        snprintf(err, errlen, "process group %s: %s backend: %s", display, ops->name, berr);
+        free(hosts);
         return NULL;
     }
     /* like torch's store-based barrier after init: nobody uses (or leaves) the group before every
        member finished connecting, or a fast rank's exit breaks a slow rank's setup */
     if (meet(sh, name, "ready", display, rank, size, err, errlen) != 0) {
-        sh->ops->destroy(impl);
+        ops->destroy(impl);
+        free(hosts);
         return NULL;
     }
     sr_pg *pg = calloc(1, sizeof *pg);
@@ -327,6 +396,8 @@ static sr_pg *create_group(pg_shared *sh, void *parent_impl, const char *name, c
     pg->rank = rank;
     pg->size = size;
     pg->shared = sh;
+    pg->ops = ops;
+    pg->hosts = hosts;
     pg->impl = impl;
     pthread_mutex_init(&pg->lock, NULL);
     pthread_cond_init(&pg->cond, NULL);
@@ -360,11 +431,24 @@ sr_pg *sr__pg_create_world(const sr_pg_world_args *a, char *err, size_t errlen) 
     sh->local_rank = a->local_rank;
     sh->timeout_s = a->timeout_s;
     sh->ops = ops;
+    sh->attempt = a->attempt;
+    sh->run_hash = sr__shm_run_hash(a->token);
+    const char *tr = a->transport ? a->transport : "auto";
+    sh->shm = ops != &sr__gloo_backend || !strcmp(tr, "tcp") ? SHM_OFF : !strcmp(tr, "shm") ? SHM_ON : SHM_BY_DEFAULT;
     if (a->attempt > 0) snprintf(sh->root, sizeof sh->root, "pg@%d/", a->attempt);
     else snprintf(sh->root, sizeof sh->root, "pg/");
-    char name[64];
+    char name[64], key[64], id[1024];
+    sr__shm_host_id(id, sizeof id);
+    snprintf(key, sizeof key, "%shost/%d", sh->root, a->rank);
+    pthread_mutex_lock(&sh->store_lock);
+    int rc = sr__store_set(sh->store, key, id, strlen(id));
+    pthread_mutex_unlock(&sh->store_lock);
+    if (rc != 0) {
+        snprintf(err, errlen, "process group world: store error: %s", sr__store_error(store));
+        return NULL;
+    }
     snprintf(name, sizeof name, "%sworld/", sh->root);
-    world_pg = create_group(sh, NULL, name, "world", a->rank, a->size, 0, a->rank, err, errlen);
+    world_pg = create_group(sh, NULL, name, "world", a->rank, a->size, 0, a->rank, NULL, err, errlen);
     return world_pg;
 }
 
@@ -382,22 +466,27 @@ int sr_pg_split(sr_pg *pg, int color, int key, sr_pg **out) {
         free(all);
         return 0;
     }
-    /* members of my color, ordered by (key, rank) */
-    int n = 0, me = 0;
+    /* members of my color, ordered by (key, rank), and the host of each */
+    int n = 0, me = 0, *hosts = calloc((size_t)pg->size, sizeof *hosts);
     for (int r = 0; r < pg->size; r++) {
         if (all[3 * r] != color) continue;
+        int pos = 0; /* r's place among the members */
+        for (int q = 0; q < pg->size; q++)
+            pos += all[3 * q] == color && (all[3 * q + 1] < all[3 * r + 1] || (all[3 * q + 1] == all[3 * r + 1] && q < r));
+        hosts[pos] = pg->hosts[r];
         n++;
         if (all[3 * r + 1] < key || (all[3 * r + 1] == key && r < pg->rank)) me++;
     }
     free(all);
     char name[256], display[200], err[1024];
     if (strlen(pg->name) > 150) {
+        free(hosts);
         fail(pg, "split of group %s: groups nest too deep", pg->name);
         return -1;
     }
     snprintf(display, sizeof display, "%.150s.%lu/%d", pg->name, child, color);
     snprintf(name, sizeof name, "%s%s/", pg->shared->root, display);
-    sr_pg *sub = create_group(pg->shared, pg->impl, name, display, me, n, color, key, err, sizeof err);
+    sr_pg *sub = create_group(pg->shared, pg, name, display, me, n, color, key, hosts, err, sizeof err);
     if (!sub) {
         fail(pg, "split of group %s: %s", pg->name, err);
         return -1;

@@ -1,6 +1,7 @@
 #include "pg/reduce.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "shardrun/half.h"
 
@@ -43,6 +44,31 @@ void sr__reduce(void *dst, const void *src, size_t n, sr_dtype dtype, sr_redop o
     case SR_INT32: INT_LOOP(int32_t); break;
     case SR_INT64: INT_LOOP(int64_t); break;
     }
+}
+
+void sr__reduce_into(void *dst, const void *a, const void *b, size_t n, sr_dtype dtype, sr_redop op) {
+    if (dtype == SR_FLOAT32 && dst != a && dst != b) {
+        float *restrict d = dst;
+        const float *restrict x = a, *restrict y = b;
+        if (op == SR_MAX)
+            for (size_t i = 0; i < n; i++) d[i] = y[i] > x[i] || x[i] != x[i] ? y[i] : x[i];
+        else
+            for (size_t i = 0; i < n; i++) d[i] = x[i] + y[i];
+        return;
+    }
+    if (dst == b) { /* op(a, b) computed as op(b, a) would differ for max when both are NaN: keep order */
+        size_t es = sr_dtype_size(dtype), step = 1024;
+        unsigned char tmp[1024 * 8];
+        for (size_t i = 0; i < n; i += step) {
+            size_t k = n - i < step ? n - i : step;
+            memcpy(tmp, (const unsigned char *)b + i * es, k * es);
+            memcpy((unsigned char *)dst + i * es, (const unsigned char *)a + i * es, k * es);
+            sr__reduce((unsigned char *)dst + i * es, tmp, k, dtype, op);
+        }
+        return;
+    }
+    if (dst != a) memcpy(dst, a, n * sr_dtype_size(dtype));
+    sr__reduce(dst, b, n, dtype, op);
 }
 
 void sr__divide(void *buf, size_t n, sr_dtype dtype, int divisor) {

@@ -16,6 +16,7 @@ typedef struct sr_pg_world_args {
     const char *hostname; /* where this rank's Gloo listens */
     double timeout_s;
     int attempt;          /* the job's restart count: its keys are not an earlier attempt's */
+    const char *transport; /* gloo: "auto", "shm" (groups on one host) or "tcp"; NULL: auto */
 } sr_pg_world_args;
 
 /* Connects to the store, meets every rank (naming the ones that do not arrive), creates the

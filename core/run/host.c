@@ -143,13 +143,14 @@ static int api_init_process_group(sr_host *h, const char *backend, double timeou
         snprintf(hostname, sizeof hostname, "127.0.0.1");
     sr_pg_world_args a = {run->rdzv.host, run->rdzv.port, run->rdzv.token, h->topo.rank, h->topo.world_size,
                           h->topo.local_rank, resolve_backend(backend), hostname, timeout_s,
-                          run->layout.restart_count};
+                          run->layout.restart_count, api_get(h, "transport")};
     char err[2048];
     if (!sr__pg_create_world(&a, err, sizeof err)) {
         sr__log(SR_LOG_ERROR, "%s", err);
         return -1;
     }
-    sr__log(SR_LOG_DEBUG, "process group world ready: rank %d of %d, %s", a.rank, a.size, a.backend);
+    sr__log(SR_LOG_DEBUG, "process group world ready: rank %d of %d, %s over %s", a.rank, a.size, a.backend,
+            sr_pg_transport(sr__pg_world()));
     return 0;
 }
 

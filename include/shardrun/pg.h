@@ -38,6 +38,10 @@ SR_API sr_pg *sr_world(sr_ctx *ctx);
 SR_API int sr_pg_rank(const sr_pg *pg);
 SR_API int sr_pg_size(const sr_pg *pg);
 SR_API const char *sr_pg_backend(const sr_pg *pg); /* "gloo" or "nccl" */
+/* How this group's ranks talk: "shm" (shared memory: gloo groups whose ranks share a host, unless
+   [torch] transport = tcp), "hier" (shm inside each host, Gloo between hosts: gloo groups that span
+   hosts with several ranks on one), "tcp" (Gloo) or "nccl". */
+SR_API const char *sr_pg_transport(const sr_pg *pg);
 SR_API const char *sr_pg_name(const sr_pg *pg);
 /* The first error of the group, or "" */
 SR_API const char *sr_pg_error(const sr_pg *pg);

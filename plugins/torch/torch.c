@@ -36,6 +36,10 @@ static const sr_var torch_writes[] = {
 static const sr_key torch_keys[] = {
     {"backend", SR_KEY_ENUM, "auto", "auto|gloo|nccl", 0, 0, 0, NULL,
      "process-group backend; auto: nccl when a CUDA device is visible, else gloo"},
+    {"transport", SR_KEY_ENUM, "auto", "auto|shm|tcp", 0, 0, 0, NULL,
+     "how gloo groups talk: shm (shared memory) for a group whose ranks all share a host, shm inside each host and "
+     "Gloo between hosts for a group that spans hosts with several ranks on one, Gloo's TCP for the others; "
+     "tcp: Gloo for every group; auto: shm, or Gloo where shared memory cannot be set up; nccl ignores it"},
     {"timeout", SR_KEY_FLOAT, "1800", NULL, 0, 0, 0, NULL,
      "seconds a rendezvous or collective may wait for the other ranks before failing (torch's default: 1800)"},
     {NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL},

@@ -1,26 +1,69 @@
 # Every collective x dtype x size (0, 1, 7, 1000, 65537, 1048576 elements) against a local
-# expectation, for world sizes 1, 2, 3 (uneven chunks) and 4 (plus 2x2 sub-groups), over Gloo.
+# expectation, for world sizes 1, 2, 3 (uneven chunks) and 4 (plus 2x2 sub-groups and a rank in
+# no group), over both gloo transports: Gloo's TCP and shared memory.  Then the failures: a rank
+# that never comes, a rank that exits, a worker killed; and no segment left in /dev/shm.
 . "$(dirname "$0")/lib.sh"
 printf '[shardrun]\ntask = %s\nplugins = torch\n[torch]\nbackend = gloo\ntimeout = 60\n' \
     "$BUILD/tests/tasks/collectives.so" >"$T/c.ini"
-for n in 1 2 3 4; do
-    run "$SHARDRUN" "$T/c.ini" --nproc-per-node $n
-    expect_rc 0 "collectives on $n rank(s)"
-    for r in $(seq 0 $((n - 1))); do
-        expect_in "$out" "[rank$r]: collectives: " "rank $r of $n reports"
-        expect_not_in "$out" "MISMATCH" "no mismatch on $n ranks"
+segments() { ls /dev/shm 2>/dev/null | grep '^shardrun\.' | sort; }
+[ -d /dev/shm ] && pass || fail "this test needs /dev/shm"
+segments >"$T/shm.before"
+for tr in tcp shm; do
+    for n in 1 2 3 4; do
+        run "$SHARDRUN" "$T/c.ini" --nproc-per-node $n --set torch.transport=$tr
+        expect_rc 0 "collectives on $n rank(s) over $tr"
+        for r in $(seq 0 $((n - 1))); do
+            expect_in "$out" "[rank$r]: collectives: " "rank $r of $n reports ($tr)"
+            expect_in "$out" "[rank$r]: world over $tr" "rank $r of $n runs over $tr"
+            expect_not_in "$out" "MISMATCH" "no mismatch on $n ranks ($tr)"
+        done
+        [ "$(grep -c "checks, 0 failed on rank" <<<"$out")" -eq "$n" ] && pass || fail "all $n ranks passed every check over $tr: $out"
     done
-    [ "$(grep -c "checks, 0 failed on rank" <<<"$out")" -eq "$n" ] && pass || fail "all $n ranks passed every check: $out"
+    [ "$(grep -c "sub-groups: shard over $tr, replicate over $tr" <<<"$out")" -eq 4 ] && pass \
+        || fail "the 2x2 sub-groups run over $tr: $out"
+    # a rank that never joins: the others fail within the timeout, naming the operation and the rank
+    t0=$(date +%s%N)
+    run "$SHARDRUN" "$T/c.ini" --nproc-per-node 4 --set torch.timeout=2 --set task.stall_rank=3 --set torch.transport=$tr
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    expect_rc 1 "a stalled rank fails the run ($tr)"
+    [ "$ms" -lt 8000 ] && pass || fail "the timeout took ${ms} ms to end the run (timeout 2 s, $tr)"
+    # the first rank to time out ends the run, so which of ranks 0-2 gets to print first varies
+    grep -qE "all_reduce failed as it should: all_reduce #1 \(1 x fp32\) on group world \(rank [012] of 4\): rank 3 did not arrive within 2s" <<<"$out" \
+        && pass || fail "a waiting rank names the operation and rank 3 ($tr): $out"
+    # a rank that exits instead of joining: noticed at once, not after the timeout (60 s)
+    t0=$(date +%s%N)
+    run "$SHARDRUN" "$T/c.ini" --nproc-per-node 4 --set task.exit_rank=3 --set torch.transport=$tr
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    expect_rc 1 "a rank that left fails the run ($tr)"
+    [ "$ms" -lt 10000 ] && pass || fail "a dead peer took ${ms} ms to end the run (timeout 60 s, $tr)"
+    grep -qE "all_reduce failed as it should: all_reduce #1 \(1 x fp32\) on group world \(rank [012] of 4\)(: rank 3 did not arrive| failed: shm: rank 3 \(pid [0-9]+\) exited)" <<<"$out" \
+        && pass || fail "a waiting rank names the operation and rank 3, which left ($tr): $out"
 done
-# a rank that never joins: the others fail within the timeout, naming the operation and the rank
-t0=$(date +%s%N)
-run "$SHARDRUN" "$T/c.ini" --nproc-per-node 4 --set torch.timeout=2 --set task.stall_rank=3
-ms=$((($(date +%s%N) - t0) / 1000000))
-expect_rc 1 "a stalled rank fails the run"
-[ "$ms" -lt 8000 ] && pass || fail "the timeout took ${ms} ms to end the run (timeout 2 s)"
-# the first rank to time out ends the run, so which of ranks 0-2 gets to print first varies
-grep -qE "all_reduce failed as it should: all_reduce #1 \(1 x fp32\) on group world \(rank [012] of 4\): rank 3 did not arrive within 2s" <<<"$out" \
-    && pass || fail "a waiting rank names the operation and rank 3: $out"
+# large outputs go out with streaming stores (from 8 MiB): odd sizes put each rank's part at
+# unaligned addresses
+run "$SHARDRUN" "$T/c.ini" --nproc-per-node 3 --set torch.transport=shm --set task.sizes=1048579
+expect_rc 0 "odd large sizes over shm"
+[ "$(grep -c "checks, 0 failed on rank" <<<"$out")" -eq 3 ] && pass || fail "odd large sizes over shm: $out"
+# SIGKILL of a worker while the others wait in a collective: the run fails, no segment stays
+"$SHARDRUN" "$T/c.ini" --nproc-per-node 3 --set task.stall_rank=2 --set torch.transport=shm >"$T/k.out" 2>"$T/k.err" &
+spid=$!
+victim=""
+for _ in $(seq 1 300); do
+    victim=$(pgrep -P "$spid" | head -1)
+    [ -n "$victim" ] && grep -q "world over shm" "$T/k.out" && break
+    sleep 0.02
+done
+sleep 0.3
+[ -n "$victim" ] && kill -KILL "$victim"
+wait "$spid"
+rc=$?
+expect_rc 1 "a worker killed during a collective fails the run"
+# (which failure the summary names first races: the kill, or a peer that noticed it)
+grep -qE "killed by signal SIGKILL|shm: rank [0-9] \(pid [0-9]+\) exited" "$T/k.err" && pass \
+    || fail "the summary names the killed worker or a peer that saw it go: $(cat "$T/k.err")"
+segments >"$T/shm.after"
+left=$(comm -13 "$T/shm.before" "$T/shm.after")
+[ -z "$left" ] && pass || fail "segments left in /dev/shm after the runs: $left"
 # the nccl backend on a machine without a GPU: a clear error, not a crash or a hang
 run "$SHARDRUN" "$T/c.ini" --nproc-per-node 2 --set torch.backend=nccl --set torch.timeout=10
 expect_rc 1 "nccl without a GPU fails"

@@ -35,6 +35,9 @@ for v in $(env | sed -n 's/^\(SHARDRUN_[A-Z0-9_]*\|FSDP_[A-Z0-9_]*\|ACCELERATE_[
     unset "$v"
 done
 unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE GROUP_RANK MASTER_ADDR MASTER_PORT OMP_NUM_THREADS
+# TEST_TORCH_TRANSPORT=shm|tcp runs every test's gloo groups over that transport ([torch] transport),
+# unless a test sets it itself: `TEST_TORCH_TRANSPORT=tcp ctest --test-dir build` checks the suite on Gloo's TCP
+[ -n "${TEST_TORCH_TRANSPORT:-}" ] && export SHARDRUN_TORCH_TRANSPORT=$TEST_TORCH_TRANSPORT
 
 pass() { checks=$((checks + 1)); }
 fail() { checks=$((checks + 1)); failed=$((failed + 1)); printf 'FAIL: %s\n' "$*"; }

@@ -3,7 +3,9 @@
    world size it runs with; with 4 ranks also 2x2 sub-groups (HYBRID_SHARD's shard and replicate
    groups).  Values are small integers so fp16/bf16 sums are exact.
    [task] sizes = comma-separated element counts (default 0,1,7,1000,65537,1048576)
-          stall_rank = R: rank R sleeps instead of joining the first all_reduce (timeout tests) */
+          stall_rank = R: rank R sleeps instead of joining the first all_reduce (timeout tests)
+          exit_rank = R: rank R exits (status 0, so the agent lets the others run on) instead of
+                      joining it: the others must notice its death long before the timeout */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +121,7 @@ static int hybrid(sr_pg *world, size_t count) {
         failures++;
         return 1;
     }
+    printf("sub-groups: shard over %s, replicate over %s\n", sr_pg_transport(shard), sr_pg_transport(replicate));
     float *in = malloc(2 * count * sizeof *in), *out = malloc(count * sizeof *out);
     for (size_t i = 0; i < 2 * count; i++) in[i] = (float)value(r, i);
     sr_work *w1, *w2;
@@ -147,9 +150,10 @@ static int collectives_main(sr_ctx *ctx, int argc, char **argv) {
         printf("no process group\n");
         return 1;
     }
-    long long stall;
-    if (sr_config_int(ctx, "stall_rank", -1, &stall) != 0) return 2;
-    if (stall >= 0) {
+    long long stall, leave;
+    if (sr_config_int(ctx, "stall_rank", -1, &stall) != 0 || sr_config_int(ctx, "exit_rank", -1, &leave) != 0) return 2;
+    if (stall >= 0 || leave >= 0) {
+        if (sr_rank(ctx) == leave) return 0;
         if (sr_rank(ctx) == stall) {
             sleep(30);
             return 0;
@@ -159,6 +163,7 @@ static int collectives_main(sr_ctx *ctx, int argc, char **argv) {
         printf("all_reduce failed as it should: %s\n", sr_pg_error(pg));
         return 3;
     }
+    printf("world over %s\n", sr_pg_transport(pg));
     const char *sizes = sr_config(ctx, "sizes");
     char *list = strdup(sizes ? sizes : "0,1,7,1000,65537,1048576");
     int bad = 0;

@@ -1,0 +1,35 @@
+/*
+ * The shm transport: collectives of a group whose ranks share a host, through POSIX shared
+ * memory (pg/shm.c).  pg.c picks it per group at creation, when [torch] transport allows it and
+ * every member published the same host identity (sr__shm_host_id); other groups use Gloo.
+ */
+#ifndef SR_CORE_PG_SHM_H
+#define SR_CORE_PG_SHM_H
+
+#include <stddef.h>
+
+#include "pg/backend.h"
+
+extern const sr_pg_backend_ops sr__shm_backend;
+
+/* How the creation error starts when a rank did not come in time: unlike the other failures, which
+   every rank learns alike, a late rank may still be on its way, so no rank falls back to Gloo. */
+#define SR_SHM_LATE "shm: not every rank "
+
+
+/* What makes two processes able to share a segment: the host name, the kernel's boot id, and the
+   IPC, mount and pid namespaces (a container on the same kernel has its own /dev/shm and pids),
+   and $SHARDRUN_HOST_ID when set.
+   Writes it into out; never fails (unreadable parts are left empty, which only makes a match less
+   likely, never wrong: a missing boot id adds the pid, so such a rank matches nobody). */
+void sr__shm_host_id(char *out, size_t len);
+
+/* The run part of segment names, from the run's store token. */
+unsigned long long sr__shm_run_hash(const char *token);
+/* Unlinks the run's segments whose creating process is gone (the agent calls it after each
+   attempt: a worker killed between creating its segment and the moment every rank mapped it
+   leaves its name behind).  Segments of live processes, and of other runs, are kept.  Returns
+   how many it removed. */
+int sr__shm_sweep(const char *token);
+
+#endif

@@ -249,6 +249,29 @@ static int unit_last(const sr__engine *e, int mi) {
     return u->mods[u->nmods - 1] == mi;
 }
 
+/* The forward over every module in declaration order: the root's parameters gathered first, each
+   wrapped unit's as its first module comes (prefetching the next one with forward_prefetch), and
+   released after its last module when `reshard` (training: reshard_after_forward; evaluation:
+   always, no backward follows).  keep_wrapped: wrapped modules keep their activations (training
+   without activation checkpointing); the root's are kept whenever `keep_root`.  0 or -1. */
+static int forward_pass(sr__engine *e, sr_module_call *c, int keep_root, int keep_wrapped, int reshard) {
+    int root = e->units.root, nm = e->model->nmods;
+    const sr__fsdp_config *cfg = &e->cfg;
+    if (root >= 0 && issue_gather(e, root) != 0) return -1;
+    if (cfg->forward_prefetch && e->nfwd && issue_gather(e, e->fwd_units[0]) != 0) return -1;
+    if (root >= 0 && wait_gather(e, root) != 0) return -1;
+    for (int mi = 0; mi < nm; mi++) {
+        int pos = e->mod_pos[mi], u = e->model->mods[mi].unit;
+        if (pos >= 0 && unit_first(e, mi)) {
+            if (ensure_gathered(e, u) != 0) return -1;
+            if (cfg->forward_prefetch && pos + 1 < e->nfwd && issue_gather(e, e->fwd_units[pos + 1]) != 0) return -1;
+        }
+        if (forward(e, c, mi, pos >= 0 ? keep_wrapped : keep_root, 0) != 0) return -1;
+        if (pos >= 0 && unit_last(e, mi) && reshard) release_params(e, u);
+    }
+    return 0;
+}
+
 int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, const int64_t *samples, int n,
                            double *loss, long long *tokens) {
     *tokens = 0;
@@ -268,18 +291,7 @@ int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, 
     const sr__fsdp_config *cfg = &e->cfg;
 
     /* forward */
-    if (root >= 0 && issue_gather(e, root) != 0) return -1;
-    if (cfg->forward_prefetch && e->nfwd && issue_gather(e, e->fwd_units[0]) != 0) return -1;
-    if (root >= 0 && wait_gather(e, root) != 0) return -1;
-    for (int mi = 0; mi < nm; mi++) {
-        int pos = e->mod_pos[mi], u = e->model->mods[mi].unit;
-        if (pos >= 0 && unit_first(e, mi)) {
-            if (ensure_gathered(e, u) != 0) return -1;
-            if (cfg->forward_prefetch && pos + 1 < e->nfwd && issue_gather(e, e->fwd_units[pos + 1]) != 0) return -1;
-        }
-        if (forward(e, &c, mi, !(ckpt && pos >= 0), 0) != 0) return -1;
-        if (pos >= 0 && unit_last(e, mi) && e->cfg.reshard_after_forward) release_params(e, u);
-    }
+    if (forward_pass(e, &c, 1, !ckpt, e->cfg.reshard_after_forward) != 0) return -1;
 
     /* loss: the gradient seed carries 1/accum (micro-batches are averaged) and the fp16 scale */
     module_call(e, nm - 1, &c, 0);
@@ -342,21 +354,9 @@ int sr__engine_eval_batch(sr__engine *e, long long step, int batch, const int64_
     c.micro_step = batch;
     c.eval = 1;
     int root = e->units.root, nm = e->model->nmods;
-    const sr__fsdp_config *cfg = &e->cfg;
-    /* the training forward's gathers and prefetches; every unit is resharded after its forward
-       (whatever the strategy: no backward will come for it) */
-    if (root >= 0 && issue_gather(e, root) != 0) return -1;
-    if (cfg->forward_prefetch && e->nfwd && issue_gather(e, e->fwd_units[0]) != 0) return -1;
-    if (root >= 0 && wait_gather(e, root) != 0) return -1;
-    for (int mi = 0; mi < nm; mi++) {
-        int pos = e->mod_pos[mi], u = e->model->mods[mi].unit;
-        if (pos >= 0 && unit_first(e, mi)) {
-            if (ensure_gathered(e, u) != 0) return -1;
-            if (cfg->forward_prefetch && pos + 1 < e->nfwd && issue_gather(e, e->fwd_units[pos + 1]) != 0) return -1;
-        }
-        if (forward(e, &c, mi, 0, 0) != 0) return -1;
-        if (pos >= 0 && unit_last(e, mi)) release_params(e, u);
-    }
+    /* the training forward's gathers and prefetches, no activations kept; every unit is resharded
+       after its forward (whatever the strategy: no backward will come for it) */
+    if (forward_pass(e, &c, 0, 0, 1) != 0) return -1;
     module_call(e, nm - 1, &c, 0);
     c.grad_scale = 0.0f; /* nothing flows back */
     if (e->ops->loss(e->state, &c, loss) != 0) return task_fail(e, "loss (evaluation)", -1);

@@ -1197,21 +1197,6 @@ int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts) {
 
 /* ---- finding the latest ---------------------------------------------------------------------------------- */
 
-char *sr__ckpt_latest(const char *outdir) {
-    DIR *d = opendir(outdir);
-    if (!d) return NULL;
-    long long best = -1;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        long long n;
-        int end = 0;
-        /* checkpoint-N exactly: checkpoint-N.tmp (a save in progress or killed) does not count */
-        if (sscanf(de->d_name, "checkpoint-%lld%n", &n, &end) == 1 && de->d_name[end] == 0 && n > best) best = n;
-    }
-    closedir(d);
-    return best >= 0 ? sr__fmt("%s/checkpoint-%lld", outdir, best) : NULL;
-}
-
 /* Enters the member `name` of the object at j (an object itself): 1 when found, with j at its value. */
 static int enter_member(sr_json *j, const char *name) {
     const char *key;
@@ -1248,22 +1233,28 @@ static int written_by(const char *dir, const char *member, const char *value) {
     return match;
 }
 
-char *sr__ckpt_latest_of_job(const char *outdir, const char *member, const char *value) {
+/* output_dir/checkpoint-N with the largest N that is complete and, with a member, whose
+   trainer_state.json says member = value; or NULL. */
+static char *latest(const char *outdir, const char *member, const char *value) {
     DIR *d = opendir(outdir);
-    if (!d || !value || !*value) {
-        if (d) closedir(d);
-        return NULL;
-    }
+    if (!d) return NULL;
     long long best = -1;
     struct dirent *de;
     while ((de = readdir(d))) {
         long long n;
         int end = 0;
+        /* checkpoint-N exactly: checkpoint-N.tmp (a save in progress or killed) does not count */
         if (sscanf(de->d_name, "checkpoint-%lld%n", &n, &end) != 1 || de->d_name[end] || n <= best) continue;
-        char *dir = sr__fmt("%s/%s", outdir, de->d_name);
-        if (written_by(dir, member, value)) best = n;
+        char *dir = member ? sr__fmt("%s/%s", outdir, de->d_name) : NULL;
+        if (!member || written_by(dir, member, value)) best = n;
         free(dir);
     }
     closedir(d);
     return best >= 0 ? sr__fmt("%s/checkpoint-%lld", outdir, best) : NULL;
+}
+
+char *sr__ckpt_latest(const char *outdir) { return latest(outdir, NULL, NULL); }
+
+char *sr__ckpt_latest_of_job(const char *outdir, const char *member, const char *value) {
+    return value && *value ? latest(outdir, member, value) : NULL;
 }

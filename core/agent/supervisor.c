@@ -203,21 +203,19 @@ static sr_rdzv_failure failure_kind(const sr_attempt *st, const sr_worker *w) {
 static void reap(sr_attempt *st, sr_run *run) {
     int status;
     pid_t pid;
-    char host[128] = "?";
-    gethostname(host, sizeof host);
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         for (int i = 0; i < st->n; i++) {
             sr_worker *w = &st->ws[i];
             if (w->pid != pid) continue;
             w->reaped = 1;
             w->status = status;
-            for (int s = 0; s < SR_NSTREAMS; s++) /* its last progress records */
-                if (w->fd[s] >= 0 && s == SR_RES) read_stream(w, s);
+            if (w->fd[SR_RES] >= 0) read_stream(w, SR_RES); /* its last progress records */
             int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
             if (!ok && st->failed < 0 && !st->kill_at) {
                 st->failed = i;
                 st->blamed = blame(st, i);
-                char what[160], msg[600], step[64];
+                char what[160], msg[600], step[64], host[128] = "?";
+                gethostname(host, sizeof host);
                 sr__describe_status(status, what, sizeof what);
                 const sr_worker *b = st->blamed >= 0 ? &st->ws[st->blamed] : w;
                 if (st->blamed >= 0)
@@ -291,11 +289,13 @@ static void on_agent_signal(sr_attempt *st, sr_run *run, int sig) {
 }
 
 /* What the rendezvous decided elsewhere (or here) for this attempt, applied to this agent's
-   workers once. */
-static void follow_phase(sr_attempt *st, sr_run *run, int *announced) {
+   workers once per change (a restart can still turn into a failure: a node that does not come
+   back).  *applied: the phase applied last. */
+static void follow_phase(sr_attempt *st, sr_run *run, sr_rdzv_phase *applied) {
     sr_rdzv *r = &run->rdzv;
-    if (r->phase == SR_RDZV_RUNNING || r->phase == SR_RDZV_SUCCEEDED || *announced) return;
-    *announced = 1;
+    if (r->phase == *applied) return;
+    *applied = r->phase;
+    if (r->phase == SR_RDZV_RUNNING || r->phase == SR_RDZV_SUCCEEDED) return;
     if (r->phase == SR_RDZV_RESTART) {
         sr__log(SR_LOG_INFO, "restarting the job (restart %d of max_restarts %d): %s", r->attempt + 1, r->max_restarts,
                 r->failed_elsewhere);
@@ -326,16 +326,16 @@ static void call_off_restart(sr_attempt *st, sr_run *run) {
 static void supervise(sr_attempt *st, sr_run *run) {
     enum { MAX_RDZV_FDS = 4200 };
     double all_reaped_at = 0;
-    int reported = 0, announced = 0;
+    int reported = 0;
+    sr_rdzv_phase applied = SR_RDZV_RUNNING;
     struct pollfd *pfd = calloc((size_t)st->n * SR_NSTREAMS + 1 + MAX_RDZV_FDS, sizeof *pfd);
     sr_rdzv *r = &run->rdzv;
     while (1) {
-        follow_phase(st, run, &announced);
+        follow_phase(st, run, &applied);
         int local_done = workers_reaped(st) && pipes_closed(st);
         if (r->phase == SR_RDZV_RESTART && st->stop_signal) {
             /* interrupted while the job restarts: no restart, and every agent hears it at once */
             call_off_restart(st, run);
-            announced = 1;
         }
         if (local_done && r->phase == SR_RDZV_RESTART) {
             if (!r->hosting) {
@@ -349,10 +349,7 @@ static void supervise(sr_attempt *st, sr_run *run) {
                     break;
                 }
             }
-        }
-        if (r->phase == SR_RDZV_FAILED && !st->failed_elsewhere && st->failed < 0 && !st->stop_signal) {
-            st->failed_elsewhere = 1; /* a restart that could not happen */
-            begin_stop(st, SIGTERM, run->grace, 1);
+            follow_phase(st, run, &applied); /* a restart called off just now fails this agent too */
         }
         if (local_done && !reported && r->phase != SR_RDZV_RESTART) {
             /* every rank's exit code reaches node 0, also when the run failed */

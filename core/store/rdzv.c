@@ -257,11 +257,12 @@ int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
         size_t n = (size_t)r->nagents;
         r->checked = calloc(n, 1);
         r->watching = calloc(n, 1);
-        r->gone = calloc(n, 2); /* [0, n): gone; [n, 2n): came back */
+        r->gone = calloc(n, 1);
+        r->back = calloc(n, 1);
         r->joins = calloc(n, sizeof *r->joins);
         r->answered = calloc(n, sizeof *r->answered);
         r->agent_node = calloc(n, sizeof *r->agent_node);
-        if (!r->checked || !r->watching || !r->gone || !r->joins || !r->answered || !r->agent_node) {
+        if (!r->checked || !r->watching || !r->gone || !r->back || !r->joins || !r->answered || !r->agent_node) {
             sr__diag_add(diag, "out of memory for the rendezvous of %d agents", r->nagents);
             return -1;
         }
@@ -311,7 +312,7 @@ static void check_fingerprints(sr_rdzv *r) {
             r->watching[a] = 0; /* its new "alive" wait is watched from now on */
             /* accepted while the job restarts (back after its node was lost, or late): it joins the
                next attempt */
-            if (r->phase == SR_RDZV_RESTART) r->gone[a] = 0, r->gone[r->nagents + a] = 1;
+            if (r->phase == SR_RDZV_RESTART) r->gone[a] = 0, r->back[a] = 1;
         } else if (j == 1) {
             r->checked[a] = 2;
             if (!r->refused_at) r->refused_at = sr__now_s();
@@ -330,10 +331,10 @@ static void check_agents(sr_rdzv *r) {
         if (r->checked[a] != 1 || r->gone[a]) continue;
         if (sr__store_server_waiting(r->server, key_of(key, sizeof key, "run/alive/%d/%d", a, r->joins[a]))) {
             r->watching[a] = 1;
-        } else if (r->watching[a] == 1) {
-            r->watching[a] = 2;
+        } else if (r->watching[a]) {
+            r->watching[a] = 0;
             r->gone[a] = 1;
-            r->gone[r->nagents + a] = 0;
+            r->back[a] = 0;
             snprintf(why, sizeof why, "node %d's shardrun (agent %d) went away%s", r->agent_node[a], a,
                      r->phase == SR_RDZV_RUNNING ? " before the run ended" : r->phase == SR_RDZV_RESTART ? " while the job restarted" : "");
             if (r->phase == SR_RDZV_RUNNING) decide(r, r->agent_node[a], SR_FAIL_RETRYABLE, why);
@@ -391,7 +392,7 @@ static void read_watch(sr_rdzv *r) {
     free(v);
 }
 
-int sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n) {
+void sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n) {
     if (r->server) {
         sr__store_server_handle(r->server, pfds, n);
         check_agents(r);
@@ -405,11 +406,10 @@ int sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n) {
             parse_outcome(v, len, &node, &kind, msg, sizeof msg);
             decide(r, node, kind, msg);
         }
-        return r->phase != SR_RDZV_RUNNING && r->phase != SR_RDZV_SUCCEEDED && !r->reported_failure;
+        return;
     }
     for (int i = 0; r->watch && !r->watch_closed && i < n; i++)
         if (pfds[i].fd == sr__store_fd(r->watch) && pfds[i].revents) read_watch(r);
-    return r->phase != SR_RDZV_RUNNING && r->phase != SR_RDZV_SUCCEEDED && !r->reported_failure;
 }
 
 int sr__rdzv_outcome_known(const sr_rdzv *r) {
@@ -487,7 +487,7 @@ int sr__rdzv_settled(const sr_rdzv *r) {
     if (sr__now_s() - since > (r->outcome_at ? r->ack_timeout_s : 3.0)) return 1;
     char key[64];
     for (int a = 1; a < r->nagents; a++) {
-        if (!r->checked[a] || r->watching[a] == 2 || r->gone[a]) continue; /* never arrived, or gone */
+        if (!r->checked[a] || r->gone[a]) continue; /* never arrived, or gone */
         if (r->checked[a] == 1 && !r->outcome_at) continue;                 /* accepted, and no verdict yet */
         if (!sr__store_server_get(r->server, key_of(key, sizeof key, "run/%d/ack/%d", r->attempt, a), NULL)) return 0;
     }
@@ -558,7 +558,7 @@ int sr__rdzv_restart_ready(sr_rdzv *r) {
         }
     }
     for (int a = 1; a < r->nagents && r->server; a++) {
-        int back = r->gone[r->nagents + a];
+        int back = r->back[a];
         int stopped = !r->gone[a] && sr__store_server_get(r->server, key_of(key, sizeof key, "run/%d/stopped/%d", r->attempt, a), NULL);
         if (back || stopped) continue;
         if (now - r->restart_at < r->rejoin_timeout_s) return 0;
@@ -587,7 +587,7 @@ void sr__rdzv_next_attempt(sr_rdzv *r) {
     r->outcome_at = 0;
     r->acked = 0;
     if (r->server) {
-        memset(r->gone + r->nagents, 0, (size_t)r->nagents);
+        memset(r->back, 0, (size_t)r->nagents);
         for (int a = 1; a < r->nagents; a++)
             sr__store_server_set(r->server, key_of(key, sizeof key, "run/%d/start/%d", r->attempt, a), "go", 2);
     } else if (r->ctl) {
@@ -603,6 +603,7 @@ void sr__rdzv_free(sr_rdzv *r) {
     free(r->checked);
     free(r->watching);
     free(r->gone);
+    free(r->back);
     free(r->joins);
     free(r->answered);
     free(r->agent_node);

@@ -75,6 +75,8 @@ typedef struct sr_rdzv {
     int *joins;              /* hosting agent: each agent's accepted join (its alive key names it) */
     int *answered;           /* hosting agent: each agent's last join answered (accepted or refused) */
     unsigned char *gone;     /* hosting agent: the agent went away and must come back */
+    unsigned char *back;     /* hosting agent: the agent was accepted while the job restarts (it came
+                                back, or came late): it is ready for the next attempt */
     int failed_node;         /* the node of the failure reported elsewhere, -1 when unknown */
     int failed_config;       /* that failure was a configuration mismatch: exit 2, not 1 */
     int outcome_ok;          /* other agents: the verdict is that every rank succeeded */
@@ -83,7 +85,7 @@ typedef struct sr_rdzv {
     double outcome_at;       /* hosting agent: when it sent the verdict, 0: not yet */
     double restart_at;       /* hosting agent: when it decided the restart */
     double ack_timeout_s;    /* hosting agent: how long agents may take to read the verdict */
-    unsigned char *watching; /* hosting agent: 1 an agent was seen waiting, 2 it went away */
+    unsigned char *watching; /* hosting agent: the agent's "alive" wait was seen (so its end means it left) */
     int *agent_node;         /* hosting agent: each agent's node (from its fingerprint) */
     int reported_failure;    /* this agent reported the run's failure itself */
     char failed_elsewhere[1024]; /* the failure that decided the phase, as text */
@@ -121,9 +123,9 @@ typedef struct sr_rdzv_args {
    Errors go to diag; returns 0 or -1. */
 int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag);
 int sr__rdzv_pollfds(sr_rdzv *r, struct pollfd *pfds, int max);
-/* Serves/reads what poll reported, and decides (hosting agent).  Returns 1 once the phase is no
-   longer RUNNING because of another agent (r->failed_elsewhere says why). */
-int sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n);
+/* Serves/reads what poll reported, and decides (hosting agent): r->phase, and r->failed_elsewhere
+   for why, say what became of the attempt. */
+void sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n);
 int sr__rdzv_timeout_ms(const sr_rdzv *r);
 /* Publishes a failure of this attempt (node: where it happened; host: its name, or NULL); the
    hosting agent decides what follows from the first one. */

@@ -53,13 +53,19 @@ expect_in "$out" "[rank0]: shardrun: restart 1: no checkpoint in $T/rq yet; star
 
 # two nodes: SIGTERM to node 1's agent stops both, after the same step, with one checkpoint
 export SHARDRUN_RDZV_TOKEN=preempt-test
-P=$(free_port_pair)
-for n in 0 1; do
-    "$SHARDRUN" "$J" --nnodes 2 --node-rank $n --nproc-per-node 1 --master-addr 127.0.0.1 --master-port "$P" \
-        --set task.output_dir="$T/two" >"$T/t$n.out" 2>"$T/t$n.err" &
-    pid[$n]=$!
-done
-wait_for "$T/t0.out" "step 6/40" 120 && pass || fail "the two-node run reached step 6"
+# start_two DIR NAME: two agents of one rank each on a fresh port pair, training into DIR (output in
+# $T/NAME0.* and $T/NAME1.*, pids in pid[]), until node 0's rank logs step 6
+start_two() {
+    local n
+    P=$(free_port_pair)
+    for n in 0 1; do
+        "$SHARDRUN" "$J" --nnodes 2 --node-rank $n --nproc-per-node 1 --master-addr 127.0.0.1 --master-port "$P" \
+            --set task.output_dir="$1" >"$T/$2$n.out" 2>"$T/$2$n.err" &
+        pid[$n]=$!
+    done
+    wait_for "$T/${2}0.out" "step 6/40" 120 && pass || fail "the two-node run into $1 reached step 6"
+}
+start_two "$T/two" t
 kill -TERM "${pid[1]}"
 wait "${pid[0]}"; rc0=$?
 wait "${pid[1]}"; rc1=$?
@@ -71,13 +77,7 @@ expect_in "$(cat "$T/t1.err")" "every rank stopped after step $step" "node 1 sto
 
 # two nodes, SIGTERM to every process of the job at once (both agents and their workers), as
 # `scancel --signal=TERM` does: both exit 143 after the same step, with one checkpoint
-P=$(free_port_pair)
-for n in 0 1; do
-    "$SHARDRUN" "$J" --nnodes 2 --node-rank $n --nproc-per-node 1 --master-addr 127.0.0.1 --master-port "$P" \
-        --set task.output_dir="$T/all" >"$T/a$n.out" 2>"$T/a$n.err" &
-    pid[$n]=$!
-done
-wait_for "$T/a0.out" "step 6/40" 120 && pass || fail "the two-node run reached step 6"
+start_two "$T/all" a
 workers=$(for n in 0 1; do pgrep -P "${pid[$n]}"; done | tr '\n' ' ')
 kill -TERM "${pid[0]}" "${pid[1]}" $workers
 wait "${pid[0]}"; rc0=$?

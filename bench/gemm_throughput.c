@@ -1,5 +1,5 @@
 /*
- * GEMM throughput of the gpt2 task's CPU kernels (examples/gpt2/kernels_cpu.c: gemm, gemm_batched)
+ * GEMM throughput of the gpt2 task's CPU kernels (examples/transformer/kernels_cpu.c: gemm, gemm_batched)
  * against raw OpenBLAS cblas_sgemm, on exactly the GEMMs one training step of the bench model
  * makes (bench/gpt2_vs_torch.sh's model: 4 layers, n_embd 256, 4 heads, sequence 128, vocab 8192,
  * batch 4, so N = 512 token rows).  Built by CMake (build/bench/gemm_throughput), run by
@@ -15,7 +15,7 @@
  *   attention, per sample (B per layer), heads as one gemm_batched of NH = 4, q/k/v columns of the
  *     [T, 3C] qkv rows (ld 3C, head stride hs = 64), in causal blocks of 64 queries (keys): forward
  *     S = K^T Q, Y = V P; backward dP, dV, dQ, dK (see attention_forward/attention_backward)
- * "ours" calls gpt2_kernels_cpu()->gemm / ->gemm_batched (gemm is cblas_sgemm itself, so its ratio
+ * "ours" calls tf_kernels_cpu()->gemm / ->gemm_batched (gemm is cblas_sgemm itself, so its ratio
  * is a sanity check near 1; gemm_batched runs its heads one per OpenMP thread, each sgemm single-
  * threaded inside the parallel region).  "sgemm" calls cblas_sgemm directly, a batched shape as a
  * loop of cblas_sgemm with OpenBLAS's own threading.  Threads: OMP_NUM_THREADS, as the task sees it.
@@ -40,7 +40,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpt2_kernels.h"
+#include "kernels.h"
 
 /* the model: --model small (default, bench/gpt2_vs_torch.sh's small model) or gpt2 (GPT-2 124M, HF's
    sizes, at T = 128, batch 4) */
@@ -121,7 +121,7 @@ typedef struct operands {
 } operands;
 
 static void call(const shape *s, int ours, const operands *o) {
-    const gpt2_kernels *k = gpt2_kernels_cpu();
+    const tf_kernels *k = tf_kernels_cpu();
     if (ours && s->batched)
         k->gemm_batched(s->ta, s->tb, s->m, s->n, s->k, 1.0f, o->A, s->lda, s->sA, o->B, s->ldb, s->sB, s->beta, o->C,
                         s->ldc, s->sC, s->batch, SR_FLOAT32);
@@ -221,7 +221,7 @@ int main(int argc, char **argv) {
         printf("%-18s %-3s %18s %5d %8d %10.1f %10.1f %7.3f\n", s->name, op, dims, s->batch, s->per_step, ours, sg,
                ours / sg);
     }
-    printf("(GFLOP/s, the best of %d timings of >= %g s each; ours: gpt2_kernels_cpu()->gemm/gemm_batched, "
+    printf("(GFLOP/s, the best of %d timings of >= %g s each; ours: tf_kernels_cpu()->gemm/gemm_batched, "
            "sgemm: cblas_sgemm, a loop of them for a batch)\n", reps, min_time);
     printf("one training step's GEMMs: %.3f GFLOP (%.0f FLOP per token), %.1f ms ours, %.1f ms sgemm\n", total / 1e9,
            total / N, t_ours * 1e3, t_sgemm * 1e3);

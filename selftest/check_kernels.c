@@ -1,5 +1,5 @@
 /*
- * The GPT-2 kernel table (examples/gpt2/gpt2_kernels.h), under test against the CPU table, on
+ * The GPT-2 kernel table (examples/gpt2/kernels.h), under test against the CPU table, on
  * awkward shapes: empty, one element, odd sizes that are no multiple of a warp, a block or a
  * vector width, and leading dimensions wider than the matrix (a stride bug shows).  Inputs are
  * random, rounded to the dtype under test, so both sides read the same values; "+=" kernels add
@@ -24,7 +24,7 @@
 
 static size_t words(size_t n, sr_dtype dt) { return (n * sr_dtype_size(dt) + 3) / 4; }
 
-static void *up(const gpt2_kernels *k, const float *h, size_t n, sr_dtype dt) {
+static void *up(const tf_kernels *k, const float *h, size_t n, sr_dtype dt) {
     size_t w = words(n, dt);
     uint32_t *packed = calloc(w + 1, 4);
     void *d = k->alloc(w * 4);
@@ -46,7 +46,7 @@ static void *up(const gpt2_kernels *k, const float *h, size_t n, sr_dtype dt) {
     return d;
 }
 
-static void *up_i32(const gpt2_kernels *k, const int32_t *h, size_t n) {
+static void *up_i32(const tf_kernels *k, const int32_t *h, size_t n) {
     void *d = k->alloc(n * 4);
     if (d && n && k->ids_upload(d, h, n) != 0) {
         k->free(d);
@@ -55,7 +55,7 @@ static void *up_i32(const gpt2_kernels *k, const int32_t *h, size_t n) {
     return d;
 }
 
-static int down(const gpt2_kernels *k, float *h, const void *d, size_t n, sr_dtype dt) {
+static int down(const tf_kernels *k, float *h, const void *d, size_t n, sr_dtype dt) {
     size_t w = words(n, dt);
     uint32_t *packed = calloc(w + 1, 4);
     if (!packed) return -1;
@@ -100,7 +100,7 @@ static void acc_shape(acc *a, const char *fmt, ...) {
 }
 
 /* Compares `n` elements of device buffer d (dtype dt) with want. */
-static void cmp(acc *a, const gpt2_kernels *k, const char *what, const void *d, const float *want, size_t n,
+static void cmp(acc *a, const tf_kernels *k, const char *what, const void *d, const float *want, size_t n,
                 sr_dtype dt, st_tol tol) {
     float *got = malloc(n * 4 + 4);
     st_cmp c;
@@ -144,7 +144,7 @@ static const st_tol TOL_REDUCE = {2e-5, 2e-6}; /* sums in another order */
 /* ---- elementwise --------------------------------------------------------------------------------- */
 
 static void elementwise(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
-    const gpt2_kernels *k = d->k, *c = d->cpu_k;
+    const tf_kernels *k = d->k, *c = d->cpu_k;
     const size_t sizes[] = {0, 1, 1023, 70001};
     int ns = quick ? 3 : 4;
     BEGIN(copy); BEGIN(add); BEGIN(gf); BEGIN(gb); BEGIN(zero);
@@ -192,7 +192,7 @@ static void elementwise(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
 /* ---- rows: embeddings, LayerNorm, biases ----------------------------------------------------------- */
 
 static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
-    const gpt2_kernels *k = d->k, *c = d->cpu_k;
+    const tf_kernels *k = d->k, *c = d->cpu_k;
     /* N x C; C = 769: 24 warps and one lane, no multiple of 32, 256 or a vector width */
     const int shapes[][2] = {{0, 5}, {1, 1}, {3, 33}, {7, 769}, {130, 100}};
     int ns = quick ? 4 : 5;
@@ -274,7 +274,7 @@ static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
 /* ---- attention softmax and the loss ---------------------------------------------------------------- */
 
 static void softmax_ce(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
-    const gpt2_kernels *k = d->k, *c = d->cpu_k;
+    const tf_kernels *k = d->k, *c = d->cpu_k;
     const int sshapes[][2] = {{1, 1}, {5, 3}, {67, 2}, {129, 3}}; /* T, count: rows of one warp, and longer */
     int ns = quick ? 3 : 4;
     st_tol t = st_tol_for(dt, TOL_REDUCE, 4);
@@ -337,7 +337,7 @@ static void softmax_ce(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
    cblas_sgemm per matrix on the same (rounded) values. */
 static void gemm_case(acc *a, const st_dut *d, sr_dtype dt, int batched, int ta, int tb, int m, int n, int kk,
                       int batch, float beta, st_tol tol) {
-    const gpt2_kernels *k = d->k;
+    const tf_kernels *k = d->k;
     /* leading dimensions wider than the matrices: a kernel that ignores them reads the wrong rows */
     int lda = (ta ? kk : m) + 3, ldb = (tb ? n : kk) + 2, ldc = m + 1;
     long long sA = (long long)lda * (ta ? m : kk) + 5, sB = (long long)ldb * (tb ? kk : n) + 1,

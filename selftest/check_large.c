@@ -55,7 +55,7 @@ static void large_cast(st_report *r, const st_dut *d, size_t n) {
 }
 
 static void large_add(st_report *r, const st_dut *d, size_t n) {
-    const gpt2_kernels *k = d->k;
+    const tf_kernels *k = d->k;
     char *a = k->alloc(n * 4), *b = k->alloc(n * 4), *o = k->alloc(n * 4);
     if (!a || !b || !o) {
         if (a) k->free(a);

@@ -28,7 +28,7 @@ const char *sr__lib_dir(void) {
     return dir;
 }
 
-/* A library next to this task (gpt2_cuda.so is built next to it). */
+/* A library next to this task (transformer_cuda.so is built next to it). */
 static void *open_beside(const char *name, char *path, size_t len) {
     Dl_info info;
     snprintf(path, len, "%s", name);
@@ -43,7 +43,7 @@ static void *open_beside(const char *name, char *path, size_t len) {
 int st_dut_load(st_dut *d, sr_pg *world, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
     d->cpu_dev = sr__device_get("cpu", err, errlen);
-    d->cpu_k = gpt2_kernels_cpu();
+    d->cpu_k = tf_kernels_cpu();
     if (!d->cpu_dev) return -1;
     int nccl = world && !strcmp(sr_pg_backend(world), "nccl");
     d->pg_mem = d->cpu_dev;
@@ -52,8 +52,8 @@ int st_dut_load(st_dut *d, sr_pg *world, char *err, size_t errlen) {
     if (test && *test) {
         void *h = dlopen(test, RTLD_NOW | RTLD_LOCAL);
         const sr_device *(*dev)(const sr_device *) = h ? (const sr_device *(*)(const sr_device *))dlsym(h, "selftest_dut_device") : NULL;
-        const gpt2_kernels *(*k)(const gpt2_kernels *) =
-            h ? (const gpt2_kernels *(*)(const gpt2_kernels *))dlsym(h, "selftest_dut_kernels") : NULL;
+        const tf_kernels *(*k)(const tf_kernels *) =
+            h ? (const tf_kernels *(*)(const tf_kernels *))dlsym(h, "selftest_dut_kernels") : NULL;
         if (!dev || !k) {
             snprintf(err, errlen, "SHARDRUN_SELFTEST_DUT=%s: %s", test,
                      h ? "exports no selftest_dut_device and selftest_dut_kernels" : dlerror());
@@ -72,11 +72,11 @@ int st_dut_load(st_dut *d, sr_pg *world, char *err, size_t errlen) {
     }
     d->dev = d->pg_mem;
     char path[4200];
-    void *h = open_beside("gpt2_cuda.so", path, sizeof path);
-    const gpt2_kernels *(*get)(void) = h ? (const gpt2_kernels *(*)(void))dlsym(h, "gpt2_kernels_cuda") : NULL;
+    void *h = open_beside("transformer_cuda.so", path, sizeof path);
+    const tf_kernels *(*get)(void) = h ? (const tf_kernels *(*)(void))dlsym(h, "tf_kernels_cuda") : NULL;
     if (!get || !(d->k = get())) {
-        snprintf(err, errlen, "%s: %s (build shardrun with nvcc: it makes examples/gpt2_cuda.so)", path,
-                 h ? "no gpt2_kernels_cuda" : dlerror());
+        snprintf(err, errlen, "%s: %s (build shardrun with nvcc: it makes examples/transformer_cuda.so)", path,
+                 h ? "no tf_kernels_cuda" : dlerror());
         return -1;
     }
     snprintf(d->label, sizeof d->label, "cuda");

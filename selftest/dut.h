@@ -5,11 +5,11 @@
  *
  * On a run whose world group is NCCL, the device under test is "cuda": core's device table from
  * libshardrun_cuda.so (what the FSDP engine uses on a GPU) and the GPT-2 kernel table from
- * gpt2_cuda.so (what the GPT-2 task uses).  On Gloo it is the CPU itself: the checks then compare
+ * transformer_cuda.so (what the GPT-2 task uses).  On Gloo it is the CPU itself: the checks then compare
  * the CPU with itself, which proves the harness, not a GPU.  SHARDRUN_SELFTEST_DUT=FILE.so (a
  * testing aid) takes both tables from a test library instead, which exports
  *   const sr_device *selftest_dut_device(const sr_device *cpu);
- *   const gpt2_kernels *selftest_dut_kernels(const gpt2_kernels *cpu);
+ *   const tf_kernels *selftest_dut_kernels(const tf_kernels *cpu);
  * so the tests can hand the harness deliberately broken kernels and check that it fails.
  */
 #ifndef SELFTEST_DUT_H
@@ -18,13 +18,13 @@
 #include <stddef.h>
 
 #include "device/device.h"
-#include "gpt2_kernels.h"
+#include "kernels.h"
 #include "shardrun/pg.h"
 
 typedef struct st_dut {
     char label[64];                 /* "cuda", "cpu", "test:NAME.so" */
     const sr_device *dev, *cpu_dev; /* core's device table: under test, and the CPU's */
-    const gpt2_kernels *k, *cpu_k;  /* the GPT-2 kernel table: under test, and the CPU's */
+    const tf_kernels *k, *cpu_k;  /* the GPT-2 kernel table: under test, and the CPU's */
     const sr_device *pg_mem;        /* where collective buffers live: cuda for nccl, cpu for gloo */
 } st_dut;
 

@@ -1,6 +1,6 @@
 /*
  * gpt2 block: one GPT2Block's forward and backward, written once over the kernel table
- * (gpt2_kernels.h), so the CPU and CUDA runs share every GEMM's arguments.
+ * (kernels.h), so the CPU and CUDA runs share every GEMM's arguments.
  *
  * Lifecycle: gpt2_model.c allocates, per block, an intermediates buffer of gpt2_block_acts_bytes()
  * and one shared gpt2_block_work_bytes() backward scratch -> gpt2_block_forward() fills the
@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "gpt2_kernels.h"
+#include "kernels.h"
 
 /* a block's parameters, in declaration order (HF's names under transformer.h.{i}.) */
 enum {
@@ -29,7 +29,7 @@ enum {
 };
 
 typedef struct gpt2_shape {
-    const gpt2_kernels *k;
+    const tf_kernels *k;
     sr_dtype dt; /* compute dtype */
     size_t es;   /* its element size */
     int B;       /* samples in this micro-batch */

@@ -21,7 +21,7 @@
 
 #include "dump.h"
 #include "gpt2_infer.h"
-#include "gpt2_kernels.h"
+#include "kernels.h"
 #include "gpt2_sample.h"
 #include "gpt2_weights.h"
 #include "tokenizer.h"
@@ -170,12 +170,12 @@ static int file_exists(const char *dir, const char *name, char *path, size_t len
 
 /* The tokenizer the model was trained with: --vocab/--merges, else the model's folder's, else
    byte-level.  *what describes it for the banner. */
-static gpt2_tokenizer *load_tokenizer(const opts *o, const gpt2_weights *w, char *what, size_t len) {
+static tf_tokenizer *load_tokenizer(const opts *o, const gpt2_weights *w, char *what, size_t len) {
     char v[4200], m[4200], err[1024];
     const char *vocab = o->vocab, *merges = o->merges;
     if (!vocab && file_exists(w->dir, "vocab.json", v, sizeof v) && file_exists(w->dir, "merges.txt", m, sizeof m))
         vocab = v, merges = m;
-    gpt2_tokenizer *t = gpt2_tokenizer_load(vocab, merges, err, sizeof err);
+    tf_tokenizer *t = tf_tokenizer_load(vocab, merges, err, sizeof err);
     if (!t) {
         fprintf(stderr, "gpt2_generate: error: %s\n", err);
         return NULL;
@@ -187,7 +187,7 @@ static gpt2_tokenizer *load_tokenizer(const opts *o, const gpt2_weights *w, char
 
 /* ids of the prompt (--prompt-ids, or --prompt through the tokenizer); an empty prompt is
    <|endoftext|>, as HF starts GPT-2 without one.  Exit code, 0 when fine. */
-static int prompt_ids(const opts *o, gpt2_tokenizer *tok, const gpt2_weights *w, int32_t **ids, size_t *n) {
+static int prompt_ids(const opts *o, tf_tokenizer *tok, const gpt2_weights *w, int32_t **ids, size_t *n) {
     size_t cap = 0;
     *ids = NULL, *n = 0;
     if (o->prompt_ids) {
@@ -212,14 +212,14 @@ static int prompt_ids(const opts *o, gpt2_tokenizer *tok, const gpt2_weights *w,
             (*ids)[(*n)++] = id;
             p = end;
         }
-    } else if (o->prompt && *o->prompt && gpt2_tokenizer_encode(tok, o->prompt, strlen(o->prompt), ids, n, &cap) != 0) {
+    } else if (o->prompt && *o->prompt && tf_tokenizer_encode(tok, o->prompt, strlen(o->prompt), ids, n, &cap) != 0) {
         fprintf(stderr, "gpt2_generate: error: out of memory tokenizing the prompt\n");
         return 1;
     }
     if (*n == 0) {
         free(*ids);
         if (!(*ids = malloc(sizeof **ids))) return 1;
-        (*ids)[0] = gpt2_tokenizer_eos(tok);
+        (*ids)[0] = tf_tokenizer_eos(tok);
         *n = 1;
     }
     if (*n >= (size_t)w->P) {
@@ -231,15 +231,15 @@ static int prompt_ids(const opts *o, gpt2_tokenizer *tok, const gpt2_weights *w,
     return 0;
 }
 
-static void put_token(gpt2_tokenizer *tok, int32_t id, int ids_out) {
+static void put_token(tf_tokenizer *tok, int32_t id, int ids_out) {
     if (ids_out) {
         printf(" %d", id);
         return;
     }
     char buf[256], *p = buf;
-    int n = gpt2_tokenizer_decode(tok, id, buf, sizeof buf);
+    int n = tf_tokenizer_decode(tok, id, buf, sizeof buf);
     if (n > (int)sizeof buf && (p = malloc((size_t)n))) /* a long added token: decode it again, whole */
-        gpt2_tokenizer_decode(tok, id, p, (size_t)n);
+        tf_tokenizer_decode(tok, id, p, (size_t)n);
     if (n > 0 && p) fwrite(p, 1, (size_t)n, stdout);
     else if (n < 0) printf("<%d>", id); /* an id the tokenizer lacks (--prompt-ids beyond its vocabulary) */
     if (p != buf) free(p);
@@ -259,7 +259,7 @@ int main(int argc, char **argv) {
         return rc == -2 ? 1 : EXIT_CONFIG;
     }
     t_load = now() - t_load;
-    gpt2_tokenizer *tok = load_tokenizer(&o, &w, tokwhat, sizeof tokwhat);
+    tf_tokenizer *tok = load_tokenizer(&o, &w, tokwhat, sizeof tokwhat);
     int32_t *ids = NULL;
     size_t n = 0;
     float *logits = NULL, *all = NULL;
@@ -267,7 +267,7 @@ int main(int argc, char **argv) {
     gpt2_sampler s = {0};
     rc = EXIT_CONFIG;
     if (!tok) goto out;
-    int tv = gpt2_tokenizer_vocab_size(tok);
+    int tv = tf_tokenizer_vocab_size(tok);
     if (tv > w.V) {
         fprintf(stderr, "gpt2_generate: error: the tokenizer (%s) has %d tokens but %s has embeddings for %d: the "
                 "model was trained with other tokens; give the --vocab and --merges it was trained with (or none, "
@@ -283,7 +283,7 @@ int main(int argc, char **argv) {
                   (double)o.temperature, o.top_k, (double)o.top_p, o.seed);
     fprintf(stderr, "gpt2_generate: %s%s: %d layers, %d heads (%s), n_embd %d, context %d, vocab %d; %s; %s; fp32 on "
             "the CPU, %d thread%s%s\n", w.file, step, w.L, w.NH, w.heads_from, w.C, w.P, w.V, tokwhat, sampling,
-            gpt2_cpu_threads(), gpt2_cpu_threads() == 1 ? "" : "s", o.no_cache ? ", no KV cache" : "");
+            tf_cpu_threads(), tf_cpu_threads() == 1 ? "" : "s", o.no_cache ? ", no KV cache" : "");
     if (tv < w.V)
         fprintf(stderr, "gpt2_generate: note: the model has %d token embeddings, the tokenizer %d tokens: ids from %d "
                 "on are never picked. If the model was trained with GPT-2 BPE, give --vocab and --merges\n", w.V, tv,
@@ -294,7 +294,7 @@ int main(int argc, char **argv) {
     long max_new = o.max_new < room + 1 ? o.max_new : room + 1;
     int32_t *grown = realloc(ids, (n + (size_t)max_new + 1) * sizeof *ids);
     if (grown) ids = grown;
-    if (!grown || !(g = gpt2_infer_new(&w, gpt2_kernels_cpu())) || !(logits = malloc((size_t)w.V * sizeof *logits)) ||
+    if (!grown || !(g = gpt2_infer_new(&w, tf_kernels_cpu())) || !(logits = malloc((size_t)w.V * sizeof *logits)) ||
         gpt2_sampler_init(&s, o.seed, w.V, tv, o.temperature, o.top_k, o.top_p) != 0 ||
         (o.logits && !(all = malloc(((size_t)max_new + 1) * (size_t)w.V * sizeof *all)))) {
         fprintf(stderr, "gpt2_generate: error: out of memory for the model's key/value cache and buffers\n");
@@ -312,7 +312,7 @@ int main(int argc, char **argv) {
     const size_t prompt_n = n;
     double t0 = now(), t1 = t0;
     long made = 0;
-    int eos = gpt2_tokenizer_eos(tok), stop = 0;
+    int eos = tf_tokenizer_eos(tok), stop = 0;
     if (gpt2_infer_prompt(g, ids, (int)n, logits) != 0) goto oom;
     t1 = now();
     while (made < max_new) {
@@ -341,12 +341,12 @@ int main(int argc, char **argv) {
     if (all) {
         int32_t pl = (int32_t)prompt_n;
         long steps = made + (stop ? 1 : 0); /* the logits that picked each token, and the one that picked eos */
-        gpt2_dump_tensor t[] = {
+        tf_dump_tensor t[] = {
             {"input_ids", "I32", 2, {1, (int64_t)n}, ids},
             {"prompt_length", "I32", 1, {1}, &pl},
             {"logits", "F32", 2, {steps, w.V}, all},
         };
-        if (gpt2_dump_write(o.logits, t, 3) != 0) rc = 1;
+        if (tf_dump_write(o.logits, t, 3) != 0) rc = 1;
     }
     goto out;
 oom:
@@ -358,7 +358,7 @@ out:
     free(all);
     free(logits);
     free(ids);
-    if (tok) gpt2_tokenizer_free(tok);
+    if (tok) tf_tokenizer_free(tok);
     gpt2_weights_free(&w);
     return rc;
 }

@@ -9,7 +9,7 @@
 
 struct gpt2_infer {
     const gpt2_weights *w;
-    const gpt2_kernels *k;
+    const tf_kernels *k;
     void **params; /* L * GPT2_BLOCK_PARAMS, as gpt2_block_forward takes them */
     int len;       /* positions in the cache */
     float *kc, *vc; /* [L][P][C] keys and values */
@@ -20,7 +20,7 @@ struct gpt2_infer {
 
 #define F(n) ((size_t)(n) * sizeof(float))
 
-gpt2_infer *gpt2_infer_new(const gpt2_weights *w, const gpt2_kernels *k) {
+gpt2_infer *gpt2_infer_new(const gpt2_weights *w, const tf_kernels *k) {
     gpt2_infer *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     g->w = w, g->k = k;
@@ -49,7 +49,7 @@ void gpt2_infer_free(gpt2_infer *g) {
 }
 
 /* out[O] = x[I] W[I,O] + b: gpt2_block.c's Conv1D for one token */
-static void conv1d(const gpt2_kernels *k, float *out, const float *x, const void *W, const void *b, int I, int O) {
+static void conv1d(const tf_kernels *k, float *out, const float *x, const void *W, const void *b, int I, int O) {
     k->copy(out, b, (size_t)O, SR_FLOAT32);
     k->gemv(0, O, I, 1.0f, W, O, x, 1.0f, out, SR_FLOAT32);
 }
@@ -66,7 +66,7 @@ static int head(gpt2_infer *g, const float *h, float *logits) {
    go to the cache. */
 static int forward(gpt2_infer *g, const int32_t *ids, int n, float *logits, int fill) {
     const gpt2_weights *w = g->w;
-    const gpt2_kernels *k = g->k;
+    const tf_kernels *k = g->k;
     const int C = w->C;
     gpt2_shape s = {k, SR_FLOAT32, sizeof(float), 1, 1, n, C, w->NH};
     void *acts = k->alloc(gpt2_block_acts_bytes(&s));
@@ -112,7 +112,7 @@ int gpt2_infer_full(gpt2_infer *g, const int32_t *ids, int n, float *logits) {
 
 int gpt2_infer_next(gpt2_infer *g, int32_t id, float *logits) {
     const gpt2_weights *w = g->w;
-    const gpt2_kernels *k = g->k;
+    const tf_kernels *k = g->k;
     const int C = w->C, pos = g->len;
     if (pos >= w->P || id < 0 || id >= w->V || k->ids_upload(g->id, &id, 1) != 0) return -1;
     k->embed_forward(g->x, g->id, w->wte, w->wpe + (size_t)pos * C, 1, 1, C, SR_FLOAT32);

@@ -19,13 +19,13 @@
 
 #include <stdint.h>
 
-#include "gpt2_kernels.h"
+#include "kernels.h"
 #include "gpt2_weights.h"
 
 typedef struct gpt2_infer gpt2_infer;
 
 /* NULL when out of memory */
-gpt2_infer *gpt2_infer_new(const gpt2_weights *w, const gpt2_kernels *k);
+gpt2_infer *gpt2_infer_new(const gpt2_weights *w, const tf_kernels *k);
 /* Forgets the cache, runs ids[0..n) (1 <= n <= n_positions) and fills the cache with them;
    logits [V] (host) of the last position.  0, or -1 when out of memory. */
 int gpt2_infer_prompt(gpt2_infer *g, const int32_t *ids, int n, float *logits);

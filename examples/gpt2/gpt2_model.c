@@ -2,7 +2,7 @@
  * gpt2: GPT-2 as a shardrun model task -- the layers, nothing about sharding.
  *
  * Lifecycle (see shardrun/model.h): create() reads [task], loads the tokenizer and the data
- * (dataset.c), picks the kernels (kernels_cpu.c, or kernels_cuda.cu in gpt2_cuda.so when the run
+ * (dataset.c), picks the kernels (kernels_cpu.c, or kernels_cuda.cu in transformer_cuda.so when the run
  * uses NCCL) and declares the modules below -> per micro-batch batch(), forward() per module,
  * loss(), backward() per module in reverse -> destroy().
  *
@@ -27,7 +27,7 @@
 #include "dataset.h"
 #include "dump.h"
 #include "gpt2_block.h"
-#include "gpt2_kernels.h"
+#include "kernels.h"
 #include "gpt2_sizes.h"
 #include "shardrun/model.h"
 #include "tokenizer.h"
@@ -38,12 +38,12 @@ enum { M_EMBED, M_BLOCK, M_LNF, M_HEAD };
 typedef struct gpt2 {
     sr_ctx *ctx;
     int L, NH, C, P, V, T; /* layers, heads, channels, positions, vocabulary, tokens per sample */
-    const gpt2_kernels *k;
+    const tf_kernels *k;
     sr_dtype dt; /* compute dtype (fp32 on the CPU) */
     size_t es;   /* its element size */
-    gpt2_tokenizer *tok;
-    gpt2_dataset data;
-    gpt2_dataset eval; /* held-out samples (eval_data or validation_split_percentage); n = 0: none */
+    tf_tokenizer *tok;
+    tf_dataset data;
+    tf_dataset eval; /* held-out samples (eval_data or validation_split_percentage); n = 0: none */
     const char *eval_from; /* for the log line: "eval_data" or "validation_split_percentage = N" */
     char eval_desc[64];
     char *dump_path;
@@ -162,22 +162,22 @@ static int config_int(sr_ctx *ctx, const char *key, long long def, long long lo,
     return 0;
 }
 
-/* The CUDA kernels live in gpt2_cuda.so next to this task, so CPU runs never map cuBLAS. */
-static const gpt2_kernels *load_cuda_kernels(void) {
+/* The CUDA kernels live in transformer_cuda.so next to this task, so CPU runs never map cuBLAS. */
+static const tf_kernels *load_cuda_kernels(void) {
     Dl_info info;
-    if (!dladdr((void *)gpt2_kernels_cpu, &info) || !info.dli_fname) return NULL;
+    if (!dladdr((void *)tf_kernels_cpu, &info) || !info.dli_fname) return NULL;
     char path[4096];
     snprintf(path, sizeof path, "%s", info.dli_fname);
     char *slash = strrchr(path, '/');
-    snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "gpt2_cuda.so");
+    snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "transformer_cuda.so");
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         fprintf(stderr, "gpt2: error: this run uses NCCL (GPUs) but the CUDA kernels cannot be loaded: %s; build "
                         "shardrun with nvcc available (-DSHARDRUN_CUDA=ON)\n", dlerror());
         return NULL;
     }
-    const gpt2_kernels *(*get)(void) = (const gpt2_kernels *(*)(void))dlsym(h, "gpt2_kernels_cuda");
-    if (!get) fprintf(stderr, "gpt2: error: %s has no gpt2_kernels_cuda (%s); rebuild shardrun\n", path, dlerror());
+    const tf_kernels *(*get)(void) = (const tf_kernels *(*)(void))dlsym(h, "tf_kernels_cuda");
+    if (!get) fprintf(stderr, "gpt2: error: %s has no tf_kernels_cuda (%s); rebuild shardrun\n", path, dlerror());
     return get ? get() : NULL;
 }
 
@@ -193,7 +193,7 @@ static const gpt2_kernels *load_cuda_kernels(void) {
    when it loads, before this task runs, so only the environment can choose: say so. */
 static void avx512_note(void) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(SHARDRUN_BLAS_BLIS)
-    const char *core = gpt2_cpu_blas();
+    const char *core = tf_cpu_blas();
     if (getenv("OPENBLAS_CORETYPE") || !core || (strcmp(core, "Haswell") && strcmp(core, "Zen"))) return;
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -237,7 +237,7 @@ static int read_size(gpt2 *g, sr_ctx *ctx, int *vocab_default) {
 
 /* The eval samples: files of their own (eval_data: the training data's preprocessing), or the last
    validation_split_percentage % of the training texts, which are then never trained on. */
-static int load_eval_data(gpt2 *g, sr_ctx *ctx, const gpt2_data_opts *train) {
+static int load_eval_data(gpt2 *g, sr_ctx *ctx, const tf_data_opts *train) {
     const char *files = sr_config(ctx, "eval_data");
     int pct;
     char err[1024];
@@ -247,17 +247,17 @@ static int load_eval_data(gpt2 *g, sr_ctx *ctx, const gpt2_data_opts *train) {
         return -1;
     }
     if (files && *files) {
-        gpt2_data_opts o = *train;
+        tf_data_opts o = *train;
         o.patterns = files;
         o.max_samples = 0;
-        if (gpt2_dataset_load(&g->eval, &o, g->tok, err, sizeof err) != 0) {
+        if (tf_dataset_load(&g->eval, &o, g->tok, err, sizeof err) != 0) {
             fprintf(stderr, "gpt2: error: [task] eval_data: %s\n", err);
             return -1;
         }
         g->eval_from = "eval_data";
     } else if (pct) {
         long long n = g->data.n * pct / 100;
-        if (gpt2_dataset_split_tail(&g->data, n, &g->eval, err, sizeof err) != 0) {
+        if (tf_dataset_split_tail(&g->data, n, &g->eval, err, sizeof err) != 0) {
             fprintf(stderr, "gpt2: error: [task] validation_split_percentage = %d of %lld texts: %s; raise it, or add "
                             "data, or give eval_data\n", pct, g->data.n, err);
             return -1;
@@ -276,11 +276,11 @@ static int load_data(gpt2 *g, sr_ctx *ctx) {
         return -1;
     }
     char err[1024];
-    if (!(g->tok = gpt2_tokenizer_load(vocab, merges, err, sizeof err))) {
+    if (!(g->tok = tf_tokenizer_load(vocab, merges, err, sizeof err))) {
         fprintf(stderr, "gpt2: error: %s\n", err);
         return -1;
     }
-    gpt2_data_opts o = {0};
+    tf_data_opts o = {0};
     long long max_samples;
     const char *split = sr_config(ctx, "split");
     o.patterns = sr_config(ctx, "data");
@@ -289,11 +289,11 @@ static int load_data(gpt2 *g, sr_ctx *ctx) {
                         "data = /usr/share/common-licenses/*\n");
         return -1;
     }
-    if (split && gpt2_split_parse(split, &o.split) != 0) {
+    if (split && tf_split_parse(split, &o.split) != 0) {
         fprintf(stderr, "gpt2: error: [task] split = %s; expected paragraph, line or file\n", split);
         return -1;
     }
-    if (!split) o.split = GPT2_SPLIT_PARAGRAPH;
+    if (!split) o.split = TF_SPLIT_PARAGRAPH;
     if (config_int(ctx, "max_length", 128, 2, g->P, &g->T) || config_int(ctx, "min_chars", 32, 0, 1 << 30, &o.min_chars) ||
         sr_config_int(ctx, "max_samples", 0, &max_samples))
         return -1;
@@ -303,7 +303,7 @@ static int load_data(gpt2 *g, sr_ctx *ctx) {
     }
     o.max_length = g->T;
     o.max_samples = max_samples;
-    if (gpt2_dataset_load(&g->data, &o, g->tok, err, sizeof err) != 0) {
+    if (tf_dataset_load(&g->data, &o, g->tok, err, sizeof err) != 0) {
         fprintf(stderr, "gpt2: error: %s\n", err);
         return -1;
     }
@@ -315,9 +315,9 @@ static void free_state(gpt2 *g) {
     free(g->pool);
     free(g->out);
     free(g->inter);
-    gpt2_dataset_free(&g->data);
-    gpt2_dataset_free(&g->eval);
-    if (g->tok) gpt2_tokenizer_free(g->tok);
+    tf_dataset_free(&g->data);
+    tf_dataset_free(&g->eval);
+    if (g->tok) tf_tokenizer_free(g->tok);
     free(g->dump_path);
     free(g);
 }
@@ -325,7 +325,7 @@ static void free_state(gpt2 *g) {
 static void gpt2_destroy(void *state) {
     gpt2 *g = state;
     if (!g) return;
-    if (!strcmp(g->k->name, "cpu")) sr_report_int(g->ctx, "cpu_threads", gpt2_cpu_threads());
+    if (!strcmp(g->k->name, "cpu")) sr_report_int(g->ctx, "cpu_threads", tf_cpu_threads());
     sr_report_int(g->ctx, "samples_read", g->samples_read);
     sr_report_int(g->ctx, "sample_index_sum", g->sample_index_sum);
     /* activation checkpointing shows here: one block's intermediates at a time instead of n_layer */
@@ -378,7 +378,7 @@ static void *gpt2_create(sr_ctx *ctx, sr_model *model) {
     g->ctx = ctx;
     int vocab_default;
     if (read_size(g, ctx, &vocab_default) != 0 || load_data(g, ctx) != 0) goto fail;
-    int tv = gpt2_tokenizer_vocab_size(g->tok);
+    int tv = tf_tokenizer_vocab_size(g->tok);
     if (config_int(ctx, "vocab_size", vocab_default ? vocab_default : tv, 1, 1 << 24, &g->V)) goto fail;
     if (g->V < tv) {
         fprintf(stderr, "gpt2: error: [task] vocab_size = %d is smaller than the tokenizer's %d tokens\n", g->V, tv);
@@ -389,9 +389,9 @@ static void *gpt2_create(sr_ctx *ctx, sr_model *model) {
 
     sr_pg *world = sr_world(ctx);
     int cuda = world && !strcmp(sr_pg_backend(world), "nccl");
-    g->k = cuda ? load_cuda_kernels() : gpt2_kernels_cpu();
+    g->k = cuda ? load_cuda_kernels() : tf_kernels_cpu();
     if (!g->k) goto fail;
-    if (sr_profile_enabled()) g->k = gpt2_kernels_profiled(g->k); /* SHARDRUN_PROFILE=1 */
+    if (sr_profile_enabled()) g->k = tf_kernels_profiled(g->k); /* SHARDRUN_PROFILE=1 */
     g->dt = compute_dtype();
     g->es = sr_dtype_size(g->dt);
     if (!(g->k->dtypes & (1u << g->dt))) {
@@ -411,7 +411,7 @@ static void *gpt2_create(sr_ctx *ctx, sr_model *model) {
                         (double)g->L * (12.0 * g->C * g->C + 13.0 * g->C);
         char threads[96] = "";
         if (!cuda) snprintf(threads, sizeof threads, " (%s, %d thread%s), its %s kernels", GPT2_BLAS_NAME,
-                            gpt2_cpu_threads(), gpt2_cpu_threads() == 1 ? "" : "s", gpt2_cpu_blas());
+                            tf_cpu_threads(), tf_cpu_threads() == 1 ? "" : "s", tf_cpu_blas());
         printf("gpt2: %d layers, %d heads, n_embd %d, vocab %d, positions %d: %.2fM parameters; %s kernels%s\n", g->L,
                g->NH, g->C, g->V, g->P, params / 1e6, g->k->name, threads);
         printf("gpt2: data: %lld samples of %d tokens (%lld real tokens, %.1f%% padding) from %lld texts of %lld "
@@ -434,7 +434,7 @@ static int64_t gpt2_num_samples(void *state) { return ((gpt2 *)state)->data.n; }
 /* ---- batch ------------------------------------------------------------------------------------- */
 
 /* Loads samples of d; *real: their real tokens; g->ntargets: the tokens they predict. */
-static int load_batch(gpt2 *g, const gpt2_dataset *d, const int64_t *samples, int n, long long *real_out) {
+static int load_batch(gpt2 *g, const tf_dataset *d, const int64_t *samples, int n, long long *real_out) {
     if (n <= 0) return -1;
     if (n > g->Bcap && alloc_acts(g, n) != 0) return -1;
     const int T = g->T;
@@ -547,13 +547,13 @@ static int write_dump(gpt2 *g, const float *logits, float loss) {
             size_t i = (size_t)b * g->T + t;
             labels[i] = t == 0 || g->tgt_h[i - 1] >= 0 ? g->ids_h[i] : -100;
         }
-    gpt2_dump_tensor t[] = {
+    tf_dump_tensor t[] = {
         {"input_ids", "I32", 2, {g->B, g->T}, g->ids_h},
         {"labels", "I32", 2, {g->B, g->T}, labels},
         {"logits", "F32", 3, {g->B, g->T, g->V}, logits},
         {"loss", "F32", 1, {1}, &loss},
     };
-    int rc = gpt2_dump_write(g->dump_path, t, 4);
+    int rc = tf_dump_write(g->dump_path, t, 4);
     free(labels);
     return rc;
 }

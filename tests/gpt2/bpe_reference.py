@@ -15,7 +15,7 @@
       writes a text with the first and last code point of every letter, number and space range
       (and their neighbours) in contexts where each class gives different pre-tokens.
   bpe_reference.py unicode-table OUT
-      writes examples/gpt2/unicode_classes.h, the letter/number tables tokenizer.c uses.
+      writes examples/transformer/unicode_classes.h, the letter/number tables tokenizer.c uses.
 
 Pre-tokenization runs GPT-2's own pattern through the stdlib `re` (the `regex` module is not
 installed), with \\p{L}, \\p{N} expanded into explicit classes from unicodedata (general categories
@@ -213,16 +213,16 @@ def unicode_table(out):
  * Lifecycle: none; constant data.  Generated from Python's unicodedata (Unicode
  * {unicodedata.unidata_version}) by `tests/gpt2/bpe_reference.py unicode-table`; do not edit by hand.
  */
-#ifndef GPT2_UNICODE_CLASSES_H
-#define GPT2_UNICODE_CLASSES_H
+#ifndef TF_UNICODE_CLASSES_H
+#define TF_UNICODE_CLASSES_H
 
 #include <stdint.h>
 
-static const uint32_t gpt2_letter_ranges[] = {{
+static const uint32_t tf_letter_ranges[] = {{
 {rows(L)}
 }};
 
-static const uint32_t gpt2_number_ranges[] = {{
+static const uint32_t tf_number_ranges[] = {{
 {rows(N)}
 }};
 

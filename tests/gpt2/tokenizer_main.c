@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "examples/gpt2/read_file.h"
-#include "examples/gpt2/tokenizer.h"
+#include "examples/transformer/read_file.h"
+#include "examples/transformer/tokenizer.h"
 
 static double now(void) {
     struct timespec ts;
@@ -21,7 +21,7 @@ static double now(void) {
 /* the file's text, or NULL after saying why */
 static char *slurp(const char *path, size_t *len) {
     char err[512];
-    char *text = gpt2_read_file(path, "text file", len, err, sizeof err);
+    char *text = tf_read_file(path, "text file", len, err, sizeof err);
     if (!text) fprintf(stderr, "gpt2_tokenize: %s\n", err);
     return text;
 }
@@ -31,7 +31,7 @@ static int pretokens(const char *path) {
     char *text = slurp(path, &len);
     if (!text) return 1;
     for (size_t i = 0, j; i < len; i = j) {
-        j = gpt2_tokenizer_pretoken_end(text, len, i);
+        j = tf_tokenizer_pretoken_end(text, len, i);
         for (size_t k = i; k < j; k++) printf("%02x", (unsigned char)text[k]);
         putchar('\n');
     }
@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
     int byte_level = !strcmp(argv[1], "-") && !strcmp(argv[2], "-");
     char err[512];
     double t0 = now();
-    gpt2_tokenizer *t = gpt2_tokenizer_load(byte_level ? NULL : argv[1], byte_level ? NULL : argv[2], err, sizeof err);
+    tf_tokenizer *t = tf_tokenizer_load(byte_level ? NULL : argv[1], byte_level ? NULL : argv[2], err, sizeof err);
     if (!t) {
         fprintf(stderr, "gpt2_tokenize: %s\n", err);
         return 1;
@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
         char *text = slurp(argv[k], &len);
         if (!text) return 1;
         double e0 = now();
-        if (gpt2_tokenizer_encode(t, text, len, &ids, &n, &cap)) {
+        if (tf_tokenizer_encode(t, text, len, &ids, &n, &cap)) {
             fprintf(stderr, "gpt2_tokenize: out of memory\n");
             return 1;
         }
@@ -74,10 +74,10 @@ int main(int argc, char **argv) {
     }
     if (summary)
         printf("%zu tokens from %zu bytes in %d files; vocab %d; load %.3f s, encode %.3f s\n", n, bytes, argc - 3,
-               gpt2_tokenizer_vocab_size(t), t1 - t0, encode_s);
+               tf_tokenizer_vocab_size(t), t1 - t0, encode_s);
     else
         for (size_t i = 0; i < n; i++) printf("%d\n", (int)ids[i]);
     free(ids);
-    gpt2_tokenizer_free(t);
+    tf_tokenizer_free(t);
     return 0;
 }

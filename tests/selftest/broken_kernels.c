@@ -7,12 +7,12 @@
 #include <string.h>
 
 #include "device/device.h"
-#include "examples/gpt2/gpt2_kernels.h"
+#include "examples/transformer/kernels.h"
 
 static const sr_device *cpu_dev;
-static const gpt2_kernels *cpu_k;
+static const tf_kernels *cpu_k;
 static sr_device dev;
-static gpt2_kernels k;
+static tf_kernels k;
 
 static void add_off_by_one(void *out, const void *a, const void *b, size_t n, sr_dtype dt) {
     if (n) cpu_k->add(out, a, b, n - 1, dt);
@@ -37,7 +37,7 @@ __attribute__((visibility("default"))) const sr_device *selftest_dut_device(cons
     return &dev;
 }
 
-__attribute__((visibility("default"))) const gpt2_kernels *selftest_dut_kernels(const gpt2_kernels *cpu) {
+__attribute__((visibility("default"))) const tf_kernels *selftest_dut_kernels(const tf_kernels *cpu) {
     cpu_k = cpu;
     k = *cpu;
     k.name = "broken";

@@ -1,4 +1,4 @@
-/* The GPT-2 kernels' attention_cached (examples/gpt2/kernels_cpu.c), which generation runs for each
+/* The GPT-2 kernels' attention_cached (examples/transformer/kernels_cpu.c), which generation runs for each
    new token, against attention computed in double from its definition: nq queries at positions
    pos0 .. pos0 + nq - 1, each over keys 0 .. its own position, per head softmax(scale q.k) v.  One
    query (what gpt2_generate runs), several at once, pos0 = 0 (a whole prompt), at 1 and 2 OpenMP
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "examples/gpt2/gpt2_kernels.h"
+#include "examples/transformer/kernels.h"
 
 static double worst_case(int pos0, int nq, int C, int NH, int threads, int poke_future) {
     const int keys = pos0 + nq, hs = C / NH, ldq = 3 * C; /* q rows strided as in a qkv buffer */
@@ -23,11 +23,11 @@ static double worst_case(int pos0, int nq, int C, int NH, int threads, int poke_
     for (int i = 0; i < keys * C; i++) kc[i] = RND(), vc[i] = RND();
     const float scale = 1.0f / sqrtf((float)hs);
     omp_set_num_threads(threads);
-    gpt2_kernels_cpu()->attention_cached(y, q, ldq, kc, vc, pos0, nq, C, NH, scale, scratch, SR_FLOAT32);
+    tf_kernels_cpu()->attention_cached(y, q, ldq, kc, vc, pos0, nq, C, NH, scale, scratch, SR_FLOAT32);
     if (poke_future && nq > 1) { /* the last key changes: every query but the last must not see it */
         float *y2 = malloc(sizeof(float) * (size_t)nq * C);
         for (int c = 0; c < C; c++) kc[(size_t)(keys - 1) * C + c] += 3.0f, vc[(size_t)(keys - 1) * C + c] -= 2.0f;
-        gpt2_kernels_cpu()->attention_cached(y2, q, ldq, kc, vc, pos0, nq, C, NH, scale, scratch, SR_FLOAT32);
+        tf_kernels_cpu()->attention_cached(y2, q, ldq, kc, vc, pos0, nq, C, NH, scale, scratch, SR_FLOAT32);
         int same = 1, last_changed = 0;
         for (int i = 0; i < nq - 1; i++)
             for (int c = 0; c < C; c++) same &= y[(size_t)i * C + c] == y2[(size_t)i * C + c];

@@ -1,6 +1,6 @@
-/* The GPT-2 task's CUDA kernel table (examples/gpt2/kernels_cuda.cu, in gpt2_cuda.so) is complete:
+/* The GPT-2 task's CUDA kernel table (examples/transformer/kernels_cuda.cu, in transformer_cuda.so) is complete:
    it fills the table by position (C++ has no designated initialisers), so a member added to
-   gpt2_kernels.h and forgotten there would be NULL, and a GPU run would crash on it.  Loading the
+   kernels.h and forgotten there would be NULL, and a GPU run would crash on it.  Loading the
    .so needs no GPU; every member after `dtypes` is a function pointer and must be set. */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -8,11 +8,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "examples/gpt2/gpt2_kernels.h"
+#include "examples/transformer/kernels.h"
 
 int main(int argc, char **argv) {
     if (argc != 2) {
-        fprintf(stderr, "usage: %s PATH/gpt2_cuda.so\n", argv[0]);
+        fprintf(stderr, "usage: %s PATH/transformer_cuda.so\n", argv[0]);
         return 2;
     }
     void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -20,16 +20,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "cannot load %s: %s\n", argv[1], dlerror());
         return 1;
     }
-    const gpt2_kernels *(*get)(void) = (const gpt2_kernels *(*)(void))dlsym(h, "gpt2_kernels_cuda");
+    const tf_kernels *(*get)(void) = (const tf_kernels *(*)(void))dlsym(h, "tf_kernels_cuda");
     CHECK(get != NULL);
-    const gpt2_kernels *k = get ? get() : NULL;
+    const tf_kernels *k = get ? get() : NULL;
     CHECK(k != NULL);
     if (k) {
         CHECK(k->name && !strcmp(k->name, "cuda"));
         CHECK(k->dtypes == ((1u << SR_FLOAT32) | (1u << SR_BFLOAT16) | (1u << SR_FLOAT16)));
         /* the function pointers, from the first to the end of the struct */
         typedef void (*fn)(void);
-        size_t first = offsetof(gpt2_kernels, alloc), n = (sizeof *k - first) / sizeof(fn);
+        size_t first = offsetof(tf_kernels, alloc), n = (sizeof *k - first) / sizeof(fn);
         int set = 0;
         for (size_t i = 0; i < n; i++) {
             fn f;
@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
             else fprintf(stderr, "member %zu after dtypes is NULL\n", i);
         }
         CHECK(set == (int)n);
-        printf("gpt2_cuda.so: %d of %zu kernel functions set\n", set, n);
+        printf("transformer_cuda.so: %d of %zu kernel functions set\n", set, n);
     }
     return CHECK_DONE();
 }

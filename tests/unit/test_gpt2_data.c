@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "examples/gpt2/dataset.h"
-#include "examples/gpt2/tokenizer.h"
+#include "examples/transformer/dataset.h"
+#include "examples/transformer/tokenizer.h"
 
 static char dir[256];
 static char made[64][512]; /* everything created, removed in reverse order at the end */
@@ -48,24 +48,24 @@ static const char *write_str(const char *name, const char *s) { return write_byt
 
 static void byte_level(void) {
     char err[256] = "";
-    gpt2_tokenizer *t = gpt2_tokenizer_load(NULL, NULL, err, sizeof err);
+    tf_tokenizer *t = tf_tokenizer_load(NULL, NULL, err, sizeof err);
     CHECK(t != NULL);
     if (!t) return;
-    CHECK(gpt2_tokenizer_vocab_size(t) == 257 && gpt2_tokenizer_eos(t) == 256);
+    CHECK(tf_tokenizer_vocab_size(t) == 257 && tf_tokenizer_eos(t) == 256);
     static const char text[] = "A\0\xff\xc3\xa9 's  x\n\t<|endoftext|>";
     size_t len = sizeof text - 1, n = 0, cap = 0;
     int32_t *ids = NULL;
-    CHECK(gpt2_tokenizer_encode(t, text, len, &ids, &n, &cap) == 0 && n == len);
+    CHECK(tf_tokenizer_encode(t, text, len, &ids, &n, &cap) == 0 && n == len);
     for (size_t i = 0; i < n && n == len; i++) CHECK(ids[i] == (unsigned char)text[i]);
-    CHECK(gpt2_tokenizer_encode(t, "xy", 2, &ids, &n, &cap) == 0 && n == len + 2); /* appends */
+    CHECK(tf_tokenizer_encode(t, "xy", 2, &ids, &n, &cap) == 0 && n == len + 2); /* appends */
     CHECK(ids[0] == 'A' && ids[len] == 'x' && ids[len + 1] == 'y' && cap >= n);
-    CHECK(gpt2_tokenizer_encode(t, "", 0, &ids, &n, &cap) == 0 && n == len + 2);
+    CHECK(tf_tokenizer_encode(t, "", 0, &ids, &n, &cap) == 0 && n == len + 2);
     free(ids);
-    gpt2_tokenizer_free(t);
+    tf_tokenizer_free(t);
 
-    CHECK(gpt2_tokenizer_load("vocab.json", NULL, err, sizeof err) == NULL);
+    CHECK(tf_tokenizer_load("vocab.json", NULL, err, sizeof err) == NULL);
     CHECK(strstr(err, "both") != NULL);
-    gpt2_tokenizer_free(NULL);
+    tf_tokenizer_free(NULL);
 }
 
 /* text cut into pre-tokens, joined by '|' */
@@ -73,7 +73,7 @@ static const char *pretokens(const char *text) {
     static char out[256];
     size_t len = strlen(text), o = 0;
     for (size_t i = 0, j; i < len && o + 2 < sizeof out; i = j) {
-        j = gpt2_tokenizer_pretoken_end(text, len, i);
+        j = tf_tokenizer_pretoken_end(text, len, i);
         if (i) out[o++] = '|';
         for (size_t k = i; k < j && o + 2 < sizeof out; k++) out[o++] = text[k];
     }
@@ -131,21 +131,21 @@ enum { AA = 256, AAA, AAAA, AB, SP_A, EOS, SMILE, NVOCAB };
     ",\n  \"aa\": 256, \"aaa\": 257, \"aaaa\": 258,\n  \"ab\": 259, \"\\u0120a\": 260,\n"                       \
     "  \"<|endoftext|>\": 261, \"\\ud83d\\ude00\": 262"
 
-static gpt2_tokenizer *handmade(void) {
+static tf_tokenizer *handmade(void) {
     char err[512] = "";
     const char *v = write_vocab("vocab.json", -1, EXTRA);
     /* ranks: "aa a" 0, "aa aa" 2, "a b" 3, "Ġ a" 4, and "a a" 6: listed twice, the later rank counts */
     const char *m = write_str("merges.txt", "#version: 0.2\r\naa a\r\na a\naa aa\na b\n\xc4\xa0 a\n\na a\n");
-    gpt2_tokenizer *t = gpt2_tokenizer_load(v, m, err, sizeof err);
+    tf_tokenizer *t = tf_tokenizer_load(v, m, err, sizeof err);
     if (!t) fprintf(stderr, "hand-made vocabulary rejected: %s\n", err);
     return t;
 }
 
 static void bpe(void) {
-    gpt2_tokenizer *t = handmade();
+    tf_tokenizer *t = handmade();
     CHECK(t != NULL);
     if (!t) return;
-    CHECK(gpt2_tokenizer_vocab_size(t) == NVOCAB && gpt2_tokenizer_eos(t) == EOS);
+    CHECK(tf_tokenizer_vocab_size(t) == NVOCAB && tf_tokenizer_eos(t) == EOS);
     /* OpenAI's loop, by hand:
        "aaaaa": (a,a) is the only ranked pair: all of them, left to right -> aa aa a; then (aa,a)
                 (rank 0) before (aa,aa) (rank 2) -> aa aaa.  Merging (aa,a) as soon as it forms, in
@@ -159,18 +159,18 @@ static void bpe(void) {
     int32_t *ids = NULL;
     for (int pass = 0; pass < 2; pass++) { /* the second pass comes from the cache */
         n = 0;
-        CHECK(gpt2_tokenizer_encode(t, text, sizeof text - 1, &ids, &n, &cap) == 0 && n == nw);
+        CHECK(tf_tokenizer_encode(t, text, sizeof text - 1, &ids, &n, &cap) == 0 && n == nw);
         for (size_t i = 0; i < nw && n == nw; i++) CHECK(ids[i] == want[i]);
     }
     /* a text ending inside a UTF-8 sequence, in a buffer of exactly its size */
     char *x = malloc(4);
     memcpy(x, "x \xe0\xa4", 4);
     n = 0;
-    CHECK(gpt2_tokenizer_encode(t, x, 4, &ids, &n, &cap) == 0 && n == 4);
+    CHECK(tf_tokenizer_encode(t, x, 4, &ids, &n, &cap) == 0 && n == 4);
     CHECK(ids[0] == 'x' && ids[1] == ' ' && ids[2] == 0xe0 && ids[3] == 0xa4);
     free(x);
     free(ids);
-    gpt2_tokenizer_free(t);
+    tf_tokenizer_free(t);
 }
 
 /* Loading (vocab text, merges text) fails with a message starting with the named file's path and
@@ -181,19 +181,19 @@ static void bad_files(const char *vocab, const char *merges, int blame_merges, c
                                     : write_str("bad_vocab.json", vocab);
     const char *m = write_str("bad_merges.txt", merges);
     const char *blamed = blame_merges ? m : v;
-    gpt2_tokenizer *t = gpt2_tokenizer_load(v, m, err, sizeof err);
+    tf_tokenizer *t = tf_tokenizer_load(v, m, err, sizeof err);
     check_rejected(t != NULL, err, blamed, want, blamed, __FILE__, line, strlen(dir) + 1);
-    gpt2_tokenizer_free(t);
+    tf_tokenizer_free(t);
 }
 #define BAD_VOCAB(vocab, want) bad_files(vocab, "", 0, want, __LINE__)
 #define BAD_MERGES(merges, want) bad_files("@-1:" EXTRA, merges, 1, want, __LINE__)
 
 static void load_errors(void) {
     char err[512] = "";
-    CHECK(gpt2_tokenizer_load(at("none.json"), at("none.txt"), err, sizeof err) == NULL);
+    CHECK(tf_tokenizer_load(at("none.json"), at("none.txt"), err, sizeof err) == NULL);
     CHECK(strstr(err, "cannot read vocab.json") && strstr(err, at("none.json")) && strstr(err, "No such file"));
     const char *v = write_vocab("vocab.json", -1, EXTRA);
-    CHECK(gpt2_tokenizer_load(v, at("none.txt"), err, sizeof err) == NULL);
+    CHECK(tf_tokenizer_load(v, at("none.txt"), err, sizeof err) == NULL);
     CHECK(strstr(err, "cannot read merges.txt") && strstr(err, at("none.txt")));
 
     BAD_VOCAB("{\n  \"a\": 1,\n  \"b\" 2\n}", ":3: expected ':' after the key, found '2' (byte offset 18)");
@@ -227,7 +227,7 @@ static void load_errors(void) {
 /* ---- dataset ------------------------------------------------------------------------------------ */
 
 /* Sample i of d holds the bytes of `text` (byte-level ids), then eos up to d->T. */
-static void expect_row(const gpt2_dataset *d, long long i, const char *text, int line) {
+static void expect_row(const tf_dataset *d, long long i, const char *text, int line) {
     size_t len = strlen(text);
     int ok = i < d->n && d->lengths[i] == (int32_t)len && len <= (size_t)d->T;
     for (size_t k = 0; ok && k < (size_t)d->T; k++)
@@ -266,8 +266,8 @@ static void make_data(void) {
     remember(at("data2/dangling"));
 }
 
-/* gpt2_dataset_load() with these options; its error is printed when the result is not `want` */
-static int load(gpt2_dataset *d, gpt2_tokenizer *t, const char *patterns, gpt2_split split, int min_chars, int T,
+/* tf_dataset_load() with these options; its error is printed when the result is not `want` */
+static int load(tf_dataset *d, tf_tokenizer *t, const char *patterns, tf_split split, int min_chars, int T,
                 long long max_samples, char *err, int want) {
     char pat[2048];
     size_t o = 0;
@@ -275,22 +275,22 @@ static int load(gpt2_dataset *d, gpt2_tokenizer *t, const char *patterns, gpt2_s
     for (const char *p = patterns; *p && o < sizeof pat - 300; p++)
         o += *p == '@' ? (size_t)sprintf(pat + o, "%s/data", dir) : (size_t)(pat[o] = *p, 1);
     pat[o] = 0;
-    gpt2_data_opts opts = {.patterns = pat, .split = split, .min_chars = min_chars, .max_length = T,
+    tf_data_opts opts = {.patterns = pat, .split = split, .min_chars = min_chars, .max_length = T,
                            .max_samples = max_samples};
     err[0] = 0;
-    int rc = gpt2_dataset_load(d, &opts, t, err, 512);
+    int rc = tf_dataset_load(d, &opts, t, err, 512);
     if (rc != want) fprintf(stderr, "  (load \"%s\": %s)\n", patterns, rc ? err : "success");
     return rc;
 }
 
 static void dataset(void) {
     char err[512];
-    gpt2_tokenizer *t = gpt2_tokenizer_load(NULL, NULL, err, sizeof err);
-    gpt2_dataset d;
+    tf_tokenizer *t = tf_tokenizer_load(NULL, NULL, err, sizeof err);
+    tf_dataset d;
     make_data();
     /* pattern order, glob's order inside a pattern, each file once (link.txt is a.txt), no
        directories; paragraphs trimmed, inner newlines kept; truncated to 8 */
-    CHECK(load(&d, t, "@/*.txt @/a.txt @/*", GPT2_SPLIT_PARAGRAPH, 0, 8, 0, err, 0) == 0);
+    CHECK(load(&d, t, "@/*.txt @/a.txt @/*", TF_SPLIT_PARAGRAPH, 0, 8, 0, err, 0) == 0);
     CHECK(d.n == 6 && d.T == 8 && d.files == 4 && d.texts_read == 6 && d.texts_dropped == 0);
     ROW(&d, 0, "Hello wo");
     ROW(&d, 1, "Second p");
@@ -299,33 +299,33 @@ static void dataset(void) {
     ROW(&d, 4, "non-UTF-");
     ROW(&d, 5, "spaced o");
     CHECK(d.tokens == 8 + 8 + 5 + 6 + 8 + 8);
-    gpt2_dataset_free(&d);
+    tf_dataset_free(&d);
     CHECK(d.ids == NULL && d.lengths == NULL && d.n == 0);
 
     /* the short-text filter counts non-whitespace characters (code points, not bytes) */
-    CHECK(load(&d, t, "@/a.txt @/b.txt", GPT2_SPLIT_PARAGRAPH, 6, 64, 0, err, 0) == 0);
+    CHECK(load(&d, t, "@/a.txt @/b.txt", TF_SPLIT_PARAGRAPH, 6, 64, 0, err, 0) == 0);
     CHECK(d.n == 4 && d.texts_read == 5 && d.texts_dropped == 1 && d.files == 2);
     ROW(&d, 0, "Hello world.");
     ROW(&d, 1, "Second para\n  line two");
     ROW(&d, 2, "b-file");
     ROW(&d, 3, "non-UTF-8 \xff\xfe end");
-    gpt2_dataset_free(&d);
-    CHECK(load(&d, t, "@2/accents.txt", GPT2_SPLIT_PARAGRAPH, 5, 16, 0, err, 0) == 0);
+    tf_dataset_free(&d);
+    CHECK(load(&d, t, "@2/accents.txt", TF_SPLIT_PARAGRAPH, 5, 16, 0, err, 0) == 0);
     CHECK(d.n == 1 && d.texts_dropped == 2);
     ROW(&d, 0, "abcde");
-    gpt2_dataset_free(&d);
+    tf_dataset_free(&d);
 
     /* max_samples: the first ones after filtering, and no more files read than needed */
-    CHECK(load(&d, t, "@/a.txt @/b.txt", GPT2_SPLIT_PARAGRAPH, 6, 64, 3, err, 0) == 0);
+    CHECK(load(&d, t, "@/a.txt @/b.txt", TF_SPLIT_PARAGRAPH, 6, 64, 3, err, 0) == 0);
     CHECK(d.n == 3 && d.files == 2 && d.texts_dropped == 1);
     ROW(&d, 2, "b-file");
-    gpt2_dataset_free(&d);
-    CHECK(load(&d, t, "@/a.txt @/b.txt", GPT2_SPLIT_PARAGRAPH, 0, 64, 2, err, 0) == 0);
+    tf_dataset_free(&d);
+    CHECK(load(&d, t, "@/a.txt @/b.txt", TF_SPLIT_PARAGRAPH, 0, 64, 2, err, 0) == 0);
     CHECK(d.n == 2 && d.files == 1 && d.texts_read == 2);
-    gpt2_dataset_free(&d);
+    tf_dataset_free(&d);
 
     /* lines: blank lines are no texts; exactly T tokens is no padding */
-    CHECK(load(&d, t, "@/a.txt @/b.txt", GPT2_SPLIT_LINE, 0, 16, 0, err, 0) == 0);
+    CHECK(load(&d, t, "@/a.txt @/b.txt", TF_SPLIT_LINE, 0, 16, 0, err, 0) == 0);
     CHECK(d.n == 6 && d.texts_read == 6);
     ROW(&d, 0, "Hello world.");
     ROW(&d, 1, "Second para");
@@ -333,49 +333,49 @@ static void dataset(void) {
     ROW(&d, 3, "third");
     ROW(&d, 4, "b-file");
     ROW(&d, 5, "non-UTF-8 \xff\xfe end");
-    gpt2_dataset_free(&d);
+    tf_dataset_free(&d);
 
     /* whole files; a backslash keeps a space in a pattern */
-    CHECK(load(&d, t, "@/a.txt @/b.txt @/sp\\ ace.txt", GPT2_SPLIT_FILE, 0, 64, 0, err, 0) == 0);
+    CHECK(load(&d, t, "@/a.txt @/b.txt @/sp\\ ace.txt", TF_SPLIT_FILE, 0, 64, 0, err, 0) == 0);
     CHECK(d.n == 3);
     ROW(&d, 0, "Hello world.\n\nSecond para\n  line two\n \t \nthird");
     ROW(&d, 1, "b-file\r\n\r\nnon-UTF-8 \xff\xfe end");
     ROW(&d, 2, "spaced out");
-    gpt2_dataset_free(&d);
+    tf_dataset_free(&d);
 
     /* with the BPE tokenizer, padding is its eos */
-    gpt2_tokenizer *bt = handmade();
-    gpt2_data_opts o = {.patterns = at("data2/aaa.txt"), .max_length = 4};
-    CHECK(bt && gpt2_dataset_load(&d, &o, bt, err, sizeof err) == 0 && d.n == 1 && d.lengths[0] == 2);
+    tf_tokenizer *bt = handmade();
+    tf_data_opts o = {.patterns = at("data2/aaa.txt"), .max_length = 4};
+    CHECK(bt && tf_dataset_load(&d, &o, bt, err, sizeof err) == 0 && d.n == 1 && d.lengths[0] == 2);
     CHECK(d.ids && d.ids[0] == AA && d.ids[1] == AAA && d.ids[2] == EOS && d.ids[3] == EOS);
-    gpt2_dataset_free(&d);
-    gpt2_tokenizer_free(bt);
+    tf_dataset_free(&d);
+    tf_tokenizer_free(bt);
 
     /* errors: d is left empty */
-    CHECK(load(&d, t, "@/a.txt @/nope*", GPT2_SPLIT_PARAGRAPH, 0, 8, 0, err, -1) == -1);
+    CHECK(load(&d, t, "@/a.txt @/nope*", TF_SPLIT_PARAGRAPH, 0, 8, 0, err, -1) == -1);
     CHECK(strstr(err, "data/nope*\" matches no file") && d.ids == NULL && d.n == 0);
-    CHECK(load(&d, t, "@/a.txt @/sub", GPT2_SPLIT_PARAGRAPH, 0, 8, 0, err, -1) == -1);
+    CHECK(load(&d, t, "@/a.txt @/sub", TF_SPLIT_PARAGRAPH, 0, 8, 0, err, -1) == -1);
     CHECK(strstr(err, "data/sub\" matches only directories") && strstr(err, "data/sub/*"));
-    CHECK(load(&d, t, "@/a.txt @2/dangl*", GPT2_SPLIT_PARAGRAPH, 0, 8, 0, err, -1) == -1);
+    CHECK(load(&d, t, "@/a.txt @2/dangl*", TF_SPLIT_PARAGRAPH, 0, 8, 0, err, -1) == -1);
     CHECK(strstr(err, "cannot read data file") && strstr(err, "data2/dangling") && strstr(err, "No such file"));
-    CHECK(load(&d, t, "@/a.txt", GPT2_SPLIT_PARAGRAPH, 1000, 8, 0, err, -1) == -1);
+    CHECK(load(&d, t, "@/a.txt", TF_SPLIT_PARAGRAPH, 1000, 8, 0, err, -1) == -1);
     CHECK(strstr(err, "no sample left: all 3 texts read from 1 files") && strstr(err, "min_chars = 1000"));
-    CHECK(load(&d, t, "@/c.dat @2/blank.txt", GPT2_SPLIT_LINE, 0, 8, 0, err, -1) == -1);
+    CHECK(load(&d, t, "@/c.dat @2/blank.txt", TF_SPLIT_LINE, 0, 8, 0, err, -1) == -1);
     CHECK(strstr(err, "no text in the data") != NULL);
-    CHECK(load(&d, t, " \t\n", GPT2_SPLIT_LINE, 0, 8, 0, err, -1) == -1);
+    CHECK(load(&d, t, " \t\n", TF_SPLIT_LINE, 0, 8, 0, err, -1) == -1);
     CHECK(strstr(err, "no data files given") != NULL);
-    CHECK(load(&d, t, "@/a.txt", GPT2_SPLIT_LINE, 0, 0, 0, err, -1) == -1);
+    CHECK(load(&d, t, "@/a.txt", TF_SPLIT_LINE, 0, 0, 0, err, -1) == -1);
     CHECK(strstr(err, "max_length must be at least 1") != NULL);
-    CHECK(load(&d, t, "@/a.txt", GPT2_SPLIT_LINE, -1, 8, 0, err, -1) == -1 && strstr(err, "min_chars"));
-    CHECK(load(&d, t, "@/a.txt", GPT2_SPLIT_LINE, 0, 8, -1, err, -1) == -1 && strstr(err, "max_samples"));
+    CHECK(load(&d, t, "@/a.txt", TF_SPLIT_LINE, -1, 8, 0, err, -1) == -1 && strstr(err, "min_chars"));
+    CHECK(load(&d, t, "@/a.txt", TF_SPLIT_LINE, 0, 8, -1, err, -1) == -1 && strstr(err, "max_samples"));
     CHECK(d.ids == NULL && d.lengths == NULL && d.n == 0);
-    gpt2_tokenizer_free(t);
+    tf_tokenizer_free(t);
 
-    gpt2_split s = GPT2_SPLIT_FILE;
-    CHECK(gpt2_split_parse("paragraph", &s) == 0 && s == GPT2_SPLIT_PARAGRAPH);
-    CHECK(gpt2_split_parse("line", &s) == 0 && s == GPT2_SPLIT_LINE);
-    CHECK(gpt2_split_parse("file", &s) == 0 && s == GPT2_SPLIT_FILE);
-    CHECK(gpt2_split_parse("lines", &s) == -1 && gpt2_split_parse("", &s) == -1 && gpt2_split_parse(NULL, &s) == -1);
+    tf_split s = TF_SPLIT_FILE;
+    CHECK(tf_split_parse("paragraph", &s) == 0 && s == TF_SPLIT_PARAGRAPH);
+    CHECK(tf_split_parse("line", &s) == 0 && s == TF_SPLIT_LINE);
+    CHECK(tf_split_parse("file", &s) == 0 && s == TF_SPLIT_FILE);
+    CHECK(tf_split_parse("lines", &s) == -1 && tf_split_parse("", &s) == -1 && tf_split_parse(NULL, &s) == -1);
 }
 
 int main(void) {

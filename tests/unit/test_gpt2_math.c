@@ -1,44 +1,44 @@
-/* gpt2_math.h, the per-element formulas the GPT-2 task's CPU and CUDA kernels share, against libm
+/* kernel_math.h, the per-element formulas the GPT-2 task's CPU and CUDA kernels share, against libm
    in double: the exponential within its stated 2.5e-7 relative error over the whole range, GELU
    (tanh approximation) and its derivative, the tanh, the softmax and cross-entropy gradients. */
 #include <math.h>
 #include <stdio.h>
 
 #include "check.h"
-#include "examples/gpt2/gpt2_math.h"
+#include "examples/transformer/kernel_math.h"
 
 static double gelu_ref(double x) { return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
 
 int main(void) {
     double worst_exp = 0, worst_gelu = 0, worst_grad = 0, worst_tanh = 0;
     for (float x = -87.0f; x <= 88.0f; x += 0.00173f) {
-        double e = exp((double)x), r = fabs((double)gpt2_exp(x) - e) / e;
+        double e = exp((double)x), r = fabs((double)tf_exp(x) - e) / e;
         if (r > worst_exp) worst_exp = r;
     }
     CHECK(worst_exp < 2.5e-7);
-    CHECK(gpt2_exp(-1000.0f) > 0.0f && gpt2_exp(-1000.0f) < 1e-37f); /* clamped, not 0 or NaN */
-    CHECK(isfinite(gpt2_exp(1000.0f)));
-    CHECK(gpt2_exp(0.0f) == 1.0f);
+    CHECK(tf_exp(-1000.0f) > 0.0f && tf_exp(-1000.0f) < 1e-37f); /* clamped, not 0 or NaN */
+    CHECK(isfinite(tf_exp(1000.0f)));
+    CHECK(tf_exp(0.0f) == 1.0f);
     for (float u = -20.0f; u <= 20.0f; u += 0.0007f) {
-        double d = fabs((double)gpt2_tanh(u) - tanh((double)u));
+        double d = fabs((double)tf_tanh(u) - tanh((double)u));
         if (d > worst_tanh) worst_tanh = d;
     }
     CHECK(worst_tanh < 2.5e-7);
     for (float x = -12.0f; x <= 12.0f; x += 0.0009f) {
         /* GELU: relative to max(|y|, 1) -- float's own rounding of y near 12 is 5e-7 */
-        double y = gelu_ref(x), d = fabs((double)gpt2_gelu(x) - y) / fmax(fabs(y), 1.0);
+        double y = gelu_ref(x), d = fabs((double)tf_gelu(x) - y) / fmax(fabs(y), 1.0);
         if (d > worst_gelu) worst_gelu = d;
         double h = 1e-5, g = (gelu_ref(x + h) - gelu_ref(x - h)) / (2 * h);
-        double dg = fabs((double)gpt2_gelu_grad(x) - g);
+        double dg = fabs((double)tf_gelu_grad(x) - g);
         if (dg > worst_grad) worst_grad = dg;
     }
     CHECK(worst_gelu < 1e-6);
     CHECK(worst_grad < 5e-6); /* float evaluation of terms up to ~20 that cancel */
     /* softmax and cross-entropy gradients: the formulas, on small exact cases */
-    CHECK(gpt2_softmax_grad(0.5f, 2.0f, 1.0f, 0.25f) == 0.125f); /* 0.25 * 0.5 * (2 - 1) */
-    CHECK(gpt2_ce_grad(2.0f, 0.25f, 1, 0.5f) == -0.25f);         /* (2 / 4 - 1) * 0.5 */
-    CHECK(gpt2_ce_grad(2.0f, 0.25f, 0, 0.5f) == 0.25f);
-    CHECK(gpt2_ln_norm(3.0f, 1.0f, 0.5f) == 1.0f);
+    CHECK(tf_softmax_grad(0.5f, 2.0f, 1.0f, 0.25f) == 0.125f); /* 0.25 * 0.5 * (2 - 1) */
+    CHECK(tf_ce_grad(2.0f, 0.25f, 1, 0.5f) == -0.25f);         /* (2 / 4 - 1) * 0.5 */
+    CHECK(tf_ce_grad(2.0f, 0.25f, 0, 0.5f) == 0.25f);
+    CHECK(tf_ln_norm(3.0f, 1.0f, 0.5f) == 1.0f);
     printf("exp: worst relative error %.3g; tanh %.3g; gelu %.3g; gelu' %.3g (vs libm in double)\n", worst_exp,
            worst_tanh, worst_gelu, worst_grad);
     return CHECK_DONE();

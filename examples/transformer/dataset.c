@@ -4,7 +4,7 @@
  * Lifecycle: load expands every pattern first (so a wrong pattern is reported before any reading),
  * drops directories and files already taken, then reads the files one by one, splitting each into
  * texts that are trimmed, filtered, tokenized and stored as rows of T ids; it stops at max_samples.
- * Everything it allocates is in the dataset (freed by gpt2_dataset_free) or freed before it returns.
+ * Everything it allocates is in the dataset (freed by tf_dataset_free) or freed before it returns.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "dataset.h"
@@ -30,10 +30,10 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
 /* ASCII whitespace: what trimming, blank lines and the short-text filter mean by whitespace */
 static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
-int gpt2_split_parse(const char *s, gpt2_split *out) {
+int tf_split_parse(const char *s, tf_split *out) {
     static const char *const names[] = {"paragraph", "line", "file"};
     for (int k = 0; k < 3; k++)
-        if (s && !strcmp(s, names[k])) return *out = (gpt2_split)k, 0;
+        if (s && !strcmp(s, names[k])) return *out = (tf_split)k, 0;
     return -1;
 }
 
@@ -89,7 +89,7 @@ static int expand(const char *pat, data_file **files, size_t *n, size_t *cap, ch
         if (S_ISDIR(st.st_mode)) continue;
         if (!S_ISREG(st.st_mode)) {
             rc = fail(err, errlen, "data file %s (matched by \"%s\") is %s, not a regular file; give regular text files",
-                      p, pat, gpt2_file_kind((unsigned)st.st_mode));
+                      p, pat, tf_file_kind((unsigned)st.st_mode));
             break;
         }
         if (*n == *cap) {
@@ -153,9 +153,9 @@ static int list_files(const char *patterns, data_file **out, size_t *nout, char 
     qsort(files, kept, sizeof *files, by_order);
     unsigned long long total = 0;
     for (size_t k = 0; k < kept; k++) total += files[k].size;
-    if (total > GPT2_DATA_MAX) {
+    if (total > TF_DATA_MAX) {
         fail(err, errlen, "the data files hold %llu bytes together (%zu files, from \"%s\"), more than the %llu "
-             "bytes (4 GiB) the gpt2 task reads; name fewer files", total, kept, patterns, GPT2_DATA_MAX);
+             "bytes (4 GiB) the gpt2 task reads; name fewer files", total, kept, patterns, TF_DATA_MAX);
         free_files(files, kept);
         return -1;
     }
@@ -167,9 +167,9 @@ static int list_files(const char *patterns, data_file **out, size_t *nout, char 
 /* ---- files -> texts -> samples ----------------------------------------------------------------- */
 
 typedef struct {
-    gpt2_dataset *d;
-    const gpt2_data_opts *o;
-    gpt2_tokenizer *tok;
+    tf_dataset *d;
+    const tf_data_opts *o;
+    tf_tokenizer *tok;
     int32_t *tmp; /* the current text's ids */
     size_t tmp_n, tmp_cap;
     long long cap; /* samples d->ids and d->lengths hold */
@@ -179,7 +179,7 @@ typedef struct {
 
 /* One text: trimmed, filtered, tokenized, stored.  1 once max_samples are kept, 0 to go on, -1 on error. */
 static int take(loader *L, const char *s, size_t n) {
-    gpt2_dataset *d = L->d;
+    tf_dataset *d = L->d;
     while (n && is_space(s[0])) s++, n--;
     while (n && is_space(s[n - 1])) n--;
     if (!n) return 0;
@@ -191,7 +191,7 @@ static int take(loader *L, const char *s, size_t n) {
         return 0;
     }
     L->tmp_n = 0;
-    if (gpt2_tokenizer_encode(L->tok, s, n, &L->tmp, &L->tmp_n, &L->tmp_cap))
+    if (tf_tokenizer_encode(L->tok, s, n, &L->tmp, &L->tmp_n, &L->tmp_cap))
         return fail(L->err, L->errlen, "out of memory tokenizing the data");
     if (d->n == L->cap) {
         long long c = L->cap ? 2 * L->cap : 256;
@@ -204,7 +204,7 @@ static int take(loader *L, const char *s, size_t n) {
         L->cap = c;
     }
     size_t len = L->tmp_n < (size_t)d->T ? L->tmp_n : (size_t)d->T;
-    int32_t *row = d->ids + (size_t)d->n * (size_t)d->T, eos = gpt2_tokenizer_eos(L->tok);
+    int32_t *row = d->ids + (size_t)d->n * (size_t)d->T, eos = tf_tokenizer_eos(L->tok);
     memcpy(row, L->tmp, len * sizeof *row);
     for (size_t k = len; k < (size_t)d->T; k++) row[k] = eos;
     d->lengths[d->n++] = (int32_t)len;
@@ -214,13 +214,13 @@ static int take(loader *L, const char *s, size_t n) {
 
 /* One file's contents into texts: take()'s result for the last one. */
 static int split(loader *L, const char *s, size_t n) {
-    if (L->o->split == GPT2_SPLIT_FILE) return take(L, s, n);
+    if (L->o->split == TF_SPLIT_FILE) return take(L, s, n);
     size_t start = 0, end = 0; /* the paragraph so far: s[start, end); end == 0: none */
     for (size_t i = 0; i < n;) {
         const char *nl = memchr(s + i, '\n', n - i);
         size_t e = nl ? (size_t)(nl - s) : n;
         int rc = 0;
-        if (L->o->split == GPT2_SPLIT_LINE) {
+        if (L->o->split == TF_SPLIT_LINE) {
             rc = take(L, s + i, e - i);
         } else {
             size_t k = i;
@@ -239,14 +239,14 @@ static int split(loader *L, const char *s, size_t n) {
     return end ? take(L, s + start, end - start) : 0;
 }
 
-void gpt2_dataset_free(gpt2_dataset *d) {
+void tf_dataset_free(tf_dataset *d) {
     if (!d) return;
     free(d->ids);
     free(d->lengths);
     memset(d, 0, sizeof *d);
 }
 
-int gpt2_dataset_split_tail(gpt2_dataset *d, long long n, gpt2_dataset *tail, char *err, size_t errlen) {
+int tf_dataset_split_tail(tf_dataset *d, long long n, tf_dataset *tail, char *err, size_t errlen) {
     memset(tail, 0, sizeof *tail);
     if (n < 1 || n >= d->n)
         return fail(err, errlen, "a held-out split of %lld of %lld samples leaves %s", n, d->n,
@@ -256,7 +256,7 @@ int gpt2_dataset_split_tail(gpt2_dataset *d, long long n, gpt2_dataset *tail, ch
     tail->ids = malloc((size_t)n * T * sizeof *tail->ids);
     tail->lengths = malloc((size_t)n * sizeof *tail->lengths);
     if (!tail->ids || !tail->lengths) {
-        gpt2_dataset_free(tail);
+        tf_dataset_free(tail);
         return fail(err, errlen, "out of memory for %lld held-out samples", n);
     }
     memcpy(tail->ids, d->ids + (size_t)keep * T, (size_t)n * T * sizeof *tail->ids);
@@ -268,23 +268,23 @@ int gpt2_dataset_split_tail(gpt2_dataset *d, long long n, gpt2_dataset *tail, ch
     return 0;
 }
 
-int gpt2_dataset_load(gpt2_dataset *d, const gpt2_data_opts *o, gpt2_tokenizer *tok, char *err, size_t errlen) {
+int tf_dataset_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
     if (!o->patterns) return fail(err, errlen, "no data files given: set the data patterns");
     if (o->max_length < 1) return fail(err, errlen, "max_length must be at least 1 token (it is %d)", o->max_length);
     if (o->min_chars < 0) return fail(err, errlen, "min_chars must be 0 or more (it is %d)", o->min_chars);
     if (o->max_samples < 0) return fail(err, errlen, "max_samples must be 0 (all) or more (it is %lld)", o->max_samples);
-    if ((unsigned)o->split > GPT2_SPLIT_FILE) return fail(err, errlen, "unknown split mode %d", (int)o->split);
+    if ((unsigned)o->split > TF_SPLIT_FILE) return fail(err, errlen, "unknown split mode %d", (int)o->split);
     data_file *files = NULL;
     size_t nfiles = 0;
     if (list_files(o->patterns, &files, &nfiles, err, errlen)) return -1;
     d->T = o->max_length;
     loader L = {.d = d, .o = o, .tok = tok, .err = err, .errlen = errlen};
     int rc = 0;
-    unsigned long long budget = GPT2_DATA_MAX; /* the files may have grown since they were listed */
+    unsigned long long budget = TF_DATA_MAX; /* the files may have grown since they were listed */
     for (size_t k = 0; k < nfiles && !rc; k++) {
         size_t len;
-        char *text = gpt2_read_file_max(files[k].path, "data file", (size_t)budget,
+        char *text = tf_read_file_max(files[k].path, "data file", (size_t)budget,
                                         "what is left of the 4 GiB all data files may hold together", &len, err, errlen);
         if (!text) {
             rc = -1;
@@ -309,7 +309,7 @@ int gpt2_dataset_load(gpt2_dataset *d, const gpt2_data_opts *o, gpt2_tokenizer *
         rc = -1;
     }
     if (rc < 0) {
-        gpt2_dataset_free(d);
+        tf_dataset_free(d);
         return -1;
     }
     return 0;

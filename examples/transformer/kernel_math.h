@@ -8,17 +8,17 @@
  * operations GCC vectorises at the x86-64 baseline, where a libm call would not be, and a GPU
  * runs the very same steps.
  */
-#ifndef GPT2_MATH_H
-#define GPT2_MATH_H
+#ifndef TF_MATH_H
+#define TF_MATH_H
 
 #include "shardrun/half.h" /* SR_HD, sr_bits_to_f32, sr_f32_to_bits */
 
-#define GPT2_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
-#define GPT2_GELU_C 0.044715f
-#define GPT2_LN_EPS 1e-5f
+#define TF_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define TF_GELU_C 0.044715f
+#define TF_LN_EPS 1e-5f
 
 /* e^x for x in [-87, 88] (clamped outside), relative error < 2.5e-7. */
-SR_HD float gpt2_exp(float x) {
+SR_HD float tf_exp(float x) {
     x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
     /* k = round(x / ln 2) with the 1.5 * 2^23 trick: adding it leaves k in the low mantissa bits */
     const float shifter = 12582912.0f;
@@ -43,38 +43,38 @@ SR_HD float gpt2_exp(float x) {
 /* tanh through the exponential: 1 - 2 / (e^{2u} + 1).  Its absolute error is below 2.5e-7
    (tests/unit/test_gpt2_math.c), which is what GELU needs: it adds 1 to tanh before multiplying
    by x / 2, so an absolute error, not a relative one, is what shows. */
-SR_HD float gpt2_tanh(float u) { return 1.0f - 2.0f / (gpt2_exp(2.0f * u) + 1.0f); }
+SR_HD float tf_tanh(float u) { return 1.0f - 2.0f / (tf_exp(2.0f * u) + 1.0f); }
 
 /* GELU, tanh approximation (HF's "gelu_new", torch's gelu(approximate="tanh")) */
-SR_HD float gpt2_gelu(float x) {
-    float u = GPT2_GELU_K * (x + GPT2_GELU_C * x * x * x);
-    return 0.5f * x * (1.0f + gpt2_tanh(u));
+SR_HD float tf_gelu(float x) {
+    float u = TF_GELU_K * (x + TF_GELU_C * x * x * x);
+    return 0.5f * x * (1.0f + tf_tanh(u));
 }
 
 /* d gelu(x) / dx */
-SR_HD float gpt2_gelu_grad(float x) {
-    float u = GPT2_GELU_K * (x + GPT2_GELU_C * x * x * x);
-    float th = gpt2_tanh(u);
-    float du = GPT2_GELU_K * (1.0f + 3.0f * GPT2_GELU_C * x * x);
+SR_HD float tf_gelu_grad(float x) {
+    float u = TF_GELU_K * (x + TF_GELU_C * x * x * x);
+    float th = tf_tanh(u);
+    float du = TF_GELU_K * (1.0f + 3.0f * TF_GELU_C * x * x);
     return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
 }
 
 /* LayerNorm, per element of a row with statistics mean, rstd = 1 / sqrt(var + eps) */
-SR_HD float gpt2_ln_norm(float x, float mean, float rstd) { return (x - mean) * rstd; }
-SR_HD float gpt2_ln_rstd(float var) { return 1.0f / sqrtf(var + GPT2_LN_EPS); }
+SR_HD float tf_ln_norm(float x, float mean, float rstd) { return (x - mean) * rstd; }
+SR_HD float tf_ln_rstd(float var) { return 1.0f / sqrtf(var + TF_LN_EPS); }
 
 /* LayerNorm backward for one element: dnorm = dout * w; mean_dnorm and mean_dnorm_norm are the
    row means of dnorm and dnorm * norm. */
-SR_HD float gpt2_ln_dx(float dnorm, float norm, float mean_dnorm, float mean_dnorm_norm, float rstd) {
+SR_HD float tf_ln_dx(float dnorm, float norm, float mean_dnorm, float mean_dnorm_norm, float rstd) {
     return (dnorm - mean_dnorm - norm * mean_dnorm_norm) * rstd;
 }
 
 /* Cross-entropy gradient for one logit: (softmax - onehot) * dscale, with softmax = e / sum */
-SR_HD float gpt2_ce_grad(float e, float inv_sum, int is_target, float dscale) {
+SR_HD float tf_ce_grad(float e, float inv_sum, int is_target, float dscale) {
     return (e * inv_sum - (is_target ? 1.0f : 0.0f)) * dscale;
 }
 
 /* Softmax backward for one score: scale * p * (dp - sum_i p_i dp_i) */
-SR_HD float gpt2_softmax_grad(float p, float dp, float dot, float scale) { return scale * p * (dp - dot); }
+SR_HD float tf_softmax_grad(float p, float dp, float dot, float scale) { return scale * p * (dp - dot); }
 
 #endif

@@ -5,7 +5,7 @@
  * single-threaded inside our parallel regions, so the attention's many small GEMMs go one per
  * thread instead of splitting each in two.
  *
- * Lifecycle: gpt2_kernels_cpu() returns a static table; nothing to set up or tear down.
+ * Lifecycle: tf_kernels_cpu() returns a static table; nothing to set up or tear down.
  *
  * fp32 only.  Results do not depend on the thread count: every reduction runs in a fixed order
  * (column sums loop over rows in order; row-wise kernels own their row), so 1 and 2 threads give
@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpt2_kernels.h"
-#include "gpt2_math.h"
+#include "kernels.h"
+#include "kernel_math.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define HOT __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -120,8 +120,8 @@ HOT static void layernorm_row(float *o, float *mean, float *rstd, const float *x
     for (int j = 0; i < C; i++, j++) acc[j] += (x[i] - m) * (x[i] - m);
     float v = 0.0f;
     for (int j = 0; j < LANES; j++) v += acc[j];
-    float s = gpt2_ln_rstd(v / (float)C);
-    for (int c = 0; c < C; c++) o[c] = gpt2_ln_norm(x[c], m, s) * w[c] + b[c];
+    float s = tf_ln_rstd(v / (float)C);
+    for (int c = 0; c < C; c++) o[c] = tf_ln_norm(x[c], m, s) * w[c] + b[c];
     *mean = m;
     *rstd = s;
 }
@@ -141,17 +141,17 @@ HOT static void layernorm_dx_row(float *dx, const float *d, const float *x, floa
         for (int j = 0; j < LANES; j++) {
             float dn = d[i + j] * w[i + j];
             a1[j] += dn;
-            a2[j] += dn * gpt2_ln_norm(x[i + j], m, s);
+            a2[j] += dn * tf_ln_norm(x[i + j], m, s);
         }
     for (int j = 0; i < C; i++, j++) {
         float dn = d[i] * w[i];
         a1[j] += dn;
-        a2[j] += dn * gpt2_ln_norm(x[i], m, s);
+        a2[j] += dn * tf_ln_norm(x[i], m, s);
     }
     float s1 = 0.0f, s2 = 0.0f;
     for (int j = 0; j < LANES; j++) s1 += a1[j], s2 += a2[j];
     s1 /= (float)C, s2 /= (float)C;
-    for (int c = 0; c < C; c++) dx[c] += gpt2_ln_dx(d[c] * w[c], gpt2_ln_norm(x[c], m, s), s1, s2, s);
+    for (int c = 0; c < C; c++) dx[c] += tf_ln_dx(d[c] * w[c], tf_ln_norm(x[c], m, s), s1, s2, s);
 }
 
 /* dw[c] += sum_n d[n,c] * norm[n,c] and db[c] += sum_n d[n,c], columns [c0, c1), rows in order */
@@ -161,7 +161,7 @@ HOT static void layernorm_dwdb_cols(float *dw, float *db, const float *dout, con
         const float *d = dout + (size_t)n * C, *xi = x + (size_t)n * C;
         float m = mean[n], s = rstd[n];
         for (int c = c0; c < c1; c++) {
-            dw[c] += d[c] * gpt2_ln_norm(xi[c], m, s);
+            dw[c] += d[c] * tf_ln_norm(xi[c], m, s);
             db[c] += d[c];
         }
     }
@@ -217,10 +217,10 @@ static void cpu_bias_backward(void *dbias, const void *dout, int N, int O, sr_dt
 }
 
 HOT static void gelu_range(float *out, const float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) out[i] = gpt2_gelu(x[i]);
+    for (size_t i = 0; i < n; i++) out[i] = tf_gelu(x[i]);
 }
 HOT static void gelu_grad_range(float *dx, const float *x, const float *dout, size_t n) {
-    for (size_t i = 0; i < n; i++) dx[i] = gpt2_gelu_grad(x[i]) * dout[i];
+    for (size_t i = 0; i < n; i++) dx[i] = tf_gelu_grad(x[i]) * dout[i];
 }
 HOT static void add_range(float *out, const float *a, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
@@ -264,8 +264,8 @@ HOT static float exp_lanes(float *e, const float *x, int n, float a, float b) {
     float acc[LANES] = {0};
     int i = 0;
     for (; i + LANES <= n; i += LANES)
-        for (int j = 0; j < LANES; j++) acc[j] += (e[i + j] = gpt2_exp(a * x[i + j] - b));
-    for (int j = 0; i < n; i++, j++) acc[j] += (e[i] = gpt2_exp(a * x[i] - b));
+        for (int j = 0; j < LANES; j++) acc[j] += (e[i + j] = tf_exp(a * x[i + j] - b));
+    for (int j = 0; i < n; i++, j++) acc[j] += (e[i] = tf_exp(a * x[i] - b));
     float s = 0.0f;
     for (int j = 0; j < LANES; j++) s += acc[j];
     return s;
@@ -311,15 +311,15 @@ static void cpu_softmax_causal_backward(void *dS_, const void *P_, const void *d
         const float *p = P + r * T, *dp = dP + r * T;
         float *ds = dS + r * T;
         float dot = dot_lanes(p, dp, len);
-        for (int j = 0; j < len; j++) ds[j] = gpt2_softmax_grad(p[j], dp[j], dot, scale);
+        for (int j = 0; j < len; j++) ds[j] = tf_softmax_grad(p[j], dp[j], dot, scale);
         for (int j = len; j < T; j++) ds[j] = 0.0f;
     }
 }
 
 HOT static void ce_grad_row(float *l, int V, float inv, int y, float dscale) {
     float ey = l[y];
-    for (int v = 0; v < V; v++) l[v] = gpt2_ce_grad(l[v], inv, 0, dscale);
-    l[y] = gpt2_ce_grad(ey, inv, 1, dscale);
+    for (int v = 0; v < V; v++) l[v] = tf_ce_grad(l[v], inv, 0, dscale);
+    l[y] = tf_ce_grad(ey, inv, 1, dscale);
 }
 
 static void cpu_cross_entropy(void *logits_, float *losses, const int32_t *targets, int N, int V, float dscale,
@@ -377,7 +377,7 @@ static void cpu_attention_cached(void *y, const void *q, int ldq, const void *kc
     }
 }
 
-static const gpt2_kernels cpu_kernels = {
+static const tf_kernels cpu_kernels = {
     .name = "cpu",
     .dtypes = 1u << SR_FLOAT32,
     .alloc = cpu_alloc,
@@ -405,11 +405,11 @@ static const gpt2_kernels cpu_kernels = {
     .attention_cached = cpu_attention_cached,
 };
 
-const gpt2_kernels *gpt2_kernels_cpu(void) { return &cpu_kernels; }
-int gpt2_cpu_threads(void) { return omp_get_max_threads(); }
+const tf_kernels *tf_kernels_cpu(void) { return &cpu_kernels; }
+int tf_cpu_threads(void) { return omp_get_max_threads(); }
 
 #ifdef SHARDRUN_BLAS_BLIS
-const char *gpt2_cpu_blas(void) { return bli_arch_string(bli_arch_query_id()); }
+const char *tf_cpu_blas(void) { return bli_arch_string(bli_arch_query_id()); }
 #else
-const char *gpt2_cpu_blas(void) { return openblas_get_corename(); }
+const char *tf_cpu_blas(void) { return openblas_get_corename(); }
 #endif

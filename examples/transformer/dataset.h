@@ -2,40 +2,40 @@
  * gpt2 dataset: the GPT-2 task's training samples -- text files split into texts, filtered,
  * tokenized, and cut or padded to a fixed number of tokens.
  *
- * Lifecycle: gpt2_dataset_load() once at start-up, on every rank alike (the same files give the same
+ * Lifecycle: tf_dataset_load() once at start-up, on every rank alike (the same files give the same
  * samples in the same order; the trainer's sampler gives each data-parallel rank its own sample
- * indices, so nothing is sharded here) -> the trainer reads ids/lengths -> gpt2_dataset_free().
+ * indices, so nothing is sharded here) -> the trainer reads ids/lengths -> tf_dataset_free().
  */
-#ifndef GPT2_DATASET_H
-#define GPT2_DATASET_H
+#ifndef TF_DATASET_H
+#define TF_DATASET_H
 
 #include <stdint.h>
 
 #include "tokenizer.h"
 
 /* The most the data files may hold together: 4 GiB of text (about a billion GPT-2 tokens) */
-#define GPT2_DATA_MAX ((unsigned long long)4 << 30)
+#define TF_DATA_MAX ((unsigned long long)4 << 30)
 
-typedef enum { GPT2_SPLIT_PARAGRAPH, GPT2_SPLIT_LINE, GPT2_SPLIT_FILE } gpt2_split;
+typedef enum { TF_SPLIT_PARAGRAPH, TF_SPLIT_LINE, TF_SPLIT_FILE } tf_split;
 
-typedef struct gpt2_data_opts {
+typedef struct tf_data_opts {
     /* whitespace-separated files or glob(3) patterns, e.g. "/usr/share/common-licenses/[A-Z]*"; a
        backslash keeps a space in a name ("my\ file.txt") */
     const char *patterns;
-    gpt2_split split;      /* how files become texts: paragraphs (separated by blank lines; the default), lines, whole files */
+    tf_split split;      /* how files become texts: paragraphs (separated by blank lines; the default), lines, whole files */
     int min_chars;         /* texts with fewer non-whitespace characters (UTF-8 code points) are dropped */
     int max_length;        /* tokens per sample: truncated to it, padded with eos */
     long long max_samples; /* 0 = all; else keep the first max_samples texts (after filtering, in file order) */
-} gpt2_data_opts;
+} tf_data_opts;
 
-typedef struct gpt2_dataset {
+typedef struct tf_dataset {
     long long n;      /* samples */
     int T;            /* = max_length */
     int32_t *ids;     /* n*T input ids (padding = eos) */
     int32_t *lengths; /* n: real tokens in each sample (the rest is padding) */
     long long files, texts_read, texts_dropped; /* for a log line: files read, non-empty texts seen, dropped */
     long long tokens; /* sum of lengths */
-} gpt2_dataset;
+} tf_dataset;
 
 /* 0, or -1 with a message in err (naming the pattern that matched no file, the file that cannot be
    read, etc., and what to do); *d is then empty.  Files of all patterns are taken in pattern order,
@@ -45,15 +45,15 @@ typedef struct gpt2_dataset {
    newlines.  A file that is not valid UTF-8 is still read (bytes are bytes).  Zero samples after
    filtering is an error saying so.  Reading stops once max_samples texts are kept.  Only regular
    files are read: a match that is a device (/dev/zero), a pipe or a socket is refused, before any
-   reading, naming it; and all files together may hold at most GPT2_DATA_MAX bytes (refused before
+   reading, naming it; and all files together may hold at most TF_DATA_MAX bytes (refused before
    reading too, from their sizes). */
-int gpt2_dataset_load(gpt2_dataset *d, const gpt2_data_opts *o, gpt2_tokenizer *tok, char *err, size_t errlen);
-void gpt2_dataset_free(gpt2_dataset *d);
+int tf_dataset_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, char *err, size_t errlen);
+void tf_dataset_free(tf_dataset *d);
 /* Moves the last n samples of d into *tail (a held-out split: run_clm's validation_split_percentage);
    d keeps the others.  0, or -1 with a message in err (n out of 1..d->n-1, out of memory); d is then
    unchanged and *tail empty. */
-int gpt2_dataset_split_tail(gpt2_dataset *d, long long n, gpt2_dataset *tail, char *err, size_t errlen);
+int tf_dataset_split_tail(tf_dataset *d, long long n, tf_dataset *tail, char *err, size_t errlen);
 /* "paragraph" | "line" | "file" -> *out: 0, or -1 if unknown */
-int gpt2_split_parse(const char *s, gpt2_split *out);
+int tf_split_parse(const char *s, tf_split *out);
 
 #endif

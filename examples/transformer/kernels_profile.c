@@ -13,11 +13,11 @@
  * residual add, embeddings = norms/activations; copy and zero = casts/copies.  Traffic counts each
  * array read or written once (what a kernel must move at least).
  */
-#include "gpt2_kernels.h"
+#include "kernels.h"
 #include "shardrun/model.h"
 
-static const gpt2_kernels *inner;
-static gpt2_kernels table;
+static const tf_kernels *inner;
+static tf_kernels table;
 
 #define BEGIN double t0_ = sr_profile_clock()
 #define END(cls, flops, bytes)                                                                   \
@@ -131,7 +131,7 @@ static void p_cross_entropy(void *logits, float *losses, const int32_t *targets,
     END(SR_KERNEL_SOFTMAX_CE, 0, 2.0 * N * V * (double)sr_dtype_size(dt)); /* logits read, gradient written */
 }
 
-const gpt2_kernels *gpt2_kernels_profiled(const gpt2_kernels *k) {
+const tf_kernels *tf_kernels_profiled(const tf_kernels *k) {
     inner = k;
     table = *k; /* every entry this file does not time (alloc, uploads, sync, newer ones) as it is */
     table.zero = p_zero;

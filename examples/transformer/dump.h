@@ -3,21 +3,21 @@
  * first micro-batch -- input ids, labels, logits, loss -- so tests can compare the task with a
  * PyTorch GPT-2).  Written to PATH.tmp, then renamed: a reader never sees half a file.
  */
-#ifndef GPT2_DUMP_H
-#define GPT2_DUMP_H
+#ifndef TF_DUMP_H
+#define TF_DUMP_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct gpt2_dump_tensor {
+typedef struct tf_dump_tensor {
     const char *name;
     const char *dtype; /* "F32" or "I32" */
     int ndim;
     int64_t shape[4];
     const void *data; /* host memory, 4-byte elements */
-} gpt2_dump_tensor;
+} tf_dump_tensor;
 
 /* 0, or -1 after printing why to stderr */
-int gpt2_dump_write(const char *path, const gpt2_dump_tensor *t, int n);
+int tf_dump_write(const char *path, const tf_dump_tensor *t, int n);
 
 #endif

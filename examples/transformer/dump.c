@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t numel(const gpt2_dump_tensor *t) {
+static size_t numel(const tf_dump_tensor *t) {
     size_t n = 1;
     for (int d = 0; d < t->ndim; d++) n *= (size_t)t->shape[d];
     return n;
 }
 
-int gpt2_dump_write(const char *path, const gpt2_dump_tensor *t, int n) {
+int tf_dump_write(const char *path, const tf_dump_tensor *t, int n) {
     /* header: {"name":{"dtype":"F32","shape":[..],"data_offsets":[a,b]},...}, padded with spaces to 8 */
     size_t cap = 256 + (size_t)n * 160, len = 0, off = 0;
     char *h = malloc(cap);

@@ -2,8 +2,8 @@
  * gpt2 kernels: everything the GPT-2 task computes, as one table per device.
  *
  * Lifecycle: gpt2_model.c picks a table when the first callback names a device
- * (gpt2_kernels_cpu() from kernels_cpu.c; gpt2_kernels_cuda() from kernels_cuda.cu, in its own
- * gpt2_cuda.so that only GPU runs load) -> alloc activation buffers -> per micro-batch:
+ * (tf_kernels_cpu() from kernels_cpu.c; tf_kernels_cuda() from kernels_cuda.cu, in its own
+ * transformer_cuda.so that only GPU runs load) -> alloc activation buffers -> per micro-batch:
  * ids_upload, then the layer kernels below in forward order, cross_entropy, then the backward
  * kernels in reverse -> free.  Generation (gpt2_generate, gpt2_infer.c) runs the same forward
  * kernels, plus gemv and attention_cached for one new token against its key/value cache.
@@ -15,14 +15,14 @@
  *    identical arguments and the CPU tests check the argument logic the GPU uses.
  *  - `dt` is the element type of activations, parameters and parameter gradients (fp32 on the
  *    CPU; fp32, bf16 or fp16 on CUDA).  LayerNorm statistics and per-row losses are always float.
- *    Arithmetic inside a kernel is float; the per-element formulas live in gpt2_math.h.
+ *    Arithmetic inside a kernel is float; the per-element formulas live in kernel_math.h.
  *  - "+=" kernels accumulate into their output (parameter gradients arrive zeroed from the
  *    engine and several calls may add into them); "=" kernels overwrite.
  *  - Pointers are device pointers, except where a comment says host.
  *  - N = rows (tokens in the micro-batch, B*T), C = channels.
  */
-#ifndef GPT2_KERNELS_H
-#define GPT2_KERNELS_H
+#ifndef TF_KERNELS_H
+#define TF_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-typedef struct gpt2_kernels {
+typedef struct tf_kernels {
     const char *name; /* "cpu", "cuda" */
     uint32_t dtypes;  /* 1u << sr_dtype it computes in */
 
@@ -111,20 +111,20 @@ typedef struct gpt2_kernels {
        floats (device). */
     void (*attention_cached)(void *y, const void *q, int ldq, const void *kc, const void *vc, int pos0, int nq, int C,
                              int NH, float scale, float *scratch, sr_dtype dt);
-} gpt2_kernels;
+} tf_kernels;
 
-const gpt2_kernels *gpt2_kernels_cpu(void);
+const tf_kernels *tf_kernels_cpu(void);
 /* threads the CPU kernels use (OpenMP's, from OMP_NUM_THREADS as the process had it when the task
    was loaded) */
-int gpt2_cpu_threads(void);
+int tf_cpu_threads(void);
 /* the BLAS's kernels the CPU table runs: OpenBLAS's core name ("Haswell", "SkylakeX") or BLIS's
    configuration ("zen3", "generic") */
-const char *gpt2_cpu_blas(void);
+const char *tf_cpu_blas(void);
 /* kernels_profile.c: a table that runs k's kernels and reports each call to the step profile
    (SHARDRUN_PROFILE=1); one per process */
-const gpt2_kernels *gpt2_kernels_profiled(const gpt2_kernels *k);
-/* in gpt2_cuda.so, found with dlsym by gpt2_model.c */
-const gpt2_kernels *gpt2_kernels_cuda(void);
+const tf_kernels *tf_kernels_profiled(const tf_kernels *k);
+/* in transformer_cuda.so, found with dlsym by gpt2_model.c */
+const tf_kernels *tf_kernels_cuda(void);
 
 #ifdef __cplusplus
 }

@@ -151,7 +151,7 @@ static int pairmap_put(pairmap *m, int32_t a, int32_t b, int32_t rank, int32_t i
 
 /* ---- the tokenizer ---------------------------------------------------------------------------- */
 
-struct gpt2_tokenizer {
+struct tf_tokenizer {
     int vocab_size, eos;
     int bpe; /* 0: byte-level fallback */
     int32_t byte_id[256];
@@ -313,9 +313,9 @@ static int line_at(const char *text, size_t off) {
     return line;
 }
 
-static int load_vocab(gpt2_tokenizer *t, const char *path, char *err, size_t errlen) {
+static int load_vocab(tf_tokenizer *t, const char *path, char *err, size_t errlen) {
     size_t n;
-    char *text = gpt2_read_file(path, "vocab.json", &n, err, errlen);
+    char *text = tf_read_file(path, "vocab.json", &n, err, errlen);
     if (!text) return -1;
     json j = {.s = text, .path = path, .n = n, .line = 1, .err = err, .errlen = errlen};
     int rc = -1;
@@ -440,9 +440,9 @@ out:
 
 /* ---- merges.txt: one merge per line, "left right", best first --------------------------------- */
 
-static int load_merges(gpt2_tokenizer *t, const char *path, const char *vocab_path, char *err, size_t errlen) {
+static int load_merges(tf_tokenizer *t, const char *path, const char *vocab_path, char *err, size_t errlen) {
     size_t n;
-    char *text = gpt2_read_file(path, "merges.txt", &n, err, errlen);
+    char *text = tf_read_file(path, "merges.txt", &n, err, errlen);
     if (!text) return -1;
     int rc = -1, rank = 0;
     char *both = NULL;
@@ -495,12 +495,12 @@ out:
     return rc;
 }
 
-gpt2_tokenizer *gpt2_tokenizer_load(const char *vocab_json, const char *merges_txt, char *err, size_t errlen) {
+tf_tokenizer *tf_tokenizer_load(const char *vocab_json, const char *merges_txt, char *err, size_t errlen) {
     if (!vocab_json != !merges_txt) {
         fail(err, errlen, "give both vocab.json and merges.txt (GPT-2 BPE), or neither (byte-level tokens)");
         return NULL;
     }
-    gpt2_tokenizer *t = calloc(1, sizeof *t);
+    tf_tokenizer *t = calloc(1, sizeof *t);
     if (!t) return fail(err, errlen, "out of memory"), NULL;
     if (!vocab_json) {
         t->vocab_size = 257;
@@ -510,14 +510,14 @@ gpt2_tokenizer *gpt2_tokenizer_load(const char *vocab_json, const char *merges_t
     }
     t->bpe = 1;
     if (load_vocab(t, vocab_json, err, errlen) || load_merges(t, merges_txt, vocab_json, err, errlen)) {
-        gpt2_tokenizer_free(t);
+        tf_tokenizer_free(t);
         return NULL;
     }
     return t;
 }
 
-int gpt2_tokenizer_vocab_size(const gpt2_tokenizer *t) { return t->vocab_size; }
-int gpt2_tokenizer_eos(const gpt2_tokenizer *t) { return t->eos; }
+int tf_tokenizer_vocab_size(const tf_tokenizer *t) { return t->vocab_size; }
+int tf_tokenizer_eos(const tf_tokenizer *t) { return t->eos; }
 
 /* ---- decoding (generation) -------------------------------------------------------------------- */
 
@@ -530,7 +530,7 @@ static int symbol_byte(unsigned cp) {
     return -1;
 }
 
-int gpt2_tokenizer_decode(gpt2_tokenizer *t, int32_t id, char *out, size_t cap) {
+int tf_tokenizer_decode(tf_tokenizer *t, int32_t id, char *out, size_t cap) {
     if (id < 0 || id >= t->vocab_size) return -1;
     if (!t->bpe) {
         const char *eos = "<|endoftext|>";
@@ -569,7 +569,7 @@ int gpt2_tokenizer_decode(gpt2_tokenizer *t, int32_t id, char *out, size_t cap) 
     return (int)n;
 }
 
-void gpt2_tokenizer_free(gpt2_tokenizer *t) {
+void tf_tokenizer_free(tf_tokenizer *t) {
     if (!t) return;
     free(t->by_id);
     strmap_free(&t->vocab);
@@ -608,8 +608,8 @@ static int classify(uint32_t cp) {
     if (cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
         cp == 0x202F || cp == 0x205F || cp == 0x3000)
         return CL_SPACE;
-    if (in_ranges(gpt2_letter_ranges, sizeof gpt2_letter_ranges / sizeof *gpt2_letter_ranges / 2, cp)) return CL_LETTER;
-    if (in_ranges(gpt2_number_ranges, sizeof gpt2_number_ranges / sizeof *gpt2_number_ranges / 2, cp)) return CL_NUMBER;
+    if (in_ranges(tf_letter_ranges, sizeof tf_letter_ranges / sizeof *tf_letter_ranges / 2, cp)) return CL_LETTER;
+    if (in_ranges(tf_number_ranges, sizeof tf_number_ranges / sizeof *tf_number_ranges / 2, cp)) return CL_NUMBER;
     return CL_OTHER;
 }
 
@@ -638,7 +638,7 @@ static int char_at(const unsigned char *s, size_t n, size_t i, size_t *len) {
 
 /* The end of the pre-token starting at s[i] (i < n): GPT-2's pattern, tried alternative by
    alternative as the regex engine does. */
-size_t gpt2_tokenizer_pretoken_end(const char *text, size_t n, size_t i) {
+size_t tf_tokenizer_pretoken_end(const char *text, size_t n, size_t i) {
     const unsigned char *s = (const unsigned char *)text;
     if (s[i] == '\'' && i + 1 < n) { /* 's|'t|'re|'ve|'m|'ll|'d */
         unsigned char c = s[i + 1], d = i + 2 < n ? s[i + 2] : 0;
@@ -665,7 +665,7 @@ size_t gpt2_tokenizer_pretoken_end(const char *text, size_t n, size_t i) {
 
 /* ---- merges ------------------------------------------------------------------------------------- */
 
-static int rank_of(const gpt2_tokenizer *t, int32_t a, int32_t b, int32_t *id) {
+static int rank_of(const tf_tokenizer *t, int32_t a, int32_t b, int32_t *id) {
     const pair_slot *p = pairmap_find(&t->merges, a, b);
     if (!p) return -1;
     if (id) *id = p->id;
@@ -693,7 +693,7 @@ static uint64_t heap_pop(uint64_t *h, size_t *n) {
     return top;
 }
 
-static int scratch(gpt2_tokenizer *t, size_t n) {
+static int scratch(tf_tokenizer *t, size_t n) {
     if (n <= t->scratch_cap) return 0;
     size_t cap = n > 2 * t->scratch_cap ? n : 2 * t->scratch_cap;
     int32_t *a = realloc(t->sym, cap * 4), *b = a ? realloc(t->next, cap * 4) : NULL, *c = b ? realloc(t->prev, cap * 4) : NULL;
@@ -715,7 +715,7 @@ static int scratch(gpt2_tokenizer *t, size_t n) {
    of pairs as they form, and an entry whose pair has changed since is skipped when popped.  A
    round pops every entry of its rank in position order; the pairs its merges create wait in
    `pending` until the round ends, since one of lower rank must not run before the round is done. */
-static long bpe_word(gpt2_tokenizer *t, const unsigned char *w, size_t n) {
+static long bpe_word(tf_tokenizer *t, const unsigned char *w, size_t n) {
     if (n > INT32_MAX || scratch(t, n)) return -1;
     int32_t *sym = t->sym, *next = t->next, *prev = t->prev, id;
     uint64_t *heap = t->heap, *pending = t->pending;
@@ -770,7 +770,7 @@ static int append(int32_t **ids, size_t *n, size_t *cap, const int32_t *src, siz
     return 0;
 }
 
-int gpt2_tokenizer_encode(gpt2_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n, size_t *cap) {
+int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n, size_t *cap) {
     const unsigned char *s = (const unsigned char *)text;
     if (!t->bpe) {
         if (reserve(ids, *n, cap, len)) return -1;
@@ -778,7 +778,7 @@ int gpt2_tokenizer_encode(gpt2_tokenizer *t, const char *text, size_t len, int32
         return 0;
     }
     for (size_t i = 0, j; i < len; i = j) {
-        j = gpt2_tokenizer_pretoken_end(text, len, i);
+        j = tf_tokenizer_pretoken_end(text, len, i);
         size_t k = j - i;
         if (k == 1) {
             if (append(ids, n, cap, &t->byte_id[s[i]], 1)) return -1;

@@ -1,9 +1,9 @@
 /*
- * gpt2 kernels, CUDA: the "cuda" table of gpt2_kernels.h, built into gpt2_cuda.so, which
- * gpt2_model.c opens (dlsym "gpt2_kernels_cuda") only when a run's device is a GPU.
+ * gpt2 kernels, CUDA: the "cuda" table of kernels.h, built into transformer_cuda.so, which
+ * gpt2_model.c opens (dlsym "tf_kernels_cuda") only when a run's device is a GPU.
  *
  * Thin on purpose, because no GPU runs it where it is written: every per-element formula comes
- * from gpt2_math.h and every bf16/fp16 conversion from shardrun/half.h, the same functions the CPU
+ * from kernel_math.h and every bf16/fp16 conversion from shardrun/half.h, the same functions the CPU
  * table calls and its tests check; GEMMs go to cuBLAS with the CPU's column-major arguments.
  *
  * Lifecycle: everything runs on the current device's default stream (stream 0), in call order.
@@ -22,8 +22,8 @@
 #include <mutex>
 #include <stdio.h>
 
-#include "gpt2_kernels.h"
-#include "gpt2_math.h"
+#include "kernels.h"
+#include "kernel_math.h"
 
 namespace {
 
@@ -172,10 +172,10 @@ __global__ void k_layernorm_fwd(void *out, float *mean, float *rstd, const void 
         float d = ld<E>(x, base + c) - m;
         v += d * d;
     }
-    float r = gpt2_ln_rstd(warp_reduce<false>(v) / C);
+    float r = tf_ln_rstd(warp_reduce<false>(v) / C);
     if (lane == 0) mean[row] = m, rstd[row] = r;
     for (int c = lane; c < C; c += 32)
-        st<E>(out, base + c, gpt2_ln_norm(ld<E>(x, base + c), m, r) * ld<E>(w, c) + ld<E>(b, c));
+        st<E>(out, base + c, tf_ln_norm(ld<E>(x, base + c), m, r) * ld<E>(w, c) + ld<E>(b, c));
 }
 
 /* dx += ... , one warp per row. */
@@ -189,12 +189,12 @@ __global__ void k_layernorm_bwd_dx(void *dx, const void *dout, const void *x, co
     for (int c = lane; c < C; c += 32) {
         float dnorm = ld<E>(dout, base + c) * ld<E>(w, c);
         a += dnorm;
-        b += dnorm * gpt2_ln_norm(ld<E>(x, base + c), m, r);
+        b += dnorm * tf_ln_norm(ld<E>(x, base + c), m, r);
     }
     float mean_dnorm = warp_reduce<false>(a) / C, mean_dnorm_norm = warp_reduce<false>(b) / C;
     for (int c = lane; c < C; c += 32) {
         float dnorm = ld<E>(dout, base + c) * ld<E>(w, c);
-        acc<E>(dx, base + c, gpt2_ln_dx(dnorm, gpt2_ln_norm(ld<E>(x, base + c), m, r), mean_dnorm, mean_dnorm_norm, r));
+        acc<E>(dx, base + c, tf_ln_dx(dnorm, tf_ln_norm(ld<E>(x, base + c), m, r), mean_dnorm, mean_dnorm_norm, r));
     }
 }
 
@@ -212,7 +212,7 @@ __device__ void colsum(void *dw, void *db, const void *dout, const void *x, cons
         for (int r = threadIdx.y; r < N; r += SLICES) {
             float d = ld<E>(dout, (size_t)r * C + c);
             ab += d;
-            if constexpr (LN) aw += d * gpt2_ln_norm(ld<E>(x, (size_t)r * C + c), mean[r], rstd[r]);
+            if constexpr (LN) aw += d * tf_ln_norm(ld<E>(x, (size_t)r * C + c), mean[r], rstd[r]);
         }
     sw[threadIdx.y][threadIdx.x] = aw;
     sb[threadIdx.y][threadIdx.x] = ab;
@@ -236,10 +236,10 @@ template <class E> __global__ void k_bias_fill(void *out, const void *bias, int 
 
 /* The elementwise kernels read index i and write index i in one thread, so aliasing is safe. */
 template <class E> __global__ void k_gelu_fwd(void *out, const void *x, size_t n) {
-    GRID_STRIDE(i, n) st<E>(out, i, gpt2_gelu(ld<E>(x, i)));
+    GRID_STRIDE(i, n) st<E>(out, i, tf_gelu(ld<E>(x, i)));
 }
 template <class E> __global__ void k_gelu_bwd(void *dx, const void *x, const void *dout, size_t n) {
-    GRID_STRIDE(i, n) st<E>(dx, i, gpt2_gelu_grad(ld<E>(x, i)) * ld<E>(dout, i));
+    GRID_STRIDE(i, n) st<E>(dx, i, tf_gelu_grad(ld<E>(x, i)) * ld<E>(dout, i));
 }
 template <class E> __global__ void k_add(void *out, const void *a, const void *b, size_t n) {
     GRID_STRIDE(i, n) st<E>(out, i, ld<E>(a, i) + ld<E>(b, i));
@@ -255,10 +255,10 @@ template <class E> __global__ void k_softmax_fwd(void *P, const void *S, int T, 
     float mx = -INFINITY, sum = 0.0f;
     for (int j = lane; j <= t; j += 32) mx = fmaxf(mx, scale * ld<E>(S, base + j));
     mx = warp_reduce<true>(mx);
-    for (int j = lane; j <= t; j += 32) sum += gpt2_exp(scale * ld<E>(S, base + j) - mx);
+    for (int j = lane; j <= t; j += 32) sum += tf_exp(scale * ld<E>(S, base + j) - mx);
     float inv = 1.0f / warp_reduce<false>(sum);
     for (int j = lane; j < T; j += 32)
-        st<E>(P, base + j, j <= t ? gpt2_exp(scale * ld<E>(S, base + j) - mx) * inv : 0.0f);
+        st<E>(P, base + j, j <= t ? tf_exp(scale * ld<E>(S, base + j) - mx) * inv : 0.0f);
 }
 
 template <class E>
@@ -270,7 +270,7 @@ __global__ void k_softmax_bwd(void *dS, const void *P, const void *dP, int T, fl
     for (int j = lane; j <= t; j += 32) dot += ld<E>(P, base + j) * ld<E>(dP, base + j);
     dot = warp_reduce<false>(dot);
     for (int j = lane; j < T; j += 32)
-        st<E>(dS, base + j, j <= t ? gpt2_softmax_grad(ld<E>(P, base + j), ld<E>(dP, base + j), dot, scale) : 0.0f);
+        st<E>(dS, base + j, j <= t ? tf_softmax_grad(ld<E>(P, base + j), ld<E>(dP, base + j), dot, scale) : 0.0f);
 }
 
 /* One block per row of V logits: max, sum of exponentials, loss, then gradients in place. */
@@ -288,12 +288,12 @@ __global__ void k_cross_entropy(void *logits, float *losses, const int32_t *targ
     float mx = -INFINITY, sum = 0.0f;
     for (int v = threadIdx.x; v < V; v += blockDim.x) mx = fmaxf(mx, ld<E>(logits, base + v));
     mx = block_reduce<true>(mx);
-    for (int v = threadIdx.x; v < V; v += blockDim.x) sum += gpt2_exp(ld<E>(logits, base + v) - mx);
+    for (int v = threadIdx.x; v < V; v += blockDim.x) sum += tf_exp(ld<E>(logits, base + v) - mx);
     sum = block_reduce<false>(sum); /* its barriers also order every read above before the writes */
     if (threadIdx.x == 0) losses[blockIdx.x] = logf(sum) - (lt - mx);
     float inv = 1.0f / sum;
     for (int v = threadIdx.x; v < V; v += blockDim.x)
-        st<E>(logits, base + v, gpt2_ce_grad(gpt2_exp(ld<E>(logits, base + v) - mx), inv, v == tgt, dscale));
+        st<E>(logits, base + v, tf_ce_grad(tf_exp(ld<E>(logits, base + v) - mx), inv, v == tgt, dscale));
 }
 
 /* attention_cached: one block per (query, head) pair, r = i * NH + h.  The scores go to scratch
@@ -314,7 +314,7 @@ __global__ void k_attention_cached(void *y, const void *q, int ldq, const void *
     }
     mx = block_reduce<true>(mx);
     float sum = 0.0f;
-    for (int j = threadIdx.x; j < len; j += blockDim.x) sum += (s[j] = gpt2_exp(s[j] - mx));
+    for (int j = threadIdx.x; j < len; j += blockDim.x) sum += (s[j] = tf_exp(s[j] - mx));
     float inv = 1.0f / block_reduce<false>(sum); /* its barriers order the writes of s before the reads */
     for (int d = threadIdx.x; d < hs; d += blockDim.x) {
         float acc_ = 0.0f;
@@ -461,8 +461,8 @@ void attention_cached(void *y, const void *q, int ldq, const void *kc, const voi
     LAUNCH(dt, k_attention_cached, (unsigned)(nq * NH), THREADS, y, q, ldq, kc, vc, pos0, C, NH, scale, scratch);
 }
 
-/* In the declaration order of gpt2_kernels (C++17 has no designated initialisers). */
-const gpt2_kernels table = {
+/* In the declaration order of tf_kernels (C++17 has no designated initialisers). */
+const tf_kernels table = {
     "cuda", (1u << SR_FLOAT32) | (1u << SR_BFLOAT16) | (1u << SR_FLOAT16),
     dev_alloc, dev_free, dev_zero, ids_upload, floats_download, dev_sync, dev_copy,
     gemm, gemm_batched,
@@ -478,4 +478,4 @@ const gpt2_kernels table = {
 
 } // namespace
 
-extern "C" __attribute__((visibility("default"))) const gpt2_kernels *gpt2_kernels_cuda(void) { return &table; }
+extern "C" __attribute__((visibility("default"))) const tf_kernels *tf_kernels_cuda(void) { return &table; }

@@ -10,13 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *gpt2_file_kind(unsigned mode) {
+const char *tf_file_kind(unsigned mode) {
     mode_t m = (mode_t)mode;
     return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
          : S_ISFIFO(m) ? "a pipe (FIFO)" : S_ISSOCK(m) ? "a socket" : "a special file";
 }
 
-char *gpt2_read_file_max(const char *path, const char *what, size_t max, const char *cap_why, size_t *len, char *err,
+char *tf_read_file_max(const char *path, const char *what, size_t max, const char *cap_why, size_t *len, char *err,
                          size_t errlen) {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a pipe must not block the open */
     struct stat st;
@@ -27,7 +27,7 @@ char *gpt2_read_file_max(const char *path, const char *what, size_t max, const c
     }
     if (!S_ISREG(st.st_mode)) {
         snprintf(err, errlen, "%s %s is %s, not a regular file; give regular files", what, path,
-                 gpt2_file_kind((unsigned)st.st_mode));
+                 tf_file_kind((unsigned)st.st_mode));
         close(fd);
         return NULL;
     }
@@ -81,6 +81,6 @@ char *gpt2_read_file_max(const char *path, const char *what, size_t max, const c
     return buf;
 }
 
-char *gpt2_read_file(const char *path, const char *what, size_t *len, char *err, size_t errlen) {
-    return gpt2_read_file_max(path, what, GPT2_READ_FILE_MAX, "the 1 GiB a file may have here", len, err, errlen);
+char *tf_read_file(const char *path, const char *what, size_t *len, char *err, size_t errlen) {
+    return tf_read_file_max(path, what, TF_READ_FILE_MAX, "the 1 GiB a file may have here", len, err, errlen);
 }

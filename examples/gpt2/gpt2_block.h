@@ -1,6 +1,7 @@
 /*
- * gpt2 block: one GPT2Block's forward and backward, written once over the kernel table
- * (kernels.h), so the CPU and CUDA runs share every GEMM's arguments.
+ * gpt2 block: one GPT2Block's forward and backward, written once over the shared transformer
+ * kernel table (examples/transformer: kernels.h, linear.h, attention.h), so the CPU and CUDA runs
+ * share every GEMM's arguments.
  *
  * Lifecycle: gpt2_model.c allocates, per block, an intermediates buffer of gpt2_block_acts_bytes()
  * and one shared gpt2_block_work_bytes() backward scratch -> gpt2_block_forward() fills the
@@ -15,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "kernels.h"
+#include "shape.h"
 
 /* a block's parameters, in declaration order (HF's names under transformer.h.{i}.) */
 enum {
@@ -28,31 +29,22 @@ enum {
     GPT2_BLOCK_PARAMS
 };
 
-typedef struct gpt2_shape {
-    const tf_kernels *k;
-    sr_dtype dt; /* compute dtype */
-    size_t es;   /* its element size */
-    int B;       /* samples in this micro-batch */
-    int Bcap;    /* samples the buffers are laid out for */
-    int T, C, NH;
-} gpt2_shape;
-
 /* Views into one block's intermediates buffer (laid out for Bcap samples) */
 typedef struct gpt2_block_acts {
     float *mean1, *rstd1, *mean2, *rstd2; /* LayerNorm statistics, N each */
     char *ln1, *qkv, *att, *atty, *res2, *ln2, *fch, *fchg;
 } gpt2_block_acts;
 
-size_t gpt2_block_acts_bytes(const gpt2_shape *s);
-gpt2_block_acts gpt2_block_acts_at(const gpt2_shape *s, void *buf);
-size_t gpt2_block_work_bytes(const gpt2_shape *s);
+size_t gpt2_block_acts_bytes(const tf_shape *s);
+gpt2_block_acts gpt2_block_acts_at(const tf_shape *s, void *buf);
+size_t gpt2_block_work_bytes(const tf_shape *s);
 
 /* p: the block's gathered parameters.  out = the block's output; NULL for a recompute, which
    stops before the MLP's output projection (backward needs the intermediates, not the output). */
-void gpt2_block_forward(const gpt2_shape *s, void *const *p, const void *x, const gpt2_block_acts *a, void *out);
+void gpt2_block_forward(const tf_shape *s, void *const *p, const void *x, const gpt2_block_acts *a, void *out);
 /* dx = d(input) from dy = d(output); parameter gradients added into d.  work: scratch of
    gpt2_block_work_bytes(). */
-void gpt2_block_backward(const gpt2_shape *s, void *const *p, void *const *d, const void *x,
+void gpt2_block_backward(const tf_shape *s, void *const *p, void *const *d, const void *x,
                          const gpt2_block_acts *a, const void *dy, void *dx, void *work);
 
 #endif

@@ -91,14 +91,14 @@ static void embed_backward(const tf_shape *s, void *const *p, void *const *d, co
 }
 
 static void block_forward(const tf_shape *s, void *const *p, const void *x, void *acts, void *out) {
-    gpt2_block_acts a = gpt2_block_acts_at(s, acts);
-    gpt2_block_forward(s, p, x, &a, out);
+    tf_block_acts a = tf_block_acts_at(s, acts);
+    tf_block_forward(s, &GPT2_BLOCK_STYLE, p, x, &a, out);
 }
 
 static void block_backward(const tf_shape *s, void *const *p, void *const *d, const void *x, void *acts,
                            const void *dy, void *dx, void *work) {
-    gpt2_block_acts a = gpt2_block_acts_at(s, acts);
-    gpt2_block_backward(s, p, d, x, &a, dy, dx, work);
+    tf_block_acts a = tf_block_acts_at(s, acts);
+    tf_block_backward(s, &GPT2_BLOCK_STYLE, p, d, x, &a, dy, dx, work);
 }
 
 static const tf_lm_arch gpt2_arch = {
@@ -110,8 +110,8 @@ static const tf_lm_arch gpt2_arch = {
     .param_count = param_count,
     .embed_forward = embed_forward,
     .embed_backward = embed_backward,
-    .block_acts_bytes = gpt2_block_acts_bytes,
-    .block_work_bytes = gpt2_block_work_bytes,
+    .block_acts_bytes = tf_block_acts_bytes,
+    .block_work_bytes = tf_block_work_bytes,
     .block_forward = block_forward,
     .block_backward = block_backward,
 };

@@ -39,8 +39,8 @@ tf_tokenizer *tf_tokenizer_load(const char *vocab_json, const char *merges_txt, 
    "not supported yet", the file, its line and the JSON path of what was found (e.g.
    "pre_tokenizer.pretokenizers[0].type is \"Digits\""):
      model          type "BPE" with `vocab` (object symbol -> id) and `merges` (each "left right",
-                    or ["left", "right"]; best first); dropout, continuing_subword_prefix and
-                    end_of_word_suffix null; byte_fallback and ignore_merges false or absent;
+                    or ["left", "right"]; best first); dropout null; continuing_subword_prefix and
+                    end_of_word_suffix null or ""; byte_fallback and ignore_merges false or absent;
                     unk_token null or a vocab symbol and fuse_unk any (never used: every byte has
                     a symbol, so no piece has an unknown one)
      added_tokens   each {id, content, ...}: ids of contents not in vocab join the vocabulary

@@ -133,6 +133,18 @@ static int must_be_null(loader *l, const mark *m, const char *jpath, const char 
     return unsupported(l, m->line, jpath, found_value(l, buf, sizeof buf), supported);
 }
 
+/* The member at m must be null, "" or absent (GPT-2's tokenizer.json has "" where BLOOM's has null). */
+static int null_or_empty(loader *l, const mark *m, const char *jpath) {
+    if (m->set) {
+        seek(l, m);
+        if (tf__json_peek(&l->j) == '"') {
+            if (tf__json_string(&l->j)) return -1;
+            if (!l->j.slen) return 0;
+        }
+    }
+    return must_be_null(l, m, jpath, "null or \"\"");
+}
+
 /* A boolean member must have the value `want` (absent: dflt). */
 static int must_be(loader *l, const mark *m, const char *jpath, int dflt, int want, const char *supported) {
     int v;
@@ -305,8 +317,8 @@ static int model_options(loader *l, const mark *m, mark *f) {
     if (string_at(l, &f[M_TYPE], "model.type", type, sizeof type)) return -1;
     if (strcmp(type, "BPE")) return unsupported_type(l, &f[M_TYPE], "model", "\"BPE\"");
     if (must_be_null(l, &f[M_DROPOUT], "model.dropout", "null") ||
-        must_be_null(l, &f[M_PREFIX], "model.continuing_subword_prefix", "null") ||
-        must_be_null(l, &f[M_SUFFIX], "model.end_of_word_suffix", "null") ||
+        null_or_empty(l, &f[M_PREFIX], "model.continuing_subword_prefix") ||
+        null_or_empty(l, &f[M_SUFFIX], "model.end_of_word_suffix") ||
         literal_at(l, &f[M_FUSE], "model.fuse_unk", 0, &v) ||
         must_be(l, &f[M_BYTE_FALLBACK], "model.byte_fallback", 0, 0, "false") ||
         must_be(l, &f[M_IGNORE_MERGES], "model.ignore_merges", 0, 0, "false"))

@@ -159,7 +159,7 @@ refused "missing file" "$T/none.json" "cannot read tokenizer.json $T/none.json: 
 printf '{"version": "1.0",\n "model": {"type": "BPE"\n' >"$T/cut.json"
 refused "cut short" "$T/cut.json" "cut.json:3: expected ',' or '}' after an entry, found the end of the file"
 for v in syntax truncated metaspace other-regex split-removed digits-first nfc wordpiece byte-fallback dropout \
-    template no-decoder unknown-key unknown-merge unknown-merged bad-merge duplicate-id gap-id added-id no-eos \
+    template suffix no-decoder unknown-key unknown-merge unknown-merged bad-merge duplicate-id gap-id added-id no-eos \
     missing-byte unk-missing; do variant $v; done
 variant bad-pair bloom_pairs
 variant prefix-space gpt2
@@ -174,6 +174,7 @@ refused "NFC normalizer" "$T/nfc.json" "normalizer is {\"type\": \"NFC\", ...}: 
 refused "WordPiece" "$T/wordpiece.json" "model.type is \"WordPiece\": not supported yet"
 refused "byte_fallback" "$T/byte-fallback.json" "model.byte_fallback is true: not supported yet"
 refused "dropout" "$T/dropout.json" "model.dropout is 0.1: not supported yet"
+refused "suffix" "$T/suffix.json" "model.end_of_word_suffix is \"</w>\": not supported yet (supported: null or \"\")"
 refused "template" "$T/template.json" "post_processor.type is \"TemplateProcessing\": not supported yet"
 refused "no decoder" "$T/no-decoder.json" "decoder is null: not supported yet"
 refused "unknown key" "$T/unknown-key.json" "the file has a member \"extra\": not supported yet"

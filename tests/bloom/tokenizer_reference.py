@@ -136,16 +136,17 @@ def make_json(style, vocab_path, merges_path, out, pairs):
         added = [special(i, s) for i, s in enumerate(symbols[:4])] + [special(len(vocab), "<|\u00e9xtra|>", False)]
         pre, post = BLOOM_PRE_TOKENIZER, {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
                                           "use_regex": True}
-    else:
+    else:  # GPT-2's file has "" where BLOOM's has null
         added = [special(vocab["<|endoftext|>"], "<|endoftext|>")]
         pre, post = GPT2_PRE_TOKENIZER, {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
                                          "use_regex": True}
+    affix = None if style == "bloom" else ""
     tok = {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
         "pre_tokenizer": pre, "post_processor": post,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "vocab": vocab,
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": affix,
+                  "end_of_word_suffix": affix, "fuse_unk": False, "byte_fallback": False, "vocab": vocab,
                   "merges": [[a, b] for a, b in merges] if pairs else [f"{a} {b}" for a, b in merges]},
     }
     with open(out, "w", encoding="utf-8") as f:
@@ -175,6 +176,8 @@ def variant(name, src, out):
         model["byte_fallback"] = True
     elif name == "dropout":
         model["dropout"] = 0.1
+    elif name == "suffix":
+        model["end_of_word_suffix"] = "</w>"
     elif name == "template":
         tok["post_processor"] = {"type": "TemplateProcessing", "single": [], "pair": [], "special_tokens": {}}
     elif name == "no-decoder":

@@ -108,13 +108,13 @@ ids=0 pieces=0 entries=0
 "$PY" "$REF" train --bloom "$T/bv.json" "$T/bm.txt" 400 "$LICENSES"/* "$T/special.txt" 2>>"$T/train.err" &&
     "$PY" "$REF" train --bloom --lines "$T/lv.json" "$T/lm.txt" 3000 "$T/special.txt" "$T/fuzz.txt" 2>>"$T/train.err" &&
     "$PY" "$REF" make-json bloom "$T/bv.json" "$T/bm.txt" "$T/bloom.json" &&
-    "$PY" "$REF" make-json bloom "$T/bv.json" "$T/bm.txt" "$T/bloom_pairs.json" --pairs &&
+    "$PY" "$REF" make-json bloom "$T/bv.json" "$T/bm.txt" "$T/bloom_pairs.json" --pairs --ascii &&
     "$PY" "$REF" make-json bloom "$T/lv.json" "$T/lm.txt" "$T/bloom_lines.json" --pairs ||
     { echo "FAIL: writing the BLOOM-style tokenizer.json files:"; cat "$T/train.err"; exit 1; }
 echo "BLOOM's pre-tokenizer, pieces:"
 for f in $TEXTS; do pieces "$f" "$T/bloom.json" "$T/$f"; done
 for f in "$LICENSES"/*; do pieces "$(basename "$f")" "$T/bloom.json" "$f"; done
-echo "ids, $(($(wc -l <"$T/bm.txt") - 1)) merges learned on BLOOM's pieces (\"a b\" strings, then [\"a\", \"b\"] pairs):"
+echo "ids, $(($(wc -l <"$T/bm.txt") - 1)) merges learned on BLOOM's pieces (\"a b\" strings; then [\"a\", \"b\"] pairs, \\u-escaped):"
 for f in GPL-3 Apache-2.0 GFDL-1.3 LGPL-2.1 MPL-1.1; do ids "$f" "$T/bloom.json" "$LICENSES/$f"; done
 for f in $TEXTS; do ids "$f" "$T/bloom.json" "$T/$f"; done
 for f in "$LICENSES/GPL-3" "$T/special.txt" "$T/fuzz.txt"; do ids "$(basename "$f") (pairs)" "$T/bloom_pairs.json" "$f"; done

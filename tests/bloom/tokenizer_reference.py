@@ -4,12 +4,13 @@
   tokenizer_reference.py train [--lines] [--bloom] VOCAB_OUT MERGES_OUT NUM_MERGES FILE...
       tests/gpt2/bpe_reference.py's training (vocab.json + merges.txt), on pre-tokens of GPT-2's
       pattern, or with --bloom on the pieces of BLOOM's pre-tokenizer, or with --lines on whole lines.
-  tokenizer_reference.py make-json bloom|gpt2 VOCAB MERGES OUT [--pairs]
+  tokenizer_reference.py make-json bloom|gpt2 VOCAB MERGES OUT [--pairs] [--ascii]
       writes a tokenizer.json as HF tokenizers saves one (indented, UTF-8): bloom = BLOOM's layout
       (<unk> <s> </s> <pad> as ids 0-3, the vocabulary after them, BLOOM's Sequence pre-tokenizer,
       one added token outside the vocabulary); gpt2 = GPT-2's (the same ids as vocab.json,
       <|endoftext|> an added token, the ByteLevel pre-tokenizer).  --pairs writes the merges as
-      ["left", "right"] pairs instead of "left right" strings.
+      ["left", "right"] pairs instead of "left right" strings; --ascii writes every character past
+      ASCII as a \\u escape (HF writes UTF-8).
   tokenizer_reference.py encode TOKENIZER_JSON FILE     the ids of FILE's text, one per line
   tokenizer_reference.py pieces TOKENIZER_JSON FILE     its pre-tokenizer's pieces, hex, one per line
   tokenizer_reference.py info TOKENIZER_JSON            "vocab N eos E", then each id's bytes in hex
@@ -122,7 +123,7 @@ def info(path):
     return lines
 
 
-def make_json(style, vocab_path, merges_path, out, pairs):
+def make_json(style, vocab_path, merges_path, out, pairs, ascii_only):
     vocab = load(vocab_path)
     with open(merges_path, encoding="utf-8") as f:
         merges = [l.rstrip("\r").split(" ") for l in f.read().split("\n")[1:] if l.rstrip("\r")]
@@ -150,7 +151,7 @@ def make_json(style, vocab_path, merges_path, out, pairs):
                   "merges": [[a, b] for a, b in merges] if pairs else [f"{a} {b}" for a, b in merges]},
     }
     with open(out, "w", encoding="utf-8") as f:
-        json.dump(tok, f, ensure_ascii=False, indent=2)
+        json.dump(tok, f, ensure_ascii=ascii_only, indent=2)
 
 
 def variant(name, src, out):
@@ -234,8 +235,8 @@ def main(argv):
             bpe_reference.gpt2_pattern = lambda: Isolated(bloom_pattern())
         n = bpe_reference.train(args[0], args[1], int(args[2]), args[3:], lines)
         print(f"trained {n} merges", file=sys.stderr)
-    elif len(argv) in (6, 7) and argv[1] == "make-json":
-        make_json(argv[2], argv[3], argv[4], argv[5], argv[6:] == ["--pairs"])
+    elif len(argv) >= 6 and argv[1] == "make-json" and set(argv[6:]) <= {"--pairs", "--ascii"}:
+        make_json(argv[2], argv[3], argv[4], argv[5], "--pairs" in argv[6:], "--ascii" in argv[6:])
     elif len(argv) == 4 and argv[1] == "encode":
         sys.stdout.write("".join(f"{i}\n" for i in encode(argv[2], argv[3])))
     elif len(argv) == 4 and argv[1] == "pieces":

@@ -334,20 +334,18 @@ static int model_options(loader *l, const mark *m, mark *f) {
 }
 
 /* added_tokens: each {id, content, ...}; a content model.vocab has must have the same id there,
-   the others join the vocabulary (b: the offset of the content, for messages).  Their ids go to
-   *added (*n of them; the caller frees). */
-static int added_tokens(loader *l, const mark *m, int32_t **added, size_t *n) {
+   the others join the vocabulary (b: the offset of the content, for messages). */
+static int added_tokens(loader *l, const mark *m) {
     static const char *const keys[] = {"id", "content", "single_word", "lstrip", "rstrip", "normalized", "special", NULL};
-    enum { ID, CONTENT, N };
+    enum { ID, CONTENT };
     if (!m->set) return 0;
     seek(l, m);
     if (tf__json_peek(&l->j) == 'n') return must_be_null(l, m, "added_tokens", "an array");
     if (tf__json_open(&l->j, '[', "'[' (added_tokens is an array)")) return -1;
     int count = 0, r;
-    size_t cap = 0;
     while ((r = tf__json_more(&l->j, ']', &count)) > 0) {
         char jp[48];
-        mark f[7] = {{0}}, item;
+        mark f[sizeof keys / sizeof *keys - 1] = {{0}}, item;
         snprintf(jp, sizeof jp, "added_tokens[%d]", count - 1);
         tf__json_space(&l->j);
         item = (mark){.at = l->j.i, .line = l->j.line, .set = 1};
@@ -369,12 +367,6 @@ static int added_tokens(loader *l, const mark *m, int32_t **added, size_t *n) {
             if (!(s = tf__strmap_add(&l->t->vocab, l->j.str, l->j.slen))) return tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
             s->a = id;
             s->b = (int32_t)f[CONTENT].at;
-            if (*n == cap) {
-                int32_t *a = realloc(*added, (cap = cap * 2 + 16) * sizeof *a);
-                if (!a) return tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
-                *added = a;
-            }
-            (*added)[(*n)++] = id;
         }
         seek(l, &after);
     }
@@ -460,50 +452,33 @@ enum { T_VERSION, T_TRUNCATION, T_PADDING, T_ADDED, T_NORMALIZER, T_PRE, T_POST,
 
 static int load(loader *l, const char *text) {
     mark top[T_N] = {{0}}, model[M_N] = {{0}};
-    int32_t *added = NULL;
-    size_t nadded = 0;
-    int rc = -1;
     /* the whole file's syntax first, then the small parts that decide how text is cut */
     if (members(l, "the file", top_keys, top) || tf__json_end(&l->j) ||
         must_be_null(l, &top[T_NORMALIZER], "normalizer", "null") || pre_tokenizer(l, &top[T_PRE]) ||
         byte_level_or_null(l, &top[T_POST], "post_processor", 1) || byte_level_or_null(l, &top[T_DECODER], "decoder", 0) ||
         model_options(l, &top[T_MODEL], model))
-        goto out;
+        return -1;
     seek(l, &model[M_VOCAB]);
-    if (tf__vocab_object(l->t, &l->j, "model.vocab") || added_tokens(l, &top[T_ADDED], &added, &nadded) ||
+    if (tf__vocab_object(l->t, &l->j, "model.vocab") || added_tokens(l, &top[T_ADDED]) ||
         tf__vocab_check_ids(l->t, l->path, text, "model.vocab and added_tokens have", l->err, l->errlen) ||
         tf__vocab_bytes(l->t, l->path, l->err, l->errlen))
-        goto out;
-    if (nadded) {
-        if (!(l->t->added = calloc((size_t)l->t->vocab_size, 1))) {
-            tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
-            goto out;
-        }
-        for (size_t k = 0; k < nadded; k++) l->t->added[added[k]] = 1;
-    }
+        return -1;
     if (model[M_UNK].set) {
         seek(l, &model[M_UNK]);
-        if (tf__json_string(&l->j)) goto out;
-        if (!tf__strmap_find(&l->t->vocab, l->j.str, l->j.slen)) {
-            tf__fail(l->err, l->errlen, "%s:%d: model.unk_token \"%.*s\" is not in model.vocab or added_tokens", l->path,
-                     model[M_UNK].line, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str);
-            goto out;
-        }
+        if (tf__json_string(&l->j)) return -1;
+        if (!tf__strmap_find(&l->t->vocab, l->j.str, l->j.slen))
+            return tf__fail(l->err, l->errlen, "%s:%d: model.unk_token \"%.*s\" is not in model.vocab or added_tokens",
+                            l->path, model[M_UNK].line, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str);
     }
     const tf__str_slot *eos = tf__strmap_find(&l->t->vocab, "</s>", 4);
     if (!eos) eos = tf__strmap_find(&l->t->vocab, "<|endoftext|>", 13);
-    if (!eos) {
-        tf__fail(l->err, l->errlen,
-                 "%s: neither \"</s>\" (BLOOM's end of text) nor \"<|endoftext|>\" (GPT-2's) is in model.vocab or "
-                 "added_tokens; the tasks need one to end each text",
-                 l->path);
-        goto out;
-    }
+    if (!eos)
+        return tf__fail(l->err, l->errlen,
+                        "%s: neither \"</s>\" (BLOOM's end of text) nor \"<|endoftext|>\" (GPT-2's) is in model.vocab or "
+                        "added_tokens; the tasks need one to end each text",
+                        l->path);
     l->t->eos = eos->a;
-    rc = merges(l, &model[M_MERGES]);
-out:
-    free(added);
-    return rc;
+    return merges(l, &model[M_MERGES]);
 }
 
 tf_tokenizer *tf_tokenizer_load_json(const char *path, char *err, size_t errlen) {

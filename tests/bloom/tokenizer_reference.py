@@ -7,7 +7,7 @@
   tokenizer_reference.py make-json bloom|gpt2 VOCAB MERGES OUT [--pairs] [--ascii]
       writes a tokenizer.json as HF tokenizers saves one (indented, UTF-8): bloom = BLOOM's layout
       (<unk> <s> </s> <pad> as ids 0-3, the vocabulary after them, BLOOM's Sequence pre-tokenizer,
-      one added token outside the vocabulary); gpt2 = GPT-2's (the same ids as vocab.json,
+      two added tokens outside the vocabulary); gpt2 = GPT-2's (the same ids as vocab.json,
       <|endoftext|> an added token, the ByteLevel pre-tokenizer).  --pairs writes the merges as
       ["left", "right"] pairs instead of "left right" strings; --ascii writes every character past
       ASCII as a \\u escape (HF writes UTF-8).
@@ -110,15 +110,17 @@ def encode(path, text_path):
 
 
 def info(path):
+    """The vocabulary size, eos, and each id's bytes as HF's ByteLevel decoder gives them: a symbol of
+    byte symbols only is those bytes, any other symbol its own UTF-8."""
     tok = load(path)
-    vocab, added = vocabulary(tok)
+    vocab, _ = vocabulary(tok)
     u2b = {c: b for b, c in bpe_reference.bytes_to_unicode().items()}
     eos = vocab.get("</s>", vocab.get("<|endoftext|>"))
     lines = [f"vocab {len(vocab)} eos {eos}"]
     by_id = {i: s for s, i in vocab.items()}
     for i in range(len(vocab)):
         s = by_id[i]
-        data = s.encode() if s in added else b"".join(bytes([u2b[c]]) if c in u2b else c.encode() for c in s)
+        data = bytes(u2b[c] for c in s) if all(c in u2b for c in s) else s.encode()
         lines.append(data.hex())
     return lines
 
@@ -133,8 +135,10 @@ def make_json(style, vocab_path, merges_path, out, pairs, ascii_only):
         del vocab["<|endoftext|>"]
         symbols = ["<unk>", "<s>", "</s>", "<pad>"] + sorted(vocab, key=vocab.get)
         vocab = {s: i for i, s in enumerate(symbols)}
-        # one added token outside the BPE vocabulary, with a character that is also a byte symbol
-        added = [special(i, s) for i, s in enumerate(symbols[:4])] + [special(len(vocab), "<|\u00e9xtra|>", False)]
+        # two added tokens outside the BPE vocabulary: one of byte symbols only (\u00e9 stands for byte
+        # 0xE9), one with characters that are not byte symbols (the space, CJK)
+        added = [special(i, s) for i, s in enumerate(symbols[:4])] + [
+            special(len(vocab), "<|\u00e9xtra|>", False), special(len(vocab) + 1, "<|\u4f60 \u597d|>", False)]
         pre, post = BLOOM_PRE_TOKENIZER, {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
                                           "use_regex": True}
     else:  # GPT-2's file has "" where BLOOM's has null
@@ -206,8 +210,7 @@ def variant(name, src, out):
                 model["vocab"][s + "x"] = model["vocab"].pop(s)
         tok["added_tokens"] = [a for a in tok["added_tokens"] if a["content"] not in ("</s>", "<|endoftext|>")]
     elif name == "both-eos":
-        model["vocab"]["<|endoftext|>"] = len(model["vocab"]) + 1
-        tok["added_tokens"][-1]["id"] = len(model["vocab"]) - 1
+        model["vocab"]["<|endoftext|>"] = len(model["vocab"]) + 2  # after the two added tokens
     elif name == "missing-byte":  # the space's symbol renamed: the ids stay 0..n-1
         model["vocab"]["not a byte"] = model["vocab"].pop("\u0120")
         model["merges"] = [m for m in model["merges"] if "\u0120" not in (m if isinstance(m, str) else "".join(m))]

@@ -160,11 +160,12 @@ printf '{"version": "1.0",\n "model": {"type": "BPE"\n' >"$T/cut.json"
 refused "cut short" "$T/cut.json" "cut.json:3: expected ',' or '}' after an entry, found the end of the file"
 for v in syntax truncated metaspace other-regex split-removed digits-first nfc wordpiece byte-fallback dropout \
     template suffix no-decoder unknown-key unknown-merge unknown-merged bad-merge duplicate-id gap-id added-id no-eos \
-    missing-byte unk-missing; do variant $v; done
+    missing-byte unk-missing twice; do variant $v; done
 variant bad-pair bloom_pairs
 variant prefix-space gpt2
 refused "bad JSON" "$T/syntax.json" "syntax.json:4: expected ',' or '}' after an entry, found '\"'"
 refused "truncated" "$T/truncated.json" "truncated.json:"
+refused "key twice" "$T/twice.json" "the file has \"model\" twice"
 refused "Metaspace" "$T/metaspace.json" "pre_tokenizer.type is \"Metaspace\": not supported yet"
 refused "another regex" "$T/other-regex.json" "pre_tokenizer.pretokenizers[0].pattern.Regex is \" ?[^(\\s|[.,!?])]+\": not supported yet"
 refused "Split Removed" "$T/split-removed.json" "pre_tokenizer.pretokenizers[0].behavior is \"Removed\": not supported yet"
@@ -189,7 +190,11 @@ refused "no eos" "$T/no-eos.json" "neither \"</s>\" (BLOOM's end of text) nor \"
 refused "missing byte" "$T/missing-byte.json" "no entry for byte 0x20"
 refused "unk_token" "$T/unk-missing.json" "model.unk_token \"<nope>\" is not in model.vocab"
 
-# accepted variants: eos is </s> also when <|endoftext|> is there; unk_token naming a symbol is fine
+# accepted variants: the members in another order give the same ids; eos is </s> also when
+# <|endoftext|> is there; unk_token naming a symbol is fine
+echo "accepted:"
+variant reordered
+ids "special.txt (model first)" "$T/reordered.json" "$T/special.txt"
 variant both-eos
 variant unk
 for v in both-eos unk; do

@@ -218,6 +218,12 @@ def variant(name, src, out):
         model["unk_token"] = "<unk>"
     elif name == "unk-missing":
         model["unk_token"] = "<nope>"
+    elif name == "reordered":  # model first, merges before vocab: the members may come in any order
+        model = {"merges": model.pop("merges"), **model}
+        tok = {"model": model, **{k: v for k, v in tok.items() if k != "model"}}
+    elif name == "twice":  # "model" given twice
+        text = json.dumps(tok, ensure_ascii=False, indent=2)
+        text = text[:-2] + ',\n  "model": null\n}'
     elif name == "syntax":  # the comma at the end of line 3 left out
         lines = json.dumps(tok, ensure_ascii=False, indent=2).split("\n")
         lines[2] = lines[2].rstrip(",")

@@ -246,27 +246,22 @@ int tf_tokenizer_decode(tf_tokenizer *t, int32_t id, char *out, size_t cap) {
             if (t->vocab.slots[k].off != TF__SLOT_FREE) t->by_id[t->vocab.slots[k].a] = &t->vocab.slots[k];
     }
     const tf__str_slot *s = t->by_id[id];
-    const unsigned char *p = (const unsigned char *)t->vocab.keys + s->off, *end = p + s->len;
+    const unsigned char *sym = (const unsigned char *)t->vocab.keys + s->off, *end = sym + s->len;
+    /* HF's ByteLevel decoder: a symbol made of byte symbols only stands for those bytes; any other
+       (an added token with a space or a CJK character in it, say) for its own UTF-8, as it is */
     size_t n = 0;
-    if (t->added && t->added[id]) { /* an added token outside the BPE vocabulary: its text as it is */
-        memcpy(out, p, s->len < cap ? s->len : cap);
-        return (int)s->len;
+    int bytes = 1;
+    for (const unsigned char *p = sym; p < end && bytes; n++) {
+        unsigned c = *p++;
+        int b = -1; /* byte symbols are all below U+0800: one or two bytes of UTF-8 */
+        if (c < 0x80) b = symbol_byte(c);
+        else if (c >= 0xC2 && c < 0xE0 && p < end && (*p & 0xC0) == 0x80) b = symbol_byte((c & 0x1F) << 6 | (*p++ & 0x3F));
+        if (b < 0) bytes = 0;
+        else if (n < cap) out[n] = (char)b;
     }
-    while (p < end) {
-        size_t len = 1;
-        unsigned cp = *p;
-        if (cp >= 0xC0 && cp < 0xE0 && p + 1 < end) cp = (cp & 0x1F) << 6 | (p[1] & 0x3F), len = 2;
-        int b = len == 2 || cp < 0x80 ? symbol_byte(cp) : -1;
-        if (b >= 0) {
-            if (n < cap) out[n] = (char)b;
-            n++;
-        } else { /* not a byte symbol: its UTF-8 as it is */
-            if (len == 1 && *p >= 0xC0) len = *p >= 0xF0 ? 4 : *p >= 0xE0 ? 3 : 2;
-            if (len > (size_t)(end - p)) len = (size_t)(end - p);
-            for (size_t i = 0; i < len; i++, n++)
-                if (n < cap) out[n] = (char)p[i];
-        }
-        p += len;
+    if (!bytes) {
+        memcpy(out, sym, s->len < cap ? s->len : cap);
+        return (int)s->len;
     }
     return (int)n;
 }
@@ -274,7 +269,6 @@ int tf_tokenizer_decode(tf_tokenizer *t, int32_t id, char *out, size_t cap) {
 void tf_tokenizer_free(tf_tokenizer *t) {
     if (!t) return;
     free(t->by_id);
-    free(t->added);
     strmap_free(&t->vocab);
     strmap_free(&t->cache);
     free(t->merges.slots);

@@ -39,12 +39,12 @@ tf_tokenizer *tf_tokenizer_load(const char *vocab_json, const char *merges_txt, 
    "not supported yet", the file, its line and the JSON path of what was found (e.g.
    "pre_tokenizer.pretokenizers[0].type is \"Digits\""):
      model          type "BPE" with `vocab` (object symbol -> id) and `merges` (each "left right",
-                    or ["left", "right"]; best first); dropout, continuing_subword_prefix and
-                    end_of_word_suffix null; byte_fallback and ignore_merges false or absent;
+                    or ["left", "right"]; best first); dropout null; continuing_subword_prefix and
+                    end_of_word_suffix null or ""; byte_fallback and ignore_merges false or absent;
                     unk_token null or a vocab symbol and fuse_unk any (never used: every byte has
                     a symbol, so no piece has an unknown one)
-     added_tokens   each {id, content, ...}: ids of contents not in vocab join the vocabulary
-                    (decoded as their text); a content in vocab must have the same id there
+     added_tokens   each {id, content, ...}: contents not in vocab join the vocabulary with
+                    their ids; a content in vocab must have the same id there
      normalizer     null
      pre_tokenizer  {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true (or absent)}:
                     GPT-2's pattern; or exactly BLOOM's
@@ -66,12 +66,13 @@ int tf_tokenizer_eos(const tf_tokenizer *t);
 /* Appends the ids of text[0..len) to *ids (realloc'ed; *n and *cap updated): 0, or -1 when out of
    memory (then *ids, *n, *cap are still consistent). */
 int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n, size_t *cap);
-/* The bytes token `id` stands for (generation turns ids back into text): BPE, vocab.json's symbol
-   with each byte symbol turned back into its byte (other characters, as in added tokens, are
-   copied as UTF-8); byte-level, the byte, and "<|endoftext|>" for 256.  Writes at most cap bytes to
-   out and returns the length (cap 32 always suffices for byte-level; a longer BPE symbol returns its
-   full length, and out holds the first cap bytes), or -1 for an id outside the vocabulary or when
-   out of memory (the first BPE call builds an id -> symbol index). */
+/* The bytes token `id` stands for (generation turns ids back into text), as HF's ByteLevel decoder
+   gives them: BPE, the symbol's bytes when it is made of byte symbols only (every vocab.json entry
+   of GPT-2's and BLOOM's, "<|endoftext|>" and "</s>" too), else its own UTF-8 (an added token like
+   "<|a b|>": the space is not a byte symbol); byte-level, the byte, and "<|endoftext|>" for 256.
+   Writes at most cap bytes to out and returns the length (cap 32 always suffices for byte-level; a
+   longer BPE symbol returns its full length, and out holds the first cap bytes), or -1 for an id
+   outside the vocabulary or when out of memory (the first BPE call builds an id -> symbol index). */
 int tf_tokenizer_decode(tf_tokenizer *t, int32_t id, char *out, size_t cap);
 void tf_tokenizer_free(tf_tokenizer *t);
 /* The end of the pre-token that starts at text[i] (i < len): GPT-2's pattern above, by itself, so

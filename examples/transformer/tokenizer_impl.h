@@ -69,7 +69,6 @@ struct tf_tokenizer {
     uint64_t *heap, *pending;
     size_t scratch_cap;
     const tf__str_slot **by_id; /* decode: id -> its vocab entry, built on first use */
-    uint8_t *added; /* NULL, or per id: 1 for an added token outside the BPE vocabulary (decoded as it is) */
 };
 
 /* vsnprintf into err; -1 */

@@ -133,6 +133,18 @@ static int must_be_null(loader *l, const mark *m, const char *jpath, const char 
     return unsupported(l, m->line, jpath, found_value(l, buf, sizeof buf), supported);
 }
 
+/* The member at m must be null, "" or absent (GPT-2's tokenizer.json has "" where BLOOM's has null). */
+static int null_or_empty(loader *l, const mark *m, const char *jpath) {
+    if (m->set) {
+        seek(l, m);
+        if (tf__json_peek(&l->j) == '"') {
+            if (tf__json_string(&l->j)) return -1;
+            if (!l->j.slen) return 0;
+        }
+    }
+    return must_be_null(l, m, jpath, "null or \"\"");
+}
+
 /* A boolean member must have the value `want` (absent: dflt). */
 static int must_be(loader *l, const mark *m, const char *jpath, int dflt, int want, const char *supported) {
     int v;
@@ -305,8 +317,8 @@ static int model_options(loader *l, const mark *m, mark *f) {
     if (string_at(l, &f[M_TYPE], "model.type", type, sizeof type)) return -1;
     if (strcmp(type, "BPE")) return unsupported_type(l, &f[M_TYPE], "model", "\"BPE\"");
     if (must_be_null(l, &f[M_DROPOUT], "model.dropout", "null") ||
-        must_be_null(l, &f[M_PREFIX], "model.continuing_subword_prefix", "null") ||
-        must_be_null(l, &f[M_SUFFIX], "model.end_of_word_suffix", "null") ||
+        null_or_empty(l, &f[M_PREFIX], "model.continuing_subword_prefix") ||
+        null_or_empty(l, &f[M_SUFFIX], "model.end_of_word_suffix") ||
         literal_at(l, &f[M_FUSE], "model.fuse_unk", 0, &v) ||
         must_be(l, &f[M_BYTE_FALLBACK], "model.byte_fallback", 0, 0, "false") ||
         must_be(l, &f[M_IGNORE_MERGES], "model.ignore_merges", 0, 0, "false"))
@@ -322,20 +334,18 @@ static int model_options(loader *l, const mark *m, mark *f) {
 }
 
 /* added_tokens: each {id, content, ...}; a content model.vocab has must have the same id there,
-   the others join the vocabulary (b: the offset of the content, for messages).  Their ids go to
-   *added (*n of them; the caller frees). */
-static int added_tokens(loader *l, const mark *m, int32_t **added, size_t *n) {
+   the others join the vocabulary (b: the offset of the content, for messages). */
+static int added_tokens(loader *l, const mark *m) {
     static const char *const keys[] = {"id", "content", "single_word", "lstrip", "rstrip", "normalized", "special", NULL};
-    enum { ID, CONTENT, N };
+    enum { ID, CONTENT };
     if (!m->set) return 0;
     seek(l, m);
     if (tf__json_peek(&l->j) == 'n') return must_be_null(l, m, "added_tokens", "an array");
     if (tf__json_open(&l->j, '[', "'[' (added_tokens is an array)")) return -1;
     int count = 0, r;
-    size_t cap = 0;
     while ((r = tf__json_more(&l->j, ']', &count)) > 0) {
         char jp[48];
-        mark f[7] = {{0}}, item;
+        mark f[sizeof keys / sizeof *keys - 1] = {{0}}, item;
         snprintf(jp, sizeof jp, "added_tokens[%d]", count - 1);
         tf__json_space(&l->j);
         item = (mark){.at = l->j.i, .line = l->j.line, .set = 1};
@@ -357,12 +367,6 @@ static int added_tokens(loader *l, const mark *m, int32_t **added, size_t *n) {
             if (!(s = tf__strmap_add(&l->t->vocab, l->j.str, l->j.slen))) return tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
             s->a = id;
             s->b = (int32_t)f[CONTENT].at;
-            if (*n == cap) {
-                int32_t *a = realloc(*added, (cap = cap * 2 + 16) * sizeof *a);
-                if (!a) return tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
-                *added = a;
-            }
-            (*added)[(*n)++] = id;
         }
         seek(l, &after);
     }
@@ -448,50 +452,33 @@ enum { T_VERSION, T_TRUNCATION, T_PADDING, T_ADDED, T_NORMALIZER, T_PRE, T_POST,
 
 static int load(loader *l, const char *text) {
     mark top[T_N] = {{0}}, model[M_N] = {{0}};
-    int32_t *added = NULL;
-    size_t nadded = 0;
-    int rc = -1;
     /* the whole file's syntax first, then the small parts that decide how text is cut */
     if (members(l, "the file", top_keys, top) || tf__json_end(&l->j) ||
         must_be_null(l, &top[T_NORMALIZER], "normalizer", "null") || pre_tokenizer(l, &top[T_PRE]) ||
         byte_level_or_null(l, &top[T_POST], "post_processor", 1) || byte_level_or_null(l, &top[T_DECODER], "decoder", 0) ||
         model_options(l, &top[T_MODEL], model))
-        goto out;
+        return -1;
     seek(l, &model[M_VOCAB]);
-    if (tf__vocab_object(l->t, &l->j, "model.vocab") || added_tokens(l, &top[T_ADDED], &added, &nadded) ||
+    if (tf__vocab_object(l->t, &l->j, "model.vocab") || added_tokens(l, &top[T_ADDED]) ||
         tf__vocab_check_ids(l->t, l->path, text, "model.vocab and added_tokens have", l->err, l->errlen) ||
         tf__vocab_bytes(l->t, l->path, l->err, l->errlen))
-        goto out;
-    if (nadded) {
-        if (!(l->t->added = calloc((size_t)l->t->vocab_size, 1))) {
-            tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
-            goto out;
-        }
-        for (size_t k = 0; k < nadded; k++) l->t->added[added[k]] = 1;
-    }
+        return -1;
     if (model[M_UNK].set) {
         seek(l, &model[M_UNK]);
-        if (tf__json_string(&l->j)) goto out;
-        if (!tf__strmap_find(&l->t->vocab, l->j.str, l->j.slen)) {
-            tf__fail(l->err, l->errlen, "%s:%d: model.unk_token \"%.*s\" is not in model.vocab or added_tokens", l->path,
-                     model[M_UNK].line, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str);
-            goto out;
-        }
+        if (tf__json_string(&l->j)) return -1;
+        if (!tf__strmap_find(&l->t->vocab, l->j.str, l->j.slen))
+            return tf__fail(l->err, l->errlen, "%s:%d: model.unk_token \"%.*s\" is not in model.vocab or added_tokens",
+                            l->path, model[M_UNK].line, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str);
     }
     const tf__str_slot *eos = tf__strmap_find(&l->t->vocab, "</s>", 4);
     if (!eos) eos = tf__strmap_find(&l->t->vocab, "<|endoftext|>", 13);
-    if (!eos) {
-        tf__fail(l->err, l->errlen,
-                 "%s: neither \"</s>\" (BLOOM's end of text) nor \"<|endoftext|>\" (GPT-2's) is in model.vocab or "
-                 "added_tokens; the tasks need one to end each text",
-                 l->path);
-        goto out;
-    }
+    if (!eos)
+        return tf__fail(l->err, l->errlen,
+                        "%s: neither \"</s>\" (BLOOM's end of text) nor \"<|endoftext|>\" (GPT-2's) is in model.vocab or "
+                        "added_tokens; the tasks need one to end each text",
+                        l->path);
     l->t->eos = eos->a;
-    rc = merges(l, &model[M_MERGES]);
-out:
-    free(added);
-    return rc;
+    return merges(l, &model[M_MERGES]);
 }
 
 tf_tokenizer *tf_tokenizer_load_json(const char *path, char *err, size_t errlen) {

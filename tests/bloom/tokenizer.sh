@@ -108,13 +108,13 @@ ids=0 pieces=0 entries=0
 "$PY" "$REF" train --bloom "$T/bv.json" "$T/bm.txt" 400 "$LICENSES"/* "$T/special.txt" 2>>"$T/train.err" &&
     "$PY" "$REF" train --bloom --lines "$T/lv.json" "$T/lm.txt" 3000 "$T/special.txt" "$T/fuzz.txt" 2>>"$T/train.err" &&
     "$PY" "$REF" make-json bloom "$T/bv.json" "$T/bm.txt" "$T/bloom.json" &&
-    "$PY" "$REF" make-json bloom "$T/bv.json" "$T/bm.txt" "$T/bloom_pairs.json" --pairs &&
+    "$PY" "$REF" make-json bloom "$T/bv.json" "$T/bm.txt" "$T/bloom_pairs.json" --pairs --ascii &&
     "$PY" "$REF" make-json bloom "$T/lv.json" "$T/lm.txt" "$T/bloom_lines.json" --pairs ||
     { echo "FAIL: writing the BLOOM-style tokenizer.json files:"; cat "$T/train.err"; exit 1; }
 echo "BLOOM's pre-tokenizer, pieces:"
 for f in $TEXTS; do pieces "$f" "$T/bloom.json" "$T/$f"; done
 for f in "$LICENSES"/*; do pieces "$(basename "$f")" "$T/bloom.json" "$f"; done
-echo "ids, $(($(wc -l <"$T/bm.txt") - 1)) merges learned on BLOOM's pieces (\"a b\" strings, then [\"a\", \"b\"] pairs):"
+echo "ids, $(($(wc -l <"$T/bm.txt") - 1)) merges learned on BLOOM's pieces (\"a b\" strings; then [\"a\", \"b\"] pairs, \\u-escaped):"
 for f in GPL-3 Apache-2.0 GFDL-1.3 LGPL-2.1 MPL-1.1; do ids "$f" "$T/bloom.json" "$LICENSES/$f"; done
 for f in $TEXTS; do ids "$f" "$T/bloom.json" "$T/$f"; done
 for f in "$LICENSES/GPL-3" "$T/special.txt" "$T/fuzz.txt"; do ids "$(basename "$f") (pairs)" "$T/bloom_pairs.json" "$f"; done
@@ -159,12 +159,13 @@ refused "missing file" "$T/none.json" "cannot read tokenizer.json $T/none.json: 
 printf '{"version": "1.0",\n "model": {"type": "BPE"\n' >"$T/cut.json"
 refused "cut short" "$T/cut.json" "cut.json:3: expected ',' or '}' after an entry, found the end of the file"
 for v in syntax truncated metaspace other-regex split-removed digits-first nfc wordpiece byte-fallback dropout \
-    template no-decoder unknown-key unknown-merge unknown-merged bad-merge duplicate-id gap-id added-id no-eos \
-    missing-byte unk-missing; do variant $v; done
+    template suffix no-decoder unknown-key unknown-merge unknown-merged bad-merge duplicate-id gap-id added-id no-eos \
+    missing-byte unk-missing twice; do variant $v; done
 variant bad-pair bloom_pairs
 variant prefix-space gpt2
 refused "bad JSON" "$T/syntax.json" "syntax.json:4: expected ',' or '}' after an entry, found '\"'"
 refused "truncated" "$T/truncated.json" "truncated.json:"
+refused "key twice" "$T/twice.json" "the file has \"model\" twice"
 refused "Metaspace" "$T/metaspace.json" "pre_tokenizer.type is \"Metaspace\": not supported yet"
 refused "another regex" "$T/other-regex.json" "pre_tokenizer.pretokenizers[0].pattern.Regex is \" ?[^(\\s|[.,!?])]+\": not supported yet"
 refused "Split Removed" "$T/split-removed.json" "pre_tokenizer.pretokenizers[0].behavior is \"Removed\": not supported yet"
@@ -174,6 +175,7 @@ refused "NFC normalizer" "$T/nfc.json" "normalizer is {\"type\": \"NFC\", ...}: 
 refused "WordPiece" "$T/wordpiece.json" "model.type is \"WordPiece\": not supported yet"
 refused "byte_fallback" "$T/byte-fallback.json" "model.byte_fallback is true: not supported yet"
 refused "dropout" "$T/dropout.json" "model.dropout is 0.1: not supported yet"
+refused "suffix" "$T/suffix.json" "model.end_of_word_suffix is \"</w>\": not supported yet (supported: null or \"\")"
 refused "template" "$T/template.json" "post_processor.type is \"TemplateProcessing\": not supported yet"
 refused "no decoder" "$T/no-decoder.json" "decoder is null: not supported yet"
 refused "unknown key" "$T/unknown-key.json" "the file has a member \"extra\": not supported yet"
@@ -188,7 +190,11 @@ refused "no eos" "$T/no-eos.json" "neither \"</s>\" (BLOOM's end of text) nor \"
 refused "missing byte" "$T/missing-byte.json" "no entry for byte 0x20"
 refused "unk_token" "$T/unk-missing.json" "model.unk_token \"<nope>\" is not in model.vocab"
 
-# accepted variants: eos is </s> also when <|endoftext|> is there; unk_token naming a symbol is fine
+# accepted variants: the members in another order give the same ids; eos is </s> also when
+# <|endoftext|> is there; unk_token naming a symbol is fine
+echo "accepted:"
+variant reordered
+ids "special.txt (model first)" "$T/reordered.json" "$T/special.txt"
 variant both-eos
 variant unk
 for v in both-eos unk; do

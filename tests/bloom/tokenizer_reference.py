@@ -4,12 +4,13 @@
   tokenizer_reference.py train [--lines] [--bloom] VOCAB_OUT MERGES_OUT NUM_MERGES FILE...
       tests/gpt2/bpe_reference.py's training (vocab.json + merges.txt), on pre-tokens of GPT-2's
       pattern, or with --bloom on the pieces of BLOOM's pre-tokenizer, or with --lines on whole lines.
-  tokenizer_reference.py make-json bloom|gpt2 VOCAB MERGES OUT [--pairs]
+  tokenizer_reference.py make-json bloom|gpt2 VOCAB MERGES OUT [--pairs] [--ascii]
       writes a tokenizer.json as HF tokenizers saves one (indented, UTF-8): bloom = BLOOM's layout
       (<unk> <s> </s> <pad> as ids 0-3, the vocabulary after them, BLOOM's Sequence pre-tokenizer,
-      one added token outside the vocabulary); gpt2 = GPT-2's (the same ids as vocab.json,
+      two added tokens outside the vocabulary); gpt2 = GPT-2's (the same ids as vocab.json,
       <|endoftext|> an added token, the ByteLevel pre-tokenizer).  --pairs writes the merges as
-      ["left", "right"] pairs instead of "left right" strings.
+      ["left", "right"] pairs instead of "left right" strings; --ascii writes every character past
+      ASCII as a \\u escape (HF writes UTF-8).
   tokenizer_reference.py encode TOKENIZER_JSON FILE     the ids of FILE's text, one per line
   tokenizer_reference.py pieces TOKENIZER_JSON FILE     its pre-tokenizer's pieces, hex, one per line
   tokenizer_reference.py info TOKENIZER_JSON            "vocab N eos E", then each id's bytes in hex
@@ -109,20 +110,22 @@ def encode(path, text_path):
 
 
 def info(path):
+    """The vocabulary size, eos, and each id's bytes as HF's ByteLevel decoder gives them: a symbol of
+    byte symbols only is those bytes, any other symbol its own UTF-8."""
     tok = load(path)
-    vocab, added = vocabulary(tok)
+    vocab, _ = vocabulary(tok)
     u2b = {c: b for b, c in bpe_reference.bytes_to_unicode().items()}
     eos = vocab.get("</s>", vocab.get("<|endoftext|>"))
     lines = [f"vocab {len(vocab)} eos {eos}"]
     by_id = {i: s for s, i in vocab.items()}
     for i in range(len(vocab)):
         s = by_id[i]
-        data = s.encode() if s in added else b"".join(bytes([u2b[c]]) if c in u2b else c.encode() for c in s)
+        data = bytes(u2b[c] for c in s) if all(c in u2b for c in s) else s.encode()
         lines.append(data.hex())
     return lines
 
 
-def make_json(style, vocab_path, merges_path, out, pairs):
+def make_json(style, vocab_path, merges_path, out, pairs, ascii_only):
     vocab = load(vocab_path)
     with open(merges_path, encoding="utf-8") as f:
         merges = [l.rstrip("\r").split(" ") for l in f.read().split("\n")[1:] if l.rstrip("\r")]
@@ -132,24 +135,27 @@ def make_json(style, vocab_path, merges_path, out, pairs):
         del vocab["<|endoftext|>"]
         symbols = ["<unk>", "<s>", "</s>", "<pad>"] + sorted(vocab, key=vocab.get)
         vocab = {s: i for i, s in enumerate(symbols)}
-        # one added token outside the BPE vocabulary, with a character that is also a byte symbol
-        added = [special(i, s) for i, s in enumerate(symbols[:4])] + [special(len(vocab), "<|\u00e9xtra|>", False)]
+        # two added tokens outside the BPE vocabulary: one of byte symbols only (\u00e9 stands for byte
+        # 0xE9), one with characters that are not byte symbols (the space, CJK)
+        added = [special(i, s) for i, s in enumerate(symbols[:4])] + [
+            special(len(vocab), "<|\u00e9xtra|>", False), special(len(vocab) + 1, "<|\u4f60 \u597d|>", False)]
         pre, post = BLOOM_PRE_TOKENIZER, {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
                                           "use_regex": True}
-    else:
+    else:  # GPT-2's file has "" where BLOOM's has null
         added = [special(vocab["<|endoftext|>"], "<|endoftext|>")]
         pre, post = GPT2_PRE_TOKENIZER, {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
                                          "use_regex": True}
+    affix = None if style == "bloom" else ""
     tok = {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
         "pre_tokenizer": pre, "post_processor": post,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "vocab": vocab,
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": affix,
+                  "end_of_word_suffix": affix, "fuse_unk": False, "byte_fallback": False, "vocab": vocab,
                   "merges": [[a, b] for a, b in merges] if pairs else [f"{a} {b}" for a, b in merges]},
     }
     with open(out, "w", encoding="utf-8") as f:
-        json.dump(tok, f, ensure_ascii=False, indent=2)
+        json.dump(tok, f, ensure_ascii=ascii_only, indent=2)
 
 
 def variant(name, src, out):
@@ -175,6 +181,8 @@ def variant(name, src, out):
         model["byte_fallback"] = True
     elif name == "dropout":
         model["dropout"] = 0.1
+    elif name == "suffix":
+        model["end_of_word_suffix"] = "</w>"
     elif name == "template":
         tok["post_processor"] = {"type": "TemplateProcessing", "single": [], "pair": [], "special_tokens": {}}
     elif name == "no-decoder":
@@ -202,8 +210,7 @@ def variant(name, src, out):
                 model["vocab"][s + "x"] = model["vocab"].pop(s)
         tok["added_tokens"] = [a for a in tok["added_tokens"] if a["content"] not in ("</s>", "<|endoftext|>")]
     elif name == "both-eos":
-        model["vocab"]["<|endoftext|>"] = len(model["vocab"]) + 1
-        tok["added_tokens"][-1]["id"] = len(model["vocab"]) - 1
+        model["vocab"]["<|endoftext|>"] = len(model["vocab"]) + 2  # after the two added tokens
     elif name == "missing-byte":  # the space's symbol renamed: the ids stay 0..n-1
         model["vocab"]["not a byte"] = model["vocab"].pop("\u0120")
         model["merges"] = [m for m in model["merges"] if "\u0120" not in (m if isinstance(m, str) else "".join(m))]
@@ -211,6 +218,12 @@ def variant(name, src, out):
         model["unk_token"] = "<unk>"
     elif name == "unk-missing":
         model["unk_token"] = "<nope>"
+    elif name == "reordered":  # model first, merges before vocab: the members may come in any order
+        model = {"merges": model.pop("merges"), **model}
+        tok = {"model": model, **{k: v for k, v in tok.items() if k != "model"}}
+    elif name == "twice":  # "model" given twice
+        text = json.dumps(tok, ensure_ascii=False, indent=2)
+        text = text[:-2] + ',\n  "model": null\n}'
     elif name == "syntax":  # the comma at the end of line 3 left out
         lines = json.dumps(tok, ensure_ascii=False, indent=2).split("\n")
         lines[2] = lines[2].rstrip(",")
@@ -231,8 +244,8 @@ def main(argv):
             bpe_reference.gpt2_pattern = lambda: Isolated(bloom_pattern())
         n = bpe_reference.train(args[0], args[1], int(args[2]), args[3:], lines)
         print(f"trained {n} merges", file=sys.stderr)
-    elif len(argv) in (6, 7) and argv[1] == "make-json":
-        make_json(argv[2], argv[3], argv[4], argv[5], argv[6:] == ["--pairs"])
+    elif len(argv) >= 6 and argv[1] == "make-json" and set(argv[6:]) <= {"--pairs", "--ascii"}:
+        make_json(argv[2], argv[3], argv[4], argv[5], "--pairs" in argv[6:], "--ascii" in argv[6:])
     elif len(argv) == 4 and argv[1] == "encode":
         sys.stdout.write("".join(f"{i}\n" for i in encode(argv[2], argv[3])))
     elif len(argv) == 4 and argv[1] == "pieces":

@@ -52,7 +52,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 FSDP_STUDY_HERE=$here exec /usr/bin/python3 - "$@" <<'PY'
 import argparse, csv, fnmatch, io, json, math, os, random, re, shlex, signal, socket, statistics, subprocess
-import sys, tempfile, time
+import shutil, sys, tempfile, time
 
 HERE = os.environ.pop("FSDP_STUDY_HERE")
 sys.path.insert(0, HERE)
@@ -519,7 +519,8 @@ def main():
     rows, pg = [], None
     for r in runs:
         rundir = os.path.join(out, "runs", r["id"])
-        os.makedirs(rundir, exist_ok=True)
+        shutil.rmtree(rundir, ignore_errors=True)  # nothing of an earlier study in the same --out is read
+        os.makedirs(rundir)
         t = time.perf_counter()
         try:
             if r["id"] == "pgbench":
@@ -547,8 +548,8 @@ def main():
     spstep = sorted({(r["nodes"] * r["ranks_per_node"], r["samples_per_step"]) for r in rows})
     header = [
         f"FSDP strategy study: job {a.job} (task {task}" + (f", size {size}" if size else "") +
-        (f", {params} parameters" if params else "") + f"), {a.steps} steps per run, fp32 unless the job says "
-        f"otherwise ([accelerate] mixed_precision = {eff.get('accelerate.mixed_precision', 'no')}); "
+        (f", {params} parameters" if params else "") + f"), {a.steps} steps per run, [accelerate] mixed_precision = "
+        f"{eff.get('accelerate.mixed_precision', 'no')}; "
         f"wrap {policy}" + (f" on {wrap}" if wrap else ""),
         f"batch per rank {a.batch or eff.get('task.per_device_train_batch_size', 'the task default')}, max_length "
         f"{a.max_length or eff.get('task.max_length', 'the task default')}; samples per step: " +
@@ -580,7 +581,7 @@ def main():
                         " ".join(f"{x:.4f}" for x in r["step_times"])])
         csv_path = os.path.join(out, "fsdp_study.csv")
         write_atomic(csv_path, buf.getvalue())
-        title = a.title or f"FSDP strategy study: {task}" + (f" {size}" if size else "") + f", {a.steps} steps"
+        title = a.title or f"FSDP strategy study: task {task}" + (f", size {size}" if size else "") + f", {a.steps} steps"
         p = subprocess.run([sys.executable, os.path.join(HERE, "fsdp_study_plot.py"), csv_path, "--title", title,
                             "--out", os.path.join(out, "fsdp_study.svg")])
         if p.returncode != 0:

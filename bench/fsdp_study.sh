@@ -224,8 +224,10 @@ def run_agents(cmds, env, logs):
     return [p.returncode for p in procs]
 
 
-STEP_PROFILE = re.compile(r"^\[rank0\]: profile: steps (\d+)-(\d+), per step \(rank 0\):\n(?:\[rank0\]: .*\n)*?"
-                          r"\[rank0\]:\s+step\s+([\d.]+)\s+100\.0%", re.M)
+# rank 0's profile of one logging interval: its header, then (other ranks' lines may come between) its
+# "step" line, the interval's milliseconds per step
+STEP_PROFILE = re.compile(r"^\[rank0\]: profile: steps (\d+)-(\d+), per step \(rank 0\):\n"
+                          r"(?:(?!\[rank0\]: profile:).*\n)*?\[rank0\]:\s+step\s+([\d.]+)\s+100\.0%", re.M)
 
 
 class RunFailed(Exception):
@@ -554,7 +556,8 @@ def main():
         f"batch per rank {a.batch or eff.get('task.per_device_train_batch_size', 'the task default')}, max_length "
         f"{a.max_length or eff.get('task.max_length', 'the task default')}; samples per step: " +
         ", ".join(f"{k} at {n} rank{'s' if n > 1 else ''}" for n, k in spstep) +
-        (f"; --set {' --set '.join(a.set)}" if a.set else ""),
+        (f"; --set {' --set '.join(a.set)}" if a.set else "") +
+        (" (the fsdp.* ones not on the run without FSDP)" if any(is_fsdp_set(x) for x in a.set) else ""),
         f"machine: {cpu_model()}, {os.cpu_count()} cores; OMP_NUM_THREADS = {a.threads[0]} for 1-rank runs, "
         f"{a.threads[1]} per rank for 2-rank runs; CPU offload "
         + ("through the staging path (SHARDRUN_DEBUG_OFFLOAD_STAGING=1)" if a.offload_staging else

@@ -10,7 +10,6 @@ JOB=$SRC/examples/gpt2/fsdp_cpu.ini
 
 run "$STUDY" "$JOB" --build "$BUILD" --steps 2 --pg-bytes 1048576 --out "$T/study"
 expect_rc 0 "the study on GPT-2 tiny"
-md=$(cat "$T/study/fsdp_study.md" 2>/dev/null)
 ids="1-none 1-FULL_SHARD 2-FULL_SHARD 2-FULL_SHARD-offload 2-SHARD_GRAD_OP 2-SHARD_GRAD_OP-offload 2-NO_SHARD
 2-NO_SHARD-offload 2x1-HYBRID_SHARD 2x1-HYBRID_SHARD-offload"
 # every row: its id, then strategy, ranks, offload, threads and 6 numbers (step s .. other load)

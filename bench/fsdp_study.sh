@@ -7,8 +7,9 @@
 #   3. 2 ranks x {FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD} x {CPU offload off, on}; HYBRID_SHARD
 #      as 2 nodes x 1 rank: two shardrun agents on loopback (nnodes 2, node_rank 0 and 1, one master
 #      port), so it shards within a node (1 rank) and replicates across the two,
-#   4. examples/pgbench on 2 ranks at one large size: bus bandwidth of all-gather, reduce-scatter
-#      and all-reduce (nccl-tests' busbw), one thread's memcpy and an 8-byte all-reduce's latency.
+#   4. examples/pgbench on 2 ranks at one large size (--pg-bytes, default 64 MiB) over the job's
+#      [torch] settings (Gloo): bus bandwidth of all-gather, reduce-scatter and all-reduce
+#      (nccl-tests' busbw), one thread's memcpy and an 8-byte all-reduce's latency.
 # The job is used as it is (its model, data, wrap policy, batch, ...), with these overrides on every
 # training run: task.max_steps (--steps), task.logging_steps = 1, task.eval_strategy = steps and
 # task.eval_steps = max_steps (one evaluation, after the last step: the job needs eval data, e.g.
@@ -320,8 +321,7 @@ def train_run(r, a, job, nofsdp_job, sets, rundir):
               f"rank 0's log does not say \"FSDP {r['strategy']} on {world} rank(s)\"")
         check(int(m.group(4)) > 0, f"FSDP wrapped no module ({m.group(0)}): give the class to wrap (--wrap)")
         if r["nodes"] > 1:
-            check(f"shard group {r['per_node']}, replicas {r['nodes']}" in m.group(0) or
-                  f"shard group {r['per_node']}, replicas {r['nodes']}" in text,
+            check(f"shard group {r['per_node']}, replicas {r['nodes']}" in m.group(0),
                   f"HYBRID_SHARD on {r['nodes']} nodes does not shard within a node: {m.group(0)}")
     else:
         check(re.search(r"^\[rank0\]: shardrun: replicated on 1 rank \(ACCELERATE_USE_FSDP is not true\)", text, re.M),
@@ -351,13 +351,16 @@ def train_run(r, a, job, nofsdp_job, sets, rundir):
                 step_times=[steps[k] for k in sorted(steps)])
 
 
-def pgbench_run(a, sets, rundir):
+def pgbench_run(a, torch_keys, sets, rundir):
+    """pgbench on 2 ranks over the transport the training runs use: the job's [torch] keys (with their
+    --set overrides; the backend is gloo, host buffers) and the --set shardrun.* keys"""
     job = os.path.join(rundir, "pgbench.ini")
     so = os.path.join(a.build, "examples", "pgbench.so")
     with open(job, "w") as f:
         f.write(f"[shardrun]\ntask = {so}\nplugins = torch\n\n[torch]\nbackend = gloo\n")
     results = os.path.join(rundir, "results.json")
-    user = [s for s in sets if s.startswith(("torch.", "shardrun."))]  # the others are the model task's
+    user = [f"torch.{k}={v}" for k, v in torch_keys.items() if k not in ("backend", "path")] + \
+        [s for s in sets if s.startswith("shardrun.")]
     opts = [f"task.min_bytes={a.pg_bytes}", f"task.max_bytes={a.pg_bytes}", f"task.iters={a.pg_iters}",
             "task.latency_iters=500"]
     cmd = [a.shardrun, job, "--nproc-per-node", "2", "--master-port", "0", "--results", results] + \
@@ -370,8 +373,11 @@ def pgbench_run(a, sets, rundir):
     load = meter.other_cores()
     check(code == 0, f"exit code {code}; log: {log}")
     text = open(log).read()
-    ranks = json.load(open(results))
-    check(sorted(x.get("rank") for x in ranks) == [0, 1] and all(x.get("exit_code") == 0 and x.get("errors") == 0
+    try:
+        ranks = json.load(open(results))
+    except (OSError, ValueError) as e:
+        raise RunFailed(f"no results JSON ({e})")
+    check(isinstance(ranks, list) and sorted(x.get("rank") for x in ranks) == [0, 1] and all(x.get("exit_code") == 0 and x.get("errors") == 0
                                                                   for x in ranks),
           f"pgbench reports errors or misses a rank: {ranks}")
     r0 = min(ranks, key=lambda x: x["rank"])
@@ -440,7 +446,8 @@ def main():
     ap.add_argument("--max-length", type=int, help="task.max_length (default: the job's)")
     ap.add_argument("--out", help="folder for the table, CSV, SVG and the runs (default: a new temporary folder)")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                    help="passed to every training run (torch.* and shardrun.* also to pgbench); repeatable")
+                    help="passed to every training run (shardrun.* also to pgbench, which takes the job's [torch] keys); "
+                    "repeatable")
     ap.add_argument("--only", help="comma-separated shell patterns of the run IDs to run (--list shows them)")
     ap.add_argument("--wrap", help="the module class FSDP wraps (default: the job's fsdp.transformer_layer_cls_to_wrap)")
     ap.add_argument("--threads", default="2,1", help="OMP_NUM_THREADS for 1-rank runs and per rank for 2-rank "
@@ -526,7 +533,8 @@ def main():
         t = time.perf_counter()
         try:
             if r["id"] == "pgbench":
-                pg = pgbench_run(a, a.set, rundir)
+                pg = pgbench_run(a, {k[len("torch."):]: v for k, v in eff.items() if k.startswith("torch.")},
+                                 a.set, rundir)
             else:
                 rows.append(train_run(r, a, os.path.abspath(a.job), nofsdp_job, a.set, rundir))
         except RunFailed as e:

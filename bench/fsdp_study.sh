@@ -268,7 +268,7 @@ def train_run(r, a, job, nofsdp_job, sets, rundir):
         extra["SHARDRUN_DEBUG_OFFLOAD_STAGING"] = "1"
     log = os.path.join(rundir, "log.txt")
     if r["nodes"] == 1:
-        cmds = [[a.shardrun, job if fsdp else nofsdp_job, "--nproc-per-node", str(r["per_node"]),
+        cmds = [[a.shardrun, job if fsdp else nofsdp_job, "--nnodes", "1", "--nproc-per-node", str(r["per_node"]),
                  "--master-port", "0", "--results", results] + setargs]
         logs = [log]
     else:
@@ -363,7 +363,7 @@ def pgbench_run(a, torch_keys, sets, rundir):
         [s for s in sets if s.startswith("shardrun.")]
     opts = [f"task.min_bytes={a.pg_bytes}", f"task.max_bytes={a.pg_bytes}", f"task.iters={a.pg_iters}",
             "task.latency_iters=500"]
-    cmd = [a.shardrun, job, "--nproc-per-node", "2", "--master-port", "0", "--results", results] + \
+    cmd = [a.shardrun, job, "--nnodes", "1", "--nproc-per-node", "2", "--master-port", "0", "--results", results] + \
           [x for s in user + opts for x in ("--set", s)]
     log = os.path.join(rundir, "log.txt")
     with open(os.path.join(rundir, "command.txt"), "w") as f:

@@ -6,7 +6,7 @@
  * bench/gemm_throughput.sh.
  *
  * The shapes and every argument (transposes, leading dimensions, strides, beta) are copied from
- * examples/gpt2/gpt2_block.c and gpt2_model.c (the lm_head):
+ * examples/transformer/block.c and linear.c (the lm_head):
  *   conv1d_forward (N, I, O):   gemm(0,0, O,N,I)  lda O, ldb I, ldc O, beta 1 (onto the bias) 1 per layer
  *   conv1d_backward:  dW        gemm(0,1, O,I,N)  lda O, ldb I, ldc O, beta 1      1 per layer
  *                     dx        gemm(1,0, I,N,O)  lda O, ldb O, ldc I, beta 0      1 per layer

@@ -275,18 +275,20 @@ static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
 
 static void softmax_ce(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
     const tf_kernels *k = d->k, *c = d->cpu_k;
-    const int sshapes[][2] = {{1, 1}, {5, 3}, {67, 2}, {129, 3}}; /* T, count: rows of one warp, and longer */
+    /* T, count, ALiBi heads: rows of one warp, and longer; ALiBi (BLOOM) with 3 heads and 6, whose
+       slopes follow the rule for head counts that are not a power of two */
+    const int sshapes[][3] = {{1, 1, 0}, {5, 3, 3}, {67, 2, 0}, {129, 3, 6}};
     int ns = quick ? 3 : 4;
     st_tol t = st_tol_for(dt, TOL_REDUCE, 4);
     BEGIN(sf); BEGIN(sb); BEGIN(ce);
     for (int s = 0; s < ns; s++) {
-        int T = sshapes[s][0], cnt = sshapes[s][1];
+        int T = sshapes[s][0], cnt = sshapes[s][1], alibi = sshapes[s][2];
         size_t n = (size_t)T * T * cnt;
         float *S = rnd(n, 4.0f, 400 + n, dt), *dP = rnd(n, 1.0f, 410 + n, dt), *P = malloc(n * 4 + 4), *dS = malloc(n * 4 + 4);
-        acc_shape(&sf, "T%dx%d", T, cnt), acc_shape(&sb, "T%dx%d", T, cnt);
+        acc_shape(&sf, alibi ? "T%dx%d alibi" : "T%dx%d", T, cnt), acc_shape(&sb, "T%dx%d", T, cnt);
         void *dSin = up(k, S, n, dt), *dPo = k->alloc(n * 4 + 4);
-        if (dSin && dPo) k->softmax_causal_forward(dPo, dSin, T, 0.125f, cnt, dt);
-        c->softmax_causal_forward(P, S, T, 0.125f, cnt, SR_FLOAT32);
+        if (dSin && dPo) k->softmax_causal_forward(dPo, dSin, T, 0.125f, alibi, cnt, dt);
+        c->softmax_causal_forward(P, S, T, 0.125f, alibi, cnt, SR_FLOAT32);
         cmp(&sf, k, "P", dSin && dPo ? dPo : NULL, P, n, dt, t);
         /* backward from the CPU's P (rounded to dt), so both sides start from the same values */
         for (size_t i = 0; i < n; i++) P[i] = st_round(P[i], dt);
@@ -297,8 +299,8 @@ static void softmax_ce(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
         /* in place, as the model calls them: P over S, dS over dP */
         void *dSP = up(k, S, n, dt), *ddPS = up(k, dP, n, dt);
         float *P2 = malloc(n * 4 + 4);
-        if (dSP) k->softmax_causal_forward(dSP, dSP, T, 0.125f, cnt, dt);
-        c->softmax_causal_forward(P2, S, T, 0.125f, cnt, SR_FLOAT32);
+        if (dSP) k->softmax_causal_forward(dSP, dSP, T, 0.125f, alibi, cnt, dt);
+        c->softmax_causal_forward(P2, S, T, 0.125f, alibi, cnt, SR_FLOAT32);
         cmp(&sf, k, "P (in place)", dSP, P2, n, dt, t);
         if (ddPS && dPin) k->softmax_causal_backward(ddPS, dPin, ddPS, T, 0.125f, cnt, dt);
         cmp(&sb, k, "dS (in place)", ddPS && dPin ? ddPS : NULL, dS, n, dt, t);

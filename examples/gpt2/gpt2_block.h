@@ -1,11 +1,10 @@
 /*
- * gpt2 block: one GPT2Block's forward and backward, written once over the kernel table
- * (kernels.h), so the CPU and CUDA runs share every GEMM's arguments.
+ * gpt2 block: GPT2Block is the shared pre-LayerNorm block (examples/transformer/block.h) with
+ * GPT-2's conventions: Conv1D weights stored [in, out], c_attn's output as all queries, then all
+ * keys, then all values, and no position bias in attention (GPT-2 adds learnt positions at the
+ * embedding instead).
  *
- * Lifecycle: gpt2_model.c allocates, per block, an intermediates buffer of gpt2_block_acts_bytes()
- * and one shared gpt2_block_work_bytes() backward scratch -> gpt2_block_forward() fills the
- * intermediates (and the output) -> gpt2_block_backward() reads them and adds the parameter
- * gradients.
+ * Lifecycle: block.h's.
  *
  *   x -> ln_1 -> attn.c_attn -> causal attention -> attn.c_proj -> + x = res2
  *   res2 -> ln_2 -> mlp.c_fc -> GELU -> mlp.c_proj -> + res2 = out
@@ -13,46 +12,19 @@
 #ifndef GPT2_BLOCK_H
 #define GPT2_BLOCK_H
 
-#include <stddef.h>
-
-#include "kernels.h"
+#include "block.h"
 
 /* a block's parameters, in declaration order (HF's names under transformer.h.{i}.) */
 enum {
-    GPT2_LN1_W, GPT2_LN1_B,     /* ln_1.weight [C], ln_1.bias [C] */
-    GPT2_ATTN_W, GPT2_ATTN_B,   /* attn.c_attn.weight [C, 3C], bias [3C] */
-    GPT2_APROJ_W, GPT2_APROJ_B, /* attn.c_proj.weight [C, C], bias [C] */
-    GPT2_LN2_W, GPT2_LN2_B,     /* ln_2 */
-    GPT2_FC_W, GPT2_FC_B,       /* mlp.c_fc.weight [C, 4C], bias [4C] */
-    GPT2_MPROJ_W, GPT2_MPROJ_B, /* mlp.c_proj.weight [4C, C], bias [C] */
-    GPT2_BLOCK_PARAMS
+    GPT2_LN1_W = TF_BLOCK_LN1_W, GPT2_LN1_B = TF_BLOCK_LN1_B,     /* ln_1.weight [C], ln_1.bias [C] */
+    GPT2_ATTN_W = TF_BLOCK_QKV_W, GPT2_ATTN_B = TF_BLOCK_QKV_B,   /* attn.c_attn.weight [C, 3C], bias [3C] */
+    GPT2_APROJ_W = TF_BLOCK_OUT_W, GPT2_APROJ_B = TF_BLOCK_OUT_B, /* attn.c_proj.weight [C, C], bias [C] */
+    GPT2_LN2_W = TF_BLOCK_LN2_W, GPT2_LN2_B = TF_BLOCK_LN2_B,     /* ln_2 */
+    GPT2_FC_W = TF_BLOCK_UP_W, GPT2_FC_B = TF_BLOCK_UP_B,         /* mlp.c_fc.weight [C, 4C], bias [4C] */
+    GPT2_MPROJ_W = TF_BLOCK_DOWN_W, GPT2_MPROJ_B = TF_BLOCK_DOWN_B, /* mlp.c_proj.weight [4C, C], bias [C] */
+    GPT2_BLOCK_PARAMS = TF_BLOCK_PARAMS
 };
 
-typedef struct gpt2_shape {
-    const tf_kernels *k;
-    sr_dtype dt; /* compute dtype */
-    size_t es;   /* its element size */
-    int B;       /* samples in this micro-batch */
-    int Bcap;    /* samples the buffers are laid out for */
-    int T, C, NH;
-} gpt2_shape;
-
-/* Views into one block's intermediates buffer (laid out for Bcap samples) */
-typedef struct gpt2_block_acts {
-    float *mean1, *rstd1, *mean2, *rstd2; /* LayerNorm statistics, N each */
-    char *ln1, *qkv, *att, *atty, *res2, *ln2, *fch, *fchg;
-} gpt2_block_acts;
-
-size_t gpt2_block_acts_bytes(const gpt2_shape *s);
-gpt2_block_acts gpt2_block_acts_at(const gpt2_shape *s, void *buf);
-size_t gpt2_block_work_bytes(const gpt2_shape *s);
-
-/* p: the block's gathered parameters.  out = the block's output; NULL for a recompute, which
-   stops before the MLP's output projection (backward needs the intermediates, not the output). */
-void gpt2_block_forward(const gpt2_shape *s, void *const *p, const void *x, const gpt2_block_acts *a, void *out);
-/* dx = d(input) from dy = d(output); parameter gradients added into d.  work: scratch of
-   gpt2_block_work_bytes(). */
-void gpt2_block_backward(const gpt2_shape *s, void *const *p, void *const *d, const void *x,
-                         const gpt2_block_acts *a, const void *dy, void *dx, void *work);
+static const tf_block_style GPT2_BLOCK_STYLE = {TF_WEIGHT_IN_OUT, 0, 0};
 
 #endif

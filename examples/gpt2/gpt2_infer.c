@@ -10,7 +10,7 @@
 struct gpt2_infer {
     const gpt2_weights *w;
     const tf_kernels *k;
-    void **params; /* L * GPT2_BLOCK_PARAMS, as gpt2_block_forward takes them */
+    void **params; /* L * GPT2_BLOCK_PARAMS, as tf_block_forward takes them */
     int len;       /* positions in the cache */
     float *kc, *vc; /* [L][P][C] keys and values */
     /* one token's activations */
@@ -48,7 +48,7 @@ void gpt2_infer_free(gpt2_infer *g) {
     free(g);
 }
 
-/* out[O] = x[I] W[I,O] + b: gpt2_block.c's Conv1D for one token */
+/* out[O] = x[I] W[I,O] + b: linear.c's Conv1D layout for one token */
 static void conv1d(const tf_kernels *k, float *out, const float *x, const void *W, const void *b, int I, int O) {
     k->copy(out, b, (size_t)O, SR_FLOAT32);
     k->gemv(0, O, I, 1.0f, W, O, x, 1.0f, out, SR_FLOAT32);
@@ -62,22 +62,22 @@ static int head(gpt2_infer *g, const float *h, float *logits) {
     return g->k->floats_download(logits, g->logits, (size_t)w->V) || g->k->sync() ? -1 : 0;
 }
 
-/* The training forward (gpt2_block_forward) over ids[0..n); with fill, each layer's keys and values
+/* The training forward (tf_block_forward, GPT-2 style) over ids[0..n); with fill, each layer's keys and values
    go to the cache. */
 static int forward(gpt2_infer *g, const int32_t *ids, int n, float *logits, int fill) {
     const gpt2_weights *w = g->w;
     const tf_kernels *k = g->k;
     const int C = w->C;
-    gpt2_shape s = {k, SR_FLOAT32, sizeof(float), 1, 1, n, C, w->NH};
-    void *acts = k->alloc(gpt2_block_acts_bytes(&s));
+    tf_shape s = {k, SR_FLOAT32, sizeof(float), 1, 1, n, C, w->NH};
+    void *acts = k->alloc(tf_block_acts_bytes(&s));
     float *x = k->alloc(F((size_t)n * C)), *y = k->alloc(F((size_t)n * C));
     int32_t *ids_d = k->alloc((size_t)n * sizeof *ids_d);
     int rc = -1;
     if (!acts || !x || !y || !ids_d || k->ids_upload(ids_d, ids, (size_t)n) != 0) goto out;
-    gpt2_block_acts a = gpt2_block_acts_at(&s, acts);
+    tf_block_acts a = tf_block_acts_at(&s, acts);
     k->embed_forward(x, ids_d, w->wte, w->wpe, 1, n, C, SR_FLOAT32);
     for (int l = 0; l < w->L; l++) {
-        gpt2_block_forward(&s, g->params + (size_t)l * GPT2_BLOCK_PARAMS, x, &a, y);
+        tf_block_forward(&s, &GPT2_BLOCK_STYLE, g->params + (size_t)l * GPT2_BLOCK_PARAMS, x, &a, y);
         if (fill) { /* qkv rows are [q | k | v] */
             const float *qkv = (const float *)a.qkv;
             float *kc = g->kc + (size_t)l * w->P * C, *vc = g->vc + (size_t)l * w->P * C;

@@ -3,7 +3,7 @@
  *
  * Lifecycle: gpt2_infer_new(weights, kernels) allocates the cache (per layer, keys and values of
  * every position of the context: 2 * n_layer * n_positions * n_embd floats) -> gpt2_infer_prompt()
- * runs the training forward (gpt2_block.c, the code the task trains with) over the prompt and keeps
+ * runs the training forward (examples/transformer/block.c, the code the task trains with) over the prompt and keeps
  * each layer's keys and values -> gpt2_infer_next() per new token: its embedding goes through every
  * layer with matrix-vector products (the gemv entry: a one-column GEMM would pack every weight
  * matrix first) and attention_cached against the cache (O(position) attention work, not a forward

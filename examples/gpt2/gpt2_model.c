@@ -1,10 +1,9 @@
 /*
- * gpt2: GPT-2 as a shardrun model task -- the layers, nothing about sharding.
+ * gpt2: GPT-2 as a shardrun model task -- its sizes, its parameters and its layers; the data,
+ * batches, loss and evaluation are the shared decoder task's (examples/transformer/lm_task.h).
  *
- * Lifecycle (see shardrun/model.h): create() reads [task], loads the tokenizer and the data
- * (dataset.c), picks the kernels (kernels_cpu.c, or kernels_cuda.cu in transformer_cuda.so when the run
- * uses NCCL) and declares the modules below -> per micro-batch batch(), forward() per module,
- * loss(), backward() per module in reverse -> destroy().
+ * Lifecycle: shardrun/model.h's, through lm_task: create() reads the size keys (configure) and
+ * declares the modules below; forward and backward reach embed_* and block_* per module.
  *
  * Modules, in forward order, with HuggingFace GPT2LMHeadModel's parameter names and layouts:
  *   transformer.embeddings  GPT2Embeddings  transformer.wte.weight [V,C], transformer.wpe.weight [P,C]
@@ -13,208 +12,15 @@
  *   transformer.ln_f        LayerNorm
  *   lm_head                 Linear          lm_head.weight, tied to transformer.wte.weight
  * so a FULL_STATE_DICT checkpoint is a GPT-2 model.safetensors, and one loads as init_weights.
- *
- * The loss is HF's with labels = input_ids: position t predicts token t+1, padding ignored, mean
- * over the micro-batch's predicted tokens.
  */
-#define _GNU_SOURCE
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "dataset.h"
-#include "dump.h"
 #include "gpt2_block.h"
-#include "kernels.h"
 #include "gpt2_sizes.h"
-#include "shardrun/model.h"
-#include "tokenizer.h"
+#include "lm_task.h"
 
-
-enum { M_EMBED, M_BLOCK, M_LNF, M_HEAD };
-
-typedef struct gpt2 {
-    sr_ctx *ctx;
-    int L, NH, C, P, V, T; /* layers, heads, channels, positions, vocabulary, tokens per sample */
-    const tf_kernels *k;
-    sr_dtype dt; /* compute dtype (fp32 on the CPU) */
-    size_t es;   /* its element size */
-    tf_tokenizer *tok;
-    tf_dataset data;
-    tf_dataset eval; /* held-out samples (eval_data or validation_split_percentage); n = 0: none */
-    const char *eval_from; /* for the log line: "eval_data" or "validation_split_percentage = N" */
-    char eval_desc[64];
-    char *dump_path;
-
-    /* the micro-batch */
-    int B, Bcap;
-    int32_t *ids_h, *tgt_h; /* host: input ids, targets (-1 = none) */
-    int32_t *ids_d, *tgt_d; /* device copies */
-    long long ntargets;
-    long long samples_read, sample_index_sum; /* reported: which part of the data this rank trained on */
-    float *losses_d, *losses_h;
-
-    /* activations (device).  out[m]: module m's output, always kept (module m+1's input; the
-       head's is the logits, which loss() turns into their gradient in place).  inter[m]: the
-       intermediates backward needs, from a pool of equal buffers: a checkpointed block borrows
-       one during its forward and returns it at once, then again from its recompute to its
-       backward. */
-    int nmod;
-    void **out;
-    void **inter;
-    void **pool;
-    int npool, pool_cap;
-    int held, held_peak; /* block intermediates buffers in use, and the most at once (reported) */
-    float *lnf_stats; /* ln_f's mean and rstd (2N floats) */
-    void *dy, *dx;    /* gradient of the current module's output / input, N*C */
-    void *work;       /* block backward temporaries */
-    int next_fwd, next_bwd;
-} gpt2;
-
-static int kind_of(const gpt2 *g, int m) {
-    return m == 0 ? M_EMBED : m <= g->L ? M_BLOCK : m == g->L + 1 ? M_LNF : M_HEAD;
-}
-
-static gpt2_shape shape_of(const gpt2 *g) {
-    return (gpt2_shape){g->k, g->dt, g->es, g->B, g->Bcap, g->T, g->C, g->NH};
-}
-
-/* ---- buffers ---------------------------------------------------------------------------------- */
-
-static void *pool_take(gpt2 *g) {
-    gpt2_shape sh = shape_of(g);
-    void *p = g->npool > 0 ? g->pool[--g->npool] : g->k->alloc(gpt2_block_acts_bytes(&sh));
-    if (p && ++g->held > g->held_peak) g->held_peak = g->held;
-    return p;
-}
-
-static void pool_give(gpt2 *g, void *p) {
-    if (!p) return;
-    g->held--;
-    if (g->npool == g->pool_cap) {
-        int cap = g->pool_cap ? 2 * g->pool_cap : 8;
-        void **np = realloc(g->pool, (size_t)cap * sizeof *np);
-        if (!np) { /* cannot keep it: let it go */
-            g->k->free(p);
-            return;
-        }
-        g->pool = np, g->pool_cap = cap;
-    }
-    g->pool[g->npool++] = p;
-}
-
-static void free_acts(gpt2 *g) {
-    if (!g->k) return;
-    for (int m = 0; g->out && m < g->nmod; m++) {
-        g->k->free(g->out[m]);
-        g->out[m] = NULL;
-        if (g->inter[m]) g->k->free(g->inter[m]);
-        g->inter[m] = NULL;
-    }
-    while (g->npool > 0) g->k->free(g->pool[--g->npool]);
-    g->held = 0;
-    void **bufs[] = {(void **)&g->ids_d, (void **)&g->tgt_d, (void **)&g->losses_d, (void **)&g->lnf_stats,
-                     &g->dy, &g->dx, &g->work};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
-        g->k->free(*bufs[i]);
-        *bufs[i] = NULL;
-    }
-    free(g->ids_h), free(g->tgt_h), free(g->losses_h);
-    g->ids_h = g->tgt_h = NULL;
-    g->losses_h = NULL;
-    g->Bcap = 0;
-}
-
-static int alloc_acts(gpt2 *g, int B) {
-    free_acts(g);
-    g->Bcap = B;
-    size_t N = (size_t)B * g->T, es = g->es;
-    gpt2_shape sh = shape_of(g);
-    int bad = !(g->ids_h = malloc(N * sizeof(int32_t))) || !(g->tgt_h = malloc(N * sizeof(int32_t))) ||
-              !(g->losses_h = malloc(N * sizeof(float))) || !(g->ids_d = g->k->alloc(N * sizeof(int32_t))) ||
-              !(g->tgt_d = g->k->alloc(N * sizeof(int32_t))) || !(g->losses_d = g->k->alloc(N * sizeof(float))) ||
-              !(g->lnf_stats = g->k->alloc(2 * N * sizeof(float))) || !(g->dy = g->k->alloc(N * g->C * es)) ||
-              !(g->dx = g->k->alloc(N * g->C * es)) || !(g->work = g->k->alloc(gpt2_block_work_bytes(&sh)));
-    for (int m = 0; !bad && m < g->nmod; m++)
-        bad = !(g->out[m] = g->k->alloc(N * (size_t)(kind_of(g, m) == M_HEAD ? g->V : g->C) * es));
-    if (bad) {
-        fprintf(stderr, "gpt2: error: out of %s memory for the activations of a micro-batch of %d samples of %d "
-                        "tokens; lower per_device_train_batch_size or max_length, or turn on "
-                        "fsdp.activation_checkpointing\n", g->k->name, B, g->T);
-        free_acts(g);
-        return -1;
-    }
-    return 0;
-}
-
-/* ---- create ------------------------------------------------------------------------------------ */
-
-static int config_int(sr_ctx *ctx, const char *key, long long def, long long lo, long long hi, int *out) {
-    long long v;
-    if (sr_config_int(ctx, key, def, &v) != 0) return -1;
-    if (v < lo || v > hi) {
-        fprintf(stderr, "gpt2: error: [task] %s = %lld is out of range [%lld, %lld]\n", key, v, lo, hi);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
-/* The CUDA kernels live in transformer_cuda.so next to this task, so CPU runs never map cuBLAS. */
-static const tf_kernels *load_cuda_kernels(void) {
-    Dl_info info;
-    if (!dladdr((void *)tf_kernels_cpu, &info) || !info.dli_fname) return NULL;
-    char path[4096];
-    snprintf(path, sizeof path, "%s", info.dli_fname);
-    char *slash = strrchr(path, '/');
-    snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "transformer_cuda.so");
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        fprintf(stderr, "gpt2: error: this run uses NCCL (GPUs) but the CUDA kernels cannot be loaded: %s; build "
-                        "shardrun with nvcc available (-DSHARDRUN_CUDA=ON)\n", dlerror());
-        return NULL;
-    }
-    const tf_kernels *(*get)(void) = (const tf_kernels *(*)(void))dlsym(h, "tf_kernels_cuda");
-    if (!get) fprintf(stderr, "gpt2: error: %s has no tf_kernels_cuda (%s); rebuild shardrun\n", path, dlerror());
-    return get ? get() : NULL;
-}
-
-#ifdef SHARDRUN_BLAS_BLIS
-#define GPT2_BLAS_NAME "BLIS"
-#else
-#define GPT2_BLAS_NAME "OpenBLAS"
-#endif
-
-/* OpenBLAS 0.3.21 (Debian 12) does not know AMD's Zen 4 and Zen 5 and runs its AVX2 kernels there
-   (core "Haswell" or "Zen"), although the CPU has AVX-512: its SkylakeX kernels ran the GPT-2 124M
-   GEMMs 1.85x faster on a Zen 5 (docs/benchmarks.md, "GEMM throughput").  OpenBLAS picks its kernels
-   when it loads, before this task runs, so only the environment can choose: say so. */
-static void avx512_note(void) {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(SHARDRUN_BLAS_BLIS)
-    const char *core = tf_cpu_blas();
-    if (getenv("OPENBLAS_CORETYPE") || !core || (strcmp(core, "Haswell") && strcmp(core, "Zen"))) return;
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-        printf("gpt2: note: this CPU has AVX-512 but OpenBLAS runs its %s (AVX2) kernels; OPENBLAS_CORETYPE=SkylakeX "
-               "in shardrun's environment selects its AVX-512 ones (up to 1.85x faster GEMMs; docs/gpt2.md)\n", core);
-#endif
-}
-
-/* The compute dtype, as the engine will pick it from ACCELERATE_MIXED_PRECISION (the same exact,
-   lowercase spellings as core/fsdp/fsdp_config.c; the engine rejects any other).  Known here, at
-   create(), so a dtype the device's kernels lack fails before any data moves; every callback
-   checks call->dtype against it. */
-static sr_dtype compute_dtype(void) {
-    const char *mp = getenv("ACCELERATE_MIXED_PRECISION");
-    if (mp && !strcmp(mp, "bf16")) return SR_BFLOAT16;
-    if (mp && !strcmp(mp, "fp16")) return SR_FLOAT16;
-    return SR_FLOAT32;
-}
-
-static int read_size(gpt2 *g, sr_ctx *ctx, int *vocab_default) {
+static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
     const char *size = sr_config(ctx, "size");
     const gpt2_size *s = gpt2_size_named(size ? size : "tiny");
     if (!s) {
@@ -223,131 +29,31 @@ static int read_size(gpt2 *g, sr_ctx *ctx, int *vocab_default) {
         return -1;
     }
     *vocab_default = s->vocab_size;
-    if (config_int(ctx, "n_layer", s->n_layer, 1, 4096, &g->L) ||
-        config_int(ctx, "n_head", s->n_head, 1, 4096, &g->NH) ||
-        config_int(ctx, "n_embd", s->n_embd, 1, 1 << 16, &g->C) ||
-        config_int(ctx, "n_positions", s->n_positions, 1, 1 << 20, &g->P))
+    if (tf_lm_config_int(ctx, "gpt2", "n_layer", s->n_layer, 1, 4096, &d->L) ||
+        tf_lm_config_int(ctx, "gpt2", "n_head", s->n_head, 1, 4096, &d->NH) ||
+        tf_lm_config_int(ctx, "gpt2", "n_embd", s->n_embd, 1, 1 << 16, &d->C) ||
+        tf_lm_config_int(ctx, "gpt2", "n_positions", s->n_positions, 1, 1 << 20, &d->P))
         return -1;
-    if (g->C % g->NH) {
-        fprintf(stderr, "gpt2: error: [task] n_embd = %d is not a multiple of n_head = %d\n", g->C, g->NH);
+    if (d->C % d->NH) {
+        fprintf(stderr, "gpt2: error: [task] n_embd = %d is not a multiple of n_head = %d\n", d->C, d->NH);
         return -1;
     }
     return 0;
-}
-
-/* The eval samples: files of their own (eval_data: the training data's preprocessing), or the last
-   validation_split_percentage % of the training texts, which are then never trained on. */
-static int load_eval_data(gpt2 *g, sr_ctx *ctx, const tf_data_opts *train) {
-    const char *files = sr_config(ctx, "eval_data");
-    int pct;
-    char err[1024];
-    if (config_int(ctx, "validation_split_percentage", 0, 0, 99, &pct)) return -1;
-    if (files && *files && pct) {
-        fprintf(stderr, "gpt2: error: [task] eval_data and validation_split_percentage both name eval data; keep one\n");
-        return -1;
-    }
-    if (files && *files) {
-        tf_data_opts o = *train;
-        o.patterns = files;
-        o.max_samples = 0;
-        if (tf_dataset_load(&g->eval, &o, g->tok, err, sizeof err) != 0) {
-            fprintf(stderr, "gpt2: error: [task] eval_data: %s\n", err);
-            return -1;
-        }
-        g->eval_from = "eval_data";
-    } else if (pct) {
-        long long n = g->data.n * pct / 100;
-        if (tf_dataset_split_tail(&g->data, n, &g->eval, err, sizeof err) != 0) {
-            fprintf(stderr, "gpt2: error: [task] validation_split_percentage = %d of %lld texts: %s; raise it, or add "
-                            "data, or give eval_data\n", pct, g->data.n, err);
-            return -1;
-        }
-        snprintf(g->eval_desc, sizeof g->eval_desc, "the last %d%% of the texts", pct);
-        g->eval_from = g->eval_desc;
-    }
-    return 0;
-}
-
-static int load_data(gpt2 *g, sr_ctx *ctx) {
-    const char *vocab = sr_config(ctx, "vocab_json"), *merges = sr_config(ctx, "merges_txt");
-    if (!vocab != !merges) {
-        fprintf(stderr, "gpt2: error: [task] vocab_json and merges_txt go together: give both (GPT-2 BPE) or "
-                        "neither (byte-level tokens)\n");
-        return -1;
-    }
-    char err[1024];
-    if (!(g->tok = tf_tokenizer_load(vocab, merges, err, sizeof err))) {
-        fprintf(stderr, "gpt2: error: %s\n", err);
-        return -1;
-    }
-    tf_data_opts o = {0};
-    long long max_samples;
-    const char *split = sr_config(ctx, "split");
-    o.patterns = sr_config(ctx, "data");
-    if (!o.patterns || !*o.patterns) {
-        fprintf(stderr, "gpt2: error: [task] data is missing: name the training text files, e.g. "
-                        "data = /usr/share/common-licenses/*\n");
-        return -1;
-    }
-    if (split && tf_split_parse(split, &o.split) != 0) {
-        fprintf(stderr, "gpt2: error: [task] split = %s; expected paragraph, line or file\n", split);
-        return -1;
-    }
-    if (!split) o.split = TF_SPLIT_PARAGRAPH;
-    if (config_int(ctx, "max_length", 128, 2, g->P, &g->T) || config_int(ctx, "min_chars", 32, 0, 1 << 30, &o.min_chars) ||
-        sr_config_int(ctx, "max_samples", 0, &max_samples))
-        return -1;
-    if (max_samples < 0) {
-        fprintf(stderr, "gpt2: error: [task] max_samples = %lld; expected 0 (all) or a positive count\n", max_samples);
-        return -1;
-    }
-    o.max_length = g->T;
-    o.max_samples = max_samples;
-    if (tf_dataset_load(&g->data, &o, g->tok, err, sizeof err) != 0) {
-        fprintf(stderr, "gpt2: error: %s\n", err);
-        return -1;
-    }
-    return load_eval_data(g, ctx, &o);
-}
-
-static void free_state(gpt2 *g) {
-    free_acts(g);
-    free(g->pool);
-    free(g->out);
-    free(g->inter);
-    tf_dataset_free(&g->data);
-    tf_dataset_free(&g->eval);
-    if (g->tok) tf_tokenizer_free(g->tok);
-    free(g->dump_path);
-    free(g);
-}
-
-static void gpt2_destroy(void *state) {
-    gpt2 *g = state;
-    if (!g) return;
-    if (!strcmp(g->k->name, "cpu")) sr_report_int(g->ctx, "cpu_threads", tf_cpu_threads());
-    sr_report_int(g->ctx, "samples_read", g->samples_read);
-    sr_report_int(g->ctx, "sample_index_sum", g->sample_index_sum);
-    /* activation checkpointing shows here: one block's intermediates at a time instead of n_layer */
-    gpt2_shape sh = shape_of(g);
-    sr_report_int(g->ctx, "block_activation_buffers_peak", g->held_peak);
-    sr_report_int(g->ctx, "block_activation_bytes", g->Bcap ? (long long)gpt2_block_acts_bytes(&sh) : 0);
-    free_state(g);
 }
 
 #define P1(name, n, init, flags) (sr_model_param(model, name, 1, (int64_t[]){n}, init, flags) != 0)
 #define P2(name, a, b, init) (sr_model_param(model, name, 2, (int64_t[]){a, b}, init, 0) != 0)
 
-static int declare(gpt2 *g, sr_model *model) {
-    const int C = g->C;
+static int declare(const tf_lm_dims *dm, sr_model *model) {
+    const int C = dm->C;
     const unsigned ND = SR_PARAM_NO_DECAY;
     /* HF's _init_weights: N(0, 0.02), residual projections N(0, 0.02 / sqrt(2 n_layer)) */
-    const sr_init W = SR_NORMAL(0.02f), WP = SR_NORMAL(0.02f / sqrtf(2.0f * (float)g->L));
+    const sr_init W = SR_NORMAL(0.02f), WP = SR_NORMAL(0.02f / sqrtf(2.0f * (float)dm->L));
     if (sr_model_module(model, "transformer.embeddings", "GPT2Embeddings") < 0 ||
-        P2("transformer.wte.weight", g->V, C, W) || P2("transformer.wpe.weight", g->P, C, W))
+        P2("transformer.wte.weight", dm->V, C, W) || P2("transformer.wpe.weight", dm->P, C, W))
         return -1;
     char mod[64], n[128];
-    for (int i = 0; i < g->L; i++) {
+    for (int i = 0; i < dm->L; i++) {
         snprintf(mod, sizeof mod, "transformer.h.%d", i);
         if (sr_model_module(model, mod, "GPT2Block") < 0) return -1;
 #define NAME(s) (snprintf(n, sizeof n, "%s.%s", mod, s), n)
@@ -368,287 +74,50 @@ static int declare(gpt2 *g, sr_model *model) {
     return 0;
 }
 
-static int64_t gpt2_eval_num_samples(void *state);
-static int gpt2_eval_batch(void *state, const int64_t *samples, int n, long long *tokens);
-static const sr_model_eval gpt2_eval = {sizeof(sr_model_eval), gpt2_eval_num_samples, gpt2_eval_batch};
-
-static void *gpt2_create(sr_ctx *ctx, sr_model *model) {
-    gpt2 *g = calloc(1, sizeof *g);
-    if (!g) return NULL;
-    g->ctx = ctx;
-    int vocab_default;
-    if (read_size(g, ctx, &vocab_default) != 0 || load_data(g, ctx) != 0) goto fail;
-    int tv = tf_tokenizer_vocab_size(g->tok);
-    if (config_int(ctx, "vocab_size", vocab_default ? vocab_default : tv, 1, 1 << 24, &g->V)) goto fail;
-    if (g->V < tv) {
-        fprintf(stderr, "gpt2: error: [task] vocab_size = %d is smaller than the tokenizer's %d tokens\n", g->V, tv);
-        goto fail;
-    }
-    const char *dump = sr_config(ctx, "dump");
-    if (dump && *dump && !(g->dump_path = strdup(dump))) goto fail;
-
-    sr_pg *world = sr_world(ctx);
-    int cuda = world && !strcmp(sr_pg_backend(world), "nccl");
-    g->k = cuda ? load_cuda_kernels() : tf_kernels_cpu();
-    if (!g->k) goto fail;
-    if (sr_profile_enabled()) g->k = tf_kernels_profiled(g->k); /* SHARDRUN_PROFILE=1 */
-    g->dt = compute_dtype();
-    g->es = sr_dtype_size(g->dt);
-    if (!(g->k->dtypes & (1u << g->dt))) {
-        fprintf(stderr, "gpt2: error: the %s kernels compute in fp32 only, but mixed_precision asks for %s; set "
-                        "[accelerate] mixed_precision = no on CPUs\n", g->k->name, sr_dtype_name(g->dt));
-        goto fail;
-    }
-    g->nmod = g->L + 3;
-    if (!(g->out = calloc((size_t)g->nmod, sizeof *g->out)) || !(g->inter = calloc((size_t)g->nmod, sizeof *g->inter)))
-        goto fail;
-    if (declare(g, model) != 0) goto fail;
-    if (g->eval.n && sr_model_eval_data(model, &gpt2_eval) != 0) goto fail;
-
-    if (sr_rank(ctx) == 0 && !cuda) avx512_note();
-    if (sr_rank(ctx) == 0) {
-        double params = (double)g->V * g->C + (double)g->P * g->C + 2.0 * g->C +
-                        (double)g->L * (12.0 * g->C * g->C + 13.0 * g->C);
-        char threads[96] = "";
-        if (!cuda) snprintf(threads, sizeof threads, " (%s, %d thread%s), its %s kernels", GPT2_BLAS_NAME,
-                            tf_cpu_threads(), tf_cpu_threads() == 1 ? "" : "s", tf_cpu_blas());
-        printf("gpt2: %d layers, %d heads, n_embd %d, vocab %d, positions %d: %.2fM parameters; %s kernels%s\n", g->L,
-               g->NH, g->C, g->V, g->P, params / 1e6, g->k->name, threads);
-        printf("gpt2: data: %lld samples of %d tokens (%lld real tokens, %.1f%% padding) from %lld texts of %lld "
-               "files (%lld shorter texts dropped); %s tokenizer, %d tokens\n",
-               g->data.n, g->T, g->data.tokens, 100.0 * (1.0 - (double)g->data.tokens / ((double)g->data.n * g->T)),
-               g->data.texts_read - g->data.texts_dropped, g->data.files, g->data.texts_dropped,
-               sr_config(ctx, "vocab_json") ? "GPT-2 BPE" : "byte-level", tv);
-        if (g->eval.n)
-            printf("gpt2: eval data: %lld samples (%lld real tokens) from %s\n", g->eval.n, g->eval.tokens, g->eval_from);
-        fflush(stdout);
-    }
-    return g;
-fail:
-    free_state(g);
-    return NULL;
+static double param_count(const tf_lm_dims *d) {
+    return (double)d->V * d->C + (double)d->P * d->C + 2.0 * d->C + (double)d->L * (12.0 * d->C * d->C + 13.0 * d->C);
 }
 
-static int64_t gpt2_num_samples(void *state) { return ((gpt2 *)state)->data.n; }
-
-/* ---- batch ------------------------------------------------------------------------------------- */
-
-/* Loads samples of d; *real: their real tokens; g->ntargets: the tokens they predict. */
-static int load_batch(gpt2 *g, const tf_dataset *d, const int64_t *samples, int n, long long *real_out) {
-    if (n <= 0) return -1;
-    if (n > g->Bcap && alloc_acts(g, n) != 0) return -1;
-    const int T = g->T;
-    long long real = 0, targets = 0;
-    for (int b = 0; b < n; b++) {
-        if (samples[b] < 0 || samples[b] >= d->n) {
-            fprintf(stderr, "gpt2: error: %ssample index %lld out of range [0, %lld)\n", d == &g->eval ? "eval " : "",
-                    (long long)samples[b], d->n);
-            return -1;
-        }
-        const int32_t *ids = d->ids + (size_t)samples[b] * T;
-        int len = d->lengths[samples[b]];
-        memcpy(g->ids_h + (size_t)b * T, ids, (size_t)T * sizeof(int32_t));
-        for (int t = 0; t < T; t++) /* HF: labels = input_ids, -100 on padding, shifted inside the model */
-            g->tgt_h[(size_t)b * T + t] = t + 1 < len ? ids[t + 1] : -1;
-        real += len;
-        targets += len > 1 ? len - 1 : 0;
-    }
-    size_t N = (size_t)n * T;
-    if (g->k->ids_upload(g->ids_d, g->ids_h, N) != 0 || g->k->ids_upload(g->tgt_d, g->tgt_h, N) != 0) return -1;
-    g->B = n;
-    g->ntargets = targets;
-    g->next_fwd = 0;
-    g->next_bwd = -1;
-    *real_out = real;
-    return 0;
+/* out[b,t,:] = wte[id] + wpe[t]: nothing to keep for backward */
+static void embed_forward(const tf_shape *s, void *const *p, const int32_t *ids, void *acts, void *out) {
+    (void)acts;
+    s->k->embed_forward(out, ids, p[0], p[1], s->B, s->T, s->C, s->dt);
 }
 
-static int gpt2_batch(void *state, const int64_t *samples, int n, long long *tokens) {
-    gpt2 *g = state;
-    if (load_batch(g, &g->data, samples, n, tokens) != 0) return -1;
-    for (int b = 0; b < n; b++) g->samples_read++, g->sample_index_sum += samples[b]; /* training samples only */
-    return 0;
+static void embed_backward(const tf_shape *s, void *const *p, void *const *d, const int32_t *ids, void *acts,
+                           const void *dy, void *scratch) {
+    (void)p, (void)acts, (void)scratch;
+    s->k->embed_backward(d[0], d[1], ids, dy, s->B, s->T, s->C, s->dt);
 }
 
-static int64_t gpt2_eval_num_samples(void *state) { return ((gpt2 *)state)->eval.n; }
-
-/* An eval batch weighs as many tokens as its loss averages over: the predicted ones. */
-static int gpt2_eval_batch(void *state, const int64_t *samples, int n, long long *tokens) {
-    gpt2 *g = state;
-    long long real;
-    if (load_batch(g, &g->eval, samples, n, &real) != 0) return -1;
-    *tokens = g->ntargets;
-    return 0;
+static void block_forward(const tf_shape *s, void *const *p, const void *x, void *acts, void *out) {
+    tf_block_acts a = tf_block_acts_at(s, acts);
+    tf_block_forward(s, &GPT2_BLOCK_STYLE, p, x, &a, out);
 }
 
-/* ---- forward ----------------------------------------------------------------------------------- */
-
-static int check_call(const gpt2 *g, const sr_module_call *call, const char *what) {
-    static const int nparams[] = {2, GPT2_BLOCK_PARAMS, 2, 1};
-    if (call->module < 0 || call->module >= g->nmod || call->nparams != nparams[kind_of(g, call->module)] ||
-        call->dtype != g->dt || call->batch_size != g->B || g->Bcap == 0) {
-        fprintf(stderr, "gpt2: error: %s of module %d (%s) does not match the model: %d params, dtype %s, batch %d "
-                        "(loaded %d)\n", what, call->module, call->name, call->nparams, sr_dtype_name(call->dtype),
-                call->batch_size, g->B);
-        return -1;
-    }
-    return 0;
+static void block_backward(const tf_shape *s, void *const *p, void *const *d, const void *x, void *acts,
+                           const void *dy, void *dx, void *work) {
+    tf_block_acts a = tf_block_acts_at(s, acts);
+    tf_block_backward(s, &GPT2_BLOCK_STYLE, p, d, x, &a, dy, dx, work);
 }
 
-static int gpt2_forward(void *state, const sr_module_call *call) {
-    gpt2 *g = state;
-    if (check_call(g, call, "forward") != 0) return -1;
-    const int m = call->module, kind = kind_of(g, m), N = g->B * g->T, C = g->C;
-    if (call->recompute ? g->next_bwd < 0 || m > g->next_bwd : m != g->next_fwd) {
-        fprintf(stderr, "gpt2: error: %s of %s out of order\n", call->recompute ? "recompute" : "forward", call->name);
-        return -1;
-    }
-    void *const *p = call->params;
-    const void *x = m > 0 ? g->out[m - 1] : NULL;
-    switch (kind) {
-    case M_EMBED:
-        if (!call->recompute) g->k->embed_forward(g->out[m], g->ids_d, p[0], p[1], g->B, g->T, C, g->dt);
-        break;
-    case M_BLOCK: {
-        /* intermediates: kept for backward, or (checkpointed forward) borrowed for the call only */
-        int keep = call->save_activations || call->recompute;
-        if (!g->inter[m] && !(g->inter[m] = pool_take(g))) {
-            fprintf(stderr, "gpt2: error: out of %s memory for the activations of %s\n", g->k->name, call->name);
-            return -1;
-        }
-        gpt2_shape sh = shape_of(g);
-        gpt2_block_acts a = gpt2_block_acts_at(&sh, g->inter[m]);
-        gpt2_block_forward(&sh, p, x, &a, call->recompute ? NULL : g->out[m]);
-        if (!keep) {
-            pool_give(g, g->inter[m]);
-            g->inter[m] = NULL;
-        }
-        break;
-    }
-    case M_LNF:
-        g->k->layernorm_forward(g->out[m], g->lnf_stats, g->lnf_stats + N, x, p[0], p[1], N, C, g->dt);
-        break;
-    case M_HEAD: /* logits = h wte^T (lm_head is a Linear: weight [V, C]) */
-        if (!call->recompute)
-            g->k->gemm(1, 0, g->V, N, C, 1.0f, p[0], C, x, C, 0.0f, g->out[m], g->V, g->dt);
-        break;
-    }
-    if (!call->recompute) g->next_fwd = m + 1;
-    return 0; /* a device error surfaces at loss() or the last backward, which wait for the device */
-}
-
-/* ---- loss ---------------------------------------------------------------------------------------- */
-
-static int write_dump(gpt2 *g, const float *logits, float loss) {
-    int32_t *labels = malloc((size_t)g->B * g->T * sizeof *labels);
-    if (!labels) return -1;
-    for (int b = 0; b < g->B; b++) /* HF's labels: the input ids, -100 on padding */
-        for (int t = 0; t < g->T; t++) {
-            size_t i = (size_t)b * g->T + t;
-            labels[i] = t == 0 || g->tgt_h[i - 1] >= 0 ? g->ids_h[i] : -100;
-        }
-    tf_dump_tensor t[] = {
-        {"input_ids", "I32", 2, {g->B, g->T}, g->ids_h},
-        {"labels", "I32", 2, {g->B, g->T}, labels},
-        {"logits", "F32", 3, {g->B, g->T, g->V}, logits},
-        {"loss", "F32", 1, {1}, &loss},
-    };
-    int rc = tf_dump_write(g->dump_path, t, 4);
-    free(labels);
-    return rc;
-}
-
-static int gpt2_loss(void *state, const sr_module_call *call, double *loss) {
-    gpt2 *g = state;
-    if (g->Bcap == 0 || g->next_fwd != g->nmod) {
-        fprintf(stderr, "gpt2: error: loss before the forward of every module\n");
-        return -1;
-    }
-    const int N = g->B * g->T, V = g->V;
-    void *logits = g->out[g->nmod - 1];
-    int dump = g->dump_path && !call->eval && call->step == 0 && call->micro_step == 0 && sr_rank(g->ctx) == 0;
-    float *host_logits = NULL;
-    if (dump) { /* before cross_entropy turns them into their gradient */
-        if (g->dt != SR_FLOAT32 || !(host_logits = malloc((size_t)N * V * sizeof(float))) ||
-            g->k->floats_download(host_logits, logits, (size_t)N * V) != 0) {
-            fprintf(stderr, "gpt2: error: dump needs fp32 compute and memory for the logits\n");
-            free(host_logits);
-            return -1;
-        }
-    }
-    float dscale = g->ntargets ? call->grad_scale / (float)g->ntargets : 0.0f;
-    g->k->cross_entropy(logits, g->losses_d, g->tgt_d, N, V, dscale, g->dt);
-    if (g->k->floats_download(g->losses_h, g->losses_d, (size_t)N) != 0 || g->k->sync() != 0) {
-        free(host_logits);
-        return -1;
-    }
-    double sum = 0.0;
-    for (int n = 0; n < N; n++) sum += g->losses_h[n];
-    *loss = g->ntargets ? sum / (double)g->ntargets : 0.0;
-    int rc = dump ? write_dump(g, host_logits, (float)*loss) : 0;
-    free(host_logits);
-    g->next_bwd = g->nmod - 1;
-    return rc;
-}
-
-/* ---- backward ---------------------------------------------------------------------------------- */
-
-static int gpt2_backward(void *state, const sr_module_call *call) {
-    gpt2 *g = state;
-    if (check_call(g, call, "backward") != 0) return -1;
-    const int m = call->module, kind = kind_of(g, m), N = g->B * g->T, C = g->C;
-    if (m != g->next_bwd) {
-        fprintf(stderr, "gpt2: error: backward of %s out of order\n", call->name);
-        return -1;
-    }
-    void *const *p = call->params, *const *d = call->grads;
-    const void *x = m > 0 ? g->out[m - 1] : NULL;
-    switch (kind) {
-    case M_HEAD: { /* dlogits is in out[m]; dx = dlogits wte, dwte += dlogits^T h */
-        const void *dl = g->out[m];
-        g->k->gemm(0, 1, C, g->V, N, 1.0f, x, C, dl, g->V, 1.0f, d[0], C, g->dt);
-        g->k->gemm(0, 0, C, N, g->V, 1.0f, p[0], C, dl, g->V, 0.0f, g->dx, C, g->dt);
-        break;
-    }
-    case M_LNF:
-        g->k->zero(g->dx, (size_t)N * C * g->es);
-        g->k->layernorm_backward(g->dx, d[0], d[1], g->dy, x, g->lnf_stats, g->lnf_stats + N, p[0], N, C, g->dt);
-        break;
-    case M_BLOCK: {
-        if (!g->inter[m]) {
-            fprintf(stderr, "gpt2: error: backward of %s without its activations (no recompute came first)\n",
-                    call->name);
-            return -1;
-        }
-        gpt2_shape sh = shape_of(g);
-        gpt2_block_acts a = gpt2_block_acts_at(&sh, g->inter[m]);
-        gpt2_block_backward(&sh, p, d, x, &a, g->dy, g->dx, g->work);
-        pool_give(g, g->inter[m]);
-        g->inter[m] = NULL;
-        break;
-    }
-    case M_EMBED:
-        g->k->embed_backward(d[0], d[1], g->ids_d, g->dy, g->B, g->T, C, g->dt);
-        break;
-    }
-    void *t = g->dy; /* this module's input gradient is the previous module's output gradient */
-    g->dy = g->dx;
-    g->dx = t;
-    g->next_bwd = m - 1;
-    /* waiting for the device after every module would serialise a GPU run: once per pass */
-    return m == 0 ? g->k->sync() : 0;
-}
-
-static const sr_model_ops gpt2_ops = {
-    .dtypes = (1u << SR_FLOAT32) | (1u << SR_BFLOAT16) | (1u << SR_FLOAT16),
-    .devices = (1u << SR_DEVICE_CPU) | (1u << SR_DEVICE_CUDA),
-    .create = gpt2_create,
-    .destroy = gpt2_destroy,
-    .num_samples = gpt2_num_samples,
-    .batch = gpt2_batch,
-    .forward = gpt2_forward,
-    .loss = gpt2_loss,
-    .backward = gpt2_backward,
+static const tf_lm_arch gpt2_arch = {
+    .name = "gpt2",
+    .embed_params = 2,
+    .block_params = GPT2_BLOCK_PARAMS,
+    .configure = configure,
+    .declare = declare,
+    .param_count = param_count,
+    .embed_forward = embed_forward,
+    .embed_backward = embed_backward,
+    .block_acts_bytes = tf_block_acts_bytes,
+    .block_work_bytes = tf_block_work_bytes,
+    .block_forward = block_forward,
+    .block_backward = block_backward,
 };
+
+static void *gpt2_create(sr_ctx *ctx, sr_model *model) { return tf_lm_create(&gpt2_arch, ctx, model); }
+
+static const sr_model_ops gpt2_ops = TF_LM_OPS(gpt2_create);
 
 SR_MODEL_TASK("gpt2", gpt2_ops);

@@ -59,6 +59,16 @@ SR_HD float tf_gelu_grad(float x) {
     return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
 }
 
+/* ALiBi's slope for head h of nh (BLOOM; HF's build_alibi_tensor): with p the largest power of two
+   <= nh, heads 0 .. p-1 get 2^(-8 (h+1) / p), and the heads past p the odd powers of 2^(-4 / p) --
+   2^(-4 * 1 / p), 2^(-4 * 3 / p), ... -- that a model of 2p heads would add between them. */
+SR_HD float tf_alibi_slope(int h, int nh) {
+    int p = 1;
+    while (2 * p <= nh) p *= 2;
+    float e = h < p ? -8.0f * (float)(h + 1) / (float)p : -4.0f * (float)(2 * (h - p) + 1) / (float)p;
+    return exp2f(e);
+}
+
 /* LayerNorm, per element of a row with statistics mean, rstd = 1 / sqrt(var + eps) */
 SR_HD float tf_ln_norm(float x, float mean, float rstd) { return (x - mean) * rstd; }
 SR_HD float tf_ln_rstd(float var) { return 1.0f / sqrtf(var + TF_LN_EPS); }

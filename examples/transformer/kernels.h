@@ -57,10 +57,10 @@ typedef struct tf_kernels {
                          long long strideA, const void *B, int ldb, long long strideB, float beta, void *C, int ldc,
                          long long strideC, int batch, sr_dtype dt);
 
-    /* out[b,t,:] = wte[ids[b,t],:] + wpe[t,:]   (out [B*T, C]) */
+    /* out[b,t,:] = wte[ids[b,t],:] + wpe[t,:]   (out [B*T, C]); wpe NULL: no position term (BLOOM) */
     void (*embed_forward)(void *out, const int32_t *ids, const void *wte, const void *wpe, int B, int T, int C,
                           sr_dtype dt);
-    /* dwte[ids[b,t],:] += dout[b,t,:];  dwpe[t,:] += sum_b dout[b,t,:] */
+    /* dwte[ids[b,t],:] += dout[b,t,:];  dwpe[t,:] += sum_b dout[b,t,:] (dwpe NULL: none) */
     void (*embed_backward)(void *dwte, void *dwpe, const int32_t *ids, const void *dout, int B, int T, int C,
                            sr_dtype dt);
 
@@ -85,9 +85,13 @@ typedef struct tf_kernels {
     /* out = a + b, n elements (out may alias a or b) */
     void (*add)(void *out, const void *a, const void *b, size_t n, sr_dtype dt);
 
-    /* Causal softmax over `rows` score matrices of T x T (each row-major, row t = query t):
-       P[t, j] = softmax_j<=t(scale * S[t, j]), P[t, j > t] = 0.  P may alias S. */
-    void (*softmax_causal_forward)(void *P, const void *S, int T, float scale, int count, sr_dtype dt);
+    /* Causal softmax over `count` score matrices of T x T (each row-major, row t = query t):
+       P[t, j] = softmax_j<=t(scale * S[t, j] + m j), P[t, j > t] = 0.  P may alias S.  m = 0 when
+       alibi_heads is 0; else matrix i is head i % alibi_heads and m = tf_alibi_slope(that head,
+       alibi_heads) (kernel_math.h): ALiBi's linear bias on the key position.  The bias needs no
+       term in the backward: it does not depend on the scores. */
+    void (*softmax_causal_forward)(void *P, const void *S, int T, float scale, int alibi_heads, int count,
+                                   sr_dtype dt);
     /* dS[t, j] = scale * P[t, j] * (dP[t, j] - sum_i P[t, i] dP[t, i]); dS may alias dP */
     void (*softmax_causal_backward)(void *dS, const void *P, const void *dP, int T, float scale, int count,
                                     sr_dtype dt);

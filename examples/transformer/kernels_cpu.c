@@ -78,8 +78,13 @@ static void cpu_embed_forward(void *out_, const int32_t *ids, const void *wte_, 
     const int N = B * T;
 #pragma omp parallel for schedule(static) if ((size_t)N * C >= PAR_MIN)
     for (int n = 0; n < N; n++) {
-        const float *e = wte + (size_t)ids[n] * C, *p = wpe + (size_t)(n % T) * C;
+        const float *e = wte + (size_t)ids[n] * C;
         float *o = out + (size_t)n * C;
+        if (!wpe) {
+            memcpy(o, e, (size_t)C * sizeof *o);
+            continue;
+        }
+        const float *p = wpe + (size_t)(n % T) * C;
         for (int c = 0; c < C; c++) o[c] = e[c] + p[c];
     }
 }
@@ -93,8 +98,10 @@ static void cpu_embed_backward(void *dwte_, void *dwpe_, const int32_t *ids, con
     const float *dout = dout_;
     for (int n = 0; n < B * T; n++) {
         const float *d = dout + (size_t)n * C;
-        float *e = dwte + (size_t)ids[n] * C, *p = dwpe + (size_t)(n % T) * C;
+        float *e = dwte + (size_t)ids[n] * C;
         for (int c = 0; c < C; c++) e[c] += d[c];
+        if (!dwpe) continue;
+        float *p = dwpe + (size_t)(n % T) * C;
         for (int c = 0; c < C; c++) p[c] += d[c];
     }
 }
@@ -282,7 +289,8 @@ HOT static float dot_lanes(const float *x, const float *y, int n) {
     return s;
 }
 
-static void cpu_softmax_causal_forward(void *P_, const void *S_, int T, float scale, int count, sr_dtype dt) {
+static void cpu_softmax_causal_forward(void *P_, const void *S_, int T, float scale, int alibi_heads, int count,
+                                       sr_dtype dt) {
     (void)dt;
     float *P = P_;
     const float *S = S_;
@@ -292,8 +300,14 @@ static void cpu_softmax_causal_forward(void *P_, const void *S_, int T, float sc
         int t = (int)(r % T), len = t + 1;
         const float *s = S + r * T;
         float *p = P + r * T;
-        float mx = max_lanes(s, len) * scale;
-        float inv = 1.0f / exp_lanes(p, s, len, scale, mx);
+        float inv;
+        if (alibi_heads) { /* the biased scores first (in P: S's row is read before it is written) */
+            float m = tf_alibi_slope((int)(r / T) % alibi_heads, alibi_heads);
+            for (int j = 0; j < len; j++) p[j] = scale * s[j] + m * (float)j;
+            inv = 1.0f / exp_lanes(p, p, len, 1.0f, max_lanes(p, len));
+        } else {
+            inv = 1.0f / exp_lanes(p, s, len, scale, max_lanes(s, len) * scale);
+        }
         for (int j = 0; j < len; j++) p[j] *= inv;
         for (int j = len; j < T; j++) p[j] = 0.0f;
     }

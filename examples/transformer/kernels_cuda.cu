@@ -126,7 +126,8 @@ __global__ void k_embed_fwd(void *out, const int32_t *ids, const void *wte, cons
                             size_t n) {
     GRID_STRIDE(i, n) {
         size_t row = i / C, c = i % C;
-        st<E>(out, i, ld<E>(wte, (size_t)ids[row] * C + c) + ld<E>(wpe, (row % T) * C + c));
+        float pos = wpe ? ld<E>(wpe, (row % T) * C + c) : 0.0f;
+        st<E>(out, i, ld<E>(wte, (size_t)ids[row] * C + c) + pos);
     }
 }
 
@@ -248,17 +249,19 @@ template <class E> __global__ void k_add(void *out, const void *a, const void *b
 /* Causal softmax, one warp per row of T (row t of its matrix uses columns 0..t).  The last pass
    recomputes each exponential from S: with P aliasing S, a lane reads S[j] just before it writes
    P[j], and no other lane touches j. */
-template <class E> __global__ void k_softmax_fwd(void *P, const void *S, int T, float scale, size_t rows) {
+template <class E>
+__global__ void k_softmax_fwd(void *P, const void *S, int T, float scale, int alibi_heads, size_t rows) {
     size_t row = (size_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, base = row * T;
     int lane = threadIdx.x % 32, t = (int)(row % T);
     if (row >= rows) return;
+    float m = alibi_heads ? tf_alibi_slope((int)(row / T % alibi_heads), alibi_heads) : 0.0f;
     float mx = -INFINITY, sum = 0.0f;
-    for (int j = lane; j <= t; j += 32) mx = fmaxf(mx, scale * ld<E>(S, base + j));
+    for (int j = lane; j <= t; j += 32) mx = fmaxf(mx, scale * ld<E>(S, base + j) + m * (float)j);
     mx = warp_reduce<true>(mx);
-    for (int j = lane; j <= t; j += 32) sum += tf_exp(scale * ld<E>(S, base + j) - mx);
+    for (int j = lane; j <= t; j += 32) sum += tf_exp(scale * ld<E>(S, base + j) + m * (float)j - mx);
     float inv = 1.0f / warp_reduce<false>(sum);
     for (int j = lane; j < T; j += 32)
-        st<E>(P, base + j, j <= t ? tf_exp(scale * ld<E>(S, base + j) - mx) * inv : 0.0f);
+        st<E>(P, base + j, j <= t ? tf_exp(scale * ld<E>(S, base + j) + m * (float)j - mx) * inv : 0.0f);
 }
 
 template <class E>
@@ -411,7 +414,7 @@ void embed_forward(void *out, const int32_t *ids, const void *wte, const void *w
     LAUNCH(dt, k_embed_fwd, grid_for(n), THREADS, out, ids, wte, wpe, T, C, n);
 }
 void embed_backward(void *dwte, void *dwpe, const int32_t *ids, const void *dout, int B, int T, int C, sr_dtype dt) {
-    LAUNCH(dt, k_embed_bwd_wpe, grid_for((size_t)T * C), THREADS, dwpe, dout, B, T, C);
+    if (dwpe) LAUNCH(dt, k_embed_bwd_wpe, grid_for((size_t)T * C), THREADS, dwpe, dout, B, T, C);
     int threads = C <= 32 ? 32 : C < 1024 ? (C + 31) / 32 * 32 : 1024; /* one column per thread when C allows */
     LAUNCH(dt, k_embed_bwd_wte, (unsigned)(B * T), threads, dwte, ids, dout, B * T, C);
 }
@@ -440,9 +443,9 @@ void gelu_backward(void *dx, const void *x, const void *dout, size_t n, sr_dtype
 void add(void *out, const void *a, const void *b, size_t n, sr_dtype dt) {
     LAUNCH(dt, k_add, grid_for(n), THREADS, out, a, b, n);
 }
-void softmax_causal_forward(void *P, const void *S, int T, float scale, int count, sr_dtype dt) {
+void softmax_causal_forward(void *P, const void *S, int T, float scale, int alibi_heads, int count, sr_dtype dt) {
     size_t rows = (size_t)count * T;
-    LAUNCH(dt, k_softmax_fwd, grid_rows(rows), THREADS, P, S, T, scale, rows);
+    LAUNCH(dt, k_softmax_fwd, grid_rows(rows), THREADS, P, S, T, scale, alibi_heads, rows);
 }
 void softmax_causal_backward(void *dS, const void *P, const void *dP, int T, float scale, int count, sr_dtype dt) {
     size_t rows = (size_t)count * T;

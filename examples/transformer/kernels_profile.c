@@ -112,9 +112,9 @@ static void p_add(void *out, const void *a, const void *b, size_t n, sr_dtype dt
 }
 
 /* the causal softmax: counted with attention (its rate there is the products' FLOPs) */
-static void p_softmax_forward(void *P, const void *S, int T, float scale, int count, sr_dtype dt) {
+static void p_softmax_forward(void *P, const void *S, int T, float scale, int alibi_heads, int count, sr_dtype dt) {
     BEGIN;
-    inner->softmax_causal_forward(P, S, T, scale, count, dt);
+    inner->softmax_causal_forward(P, S, T, scale, alibi_heads, count, dt);
     END(SR_KERNEL_ATTENTION, 0, 0);
 }
 

@@ -39,6 +39,16 @@ int main(void) {
     CHECK(tf_ce_grad(2.0f, 0.25f, 1, 0.5f) == -0.25f);         /* (2 / 4 - 1) * 0.5 */
     CHECK(tf_ce_grad(2.0f, 0.25f, 0, 0.5f) == 0.25f);
     CHECK(tf_ln_norm(3.0f, 1.0f, 0.5f) == 1.0f);
+    /* ALiBi's slopes (HF's build_alibi_tensor), worked out by hand from its rule: 16 heads are a power
+       of two, 2^-0.5 .. 2^-8; 12 heads are 8's slopes 2^-1 .. 2^-8, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5;
+       1 head 2^-8; 3 heads 2^-4, 2^-8, then 2^-2 */
+    for (int h = 0; h < 16; h++) CHECK(tf_alibi_slope(h, 16) == exp2f(-0.5f * (float)(h + 1)));
+    for (int h = 0; h < 8; h++) CHECK(tf_alibi_slope(h, 12) == ldexpf(1.0f, -(h + 1)));
+    const float extra12[] = {0.70710678f, 0.35355339f, 0.17677670f, 0.08838835f};
+    for (int h = 8; h < 12; h++) CHECK(fabsf(tf_alibi_slope(h, 12) - extra12[h - 8]) < 1e-7f);
+    CHECK(tf_alibi_slope(0, 1) == 1.0f / 256.0f);
+    CHECK(tf_alibi_slope(0, 3) == 1.0f / 16.0f && tf_alibi_slope(1, 3) == 1.0f / 256.0f &&
+          tf_alibi_slope(2, 3) == 0.25f);
     printf("exp: worst relative error %.3g; tanh %.3g; gelu %.3g; gelu' %.3g (vs libm in double)\n", worst_exp,
            worst_tanh, worst_gelu, worst_grad);
     return CHECK_DONE();

@@ -408,6 +408,11 @@ def _gpt2_from(weights, n_head, dtype):
     return load_state(GPT2(cfg).to(dtype), weights), cfg
 
 
+def _grad_of(p):
+    """p's gradient as numpy; zeros for a parameter the loss does not reach (no .grad)"""
+    return p.grad.numpy() if p.grad is not None else np.zeros(tuple(p.shape))
+
+
 def check_dump(a, build):
     """`check` for a model family: build(weights, n_head, dtype) -> (model, config), the model's
     forward(ids, labels) -> (logits, loss), its parameters named as the checkpoints name them,
@@ -453,7 +458,7 @@ def check_dump(a, build):
             if tuple(g.shape) != tuple(p.shape):
                 rep.missing(name, f"{key} has shape {list(g.shape)}, want {list(p.shape)}")
                 continue
-            rep.line(name + ".grad", g, p.grad.numpy(), p32[name].grad.numpy())
+            rep.line(name + ".grad", g, _grad_of(p), _grad_of(p32[name]))
     print(f"checked {rep.n} tensors, worst relative difference {rep.worst:.3e}"
           + (f", {rep.failed} FAILED" if rep.failed else ""))
     return 1 if rep.failed else 0

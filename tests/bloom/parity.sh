@@ -1,10 +1,11 @@
 # BLOOM under FSDP matches BLOOM on one rank: the tiny model (2 blocks, 6 heads: ALiBi's extra-head
 # slopes) trained 12 steps on a global batch of 8 gives the same per-step loss and grad norm
 # (rtol 1e-5) and the same final parameters (every tensor of the FULL checkpoint) at world size 2
-# -- FULL_SHARD, SHARD_GRAD_OP, activation checkpointing -- and 4 (FULL_SHARD) as world size 1
-# without sharding.  Samples are never padded here (every paragraph is longer than max_length, 96:
-# two attention blocks of 64 queries), since the loss is a mean per micro-batch, as HF's Trainer
-# computes it.
+# -- FULL_SHARD, SHARD_GRAD_OP, activation checkpointing, forward + BACKWARD_POST prefetch -- and 4
+# (FULL_SHARD) as world size 1 without sharding; each rank trains on its own samples, together on
+# world size 1's; checkpointing holds 1 block's intermediates instead of 2.  Samples are never
+# padded here (every paragraph is longer than max_length, 96: two attention blocks of 64 queries),
+# since the loss is a mean per micro-batch, as HF's Trainer computes it.
 . "$(dirname "$0")/lib.sh"
 CMP="/usr/bin/python3 $SRC/tests/fsdp/compare_logs.py"
 PCMP="/usr/bin/python3 $SRC/tests/fsdp/compare_params.py"
@@ -57,10 +58,14 @@ for run_ in 2:FULL_SHARD 2:SHARD_GRAD_OP 4:FULL_SHARD; do
     sums=$(sums_of "$out")
     expect_eq "$(sort -u <<<"$sums" | wc -l)" "$n" "ws$n-$s: every rank trained on other samples ($(tr '\n' ' ' <<<"$sums"))"
     expect_eq "$(awk '{s+=$1} END {print s}' <<<"$sums")" "$base_sum" "ws$n-$s: the ranks' samples together are world size 1's"
+    expect_eq "$(grep -o '"samples_read": [0-9]*' <<<"$out" | sed 's/.*: //' | sort -u)" "$((96 / n))" "ws$n-$s: 96 / $n samples per rank"
     same "ws$n-$s"
 done
 buffers() { grep -o '"block_activation_buffers_peak": [0-9]*' <<<"$out" | sed 's/.*: //' | sort -u; }
+expect_eq "$(buffers)" 2 "without activation checkpointing every block keeps its intermediates (2 blocks)"
 train ws2-ckpt 2 4 --set accelerate.fsdp.activation_checkpointing=true
 same ws2-ckpt
 expect_eq "$(buffers)" 1 "with activation checkpointing one block's intermediates at a time"
+train ws2-prefetch 2 4 --set accelerate.fsdp.forward_prefetch=true --set accelerate.fsdp.backward_prefetch=BACKWARD_POST
+same ws2-prefetch
 done_checks

@@ -1,11 +1,14 @@
 # The FULL_STATE_DICT checkpoint of a BLOOM run is a BloomForCausalLM model.safetensors: HF's names
 # and layouts (nn.Linear weights [out, in], query_key_value [3C, C] laid out per head, no
-# lm_head.weight: it is tied to word_embeddings), F32.  It loads back into the task (init_weights)
+# lm_head.weight: it is tied to word_embeddings), F32.  The run starts from the PyTorch BLOOM's
+# random weights (attention scores of order 1, so a q/k/v layout slip on saving would show).  It loads back into the task (init_weights)
 # and into the PyTorch BLOOM with the same outputs (logits within 1e-4) -- also on 2 ranks with
 # cpu_ram_efficient_loading, where only rank 0 reads it -- and loads the same when saved without the
 # "transformer." prefix, as the Hub's bloom files are.
 . "$(dirname "$0")/lib.sh"
 corpus
+$TORCH_BLOOM init "$T/w.safetensors" --n_layer 2 --n_head 6 --hidden_size 48 --vocab_size 257 --seed 11 \
+    >/dev/null && pass || fail "bloom_torch.py init"
 bloom_job b.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = BloomBlock" \
     "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
 size = tiny
@@ -17,8 +20,9 @@ data = $T/corpus.txt
 per_device_train_batch_size = 4
 learning_rate = 3e-3
 EOF2
-run "$SHARDRUN" "$T/b.ini" --nproc-per-node 2 --set task.max_steps=6 --set task.output_dir="$T/train"
-expect_rc 0 "2 ranks train 6 steps"
+run "$SHARDRUN" "$T/b.ini" --nproc-per-node 2 --set task.max_steps=6 --set task.output_dir="$T/train" \
+    --set task.init_weights="$T/w.safetensors"
+expect_rc 0 "2 ranks train 6 steps from the PyTorch BLOOM's weights"
 ck="$T/train/checkpoint-6/model.safetensors"
 names=$(/usr/bin/python3 $SRC/tests/interop/read_safetensors.py "$ck" | awk '{print $1, $2, $3}')
 expect_eq "$(wc -l <<<"$names")" 29 "tensors in model.safetensors (3 + 2 x 12 + 2)"

@@ -3,7 +3,8 @@
 # and loss (the task's `dump`) and every parameter's gradient (one AdamW step with beta1 = 0 leaves
 # exp_avg = the gradient in the FULL checkpoint's optimizer.safetensors) agree within 1e-4 of each
 # tensor's largest value.  Head counts 4 (a power of two), 6 and 12 (ALiBi's extra heads: slopes
-# 2^-1, 2^-3 from base 2^(-4/4); 2^-0.5 ... from base 2^(-4/8), not exact in float32), hidden 48.
+# 2^-1, 2^-3 from base 2^(-4/4); 2^-0.5 ... from base 2^(-4/8), not exact in float32), hidden 48,
+# and bloom-560m's 16 (base 2^-0.5; hidden 64).
 # The batch mixes padded and truncated samples, so the ignored labels and the tied
 # lm_head/word_embeddings gradient are covered, and its 100 positions span two of the attention's
 # 64-query blocks (the second one partial); 4 and 6 heads run on 1 rank and on 2 (FULL_SHARD per
@@ -17,14 +18,16 @@ with open(sys.argv[1], "w") as f:
         f.write(("Paragraph %d says something short." % i) if i % 2 else ("A much longer paragraph %d " % i) * 6)
         f.write("\n\n")
 PY
-for heads in 4 6 12; do
+for heads in 4 6 12 16; do
+    hidden=48
+    [ "$heads" = 16 ] && hidden=64
     w="$T/w$heads.safetensors"
-    $TORCH_BLOOM init "$w" --n_layer 2 --n_head $heads --hidden_size 48 --vocab_size 300 --seed $heads \
+    $TORCH_BLOOM init "$w" --n_layer 2 --n_head $heads --hidden_size $hidden --vocab_size 300 --seed $heads \
         >/dev/null && pass || fail "bloom_torch.py init ($heads heads)"
     bloom_job b$heads.ini "fsdp.sharding_strategy = NO_SHARD" "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
 size = tiny
 n_layer = 2
-hidden_size = 48
+hidden_size = $hidden
 n_head = $heads
 vocab_size = 300
 max_length = 100
@@ -40,7 +43,7 @@ dump = $T/dump.safetensors
 output_dir = $T/out
 EOF2
     ranks="1 2"
-    [ "$heads" = 12 ] && ranks=1
+    case $heads in 12 | 16) ranks=1 ;; esac
     for n in $ranks; do
         rm -rf "$T/out" "$T/dump.safetensors"
         extra=()

@@ -56,6 +56,9 @@ static void pool_drain(sr__engine *e, sr__pool *p) {
 
 static int is_root(const sr__engine *e, int u) { return e->units.u[u].root; }
 
+/* where unit u's shard-sized temporaries come from */
+static sr__pool *temp_pool_of(sr__engine *e, int u) { return is_root(e, u) ? &e->root_temp_pool : &e->temp_pool; }
+
 /* dst (device, compute dtype) = the fp32 shard; offloaded shards are cast on the host and copied */
 static void cast_shard(sr__engine *e, void *dst, const float *shard, size_t n) {
     double t0 = sr__prof_now();
@@ -104,7 +107,7 @@ static int issue_gather(sr__engine *e, int u) {
     const void *send = s->master;
     e->dev->sync(); /* a GPU's collectives run on their own stream: the casts must be done */
     if (e->dtype != SR_FLOAT32 || e->offload) {
-        s->gather_send = pool_get(e, &e->temp_pool);
+        s->gather_send = pool_get(e, temp_pool_of(e, u));
         if (!s->gather_send) return -1;
         cast_shard(e, s->gather_send, s->master, un->shard);
         e->dev->sync();
@@ -132,7 +135,7 @@ static int wait_gather(sr__engine *e, int u) {
     int rc = sr_work_wait(s->gather_work);
     if (sr__prof.on) wait_done(e, s->issued, t0, e->units.u[u].padded * e->dsize);
     s->gather_work = NULL;
-    pool_put(&e->temp_pool, s->gather_send);
+    pool_put(temp_pool_of(e, u), s->gather_send);
     s->gather_send = NULL;
     if (rc != 0) return pg_fail(e->shard_pg, "all-gather");
     s->st = SR_U_GATHERED;
@@ -170,9 +173,10 @@ static int complete_reduce(sr__engine *e, int u) {
     int rc = sr_work_wait(s->rs_work);
     if (sr__prof.on) wait_done(e, s->issued_rs, t0, e->units.u[u].padded * e->dsize);
     s->rs_work = NULL;
-    if (rc == 0) accumulate_shard(e, s->grad, s->rs_recv, e->units.u[u].shard);
-    pool_put(&e->temp_pool, s->rs_recv);
+    if (rc == 0 && !s->rs_direct) accumulate_shard(e, s->grad, s->rs_recv, e->units.u[u].shard);
+    pool_put(temp_pool_of(e, u), s->rs_recv);
     s->rs_recv = NULL;
+    s->rs_direct = 0;
     if (!is_root(e, u)) {
         pool_put(&e->grad_pool, s->gfull);
         s->gfull = NULL;
@@ -202,14 +206,19 @@ static int issue_reduce(sr__engine *e, int u) {
     const sr__unit *un = &e->units.u[u];
     if (!e->shard_pg) {
         accumulate_shard(e, s->grad, s->gfull, un->shard);
+        s->grad_clean = 0;
         if (!is_root(e, u)) pool_put(&e->grad_pool, s->gfull), s->gfull = NULL;
         return 0;
     }
-    s->rs_recv = pool_get(e, &e->temp_pool);
-    if (!s->rs_recv) return -1;
+    /* The first reduction into a zeroed fp32 shard on the device is the shard itself: no temporary
+       and no accumulate pass (0 + x is x, bit for bit) */
+    s->rs_direct = e->dtype == SR_FLOAT32 && !e->offload && s->grad_clean;
+    s->grad_clean = 0;
+    if (!s->rs_direct && !(s->rs_recv = pool_get(e, temp_pool_of(e, u)))) return -1;
     e->dev->sync(); /* the task's gradient kernels must have finished */
     s->issued_rs = sr__prof_now();
-    if (sr_pg_reduce_scatter(e->shard_pg, s->gfull, s->rs_recv, un->shard, e->dtype, SR_AVG, &s->rs_work) != 0)
+    void *recv = s->rs_direct ? (void *)s->grad : s->rs_recv;
+    if (sr_pg_reduce_scatter(e->shard_pg, s->gfull, recv, un->shard, e->dtype, SR_AVG, &s->rs_work) != 0)
         return pg_fail(e->shard_pg, "reduce-scatter");
     s->rs_pending = 1;
     e->pending_rs[e->npending++] = u;
@@ -423,6 +432,7 @@ static void zero_grads(sr__engine *e) {
     double t0 = sr__prof_now(), bytes = 0;
     for (int u = 0; u < e->units.n; u++) {
         e->hdev->zero(e->slot[u].grad, e->units.u[u].shard * sizeof(float));
+        e->slot[u].grad_clean = 1;
         bytes += (double)(e->units.u[u].shard * sizeof(float));
     }
     if (sr__prof.on) e->hdev->sync(), sr__prof_add(SR__PROF_CAST, t0, 0, bytes);
@@ -601,7 +611,7 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
     e->fwd_units = calloc((size_t)nu, sizeof(int));
     e->pending_rs = calloc((size_t)nu, sizeof(int));
     e->mod_pos = calloc((size_t)model->nmods, sizeof(int));
-    size_t max_padded = 0, max_shard = 0;
+    size_t max_padded = 0, max_shard = 0, max_block_shard = 0;
     for (int mi = 0; mi < model->nmods; mi++) {
         int u = model->mods[mi].unit;
         e->mod_pos[mi] = -1;
@@ -624,15 +634,19 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
                     un->label, b);
             goto fail;
         }
+        e->hdev->zero(s->grad, b); /* a device's memory may come uninitialised */
+        s->grad_clean = 1;
         e->persistent += 4 * b;
         if (un->shard > max_shard) max_shard = un->shard;
+        if (!un->root && un->shard > max_block_shard) max_block_shard = un->shard;
         if (!un->root && un->padded > max_padded) max_padded = un->padded;
     }
     e->peak = e->persistent;
     /* pools: FULL_SHARD holds at most two units (current + prefetched); SHARD_GRAD_OP keeps every
        unit gathered from its forward to its backward */
     e->param_pool.bytes = e->grad_pool.bytes = max_padded * e->dsize;
-    e->temp_pool.bytes = max_shard * e->dsize;
+    e->temp_pool.bytes = max_block_shard * e->dsize;
+    if (e->units.root >= 0) e->root_temp_pool.bytes = e->units.u[e->units.root].shard * e->dsize;
     e->grad_limit = 2;
     if (e->units.root >= 0) { /* the root unit's buffers live for the whole run */
         int r = e->units.root;
@@ -666,6 +680,7 @@ void sr__engine_free(sr__engine *e) {
             else pool_put(&e->param_pool, s->full);
         }
         pool_drain(e, &e->param_pool), pool_drain(e, &e->grad_pool), pool_drain(e, &e->temp_pool);
+        pool_drain(e, &e->root_temp_pool);
         e->dev->free(e->scalar);
         e->dev->free(e->xfer);
         if (e->hdev) e->hdev->free(e->stage);
@@ -696,15 +711,38 @@ int sr__engine_fill_master(sr__engine *e, sr__unit_filler fill, void *arg, int f
     for (int u = 0; u < e->units.n; u++) {
         const sr__unit *un = &e->units.u[u];
         size_t lo = (size_t)e->shard_rank * un->shard;
-        float *host = malloc((from_rank0 ? un->padded : un->shard) * sizeof(float));
+        int whole = from_rank0 && e->rank == 0; /* only rank 0 fills a whole unit */
+        float *host = malloc((whole ? un->padded : un->shard) * sizeof(float));
         if (!from_rank0) { /* each rank fills only its own shard */
+            if (!host) {
+                sr__log(SR_LOG_ERROR, "out of memory for unit %s's initial parameters (%zu bytes)", un->label,
+                        un->shard * sizeof(float));
+                return -1;
+            }
             fill(e, u, host, lo, un->shard, arg);
         } else { /* rank 0's values, one unit at a time: no rank holds the whole model */
-            float *dev = e->dev->alloc(un->padded * sizeof(float));
-            if (e->rank == 0) fill(e, u, host, 0, un->padded, arg), e->dev->to_device(dev, host, un->padded * sizeof(float));
+            /* the root's gathered buffer is free until training and as large (fp32): broadcast into
+               it rather than into a second copy of what may be the token embedding */
+            int borrow = un->root && e->dsize == sizeof(float) && e->slot[u].full;
+            if (borrow) { /* what it held is stale from here on: the next use gathers again */
+                if (wait_gather(e, u) != 0) {
+                    free(host);
+                    return -1;
+                }
+                e->slot[u].st = SR_U_RELEASED;
+            }
+            float *dev = borrow ? e->slot[u].full : e->dev->alloc(un->padded * sizeof(float));
+            if (!host || !dev) {
+                sr__log(SR_LOG_ERROR, "out of memory for unit %s's initial parameters (%zu bytes)", un->label,
+                        un->padded * sizeof(float));
+                free(host);
+                if (!borrow) e->dev->free(dev);
+                return -1;
+            }
+            if (whole) fill(e, u, host, 0, un->padded, arg), e->dev->to_device(dev, host, un->padded * sizeof(float));
             int rc = sr_pg_broadcast(e->world, dev, un->padded, SR_FLOAT32, 0, NULL);
             if (rc == 0) e->dev->to_host(host, (float *)dev + lo, un->shard * sizeof(float));
-            e->dev->free(dev);
+            if (!borrow) e->dev->free(dev);
             if (rc != 0) {
                 free(host);
                 return pg_fail(e->world, "broadcast of rank 0's parameters");

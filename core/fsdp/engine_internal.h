@@ -30,6 +30,8 @@ typedef struct sr__uslot {
     void *rs_recv;        /* reduce-scatter result, shard-sized, param dtype */
     sr_work *rs_work;
     int rs_pending;
+    int rs_direct;  /* the pending reduce-scatter writes the grad shard itself (rs_recv is NULL) */
+    int grad_clean; /* the grad shard holds zeros since the last step: a reduce-scatter may write it */
     double issued, issued_rs; /* the profile: when the gather and the reduce-scatter were issued */
 } sr__uslot;
 
@@ -57,7 +59,9 @@ struct sr__engine {
     int nfwd;
     int *mod_pos;   /* module -> position of its unit in fwd_units (-1: root) */
     /* pools */
-    sr__pool param_pool, grad_pool, temp_pool;
+    /* temp_pool: shard-sized buffers of the wrapped units; root_temp_pool: the root's, sized for its
+       shard alone (a root holding the token embedding can be 20x a block's) */
+    sr__pool param_pool, grad_pool, temp_pool, root_temp_pool;
     int grad_limit; /* full-gradient buffers at most (see get_grad_buffer) */
     int *pending_rs; /* FIFO of units with a reduce-scatter in flight */
     int npending;

@@ -34,6 +34,7 @@ typedef struct tf_lm {
     sr_dtype dt; /* compute dtype (fp32 on the CPU) */
     size_t es;   /* its element size */
     tf_tokenizer *tok;
+    const char *tok_desc; /* for the log line: which tokenizer */
     tf_dataset data;
     tf_dataset eval; /* held-out samples (eval_data or validation_split_percentage); n = 0: none */
     const char *eval_from; /* for the log line: "eval_data" or "validation_split_percentage = N" */
@@ -255,13 +256,20 @@ static int load_eval_data(tf_lm *g, sr_ctx *ctx, const tf_data_opts *train) {
 
 static int load_data(tf_lm *g, sr_ctx *ctx) {
     const char *vocab = sr_config(ctx, "vocab_json"), *merges = sr_config(ctx, "merges_txt");
+    const char *tj = sr_config(ctx, "tokenizer_json");
     if (!vocab != !merges) {
         lm_error(g, "[task] vocab_json and merges_txt go together: give both (GPT-2 BPE) or "
                         "neither (byte-level tokens)\n");
         return -1;
     }
+    if (tj && vocab) {
+        lm_error(g, "[task] tokenizer_json and vocab_json + merges_txt each name a tokenizer; keep one\n");
+        return -1;
+    }
     char err[1024];
-    if (!(g->tok = tf_tokenizer_load(vocab, merges, err, sizeof err))) {
+    g->tok = tj ? tf_tokenizer_load_json(tj, err, sizeof err) : tf_tokenizer_load(vocab, merges, err, sizeof err);
+    g->tok_desc = tj ? "tokenizer.json BPE" : vocab ? "GPT-2 BPE" : "byte-level";
+    if (!g->tok) {
         lm_error(g, "%s\n", err);
         return -1;
     }
@@ -377,7 +385,7 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
                "files (%lld shorter texts dropped); %s tokenizer, %d tokens\n",
                arch->name, g->data.n, g->T, g->data.tokens, 100.0 * (1.0 - (double)g->data.tokens / ((double)g->data.n * g->T)),
                g->data.texts_read - g->data.texts_dropped, g->data.files, g->data.texts_dropped,
-               sr_config(ctx, "vocab_json") ? "GPT-2 BPE" : "byte-level", tv);
+               g->tok_desc, tv);
         if (g->eval.n)
             printf("%s: eval data: %lld samples (%lld real tokens) from %s\n", arch->name, g->eval.n, g->eval.tokens,
                    g->eval_from);

@@ -1,7 +1,13 @@
-/* gpt2_tokenize: prints the token ids of files, one per line, for tests/gpt2/tokenizer.sh.
+/* gpt2_tokenize: prints the token ids of files, one per line, for tests/gpt2/tokenizer.sh and
+   tests/bloom/tokenizer.sh.
      gpt2_tokenize VOCAB MERGES FILE...       (VOCAB MERGES = "- -": byte-level tokens)
      gpt2_tokenize -t VOCAB MERGES FILE...    only a summary line: tokens, bytes, load and encode seconds
-     gpt2_tokenize -p FILE                    the pre-tokens of FILE, one per line, in hex
+     gpt2_tokenize -p FILE                    the pre-tokens of FILE (GPT-2's pattern), one per line, in hex
+     gpt2_tokenize --tokenizer-json PATH [-t | -p] FILE...
+                                              the same with an HF tokenizer.json (-p: the pieces of its
+                                              pre-tokenizer); a load error goes to stderr, exit 1
+     gpt2_tokenize --tokenizer-json PATH --info
+                                              "vocab N eos E" and, per id, its decoded bytes in hex
    Each file is encoded as one text.  Lifecycle: load, encode every file, print, free, exit. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -39,27 +45,71 @@ static int pretokens(const char *path) {
     return 0;
 }
 
+/* the pieces of FILE under t's pre-tokenizer, one per line, in hex */
+static int pieces(const tf_tokenizer *t, const char *path) {
+    size_t len;
+    char *text = slurp(path, &len);
+    if (!text) return 1;
+    for (size_t i = 0, j; i < len; i = j) {
+        j = tf_tokenizer_piece_end(t, text, len, i);
+        for (size_t k = i; k < j; k++) printf("%02x", (unsigned char)text[k]);
+        putchar('\n');
+    }
+    free(text);
+    return 0;
+}
+
+static int info(tf_tokenizer *t) {
+    printf("vocab %d eos %d\n", tf_tokenizer_vocab_size(t), tf_tokenizer_eos(t));
+    char buf[4096];
+    for (int id = 0; id < tf_tokenizer_vocab_size(t); id++) {
+        int n = tf_tokenizer_decode(t, id, buf, sizeof buf);
+        if (n < 0 || n > (int)sizeof buf) return fprintf(stderr, "gpt2_tokenize: cannot decode id %d\n", id), 1;
+        for (int k = 0; k < n; k++) printf("%02x", (unsigned char)buf[k]);
+        putchar('\n');
+    }
+    return 0;
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: gpt2_tokenize [-t] VOCAB.json MERGES.txt FILE...   (\"- -\": byte-level)\n"
+                    "       gpt2_tokenize -p FILE\n"
+                    "       gpt2_tokenize --tokenizer-json PATH [-t | -p] FILE...\n"
+                    "       gpt2_tokenize --tokenizer-json PATH --info\n");
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "-p")) return pretokens(argv[2]);
-    int summary = argc > 1 && !strcmp(argv[1], "-t");
-    argv += summary, argc -= summary;
-    if (argc < 4) {
-        fprintf(stderr, "usage: gpt2_tokenize [-t] VOCAB.json MERGES.txt FILE...   (\"- -\": byte-level)\n"
-                        "       gpt2_tokenize -p FILE\n");
+    const char *json = NULL, *vocab = NULL, *merges = NULL;
+    int a = 1;
+    if (argc > 2 && !strcmp(argv[1], "--tokenizer-json")) json = argv[2], a = 3;
+    int summary = a < argc && !strcmp(argv[a], "-t"), split = json && a < argc && !strcmp(argv[a], "-p");
+    int show = json && a + 1 == argc && !strcmp(argv[a], "--info");
+    a += summary + split + show;
+    if (!json && a + 2 <= argc) vocab = argv[a], merges = argv[a + 1], a += 2;
+    if ((!json && !vocab) || (a >= argc && !show)) {
+        usage();
         return 2;
     }
-    int byte_level = !strcmp(argv[1], "-") && !strcmp(argv[2], "-");
+    int byte_level = vocab && !strcmp(vocab, "-") && !strcmp(merges, "-");
     char err[512];
     double t0 = now();
-    tf_tokenizer *t = tf_tokenizer_load(byte_level ? NULL : argv[1], byte_level ? NULL : argv[2], err, sizeof err);
+    tf_tokenizer *t = json ? tf_tokenizer_load_json(json, err, sizeof err)
+                           : tf_tokenizer_load(byte_level ? NULL : vocab, byte_level ? NULL : merges, err, sizeof err);
     if (!t) {
         fprintf(stderr, "gpt2_tokenize: %s\n", err);
         return 1;
     }
+    if (show || split) {
+        int rc = show ? info(t) : 0;
+        for (int k = a; split && k < argc && !rc; k++) rc = pieces(t, argv[k]);
+        tf_tokenizer_free(t);
+        return rc;
+    }
     double t1 = now(), encode_s = 0;
     int32_t *ids = NULL;
     size_t n = 0, cap = 0, bytes = 0;
-    for (int k = 3; k < argc; k++) {
+    for (int k = a; k < argc; k++) {
         size_t len;
         char *text = slurp(argv[k], &len);
         if (!text) return 1;
@@ -73,7 +123,7 @@ int main(int argc, char **argv) {
         free(text);
     }
     if (summary)
-        printf("%zu tokens from %zu bytes in %d files; vocab %d; load %.3f s, encode %.3f s\n", n, bytes, argc - 3,
+        printf("%zu tokens from %zu bytes in %d files; vocab %d; load %.3f s, encode %.3f s\n", n, bytes, argc - a,
                tf_tokenizer_vocab_size(t), t1 - t0, encode_s);
     else
         for (size_t i = 0; i < n; i++) printf("%d\n", (int)ids[i]);

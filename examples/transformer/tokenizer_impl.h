@@ -1,0 +1,149 @@
+/*
+ * The tokenizer's insides, shared by its files (nothing here is for the tasks; they use tokenizer.h):
+ *   tokenizer.c           the tables, the tokenizer object, the merge loop, encode/decode/free
+ *   tokenizer_pretok.c    the pre-tokenizers (GPT-2's pattern, BLOOM's split), written by hand
+ *   tokenizer_jsonread.c  the small JSON reader both loaders walk their files with
+ *   tokenizer_gpt2files.c tf_tokenizer_load: byte-level, or vocab.json + merges.txt
+ *   tokenizer_json.c      tf_tokenizer_load_json: HF tokenizers' tokenizer.json
+ *
+ * Lifecycle: a loader callocs a tf_tokenizer, fills vocab (tf__vocab_object or by hand), checks it
+ * (tf__vocab_check_ids, tf__vocab_bytes), adds merges (tf__merge_add), sets eos and pretok; encode
+ * and decode then only read the tables (and fill the caches); tf_tokenizer_free frees everything.
+ */
+#ifndef TF_TOKENIZER_IMPL_H
+#define TF_TOKENIZER_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer.h"
+
+/* ---- tables (tokenizer.c) ------------------------------------------------------------------- */
+
+/* byte string -> (a, b); keys live in one growing buffer */
+typedef struct {
+    uint32_t off, len; /* key = keys[off, off+len); off == TF__SLOT_FREE: unused slot */
+    int32_t a, b;
+} tf__str_slot;
+typedef struct {
+    tf__str_slot *slots;
+    size_t cap, n; /* cap: 0 or a power of two, at least twice n */
+    char *keys;
+    size_t klen, kcap;
+} tf__strmap;
+#define TF__SLOT_FREE UINT32_MAX
+
+tf__str_slot *tf__strmap_find(const tf__strmap *m, const char *k, size_t n);
+/* Adds key k, which must be absent: its slot, or NULL when out of memory. */
+tf__str_slot *tf__strmap_add(tf__strmap *m, const char *k, size_t n);
+
+/* (left id, right id) of a merge -> its rank and the id of the merged symbol */
+typedef struct {
+    uint64_t key; /* left << 32 | right; all bits set: unused slot */
+    int32_t rank, id;
+} tf__pair_slot;
+typedef struct {
+    tf__pair_slot *slots;
+    size_t cap, n;
+} tf__pairmap;
+
+/* How encode cuts a text into the pieces BPE merges separately. */
+typedef enum {
+    TF_PRETOK_BYTES, /* no BPE: one id per byte (the byte-level fallback) */
+    TF_PRETOK_GPT2,  /* GPT-2's pattern (tf_tokenizer_pretoken_end) */
+    TF_PRETOK_BLOOM  /* BLOOM's Split regex, Isolated (tf__bloom_piece_end) */
+} tf__pretok;
+
+struct tf_tokenizer {
+    int vocab_size, eos;
+    tf__pretok pretok;
+    int32_t byte_id[256];
+    tf__strmap vocab; /* symbol as the file spells it (UTF-8 of byte symbols) -> a = id, b = byte offset of
+                         its entry in the file (for messages) */
+    tf__pairmap merges;
+    tf__strmap cache; /* piece bytes -> a = offset in cache_ids, b = count */
+    int32_t *cache_ids;
+    size_t cache_n, cache_cap;
+    /* scratch of the merge loop, for pieces of up to scratch_cap bytes */
+    int32_t *sym, *next, *prev;
+    uint64_t *heap, *pending;
+    size_t scratch_cap;
+    const tf__str_slot **by_id; /* decode: id -> its vocab entry, built on first use */
+    uint8_t *added; /* NULL, or per id: 1 for an added token outside the BPE vocabulary (decoded as it is) */
+};
+
+/* vsnprintf into err; -1 */
+int tf__fail(char *err, size_t errlen, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* The UTF-8 of byte b's symbol in OpenAI's bytes_to_unicode (at most 2 bytes): its length. */
+size_t tf__byte_symbol(int b, char *out);
+
+/* The 1-based line of text[off]. */
+int tf__line_at(const char *text, size_t off);
+
+/* After t->vocab is filled (each entry's b = its byte offset in `text`, the file at `path`): ids
+   must be 0..n-1, each once; sets vocab_size.  `have` names what was counted in the message ("the
+   file has").  Then every byte's symbol must be in it; sets byte_id.  0, or -1 with a message. */
+int tf__vocab_check_ids(tf_tokenizer *t, const char *path, const char *text, const char *have, char *err,
+                        size_t errlen);
+int tf__vocab_bytes(tf_tokenizer *t, const char *path, char *err, size_t errlen);
+
+/* Adds the merge (left, right) with the given rank; both and their concatenation must be vocabulary
+   symbols.  buf and cap: a scratch buffer the caller frees.  0; 1, 2 or 3 when the left symbol, the
+   right one or the merged one is not in the vocabulary; -1 when out of memory. */
+int tf__merge_add(tf_tokenizer *t, const char *left, size_t ll, const char *right, size_t rl, int32_t rank,
+                  char **buf, size_t *cap);
+
+/* ---- pre-tokenizers (tokenizer_pretok.c) ------------------------------------------------------ */
+
+/* The end of the piece that starts at text[i] (i < len) under BLOOM's pre-tokenizer (tokenizer.h). */
+size_t tf__bloom_piece_end(const char *text, size_t len, size_t i);
+
+/* ---- the JSON reader (tokenizer_jsonread.c) --------------------------------------------------- */
+
+/* A cursor over one JSON file held in memory.  Strings are decoded into str (UTF-8, not
+   NUL-terminated, reused by the next string).  Errors: "<path>:<line>: expected <what>, found <what
+   is at the cursor> (byte offset <i>)" in err. */
+typedef struct {
+    const char *s, *path;
+    size_t n, i;
+    int line;
+    char *err;
+    size_t errlen;
+    char *str; /* the last string read */
+    size_t slen, scap;
+    size_t key_at; /* the byte offset and line of the last object key read by tf__json_more */
+    int key_line;
+} tf__json;
+
+int tf__json_fail(tf__json *j, const char *expected);
+void tf__json_space(tf__json *j);
+/* The next byte after whitespace (the cursor stays on it), or -1 at the end. */
+int tf__json_peek(tf__json *j);
+/* A string at the cursor (which must be at '"', after whitespace) into j->str. */
+int tf__json_string(tf__json *j);
+/* A non-negative integer id below 2^31 at the cursor. */
+int tf__json_id(tf__json *j, int32_t *out);
+/* true, false (*out 1/0) or null (*out -1); -1 with "expected <what>" for anything else. */
+int tf__json_literal(tf__json *j, int *out, const char *what);
+/* Any value, checked and discarded (at most 64 containers deep). */
+int tf__json_skip(tf__json *j);
+/* Containers: tf__json_open reads `open` ('{' or '['), else fails with "expected <what>".
+   tf__json_more then returns 1 when an item follows (for objects: its key has been read into
+   j->str, and the ':'), 0 when the container closed, -1 on an error; *count counts the items. */
+int tf__json_open(tf__json *j, char open, const char *what);
+int tf__json_more(tf__json *j, char close, int *count);
+/* Whitespace, then the end of the text. */
+int tf__json_end(tf__json *j);
+/* j->str is `want` */
+int tf__json_str_is(const tf__json *j, const char *want);
+
+/* The object of "symbol": id at the cursor into t->vocab (entry b = the byte offset of its key);
+   `what` names it in messages ("vocab.json", "model.vocab").  A key given twice is refused. */
+int tf__vocab_object(tf_tokenizer *t, tf__json *j, const char *what);
+
+#endif

@@ -28,7 +28,8 @@ what the C task computed.  Run it as /usr/bin/python3 (Debian's torch 1.13 CPU +
         torch's float32 logits [B,T,V] for DUMP's input_ids (and "loss" [1] when DUMP has labels).
 
 As a module: GPT2, GPT2Config, read_safetensors, write_safetensors, load_state, state_tensors,
-config_from_tensors, hf_loss.
+config_from_tensors, layer_count, hf_loss; and check_dump, logits_of, command_line, run_command,
+which take the model family as a parameter (tests/bloom/bloom_torch.py runs them with BLOOM).
 """
 import argparse
 import json
@@ -241,17 +242,28 @@ def state_tensors(model, prefix=True):
     return out
 
 
-def _canonical(tensors):
-    """names with the transformer. prefix, HF's attention buffers dropped"""
+def _canonical(tensors, ignored=_IGNORED):
+    """names with the transformer. prefix, the buffers matching ignored (HF's attention mask
+    buffers for GPT-2) dropped"""
     out = {}
     for name, a in tensors.items():
-        if _IGNORED.match(name):
+        if ignored is not None and ignored.match(name):
             continue
         full = name if name.startswith(PREFIX) or name == "lm_head.weight" else PREFIX + name
         if full in out:
             raise ValueError(f"{name!r} appears both with and without the prefix")
         out[full] = a
     return out
+
+
+def layer_count(canonical):
+    """the number of transformer.h.N. layers in {name: array} (names with the prefix); the
+    indices must be 0..N-1"""
+    layers = {int(m.group(1)) for m in (re.match(r"transformer\.h\.(\d+)\.", n) for n in canonical) if m}
+    L = max(layers) + 1 if layers else 0
+    if layers != set(range(L)):
+        raise ValueError(f"layer indices {sorted(layers)} are not 0..{L - 1}")
+    return L
 
 
 def config_from_tensors(tensors, n_head):
@@ -261,19 +273,17 @@ def config_from_tensors(tensors, n_head):
         P = t[PREFIX + "wpe.weight"].shape[0]
     except KeyError as e:
         raise ValueError(f"no tensor {e.args[0]}")
-    layers = {int(m.group(1)) for m in (re.match(r"transformer\.h\.(\d+)\.", n) for n in t) if m}
-    L = max(layers) + 1 if layers else 0
-    if layers != set(range(L)):
-        raise ValueError(f"layer indices {sorted(layers)} are not 0..{L - 1}")
+    L = layer_count(t)
     return GPT2Config(n_layer=L, n_head=n_head, n_embd=C, n_positions=P, vocab_size=V)
 
 
-def load_state(model, path_or_tensors):
+def load_state(model, path_or_tensors, embedding=PREFIX + "wte.weight", ignored=_IGNORED):
     """Copy a safetensors file's (or a {name: array} dict's) tensors into model.  Names may carry
-    the transformer. prefix or not; HF's h.N.attn.bias / masked_bias buffers are ignored, and so is
-    an lm_head.weight equal to wte.  Every parameter must be present with exactly its shape."""
+    the transformer. prefix or not; the names matching ignored (GPT-2: HF's h.N.attn.bias /
+    masked_bias buffers) are skipped, and so is an lm_head.weight equal to the tied embedding.
+    Every parameter must be present with exactly its shape."""
     src = path_or_tensors
-    t = _canonical(read_safetensors(src) if isinstance(src, str) else src)
+    t = _canonical(read_safetensors(src) if isinstance(src, str) else src, ignored)
     head = t.pop("lm_head.weight", None)
     params = dict(model.named_parameters())  # no lm_head.weight: it is wte
     missing = sorted(set(params) - set(t))
@@ -287,8 +297,8 @@ def load_state(model, path_or_tensors):
                 raise ValueError(f"{name}: shape {list(a.shape)}, model wants {list(p.shape)}")
             p.copy_(torch.from_numpy(a.astype(np.float64)))
         if head is not None and not np.array_equal(np.asarray(head, np.float32),
-                                                   t[PREFIX + "wte.weight"].astype(np.float32)):
-            raise ValueError("lm_head.weight differs from wte.weight (the head must be tied)")
+                                                   np.asarray(t[embedding], np.float32)):
+            raise ValueError(f"lm_head.weight differs from {embedding} (the head must be tied)")
     return model
 
 
@@ -377,7 +387,7 @@ def _dump_inputs(dump, path, need_labels=True):
 def _check_range(ids, cfg):
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= cfg.vocab_size):
         raise ValueError(f"input_ids outside [0, {cfg.vocab_size})")
-    if ids.shape[1] > cfg.n_positions:
+    if getattr(cfg, "n_positions", None) is not None and ids.shape[1] > cfg.n_positions:
         raise ValueError(f"sequence length {ids.shape[1]} > n_positions {cfg.n_positions}")
 
 
@@ -392,10 +402,24 @@ def cmd_init(a):
     return 0
 
 
-def cmd_check(a):
+def _gpt2_from(weights, n_head, dtype):
+    """the builder of check_dump / logits_of for GPT-2: (model in dtype with weights, config)"""
+    cfg = config_from_tensors(weights, n_head)
+    return load_state(GPT2(cfg).to(dtype), weights), cfg
+
+
+def _grad_of(p):
+    """p's gradient as numpy; zeros for a parameter the loss does not reach (no .grad)"""
+    return p.grad.numpy() if p.grad is not None else np.zeros(tuple(p.shape))
+
+
+def check_dump(a, build):
+    """`check` for a model family: build(weights, n_head, dtype) -> (model, config), the model's
+    forward(ids, labels) -> (logits, loss), its parameters named as the checkpoints name them,
+    config.vocab_size (and n_positions if it has a limit)."""
     dump = read_safetensors(a.dump)
     weights = read_safetensors(a.weights)
-    cfg = config_from_tensors(weights, a.n_head)
+    cfg = build(weights, a.n_head, torch.float64)[1]
     ids, labels = _dump_inputs(dump, a.dump)
     _check_range(ids, cfg)
     c_logits = np.asarray(_get(dump, "logits", a.dump))
@@ -409,8 +433,7 @@ def cmd_check(a):
 
     runs = {}
     for dt in (torch.float64, torch.float32):
-        m = GPT2(cfg).to(dt)
-        load_state(m, weights)
+        m = build(weights, a.n_head, dt)[0]
         logits, loss = m(ids, labels)
         if a.grads:
             loss.backward()
@@ -435,20 +458,19 @@ def cmd_check(a):
             if tuple(g.shape) != tuple(p.shape):
                 rep.missing(name, f"{key} has shape {list(g.shape)}, want {list(p.shape)}")
                 continue
-            rep.line(name + ".grad", g, p.grad.numpy(), p32[name].grad.numpy())
+            rep.line(name + ".grad", g, _grad_of(p), _grad_of(p32[name]))
     print(f"checked {rep.n} tensors, worst relative difference {rep.worst:.3e}"
           + (f", {rep.failed} FAILED" if rep.failed else ""))
     return 1 if rep.failed else 0
 
 
-def cmd_logits(a):
+def logits_of(a, build):
+    """`logits` for a model family (build as for check_dump)"""
     weights = read_safetensors(a.weights)
-    cfg = config_from_tensors(weights, a.n_head)
+    m, cfg = build(weights, a.n_head, torch.float32)
     dump = read_safetensors(a.ids)
     ids, labels = _dump_inputs(dump, a.ids, need_labels=False)
     _check_range(ids, cfg)
-    m = GPT2(cfg).to(torch.float32)
-    load_state(m, weights)
     with torch.no_grad():
         logits, loss = m(ids, labels)
     out = {"logits": logits.numpy().astype(np.float32)}
@@ -460,13 +482,23 @@ def cmd_logits(a):
     return 0
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def cmd_check(a):
+    return check_dump(a, _gpt2_from)
+
+
+def cmd_logits(a):
+    return logits_of(a, _gpt2_from)
+
+
+def command_line(doc, sizes):
+    """(parser, subparsers) with `init OUT --SIZE... --seed S [--no-prefix]`, `check` and
+    `logits` as described in this module's docstring; sizes: the init's integer options"""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("init", help="random weights")
     p.add_argument("out")
-    for k in ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "seed"):
+    for k in tuple(sizes) + ("seed",):
         p.add_argument("--" + k, type=int, required=True)
     p.add_argument("--no-prefix", action="store_true", help='names without "transformer."')
     p = sub.add_parser("check", help="compare a C dump with torch")
@@ -480,13 +512,23 @@ def main(argv=None):
     p.add_argument("--n_head", type=int, required=True)
     p.add_argument("--ids", required=True)
     p.add_argument("--out", required=True)
-    a = ap.parse_args(argv)
+    return ap, sub
+
+
+def run_command(prog, a, commands):
+    """commands[a.cmd](a) with torch on at most 2 threads; bad input: a message and exit code 2"""
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     try:
-        return {"init": cmd_init, "check": cmd_check, "logits": cmd_logits}[a.cmd](a)
+        return commands[a.cmd](a)
     except (OSError, ValueError, KeyError, SafetensorsError) as e:
-        print(f"gpt2_torch.py {a.cmd}: {e}", file=sys.stderr)
+        print(f"{prog} {a.cmd}: {e}", file=sys.stderr)
         return 2
+
+
+def main(argv=None):
+    ap, _ = command_line(__doc__, ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size"))
+    a = ap.parse_args(argv)
+    return run_command("gpt2_torch.py", a, {"init": cmd_init, "check": cmd_check, "logits": cmd_logits})
 
 
 if __name__ == "__main__":

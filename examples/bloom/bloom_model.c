@@ -140,34 +140,16 @@ static void embed_backward(const tf_shape *s, void *const *p, void *const *d, co
     s->k->embed_backward(d[0], NULL, ids, scratch, s->B, s->T, s->C, s->dt);
 }
 
-/* nn.Linear weights, q/k/v per head, ALiBi */
-static const tf_block_style BLOOM_BLOCK_STYLE = {TF_WEIGHT_OUT_IN, 1, 1};
-
-static void block_forward(const tf_shape *s, void *const *p, const void *x, void *acts, void *out) {
-    tf_block_acts a = tf_block_acts_at(s, acts);
-    tf_block_forward(s, &BLOOM_BLOCK_STYLE, p, x, &a, out);
-}
-
-static void block_backward(const tf_shape *s, void *const *p, void *const *d, const void *x, void *acts,
-                           const void *dy, void *dx, void *work) {
-    tf_block_acts a = tf_block_acts_at(s, acts);
-    tf_block_backward(s, &BLOOM_BLOCK_STYLE, p, d, x, &a, dy, dx, work);
-}
-
 static const tf_lm_arch bloom_arch = {
     .name = "bloom",
     .embed_params = 3,
-    .block_params = TF_BLOCK_PARAMS,
+    .block_style = {TF_WEIGHT_OUT_IN, 1, 1}, /* nn.Linear weights, q/k/v per head, ALiBi */
     .configure = configure,
     .declare = declare,
     .param_count = param_count,
     .embed_acts_bytes = embed_acts_bytes,
     .embed_forward = embed_forward,
     .embed_backward = embed_backward,
-    .block_acts_bytes = tf_block_acts_bytes,
-    .block_work_bytes = tf_block_work_bytes,
-    .block_forward = block_forward,
-    .block_backward = block_backward,
 };
 
 static void *bloom_create(sr_ctx *ctx, sr_model *model) { return tf_lm_create(&bloom_arch, ctx, model); }

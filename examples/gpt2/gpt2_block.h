@@ -25,6 +25,8 @@ enum {
     GPT2_BLOCK_PARAMS = TF_BLOCK_PARAMS
 };
 
-static const tf_block_style GPT2_BLOCK_STYLE = {TF_WEIGHT_IN_OUT, 0, 0};
+/* Conv1D weights [in, out], q/k/v as three blocks of C columns, no ALiBi */
+#define GPT2_BLOCK_STYLE_INIT {TF_WEIGHT_IN_OUT, 0, 0}
+static const tf_block_style GPT2_BLOCK_STYLE = GPT2_BLOCK_STYLE_INIT;
 
 #endif

@@ -90,30 +90,15 @@ static void embed_backward(const tf_shape *s, void *const *p, void *const *d, co
     s->k->embed_backward(d[0], d[1], ids, dy, s->B, s->T, s->C, s->dt);
 }
 
-static void block_forward(const tf_shape *s, void *const *p, const void *x, void *acts, void *out) {
-    tf_block_acts a = tf_block_acts_at(s, acts);
-    tf_block_forward(s, &GPT2_BLOCK_STYLE, p, x, &a, out);
-}
-
-static void block_backward(const tf_shape *s, void *const *p, void *const *d, const void *x, void *acts,
-                           const void *dy, void *dx, void *work) {
-    tf_block_acts a = tf_block_acts_at(s, acts);
-    tf_block_backward(s, &GPT2_BLOCK_STYLE, p, d, x, &a, dy, dx, work);
-}
-
 static const tf_lm_arch gpt2_arch = {
     .name = "gpt2",
     .embed_params = 2,
-    .block_params = GPT2_BLOCK_PARAMS,
+    .block_style = GPT2_BLOCK_STYLE_INIT,
     .configure = configure,
     .declare = declare,
     .param_count = param_count,
     .embed_forward = embed_forward,
     .embed_backward = embed_backward,
-    .block_acts_bytes = tf_block_acts_bytes,
-    .block_work_bytes = tf_block_work_bytes,
-    .block_forward = block_forward,
-    .block_backward = block_backward,
 };
 
 static void *gpt2_create(sr_ctx *ctx, sr_model *model) { return tf_lm_create(&gpt2_arch, ctx, model); }

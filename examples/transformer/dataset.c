@@ -1,5 +1,5 @@
 /*
- * gpt2 dataset (see dataset.h): patterns -> files -> texts -> samples.
+ * transformer dataset (see dataset.h): patterns -> files -> texts -> samples.
  *
  * Lifecycle: load expands every pattern first (so a wrong pattern is reported before any reading),
  * drops directories and files already taken, then reads the files one by one, splitting each into

@@ -1,5 +1,5 @@
 /*
- * gpt2 dataset: the GPT-2 task's training samples -- text files split into texts, filtered,
+ * transformer dataset: a decoder task's training samples -- text files split into texts, filtered,
  * tokenized, and cut or padded to a fixed number of tokens.
  *
  * Lifecycle: tf_dataset_load() once at start-up, on every rank alike (the same files give the same

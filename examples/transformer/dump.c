@@ -1,4 +1,4 @@
-/* gpt2 dump: a minimal safetensors writer for 4-byte tensors (see dump.h). */
+/* transformer dump: a minimal safetensors writer for 4-byte tensors (see dump.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "dump.h"
 

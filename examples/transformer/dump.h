@@ -1,7 +1,8 @@
 /*
- * gpt2 dump: writes a few named tensors to a safetensors file (the `dump` [task] key: rank 0's
+ * transformer dump: writes a few named tensors to a safetensors file (the `dump` [task] key: rank 0's
  * first micro-batch -- input ids, labels, logits, loss -- so tests can compare the task with a
- * PyTorch GPT-2).  Written to PATH.tmp, then renamed: a reader never sees half a file.
+ * PyTorch reference of the model: tests/gpt2, tests/bloom).  Written to PATH.tmp, then renamed: a
+ * reader never sees half a file.
  */
 #ifndef TF_DUMP_H
 #define TF_DUMP_H

@@ -84,7 +84,7 @@ static tf_shape shape_of(const tf_lm *g) {
 
 static void *pool_take(tf_lm *g) {
     tf_shape sh = shape_of(g);
-    void *p = g->npool > 0 ? g->pool[--g->npool] : g->k->alloc(g->arch->block_acts_bytes(&sh));
+    void *p = g->npool > 0 ? g->pool[--g->npool] : g->k->alloc(tf_block_acts_bytes(&sh));
     if (p && ++g->held > g->held_peak) g->held_peak = g->held;
     return p;
 }
@@ -135,7 +135,7 @@ static int alloc_acts(tf_lm *g, int B) {
               !(g->losses_h = malloc(N * sizeof(float))) || !(g->ids_d = g->k->alloc(N * sizeof(int32_t))) ||
               !(g->tgt_d = g->k->alloc(N * sizeof(int32_t))) || !(g->losses_d = g->k->alloc(N * sizeof(float))) ||
               !(g->lnf_stats = g->k->alloc(2 * N * sizeof(float))) || !(g->dy = g->k->alloc(N * g->C * es)) ||
-              !(g->dx = g->k->alloc(N * g->C * es)) || !(g->work = g->k->alloc(g->arch->block_work_bytes(&sh)));
+              !(g->dx = g->k->alloc(N * g->C * es)) || !(g->work = g->k->alloc(tf_block_work_bytes(&sh)));
     size_t embed_bytes = g->arch->embed_acts_bytes ? g->arch->embed_acts_bytes(&sh) : 0;
     if (!bad && embed_bytes) bad = !(g->embed_acts = g->k->alloc(embed_bytes));
     for (int m = 0; !bad && m < g->nmod; m++)
@@ -324,7 +324,7 @@ void tf_lm_destroy(void *state) {
     /* activation checkpointing shows here: one block's intermediates at a time instead of n_layer */
     tf_shape sh = shape_of(g);
     sr_report_int(g->ctx, "block_activation_buffers_peak", g->held_peak);
-    sr_report_int(g->ctx, "block_activation_bytes", g->Bcap ? (long long)g->arch->block_acts_bytes(&sh) : 0);
+    sr_report_int(g->ctx, "block_activation_bytes", g->Bcap ? (long long)tf_block_acts_bytes(&sh) : 0);
     free_state(g);
 }
 
@@ -452,7 +452,7 @@ static int eval_batch(void *state, const int64_t *samples, int n, long long *tok
 /* ---- forward ----------------------------------------------------------------------------------- */
 
 static int check_call(const tf_lm *g, const sr_module_call *call, const char *what) {
-    const int nparams[] = {g->arch->embed_params, g->arch->block_params, 2, 1};
+    const int nparams[] = {g->arch->embed_params, TF_BLOCK_PARAMS, 2, 1};
     if (call->module < 0 || call->module >= g->nmod || call->nparams != nparams[kind_of(g, call->module)] ||
         call->dtype != g->dt || call->batch_size != g->B || g->Bcap == 0) {
         lm_error(g, "%s of module %d (%s) does not match the model: %d params, dtype %s, batch %d "
@@ -488,7 +488,8 @@ int tf_lm_forward(void *state, const sr_module_call *call) {
             return -1;
         }
         tf_shape sh = shape_of(g);
-        g->arch->block_forward(&sh, p, x, g->inter[m], call->recompute ? NULL : g->out[m]);
+        tf_block_acts a = tf_block_acts_at(&sh, g->inter[m]);
+        tf_block_forward(&sh, &g->arch->block_style, p, x, &a, call->recompute ? NULL : g->out[m]);
         if (!keep) {
             pool_give(g, g->inter[m]);
             g->inter[m] = NULL;
@@ -592,7 +593,8 @@ int tf_lm_backward(void *state, const sr_module_call *call) {
             return -1;
         }
         tf_shape sh = shape_of(g);
-        g->arch->block_backward(&sh, p, d, x, g->inter[m], g->dy, g->dx, g->work);
+        tf_block_acts a = tf_block_acts_at(&sh, g->inter[m]);
+        tf_block_backward(&sh, &g->arch->block_style, p, d, x, &a, g->dy, g->dx, g->work);
         pool_give(g, g->inter[m]);
         g->inter[m] = NULL;
         break;

@@ -2,8 +2,8 @@
  * transformer lm_task: a decoder-only causal language model as a shardrun model task -- the data,
  * the micro-batches, the activation buffers, the loss and evaluation -- written once for every
  * model family.  A family (examples/gpt2, examples/bloom) describes only its own layers in a
- * tf_lm_arch: its sizes and [task] keys, its parameter declarations, and the forward and backward of
- * its embedding and of one transformer block.
+ * tf_lm_arch: its sizes and [task] keys, its parameter declarations, the forward and backward of its
+ * embedding, and the style of its transformer blocks (block.h).
  *
  * Lifecycle (shardrun/model.h): the family's create() calls tf_lm_create() with its arch, which reads
  * [task] (arch->configure for the sizes), loads the tokenizer and the data, picks the kernel table
@@ -12,7 +12,7 @@
  * TF_LM_OPS() fills the rest of the family's sr_model_ops with this file's callbacks.
  *
  * Modules, in forward order, the same in every family: 0 the embedding (arch->embed_*), 1 .. L the
- * transformer blocks (arch->block_*), L + 1 the final LayerNorm (weight, bias), L + 2 the language
+ * transformer blocks (block.h's, in arch->block_style), L + 1 the final LayerNorm (weight, bias), L + 2 the language
  * modelling head, whose one parameter is tied to the token embedding ([V, C], nn.Linear).
  *
  * The loss is HF's with labels = input_ids: position t predicts token t+1, padding ignored, mean
@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "block.h"
 #include "shape.h"
 #include "shardrun/model.h"
 
@@ -37,7 +38,7 @@ typedef struct tf_lm_dims {
 typedef struct tf_lm_arch {
     const char *name; /* the task's name: log prefix and messages ("gpt2") */
     int embed_params; /* parameters the embedding module declares */
-    int block_params; /* parameters each block declares */
+    tf_block_style block_style; /* the blocks' conventions; each declares TF_BLOCK_PARAMS parameters */
 
     /* Reads the family's size keys from [task] into d (all but V), and *vocab_default: the size's
        vocabulary (0: the tokenizer's).  0, or -1 after printing an error naming the key. */
@@ -53,15 +54,6 @@ typedef struct tf_lm_arch {
     void (*embed_forward)(const tf_shape *s, void *const *p, const int32_t *ids, void *acts, void *out);
     void (*embed_backward)(const tf_shape *s, void *const *p, void *const *d, const int32_t *ids, void *acts,
                            const void *dy, void *scratch);
-
-    /* One block.  acts: block_acts_bytes() of intermediates, filled by forward for backward; out =
-       the block's output, or NULL for a recompute (which may stop early).  backward: dx from dy,
-       parameter gradients added into d, work: block_work_bytes() of scratch. */
-    size_t (*block_acts_bytes)(const tf_shape *s);
-    size_t (*block_work_bytes)(const tf_shape *s);
-    void (*block_forward)(const tf_shape *s, void *const *p, const void *x, void *acts, void *out);
-    void (*block_backward)(const tf_shape *s, void *const *p, void *const *d, const void *x, void *acts,
-                           const void *dy, void *dx, void *work);
 } tf_lm_arch;
 
 /* `[task] name = value` as an int in [lo, hi] (default def): 0, or -1 after an error naming it */

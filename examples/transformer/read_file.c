@@ -1,4 +1,4 @@
-/* gpt2 read_file: a whole file into memory (see read_file.h). */
+/* transformer read_file: a whole file into memory (see read_file.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "read_file.h"
 

@@ -1,5 +1,5 @@
 /*
- * gpt2 read_file: a whole file into memory, for the tokenizer's vocabulary files and the dataset's
+ * transformer read_file: a whole file into memory, for the tokenizer's vocabulary files and the dataset's
  * texts.  One call, no state.  Only regular files are read (a device such as /dev/zero, a pipe or a
  * directory is refused before reading), and only up to a size cap.
  */

@@ -6,10 +6,11 @@
 # cpu_ram_efficient_loading, where only rank 0 reads it -- and loads the same when saved without the
 # "transformer." prefix, as the Hub's bloom files are.
 . "$(dirname "$0")/lib.sh"
+. "$SRC/tests/transformer/checkpoint_lib.sh"
 corpus
 $TORCH_BLOOM init "$T/w.safetensors" --n_layer 2 --n_head 6 --hidden_size 48 --vocab_size 257 --seed 11 \
     >/dev/null && pass || fail "bloom_torch.py init"
-bloom_job b.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = BloomBlock" \
+bloom_job job.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = BloomBlock" \
     "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
 size = tiny
 n_layer = 2
@@ -20,7 +21,7 @@ data = $T/corpus.txt
 per_device_train_batch_size = 4
 learning_rate = 3e-3
 EOF2
-run "$SHARDRUN" "$T/b.ini" --nproc-per-node 2 --set task.max_steps=6 --set task.output_dir="$T/train" \
+run "$SHARDRUN" "$T/job.ini" --nproc-per-node 2 --set task.max_steps=6 --set task.output_dir="$T/train" \
     --set task.init_weights="$T/w.safetensors"
 expect_rc 0 "2 ranks train 6 steps from the PyTorch BLOOM's weights"
 ck="$T/train/checkpoint-6/model.safetensors"
@@ -37,15 +38,7 @@ expect_in "$names" "transformer.ln_f.bias F32 48" "ln_f"
 expect_not_in "$names" "lm_head" "lm_head.weight is tied, not saved"
 
 # load it into the task and into torch: same logits
-gen() { # NAME WEIGHTS: one step at learning rate 0 from WEIGHTS, dumping the first micro-batch
-    rm -f "$T/$1.safetensors"
-    run "$SHARDRUN" "$T/b.ini" --nproc-per-node 1 --set task.max_steps=1 --set task.init_weights="$2" \
-        --set task.dump="$T/$1.safetensors" --set task.learning_rate=0
-    expect_rc 0 "the task loads $2"
-}
-gen dump "$ck"
-r=$($TORCH_BLOOM check "$T/dump.safetensors" "$ck" --n_head 6 --tol 1e-4 2>&1) && pass || fail "task vs torch from the checkpoint: $r"
-echo "checkpoint -> task and torch: $(tail -1 <<<"$r")"
+load_back "$ck" "$TORCH_BLOOM" 6
 # torch's own float32 logits from the checkpoint (bloom_torch.py logits) against the task's
 $TORCH_BLOOM logits "$ck" --n_head 6 --ids "$T/dump.safetensors" --out "$T/tl.safetensors" >/dev/null && pass ||
     fail "bloom_torch.py logits from the checkpoint"
@@ -57,36 +50,4 @@ print(f"{r:.3e}", "OK" if r <= 1e-4 else "FAIL")
 PY
 )
 expect_eq "${d#* }" OK "torch float32 logits from the checkpoint vs the task's (relative difference ${d% *})"
-# 2 ranks with cpu_ram_efficient_loading: only rank 0 reads the file (all its tensor bytes), and
-# rank 0's first micro-batch, computed from the broadcast weights, agrees with torch
-full=$(/usr/bin/python3 - "$ck" <<'PY'
-import json, struct, sys
-with open(sys.argv[1], "rb") as f:
-    h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
-h.pop("__metadata__", None)
-print(sum(v["data_offsets"][1] - v["data_offsets"][0] for v in h.values()))
-PY
-)
-rm -f "$T/dump2.safetensors"
-run "$SHARDRUN" "$T/b.ini" --nproc-per-node 2 --set task.max_steps=1 --set task.init_weights="$ck" \
-    --set task.dump="$T/dump2.safetensors" --set task.learning_rate=0 \
-    --set accelerate.fsdp.sync_module_states=true --set accelerate.fsdp.cpu_ram_efficient_loading=true
-expect_rc 0 "2 ranks load the checkpoint with cpu_ram_efficient_loading"
-reads=$(grep -o '"init_weights_bytes_read": [0-9]*' <<<"$out" | sed 's/.*: //' | tr '\n' ' ')
-expect_eq "$reads" "$full 0 " "only rank 0 reads the weights (bytes read per rank: $reads)"
-r=$($TORCH_BLOOM check "$T/dump2.safetensors" "$ck" --n_head 6 --tol 1e-4 2>&1) && pass || fail "2-rank load vs torch: $r"
-
-# the Hub's layout: no "transformer." prefix
-/usr/bin/python3 - "$ck" "$T/hubw.safetensors" <<'PY'
-import json, struct, sys
-raw = open(sys.argv[1], "rb").read()
-n = struct.unpack("<Q", raw[:8])[0]
-h = json.loads(raw[8:8 + n]); h.pop("__metadata__", None)
-h = {k.split(".", 1)[1] if k.startswith("transformer.") else k: v for k, v in h.items()}
-hdr = json.dumps(h).encode(); hdr += b" " * (-len(hdr) % 8)
-open(sys.argv[2], "wb").write(struct.pack("<Q", len(hdr)) + hdr + raw[8 + n:])
-PY
-gen hub "$T/hubw.safetensors"
-expect_in "$err" "found without their first name component" "the prefix-less names are reported"
-cmp -s "$T/dump.safetensors" "$T/hub.safetensors" && pass || fail "the prefix-less checkpoint gives other logits"
 done_checks

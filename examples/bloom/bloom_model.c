@@ -64,15 +64,11 @@ static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
         tf_lm_config_int(ctx, "bloom", "n_head", s->n_head, 1, 4096, &d->NH) ||
         tf_lm_config_int(ctx, "bloom", "hidden_size", s->hidden_size, 1, 1 << 16, &d->C))
         return -1;
-    if (d->C % d->NH) {
-        fprintf(stderr, "bloom: error: [task] hidden_size = %d is not a multiple of n_head = %d\n", d->C, d->NH);
-        return -1;
-    }
     return 0;
 }
 
-#define P1(name, n, init, flags) (sr_model_param(model, name, 1, (int64_t[]){n}, init, flags) != 0)
-#define P2(name, a, b, init) (sr_model_param(model, name, 2, (int64_t[]){a, b}, init, 0) != 0)
+#define P1(name, n, init, flags) tf_param1(model, name, n, init, flags)
+#define P2(name, a, b, init) tf_param2(model, name, a, b, init)
 
 static int declare(const tf_lm_dims *dm, sr_model *model) {
     const int C = dm->C;
@@ -100,11 +96,6 @@ static int declare(const tf_lm_dims *dm, sr_model *model) {
             return -1;
 #undef NAME
     }
-    if (sr_model_module(model, "transformer.ln_f", "LayerNorm") < 0 ||
-        P1("transformer.ln_f.weight", C, SR_ONES, ND) || P1("transformer.ln_f.bias", C, SR_ZEROS, ND) ||
-        sr_model_module(model, "lm_head", "Linear") < 0 ||
-        sr_model_tie(model, "lm_head.weight", "transformer.word_embeddings.weight") != 0)
-        return -1;
     return 0;
 }
 
@@ -142,6 +133,8 @@ static void embed_backward(const tf_shape *s, void *const *p, void *const *d, co
 
 static const tf_lm_arch bloom_arch = {
     .name = "bloom",
+    .width_key = "hidden_size",
+    .token_table = "transformer.word_embeddings.weight",
     .embed_params = 3,
     .block_style = {TF_WEIGHT_OUT_IN, 1, 1}, /* nn.Linear weights, q/k/v per head, ALiBi */
     .configure = configure,

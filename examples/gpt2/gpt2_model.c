@@ -34,15 +34,11 @@ static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
         tf_lm_config_int(ctx, "gpt2", "n_embd", s->n_embd, 1, 1 << 16, &d->C) ||
         tf_lm_config_int(ctx, "gpt2", "n_positions", s->n_positions, 1, 1 << 20, &d->P))
         return -1;
-    if (d->C % d->NH) {
-        fprintf(stderr, "gpt2: error: [task] n_embd = %d is not a multiple of n_head = %d\n", d->C, d->NH);
-        return -1;
-    }
     return 0;
 }
 
-#define P1(name, n, init, flags) (sr_model_param(model, name, 1, (int64_t[]){n}, init, flags) != 0)
-#define P2(name, a, b, init) (sr_model_param(model, name, 2, (int64_t[]){a, b}, init, 0) != 0)
+#define P1(name, n, init, flags) tf_param1(model, name, n, init, flags)
+#define P2(name, a, b, init) tf_param2(model, name, a, b, init)
 
 static int declare(const tf_lm_dims *dm, sr_model *model) {
     const int C = dm->C;
@@ -66,11 +62,6 @@ static int declare(const tf_lm_dims *dm, sr_model *model) {
             return -1;
 #undef NAME
     }
-    if (sr_model_module(model, "transformer.ln_f", "LayerNorm") < 0 ||
-        P1("transformer.ln_f.weight", C, SR_ONES, ND) || P1("transformer.ln_f.bias", C, SR_ZEROS, ND) ||
-        sr_model_module(model, "lm_head", "Linear") < 0 ||
-        sr_model_tie(model, "lm_head.weight", "transformer.wte.weight") != 0)
-        return -1;
     return 0;
 }
 
@@ -92,6 +83,8 @@ static void embed_backward(const tf_shape *s, void *const *p, void *const *d, co
 
 static const tf_lm_arch gpt2_arch = {
     .name = "gpt2",
+    .width_key = "n_embd",
+    .token_table = "transformer.wte.weight",
     .embed_params = 2,
     .block_style = GPT2_BLOCK_STYLE_INIT,
     .configure = configure,

@@ -328,6 +328,16 @@ void tf_lm_destroy(void *state) {
     free_state(g);
 }
 
+/* the final LayerNorm and the language-modelling head, the same in every family */
+static int declare_head(const tf_lm_dims *d, const tf_lm_arch *arch, sr_model *model) {
+    if (sr_model_module(model, "transformer.ln_f", "LayerNorm") < 0 ||
+        tf_param1(model, "transformer.ln_f.weight", d->C, SR_ONES, SR_PARAM_NO_DECAY) ||
+        tf_param1(model, "transformer.ln_f.bias", d->C, SR_ZEROS, SR_PARAM_NO_DECAY) ||
+        sr_model_module(model, "lm_head", "Linear") < 0 || sr_model_tie(model, "lm_head.weight", arch->token_table) != 0)
+        return -1;
+    return 0;
+}
+
 static int64_t eval_num_samples(void *state);
 static int eval_batch(void *state, const int64_t *samples, int n, long long *tokens);
 static const sr_model_eval lm_eval = {sizeof(sr_model_eval), eval_num_samples, eval_batch};
@@ -341,7 +351,7 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
     if (arch->configure(ctx, &g->d, &vocab_default) != 0) goto fail;
     g->L = g->d.L, g->NH = g->d.NH, g->C = g->d.C, g->P = g->d.P;
     if (g->C % g->NH) {
-        lm_error(g, "[task] the %d channels are not a multiple of the %d heads\n", g->C, g->NH);
+        lm_error(g, "[task] %s = %d is not a multiple of n_head = %d\n", arch->width_key, g->C, g->NH);
         goto fail;
     }
     if (load_data(g, ctx) != 0) goto fail;
@@ -370,7 +380,7 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
     g->nmod = g->L + 3;
     if (!(g->out = calloc((size_t)g->nmod, sizeof *g->out)) || !(g->inter = calloc((size_t)g->nmod, sizeof *g->inter)))
         goto fail;
-    if (arch->declare(&g->d, model) != 0) goto fail;
+    if (arch->declare(&g->d, model) != 0 || declare_head(&g->d, arch, model) != 0) goto fail;
     if (g->eval.n && sr_model_eval_data(model, &lm_eval) != 0) goto fail;
 
     if (sr_rank(ctx) == 0 && !cuda) avx512_note(g);

@@ -36,14 +36,17 @@ typedef struct tf_lm_dims {
 } tf_lm_dims;
 
 typedef struct tf_lm_arch {
-    const char *name; /* the task's name: log prefix and messages ("gpt2") */
+    const char *name;        /* the task's name: log prefix and messages ("gpt2") */
+    const char *width_key;   /* the [task] key of the channels, for messages ("n_embd", "hidden_size") */
+    const char *token_table; /* the token embedding's parameter, which lm_head.weight is tied to */
     int embed_params; /* parameters the embedding module declares */
     tf_block_style block_style; /* the blocks' conventions; each declares TF_BLOCK_PARAMS parameters */
 
     /* Reads the family's size keys from [task] into d (all but V), and *vocab_default: the size's
        vocabulary (0: the tokenizer's).  0, or -1 after printing an error naming the key. */
     int (*configure)(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default);
-    /* Declares every module and parameter, HF's names, in forward order (modules as above) */
+    /* Declares the embedding module and the blocks with their parameters, HF's names, in forward
+       order; lm_task then declares transformer.ln_f and the tied lm_head */
     int (*declare)(const tf_lm_dims *d, sr_model *model);
     double (*param_count)(const tf_lm_dims *d);
 
@@ -55,6 +58,14 @@ typedef struct tf_lm_arch {
     void (*embed_backward)(const tf_shape *s, void *const *p, void *const *d, const int32_t *ids, void *acts,
                            const void *dy, void *scratch);
 } tf_lm_arch;
+
+/* A parameter of 1 or 2 dimensions (sr_model_param): 0, or -1 */
+static inline int tf_param1(sr_model *m, const char *name, int64_t n, sr_init init, unsigned flags) {
+    return sr_model_param(m, name, 1, (int64_t[]){n}, init, flags) != 0 ? -1 : 0;
+}
+static inline int tf_param2(sr_model *m, const char *name, int64_t rows, int64_t cols, sr_init init) {
+    return sr_model_param(m, name, 2, (int64_t[]){rows, cols}, init, 0) != 0 ? -1 : 0;
+}
 
 /* `[task] name = value` as an int in [lo, hi] (default def): 0, or -1 after an error naming it */
 int tf_lm_config_int(sr_ctx *ctx, const char *prefix, const char *key, long long def, long long lo, long long hi,

@@ -27,6 +27,9 @@ typedef struct sr__uslot {
     void *gather_send;    /* cast shard being sent (mixed precision), or NULL */
     sr_work *gather_work;
     void *gfull;          /* full gradients, param dtype */
+    void *gdst;           /* what the task adds this micro-batch's gradients into: gfull, or grad
+                             itself when get_grad_buffer can skip the separate buffer */
+    int grad_clean;       /* grad holds zeros (zero_grads ran, nothing was added since) */
     void *rs_recv;        /* reduce-scatter result, shard-sized, param dtype */
     sr_work *rs_work;
     int rs_pending;

@@ -40,14 +40,14 @@ void gpt2_block_forward(const tf_shape *s, void *const *p, const void *x, const 
     tf_linear_forward(s, TF_WEIGHT_IN_OUT, a->qkv, a->ln1, p[GPT2_ATTN_W], p[GPT2_ATTN_B], N, C, 3 * C);
     tf_qkv_layout l = tf_qkv_blocks(C, s->NH);
     tf_attention_forward(s, &l, 0, a->qkv, a->att, a->atty);
-    tf_linear_forward(s, TF_WEIGHT_IN_OUT, a->res2, a->atty, p[GPT2_APROJ_W], p[GPT2_APROJ_B], N, C, C);
-    s->k->add(a->res2, a->res2, x, (size_t)N * C, s->dt);
+    /* the residuals are added where the bias is written, before the projection's GEMM adds onto it */
+    tf_linear_forward_residual(s, TF_WEIGHT_IN_OUT, a->res2, a->atty, p[GPT2_APROJ_W], p[GPT2_APROJ_B], x, N, C, C);
     s->k->layernorm_forward(a->ln2, a->mean2, a->rstd2, a->res2, p[GPT2_LN2_W], p[GPT2_LN2_B], N, C, s->dt);
     tf_linear_forward(s, TF_WEIGHT_IN_OUT, a->fch, a->ln2, p[GPT2_FC_W], p[GPT2_FC_B], N, C, 4 * C);
     s->k->gelu_forward(a->fchg, a->fch, (size_t)N * 4 * C, s->dt);
     if (!out) return;
-    tf_linear_forward(s, TF_WEIGHT_IN_OUT, out, a->fchg, p[GPT2_MPROJ_W], p[GPT2_MPROJ_B], N, 4 * C, C);
-    s->k->add(out, out, a->res2, (size_t)N * C, s->dt);
+    tf_linear_forward_residual(s, TF_WEIGHT_IN_OUT, out, a->fchg, p[GPT2_MPROJ_W], p[GPT2_MPROJ_B], a->res2, N,
+                               4 * C, C);
 }
 
 void gpt2_block_backward(const tf_shape *s, void *const *p, void *const *d, const void *x,
@@ -57,8 +57,9 @@ void gpt2_block_backward(const tf_shape *s, void *const *p, void *const *d, cons
          *datt = AT(dc, (size_t)N * C);
     s->k->copy(dx, dy, (size_t)N * C, s->dt); /* the residual around the MLP: dx = d(res2) from here on */
     tf_linear_backward(s, TF_WEIGHT_IN_OUT, dfch, 0.0f, d[GPT2_MPROJ_W], d[GPT2_MPROJ_B], dy, a->fchg, p[GPT2_MPROJ_W], N, 4 * C, C);
-    s->k->gelu_backward(dfch, a->fch, dfch, (size_t)N * 4 * C, s->dt);
-    tf_linear_backward(s, TF_WEIGHT_IN_OUT, dc, 0.0f, d[GPT2_FC_W], d[GPT2_FC_B], dfch, a->ln2, p[GPT2_FC_W], N, C, 4 * C);
+    /* c_fc's bias gradient comes out of GELU's backward pass, not a second pass over dfch */
+    s->k->gelu_backward(dfch, d[GPT2_FC_B], a->fch, dfch, N, 4 * C, s->dt);
+    tf_linear_backward(s, TF_WEIGHT_IN_OUT, dc, 0.0f, d[GPT2_FC_W], NULL, dfch, a->ln2, p[GPT2_FC_W], N, C, 4 * C);
     s->k->layernorm_backward(dx, d[GPT2_LN2_W], d[GPT2_LN2_B], dc, a->res2, a->mean2, a->rstd2, p[GPT2_LN2_W], N, C,
                              s->dt);
     tf_linear_backward(s, TF_WEIGHT_IN_OUT, dc, 0.0f, d[GPT2_APROJ_W], d[GPT2_APROJ_B], dx, a->atty, p[GPT2_APROJ_W], N, C, C);

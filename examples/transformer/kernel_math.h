@@ -79,9 +79,27 @@ SR_HD float tf_ln_dx(float dnorm, float norm, float mean_dnorm, float mean_dnorm
     return (dnorm - mean_dnorm - norm * mean_dnorm_norm) * rstd;
 }
 
-/* Cross-entropy gradient for one logit: (softmax - onehot) * dscale, with softmax = e / sum */
+/* Cross-entropy gradient for one logit: (softmax - onehot) * dscale, with softmax = e * inv_sum:
+   e = e^(x - max) and inv_sum = 1 / sum, or e relative to a part's own max m and inv_sum =
+   e^(m - max) / sum (the CPU's chunks) */
 SR_HD float tf_ce_grad(float e, float inv_sum, int is_target, float dscale) {
     return (e * inv_sum - (is_target ? 1.0f : 0.0f)) * dscale;
+}
+
+/* Online softmax statistics: (m, s) = the max of some values and the sum of e^(value - m) over
+   them; merging (m2, s2) of other values gives the pair of both, so one pass over a row finds its
+   max and its sum of exponentials together.  s = 0 means no values yet (m is then ignored);
+   tf_softmax_merge(&m, &s, x, 1) adds the single value x. */
+SR_HD void tf_softmax_merge(float *m, float *s, float m2, float s2) {
+    if (s2 == 0.0f) return;
+    if (*s == 0.0f) {
+        *m = m2, *s = s2;
+    } else if (m2 > *m) {
+        *s = *s * tf_exp(*m - m2) + s2;
+        *m = m2;
+    } else {
+        *s += s2 * tf_exp(m2 - *m);
+    }
 }
 
 /* Softmax backward for one score: scale * p * (dp - sum_i p_i dp_i) */

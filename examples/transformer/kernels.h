@@ -71,16 +71,21 @@ typedef struct tf_kernels {
     void (*layernorm_backward)(void *dx, void *dw, void *db, const void *dout, const void *x, const float *mean,
                                const float *rstd, const void *w, int N, int C, sr_dtype dt);
 
-    /* out[n,:] = bias  (out [N, O]); a GEMM with beta = 1 then adds onto it, which saves the
-       pass over the output that beta = 0 costs (BLAS zeroes C first) and a separate bias pass */
-    void (*bias_fill)(void *out, const void *bias, int N, int O, sr_dtype dt);
+    /* out[n,:] = bias + res[n,:]  (out and res [N, O]; bias NULL or res NULL: that term is 0; res
+       may alias out).  A GEMM with beta = 1 then adds onto it, which saves the pass over the output
+       that beta = 0 costs (BLAS zeroes C first), a separate bias pass and, with res, the residual
+       add after the layer (tf_linear_forward_residual) */
+    void (*bias_fill)(void *out, const void *bias, const void *res, int N, int O, sr_dtype dt);
     /* dbias += sum over rows of dout [N, O] */
     void (*bias_backward)(void *dbias, const void *dout, int N, int O, sr_dtype dt);
 
-    /* out = gelu_tanh(x), n elements (out may alias x) */
+    /* out = gelu_tanh(x), n elements (out may alias x).  Kept apart from the GEMM before it: the
+       backward needs x, and writing gelu(x) next to x costs the pass this one makes anyway. */
     void (*gelu_forward)(void *out, const void *x, size_t n, sr_dtype dt);
-    /* dx = gelu_tanh'(x) * dout (dx may alias dout) */
-    void (*gelu_backward)(void *dx, const void *x, const void *dout, size_t n, sr_dtype dt);
+    /* dx = gelu_tanh'(x) * dout over [N, O] (dx may alias dout); dbias (NULL: none) += the column
+       sums of that dx in the same pass: the bias gradient of the layer that produced x, the sums
+       bias_backward(dbias, dx) would make, in the same order (rows in order) */
+    void (*gelu_backward)(void *dx, void *dbias, const void *x, const void *dout, int N, int O, sr_dtype dt);
 
     /* out = a + b, n elements (out may alias a or b) */
     void (*add)(void *out, const void *a, const void *b, size_t n, sr_dtype dt);
@@ -98,7 +103,10 @@ typedef struct tf_kernels {
 
     /* Cross-entropy over logits [N, V] with targets[N] (-1 = ignored).  losses[n] (float) =
        logsumexp(logits[n]) - logits[n, target] (0 for ignored rows); then, in place,
-       logits[n, :] = (softmax(logits[n]) - onehot(target)) * dscale (0 for ignored rows). */
+       logits[n, :] = (softmax(logits[n]) - onehot(target)) * dscale (0 for ignored rows).
+       Two passes over a row: its max and sum of exponentials together (CPU: per chunk that stays
+       in L1; CUDA: online per thread, tf_softmax_merge), then the gradient; a row of GPT-2's 50257
+       logits (200 KB) does not stay in L1 for a third. */
     void (*cross_entropy)(void *logits, float *losses, const int32_t *targets, int N, int V, float dscale,
                           sr_dtype dt);
 

@@ -198,12 +198,24 @@ static void cpu_layernorm_backward(void *dx, void *dw, void *db, const void *dou
     }
 }
 
-static void cpu_bias_fill(void *out_, const void *bias_, int N, int O, sr_dtype dt) {
+HOT static void add_row(float *o, const float *a, const float *b, int n) {
+    for (int c = 0; c < n; c++) o[c] = a[c] + b[c];
+}
+
+static void cpu_bias_fill(void *out_, const void *bias_, const void *res_, int N, int O, sr_dtype dt) {
     (void)dt;
     float *out = out_;
-    const float *bias = bias_;
+    const float *bias = bias_, *res = res_;
+    const size_t row = (size_t)O * sizeof *out;
 #pragma omp parallel for schedule(static) if ((size_t)N * O >= PAR_MIN)
-    for (int n = 0; n < N; n++) memcpy(out + (size_t)n * O, bias, (size_t)O * sizeof *out);
+    for (int n = 0; n < N; n++) {
+        float *o = out + (size_t)n * O;
+        const float *r = res ? res + (size_t)n * O : NULL;
+        if (bias && r) add_row(o, bias, r, O);
+        else if (bias) memcpy(o, bias, row);
+        else if (r && r != o) memcpy(o, r, row);
+        else if (!r) memset(o, 0, row);
+    }
 }
 
 HOT static void colsum_cols(float *db, const float *dout, int N, int O, int c0, int c1) {
@@ -229,6 +241,20 @@ HOT static void gelu_range(float *out, const float *x, size_t n) {
 HOT static void gelu_grad_range(float *dx, const float *x, const float *dout, size_t n) {
     for (size_t i = 0; i < n; i++) dx[i] = tf_gelu_grad(x[i]) * dout[i];
 }
+/* gelu_grad_range over columns [c0, c1) of [N, O], adding each column's values into db (rows in
+   order, as colsum_cols does) */
+HOT static void gelu_grad_cols(float *dx, float *db, const float *x, const float *dout, int N, int O, int c0, int c1) {
+    for (int n = 0; n < N; n++) {
+        size_t base = (size_t)n * O;
+        float *d = dx + base;
+        const float *xi = x + base, *g = dout + base;
+        for (int c = c0; c < c1; c++) {
+            float v = tf_gelu_grad(xi[c]) * g[c];
+            d[c] = v;
+            db[c] += v;
+        }
+    }
+}
 HOT static void add_range(float *out, const float *a, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
@@ -245,9 +271,21 @@ static void cpu_gelu_forward(void *out, const void *x, size_t n, sr_dtype dt) {
     (void)dt;
     PARALLEL_CHUNKS(n, gelu_range((float *)out + lo, (const float *)x + lo, hi - lo))
 }
-static void cpu_gelu_backward(void *dx, const void *x, const void *dout, size_t n, sr_dtype dt) {
+/* Without dbias each thread takes a contiguous part; with it, a range of columns over every row
+   (bias_backward's split), so each column sum stays on one thread, in row order. */
+static void cpu_gelu_backward(void *dx, void *dbias, const void *x, const void *dout, int N, int O, sr_dtype dt) {
     (void)dt;
-    PARALLEL_CHUNKS(n, gelu_grad_range((float *)dx + lo, (const float *)x + lo, (const float *)dout + lo, hi - lo))
+    size_t n = (size_t)N * O;
+    if (!dbias) {
+        PARALLEL_CHUNKS(n, gelu_grad_range((float *)dx + lo, (const float *)x + lo, (const float *)dout + lo, hi - lo))
+        return;
+    }
+#pragma omp parallel if (n >= PAR_MIN)
+    {
+        int c0, c1;
+        col_range(O, omp_get_thread_num(), omp_get_num_threads(), &c0, &c1);
+        gelu_grad_cols(dx, dbias, x, dout, N, O, c0, c1);
+    }
 }
 static void cpu_add(void *out, const void *a, const void *b, size_t n, sr_dtype dt) {
     (void)dt;
@@ -330,10 +368,43 @@ static void cpu_softmax_causal_backward(void *dS_, const void *P_, const void *d
     }
 }
 
-HOT static void ce_grad_row(float *l, int V, float inv, int y, float dscale) {
-    float ey = l[y];
-    for (int v = 0; v < V; v++) l[v] = tf_ce_grad(l[v], inv, 0, dscale);
-    l[y] = tf_ce_grad(ey, inv, 1, dscale);
+HOT static void scale_row(float *l, int n, float inv, float dscale) {
+    for (int v = 0; v < n; v++) l[v] = tf_ce_grad(l[v], inv, 0, dscale);
+}
+
+/* Cross-entropy of one row in two passes over memory.  A row of GPT-2's vocabulary is 200 KB:
+   the first pass takes it in chunks that stay in L1 while each is read twice (its max, then its
+   exponentials e^(x - chunk max) written back and summed); the chunks' sums are rescaled to the
+   row's max and added in double (one large chunk sum would swallow the small ones in float,
+   which the old single sum in 16 lanes did not do); the second pass turns every e into its
+   gradient with its chunk's factor e^(chunk max - row max) / sum.  One exponential per logit. */
+#define CE_CHUNK 2048     /* floats: 8 KiB */
+#define CE_MAX_CHUNKS 256 /* rows longer than 256 chunks get longer chunks */
+static float ce_row(float *l, int V, int y, float dscale) {
+    int ch = CE_CHUNK, nc = (V + ch - 1) / ch;
+    if (nc > CE_MAX_CHUNKS) ch = ((V + CE_MAX_CHUNKS - 1) / CE_MAX_CHUNKS + LANES - 1) / LANES * LANES;
+    nc = (V + ch - 1) / ch;
+    float cm[CE_MAX_CHUNKS], cs[CE_MAX_CHUNKS], m = -INFINITY, ly = l[y];
+    for (int i = 0; i < nc; i++) {
+        int a = i * ch, n = V - a < ch ? V - a : ch;
+        cm[i] = max_lanes(l + a, n);
+        cs[i] = exp_lanes(l + a, l + a, n, 1.0f, cm[i]);
+        if (cm[i] > m) m = cm[i];
+    }
+    double sd = 0.0;
+    for (int i = 0; i < nc; i++) {
+        cm[i] = tf_exp(cm[i] - m); /* now the chunk's factor */
+        sd += (double)cs[i] * (double)cm[i];
+    }
+    float sum = (float)sd, inv = 1.0f / sum, ey = 0.0f, fy = 0.0f;
+    for (int i = 0; i < nc; i++) {
+        int a = i * ch, n = V - a < ch ? V - a : ch;
+        float f = cm[i] * inv;
+        if (y >= a && y < a + n) ey = l[y], fy = f;
+        scale_row(l + a, n, f, dscale);
+    }
+    l[y] = tf_ce_grad(ey, fy, 1, dscale);
+    return logf(sum) - (ly - m);
 }
 
 static void cpu_cross_entropy(void *logits_, float *losses, const int32_t *targets, int N, int V, float dscale,
@@ -349,10 +420,7 @@ static void cpu_cross_entropy(void *logits_, float *losses, const int32_t *targe
             memset(l, 0, (size_t)V * sizeof *l);
             continue;
         }
-        float mx = max_lanes(l, V), ly = l[y];
-        float sum = exp_lanes(l, l, V, 1.0f, mx); /* l now holds e^(l - max) */
-        losses[n] = logf(sum) - (ly - mx);
-        ce_grad_row(l, V, 1.0f / sum, y, dscale);
+        losses[n] = ce_row(l, V, y, dscale);
     }
 }
 

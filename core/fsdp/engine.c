@@ -170,9 +170,12 @@ static int complete_reduce(sr__engine *e, int u) {
     int rc = sr_work_wait(s->rs_work);
     if (sr__prof.on) wait_done(e, s->issued_rs, t0, e->units.u[u].padded * e->dsize);
     s->rs_work = NULL;
-    if (rc == 0) accumulate_shard(e, s->grad, s->rs_recv, e->units.u[u].shard);
-    pool_put(&e->temp_pool, s->rs_recv);
+    if (!s->rs_into_grad) {
+        if (rc == 0) accumulate_shard(e, s->grad, s->rs_recv, e->units.u[u].shard);
+        pool_put(&e->temp_pool, s->rs_recv);
+    }
     s->rs_recv = NULL;
+    s->rs_into_grad = 0;
     if (!is_root(e, u)) {
         pool_put(&e->grad_pool, s->gfull);
         s->gfull = NULL;
@@ -211,7 +214,6 @@ static int get_grad_buffer(sr__engine *e, int u) {
     e->dev->zero(s->gfull, e->units.u[u].padded * e->dsize);
     if (sr__prof.on) e->dev->sync(), sr__prof_add(SR__PROF_CAST, t0, 0, (double)(e->units.u[u].padded * e->dsize));
     s->gdst = s->gfull;
-    s->grad_clean = 0;
     return 0;
 }
 
@@ -221,11 +223,16 @@ static int issue_reduce(sr__engine *e, int u) {
     if (s->gdst == (void *)s->grad) return 0; /* the task added into the shard itself */
     if (!e->shard_pg) {
         accumulate_shard(e, s->grad, s->gfull, un->shard);
+        s->grad_clean = 0;
         if (!is_root(e, u)) pool_put(&e->grad_pool, s->gfull), s->gfull = NULL;
         return 0;
     }
-    s->rs_recv = pool_get(e, &e->temp_pool);
+    /* into a shard that holds zeros the reduce-scatter can write its result directly: 0 + g = g,
+       without the temporary and the addition pass (the first micro-batch of a step, fp32) */
+    s->rs_into_grad = s->grad_clean && !e->offload && e->dtype == SR_FLOAT32;
+    s->rs_recv = s->rs_into_grad ? (void *)s->grad : pool_get(e, &e->temp_pool);
     if (!s->rs_recv) return -1;
+    s->grad_clean = 0; /* from here on the shard holds this micro-batch's gradients, or will */
     e->dev->sync(); /* the task's gradient kernels must have finished */
     s->issued_rs = sr__prof_now();
     if (sr_pg_reduce_scatter(e->shard_pg, s->gfull, s->rs_recv, un->shard, e->dtype, SR_AVG, &s->rs_work) != 0)

@@ -29,8 +29,11 @@ typedef struct sr__uslot {
     void *gfull;          /* full gradients, param dtype */
     void *gdst;           /* what the task adds this micro-batch's gradients into: gfull, or grad
                              itself when get_grad_buffer can skip the separate buffer */
-    int grad_clean;       /* grad holds zeros (zero_grads ran, nothing was added since) */
-    void *rs_recv;        /* reduce-scatter result, shard-sized, param dtype */
+    int grad_clean;       /* grad holds zeros (zero_grads ran, nothing was added since): the first
+                             micro-batch's gradients can go into it without an addition pass */
+    void *rs_recv;        /* reduce-scatter result, shard-sized, param dtype: a temporary, or grad
+                             itself (rs_into_grad) when grad holds zeros and is fp32 on the device */
+    int rs_into_grad;
     sr_work *rs_work;
     int rs_pending;
     double issued, issued_rs; /* the profile: when the gather and the reduce-scatter were issued */

@@ -79,9 +79,7 @@ SR_HD float tf_ln_dx(float dnorm, float norm, float mean_dnorm, float mean_dnorm
     return (dnorm - mean_dnorm - norm * mean_dnorm_norm) * rstd;
 }
 
-/* Cross-entropy gradient for one logit: (softmax - onehot) * dscale, with softmax = e * inv_sum:
-   e = e^(x - max) and inv_sum = 1 / sum, or e relative to a part's own max m and inv_sum =
-   e^(m - max) / sum (the CPU's chunks) */
+/* Cross-entropy gradient for one logit: (softmax - onehot) * dscale, with softmax = e / sum */
 SR_HD float tf_ce_grad(float e, float inv_sum, int is_target, float dscale) {
     return (e * inv_sum - (is_target ? 1.0f : 0.0f)) * dscale;
 }

@@ -104,9 +104,8 @@ typedef struct tf_kernels {
     /* Cross-entropy over logits [N, V] with targets[N] (-1 = ignored).  losses[n] (float) =
        logsumexp(logits[n]) - logits[n, target] (0 for ignored rows); then, in place,
        logits[n, :] = (softmax(logits[n]) - onehot(target)) * dscale (0 for ignored rows).
-       Two passes over a row: its max and sum of exponentials together (CPU: per chunk that stays
-       in L1; CUDA: online per thread, tf_softmax_merge), then the gradient; a row of GPT-2's 50257
-       logits (200 KB) does not stay in L1 for a third. */
+       CUDA makes two passes over a row (its max and sum of exponentials together, online per
+       thread with tf_softmax_merge, then the gradient); the CPU three (kernels_cpu.c says why). */
     void (*cross_entropy)(void *logits, float *losses, const int32_t *targets, int N, int V, float dscale,
                           sr_dtype dt);
 

@@ -306,8 +306,9 @@ __global__ void k_cross_entropy(void *logits, float *losses, const int32_t *targ
     float m = 0.0f, s = 0.0f;
     for (int v = threadIdx.x; v < V; v += blockDim.x) tf_softmax_merge(&m, &s, ld<E>(logits, base + v), 1.0f);
     float mx = block_reduce<true>(s > 0.0f ? m : -INFINITY);
-    float sum = block_reduce<false>(s > 0.0f ? s * tf_exp(m - mx) : 0.0f); /* its barriers also order
-                                                                               every read above before the writes */
+    /* each thread's sum rescaled to the row's max; the barriers also order every read above before
+       the writes below */
+    float sum = block_reduce<false>(s > 0.0f ? s * tf_exp(m - mx) : 0.0f);
     if (threadIdx.x == 0) losses[blockIdx.x] = logf(sum) - (lt - mx);
     float inv = 1.0f / sum;
     for (int v = threadIdx.x; v < V; v += blockDim.x)

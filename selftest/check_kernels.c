@@ -162,16 +162,16 @@ static void elementwise(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
         if (dz && dx) k->gelu_forward(dz, dx, n, dt);
         c->gelu_forward(w, x, n, SR_FLOAT32);
         cmp(&gf, k, "out", dz, w, n, dt, st_tol_for(dt, TOL_ELEM, 2));
-        if (dz && dx && dy) k->gelu_backward(dz, dx, dy, n, dt);
-        c->gelu_backward(w, x, y, n, SR_FLOAT32);
+        if (dz && dx && dy) k->gelu_backward(dz, NULL, dx, dy, 1, (int)n, dt);
+        c->gelu_backward(w, NULL, x, y, 1, (int)n, SR_FLOAT32);
         cmp(&gb, k, "dx", dz, w, n, dt, st_tol_for(dt, TOL_ELEM, 2));
         /* in place, as the model calls them: add(out = a), gelu_backward(dx = dout) */
         void *da = up(k, x, n, dt), *dd = up(k, y, n, dt);
         if (da && dy) k->add(da, da, dy, n, dt);
         c->add(w, x, y, n, SR_FLOAT32);
         cmp(&add, k, "out (in place)", da && dy ? da : NULL, w, n, dt, st_tol_for(dt, ST_EXACT, 1));
-        if (dd && dx) k->gelu_backward(dd, dx, dd, n, dt);
-        c->gelu_backward(w, x, y, n, SR_FLOAT32);
+        if (dd && dx) k->gelu_backward(dd, NULL, dx, dd, 1, (int)n, dt);
+        c->gelu_backward(w, NULL, x, y, 1, (int)n, SR_FLOAT32);
         cmp(&gb, k, "dx (in place)", dd && dx ? dd : NULL, w, n, dt, st_tol_for(dt, TOL_ELEM, 2));
         FREE_D(da, dd);
         /* zero: the bytes of an inner range only */
@@ -197,7 +197,7 @@ static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
     const int shapes[][2] = {{0, 5}, {1, 1}, {3, 33}, {7, 769}, {130, 100}};
     int ns = quick ? 4 : 5;
     st_tol t_exact = st_tol_for(dt, ST_EXACT, 1), t_red = st_tol_for(dt, TOL_REDUCE, 4);
-    BEGIN(lnf); BEGIN(lnb); BEGIN(bf); BEGIN(bb); BEGIN(ef); BEGIN(eb);
+    BEGIN(lnf); BEGIN(lnb); BEGIN(bf); BEGIN(bb); BEGIN(gbb); BEGIN(ef); BEGIN(eb);
     for (int s = 0; s < ns; s++) {
         int N = shapes[s][0], C = shapes[s][1];
         size_t nc = (size_t)N * C;
@@ -206,7 +206,7 @@ static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
         float *dout = rnd(nc, 1.0f, seed + 3, dt);
         float *out = malloc(nc * 4 + 4), *mean = malloc((size_t)N * 4 + 4), *rstd = malloc((size_t)N * 4 + 4);
         acc_shape(&lnf, "%dx%d", N, C), acc_shape(&lnb, "%dx%d", N, C), acc_shape(&bf, "%dx%d", N, C);
-        acc_shape(&bb, "%dx%d", N, C);
+        acc_shape(&bb, "%dx%d", N, C), acc_shape(&gbb, "%dx%d", N, C);
         /* LayerNorm forward: out, and the saved statistics (float) */
         void *dx = up(k, x, nc, dt), *dw = up(k, w, (size_t)C, dt), *db = up(k, b, (size_t)C, dt);
         void *dout_d = up(k, dout, nc, dt), *o = k->alloc(nc * sr_dtype_size(dt) + 4);
@@ -227,17 +227,39 @@ static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
         cmp(&lnb, k, "dx", all ? dgx : NULL, gx, nc, dt, t_red);
         cmp(&lnb, k, "dw", all ? dgw : NULL, gw, (size_t)C, dt, t_red);
         cmp(&lnb, k, "db", all ? dgb : NULL, gb, (size_t)C, dt, t_red);
-        /* bias fill and bias backward (+= column sums) */
-        if (o && db) k->bias_fill(o, db, N, C, dt);
-        c->bias_fill(out, b, N, C, SR_FLOAT32);
+        /* bias fill: the bias alone; bias + residual (x); the residual alone; bias + residual in
+           place (out = the residual, as a layer adding onto its input would call it) */
+        if (o && db) k->bias_fill(o, db, NULL, N, C, dt);
+        c->bias_fill(out, b, NULL, N, C, SR_FLOAT32);
         cmp(&bf, k, "out", o && db ? o : NULL, out, nc, dt, ST_EXACT);
+        if (o && db && dx) k->bias_fill(o, db, dx, N, C, dt);
+        c->bias_fill(out, b, x, N, C, SR_FLOAT32);
+        cmp(&bf, k, "out (bias + res)", o && db && dx ? o : NULL, out, nc, dt, t_exact);
+        if (o && dx) k->bias_fill(o, NULL, dx, N, C, dt);
+        cmp(&bf, k, "out (res only)", o && dx ? o : NULL, x, nc, dt, ST_EXACT);
+        void *dres = up(k, x, nc, dt);
+        if (dres && db) k->bias_fill(dres, db, dres, N, C, dt);
+        c->bias_fill(out, b, x, N, C, SR_FLOAT32);
+        cmp(&bf, k, "out (in place)", dres && db ? dres : NULL, out, nc, dt, t_exact);
+        /* bias backward (+= column sums) */
         float *acc_b = rnd((size_t)C, 1.0f, seed + 7, dt);
         void *dacc = up(k, acc_b, (size_t)C, dt);
         if (dacc && dout_d) k->bias_backward(dacc, dout_d, N, C, dt);
         c->bias_backward(acc_b, dout, N, C, SR_FLOAT32);
         cmp(&bb, k, "dbias", dacc && dout_d ? dacc : NULL, acc_b, (size_t)C, dt, t_red);
-        FREE_D(dx, dw, db, dout_d, o, dmean, drstd, dgx, dgw, dgb, m2, r2, dacc);
+        /* GELU backward with the bias gradient, in place (dx = dout) as the model calls it, against
+           the CPU's GELU backward then bias_backward: dx, and dbias += the column sums of dx */
+        float *acc_g = rnd((size_t)C, 1.0f, seed + 8, dt), *gdx = malloc(nc * 4 + 4);
+        void *dacc_g = up(k, acc_g, (size_t)C, dt), *dgd = up(k, dout, nc, dt);
+        if (dacc_g && dgd && dx) k->gelu_backward(dgd, dacc_g, dx, dgd, N, C, dt);
+        c->gelu_backward(gdx, NULL, x, dout, N, C, SR_FLOAT32);
+        c->bias_backward(acc_g, gdx, N, C, SR_FLOAT32);
+        int gall = dacc_g && dgd && dx;
+        cmp(&gbb, k, "dx", gall ? dgd : NULL, gdx, nc, dt, st_tol_for(dt, TOL_ELEM, 2));
+        cmp(&gbb, k, "dbias", gall ? dacc_g : NULL, acc_g, (size_t)C, dt, t_red);
+        FREE_D(dx, dw, db, dout_d, o, dmean, drstd, dgx, dgw, dgb, m2, r2, dacc, dres, dacc_g, dgd);
         free(x), free(w), free(b), free(dout), free(out), free(mean), free(rstd), free(gx), free(gw), free(gb), free(acc_b);
+        free(acc_g), free(gdx);
     }
     /* embeddings: B x T tokens of C channels, ids repeating (rows of dwte gather several positions) */
     const int eshapes[][4] = {{1, 1, 1, 3}, {2, 5, 33, 7}, {3, 17, 130, 11}}; /* B, T, C, V */
@@ -265,8 +287,9 @@ static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
     }
     acc_line(r, "kernel", "gpt2.layernorm_forward", dt, &lnf, t_red);
     acc_line(r, "kernel", "gpt2.layernorm_backward", dt, &lnb, t_red);
-    acc_line(r, "kernel", "gpt2.bias_fill", dt, &bf, ST_EXACT);
+    acc_line(r, "kernel", "gpt2.bias_fill", dt, &bf, t_exact);
     acc_line(r, "kernel", "gpt2.bias_backward", dt, &bb, t_red);
+    acc_line(r, "kernel", "gpt2.gelu_backward_bias", dt, &gbb, t_red);
     acc_line(r, "kernel", "gpt2.embed_forward", dt, &ef, t_exact);
     acc_line(r, "kernel", "gpt2.embed_backward", dt, &eb, t_red);
 }

@@ -184,11 +184,27 @@ static int complete_reduce(sr__engine *e, int u) {
     return rc == 0 ? 0 : pg_fail(e->shard_pg, "reduce-scatter");
 }
 
+/* The task can add straight into the fp32 gradient shard when that shard is the whole unit in
+   the compute dtype on the compute device (one shard, fp32, no offload) and still holds zeros (the
+   first micro-batch of a step): the gradients still arrive zeroed, and the separate buffer's
+   zeroing and its addition into the shard -- two passes over every gradient -- go away, with the
+   same bits (0 + g = g).  Later micro-batches add into a zeroed buffer as before, so what a
+   micro-batch contributes is summed on its own whatever the accumulation. */
+static int grads_direct(const sr__engine *e, int u) {
+    return !e->shard_pg && !e->offload && e->dtype == SR_FLOAT32 && e->slot[u].grad_clean &&
+           e->units.u[u].shard == e->units.u[u].padded;
+}
+
 /* The unit's full gradient buffer, zeroed.  At most grad_limit buffers exist: when all are busy
    the oldest reduce-scatter is finished first (that bounds memory, as limit_all_gathers does). */
 static int get_grad_buffer(sr__engine *e, int u) {
     sr__uslot *s = &e->slot[u];
     if (complete_reduce(e, u) != 0) return -1; /* its previous micro-batch's reduction */
+    if (grads_direct(e, u)) {
+        s->gdst = s->grad;
+        s->grad_clean = 0;
+        return 0;
+    }
     if (!is_root(e, u)) {
         while (e->grad_pool.nfree == 0 && e->grad_pool.allocated >= e->grad_limit && e->npending)
             if (complete_reduce(e, e->pending_rs[0]) != 0) return -1;
@@ -198,12 +214,14 @@ static int get_grad_buffer(sr__engine *e, int u) {
     double t0 = sr__prof_now();
     e->dev->zero(s->gfull, e->units.u[u].padded * e->dsize);
     if (sr__prof.on) e->dev->sync(), sr__prof_add(SR__PROF_CAST, t0, 0, (double)(e->units.u[u].padded * e->dsize));
+    s->gdst = s->gfull;
     return 0;
 }
 
 static int issue_reduce(sr__engine *e, int u) {
     sr__uslot *s = &e->slot[u];
     const sr__unit *un = &e->units.u[u];
+    if (s->gdst == (void *)s->grad) return 0; /* the task added into the shard itself */
     if (!e->shard_pg) {
         accumulate_shard(e, s->grad, s->gfull, un->shard);
         s->grad_clean = 0;
@@ -233,7 +251,7 @@ static void module_call(sr__engine *e, int mi, sr_module_call *c, int with_grads
     for (int k = 0; k < m->nparams; k++) {
         const sr__param *p = &e->model->params[sr__param_owner(e->model, m->params[k])];
         e->pptr[k] = (char *)s->full + p->offset * e->dsize;
-        e->gptr[k] = with_grads ? (char *)s->gfull + p->offset * e->dsize : NULL;
+        e->gptr[k] = with_grads ? (char *)s->gdst + p->offset * e->dsize : NULL;
     }
     c->module = mi;
     c->name = m->name;

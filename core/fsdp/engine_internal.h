@@ -27,11 +27,16 @@ typedef struct sr__uslot {
     void *gather_send;    /* cast shard being sent (mixed precision), or NULL */
     sr_work *gather_work;
     void *gfull;          /* full gradients, param dtype */
-    void *rs_recv;        /* reduce-scatter result, shard-sized, param dtype */
+    void *gdst;           /* what the task adds this micro-batch's gradients into: gfull, or grad
+                             itself when get_grad_buffer can skip the separate buffer */
+    int grad_clean;       /* grad holds zeros (zero_grads ran, nothing was added since): the first
+                             micro-batch's gradients can go into it without an addition pass */
+    void *rs_recv;        /* reduce-scatter result, shard-sized, param dtype: a temporary (NULL when
+                             rs_direct) */
     sr_work *rs_work;
     int rs_pending;
-    int rs_direct;  /* the pending reduce-scatter writes the grad shard itself (rs_recv is NULL) */
-    int grad_clean; /* the grad shard holds zeros since the last step: a reduce-scatter may write it */
+    int rs_direct; /* the pending reduce-scatter writes the grad shard itself: grad held zeros, fp32 on
+                      the device */
     double issued, issued_rs; /* the profile: when the gather and the reduce-scatter were issued */
 } sr__uslot;
 

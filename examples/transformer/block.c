@@ -40,14 +40,14 @@ void tf_block_forward(const tf_shape *s, const tf_block_style *st, void *const *
     tf_linear_forward(s, st->weights, a->qkv, a->ln1, p[TF_BLOCK_QKV_W], p[TF_BLOCK_QKV_B], N, C, 3 * C);
     tf_qkv_layout l = st->qkv_per_head ? tf_qkv_per_head(C, s->NH) : tf_qkv_blocks(C, s->NH);
     tf_attention_forward(s, &l, st->alibi, a->qkv, a->att, a->atty);
-    tf_linear_forward(s, st->weights, a->res2, a->atty, p[TF_BLOCK_OUT_W], p[TF_BLOCK_OUT_B], N, C, C);
-    s->k->add(a->res2, a->res2, x, (size_t)N * C, s->dt);
+    /* the residuals are added where the bias is written, before the projection's GEMM adds onto it */
+    tf_linear_forward_residual(s, st->weights, a->res2, a->atty, p[TF_BLOCK_OUT_W], p[TF_BLOCK_OUT_B], x, N, C, C);
     s->k->layernorm_forward(a->ln2, a->mean2, a->rstd2, a->res2, p[TF_BLOCK_LN2_W], p[TF_BLOCK_LN2_B], N, C, s->dt);
     tf_linear_forward(s, st->weights, a->fch, a->ln2, p[TF_BLOCK_UP_W], p[TF_BLOCK_UP_B], N, C, 4 * C);
     s->k->gelu_forward(a->fchg, a->fch, (size_t)N * 4 * C, s->dt);
     if (!out) return;
-    tf_linear_forward(s, st->weights, out, a->fchg, p[TF_BLOCK_DOWN_W], p[TF_BLOCK_DOWN_B], N, 4 * C, C);
-    s->k->add(out, out, a->res2, (size_t)N * C, s->dt);
+    tf_linear_forward_residual(s, st->weights, out, a->fchg, p[TF_BLOCK_DOWN_W], p[TF_BLOCK_DOWN_B], a->res2, N, 4 * C,
+                               C);
 }
 
 void tf_block_backward(const tf_shape *s, const tf_block_style *st, void *const *p, void *const *d, const void *x,
@@ -57,8 +57,9 @@ void tf_block_backward(const tf_shape *s, const tf_block_style *st, void *const 
          *datt = AT(dc, (size_t)N * C);
     s->k->copy(dx, dy, (size_t)N * C, s->dt); /* the residual around the MLP: dx = d(res2) from here on */
     tf_linear_backward(s, st->weights, dfch, 0.0f, d[TF_BLOCK_DOWN_W], d[TF_BLOCK_DOWN_B], dy, a->fchg, p[TF_BLOCK_DOWN_W], N, 4 * C, C);
-    s->k->gelu_backward(dfch, a->fch, dfch, (size_t)N * 4 * C, s->dt);
-    tf_linear_backward(s, st->weights, dc, 0.0f, d[TF_BLOCK_UP_W], d[TF_BLOCK_UP_B], dfch, a->ln2, p[TF_BLOCK_UP_W], N, C, 4 * C);
+    /* the up projection's bias gradient comes out of GELU's backward pass, not a second pass over dfch */
+    s->k->gelu_backward(dfch, d[TF_BLOCK_UP_B], a->fch, dfch, N, 4 * C, s->dt);
+    tf_linear_backward(s, st->weights, dc, 0.0f, d[TF_BLOCK_UP_W], NULL, dfch, a->ln2, p[TF_BLOCK_UP_W], N, C, 4 * C);
     s->k->layernorm_backward(dx, d[TF_BLOCK_LN2_W], d[TF_BLOCK_LN2_B], dc, a->res2, a->mean2, a->rstd2, p[TF_BLOCK_LN2_W], N, C,
                              s->dt);
     tf_linear_backward(s, st->weights, dc, 0.0f, d[TF_BLOCK_OUT_W], d[TF_BLOCK_OUT_B], dx, a->atty, p[TF_BLOCK_OUT_W], N, C, C);

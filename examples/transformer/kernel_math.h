@@ -1,5 +1,5 @@
 /*
- * gpt2 math: the per-element formulas of the GPT-2 task, written once for the C loops of
+ * transformer math: the per-element formulas of the decoder tasks, written once for the C loops of
  * kernels_cpu.c and the CUDA kernels of kernels_cuda.cu (SR_HD compiles them for both), so the
  * CPU tests check the arithmetic a GPU runs.
  *
@@ -82,6 +82,22 @@ SR_HD float tf_ln_dx(float dnorm, float norm, float mean_dnorm, float mean_dnorm
 /* Cross-entropy gradient for one logit: (softmax - onehot) * dscale, with softmax = e / sum */
 SR_HD float tf_ce_grad(float e, float inv_sum, int is_target, float dscale) {
     return (e * inv_sum - (is_target ? 1.0f : 0.0f)) * dscale;
+}
+
+/* Online softmax statistics: (m, s) = the max of some values and the sum of e^(value - m) over
+   them; merging (m2, s2) of other values gives the pair of both, so one pass over a row finds its
+   max and its sum of exponentials together.  s = 0 means no values yet (m is then ignored);
+   tf_softmax_merge(&m, &s, x, 1) adds the single value x. */
+SR_HD void tf_softmax_merge(float *m, float *s, float m2, float s2) {
+    if (s2 == 0.0f) return;
+    if (*s == 0.0f) {
+        *m = m2, *s = s2;
+    } else if (m2 > *m) {
+        *s = *s * tf_exp(*m - m2) + s2;
+        *m = m2;
+    } else {
+        *s += s2 * tf_exp(m2 - *m);
+    }
 }
 
 /* Softmax backward for one score: scale * p * (dp - sum_i p_i dp_i) */

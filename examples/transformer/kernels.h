@@ -1,7 +1,7 @@
 /*
- * gpt2 kernels: everything the GPT-2 task computes, as one table per device.
+ * transformer kernels: everything the decoder tasks (GPT-2, BLOOM) compute, as one table per device.
  *
- * Lifecycle: gpt2_model.c picks a table when the first callback names a device
+ * Lifecycle: lm_task.c picks a table when the first callback names a device
  * (tf_kernels_cpu() from kernels_cpu.c; tf_kernels_cuda() from kernels_cuda.cu, in its own
  * transformer_cuda.so that only GPU runs load) -> alloc activation buffers -> per micro-batch:
  * ids_upload, then the layer kernels below in forward order, cross_entropy, then the backward
@@ -71,16 +71,21 @@ typedef struct tf_kernels {
     void (*layernorm_backward)(void *dx, void *dw, void *db, const void *dout, const void *x, const float *mean,
                                const float *rstd, const void *w, int N, int C, sr_dtype dt);
 
-    /* out[n,:] = bias  (out [N, O]); a GEMM with beta = 1 then adds onto it, which saves the
-       pass over the output that beta = 0 costs (BLAS zeroes C first) and a separate bias pass */
-    void (*bias_fill)(void *out, const void *bias, int N, int O, sr_dtype dt);
+    /* out[n,:] = bias + res[n,:]  (out and res [N, O]; bias NULL or res NULL: that term is 0; res
+       may alias out).  A GEMM with beta = 1 then adds onto it, which saves the pass over the output
+       that beta = 0 costs (BLAS zeroes C first), a separate bias pass and, with res, the residual
+       add after the layer (tf_linear_forward_residual) */
+    void (*bias_fill)(void *out, const void *bias, const void *res, int N, int O, sr_dtype dt);
     /* dbias += sum over rows of dout [N, O] */
     void (*bias_backward)(void *dbias, const void *dout, int N, int O, sr_dtype dt);
 
-    /* out = gelu_tanh(x), n elements (out may alias x) */
+    /* out = gelu_tanh(x), n elements (out may alias x).  Kept apart from the GEMM before it: the
+       backward needs x, and writing gelu(x) next to x costs the pass this one makes anyway. */
     void (*gelu_forward)(void *out, const void *x, size_t n, sr_dtype dt);
-    /* dx = gelu_tanh'(x) * dout (dx may alias dout) */
-    void (*gelu_backward)(void *dx, const void *x, const void *dout, size_t n, sr_dtype dt);
+    /* dx = gelu_tanh'(x) * dout over [N, O] (dx may alias dout); dbias (NULL: none) += the column
+       sums of that dx in the same pass: the bias gradient of the layer that produced x, the sums
+       bias_backward(dbias, dx) would make, in the same order (rows in order) */
+    void (*gelu_backward)(void *dx, void *dbias, const void *x, const void *dout, int N, int O, sr_dtype dt);
 
     /* out = a + b, n elements (out may alias a or b) */
     void (*add)(void *out, const void *a, const void *b, size_t n, sr_dtype dt);
@@ -98,7 +103,9 @@ typedef struct tf_kernels {
 
     /* Cross-entropy over logits [N, V] with targets[N] (-1 = ignored).  losses[n] (float) =
        logsumexp(logits[n]) - logits[n, target] (0 for ignored rows); then, in place,
-       logits[n, :] = (softmax(logits[n]) - onehot(target)) * dscale (0 for ignored rows). */
+       logits[n, :] = (softmax(logits[n]) - onehot(target)) * dscale (0 for ignored rows).
+       CUDA makes two passes over a row (its max and sum of exponentials together, online per
+       thread with tf_softmax_merge, then the gradient); the CPU three (kernels_cpu.c says why). */
     void (*cross_entropy)(void *logits, float *losses, const int32_t *targets, int N, int V, float dscale,
                           sr_dtype dt);
 
@@ -127,7 +134,7 @@ const char *tf_cpu_blas(void);
 /* kernels_profile.c: a table that runs k's kernels and reports each call to the step profile
    (SHARDRUN_PROFILE=1); one per process */
 const tf_kernels *tf_kernels_profiled(const tf_kernels *k);
-/* in transformer_cuda.so, found with dlsym by gpt2_model.c */
+/* in transformer_cuda.so, found with dlsym by lm_task.c */
 const tf_kernels *tf_kernels_cuda(void);
 
 #ifdef __cplusplus

@@ -1,6 +1,6 @@
 /*
- * gpt2 kernels, CUDA: the "cuda" table of kernels.h, built into transformer_cuda.so, which
- * gpt2_model.c opens (dlsym "tf_kernels_cuda") only when a run's device is a GPU.
+ * transformer kernels, CUDA: the "cuda" table of kernels.h, built into transformer_cuda.so, which
+ * lm_task.c opens (dlsym "tf_kernels_cuda") only when a run's device is a GPU.
  *
  * Thin on purpose, because no GPU runs it where it is written: every per-element formula comes
  * from kernel_math.h and every bf16/fp16 conversion from shardrun/half.h, the same functions the CPU
@@ -201,9 +201,13 @@ __global__ void k_layernorm_bwd_dx(void *dx, const void *dout, const void *x, co
 
 /* Column sums over N rows of [N, C], deterministic: a block is 32 columns x 32 row slices; thread
    (x, y) adds rows y, y+32, ... in order, then thread (x, 0) adds the 32 slices in order.  Sums
-   dout into db, and (LN) dout * norm(x) into dw -- LayerNorm's dw/db, or a bias gradient. */
+   into db: dout (BIAS: a bias gradient); dout, and dout * norm(x) into dw (LN: LayerNorm's dw/db);
+   or gelu'(x) * dout, which it also writes to dw as the gradient dx (GELU: gelu_backward with the
+   bias gradient; the element is read before it is written by the same thread, so dx may alias
+   dout). */
 constexpr int SLICES = 32;
-template <class E, bool LN>
+enum colsum_kind { CS_BIAS, CS_LN, CS_GELU };
+template <class E, colsum_kind K>
 __device__ void colsum(void *dw, void *db, const void *dout, const void *x, const float *mean, const float *rstd,
                        int N, int C) {
     __shared__ float sw[SLICES][32], sb[SLICES][32];
@@ -211,28 +215,37 @@ __device__ void colsum(void *dw, void *db, const void *dout, const void *x, cons
     float aw = 0.0f, ab = 0.0f;
     if (c < C)
         for (int r = threadIdx.y; r < N; r += SLICES) {
-            float d = ld<E>(dout, (size_t)r * C + c);
+            size_t i = (size_t)r * C + c;
+            float d = ld<E>(dout, i);
+            if constexpr (K == CS_GELU) {
+                d = tf_gelu_grad(ld<E>(x, i)) * d;
+                st<E>(dw, i, d); /* summed unrounded, as the fp32 CPU table sums it */
+            }
             ab += d;
-            if constexpr (LN) aw += d * tf_ln_norm(ld<E>(x, (size_t)r * C + c), mean[r], rstd[r]);
+            if constexpr (K == CS_LN) aw += d * tf_ln_norm(ld<E>(x, i), mean[r], rstd[r]);
         }
     sw[threadIdx.y][threadIdx.x] = aw;
     sb[threadIdx.y][threadIdx.x] = ab;
     __syncthreads();
     if (threadIdx.y != 0 || c >= C) return;
     for (int s = 1; s < SLICES; s++) aw += sw[s][threadIdx.x], ab += sb[s][threadIdx.x];
-    if constexpr (LN) acc<E>(dw, c, aw);
+    if constexpr (K == CS_LN) acc<E>(dw, c, aw);
     acc<E>(db, c, ab);
 }
 template <class E> __global__ void k_layernorm_bwd_dwdb(void *dw, void *db, const void *dout, const void *x,
                                                         const float *mean, const float *rstd, int N, int C) {
-    colsum<E, true>(dw, db, dout, x, mean, rstd, N, C);
+    colsum<E, CS_LN>(dw, db, dout, x, mean, rstd, N, C);
 }
 template <class E> __global__ void k_bias_bwd(void *dbias, const void *dout, int N, int O) {
-    colsum<E, false>(nullptr, dbias, dout, nullptr, nullptr, nullptr, N, O);
+    colsum<E, CS_BIAS>(nullptr, dbias, dout, nullptr, nullptr, nullptr, N, O);
+}
+template <class E> __global__ void k_gelu_bwd_bias(void *dx, void *dbias, const void *x, const void *dout, int N, int O) {
+    colsum<E, CS_GELU>(dx, dbias, dout, x, nullptr, nullptr, N, O);
 }
 
-template <class E> __global__ void k_bias_fill(void *out, const void *bias, int O, size_t n) {
-    GRID_STRIDE(i, n) st<E>(out, i, ld<E>(bias, i % O));
+/* out = bias + res, either may be missing; res may alias out (one thread reads, then writes, i) */
+template <class E> __global__ void k_bias_fill(void *out, const void *bias, const void *res, int O, size_t n) {
+    GRID_STRIDE(i, n) st<E>(out, i, (bias ? ld<E>(bias, i % O) : 0.0f) + (res ? ld<E>(res, i) : 0.0f));
 }
 
 /* The elementwise kernels read index i and write index i in one thread, so aliasing is safe. */
@@ -276,7 +289,9 @@ __global__ void k_softmax_bwd(void *dS, const void *P, const void *dP, int T, fl
         st<E>(dS, base + j, j <= t ? tf_softmax_grad(ld<E>(P, base + j), ld<E>(dP, base + j), dot, scale) : 0.0f);
 }
 
-/* One block per row of V logits: max, sum of exponentials, loss, then gradients in place. */
+/* One block per row of V logits, two passes over it: each thread's online (max, sum of
+   exponentials) over its logits (tf_softmax_merge), the block's max, each thread's sum rescaled
+   to it and added up; the loss; then the gradients in place. */
 template <class E>
 __global__ void k_cross_entropy(void *logits, float *losses, const int32_t *targets, int V, float dscale) {
     size_t base = (size_t)blockIdx.x * V;
@@ -288,11 +303,12 @@ __global__ void k_cross_entropy(void *logits, float *losses, const int32_t *targ
         return;
     }
     float lt = ld<E>(logits, base + tgt); /* read before any thread overwrites the row */
-    float mx = -INFINITY, sum = 0.0f;
-    for (int v = threadIdx.x; v < V; v += blockDim.x) mx = fmaxf(mx, ld<E>(logits, base + v));
-    mx = block_reduce<true>(mx);
-    for (int v = threadIdx.x; v < V; v += blockDim.x) sum += tf_exp(ld<E>(logits, base + v) - mx);
-    sum = block_reduce<false>(sum); /* its barriers also order every read above before the writes */
+    float m = 0.0f, s = 0.0f;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) tf_softmax_merge(&m, &s, ld<E>(logits, base + v), 1.0f);
+    float mx = block_reduce<true>(s > 0.0f ? m : -INFINITY);
+    /* each thread's sum rescaled to the row's max; the barriers also order every read above before
+       the writes below */
+    float sum = block_reduce<false>(s > 0.0f ? s * tf_exp(m - mx) : 0.0f);
     if (threadIdx.x == 0) losses[blockIdx.x] = logf(sum) - (lt - mx);
     float inv = 1.0f / sum;
     for (int v = threadIdx.x; v < V; v += blockDim.x)
@@ -427,9 +443,9 @@ void layernorm_backward(void *dx, void *dw, void *db, const void *dout, const vo
     LAUNCH(dt, k_layernorm_bwd_dx, grid_rows(N), THREADS, dx, dout, x, mean, rstd, w, N, C);
     LAUNCH(dt, k_layernorm_bwd_dwdb, (unsigned)((C + 31) / 32), dim3(32, SLICES), dw, db, dout, x, mean, rstd, N, C);
 }
-void bias_fill(void *out, const void *bias, int N, int O, sr_dtype dt) {
+void bias_fill(void *out, const void *bias, const void *res, int N, int O, sr_dtype dt) {
     size_t n = (size_t)N * O;
-    LAUNCH(dt, k_bias_fill, grid_for(n), THREADS, out, bias, O, n);
+    LAUNCH(dt, k_bias_fill, grid_for(n), THREADS, out, bias, res, O, n);
 }
 void bias_backward(void *dbias, const void *dout, int N, int O, sr_dtype dt) {
     LAUNCH(dt, k_bias_bwd, (unsigned)((O + 31) / 32), dim3(32, SLICES), dbias, dout, N, O);
@@ -437,8 +453,10 @@ void bias_backward(void *dbias, const void *dout, int N, int O, sr_dtype dt) {
 void gelu_forward(void *out, const void *x, size_t n, sr_dtype dt) {
     LAUNCH(dt, k_gelu_fwd, grid_for(n), THREADS, out, x, n);
 }
-void gelu_backward(void *dx, const void *x, const void *dout, size_t n, sr_dtype dt) {
-    LAUNCH(dt, k_gelu_bwd, grid_for(n), THREADS, dx, x, dout, n);
+void gelu_backward(void *dx, void *dbias, const void *x, const void *dout, int N, int O, sr_dtype dt) {
+    size_t n = (size_t)N * O;
+    if (dbias) LAUNCH(dt, k_gelu_bwd_bias, (unsigned)((O + 31) / 32), dim3(32, SLICES), dx, dbias, x, dout, N, O);
+    else LAUNCH(dt, k_gelu_bwd, grid_for(n), THREADS, dx, x, dout, n);
 }
 void add(void *out, const void *a, const void *b, size_t n, sr_dtype dt) {
     LAUNCH(dt, k_add, grid_for(n), THREADS, out, a, b, n);

@@ -1,9 +1,9 @@
 /*
- * The step profile of the gpt2 kernels (SHARDRUN_PROFILE=1): a kernel table that runs the device's
+ * The step profile of the transformer kernels (SHARDRUN_PROFILE=1): a kernel table that runs the device's
  * table and reports each call to shardrun by class, with its floating-point operations or its
  * memory traffic (sr_profile_kernel, shardrun/model.h).
  *
- * Lifecycle: gpt2_model.c picks it in create() when sr_profile_enabled() says so, wrapping the
+ * Lifecycle: lm_task.c picks it in create() when sr_profile_enabled() says so, wrapping the
  * device's table once for the run; without profiling the device's own table is used and the
  * kernels pay nothing.  Each call waits for the device (sync) before its time is taken, so on a
  * GPU a profiled step loses the overlap of queued kernels.
@@ -81,10 +81,10 @@ static void p_layernorm_backward(void *dx, void *dw, void *db, const void *dout,
     END(SR_KERNEL_NORM_ACT, 0, 4.0 * N * C * (double)sr_dtype_size(dt)); /* dout, x, dx read and written */
 }
 
-static void p_bias_fill(void *out, const void *bias, int N, int O, sr_dtype dt) {
+static void p_bias_fill(void *out, const void *bias, const void *res, int N, int O, sr_dtype dt) {
     BEGIN;
-    inner->bias_fill(out, bias, N, O, dt);
-    END(SR_KERNEL_NORM_ACT, 0, (double)N * O * (double)sr_dtype_size(dt));
+    inner->bias_fill(out, bias, res, N, O, dt);
+    END(SR_KERNEL_NORM_ACT, 0, (res ? 2.0 : 1.0) * N * O * (double)sr_dtype_size(dt));
 }
 
 static void p_bias_backward(void *dbias, const void *dout, int N, int O, sr_dtype dt) {
@@ -99,10 +99,10 @@ static void p_gelu_forward(void *out, const void *x, size_t n, sr_dtype dt) {
     END(SR_KERNEL_NORM_ACT, 0, 2.0 * (double)n * (double)sr_dtype_size(dt));
 }
 
-static void p_gelu_backward(void *dx, const void *x, const void *dout, size_t n, sr_dtype dt) {
+static void p_gelu_backward(void *dx, void *dbias, const void *x, const void *dout, int N, int O, sr_dtype dt) {
     BEGIN;
-    inner->gelu_backward(dx, x, dout, n, dt);
-    END(SR_KERNEL_NORM_ACT, 0, 3.0 * (double)n * (double)sr_dtype_size(dt));
+    inner->gelu_backward(dx, dbias, x, dout, N, O, dt);
+    END(SR_KERNEL_NORM_ACT, 0, 3.0 * N * O * (double)sr_dtype_size(dt));
 }
 
 static void p_add(void *out, const void *a, const void *b, size_t n, sr_dtype dt) {

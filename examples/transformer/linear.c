@@ -4,9 +4,15 @@
 
 void tf_linear_forward(const tf_shape *s, tf_weight_layout wl, void *out, const void *x, const void *W, const void *b,
                        int N, int I, int O) {
-    /* bias first, then the product added onto it with beta = 1: one pass over out instead of two */
-    if (b) s->k->bias_fill(out, b, N, O, s->dt);
-    float beta = b ? 1.0f : 0.0f;
+    tf_linear_forward_residual(s, wl, out, x, W, b, NULL, N, I, O);
+}
+
+void tf_linear_forward_residual(const tf_shape *s, tf_weight_layout wl, void *out, const void *x, const void *W,
+                                const void *b, const void *res, int N, int I, int O) {
+    /* bias (and residual) first, then the product added onto it with beta = 1: one pass over out
+       instead of two, or three with the residual added after */
+    if (b || res) s->k->bias_fill(out, b, res, N, O, s->dt);
+    float beta = b || res ? 1.0f : 0.0f;
     if (wl == TF_WEIGHT_IN_OUT) /* out [O x N] = W [O x I] x [I x N] */
         s->k->gemm(0, 0, O, N, I, 1.0f, W, O, x, I, beta, out, O, s->dt);
     else /* W is [I x O] column-major: out = W^T x */

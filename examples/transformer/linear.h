@@ -18,6 +18,10 @@ typedef enum {
 /* out[N, O] = x[N, I] W (+ b, when b is not NULL) */
 void tf_linear_forward(const tf_shape *s, tf_weight_layout wl, void *out, const void *x, const void *W, const void *b,
                        int N, int I, int O);
+/* out[N, O] = x[N, I] W (+ b) + res[N, O]: a residual connection around the layer, added in the
+   pass that writes the bias (res NULL: tf_linear_forward; res may be out itself) */
+void tf_linear_forward_residual(const tf_shape *s, tf_weight_layout wl, void *out, const void *x, const void *W,
+                                const void *b, const void *res, int N, int I, int O);
 /* dW += x^T dout (in W's layout), db += column sums of dout (db NULL: no bias), and, when dx is not
    NULL, dx = dout W^T + beta dx (beta 0: overwrite, 1: add) */
 void tf_linear_backward(const tf_shape *s, tf_weight_layout wl, void *dx, float beta, void *dW, void *db,

@@ -1,6 +1,7 @@
 /* kernel_math.h, the per-element formulas the GPT-2 task's CPU and CUDA kernels share, against libm
    in double: the exponential within its stated 2.5e-7 relative error over the whole range, GELU
-   (tanh approximation) and its derivative, the tanh, the softmax and cross-entropy gradients. */
+   (tanh approximation) and its derivative, the tanh, the softmax and cross-entropy gradients, the
+   online softmax statistics. */
 #include <math.h>
 #include <stdio.h>
 
@@ -39,6 +40,22 @@ int main(void) {
     CHECK(tf_ce_grad(2.0f, 0.25f, 1, 0.5f) == -0.25f);         /* (2 / 4 - 1) * 0.5 */
     CHECK(tf_ce_grad(2.0f, 0.25f, 0, 0.5f) == 0.25f);
     CHECK(tf_ln_norm(3.0f, 1.0f, 0.5f) == 1.0f);
+    /* online softmax statistics: values added one at a time, and two halves merged, give the max and
+       the sum of e^(x - max) */
+    {
+        const float v[] = {1.5f, -3.0f, 4.25f, 0.0f, 4.0f, -20.0f};
+        double mx = 4.25, want = 0;
+        for (int i = 0; i < 6; i++) want += exp((double)v[i] - mx);
+        float m = 0, s = 0, m1 = 0, s1 = 0, m2 = 0, s2 = 0;
+        tf_softmax_merge(&m, &s, 7.0f, 0.0f); /* an empty part changes nothing */
+        CHECK(s == 0.0f);
+        for (int i = 0; i < 6; i++) tf_softmax_merge(&m, &s, v[i], 1.0f);
+        for (int i = 0; i < 3; i++) tf_softmax_merge(&m1, &s1, v[i], 1.0f);
+        for (int i = 3; i < 6; i++) tf_softmax_merge(&m2, &s2, v[i], 1.0f);
+        tf_softmax_merge(&m1, &s1, m2, s2);
+        CHECK(m == 4.25f && m1 == 4.25f);
+        CHECK(fabs(s - want) < 1e-6 * want && fabs(s1 - want) < 1e-6 * want);
+    }
     /* ALiBi's slopes (HF's build_alibi_tensor), worked out by hand from its rule: 16 heads are a power
        of two, 2^-0.5 .. 2^-8; 12 heads are 8's slopes 2^-1 .. 2^-8, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5;
        1 head 2^-8; 3 heads 2^-4, 2^-8, then 2^-2 */

@@ -99,9 +99,8 @@ static int declare(const tf_lm_dims *dm, sr_model *model) {
     return 0;
 }
 
-static double param_count(const tf_lm_dims *d) {
-    return (double)d->V * d->C + 4.0 * d->C + (double)d->L * (12.0 * d->C * d->C + 13.0 * d->C);
-}
+/* word_embeddings and its LayerNorm */
+static double embed_param_count(const tf_lm_dims *d) { return (double)d->V * d->C + 2.0 * d->C; }
 
 /* The embedding keeps the looked-up rows and the LayerNorm's statistics for backward:
    e [N, C] (compute dtype), then mean [N] and rstd [N] (float) */
@@ -139,7 +138,7 @@ static const tf_lm_arch bloom_arch = {
     .block_style = {TF_WEIGHT_OUT_IN, 1, 1}, /* nn.Linear weights, q/k/v per head, ALiBi */
     .configure = configure,
     .declare = declare,
-    .param_count = param_count,
+    .embed_param_count = embed_param_count,
     .embed_acts_bytes = embed_acts_bytes,
     .embed_forward = embed_forward,
     .embed_backward = embed_backward,

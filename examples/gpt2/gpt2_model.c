@@ -65,9 +65,8 @@ static int declare(const tf_lm_dims *dm, sr_model *model) {
     return 0;
 }
 
-static double param_count(const tf_lm_dims *d) {
-    return (double)d->V * d->C + (double)d->P * d->C + 2.0 * d->C + (double)d->L * (12.0 * d->C * d->C + 13.0 * d->C);
-}
+/* wte and wpe */
+static double embed_param_count(const tf_lm_dims *d) { return (double)d->V * d->C + (double)d->P * d->C; }
 
 /* out[b,t,:] = wte[id] + wpe[t]: nothing to keep for backward */
 static void embed_forward(const tf_shape *s, void *const *p, const int32_t *ids, void *acts, void *out) {
@@ -89,7 +88,7 @@ static const tf_lm_arch gpt2_arch = {
     .block_style = GPT2_BLOCK_STYLE_INIT,
     .configure = configure,
     .declare = declare,
-    .param_count = param_count,
+    .embed_param_count = embed_param_count,
     .embed_forward = embed_forward,
     .embed_backward = embed_backward,
 };

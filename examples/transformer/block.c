@@ -6,6 +6,8 @@
 
 #define AT(p, i) TF_AT(s, p, i)
 
+double tf_block_param_count(int C) { return 12.0 * C * C + 13.0 * C; }
+
 /* 4 floats of LayerNorm statistics per token, then ln1 [N,C], qkv [N,3C], att [B,NH,T,T],
    atty [N,C], res2 [N,C], ln2 [N,C], fch [N,4C], fchg [N,4C] in the compute dtype */
 size_t tf_block_acts_bytes(const tf_shape *s) {

@@ -42,6 +42,10 @@ typedef struct tf_block_acts {
     char *ln1, *qkv, *att, *atty, *res2, *ln2, *fch, *fchg;
 } tf_block_acts;
 
+/* the parameters of one block of C channels: 2 LayerNorms (2C each), q/k/v (3C^2 + 3C), the output
+   projection (C^2 + C), the MLP (4C^2 + 4C and 4C^2 + C) */
+double tf_block_param_count(int C);
+
 size_t tf_block_acts_bytes(const tf_shape *s);
 tf_block_acts tf_block_acts_at(const tf_shape *s, void *buf);
 size_t tf_block_work_bytes(const tf_shape *s);

@@ -28,8 +28,8 @@ enum { M_EMBED, M_BLOCK, M_LNF, M_HEAD };
 typedef struct tf_lm {
     const tf_lm_arch *arch;
     sr_ctx *ctx;
-    tf_lm_dims d;
-    int L, NH, C, P, V, T; /* d's figures (layers, heads, channels, positions, vocabulary), tokens per sample */
+    tf_lm_dims d; /* layers, heads, channels, positions, vocabulary */
+    int T;        /* tokens per sample */
     const tf_kernels *k;
     sr_dtype dt; /* compute dtype (fp32 on the CPU) */
     size_t es;   /* its element size */
@@ -73,11 +73,11 @@ static void lm_error(const tf_lm *g, const char *fmt, ...) {
 }
 
 static int kind_of(const tf_lm *g, int m) {
-    return m == 0 ? M_EMBED : m <= g->L ? M_BLOCK : m == g->L + 1 ? M_LNF : M_HEAD;
+    return m == 0 ? M_EMBED : m <= g->d.L ? M_BLOCK : m == g->d.L + 1 ? M_LNF : M_HEAD;
 }
 
 static tf_shape shape_of(const tf_lm *g) {
-    return (tf_shape){g->k, g->dt, g->es, g->B, g->Bcap, g->T, g->C, g->NH};
+    return (tf_shape){g->k, g->dt, g->es, g->B, g->Bcap, g->T, g->d.C, g->d.NH};
 }
 
 /* ---- buffers ---------------------------------------------------------------------------------- */
@@ -134,12 +134,12 @@ static int alloc_acts(tf_lm *g, int B) {
     int bad = !(g->ids_h = malloc(N * sizeof(int32_t))) || !(g->tgt_h = malloc(N * sizeof(int32_t))) ||
               !(g->losses_h = malloc(N * sizeof(float))) || !(g->ids_d = g->k->alloc(N * sizeof(int32_t))) ||
               !(g->tgt_d = g->k->alloc(N * sizeof(int32_t))) || !(g->losses_d = g->k->alloc(N * sizeof(float))) ||
-              !(g->lnf_stats = g->k->alloc(2 * N * sizeof(float))) || !(g->dy = g->k->alloc(N * g->C * es)) ||
-              !(g->dx = g->k->alloc(N * g->C * es)) || !(g->work = g->k->alloc(tf_block_work_bytes(&sh)));
+              !(g->lnf_stats = g->k->alloc(2 * N * sizeof(float))) || !(g->dy = g->k->alloc(N * g->d.C * es)) ||
+              !(g->dx = g->k->alloc(N * g->d.C * es)) || !(g->work = g->k->alloc(tf_block_work_bytes(&sh)));
     size_t embed_bytes = g->arch->embed_acts_bytes ? g->arch->embed_acts_bytes(&sh) : 0;
     if (!bad && embed_bytes) bad = !(g->embed_acts = g->k->alloc(embed_bytes));
     for (int m = 0; !bad && m < g->nmod; m++)
-        bad = !(g->out[m] = g->k->alloc(N * (size_t)(kind_of(g, m) == M_HEAD ? g->V : g->C) * es));
+        bad = !(g->out[m] = g->k->alloc(N * (size_t)(kind_of(g, m) == M_HEAD ? g->d.V : g->d.C) * es));
     if (bad) {
         lm_error(g, "out of %s memory for the activations of a micro-batch of %d samples of %d "
                         "tokens; lower per_device_train_batch_size or max_length, or turn on "
@@ -287,7 +287,7 @@ static int load_data(tf_lm *g, sr_ctx *ctx) {
         return -1;
     }
     if (!split) o.split = TF_SPLIT_PARAGRAPH;
-    if (config_int(g, "max_length", 128, 2, g->P, &g->T) || config_int(g, "min_chars", 32, 0, 1 << 30, &o.min_chars) ||
+    if (config_int(g, "max_length", 128, 2, g->d.P, &g->T) || config_int(g, "min_chars", 32, 0, 1 << 30, &o.min_chars) ||
         sr_config_int(ctx, "max_samples", 0, &max_samples))
         return -1;
     if (max_samples < 0) {
@@ -349,19 +349,17 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
     g->ctx = ctx;
     int vocab_default;
     if (arch->configure(ctx, &g->d, &vocab_default) != 0) goto fail;
-    g->L = g->d.L, g->NH = g->d.NH, g->C = g->d.C, g->P = g->d.P;
-    if (g->C % g->NH) {
-        lm_error(g, "[task] %s = %d is not a multiple of n_head = %d\n", arch->width_key, g->C, g->NH);
+    if (g->d.C % g->d.NH) {
+        lm_error(g, "[task] %s = %d is not a multiple of n_head = %d\n", arch->width_key, g->d.C, g->d.NH);
         goto fail;
     }
     if (load_data(g, ctx) != 0) goto fail;
     int tv = tf_tokenizer_vocab_size(g->tok);
-    if (config_int(g, "vocab_size", vocab_default ? vocab_default : tv, 1, 1 << 24, &g->V)) goto fail;
-    if (g->V < tv) {
-        lm_error(g, "[task] vocab_size = %d is smaller than the tokenizer's %d tokens\n", g->V, tv);
+    if (config_int(g, "vocab_size", vocab_default ? vocab_default : tv, 1, 1 << 24, &g->d.V)) goto fail;
+    if (g->d.V < tv) {
+        lm_error(g, "[task] vocab_size = %d is smaller than the tokenizer's %d tokens\n", g->d.V, tv);
         goto fail;
     }
-    g->d.V = g->V;
     const char *dump = sr_config(ctx, "dump");
     if (dump && *dump && !(g->dump_path = strdup(dump))) goto fail;
 
@@ -377,7 +375,7 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
                         "[accelerate] mixed_precision = no on CPUs\n", g->k->name, sr_dtype_name(g->dt));
         goto fail;
     }
-    g->nmod = g->L + 3;
+    g->nmod = g->d.L + 3;
     if (!(g->out = calloc((size_t)g->nmod, sizeof *g->out)) || !(g->inter = calloc((size_t)g->nmod, sizeof *g->inter)))
         goto fail;
     if (arch->declare(&g->d, model) != 0 || declare_head(&g->d, arch, model) != 0) goto fail;
@@ -385,12 +383,12 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
 
     if (sr_rank(ctx) == 0 && !cuda) avx512_note(g);
     if (sr_rank(ctx) == 0) {
-        double params = arch->param_count(&g->d);
+        double params = arch->embed_param_count(&g->d) + g->d.L * tf_block_param_count(g->d.C) + 2.0 * g->d.C;
         char threads[96] = "";
         if (!cuda) snprintf(threads, sizeof threads, " (%s, %d thread%s), its %s kernels", TF_BLAS_NAME,
                             tf_cpu_threads(), tf_cpu_threads() == 1 ? "" : "s", tf_cpu_blas());
         printf("%s: %d layers, %d heads, n_embd %d, vocab %d, positions %d: %.2fM parameters; %s kernels%s\n",
-               arch->name, g->L, g->NH, g->C, g->V, g->P, params / 1e6, g->k->name, threads);
+               arch->name, g->d.L, g->d.NH, g->d.C, g->d.V, g->d.P, params / 1e6, g->k->name, threads);
         printf("%s: data: %lld samples of %d tokens (%lld real tokens, %.1f%% padding) from %lld texts of %lld "
                "files (%lld shorter texts dropped); %s tokenizer, %d tokens\n",
                arch->name, g->data.n, g->T, g->data.tokens, 100.0 * (1.0 - (double)g->data.tokens / ((double)g->data.n * g->T)),
@@ -476,19 +474,17 @@ static int check_call(const tf_lm *g, const sr_module_call *call, const char *wh
 int tf_lm_forward(void *state, const sr_module_call *call) {
     tf_lm *g = state;
     if (check_call(g, call, "forward") != 0) return -1;
-    const int m = call->module, kind = kind_of(g, m), N = g->B * g->T, C = g->C;
+    const int m = call->module, kind = kind_of(g, m), N = g->B * g->T, C = g->d.C;
     if (call->recompute ? g->next_bwd < 0 || m > g->next_bwd : m != g->next_fwd) {
         lm_error(g, "%s of %s out of order\n", call->recompute ? "recompute" : "forward", call->name);
         return -1;
     }
     void *const *p = call->params;
     const void *x = m > 0 ? g->out[m - 1] : NULL;
+    const tf_shape sh = shape_of(g);
     switch (kind) {
     case M_EMBED:
-        if (!call->recompute) {
-            tf_shape sh = shape_of(g);
-            g->arch->embed_forward(&sh, p, g->ids_d, g->embed_acts, g->out[m]);
-        }
+        if (!call->recompute) g->arch->embed_forward(&sh, p, g->ids_d, g->embed_acts, g->out[m]);
         break;
     case M_BLOCK: {
         /* intermediates: kept for backward, or (checkpointed forward) borrowed for the call only */
@@ -497,7 +493,6 @@ int tf_lm_forward(void *state, const sr_module_call *call) {
             lm_error(g, "out of %s memory for the activations of %s\n", g->k->name, call->name);
             return -1;
         }
-        tf_shape sh = shape_of(g);
         tf_block_acts a = tf_block_acts_at(&sh, g->inter[m]);
         tf_block_forward(&sh, &g->arch->block_style, p, x, &a, call->recompute ? NULL : g->out[m]);
         if (!keep) {
@@ -510,10 +505,7 @@ int tf_lm_forward(void *state, const sr_module_call *call) {
         g->k->layernorm_forward(g->out[m], g->lnf_stats, g->lnf_stats + N, x, p[0], p[1], N, C, g->dt);
         break;
     case M_HEAD: /* logits = h W^T (lm_head is a Linear: weight [V, C], the token embedding) */
-        if (!call->recompute) {
-            tf_shape sh = shape_of(g);
-            tf_linear_forward(&sh, TF_WEIGHT_OUT_IN, g->out[m], x, p[0], NULL, N, C, g->V);
-        }
+        if (!call->recompute) tf_linear_forward(&sh, TF_WEIGHT_OUT_IN, g->out[m], x, p[0], NULL, N, C, g->d.V);
         break;
     }
     if (!call->recompute) g->next_fwd = m + 1;
@@ -533,7 +525,7 @@ static int write_dump(tf_lm *g, const float *logits, float loss) {
     tf_dump_tensor t[] = {
         {"input_ids", "I32", 2, {g->B, g->T}, g->ids_h},
         {"labels", "I32", 2, {g->B, g->T}, labels},
-        {"logits", "F32", 3, {g->B, g->T, g->V}, logits},
+        {"logits", "F32", 3, {g->B, g->T, g->d.V}, logits},
         {"loss", "F32", 1, {1}, &loss},
     };
     int rc = tf_dump_write(g->dump_path, t, 4);
@@ -547,7 +539,7 @@ int tf_lm_loss(void *state, const sr_module_call *call, double *loss) {
         lm_error(g, "loss before the forward of every module\n");
         return -1;
     }
-    const int N = g->B * g->T, V = g->V;
+    const int N = g->B * g->T, V = g->d.V;
     void *logits = g->out[g->nmod - 1];
     int dump = g->dump_path && !call->eval && call->step == 0 && call->micro_step == 0 && sr_rank(g->ctx) == 0;
     float *host_logits = NULL;
@@ -579,19 +571,18 @@ int tf_lm_loss(void *state, const sr_module_call *call, double *loss) {
 int tf_lm_backward(void *state, const sr_module_call *call) {
     tf_lm *g = state;
     if (check_call(g, call, "backward") != 0) return -1;
-    const int m = call->module, kind = kind_of(g, m), N = g->B * g->T, C = g->C;
+    const int m = call->module, kind = kind_of(g, m), N = g->B * g->T, C = g->d.C;
     if (m != g->next_bwd) {
         lm_error(g, "backward of %s out of order\n", call->name);
         return -1;
     }
     void *const *p = call->params, *const *d = call->grads;
     const void *x = m > 0 ? g->out[m - 1] : NULL;
+    const tf_shape sh = shape_of(g);
     switch (kind) {
-    case M_HEAD: { /* dlogits is in out[m]: dx = dlogits W, dW += dlogits^T h */
-        tf_shape sh = shape_of(g);
-        tf_linear_backward(&sh, TF_WEIGHT_OUT_IN, g->dx, 0.0f, d[0], NULL, g->out[m], x, p[0], N, C, g->V);
+    case M_HEAD: /* dlogits is in out[m]: dx = dlogits W, dW += dlogits^T h */
+        tf_linear_backward(&sh, TF_WEIGHT_OUT_IN, g->dx, 0.0f, d[0], NULL, g->out[m], x, p[0], N, C, g->d.V);
         break;
-    }
     case M_LNF:
         g->k->zero(g->dx, (size_t)N * C * g->es);
         g->k->layernorm_backward(g->dx, d[0], d[1], g->dy, x, g->lnf_stats, g->lnf_stats + N, p[0], N, C, g->dt);
@@ -602,18 +593,15 @@ int tf_lm_backward(void *state, const sr_module_call *call) {
                     call->name);
             return -1;
         }
-        tf_shape sh = shape_of(g);
         tf_block_acts a = tf_block_acts_at(&sh, g->inter[m]);
         tf_block_backward(&sh, &g->arch->block_style, p, d, x, &a, g->dy, g->dx, g->work);
         pool_give(g, g->inter[m]);
         g->inter[m] = NULL;
         break;
     }
-    case M_EMBED: {
-        tf_shape sh = shape_of(g);
+    case M_EMBED:
         g->arch->embed_backward(&sh, p, d, g->ids_d, g->embed_acts, g->dy, g->dx);
         break;
-    }
     }
     void *t = g->dy; /* this module's input gradient is the previous module's output gradient */
     g->dy = g->dx;

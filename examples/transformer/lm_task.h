@@ -48,7 +48,8 @@ typedef struct tf_lm_arch {
     /* Declares the embedding module and the blocks with their parameters, HF's names, in forward
        order; lm_task then declares transformer.ln_f and the tied lm_head */
     int (*declare)(const tf_lm_dims *d, sr_model *model);
-    double (*param_count)(const tf_lm_dims *d);
+    /* the embedding module's parameters (lm_task adds the blocks', ln_f's and nothing for the tied head) */
+    double (*embed_param_count)(const tf_lm_dims *d);
 
     /* The embedding: ids (device, N) -> out [N, C].  acts: embed_acts_bytes() of buffer kept from
        forward to backward (0: none); backward adds the parameter gradients into d from dy [N, C];

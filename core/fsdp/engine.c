@@ -122,8 +122,7 @@ static int issue_gather(sr__engine *e, int u) {
 
 /* The profile of a collective issued at `issued` whose wait began at t0 and just returned:
    in flight meanwhile (overlapped), then waited on. */
-static void wait_done(const sr__engine *e, double issued, double t0, size_t bytes) {
-    (void)e;
+static void wait_done(double issued, double t0, size_t bytes) {
     sr__prof_add_sec(SR__PROF_COLL_OVERLAP, t0 - issued, 0, 0);
     sr__prof_add(SR__PROF_COLL_WAIT, t0, 0, (double)bytes);
 }
@@ -133,7 +132,7 @@ static int wait_gather(sr__engine *e, int u) {
     if (s->st != SR_U_GATHERING) return 0;
     double t0 = sr__prof_now();
     int rc = sr_work_wait(s->gather_work);
-    if (sr__prof.on) wait_done(e, s->issued, t0, e->units.u[u].padded * e->dsize);
+    if (sr__prof.on) wait_done(s->issued, t0, e->units.u[u].padded * e->dsize);
     s->gather_work = NULL;
     pool_put(temp_pool_of(e, u), s->gather_send);
     s->gather_send = NULL;
@@ -171,12 +170,11 @@ static int complete_reduce(sr__engine *e, int u) {
     s->rs_pending = 0;
     double t0 = sr__prof_now();
     int rc = sr_work_wait(s->rs_work);
-    if (sr__prof.on) wait_done(e, s->issued_rs, t0, e->units.u[u].padded * e->dsize);
+    if (sr__prof.on) wait_done(s->issued_rs, t0, e->units.u[u].padded * e->dsize);
     s->rs_work = NULL;
-    if (rc == 0 && !s->rs_direct) accumulate_shard(e, s->grad, s->rs_recv, e->units.u[u].shard);
+    if (rc == 0 && s->rs_recv) accumulate_shard(e, s->grad, s->rs_recv, e->units.u[u].shard);
     pool_put(temp_pool_of(e, u), s->rs_recv);
     s->rs_recv = NULL;
-    s->rs_direct = 0;
     if (!is_root(e, u)) {
         pool_put(&e->grad_pool, s->gfull);
         s->gfull = NULL;
@@ -230,12 +228,12 @@ static int issue_reduce(sr__engine *e, int u) {
     }
     /* The first reduction into a zeroed fp32 shard on the device is the shard itself: no temporary
        and no accumulate pass (0 + x is x, bit for bit) */
-    s->rs_direct = e->dtype == SR_FLOAT32 && !e->offload && s->grad_clean;
+    int direct = e->dtype == SR_FLOAT32 && !e->offload && s->grad_clean;
     s->grad_clean = 0;
-    if (!s->rs_direct && !(s->rs_recv = pool_get(e, temp_pool_of(e, u)))) return -1;
+    if (!direct && !(s->rs_recv = pool_get(e, temp_pool_of(e, u)))) return -1;
     e->dev->sync(); /* the task's gradient kernels must have finished */
     s->issued_rs = sr__prof_now();
-    void *recv = s->rs_direct ? (void *)s->grad : s->rs_recv;
+    void *recv = direct ? (void *)s->grad : s->rs_recv;
     if (sr_pg_reduce_scatter(e->shard_pg, s->gfull, recv, un->shard, e->dtype, SR_AVG, &s->rs_work) != 0)
         return pg_fail(e->shard_pg, "reduce-scatter");
     s->rs_pending = 1;
@@ -447,13 +445,12 @@ static double shard_bytes(const sr__engine *e) {
 }
 
 static void zero_grads(sr__engine *e) {
-    double t0 = sr__prof_now(), bytes = 0;
+    double t0 = sr__prof_now();
     for (int u = 0; u < e->units.n; u++) {
         e->hdev->zero(e->slot[u].grad, e->units.u[u].shard * sizeof(float));
         e->slot[u].grad_clean = 1;
-        bytes += (double)(e->units.u[u].shard * sizeof(float));
     }
-    if (sr__prof.on) e->hdev->sync(), sr__prof_add(SR__PROF_CAST, t0, 0, bytes);
+    if (sr__prof.on) e->hdev->sync(), sr__prof_add(SR__PROF_CAST, t0, 0, shard_bytes(e));
 }
 
 static void adamw_unit(sr__engine *e, int u, const sr__optim *o, const sr_adamw_args *base) {
@@ -486,13 +483,12 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
     } else if (e->rep_pg) { /* HYBRID / NO_SHARD: the replicas average their (identical-layout) shards */
         sr_work **w = calloc((size_t)e->units.n, sizeof *w);
         int rc = 0;
-        double t0 = sr__prof_now(), bytes = 0;
-        for (int u = 0; u < e->units.n; u++) bytes += (double)(e->units.u[u].shard * sizeof(float));
+        double t0 = sr__prof_now();
         for (int u = 0; u < e->units.n && !rc; u++)
             rc = sr_pg_all_reduce(e->rep_pg, e->slot[u].grad, e->units.u[u].shard, SR_FLOAT32, SR_AVG, &w[u]);
         for (int u = 0; u < e->units.n; u++)
             if (w[u] && sr_work_wait(w[u]) != 0) rc = -1;
-        if (sr__prof.on) sr__prof_add(SR__PROF_COLL_WAIT, t0, 0, bytes);
+        if (sr__prof.on) sr__prof_add(SR__PROF_COLL_WAIT, t0, 0, shard_bytes(e));
         free(w);
         if (rc) return pg_fail(e->rep_pg, "gradient all-reduce across replicas");
     }
@@ -652,8 +648,7 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
                     un->label, b);
             goto fail;
         }
-        e->hdev->zero(s->grad, b); /* a device's memory may come uninitialised */
-        s->grad_clean = 1;
+        s->grad_clean = 1; /* alloc zero-fills (device.h) */
         e->persistent += 4 * b;
         if (un->shard > max_shard) max_shard = un->shard;
         if (!un->root && un->shard > max_block_shard) max_block_shard = un->shard;
@@ -724,19 +719,21 @@ void sr__engine_init_range(const sr__engine *e, int u, float *dst, size_t lo, si
     }
 }
 
+static int init_oom(const sr__unit *un, size_t n) {
+    sr__log(SR_LOG_ERROR, "out of memory for unit %s's initial parameters (%zu bytes)", un->label, n * sizeof(float));
+    return -1;
+}
+
 int sr__engine_fill_master(sr__engine *e, sr__unit_filler fill, void *arg, int from_rank0) {
     from_rank0 = from_rank0 && e->world && e->world_size > 1;
     for (int u = 0; u < e->units.n; u++) {
         const sr__unit *un = &e->units.u[u];
         size_t lo = (size_t)e->shard_rank * un->shard;
         int whole = from_rank0 && e->rank == 0; /* only rank 0 fills a whole unit */
-        float *host = malloc((whole ? un->padded : un->shard) * sizeof(float));
+        size_t nhost = whole ? un->padded : un->shard;
+        float *host = malloc(nhost * sizeof(float));
+        if (!host) return init_oom(un, nhost);
         if (!from_rank0) { /* each rank fills only its own shard */
-            if (!host) {
-                sr__log(SR_LOG_ERROR, "out of memory for unit %s's initial parameters (%zu bytes)", un->label,
-                        un->shard * sizeof(float));
-                return -1;
-            }
             fill(e, u, host, lo, un->shard, arg);
         } else { /* rank 0's values, one unit at a time: no rank holds the whole model */
             /* the root's gathered buffer is free until training and as large (fp32): broadcast into
@@ -750,12 +747,9 @@ int sr__engine_fill_master(sr__engine *e, sr__unit_filler fill, void *arg, int f
                 e->slot[u].st = SR_U_RELEASED;
             }
             float *dev = borrow ? e->slot[u].full : e->dev->alloc(un->padded * sizeof(float));
-            if (!host || !dev) {
-                sr__log(SR_LOG_ERROR, "out of memory for unit %s's initial parameters (%zu bytes)", un->label,
-                        un->padded * sizeof(float));
+            if (!dev) {
                 free(host);
-                if (!borrow) e->dev->free(dev);
-                return -1;
+                return init_oom(un, un->padded);
             }
             if (whole) fill(e, u, host, 0, un->padded, arg), e->dev->to_device(dev, host, un->padded * sizeof(float));
             int rc = sr_pg_broadcast(e->world, dev, un->padded, SR_FLOAT32, 0, NULL);

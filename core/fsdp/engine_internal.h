@@ -31,12 +31,11 @@ typedef struct sr__uslot {
                              itself when get_grad_buffer can skip the separate buffer */
     int grad_clean;       /* grad holds zeros (zero_grads ran, nothing was added since): the first
                              micro-batch's gradients can go into it without an addition pass */
-    void *rs_recv;        /* reduce-scatter result, shard-sized, param dtype: a temporary (NULL when
-                             rs_direct) */
+    void *rs_recv;        /* reduce-scatter result, shard-sized, param dtype: a temporary, or NULL when
+                             the pending reduce-scatter writes the grad shard itself (grad held zeros,
+                             fp32 on the device) */
     sr_work *rs_work;
     int rs_pending;
-    int rs_direct; /* the pending reduce-scatter writes the grad shard itself: grad held zeros, fp32 on
-                      the device */
     double issued, issued_rs; /* the profile: when the gather and the reduce-scatter were issued */
 } sr__uslot;
 

@@ -12,10 +12,9 @@ memory_plot.bar_panel (same axes, ticks and labels as bench/memory_plot.py's cha
 import argparse
 import csv
 import math
-import os
 import sys
 
-from memory_plot import bar_panel, legend, svg_open
+from memory_plot import bar_panel, legend, svg_open, write_svg
 
 NEED = ("config", "strategy", "nodes", "ranks_per_node", "offload", "step_s", "engine_gb", "rss_gb")
 SHORT = {"none": "no FSDP", "FULL_SHARD": "FULL", "SHARD_GRAD_OP": "GRAD_OP", "NO_SHARD": "NO_SHARD",
@@ -87,14 +86,7 @@ def main(argv=None):
     except (OSError, ValueError) as e:
         print(f"fsdp_study_plot.py: {e}", file=sys.stderr)
         return 1
-    svg = svg_chart(rows, a.title)
-    if a.out == "-":
-        sys.stdout.write(svg)
-    else:
-        tmp = a.out + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(svg)
-        os.replace(tmp, a.out)
+    write_svg(svg_chart(rows, a.title), a.out)
     return 0
 
 

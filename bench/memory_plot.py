@@ -16,6 +16,7 @@ bench/fsdp_study_plot.py draws its panels with.
 import argparse
 import csv
 import math
+import os
 import sys
 from xml.sax.saxutils import escape
 
@@ -142,6 +143,17 @@ def svg_chart(data, title):
     return "\n".join(o) + "\n"
 
 
+def write_svg(svg, out):
+    """svg to stdout (out "-") or to out, written whole to out.tmp and renamed: no half chart"""
+    if out == "-":
+        sys.stdout.write(svg)
+        return
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(svg)
+    os.replace(tmp, out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("csv", nargs="?", default="-")
@@ -157,12 +169,7 @@ def main(argv=None):
     except (OSError, ValueError) as e:
         print(f"memory_plot.py: {e}", file=sys.stderr)
         return 1
-    svg = svg_chart(data, a.title)
-    if a.out == "-":
-        sys.stdout.write(svg)
-    else:
-        with open(a.out, "w") as f:
-            f.write(svg)
+    write_svg(svg_chart(data, a.title), a.out)
     return 0
 
 

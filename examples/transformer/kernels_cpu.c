@@ -198,8 +198,8 @@ static void cpu_layernorm_backward(void *dx, void *dw, void *db, const void *dou
     }
 }
 
-HOT static void add_row(float *o, const float *a, const float *b, int n) {
-    for (int c = 0; c < n; c++) o[c] = a[c] + b[c];
+HOT static void add_range(float *out, const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
 static void cpu_bias_fill(void *out_, const void *bias_, const void *res_, int N, int O, sr_dtype dt) {
@@ -211,7 +211,7 @@ static void cpu_bias_fill(void *out_, const void *bias_, const void *res_, int N
     for (int n = 0; n < N; n++) {
         float *o = out + (size_t)n * O;
         const float *r = res ? res + (size_t)n * O : NULL;
-        if (bias && r) add_row(o, bias, r, O);
+        if (bias && r) add_range(o, bias, r, (size_t)O);
         else if (bias) memcpy(o, bias, row);
         else if (r && r != o) memcpy(o, r, row);
         else if (!r) memset(o, 0, row);
@@ -254,9 +254,6 @@ HOT static void gelu_grad_cols(float *dx, float *db, const float *x, const float
             db[c] += v;
         }
     }
-}
-HOT static void add_range(float *out, const float *a, const float *b, size_t n) {
-    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
 /* Splits [0, n) into one contiguous chunk per thread and runs f on it. */

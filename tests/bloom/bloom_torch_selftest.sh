@@ -174,25 +174,7 @@ print("tied lm_head, shape checks OK")
 
 # --- a fake dump and optimizer file from torch's float32 run
 m = b.model_from_file("w.safetensors", n_head=6, dtype=torch.float32)
-rng = np.random.default_rng(3)
-Bn, T = 3, 16
-ids = rng.integers(0, 97, size=(Bn, T)).astype(np.int32)
-labels = ids.copy()
-labels[1, 11:] = -100; labels[2, 5:] = -100      # right padding, as the C task's batches
-ids[1, 11:] = 0; ids[2, 5:] = 0
-logits, loss = m(torch.from_numpy(ids), torch.from_numpy(labels))
-loss.backward()
-g.write_safetensors("dump.safetensors", {"input_ids": ids, "labels": labels,
-    "logits": logits.detach().numpy(), "loss": np.array([loss.item()], np.float32)})
-grads = {n + ".exp_avg": p.grad.numpy().copy() for n, p in m.named_parameters()}
-g.write_safetensors("optim.safetensors", grads)
-gb = dict(grads)
-k = "transformer.h.1.self_attention.query_key_value.weight.exp_avg"
-a = gb[k].copy()
-i = np.unravel_index(np.abs(a).argmax(), a.shape)
-a[i] += 1e-3 * np.abs(a).max()
-gb[k] = a
-g.write_safetensors("optim_bad.safetensors", gb)
+ids, labels, logits, grads = g.write_check_files(m, "transformer.h.1.self_attention.query_key_value.weight")
 gm = dict(grads); del gm["transformer.word_embeddings_layernorm.bias.exp_avg"]
 g.write_safetensors("optim_missing.safetensors", gm)
 d = g.read_safetensors("dump.safetensors")

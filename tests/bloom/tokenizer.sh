@@ -74,31 +74,7 @@ printf "a  " >"$T/e5.txt"
 printf " \xe3\x80\x82" >"$T/e6.txt"
 TEXTS="special.txt fuzz.txt e0.txt e1.txt e2.txt e3.txt e4.txt e5.txt e6.txt"
 
-# same LABEL UNIT C-COMMAND... -- PYTHON-COMMAND...: both outputs identical, counted in UNITs
-same() {
-    local label=$1 unit=$2 n
-    shift 2
-    local c=() py=()
-    while [ "$1" != -- ]; do c+=("$1"); shift; done
-    shift
-    py=("$@")
-    files=$((files + 1))
-    if ! "${c[@]}" >"$T/c.out" 2>"$T/c.err"; then
-        failed=$((failed + 1)); echo "FAIL: $label: ${c[0]} failed: $(cat "$T/c.err")"; return
-    fi
-    if ! "${py[@]}" >"$T/py.out"; then
-        failed=$((failed + 1)); echo "FAIL: $label: the reference failed"; return
-    fi
-    n=$(wc -l <"$T/py.out")
-    if cmp -s "$T/c.out" "$T/py.out"; then
-        eval "$unit=\$((\$$unit + n))"
-        printf '  %-34s %7d %s, identical\n' "$label" "$n" "$unit"
-    else
-        failed=$((failed + 1))
-        echo "FAIL: $label: the $unit differ (< C, > Python), first differences:"
-        diff "$T/c.out" "$T/py.out" | head -10
-    fi
-}
+. "$(dirname "$0")/../transformer/same_output_lib.sh" # same LABEL UNIT C-COMMAND... -- PYTHON-COMMAND...
 ids() { same "$1" ids "$TOK" --tokenizer-json "$2" "$3" -- "$PY" "$REF" encode "$2" "$3"; }
 pieces() { same "$1" pieces "$TOK" --tokenizer-json "$2" -p "$3" -- "$PY" "$REF" pieces "$2" "$3"; }
 info() { same "$1" entries "$TOK" --tokenizer-json "$2" --info -- "$PY" "$REF" info "$2"; }

@@ -27,7 +27,7 @@ what the C task computed.  Run it as /usr/bin/python3 (Debian's torch 1.13 CPU +
     gpt2_torch.py logits WEIGHTS.safetensors --n_head H --ids DUMP.safetensors --out OUT.safetensors
         torch's float32 logits [B,T,V] for DUMP's input_ids (and "loss" [1] when DUMP has labels).
 
-As a module: GPT2, GPT2Config, read_safetensors, write_safetensors, load_state, state_tensors,
+As a module: GPT2, GPT2Config, read_safetensors, write_safetensors, write_check_files, load_state, state_tensors,
 config_from_tensors, layer_count, hf_loss; and check_dump, logits_of, command_line, run_command,
 which take the model family as a parameter (tests/bloom/bloom_torch.py runs them with BLOOM).
 """
@@ -389,6 +389,31 @@ def _check_range(ids, cfg):
         raise ValueError(f"input_ids outside [0, {cfg.vocab_size})")
     if getattr(cfg, "n_positions", None) is not None and ids.shape[1] > cfg.n_positions:
         raise ValueError(f"sequence length {ids.shape[1]} > n_positions {cfg.n_positions}")
+
+
+def write_check_files(model, perturb, seed=3):
+    """The self-tests' stand-in for a C run, in the current folder: dump.safetensors (a padded batch of
+    3 x 16 ids below 97, its labels, float32 logits and loss of `model`), optim.safetensors (every
+    parameter's gradient as "<name>.exp_avg") and optim_bad.safetensors (the same with the largest
+    element of `perturb`'s gradient moved by 1e-3 of the tensor's largest value, which `check` must
+    refuse)."""
+    rng = np.random.default_rng(seed)
+    B, T = 3, 16
+    ids = rng.integers(0, 97, size=(B, T)).astype(np.int32)
+    labels = ids.copy()
+    labels[1, 11:] = -100; labels[2, 5:] = -100      # right padding, as the C task's batches
+    ids[1, 11:] = 0; ids[2, 5:] = 0
+    logits, loss = model(torch.from_numpy(ids), torch.from_numpy(labels))
+    loss.backward()
+    write_safetensors("dump.safetensors", {"input_ids": ids, "labels": labels,
+        "logits": logits.detach().numpy(), "loss": np.array([loss.item()], np.float32)})
+    grads = {n + ".exp_avg": p.grad.numpy().copy() for n, p in model.named_parameters()}
+    write_safetensors("optim.safetensors", grads)
+    k = perturb + ".exp_avg"
+    a = grads[k].copy()
+    a[np.unravel_index(np.abs(a).argmax(), a.shape)] += 1e-3 * np.abs(a).max()
+    write_safetensors("optim_bad.safetensors", dict(grads, **{k: a}))
+    return ids, labels, logits, grads
 
 
 def cmd_init(a):

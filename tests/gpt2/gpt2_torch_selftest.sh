@@ -35,24 +35,7 @@ for n, a in t.items():  # every tensor non-trivial: no zeros / ones / constants
         assert abs(a.mean() - 1) < 0.1 and a.std() > 0.05, n
 m = g.model_from_file("w.safetensors", n_head=4, dtype=torch.float32)
 assert m.lm_head.weight is m.transformer.wte.weight
-rng = np.random.default_rng(3)
-B, T = 3, 16
-ids = rng.integers(0, 97, size=(B, T)).astype(np.int32)
-labels = ids.copy()
-labels[1, 11:] = -100; labels[2, 5:] = -100      # right padding, as the C task's batches
-ids[1, 11:] = 0; ids[2, 5:] = 0
-logits, loss = m(torch.from_numpy(ids), torch.from_numpy(labels))
-loss.backward()
-g.write_safetensors("dump.safetensors", {"input_ids": ids, "labels": labels,
-    "logits": logits.detach().numpy(), "loss": np.array([loss.item()], np.float32)})
-grads = {n + ".exp_avg": p.grad.numpy().copy() for n, p in m.named_parameters()}
-g.write_safetensors("optim.safetensors", grads)
-gb = dict(grads)
-a = gb["transformer.h.0.attn.c_attn.weight.exp_avg"].copy()
-i = np.unravel_index(np.abs(a).argmax(), a.shape)
-a[i] += 1e-3 * np.abs(a).max()
-gb["transformer.h.0.attn.c_attn.weight.exp_avg"] = a
-g.write_safetensors("optim_bad.safetensors", gb)
+ids, labels, logits, grads = g.write_check_files(m, "transformer.h.0.attn.c_attn.weight")
 gm = dict(grads); del gm["transformer.ln_f.bias.exp_avg"]
 g.write_safetensors("optim_missing.safetensors", gm)
 d = g.read_safetensors("dump.safetensors")

@@ -64,31 +64,7 @@ for _ in range(40000):
 open(sys.argv[1], "wb").write(bytes(out))
 EOF
 
-# same LABEL UNIT C-COMMAND... -- PYTHON-COMMAND...: both outputs identical, counted in UNITs
-same() {
-    local label=$1 unit=$2 n
-    shift 2
-    local c=() py=()
-    while [ "$1" != -- ]; do c+=("$1"); shift; done
-    shift
-    py=("$@")
-    files=$((files + 1))
-    if ! "${c[@]}" >"$T/c.out" 2>"$T/c.err"; then
-        failed=$((failed + 1)); echo "FAIL: $label: ${c[0]} failed: $(cat "$T/c.err")"; return
-    fi
-    if ! "${py[@]}" >"$T/py.out"; then
-        failed=$((failed + 1)); echo "FAIL: $label: the reference failed"; return
-    fi
-    n=$(wc -l <"$T/py.out")
-    if cmp -s "$T/c.out" "$T/py.out"; then
-        eval "$unit=\$((\$$unit + n))"
-        printf '  %-24s %7d %s, identical\n' "$label" "$n" "$unit"
-    else
-        failed=$((failed + 1))
-        echo "FAIL: $label: the $unit differ (< C, > Python), first differences:"
-        diff "$T/c.out" "$T/py.out" | head -10
-    fi
-}
+. "$(dirname "$0")/../transformer/same_output_lib.sh" # same LABEL UNIT C-COMMAND... -- PYTHON-COMMAND...
 # ids LABEL VOCAB MERGES FILE / pretokens LABEL FILE
 ids() { same "$1" tokens "$TOK" "$2" "$3" "$4" -- "$PY" "$REF" encode "$2" "$3" "$4"; }
 pretokens() { same "$1" pretokens "$TOK" -p "$2" -- "$PY" "$REF" pretokenize "$2"; }

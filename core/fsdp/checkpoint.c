@@ -223,20 +223,23 @@ static int write_state(sr__engine *e, const char *dir, const sr__train_state *ts
     }
     /* the trainer's TrainerState members, then shardrun's under stateful_callbacks (one line: what
        resume reads, and the job that wrote it) */
-    sr_buf job = {0}, requeue = {0};
+    sr_buf job = {0}, requeue = {0}, run = {0};
     sr__buf_json_str(&job, ts->job_id);
     sr__buf_json_str(&requeue, ts->requeue_key);
+    sr__buf_json_str(&run, ts->run_id);
     if (ts->hf_members) fprintf(f, "{\n%s,\n  ", ts->hf_members);
     else fprintf(f, "{\"global_step\": %lld, ", ts->global_step);
     fprintf(f, "\"stateful_callbacks\": {\"shardrun\": {\"global_step\": %lld, \"adam_steps\": %lld, \"seed\": %lld, "
                "\"loss_scale\": %.17g, \"good_steps\": %d, \"checkpoint_id\": \"%s\", \"model_digest\": \"%s\", "
                "\"world_size\": %d, \"shard_group_size\": %d, \"state_dict_type\": \"%s\", \"model_params\": %zu, "
-               "\"job_id\": %s, \"requeue_key\": %s}}%s}\n",
+               "\"job_id\": %s, \"requeue_key\": %s, \"run_id\": %s%s%s}}%s}\n",
             ts->global_step, e->adam_steps, ts->seed, e->loss_scale, e->good_steps, m->id, m->digest, e->world_size,
             e->shard_size, sr__state_dict_name(e->cfg.state_dict), sr__model_numel(e->model), job.s ? job.s : "\"\"",
-            requeue.s ? requeue.s : "\"\"", ts->hf_members ? "\n" : "");
+            requeue.s ? requeue.s : "\"\"", run.s ? run.s : "\"\"", ts->settings ? ", " : "",
+            ts->settings ? ts->settings : "", ts->hf_members ? "\n" : "");
     sr__buf_free(&job);
     sr__buf_free(&requeue);
+    sr__buf_free(&run);
     int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -1;
     if (fclose(f) != 0) rc = -1;
     if (rc) sr__log(SR_LOG_ERROR, "checkpoint: writing %s failed: %s", p, strerror(errno));
@@ -1193,68 +1196,4 @@ int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts) {
                 "and %.3f s copying and hashing %lld bytes in one pass", e->rank, dir, sr__now_s() - t0, hash_seconds,
                 hash_bytes, copy_seconds, copy_bytes);
     return rc;
-}
-
-/* ---- finding the latest ---------------------------------------------------------------------------------- */
-
-/* Enters the member `name` of the object at j (an object itself): 1 when found, with j at its value. */
-static int enter_member(sr_json *j, const char *name) {
-    const char *key;
-    size_t klen;
-    if (sr__json_peek(j) != SR_JSON_OBJECT || sr__json_object(j) != 0) return 0;
-    while (sr__json_member(j, &key, &klen) > 0) {
-        if (sr__json_key_is(key, klen, name)) return 1;
-        if (sr__json_skip(j) != 0) return 0;
-    }
-    return 0;
-}
-
-/* Whether dir/trainer_state.json's stateful_callbacks.shardrun.<member> is `value`. */
-static int written_by(const char *dir, const char *member, const char *value) {
-    char *p = sr__fmt("%s/trainer_state.json", dir);
-    FILE *f = fopen(p, "r");
-    free(p);
-    if (!f) return 0;
-    sr_buf b = {0};
-    char chunk[65536];
-    size_t k;
-    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0 && b.n < (64u << 20)) sr__buf_add(&b, chunk, k);
-    fclose(f);
-    sr_json j;
-    const char *sv;
-    size_t sl;
-    int match = 0;
-    sr__json_init(&j, b.s ? b.s : "", b.n, NULL);
-    if (enter_member(&j, "stateful_callbacks") && enter_member(&j, "shardrun") && enter_member(&j, member) &&
-        sr__json_peek(&j) == SR_JSON_STRING && sr__json_string(&j, &sv, &sl) == 0)
-        match = sl == strlen(value) && !memcmp(sv, value, sl);
-    sr__json_free(&j);
-    sr__buf_free(&b);
-    return match;
-}
-
-/* output_dir/checkpoint-N with the largest N that is complete and, with a member, whose
-   trainer_state.json says member = value; or NULL. */
-static char *latest(const char *outdir, const char *member, const char *value) {
-    DIR *d = opendir(outdir);
-    if (!d) return NULL;
-    long long best = -1;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        long long n;
-        int end = 0;
-        /* checkpoint-N exactly: checkpoint-N.tmp (a save in progress or killed) does not count */
-        if (sscanf(de->d_name, "checkpoint-%lld%n", &n, &end) != 1 || de->d_name[end] || n <= best) continue;
-        char *dir = member ? sr__fmt("%s/%s", outdir, de->d_name) : NULL;
-        if (!member || written_by(dir, member, value)) best = n;
-        free(dir);
-    }
-    closedir(d);
-    return best >= 0 ? sr__fmt("%s/checkpoint-%lld", outdir, best) : NULL;
-}
-
-char *sr__ckpt_latest(const char *outdir) { return latest(outdir, NULL, NULL); }
-
-char *sr__ckpt_latest_of_job(const char *outdir, const char *member, const char *value) {
-    return value && *value ? latest(outdir, member, value) : NULL;
 }

@@ -54,6 +54,11 @@ typedef struct sr__train_state {
     long long seed;
     char job_id[80];       /* SHARDRUN_JOB_ID of the run that saves ("" when unknown) */
     char requeue_key[96];  /* SHARDRUN_REQUEUE_KEY of the run that saves ("" when none) */
+    char run_id[80];       /* the training run this continues: the job_id of the launch that started it
+                              from scratch, kept by every resume (fsdp/ckpt_dir.h) */
+    /* Saving: what the run was configured with, as JSON members of stateful_callbacks.shardrun
+       ("\"mixed_precision\": ..., \"task_settings\": {...}"), from the trainer; NULL: none. */
+    const char *settings;
     /* Saving: the members transformers' TrainerState has (global_step, epoch, log_history, ...), as
        a JSON fragment ("\"a\": 1, \"b\": [...]"), from the trainer; NULL: global_step only. */
     const char *hf_members;
@@ -65,11 +70,4 @@ int sr__ckpt_save(sr__engine *e, const char *output_dir, const sr__train_state *
 int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts);
 /* Creates output_dir and its missing parents (mkdir -p).  0, or -1 after printing why. */
 int sr__make_output_dir(const char *dir);
-/* output_dir/checkpoint-N with the largest N that is complete, or NULL (a new string). */
-char *sr__ckpt_latest(const char *output_dir);
-/* The same among the checkpoints whose trainer_state.json has `member` (under
-   stateful_callbacks.shardrun: "job_id" or "requeue_key") equal to `value`: what a restarted or
-   requeued job wrote itself.  NULL when there is none (or value is empty). */
-char *sr__ckpt_latest_of_job(const char *output_dir, const char *member, const char *value);
-
 #endif

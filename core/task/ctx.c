@@ -75,6 +75,18 @@ const char *sr_config(const sr_ctx *c, const char *key) {
     return sr__config_value(c->cfg, "task", key);
 }
 
+const char *sr__ctx_task_setting(const sr_ctx *c, size_t i, const char **value) {
+    for (size_t k = 0; k < c->cfg->nset; k++) {
+        const sr_setting *s = &c->cfg->set[k];
+        if (strcmp(s->section, "task") || !s->value) continue;
+        if (i-- == 0) {
+            *value = s->value;
+            return s->key;
+        }
+    }
+    return NULL;
+}
+
 int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name, const sr_key *runtime_keys) {
     int bad = 0;
     for (size_t i = 0; i < c->cfg->nset; i++) {

@@ -22,5 +22,8 @@ int sr__ctx_tty(const sr_ctx *ctx);
    the trainer, through sr_config*), so a misspelt key is an error rather than silently unused.
    0, or -1 after naming each unread key and where it was set. */
 int sr__ctx_check_task_keys(const sr_ctx *ctx, const char *task_name, const sr_key *runtime_keys);
+/* The i-th [task] key that has a value (job file, override or default), with *value; NULL after
+   the last.  What a checkpoint records of the run's configuration (trainer/resume.c). */
+const char *sr__ctx_task_setting(const sr_ctx *ctx, size_t i, const char **value);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,7 @@
 #include <unistd.h>
 
 #include "base/strbuf.h"
-#include "fsdp/checkpoint.h"
+#include "fsdp/ckpt_dir.h"
 
 /* mkdir -p: 0, or -1 with errno set by the folder that could not be made. */
 static int make_dirs(const char *dir, char *failed, size_t len) {
@@ -33,7 +34,7 @@ static int make_dirs(const char *dir, char *failed, size_t len) {
     return rc;
 }
 
-int sr__output_dir_check(const char *dir, int resume, int overwrite, char *err, size_t errlen) {
+int sr__output_dir_prepare(const char *dir, char *err, size_t errlen) {
     char failed[4096];
     errno = 0;
     if (make_dirs(dir, failed, sizeof failed) != 0) {
@@ -52,14 +53,51 @@ int sr__output_dir_check(const char *dir, int resume, int overwrite, char *err, 
                  "trained; choose a folder this user can write", dir, strerror(e));
         return -1;
     }
-    char *latest = resume || overwrite ? NULL : sr__ckpt_latest(dir);
-    if (latest) {
-        snprintf(err, errlen, "[task] output_dir = %s already holds checkpoints of an earlier run (%s); this run "
-                 "would overwrite them and restart its train_log.jsonl: set resume_from_checkpoint = latest to "
-                 "continue that run, or overwrite_output_dir = true to start again, or choose another output_dir",
-                 dir, latest);
-        free(latest);
+    return 0;
+}
+
+int sr__output_dir_others(const char *dir, const char *lineage, char **others, size_t *n, char *err, size_t errlen) {
+    sr__ckpt_entry *l;
+    size_t k;
+    char why[1024];
+    *others = NULL, *n = 0;
+    if (sr__ckpt_list(dir, &l, &k, why, sizeof why) != 0) {
+        snprintf(err, errlen, "[task] output_dir: %s", why);
         return -1;
     }
+    sr_buf b = {0};
+    for (size_t i = 0; i < k; i++) {
+        char *p = sr__fmt("%s/%s", dir, l[i].name);
+        sr__ckpt_ident id = {0};
+        int mine = lineage && sr__ckpt_ident_read(p, &id, why, sizeof why) == 0 &&
+                   !strcmp(sr__ckpt_lineage(&id), lineage);
+        sr__ckpt_ident_free(&id);
+        free(p);
+        if (mine) continue;
+        sr__buf_printf(&b, "%s%s", b.n ? ", " : "", l[i].name);
+        (*n)++;
+    }
+    sr__ckpt_list_free(l, k);
+    *others = b.s;
     return 0;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+int sr__output_dir_remove(const char *dir, const char *name, char *err, size_t errlen) {
+    char *p = sr__fmt("%s/%s", dir, name), *gone = strstr(name, ".deleting") ? NULL : sr__fmt("%s.deleting", p);
+    int rc = 0;
+    if (gone && rename(p, gone) != 0) {
+        if (errno != ENOENT) snprintf(err, errlen, "cannot rename %s to delete it: %s", p, strerror(errno)), rc = -1;
+    } else {
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) fsync(dfd), close(dfd);
+        if (nftw(gone ? gone : p, remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+            snprintf(err, errlen, "cannot remove %s: %s", gone ? gone : p, strerror(errno)), rc = -1;
+    }
+    free(p), free(gone);
+    return rc;
 }

@@ -1,18 +1,27 @@
 /*
- * output_dir, checked before any work: it can be created and written (a probe file is created
- * and removed), and it does not hold an earlier run's checkpoint-N folders that this run would
- * overwrite (and whose train_log.jsonl it would restart) unless the job says which it wants:
- * resume_from_checkpoint (continue that run) or overwrite_output_dir = true (start again).
- * Called by the trainer in every worker before the task's model is built; pure enough (no
- * printing) for the agent to call before it starts any worker.
+ * output_dir before any work: it can be created and written (a probe file is created and
+ * removed); which of its checkpoint-N folders belong to another training run than the one this
+ * run continues (trainer/resume.c refuses those, or removes them under overwrite_output_dir); and
+ * removing a checkpoint folder so that a half-removed one never looks complete.
+ * Nothing here prints: a failure fills err[] (naming output_dir and what to change) and returns -1.
  */
 #ifndef SR_TRAINER_OUTPUT_DIR_H
 #define SR_TRAINER_OUTPUT_DIR_H
 
 #include <stddef.h>
 
-/* 0, or -1 with the reason in err (naming output_dir and what to change).  resume: the run
-   resumes from a checkpoint; overwrite: overwrite_output_dir = true. */
-int sr__output_dir_check(const char *dir, int resume, int overwrite, char *err, size_t errlen);
+/* Creates output_dir and its parents and checks that this user can write in it.  0 or -1. */
+int sr__output_dir_prepare(const char *dir, char *err, size_t errlen);
+
+/* The checkpoint-N folders of dir that do not belong to the training run `lineage` (NULL: a new
+   run, to which none belongs): their names, comma-separated, in *others (a new string, NULL when
+   there are none) and their count in *n.  A folder whose trainer_state.json cannot be read is
+   another run's.  0, or -1 when dir cannot be listed or holds a name that is not a checkpoint
+   name shardrun writes (fsdp/ckpt_dir.h). */
+int sr__output_dir_others(const char *dir, const char *lineage, char **others, size_t *n, char *err, size_t errlen);
+
+/* Removes dir/name (a checkpoint folder): renamed to name.deleting first (no checkpoint name), then
+   its files.  A folder another process removed meanwhile is not an error.  0 or -1. */
+int sr__output_dir_remove(const char *dir, const char *name, char *err, size_t errlen);
 
 #endif

@@ -13,8 +13,10 @@
 
 #include "base/log.h"
 #include "base/strbuf.h"
+#include "fsdp/ckpt_dir.h"
 #include "fsdp/model_desc.h"
 #include "trainer/loss_plot.h"
+#include "trainer/output_dir.h"
 #include "trainer/trainer_internal.h"
 
 int sr__records_setup(sr__trainer *t) {
@@ -48,16 +50,56 @@ void sr__records_free(sr__trainer *t) {
     t->eval_idx = NULL;
 }
 
-/* The step of a checkpoint-N folder path, or -1. */
+/* The step of a checkpoint-N folder path (its base name as shardrun writes it), or -1. */
 static long long folder_step(const char *dir) {
     const char *b = strrchr(dir, '/');
-    long long n;
-    int end = 0;
-    b = b ? b + 1 : dir;
-    return sscanf(b, "checkpoint-%lld%n", &n, &end) == 1 && b[end] == 0 ? n : -1;
+    long long n = sr__ckpt_name_step(b ? b + 1 : dir);
+    return n >= 0 ? n : -1;
 }
 
-void sr__records_resume(sr__trainer *t, const char *dir) {
+/* The best checkpoint the resumed run recorded, found again in this run's output_dir: trainer_state.json
+   names it by the path it had then (another folder if output_dir was copied or moved since), so only
+   its folder name is kept, and the folder there must be a checkpoint of the same training run at the
+   step its name says, no later than the step resumed.  0; or, when it is not and load_best_model_at_end
+   needs it, an exit code after saying why (otherwise a note, and no best checkpoint yet). */
+static int find_best_again(sr__trainer *t) {
+    char *recorded = t->hist.best_checkpoint, why[1024] = "";
+    long long step = folder_step(recorded);
+    const char *base = strrchr(recorded, '/');
+    base = base ? base + 1 : recorded;
+    char *here = step >= 0 && t->a.output_dir ? sr__fmt("%s/%s", t->a.output_dir, base) : NULL;
+    sr__ckpt_ident id = {0};
+    if (step < 0) snprintf(why, sizeof why, "its name is not a checkpoint-N folder");
+    else if (!here) snprintf(why, sizeof why, "this run has no output_dir");
+    else if (step > t->ts.global_step) snprintf(why, sizeof why, "it was saved after step %lld, which this run resumes from", t->ts.global_step);
+    else if (sr__ckpt_ident_read(here, &id, why, sizeof why) != 0) ; /* why[] says it */
+    else if (id.step != step) snprintf(why, sizeof why, "%s holds step %lld", here, id.step);
+    else if (strcmp(sr__ckpt_lineage(&id), t->ts.run_id))
+        snprintf(why, sizeof why, "%s belongs to another training run (run %s, not %s)", here, sr__ckpt_lineage(&id),
+                 t->ts.run_id);
+    sr__ckpt_ident_free(&id);
+    if (!*why) {
+        t->hist.best_checkpoint = here;
+        free(recorded);
+        return SR_EXIT_OK;
+    }
+    int needed = t->a.load_best_model_at_end;
+    if (needed)
+        sr__log(SR_LOG_ERROR, "load_best_model_at_end: the best checkpoint of the run being resumed, %s (as "
+                        "trainer_state.json recorded it), cannot be used: %s; nothing was trained; put that "
+                        "run's %s back into output_dir = %s, or set load_best_model_at_end = false",
+                recorded, why, base, t->a.output_dir ? t->a.output_dir : "(none)");
+    else if (t->rank == 0)
+        printf("shardrun: note: the best checkpoint recorded, %s, is not used (%s); the best is tracked again from "
+               "here\n", recorded, why);
+    free(here);
+    free(recorded);
+    t->hist.best_checkpoint = NULL;
+    t->hist.best_metric = NAN;
+    return needed ? SR_EXIT_CONFIG : SR_EXIT_OK;
+}
+
+int sr__records_resume(sr__trainer *t, const char *dir) {
     char *p = sr__fmt("%s/trainer_state.json", dir), why[512];
     sr__history h = {0};
     if (sr__history_read(p, &h, why, sizeof why) == 0) {
@@ -68,15 +110,12 @@ void sr__records_resume(sr__trainer *t, const char *dir) {
         h.n = kept;
         sr__history_free(&t->hist);
         t->hist = h;
-        if (t->hist.best_checkpoint && folder_step(t->hist.best_checkpoint) < 0) {
-            free(t->hist.best_checkpoint);
-            t->hist.best_checkpoint = NULL;
-        }
     } else { /* a checkpoint of an earlier shardrun: no log_history; the records start here */
         if (t->rank == 0) printf("shardrun: note: %s; log_history restarts at step %lld\n", why, t->ts.global_step);
         t->hist.best_metric = NAN;
     }
     free(p);
+    return t->hist.best_checkpoint ? find_best_again(t) : SR_EXIT_OK;
 }
 
 void sr__records_train_entry(sr__trainer *t, double loss, const sr__step_result *r) {
@@ -164,24 +203,11 @@ static void write_outputs(sr__trainer *t) {
 
 /* ---- save_total_limit ------------------------------------------------------------------------------ */
 
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
-}
-
-/* Deletes a folder so that no half-deleted one ever looks complete: renamed out of the checkpoint-N
-   names first (sr__ckpt_latest and resume skip checkpoint-N.deleting), then removed. */
+/* Deletes a checkpoint folder (output_dir.h: renamed out of the checkpoint-N names first); a failure
+   is a warning. */
 static void delete_folder(const char *outdir, const char *name) {
-    char *p = sr__fmt("%s/%s", outdir, name), *gone = strstr(name, ".deleting") ? NULL : sr__fmt("%s.deleting", p);
-    if (gone && rename(p, gone) != 0) {
-        sr__log(SR_LOG_WARN, "save_total_limit: cannot rename %s to delete it: %s", p, strerror(errno));
-    } else {
-        int dfd = open(outdir, O_RDONLY | O_DIRECTORY);
-        if (dfd >= 0) fsync(dfd), close(dfd);
-        if (nftw(gone ? gone : p, remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
-            sr__log(SR_LOG_WARN, "save_total_limit: cannot remove %s: %s", gone ? gone : p, strerror(errno));
-    }
-    free(p), free(gone);
+    char why[1024];
+    if (sr__output_dir_remove(outdir, name, why, sizeof why) != 0) sr__log(SR_LOG_WARN, "save_total_limit: %s", why);
 }
 
 static int by_step(const void *a, const void *b) {

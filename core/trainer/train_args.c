@@ -88,6 +88,7 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     a->init_weights = sr_config(c, "init_weights");
     if (a->init_weights && !*a->init_weights) a->init_weights = NULL;
     a->output_dir = sr_config(c, "output_dir");
+    a->resume_allow_changes = sr_config(c, "resume_allow_changes");
     if (a->output_dir && !*a->output_dir) a->output_dir = NULL;
     a->save_final = save_final ? !strcmp(save_final, "true") : a->output_dir != NULL;
     free(save_final);

@@ -39,6 +39,9 @@ const sr_key sr__trainer_keys[] = {
     {"save_final", SR_KEY_BOOL, NULL, NULL, 0, NOLIM, NULL, "save a checkpoint after the last step; default: true when output_dir is set"},
     {"resume_from_checkpoint", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
      "a checkpoint folder, or true for the latest checkpoint-N in output_dir"},
+    {"resume_allow_changes", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "[task] keys (comma-separated, or all) whose value may differ from the one the resumed checkpoint was trained "
+     "with; any other change of a training setting is refused on resume (docs/clusters.md)"},
     {"eval_strategy", SR_KEY_ENUM, "no", "no|steps|epoch", 0, NOLIM, NULL,
      "evaluate on the task's eval data: never, every eval_steps steps, or after every epoch (the task must have "
      "eval data: gpt2's eval_data or validation_split_percentage)"},

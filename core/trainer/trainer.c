@@ -15,8 +15,8 @@
 #include "base/log.h"
 #include "base/progress.h"
 #include "task/ctx.h"
-#include "trainer/output_dir.h"
 #include "trainer/preempt.h"
+#include "trainer/resume.h"
 #include "trainer/trainer_internal.h"
 
 /* Set-up errors are the same on every rank as a rule (one job file, one environment): ranks other
@@ -59,60 +59,23 @@ static void release_stderr(held_stderr *h, int failed) {
 
 /* ---- set-up ---------------------------------------------------------------------------------- */
 
-/* How many times this job was started again: shardrun's own restarts (max_restarts), or Slurm's
-   requeue of the whole job (SLURM_RESTART_COUNT, the same command run again). */
-static int restarts(const sr__trainer *t) {
-    const char *slurm = getenv("SLURM_RESTART_COUNT");
-    int n = sr_restart_count(t->ctx);
-    return n > 0 ? n : slurm && atoi(slurm) > 0 ? atoi(slurm) : 0;
-}
-
-/* A restarted job continues from the newest complete checkpoint it wrote itself, without being
-   asked (checkpoint-N.tmp, a save the failure interrupted, does not count; nor does a checkpoint
-   an earlier run left in output_dir, which overwrite_output_dir or an older resume_from_checkpoint
-   may leave behind): shardrun's own restarts know this launch by SHARDRUN_JOB_ID, a Slurm requeue
-   (a new launch) by SHARDRUN_REQUEUE_KEY.  With none yet, it starts where the job file says, as
-   the first attempt did. */
-static void resume_after_restart(sr__trainer *t) {
-    sr__train_args *a = &t->a;
-    int n = restarts(t);
-    if (!n || !a->output_dir) return;
-    char *latest = sr_restart_count(t->ctx) > 0 ? sr__ckpt_latest_of_job(a->output_dir, "job_id", t->ts.job_id)
-                                                : sr__ckpt_latest_of_job(a->output_dir, "requeue_key", t->ts.requeue_key);
-    if (!latest) {
-        if (t->rank == 0)
-            printf("shardrun: restart %d: no checkpoint in %s yet; starting from %s\n", n, a->output_dir,
-                   a->resume_from_checkpoint ? a->resume_from_checkpoint : "the beginning");
-        return;
-    }
-    if (t->rank == 0) printf("shardrun: restart %d: resuming from this job's newest checkpoint, %s\n", n, latest);
-    t->restart_from = latest;
-    a->resume_from_checkpoint = latest;
-}
-
 /* The parameters training starts from: a checkpoint (resume_from_checkpoint), a safetensors file
    (init_weights) or the task's initialisers.  An exit code. */
 static int start_params(sr__trainer *t) {
     sr__train_args *a = &t->a;
-    resume_after_restart(t);
-    if (!a->resume_from_checkpoint) {
+    if (!t->resume_dir) {
         if (!a->init_weights) return sr__engine_init_params(t->e) == 0 ? SR_EXIT_OK : SR_EXIT_FAILED;
         if (sr__engine_load_weights(t->e, a->init_weights, &t->weights_bytes) != 0) return SR_EXIT_FAILED;
         if (t->rank == 0) printf("shardrun: initial weights from %s\n", a->init_weights);
         return SR_EXIT_OK;
     }
-    char *dir = strcmp(a->resume_from_checkpoint, "latest") ? strdup(a->resume_from_checkpoint)
-                                                             : sr__ckpt_latest(a->output_dir);
-    if (!dir) {
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: no checkpoint-N folder in %s; train without "
-                        "resume_from_checkpoint first, or name a checkpoint folder", a->output_dir);
-        return SR_EXIT_CONFIG;
-    }
-    int lrc = sr__ckpt_load(t->e, dir, &t->ts);
-    if (t->rank == 0 && lrc == 0) printf("shardrun: resumed from %s at step %lld\n", dir, t->ts.global_step);
-    if (lrc == 0) sr__records_resume(t, dir); /* log_history, the best checkpoint */
-    free(dir);
-    if (lrc != 0) return SR_EXIT_FAILED;
+    /* log_history and the best checkpoint first: a best checkpoint that load_best_model_at_end
+       needs and cannot have is refused before the parameters are read */
+    t->ts.global_step = t->resume_step;
+    int rc = sr__records_resume(t, t->resume_dir);
+    if (rc != SR_EXIT_OK) return rc;
+    if (sr__ckpt_load(t->e, t->resume_dir, &t->ts) != 0) return SR_EXIT_FAILED;
+    if (t->rank == 0) printf("shardrun: resumed from %s at step %lld\n", t->resume_dir, t->ts.global_step);
     if (t->ts.seed != a->seed && t->rank == 0)
         printf("shardrun: note: the checkpoint was trained with seed %lld; continuing with its data order\n", t->ts.seed);
     a->seed = t->ts.seed;
@@ -130,12 +93,12 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
     t->final_loss = NAN;
     if (sr__train_args_read(ctx, &t->a) != 0) return SR_EXIT_CONFIG;
     t->rank = sr_rank(ctx), t->ws = sr_world_size(ctx), t->tty = sr__ctx_tty(ctx);
-    char why[8192];
-    if (t->a.output_dir && sr__output_dir_check(t->a.output_dir, t->a.resume_from_checkpoint != NULL || restarts(t),
-                                                t->a.overwrite_output_dir, why, sizeof why) != 0) {
-        sr__log(SR_LOG_ERROR, "%s", why);
-        return SR_EXIT_CONFIG;
-    }
+    const char *job = getenv("SHARDRUN_JOB_ID"), *requeue = getenv("SHARDRUN_REQUEUE_KEY");
+    snprintf(t->ts.job_id, sizeof t->ts.job_id, "%s", job ? job : "");
+    snprintf(t->ts.requeue_key, sizeof t->ts.requeue_key, "%s", requeue ? requeue : "");
+    int rc = sr__resume_choose(t); /* output_dir, and the checkpoint the run starts from */
+    if (rc != SR_EXIT_OK) return rc;
+    t->ts.settings = t->settings;
     t->model = sr__model_new();
     t->state = ops->create(ctx, t->model);
     if (!t->state) {
@@ -149,11 +112,8 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
     t->e = sr__engine_create(ctx, task, ops, t->state, t->model, (uint64_t)t->a.seed);
     if (!t->e) return SR_EXIT_CONFIG;
     t->cfg = sr__engine_config(t->e);
-    t->ts = (sr__train_state){0, t->a.seed, "", "", NULL};
-    const char *job = getenv("SHARDRUN_JOB_ID"), *requeue = getenv("SHARDRUN_REQUEUE_KEY");
-    snprintf(t->ts.job_id, sizeof t->ts.job_id, "%s", job ? job : "");
-    snprintf(t->ts.requeue_key, sizeof t->ts.requeue_key, "%s", requeue ? requeue : "");
-    int rc = sr__records_setup(t); /* the eval data the configuration asks for */
+    t->ts.seed = t->a.seed;
+    rc = sr__records_setup(t); /* the eval data the configuration asks for */
     if (rc == SR_EXIT_OK) rc = start_params(t);
     if (rc != SR_EXIT_OK) return rc;
     t->nsamples = ops->num_samples(t->state);
@@ -335,7 +295,8 @@ static int train(sr__trainer *t) {
 
 static void teardown(sr__trainer *t) {
     free(t->step_times);
-    free(t->restart_from);
+    free(t->resume_dir);
+    free(t->settings);
     sr__records_free(t);
     if (t->log) fclose(t->log);
     free(t->idx);
@@ -352,6 +313,7 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
     hold_stderr(&held, sr_local_rank(ctx));
     int rc = setup(&t, ctx, task_name, ops);
     if (rc == SR_EXIT_OK) rc = plan_run(&t);
+    if (rc == SR_EXIT_OK) rc = sr__resume_check_plan(&t);
     release_stderr(&held, rc != SR_EXIT_OK); /* set-up is over */
     if (rc == SR_EXIT_OK) rc = train(&t);
     teardown(&t);

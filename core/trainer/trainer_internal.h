@@ -7,6 +7,7 @@
  *   report.c     this rank's results (sr_report_*) when the last step is done
  *   eval.c       evaluation on the task's eval data (eval_strategy)
  *   records.c    log_history, trainer_state.json, loss.svg, save_total_limit (records.h)
+ *   resume.c     which checkpoint the run starts from, and whether it may (resume.h)
  *   profile_table.c  the step profile's tables (SHARDRUN_PROFILE=1, profile_table.h)
  */
 #ifndef SR_TRAINER_INTERNAL_H
@@ -57,7 +58,9 @@ typedef struct sr__trainer {
     long long nst, st_cap;
     int skipped;
     long long saved_step; /* the step of the last checkpoint this run wrote, -1: none */
-    char *restart_from;   /* the checkpoint a restart resumes from (owned), or NULL */
+    char *resume_dir;     /* the checkpoint this run starts from (owned; resume.c), or NULL */
+    long long resume_step; /* the step it holds */
+    char *settings;       /* what checkpoints record of the configuration (owned; resume.c) */
     /* evaluation and the records (eval.c, records.c) */
     sr__history hist;
     int64_t neval;     /* eval samples (0: no evaluation) */
@@ -83,8 +86,9 @@ int sr__trainer_report(sr__trainer *t, double runtime);
 /* The eval configuration against the task's eval data; an exit code. */
 int sr__records_setup(sr__trainer *t);
 /* A resumed run continues the checkpoint's log_history and best checkpoint (a checkpoint without
-   them, from an older shardrun: a note, and the records start at its step). */
-void sr__records_resume(sr__trainer *t, const char *checkpoint_dir);
+   them, from an older shardrun: a note, and the records start at its step).  The best checkpoint
+   is looked for in this run's output_dir (records.c: find_best_again).  An exit code. */
+int sr__records_resume(sr__trainer *t, const char *checkpoint_dir);
 /* A logged step's entry (loss, grad_norm, learning_rate, epoch, step). */
 void sr__records_train_entry(sr__trainer *t, double loss, const sr__step_result *r);
 /* Saves checkpoint-<global_step> (collective), then output_dir/trainer_state.json, loss.svg and the

@@ -150,17 +150,19 @@ cp "$T/fswap/optimizer.safetensors" "$T/fswap/model.safetensors"
 refused fswap "optimizer.safetensors copied over model.safetensors" \
     "$T/fswap/model.safetensors holds a checkpoint's optimizer file, not its model file"
 
-# another model: 8 blocks resumed into 6 (unused tensors) and into 10 (missing ones)
+# another model: 8 blocks resumed into 6 (unused tensors) and into 10 (missing ones).  The resume's
+# settings check refuses a changed [task] blocks by itself (tests/restarts/identity.sh); allowing the
+# change reaches the engine's own check of the model against the checkpoint, which these cases test.
 case_dir m-sh8 "$T/sh8/checkpoint-4"
 refused m-sh8 "SHARDED 8 blocks into 6" "$T/m-sh8 holds another model than the one being resumed" \
-    "only in the checkpoint (unused): blocks.6." -- --set task.blocks=6
+    "only in the checkpoint (unused): blocks.6." -- --set task.blocks=6 --set task.resume_allow_changes=blocks
 refused m-sh8 "SHARDED 8 blocks into 10" "$T/m-sh8 holds another model" "missing from the checkpoint: blocks.8." \
-    -- --set task.blocks=10
+    -- --set task.blocks=10 --set task.resume_allow_changes=blocks
 case_dir m-full8 "$T/full8/checkpoint-4"
 refused m-full8 "FULL 8 blocks into 6" "$T/m-full8 holds another model" "only in the checkpoint (unused): blocks.6." \
-    -- --set task.blocks=6
+    -- --set task.blocks=6 --set task.resume_allow_changes=blocks
 refused m-full8 "FULL 8 blocks into 10" "$T/m-full8 holds another model" "missing from the checkpoint: blocks.8." \
-    -- --set task.blocks=10
+    -- --set task.blocks=10 --set task.resume_allow_changes=blocks
 # and the same 8 blocks resume
 run "$SHARDRUN" "$T/toy.ini" --nproc-per-node 2 --set task.output_dir="$T/out-8" --set task.blocks=8 \
     --set task.resume_from_checkpoint="$T/m-full8"

@@ -46,10 +46,14 @@ SLURM_JOB_ID=4242 SLURM_RESTART_COUNT=1 run "$SHARDRUN" "$J" --set task.output_d
 expect_rc 0 "requeue: the same command again with SLURM_RESTART_COUNT=1"
 expect_in "$out" "[rank0]: shardrun: restart 1: resuming from this job's newest checkpoint, $T/rq/checkpoint-$step" "requeue: it resumes without resume_from_checkpoint"
 expect_same_file "$T/rq/checkpoint-40/model.safetensors" "$T/ref/checkpoint-40/model.safetensors" "requeue: the final model.safetensors"
-# another job's checkpoints are not this one's: a restart with another job id starts over
+# another job's checkpoints are not this one's: a restart with another job id has none of its own,
+# so it is a new run in an output_dir that holds another run's checkpoints: refused as a new run is
+# (before, it said "starting from the beginning", overwrote checkpoint-5 and left the rest beside it)
 SLURM_JOB_ID=4243 SLURM_RESTART_COUNT=1 run "$SHARDRUN" "$J" --set task.output_dir="$T/rq" --set task.max_steps=3
-expect_rc 0 "another job with SLURM_RESTART_COUNT=1 in the same output_dir"
+expect_rc 2 "another job with SLURM_RESTART_COUNT=1 in the same output_dir"
 expect_in "$out" "[rank0]: shardrun: restart 1: no checkpoint in $T/rq yet; starting from the beginning" "another job's checkpoints are not taken"
+expect_in "$err" "output_dir = $T/rq already holds checkpoints of an earlier run (checkpoint-5, " "the requeued job is refused like a new run"
+expect_same_file "$T/rq/checkpoint-40/model.safetensors" "$T/ref/checkpoint-40/model.safetensors" "the other job's checkpoint is untouched"
 
 # two nodes: SIGTERM to node 1's agent stops both, after the same step, with one checkpoint
 export SHARDRUN_RDZV_TOKEN=preempt-test

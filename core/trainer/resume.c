@@ -1,0 +1,316 @@
+/* Which checkpoint a run starts from, and whether it may (see resume.h). */
+#define _GNU_SOURCE
+#include "trainer/resume.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/log.h"
+#include "base/strbuf.h"
+#include "fsdp/ckpt_dir.h"
+#include "task/ctx.h"
+#include "trainer/output_dir.h"
+
+/* [task] keys that only say where and how often to save, log and evaluate, or how to start: a
+   resumed run may change them freely.  init_weights and seed have notes of their own (trainer.c):
+   the checkpoint's parameters and data order are kept. */
+static const char *const FREE_KEYS[] = {
+    "output_dir", "overwrite_output_dir", "resume_from_checkpoint", "resume_allow_changes", "logging_steps",
+    "save_steps", "save_final", "save_total_limit", "eval_strategy", "eval_steps", "per_device_eval_batch_size",
+    "eval_on_start", "metric_for_best_model", "load_best_model_at_end", "init_weights", "seed", "nan_policy", NULL};
+/* Keys a resume may change to train longer or shorter: the schedule is recomputed for the new
+   step count, with a note. */
+static const char *const LENGTH_KEYS[] = {"max_steps", "num_train_epochs", NULL};
+
+static int listed(const char *const *keys, const char *key) {
+    for (; *keys; keys++)
+        if (!strcmp(*keys, key)) return 1;
+    return 0;
+}
+
+int sr__resume_restarts(const sr__trainer *t) {
+    const char *slurm = getenv("SLURM_RESTART_COUNT");
+    int n = sr_restart_count(t->ctx);
+    return n > 0 ? n : slurm && atoi(slurm) > 0 ? atoi(slurm) : 0;
+}
+
+/* The mixed precision the run computes in, as accelerate spells it ("no" when unset). */
+static void mixed_precision(char *out, size_t len) {
+    const char *v = getenv("ACCELERATE_MIXED_PRECISION");
+    size_t i = 0;
+    for (; v && v[i] && i + 1 < len; i++) out[i] = (char)tolower((unsigned char)v[i]);
+    out[i] = 0;
+    if (!i) snprintf(out, len, "no");
+}
+
+/* What every checkpoint of this run records of its configuration (members of
+   stateful_callbacks.shardrun). */
+static char *settings_json(const sr__trainer *t) {
+    sr_buf b = {0};
+    char mp[16];
+    const char *key, *value;
+    mixed_precision(mp, sizeof mp);
+    sr__buf_printf(&b, "\"mixed_precision\": ");
+    sr__buf_json_str(&b, mp);
+    sr__buf_printf(&b, ", \"task_settings\": {");
+    for (size_t i = 0; (key = sr__ctx_task_setting(t->ctx, i, &value)); i++) {
+        sr__buf_printf(&b, "%s", i ? ", " : "");
+        sr__buf_json_str(&b, key);
+        sr__buf_printf(&b, ": ");
+        sr__buf_json_str(&b, value);
+    }
+    sr__buf_printf(&b, "}");
+    return b.s;
+}
+
+/* Whether [task] resume_allow_changes (comma-separated keys, or all) lists key. */
+static int allowed(const sr__trainer *t, const char *key) {
+    const char *v = t->a.resume_allow_changes;
+    if (!v) return 0;
+    if (!strcmp(v, "all")) return 1;
+    size_t n = strlen(key);
+    for (const char *p = v; *p;) {
+        p += strspn(p, " ,");
+        size_t l = strcspn(p, " ,");
+        if (l == n && !strncmp(p, key, n)) return 1;
+        p += l;
+    }
+    return 0;
+}
+
+/* The batch keys: per rank, they may change with the world size as long as the global batch
+   (per_device_train_batch_size x gradient_accumulation_steps x ranks) stays the same. */
+static const char *const BATCH_KEYS[] = {"per_device_train_batch_size", "gradient_accumulation_steps", NULL};
+
+/* A [task] value as the run sees it: what was set, else the trainer key's default (NULL: none). */
+static const char *effective(const char *key, const char *value) {
+    const sr_key *k = value ? NULL : sr__find_key(sr__trainer_keys, key);
+    return value ? value : k ? k->def : NULL;
+}
+
+/* The global batch the checkpoint was trained with (0: not known) and this run's. */
+static long long global_batch_was(const sr__ckpt_ident *id) {
+    const char *bs = effective(BATCH_KEYS[0], sr__ckpt_setting(id, BATCH_KEYS[0]));
+    const char *acc = effective(BATCH_KEYS[1], sr__ckpt_setting(id, BATCH_KEYS[1]));
+    if (!bs || !acc || id->world_size <= 0) return 0;
+    return atoll(bs) * atoll(acc) * id->world_size;
+}
+static long long global_batch_now(const sr__trainer *t) {
+    return t->a.per_device_train_batch_size * t->a.gradient_accumulation_steps * t->ws;
+}
+
+/* One setting compared: a refusal appended to *refused, or a note printed (rank 0). */
+static void compare_one(const sr__trainer *t, const sr__ckpt_ident *id, const char *key, const char *was,
+                        const char *now, sr_buf *refused) {
+    was = effective(key, was), now = effective(key, now);
+    const char *w = was ? was : "(not set)", *n = now ? now : "(not set)";
+    if (!strcmp(w, n) || listed(FREE_KEYS, key)) return;
+    const char *label = strcmp(key, "mixed_precision") ? "[task] " : "ACCELERATE_";
+    long long gb = global_batch_was(id);
+    if (listed(BATCH_KEYS, key) && gb && gb == global_batch_now(t)) {
+        if (t->rank == 0)
+            printf("shardrun: note: [task] %s was %s in the checkpoint and is %s now; the global batch is the same, "
+                   "%lld samples per step\n", key, w, n, gb);
+    } else if (listed(LENGTH_KEYS, key)) {
+        if (t->rank == 0)
+            printf("shardrun: note: %s%s was %s in the checkpoint and is %s now: the run's length and its learning-rate "
+                   "schedule are computed for the new value\n", label, key, w, n);
+    } else if (allowed(t, key)) {
+        if (t->rank == 0)
+            printf("shardrun: warning: %s%s changes from %s to %s (allowed by resume_allow_changes): the resumed run "
+                   "no longer reproduces the uninterrupted one\n", label, key, w, n);
+    } else {
+        sr__buf_printf(refused, "\n    %s%s: %s in the checkpoint, %s now", label, !strcmp(key, "mixed_precision") ? "MIXED_PRECISION" : key, w, n);
+    }
+}
+
+/* The checkpoint's settings against this run's.  An exit code. */
+static int compare_settings(const sr__trainer *t, const char *dir, const sr__ckpt_ident *id) {
+    char mp[16];
+    const char *key, *value;
+    sr_buf refused = {0};
+    if (!id->has_settings) {
+        if (t->rank == 0)
+            printf("shardrun: note: %s records no settings (an older shardrun wrote it): a change of settings since "
+                   "cannot be detected\n", dir);
+        return SR_EXIT_OK;
+    }
+    mixed_precision(mp, sizeof mp);
+    if (id->mixed_precision[0]) compare_one(t, id, "mixed_precision", id->mixed_precision, mp, &refused);
+    for (size_t i = 0; (key = sr__ctx_task_setting(t->ctx, i, &value)); i++)
+        compare_one(t, id, key, sr__ckpt_setting(id, key), value, &refused);
+    for (size_t i = 0; i < id->nsettings; i++) { /* keys the checkpoint had that this run does not set */
+        const char *k = id->settings[i].key;
+        int here = 0;
+        for (size_t j = 0; !here && (key = sr__ctx_task_setting(t->ctx, j, &value)); j++) here = !strcmp(key, k);
+        if (!here) compare_one(t, id, k, id->settings[i].value, NULL, &refused);
+    }
+    long long gb = global_batch_was(id), now = global_batch_now(t);
+    if (id->world_size > 0 && id->world_size != t->ws && t->rank == 0) {
+        printf("shardrun: note: %s was saved by %d ranks and this run has %d (a resharded resume): the parameters, the "
+               "optimizer state, the step and the seed are kept; the data order from here on follows %d ranks", dir,
+               id->world_size, t->ws, t->ws);
+        if (gb && gb != now) printf(", and a step now takes %lld samples instead of %lld", now, gb);
+        printf("\n");
+    }
+    if (!refused.n) return SR_EXIT_OK;
+    sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s was trained with other settings than this run's:%s\n"
+                    "A resumed run reproduces the uninterrupted one only with the settings it was trained with; nothing "
+                    "was trained.  Restore them; or list the keys in [task] resume_allow_changes (a comma-separated "
+                    "list, or all) to continue with the new values; or start a new run (another output_dir, or "
+                    "overwrite_output_dir = true)", dir, refused.s);
+    sr__buf_free(&refused);
+    return SR_EXIT_CONFIG;
+}
+
+/* The checkpoint a restart continues from: the newest its own job wrote, or NULL. */
+static char *restart_checkpoint(sr__trainer *t, int n) {
+    const sr__train_args *a = &t->a;
+    if (!n || !a->output_dir) return NULL;
+    char *dir = sr_restart_count(t->ctx) > 0 ? sr__ckpt_latest_of_job(a->output_dir, "job_id", t->ts.job_id)
+                                             : sr__ckpt_latest_of_job(a->output_dir, "requeue_key", t->ts.requeue_key);
+    if (t->rank == 0) {
+        if (dir) printf("shardrun: restart %d: resuming from this job's newest checkpoint, %s\n", n, dir);
+        else printf("shardrun: restart %d: no checkpoint in %s yet; starting from %s\n", n, a->output_dir,
+                    a->resume_from_checkpoint ? a->resume_from_checkpoint : "the beginning");
+    }
+    return dir;
+}
+
+/* resume_from_checkpoint's folder: latest's, or the one named, which must exist.  NULL after an
+   error (*rc: its exit code). */
+static char *named_checkpoint(const sr__trainer *t, int *rc) {
+    const sr__train_args *a = &t->a;
+    char why[2048];
+    *rc = SR_EXIT_CONFIG;
+    if (!strcmp(a->resume_from_checkpoint, "latest")) {
+        sr__ckpt_entry *l;
+        size_t n;
+        if (sr__ckpt_list(a->output_dir, &l, &n, why, sizeof why) != 0) {
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint = latest: %s", why);
+            return NULL;
+        }
+        char *dir = n ? sr__fmt("%s/%s", a->output_dir, l[n - 1].name) : NULL;
+        sr__ckpt_list_free(l, n);
+        if (!dir)
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: no checkpoint-N folder in %s; train without "
+                            "resume_from_checkpoint first, or name a checkpoint folder", a->output_dir);
+        return dir;
+    }
+    struct stat st;
+    if (stat(a->resume_from_checkpoint, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        sr__log(SR_LOG_ERROR, "[task] resume_from_checkpoint = %s: %s; nothing was trained; name a checkpoint-N "
+                        "folder a run wrote (or latest, for output_dir's newest)", a->resume_from_checkpoint,
+                stat(a->resume_from_checkpoint, &st) != 0 ? "no such folder" : "not a folder");
+        return NULL;
+    }
+    return strdup(a->resume_from_checkpoint);
+}
+
+/* The checkpoint's identity: readable, its name agreeing with its step.  An exit code. */
+static int check_identity(const char *dir, const sr__ckpt_ident *id, const char *why) {
+    const char *base = strrchr(dir, '/');
+    base = base && base[1] ? base + 1 : dir;
+    long long named = sr__ckpt_name_step(base);
+    if (why) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s is not a shardrun checkpoint folder (%s); nothing was "
+                        "trained; name a checkpoint-N folder a run wrote", dir, why);
+        return SR_EXIT_CONFIG;
+    }
+    if (named == -2 || (named >= 0 && named != id->step)) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s holds step %lld, which its name does not say; the step "
+                        "inside a checkpoint is what a resume continues from, and a run writes checkpoint-<step>: "
+                        "rename the folder to checkpoint-%lld (or move it out of the way); nothing was trained",
+                dir, id->step, id->step);
+        return SR_EXIT_CONFIG;
+    }
+    return SR_EXIT_OK;
+}
+
+/* output_dir holds checkpoints of the run continued (lineage; NULL: a new run) only: another run's
+   are refused, or removed with overwrite_output_dir (one rank per node does it: rank 0's refusal
+   stops the others).  An exit code. */
+static int other_runs(const sr__trainer *t, const char *lineage) {
+    const sr__train_args *a = &t->a;
+    char *others = NULL, why[4096];
+    size_t n = 0;
+    if (sr_local_rank(t->ctx) != 0) return SR_EXIT_OK;
+    if (sr__output_dir_others(a->output_dir, lineage, &others, &n, why, sizeof why) != 0) {
+        sr__log(SR_LOG_ERROR, "%s", why);
+        return SR_EXIT_CONFIG;
+    }
+    if (!n) return SR_EXIT_OK;
+    int rc = SR_EXIT_OK;
+    if (!a->overwrite_output_dir) {
+        if (!lineage)
+            sr__log(SR_LOG_ERROR, "[task] output_dir = %s already holds checkpoints of an earlier run (%s); this run "
+                            "would overwrite them and restart its train_log.jsonl: set resume_from_checkpoint = latest "
+                            "to continue that run, or overwrite_output_dir = true to start again (which removes them), "
+                            "or choose another output_dir", a->output_dir, others);
+        else
+            sr__log(SR_LOG_ERROR, "[task] output_dir = %s holds checkpoints of another training run (%s) beside those "
+                            "of the run being resumed (run %s): save_total_limit would count them and latest could take "
+                            "them; move them out, choose another output_dir, or set overwrite_output_dir = true to "
+                            "remove them; nothing was trained", a->output_dir, others, lineage);
+        rc = SR_EXIT_CONFIG;
+    } else {
+        for (char *name = strtok(others, ", "); name && rc == SR_EXIT_OK; name = strtok(NULL, ", ")) {
+            if (sr__output_dir_remove(a->output_dir, name, why, sizeof why) != 0) {
+                sr__log(SR_LOG_ERROR, "overwrite_output_dir: %s; nothing was trained", why);
+                rc = SR_EXIT_FAILED;
+            } else if (t->rank == 0) {
+                printf("shardrun: overwrite_output_dir: removed %s/%s (a checkpoint of another run)\n", a->output_dir, name);
+            }
+        }
+    }
+    free(others);
+    return rc;
+}
+
+int sr__resume_choose(sr__trainer *t) {
+    const sr__train_args *a = &t->a;
+    char why[2048];
+    int rc = SR_EXIT_OK;
+    if (a->output_dir && sr__output_dir_prepare(a->output_dir, why, sizeof why) != 0) {
+        sr__log(SR_LOG_ERROR, "%s", why);
+        return SR_EXIT_CONFIG;
+    }
+    t->settings = settings_json(t);
+    snprintf(t->ts.run_id, sizeof t->ts.run_id, "%s", t->ts.job_id); /* a new run, unless it resumes */
+    int restarts = sr__resume_restarts(t);
+    char *dir = restart_checkpoint(t, restarts);
+    if (!dir && a->resume_from_checkpoint && !(dir = named_checkpoint(t, &rc))) return rc;
+    if (!dir) return a->output_dir ? other_runs(t, NULL) : SR_EXIT_OK;
+    sr__ckpt_ident id = {0};
+    int ok = sr__ckpt_ident_read(dir, &id, why, sizeof why) == 0;
+    rc = check_identity(dir, &id, ok ? NULL : why);
+    if (rc == SR_EXIT_OK) {
+        const char *lineage = sr__ckpt_lineage(&id);
+        if (*lineage) snprintf(t->ts.run_id, sizeof t->ts.run_id, "%s", lineage);
+        if (t->rank == 0 && a->resume_from_checkpoint && !strcmp(a->resume_from_checkpoint, "latest") && !restarts)
+            printf("shardrun: resume_from_checkpoint = latest: %s (step %lld of run %s, written by launch %s)\n", dir,
+                   id.step, *lineage ? lineage : "(unknown)", id.job_id[0] ? id.job_id : "(unknown)");
+        rc = compare_settings(t, dir, &id);
+        if (rc == SR_EXIT_OK && a->output_dir) rc = other_runs(t, lineage);
+    }
+    t->resume_step = id.step;
+    sr__ckpt_ident_free(&id);
+    if (rc != SR_EXIT_OK) {
+        free(dir);
+        return rc;
+    }
+    t->resume_dir = dir;
+    return SR_EXIT_OK;
+}
+
+int sr__resume_check_plan(const sr__trainer *t) {
+    if (!t->resume_dir || t->ts.global_step < t->plan.total_steps) return SR_EXIT_OK;
+    sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s holds step %lld and this run plans %lld steps (max_steps, or "
+                    "num_train_epochs = %g at %lld steps per epoch): nothing is left to train; raise max_steps or "
+                    "num_train_epochs to train further, or start a new run", t->resume_dir, t->ts.global_step,
+            t->plan.total_steps, t->a.num_train_epochs, t->plan.steps_per_epoch);
+    return SR_EXIT_CONFIG;
+}

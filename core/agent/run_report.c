@@ -94,7 +94,16 @@ void sr__print_summary(const sr_attempt *st, sr_run *run) {
                 st->failed >= 0 ? "other " : "", st->stopped, st->stopped > 1 ? "s" : "",
                 sr__signal_name(st->stop_sig ? st->stop_sig : SIGTERM, name, sizeof name),
                 st->preempting ? run->preempt_grace : run->grace, st->needed_kill ? "; some needed SIGKILL" : "");
-    /* a job that may restart, but did not: why */
+    /* a job that may restart, but did not: why (a rank of this node that said a restart cannot
+       fix its failure names the cause: a full disk, with its path) */
+    char unfixable_buf[800];
+    const char *unfixable = NULL;
+    for (int i = 0; i < st->n && !unfixable; i++)
+        if (st->ws[i].progress.unfixable[0]) {
+            snprintf(unfixable_buf, sizeof unfixable_buf, "a restart would fail the same way: rank %d %s", st->ws[i].rank,
+                     st->ws[i].progress.unfixable);
+            unfixable = unfixable_buf;
+        }
     if (run->rdzv.hosting && run->rdzv.max_restarts > run->rdzv.attempt && !st->stop_signal && !st->preempting &&
         (st->failed >= 0 || st->failed_elsewhere) && run->rdzv.decided_kind != SR_FAIL_RETRYABLE)
         fprintf(stderr, "shardrun: not restarted (max_restarts = %d): %s\n", run->rdzv.max_restarts,
@@ -103,6 +112,8 @@ void sr__print_summary(const sr_attempt *st, sr_run *run) {
                 : run->rdzv.decided_kind == SR_FAIL_STOPPED
                     ? "the rank was asked to stop (a signal to stop is no crash: Slurm and clouds send one to every "
                       "process of a job they take back)"
+                : unfixable
+                    ? unfixable
                     : "the failure came before training began (set-up, data, a checkpoint to resume from), so it would "
                       "fail the same way again");
     /* every attempt of a job that restarted, as the deciding agent saw them */

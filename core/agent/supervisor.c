@@ -186,11 +186,13 @@ static const char *reached(const sr_worker *w, int model_task, char *buf, size_t
 }
 
 /* A failure may be retried (max_restarts) only once the work began: a configuration error, data
-   that is missing or a program that cannot start fails the same way every time.  Nor is a worker
+   that is missing, a program that cannot start or a disk that is full (the worker says so:
+   SR_PROGRESS_UNFIXABLE) fails the same way every time.  Nor is a worker
    that was asked to stop (SIGTERM, SIGINT, SIGHUP, or a model task's 143 after a checkpoint):
    Slurm and clouds signal every process of a job they take back, the agent's own signal follows. */
 static sr_rdzv_failure failure_kind(const sr_attempt *st, const sr_worker *w) {
     if (exited_config(w->status)) return SR_FAIL_CONFIG;
+    if (w->progress.unfixable[0]) return SR_FAIL_FINAL; /* a full disk stays full */
     if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == SR_EXIT_CANNOT_EXEC) return SR_FAIL_FINAL;
     if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == SR_EXIT_SIGNAL_BASE + SIGTERM) return SR_FAIL_STOPPED;
     if (WIFSIGNALED(w->status) &&

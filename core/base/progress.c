@@ -46,6 +46,9 @@ static void apply(sr_progress *p, char kind, const char *text) {
             if (kind == SR_PROGRESS_PREEMPTED) p->preempted = 1;
         }
         break;
+    case SR_PROGRESS_UNFIXABLE:
+        if (!p->unfixable[0]) snprintf(p->unfixable, sizeof p->unfixable, "%s", text); /* the first cause */
+        break;
     default: break; /* a kind of a newer worker: ignored */
     }
 }
@@ -61,4 +64,16 @@ size_t sr__progress_take(sr_progress *p, char *buf, size_t *n) {
     }
     if (pos) memmove(buf, buf + pos, *n - pos), *n -= pos;
     return pos;
+}
+
+void sr__progress_io_failed(int err, const char *path) {
+    static int told;
+    if (told || !(err == ENOSPC || err == EDQUOT || err == EROFS)) return;
+    told = 1;
+    char text[600];
+    snprintf(text, sizeof text, "could not write %.300s: %s; make room (or choose another output_dir) and run the job "
+             "again with resume_from_checkpoint = latest", path, strerror(err));
+    for (char *c = text; *c; c++)
+        if (*c == '\n') *c = ' ';
+    sr__progress_send(SR_PROGRESS_UNFIXABLE, text);
 }

@@ -23,7 +23,9 @@ typedef enum sr_progress_kind {
     SR_PROGRESS_STARTED = 'S',    /* the task's work began: training (model task), main() or the program */
     SR_PROGRESS_STEP = 'P',       /* text: the optimizer steps done */
     SR_PROGRESS_CHECKPOINT = 'C', /* text: "STEP PATH" of a checkpoint just written */
-    SR_PROGRESS_PREEMPTED = 'E'   /* text: "STEP PATH": stopped on request after writing this checkpoint */
+    SR_PROGRESS_PREEMPTED = 'E',  /* text: "STEP PATH": stopped on request after writing this checkpoint */
+    SR_PROGRESS_UNFIXABLE = 'U'   /* text: why the worker fails in a way a restart cannot fix, and what to do
+                                     (a full disk; a loss that is not finite); the agent does not restart */
 } sr_progress_kind;
 
 /* The value the agent sends with SIGTERM (sigqueue) when a worker must stop at once: its run
@@ -37,6 +39,11 @@ void sr__progress_set_fd(int fd);
    fails it: a record that cannot be written is dropped. */
 void sr__progress_send(sr_progress_kind kind, const char *text);
 
+/* Worker: after writing `path` failed with errno `err`: when a restart cannot fix that (ENOSPC,
+   EDQUOT, EROFS), tells the agent with SR_PROGRESS_UNFIXABLE ("could not write PATH: reason; what to
+   do"), once per process. */
+void sr__progress_io_failed(int err, const char *path);
+
 /* What the agent keeps of a worker's records. */
 typedef struct sr_progress {
     int started;
@@ -44,6 +51,7 @@ typedef struct sr_progress {
     long long ckpt_step;         /* the newest checkpoint's step, -1: none */
     char ckpt_path[1024];
     int preempted;               /* stopped on request, after writing ckpt_path */
+    char unfixable[512];         /* SR_PROGRESS_UNFIXABLE's text ("": none) */
 } sr_progress;
 
 void sr__progress_init(sr_progress *p);

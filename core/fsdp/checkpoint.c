@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "base/hash64.h"
 #include "base/log.h"
+#include "base/progress.h"
 #include "base/rand.h" /* sr__mix64 */
 #include "base/strbuf.h"
 #include "fsdp/engine_internal.h"
@@ -139,7 +140,7 @@ static int out_create(out_file *o, char *path /* taken */, const sr_st_tensor *t
     o->names = calloc(n + 1, sizeof *o->names), o->hash = calloc(n + 1, sizeof *o->hash);
     for (size_t i = 0; i < n; i++) o->names[i] = sr__fmt("%s", t[i].name);
     o->w = sr__st_create(path, t, n, l->kv, l->n, err, sizeof err);
-    if (!o->w) sr__log(SR_LOG_ERROR, "checkpoint: %s", err);
+    if (!o->w) sr__progress_io_failed(errno, path), sr__log(SR_LOG_ERROR, "checkpoint: %s", err);
     return o->w ? 0 : -1;
 }
 
@@ -147,6 +148,7 @@ static int out_put(out_file *o, size_t idx, const void *data, size_t bytes) {
     char err[256];
     o->hash[idx] = timed_hash(data, bytes);
     if (sr__st_write(o->w, idx, 0, data, bytes, err, sizeof err) == 0) return 0;
+    sr__progress_io_failed(errno, o->path);
     sr__log(SR_LOG_ERROR, "checkpoint: %s: %s", o->path, err);
     return -1;
 }
@@ -162,7 +164,7 @@ static int out_close(out_file *o, int ok) {
             free(k);
         }
     if (o->w && !ok) sr__st_abort(o->w);
-    else if (o->w && sr__st_finish(o->w, err, sizeof err) != 0) ok = 0;
+    else if (o->w && sr__st_finish(o->w, err, sizeof err) != 0) ok = 0, sr__progress_io_failed(errno, o->path);
     if (!ok && *err) sr__log(SR_LOG_ERROR, "checkpoint: %s", err);
     for (size_t i = 0; i < o->n; i++) free(o->names[i]);
     free(o->names), free(o->hash), free(o->path);
@@ -217,6 +219,7 @@ static int write_state(sr__engine *e, const char *dir, const sr__train_state *ts
     char *p = sr__fmt("%s/trainer_state.json", dir);
     FILE *f = fopen(p, "w");
     if (!f) {
+        sr__progress_io_failed(errno, p);
         sr__log(SR_LOG_ERROR, "checkpoint: cannot write %s: %s", p, strerror(errno));
         free(p);
         return -1;
@@ -242,7 +245,7 @@ static int write_state(sr__engine *e, const char *dir, const sr__train_state *ts
     sr__buf_free(&run);
     int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -1;
     if (fclose(f) != 0) rc = -1;
-    if (rc) sr__log(SR_LOG_ERROR, "checkpoint: writing %s failed: %s", p, strerror(errno));
+    if (rc) sr__progress_io_failed(errno, p), sr__log(SR_LOG_ERROR, "checkpoint: writing %s failed: %s", p, strerror(errno));
     free(p);
     return rc;
 }
@@ -585,6 +588,7 @@ int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) 
         failed = sr__make_output_dir(outdir) != 0;
         remove_tree(tmp); /* a save that was killed earlier */
         if (!failed && mkdir(tmp, 0777) != 0) {
+            sr__progress_io_failed(errno, tmp);
             sr__log(SR_LOG_ERROR, "checkpoint: cannot create %s: %s", tmp, strerror(errno));
             failed = 1;
         }

@@ -18,7 +18,8 @@ static const char *num(double v, char *buf, size_t len) {
     return buf;
 }
 
-int sr__nan_step(double loss, const sr__step_result *r) {
+/* The step's loss or gradient norm was not finite (an fp16 overflow's NaN norm is loss scaling at work). */
+static int nonfinite_step(double loss, const sr__step_result *r) {
     return !isfinite(loss) || (!r->skipped && !isfinite(r->grad_norm));
 }
 
@@ -79,7 +80,7 @@ static int stop(sr__trainer *t, double loss, const sr__step_result *r, int in_a_
 }
 
 int sr__nan_policy_after_step(sr__trainer *t, double loss, const sr__step_result *r) {
-    if (!sr__nan_step(loss, r)) {
+    if (!nonfinite_step(loss, r)) {
         t->nan_in_a_row = 0;
         return SR_EXIT_OK;
     }

@@ -1,7 +1,8 @@
 /*
  * [task] nan_policy: what the trainer does with an optimizer step whose loss (the mean over ranks
  * and micro-batches) or gradient norm (all-reduced) is NaN or infinite.  Both numbers are the same
- * on every rank, so every rank takes the same decision without a collective of its own.
+ * bits on every rank (each backend folds in one order and hands every rank the result), so every
+ * rank takes the same decision without a collective of its own.
  *
  *   stop (default)  the engine withholds the step's update (sr__optim.guard_nonfinite), rank 0 says
  *                   which step, its loss and grad norm, the last checkpoint and how to resume
@@ -27,8 +28,6 @@
 
 struct sr__trainer;
 
-/* Whether the step's loss or gradient norm was not finite (an fp16 overflow's NaN norm excepted). */
-int sr__nan_step(double loss, const sr__step_result *r);
 /* After the step global_step (its loss, its result): SR_EXIT_OK to go on (the step counts), or the
    exit code to stop with, after the message.  Collective when it stops (every rank calls it). */
 int sr__nan_policy_after_step(struct sr__trainer *t, double loss, const sr__step_result *r);

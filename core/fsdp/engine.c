@@ -432,10 +432,14 @@ static int reduce_scalar(sr__engine *e, sr_pg *pg, double *v, sr_redop op) {
     return 0;
 }
 
-double sr__engine_mean(sr__engine *e, double v) {
-    if (reduce_scalar(e, e->world, &v, SR_AVG) != 0) return NAN;
-    return v;
+int sr__engine_avg(sr__engine *e, double *v) {
+    double m = *v;
+    if (reduce_scalar(e, e->world, &m, SR_AVG) != 0) return -1;
+    *v = m;
+    return 0;
 }
+
+double sr__engine_mean(sr__engine *e, double v) { return sr__engine_avg(e, &v) == 0 ? v : NAN; }
 
 /* bytes of this rank's fp32 gradient shards (the profile's traffic figures) */
 static double shard_bytes(const sr__engine *e) {
@@ -517,6 +521,12 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
         if (coef > 1.0) coef = 1.0;
     }
     out->grad_norm = norm;
+    if (o->guard_nonfinite && (o->nonfinite_loss || !isfinite(norm))) {
+        /* as an fp16 overflow, without touching the loss scale: no AdamW step is counted */
+        out->withheld = 1;
+        zero_grads(e);
+        return e->dev->sync();
+    }
     e->adam_steps++;
     sr_adamw_args a = {0};
     a.lr = (float)o->lr;

@@ -32,11 +32,16 @@ typedef struct sr__engine sr__engine;
 
 typedef struct sr__optim {
     double lr, beta1, beta2, eps, weight_decay, max_grad_norm; /* max_grad_norm <= 0: no clipping */
+    /* guard_nonfinite (the trainer's nan_policy stop and skip_step): a step whose gradient norm is
+       not finite, or whose loss was not (nonfinite_loss, the caller's all-reduced verdict), leaves
+       the parameters and AdamW moments as they are.  0: the update is applied whatever the values. */
+    int guard_nonfinite, nonfinite_loss;
 } sr__optim;
 
 typedef struct sr__step_result {
     double grad_norm; /* before clipping, unscaled; NaN when the step overflowed */
     int skipped;      /* fp16 overflow: no update on any rank */
+    int withheld;     /* guard_nonfinite: the loss or the gradient norm was not finite, no update on any rank */
     double loss_scale;
 } sr__step_result;
 
@@ -64,7 +69,10 @@ int sr__engine_load_weights(sr__engine *e, const char *path, long long *bytes_re
 /* One micro-batch of `step`: *loss = this rank's mean loss.  accum: micro-batches per step. */
 int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, const int64_t *samples, int n,
                            double *loss, long long *tokens);
-/* Finishes the step: reductions, overflow check, clipping, AdamW.  lr for this step. */
+/* Finishes the step: reductions, overflow check, gradient norm, the non-finite guard (sr__optim),
+   clipping, AdamW.  lr for this step.  The norm is a sum all-reduced over the shard group of
+   gradients already averaged across replicas, so every rank sees the same norm and takes the same
+   decision. */
 int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out);
 /* Evaluation, forward only: loads eval batch `batch` (the model's sr_model_eval source) and runs every
    module's forward with units gathered as in training (and resharded after their forward), then
@@ -76,6 +84,9 @@ int sr__engine_eval_batch(sr__engine *e, long long step, int batch, const int64_
 int sr__engine_sum(sr__engine *e, double *v, int n);
 /* Mean of `v` over every rank (for logging). */
 double sr__engine_mean(sr__engine *e, double v);
+/* *v becomes its mean over every rank, the same number on every rank (the value sr__engine_mean
+   gives).  Collective; 0 or -1 (the collective failed: *v is unchanged). */
+int sr__engine_avg(sr__engine *e, double *v);
 void sr__engine_memory(const sr__engine *e, sr__engine_mem *out);
 /* Sum and sum of squares of every trained parameter (fp32 master, all ranks), for parity checks. */
 int sr__engine_param_stats(sr__engine *e, double *sum, double *sumsq);

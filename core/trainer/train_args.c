@@ -59,7 +59,7 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     rc |= get_int(c, "per_device_eval_batch_size", &a->per_device_eval_batch_size);
     rc |= get_int(c, "save_total_limit", &a->save_total_limit);
     char *sched = NULL, *save_final = NULL, *overwrite = NULL, *eval = NULL, *on_start = NULL, *metric = NULL,
-         *best = NULL;
+         *best = NULL, *nan = NULL;
     rc |= get(c, "lr_scheduler_type", &sched);
     rc |= get(c, "save_final", &save_final);
     rc |= get(c, "overwrite_output_dir", &overwrite);
@@ -67,13 +67,15 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     rc |= get(c, "eval_on_start", &on_start);
     rc |= get(c, "metric_for_best_model", &metric);
     rc |= get(c, "load_best_model_at_end", &best);
+    rc |= get(c, "nan_policy", &nan);
     if (!rc) {
+        a->nan_policy = !strcmp(nan, "skip_step") ? SR_NAN_SKIP_STEP : !strcmp(nan, "warn") ? SR_NAN_WARN : SR_NAN_STOP;
         a->eval_strategy = !strcmp(eval, "steps") ? SR_EVAL_STEPS : !strcmp(eval, "epoch") ? SR_EVAL_EPOCH : SR_EVAL_NO;
         a->eval_on_start = !strcmp(on_start, "true");
         a->load_best_model_at_end = !strcmp(best, "true");
         a->track_best = metric != NULL || a->load_best_model_at_end;
     }
-    free(eval), free(on_start), free(metric), free(best);
+    free(eval), free(on_start), free(metric), free(best), free(nan);
     if (rc) {
         free(sched), free(save_final), free(overwrite);
         return -1;

@@ -20,6 +20,9 @@ typedef enum { SR_SCHED_LINEAR = 0, SR_SCHED_COSINE, SR_SCHED_CONSTANT, SR_SCHED
 
 typedef enum { SR_EVAL_NO = 0, SR_EVAL_STEPS, SR_EVAL_EPOCH } sr__eval_strategy;
 
+/* What a step whose loss or gradient norm is not finite does (nan_policy.h). */
+typedef enum { SR_NAN_STOP = 0, SR_NAN_SKIP_STEP, SR_NAN_WARN } sr__nan_policy;
+
 typedef struct sr__train_args {
     double num_train_epochs;
     long long max_steps; /* > 0 overrides num_train_epochs */
@@ -42,6 +45,7 @@ typedef struct sr__train_args {
     long long save_total_limit;            /* 0: keep every checkpoint */
     int track_best;                        /* metric_for_best_model is set (eval_loss: lower is better) */
     int load_best_model_at_end;
+    sr__nan_policy nan_policy;
 } sr__train_args;
 
 /* [task] keys the trainer reads for a model task (train_keys.c), NULL-name terminated: the

@@ -69,7 +69,7 @@ FILE *sr__train_log_open(const sr__train_args *a, int rank, long long resumed_st
 void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r) {
     long long step = t->ts.global_step, total = t->plan.total_steps;
     int last = step == total;
-    t->loss_sum += loss, t->loss_steps++; /* the summary's train_loss */
+    if (!r->withheld) t->loss_sum += loss, t->loss_steps++; /* the summary's train_loss: applied steps */
     if (t->rank == 0 && t->tty) progress(step, total, sr__now_s() - t->t0, loss);
     if (step % t->a.logging_steps != 0 && !last) return;
     sr__records_train_entry(t, loss, r); /* log_history, on every rank */
@@ -81,7 +81,8 @@ void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r)
         sr__engine_memory(t->e, &mem);
         printf("step %lld/%lld  loss %.4f  lr %.3e  grad_norm %.4f  %.0f tokens/s  mem %.3f GB%s  epoch %.2f\n", step,
                total, loss, t->o.lr, r->grad_norm, tok_s, (double)mem.peak / 1e9,
-               r->skipped ? "  (fp16 overflow: step skipped)" : "", (double)step / (double)t->plan.steps_per_epoch);
+               r->skipped ? "  (fp16 overflow: step skipped)" : r->withheld ? "  (not finite: step skipped)" : "",
+               (double)step / (double)t->plan.steps_per_epoch);
         if (t->log) {
             /* JSON has no NaN or infinity: such a number is null, and its name is listed in
                "nonfinite" (an fp16 overflow's skipped step has no grad_norm; a diverged run's loss
@@ -96,7 +97,7 @@ void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r)
             }
             fprintf(t->log, "{\"step\": %lld, \"loss\": %s, \"learning_rate\": %s, \"grad_norm\": %s, "
                             "\"skipped\": %d, \"loss_scale\": %s%s%s%s}\n",
-                    step, num[0], num[1], num[2], r->skipped, num[3], nf.n ? ", \"nonfinite\": [" : "",
+                    step, num[0], num[1], num[2], r->skipped || r->withheld, num[3], nf.n ? ", \"nonfinite\": [" : "",
                     nf.n ? nf.s : "", nf.n ? "]" : "");
             sr__buf_free(&nf);
             fflush(t->log);

@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/progress.h"
 #include "task/ctx.h"
+#include "trainer/nan_policy.h"
 #include "trainer/preempt.h"
 #include "trainer/resume.h"
 #include "trainer/trainer_internal.h"
@@ -177,7 +178,7 @@ static int plan_run(sr__trainer *t) {
                p->steps_per_epoch);
     }
     t->log = sr__train_log_open(a, t->rank, t->ts.global_step);
-    t->o = (sr__optim){0, a->adam_beta1, a->adam_beta2, a->adam_epsilon, a->weight_decay, a->max_grad_norm};
+    t->o = (sr__optim){0, a->adam_beta1, a->adam_beta2, a->adam_epsilon, a->weight_decay, a->max_grad_norm, 0, 0};
     t->t0 = t->last_log_t = sr__now_s();
     return SR_EXIT_OK;
 }
@@ -213,10 +214,17 @@ static int train_step(sr__trainer *t, long long step, double *loss, sr__step_res
         t->samples_done += n;
         t->tokens_since_log += tokens;
     }
+    /* the mean loss before the update: with nan_policy stop or skip_step a non-finite one withholds
+       it (the same verdict on every rank: the mean is all-reduced) */
+    double mean = loss_sum / (double)accum;
+    if (sr__engine_avg(t->e, &mean) != 0) return -1;
     t->o.lr = sr__lr_at(a, step, t->plan.total_steps);
+    t->o.guard_nonfinite = a->nan_policy != SR_NAN_WARN;
+    t->o.nonfinite_loss = !isfinite(mean);
     if (sr__engine_step(t->e, &t->o, r) != 0) return -1;
     t->skipped += r->skipped;
-    *loss = t->final_loss = sr__engine_mean(t->e, loss_sum / (double)accum);
+    *loss = mean;
+    if (!r->withheld) t->final_loss = mean; /* skip_step: the last applied step's */
     double seconds = sr__now_s() - started;
     keep_step_time(t, seconds);
     sr__profile_step_end(&t->prof, step + 1, seconds);
@@ -277,6 +285,8 @@ static int train(sr__trainer *t) {
         double loss;
         sr__step_result r;
         if (train_step(t, step, &loss, &r) != 0) return SR_EXIT_FAILED;
+        int nan_rc = sr__nan_policy_after_step(t, loss, &r); /* stop: before anything of the step is kept */
+        if (nan_rc != SR_EXIT_OK) return nan_rc;
         snprintf(text, sizeof text, "%lld", t->ts.global_step);
         sr__progress_send(SR_PROGRESS_STEP, text);
         sr__debug_kill_at(t->rank, sr_restart_count(t->ctx), t->ts.global_step);
@@ -290,7 +300,8 @@ static int train(sr__trainer *t) {
     double runtime = sr__now_s() - t->t0; /* (the last step is always logged: its line replaced the bar) */
     if (t->rank == 0) sr__profile_print(&t->prof, 1);
     if (sr__records_finish(t, runtime) != 0) return SR_EXIT_FAILED; /* summary, load_best_model_at_end */
-    return sr__trainer_report(t, runtime) == 0 ? SR_EXIT_OK : SR_EXIT_FAILED;
+    if (sr__trainer_report(t, runtime) != 0) return SR_EXIT_FAILED;
+    return sr__nan_policy_finish(t); /* warn: a final loss that is not finite fails the run */
 }
 
 static void teardown(sr__trainer *t) {

@@ -7,6 +7,7 @@
  *   report.c     this rank's results (sr_report_*) when the last step is done
  *   eval.c       evaluation on the task's eval data (eval_strategy)
  *   records.c    log_history, trainer_state.json, loss.svg, save_total_limit (records.h)
+ *   nan_policy.c a step whose loss or gradient norm is not finite ([task] nan_policy, nan_policy.h)
  *   resume.c     which checkpoint the run starts from, and whether it may (resume.h)
  *   profile_table.c  the step profile's tables (SHARDRUN_PROFILE=1, profile_table.h)
  */
@@ -70,6 +71,10 @@ typedef struct sr__trainer {
     double eval_metric; /* the last evaluation's eval_loss, and its step (-1: none) */
     long long eval_step;
     sr__step_profile prof; /* SHARDRUN_PROFILE=1 (profile_table.h) */
+    /* nan_policy.c: steps of this run whose loss or gradient norm was not finite, those of them in a
+       row up to the last step, those skipped (nan_policy = skip_step) */
+    long long nan_steps, nan_skipped;
+    int nan_in_a_row;
 } sr__trainer;
 
 /* output_dir/train_log.jsonl (rank 0, with output_dir; else NULL): a resumed run keeps the lines

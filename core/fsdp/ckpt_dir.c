@@ -154,7 +154,8 @@ static int read_member(sr_json *j, sr__ckpt_ident *id, const char *key, size_t k
     } strs[] = {{"run_id", id->run_id, sizeof id->run_id},
                 {"job_id", id->job_id, sizeof id->job_id},
                 {"requeue_key", id->requeue_key, sizeof id->requeue_key},
-                {"mixed_precision", id->mixed_precision, sizeof id->mixed_precision}};
+                {"mixed_precision", id->mixed_precision, sizeof id->mixed_precision},
+                {"sharding_strategy", id->sharding_strategy, sizeof id->sharding_strategy}};
     for (size_t s = 0; s < sizeof strs / sizeof *strs; s++)
         if (sr__json_key_is(key, klen, strs[s].name) && sr__json_peek(j) == SR_JSON_STRING) {
             if (sr__json_string(j, &sv, &sl) != 0) return -1;

@@ -37,6 +37,7 @@ typedef struct sr__ckpt_ident {
     long long step; /* global_step */
     int world_size; /* 0: not recorded */
     char run_id[80], job_id[80], requeue_key[96], mixed_precision[16];
+    char sharding_strategy[32]; /* "" when not recorded */
     int has_settings;            /* the checkpoint recorded its [task] settings */
     sr__ckpt_kv *settings;    /* [task] key -> value, as the run that wrote it resolved them */
     size_t nsettings;

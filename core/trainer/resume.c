@@ -297,6 +297,7 @@ int sr__resume_choose(sr__trainer *t) {
         if (rc == SR_EXIT_OK && a->output_dir) rc = other_runs(t, lineage);
     }
     t->resume_step = id.step;
+    snprintf(t->resume_strategy, sizeof t->resume_strategy, "%s", id.sharding_strategy);
     sr__ckpt_ident_free(&id);
     if (rc != SR_EXIT_OK) {
         free(dir);
@@ -313,4 +314,11 @@ int sr__resume_check_plan(const sr__trainer *t) {
                     "num_train_epochs to train further, or start a new run", t->resume_dir, t->ts.global_step,
             t->plan.total_steps, t->a.num_train_epochs, t->plan.steps_per_epoch);
     return SR_EXIT_CONFIG;
+}
+
+void sr__resume_note_strategy(const sr__trainer *t) {
+    const char *now = sr__strategy_name(t->cfg->strategy);
+    if (t->resume_dir && t->resume_strategy[0] && strcmp(t->resume_strategy, now) && t->rank == 0)
+        printf("shardrun: note: %s was saved under %s and this run shards with %s: the parameters and the optimizer "
+               "state are resharded; the arithmetic of a step is the same\n", t->resume_dir, t->resume_strategy, now);
 }

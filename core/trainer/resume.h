@@ -28,6 +28,8 @@
 int sr__resume_choose(sr__trainer *t);
 /* After the run is planned: a resumed step at or past total_steps is refused.  An exit code. */
 int sr__resume_check_plan(const sr__trainer *t);
+/* Once the engine exists: a note when the checkpoint was saved under another sharding strategy. */
+void sr__resume_note_strategy(const sr__trainer *t);
 /* How many times this job was started again (shardrun's restarts or Slurm's requeues). */
 int sr__resume_restarts(const sr__trainer *t);
 

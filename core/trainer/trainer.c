@@ -113,6 +113,7 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
     t->e = sr__engine_create(ctx, task, ops, t->state, t->model, (uint64_t)t->a.seed);
     if (!t->e) return SR_EXIT_CONFIG;
     t->cfg = sr__engine_config(t->e);
+    sr__resume_note_strategy(t);
     t->ts.seed = t->a.seed;
     rc = sr__records_setup(t); /* the eval data the configuration asks for */
     if (rc == SR_EXIT_OK) rc = start_params(t);

@@ -117,9 +117,10 @@ expect_rc 0 "3 ranks with the same global batch"
 expect_in "$out" "note: [task] per_device_train_batch_size was 6 in the checkpoint and is 4 now; the global batch is the same, 12 samples per step" "the batch change is a note"
 expect_in "$out" "was saved by 2 ranks and this run has 3 (a resharded resume)" "so is the world size"
 run "$SHARDRUN" "$T/best.ini" --nproc-per-node 3 --set task.output_dir="$T/s1" --set task.max_steps=6 \
-    --set task.resume_from_checkpoint=latest
-expect_rc 0 "3 ranks with the same per-device batch"
+    --set task.resume_from_checkpoint=latest --set accelerate.fsdp.sharding_strategy=SHARD_GRAD_OP
+expect_rc 0 "3 ranks with the same per-device batch, SHARD_GRAD_OP"
 expect_in "$out" "a step now takes 18 samples instead of 12" "the note says the global batch changed"
+expect_in "$out" "was saved under FULL_SHARD and this run shards with SHARD_GRAD_OP" "another sharding strategy is a note"
 
 echo "== checkpoint names"
 mkdir -p "$T/n1" && cp -a "$T/s1/checkpoint-6" "$T/n1/checkpoint-0006"

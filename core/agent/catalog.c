@@ -24,6 +24,7 @@ static const char *type_name(const sr_key *k, char *buf, size_t len) {
     case SR_KEY_ENUM: sr__enum_describe(k->choices, k->flags, buf, len); return buf;
     case SR_KEY_LIST: return "list";
     case SR_KEY_PATH: return "path";
+    case SR_KEY_PATH_LIST: return "paths";
     case SR_KEY_FLOAT: return "number";
     }
     return "?";

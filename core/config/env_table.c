@@ -40,10 +40,12 @@ const sr_key sr__shardrun_keys[] = {
      "before it is killed (a second SIGTERM kills at once)"},
     {"log_level", SR_KEY_ENUM, "info", "error|warn|info|debug", 0, NOLIM, NULL,
      "what the agent logs to stderr (debug shows which plugin set each variable)"},
-    {"plugin_path", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
-     "colon-separated folders searched for shardrun_NAME.so before the built-in folders"},
-    {"tasks_path", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
-     "colon-separated folders searched for NAME.so when task is a bare name"},
+    {"plugin_path", SR_KEY_PATH_LIST, NULL, NULL, 0, NOLIM, NULL,
+     "colon-separated folders searched for shardrun_NAME.so before the built-in folders (relative ones: to the "
+     "job file's folder)"},
+    {"tasks_path", SR_KEY_PATH_LIST, NULL, NULL, 0, NOLIM, NULL,
+     "colon-separated folders searched for NAME.so when task is a bare name (relative ones: to the job file's "
+     "folder)"},
     {NULL, 0, NULL, NULL, 0, NOLIM, NULL, NULL},
 };
 

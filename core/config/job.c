@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/strbuf.h"
 #include "config/env_table.h"
 #include "config/value.h"
 
@@ -325,6 +326,21 @@ static char *absolute(const sr_job *cfg, sr_from from, const char *p) {
     return out;
 }
 
+/* Each element of a colon-separated list through absolute() (empty elements dropped). */
+static char *absolute_list(const sr_job *cfg, sr_from from, const char *list) {
+    sr_buf b = {0};
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ":");
+        if (len) {
+            char *one = strndup(p, len), *a = one ? absolute(cfg, from, one) : NULL;
+            if (a) sr__buf_printf(&b, "%s%s", b.n ? ":" : "", a);
+            free(one), free(a);
+        }
+        p += len + (p[len] == ':');
+    }
+    return b.s ? b.s : strdup("");
+}
+
 static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_key_normalizer norm) {
     if (sr__config_get(cfg, section, k->name)) return; /* resolved ahead (a plugin's path) */
     sr_setting *s = add_setting(cfg, section, k->name);
@@ -382,6 +398,10 @@ static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_ke
     }
     if (k->type == SR_KEY_PATH) {
         char *a = absolute(cfg, s->from, norm_v);
+        free(norm_v);
+        norm_v = a;
+    } else if (k->type == SR_KEY_PATH_LIST) {
+        char *a = absolute_list(cfg, s->from, norm_v);
         free(norm_v);
         norm_v = a;
     }

@@ -191,6 +191,7 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
         return *out ? 0 : -1;
     case SR_KEY_STRING:
     case SR_KEY_PATH:
+    case SR_KEY_PATH_LIST:
         *out = strdup(in);
         return 0;
     }

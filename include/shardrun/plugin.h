@@ -40,7 +40,8 @@ typedef enum sr_key_type {
     SR_KEY_ENUM,       /* one of `choices` ("A|B|C"), any case; handed over as spelled in choices */
     SR_KEY_LIST,       /* comma-separated, items trimmed; handed over joined by "," without spaces */
     SR_KEY_PATH,       /* relative paths resolve against the job file's folder */
-    SR_KEY_FLOAT       /* decimal number >= 0 */
+    SR_KEY_FLOAT,      /* decimal number >= 0 */
+    SR_KEY_PATH_LIST   /* colon-separated paths, each relative one resolved against the job file's folder */
 } sr_key_type;
 
 /* SR_KEY_ENUM: the digits 1..n are accepted for the n choices, in order. */

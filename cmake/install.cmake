@@ -1,0 +1,78 @@
+# What `cmake --install build --prefix P` puts under P, and the Debian packages `cpack -G DEB` makes
+# of it (docs/sdk.md).  The tree is relocatable: nothing in it names P.
+#   bin/shardrun, bin/gpt2_generate          RPATH $ORIGIN/../<libdir>: run with no LD_LIBRARY_PATH
+#   <libdir>/libshardrun.so (+ _cuda)         where the runtime looks for plugins and tasks:
+#   <libdir>/shardrun/plugins, .../tasks      (base/lib_dir.c: relative to libshardrun.so)
+#   include/shardrun/                         the public API
+#   <libdir>/pkgconfig/shardrun.pc            pkg-config --cflags --libs shardrun
+#   <libdir>/cmake/shardrun/                  find_package(shardrun CONFIG): shardrun::shardrun,
+#                                             shardrun_task(), shardrun_plugin()
+#   share/doc/shardrun/, share/shardrun/examples/   the docs, the example job files, the SDK examples
+include(CMakePackageConfigHelpers)
+set(SHARDRUN_INSTALL_PLUGINDIR ${CMAKE_INSTALL_LIBDIR}/shardrun/plugins)
+set(SHARDRUN_INSTALL_TASKDIR ${CMAKE_INSTALL_LIBDIR}/shardrun/tasks)
+set(SHARDRUN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/shardrun)
+
+# RPATHs relative to the binary's own folder
+file(RELATIVE_PATH bin_to_lib /p/${CMAKE_INSTALL_BINDIR} /p/${CMAKE_INSTALL_LIBDIR})
+set_property(TARGET shardrun_exe PROPERTY INSTALL_RPATH "$ORIGIN/${bin_to_lib}")
+
+install(TARGETS shardrun EXPORT shardrunTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS shardrun_exe RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+install(TARGETS shardrun_plugin_torch shardrun_plugin_accelerate LIBRARY DESTINATION ${SHARDRUN_INSTALL_PLUGINDIR}
+        COMPONENT runtime)
+install(TARGETS shardrun_task_hello shardrun_task_pgbench shardrun_task_toy LIBRARY DESTINATION ${SHARDRUN_INSTALL_TASKDIR}
+        COMPONENT runtime)
+if(SHARDRUN_HAVE_GPT2)
+  install(TARGETS shardrun_task_gpt2 shardrun_task_bloom shardrun_task_selftest
+          LIBRARY DESTINATION ${SHARDRUN_INSTALL_TASKDIR} COMPONENT runtime)
+  set_property(TARGET gpt2_generate APPEND PROPERTY INSTALL_RPATH "$ORIGIN/${bin_to_lib}")
+  install(TARGETS gpt2_generate RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+endif()
+if(SHARDRUN_HAVE_CUDA)
+  # next to libshardrun.so, where it looks (device/cuda_lib.c); transformer_cuda.so next to gpt2.so
+  install(TARGETS shardrun_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
+  if(SHARDRUN_HAVE_GPT2)
+    install(TARGETS transformer_cuda LIBRARY DESTINATION ${SHARDRUN_INSTALL_TASKDIR} COMPONENT runtime)
+  endif()
+endif()
+
+# the SDK: headers, pkg-config, the CMake package
+install(DIRECTORY include/shardrun DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+install(EXPORT shardrunTargets NAMESPACE shardrun:: DESTINATION ${SHARDRUN_INSTALL_CMAKEDIR} COMPONENT dev)
+configure_package_config_file(cmake/shardrunConfig.cmake.in ${CMAKE_BINARY_DIR}/shardrunConfig.cmake
+  INSTALL_DESTINATION ${SHARDRUN_INSTALL_CMAKEDIR} PATH_VARS SHARDRUN_INSTALL_PLUGINDIR SHARDRUN_INSTALL_TASKDIR)
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/shardrunConfigVersion.cmake COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/shardrunConfig.cmake ${CMAKE_BINARY_DIR}/shardrunConfigVersion.cmake
+        cmake/shardrunFunctions.cmake DESTINATION ${SHARDRUN_INSTALL_CMAKEDIR} COMPONENT dev)
+# shardrun.pc finds its prefix from where it lies (${pcfiledir}), so the tree stays relocatable
+file(RELATIVE_PATH pc_to_prefix /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
+string(REGEX REPLACE "/$" "" pc_to_prefix "${pc_to_prefix}")
+set(SHARDRUN_PC_PREFIX "\${pcfiledir}/${pc_to_prefix}")
+configure_file(cmake/shardrun.pc.in ${CMAKE_BINARY_DIR}/shardrun.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/shardrun.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+
+# docs and examples
+install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime FILES_MATCHING PATTERN "*.md" PATTERN "*.svg")
+install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/shardrun/examples COMPONENT runtime
+        FILES_MATCHING PATTERN "*.ini")
+install(DIRECTORY examples/sdk/ DESTINATION ${CMAKE_INSTALL_DATADIR}/shardrun/examples/sdk COMPONENT dev)
+
+# ---- cpack -G DEB: shardrun (the runtime) and shardrun-dev (the SDK) ------------------------
+set(CPACK_PACKAGE_NAME shardrun)
+set(CPACK_PACKAGE_VENDOR "shardrun")
+set(CPACK_PACKAGE_CONTACT "shardrun developers <shardrun@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "C runtime for distributed (FSDP) training of C/CUDA tasks")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL runtime dev)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON) # the runtime's library dependencies, found by dpkg-shlibdeps
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME shardrun)
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME shardrun-dev)
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "shardrun (= ${PROJECT_VERSION}), pkg-config")
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+include(CPack)

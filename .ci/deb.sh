@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The Debian packages as a user gets them (run by .ci/run, as root, on a fresh machine):
+# `cpack -G DEB` of a Release build for /usr, `apt-get install ./shardrun_*.deb ./shardrun-dev_*.deb`
+# (apt pulls the runtime dependencies), `shardrun selftest --quick` from the installed package, then
+# the three SDK examples as installed under /usr/share/shardrun/examples/sdk, built against the
+# package with pkg-config and with CMake and run from an unrelated folder; the packages are removed
+# at the end.  Nothing here points into a build tree.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build-deb
+rm -rf "$build"
+(
+    set -x
+    cmake -S . -B "$build" -DSHARDRUN_WERROR=ON -DSHARDRUN_CUDA=OFF -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr
+    cmake --build "$build" -j2
+    cd "$build" && cpack -G DEB
+)
+debs=$(ls "$PWD/$build"/shardrun_*.deb "$PWD/$build"/shardrun-dev_*.deb)
+trap 'apt-get remove -y shardrun shardrun-dev >/dev/null 2>&1 || true' EXIT
+DEBIAN_FRONTEND=noninteractive apt-get install -y $debs
+work=$(mktemp -d)
+cp -r /usr/share/shardrun/examples/sdk "$work/sdk"
+mkdir "$work/elsewhere"
+cd "$work/elsewhere"
+(
+    set -x
+    command -v shardrun
+    shardrun --version
+    shardrun selftest --quick
+    make -C ../sdk/main_task
+    shardrun ../sdk/main_task/job.ini
+    cmake -S ../sdk/model_task -B ../sdk/model_task/build
+    cmake --build ../sdk/model_task/build
+    shardrun ../sdk/model_task/job.ini
+    make -C ../sdk/plugin
+    shardrun ../sdk/plugin/job.ini
+    shardrun /usr/share/shardrun/examples/hello/hello.ini
+) >"$work/log" 2>&1 || { cat "$work/log"; echo ".ci/deb.sh: FAILED (log above)" >&2; exit 1; }
+grep -q "pi is about 3.1415926535" "$work/log" || { cat "$work/log"; echo ".ci/deb.sh: the main task's result is missing" >&2; exit 1; }
+grep -q "rank 1: tag baseline, seed 101" "$work/log" || { cat "$work/log"; echo ".ci/deb.sh: the plugin's variables are missing" >&2; exit 1; }
+rm -rf "$work"
+echo ".ci/deb.sh: the packages install, selftest --quick passes, and the SDK examples build and run against them"

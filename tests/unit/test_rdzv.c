@@ -4,15 +4,13 @@
    a join accepted, a retryable failure restarted, the next attempt started, success acknowledged;
    an agent that goes away and comes back while the job restarts; a fingerprint refused. */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/clock.h"
 #include "check.h"
+#include "run/layout.h"
 #include "store/rdzv.h"
 
 static sr_rdzv host;
@@ -69,18 +67,6 @@ static void check_key(const char *key, const char *want, int line) {
 }
 #define CHECK_KEY(key, want) check_key(key, want, __LINE__)
 
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t alen = sizeof a;
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &alen) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 static char port_value[16];
 
 static sr_rdzv_args args(int agent_id, const char *fingerprint) {
@@ -94,7 +80,7 @@ static sr_rdzv_args args(int agent_id, const char *fingerprint) {
 static pthread_t start_host(void) {
     sr_diag diag = {0};
     stop = 0;
-    snprintf(port_value, sizeof port_value, "%d", free_port());
+    snprintf(port_value, sizeof port_value, "%d", sr__free_port());
     sr_rdzv_args a = args(0, "task=hello\n#node=0\n");
     CHECK(sr__rdzv_prepare(&host, &a, &diag) == 0);
     sr__diag_clear(&diag);

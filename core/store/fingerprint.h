@@ -2,7 +2,7 @@
  * A run's fingerprint: what defines the run as one agent sees it, as text, one "name=value" line
  * each.  Lines starting with '#' describe the agent itself (#host, #node) and are not compared.
  * Made by the run (run/run.c), published by every agent at rendezvous and compared by the hosting
- * agent (store/rdzv.c) before any other agent starts a worker.
+ * agent (store/rdzv_host.c) before any other agent starts a worker.
  */
 #ifndef SR_STORE_FINGERPRINT_H
 #define SR_STORE_FINGERPRINT_H

@@ -22,6 +22,11 @@
  *
  * A fingerprint is text, one "name=value" line each, sorted; lines starting with '#' describe the
  * agent (host, node) and are not compared.
+ *
+ * Errors: sr__rdzv_prepare fills diag; later failures (a host gone, an agent lost) become the phase
+ * and r->failed_elsewhere.  Never prints.  The work is split by who does it (node 0's agent, the
+ * others, restarts; store/rdzv_internal.h says which file does what), and the keys and values
+ * agents exchange are in store/rdzv_protocol.h.
  */
 #ifndef SR_CORE_RDZV_H
 #define SR_CORE_RDZV_H
@@ -50,47 +55,39 @@ typedef enum sr_rdzv_failure {
     SR_FAIL_PREEMPT = 'p'    /* not a failure: an agent was asked to stop with a checkpoint */
 } sr_rdzv_failure;
 
+/* Hosting agent: where another agent stands in the run (its current join). */
+typedef enum sr__rdzv_peer_state {
+    SR_PEER_UNSEEN = 0, /* no join answered yet */
+    SR_PEER_REFUSED,    /* its first join was refused: it read why and leaves (the run fails) */
+    SR_PEER_ACCEPTED,   /* accepted: its workers take part in the current attempt */
+    SR_PEER_BACK,       /* accepted while the job restarts (it came back, or came late): it is
+                           ready for the next attempt, and ACCEPTED once that starts */
+    SR_PEER_GONE        /* it was accepted and went away: it must come back (a later join) while
+                           the job restarts, or the restart is called off */
+} sr__rdzv_peer_state;
+
+/* Hosting agent: what it knows of another agent (index 1 .. nagents-1). */
+typedef struct sr__rdzv_peer {
+    sr__rdzv_peer_state state;
+    int node;         /* its node, from its fingerprint's #node line (-1 without one; 0 before
+                         its fingerprint arrived) */
+    int answered;     /* the last of its joins answered (accepted or refused); 0: none */
+    int join;         /* its accepted join: its "alive" key run/alive/<agent>/<join> names it */
+    int watching;     /* its "alive" wait was seen, so the wait's end means it went away */
+    double last_heard; /* when it was last heard from (sr__now_s): its accepted join; the hang
+                          watchdog's heartbeats will refresh it.  0: never */
+} sr__rdzv_peer;
+
 typedef struct sr_rdzv {
+    /* where the store is (workers and other agents connect there) */
     int enabled;
-    char host[256];         /* where the store is (workers and other agents connect there) */
+    char host[256];
     int port;
     char token[128];        /* every connection presents it */
+    /* this agent, the run, and its limits */
     int hosting;            /* this agent runs the store server (and decides) */
     int nagents, agent_id;  /* agents of the run, and this one's index */
-    int attempt;            /* the job-wide attempt: 0, then one more per restart */
-    int max_restarts;
-    double restart_delay_s, rejoin_timeout_s;
-    sr_rdzv_phase phase;    /* what this agent knows of the current attempt */
-    sr_store_server *server;
-    sr_store *watch;        /* other agents: a pending wait on the outcome (or the next start) */
-    sr_store *ctl;          /* other agents: for reporting */
-    sr_store *alive;        /* other agents: holds a wait on run/alive/<agent>/<join> for its whole life:
-                               the host learns that it went away when the wait is gone */
-    int watch_closed;
-    int waiting_start;      /* other agents: the watch waits for the next attempt's start */
-    int start_ready;        /* other agents: the next attempt's start arrived */
-    double timeout_s;       /* [shardrun] rdzv_timeout */
     const char *fingerprint; /* this agent's (owned by the caller) */
-    unsigned char *checked;  /* hosting agent: 1 accepted, 2 refused (the agent's current join) */
-    int *joins;              /* hosting agent: each agent's accepted join (its alive key names it) */
-    int *answered;           /* hosting agent: each agent's last join answered (accepted or refused) */
-    unsigned char *gone;     /* hosting agent: the agent went away and must come back */
-    unsigned char *back;     /* hosting agent: the agent was accepted while the job restarts (it came
-                                back, or came late): it is ready for the next attempt */
-    int failed_node;         /* the node of the failure reported elsewhere, -1 when unknown */
-    int failed_config;       /* that failure was a configuration mismatch: exit 2, not 1 */
-    int outcome_ok;          /* other agents: the verdict is that every rank succeeded */
-    int acked;               /* other agents: told the host the verdict was read */
-    double refused_at;       /* hosting agent: when it refused an agent's fingerprint, 0: never */
-    double outcome_at;       /* hosting agent: when it sent the verdict, 0: not yet */
-    double restart_at;       /* hosting agent: when it decided the restart */
-    double ack_timeout_s;    /* hosting agent: how long agents may take to read the verdict */
-    unsigned char *watching; /* hosting agent: the agent's "alive" wait was seen (so its end means it left) */
-    int *agent_node;         /* hosting agent: each agent's node (from its fingerprint) */
-    int reported_failure;    /* this agent reported the run's failure itself */
-    char failed_elsewhere[1024]; /* the failure that decided the phase, as text */
-    sr_buf attempts;         /* hosting agent: one line per attempt that failed */
-    char decided_kind;       /* deciding agent: the sr_rdzv_failure that decided the phase, 0: none */
     char job_id[80];         /* one launch of the job: random, from node 0, the same on every agent
                                 and in every attempt; a model task restarted by shardrun resumes only
                                 from checkpoints this launch wrote */
@@ -98,7 +95,35 @@ typedef struct sr_rdzv {
                                 requeued launch of the same job shares with the launch before it
                                 (another run in the same allocation, or another configuration, has
                                 another); "" elsewhere */
+    int max_restarts;
+    double restart_delay_s, rejoin_timeout_s;
+    double timeout_s;       /* [shardrun] rdzv_timeout */
+    double ack_timeout_s;   /* hosting agent: how long agents may take to read the verdict */
+    /* the current attempt, and what became of it */
+    int attempt;            /* the job-wide attempt: 0, then one more per restart */
+    sr_rdzv_phase phase;    /* what this agent knows of the current attempt */
+    int reported_failure;   /* this agent reported the run's failure itself */
+    char failed_elsewhere[1024]; /* the failure that decided the phase, as text */
+    int failed_node;         /* the node of the failure reported elsewhere, -1 when unknown */
+    int failed_config;       /* that failure was a configuration mismatch: exit 2, not 1 */
+    sr_rdzv_failure decided_kind; /* deciding agent: the failure that decided the phase, 0: none */
+    sr_buf attempts;         /* hosting agent: one line per attempt that failed */
     int restart_called_off;  /* the last restart never began (a node did not come back, a signal) */
+    /* hosting agent */
+    sr_store_server *server;
+    sr__rdzv_peer *peers;    /* one per agent; [0] (this one) unused */
+    double refused_at;       /* when it refused an agent's fingerprint, 0: never */
+    double outcome_at;       /* when it sent the final verdict, 0: not yet */
+    double restart_at;       /* when it decided the restart */
+    /* other agents */
+    sr_store *ctl;          /* for reporting */
+    sr_store *watch;        /* a pending wait on the verdict (or the next attempt's start) */
+    sr_store *alive;        /* holds a wait on run/alive/<agent>/<join> for its whole life: the host
+                               learns that it went away when the wait is gone */
+    int watch_closed;       /* the watch's wait ended (it was read) */
+    int waiting_start;      /* the watch waits for the next attempt's start */
+    int start_ready;        /* the next attempt's start arrived */
+    int acked;              /* told the host the verdict was read */
 } sr_rdzv;
 
 /* What the run decided that the rendezvous needs (filled by run/run.c from the layout and the

@@ -1,0 +1,156 @@
+/*
+ * Every agent but node 0's (store/rdzv.h has the lifecycle): it joins the run through node 0's
+ * agent, which compares fingerprints and says which attempt it joins; keeps a connection waiting
+ * for as long as it lives, so that node 0 sees it go; watches for the verdict on each attempt, and
+ * acknowledges a final one.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/rdzv_internal.h"
+#include "store/rdzv_protocol.h"
+
+int sr__rdzv_rewatch(sr_rdzv *r, const char *key, char *err, size_t errlen) {
+    sr__store_close(r->watch);
+    r->watch = sr__store_connect(r->host, r->port, r->token, r->timeout_s, err, errlen);
+    r->watch_closed = 0;
+    if (!r->watch) return -1;
+    if (sr__store_wait_send(r->watch, key) != 0) {
+        snprintf(err, errlen, "%s", sr__store_error(r->watch));
+        return -1;
+    }
+    return 0;
+}
+
+/* It came back after its node was lost, accepted into `attempt`: waits until node 0 starts that
+   attempt with it.  0 or -1 (diag says why). */
+static int await_restart(sr_rdzv *r, int attempt, double timeout_s, sr_diag *diag) {
+    char key[64], missing[64];
+    void *go = NULL;
+    size_t glen = 0;
+    const char *skey[1] = {sr__rdzv_key(key, sizeof key, "run/%d/start/%d", attempt, r->agent_id)};
+    int wrc = sr__store_wait(r->ctl, skey, 1, timeout_s + r->restart_delay_s, missing, sizeof missing);
+    if (wrc != 0 || sr__store_get(r->ctl, skey[0], &go, &glen) != 0 || strcmp((char *)go, "go")) {
+        sr__diag_add(diag, "node 0's shardrun did not restart the job with this node: %s",
+                     wrc > 0 ? "no start within rdzv_timeout"
+                     : go && !strncmp((char *)go, "fail:", 5) ? (char *)go + 5 : sr__store_error(r->ctl));
+        free(go);
+        return -1;
+    }
+    free(go);
+    return 0;
+}
+
+int sr__rdzv_join(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
+    char err[512], key[64], akey[64], missing[64];
+    int p = r->port;
+    r->ctl = sr__store_connect(r->host, p, r->token, a->timeout_s, err, sizeof err);
+    if (!r->ctl) {
+        sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, err);
+        return -1;
+    }
+    long long j = sr__store_add(r->ctl, sr__rdzv_key(key, sizeof key, "run/joins/%d", r->agent_id, 0), 1);
+    const char *fp = a->fingerprint ? a->fingerprint : "";
+    const char *vkey[1] = {akey};
+    if (j <= 0 || j > 1000000) {
+        sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, sr__store_error(r->ctl));
+        return -1;
+    }
+    if (j == 1)
+        sr__rdzv_key(key, sizeof key, "run/fingerprint/%d", r->agent_id, 0),
+            sr__rdzv_key(akey, sizeof akey, "run/accepted/%d", r->agent_id, 0);
+    else
+        sr__rdzv_key(key, sizeof key, "run/fingerprint/%d/%d", r->agent_id, (int)j),
+            sr__rdzv_key(akey, sizeof akey, "run/accepted/%d/%d", r->agent_id, (int)j);
+    /* node 0's agent compares what defines the run before this agent starts anything */
+    if (sr__store_set(r->ctl, key, fp, strlen(fp)) != 0) {
+        sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, sr__store_error(r->ctl));
+        return -1;
+    }
+    int wrc = sr__store_wait(r->ctl, vkey, 1, a->timeout_s, missing, sizeof missing);
+    void *answer = NULL;
+    size_t vlen = 0;
+    if (wrc != 0 || sr__store_get(r->ctl, akey, &answer, &vlen) != 0) {
+        sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p,
+                     wrc > 0 ? "node 0's shardrun did not answer within rdzv_timeout" : sr__store_error(r->ctl));
+        free(answer);
+        return -1;
+    }
+    int attempt = -1, at = 0;
+    char id[80] = "";
+    if (sscanf((char *)answer, "ok %d %79s%n", &attempt, id, &at) != 2 || ((char *)answer)[at] || attempt < 0) {
+        sr__diag_add(diag, "%s", (char *)answer);
+        free(answer);
+        /* node 0 may now go (a refused later join leaves the acknowledgement to the agent running) */
+        if (j == 1) sr__store_set(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/ack/%d", r->attempt, r->agent_id), "1", 1);
+        return -1;
+    }
+    free(answer);
+    /* a connection that waits as long as this agent lives: node 0 sees it go */
+    r->alive = sr__store_connect(r->host, p, r->token, a->timeout_s, err, sizeof err);
+    if (!r->alive || sr__store_wait_send(r->alive, sr__rdzv_key(key, sizeof key, "run/alive/%d/%d", r->agent_id, (int)j)) != 0) {
+        sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, r->alive ? sr__store_error(r->alive) : err);
+        return -1;
+    }
+    r->attempt = attempt;
+    snprintf(r->job_id, sizeof r->job_id, "%s", id);
+    /* it came back after its node was lost: the job restarts with it */
+    if (attempt > 0 && await_restart(r, attempt, a->timeout_s, diag) != 0) return -1;
+    if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", attempt, r->agent_id), err, sizeof err) != 0) {
+        sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The next attempt's start arrived ("go"), or there is none ("fail:why", or the host is gone). */
+static void read_start(sr_rdzv *r) {
+    void *v = NULL;
+    size_t len = 0;
+    char key[64];
+    int rc = sr__store_get(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt + 1, r->agent_id), &v, &len);
+    r->waiting_start = 0;
+    if (rc == 0 && !strcmp((char *)v, "go")) {
+        r->start_ready = 1;
+    } else {
+        r->attempt++; /* the host's verdict, and its acknowledgement, belong to the next attempt */
+        r->phase = SR_RDZV_FAILED;
+        sr__rdzv_set_failure(r, 0, 0, rc == 0 && !strncmp((char *)v, "fail:", 5) ? (char *)v + 5
+                                                                                 : "node 0's shardrun went away while the job restarted");
+    }
+    free(v);
+}
+
+void sr__rdzv_read_watch(sr_rdzv *r) {
+    void *v = NULL;
+    size_t len = 0;
+    char key[64];
+    r->watch_closed = 1;
+    if (r->waiting_start) {
+        read_start(r);
+        return;
+    }
+    int rc = sr__store_get(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, r->agent_id), &v, &len);
+    if (rc == 0) {
+        int node;
+        char kind, msg[1024];
+        sr__rdzv_message_parse((char *)v, len, &node, &kind, msg, sizeof msg);
+        sr__rdzv_verdict verdict = (sr__rdzv_verdict)kind;
+        if (verdict != SR_VERDICT_SUCCEEDED) sr__rdzv_set_failure(r, node, verdict == SR_VERDICT_CONFIG, msg);
+        r->phase = sr__rdzv_verdict_phase(verdict);
+    } else if (r->phase == SR_RDZV_RUNNING) {
+        sr__rdzv_set_failure(r, 0, 0, "");
+        snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)",
+                 rc < 0 ? sr__store_error(r->ctl) : "its store closed");
+        r->phase = SR_RDZV_FAILED;
+    }
+    free(v);
+}
+
+void sr__rdzv_ack(sr_rdzv *r) {
+    char key[64];
+    if (!r->ctl || r->acked) return;
+    sr__store_set(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/ack/%d", r->attempt, r->agent_id), "1", 1);
+    r->acked = 1;
+}

@@ -1,0 +1,179 @@
+/*
+ * Node 0's agent, the one that hosts the store and decides (store/rdzv.h has the lifecycle): it
+ * admits the other agents (their fingerprints against its own), notices an agent that goes away,
+ * decides what the first failure of an attempt means for the job, tells every agent that verdict,
+ * and waits for them to read it before it stops serving.  A lone agent decides here too.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "store/fingerprint.h"
+#include "store/rdzv_internal.h"
+#include "store/rdzv_protocol.h"
+
+int sr__rdzv_host_start(sr_rdzv *r, const sr_rdzv_args *a, int port, sr_diag *diag) {
+    char err[512];
+    int single = r->nagents == 1;
+    r->server = sr__store_server_start(single ? "127.0.0.1" : NULL, port, r->token, err, sizeof err);
+    if (!r->server) {
+        sr__diag_add(diag, "rendezvous store ([shardrun] rdzv_port = %s, %s%s): %s; choose another port (rdzv_port, "
+                     "the same on every node) or stop what uses it", a->port_value, a->port_where,
+                     single || atoi(a->port_value) ? "" : ", so master_port + 1", err);
+        return -1;
+    }
+    r->port = sr__store_server_port(r->server);
+    r->peers = calloc((size_t)r->nagents, sizeof *r->peers);
+    if (!r->peers) {
+        sr__diag_add(diag, "out of memory for the rendezvous of %d agents", r->nagents);
+        return -1;
+    }
+    return 0;
+}
+
+/* Tells every other agent what follows this attempt (once a final verdict was sent, nothing more). */
+static void publish_verdict(sr_rdzv *r, int node, sr__rdzv_verdict verdict, const char *what) {
+    if (!r->server || r->outcome_at) return;
+    char v[1200], key[64];
+    int n = sr__rdzv_message_format(v, sizeof v, node, (char)verdict, what);
+    for (int a = 1; a < r->nagents; a++)
+        sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, a), v, (size_t)n);
+    if (verdict != SR_VERDICT_RESTART) r->outcome_at = sr__now_s(); /* a final verdict: agents acknowledge it */
+}
+
+void sr__rdzv_decide(sr_rdzv *r, int node, sr_rdzv_failure kind, const char *what) {
+    if (r->phase != SR_RDZV_RUNNING) return;
+    sr__rdzv_set_failure(r, node, kind == SR_FAIL_CONFIG, what);
+    r->decided_kind = kind;
+    if (kind != SR_FAIL_PREEMPT) sr__buf_printf(&r->attempts, "attempt %d: %s\n", r->attempt, what);
+    sr__rdzv_verdict verdict = kind == SR_FAIL_RETRYABLE && r->attempt < r->max_restarts ? SR_VERDICT_RESTART
+                               : kind == SR_FAIL_PREEMPT                                 ? SR_VERDICT_PREEMPTED
+                               : kind == SR_FAIL_CONFIG                                  ? SR_VERDICT_CONFIG
+                                                                                         : SR_VERDICT_FAILED;
+    r->phase = sr__rdzv_verdict_phase(verdict);
+    if (verdict == SR_VERDICT_RESTART) r->restart_at = sr__now_s();
+    publish_verdict(r, node, verdict, what);
+}
+
+void sr__rdzv_succeed(sr_rdzv *r) {
+    if (r->phase != SR_RDZV_RUNNING) return;
+    r->phase = SR_RDZV_SUCCEEDED;
+    publish_verdict(r, 0, SR_VERDICT_SUCCEEDED, "every rank succeeded");
+}
+
+/* What it answers a join (the join_no-th of agent a): "ok A <job id>" (the attempt it joins), or
+   why not (-1). */
+static int admit(sr_rdzv *r, int a, int join_no, const char *theirs, char *why, size_t wlen) {
+    if (sr__fingerprint_differ(r->fingerprint ? r->fingerprint : "", theirs, why, wlen)) return -1;
+    if (join_no > 1 && !(r->peers[a].state == SR_PEER_GONE && r->phase == SR_RDZV_RESTART)) {
+        snprintf(why, wlen, "node %d's shardrun (agent %d) is already part of this run%s; start each node's shardrun "
+                 "once (a node whose shardrun was lost may come back while the job restarts)", r->peers[a].node, a,
+                 r->phase == SR_RDZV_RUNNING ? "" : ", which is ending");
+        return -1;
+    }
+    snprintf(why, wlen, "ok %d %s", r->phase == SR_RDZV_RESTART ? r->attempt + 1 : r->attempt, r->job_id);
+    return 0;
+}
+
+/* Compares every fingerprint that arrived with this agent's.  A mismatch on an agent's first join
+   fails the run (a configuration failure); every answer goes to the agent that sent it. */
+static void check_fingerprints(sr_rdzv *r) {
+    char key[64], why[1000];
+    for (int a = 1; a < r->nagents && r->peers; a++) {
+        sr__rdzv_peer *p = &r->peers[a];
+        int j = p->answered + 1;
+        size_t len = 0;
+        const char *theirs = sr__store_server_get(r->server,
+                                                  j == 1 ? sr__rdzv_key(key, sizeof key, "run/fingerprint/%d", a, 0)
+                                                         : sr__rdzv_key(key, sizeof key, "run/fingerprint/%d/%d", a, j),
+                                                  &len);
+        if (!theirs) continue;
+        char *copy = strndup(theirs, len);
+        if (!copy) continue;
+        const char *node = strstr(copy, "#node=");
+        p->node = node ? atoi(node + 6) : -1;
+        int refused = admit(r, a, j, copy, why, sizeof why) != 0;
+        free(copy);
+        p->answered = j;
+        if (j == 1) sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/accepted/%d", a, 0), why, strlen(why));
+        else sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/accepted/%d/%d", a, j), why, strlen(why));
+        if (!refused) {
+            p->join = j;
+            p->watching = 0; /* its new "alive" wait is watched from now on */
+            p->last_heard = sr__now_s();
+            /* accepted while the job restarts (back after its node was lost, or late): it joins the
+               next attempt */
+            p->state = r->phase == SR_RDZV_RESTART ? SR_PEER_BACK : SR_PEER_ACCEPTED;
+        } else if (j == 1) {
+            p->state = SR_PEER_REFUSED;
+            if (!r->refused_at) r->refused_at = sr__now_s();
+            sr__rdzv_decide(r, 0, SR_FAIL_CONFIG, why);
+        }
+    }
+}
+
+/* An accepted agent whose "alive" connection closed went away (killed, or its machine lost): its
+   ranks failed, and waiting for them inside a collective would only end at the process group's
+   timeout.  While the job restarts, one that goes away must come back before the next attempt
+   starts; once the run ended, the host no longer waits for it to read the verdict. */
+static void check_agents(sr_rdzv *r) {
+    char key[64], why[300];
+    for (int a = 1; a < r->nagents; a++) {
+        sr__rdzv_peer *p = &r->peers[a];
+        if (p->state != SR_PEER_ACCEPTED && p->state != SR_PEER_BACK) continue;
+        if (sr__store_server_waiting(r->server, sr__rdzv_key(key, sizeof key, "run/alive/%d/%d", a, p->join))) {
+            p->watching = 1;
+        } else if (p->watching) {
+            p->watching = 0;
+            p->state = SR_PEER_GONE;
+            snprintf(why, sizeof why, "node %d's shardrun (agent %d) went away%s", p->node, a,
+                     r->phase == SR_RDZV_RUNNING ? " before the run ended" : r->phase == SR_RDZV_RESTART ? " while the job restarted" : "");
+            if (r->phase == SR_RDZV_RUNNING) sr__rdzv_decide(r, p->node, SR_FAIL_RETRYABLE, why);
+        }
+    }
+}
+
+void sr__rdzv_host_handle(sr_rdzv *r) {
+    check_agents(r);
+    check_fingerprints(r);
+    char key[64];
+    size_t len;
+    const char *v = sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/failure", r->attempt, 0), &len);
+    if (v && r->phase == SR_RDZV_RUNNING && !r->reported_failure) {
+        int node;
+        char kind, msg[1024];
+        sr__rdzv_message_parse(v, len, &node, &kind, msg, sizeof msg);
+        sr__rdzv_decide(r, node, (sr_rdzv_failure)kind, msg);
+    }
+}
+
+const char *sr__rdzv_results(const sr_rdzv *r, int agent, size_t *len) {
+    char key[64];
+    return r->server ? sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/results/%d", r->attempt, agent), len)
+                     : NULL;
+}
+
+int sr__rdzv_all_done(const sr_rdzv *r) {
+    if (!r->server) return 1;
+    char key[64];
+    for (int a = 0; a < r->nagents; a++)
+        if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/done/%d", r->attempt, a), NULL)) return 0;
+    return 1;
+}
+
+int sr__rdzv_settled(const sr_rdzv *r) {
+    if (!r->server || (!r->refused_at && !r->outcome_at)) return 1;
+    /* refused agents read why at once; the others first stop their workers and report */
+    double since = r->outcome_at ? r->outcome_at : r->refused_at;
+    if (sr__now_s() - since > (r->outcome_at ? r->ack_timeout_s : 3.0)) return 1;
+    char key[64];
+    for (int a = 1; a < r->nagents; a++) {
+        sr__rdzv_peer_state s = r->peers[a].state;
+        if (s == SR_PEER_UNSEEN || s == SR_PEER_GONE) continue; /* never arrived, or gone */
+        if (s != SR_PEER_REFUSED && !r->outcome_at) continue;   /* accepted, and no verdict yet */
+        if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/ack/%d", r->attempt, a), NULL)) return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,38 @@
+/* The rendezvous's keys and values (store/rdzv_protocol.h). */
+#include "store/rdzv_protocol.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+char *sr__rdzv_key(char *buf, size_t len, const char *fmt, int a, int b) {
+    snprintf(buf, len, fmt, a, b);
+    return buf;
+}
+
+int sr__rdzv_message_format(char *v, size_t vlen, int node, char kind, const char *what) {
+    int n = snprintf(v, vlen, "%d:%c:%s", node, kind, what);
+    if (n < 0) return 0;
+    return (size_t)n >= vlen ? (int)vlen - 1 : n;
+}
+
+void sr__rdzv_message_parse(const char *v, size_t len, int *node, char *kind, char *msg, size_t mlen) {
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+    const char *m = v;
+    *kind = 'f';
+    if (end && end + 3 <= v + len && end[0] == ':' && end[2] == ':') *kind = end[1], m = end + 3;
+    else n = -1;
+    *node = (int)n;
+    snprintf(msg, mlen, "%.*s", (int)(v + len - m), m);
+}
+
+sr_rdzv_phase sr__rdzv_verdict_phase(sr__rdzv_verdict v) {
+    switch (v) {
+    case SR_VERDICT_SUCCEEDED: return SR_RDZV_SUCCEEDED;
+    case SR_VERDICT_RESTART: return SR_RDZV_RESTART;
+    case SR_VERDICT_PREEMPTED: return SR_RDZV_PREEMPTED;
+    case SR_VERDICT_FAILED:
+    case SR_VERDICT_CONFIG: break;
+    }
+    return SR_RDZV_FAILED; /* also a letter this version does not know */
+}

@@ -1,0 +1,126 @@
+/*
+ * A restart, on both sides (store/rdzv.h has the lifecycle): after a restart verdict every agent
+ * stops its workers and says so (sr__rdzv_stopped); node 0's agent waits for every agent to have
+ * stopped or come back, then for restart_delay (sr__rdzv_restart_ready), and starts the next
+ * attempt everywhere (sr__rdzv_next_attempt), or calls the restart off: an agent that does not
+ * come back within rdzv_timeout, an agent interrupted meanwhile (sr__rdzv_abandon_restart).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "store/rdzv_internal.h"
+#include "store/rdzv_protocol.h"
+
+int sr__rdzv_stopped(sr_rdzv *r) {
+    char key[64], err[512];
+    if (r->hosting || !r->ctl) return 0;
+    sr__store_set(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/stopped/%d", r->attempt, r->agent_id), "1", 1);
+    if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt + 1, r->agent_id), err, sizeof err) != 0) {
+        r->phase = SR_RDZV_FAILED;
+        snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away while the job restarted "
+                 "(%s)", err);
+        return -1;
+    }
+    r->waiting_start = 1;
+    r->start_ready = 0;
+    return 0;
+}
+
+/* Hosting agent: every agent still waiting for the next attempt hears that there is none. */
+static void fail_restart(sr_rdzv *r, const char *what) {
+    char v[1100], key[64];
+    int n = snprintf(v, sizeof v, "fail:%s", what);
+    r->attempt++;
+    for (int a = 1; a < r->nagents && r->server; a++)
+        sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt, a), v,
+                             (size_t)(n < (int)sizeof v ? n : (int)sizeof v - 1));
+    sr__rdzv_set_failure(r, r->failed_node, 0, what);
+    sr__buf_printf(&r->attempts, "restart %d called off: %s\n", r->attempt, what);
+    r->restart_called_off = 1;
+    r->phase = SR_RDZV_FAILED;
+    r->outcome_at = sr__now_s();
+}
+
+void sr__rdzv_abandon_restart(sr_rdzv *r, const char *what) {
+    char key[64];
+    if (r->phase != SR_RDZV_RESTART) return;
+    if (r->hosting || !r->ctl) {
+        fail_restart(r, what);
+        return;
+    }
+    sr__store_set(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/quit/%d", r->attempt, r->agent_id), what, strlen(what));
+    r->attempt++; /* as if the host's answer came: what follows belongs to the next attempt's keys */
+    r->restart_called_off = 1;
+    r->phase = SR_RDZV_FAILED;
+    sr__rdzv_set_failure(r, r->agent_id, 0, what);
+}
+
+/* Hosting agent: an agent interrupted while the job restarts calls the restart off.  1 when one did. */
+static int quit_by_an_agent(sr_rdzv *r) {
+    char key[64], why[600];
+    for (int a = 1; a < r->nagents && r->server; a++) {
+        size_t qlen = 0;
+        const char *quit = sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/quit/%d", r->attempt, a), &qlen);
+        if (quit) {
+            snprintf(why, sizeof why, "%.*s", (int)qlen, quit);
+            r->failed_node = r->peers[a].node;
+            r->peers[a].state = SR_PEER_GONE; /* it leaves: no verdict to wait for */
+            fail_restart(r, why);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int sr__rdzv_restart_ready(sr_rdzv *r) {
+    if (r->phase == SR_RDZV_FAILED) return -1;
+    if (r->phase != SR_RDZV_RESTART) return 0;
+    if (!r->hosting) return r->start_ready || !r->enabled || r->nagents < 2 ? 1 : 0;
+    if (quit_by_an_agent(r)) return -1;
+    double now = sr__now_s();
+    char key[64], why[600];
+    for (int a = 1; a < r->nagents && r->server; a++) {
+        const sr__rdzv_peer *p = &r->peers[a];
+        int stopped = p->state != SR_PEER_GONE &&
+                      sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/stopped/%d", r->attempt, a), NULL);
+        if (p->state == SR_PEER_BACK || stopped) continue;
+        if (now - r->restart_at < r->rejoin_timeout_s) return 0;
+        if (p->state == SR_PEER_GONE)
+            snprintf(why, sizeof why, "node %d's shardrun (agent %d) went away and did not come back within rdzv_timeout "
+                     "(%gs): start it again with the same command, or raise rdzv_timeout", p->node, a,
+                     r->rejoin_timeout_s);
+        else
+            snprintf(why, sizeof why, "node %d's shardrun (agent %d) did not stop its workers for the restart within "
+                     "rdzv_timeout (%gs)", p->node, a, r->rejoin_timeout_s);
+        r->failed_node = p->node;
+        fail_restart(r, why);
+        return -1;
+    }
+    return now - r->restart_at >= r->restart_delay_s ? 1 : 0;
+}
+
+void sr__rdzv_next_attempt(sr_rdzv *r) {
+    char key[64], err[512];
+    r->attempt++;
+    r->phase = SR_RDZV_RUNNING;
+    r->failed_elsewhere[0] = 0;
+    r->failed_node = -1;
+    r->failed_config = 0;
+    r->reported_failure = 0;
+    r->outcome_at = 0;
+    r->acked = 0;
+    if (r->server) {
+        for (int a = 1; a < r->nagents; a++) {
+            if (r->peers[a].state == SR_PEER_BACK) r->peers[a].state = SR_PEER_ACCEPTED; /* it takes part from now on */
+            sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt, a), "go", 2);
+        }
+    } else if (r->ctl) {
+        r->start_ready = 0;
+        if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, r->agent_id), err, sizeof err) != 0) {
+            r->phase = SR_RDZV_FAILED;
+            snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)", err);
+        }
+    }
+}

@@ -54,9 +54,12 @@ static void load_plugins(sr_run *run) {
     sr__free_strv(dirs);
 }
 
-/* SHARDRUN_* variables that match no key are most likely typos: say so, but do not fail (the
-   environment is ambient and may serve another version of shardrun). */
-static void warn_stray_env(sr_run *run) {
+/* SHARDRUN_* variables that match no key of this run are typos as a rule (SHARDRUN_NPROC_PER_NOD,
+   SHARDRUN_TORCH_BACKEN): a configuration error, as a misspelt key in the job file is, before any
+   worker starts.  SHARDRUN_TASK_* are [task] keys, free-form, checked once the task has read its
+   own; the variables shardrun reads that are not keys (SHARDRUN_RDZV_TOKEN, SHARDRUN_DEBUG_*,
+   SHARDRUN_PROFILE, ...) are known. */
+static void check_stray_env(sr_run *run) {
     char var[300];
     for (char **e = environ; *e; e++) {
         if (strncmp(*e, "SHARDRUN_", 9) || !strncmp(*e, "SHARDRUN_TASK_", 14)) continue;
@@ -74,8 +77,8 @@ static void warn_stray_env(sr_run *run) {
         if (!known) {
             char *name = strndup(*e, len);
             const char *best = sr__closest(name, cands, nc);
-            sr__log(SR_LOG_WARN, "%s matches no key of this run and is ignored%s%s%s", name,
-                    best ? "; did you mean " : "", best ? best : "", best ? "?" : "");
+            sr__diag_add(&run->cfg.diag, "environment variable %s matches no key of this run%s%s%s: fix its name or "
+                         "unset it", name, best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
             free(name);
         }
         for (size_t i = 0; i < nc; i++) free((char *)cands[i]);
@@ -128,7 +131,8 @@ int sr__run_prepare(sr_run *run, const sr_run_args *args) {
         sr__env_block_free(&b);
         if (cfg->diag.n) goto fail;
     }
-    warn_stray_env(run);
+    check_stray_env(run);
+    if (cfg->diag.n) goto fail;
     return 0;
 fail:
     sr__diag_flush(&cfg->diag);

@@ -56,16 +56,21 @@ int sr__output_dir_prepare(const char *dir, char *err, size_t errlen) {
     return 0;
 }
 
-int sr__output_dir_others(const char *dir, const char *lineage, char **others, size_t *n, char *err, size_t errlen) {
+int sr__output_dir_others(const char *dir, const char *lineage, char ***names, size_t *n, char *err, size_t errlen) {
     sr__ckpt_entry *l;
     size_t k;
     char why[1024];
-    *others = NULL, *n = 0;
+    *names = NULL, *n = 0;
     if (sr__ckpt_list(dir, &l, &k, why, sizeof why) != 0) {
         snprintf(err, errlen, "[task] output_dir: %s", why);
         return -1;
     }
-    sr_buf b = {0};
+    char **v = calloc(k + 1, sizeof *v);
+    if (!v) {
+        sr__ckpt_list_free(l, k);
+        snprintf(err, errlen, "out of memory listing %s", dir);
+        return -1;
+    }
     for (size_t i = 0; i < k; i++) {
         char *p = sr__fmt("%s/%s", dir, l[i].name);
         sr__ckpt_ident id = {0};
@@ -73,12 +78,10 @@ int sr__output_dir_others(const char *dir, const char *lineage, char **others, s
                    !strcmp(sr__ckpt_lineage(&id), lineage);
         sr__ckpt_ident_free(&id);
         free(p);
-        if (mine) continue;
-        sr__buf_printf(&b, "%s%s", b.n ? ", " : "", l[i].name);
-        (*n)++;
+        if (!mine) v[(*n)++] = l[i].name, l[i].name = NULL; /* taken */
     }
     sr__ckpt_list_free(l, k);
-    *others = b.s;
+    *names = v;
     return 0;
 }
 

@@ -14,11 +14,11 @@
 int sr__output_dir_prepare(const char *dir, char *err, size_t errlen);
 
 /* The checkpoint-N folders of dir that do not belong to the training run `lineage` (NULL: a new
-   run, to which none belongs): their names, comma-separated, in *others (a new string, NULL when
-   there are none) and their count in *n.  A folder whose trainer_state.json cannot be read is
+   run, to which none belongs): their names in *names (a NULL-terminated array: free each name
+   and the array) and their count in *n.  A folder whose trainer_state.json cannot be read is
    another run's.  0, or -1 when dir cannot be listed or holds a name that is not a checkpoint
    name shardrun writes (fsdp/ckpt_dir.h). */
-int sr__output_dir_others(const char *dir, const char *lineage, char **others, size_t *n, char *err, size_t errlen);
+int sr__output_dir_others(const char *dir, const char *lineage, char ***names, size_t *n, char *err, size_t errlen);
 
 /* Removes dir/name (a checkpoint folder): renamed to name.deleting first (no checkpoint name), then
    its files.  A folder another process removed meanwhile is not an error.  0 or -1. */

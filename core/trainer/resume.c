@@ -235,38 +235,41 @@ static int check_identity(const char *dir, const sr__ckpt_ident *id, const char 
    stops the others).  An exit code. */
 static int other_runs(const sr__trainer *t, const char *lineage) {
     const sr__train_args *a = &t->a;
-    char *others = NULL, why[4096];
+    char **names = NULL, why[4096];
     size_t n = 0;
     if (sr_local_rank(t->ctx) != 0) return SR_EXIT_OK;
-    if (sr__output_dir_others(a->output_dir, lineage, &others, &n, why, sizeof why) != 0) {
+    if (sr__output_dir_others(a->output_dir, lineage, &names, &n, why, sizeof why) != 0) {
         sr__log(SR_LOG_ERROR, "%s", why);
         return SR_EXIT_CONFIG;
     }
-    if (!n) return SR_EXIT_OK;
     int rc = SR_EXIT_OK;
-    if (!a->overwrite_output_dir) {
+    if (n && !a->overwrite_output_dir) {
+        sr_buf list = {0};
+        for (size_t i = 0; i < n; i++) sr__buf_printf(&list, "%s%s/%s", i ? ", " : "", a->output_dir, names[i]);
         if (!lineage)
             sr__log(SR_LOG_ERROR, "[task] output_dir = %s already holds checkpoints of an earlier run (%s); this run "
                             "would overwrite them and restart its train_log.jsonl: set resume_from_checkpoint = latest "
                             "to continue that run, or overwrite_output_dir = true to start again (which removes them), "
-                            "or choose another output_dir", a->output_dir, others);
+                            "or choose another output_dir", a->output_dir, list.s);
         else
             sr__log(SR_LOG_ERROR, "[task] output_dir = %s holds checkpoints of another training run (%s) beside those "
                             "of the run being resumed (run %s): save_total_limit would count them and latest could take "
                             "them; move them out, choose another output_dir, or set overwrite_output_dir = true to "
-                            "remove them; nothing was trained", a->output_dir, others, lineage);
+                            "remove them; nothing was trained", a->output_dir, list.s, lineage);
+        sr__buf_free(&list);
         rc = SR_EXIT_CONFIG;
-    } else {
-        for (char *name = strtok(others, ", "); name && rc == SR_EXIT_OK; name = strtok(NULL, ", ")) {
-            if (sr__output_dir_remove(a->output_dir, name, why, sizeof why) != 0) {
-                sr__log(SR_LOG_ERROR, "overwrite_output_dir: %s; nothing was trained", why);
-                rc = SR_EXIT_FAILED;
-            } else if (t->rank == 0) {
-                printf("shardrun: overwrite_output_dir: removed %s/%s (a checkpoint of another run)\n", a->output_dir, name);
-            }
+    }
+    for (size_t i = 0; i < n && a->overwrite_output_dir && rc == SR_EXIT_OK; i++) {
+        if (sr__output_dir_remove(a->output_dir, names[i], why, sizeof why) != 0) {
+            sr__log(SR_LOG_ERROR, "overwrite_output_dir: %s; nothing was trained", why);
+            rc = SR_EXIT_FAILED;
+        } else if (t->rank == 0) {
+            printf("shardrun: overwrite_output_dir: removed %s/%s (a checkpoint of another run)\n", a->output_dir,
+                   names[i]);
         }
     }
-    free(others);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
     return rc;
 }
 

@@ -134,9 +134,11 @@ def bad(c): raise ValueError("not JSON: " + c)
 for p in sys.argv[1:]:
     t = open(p).read()
     for l in (t.splitlines() if p.endswith(".jsonl") else [t]): json.loads(l, parse_constant=bad)'
+# (nan_policy = warn trains on with the NaN loss, as before nan_policy existed, and fails at the end:
+# tests/fsdp/nan_policy.sh has the policies themselves)
 run timeout 60 "$SHARDRUN" "$T/toy.ini" --nproc-per-node 2 --set task.learning_rate=1e30 --set task.max_steps=3 \
-    --set task.output_dir="$T/nan" --results "$T/nan.json"
-expect_rc 0 "a diverging run"
+    --set task.output_dir="$T/nan" --results "$T/nan.json" --set task.nan_policy=warn
+expect_rc 1 "a diverging run (nan_policy = warn: exit 1 for the final NaN loss)"
 r=$($PY -c "$strict" "$T/nan/train_log.jsonl" "$T/nan.json" 2>&1) && pass || fail "a diverged run's JSON parses strictly: $r"
 expect_in "$(cat "$T/nan/train_log.jsonl")" '"loss": null' "train_log.jsonl: a nan loss is null"
 expect_in "$(cat "$T/nan/train_log.jsonl")" '"nonfinite": ["loss"' "train_log.jsonl: ... and flagged"

@@ -70,7 +70,7 @@ expect_in "$out" "[rank0]: from the command line (rank 0)" "--set task.say beats
 
 # a SHARDRUN_* typo is pointed out
 run env SHARDRUN_ACCELERATE_FSDP_SHARDING_STRATEGI=1 "$SHARDRUN" env "$J"
-expect_rc 0 "a stray SHARDRUN_* variable is only a warning"
-expect_in "$err" "SHARDRUN_ACCELERATE_FSDP_SHARDING_STRATEGI matches no key" "stray variable warned"
+expect_rc 2 "a stray SHARDRUN_* variable is a configuration error"
+expect_in "$err" "environment variable SHARDRUN_ACCELERATE_FSDP_SHARDING_STRATEGI matches no key of this run" "stray variable named"
 expect_in "$err" "did you mean SHARDRUN_ACCELERATE_FSDP_SHARDING_STRATEGY" "stray variable suggestion"
 done_checks

@@ -52,7 +52,7 @@ expect_same_file "$T/rq/checkpoint-40/model.safetensors" "$T/ref/checkpoint-40/m
 SLURM_JOB_ID=4243 SLURM_RESTART_COUNT=1 run "$SHARDRUN" "$J" --set task.output_dir="$T/rq" --set task.max_steps=3
 expect_rc 2 "another job with SLURM_RESTART_COUNT=1 in the same output_dir"
 expect_in "$out" "[rank0]: shardrun: restart 1: no checkpoint in $T/rq yet; starting from the beginning" "another job's checkpoints are not taken"
-expect_in "$err" "output_dir = $T/rq already holds checkpoints of an earlier run (checkpoint-5, " "the requeued job is refused like a new run"
+expect_in "$err" "output_dir = $T/rq already holds checkpoints of an earlier run ($T/rq/checkpoint-5, " "the requeued job is refused like a new run"
 expect_same_file "$T/rq/checkpoint-40/model.safetensors" "$T/ref/checkpoint-40/model.safetensors" "the other job's checkpoint is untouched"
 
 # two nodes: SIGTERM to node 1's agent stops both, after the same step, with one checkpoint

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "examples/transformer/buffer_pool.h"
+#include "examples/transformer/data_source.h"
 #include "examples/transformer/dataset.h"
 #include "examples/transformer/tokenizer.h"
 
@@ -378,6 +380,52 @@ static void dataset(void) {
     CHECK(tf_split_parse("lines", &s) == -1 && tf_split_parse("", &s) == -1 && tf_split_parse(NULL, &s) == -1);
 }
 
+/* ---- the task's data source seam and its buffer pool ------------------------------------------ */
+
+/* lm_task reads its samples through a tf_data_source (data_source.h): the text source gives what
+   tf_dataset_load gives, and describes it for the start-up line */
+static void data_source(void) {
+    char err[512], from[160];
+    tf_tokenizer *t = tf_tokenizer_load(NULL, NULL, err, sizeof err);
+    tf_dataset d;
+    tf_data_opts o = {.patterns = at("data/a.txt"), .split = TF_SPLIT_PARAGRAPH, .min_chars = 6, .max_length = 8};
+    const tf_data_source *src = &tf_data_source_text;
+    CHECK(t && src->load(&d, &o, t, err, sizeof err) == 0 && d.n == 2 && d.files == 1);
+    ROW(&d, 0, "Hello wo");
+    src->describe(&d, from, sizeof from);
+    CHECK(!strcmp(from, "from 2 texts of 1 files (1 shorter texts dropped)"));
+    tf_dataset_free(&d);
+    o.patterns = at("data/nope*");
+    CHECK(src->load(&d, &o, t, err, sizeof err) == -1 && strstr(err, "matches no file") && d.n == 0);
+    tf_tokenizer_free(t);
+}
+
+static int pool_allocs, pool_frees;
+static void *counting_alloc(size_t bytes) { return pool_allocs++, malloc(bytes); }
+static void counting_free(void *p) { pool_frees += p != NULL, free(p); }
+
+/* the blocks' intermediates: a buffer given back is the next one lent; the peak counts the most
+   lent at once (block_activation_buffers_peak); resize frees the idle ones */
+static void buffer_pool(void) {
+    tf_buffer_pool p;
+    tf_buffer_pool_init(&p, counting_alloc, counting_free, 64);
+    void *a = tf_buffer_pool_take(&p), *b = tf_buffer_pool_take(&p);
+    CHECK(a && b && a != b && p.held == 2 && p.held_peak == 2 && pool_allocs == 2);
+    tf_buffer_pool_give(&p, a);
+    tf_buffer_pool_give(&p, NULL);
+    CHECK(p.held == 1 && tf_buffer_pool_take(&p) == a && pool_allocs == 2 && p.held_peak == 2);
+    tf_buffer_pool_give(&p, a);
+    tf_buffer_pool_give(&p, b);
+    CHECK(p.held == 0 && pool_frees == 0);
+    tf_buffer_pool_resize(&p, 128);
+    CHECK(pool_frees == 2 && p.bytes == 128 && p.held_peak == 2);
+    void *c = tf_buffer_pool_take(&p);
+    CHECK(c && pool_allocs == 3 && p.held == 1);
+    tf_buffer_pool_give(&p, c);
+    tf_buffer_pool_drain(&p);
+    CHECK(pool_frees == 3 && pool_allocs == 3);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/sr_gpt2_data.XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -390,6 +438,8 @@ int main(void) {
     bpe();
     load_errors();
     dataset();
+    data_source();
+    buffer_pool();
     while (nmade) remove(made[--nmade]);
     if (rmdir(dir)) fprintf(stderr, "left behind: %s (%s)\n", dir, strerror(errno));
     return CHECK_DONE();

@@ -215,6 +215,10 @@ static void load_errors(void) {
     BAD_VOCAB("{\"a\": 0, \"b", "closing the string, found the end of the file");
     BAD_VOCAB("", "expected '{' (vocab.json is one JSON object");
     BAD_VOCAB("{\"a\": 0,\n \"a\": 1}", ":2: the key \"a\" appears twice");
+    /* strict JSON, as libshardrun's reader (core/io/json.c) and Python's json read it: a string must
+       be UTF-8, a number has no leading zero */
+    BAD_VOCAB("{\"a\": 0,\n \"b\xff\": 1}", ":2: expected a string character (a string must be UTF-8), found byte 0xFF");
+    BAD_VOCAB("{\"a\": 0,\n \"b\": 01}", ":2: expected an integer id, found '0' (byte offset 15)");
     BAD_VOCAB("{\"a\": 0,\n \"b\": 2}", ":2: id 2 is out of range: the file has 2 entries, so ids must be 0..1");
     BAD_VOCAB("{\"a\": 1,\n \"b\": 1}", ":2: id 1 is also the id of the entry at line 1");
     BAD_VOCAB("@-1:", "no \"<|endoftext|>\" entry");

@@ -93,6 +93,11 @@ int sr__json_skip(sr_json *j);
 /* After the top-level value: 0 when only whitespace remains. */
 int sr__json_end(sr_json *j);
 
+/* The byte offset in the text the reader has reached: just past the last token read, or at the
+   next value after sr__json_peek.  For callers that note where values are (to seek back with a
+   reader of their own, or to name a line in a message). */
+static inline size_t sr__json_offset(const sr_json *j) { return j->i; }
+
 /* Records `what` (a string that outlives the reader) as the error at the current offset; -1. */
 int sr__json_fail(sr_json *j, const char *what);
 /* The first error and its byte offset, or NULL. */

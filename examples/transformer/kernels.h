@@ -1,7 +1,7 @@
 /*
  * transformer kernels: everything the decoder tasks (GPT-2, BLOOM) compute, as one table per device.
  *
- * Lifecycle: lm_task.c picks a table when the first callback names a device
+ * Lifecycle: lm_kernels.c (lm_task) picks a table when the first callback names a device
  * (tf_kernels_cpu() from kernels_cpu.c; tf_kernels_cuda() from kernels_cuda.cu, in its own
  * transformer_cuda.so that only GPU runs load) -> alloc activation buffers -> per micro-batch:
  * ids_upload, then the layer kernels below in forward order, cross_entropy, then the backward
@@ -134,7 +134,7 @@ const char *tf_cpu_blas(void);
 /* kernels_profile.c: a table that runs k's kernels and reports each call to the step profile
    (SHARDRUN_PROFILE=1); one per process */
 const tf_kernels *tf_kernels_profiled(const tf_kernels *k);
-/* in transformer_cuda.so, found with dlsym by lm_task.c */
+/* in transformer_cuda.so, found with dlsym by lm_kernels.c */
 const tf_kernels *tf_kernels_cuda(void);
 
 #ifdef __cplusplus

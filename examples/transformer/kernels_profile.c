@@ -3,7 +3,7 @@
  * table and reports each call to shardrun by class, with its floating-point operations or its
  * memory traffic (sr_profile_kernel, shardrun/model.h).
  *
- * Lifecycle: lm_task.c picks it in create() when sr_profile_enabled() says so, wrapping the
+ * Lifecycle: lm_kernels.c picks it at create() when sr_profile_enabled() says so, wrapping the
  * device's table once for the run; without profiling the device's own table is used and the
  * kernels pay nothing.  Each call waits for the device (sync) before its time is taken, so on a
  * GPU a profiled step loses the overlap of queued kernels.

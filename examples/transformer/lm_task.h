@@ -9,7 +9,9 @@
  * [task] (arch->configure for the sizes), loads the tokenizer and the data, picks the kernel table
  * (CPU, or CUDA in transformer_cuda.so when the run uses NCCL) and calls arch->declare -> per
  * micro-batch: batch(), forward() per module, loss(), backward() per module in reverse -> destroy().
- * TF_LM_OPS() fills the rest of the family's sr_model_ops with this file's callbacks.
+ * TF_LM_OPS() fills the rest of the family's sr_model_ops with this file's callbacks.  Its files
+ * (lm_state.h lists them): setup, data, kernel choice, activation buffers and the parity dump each
+ * in a file of their own, the callbacks alone in lm_task.c.
  *
  * Modules, in forward order, the same in every family: 0 the embedding (arch->embed_*), 1 .. L the
  * transformer blocks (block.h's, in arch->block_style), L + 1 the final LayerNorm (weight, bias), L + 2 the language

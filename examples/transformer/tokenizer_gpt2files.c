@@ -24,10 +24,11 @@ static int load_vocab(tf_tokenizer *t, const char *path, char *err, size_t errle
         free(text);
         return tf__fail(err, errlen, "%s: too large for a vocab.json (%zu bytes)", path, n);
     }
-    tf__json j = {.s = text, .path = path, .n = n, .line = 1, .err = err, .errlen = errlen};
-    if (n >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) j.i = 3; /* a UTF-8 byte order mark */
+    tf__json j;
     int rc = -1;
-    if (tf__vocab_object(t, &j, "vocab.json") || tf__json_end(&j) ||
+    if (tf__json_init(&j, text, n, n >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0, /* a UTF-8 byte order mark */
+                      path, err, errlen) ||
+        tf__vocab_object(t, &j, "vocab.json") || tf__json_end(&j) ||
         tf__vocab_check_ids(t, path, text, "the file has", err, errlen))
         goto out;
     const tf__str_slot *eos = tf__strmap_find(&t->vocab, "<|endoftext|>", 13);
@@ -38,7 +39,7 @@ static int load_vocab(tf_tokenizer *t, const char *path, char *err, size_t errle
     t->eos = eos->a;
     rc = tf__vocab_bytes(t, path, err, errlen);
 out:
-    free(j.str);
+    tf__json_free(&j);
     free(text);
     return rc;
 }

@@ -2,7 +2,7 @@
  * The tokenizer's insides, shared by its files (nothing here is for the tasks; they use tokenizer.h):
  *   tokenizer.c           the tables, the tokenizer object, the merge loop, encode/decode/free
  *   tokenizer_pretok.c    the pre-tokenizers (GPT-2's pattern, BLOOM's split), written by hand
- *   tokenizer_jsonread.c  the small JSON reader both loaders walk their files with
+ *   tokenizer_jsonread.c  the JSON cursor both loaders walk their files with (over core/io/json.c)
  *   tokenizer_gpt2files.c tf_tokenizer_load: byte-level, or vocab.json + merges.txt
  *   tokenizer_json.c      tf_tokenizer_load_json: HF tokenizers' tokenizer.json
  *
@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/json.h" /* core/io/json.h: the tokenizer's sources compile core/io/json.c in */
 #include "tokenizer.h"
 
 /* ---- tables (tokenizer.c) ------------------------------------------------------------------- */
@@ -102,22 +103,42 @@ int tf__merge_add(tf_tokenizer *t, const char *left, size_t ll, const char *righ
 /* The end of the piece that starts at text[i] (i < len) under BLOOM's pre-tokenizer (tokenizer.h). */
 size_t tf__bloom_piece_end(const char *text, size_t len, size_t i);
 
-/* ---- the JSON reader (tokenizer_jsonread.c) --------------------------------------------------- */
+/* ---- the JSON cursor (tokenizer_jsonread.c) --------------------------------------------------- */
 
-/* A cursor over one JSON file held in memory.  Strings are decoded into str (UTF-8, not
-   NUL-terminated, reused by the next string).  Errors: "<path>:<line>: expected <what>, found <what
-   is at the cursor> (byte offset <i>)" in err. */
+/* A cursor over one JSON file held in memory, walked with core/io/json.c's reader (libshardrun's
+   one JSON reader, compiled into the tokenizer's sources), which the loaders can move back to a
+   value they noted (tf__json_seek: tokenizer.json's members come in any order).  Strings are decoded
+   into str (UTF-8, not NUL-terminated, overwritten by the next string).  Lines are counted from byte
+   offsets, only where a message or a mark needs one.  Errors: "<path>:<line>: expected <what>, found
+   <what is at the cursor> (byte offset <i>)" in err.
+   Lifecycle: tf__json_init (the text stays the caller's) -> walk, seek -> tf__json_free. */
 typedef struct {
-    const char *s, *path;
-    size_t n, i;
-    int line;
+    const char *s, *path; /* the whole file */
+    size_t n;
     char *err;
     size_t errlen;
-    char *str; /* the last string read */
-    size_t slen, scap;
-    size_t key_at; /* the byte offset and line of the last object key read by tf__json_more */
-    int key_line;
+    const char *str; /* the last string read */
+    size_t slen;
+    size_t key_at; /* the byte offset of the last object key read by tf__json_more (its '"') */
+    /* the cursor's own */
+    sr_json r;     /* core/io/json.c, reading s[base ..] */
+    size_t base;
+    char *arena;   /* n + 1 bytes for the reader's decoded strings, reused after every seek */
+    size_t line_at; /* the line of byte offset line_at is line (lines are counted from the last one asked) */
+    int line;
 } tf__json;
+
+/* Over text[0 .. n), starting at byte `start` (3 after a UTF-8 byte order mark): 0, or -1 when out
+   of memory (with a message). */
+int tf__json_init(tf__json *j, const char *text, size_t n, size_t start, const char *path, char *err, size_t errlen);
+void tf__json_free(tf__json *j);
+/* The byte offset of the cursor (after tf__json_space: of the next value), and the line of offset
+   `at`. */
+size_t tf__json_offset(const tf__json *j);
+int tf__json_line(tf__json *j, size_t at);
+/* Moves the cursor to byte `at`, where a value starts that was noted before; only that value is
+   read from there (the containers around it are not reopened). */
+void tf__json_seek(tf__json *j, size_t at);
 
 int tf__json_fail(tf__json *j, const char *expected);
 void tf__json_space(tf__json *j);

@@ -34,9 +34,13 @@ typedef struct {
     size_t errlen;
 } loader;
 
-static void seek(loader *l, const mark *m) {
-    l->j.i = m->at;
-    l->j.line = m->line;
+static void seek(loader *l, const mark *m) { tf__json_seek(&l->j, m->at); }
+
+/* where the next value starts */
+static mark here(loader *l) {
+    tf__json_space(&l->j);
+    size_t at = tf__json_offset(&l->j);
+    return (mark){.at = at, .line = tf__json_line(&l->j, at), .set = 1};
 }
 
 /* "<file>:<line>: <jpath> is <what was found>: not supported yet (<supported>)" */
@@ -46,10 +50,11 @@ static int unsupported(loader *l, int line, const char *jpath, const char *found
 }
 
 /* The value at the cursor, for a message: a string quoted (cut at 60 bytes), an object by its type
-   ({"type": "NFC", ...}), else its first bytes.  The cursor does not move. */
+   ({"type": "NFC", ...}), else its first bytes.  The cursor is back at the value after (a message
+   follows: the containers around it are not reopened). */
 static const char *found_value(loader *l, char *buf, size_t cap) {
-    size_t i = l->j.i;
-    int line = l->j.line, c = tf__json_peek(&l->j), count = 0;
+    int c = tf__json_peek(&l->j), count = 0;
+    size_t i = tf__json_offset(&l->j);
     if (c == '"' && !tf__json_string(&l->j))
         snprintf(buf, cap, "\"%.*s\"%s", (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str, l->j.slen > 60 ? "..." : "");
     else if (c == '{') {
@@ -64,11 +69,10 @@ static const char *found_value(loader *l, char *buf, size_t cap) {
         }
     } else {
         size_t k = 0;
-        for (size_t p = l->j.i; p < l->j.n && k < 24 && !strchr(",]}\r\n", l->j.s[p]); p++) k++;
-        snprintf(buf, cap, "%.*s%s", (int)k, l->j.s + l->j.i, k == 24 ? "..." : "");
+        for (size_t p = i; p < l->j.n && k < 24 && !strchr(",]}\r\n", l->j.s[p]); p++) k++;
+        snprintf(buf, cap, "%.*s%s", (int)k, l->j.s + i, k == 24 ? "..." : "");
     }
-    l->j.i = i;
-    l->j.line = line;
+    tf__json_seek(&l->j, i);
     return buf;
 }
 
@@ -87,12 +91,12 @@ static int members(loader *l, const char *jpath, const char *const *names, mark 
             for (int q = 0; names[q]; q++)
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", q ? ", " : "", names[q]);
             return tf__fail(l->err, l->errlen, "%s:%d: %s has a member \"%.*s\": not supported yet (known: %s)", l->path,
-                            l->j.key_line, jpath, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str, list);
+                            tf__json_line(&l->j, l->j.key_at), jpath, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str, list);
         }
         if (m[k].set)
-            return tf__fail(l->err, l->errlen, "%s:%d: %s has \"%s\" twice", l->path, l->j.key_line, jpath, names[k]);
-        tf__json_space(&l->j);
-        m[k] = (mark){.at = l->j.i, .line = l->j.line, .set = 1};
+            return tf__fail(l->err, l->errlen, "%s:%d: %s has \"%s\" twice", l->path,
+                            tf__json_line(&l->j, l->j.key_at), jpath, names[k]);
+        m[k] = here(l);
         if (tf__json_skip(&l->j)) return -1;
     }
     return r;
@@ -164,8 +168,7 @@ static int type_of(loader *l, const mark *m, const char *jpath, const char *supp
     tf__json_open(&l->j, '{', "");
     while ((r = tf__json_more(&l->j, '}', &count)) > 0) {
         if (tf__json_str_is(&l->j, "type") && !tm->set) {
-            tf__json_space(&l->j);
-            *tm = (mark){.at = l->j.i, .line = l->j.line, .set = 1};
+            *tm = here(l);
         }
         if (tf__json_skip(&l->j)) return -1;
     }
@@ -262,8 +265,7 @@ static int pre_tokenizer(loader *l, const mark *m) {
     if (tf__json_open(&l->j, '[', "'[' (pre_tokenizer.pretokenizers is an array)")) return -1;
     int n = 0, count = 0, r;
     while ((r = tf__json_more(&l->j, ']', &count)) > 0) {
-        tf__json_space(&l->j);
-        if (n < 2) item[n] = (mark){.at = l->j.i, .line = l->j.line, .set = 1};
+        if (n < 2) item[n] = here(l);
         n++;
         if (tf__json_skip(&l->j)) return -1;
     }
@@ -333,43 +335,62 @@ static int model_options(loader *l, const mark *m, mark *f) {
     return 0;
 }
 
-/* added_tokens: each {id, content, ...}; a content model.vocab has must have the same id there,
-   the others join the vocabulary (b: the offset of the content, for messages). */
-static int added_tokens(loader *l, const mark *m) {
+/* added_tokens[k] at item: {id, content, ...}; a content model.vocab has must have the same id
+   there, the others join the vocabulary (b: the offset of the content, for messages). */
+static int added_token(loader *l, const mark *item, int k) {
     static const char *const keys[] = {"id", "content", "single_word", "lstrip", "rstrip", "normalized", "special", NULL};
     enum { ID, CONTENT };
+    char jp[48];
+    mark f[sizeof keys / sizeof *keys - 1] = {{0}};
+    snprintf(jp, sizeof jp, "added_tokens[%d]", k);
+    seek(l, item);
+    if (members(l, jp, keys, f)) return -1;
+    if (!f[ID].set || !f[CONTENT].set)
+        return tf__fail(l->err, l->errlen, "%s:%d: %s has no \"%s\"", l->path, item->line, jp, f[ID].set ? "content" : "id");
+    int32_t id;
+    seek(l, &f[ID]);
+    if (tf__json_id(&l->j, &id)) return -1;
+    seek(l, &f[CONTENT]);
+    if (tf__json_string(&l->j)) return -1;
+    tf__str_slot *s = tf__strmap_find(&l->t->vocab, l->j.str, l->j.slen);
+    if (s && s->a != id)
+        return tf__fail(l->err, l->errlen, "%s:%d: %s: \"%.*s\" has id %d here but %d in model.vocab; ids must agree",
+                        l->path, f[CONTENT].line, jp, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str, (int)id,
+                        (int)s->a);
+    if (!s) {
+        if (!(s = tf__strmap_add(&l->t->vocab, l->j.str, l->j.slen))) return tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
+        s->a = id;
+        s->b = (int32_t)f[CONTENT].at;
+    }
+    return 0;
+}
+
+/* added_tokens: an array of added_token()s.  Where each item starts is noted first, then each is
+   read from there (the cursor reads one value from where it is moved to). */
+static int added_tokens(loader *l, const mark *m) {
     if (!m->set) return 0;
     seek(l, m);
     if (tf__json_peek(&l->j) == 'n') return must_be_null(l, m, "added_tokens", "an array");
     if (tf__json_open(&l->j, '[', "'[' (added_tokens is an array)")) return -1;
-    int count = 0, r;
+    mark *items = NULL;
+    int count = 0, cap = 0, r;
     while ((r = tf__json_more(&l->j, ']', &count)) > 0) {
-        char jp[48];
-        mark f[sizeof keys / sizeof *keys - 1] = {{0}}, item;
-        snprintf(jp, sizeof jp, "added_tokens[%d]", count - 1);
-        tf__json_space(&l->j);
-        item = (mark){.at = l->j.i, .line = l->j.line, .set = 1};
-        if (members(l, jp, keys, f)) return -1;
-        mark after = {.at = l->j.i, .line = l->j.line, .set = 1};
-        if (!f[ID].set || !f[CONTENT].set)
-            return tf__fail(l->err, l->errlen, "%s:%d: %s has no \"%s\"", l->path, item.line, jp, f[ID].set ? "content" : "id");
-        int32_t id;
-        seek(l, &f[ID]);
-        if (tf__json_id(&l->j, &id)) return -1;
-        seek(l, &f[CONTENT]);
-        if (tf__json_string(&l->j)) return -1;
-        tf__str_slot *s = tf__strmap_find(&l->t->vocab, l->j.str, l->j.slen);
-        if (s && s->a != id)
-            return tf__fail(l->err, l->errlen, "%s:%d: %s: \"%.*s\" has id %d here but %d in model.vocab; ids must agree",
-                            l->path, f[CONTENT].line, jp, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str, (int)id,
-                            (int)s->a);
-        if (!s) {
-            if (!(s = tf__strmap_add(&l->t->vocab, l->j.str, l->j.slen))) return tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
-            s->a = id;
-            s->b = (int32_t)f[CONTENT].at;
+        if (count > cap) {
+            mark *grown = realloc(items, (size_t)(cap = 2 * cap + 16) * sizeof *items);
+            if (!grown) {
+                r = tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
+                break;
+            }
+            items = grown;
         }
-        seek(l, &after);
+        items[count - 1] = here(l);
+        if (tf__json_skip(&l->j)) {
+            r = -1;
+            break;
+        }
     }
+    for (int k = 0; r == 0 && k < count; k++) r = added_token(l, &items[k], k);
+    free(items);
     return r;
 }
 
@@ -383,7 +404,7 @@ static int merges(loader *l, const mark *m) {
     while ((r = tf__json_more(&l->j, ']', &count)) > 0) {
         const char *a, *b;
         size_t la, lb;
-        int line = (tf__json_space(&l->j), l->j.line), c = tf__json_peek(&l->j);
+        int line = here(l).line, c = tf__json_peek(&l->j);
         if (c == '"') { /* "left right" */
             if (tf__json_string(&l->j)) goto out;
             char *sp = memchr(l->j.str, ' ', l->j.slen);
@@ -488,16 +509,14 @@ tf_tokenizer *tf_tokenizer_load_json(const char *path, char *err, size_t errlen)
     if (!text) return NULL;
     tf_tokenizer *t = calloc(1, sizeof *t);
     int rc = -1;
-    loader l = {.t = t, .path = path, .err = err, .errlen = errlen,
-                .j = {.s = text, .path = path, .n = n, .line = 1, .err = err, .errlen = errlen}};
+    loader l = {.t = t, .path = path, .err = err, .errlen = errlen};
     if (!t) tf__fail(err, errlen, "%s: out of memory", path);
     else if (n >= INT32_MAX) /* entries keep 32-bit offsets */
         tf__fail(err, errlen, "%s: too large for a tokenizer.json (%zu bytes)", path, n);
-    else {
-        if (n >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) l.j.i = 3; /* a UTF-8 byte order mark */
+    else if (tf__json_init(&l.j, text, n, n >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0, /* a UTF-8 byte order mark */
+                           path, err, errlen) == 0)
         rc = load(&l, text);
-    }
-    free(l.j.str);
+    tf__json_free(&l.j);
     free(text);
     if (rc) {
         tf_tokenizer_free(t);

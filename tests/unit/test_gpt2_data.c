@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "examples/transformer/buffer_pool.h"
+#include "examples/transformer/data_source.h"
 #include "examples/transformer/dataset.h"
 #include "examples/transformer/tokenizer.h"
 
@@ -213,6 +215,10 @@ static void load_errors(void) {
     BAD_VOCAB("{\"a\": 0, \"b", "closing the string, found the end of the file");
     BAD_VOCAB("", "expected '{' (vocab.json is one JSON object");
     BAD_VOCAB("{\"a\": 0,\n \"a\": 1}", ":2: the key \"a\" appears twice");
+    /* strict JSON, as libshardrun's reader (core/io/json.c) and Python's json read it: a string must
+       be UTF-8, a number has no leading zero */
+    BAD_VOCAB("{\"a\": 0,\n \"b\xff\": 1}", ":2: expected a string character (a string must be UTF-8), found byte 0xFF");
+    BAD_VOCAB("{\"a\": 0,\n \"b\": 01}", ":2: expected an integer id, found '0' (byte offset 15)");
     BAD_VOCAB("{\"a\": 0,\n \"b\": 2}", ":2: id 2 is out of range: the file has 2 entries, so ids must be 0..1");
     BAD_VOCAB("{\"a\": 1,\n \"b\": 1}", ":2: id 1 is also the id of the entry at line 1");
     BAD_VOCAB("@-1:", "no \"<|endoftext|>\" entry");
@@ -378,6 +384,52 @@ static void dataset(void) {
     CHECK(tf_split_parse("lines", &s) == -1 && tf_split_parse("", &s) == -1 && tf_split_parse(NULL, &s) == -1);
 }
 
+/* ---- the task's data source seam and its buffer pool ------------------------------------------ */
+
+/* lm_task reads its samples through a tf_data_source (data_source.h): the text source gives what
+   tf_dataset_load gives, and describes it for the start-up line */
+static void data_source(void) {
+    char err[512], from[160];
+    tf_tokenizer *t = tf_tokenizer_load(NULL, NULL, err, sizeof err);
+    tf_dataset d;
+    tf_data_opts o = {.patterns = at("data/a.txt"), .split = TF_SPLIT_PARAGRAPH, .min_chars = 6, .max_length = 8};
+    const tf_data_source *src = &tf_data_source_text;
+    CHECK(t && src->load(&d, &o, t, err, sizeof err) == 0 && d.n == 2 && d.files == 1);
+    ROW(&d, 0, "Hello wo");
+    src->describe(&d, from, sizeof from);
+    CHECK(!strcmp(from, "from 2 texts of 1 files (1 shorter texts dropped)"));
+    tf_dataset_free(&d);
+    o.patterns = at("data/nope*");
+    CHECK(src->load(&d, &o, t, err, sizeof err) == -1 && strstr(err, "matches no file") && d.n == 0);
+    tf_tokenizer_free(t);
+}
+
+static int pool_allocs, pool_frees;
+static void *counting_alloc(size_t bytes) { return pool_allocs++, malloc(bytes); }
+static void counting_free(void *p) { pool_frees += p != NULL, free(p); }
+
+/* the blocks' intermediates: a buffer given back is the next one lent; the peak counts the most
+   lent at once (block_activation_buffers_peak); resize frees the idle ones */
+static void buffer_pool(void) {
+    tf_buffer_pool p;
+    tf_buffer_pool_init(&p, counting_alloc, counting_free, 64);
+    void *a = tf_buffer_pool_take(&p), *b = tf_buffer_pool_take(&p);
+    CHECK(a && b && a != b && p.held == 2 && p.held_peak == 2 && pool_allocs == 2);
+    tf_buffer_pool_give(&p, a);
+    tf_buffer_pool_give(&p, NULL);
+    CHECK(p.held == 1 && tf_buffer_pool_take(&p) == a && pool_allocs == 2 && p.held_peak == 2);
+    tf_buffer_pool_give(&p, a);
+    tf_buffer_pool_give(&p, b);
+    CHECK(p.held == 0 && pool_frees == 0);
+    tf_buffer_pool_resize(&p, 128);
+    CHECK(pool_frees == 2 && p.bytes == 128 && p.held_peak == 2);
+    void *c = tf_buffer_pool_take(&p);
+    CHECK(c && pool_allocs == 3 && p.held == 1);
+    tf_buffer_pool_give(&p, c);
+    tf_buffer_pool_drain(&p);
+    CHECK(pool_frees == 3 && pool_allocs == 3);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/sr_gpt2_data.XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -390,6 +442,8 @@ int main(void) {
     bpe();
     load_errors();
     dataset();
+    data_source();
+    buffer_pool();
     while (nmade) remove(made[--nmade]);
     if (rmdir(dir)) fprintf(stderr, "left behind: %s (%s)\n", dir, strerror(errno));
     return CHECK_DONE();

@@ -68,7 +68,7 @@ static sr_loaded_plugin *find_all(const char *extra, size_t *n) {
             if (!seen) {
                 ps = realloc(ps, (*n + 1) * sizeof *ps);
                 char *path = NULL;
-                if (asprintf(&path, "%s/%s", *d, e->d_name) >= 0 && sr__plugin_load(name, path, dirs, &ps[*n], &diag) == 0)
+                if (asprintf(&path, "%s/%s", *d, e->d_name) >= 0 && sr__plugin_load(name, path, dirs, NULL, &ps[*n], &diag) == 0)
                     (*n)++;
                 free(path);
             }

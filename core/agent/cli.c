@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "shardrun/main.h"
+#include "shardrun/task.h"
 #include "agent/catalog.h"
 #include "agent/key_probe.h"
 #include "agent/supervisor.h"
@@ -201,7 +202,10 @@ int sr_main(int argc, char **argv) {
     sr_run run = {0};
     int rc = parse(argc, argv, &c, &run.cfg);
     if (rc == 0 && c.help) { usage(stdout); rc = -1; }
-    if (rc == 0 && c.version) { printf("shardrun %s (plugin ABI %u)\n", SR_VERSION, SR_PLUGIN_ABI_VERSION); rc = -1; }
+    if (rc == 0 && c.version) {
+        printf("shardrun %s (plugin ABI %u, task ABI %u)\n", SR_VERSION, SR_PLUGIN_ABI_VERSION, SR_TASK_ABI_VERSION);
+        rc = -1;
+    }
     if (rc == 0 && !strcmp(c.command, "plugins")) rc = sr__cmd_plugins(getenv("SHARDRUN_PLUGIN_PATH")) - 1;
     if (rc == 0 && !strcmp(c.command, "reference")) rc = sr__cmd_reference() - 1;
     if (rc == 0 && !c.job) {

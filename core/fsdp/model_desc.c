@@ -131,6 +131,7 @@ int sr_model_eval_data(sr_model *m, const sr_model_eval *eval) {
                     "sizeof(sr_model_eval)", (unsigned)eval->struct_size,
                     offsetof(sr_model_eval, batch) + sizeof eval->batch);
     if (!eval->num_samples || !eval->batch) return fail(m, "sr_model_eval_data: num_samples and batch are required");
-    m->eval = (sr_model_eval){sizeof(sr_model_eval), eval->num_samples, eval->batch};
+    m->eval = (sr_model_eval){sizeof(sr_model_eval), eval->num_samples, eval->batch,
+                              SR__REACHES(sr_model_eval, eval->struct_size, cross_entropy) && eval->cross_entropy};
     return 0;
 }

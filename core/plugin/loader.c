@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "plugin/loader.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 
 #include "base/abi.h"
 #include "base/lib_dir.h"
+#include "config/value.h"
 
 static void strv_push(char ***v, size_t *n, char *s) {
     *v = realloc(*v, (*n + 2) * sizeof **v);
@@ -77,8 +79,26 @@ static int check_abi(const sr_plugin *p, const char *name, const char *path, sr_
     return 0;
 }
 
-int sr__plugin_load(const char *name, const char *explicit_path, char *const *dirs, sr_loaded_plugin *out,
-                    sr_diag *diag) {
+/* The plugin names the folders hold (shardrun_NAME.so), for a suggestion. */
+static char **available(char *const *dirs) {
+    char **v = NULL;
+    size_t n = 0;
+    strv_push(&v, &n, NULL), n = 0;
+    for (char *const *d = dirs; *d; d++) {
+        DIR *dir = opendir(*d);
+        struct dirent *de;
+        while (dir && (de = readdir(dir))) {
+            size_t l = strlen(de->d_name);
+            if (l > 12 && !strncmp(de->d_name, "shardrun_", 9) && !strcmp(de->d_name + l - 3, ".so"))
+                strv_push(&v, &n, strndup(de->d_name + 9, l - 12));
+        }
+        if (dir) closedir(dir);
+    }
+    return v;
+}
+
+int sr__plugin_load(const char *name, const char *explicit_path, char *const *dirs, const char *where,
+                    sr_loaded_plugin *out, sr_diag *diag) {
     memset(out, 0, sizeof *out);
     char *found = NULL;
     if (explicit_path) {
@@ -103,8 +123,17 @@ int sr__plugin_load(const char *name, const char *explicit_path, char *const *di
             }
         }
         if (!found) {
-            sr__diag_add(diag, "plugin \"%s\" not found; tried:%s\n  set `path = ...` in [%s], or add its folder "
-                         "to SHARDRUN_PLUGIN_PATH", name, tried, name);
+            char **have = available(dirs), suggest[300] = "";
+            size_t nhave = 0;
+            while (have[nhave]) nhave++;
+            /* plugin names are short: only a near miss is worth suggesting */
+            const char *best = sr__closest(name, (const char *const *)have, nhave);
+            if (best && sr__edit_distance(name, best) <= 2)
+                snprintf(suggest, sizeof suggest, " (did you mean \"%s\"?)", best);
+            sr__diag_add(diag, "%s%splugin \"%s\" not found%s; tried:%s\n  set `path = ...` in [%s], or add its folder "
+                         "to plugin_path (or SHARDRUN_PLUGIN_PATH)", where ? where : "", where ? ": " : "", name,
+                         suggest, tried, name);
+            sr__free_strv(have);
             return -1;
         }
     }

@@ -22,9 +22,10 @@ typedef struct sr_loaded_plugin {
    built-in ones next to libshardrun.  Returns a NULL-terminated array to free with
    sr__free_strv(). */
 char **sr__plugin_dirs(const char *extra);
-/* Loads one plugin; 0 on success, else -1 with the reason in diag. */
-int sr__plugin_load(const char *name, const char *explicit_path, char *const *dirs, sr_loaded_plugin *out,
-                    sr_diag *diag);
+/* Loads one plugin; 0 on success, else -1 with the reason in diag (prefixed with `where`, the
+   job file's line that lists it, when not NULL; a name not found gets the closest one found). */
+int sr__plugin_load(const char *name, const char *explicit_path, char *const *dirs, const char *where,
+                    sr_loaded_plugin *out, sr_diag *diag);
 /* Checks a loaded set: duplicates and `requires`. */
 void sr__plugins_check_set(const sr_loaded_plugin *ps, size_t n, sr_diag *diag);
 void sr__plugin_unload(sr_loaded_plugin *p);

@@ -45,7 +45,8 @@ static void load_plugins(sr_run *run) {
     for (size_t i = 0; i < n; i++) {
         /* `path` first: it decides which file declares the section's other keys */
         sr__config_resolve_key(cfg, names[i], &sr__plugin_host_keys[0]);
-        if (sr__plugin_load(names[i], sr__config_value(cfg, names[i], "path"), dirs, &run->plugins[run->nplugins],
+        if (sr__plugin_load(names[i], sr__config_value(cfg, names[i], "path"), dirs, where ? where->where : NULL,
+                            &run->plugins[run->nplugins],
                             &cfg->diag) == 0)
             run->nplugins++;
     }

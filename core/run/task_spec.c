@@ -12,6 +12,7 @@
 #include "shardrun/task.h"
 #include "base/abi.h"
 #include "base/lib_dir.h"
+#include "run/task_probe.h"
 #include "config/env_table.h"
 #include "config/value.h"
 #include "plugin/loader.h"
@@ -105,6 +106,16 @@ static int resolve_exec(sr_job *cfg, const sr_setting *s, sr_task_spec *out) {
     return 0;
 }
 
+/* Whether `v` names a C, C++ or CUDA source file rather than the task built from it. */
+static int is_source_file(const char *v) {
+    static const char *const ext[] = {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", NULL};
+    const char *dot = strrchr(v, '.');
+    if (!dot || strchr(dot, '/')) return 0;
+    for (int i = 0; ext[i]; i++)
+        if (!strcmp(dot, ext[i])) return 1;
+    return 0;
+}
+
 static char *find_task_so(sr_job *cfg, const sr_setting *s, char *tried, size_t tried_len) {
     const char *v = s->value;
     if (strchr(v, '/') || (strlen(v) > 3 && !strcmp(v + strlen(v) - 3, ".so"))) {
@@ -148,6 +159,14 @@ int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_s
         if (resolve_exec(cfg, s, out) != 0) return -1;
     } else {
         char tried[4096] = "";
+        if (is_source_file(s->value)) {
+            sr__diag_add(&cfg->diag, "%s: task = %s is a source file; a task is the shared object built from it: build "
+                         "it first, e.g. `cc -std=c11 -fPIC -shared -fvisibility=hidden $(pkg-config --cflags shardrun) "
+                         "-o %.*s.so %s $(pkg-config --libs shardrun)` (or shardrun_task() in CMake, docs/sdk.md), "
+                         "then set task = %.*s.so", s->where, s->value, (int)(strrchr(s->value, '.') - s->value),
+                         s->value, s->value, (int)(strrchr(s->value, '.') - s->value), s->value);
+            return -1;
+        }
         char *path = find_task_so(cfg, s, tried, sizeof tried);
         if (!path) {
             sr__diag_add(&cfg->diag, "%s: task \"%s\" not found; tried:%s\n  build it, fix the path (relative to "
@@ -156,18 +175,26 @@ int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_s
         }
         /* abi_version, struct_size, kind: the head of sr_task */
         uint32_t head[3];
-        char err[300];
+        char err[1024];
         if (sr__elf_peek_symbol(path, SR_TASK_SYMBOL, head, sizeof head, err, sizeof err) != 0) {
             sr__diag_add(&cfg->diag, "%s: task %s: %s; a task defines its entry with SR_MAIN_TASK(name, fn) "
                          "from shardrun/task.h", s->where, path, err);
             free(path);
             return -1;
         }
-        /* append-only growth (base/abi.h): a larger sr_task from a newer header is fine */
+        /* append-only growth (base/abi.h): a larger sr_task of the same ABI version is read up to
+           what this shardrun knows */
+        if (head[0] > SR_TASK_ABI_VERSION) {
+            sr__diag_add(&cfg->diag, "%s: task %s was built against a newer shardrun (task ABI version %u) than this "
+                         "one (version %u): upgrade shardrun, or rebuild the task against this shardrun's headers",
+                         s->where, path, head[0], SR_TASK_ABI_VERSION);
+            free(path);
+            return -1;
+        }
         if (head[0] != SR_TASK_ABI_VERSION || !SR__REACHES(sr_task, head[1], model)) {
-            sr__diag_add(&cfg->diag, "%s: task %s was built for task ABI version %u (%u-byte sr_task), but this "
-                         "shardrun speaks version %u (%zu bytes), and a larger sr_task from a newer header would do; "
-                         "rebuild it against this shardrun's include/shardrun/task.h", s->where, path, head[0], head[1], SR_TASK_ABI_VERSION,
+            sr__diag_add(&cfg->diag, "%s: task %s was built against an older shardrun (task ABI version %u, a %u-byte "
+                         "sr_task) than this one (version %u, %zu bytes): rebuild it against this shardrun's headers "
+                         "(include/shardrun/task.h)", s->where, path, head[0], head[1], SR_TASK_ABI_VERSION,
                          offsetof(sr_task, model) + sizeof(((sr_task *)0)->model));
             free(path);
             return -1;
@@ -175,6 +202,12 @@ int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_s
         if (head[2] != SR_TASK_MAIN && head[2] != SR_TASK_MODEL) {
             sr__diag_add(&cfg->diag, "%s: task %s is of kind %u, which this shardrun cannot run (1: main task, "
                          "2: model task)", s->where, path, head[2]);
+            free(path);
+            return -1;
+        }
+        if (sr__task_probe_load(path, err, sizeof err) != 0) {
+            sr__diag_add(&cfg->diag, "%s: task %s cannot be loaded: %s; nothing was started (rebuild it, or link the "
+                         "library that defines what is missing)", s->where, path, err);
             free(path);
             return -1;
         }

@@ -66,12 +66,19 @@ static int evaluate(sr__trainer *t) {
     double loss = acc[1] > 0 ? acc[0] / acc[1] : NAN;
     if (acc[1] <= 0 && t->rank == 0)
         sr__log(SR_LOG_WARN, "evaluation at step %lld: the eval batches hold no predicted token; eval_loss is nan", step);
-    const char *names[] = {"eval_loss", "eval_perplexity", "eval_runtime", "eval_samples_per_second",
-                           "eval_steps_per_second", "epoch", "step"};
-    double v[] = {loss, exp(loss), round(runtime * 1e4) / 1e4, runtime > 0 ? round(acc[2] / runtime * 1e3) / 1e3 : 0,
-                  runtime > 0 ? round((double)batches / runtime * 1e3) / 1e3 : 0,
-                  (double)step / (double)t->plan.steps_per_epoch, (double)step};
-    if (sr__history_add(&t->hist, 7, names, v) != 0) {
+    /* eval_perplexity only for a task whose loss is a cross-entropy (sr_model_eval.cross_entropy) */
+    int ce = t->model->eval.cross_entropy;
+    const char *all[] = {"eval_loss", "eval_perplexity", "eval_runtime", "eval_samples_per_second",
+                         "eval_steps_per_second", "epoch", "step"};
+    double vall[] = {loss, exp(loss), round(runtime * 1e4) / 1e4, runtime > 0 ? round(acc[2] / runtime * 1e3) / 1e3 : 0,
+                     runtime > 0 ? round((double)batches / runtime * 1e3) / 1e3 : 0,
+                     (double)step / (double)t->plan.steps_per_epoch, (double)step};
+    const char *names[7];
+    double v[7];
+    int k = 0;
+    for (int i = 0; i < 7; i++)
+        if (ce || i != 1) names[k] = all[i], v[k++] = vall[i];
+    if (sr__history_add(&t->hist, k, names, v) != 0) {
         sr__log(SR_LOG_ERROR, "out of memory for the log history");
         return -1;
     }

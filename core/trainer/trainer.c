@@ -173,10 +173,10 @@ static int plan_run(sr__trainer *t) {
     sr__engine_describe(t->e, desc, sizeof desc);
     if (t->rank == 0) {
         printf("shardrun: %s\n", desc);
-        printf("shardrun: %lld samples, %lld per rank per epoch, batch %lld x %lld accumulation x %d ranks = %lld per "
+        printf("shardrun: %lld samples, %lld per rank per epoch, batch %lld x %lld accumulation x %d rank%s = %lld per "
                "step; %lld steps (%lld per epoch)\n", (long long)t->nsamples, (long long)t->smp.per_rank, bs,
-               a->gradient_accumulation_steps, t->ws, bs * a->gradient_accumulation_steps * t->ws, p->total_steps,
-               p->steps_per_epoch);
+               a->gradient_accumulation_steps, t->ws, t->ws == 1 ? "" : "s", bs * a->gradient_accumulation_steps * t->ws,
+               p->total_steps, p->steps_per_epoch);
     }
     t->log = sr__train_log_open(a, t->rank, t->ts.global_step);
     t->o = (sr__optim){0, a->adam_beta1, a->adam_beta2, a->adam_epsilon, a->weight_decay, a->max_grad_norm, 0, 0};

@@ -61,7 +61,7 @@ static int eval_batch(void *state, const int64_t *samples, int n, long long *tok
     return 0;
 }
 
-const sr_model_eval tf__lm_eval = {sizeof(sr_model_eval), eval_num_samples, eval_batch};
+const sr_model_eval tf__lm_eval = {sizeof(sr_model_eval), eval_num_samples, eval_batch, 1 /* cross-entropy */};
 
 /* ---- forward ----------------------------------------------------------------------------------- */
 

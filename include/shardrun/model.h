@@ -153,6 +153,10 @@ typedef struct sr_model_eval {
        indices); *tokens = the tokens loss() averages over (predicted tokens), the batch's weight in
        eval_loss.  0 or -1. */
     int (*batch)(void *state, const int64_t *samples, int n, long long *tokens);
+    /* Appended later (read only when struct_size reaches it; 0 otherwise): 1 when loss() is a mean
+       cross-entropy in nats, so that evaluation also reports eval_perplexity = exp(eval_loss), as
+       HF's run_clm.py does.  Leave it 0 for any other loss (an MSE's exp means nothing). */
+    int cross_entropy;
 } sr_model_eval;
 
 /* Called in create(): the model's eval data source (copied; the callbacks get the state create()

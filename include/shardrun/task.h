@@ -10,10 +10,12 @@
  *   -> main(ctx, argc, argv) runs; argv[0] is the task path, the rest is what follows `--`
  *      on the shardrun command line
  *   -> values reported with sr_report_*() travel to the agent, which prints one JSON object per
- *      rank when the run succeeded
+ *      rank at the end of the run, whether it succeeded or failed (with each rank's exit_code)
  *   -> the worker exits with main's return value (0 = success)
  *
- * The agent checks the file and the symbol before any worker starts, without running task code.
+ * The agent checks the file and the symbol before any worker starts, and loads the task once in a
+ * short-lived child process (dlopen with RTLD_NOW) so that an undefined symbol or a missing library
+ * is reported before any worker starts; the agent process itself never runs task code.
  * A task never calls exit() for the runtime: it returns.  An *exec task* (`task = exec:PROG ARGS`)
  * needs none of this: PROG is started with the prepared environment.
  */

@@ -28,6 +28,6 @@ expect_in "$out" "[rank1]: grown struct task ran on rank 1" "grown task ran on r
 printf '[shardrun]\ntask = %s\nplugins = torch\n' "$TT/short_struct.so" >"$T/short_task.ini"
 run "$SHARDRUN" "$T/short_task.ini"
 expect_rc 2 "a task whose sr_task lacks a field the host reads"
-expect_in "$err" "task $TT/short_struct.so was built for task ABI version 2 (32-byte sr_task), but this shardrun speaks version 2 (40 bytes" "short sr_task: both sizes"
+expect_in "$err" "task $TT/short_struct.so was built against an older shardrun (task ABI version 2, a 32-byte sr_task) than this one (version 2, 40 bytes)" "short sr_task: both sizes"
 expect_eq "$out" "" "nothing started for a short sr_task"
 done_checks

@@ -51,6 +51,7 @@ last=$(grep -o 'step 64/64  loss [0-9.]*' <<<"$out" | awk '{print $4}')
 /usr/bin/python3 -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if b < a else 1)" "$first" "$last" \
     && pass || fail "model task: the loss falls (step 16: $first, step 64: $last)"
 expect_in "$out" "'eval_loss': " "model task: evaluates"
+expect_not_in "$out" "eval_perplexity" "model task: an MSE loss (sr_model_eval.cross_entropy unset) has no eval_perplexity"
 
 run make -C "$T/sdk/plugin"
 expect_rc 0 "plugin: make with pkg-config --cflags ($err)"

@@ -26,13 +26,16 @@ struct sr_ctx {
     int tty;
     char **asked; /* [task] keys read through sr_config*(), for sr__ctx_check_task_keys */
     size_t nasked;
+    char **paths; /* what sr_config_path() returned, freed with the ctx */
+    size_t npaths;
 };
 
 void sr__ctx_free(sr_ctx *c) {
     if (!c) return;
     for (size_t i = 0; i < c->nres; i++) free(c->res[i].name), free(c->res[i].json);
     for (size_t i = 0; i < c->nasked; i++) free(c->asked[i]);
-    free(c->res), free(c->asked), free(c);
+    for (size_t i = 0; i < c->npaths; i++) free(c->paths[i]);
+    free(c->res), free(c->asked), free(c->paths), free(c);
 }
 
 void sr__ctx_set_tty(sr_ctx *c, int tty) { c->tty = tty; }
@@ -85,6 +88,25 @@ const char *sr__ctx_task_setting(const sr_ctx *c, size_t i, const char **value) 
         }
     }
     return NULL;
+}
+
+const char *sr_config_base_dir(const sr_ctx *c, const char *key) {
+    const sr_setting *s = key ? sr__config_get(c->cfg, "task", key) : NULL;
+    return s && s->from == SR_FROM_FILE && c->cfg->dir ? c->cfg->dir : ".";
+}
+
+const char *sr_config_path(const sr_ctx *c, const char *key) {
+    const char *v = sr_config(c, key);
+    if (!v || !*v || v[0] == '/') return v;
+    const char *dir = sr_config_base_dir(c, key);
+    if (!strcmp(dir, ".")) return v; /* the current folder's: as given */
+    sr_ctx *m = (sr_ctx *)c; /* the kept strings are bookkeeping, as the asked keys are */
+    char *p = NULL;
+    char **g = realloc(m->paths, (m->npaths + 1) * sizeof *g);
+    if (!g || asprintf(&p, "%s/%s", dir, v) < 0) return v;
+    m->paths = g;
+    m->paths[m->npaths++] = p;
+    return p;
 }
 
 int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name, const sr_key *runtime_keys) {

@@ -87,9 +87,10 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     for (int i = 0; i < 4; i++)
         if (!strcmp(sched, names[i])) a->lr_scheduler_type = (sr__schedule)i;
     free(sched);
-    a->init_weights = sr_config(c, "init_weights");
+    /* paths: relative to the job file when written there (sr_config_path) */
+    a->init_weights = sr_config_path(c, "init_weights");
     if (a->init_weights && !*a->init_weights) a->init_weights = NULL;
-    a->output_dir = sr_config(c, "output_dir");
+    a->output_dir = sr_config_path(c, "output_dir");
     a->resume_allow_changes = sr_config(c, "resume_allow_changes");
     if (a->output_dir && !*a->output_dir) a->output_dir = NULL;
     a->save_final = save_final ? !strcmp(save_final, "true") : a->output_dir != NULL;
@@ -102,7 +103,9 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     int yes = 0;
     if (r && *r) {
         /* a boolean (true: the latest checkpoint in output_dir), or a checkpoint folder */
-        a->resume_from_checkpoint = sr__parse_bool(r, &yes) == 0 ? (yes ? "latest" : NULL) : r;
+        a->resume_from_checkpoint = sr__parse_bool(r, &yes) == 0 ? (yes ? "latest" : NULL)
+                                    : !strcmp(r, "latest")      ? r
+                                                                : sr_config_path(c, "resume_from_checkpoint");
         if (a->resume_from_checkpoint && !strcmp(a->resume_from_checkpoint, "latest") && !a->output_dir) {
             sr__log(SR_LOG_ERROR, "[task] resume_from_checkpoint = %s needs output_dir (where the latest "
                             "checkpoint-N folder is looked for)", r);

@@ -31,7 +31,8 @@ const sr_key sr__trainer_keys[] = {
      "a safetensors file to start from (HF model.safetensors, or a FULL checkpoint's): parameters by name, "
      "fp32/bf16/fp16; with cpu_ram_efficient_loading only rank 0 reads it"},
     {"output_dir", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
-     "where checkpoint-N folders and train_log.jsonl go (relative to the working directory)"},
+     "where checkpoint-N folders and train_log.jsonl go (relative: to the job file's folder, or to the current "
+     "folder when given with --set or SHARDRUN_TASK_OUTPUT_DIR)"},
     {"overwrite_output_dir", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL,
      "an output_dir that holds checkpoint-N folders may be written over (its train_log.jsonl restarts); without it, "
      "or resume_from_checkpoint, such a run is refused before it starts"},

@@ -120,16 +120,25 @@ static int expand(const char *pat, data_file **files, size_t *n, size_t *cap, ch
 }
 
 /* Every pattern's files, in order, each file once. */
-static int list_files(const char *patterns, data_file **out, size_t *nout, char *err, size_t errlen) {
-    size_t len = strlen(patterns), n = 0, cap = 0;
+static int list_files(const char *patterns, const char *base_dir, data_file **out, size_t *nout, char *err,
+                      size_t errlen) {
+    size_t len = strlen(patterns), n = 0, cap = 0, blen = base_dir ? strlen(base_dir) : 0;
     data_file *files = NULL;
-    char *pat = malloc(len + 1);
+    char *pat = malloc(2 * blen + 2 + len + 1);
     if (!pat) return fail(err, errlen, "out of memory");
     int rc = 0;
     for (size_t i = 0; !rc;) {
         while (i < len && is_space(patterns[i])) i++;
         if (i == len) break;
-        size_t k = 0; /* a backslash keeps the next character in the pattern (glob unescapes it) */
+        size_t k = 0;
+        if (blen && patterns[i] != '/') { /* relative: the base folder first, its glob characters escaped */
+            for (size_t b = 0; b < blen; b++) {
+                if (strchr("*?[\\", base_dir[b])) pat[k++] = '\\';
+                pat[k++] = base_dir[b];
+            }
+            pat[k++] = '/';
+        }
+        /* a backslash keeps the next character in the pattern (glob unescapes it) */
         for (; i < len && !is_space(patterns[i]); i++) {
             if (patterns[i] == '\\' && i + 1 < len) pat[k++] = patterns[i++];
             pat[k++] = patterns[i];
@@ -277,7 +286,7 @@ int tf_dataset_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, cha
     if ((unsigned)o->split > TF_SPLIT_FILE) return fail(err, errlen, "unknown split mode %d", (int)o->split);
     data_file *files = NULL;
     size_t nfiles = 0;
-    if (list_files(o->patterns, &files, &nfiles, err, errlen)) return -1;
+    if (list_files(o->patterns, o->base_dir, &files, &nfiles, err, errlen)) return -1;
     d->T = o->max_length;
     loader L = {.d = d, .o = o, .tok = tok, .err = err, .errlen = errlen};
     int rc = 0;

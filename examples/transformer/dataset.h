@@ -22,6 +22,7 @@ typedef struct tf_data_opts {
     /* whitespace-separated files or glob(3) patterns, e.g. "/usr/share/common-licenses/[A-Z]*"; a
        backslash keeps a space in a name ("my\ file.txt") */
     const char *patterns;
+    const char *base_dir; /* relative patterns are relative to this folder (the job file's); NULL: the current one */
     tf_split split;      /* how files become texts: paragraphs (separated by blank lines; the default), lines, whole files */
     int min_chars;         /* texts with fewer non-whitespace characters (UTF-8 code points) are dropped */
     int max_length;        /* tokens per sample: truncated to it, padded with eos */

@@ -9,8 +9,9 @@
 #include "lm_state.h"
 
 static int load_tokenizer(tf_lm *g) {
-    const char *vocab = sr_config(g->ctx, "vocab_json"), *merges = sr_config(g->ctx, "merges_txt");
-    const char *tj = sr_config(g->ctx, "tokenizer_json");
+    /* paths: relative to the job file when written there (sr_config_path) */
+    const char *vocab = sr_config_path(g->ctx, "vocab_json"), *merges = sr_config_path(g->ctx, "merges_txt");
+    const char *tj = sr_config_path(g->ctx, "tokenizer_json");
     if (!vocab != !merges) {
         tf__lm_error(g, "[task] vocab_json and merges_txt go together: give both (GPT-2 BPE) or "
                         "neither (byte-level tokens)\n");
@@ -35,6 +36,7 @@ static int data_opts(tf_lm *g, tf_data_opts *o) {
     long long max_samples;
     const char *split = sr_config(g->ctx, "split");
     o->patterns = sr_config(g->ctx, "data");
+    o->base_dir = sr_config_base_dir(g->ctx, "data");
     if (!o->patterns || !*o->patterns) {
         tf__lm_error(g, "[task] data is missing: name the training text files, e.g. "
                         "data = /usr/share/common-licenses/*\n");
@@ -72,6 +74,7 @@ static int load_eval_data(tf_lm *g, const tf_data_opts *train) {
     if (files && *files) {
         tf_data_opts o = *train;
         o.patterns = files;
+        o.base_dir = sr_config_base_dir(g->ctx, "eval_data");
         o.max_samples = 0;
         if (g->source->load(&g->eval, &o, g->tok, err, sizeof err) != 0) {
             tf__lm_error(g, "[task] eval_data: %s\n", err);

@@ -118,7 +118,7 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
         tf__lm_error(g, "[task] vocab_size = %d is smaller than the tokenizer's %d tokens\n", g->d.V, tv);
         goto fail;
     }
-    const char *dump = sr_config(ctx, "dump");
+    const char *dump = sr_config_path(ctx, "dump");
     if (dump && *dump && !(g->dump_path = strdup(dump))) goto fail;
 
     sr_pg *world = sr_world(ctx);

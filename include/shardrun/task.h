@@ -75,6 +75,13 @@ SR_API const char *sr_config(const sr_ctx *ctx, const char *key); /* NULL when a
 SR_API int sr_config_int(const sr_ctx *ctx, const char *key, long long def, long long *out);
 SR_API int sr_config_double(const sr_ctx *ctx, const char *key, double def, double *out);
 SR_API int sr_config_bool(const sr_ctx *ctx, const char *key, int def, int *out);
+/* Paths: a relative path written in the job file is relative to the job file's folder, one given
+   on the command line (--set) or in the environment (SHARDRUN_TASK_KEY) to the current folder
+   (docs/sdk.md).  sr_config_path: the value of `key` resolved that way (NULL when absent; valid as
+   long as the ctx).  sr_config_base_dir: the folder a relative value of `key` is relative to (the
+   job file's, or "."), for a key that holds several paths or patterns. */
+SR_API const char *sr_config_path(const sr_ctx *ctx, const char *key);
+SR_API const char *sr_config_base_dir(const sr_ctx *ctx, const char *key);
 
 /* Named results, printed by the agent as one JSON object per rank.  Reporting a name again
    replaces the earlier value.  Names may not be "rank" or "exit_code" (the host's). */

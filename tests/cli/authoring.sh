@@ -85,4 +85,31 @@ run "$SHARDRUN" "$T/toy.ini" --nproc-per-node 1
 expect_rc 0 "the toy model (a cross-entropy)"
 expect_in "$out" "'eval_perplexity': " "reports eval_perplexity"
 expect_in "$out" "x 1 accumulation x 1 rank = " "one rank is \"1 rank\""
+echo "== [task] paths relative to the job file"
+mkdir -p "$T/jobs" "$T/cwd"
+head -c 20000 /usr/share/common-licenses/GPL-3 >"$T/jobs/corpus.txt"
+cat >"$T/jobs/rel.ini" <<EOF
+[shardrun]
+task = gpt2
+plugins = torch,accelerate
+nproc_per_node = 2
+[task]
+size = tiny
+data = corpus.txt
+max_length = 32
+max_steps = 2
+per_device_train_batch_size = 2
+output_dir = out
+EOF
+cd "$T/cwd" || exit 1
+run "$SHARDRUN" ../jobs/rel.ini
+expect_rc 0 "data = corpus.txt and output_dir = out, from another folder"
+[ -f "$T/jobs/out/checkpoint-2/model.safetensors" ] && pass || fail "output_dir = out is the job file's folder's out ($(ls -R "$T/jobs" "$T/cwd" | head -20))"
+run "$SHARDRUN" ../jobs/rel.ini --set task.output_dir=here
+expect_rc 0 "output_dir given with --set"
+[ -f "$T/cwd/here/checkpoint-2/model.safetensors" ] && pass || fail "--set task.output_dir=here is the current folder's here"
+cp "$T/jobs/corpus.txt" "$T/cwd/env.txt"
+run env SHARDRUN_TASK_DATA=env.txt "$SHARDRUN" ../jobs/rel.ini --set task.overwrite_output_dir=true
+expect_rc 0 "data from the environment is the current folder's (env.txt is only there)"
+cd "$T" || exit 1
 done_checks

@@ -211,20 +211,22 @@ run "$GEN" "$T/sharded/checkpoint-3" --prompt "the model" --max-new-tokens 5
 expect_rc 0 "the converted checkpoint generates"
 
 # ---- --logits: checked before the model is read; never one of its inputs -----------------------------
-cp "$T/train/checkpoint-4/model.safetensors" "$T/model.orig"
-run "$GEN" "$T/train/checkpoint-4" --prompt x --max-new-tokens 2 --logits "$T/train/checkpoint-4/model.safetensors"
+# (on copies of checkpoint-4: where this failed, the model was lost)
+for c in 1 2; do cp -r "$T/train/checkpoint-4" "$T/copy$c"; done
+run "$GEN" "$T/copy1" --prompt x --max-new-tokens 2 --logits "$T/copy1/model.safetensors"
 short_error "--logits CKPT/model.safetensors" "is a file this command reads: writing it would replace it"
-expect_same_file "$T/train/checkpoint-4/model.safetensors" "$T/model.orig" "--logits CKPT/model.safetensors: the model"
-run "$GEN" "$T/train/checkpoint-4/model.safetensors" --prompt x --max-new-tokens 2 \
-    --logits "$T/train/../train/checkpoint-4/model.safetensors"
+expect_same_file "$T/copy1/model.safetensors" "$T/train/checkpoint-4/model.safetensors" \
+    "--logits CKPT/model.safetensors: the model"
+run "$GEN" "$T/copy2/model.safetensors" --prompt x --max-new-tokens 2 --logits "$T/train/../copy2/model.safetensors"
 short_error "--logits the model by another path" "a file this command reads"
-expect_same_file "$T/train/checkpoint-4/model.safetensors" "$T/model.orig" "--logits the model by another path: the model"
+expect_same_file "$T/copy2/model.safetensors" "$T/train/checkpoint-4/model.safetensors" \
+    "--logits the model by another path: the model"
 run "$GEN" "$T/train/checkpoint-4" --prompt x --max-new-tokens 2 --logits /missing/dir/f
 short_error "--logits in a missing folder" "--logits: /missing/dir/f: the folder /missing/dir does not exist"
 run "$GEN" "$T/train/checkpoint-4" --prompt x --max-new-tokens 2 --logits ""
 short_error "--logits ''" "--logits: an empty file name"
 mkfifo "$T/logits.fifo"
-timeout 120 cat "$T/logits.fifo" >"$T/from_fifo.st" &
+timeout 60 cat "$T/logits.fifo" >"$T/from_fifo.st" &
 reader=$!
 run timeout 60 "$GEN" "$T/train/checkpoint-4" --prompt "the model" --temperature 0 --max-new-tokens 30 --ignore-eos \
     --logits "$T/logits.fifo"
@@ -235,7 +237,7 @@ expect_rc 0 "--logits a FIFO"
 r=$($CHECK same "$T/from_fifo.st" "$T/ck.st" 2>&1) && pass || fail "--logits a FIFO: the reader got the logits: $r"
 
 # ---- sampling: temperatures that work, non-finite logits --------------------------------------------
-run "$GEN" "$T/w.safetensors" --temperature 1e-39 --max-new-tokens 5
+run "$GEN" "$T/train/checkpoint-4" --temperature 1e-39 --max-new-tokens 5
 short_error "--temperature 1e-39 (overflows logit / T in float)" \
     "--temperature 1e-39: expected 0 (greedy) or a number from 1e-30 to 1e6"
 # the smallest temperature taken samples stably: the greedy tokens

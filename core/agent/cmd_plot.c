@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "base/log.h"
+#include "base/out_file.h"
 #include "base/strbuf.h"
 #include "trainer/loss_plot.h"
 #include "trainer/records.h"
@@ -77,38 +78,47 @@ int sr__cmd_plot(int argc, char **argv) {
     }
     sr__history *h = calloc((size_t)n, sizeof *h);
     sr__plot_run *runs = calloc((size_t)n, sizeof *runs);
-    char why[4096];
+    char **states = calloc((size_t)n, sizeof *states);
+    char why[4600];
     for (int k = 0; k < n && !rc; k++) {
         struct stat st;
         if (stat(dirs[k], &st) != 0 || !S_ISDIR(st.st_mode)) {
             sr__log(SR_LOG_ERROR, "shardrun plot: %s is not a folder; name a run's output_dir (or a checkpoint-N "
                             "folder in it), which holds trainer_state.json", dirs[k]);
             rc = 2;
-            break;
         }
-        char *p = sr__fmt("%s/trainer_state.json", dirs[k]);
-        if (sr__history_read(p, &h[k], why, sizeof why) != 0) {
-            sr__log(SR_LOG_ERROR, "shardrun plot: %s; a run writes it in output_dir at each save and at the end", why);
-            rc = 2;
-        }
-        free(p);
+        states[k] = sr__fmt("%s/trainer_state.json", dirs[k]);
         runs[k].h = &h[k];
         runs[k].name = run_name(dirs[k]);
     }
+    /* the chart's file, before anything is read: never one of the runs' trainer_state.json */
+    char *path = out ? strdup(out) : sr__fmt("%s/%s", dirs[0], n > 1 ? "loss_compare.svg" : "loss.svg");
+    if (!rc && sr__out_check(path, (const char *const *)states, n, why, sizeof why) != 0) {
+        sr__log(SR_LOG_ERROR, "shardrun plot: %s%s", out ? "-o: " : "", why);
+        rc = 2;
+    }
+    for (int k = 0; k < n && !rc; k++)
+        if (sr__history_read(states[k], &h[k], why, sizeof why) != 0) {
+            sr__log(SR_LOG_ERROR, "shardrun plot: %s; a run writes it in output_dir at each save and at the end", why);
+            rc = 2;
+        }
     if (!rc) {
-        char *path = out ? strdup(out) : sr__fmt("%s/%s", dirs[0], n > 1 ? "loss_compare.svg" : "loss.svg");
         if (sr__loss_svg_write(path, runs, n, why, sizeof why) != 0) {
             sr__log(SR_LOG_ERROR, "shardrun plot: %s", why);
             rc = 1;
         } else {
-            printf("shardrun: wrote %s (%d run%s)\n", path, n, n == 1 ? "" : "s");
+            /* the note goes to stderr when the chart went to stdout (-o /dev/stdout) */
+            struct stat o, so;
+            int to_stdout = stat(path, &o) == 0 && fstat(1, &so) == 0 && o.st_dev == so.st_dev && o.st_ino == so.st_ino;
+            fprintf(to_stdout ? stderr : stdout, "shardrun: wrote %s (%d run%s)\n", path, n, n == 1 ? "" : "s");
         }
-        free(path);
     }
+    free(path);
     for (int k = 0; k < n; k++) {
         sr__history_free(&h[k]);
         free((char *)runs[k].name);
+        free(states[k]);
     }
-    free(h), free(runs), free(dirs);
+    free(h), free(runs), free(states), free(dirs);
     return rc;
 }

@@ -12,6 +12,7 @@
 
 #include "agent/workers.h"
 #include "base/log.h"
+#include "base/out_file.h"
 
 const char *sr__signal_name(int sig, char *buf, size_t len) {
     const char *abbrev = sigabbrev_np(sig);
@@ -176,27 +177,16 @@ int sr__write_results(const sr_attempt *st, sr_run *run, const char *path) {
         sr__log(SR_LOG_ERROR, "cannot write the results to stdout: %s", strerror(errno));
         rc = -1;
     }
-    if (path) {
-        char *tmp = NULL;
-        if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) tmp = NULL;
-        FILE *f = tmp ? fopen(tmp, "w") : NULL;
-        if (!f || fwrite(b.s, 1, b.n, f) != b.n || fclose(f) != 0 || rename(tmp, path) != 0) {
-            sr__log(SR_LOG_ERROR, "cannot write results to %s: %s", path, strerror(errno));
-            if (tmp) unlink(tmp);
-            rc = -1;
-        }
-        free(tmp);
+    char why[4600];
+    if (path && sr__out_write(path, b.s, b.n, why, sizeof why) != 0) {
+        sr__log(SR_LOG_ERROR, "--results: %s", why);
+        rc = -1;
     }
     sr__buf_free(&b);
     return rc;
 }
 
-int sr__probe_results(const char *path) {
-    char *tmp = NULL;
-    if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) return -1;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), saved = errno;
-    if (fd >= 0) close(fd), unlink(tmp);
-    free(tmp);
-    errno = saved;
-    return fd >= 0 ? 0 : -1;
+int sr__probe_results(const char *path, const sr_run *run, char *why, size_t len) {
+    const char *inputs[] = {run->cfg.path, run->task.path};
+    return sr__out_check(path, inputs, 2, why, len);
 }

@@ -14,6 +14,7 @@
 
 #include "agent/selftest.h"
 #include "base/log.h"
+#include "base/out_file.h"
 #include "config/value.h"
 #include "device/cuda_lib.h"
 
@@ -272,16 +273,9 @@ static int write_json(const char *path, const sr_st_lines *l, int failed, const 
         sr__buf_printf(&b, "}%s\n", i + 1 < l->n ? "," : "");
     }
     sr__buf_printf(&b, "  ]\n}\n");
-    char *tmp = sr__fmt("%s.tmp.%d", path, (int)getpid());
-    FILE *f = b.oom ? NULL : fopen(tmp, "w");
-    int ok = f && fwrite(b.s, 1, b.n, f) == b.n;
-    if (f) ok = (fclose(f) == 0) && ok;
-    ok = ok && rename(tmp, path) == 0;
-    if (!ok) {
-        sr__log(SR_LOG_ERROR, "cannot write the selftest results to %s: %s", path, b.oom ? "out of memory" : strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
+    char why[4600];
+    int ok = !b.oom && sr__out_write(path, b.s, b.n, why, sizeof why) == 0;
+    if (!ok) sr__log(SR_LOG_ERROR, "cannot write the selftest results: %s", b.oom ? "out of memory" : why);
     sr__buf_free(&b);
     return ok ? 0 : -1;
 }
@@ -334,16 +328,11 @@ int sr__cmd_selftest(int argc, char **argv) {
             return SR_EXIT_CONFIG;
         }
     }
-    /* --results is checked before anything runs: its folder must take a temporary file */
+    /* --results is checked before anything runs (base/out_file.h) */
     if (results) {
-        char *tmp = sr__fmt("%s.tmp.%d", results, (int)getpid());
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-        int e = errno;
-        if (fd >= 0) close(fd), unlink(tmp);
-        free(tmp);
-        if (fd < 0) {
-            sr__log(SR_LOG_ERROR, "selftest: cannot write --results %s: %s (checked before any check runs)", results,
-                    strerror(e));
+        char why[4600];
+        if (sr__out_check(results, NULL, 0, why, sizeof why) != 0) {
+            sr__log(SR_LOG_ERROR, "selftest: --results: %s (checked before any check runs)", why);
             return SR_EXIT_CONFIG;
         }
     }

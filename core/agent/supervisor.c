@@ -536,9 +536,10 @@ static int exit_code(const sr_attempt *st, const sr_run *run) {
 }
 
 int sr__launch(sr_run *run, const char *results_path) {
-    if (results_path && (run->rdzv.nagents < 2 || run->rdzv.hosting) && sr__probe_results(results_path) != 0) {
-        sr__log(SR_LOG_ERROR, "cannot write results to %s: %s; fix --results (checked before any worker starts)",
-                results_path, strerror(errno));
+    char why[4600];
+    if (results_path && (run->rdzv.nagents < 2 || run->rdzv.hosting) &&
+        sr__probe_results(results_path, run, why, sizeof why) != 0) {
+        sr__log(SR_LOG_ERROR, "--results: %s (checked before any worker starts)", why);
         sr__rdzv_free(&run->rdzv);
         return SR_EXIT_CONFIG;
     }

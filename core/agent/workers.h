@@ -53,7 +53,8 @@ void sr__print_summary(const sr_attempt *st, sr_run *run);
 /* The results list on stdout (the agent holding rank 0, or one whose results stayed local), and
    in `path`.  0, or -1 when it could not be written. */
 int sr__write_results(const sr_attempt *st, sr_run *run, const char *path);
-/* Whether the results file can be written where it will be.  0 or -1 (errno). */
-int sr__probe_results(const char *path);
+/* Whether the results file can be written where it will be, and is neither the job file nor the
+   task (base/out_file.h).  0, or -1 with why[]. */
+int sr__probe_results(const char *path, const sr_run *run, char *why, size_t len);
 
 #endif

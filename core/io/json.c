@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "io/json.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,8 @@ sr_json_type sr__json_peek(sr_json *j) {
     case 't':
     case 'f': return SR_JSON_BOOL;
     case 'n': return SR_JSON_NULL;
+    case 'N':
+    case 'I': return j->nonfinite ? SR_JSON_NUMBER : SR_JSON_NONE;
     case '-':
     case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
         return SR_JSON_NUMBER;
@@ -253,6 +256,13 @@ int sr__json_string(sr_json *j, const char **s, size_t *len) {
 
 static int digit(const sr_json *j, size_t i) { return i < j->n && j->s[i] >= '0' && j->s[i] <= '9'; }
 
+static int literal(sr_json *j, const char *word) {
+    size_t l = strlen(word);
+    if (j->n - j->i < l || memcmp(j->s + j->i, word, l)) return sr__json_fail(j, "expected a value");
+    j->i += l;
+    return 0;
+}
+
 int sr__json_number(sr_json *j, sr_json_num *out) {
     int c = begin_value(j);
     if (c < 0) return -1;
@@ -260,6 +270,16 @@ int sr__json_number(sr_json *j, sr_json_num *out) {
     size_t start = j->i;
     int neg = 0, frac = 0;
     uint64_t v = 0;
+    if (j->nonfinite) { /* Python's json.dumps: NaN, Infinity, -Infinity */
+        size_t at = j->i + (c == '-');
+        const char *word = at < j->n && s[at] == 'N' ? "NaN" : at < j->n && s[at] == 'I' ? "Infinity" : NULL;
+        if (word && (c != '-' || word[0] == 'I')) {
+            j->i = at;
+            if (literal(j, word) != 0) return -1;
+            *out = (sr_json_num){.value = word[0] == 'N' ? NAN : c == '-' ? -INFINITY : INFINITY};
+            return 0;
+        }
+    }
     if (c != '-' && !digit(j, j->i)) return sr__json_fail(j, "expected a number");
     if (c == '-') neg = 1, j->i++;
     if (!digit(j, j->i)) return fail_here(j, "bad number");
@@ -293,13 +313,6 @@ int sr__json_number(sr_json *j, sr_json_num *out) {
     buf[len] = 0;
     out->value = strtod(buf, NULL);
     if (buf != small) free(buf);
-    return 0;
-}
-
-static int literal(sr_json *j, const char *word) {
-    size_t l = strlen(word);
-    if (j->n - j->i < l || memcmp(j->s + j->i, word, l)) return sr__json_fail(j, "expected a value");
-    j->i += l;
     return 0;
 }
 

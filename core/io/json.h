@@ -12,10 +12,10 @@
  *         else sr__json_skip(&j);                             // every value is read or skipped
  *     if (r < 0 || sr__json_end(&j) != 0) ...;                // 0: the object closed
  *
- * Strict: no comments, trailing commas, single quotes, leading zeros, NaN or Infinity; strings
- * must be valid UTF-8 (no overlong forms or surrogates) without raw control characters; \u
- * escapes must pair their surrogates.  Bounded: a value may sit inside at most max_depth
- * containers, and strings are decoded into one arena the size of the text plus one byte, which
+ * Strict: no comments, trailing commas, single quotes, leading zeros, NaN or Infinity (unless the
+ * caller sets nonfinite); strings must be valid UTF-8 (no overlong forms or surrogates) without raw
+ * control characters; \u escapes must pair their surrogates.  Bounded: a value may sit inside at
+ * most max_depth containers, and strings are decoded into one arena the size of the text plus one byte, which
  * always suffices (a decoded string plus its NUL is shorter than its quoted form).  Strings stay
  * valid until sr__json_free, or as long as the caller's arena when it gave one.
  *
@@ -51,6 +51,8 @@ typedef struct sr_json_num {
 
 typedef struct sr_json {
     int max_depth; /* containers a value may sit inside: SR_JSON_MAX_DEPTH unless lowered after init */
+    int nonfinite; /* set after init to read NaN, Infinity and -Infinity as numbers (what Python's json
+                      writes, e.g. in HF's trainer_state.json); off: strict */
     /* the rest is the reader's own */
     const unsigned char *s;
     size_t n, i;

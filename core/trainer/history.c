@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "io/json.h"
 #include "trainer/records.h"
@@ -99,6 +100,9 @@ static int read_entry(sr_json *j, sr__history *h) {
     return more == 0 ? sr__history_add(h, n, names, vals) : -1;
 }
 
+/* The largest trainer_state.json read: a log_history entry is ~200 bytes, so a million logged steps */
+#define SR__HISTORY_MAX_BYTES (256 << 20)
+
 int sr__history_read(const char *path, sr__history *h, char *why, size_t len) {
     sr__history_free(h);
     FILE *f = fopen(path, "r");
@@ -106,16 +110,32 @@ int sr__history_read(const char *path, sr__history *h, char *why, size_t len) {
         snprintf(why, len, "%s: %m", path);
         return -1;
     }
+    /* bounded: the size is checked before anything is read (a huge or sparse file is refused at
+       once), and the reading stops past the bound (a FIFO, a file that grows) */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > SR__HISTORY_MAX_BYTES) {
+        snprintf(why, len, "%s is %lld bytes, more than a trainer_state.json may be (%d MiB); name the run's own "
+                 "trainer_state.json", path, (long long)st.st_size, SR__HISTORY_MAX_BYTES >> 20);
+        fclose(f);
+        return -1;
+    }
     sr_buf b = {0};
     char chunk[65536];
     size_t k;
-    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) sr__buf_add(&b, chunk, k);
+    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0 && b.n <= SR__HISTORY_MAX_BYTES) sr__buf_add(&b, chunk, k);
     fclose(f);
+    if (b.n > SR__HISTORY_MAX_BYTES) {
+        snprintf(why, len, "%s holds more than a trainer_state.json may (%d MiB); name the run's own "
+                 "trainer_state.json", path, SR__HISTORY_MAX_BYTES >> 20);
+        sr__buf_free(&b);
+        return -1;
+    }
     sr_json j;
     const char *key, *what;
     size_t klen, at;
     int more = -1, have = 0;
     sr__json_init(&j, b.s ? b.s : "", b.n, NULL);
+    j.nonfinite = 1; /* HF writes a NaN loss as NaN (Python's json) */
     if (sr__json_object(&j) == 0)
         while ((more = sr__json_member(&j, &key, &klen)) > 0) {
             if (sr__json_key_is(key, klen, "log_history") && sr__json_peek(&j) == SR_JSON_ARRAY) {

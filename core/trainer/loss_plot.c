@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/out_file.h"
 #include "base/strbuf.h"
 
 enum { W = 900, H = 520, X0 = 80, X1 = 640, Y0 = 60, Y1 = 460 }; /* the chart and its plot area */
@@ -140,16 +141,8 @@ int sr__loss_svg_write(const char *path, const sr__plot_run *runs, int n, char *
     }
     sr__buf_printf(&b, "</svg>\n");
 
-    char *tmp = sr__fmt("%s.tmp-%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    int rc = f && fwrite(b.s, 1, b.n, f) == b.n ? 0 : -1;
-    if (f && fclose(f) != 0) rc = -1;
-    if (rc == 0 && rename(tmp, path) != 0) rc = -1;
-    if (rc) {
-        snprintf(why, len, "cannot write %s: %s", path, strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
+    int rc = b.oom ? -1 : sr__out_write(path, b.s, b.n, why, len);
+    if (b.oom) snprintf(why, len, "cannot write %s: out of memory", path);
     sr__buf_free(&b);
     return rc;
 }

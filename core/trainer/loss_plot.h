@@ -17,7 +17,8 @@ typedef struct sr__plot_run {
     const sr__history *h;
 } sr__plot_run;
 
-/* Writes the chart to `path` through a temporary file and a rename.  0, or -1 with why[]. */
+/* Writes the chart to `path` (base/out_file.h: a file through a temporary and a rename, a device or
+   FIFO in place).  0, or -1 with why[]. */
 int sr__loss_svg_write(const char *path, const sr__plot_run *runs, int n, char *why, size_t len);
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/out_file.h"
 #include "base/strbuf.h"
 #include "fsdp/ckpt_dir.h"
 #include "fsdp/model_desc.h"
@@ -169,18 +170,13 @@ static void hf_members(const sr__trainer *t, sr_buf *b) {
                    a->per_device_train_batch_size);
 }
 
-/* output_dir/NAME from `text`, through a temporary file and a rename (rank 0).  0 or -1. */
+/* output_dir/NAME from `text`, as every output file is written (base/out_file.h: a temporary and a
+   rename for a regular file; rank 0).  0 or -1. */
 static int write_atomic(const char *dir, const char *name, const char *text, size_t n) {
-    char *p = sr__fmt("%s/%s", dir, name), *tmp = sr__fmt("%s/.%s.tmp-%ld", dir, name, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    int rc = f && fwrite(text, 1, n, f) == n ? 0 : -1;
-    if (f && fclose(f) != 0) rc = -1;
-    if (rc == 0 && rename(tmp, p) != 0) rc = -1;
-    if (rc) {
-        sr__log(SR_LOG_WARN, "cannot write %s: %s", p, strerror(errno));
-        unlink(tmp);
-    }
-    free(p), free(tmp);
+    char *p = sr__fmt("%s/%s", dir, name), why[4600];
+    int rc = sr__out_write(p, text, n, why, sizeof why);
+    if (rc) sr__log(SR_LOG_WARN, "%s", why);
+    free(p);
     return rc;
 }
 

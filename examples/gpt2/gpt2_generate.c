@@ -8,7 +8,7 @@
  * (gpt2_sample.c), print it, run it through the model at the next position -> free.
  *
  * Exit codes as shardrun's: 0 done, 2 a bad flag, file or prompt (one message saying what to do,
- * before any work), 1 a failure while running (out of memory).
+ * before any work), 1 a failure while running (out of memory, a model computing NaN or inf).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+
+#include "base/out_file.h"
 
 #include "dump.h"
 #include "gpt2_infer.h"
@@ -27,6 +30,8 @@
 #include "tokenizer.h"
 
 #define EXIT_CONFIG 2
+#define GPT2_STR_(x) #x
+#define GPT2_STR(x) GPT2_STR_(x) /* a macro's value as text */
 
 static const char USAGE[] =
     "usage: gpt2_generate MODEL [--prompt TEXT] [options]\n"
@@ -41,11 +46,11 @@ static const char USAGE[] =
     "  --prompt-ids 'I I ..'  the prompt as token ids instead of text\n"
     "  --max-new-tokens N     tokens to generate (default 50; fewer when <|endoftext|> comes first or the\n"
     "                         context is full)\n"
-    "  --temperature T        0: greedy, the most likely token every time; else sample from\n"
-    "                         softmax(logits / T) (default 1.0)\n"
+    "  --temperature T        0: greedy, the most likely token every time; else (from 1e-30 to 1e6)\n"
+    "                         sample from softmax(logits / T) (default 1.0)\n"
     "  --top-k K              sample among the K most likely tokens only (default 50; 0: all)\n"
-    "  --top-p P              ... and among the fewest most likely whose probabilities add up to P\n"
-    "                         (default 1.0: off)\n"
+    "  --top-p P              ... and among the fewest most likely whose probabilities add up to P,\n"
+    "                         in (0, 1] (default 1.0: off)\n"
     "  --seed S               the sampling seed: the same seed gives the same text (default 42)\n"
     "  --ignore-eos           go on after <|endoftext|> instead of stopping\n"
     "  --vocab FILE --merges FILE\n"
@@ -58,7 +63,9 @@ static const char USAGE[] =
     "                         it, or GPT-2's for that n_embd)\n"
     "  --output text|ids      print the text (default), or the token ids of prompt and continuation\n"
     "  --no-kv-cache          recompute the whole prefix for every token (slow; to compare)\n"
-    "  --logits FILE          also write the ids and every step's logits to FILE (safetensors)\n"
+    "  --logits FILE          also write the ids and every step's logits to FILE (safetensors; a file\n"
+    "                         is replaced through a temporary, a FIFO or /dev/stdout written in place;\n"
+    "                         never the model or its tokenizer)\n"
     "  -h, --help             this text\n"
     "\n"
     "Prints the prompt (--prompt-ids: decoded) and its continuation on stdout; the model and the speed\n"
@@ -67,7 +74,8 @@ static const char USAGE[] =
 typedef struct opts {
     const char *model, *prompt, *prompt_ids, *vocab, *merges, *size, *logits;
     long max_new;
-    float temperature, top_p;
+    double temperature;
+    float top_p;
     int top_k, n_head, ignore_eos, ids_out, no_cache;
     unsigned long long seed;
 } opts;
@@ -129,14 +137,25 @@ static int parse(int argc, char **argv, opts *o) {
                 if (num(a, v, 0, 1e9, 1, &d)) return EXIT_CONFIG;
                 o->max_new = (long)d;
             } else if (!strcmp(a, "--temperature")) {
-                if (num(a, v, 0, 1e6, 0, &d)) return EXIT_CONFIG;
-                o->temperature = (float)d;
+                char *end;
+                errno = 0;
+                d = strtod(v, &end);
+                if (!*v || *end || errno || !(d == 0 || (d >= GPT2_MIN_TEMPERATURE && d <= GPT2_MAX_TEMPERATURE)))
+                    return usage_error("--temperature %s: expected 0 (greedy) or a number from " GPT2_STR(
+                                       GPT2_MIN_TEMPERATURE) " to " GPT2_STR(GPT2_MAX_TEMPERATURE) " (below "
+                                       GPT2_STR(GPT2_MIN_TEMPERATURE) " sampling picks the most likely token anyway: "
+                                       "use 0)", v);
+                o->temperature = d;
             } else if (!strcmp(a, "--top-k")) {
                 if (num(a, v, 0, 1e9, 1, &d)) return EXIT_CONFIG;
                 o->top_k = (int)d;
             } else if (!strcmp(a, "--top-p")) {
-                if (num(a, v, 0, 1, 0, &d)) return EXIT_CONFIG;
-                if (d == 0) return usage_error("--top-p %s: expected a number in (0, 1]; 1 turns top-p off", v);
+                char *end;
+                errno = 0;
+                d = strtod(v, &end);
+                if (!*v || *end || errno || !(d > 0 && d <= 1))
+                    return usage_error("--top-p %s: expected a number in (0, 1], above 0 and at most 1 (1 turns top-p "
+                                       "off)", v);
                 o->top_p = (float)d;
             } else if (!strcmp(a, "--seed")) {
                 if (num(a, v, 0, 9e15, 1, &d)) return EXIT_CONFIG;
@@ -245,9 +264,30 @@ static void put_token(tf_tokenizer *tok, int32_t id, int ids_out) {
     if (p != buf) free(p);
 }
 
+/* --logits is checked before anything is read (base/out_file.h): its folder exists and takes a
+   file, and it is none of the files generation reads (the model, its config.json and tokenizer). */
+static int check_logits_output(const opts *o) {
+    if (!o->logits) return 0;
+    struct stat st;
+    char dir[4096], in[5][4200], why[4600];
+    snprintf(dir, sizeof dir, "%s", o->model);
+    if (stat(o->model, &st) != 0 || !S_ISDIR(st.st_mode)) { /* a file: its folder */
+        char *slash = strrchr(dir, '/');
+        if (slash) slash[slash == dir] = 0;
+        else snprintf(dir, sizeof dir, ".");
+    }
+    static const char *const names[] = {"model.safetensors", "config.json", "vocab.json", "merges.txt"};
+    for (int i = 0; i < 4; i++) snprintf(in[i], sizeof in[i], "%s/%s", dir, names[i]);
+    const char *inputs[] = {o->model, in[0], in[1], in[2], in[3], o->vocab, o->merges};
+    if (sr__out_check(o->logits, inputs, 7, why, sizeof why) != 0)
+        return usage_error("--logits: %s (checked before the model is read)", why);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     opts o;
     int rc = parse(argc, argv, &o);
+    if (!rc) rc = check_logits_output(&o);
     if (rc) return rc;
 
     gpt2_weights w;
@@ -278,7 +318,7 @@ int main(int argc, char **argv) {
 
     char step[48] = "", sampling[160];
     if (w.step >= 0) snprintf(step, sizeof step, " (global_step %lld)", w.step);
-    if (o.temperature == 0.0f) snprintf(sampling, sizeof sampling, "greedy");
+    if (o.temperature == 0.0) snprintf(sampling, sizeof sampling, "greedy");
     else snprintf(sampling, sizeof sampling, "sampling with temperature %g, top-k %d, top-p %g, seed %llu",
                   (double)o.temperature, o.top_k, (double)o.top_p, o.seed);
     fprintf(stderr, "gpt2_generate: %s%s: %d layers, %d heads (%s), n_embd %d, context %d, vocab %d; %s; %s; fp32 on "
@@ -318,6 +358,16 @@ int main(int argc, char **argv) {
     while (made < max_new) {
         if (all) memcpy(all + (size_t)made * w.V, logits, (size_t)w.V * sizeof *all);
         int32_t id = gpt2_sample(&s, logits);
+        if (id < 0) {
+            putchar('\n');
+            fflush(stdout);
+            fprintf(stderr, "gpt2_generate: error: step %ld (position %zu): the logit of token %d is %g: the model "
+                    "computes non-finite values (its weights hold NaN or inf: a diverged training run, or a damaged "
+                    "file); no token was picked. Use an earlier checkpoint or a lower learning_rate\n", made, n, s.bad,
+                    (double)logits[s.bad]);
+            rc = 1;
+            goto out;
+        }
         if (id == eos && !o.ignore_eos) {
             stop = 1;
             break;

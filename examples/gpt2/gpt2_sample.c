@@ -5,11 +5,11 @@
 #include <stdlib.h>
 
 typedef struct gpt2_cand {
-    float logit;
+    double logit; /* logit / temperature, in double: finite for every accepted temperature */
     int32_t id;
 } gpt2_cand;
 
-int gpt2_sampler_init(gpt2_sampler *s, uint64_t seed, int V, int allowed, float temperature, int top_k, float top_p) {
+int gpt2_sampler_init(gpt2_sampler *s, uint64_t seed, int V, int allowed, double temperature, int top_k, float top_p) {
     s->state = seed;
     s->V = V;
     s->allowed = allowed < V ? allowed : V;
@@ -41,30 +41,36 @@ static int by_logit(const void *a, const void *b) {
 
 int32_t gpt2_sample(gpt2_sampler *s, const float *logits) {
     const int n = s->allowed;
-    if (s->temperature <= 0.0f) { /* greedy: the first largest */
+    for (int v = 0; v < n; v++)
+        if (!isfinite(logits[v])) { /* NaN or inf weights (a diverged run): no token can be drawn */
+            s->bad = v;
+            return -1;
+        }
+    if (s->temperature <= 0.0) { /* greedy: the first largest */
         int32_t best = 0;
         for (int v = 1; v < n; v++)
             if (logits[v] > logits[best]) best = v;
         return best;
     }
     gpt2_cand *c = s->cand;
-    for (int v = 0; v < n; v++) c[v].logit = logits[v] / s->temperature, c[v].id = v;
+    for (int v = 0; v < n; v++) c[v].logit = (double)logits[v] / s->temperature, c[v].id = v;
     int keep = n;
     if ((s->top_k > 0 && s->top_k < n) || s->top_p < 1.0f) {
         qsort(c, (size_t)n, sizeof *c, by_logit);
         if (s->top_k > 0 && s->top_k < n) keep = s->top_k;
     }
-    /* probabilities of the kept candidates (in double: a sum over 50k terms) */
+    /* probabilities of the kept candidates, relative to the largest (exp(logit - max) <= 1: no
+       overflow however small the temperature), in double: a sum over 50k terms */
     double mx = c[0].logit, sum = 0.0;
     for (int i = 1; i < keep; i++)
         if (c[i].logit > mx) mx = c[i].logit;
-    for (int i = 0; i < keep; i++) sum += exp((double)c[i].logit - mx);
+    for (int i = 0; i < keep; i++) sum += exp(c[i].logit - mx);
     if (s->top_p < 1.0f) { /* sorted: keep the fewest whose probabilities reach top_p */
         double cum = 0.0, total = sum;
         sum = 0.0;
         int k = 0;
         while (k < keep) {
-            double p = exp((double)c[k].logit - mx);
+            double p = exp(c[k].logit - mx);
             sum += p, k++;
             if ((cum += p / total) >= s->top_p) break;
         }
@@ -72,7 +78,7 @@ int32_t gpt2_sample(gpt2_sampler *s, const float *logits) {
     }
     double r = uniform(s) * sum;
     for (int i = 0; i < keep; i++) {
-        r -= exp((double)c[i].logit - mx);
+        r -= exp(c[i].logit - mx);
         if (r < 0.0) return c[i].id;
     }
     return c[keep - 1].id; /* rounding left r a hair above 0 */

@@ -13,17 +13,26 @@
 
 #include <stdint.h>
 
+/* The smallest temperature above 0 (greedy) taken: logits / temperature stays finite in double for
+   every finite float logit (|logit| < 3.5e38), and below it sampling is greedy in all but name. */
+#define GPT2_MIN_TEMPERATURE 1e-30
+#define GPT2_MAX_TEMPERATURE 1e6
+
 typedef struct gpt2_sampler {
     uint64_t state;
-    float temperature, top_p;
+    double temperature;
+    float top_p;
     int top_k;
     int V;            /* logits per row */
     int allowed;      /* only ids < allowed are picked (the tokenizer's vocabulary) */
     struct gpt2_cand *cand; /* V candidates (scratch) */
+    int bad;          /* after gpt2_sample returned -1: the id whose logit is not finite */
 } gpt2_sampler;
 
-/* 0, or -1 when out of memory */
-int gpt2_sampler_init(gpt2_sampler *s, uint64_t seed, int V, int allowed, float temperature, int top_k, float top_p);
+/* 0, or -1 when out of memory.  temperature: 0 (greedy) or from GPT2_MIN_TEMPERATURE to
+   GPT2_MAX_TEMPERATURE. */
+int gpt2_sampler_init(gpt2_sampler *s, uint64_t seed, int V, int allowed, double temperature, int top_k, float top_p);
+/* The next token, or -1 when a logit (of an id that may be picked) is NaN or infinite: s->bad. */
 int32_t gpt2_sample(gpt2_sampler *s, const float *logits);
 void gpt2_sampler_free(gpt2_sampler *s);
 

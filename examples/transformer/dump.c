@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "dump.h"
 
+#include "base/out_file.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,29 +32,19 @@ int tf_dump_write(const char *path, const tf_dump_tensor *t, int n) {
     }
     len += (size_t)snprintf(h + len, cap - len, "}");
     while (len % 8) h[len++] = ' ';
-    size_t plen = strlen(path) + 5;
-    char *tmp = malloc(plen);
-    if (!tmp) {
-        free(h);
-        return -1;
-    }
-    snprintf(tmp, plen, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    int ok = f != NULL;
+    sr_out o;
+    char why[4600];
+    int ok = sr__out_open(&o, path, why, sizeof why) == 0;
     if (ok) {
         unsigned char le[8];
         for (int b = 0; b < 8; b++) le[b] = (unsigned char)((uint64_t)len >> (8 * b));
-        ok = fwrite(le, 1, 8, f) == 8 && fwrite(h, 1, len, f) == len;
-        for (int i = 0; ok && i < n; i++) ok = fwrite(t[i].data, 4, numel(&t[i]), f) == numel(&t[i]);
-        ok = fclose(f) == 0 && ok;
+        ok = fwrite(le, 1, 8, o.f) == 8 && fwrite(h, 1, len, o.f) == len;
+        for (int i = 0; ok && i < n; i++) ok = fwrite(t[i].data, 4, numel(&t[i]), o.f) == numel(&t[i]);
+        if (!ok) snprintf(why, sizeof why, "cannot write %s: %s", path, strerror(errno)), sr__out_abort(&o);
+        else ok = sr__out_close(&o, why, sizeof why) == 0;
     }
-    if (ok) ok = rename(tmp, path) == 0;
-    if (!ok) {
-        fprintf(stderr, "gpt2: error: cannot write the dump %s: %s; check that its directory exists and is writable\n",
-                path, strerror(errno));
-        remove(tmp);
-    }
-    free(tmp);
+    if (!ok)
+        fprintf(stderr, "gpt2: error: the dump: %s; check that its directory exists and is writable\n", why);
     free(h);
     return ok ? 0 : -1;
 }

@@ -1,8 +1,9 @@
 /*
  * transformer dump: writes a few named tensors to a safetensors file (the `dump` [task] key: rank 0's
  * first micro-batch -- input ids, labels, logits, loss -- so tests can compare the task with a
- * PyTorch reference of the model: tests/gpt2, tests/bloom).  Written to PATH.tmp, then renamed: a
- * reader never sees half a file.
+ * PyTorch reference of the model: tests/gpt2, tests/bloom).  Written as core's base/out_file.h
+ * writes (compiled in): a file through a temporary and a rename, a reader never sees half a file;
+ * a FIFO or /dev/stdout in place.
  */
 #ifndef TF_DUMP_H
 #define TF_DUMP_H

@@ -18,7 +18,8 @@
 
 static int load_vocab(tf_tokenizer *t, const char *path, char *err, size_t errlen) {
     size_t n;
-    char *text = tf_read_file(path, "vocab.json", &n, err, errlen);
+    char *text = tf_read_file_max(path, "vocab.json", TF__TOKENIZER_FILE_MAX, TF__TOKENIZER_FILE_CAP_WHY, &n, err,
+                                  errlen);
     if (!text) return -1;
     if (n >= INT32_MAX) { /* entries keep 32-bit offsets */
         free(text);
@@ -46,7 +47,8 @@ out:
 
 static int load_merges(tf_tokenizer *t, const char *path, const char *vocab_path, char *err, size_t errlen) {
     size_t n;
-    char *text = tf_read_file(path, "merges.txt", &n, err, errlen);
+    char *text = tf_read_file_max(path, "merges.txt", TF__TOKENIZER_FILE_MAX, TF__TOKENIZER_FILE_CAP_WHY, &n, err,
+                                  errlen);
     if (!text) return -1;
     int rc = -1, rank = 0;
     char *both = NULL;

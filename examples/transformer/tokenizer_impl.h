@@ -19,6 +19,12 @@
 #include "io/json.h" /* core/io/json.h: the tokenizer's sources compile core/io/json.c in */
 #include "tokenizer.h"
 
+/* The largest tokenizer file read (tokenizer.json, vocab.json, merges.txt): the largest tokenizers
+   published are tens of MB (GPT-2's vocab.json is 1 MiB).  A bigger file is refused from its size,
+   before a byte is read (a huge or sparse file would take seconds to read and then be refused). */
+#define TF__TOKENIZER_FILE_MAX ((size_t)256 << 20)
+#define TF__TOKENIZER_FILE_CAP_WHY "the 256 MiB a tokenizer file may have (the largest tokenizers are tens of MB)"
+
 /* ---- tables (tokenizer.c) ------------------------------------------------------------------- */
 
 /* byte string -> (a, b); keys live in one growing buffer */

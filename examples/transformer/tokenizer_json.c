@@ -505,7 +505,8 @@ static int load(loader *l, const char *text) {
 tf_tokenizer *tf_tokenizer_load_json(const char *path, char *err, size_t errlen) {
     size_t n;
     if (err && errlen) err[0] = 0;
-    char *text = tf_read_file(path, "tokenizer.json", &n, err, errlen);
+    char *text = tf_read_file_max(path, "tokenizer.json", TF__TOKENIZER_FILE_MAX, TF__TOKENIZER_FILE_CAP_WHY, &n, err,
+                                  errlen);
     if (!text) return NULL;
     tf_tokenizer *t = calloc(1, sizeof *t);
     int rc = -1;

@@ -6,7 +6,8 @@
 # and as ["a", "b"] pairs, and GPT-2's layout of the vocabulary tests/gpt2/tokenizer.sh trains --
 # the pieces, the ids, the vocabulary size, eos and every id's decoded bytes must be identical; the
 # GPT-2 tokenizer.json must give the ids its vocab.json + merges.txt give.  Then damaged and
-# unsupported files must be refused with the file, the line and what is wrong.
+# unsupported files must be refused with the file, the line and what is wrong, and a 1 GiB one at
+# once, from its size.
 # Environment: GPT2_TOKENIZE (default $BUILD/gpt2_tokenize), PYTHON (default /usr/bin/python3).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -132,6 +133,13 @@ refused() {
 variant() { "$PY" "$REF" variant "$1" "$T/${2:-bloom}.json" "$T/$1.json" || { echo "FAIL: variant $1"; exit 1; }; }
 echo "refused:"
 refused "missing file" "$T/none.json" "cannot read tokenizer.json $T/none.json: No such file"
+# a 1 GiB (sparse) file: refused from its size, before a byte is read (reading it took seconds)
+truncate -s 1G "$T/huge.json"
+start=$(date +%s%N)
+refused "1 GiB file" "$T/huge.json" "tokenizer.json $T/huge.json is 1073741824 bytes, more than the 256 MiB a tokenizer file may have"
+ms=$((($(date +%s%N) - start) / 1000000))
+[ "$ms" -lt 1000 ] || { failed=$((failed + 1)); echo "FAIL: the 1 GiB tokenizer.json took $ms ms to refuse (want < 1 s)"; }
+rm -f "$T/huge.json"
 printf '{"version": "1.0",\n "model": {"type": "BPE"\n' >"$T/cut.json"
 refused "cut short" "$T/cut.json" "cut.json:3: expected ',' or '}' after an entry, found the end of the file"
 for v in syntax truncated metaspace other-regex split-removed digits-first nfc wordpiece byte-fallback dropout \

@@ -28,7 +28,7 @@ expect_in "$err" "[rank0]: shardrun: debug: accelerate sets FSDP_SHARDING_STRATE
 # an unwritable results path is found before any worker starts (exit 2), and named
 run "$SHARDRUN" "$HELLO" --results "$T/no/such/dir/r.json"
 expect_rc 2 "unwritable --results"
-expect_in "$err" "cannot write results to $T/no/such/dir/r.json: No such file or directory; fix --results (checked before any worker starts)" "results error named"
+expect_in "$err" "--results: $T/no/such/dir/r.json: the folder $T/no/such/dir does not exist; create it first (checked before any worker starts)" "results error named"
 expect_not_in "$out" "hello from rank" "no worker started"
 expect_not_in "$err" "started 2 workers" "no worker started (stderr)"
 # stdout on a full disk: the results are lost, so the run fails

@@ -92,7 +92,7 @@ expect_rc 2 "--gpu on a machine without a GPU"
 expect_in "$err" "selftest --gpu: no CUDA device is visible" "says why"
 run "$SHARDRUN" selftest --results /nonexistent/dir/r.json
 expect_rc 2 "--results in a missing folder"
-expect_in "$err" "cannot write --results /nonexistent/dir/r.json" "names the file"
+expect_in "$err" "selftest: --results: /nonexistent/dir/r.json: the folder /nonexistent/dir does not exist" "names the file"
 run "$SHARDRUN" selftest --nproc-per-node 0
 expect_rc 2 "--nproc-per-node 0"
 done_checks

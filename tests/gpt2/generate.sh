@@ -13,7 +13,12 @@
 #  - bad input exits 2 with a short message before any work: a missing file, a --size that is not
 #    the file's, a SHARDED checkpoint (and the conversion the message suggests works), a DCP folder,
 #    a damaged checkpoint, a tensor GPT-2 lacks or of the wrong shape, a tokenizer larger than the
-#    model, a prompt longer than the context, an unknown head count, a bad flag.
+#    model, a prompt longer than the context, an unknown head count, a bad flag;
+#  - --logits is checked before the model is read: never the model itself (the file unchanged), a
+#    folder that exists, a FIFO written in place;
+#  - sampling: a temperature too small to compute (1e-39) is refused naming the range, the smallest
+#    taken (1e-30) samples the greedy tokens; --top-p's two errors say the same range; NaN weights
+#    stop with an error naming the step (exit 1), not random tokens.
 # Environment: GPT2_GENERATE (default $BUILD/gpt2_generate).
 . "$(dirname "$0")/lib.sh"
 GEN=${GPT2_GENERATE:-$BUILD/gpt2_generate}
@@ -177,7 +182,7 @@ short_error "a tensor GPT-2 does not have" "has a tensor GPT-2 does not: transfo
 run "$GEN" "$T/shape.safetensors" --prompt x
 short_error "a tensor of the wrong shape" "tensor transformer.h.2.attn.c_attn.weight has shape [64, 128]; a GPT-2 with n_embd 64"
 run "$GEN" "$T/w.safetensors" --temperature -1
-short_error "a negative temperature" "--temperature -1: expected a number in [0, 1e+06]"
+short_error "a negative temperature" "--temperature -1: expected 0 (greedy) or a number from 1e-30 to 1e6"
 run "$GEN" "$T/w.safetensors" --top-k
 short_error "a flag without its value" "--top-k needs a value"
 # a damaged checkpoint: one byte of its last tensor changed
@@ -204,4 +209,56 @@ run "$SHARDRUN" "$T/g.ini" --nproc-per-node 2 --set task.output_dir="$T/sharded"
 expect_rc 0 "the suggested conversion: resume with FULL_STATE_DICT for one more step"
 run "$GEN" "$T/sharded/checkpoint-3" --prompt "the model" --max-new-tokens 5
 expect_rc 0 "the converted checkpoint generates"
+
+# ---- --logits: checked before the model is read; never one of its inputs -----------------------------
+# (on copies of checkpoint-4: where this failed, the model was lost)
+for c in 1 2; do cp -r "$T/train/checkpoint-4" "$T/copy$c"; done
+run "$GEN" "$T/copy1" --prompt x --max-new-tokens 2 --logits "$T/copy1/model.safetensors"
+short_error "--logits CKPT/model.safetensors" "is a file this command reads: writing it would replace it"
+expect_same_file "$T/copy1/model.safetensors" "$T/train/checkpoint-4/model.safetensors" \
+    "--logits CKPT/model.safetensors: the model"
+run "$GEN" "$T/copy2/model.safetensors" --prompt x --max-new-tokens 2 --logits "$T/train/../copy2/model.safetensors"
+short_error "--logits the model by another path" "a file this command reads"
+expect_same_file "$T/copy2/model.safetensors" "$T/train/checkpoint-4/model.safetensors" \
+    "--logits the model by another path: the model"
+run "$GEN" "$T/train/checkpoint-4" --prompt x --max-new-tokens 2 --logits /missing/dir/f
+short_error "--logits in a missing folder" "--logits: /missing/dir/f: the folder /missing/dir does not exist"
+run "$GEN" "$T/train/checkpoint-4" --prompt x --max-new-tokens 2 --logits ""
+short_error "--logits ''" "--logits: an empty file name"
+mkfifo "$T/logits.fifo"
+timeout 60 cat "$T/logits.fifo" >"$T/from_fifo.st" &
+reader=$!
+run timeout 60 "$GEN" "$T/train/checkpoint-4" --prompt "the model" --temperature 0 --max-new-tokens 30 --ignore-eos \
+    --logits "$T/logits.fifo"
+[ "$rc" -eq 0 ] || : >"$T/logits.fifo" # (the reader is not left waiting)
+wait $reader
+expect_rc 0 "--logits a FIFO"
+[ -p "$T/logits.fifo" ] && pass || fail "--logits a FIFO: it is no longer a FIFO"
+r=$($CHECK same "$T/from_fifo.st" "$T/ck.st" 2>&1) && pass || fail "--logits a FIFO: the reader got the logits: $r"
+
+# ---- sampling: temperatures that work, non-finite logits --------------------------------------------
+run "$GEN" "$T/train/checkpoint-4" --temperature 1e-39 --max-new-tokens 5
+short_error "--temperature 1e-39 (overflows logit / T in float)" \
+    "--temperature 1e-39: expected 0 (greedy) or a number from 1e-30 to 1e6"
+# the smallest temperature taken samples stably: the greedy tokens
+run "$GEN" "$T/train/checkpoint-4" --prompt "the model" --temperature 1e-30 --max-new-tokens 20 --ignore-eos --output ids
+expect_rc 0 "--temperature 1e-30"
+tiny_ids=$out
+run "$GEN" "$T/train/checkpoint-4" --prompt "the model" --temperature 0 --max-new-tokens 20 --ignore-eos --output ids
+expect_eq "$tiny_ids" "$out" "--temperature 1e-30 picks the greedy tokens"
+run "$GEN" "$T/w.safetensors" --top-p 0
+short_error "--top-p 0" "--top-p 0: expected a number in (0, 1]"
+run "$GEN" "$T/w.safetensors" --top-p 2
+short_error "--top-p 2" "--top-p 2: expected a number in (0, 1]"
+# a model whose weights are NaN (a run trained with lr 1e30): an error naming the step, no tokens
+mkdir "$T/nan"
+$CHECK init "$T/nan/model.safetensors" --n_layer 1 --n_head 2 --n_embd 32 --n_positions 32 --vocab_size 257 --seed 3 \
+    --std nan >/dev/null || fail "writing NaN weights"
+for t in 0 1; do
+    run "$GEN" "$T/nan" --temperature $t --max-new-tokens 5 --output ids
+    expect_rc 1 "NaN weights, temperature $t"
+    expect_in "$err" "gpt2_generate: error: step 0 (position 1): the logit of token 0 is nan" \
+        "NaN weights, temperature $t: the step named"
+    expect_eq "$out" "256" "NaN weights, temperature $t: no token printed (only the prompt's <|endoftext|>)"
+done
 done_checks

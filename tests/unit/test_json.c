@@ -363,7 +363,45 @@ static void arena_bound(void) {
     sr__json_free(&j);
 }
 
+/* nonfinite (opt-in): NaN, Infinity and -Infinity as Python's json writes them, nothing looser */
+static double nonfinite_number(const char *text, const char **err) {
+    sr_json j;
+    sr_json_num num = {0};
+    size_t at;
+    sr__json_init(&j, text, strlen(text), NULL);
+    j.nonfinite = 1;
+    int rc = sr__json_array(&j) == 0 && sr__json_element(&j) == 1 && sr__json_number(&j, &num) == 0 &&
+             sr__json_element(&j) == 0 && sr__json_end(&j) == 0 ? 0 : -1;
+    *err = sr__json_error(&j, &at);
+    sr__json_free(&j);
+    return rc == 0 ? num.value : -12345;
+}
+
+static void nonfinite(void) {
+    const char *err;
+    CHECK(isnan(nonfinite_number("[NaN]", &err)) && !err);
+    CHECK(nonfinite_number("[Infinity]", &err) == INFINITY && !err);
+    CHECK(nonfinite_number("[ -Infinity ]", &err) == -INFINITY && !err);
+    CHECK(nonfinite_number("[-2.5]", &err) == -2.5 && !err);
+    static const char *const bad[] = {"[-NaN]", "[nan]", "[Nan]", "[NaNa]", "[Inf]", "[inf]", "[+Infinity]", "[Infinit]"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        nonfinite_number(bad[i], &err);
+        CHECK(err != NULL);
+    }
+    /* skipped as numbers too; a strict reader (the default) still refuses them */
+    sr_json j;
+    const char *doc = "{\"a\": [NaN, -Infinity], \"b\": Infinity}";
+    sr__json_init(&j, doc, strlen(doc), NULL);
+    j.nonfinite = 1;
+    CHECK(sr__json_skip(&j) == 0 && sr__json_end(&j) == 0);
+    sr__json_free(&j);
+    CHECK(verdict("[NaN]") != NULL);
+    CHECK(verdict("[-Infinity]") != NULL);
+    CHECK(verdict("Infinity") != NULL);
+}
+
 int main(void) {
+    nonfinite();
     valid_documents();
     syntax_errors();
     strings();

@@ -64,6 +64,7 @@ static void usage(FILE *out) {
             "\n"
             "precedence: command line > SHARDRUN_* or a key's final variable > job file > default\n"
             "exit codes: 0 success, 1 a worker failed, 2 configuration error, 128+N stopped by signal N\n"
+            "  (SIGUSR1 counts as SIGTERM: 143, a model task's preemption)\n"
             "\n[shardrun] keys (each also SHARDRUN_<KEY>):\n");
     sr__print_key_table(out, "shardrun", sr__shardrun_keys, 0, 0);
 }

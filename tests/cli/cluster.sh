@@ -117,6 +117,10 @@ bad_launch 'SLURM_PROCID=4 is not below SLURM_NTASKS=4' SLURM_PROCID=4 SLURM_NOD
 bad_launch "SLURM_LOCALID=2 is not below the step's tasks per node, 2" SLURM_PROCID=1 SLURM_NODEID=0 SLURM_NNODES=2 \
     SLURM_NTASKS=4 SLURM_LOCALID=2 SLURM_STEP_ID=0
 bad_launch 'SLURM_RESTART_COUNT="abc" is not a count of restarts' SLURM_RESTART_COUNT=abc
+# `shardrun selftest` reads SLURM_NNODES (several nodes: it says what it cannot check on one)
+run env SLURM_NNODES=two "$SHARDRUN" selftest
+expect_rc 2 "selftest with SLURM_NNODES=two"
+expect_in "$err" 'selftest: SLURM_NNODES="two" is not a number of nodes (a whole number from 1 to 65536)' "selftest names it"
 # a partial torchrun set is not read once the topology is given
 run env RANK=1 WORLD_SIZE=2 "$SHARDRUN" env "$T/c.ini" --nnodes 1 --node-rank 0
 expect_rc 0 "RANK and WORLD_SIZE with --nnodes/--node-rank"

@@ -118,7 +118,11 @@ static int detect_torchrun(sr_cluster *c, const char *(*ge)(const char *)) {
             return 1;
     } else {
         /* without LOCAL_WORLD_SIZE assume a single node */
-        if (check_below(c, "LOCAL_RANK", lr, "WORLD_SIZE (no LOCAL_WORLD_SIZE: one node)", w) < 0) return 1;
+        if (lr >= w) {
+            bad(c, "LOCAL_RANK=%d is not below WORLD_SIZE=%d (without LOCAL_WORLD_SIZE every rank is on one node)", lr,
+                w);
+            return 1;
+        }
         if (w > MAX_LOCAL) {
             bad(c, "WORLD_SIZE=%d without LOCAL_WORLD_SIZE means %d processes on one node, more than %d; set "
                 "LOCAL_WORLD_SIZE", w, w, MAX_LOCAL);

@@ -108,6 +108,9 @@ int main(void) {
     const char *tr_big[] = {"RANK", "0", "WORLD_SIZE", "99999999999999999999", "LOCAL_RANK", "0", NULL};
     detect(&c, tr_big);
     CHECK(strstr(c.error, "WORLD_SIZE=\"99999999999999999999\"") != NULL);
+    const char *tr_local[] = {"RANK", "0", "WORLD_SIZE", "2", "LOCAL_RANK", "2", NULL};
+    detect(&c, tr_local);
+    CHECK(strstr(c.error, "LOCAL_RANK=2 is not below WORLD_SIZE=2 (without LOCAL_WORLD_SIZE") != NULL);
     const char *slurm0[] = {"SLURM_PROCID", "0", "SLURM_NODEID", "0", "SLURM_NNODES", "0", NULL};
     detect(&c, slurm0);
     CHECK(strstr(c.error, "SLURM_NNODES=\"0\"") != NULL);

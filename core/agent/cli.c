@@ -1,6 +1,7 @@
 /* The command line: `shardrun [run] JOB.ini`, `shardrun env`, `shardrun plugins`,
    `shardrun reference`, --help.  Parses flags into overrides, then hands over to the run. */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,7 @@ static void usage(FILE *out) {
             "\n"
             "precedence: command line > SHARDRUN_* or a key's final variable > job file > default\n"
             "exit codes: 0 success, 1 a worker failed, 2 configuration error, 128+N stopped by signal N\n"
+            "  (SIGUSR1 counts as SIGTERM: 143, a model task's preemption)\n"
             "\n[shardrun] keys (each also SHARDRUN_<KEY>):\n");
     sr__print_key_table(out, "shardrun", sr__shardrun_keys, 0, 0);
 }
@@ -194,8 +196,17 @@ static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
     return 0;
 }
 
+/* SIGUSR1 is SIGTERM's request by another name (Slurm's --signal=USR1@120): until the supervisor
+   takes the signals over (sr__launch) or the selftest catches SIGTERM, shardrun ends as SIGTERM
+   would end it, exit 143, rather than by SIGUSR1's default action (138). */
+static void usr1_as_term(int sig) {
+    (void)sig;
+    raise(SIGTERM);
+}
+
 /* The executable's one entry point into the library (shardrun/main.h). */
 int sr_main(int argc, char **argv) {
+    signal(SIGUSR1, usr1_as_term);
     if (argc > 1 && !strcmp(argv[1], "selftest")) return sr__cmd_selftest(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "plot")) return sr__cmd_plot(argc - 1, argv + 1); /* no job file */
     cli c = {0};

@@ -15,8 +15,9 @@ static int guard_fd = -1;
 static pid_t guard_pid = -1;
 
 static _Noreturn void guard(int in) {
-    /* Ctrl-C and the launcher's SIGTERM go to the agent, which stops its workers and releases us */
-    signal(SIGINT, SIG_IGN), signal(SIGTERM, SIG_IGN), signal(SIGHUP, SIG_IGN);
+    /* Ctrl-C and the launcher's SIGTERM (or Slurm's SIGUSR1 ahead of the time limit, sent to every
+       process of the step) go to the agent, which stops its workers and releases us */
+    signal(SIGINT, SIG_IGN), signal(SIGTERM, SIG_IGN), signal(SIGHUP, SIG_IGN), signal(SIGUSR1, SIG_IGN);
     prctl(PR_SET_NAME, "shardrun-guard");
     pid_t *groups = NULL;
     size_t n = 0;

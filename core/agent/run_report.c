@@ -45,21 +45,23 @@ static void print_tail(const sr_worker *w) {
 static void print_preempted(const sr_attempt *st, sr_run *run) {
     const sr_worker *saved = NULL;
     int missing = 0;
+    char by[32] = "a signal to a worker"; /* or what this agent received: SIGTERM, SIGUSR1 */
+    if (st->stop_sig) sr__signal_name(st->stop_sig, by, sizeof by);
     for (int i = 0; i < st->n; i++) {
         if (st->ws[i].progress.preempted && !saved) saved = &st->ws[i];
         missing += !st->ws[i].progress.preempted;
     }
     if (saved && !missing)
-        fprintf(stderr, "shardrun: preempted by SIGTERM: every rank stopped after step %lld and %s holds it; run the "
+        fprintf(stderr, "shardrun: preempted by %s: every rank stopped after step %lld and %s holds it; run the "
                 "same job with resume_from_checkpoint = latest (--set task.resume_from_checkpoint=latest) to continue\n",
-                saved->progress.ckpt_step, saved->progress.ckpt_path);
+                by, saved->progress.ckpt_step, saved->progress.ckpt_path);
     else if (saved)
-        sr__log(SR_LOG_ERROR, "preempted by SIGTERM: %s was written at step %lld, but %d rank%s of this node did not "
+        sr__log(SR_LOG_ERROR, "preempted by %s: %s was written at step %lld, but %d rank%s of this node did not "
                 "confirm it before preempt_grace (%gs) ran out: check the folder before resuming from it",
-                saved->progress.ckpt_path, saved->progress.ckpt_step, missing, missing > 1 ? "s" : "", run->preempt_grace);
+                by, saved->progress.ckpt_path, saved->progress.ckpt_step, missing, missing > 1 ? "s" : "", run->preempt_grace);
     else
-        sr__log(SR_LOG_ERROR, "preempted by SIGTERM before a checkpoint could be written (within preempt_grace, %gs, "
-                "or before training began): the run continues only from its last regular checkpoint", run->preempt_grace);
+        sr__log(SR_LOG_ERROR, "preempted by %s before a checkpoint could be written (within preempt_grace, %gs, "
+                "or before training began): the run continues only from its last regular checkpoint", by, run->preempt_grace);
 }
 
 void sr__print_summary(const sr_attempt *st, sr_run *run) {

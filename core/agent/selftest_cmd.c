@@ -337,7 +337,13 @@ int sr__cmd_selftest(int argc, char **argv) {
         }
     }
     const char *slurm_nodes = getenv("SLURM_NNODES");
-    if (slurm_nodes && atoi(slurm_nodes) > 1) multi = 1;
+    long long slurm_n = 0;
+    if (slurm_nodes && (sr__parse_int(slurm_nodes, &slurm_n) != 0 || slurm_n < 1 || slurm_n > 65536)) {
+        sr__log(SR_LOG_ERROR, "selftest: SLURM_NNODES=\"%.64s\" is not a number of nodes (a whole number from 1 to "
+                "65536); fix or unset it (checked before any check runs)", slurm_nodes);
+        return SR_EXIT_CONFIG;
+    }
+    if (slurm_n > 1) multi = 1;
     char why[4600] = "";
     int ngpu = sr__cuda_device_count(why, sizeof why);
     if (gpu && ngpu <= 0) {

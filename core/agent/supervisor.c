@@ -34,13 +34,13 @@ static void install_handlers(void) {
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigemptyset(&sa.sa_mask);
-    int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
+    int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1};
     for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaction(sigs[i], &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
 
 static void reset_handlers_in_child(void) {
-    int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGPIPE};
     for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) signal(sigs[i], SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
@@ -196,10 +196,33 @@ static sr_rdzv_failure failure_kind(const sr_attempt *st, const sr_worker *w) {
     if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == SR_EXIT_CANNOT_EXEC) return SR_FAIL_FINAL;
     if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == SR_EXIT_SIGNAL_BASE + SIGTERM) return SR_FAIL_STOPPED;
     if (WIFSIGNALED(w->status) &&
-        (WTERMSIG(w->status) == SIGTERM || WTERMSIG(w->status) == SIGINT || WTERMSIG(w->status) == SIGHUP))
+        (WTERMSIG(w->status) == SIGTERM || WTERMSIG(w->status) == SIGINT || WTERMSIG(w->status) == SIGHUP ||
+         WTERMSIG(w->status) == SIGUSR1))
         return SR_FAIL_STOPPED;
     if (!w->progress.started || st->stop_signal) return SR_FAIL_FINAL;
     return SR_FAIL_RETRYABLE;
+}
+
+/* A model task's rank that stopped after writing a checkpoint because it was asked to (SIGTERM or
+   SIGUSR1 sent to the worker itself and not to this agent: a user's kill, or Slurm signalling
+   the step's processes before this agent read its own): every rank agreed on the same step and
+   writes the same checkpoint, so the run is preempted as if this agent had been asked, and the
+   others are left to finish it (no signal: they stop by themselves within preempt_grace). */
+static int worker_preempted(const sr_worker *w, const sr_run *run) {
+    return run->model_task && w->progress.preempted && WIFEXITED(w->status) &&
+           WEXITSTATUS(w->status) == SR_EXIT_SIGNAL_BASE + SIGTERM;
+}
+
+static void follow_worker_preemption(sr_attempt *st, sr_run *run, const sr_worker *w) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "a worker was asked to stop by a signal (rank %d, node %d, stopped after step %lld): "
+             "every rank stops after its current step with a checkpoint", w->rank, run->layout.node_rank,
+             w->progress.ckpt_step);
+    if (run->rdzv.phase == SR_RDZV_RUNNING) sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_PREEMPT);
+    sr__log(SR_LOG_INFO, "a worker was asked to stop by a signal: rank %d stopped after step %lld with a checkpoint, "
+            "and so do the other ranks (preempt_grace %gs)", w->rank, w->progress.ckpt_step, run->preempt_grace);
+    st->preempting = 1;
+    begin_stop(st, 0, run->preempt_grace, 0); /* signal 0: only the deadline */
 }
 
 static void reap(sr_attempt *st, sr_run *run) {
@@ -213,6 +236,7 @@ static void reap(sr_attempt *st, sr_run *run) {
             w->status = status;
             if (w->fd[SR_RES] >= 0) read_stream(w, SR_RES); /* its last progress records */
             int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+            if (!ok && st->failed < 0 && !st->kill_at && worker_preempted(w, run)) follow_worker_preemption(st, run, w);
             if (!ok && st->failed < 0 && !st->kill_at) {
                 st->failed = i;
                 st->blamed = blame(st, i);
@@ -256,12 +280,21 @@ static void close_pipes(sr_attempt *st) {
             if (st->ws[i].fd[s] >= 0) read_stream(&st->ws[i], s), close(st->ws[i].fd[s]), st->ws[i].fd[s] = -1;
 }
 
+/* The exit code of an agent stopped by sig: 128 + sig, but SIGUSR1 is SIGTERM's request. */
+static int signal_exit(int sig) { return SR_EXIT_SIGNAL_BASE + (sig == SIGUSR1 ? SIGTERM : sig); }
+
 /* A signal to the agent.  SIGTERM with a model task is a preemption: every rank of the job, on
    every node, finishes its step and writes a checkpoint within preempt_grace.  Anything else (or
-   the same signal again) stops the workers as before: SIGTERM, shutdown_grace, SIGKILL. */
+   the same signal again) stops the workers as before: SIGTERM, shutdown_grace, SIGKILL.  SIGUSR1
+   is SIGTERM by another name (Slurm's --signal=USR1@120 asks with it ahead of the time limit,
+   and its default action would kill shardrun without a checkpoint or a word): the same
+   preemption or stop and the same exit, 143; the messages name it, and a model task's workers
+   get it as it came (they take it as SIGTERM too). */
 static void on_agent_signal(sr_attempt *st, sr_run *run, int sig) {
     char msg[200], name[32];
-    if (sig == SIGTERM && st->preempting && !st->stop_signal) {
+    int term = sig == SIGTERM || sig == SIGUSR1;
+    sr__signal_name(sig, name, sizeof name);
+    if (term && st->preempting && !st->stop_signal) {
         /* another node's SIGTERM started the preemption here first: this one asks for the same */
         st->stop_signal = sig;
         return;
@@ -273,21 +306,20 @@ static void on_agent_signal(sr_attempt *st, sr_run *run, int sig) {
         return;
     }
     st->stop_signal = sig;
-    if (sig == SIGTERM && run->model_task && run->rdzv.phase == SR_RDZV_RUNNING) {
-        snprintf(msg, sizeof msg, "node %d's shardrun received SIGTERM: every rank stops after its current step with "
-                 "a checkpoint", run->layout.node_rank);
+    if (term && run->model_task && run->rdzv.phase == SR_RDZV_RUNNING) {
+        snprintf(msg, sizeof msg, "node %d's shardrun received %s: every rank stops after its current step with "
+                 "a checkpoint", run->layout.node_rank, name);
         sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_PREEMPT);
-        sr__log(SR_LOG_INFO, "SIGTERM: asking every rank to finish its step and write a checkpoint (preempt_grace "
-                "%gs; SIGTERM again to stop at once)", run->preempt_grace);
+        sr__log(SR_LOG_INFO, "%s: asking every rank to finish its step and write a checkpoint (preempt_grace "
+                "%gs; %s again to stop at once)", name, run->preempt_grace, name);
         st->preempting = 1;
-        begin_stop(st, SIGTERM, run->preempt_grace, 0);
+        begin_stop(st, sig, run->preempt_grace, 0);
         return;
     }
     /* the other agents stop too, rather than wait in collectives for these ranks */
-    snprintf(msg, sizeof msg, "node %d's shardrun was stopped by %s", run->layout.node_rank,
-             sr__signal_name(sig, name, sizeof name));
+    snprintf(msg, sizeof msg, "node %d's shardrun was stopped by %s", run->layout.node_rank, name);
     sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_FINAL);
-    begin_stop(st, sig, run->grace, sig == SIGTERM);
+    begin_stop(st, sig == SIGUSR1 ? SIGTERM : sig, run->grace, term);
 }
 
 /* What the rendezvous decided elsewhere (or here) for this attempt, applied to this agent's
@@ -418,7 +450,9 @@ static void supervise(sr_attempt *st, sr_run *run) {
     for (int i = 0; finished && i < st->n; i++)
         finished = WIFEXITED(st->ws[i].status) && WEXITSTATUS(st->ws[i].status) == 0;
     if (finished) {
-        sr__log(SR_LOG_INFO, "SIGTERM arrived during the last step: every rank finished the run");
+        char name[32];
+        sr__log(SR_LOG_INFO, "%s arrived during the last step: every rank finished the run",
+                sr__signal_name(st->stop_sig ? st->stop_sig : SIGTERM, name, sizeof name));
         st->preempting = 0;
         st->stop_signal = 0;
         st->stopped = 0;
@@ -453,7 +487,7 @@ static int await_start(sr_attempt *st, sr_run *run) {
                 if (sigs[j] != SIGCHLD) {
                     st->stop_signal = sigs[j];
                     call_off_restart(st, run);
-                    return SR_EXIT_SIGNAL_BASE + sigs[j];
+                    return signal_exit(sigs[j]);
                 }
         }
         sr__rdzv_handle(r, pfd + 1, np - 1);
@@ -530,7 +564,7 @@ static int exit_code(const sr_attempt *st, const sr_run *run) {
     if (st->failed >= 0 && exited_config(st->ws[st->failed].status)) return SR_EXIT_CONFIG;
     if (st->preempting) return SR_EXIT_SIGNAL_BASE + SIGTERM;
     if (st->failed >= 0 || st->failed_elsewhere) return SR_EXIT_FAILED;
-    if (st->stop_signal) return SR_EXIT_SIGNAL_BASE + st->stop_signal;
+    if (st->stop_signal) return signal_exit(st->stop_signal);
     if (st->n < st->want) return SR_EXIT_FAILED;
     return SR_EXIT_OK;
 }

@@ -2,7 +2,8 @@
  * The launcher/supervisor (agent side): forks this node's workers, each in its own process
  * group, relays their output line by line, and watches them.  The first failure (non-zero exit
  * or a signal) stops the rest: SIGTERM to every worker's process group, the grace period, then
- * SIGKILL; SIGINT/SIGTERM/SIGHUP to shardrun are forwarded the same way.  Nothing of the run
+ * SIGKILL; SIGINT/SIGTERM/SIGHUP to shardrun are forwarded the same way (SIGUSR1 counts as
+ * SIGTERM: a model task's preemption, exit 143).  Nothing of the run
  * survives: workers die with the agent (PR_SET_PDEATHSIG) and orphans are reaped (subreaper).
  */
 #ifndef SR_CORE_LAUNCHER_H

@@ -31,12 +31,13 @@ typedef struct sr_attempt {
     int failed;           /* index of the first failed worker, -1 */
     int stop_signal;      /* signal that stopped shardrun, 0 */
     int failed_elsewhere; /* the run failed on another agent first */
-    int preempting;       /* SIGTERM: every rank stops after its step with a checkpoint */
+    int preempting;       /* SIGTERM or SIGUSR1: every rank stops after its step with a checkpoint */
     int restart;          /* this attempt ended in a restart: the job starts again */
     double kill_at;       /* when SIGKILL follows SIGTERM; 0: not stopping */
     int killed;           /* SIGKILL sent (the grace ran out, or a second signal) */
     int needed_kill;      /* a worker was still alive when SIGKILL was sent */
-    int stop_sig;         /* the signal the stop began with (SIGTERM, or the agent's own) */
+    int stop_sig;         /* the signal the stop began with (SIGTERM, or the agent's own); 0: none
+                             sent (a worker's own preemption) */
     int stopped;          /* workers still running when the stop began */
     int results_local;    /* this agent's results could not be handed to node 0: it prints them */
     int want, first_rank; /* the workers this agent was to start, and the first one's rank */

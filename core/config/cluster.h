@@ -21,10 +21,15 @@ typedef struct sr_cluster {
     int node_rank, nnodes;
     char master_addr[256];   /* "" when unknown */
     int master_port;         /* 0 when unknown */
-    char error[512];         /* non-empty: the variables are present but inconsistent */
+    char error[512];         /* non-empty: a variable is malformed, out of range or inconsistent with
+                                another (names it, its value and what was expected) */
+    char partial[160];       /* some of RANK, WORLD_SIZE, LOCAL_RANK set but not all, and no launcher
+                                detected: what is set and what is missing ("" otherwise) */
 } sr_cluster;
 
-/* Reads `getenv_fn` (getenv in production; tests pass their own). */
+/* Reads `getenv_fn` (getenv in production; tests pass their own).  Every variable it reads is
+   checked (numbers, ranges, rank below size, local layouts that divide the world), so that what
+   it returns can be used without further checks when c->error is empty. */
 void sr__cluster_detect(sr_cluster *c, const char *(*getenv_fn)(const char *name));
 
 /* First host of a Slurm hostlist: "gpu[07-09,12],cpu1" -> "gpu07".  -1 when malformed. */

@@ -63,15 +63,31 @@ static int is_default(sr_job *cfg, const char *key) {
 static void apply_cluster(sr_job *cfg, sr_layout *out) {
     sr_cluster c;
     sr__cluster_detect(&c, (const char *(*)(const char *))getenv);
-    if (!c.source) return;
+    /* a launcher's variables are read whatever the flags say, so a bad one is an error even
+       where a flag would have won: it means the launch is not what it seems */
+    if (c.error[0] && c.source) {
+        sr__diag_add(&cfg->diag, "%s launcher detected, but %s; fix the launcher's variables, or start shardrun "
+                     "without them and give the topology with --nnodes/--node-rank/--nproc-per-node", c.launcher,
+                     c.error);
+        return;
+    }
+    if (c.error[0]) {
+        sr__diag_add(&cfg->diag, "%s; fix or unset that variable", c.error);
+        return;
+    }
+    if (!c.source) {
+        /* a process of a launcher that sets only some of them (RANK and WORLD_SIZE, say) would
+           otherwise run the job file's whole world on its own, once per process */
+        if (c.partial[0] && is_default(cfg, "nnodes") && is_default(cfg, "node_rank"))
+            sr__diag_add(&cfg->diag, "%s: a torchrun-style launcher sets RANK, WORLD_SIZE and LOCAL_RANK together "
+                         "for each worker, so shardrun cannot tell this process's place; set the missing ones, or "
+                         "give the topology with --nnodes and --node-rank (then these are not read), or unset them",
+                         c.partial);
+        return;
+    }
     out->cluster_source = c.source;
     char where[64];
     snprintf(where, sizeof where, "cluster (%s)", c.source);
-    if (c.error[0]) {
-        sr__diag_add(&cfg->diag, "%s launcher detected, but %s; fix the launcher's variables or give the "
-                     "topology with --nnodes/--node-rank/--nproc-per-node", c.source, c.error);
-        return;
-    }
     sr_setting *np = sr__config_get(cfg, "shardrun", "nproc_per_node");
     int nproc_given = np->from != SR_FROM_DEFAULT, nproc = atoi(np->value);
     /* One process per node with nproc_per_node given is node mode (srun --ntasks-per-node=1,

@@ -1,4 +1,5 @@
-/* A plain SIGTERM asks for a checkpoint and a stop; a queued "stop now" stops (see preempt.h). */
+/* A plain SIGTERM or SIGUSR1 asks for a checkpoint and a stop; a queued "stop now" stops (see
+   preempt.h). */
 #define _GNU_SOURCE
 #include "trainer/preempt.h"
 
@@ -7,15 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <string.h>
 
 #include "base/progress.h"
 
+/* the signal that asked this rank to stop (SIGTERM or SIGUSR1), 0: none */
 static volatile sig_atomic_t asked;
 
-static void on_sigterm(int sig, siginfo_t *si, void *uc) {
+static void on_stop_signal(int sig, siginfo_t *si, void *uc) {
     (void)uc;
-    if (si && si->si_code == SI_QUEUE && si->si_value.sival_int == SR_STOP_NOW_VALUE) {
+    if (sig == SIGTERM && si && si->si_code == SI_QUEUE && si->si_value.sival_int == SR_STOP_NOW_VALUE) {
         /* die by SIGTERM as if no handler were installed: it is delivered again when we return */
         signal(sig, SIG_DFL);
         raise(sig);
@@ -23,17 +24,22 @@ static void on_sigterm(int sig, siginfo_t *si, void *uc) {
     }
     /* later plain SIGTERMs change nothing: Slurm signals every process of a step and the agent
        passes its own on, so one preemption may arrive twice; the agent enforces preempt_grace */
-    asked = 1;
+    if (!asked) asked = sig;
 }
 
 void sr__preempt_install(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_sigterm;
+    sa.sa_sigaction = on_stop_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
+    /* Slurm's --signal=USR1@120 and others ask with SIGUSR1 ahead of the time limit: the same
+       request (whose default action would kill the rank without a checkpoint) */
+    sigaction(SIGUSR1, &sa, NULL);
 }
+
+int sr__preempt_signal(void) { return asked ? asked : SIGTERM; }
 
 void sr__debug_kill_at(int rank, int restart_count, long long step) {
     const char *v = getenv("SHARDRUN_DEBUG_KILL_AT");

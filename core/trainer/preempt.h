@@ -1,12 +1,13 @@
 /*
- * Preemption in a model task's worker: a plain SIGTERM (the agent passing on its own SIGTERM, or
- * Slurm/a cloud signalling every process of the job) asks the run to stop after the current
- * optimizer step with a checkpoint; a SIGTERM the agent queued with SR_STOP_NOW_VALUE
- * (base/progress.h) stops the worker at once, as the default action would.
+ * Preemption in a model task's worker: a plain SIGTERM or SIGUSR1 (the agent passing on its own,
+ * or Slurm/a cloud signalling every process of the job; Slurm's --signal=USR1@120 sends SIGUSR1)
+ * asks the run to stop after the current optimizer step with a checkpoint; a SIGTERM the agent
+ * queued with SR_STOP_NOW_VALUE (base/progress.h) stops the worker at once, as the default action
+ * would.
  *
  * Lifecycle (worker, trainer): sr__preempt_install() before set-up -> after every optimizer step
  * sr__preempt_agreed() (collective: every rank learns whether any rank was asked, so all stop
- * after the same step) -> the trainer writes its checkpoint and exits 143.
+ * after the same step) -> the trainer writes its checkpoint and exits 143 (also for SIGUSR1: the exit of a preemption).
  */
 #ifndef SR_TRAINER_PREEMPT_H
 #define SR_TRAINER_PREEMPT_H
@@ -17,6 +18,9 @@ void sr__preempt_install(void);
 /* Collective over the world: 1 when any rank was asked to stop, 0 when none, -1 when the
    collective failed. */
 int sr__preempt_agreed(sr__engine *e);
+/* The signal that asked this rank to stop, for messages: SIGTERM when this rank only followed
+   another one's request. */
+int sr__preempt_signal(void);
 
 /* Testing aid (SHARDRUN_DEBUG_KILL_AT=RANK:STEP[:every]): this rank dies by SIGKILL after that
    step of the first attempt (of every attempt with :every). */

@@ -255,13 +255,14 @@ static int save_if_due(sr__trainer *t) {
     return save_now(t, SR_PROGRESS_CHECKPOINT);
 }
 
-/* Every rank was asked to stop (SIGTERM): the step just taken is saved, unless it already was,
-   and the worker exits as a SIGTERM would have it, 143. */
+/* Every rank was asked to stop (SIGTERM or SIGUSR1): the step just taken is saved, unless it
+   already was, and the worker exits as a SIGTERM would have it, 143. */
 static int stop_preempted(sr__trainer *t) {
     long long step = t->ts.global_step;
     char what[1100];
+    const char *sig = sr__preempt_signal() == SIGUSR1 ? "SIGUSR1" : "SIGTERM";
     if (!t->a.output_dir) {
-        if (t->rank == 0) printf("shardrun: preempted (SIGTERM) after step %lld; no output_dir, nothing saved\n", step);
+        if (t->rank == 0) printf("shardrun: preempted (%s) after step %lld; no output_dir, nothing saved\n", sig, step);
         return SR_EXIT_SIGNAL_BASE + SIGTERM;
     }
     if (t->saved_step != step && save_now(t, SR_PROGRESS_CHECKPOINT) != 0) return SR_EXIT_FAILED;
@@ -271,9 +272,9 @@ static int stop_preempted(sr__trainer *t) {
     sr_report_int(t->ctx, "global_step", step);
     sr_report_str(t->ctx, "checkpoint", what + strcspn(what, " ") + 1);
     if (t->rank == 0)
-        printf("shardrun: preempted (SIGTERM) after step %lld of %lld: %s/checkpoint-%lld holds it; the same job with "
-               "resume_from_checkpoint = latest continues from there\n", step, t->plan.total_steps, t->a.output_dir,
-               step);
+        printf("shardrun: preempted (%s) after step %lld of %lld: %s/checkpoint-%lld holds it; the same job with "
+               "resume_from_checkpoint = latest continues from there\n", sig, step, t->plan.total_steps,
+               t->a.output_dir, step);
     return SR_EXIT_SIGNAL_BASE + SIGTERM;
 }
 

@@ -67,8 +67,61 @@ expect_eq "$(dry RANK)/$(dry WORLD_SIZE)/$(dry LOCAL_RANK)" "2/3/2" "PMI on one 
 # inconsistent launcher variables are an error, not a guess
 run env RANK=x WORLD_SIZE=2 LOCAL_RANK=0 "$SHARDRUN" "$T/c.ini"
 expect_rc 2 "malformed RANK"
-expect_in "$err" "torchrun launcher detected, but RANK=\"x\" is not a non-negative integer" "names the variable"
+expect_in "$err" "torchrun launcher detected, but RANK=\"x\" is not a rank (a whole number from 0 to" "names the variable"
 run env RANK=3 WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 GROUP_RANK=0 "$SHARDRUN" "$T/c.ini"
 expect_rc 2 "inconsistent ranks"
 expect_in "$err" "is not a homogeneous layout" "inconsistent layout explained"
+
+# Every launcher variable shardrun reads is checked before any worker starts, by `env` and by a
+# run alike: a bad value is exit 2 naming the variable, its value and what was expected, never a
+# crash (a size of 0 was a division by zero: SIGFPE, exit 136) nor a guess (WORLD_SIZE=0 ran the
+# job file's world)
+bad_launch() { # EXPECTED-TEXT VAR=VALUE...
+    local want=$1 cmd
+    shift
+    for cmd in env run; do
+        if [ $cmd = env ]; then run env "$@" "$SHARDRUN" env "$T/c.ini"; else run env "$@" "$SHARDRUN" "$T/c.ini"; fi
+        expect_rc 2 "$cmd with $*"
+        expect_in "$err" "$want" "$cmd with $* names it"
+        expect_not_in "$out" "[rank" "$cmd with $*: no worker started"
+    done
+}
+run env PMI_RANK=0 PMI_SIZE=0 "$SHARDRUN" env "$SRC/examples/hello/hello.ini"
+expect_rc 2 "PMI_SIZE=0 with the hello example"
+bad_launch 'MPICH (PMI) launcher detected, but PMI_SIZE="0" is not a number of processes (a whole number from 1 to' PMI_RANK=0 PMI_SIZE=0
+bad_launch 'PMI_RANK=3 is not below PMI_SIZE=3' PMI_RANK=3 PMI_SIZE=3
+bad_launch 'MPI_LOCALRANKID is set but MPI_LOCALNRANKS is not' PMI_RANK=0 PMI_SIZE=2 MPI_LOCALRANKID=0
+bad_launch 'PMI_SIZE=5000 without MPI_LOCALNRANKS means 5000 processes on one node, more than 4096' PMI_RANK=0 PMI_SIZE=5000
+bad_launch 'Open MPI launcher detected, but OMPI_COMM_WORLD_SIZE="0" is not a number of processes' \
+    OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=0
+bad_launch 'OMPI_COMM_WORLD_RANK="x" is not a rank' OMPI_COMM_WORLD_RANK=x OMPI_COMM_WORLD_SIZE=2
+bad_launch 'OMPI_COMM_WORLD_LOCAL_SIZE="0" is not a number of processes per node' OMPI_COMM_WORLD_RANK=1 \
+    OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=0
+bad_launch 'OMPI_COMM_WORLD_LOCAL_RANK=2 is not below OMPI_COMM_WORLD_LOCAL_SIZE=2' OMPI_COMM_WORLD_RANK=2 \
+    OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL_RANK=2 OMPI_COMM_WORLD_LOCAL_SIZE=2
+bad_launch 'torchrun launcher detected, but WORLD_SIZE="0" is not a number of processes' RANK=1 WORLD_SIZE=0 LOCAL_RANK=1
+bad_launch 'RANK=4 is not below WORLD_SIZE=4' RANK=4 WORLD_SIZE=4 LOCAL_RANK=0
+bad_launch 'RANK="-1" is not a rank' RANK=-1 WORLD_SIZE=4 LOCAL_RANK=0
+bad_launch 'RANK="99999999999999999999" is not a rank' RANK=99999999999999999999 WORLD_SIZE=4 LOCAL_RANK=0
+bad_launch 'LOCAL_RANK=2 is not below LOCAL_WORLD_SIZE=2' RANK=0 WORLD_SIZE=4 LOCAL_RANK=2 LOCAL_WORLD_SIZE=2
+bad_launch 'LOCAL_WORLD_SIZE="0" is not a number of processes per node' RANK=0 WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=0
+bad_launch 'WORLD_SIZE=6 is not a multiple of LOCAL_WORLD_SIZE=4' RANK=0 WORLD_SIZE=6 LOCAL_RANK=0 LOCAL_WORLD_SIZE=4
+bad_launch 'GROUP_RANK=2 is not below the number of nodes, 2' RANK=0 WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 GROUP_RANK=2
+bad_launch 'MASTER_PORT="70000" is not a TCP port' RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_PORT=70000
+bad_launch 'MASTER_ADDR="" is not a host name or address' RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=
+bad_launch 'RANK and WORLD_SIZE are set but LOCAL_RANK is not' RANK=1 WORLD_SIZE=2
+bad_launch 'Slurm launcher detected, but SLURM_NNODES="0" is not a number of nodes' SLURM_PROCID=0 SLURM_NODEID=0 SLURM_NNODES=0
+bad_launch 'SLURM_NODEID=2 is not below SLURM_NNODES=2' SLURM_PROCID=0 SLURM_NODEID=2 SLURM_NNODES=2
+bad_launch 'SLURM_NTASKS="0" is not a number of tasks' SLURM_PROCID=0 SLURM_NODEID=0 SLURM_NNODES=1 SLURM_NTASKS=0
+bad_launch 'SLURM_PROCID=4 is not below SLURM_NTASKS=4' SLURM_PROCID=4 SLURM_NODEID=0 SLURM_NNODES=1 SLURM_NTASKS=4 SLURM_STEP_ID=0
+bad_launch "SLURM_LOCALID=2 is not below the step's tasks per node, 2" SLURM_PROCID=1 SLURM_NODEID=0 SLURM_NNODES=2 \
+    SLURM_NTASKS=4 SLURM_LOCALID=2 SLURM_STEP_ID=0
+bad_launch 'SLURM_RESTART_COUNT="abc" is not a count of restarts' SLURM_RESTART_COUNT=abc
+# `shardrun selftest` reads SLURM_NNODES (several nodes: it says what it cannot check on one)
+run env SLURM_NNODES=two "$SHARDRUN" selftest
+expect_rc 2 "selftest with SLURM_NNODES=two"
+expect_in "$err" 'selftest: SLURM_NNODES="two" is not a number of nodes (a whole number from 1 to 65536)' "selftest names it"
+# a partial torchrun set is not read once the topology is given
+run env RANK=1 WORLD_SIZE=2 "$SHARDRUN" env "$T/c.ini" --nnodes 1 --node-rank 0
+expect_rc 0 "RANK and WORLD_SIZE with --nnodes/--node-rank"
 done_checks

@@ -7,6 +7,7 @@
 #   srun -n2 ... --nproc-per-node 1 a per-process launcher with --nproc-per-node: exit 2, named
 #   scancel --signal=TERM           a training batch job preempted: every rank writes a checkpoint
 #                                   and the step exits 143 (Slurm signals the workers too)
+#   scancel --signal=USR1           the same (Slurm's --signal=USR1@120 ahead of the time limit)
 # A cluster that cannot start fails the test with the daemons' logs; it never skips.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/slurm_cluster.sh"
@@ -86,6 +87,21 @@ expect_in "$(cat "$T/p.out")" "srun exit code 143" "e. the preempted step exits 
 expect_in "$(cat "$T/p.err")" "preempted by SIGTERM: every rank stopped after step" "e. shardrun says where the checkpoint is"
 step=$(sed -n 's/.*every rank stopped after step \([0-9]*\) and.*/\1/p' "$T/p.err")
 [ -n "$step" ] && [ -f "$T/toy/checkpoint-$step/model.safetensors" ] && pass || fail "e. checkpoint-$step was written: $(ls "$T/toy" 2>&1)"
+
+# f. the same with SIGUSR1 (what `#SBATCH --signal=USR1@120` sends ahead of the time limit): taken
+# as SIGTERM's preemption, the same checkpoint and exit 143, not 138
+sed -i "s|$T/toy\"|$T/toy_usr1\"|" "$T/preempt.sh"
+jobid=$(sbatch --parsable -o "$T/u.out" -e "$T/u.err" "$T/preempt.sh")
+for _ in $(seq 1 1500); do grep -q "step 5/" "$T/u.out" 2>/dev/null && break; sleep 0.02; done
+expect_in "$(cat "$T/u.out" 2>/dev/null)" "step 5/" "f. the batch job trains (job $jobid: $(tail -3 "$T/u.err" 2>/dev/null))"
+scancel --signal=USR1 "$jobid"
+for _ in $(seq 1 600); do [ -z "$(squeue -h -j "$jobid" 2>/dev/null)" ] && break; sleep 0.1; done
+expect_eq "$(squeue -h -j "$jobid" 2>/dev/null)" "" "f. the job signalled with SIGUSR1 ended"
+expect_in "$(cat "$T/u.out")" "srun exit code 143" "f. the step exits 143 ($(tail -3 "$T/u.err"))"
+expect_in "$(cat "$T/u.err")" "preempted by SIGUSR1: every rank stopped after step" "f. shardrun says where the checkpoint is"
+step=$(sed -n 's/.*every rank stopped after step \([0-9]*\) and.*/\1/p' "$T/u.err")
+[ -n "$step" ] && [ -f "$T/toy_usr1/checkpoint-$step/model.safetensors" ] && pass ||
+    fail "f. checkpoint-$step was written: $(ls "$T/toy_usr1" 2>&1)"
 
 # the harness again: the cluster stops cleanly, exactly its own processes
 slurm_stop

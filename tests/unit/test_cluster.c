@@ -82,5 +82,46 @@ int main(void) {
     const char *garbage[] = {"RANK", "x", "WORLD_SIZE", "2", "LOCAL_RANK", "0", NULL};
     detect(&c, garbage);
     CHECK(strstr(c.error, "RANK=\"x\"") != NULL);
+
+    /* sizes of 0 (a division by zero before), ranks out of range, local layouts that do not
+       divide the world: each an error naming the variable, never a layout */
+    const char *pmi0[] = {"PMI_RANK", "0", "PMI_SIZE", "0", NULL};
+    detect(&c, pmi0);
+    CHECK(strstr(c.error, "PMI_SIZE=\"0\" is not a number of processes") != NULL);
+    const char *ompi0[] = {"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "0", NULL};
+    detect(&c, ompi0);
+    CHECK(strstr(c.error, "OMPI_COMM_WORLD_SIZE=\"0\"") != NULL);
+    const char *ompi_l0[] = {"OMPI_COMM_WORLD_RANK", "1", "OMPI_COMM_WORLD_SIZE", "2", "OMPI_COMM_WORLD_LOCAL_RANK", "0",
+                             "OMPI_COMM_WORLD_LOCAL_SIZE", "0", NULL};
+    detect(&c, ompi_l0);
+    CHECK(strstr(c.error, "OMPI_COMM_WORLD_LOCAL_SIZE=\"0\"") != NULL);
+    const char *tr0[] = {"RANK", "1", "WORLD_SIZE", "0", "LOCAL_RANK", "1", NULL};
+    detect(&c, tr0);
+    CHECK_STR(c.source, "torchrun");
+    CHECK(strstr(c.error, "WORLD_SIZE=\"0\"") != NULL);
+    const char *tr_rank[] = {"RANK", "4", "WORLD_SIZE", "4", "LOCAL_RANK", "0", NULL};
+    detect(&c, tr_rank);
+    CHECK(strstr(c.error, "RANK=4 is not below WORLD_SIZE=4") != NULL);
+    const char *tr_div[] = {"RANK", "0", "WORLD_SIZE", "6", "LOCAL_RANK", "0", "LOCAL_WORLD_SIZE", "4", NULL};
+    detect(&c, tr_div);
+    CHECK(strstr(c.error, "WORLD_SIZE=6 is not a multiple of LOCAL_WORLD_SIZE=4") != NULL);
+    const char *tr_big[] = {"RANK", "0", "WORLD_SIZE", "99999999999999999999", "LOCAL_RANK", "0", NULL};
+    detect(&c, tr_big);
+    CHECK(strstr(c.error, "WORLD_SIZE=\"99999999999999999999\"") != NULL);
+    const char *tr_local[] = {"RANK", "0", "WORLD_SIZE", "2", "LOCAL_RANK", "2", NULL};
+    detect(&c, tr_local);
+    CHECK(strstr(c.error, "LOCAL_RANK=2 is not below WORLD_SIZE=2 (without LOCAL_WORLD_SIZE") != NULL);
+    const char *slurm0[] = {"SLURM_PROCID", "0", "SLURM_NODEID", "0", "SLURM_NNODES", "0", NULL};
+    detect(&c, slurm0);
+    CHECK(strstr(c.error, "SLURM_NNODES=\"0\"") != NULL);
+    /* some torchrun variables without the others: no launcher, but said so */
+    const char *partial[] = {"RANK", "1", "WORLD_SIZE", "2", NULL};
+    detect(&c, partial);
+    CHECK(c.source == NULL && c.error[0] == 0);
+    CHECK_STR(c.partial, "RANK and WORLD_SIZE are set but LOCAL_RANK is not");
+    const char *partial_slurm[] = {"LOCAL_RANK", "0", "SLURM_PROCID", "0", "SLURM_NODEID", "0", "SLURM_NNODES", "1", NULL};
+    detect(&c, partial_slurm);
+    CHECK_STR(c.source, "Slurm");
+    CHECK(c.partial[0] == 0 && c.error[0] == 0);
     return CHECK_DONE();
 }

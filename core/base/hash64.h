@@ -42,14 +42,15 @@ char *sr__hash64_hex(uint64_t h, char buf[17]);
 
 /* FNV-1a 64 of n bytes, continuing from h: start with SR_FNV1A64_BASIS (the offset basis). */
 #define SR_FNV1A64_BASIS 14695981039346656037ull
+#define SR_FNV1A64_PRIME 1099511628211ull
 static inline uint64_t sr__fnv1a64(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull; /* the 64-bit FNV prime */
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * SR_FNV1A64_PRIME;
     return h;
 }
 /* The same over a NUL-terminated string (without its NUL). */
 static inline uint64_t sr__fnv1a64_str(uint64_t h, const char *s) {
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * SR_FNV1A64_PRIME;
     return h;
 }
 

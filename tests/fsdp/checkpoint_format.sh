@@ -30,6 +30,13 @@ for kind in sharded full; do
     expect_not_in "$err" "signal" "$kind, format 2: no rank crashed"
 done
 
+# gpt2_generate (built with examples/gpt2) checks a checkpoint's hashes too: it refuses format 2 first
+if [ -x "$BUILD/gpt2_generate" ]; then
+    run "$BUILD/gpt2_generate" "$T/v2-full/model.safetensors" --prompt x
+    expect_eq "$rc" 2 "gpt2_generate, format 2: refused"
+    expect_in "$err" "is shardrun checkpoint format 2; this gpt2_generate checks format 3 only" "gpt2_generate, format 2: says which"
+fi
+
 # the advice: a format-2 model.safetensors starts a new run
 run "$SHARDRUN" "$T/toy.ini" --nproc-per-node 2 --set task.output_dir="$T/out-init" \
     --set task.init_weights="$T/v2-full/model.safetensors"

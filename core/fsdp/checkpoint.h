@@ -7,10 +7,10 @@
  * index hash, an XXH3 hash per tensor), verified on every rank before training resumes.
  *
  * The on-disk format, complete enough to write a reader: docs/checkpoint-format.md.  The code:
- * ckpt_save.c (saving), ckpt_load.c (loading), ckpt_verify.c and ckpt_check.c (verification),
- * ckpt_index.c (the shard index), ckpt_state.c (trainer_state.json), ckpt_file.c (writing one
- * file), ckpt_format.c (names and digests), ckpt_source.c (the opened folder); ckpt_dir.c: the
- * checkpoint-N folders of an output_dir.  [shardrun] log_level = debug prints each rank's save and
+ * ckpt_save.c (saving), ckpt_id.c (the checkpoint id), ckpt_load.c (loading), ckpt_verify.c and
+ * ckpt_check.c (verification), ckpt_index.c (the shard index), ckpt_state.c (trainer_state.json),
+ * ckpt_file.c (writing one file), ckpt_format.c (names and digests), ckpt_source.c (the opened
+ * folder); ckpt_dir.c: the checkpoint-N folders of an output_dir.  [shardrun] log_level = debug prints each rank's save and
  * load time and its hashing time.
  */
 #ifndef SR_FSDP_CHECKPOINT_H

@@ -18,10 +18,6 @@
 #include "fsdp/ckpt_verify.h"
 #include "fsdp/engine_internal.h"
 
-static float *kind_shard(sr__uslot *s, int k) {
-    return k == SR_CKPT_PARAM ? s->master : k == SR_CKPT_EXP_AVG ? s->exp_avg : s->exp_avg_sq;
-}
-
 /* FULL: elements [first, first + n) of parameter p's `kind`, from its tensor (any float type). */
 static int read_full(sr__ckpt_source *s, const sr__param *p, int kind, size_t first, size_t n, float *dst) {
     char name[1024];
@@ -86,7 +82,7 @@ static int copy_shards(sr__engine *e, sr__ckpt_source *s) {
                 if (!sr__param_in_range(p, lo, un->shard, &a, &b)) continue;
                 failed = (s->full ? read_full : read_sharded)(s, p, k, a - p->offset, b - a, host + (a - lo)) != 0;
             }
-            if (!failed) e->hdev->to_device(kind_shard(&e->slot[u], k), host, un->shard * sizeof *host);
+            if (!failed) e->hdev->to_device(sr__ckpt_kind_shard(&e->slot[u], k), host, un->shard * sizeof *host);
         }
         free(host);
     }

@@ -1,19 +1,19 @@
 /*
- * A fast 64-bit hash of a byte buffer: the content hash of checkpoint files (core/fsdp/checkpoint.c
- * hashes every tensor as it writes it and again when it loads it).  It detects damage (flipped
- * bits, appended or missing bytes, moved blocks), not an attacker: it is no cryptographic hash.
+ * Hashes of byte buffers.
  *
- * Lifecycle: none, a pure function of (bytes, length, seed); the same value on every machine
- * (little-endian reads) and every build.
+ * sr__hash64 and its streaming form: XXH3, 64-bit (xxHash 0.8, Debian's libxxhash; the published
+ * specification is xxHash's doc/xxhash_spec.md), the content hash of checkpoint files (format 3,
+ * docs/checkpoint-format.md: fsdp/ckpt_*.c hashes every tensor as it writes it and again as it loads
+ * it) and of the job files and tokens the agents compare.  It detects damage (flipped bits, appended
+ * or missing bytes, moved blocks), not an attacker: it is no cryptographic hash.
  *
- * Design (written for shardrun): 8 lanes of 64-bit accumulators take one 64-byte stripe at a
- * time; each lane adds the product of the two 32-bit halves of (word ^ a key that depends on the
- * lane and the stripe's position) and, in its neighbour lane, the raw word, so a change of any one
- * word always changes an accumulator; every 16 stripes the lanes are scrambled by a bijection; the
- * tail is zero-padded and the length folded into the final mix.  On x86-64 the stripe loop is also
- * compiled for AVX2 and picked at load time (same values): ~15 GB/s on one core of the benchmark
- * machine (baseline SSE2: ~8.6 GB/s, memcpy ~12 GB/s); sr__hash64_copy copies while it hashes at
- * ~10.6 GB/s, so a loader verifies what it copies for about a tenth of the copy's time.
+ * sr__fnv1a64: FNV-1a, 64-bit, for hash tables keyed by short strings (no seed, no state).
+ *
+ * Lifecycle: none for the one-shot functions (pure functions of bytes, length and seed, the same
+ * value on every machine and build).  A streaming state is init, then update (or copy) with
+ * consecutive pieces of the data in order, then final (which leaves it as it was); the value
+ * equals sr__hash64 of the concatenation.  The state holds XXH3's 64-byte aligned state: on the
+ * stack or in a static it is aligned by the compiler; on the heap use aligned_alloc(64, ...).
  */
 #ifndef SR_BASE_HASH64_H
 #define SR_BASE_HASH64_H
@@ -21,26 +21,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t's layout, so that a state lives without malloc */
+#include <xxhash.h>
+
 uint64_t sr__hash64(const void *data, size_t n, uint64_t seed);
 
-/* The same hash taken piece by piece: init, then update (or copy) with consecutive pieces of the
-   data in order, then final; the value equals sr__hash64 of the concatenation. */
 typedef struct sr__hash64_state {
-    uint64_t acc[8], pos, n, seed; /* lanes, whole stripes taken, bytes taken, seed */
-    unsigned char buf[64];         /* the partial stripe */
-    size_t nbuf;
+    XXH3_state_t x;
 } sr__hash64_state;
 void sr__hash64_init(sr__hash64_state *s, uint64_t seed);
 void sr__hash64_update(sr__hash64_state *s, const void *data, size_t n);
-/* update with the next n bytes at src that also copies them to dst (dst may be NULL): one pass over
-   memory instead of a copy and a hash (the checkpoint loader verifies what it copies this way). */
+/* update with the next n bytes at src that also copies them to dst (dst may be NULL): the source is
+   read once, in pieces small enough that the hash reads them again from the cache, instead of a copy
+   and a hash each reading it from memory (the checkpoint loader verifies what it copies this way). */
 void sr__hash64_copy(sr__hash64_state *s, void *dst, const void *src, size_t n);
 uint64_t sr__hash64_final(const sr__hash64_state *s);
 
-/* Combines a sequence of hashes in order: h = sr__hash64_fold(h, next). */
-uint64_t sr__hash64_fold(uint64_t h, uint64_t next);
-
 /* 16 lowercase hex digits and a NUL into buf[17]; returns buf. */
 char *sr__hash64_hex(uint64_t h, char buf[17]);
+
+/* FNV-1a 64 of n bytes, continuing from h: start with SR_FNV1A64_BASIS (the offset basis). */
+#define SR_FNV1A64_BASIS 14695981039346656037ull
+#define SR_FNV1A64_PRIME 1099511628211ull
+static inline uint64_t sr__fnv1a64(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * SR_FNV1A64_PRIME;
+    return h;
+}
+/* The same over a NUL-terminated string (without its NUL). */
+static inline uint64_t sr__fnv1a64_str(uint64_t h, const char *s) {
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * SR_FNV1A64_PRIME;
+    return h;
+}
 
 #endif

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "base/rand.h"
 
+#include "base/hash64.h"
+
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,11 +14,7 @@ uint64_t sr__mix64(uint64_t x) { /* splitmix64's finaliser: a bijection with goo
     return x ^ (x >> 31);
 }
 
-uint64_t sr__hash_str(const char *s) { /* FNV-1a */
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
+uint64_t sr__hash_str(const char *s) { return sr__fnv1a64_str(SR_FNV1A64_BASIS, s); }
 
 void sr__random_bytes(unsigned char *b, size_t n) {
     memset(b, 0x5a, n); /* only if /dev/urandom fails, which Linux does not let happen */

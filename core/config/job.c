@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/hash64.h"
 #include "base/strbuf.h"
 #include "config/env_table.h"
 #include "config/value.h"
@@ -22,10 +23,8 @@ extern char **environ;
 /* ---- the (section, key) index ----------------------------------------------------------------- */
 
 static size_t key_hash(const char *section, const char *key) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a over "section\0key" */
-    for (const char *c = section; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
-    h = (h ^ 0xffu) * 1099511628211ull;
-    for (const char *c = key; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    /* FNV-1a over "section\xffkey" (0xff: no byte of a name) */
+    uint64_t h = sr__fnv1a64_str(sr__fnv1a64(sr__fnv1a64_str(SR_FNV1A64_BASIS, section), "\xff", 1), key);
     return (size_t)(h ^ (h >> 32));
 }
 

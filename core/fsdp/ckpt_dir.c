@@ -12,10 +12,8 @@
 #include <sys/stat.h>
 
 #include "base/strbuf.h"
+#include "fsdp/ckpt_state.h"
 #include "io/json.h"
-
-/* trainer_state.json grows with log_history; one this large is not ours */
-#define STATE_MAX_BYTES (256u << 20)
 
 long long sr__ckpt_name_step(const char *name) {
     if (strncmp(name, "checkpoint-", 11)) return -1;
@@ -86,35 +84,6 @@ int sr__ckpt_list(const char *dir, sr__ckpt_entry **out, size_t *n, char *why, s
 }
 
 /* ---- identity ------------------------------------------------------------------------------------ */
-
-/* The whole of path (at most STATE_MAX_BYTES), or NULL with why[]. */
-static char *read_text(const char *path, size_t *n, char *why, size_t len) {
-    struct stat st;
-    FILE *f = fopen(path, "r");
-    if (!f || fstat(fileno(f), &st) != 0) {
-        snprintf(why, len, "%s: %s", path, strerror(errno));
-        if (f) fclose(f);
-        return NULL;
-    }
-    if (!S_ISREG(st.st_mode) || st.st_size > (off_t)STATE_MAX_BYTES) {
-        snprintf(why, len, "%s: %s", path, S_ISREG(st.st_mode) ? "larger than 256 MiB" : "not a regular file");
-        fclose(f);
-        return NULL;
-    }
-    sr_buf b = {0};
-    char chunk[65536];
-    size_t k;
-    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0 && b.n <= STATE_MAX_BYTES) sr__buf_add(&b, chunk, k);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || b.n > STATE_MAX_BYTES) {
-        snprintf(why, len, "%s: %s", path, bad ? "read error" : "larger than 256 MiB");
-        sr__buf_free(&b);
-        return NULL;
-    }
-    *n = b.n;
-    return b.s ? b.s : strdup("");
-}
 
 static void copy_str(char *dst, size_t cap, const char *s, size_t n) { snprintf(dst, cap, "%.*s", (int)(n < cap ? n : cap - 1), s); }
 
@@ -202,7 +171,7 @@ int sr__ckpt_ident_read(const char *dir, sr__ckpt_ident *id, char *why, size_t l
     id->step = -1;
     char *p = sr__fmt("%s/trainer_state.json", dir);
     size_t n = 0;
-    char *text = read_text(p, &n, why, len);
+    char *text = sr__ckpt_state_text(dir, &n, why, len);
     int rc = -1;
     if (text) {
         sr_json j;

@@ -1,5 +1,5 @@
 /*
- * The engine's state, shared by engine.c (the step), checkpoint.c (saving and loading shards) and
+ * The engine's state, shared by engine.c (the step), ckpt_*.c (saving and loading shards) and
  * weights.c (initial weights from a safetensors file).
  */
 #ifndef SR_FSDP_ENGINE_INTERNAL_H

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/hash64.h"
 #include "base/strbuf.h"
 #include "io/json.h"
 
@@ -627,11 +628,7 @@ static int cmp_offset(const void *a, const void *b) {
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-static uint64_t hash_name(const char *s) {
-    uint64_t h = 14695981039346656037u; /* FNV-1a */
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
-}
+static uint64_t hash_name(const char *s) { return sr__fnv1a64_str(SR_FNV1A64_BASIS, s); }
 
 /* Names unique, no two tensors sharing a byte (empty ones share none), the name index. */
 static int check_file(sr_st_file *f, char *err, size_t errlen) {

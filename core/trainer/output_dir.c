@@ -4,40 +4,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "base/strbuf.h"
 #include "fsdp/ckpt_dir.h"
-
-/* mkdir -p: 0, or -1 with errno set by the folder that could not be made. */
-static int make_dirs(const char *dir, char *failed, size_t len) {
-    char *p = strdup(dir);
-    if (!p) return -1;
-    int rc = 0;
-    for (char *s = p + 1;; s++) {
-        if (*s && *s != '/') continue;
-        char c = *s;
-        *s = 0;
-        struct stat st;
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) rc = -1;
-        else if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) rc = -1, errno = errno ? errno : ENOTDIR;
-        if (rc) snprintf(failed, len, "%s", p);
-        *s = c;
-        if (rc || !c) break;
-    }
-    free(p);
-    return rc;
-}
 
 int sr__output_dir_prepare(const char *dir, char *err, size_t errlen) {
     char failed[4096];
     errno = 0;
-    if (make_dirs(dir, failed, sizeof failed) != 0) {
+    if (sr__mkdir_p(dir, failed, sizeof failed) != 0) {
         int e = errno;
         snprintf(err, errlen, "[task] output_dir = %s cannot be created (%s: %s); nothing was trained; choose a "
                  "folder this user can write", dir, failed, e == EEXIST ? "exists and is not a folder" : strerror(e));
@@ -85,11 +65,6 @@ int sr__output_dir_others(const char *dir, const char *lineage, char ***names, s
     return 0;
 }
 
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
-}
-
 int sr__output_dir_remove(const char *dir, const char *name, char *err, size_t errlen) {
     char *p = sr__fmt("%s/%s", dir, name), *gone = strstr(name, ".deleting") ? NULL : sr__fmt("%s.deleting", p);
     int rc = 0;
@@ -98,7 +73,7 @@ int sr__output_dir_remove(const char *dir, const char *name, char *err, size_t e
     } else {
         int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0) fsync(dfd), close(dfd);
-        if (nftw(gone ? gone : p, remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+        if (sr__remove_tree(gone ? gone : p) != 0)
             snprintf(err, errlen, "cannot remove %s: %s", gone ? gone : p, strerror(errno)), rc = -1;
     }
     free(p), free(gone);

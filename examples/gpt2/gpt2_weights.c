@@ -260,6 +260,10 @@ static int load(const char *path, const gpt2_weights_opts *o, gpt2_weights *w, c
         return fail(err, errlen, "%s is a checkpoint's optimizer state; name model.safetensors (or the folder)", w->file);
     const char *ck = sr__st_metadata(f, "shardrun_checkpoint"), *gs = sr__st_metadata(f, "global_step");
     w->step = ck && gs ? atoll(gs) : -1;
+    if (ck && strcmp(ck, "3")) /* the format's version: its hashes are XXH3 (docs/checkpoint-format.md) */
+        return fail(err, errlen, "%s is shardrun checkpoint format %s; this gpt2_generate checks format 3 only "
+                    "(XXH3 hashes; format 2 used an earlier shardrun's own hash, which this version no longer has): "
+                    "use the gpt2_generate of the shardrun that wrote it", w->file, ck);
     if (ck && check_hashes(w, f, err, errlen) != 0) return -1;
     if (!ck) { /* bring every page of the mapped file in now (the hashes did for a checkpoint), so the
                   first token does not pay for the page faults */

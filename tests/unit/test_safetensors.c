@@ -373,17 +373,20 @@ static void set_metadata(void) {
     unlink(path);
 }
 
-/* The checkpoint content hash (base/hash64.h): fixed values, every single-bit flip, swapped
-   blocks, the length, the seed, and every tail length noticed. */
+/* The checkpoint content hash (base/hash64.h, XXH3): fixed values, every single-bit flip, swapped
+   blocks, the length, the seed, and every tail length noticed; FNV-1a's fixed values. */
 static void content_hash(void) {
     enum { N = 4096 + 37 };
     unsigned char *b = malloc(N);
     for (size_t i = 0; i < N; i++) b[i] = (unsigned char)(i * 131 + (i >> 7));
     char hex[17];
-    /* the value is part of the checkpoint format: it must not change between builds or machines */
-    CHECK_STR(sr__hash64_hex(sr__hash64("", 0, 0), hex), "1b74ecf70c302f47");
-    CHECK_STR(sr__hash64_hex(sr__hash64(b, N, 0), hex), "bd36184e8221a404");
-    CHECK_STR(sr__hash64_hex(sr__hash64_fold(1, 2), hex), "bcd9dbb49673066b");
+    /* the value is part of the checkpoint format: XXH3-64, xxHash's published values */
+    CHECK_STR(sr__hash64_hex(sr__hash64("", 0, 0), hex), "2d06800538d394c2");
+    CHECK_STR(sr__hash64_hex(sr__hash64("a", 1, 0), hex), "e6c632b61e964e1f");
+    /* FNV-1a 64 (hash tables): the offset basis, and its published value of "a" */
+    CHECK(sr__fnv1a64_str(SR_FNV1A64_BASIS, "") == 0xcbf29ce484222325ull);
+    CHECK(sr__fnv1a64_str(SR_FNV1A64_BASIS, "a") == 0xaf63dc4c8601ec8cull);
+    CHECK(sr__fnv1a64(SR_FNV1A64_BASIS, "ab", 2) == sr__fnv1a64_str(SR_FNV1A64_BASIS, "ab"));
     uint64_t h = sr__hash64(b, N, 0);
     int same = 0;
     for (size_t i = 0; i < N; i++)
@@ -421,6 +424,20 @@ static void content_hash(void) {
         CHECK(sr__hash64_final(&st) == h);
         CHECK(memcmp(c, b, N) == 0);
         free(c);
+    }
+    /* the fused copy in pieces larger than its cache-sized chunks, and unaligned */
+    {
+        enum { BIG = 100003 };
+        unsigned char *x = malloc(BIG), *c = calloc(BIG + 1, 1);
+        for (size_t i = 0; i < BIG; i++) x[i] = (unsigned char)(i * 7 + (i >> 9));
+        sr__hash64_state st;
+        sr__hash64_init(&st, 5);
+        sr__hash64_copy(&st, c + 1, x, 40000);
+        sr__hash64_copy(&st, c + 1 + 40000, x + 40000, 3);
+        sr__hash64_copy(&st, c + 1 + 40003, x + 40003, BIG - 40003);
+        CHECK(sr__hash64_final(&st) == sr__hash64(x, BIG, 5));
+        CHECK(memcmp(c + 1, x, BIG) == 0);
+        free(x), free(c);
     }
     /* every length from 0 to 200, and a trailing zero byte, give another value */
     unsigned char z[201] = {0};

@@ -59,6 +59,15 @@ expect_same_file() {
     if cmp -s "$1" "$2"; then pass; else fail "$3 differs (< got, > expected):"; diff "$1" "$2" | head -20; fi
 }
 job() { cat >"$T/$1"; }
+# wait_for FILE TEXT [SECONDS]: until FILE holds TEXT (0), or the time is up (1)
+wait_for() {
+    local i
+    for i in $(seq 1 $((${3:-60} * 50))); do
+        grep -qF -- "$2" "$1" 2>/dev/null && return 0
+        sleep 0.02
+    done
+    return 1
+}
 done_checks() {
     echo "$(basename "$0"): $checks checks, $failed failed"
     [ "$failed" -eq 0 ]

@@ -26,16 +26,6 @@ EOT
     sed -i 's/^plugins = torch,accelerate$/&\nnproc_per_node = 2/' "$T/job.ini"
 }
 
-# wait_for FILE TEXT [SECONDS]: until FILE holds TEXT (0), or the time is up (1)
-wait_for() {
-    local i
-    for i in $(seq 1 $((${3:-60} * 50))); do
-        grep -qF -- "$2" "$1" 2>/dev/null && return 0
-        sleep 0.02
-    done
-    return 1
-}
-
 # steps_of LOG: "step loss" per line of a train_log.jsonl
 steps_of() {
     /usr/bin/python3 -c '

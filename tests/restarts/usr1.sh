@@ -15,16 +15,6 @@ save_steps = 100000
 EOF
 sed -i 's/^plugins = torch,accelerate$/&\nnproc_per_node = 2/' "$T/job.ini"
 
-# wait_for FILE TEXT [SECONDS]: until FILE holds TEXT (0), or the time is up (1)
-wait_for() {
-    local i
-    for i in $(seq 1 $((${3:-60} * 50))); do
-        grep -qF -- "$2" "$1" 2>/dev/null && return 0
-        sleep 0.02
-    done
-    return 1
-}
-
 # start NAME: a run into $T/NAME (output in $T/NAME.out, .err, results in $T/NAME.json, pid in $p)
 # until rank 0 logged step 5
 start() {

@@ -190,15 +190,14 @@ static const char *reached(const sr_worker *w, int model_task, char *buf, size_t
    SR_PROGRESS_UNFIXABLE) fails the same way every time.  Nor is a worker
    that was asked to stop (SIGTERM, SIGINT, SIGHUP, or a model task's 143 after a checkpoint):
    Slurm and clouds signal every process of a job they take back, the agent's own signal follows. */
+static inline int asks_to_stop(int sig) { return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGUSR1; }
+
 static sr_rdzv_failure failure_kind(const sr_attempt *st, const sr_worker *w) {
     if (exited_config(w->status)) return SR_FAIL_CONFIG;
     if (w->progress.unfixable[0]) return SR_FAIL_FINAL; /* a full disk stays full */
     if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == SR_EXIT_CANNOT_EXEC) return SR_FAIL_FINAL;
     if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == SR_EXIT_SIGNAL_BASE + SIGTERM) return SR_FAIL_STOPPED;
-    if (WIFSIGNALED(w->status) &&
-        (WTERMSIG(w->status) == SIGTERM || WTERMSIG(w->status) == SIGINT || WTERMSIG(w->status) == SIGHUP ||
-         WTERMSIG(w->status) == SIGUSR1))
-        return SR_FAIL_STOPPED;
+    if (WIFSIGNALED(w->status) && asks_to_stop(WTERMSIG(w->status))) return SR_FAIL_STOPPED;
     if (!w->progress.started || st->stop_signal) return SR_FAIL_FINAL;
     return SR_FAIL_RETRYABLE;
 }
@@ -225,39 +224,97 @@ static void follow_worker_preemption(sr_attempt *st, sr_run *run, const sr_worke
     begin_stop(st, 0, run->preempt_grace, 0); /* signal 0: only the deadline */
 }
 
+static inline int exited_ok(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+/* Whether w's end is the attempt's first failure: it did not succeed, no failure was taken yet,
+   and the workers are not being stopped already (then an exit is the stop's doing). */
+static inline int opens_the_failure(const sr_attempt *st, const sr_worker *w) {
+    return !exited_ok(w->status) && st->failed < 0 && !st->kill_at;
+}
+
+/* Whether w was killed by a signal nobody here sent (the agent sends none before the first
+   failure): a rank that dies so is the cause, its peers that exit non-zero because a collective
+   with it failed are the consequence. */
+static inline int killed_by_a_signal(const sr_worker *w) { return w->reaped && WIFSIGNALED(w->status); }
+
+/* How long the first failure waits for its peers before the cause is chosen: a rank killed
+   outright is often reaped after the peer that saw it go through a collective. */
+static const double CAUSE_GRACE_S = 0.3;
+
+static int worker_of(const sr_attempt *st, pid_t pid) {
+    for (int i = 0; i < st->n; i++)
+        if (st->ws[i].pid == pid) return i;
+    return -1;
+}
+
+/* Records worker i's end; whatever it left behind in its group goes with it. */
+static void record_exit(sr_attempt *st, int i, int status) {
+    sr_worker *w = &st->ws[i];
+    w->reaped = 1;
+    w->status = status;
+    if (w->fd[SR_RES] >= 0) read_stream(w, SR_RES); /* its last progress records */
+}
+
+/* Reaps for up to `grace` seconds what else ends (or ended already), without deciding anything. */
+static void collect_late_exits(sr_attempt *st, double grace) {
+    double until = sr__now_s() + grace;
+    while (!workers_reaped(st)) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        int i = pid > 0 ? worker_of(st, pid) : -1;
+        if (i >= 0) record_exit(st, i, status), kill(-pid, SIGKILL);
+        if (pid > 0) continue; /* a worker or an orphan of one: look again at once */
+        if (pid < 0 || sr__now_s() >= until) return;
+        usleep(5000);
+    }
+}
+
+/* The worker whose failure caused the others', given that worker `first` was reaped failed
+   first: itself when a signal killed it, else a peer that a signal killed within the grace,
+   else `first`. */
+static int cause_of_failure(sr_attempt *st, int first) {
+    if (killed_by_a_signal(&st->ws[first]) || st->n < 2) return first;
+    collect_late_exits(st, CAUSE_GRACE_S);
+    for (int i = 0; i < st->n; i++)
+        if (i != first && killed_by_a_signal(&st->ws[i])) return i;
+    return first;
+}
+
+/* The attempt's failure, worker i's: told to the rendezvous, and every worker stopped. */
+static void report_failure(sr_attempt *st, sr_run *run, int i) {
+    const sr_worker *w = &st->ws[i];
+    st->failed = i;
+    /* a rank killed by a signal said nothing: a peer's error line is about its going */
+    st->blamed = killed_by_a_signal(w) ? -1 : blame(st, i);
+    char what[160], msg[600], step[64], host[128] = "?";
+    gethostname(host, sizeof host);
+    sr__describe_status(w->status, what, sizeof what);
+    const sr_worker *b = st->blamed >= 0 ? &st->ws[st->blamed] : w;
+    if (st->blamed >= 0)
+        snprintf(msg, sizeof msg, "rank %d (node %d) reported an error, then rank %d %s; %s (host %s)", b->rank,
+                 run->layout.node_rank, w->rank, what, reached(b, run->model_task, step, sizeof step), host);
+    else
+        snprintf(msg, sizeof msg, "rank %d (node %d) %s %s (host %s)", w->rank, run->layout.node_rank, what,
+                 reached(w, run->model_task, step, sizeof step), host);
+    /* a worker that exits 2 found a configuration error: the run's verdict is 2 too */
+    sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, failure_kind(st, b));
+    begin_stop(st, SIGTERM, run->grace, 1);
+}
+
 static void reap(sr_attempt *st, sr_run *run) {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        for (int i = 0; i < st->n; i++) {
-            sr_worker *w = &st->ws[i];
-            if (w->pid != pid) continue;
-            w->reaped = 1;
-            w->status = status;
-            if (w->fd[SR_RES] >= 0) read_stream(w, SR_RES); /* its last progress records */
-            int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-            if (!ok && st->failed < 0 && !st->kill_at && worker_preempted(w, run)) follow_worker_preemption(st, run, w);
-            if (!ok && st->failed < 0 && !st->kill_at) {
-                st->failed = i;
-                st->blamed = blame(st, i);
-                char what[160], msg[600], step[64], host[128] = "?";
-                gethostname(host, sizeof host);
-                sr__describe_status(status, what, sizeof what);
-                const sr_worker *b = st->blamed >= 0 ? &st->ws[st->blamed] : w;
-                if (st->blamed >= 0)
-                    snprintf(msg, sizeof msg, "rank %d (node %d) reported an error, then rank %d %s; %s (host %s)",
-                             b->rank, run->layout.node_rank, w->rank, what, reached(b, run->model_task, step, sizeof step), host);
-                else
-                    snprintf(msg, sizeof msg, "rank %d (node %d) %s %s (host %s)", w->rank, run->layout.node_rank, what,
-                             reached(w, run->model_task, step, sizeof step), host);
-                /* a worker that exits 2 found a configuration error: the run's verdict is 2 too */
-                sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, failure_kind(st, b));
-                begin_stop(st, SIGTERM, run->grace, 1);
-            }
-            /* whatever the worker left behind in its group goes with it */
-            kill(-pid, SIGKILL);
+        int i = worker_of(st, pid);
+        if (i < 0) continue; /* an orphan of the workers, reaped because we are their subreaper */
+        record_exit(st, i, status);
+        sr_worker *w = &st->ws[i];
+        if (opens_the_failure(st, w) && worker_preempted(w, run)) follow_worker_preemption(st, run, w);
+        if (opens_the_failure(st, w)) {
+            int cause = cause_of_failure(st, i);
+            report_failure(st, run, cause);
         }
-        /* other pids: orphans of the workers, reaped because we are their subreaper */
+        kill(-pid, SIGKILL);
     }
 }
 
@@ -357,94 +414,153 @@ static void call_off_restart(sr_attempt *st, sr_run *run) {
 }
 
 
-static void supervise(sr_attempt *st, sr_run *run) {
-    enum { MAX_RDZV_FDS = 4200 };
-    double all_reaped_at = 0;
-    int reported = 0;
-    sr_rdzv_phase applied = SR_RDZV_RUNNING;
-    struct pollfd *pfd = calloc((size_t)st->n * SR_NSTREAMS + 1 + MAX_RDZV_FDS, sizeof *pfd);
+/* The store server's connections (MAX_CONNS, 4096, in store/server.c) and its listening socket,
+   with room to spare: the most pollfds the rendezvous asks for. */
+enum { MAX_RDZV_FDS = 4200 };
+
+/* What the supervisor's loop carries from one turn to the next. */
+typedef struct sr_watch {
+    struct pollfd *pfd;     /* self-pipe, the workers' pipes, then the rendezvous's sockets */
+    double all_reaped_at;   /* when the last worker was reaped; 0: not yet */
+    int reported;           /* this agent's results went to node 0 */
+    sr_rdzv_phase applied;  /* the rendezvous phase applied last (follow_phase) */
+} sr_watch;
+
+static inline int local_work_done(const sr_attempt *st) { return workers_reaped(st) && pipes_closed(st); }
+
+/* Whether nothing went wrong with this agent's attempt here: no failure, no signal, no
+   preemption, and every worker it was to start started. */
+static inline int attempt_clean_here(const sr_attempt *st) {
+    return st->failed < 0 && !st->stop_signal && !st->preempting && st->n == st->want;
+}
+
+/* Whether the rendezvous reached a verdict (neither running nor restarting) and this agent knows it. */
+static inline int verdict_known(sr_rdzv *r) {
+    return r->phase != SR_RDZV_RUNNING && r->phase != SR_RDZV_RESTART && sr__rdzv_outcome_known(r);
+}
+
+/* This agent's part of a restart once its workers are gone: 1 when the next attempt may start. */
+static int ready_to_restart(sr_attempt *st, sr_run *run, sr_watch *wt) {
     sr_rdzv *r = &run->rdzv;
-    while (1) {
-        follow_phase(st, run, &applied);
-        int local_done = workers_reaped(st) && pipes_closed(st);
-        if (r->phase == SR_RDZV_RESTART && st->stop_signal) {
-            /* interrupted while the job restarts: no restart, and every agent hears it at once */
-            call_off_restart(st, run);
-        }
-        if (local_done && r->phase == SR_RDZV_RESTART) {
-            if (!r->hosting) {
-                sr__rdzv_stopped(r);
-                st->restart = r->phase == SR_RDZV_RESTART;
-                if (st->restart) break;
-            } else {
-                int ready = sr__rdzv_restart_ready(r);
-                if (ready > 0) {
-                    st->restart = 1;
-                    break;
-                }
-            }
-            follow_phase(st, run, &applied); /* a restart called off just now fails this agent too */
-        }
-        if (local_done && !reported && r->phase != SR_RDZV_RESTART) {
-            /* every rank's exit code reaches node 0, also when the run failed */
-            int ok = st->failed < 0 && !st->stop_signal && !st->failed_elsewhere && !st->preempting && st->n == st->want;
-            sr_buf mine = {0};
-            sr__local_results(st, &mine);
-            if ((st->results_local = sr__rdzv_report_done(r, mine.s ? mine.s : "", mine.n, ok)))
-                sr__log(SR_LOG_WARN, "this node's results (%zu bytes) stay in this node's output", mine.n);
-            sr__buf_free(&mine);
-            reported = 1;
-        }
-        /* One verdict per run.  The hosting agent decides it: a failure anywhere, or success once
-           every agent is done; it serves the store until every agent has read it.  The others
-           exit only when they know it (or were interrupted), so no node reports success while
-           another one fails. */
-        if (local_done && r->hosting && r->phase == SR_RDZV_RUNNING && st->failed < 0 && !st->stop_signal &&
-            !st->preempting && st->n == st->want && sr__rdzv_all_done(r))
-            sr__rdzv_succeed(r);
-        int decided = r->phase != SR_RDZV_RUNNING && r->phase != SR_RDZV_RESTART && sr__rdzv_outcome_known(r);
-        if (local_done && reported && (decided || (st->stop_signal && !r->hosting))) {
-            if (!r->hosting) sr__rdzv_ack(r);
-            if (sr__rdzv_settled(r)) break;
-        }
-        int np = 0;
-        pfd[np++] = (struct pollfd){.fd = self_pipe[0], .events = POLLIN};
+    if (!r->hosting) {
+        sr__rdzv_stopped(r);
+        st->restart = r->phase == SR_RDZV_RESTART;
+        if (st->restart) return 1;
+    } else if (sr__rdzv_restart_ready(r) > 0) {
+        st->restart = 1;
+        return 1;
+    }
+    follow_phase(st, run, &wt->applied); /* a restart called off just now fails this agent too */
+    return 0;
+}
+
+/* Every rank's exit code reaches node 0, also when the run failed. */
+static void report_results(sr_attempt *st, sr_run *run) {
+    sr_buf mine = {0};
+    sr__local_results(st, &mine);
+    if ((st->results_local = sr__rdzv_report_done(&run->rdzv, mine.s ? mine.s : "", mine.n,
+                                                     attempt_clean_here(st) && !st->failed_elsewhere)))
+        sr__log(SR_LOG_WARN, "this node's results (%zu bytes) stay in this node's output", mine.n);
+    sr__buf_free(&mine);
+}
+
+/* The decisions of one turn, from what the workers and the rendezvous did so far; no waiting.
+   1: the attempt is over (a restart, or the run's verdict known and settled). */
+static int advance(sr_attempt *st, sr_run *run, sr_watch *wt) {
+    sr_rdzv *r = &run->rdzv;
+    follow_phase(st, run, &wt->applied);
+    int local_done = local_work_done(st);
+    /* interrupted while the job restarts: no restart, and every agent hears it at once */
+    if (r->phase == SR_RDZV_RESTART && st->stop_signal) call_off_restart(st, run);
+    if (local_done && r->phase == SR_RDZV_RESTART && ready_to_restart(st, run, wt)) return 1;
+    if (local_done && !wt->reported && r->phase != SR_RDZV_RESTART) {
+        report_results(st, run);
+        wt->reported = 1;
+    }
+    /* One verdict per run.  The hosting agent decides it: a failure anywhere, or success once
+       every agent is done; it serves the store until every agent has read it.  The others
+       exit only when they know it (or were interrupted), so no node reports success while
+       another one fails. */
+    if (local_done && r->hosting && r->phase == SR_RDZV_RUNNING && attempt_clean_here(st) && sr__rdzv_all_done(r))
+        sr__rdzv_succeed(r);
+    if (local_done && wt->reported && (verdict_known(r) || (st->stop_signal && !r->hosting))) {
+        if (!r->hosting) sr__rdzv_ack(r);
+        if (sr__rdzv_settled(r)) return 1;
+    }
+    return 0;
+}
+
+/* How long this turn's poll may wait: the rendezvous's next deadline, the SIGKILL deadline, and
+   a short wait while the pipes of workers already gone are still open. */
+static int poll_timeout_ms(const sr_attempt *st, sr_rdzv *r, const sr_watch *wt) {
+    int timeout = sr__rdzv_timeout_ms(r);
+    if (st->kill_at && !st->killed) {
+        int k = (int)((st->kill_at - sr__now_s()) * 1000) + 1;
+        timeout = timeout < 0 || k < timeout ? (k > 0 ? k : 0) : timeout;
+    }
+    /* workers gone, pipes still open: check back soon (node 0 may wait long for other nodes) */
+    if (wt->all_reaped_at && !pipes_closed(st) && (timeout < 0 || timeout > 50)) timeout = 50;
+    return timeout;
+}
+
+/* The I/O of one turn: waits for a signal, a worker's output or exit, the rendezvous or a
+   deadline, and takes in what came.  -1 when poll itself failed. */
+static int poll_once(sr_attempt *st, sr_run *run, sr_watch *wt) {
+    sr_rdzv *r = &run->rdzv;
+    struct pollfd *pfd = wt->pfd;
+    int np = 0;
+    pfd[np++] = (struct pollfd){.fd = self_pipe[0], .events = POLLIN};
+    for (int i = 0; i < st->n; i++)
+        for (int s = 0; s < SR_NSTREAMS; s++)
+            if (st->ws[i].fd[s] >= 0) pfd[np++] = (struct pollfd){.fd = st->ws[i].fd[s], .events = POLLIN};
+    int first_rdzv = np;
+    np += sr__rdzv_pollfds(r, pfd + np, MAX_RDZV_FDS);
+    if (poll(pfd, (nfds_t)np, poll_timeout_ms(st, r, wt)) < 0 && errno != EINTR) return -1;
+
+    if (pfd[0].revents & POLLIN) {
+        unsigned char sigs[64];
+        ssize_t k = read(self_pipe[0], sigs, sizeof sigs);
+        for (ssize_t j = 0; j < k; j++)
+            if (sigs[j] != SIGCHLD) on_agent_signal(st, run, sigs[j]);
+    }
+    reap(st, run);
+    for (int p = 1; p < first_rdzv; p++) {
+        if (!pfd[p].revents) continue;
         for (int i = 0; i < st->n; i++)
             for (int s = 0; s < SR_NSTREAMS; s++)
-                if (st->ws[i].fd[s] >= 0) pfd[np++] = (struct pollfd){.fd = st->ws[i].fd[s], .events = POLLIN};
-        int first_rdzv = np;
-        np += sr__rdzv_pollfds(r, pfd + np, MAX_RDZV_FDS);
-        int timeout = sr__rdzv_timeout_ms(r);
-        double t = sr__now_s();
-        if (st->kill_at && !st->killed) {
-            int k = (int)((st->kill_at - t) * 1000) + 1;
-            timeout = timeout < 0 || k < timeout ? (k > 0 ? k : 0) : timeout;
-        }
-        /* workers gone, pipes still open: check back soon (node 0 may wait long for other nodes) */
-        if (all_reaped_at && !pipes_closed(st) && (timeout < 0 || timeout > 50)) timeout = 50;
-        if (poll(pfd, (nfds_t)np, timeout) < 0 && errno != EINTR) break;
-
-        if (pfd[0].revents & POLLIN) {
-            unsigned char sigs[64];
-            ssize_t k = read(self_pipe[0], sigs, sizeof sigs);
-            for (ssize_t j = 0; j < k; j++)
-                if (sigs[j] != SIGCHLD) on_agent_signal(st, run, sigs[j]);
-        }
-        reap(st, run);
-        for (int p = 1; p < first_rdzv; p++) {
-            if (!pfd[p].revents) continue;
-            for (int i = 0; i < st->n; i++)
-                for (int s = 0; s < SR_NSTREAMS; s++)
-                    if (st->ws[i].fd[s] == pfd[p].fd) read_stream(&st->ws[i], s);
-        }
-        sr__rdzv_handle(r, pfd + first_rdzv, np - first_rdzv);
-        t = sr__now_s();
-        if (st->kill_at && !st->killed && t >= st->kill_at) kill_workers(st);
-        if (workers_reaped(st) && !all_reaped_at) all_reaped_at = t;
-        /* a process that left its group (setsid) may hold a pipe open: do not wait for it long */
-        if (all_reaped_at && t - all_reaped_at > 1.0) close_pipes(st);
+                if (st->ws[i].fd[s] == pfd[p].fd) read_stream(&st->ws[i], s);
     }
-    free(pfd);
+    sr__rdzv_handle(r, pfd + first_rdzv, np - first_rdzv);
+    double t = sr__now_s();
+    if (st->kill_at && !st->killed && t >= st->kill_at) kill_workers(st);
+    if (workers_reaped(st) && !wt->all_reaped_at) wt->all_reaped_at = t;
+    /* a process that left its group (setsid) may hold a pipe open: do not wait for it long */
+    if (wt->all_reaped_at && t - wt->all_reaped_at > 1.0) close_pipes(st);
+    return 0;
+}
+
+/* Without memory for its poll set the agent cannot watch its workers: it stops them, waits for
+   them, and the run fails here (exit 1) and on every other node. */
+static void give_up_watching(sr_attempt *st, sr_run *run, size_t nfds) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "node %d's shardrun ran out of memory (a poll set of %zu entries): its workers were "
+             "stopped", run->layout.node_rank, nfds);
+    sr__log(SR_LOG_ERROR, "%s; free some memory and run the job again", msg);
+    sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_FINAL);
+    kill_workers(st);
+    for (int i = 0; i < st->n; i++)
+        if (!st->ws[i].reaped && waitpid(st->ws[i].pid, &st->ws[i].status, 0) == st->ws[i].pid) st->ws[i].reaped = 1;
+    close_pipes(st);
+    st->failed_elsewhere = 1;
+}
+
+static void supervise(sr_attempt *st, sr_run *run) {
+    size_t nfds = (size_t)st->n * SR_NSTREAMS + 1 + MAX_RDZV_FDS;
+    sr_watch wt = {.pfd = calloc(nfds, sizeof(struct pollfd)), .applied = SR_RDZV_RUNNING};
+    if (!wt.pfd) give_up_watching(st, run, nfds);
+    while (wt.pfd && !advance(st, run, &wt))
+        if (poll_once(st, run, &wt) != 0) break;
+    free(wt.pfd);
     /* a SIGTERM during the last step: every rank finished (and saved) the run; it succeeded */
     int finished = st->preempting && st->n == st->want && st->failed < 0;
     for (int i = 0; finished && i < st->n; i++)

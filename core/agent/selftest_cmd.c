@@ -200,7 +200,7 @@ static char *const cluster_flags[] = {"--nnodes", "--node-rank", "--master-addr"
 static int parse_flags(int argc, char **argv, selftest_opts *o) {
     optind = 0, opterr = 0;
     for (;;) {
-        const char *at = optind < argc ? argv[optind ? optind : 1] : ""; /* the flag being read */
+        const char *at = (optind ? optind : 1) < argc ? argv[optind ? optind : 1] : ""; /* the flag being read */
         int idx = -1, c = getopt_long(argc, argv, "+:h", long_opts, &idx);
         if (c == -1) break;
         const char *flag = idx >= 0 ? long_opts[idx].name : NULL;

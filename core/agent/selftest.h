@@ -10,7 +10,8 @@
 #ifndef SR_AGENT_SELFTEST_H
 #define SR_AGENT_SELFTEST_H
 
-/* Its files, each with one job (none includes selftest.h: no include loop):
+/* Its files, each with one job; the command includes the parts' headers, no part includes the
+   command's or calls into it (no loop):
      selftest_cmd.c     this command: flags, the two halves, the table, the verdict, --results
      selftest_lines.h   the merged lines every part adds to
      selftest_subrun.h  sub-runs of `shardrun JOB`, and the signals that stop them

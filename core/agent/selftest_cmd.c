@@ -278,7 +278,8 @@ static int run_half(sr_selftest_lines *l, const char *dir, const selftest_opts *
 static int verdict(const sr_selftest_lines *l, int ngpu, int *failed) {
     int skipped = 0;
     *failed = 0;
-    for (size_t i = 0; i < l->n; i++) *failed += !strcmp(l->v[i].status, "FAIL"), skipped += !strcmp(l->v[i].status, "SKIP");
+    for (size_t i = 0; i < l->n; i++)
+        *failed += !strcmp(l->v[i].status, "FAIL"), skipped += !strcmp(l->v[i].status, "SKIP");
     if (*failed) {
         printf("verdict: FAIL: %d of %zu checks failed:", *failed, l->n);
         for (size_t i = 0, shown = 0; i < l->n && shown < 8; i++)
@@ -301,7 +302,8 @@ int sr__cmd_selftest(int argc, char **argv) {
     int ngpu = sr__cuda_device_count(why, sizeof why);
     const char *no_gpu = why[0] ? why : "0 devices";
     if (o.gpu && ngpu <= 0) {
-        sr__log(SR_LOG_ERROR, "selftest --gpu: no CUDA device is visible (%s); run without --gpu for the CPU half", no_gpu);
+        sr__log(SR_LOG_ERROR, "selftest --gpu: no CUDA device is visible (%s); run without --gpu for the CPU half",
+                no_gpu);
         return SR_EXIT_CONFIG;
     }
     const char *tmpdir = getenv("TMPDIR");

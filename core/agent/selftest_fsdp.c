@@ -108,8 +108,8 @@ static double grad_of(float before, float after) {
 
 /* every gradient of a run (its checkpoint after the step, with the initial weights) against the
    reference's, tensor by tensor and element by element */
-int sr__selftest_compare_grads(const char *p0_path, const char *ref_path, const char *path, const sr_selftest_tols *t,
-                         sr_selftest_diff *d, char *err, size_t errlen) {
+int sr__selftest_compare_grads(const char *p0_path, const char *ref_path, const char *path,
+                               const sr_selftest_tols *t, sr_selftest_diff *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
     sr_st_file *p0 = sr__st_open(p0_path, err, errlen), *a = p0 ? sr__st_open(ref_path, err, errlen) : NULL,
                *b = a ? sr__st_open(path, err, errlen) : NULL;
@@ -179,7 +179,8 @@ static void one_case(sr_selftest_lines *l, const sr_selftest_fsdp *f, int batch,
     snprintf(p0, sizeof p0, "%s/fsdp-initial/checkpoint-1/model.safetensors", f->dir);
     snprintf(ref_ck, sizeof ref_ck, "%s/%s/checkpoint-1/model.safetensors", f->dir, ref);
     snprintf(ck, sizeof ck, "%s/%s/checkpoint-1/model.safetensors", f->dir, name);
-    const sr_selftest_tols t = bf16 ? (sr_selftest_tols){2e-2, 5e-2, 5e-2, 0} : (sr_selftest_tols){1e-5, 1e-4, 1e-4, 1e-4};
+    const sr_selftest_tols t =
+        bf16 ? (sr_selftest_tols){2e-2, 5e-2, 5e-2, 0} : (sr_selftest_tols){1e-5, 1e-4, 1e-4, 1e-4};
     sr_selftest_diff d;
     if (sr__selftest_compare_grads(p0, ref_ck, ck, &t, &d, err, sizeof err) != 0) {
         snprintf(detail, sizeof detail, "checkpoints cannot be compared: %s", err);
@@ -205,7 +206,8 @@ static void one_case(sr_selftest_lines *l, const sr_selftest_fsdp *f, int batch,
 }
 
 /* A one-CPU-rank run (reference or initial weights), once per selftest. */
-static int cpu_run(sr_selftest_lines *l, const sr_selftest_fsdp *f, const char *name, int batch, const char *lr, const char *what) {
+static int cpu_run(sr_selftest_lines *l, const sr_selftest_fsdp *f, const char *name, int batch, const char *lr,
+                   const char *what) {
     char path[4200];
     struct stat st;
     snprintf(path, sizeof path, "%s/%s/checkpoint-1/model.safetensors", f->dir, name);

@@ -37,8 +37,8 @@ typedef struct sr_selftest_diff {
    weights p0, the reference's and the run's after one step of AdamW with learning rate 1 and
    epsilon 1, which moves each parameter by d = -g / (|g| + 1).  Fills d; 0, or -1 with why in err
    (a file unreadable, tensors missing or of another size). */
-int sr__selftest_compare_grads(const char *p0, const char *ref, const char *run, const sr_selftest_tols *t, sr_selftest_diff *d,
-                         char *err, size_t errlen);
+int sr__selftest_compare_grads(const char *p0, const char *ref, const char *run, const sr_selftest_tols *t,
+                               sr_selftest_diff *d, char *err, size_t errlen);
 
 /* One FSDP step of a small GPT-2: FULL_SHARD on nproc ranks of `backend`, with and without
    offload, against the same step on one CPU rank; adds its lines. */

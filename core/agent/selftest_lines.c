@@ -1,13 +1,13 @@
 /* selftest's merged lines (see selftest_lines.h). */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 #include "agent/selftest_lines.h"
 
-void sr__selftest_add(sr_selftest_lines *l, const char *half, const char *status, const char *group, const char *name,
-                const char *detail, const char *metrics) {
+void sr__selftest_add(sr_selftest_lines *l, const char *half, const char *status, const char *group,
+                      const char *name, const char *detail, const char *metrics) {
     int pass = !strcmp(status, "PASS");
     for (size_t i = 0; i < l->n; i++) {
         sr_selftest_line *x = &l->v[i];
@@ -36,6 +36,7 @@ void sr__selftest_add(sr_selftest_lines *l, const char *half, const char *status
 }
 
 void sr__selftest_lines_free(sr_selftest_lines *l) {
-    for (size_t i = 0; i < l->n; i++) free(l->v[i].group), free(l->v[i].name), free(l->v[i].detail), free(l->v[i].metrics);
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].group), free(l->v[i].name), free(l->v[i].detail), free(l->v[i].metrics);
     free(l->v);
 }

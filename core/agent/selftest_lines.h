@@ -22,8 +22,8 @@ typedef struct sr_selftest_lines {
 } sr_selftest_lines;
 
 /* Adds (or merges into the line of the same half, group and name) one check. */
-void sr__selftest_add(sr_selftest_lines *l, const char *half, const char *status, const char *group, const char *name,
-                const char *detail, const char *metrics);
+void sr__selftest_add(sr_selftest_lines *l, const char *half, const char *status, const char *group,
+                      const char *name, const char *detail, const char *metrics);
 
 /* Frees what the lines hold (l itself is the caller's). */
 void sr__selftest_lines_free(sr_selftest_lines *l);

@@ -92,12 +92,18 @@ static int usage_error(const char *fmt, ...) {
     return EXIT_CONFIG;
 }
 
-/* a number in [lo, hi] (integer: no fraction) into *out; else -1 after saying why */
-static int num(const char *flag, const char *v, double lo, double hi, int integer, double *out) {
+/* v, all of it, as a number into *d: 0, or -1 (empty, trailing text, out of double's range) */
+static int real(const char *v, double *d) {
     char *end;
     errno = 0;
-    double d = strtod(v, &end);
-    if (!*v || *end || errno || !(d >= lo && d <= hi) || (integer && d != floor(d))) {
+    *d = strtod(v, &end);
+    return *v && !*end && !errno ? 0 : -1;
+}
+
+/* a number in [lo, hi] (integer: no fraction) into *out; else -1 after saying why */
+static int num(const char *flag, const char *v, double lo, double hi, int integer, double *out) {
+    double d;
+    if (real(v, &d) != 0 || !(d >= lo && d <= hi) || (integer && d != floor(d))) {
         usage_error("%s %s: expected %s in [%.0f, %g]", flag, v, integer ? "a whole number" : "a number", lo, hi);
         return -1;
     }
@@ -148,32 +154,24 @@ static int take_flag(opts *o, int c, const char *flag, const char *v) {
         if (num(flag, v, 0, 1e9, 1, &d)) return EXIT_CONFIG;
         o->max_new = (long)d;
         break;
-    case OPT_TEMPERATURE: {
-        char *end;
-        errno = 0;
-        d = strtod(v, &end);
-        if (!*v || *end || errno || !(d == 0 || (d >= GPT2_MIN_TEMPERATURE && d <= GPT2_MAX_TEMPERATURE)))
+    case OPT_TEMPERATURE:
+        if (real(v, &d) != 0 || !(d == 0 || (d >= GPT2_MIN_TEMPERATURE && d <= GPT2_MAX_TEMPERATURE)))
             return usage_error("--temperature %s: expected 0 (greedy) or a number from " GPT2_STR(
                                GPT2_MIN_TEMPERATURE) " to " GPT2_STR(GPT2_MAX_TEMPERATURE) " (below "
                                GPT2_STR(GPT2_MIN_TEMPERATURE) " sampling picks the most likely token anyway: "
                                "use 0)", v);
         o->temperature = d;
         break;
-    }
     case OPT_TOP_K:
         if (num(flag, v, 0, 1e9, 1, &d)) return EXIT_CONFIG;
         o->top_k = (int)d;
         break;
-    case OPT_TOP_P: {
-        char *end;
-        errno = 0;
-        d = strtod(v, &end);
-        if (!*v || *end || errno || !(d > 0 && d <= 1))
+    case OPT_TOP_P:
+        if (real(v, &d) != 0 || !(d > 0 && d <= 1))
             return usage_error("--top-p %s: expected a number in (0, 1], above 0 and at most 1 (1 turns top-p "
                                "off)", v);
         o->top_p = (float)d;
         break;
-    }
     case OPT_SEED:
         if (num(flag, v, 0, 9e15, 1, &d)) return EXIT_CONFIG;
         o->seed = (unsigned long long)d;

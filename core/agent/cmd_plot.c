@@ -2,6 +2,7 @@
    runs on one chart, from the trainer_state.json each run's output_dir (or checkpoint folder)
    holds (trainer/loss_plot.h draws it). */
 #define _GNU_SOURCE
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,46 +33,75 @@ static char *run_name(const char *dir) {
     return name;
 }
 
-/* argv[0] is "plot". */
-int sr__cmd_plot(int argc, char **argv) {
-    const char **dirs = calloc((size_t)argc, sizeof *dirs), *out = NULL;
-    int n = 0, compare = 0, rc = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+static const struct option long_opts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"compare", no_argument, NULL, 'c'},
+    {"output", required_argument, NULL, 'o'},
+    {NULL, 0, NULL, 0},
+};
+
+/* The folders, in order, into dirs[*n] and -o into *out; -1 to go on, else the exit code (0 after
+   --help, 2 after saying why).  getopt_long with "-": the folders stay in order among the flags
+   (one after --compare is a run to compare); opterr = 0: the messages are plot's own. */
+static int parse_flags(int argc, char **argv, const char **dirs, int *n, const char **out) {
+    int compare = 0;
+    optind = 0, opterr = 0;
+    for (;;) {
+        const char *at = (optind ? optind : 1) < argc ? argv[optind ? optind : 1] : ""; /* the argument being read */
+        int c = getopt_long(argc, argv, "-:ho:", long_opts, NULL);
+        if (c == -1) break;
+        switch (c) {
+        case 'h':
             printf("usage: shardrun plot OUTPUT_DIR [--compare OTHER_DIR ...] [-o FILE]\n"
                    "  draws train loss (solid) and eval loss (dashed) against step from each folder's\n"
                    "  trainer_state.json (an output_dir or a checkpoint folder), several runs on one chart;\n"
                    "  FILE defaults to OUTPUT_DIR/loss.svg, or OUTPUT_DIR/loss_compare.svg with --compare\n");
-            free(dirs);
             return 0;
-        }
-        if (!strcmp(a, "--compare")) {
-            compare = 1;
-            continue;
-        }
-        if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (i + 1 >= argc) {
-                free(dirs);
-                return usage_error("-o needs a file name");
+        case 'c': compare = 1; break;
+        case 'o': *out = optarg; break;
+        case ':': return usage_error("-o needs a file name");
+        case 1: {
+            char *m = NULL;
+            if (!strcmp(optarg, "-")) m = sr__fmt("unknown option -"); /* no folder */
+            else if (*n > 0 && !compare) m = sr__fmt("a second folder (%s) without --compare before it", optarg);
+            if (m) {
+                int rc = usage_error(m);
+                free(m);
+                return rc;
             }
-            out = argv[++i];
-            continue;
+            dirs[(*n)++] = optarg;
+            break;
         }
-        if (a[0] == '-') {
-            char *m = sr__fmt("unknown option %s", a);
-            rc = usage_error(m);
-            free(m), free(dirs);
+        default: {
+            char *m = sr__fmt("unknown option %s", at);
+            int rc = usage_error(m);
+            free(m);
             return rc;
         }
-        if (n > 0 && !compare) {
-            char *m = sr__fmt("a second folder (%s) without --compare before it", a);
-            rc = usage_error(m);
-            free(m), free(dirs);
-            return rc;
         }
-        dirs[n++] = a;
     }
+    /* after "--" only folders, under the same rule */
+    for (; optind < argc; optind++) {
+        if (*n > 0 && !compare) {
+            char *m = sr__fmt("a second folder (%s) without --compare before it", argv[optind]);
+            int rc = usage_error(m);
+            free(m);
+            return rc;
+        }
+        dirs[(*n)++] = argv[optind];
+    }
+    return -1;
+}
+
+/* argv[0] is "plot". */
+int sr__cmd_plot(int argc, char **argv) {
+    const char **dirs = calloc((size_t)argc, sizeof *dirs), *out = NULL;
+    int n = 0, rc = parse_flags(argc, argv, dirs, &n, &out);
+    if (rc >= 0) {
+        free(dirs);
+        return rc;
+    }
+    rc = 0;
     if (n == 0) {
         free(dirs);
         return usage_error("no OUTPUT_DIR given");

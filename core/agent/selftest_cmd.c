@@ -1,20 +1,21 @@
 /* `shardrun selftest` (see selftest.h): flags, the halves, merging, the table, the verdict. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
+#include <getopt.h>
 #include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "agent/selftest.h"
+#include "agent/selftest_fsdp.h"
+#include "agent/selftest_lines.h"
+#include "agent/selftest_subrun.h"
+#include "base/fs.h"
 #include "base/log.h"
 #include "base/out_file.h"
+#include "base/strbuf.h"
 #include "config/value.h"
 #include "device/cuda_lib.h"
 
@@ -38,42 +39,8 @@ static void usage(FILE *out) {
 
 /* ---- lines ---------------------------------------------------------------------------------------- */
 
-void sr__st_add(sr_st_lines *l, const char *half, const char *status, const char *group, const char *name,
-                const char *detail, const char *metrics) {
-    int pass = !strcmp(status, "PASS");
-    for (size_t i = 0; i < l->n; i++) {
-        sr_st_line *x = &l->v[i];
-        if (strcmp(x->half, half) || strcmp(x->group, group) || strcmp(x->name, name)) continue;
-        x->ranks++;
-        if (!pass && strcmp(x->status, "FAIL")) { /* the first failure (or skip) tells */
-            snprintf(x->status, sizeof x->status, "%s", status);
-            free(x->detail);
-            x->detail = strdup(detail);
-        }
-        return;
-    }
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        sr_st_line *v = realloc(l->v, cap * sizeof *v);
-        if (!v) return;
-        l->v = v, l->cap = cap;
-    }
-    sr_st_line *x = &l->v[l->n++];
-    memset(x, 0, sizeof *x);
-    snprintf(x->half, sizeof x->half, "%s", half);
-    snprintf(x->status, sizeof x->status, "%s", !strcmp(status, "SKIP") ? "SKIP" : pass ? "PASS" : "FAIL");
-    x->group = strdup(group), x->name = strdup(name), x->detail = strdup(detail);
-    x->metrics = strdup(metrics ? metrics : "");
-    x->ranks = 1;
-}
-
-static void lines_free(sr_st_lines *l) {
-    for (size_t i = 0; i < l->n; i++) free(l->v[i].group), free(l->v[i].name), free(l->v[i].detail), free(l->v[i].metrics);
-    free(l->v);
-}
-
 /* Reads every rank's PREFIX.rankR.tsv; returns the number of files read. */
-static int read_lines(sr_st_lines *l, const char *half, const char *prefix) {
+static int read_lines(sr_selftest_lines *l, const char *half, const char *prefix) {
     char pat[4300];
     snprintf(pat, sizeof pat, "%s.rank*.tsv", prefix);
     glob_t g;
@@ -98,7 +65,7 @@ static int read_lines(sr_st_lines *l, const char *half, const char *prefix) {
             /* a failure says on which rank (each GPU is checked by its own) */
             const char *r = strstr(g.gl_pathv[i], ".rank");
             char *detail = strcmp(field[0], "FAIL") ? NULL : sr__fmt("rank %d: %s", r ? atoi(r + 5) : -1, field[3]);
-            sr__st_add(l, half, field[0], field[1], field[2], detail ? detail : field[3], field[4]);
+            sr__selftest_add(l, half, field[0], field[1], field[2], detail ? detail : field[3], field[4]);
             free(detail);
         }
         free(line);
@@ -108,94 +75,10 @@ static int read_lines(sr_st_lines *l, const char *half, const char *prefix) {
     return files;
 }
 
-/* ---- sub-runs ------------------------------------------------------------------------------------- */
-
-/* SIGINT, SIGTERM, SIGHUP while a sub-run runs: handed on to it (it stops its workers as any run
-   does), and no further sub-run starts; the command then cleans up and exits 128+N. */
-static volatile sig_atomic_t stop_signal;
-static volatile pid_t running;
-
-static void on_signal(int sig) {
-    stop_signal = sig;
-    if (running > 0) kill(running, sig);
-}
-
-int sr__st_stopped(void) { return stop_signal; }
-
-static const int stop_sigs[3] = {SIGINT, SIGTERM, SIGHUP};
-
-/* From the temporary folder's creation to its removal (old: the dispositions to restore). */
-static void catch_signals(struct sigaction old[3]) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 3; i++) sigaction(stop_sigs[i], &sa, &old[i]);
-}
-
-int sr__st_subrun(const char *job, const char *log, const char *env_set, char *const *passthrough) {
-    if (stop_signal) return 128 + stop_signal;
-    char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return -1;
-    self[len] = 0;
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        /* its own process group: a Ctrl-C reaches it once, through on_signal */
-        setpgid(0, 0);
-        for (int i = 0; i < 3; i++) signal(stop_sigs[i], SIG_DFL);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(127);
-        /* in the job's folder: paths in it can be relative, the same on every node (every [task]
-           key is part of the fingerprint the nodes of a run must agree on) */
-        char *folder = strdup(job), *slash = folder ? strrchr(folder, '/') : NULL;
-        if (slash) *slash = 0;
-        if (!folder || chdir(slash ? folder : ".") != 0) _exit(127);
-        free(folder);
-        if (env_set) putenv((char *)env_set);
-        char *argv[32];
-        int n = 0;
-        argv[n++] = self;
-        argv[n++] = (char *)job;
-        for (int i = 0; passthrough && passthrough[i] && n < 30; i++) argv[n++] = passthrough[i];
-        argv[n] = NULL;
-        execv(self, argv);
-        _exit(127);
-    }
-    running = pid;
-    if (stop_signal) kill(pid, stop_signal); /* arrived between fork and here */
-    int st = 0, rc = -1;
-    while ((rc = (int)waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
-    }
-    running = 0;
-    if (rc < 0) return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-void sr__st_show_log(const char *log) {
-    FILE *f = fopen(log, "r");
-    if (!f) return;
-    char *ring[12] = {0}, *line = NULL;
-    size_t cap = 0, n = 0;
-    while (getline(&line, &cap, f) > 0) {
-        free(ring[n % 12]);
-        ring[n++ % 12] = strdup(line);
-    }
-    free(line);
-    fclose(f);
-    fprintf(stderr, "  last lines of %s:\n", log);
-    for (size_t i = n > 12 ? n - 12 : 0; i < n; i++) {
-        fprintf(stderr, "    %s", ring[i % 12] ? ring[i % 12] : "\n");
-        free(ring[i % 12]);
-        ring[i % 12] = NULL;
-    }
-}
+/* ---- the halves ---------------------------------------------------------------------------------- */
 
 /* The selftest task on `nproc` ranks of `backend`; its lines, or one FAIL line saying why not. */
-static void run_task(sr_st_lines *l, const char *dir, const char *half, const char *backend, int nproc, int quick,
+static void run_task(sr_selftest_lines *l, const char *dir, const char *half, const char *backend, int nproc, int quick,
                      char *const *passthrough, int single_node) {
     char job[4200], log[4200], prefix[4200];
     snprintf(job, sizeof job, "%s/selftest-%s.ini", dir, half);
@@ -203,29 +86,29 @@ static void run_task(sr_st_lines *l, const char *dir, const char *half, const ch
     snprintf(prefix, sizeof prefix, "%s/lines-%s", dir, half); /* the workers' "lines-HALF" (they run in dir) */
     FILE *f = fopen(job, "w");
     if (!f) {
-        sr__st_add(l, half, "FAIL", "setup", "selftest task", "cannot write its job file", NULL);
+        sr__selftest_add(l, half, "FAIL", "setup", "selftest task", "cannot write its job file", NULL);
         return;
     }
     fprintf(f, "[shardrun]\ntask = selftest\nplugins = torch\nnproc_per_node = %d\n%s\n[torch]\nbackend = %s\n\n"
                "[task]\nlines = lines-%s\nquick = %d\n",
             nproc, single_node ? "master_port = 0\n" : "", backend, half, quick);
     fclose(f);
-    int rc = sr__st_subrun(job, log, NULL, passthrough);
+    int rc = sr__selftest_subrun(job, log, NULL, passthrough);
     int files = read_lines(l, half, prefix);
-    if ((rc != 0 || files == 0) && !stop_signal) {
+    if ((rc != 0 || files == 0) && !sr__selftest_stopped()) {
         char *why = sr__fmt("the run of the selftest task %s (exit %d); its output: %s",
                             rc == 2 ? "was refused" : "failed", rc, log);
-        sr__st_add(l, half, "FAIL", "setup", "selftest task", why, NULL);
+        sr__selftest_add(l, half, "FAIL", "setup", "selftest task", why, NULL);
         free(why);
-        sr__st_show_log(log);
+        sr__selftest_show_log(log);
     }
 }
 
 /* ---- output --------------------------------------------------------------------------------------- */
 
-static void print_lines(const sr_st_lines *l, size_t from) {
+static void print_lines(const sr_selftest_lines *l, size_t from) {
     for (size_t i = from; i < l->n; i++) {
-        const sr_st_line *x = &l->v[i];
+        const sr_selftest_line *x = &l->v[i];
         printf("%s  %-10s %-34s %s", x->status, x->group, x->name, x->detail);
         if (x->ranks > 1) printf(" [%d ranks]", x->ranks);
         printf("\n");
@@ -252,7 +135,7 @@ static void json_metrics(sr_buf *b, const char *m) {
     sr__buf_printf(b, "}");
 }
 
-static int write_json(const char *path, const sr_st_lines *l, int failed, const char *gpu_note, int quick) {
+static int write_json(const char *path, const sr_selftest_lines *l, int failed, const char *gpu_note, int quick) {
     sr_buf b = {0};
     int skipped = 0;
     for (size_t i = 0; i < l->n; i++) skipped += !strcmp(l->v[i].status, "SKIP");
@@ -261,7 +144,7 @@ static int write_json(const char *path, const sr_st_lines *l, int failed, const 
     sr__buf_json_str(&b, gpu_note);
     sr__buf_printf(&b, ",\n  \"lines\": [\n");
     for (size_t i = 0; i < l->n; i++) {
-        const sr_st_line *x = &l->v[i];
+        const sr_selftest_line *x = &l->v[i];
         sr__buf_printf(&b, "    {\"half\": \"%s\", \"status\": \"%s\", \"group\": ", x->half, x->status);
         sr__buf_json_str(&b, x->group);
         sr__buf_printf(&b, ", \"name\": ");
@@ -282,56 +165,88 @@ static int write_json(const char *path, const sr_st_lines *l, int failed, const 
 
 /* ---- the command ---------------------------------------------------------------------------------- */
 
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
+typedef struct selftest_opts {
+    int gpu, quick, keep, multi; /* multi: several nodes (cluster flags or SLURM_NNODES > 1) */
+    int nproc;                   /* --nproc-per-node, 0: the default of each half */
+    const char *results;
+    char *pass[16]; /* cluster flags handed to every sub-run, as "--flag" "value" pairs */
+    int npass;
+} selftest_opts;
 
-static int remove_tree(const char *dir) { return nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS); }
+enum { OPT_GPU = 256, OPT_QUICK, OPT_KEEP, OPT_RESULTS, OPT_NPROC, OPT_NNODES, OPT_NODE_RANK, OPT_MASTER_ADDR,
+       OPT_MASTER_PORT };
 
-int sr__cmd_selftest(int argc, char **argv) {
-    int gpu = 0, quick = 0, keep = 0;
-    long long nproc = 0;
-    const char *results = NULL;
-    char *pass[16] = {0}; /* cluster flags handed to every sub-run */
-    int npass = 0, multi = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--gpu")) gpu = 1;
-        else if (!strcmp(a, "--quick")) quick = 1;
-        else if (!strcmp(a, "--keep")) keep = 1;
-        else if (!strcmp(a, "--results") || !strcmp(a, "--nproc-per-node") || !strcmp(a, "--nproc_per_node") ||
-                 !strcmp(a, "--nnodes") || !strcmp(a, "--node-rank") || !strcmp(a, "--master-addr") ||
-                 !strcmp(a, "--master-port")) {
-            if (i + 1 >= argc) {
-                sr__log(SR_LOG_ERROR, "selftest: %s needs a value (see shardrun selftest --help)", a);
+static const struct option long_opts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"gpu", no_argument, NULL, OPT_GPU},
+    {"quick", no_argument, NULL, OPT_QUICK},
+    {"keep", no_argument, NULL, OPT_KEEP},
+    {"results", required_argument, NULL, OPT_RESULTS},
+    {"nproc-per-node", required_argument, NULL, OPT_NPROC},
+    {"nproc_per_node", required_argument, NULL, OPT_NPROC},
+    {"nnodes", required_argument, NULL, OPT_NNODES},
+    {"node-rank", required_argument, NULL, OPT_NODE_RANK},
+    {"master-addr", required_argument, NULL, OPT_MASTER_ADDR},
+    {"master-port", required_argument, NULL, OPT_MASTER_PORT},
+    {NULL, 0, NULL, 0},
+};
+
+/* The cluster flags as the sub-runs take them (indexed by OPT_ - OPT_NNODES). */
+static char *const cluster_flags[] = {"--nnodes", "--node-rank", "--master-addr", "--master-port"};
+
+/* Fills o from argv; -1 to go on, else the exit code (0 after --help, 2 for a bad flag, said why).
+   "+": the first argument that is no flag ends the flags (and is refused: there is no job file);
+   opterr = 0: the messages are shardrun's own. */
+static int parse_flags(int argc, char **argv, selftest_opts *o) {
+    optind = 0, opterr = 0;
+    for (;;) {
+        const char *at = (optind ? optind : 1) < argc ? argv[optind ? optind : 1] : ""; /* the flag being read */
+        int idx = -1, c = getopt_long(argc, argv, "+:h", long_opts, &idx);
+        if (c == -1) break;
+        const char *flag = idx >= 0 ? long_opts[idx].name : NULL;
+        char name[64];
+        snprintf(name, sizeof name, "--%s", flag ? flag : "");
+        switch (c) {
+        case 'h': usage(stdout); return SR_EXIT_OK;
+        case OPT_GPU: o->gpu = 1; break;
+        case OPT_QUICK: o->quick = 1; break;
+        case OPT_KEEP: o->keep = 1; break;
+        case OPT_RESULTS: o->results = optarg; break;
+        case OPT_NPROC: {
+            long long n;
+            if (sr__parse_int(optarg, &n) != 0 || n < 1 || n > 4096) {
+                sr__log(SR_LOG_ERROR, "selftest: %s %s: expected a number of ranks from 1 to 4096", name, optarg);
                 return SR_EXIT_CONFIG;
             }
-            const char *v = argv[++i];
-            if (!strcmp(a, "--results")) {
-                results = v;
-            } else if (!strncmp(a, "--nproc", 7)) {
-                if (sr__parse_int(v, &nproc) != 0 || nproc < 1 || nproc > 4096) {
-                    sr__log(SR_LOG_ERROR, "selftest: %s %s: expected a number of ranks from 1 to 4096", a, v);
-                    return SR_EXIT_CONFIG;
-                }
-            } else if (npass < 14) {
-                pass[npass++] = (char *)a, pass[npass++] = (char *)v;
-                multi = 1;
-            }
-        } else {
-            sr__log(SR_LOG_ERROR, "selftest: unknown argument %s (it takes no job file; see shardrun selftest --help)", a);
+            o->nproc = (int)n;
+            break;
+        }
+        case OPT_NNODES: case OPT_NODE_RANK: case OPT_MASTER_ADDR: case OPT_MASTER_PORT:
+            if (o->npass < 14) o->pass[o->npass++] = cluster_flags[c - OPT_NNODES], o->pass[o->npass++] = optarg;
+            o->multi = 1;
+            break;
+        case ':':
+            sr__log(SR_LOG_ERROR, "selftest: %s needs a value (see shardrun selftest --help)", at);
+            return SR_EXIT_CONFIG;
+        default:
+            sr__log(SR_LOG_ERROR, "selftest: unknown argument %s (it takes no job file; see shardrun selftest --help)",
+                    at);
             return SR_EXIT_CONFIG;
         }
     }
-    /* --results is checked before anything runs (base/out_file.h) */
-    if (results) {
+    if (optind < argc || (optind > 1 && !strcmp(argv[optind - 1], "--"))) {
+        sr__log(SR_LOG_ERROR, "selftest: unknown argument %s (it takes no job file; see shardrun selftest --help)",
+                optind < argc ? argv[optind] : "--");
+        return SR_EXIT_CONFIG;
+    }
+    return -1;
+}
+
+/* What is checked before any check runs: --results writable, SLURM_NNODES a number.  0 or exit 2. */
+static int check_setup(selftest_opts *o) {
+    if (o->results) { /* base/out_file.h */
         char why[4600];
-        if (sr__out_check(results, NULL, 0, why, sizeof why) != 0) {
+        if (sr__out_check(o->results, NULL, 0, why, sizeof why) != 0) {
             sr__log(SR_LOG_ERROR, "selftest: --results: %s (checked before any check runs)", why);
             return SR_EXIT_CONFIG;
         }
@@ -343,12 +258,52 @@ int sr__cmd_selftest(int argc, char **argv) {
                 "65536); fix or unset it (checked before any check runs)", slurm_nodes);
         return SR_EXIT_CONFIG;
     }
-    if (slurm_n > 1) multi = 1;
+    if (slurm_n > 1) o->multi = 1;
+    return 0;
+}
+
+/* One half: the selftest task, then (on one node) the FSDP step comparison; prints its lines.
+   -1 when a signal stopped it. */
+static int run_half(sr_selftest_lines *l, const char *dir, const selftest_opts *o, const char *half,
+                    const char *backend, int nproc) {
+    size_t from = l->n;
+    run_task(l, dir, half, backend, nproc, o->quick, o->pass, !o->multi);
+    if (!o->multi) sr__selftest_fsdp(l, &(sr_selftest_fsdp){dir, half, backend, nproc, o->quick, o->pass});
+    if (sr__selftest_stopped()) return -1;
+    print_lines(l, from);
+    return 0;
+}
+
+/* The verdict line; the exit code. */
+static int verdict(const sr_selftest_lines *l, int ngpu, int *failed) {
+    int skipped = 0;
+    *failed = 0;
+    for (size_t i = 0; i < l->n; i++)
+        *failed += !strcmp(l->v[i].status, "FAIL"), skipped += !strcmp(l->v[i].status, "SKIP");
+    if (*failed) {
+        printf("verdict: FAIL: %d of %zu checks failed:", *failed, l->n);
+        for (size_t i = 0, shown = 0; i < l->n && shown < 8; i++)
+            if (!strcmp(l->v[i].status, "FAIL")) printf("%s %s", shown++ ? "," : "", l->v[i].name);
+        printf("%s\n", *failed > 8 ? ", ..." : "");
+    } else {
+        printf("verdict: PASS: all %zu checks passed%s%s\n", l->n - (size_t)skipped,
+               skipped ? " (some could not run here: the SKIP lines)" : "",
+               ngpu > 0 ? "" : " (CPU half only: the GPU half was not run)");
+    }
+    return *failed || l->n == 0 ? SR_EXIT_FAILED : SR_EXIT_OK;
+}
+
+int sr__cmd_selftest(int argc, char **argv) {
+    selftest_opts o = {0};
+    int rc = parse_flags(argc, argv, &o);
+    if (rc >= 0) return rc;
+    if (check_setup(&o) != 0) return SR_EXIT_CONFIG;
     char why[4600] = "";
     int ngpu = sr__cuda_device_count(why, sizeof why);
-    if (gpu && ngpu <= 0) {
+    const char *no_gpu = why[0] ? why : "0 devices";
+    if (o.gpu && ngpu <= 0) {
         sr__log(SR_LOG_ERROR, "selftest --gpu: no CUDA device is visible (%s); run without --gpu for the CPU half",
-                why[0] ? why : "0 devices");
+                no_gpu);
         return SR_EXIT_CONFIG;
     }
     const char *tmpdir = getenv("TMPDIR");
@@ -360,59 +315,40 @@ int sr__cmd_selftest(int argc, char **argv) {
         return SR_EXIT_CONFIG;
     }
     struct sigaction old_sa[3];
-    catch_signals(old_sa);
-    sr_st_lines l = {0};
-    int cpu_n = ngpu > 0 || !nproc ? 2 : (int)nproc;
-    printf("shardrun selftest: CPU half: %d rank%s%s, gloo%s\n", cpu_n, cpu_n == 1 ? "" : "s", multi ? " per node" : "",
-           quick ? " (--quick)" : "");
-    size_t from = l.n;
-    run_task(&l, dir, "cpu", "gloo", cpu_n, quick, pass, !multi);
-    if (!multi) sr__st_fsdp(&l, &(sr_st_fsdp){dir, "cpu", "gloo", cpu_n, quick, pass});
-    if (stop_signal) goto stopped;
-    print_lines(&l, from);
+    sr__selftest_catch_signals(old_sa);
+    sr_selftest_lines l = {0};
+    const char *per_node = o.multi ? " per node" : "";
+    int cpu_n = ngpu > 0 || !o.nproc ? 2 : o.nproc;
+    printf("shardrun selftest: CPU half: %d rank%s%s, gloo%s\n", cpu_n, cpu_n == 1 ? "" : "s", per_node,
+           o.quick ? " (--quick)" : "");
+    int stopped = run_half(&l, dir, &o, "cpu", "gloo", cpu_n) != 0;
     char gpu_note[5000];
-    if (ngpu > 0) {
-        int g_n = nproc ? (int)nproc : ngpu;
+    if (!stopped && ngpu > 0) {
+        int g_n = o.nproc ? o.nproc : ngpu;
         printf("shardrun selftest: GPU half: %d rank%s%s, nccl, %d CUDA device%s visible\n", g_n, g_n == 1 ? "" : "s",
-               multi ? " per node" : "", ngpu, ngpu == 1 ? "" : "s");
-        from = l.n;
-        run_task(&l, dir, "gpu", "nccl", g_n, quick, pass, !multi);
-        if (!multi) sr__st_fsdp(&l, &(sr_st_fsdp){dir, "gpu", "nccl", g_n, quick, pass});
-        if (stop_signal) goto stopped;
-        print_lines(&l, from);
+               per_node, ngpu, ngpu == 1 ? "" : "s");
+        stopped = run_half(&l, dir, &o, "gpu", "nccl", g_n) != 0;
         snprintf(gpu_note, sizeof gpu_note, "run: %d ranks, nccl", g_n);
-    } else {
-        snprintf(gpu_note, sizeof gpu_note, "not run: no CUDA device is visible (%s)", why[0] ? why : "0 devices");
+    } else if (!stopped) {
+        snprintf(gpu_note, sizeof gpu_note, "not run: no CUDA device is visible (%s)", no_gpu);
         printf("shardrun selftest: GPU half NOT RUN: no CUDA device is visible (%s); nothing was checked on a GPU\n",
-               why[0] ? why : "0 devices");
+               no_gpu);
     }
-    if (multi)
-        printf("shardrun selftest: several nodes: the FSDP step comparison was not run (it needs one node: run "
-               "shardrun selftest on each node alone); this node's table holds its own ranks' lines\n");
-    int failed = 0, skipped = 0;
-    for (size_t i = 0; i < l.n; i++) failed += !strcmp(l.v[i].status, "FAIL"), skipped += !strcmp(l.v[i].status, "SKIP");
-    if (failed) {
-        printf("verdict: FAIL: %d of %zu checks failed:", failed, l.n);
-        for (size_t i = 0, shown = 0; i < l.n && shown < 8; i++)
-            if (!strcmp(l.v[i].status, "FAIL")) printf("%s %s", shown++ ? "," : "", l.v[i].name);
-        printf("%s\n", failed > 8 ? ", ..." : "");
+    if (stopped) { /* no verdict, no results file, nothing left behind */
+        sr__log(SR_LOG_ERROR, "selftest: stopped by signal %d; no verdict", sr__selftest_stopped());
+        rc = SR_EXIT_SIGNAL_BASE + sr__selftest_stopped();
     } else {
-        printf("verdict: PASS: all %zu checks passed%s%s\n", l.n - (size_t)skipped,
-               skipped ? " (some could not run here: the SKIP lines)" : "",
-               ngpu > 0 ? "" : " (CPU half only: the GPU half was not run)");
+        if (o.multi)
+            printf("shardrun selftest: several nodes: the FSDP step comparison was not run (it needs one node: run "
+                   "shardrun selftest on each node alone); this node's table holds its own ranks' lines\n");
+        int failed;
+        rc = verdict(&l, ngpu, &failed);
+        if (o.results && write_json(o.results, &l, failed, gpu_note, o.quick) != 0) rc = SR_EXIT_FAILED;
     }
-    int rc = failed || l.n == 0 ? SR_EXIT_FAILED : SR_EXIT_OK;
-    if (results && write_json(results, &l, failed, gpu_note, quick) != 0) rc = SR_EXIT_FAILED;
-    if (keep) printf("shardrun selftest: jobs, logs and checkpoints kept in %s\n", dir);
-    else remove_tree(dir);
+    if (o.keep && !stopped) printf("shardrun selftest: jobs, logs and checkpoints kept in %s\n", dir);
+    else sr__remove_tree(dir);
     free(dir);
-    lines_free(&l);
-    for (int i = 0; i < 3; i++) sigaction(stop_sigs[i], &old_sa[i], NULL);
+    sr__selftest_lines_free(&l);
+    sr__selftest_restore_signals(old_sa);
     return rc;
-stopped: /* no verdict, no results file, nothing left behind */
-    sr__log(SR_LOG_ERROR, "selftest: stopped by signal %d; no verdict", (int)stop_signal);
-    remove_tree(dir);
-    free(dir);
-    lines_free(&l);
-    return SR_EXIT_SIGNAL_BASE + stop_signal;
 }

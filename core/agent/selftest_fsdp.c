@@ -17,7 +17,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "agent/selftest.h"
+#include "agent/selftest_fsdp.h"
+#include "agent/selftest_lines.h"
+#include "agent/selftest_subrun.h"
 #include "io/safetensors.h"
 
 /* a deterministic corpus: paragraphs of 20-40 words, each longer than the 64 tokens a sample takes */
@@ -41,7 +43,7 @@ static int write_corpus(const char *path) {
 }
 
 /* One GPT-2 run: 0 when it trained its step and saved, else its exit code (log shown). */
-static int train(const sr_st_fsdp *f, const char *name, const char *backend, int nproc, int batch,
+static int train(const sr_selftest_fsdp *f, const char *name, const char *backend, int nproc, int batch,
                  const char *strategy, int offload, const char *precision, const char *lr) {
     char job[4200], log[4200], out[4200];
     snprintf(job, sizeof job, "%s/%s.ini", f->dir, name);
@@ -65,8 +67,8 @@ static int train(const sr_st_fsdp *f, const char *name, const char *backend, int
     fclose(j);
     /* on a CPU, offload takes the GPU's staging path only when asked (the engine's testing aid) */
     const char *env = offload && !strcmp(backend, "gloo") ? "SHARDRUN_DEBUG_OFFLOAD_STAGING=1" : NULL;
-    int rc = sr__st_subrun(job, log, env, f->passthrough);
-    if (rc != 0 && !sr__st_stopped()) sr__st_show_log(log);
+    int rc = sr__selftest_subrun(job, log, env, f->passthrough);
+    if (rc != 0 && !sr__selftest_stopped()) sr__selftest_show_log(log);
     return rc;
 }
 
@@ -106,8 +108,8 @@ static double grad_of(float before, float after) {
 
 /* every gradient of a run (its checkpoint after the step, with the initial weights) against the
    reference's, tensor by tensor and element by element */
-int sr__st_compare_grads(const char *p0_path, const char *ref_path, const char *path, const sr_st_tols *t,
-                         sr_st_diff *d, char *err, size_t errlen) {
+int sr__selftest_compare_grads(const char *p0_path, const char *ref_path, const char *path,
+                               const sr_selftest_tols *t, sr_selftest_diff *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
     sr_st_file *p0 = sr__st_open(p0_path, err, errlen), *a = p0 ? sr__st_open(ref_path, err, errlen) : NULL,
                *b = a ? sr__st_open(path, err, errlen) : NULL;
@@ -153,7 +155,7 @@ done:
     return rc;
 }
 
-static void one_case(sr_st_lines *l, const sr_st_fsdp *f, int batch, int offload, const char *precision) {
+static void one_case(sr_selftest_lines *l, const sr_selftest_fsdp *f, int batch, int offload, const char *precision) {
     char name[96], line[128], detail[1500];
     int bf16 = !strcmp(precision, "bf16");
     snprintf(name, sizeof name, "fsdp-%s-full_shard%s%s", f->half, offload ? "-offload" : "", bf16 ? "-bf16" : "");
@@ -162,7 +164,7 @@ static void one_case(sr_st_lines *l, const sr_st_fsdp *f, int batch, int offload
     int rc = train(f, name, f->backend, f->nproc, batch, "FULL_SHARD", offload, precision, "1");
     if (rc != 0) {
         snprintf(detail, sizeof detail, "the run failed (exit %d); its output: %s/%s.log", rc, f->dir, name);
-        sr__st_add(l, f->half, "FAIL", "fsdp", line, detail, NULL);
+        sr__selftest_add(l, f->half, "FAIL", "fsdp", line, detail, NULL);
         return;
     }
     double lr, gr, lc, gc;
@@ -171,17 +173,18 @@ static void one_case(sr_st_lines *l, const sr_st_fsdp *f, int batch, int offload
     snprintf(ref, sizeof ref, "fsdp-reference-batch%d", batch * f->nproc);
     if (read_log(f->dir, ref, &lr, &gr) != 0 || read_log(f->dir, name, &lc, &gc) != 0) {
         snprintf(detail, sizeof detail, "no step-1 line in %s/%s/train_log.jsonl", f->dir, name);
-        sr__st_add(l, f->half, "FAIL", "fsdp", line, detail, NULL);
+        sr__selftest_add(l, f->half, "FAIL", "fsdp", line, detail, NULL);
         return;
     }
     snprintf(p0, sizeof p0, "%s/fsdp-initial/checkpoint-1/model.safetensors", f->dir);
     snprintf(ref_ck, sizeof ref_ck, "%s/%s/checkpoint-1/model.safetensors", f->dir, ref);
     snprintf(ck, sizeof ck, "%s/%s/checkpoint-1/model.safetensors", f->dir, name);
-    const sr_st_tols t = bf16 ? (sr_st_tols){2e-2, 5e-2, 5e-2, 0} : (sr_st_tols){1e-5, 1e-4, 1e-4, 1e-4};
-    sr_st_diff d;
-    if (sr__st_compare_grads(p0, ref_ck, ck, &t, &d, err, sizeof err) != 0) {
+    const sr_selftest_tols t =
+        bf16 ? (sr_selftest_tols){2e-2, 5e-2, 5e-2, 0} : (sr_selftest_tols){1e-5, 1e-4, 1e-4, 1e-4};
+    sr_selftest_diff d;
+    if (sr__selftest_compare_grads(p0, ref_ck, ck, &t, &d, err, sizeof err) != 0) {
         snprintf(detail, sizeof detail, "checkpoints cannot be compared: %s", err);
-        sr__st_add(l, f->half, "FAIL", "fsdp", line, detail, NULL);
+        sr__selftest_add(l, f->half, "FAIL", "fsdp", line, detail, NULL);
         return;
     }
     double dl = fabs(lc - lr) / fabs(lr), dg = fabs(gc - gr) / (gr > 0 ? gr : 1);
@@ -199,34 +202,35 @@ static void one_case(sr_st_lines *l, const sr_st_fsdp *f, int batch, int offload
              "%zu tensors (%zu elements): worst relative L2 difference %.2g in %s (tol %.0e)%s%s%s",
              lc, lr, dl, t.loss_rtol, gc, gr, dg, t.norm_rtol, d.tensors, d.elements, d.worst_rel, d.worst,
              t.tensor_rtol, elems, d.bad_elems ? "; first: " : "", d.bad_elems ? d.first_bad : "");
-    sr__st_add(l, f->half, ok ? "PASS" : "FAIL", "fsdp", line, detail, metrics);
+    sr__selftest_add(l, f->half, ok ? "PASS" : "FAIL", "fsdp", line, detail, metrics);
 }
 
 /* A one-CPU-rank run (reference or initial weights), once per selftest. */
-static int cpu_run(sr_st_lines *l, const sr_st_fsdp *f, const char *name, int batch, const char *lr, const char *what) {
+static int cpu_run(sr_selftest_lines *l, const sr_selftest_fsdp *f, const char *name, int batch, const char *lr,
+                   const char *what) {
     char path[4200];
     struct stat st;
     snprintf(path, sizeof path, "%s/%s/checkpoint-1/model.safetensors", f->dir, name);
     if (stat(path, &st) == 0) return 0;
     char *none[] = {NULL};
-    sr_st_fsdp one = *f;
+    sr_selftest_fsdp one = *f;
     one.passthrough = none; /* one rank on this node */
     int rc = train(&one, name, "gloo", 1, batch, "NO_SHARD", 0, "no", lr);
     if (rc != 0) {
         char detail[600];
         snprintf(detail, sizeof detail, "%s failed (exit %d); its output: %s/%s.log%s", what, rc, f->dir, name,
                  rc == 2 ? " (is examples/gpt2 built? it needs OpenBLAS)" : "");
-        sr__st_add(l, f->half, "FAIL", "fsdp", "gpt2 step reference (1 CPU rank)", detail, NULL);
+        sr__selftest_add(l, f->half, "FAIL", "fsdp", "gpt2 step reference (1 CPU rank)", detail, NULL);
     }
     return rc;
 }
 
-void sr__st_fsdp(sr_st_lines *l, const sr_st_fsdp *f) {
+void sr__selftest_fsdp(sr_selftest_lines *l, const sr_selftest_fsdp *f) {
     char path[4200];
     snprintf(path, sizeof path, "%s/corpus.txt", f->dir);
     struct stat st;
     if (stat(path, &st) != 0 && write_corpus(path) != 0) {
-        sr__st_add(l, f->half, "FAIL", "fsdp", "gpt2 step", "cannot write the corpus", NULL);
+        sr__selftest_add(l, f->half, "FAIL", "fsdp", "gpt2 step", "cannot write the corpus", NULL);
         return;
     }
     /* once per selftest, on one CPU rank with the whole batch: the step, and the initial weights
@@ -238,8 +242,8 @@ void sr__st_fsdp(sr_st_lines *l, const sr_st_fsdp *f) {
     if (cpu_run(l, f, ref, batch * f->nproc, "1", "the one-rank CPU reference") != 0 ||
         cpu_run(l, f, "fsdp-initial", batch * f->nproc, "0", "the one-rank CPU run that saves the initial weights") != 0)
         return;
-    if (!sr__st_stopped()) one_case(l, f, batch, 0, "no");
-    if (!sr__st_stopped()) one_case(l, f, batch, 1, "no");
+    if (!sr__selftest_stopped()) one_case(l, f, batch, 0, "no");
+    if (!sr__selftest_stopped()) one_case(l, f, batch, 1, "no");
     /* what the GPT-2 XL job computes in; the CPU table has fp32 only, so only a GPU runs it */
-    if (!sr__st_stopped() && !strcmp(f->backend, "nccl")) one_case(l, f, batch, 0, "bf16");
+    if (!sr__selftest_stopped() && !strcmp(f->backend, "nccl")) one_case(l, f, batch, 0, "bf16");
 }

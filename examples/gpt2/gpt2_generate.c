@@ -12,6 +12,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
@@ -91,12 +92,18 @@ static int usage_error(const char *fmt, ...) {
     return EXIT_CONFIG;
 }
 
-/* a number in [lo, hi] (integer: no fraction) into *out; else -1 after saying why */
-static int num(const char *flag, const char *v, double lo, double hi, int integer, double *out) {
+/* v, all of it, as a number into *d: 0, or -1 (empty, trailing text, out of double's range) */
+static int real(const char *v, double *d) {
     char *end;
     errno = 0;
-    double d = strtod(v, &end);
-    if (!*v || *end || errno || !(d >= lo && d <= hi) || (integer && d != floor(d))) {
+    *d = strtod(v, &end);
+    return *v && !*end && !errno ? 0 : -1;
+}
+
+/* a number in [lo, hi] (integer: no fraction) into *out; else -1 after saying why */
+static int num(const char *flag, const char *v, double lo, double hi, int integer, double *out) {
+    double d;
+    if (real(v, &d) != 0 || !(d >= lo && d <= hi) || (integer && d != floor(d))) {
         usage_error("%s %s: expected %s in [%.0f, %g]", flag, v, integer ? "a whole number" : "a number", lo, hi);
         return -1;
     }
@@ -104,68 +111,107 @@ static int num(const char *flag, const char *v, double lo, double hi, int intege
     return 0;
 }
 
+enum { OPT_PROMPT = 256, OPT_PROMPT_IDS, OPT_MAX_NEW, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED, OPT_VOCAB,
+       OPT_MERGES, OPT_SIZE, OPT_N_HEAD, OPT_OUTPUT, OPT_LOGITS, OPT_IGNORE_EOS, OPT_NO_KV_CACHE };
+
+static const struct option long_opts[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"prompt", required_argument, NULL, OPT_PROMPT},
+    {"prompt-ids", required_argument, NULL, OPT_PROMPT_IDS},
+    {"max-new-tokens", required_argument, NULL, OPT_MAX_NEW},
+    {"temperature", required_argument, NULL, OPT_TEMPERATURE},
+    {"top-k", required_argument, NULL, OPT_TOP_K},
+    {"top-p", required_argument, NULL, OPT_TOP_P},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"vocab", required_argument, NULL, OPT_VOCAB},
+    {"merges", required_argument, NULL, OPT_MERGES},
+    {"size", required_argument, NULL, OPT_SIZE},
+    {"n-head", required_argument, NULL, OPT_N_HEAD},
+    {"output", required_argument, NULL, OPT_OUTPUT},
+    {"logits", required_argument, NULL, OPT_LOGITS},
+    {"ignore-eos", no_argument, NULL, OPT_IGNORE_EOS},
+    {"no-kv-cache", no_argument, NULL, OPT_NO_KV_CACHE},
+    {NULL, 0, NULL, 0},
+};
+
+/* One flag with its value v into o; 0, or EXIT_CONFIG after saying why. */
+static int take_flag(opts *o, int c, const char *flag, const char *v) {
+    double d;
+    switch (c) {
+    case OPT_PROMPT: o->prompt = v; break;
+    case OPT_PROMPT_IDS: o->prompt_ids = v; break;
+    case OPT_VOCAB: o->vocab = v; break;
+    case OPT_MERGES: o->merges = v; break;
+    case OPT_SIZE: o->size = v; break;
+    case OPT_LOGITS: o->logits = v; break;
+    case OPT_IGNORE_EOS: o->ignore_eos = 1; break;
+    case OPT_NO_KV_CACHE: o->no_cache = 1; break;
+    case OPT_OUTPUT:
+        if (strcmp(v, "text") && strcmp(v, "ids")) return usage_error("--output %s: expected text or ids", v);
+        o->ids_out = !strcmp(v, "ids");
+        break;
+    case OPT_MAX_NEW:
+        if (num(flag, v, 0, 1e9, 1, &d)) return EXIT_CONFIG;
+        o->max_new = (long)d;
+        break;
+    case OPT_TEMPERATURE:
+        if (real(v, &d) != 0 || !(d == 0 || (d >= GPT2_MIN_TEMPERATURE && d <= GPT2_MAX_TEMPERATURE)))
+            return usage_error("--temperature %s: expected 0 (greedy) or a number from " GPT2_STR(
+                               GPT2_MIN_TEMPERATURE) " to " GPT2_STR(GPT2_MAX_TEMPERATURE) " (below "
+                               GPT2_STR(GPT2_MIN_TEMPERATURE) " sampling picks the most likely token anyway: "
+                               "use 0)", v);
+        o->temperature = d;
+        break;
+    case OPT_TOP_K:
+        if (num(flag, v, 0, 1e9, 1, &d)) return EXIT_CONFIG;
+        o->top_k = (int)d;
+        break;
+    case OPT_TOP_P:
+        if (real(v, &d) != 0 || !(d > 0 && d <= 1))
+            return usage_error("--top-p %s: expected a number in (0, 1], above 0 and at most 1 (1 turns top-p "
+                               "off)", v);
+        o->top_p = (float)d;
+        break;
+    case OPT_SEED:
+        if (num(flag, v, 0, 9e15, 1, &d)) return EXIT_CONFIG;
+        o->seed = (unsigned long long)d;
+        break;
+    case OPT_N_HEAD:
+        if (num(flag, v, 1, 100000, 1, &d)) return EXIT_CONFIG;
+        o->n_head = (int)d;
+        break;
+    }
+    return 0;
+}
+
+/* getopt_long with "-": MODEL may come before or after the flags, each argument read in order;
+   opterr = 0: the messages are gpt2_generate's own. */
 static int parse(int argc, char **argv, opts *o) {
     *o = (opts){.max_new = 50, .temperature = 1.0f, .top_p = 1.0f, .top_k = 50, .seed = 42};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        double d;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    optind = 0, opterr = 0;
+    for (;;) {
+        const char *at = (optind ? optind : 1) < argc ? argv[optind ? optind : 1] : ""; /* the argument being read */
+        int idx = -1, c = getopt_long(argc, argv, "-:h", long_opts, &idx);
+        if (c == -1) break;
+        if (c == 'h') {
             fputs(USAGE, stdout);
             exit(0);
         }
-        if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
-        else if (!strcmp(a, "--no-kv-cache")) o->no_cache = 1;
-        else if (a[0] == '-' && a[1]) {
-            static const char *const with_value[] = {"--prompt", "--prompt-ids", "--max-new-tokens", "--temperature",
-                                                     "--top-k", "--top-p", "--seed", "--vocab", "--merges", "--size",
-                                                     "--n-head", "--output", "--logits"};
-            int known = 0;
-            for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
-            if (!known) return usage_error("unknown flag %s", a);
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            const char *v = argv[++i];
-            if (!strcmp(a, "--prompt")) o->prompt = v;
-            else if (!strcmp(a, "--prompt-ids")) o->prompt_ids = v;
-            else if (!strcmp(a, "--vocab")) o->vocab = v;
-            else if (!strcmp(a, "--merges")) o->merges = v;
-            else if (!strcmp(a, "--size")) o->size = v;
-            else if (!strcmp(a, "--logits")) o->logits = v;
-            else if (!strcmp(a, "--output")) {
-                if (strcmp(v, "text") && strcmp(v, "ids")) return usage_error("--output %s: expected text or ids", v);
-                o->ids_out = !strcmp(v, "ids");
-            } else if (!strcmp(a, "--max-new-tokens")) {
-                if (num(a, v, 0, 1e9, 1, &d)) return EXIT_CONFIG;
-                o->max_new = (long)d;
-            } else if (!strcmp(a, "--temperature")) {
-                char *end;
-                errno = 0;
-                d = strtod(v, &end);
-                if (!*v || *end || errno || !(d == 0 || (d >= GPT2_MIN_TEMPERATURE && d <= GPT2_MAX_TEMPERATURE)))
-                    return usage_error("--temperature %s: expected 0 (greedy) or a number from " GPT2_STR(
-                                       GPT2_MIN_TEMPERATURE) " to " GPT2_STR(GPT2_MAX_TEMPERATURE) " (below "
-                                       GPT2_STR(GPT2_MIN_TEMPERATURE) " sampling picks the most likely token anyway: "
-                                       "use 0)", v);
-                o->temperature = d;
-            } else if (!strcmp(a, "--top-k")) {
-                if (num(a, v, 0, 1e9, 1, &d)) return EXIT_CONFIG;
-                o->top_k = (int)d;
-            } else if (!strcmp(a, "--top-p")) {
-                char *end;
-                errno = 0;
-                d = strtod(v, &end);
-                if (!*v || *end || errno || !(d > 0 && d <= 1))
-                    return usage_error("--top-p %s: expected a number in (0, 1], above 0 and at most 1 (1 turns top-p "
-                                       "off)", v);
-                o->top_p = (float)d;
-            } else if (!strcmp(a, "--seed")) {
-                if (num(a, v, 0, 9e15, 1, &d)) return EXIT_CONFIG;
-                o->seed = (unsigned long long)d;
-            } else if (!strcmp(a, "--n-head")) {
-                if (num(a, v, 1, 100000, 1, &d)) return EXIT_CONFIG;
-                o->n_head = (int)d;
-            }
-        } else if (!o->model) o->model = a;
-        else return usage_error("one MODEL only: %s and %s", o->model, a);
+        if (c == ':') return usage_error("%s needs a value", at);
+        if (c == '?') return usage_error("unknown flag %s", at);
+        if (c == 1) { /* MODEL */
+            if (o->model) return usage_error("one MODEL only: %s and %s", o->model, optarg);
+            o->model = optarg;
+            continue;
+        }
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s", long_opts[idx].name);
+        if (take_flag(o, c, flag, optarg)) return EXIT_CONFIG;
+    }
+    /* "--" ends the flags: what follows is MODEL */
+    for (; optind < argc; optind++) {
+        if (o->model) return usage_error("one MODEL only: %s and %s", o->model, argv[optind]);
+        o->model = argv[optind];
     }
     if (!o->model) return usage_error("name the MODEL: a checkpoint-N folder or a model.safetensors");
     if (o->prompt && o->prompt_ids) return usage_error("--prompt or --prompt-ids, not both");

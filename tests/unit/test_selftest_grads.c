@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/selftest.h"
+#include "agent/selftest_fsdp.h"
 #include "check.h"
 #include "io/safetensors.h"
 
@@ -36,12 +36,12 @@ static void step(float *p1, const float *p0, const double *g, int n) {
     for (int i = 0; i < n; i++) p1[i] = (float)(p0[i] - g[i] / (fabs(g[i]) + 1.0));
 }
 
-static int compare(const char *run, const sr_st_tols *t, sr_st_diff *d) {
+static int compare(const char *run, const sr_selftest_tols *t, sr_selftest_diff *d) {
     char p0[128], ref[128], cand[128], err[600] = "";
     snprintf(p0, sizeof p0, "%s/p0", dir);
     snprintf(ref, sizeof ref, "%s/ref", dir);
     snprintf(cand, sizeof cand, "%s/%s", dir, run);
-    int rc = sr__st_compare_grads(p0, ref, cand, t, d, err, sizeof err);
+    int rc = sr__selftest_compare_grads(p0, ref, cand, t, d, err, sizeof err);
     if (rc) printf("  %s: %s\n", run, err);
     return rc;
 }
@@ -58,8 +58,8 @@ int main(void) {
     save("p0", a0, b0, 1);
     step(a1, a0, ga, NA), step(b1, b0, gb, NB);
     save("ref", a1, b1, 1);
-    const sr_st_tols fp32 = {1e-5, 1e-4, 1e-4, 1e-4}, bf16 = {2e-2, 5e-2, 5e-2, 0};
-    sr_st_diff d;
+    const sr_selftest_tols fp32 = {1e-5, 1e-4, 1e-4, 1e-4}, bf16 = {2e-2, 5e-2, 5e-2, 0};
+    sr_selftest_diff d;
 
     /* the same gradients, stored again: nothing off; the recovery is exact to fp32's rounding */
     save("same", a1, b1, 1);

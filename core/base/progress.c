@@ -69,6 +69,7 @@ size_t sr__progress_take(sr_progress *p, char *buf, size_t *n) {
 void sr__progress_io_failed(int err, const char *path) {
     static int told;
     if (told || !(err == ENOSPC || err == EDQUOT || err == EROFS)) return;
+    int saved = errno; /* callers print strerror(errno) right after */
     told = 1;
     char text[600];
     snprintf(text, sizeof text, "could not write %.300s: %s; make room (or choose another output_dir) and run the job "
@@ -76,4 +77,5 @@ void sr__progress_io_failed(int err, const char *path) {
     for (char *c = text; *c; c++)
         if (*c == '\n') *c = ' ';
     sr__progress_send(SR_PROGRESS_UNFIXABLE, text);
+    errno = saved;
 }

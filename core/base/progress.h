@@ -41,7 +41,7 @@ void sr__progress_send(sr_progress_kind kind, const char *text);
 
 /* Worker: after writing `path` failed with errno `err`: when a restart cannot fix that (ENOSPC,
    EDQUOT, EROFS), tells the agent with SR_PROGRESS_UNFIXABLE ("could not write PATH: reason; what to
-   do"), once per process. */
+   do"), once per process.  errno is left as it was. */
 void sr__progress_io_failed(int err, const char *path);
 
 /* What the agent keeps of a worker's records. */

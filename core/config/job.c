@@ -314,9 +314,7 @@ static const char *canonical(sr_key_normalizer norm, const char *key, char *buf,
     return norm ? norm(key, buf, len) : key;
 }
 
-/* Makes a relative path absolute: against the job file's folder when it came from the file,
-   against the working directory otherwise. */
-static char *absolute(const sr_job *cfg, sr_from from, const char *p) {
+char *sr__config_absolute(const sr_job *cfg, sr_from from, const char *p) {
     if (p[0] == '/') return strdup(p);
     char cwd[PATH_MAX];
     const char *base = from == SR_FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
@@ -325,13 +323,13 @@ static char *absolute(const sr_job *cfg, sr_from from, const char *p) {
     return out;
 }
 
-/* Each element of a colon-separated list through absolute() (empty elements dropped). */
+/* Each element of a colon-separated list through sr__config_absolute() (empty elements dropped). */
 static char *absolute_list(const sr_job *cfg, sr_from from, const char *list) {
     sr_buf b = {0};
     for (const char *p = list; *p;) {
         size_t len = strcspn(p, ":");
         if (len) {
-            char *one = strndup(p, len), *a = one ? absolute(cfg, from, one) : NULL;
+            char *one = strndup(p, len), *a = one ? sr__config_absolute(cfg, from, one) : NULL;
             if (a) sr__buf_printf(&b, "%s%s", b.n ? ":" : "", a);
             free(one), free(a);
         }
@@ -396,7 +394,7 @@ static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_ke
         return;
     }
     if (k->type == SR_KEY_PATH) {
-        char *a = absolute(cfg, s->from, norm_v);
+        char *a = sr__config_absolute(cfg, s->from, norm_v);
         free(norm_v);
         norm_v = a;
     } else if (k->type == SR_KEY_PATH_LIST) {

@@ -90,6 +90,9 @@ void sr__config_resolve_free(sr_job *cfg, const char *section);
 void sr__config_check_leftovers(sr_job *cfg, const char *const *known_sections, size_t n);
 
 sr_setting *sr__config_get(sr_job *cfg, const char *section, const char *key);
+/* A path made absolute (a new string): a relative one against the job file's folder when it came
+   from the file (`from`), against the working directory otherwise. */
+char *sr__config_absolute(const sr_job *cfg, sr_from from, const char *p);
 const char *sr__config_value(sr_job *cfg, const char *section, const char *key);
 
 void sr__config_free(sr_job *cfg);

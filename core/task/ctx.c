@@ -90,21 +90,24 @@ const char *sr__ctx_task_setting(const sr_ctx *c, size_t i, const char **value) 
     return NULL;
 }
 
-const char *sr_config_base_dir(const sr_ctx *c, const char *key) {
+/* The setting of [task] key when it came from the job file, else NULL. */
+static const sr_setting *from_file(const sr_ctx *c, const char *key) {
     const sr_setting *s = key ? sr__config_get(c->cfg, "task", key) : NULL;
-    return s && s->from == SR_FROM_FILE && c->cfg->dir ? c->cfg->dir : ".";
+    return s && s->from == SR_FROM_FILE && c->cfg->dir ? s : NULL;
 }
+
+const char *sr_config_base_dir(const sr_ctx *c, const char *key) { return from_file(c, key) ? c->cfg->dir : "."; }
 
 const char *sr_config_path(const sr_ctx *c, const char *key) {
     const char *v = sr_config(c, key);
-    if (!v || !*v || v[0] == '/') return v;
-    const char *dir = sr_config_base_dir(c, key);
-    if (!strcmp(dir, ".")) return v; /* the current folder's: as given */
+    const sr_setting *s = v && *v && v[0] != '/' ? from_file(c, key) : NULL;
+    if (!s) return v; /* absolute, absent, or the current folder's: as given */
     sr_ctx *m = (sr_ctx *)c; /* the kept strings are bookkeeping, as the asked keys are */
-    char *p = NULL;
     char **g = realloc(m->paths, (m->npaths + 1) * sizeof *g);
-    if (!g || asprintf(&p, "%s/%s", dir, v) < 0) return v;
+    if (!g) return v;
     m->paths = g;
+    char *p = sr__config_absolute(c->cfg, s->from, v);
+    if (!p) return v;
     m->paths[m->npaths++] = p;
     return p;
 }

@@ -9,6 +9,7 @@
 
 #include "base/log.h"
 #include "base/progress.h"
+#include "base/strbuf.h"
 #include "trainer/trainer_internal.h"
 
 /* A number as the log shows it: "nan" and "inf" without a sign printf may add to a NaN. */
@@ -28,12 +29,7 @@ static int nonfinite_step(double loss, const sr__step_result *r) {
    this run saved last, else the one it resumed from. */
 static char *last_checkpoint(const sr__trainer *t) {
     const sr__train_args *a = &t->a;
-    if (t->saved_step >= 0) {
-        size_t n = strlen(a->output_dir) + 32;
-        char *p = malloc(n);
-        if (p) snprintf(p, n, "%s/checkpoint-%lld", a->output_dir, t->saved_step);
-        return p;
-    }
+    if (t->saved_step >= 0) return sr__fmt("%s/checkpoint-%lld", a->output_dir, t->saved_step);
     /* nothing was saved since the resume: the one it resumed from (resume.c chose it) */
     return t->resume_dir ? strdup(t->resume_dir) : NULL;
 }

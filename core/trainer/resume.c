@@ -108,22 +108,24 @@ static void compare_one(const sr__trainer *t, const sr__ckpt_ident *id, const ch
     was = effective(key, was), now = effective(key, now);
     const char *w = was ? was : "(not set)", *n = now ? now : "(not set)";
     if (!strcmp(w, n) || listed(FREE_KEYS, key)) return;
-    const char *label = strcmp(key, "mixed_precision") ? "[task] " : "ACCELERATE_";
+    char shown[300]; /* what the user set it with */
+    if (!strcmp(key, "mixed_precision")) snprintf(shown, sizeof shown, "ACCELERATE_MIXED_PRECISION");
+    else snprintf(shown, sizeof shown, "[task] %s", key);
     long long gb = global_batch_was(id);
     if (listed(BATCH_KEYS, key) && gb && gb == global_batch_now(t)) {
         if (t->rank == 0)
-            printf("shardrun: note: [task] %s was %s in the checkpoint and is %s now; the global batch is the same, "
-                   "%lld samples per step\n", key, w, n, gb);
+            printf("shardrun: note: %s was %s in the checkpoint and is %s now; the global batch is the same, "
+                   "%lld samples per step\n", shown, w, n, gb);
     } else if (listed(LENGTH_KEYS, key)) {
         if (t->rank == 0)
-            printf("shardrun: note: %s%s was %s in the checkpoint and is %s now: the run's length and its learning-rate "
-                   "schedule are computed for the new value\n", label, key, w, n);
+            printf("shardrun: note: %s was %s in the checkpoint and is %s now: the run's length and its learning-rate "
+                   "schedule are computed for the new value\n", shown, w, n);
     } else if (allowed(t, key)) {
         if (t->rank == 0)
-            printf("shardrun: warning: %s%s changes from %s to %s (allowed by resume_allow_changes): the resumed run "
-                   "no longer reproduces the uninterrupted one\n", label, key, w, n);
+            printf("shardrun: warning: %s changes from %s to %s (allowed by resume_allow_changes): the resumed run "
+                   "no longer reproduces the uninterrupted one\n", shown, w, n);
     } else {
-        sr__buf_printf(refused, "\n    %s%s: %s in the checkpoint, %s now", label, !strcmp(key, "mixed_precision") ? "MIXED_PRECISION" : key, w, n);
+        sr__buf_printf(refused, "\n    %s: %s in the checkpoint, %s now", shown, w, n);
     }
 }
 
@@ -201,10 +203,11 @@ static char *named_checkpoint(const sr__trainer *t, int *rc) {
         return dir;
     }
     struct stat st;
-    if (stat(a->resume_from_checkpoint, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    int found = stat(a->resume_from_checkpoint, &st) == 0;
+    if (!found || !S_ISDIR(st.st_mode)) {
         sr__log(SR_LOG_ERROR, "[task] resume_from_checkpoint = %s: %s; nothing was trained; name a checkpoint-N "
                         "folder a run wrote (or latest, for output_dir's newest)", a->resume_from_checkpoint,
-                stat(a->resume_from_checkpoint, &st) != 0 ? "no such folder" : "not a folder");
+                found ? "not a folder" : "no such folder");
         return NULL;
     }
     return strdup(a->resume_from_checkpoint);

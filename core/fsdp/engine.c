@@ -363,14 +363,8 @@ int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, 
 
 /* ---- evaluation ---------------------------------------------------------------------------------- */
 
-int sr__engine_eval_batch(sr__engine *e, long long step, int batch, const int64_t *samples, int n, double *loss,
-                          long long *tokens) {
-    const sr_model_eval *ev = &e->model->eval;
-    *tokens = 0;
-    if (!ev->batch || ev->batch(e->state, samples, n, tokens) != 0) {
-        sr__log(SR_LOG_ERROR, "task %s: the eval batch() failed for eval batch %d at step %lld", e->task, batch, step);
-        return -1;
-    }
+/* The forward and loss() of an eval batch the task has loaded (n samples). */
+static int eval_forward(sr__engine *e, long long step, int batch, int n, double *loss) {
     sr_module_call c = {0};
     c.dtype = e->dtype;
     c.device = e->dev->kind;
@@ -387,6 +381,35 @@ int sr__engine_eval_batch(sr__engine *e, long long step, int batch, const int64_
     if (e->ops->loss(e->state, &c, loss) != 0) return task_fail(e, "loss (evaluation)", -1);
     if (root >= 0) release_params(e, root);
     return e->dev->sync();
+}
+
+int sr__engine_eval_batch(sr__engine *e, long long step, int batch, const int64_t *samples, int n, double *loss,
+                          long long *tokens) {
+    const sr_model_eval *ev = &e->model->eval;
+    *tokens = 0;
+    if (!ev->batch || ev->batch(e->state, samples, n, tokens) != 0) {
+        sr__log(SR_LOG_ERROR, "task %s: the eval batch() failed for eval batch %d at step %lld", e->task, batch, step);
+        return -1;
+    }
+    return eval_forward(e, step, batch, n, loss);
+}
+
+int sr__engine_choice_batch(sr__engine *e, long long step, int batch, const sr_choice_seq *seqs, int n,
+                            double *losses) {
+    const sr_model_eval *ev = &e->model->eval;
+    double loss;
+    if (!ev->choice_batch || ev->choice_batch(e->state, seqs, n) != 0) {
+        sr__log(SR_LOG_ERROR, "task %s: choice_batch() failed for multiple-choice batch %d at step %lld", e->task,
+                batch, step);
+        return -1;
+    }
+    if (eval_forward(e, step, batch, n, &loss) != 0) return -1;
+    if (ev->choice_losses(e->state, losses, n) != 0) {
+        sr__log(SR_LOG_ERROR, "task %s: choice_losses() failed for multiple-choice batch %d at step %lld", e->task,
+                batch, step);
+        return -1;
+    }
+    return 0;
 }
 
 int sr__engine_sum(sr__engine *e, double *v, int n) {

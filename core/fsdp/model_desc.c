@@ -132,6 +132,18 @@ int sr_model_eval_data(sr_model *m, const sr_model_eval *eval) {
                     offsetof(sr_model_eval, batch) + sizeof eval->batch);
     if (!eval->num_samples || !eval->batch) return fail(m, "sr_model_eval_data: num_samples and batch are required");
     m->eval = (sr_model_eval){sizeof(sr_model_eval), eval->num_samples, eval->batch,
-                              SR__REACHES(sr_model_eval, eval->struct_size, cross_entropy) && eval->cross_entropy};
+                              SR__REACHES(sr_model_eval, eval->struct_size, cross_entropy) && eval->cross_entropy,
+                              0, 0, NULL, NULL};
+    /* multiple-choice scoring: all four fields, or none of them */
+    if (SR__REACHES(sr_model_eval, eval->struct_size, choice_losses) && (eval->choice_batch || eval->choice_losses)) {
+        if (!eval->choice_batch || !eval->choice_losses || eval->vocab_size < 1 || eval->max_tokens < 2)
+            return fail(m, "sr_model_eval_data: choice_batch and choice_losses go together, with vocab_size >= 1 "
+                        "and max_tokens >= 2 (got vocab_size %lld, max_tokens %lld)", (long long)eval->vocab_size,
+                        (long long)eval->max_tokens);
+        m->eval.vocab_size = eval->vocab_size;
+        m->eval.max_tokens = eval->max_tokens;
+        m->eval.choice_batch = eval->choice_batch;
+        m->eval.choice_losses = eval->choice_losses;
+    }
     return 0;
 }

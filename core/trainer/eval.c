@@ -5,7 +5,8 @@
    a rank whose share ran out runs one sample again and gives it no weight.  eval_loss =
    sum(batch loss x batch tokens) / sum(tokens) over every batch of every rank, added up in double
    precision in rank order (sr__engine_sum): the same number on every rank, and the same as one
-   rank's evaluation up to the rounding of the sums. */
+   rank's evaluation up to the rounding of the sums.  With [task] eval_files, the same evaluation
+   also scores their multiple-choice examples (choice_eval.c): eval_accuracy, next to eval_loss. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -20,7 +21,7 @@ static int due(const sr__trainer *t, int start) {
     long long step = t->ts.global_step;
     if (start) { /* not again at a resumed checkpoint's step that was evaluated already */
         for (int i = t->hist.n - 1; i >= 0 && a->eval_on_start; i--)
-            if (isfinite(sr__hist_get(&t->hist.e[i], "eval_loss")))
+            if (isfinite(sr__hist_get(&t->hist.e[i], "eval_loss")) || isfinite(sr__hist_get(&t->hist.e[i], "eval_accuracy")))
                 return sr__hist_get(&t->hist.e[i], "step") != (double)step;
         return a->eval_on_start;
     }
@@ -45,7 +46,7 @@ static void print_entry(const sr__hist_entry *e, int tty) {
 
 static int evaluate(sr__trainer *t) {
     const long long bs = t->a.per_device_eval_batch_size, ws = t->ws, step = t->ts.global_step;
-    const long long per_rank = (t->neval + ws - 1) / ws, batches = (per_rank + bs - 1) / bs;
+    const long long per_rank = (t->neval + ws - 1) / ws, batches = t->neval ? (per_rank + bs - 1) / bs : 0;
     double acc[3] = {0, 0, 0}; /* sum of loss x tokens, tokens, samples */
     double t0 = sr__now_s();
     for (long long b = 0; b < batches; b++) {
@@ -62,33 +63,42 @@ static int evaluate(sr__trainer *t) {
         if (weight) acc[0] += loss * (double)tokens, acc[1] += (double)tokens, acc[2] += n;
     }
     if (sr__engine_sum(t->e, acc, 3) != 0) return -1;
+    double accuracy = NAN; /* eval_files (choice_eval.c) */
+    if (t->choice.n && sr__choice_evaluate(t, &accuracy) != 0) return -1;
     double runtime = sr__now_s() - t0;
     double loss = acc[1] > 0 ? acc[0] / acc[1] : NAN;
-    if (acc[1] <= 0 && t->rank == 0)
+    if (t->neval && acc[1] <= 0 && t->rank == 0)
         sr__log(SR_LOG_WARN, "evaluation at step %lld: the eval batches hold no predicted token; eval_loss is nan", step);
     /* eval_perplexity only for a task whose loss is a cross-entropy (sr_model_eval.cross_entropy) */
     int ce = t->model->eval.cross_entropy;
-    const char *all[] = {"eval_loss", "eval_perplexity", "eval_runtime", "eval_samples_per_second",
+    /* the samples and steps per second count the eval data's (as HF's); eval_files' examples come
+       on top in the runtime */
+    const char *all[] = {"eval_loss", "eval_perplexity", "eval_accuracy", "eval_runtime", "eval_samples_per_second",
                          "eval_steps_per_second", "epoch", "step"};
-    double vall[] = {loss, exp(loss), round(runtime * 1e4) / 1e4, runtime > 0 ? round(acc[2] / runtime * 1e3) / 1e3 : 0,
+    double vall[] = {loss, exp(loss), accuracy, round(runtime * 1e4) / 1e4,
+                     runtime > 0 ? round(acc[2] / runtime * 1e3) / 1e3 : 0,
                      runtime > 0 ? round((double)batches / runtime * 1e3) / 1e3 : 0,
                      (double)step / (double)t->plan.steps_per_epoch, (double)step};
-    const char *names[7];
-    double v[7];
+    const char *names[8];
+    double v[8];
     int k = 0;
-    for (int i = 0; i < 7; i++)
-        if (ce || i != 1) names[k] = all[i], v[k++] = vall[i];
+    for (int i = 0; i < 8; i++) {
+        if ((i == 0 && !t->neval) || (i == 1 && (!ce || !t->neval)) || (i == 2 && !t->choice.n)) continue;
+        if (!t->neval && (i == 4 || i == 5)) continue; /* no eval samples, no rate of them */
+        names[k] = all[i], v[k++] = vall[i];
+    }
     if (sr__history_add(&t->hist, k, names, v) != 0) {
         sr__log(SR_LOG_ERROR, "out of memory for the log history");
         return -1;
     }
-    t->eval_metric = t->hist.e[t->hist.n - 1].v[0];
+    t->eval_metric = loss;
+    t->eval_accuracy = accuracy;
     t->eval_step = step;
     if (t->rank == 0) print_entry(&t->hist.e[t->hist.n - 1], t->tty);
     return 0;
 }
 
 int sr__eval_if_due(sr__trainer *t, int start) {
-    if (!t->neval || !due(t, start)) return 0;
+    if ((!t->neval && !t->choice.n) || !due(t, start)) return 0;
     return evaluate(t);
 }

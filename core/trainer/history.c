@@ -9,7 +9,7 @@
 #include "io/json.h"
 #include "trainer/records.h"
 
-const char *const sr__hist_keys[] = {"epoch", "eval_loss", "eval_perplexity", "eval_runtime", "eval_samples_per_second",
+const char *const sr__hist_keys[] = {"epoch", "eval_accuracy", "eval_loss", "eval_perplexity", "eval_runtime", "eval_samples_per_second",
                                      "eval_steps_per_second", "grad_norm", "learning_rate", "loss", "step",
                                      "train_loss", "train_runtime", "train_samples_per_second",
                                      "train_steps_per_second", NULL};

@@ -25,10 +25,16 @@ int sr__records_setup(sr__trainer *t) {
     t->hist.best_metric = NAN;
     t->eval_step = -1;
     t->eval_metric = NAN;
+    int rc = sr__choice_setup(t); /* [task] eval_files */
+    if (rc != SR_EXIT_OK) return rc;
     if (a->eval_strategy == SR_EVAL_NO && !a->eval_on_start) return SR_EXIT_OK;
     const char *why = NULL;
     if (!t->model->eval.num_samples) why = "describes no eval data (its create() does not call sr_model_eval_data)";
     else if ((t->neval = t->model->eval.num_samples(t->state)) <= 0) why = "has no eval samples";
+    if (why && t->choice.n) { /* eval_files alone: the evaluations score them, with no eval_loss */
+        t->neval = 0;
+        return SR_EXIT_OK;
+    }
     if (why) {
         sr__log(SR_LOG_ERROR, "[task] eval_strategy = %s%s: task %s %s; give the task held-out data (examples/gpt2: "
                         "eval_data or validation_split_percentage; examples/toy: eval_samples) or set eval_strategy = no",
@@ -47,6 +53,7 @@ int sr__records_setup(sr__trainer *t) {
 
 void sr__records_free(sr__trainer *t) {
     sr__history_free(&t->hist);
+    sr__choice_teardown(t);
     free(t->eval_idx);
     t->eval_idx = NULL;
 }

@@ -22,7 +22,7 @@
 #include "base/strbuf.h"
 
 /* One log_history entry: numbers under names of SR__HIST_KEYS (NaN: written as null). */
-#define SR__HIST_MAX 8
+#define SR__HIST_MAX 10
 typedef struct sr__hist_entry {
     int n;
     int key[SR__HIST_MAX]; /* index into sr__hist_keys */

@@ -54,6 +54,10 @@ const sr_key sr__trainer_keys[] = {
     {"save_total_limit", SR_KEY_INT, NULL, NULL, 0, 1, LLONG_MAX, NULL,
      "keep only the newest N checkpoint-N folders (and the best one when metric_for_best_model is set); "
      "default: keep all"},
+    {"eval_files", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "multiple-choice eval files in llm.c's eval format (HellaSwag, MMLU; glob patterns separated by whitespace, "
+     "relative to the job file): at each evaluation, eval_accuracy = the share of examples whose completion with the "
+     "lowest mean loss is the right one; the task must score token sequences (docs/model-tasks.md)"},
     {"metric_for_best_model", SR_KEY_ENUM, NULL, "loss|eval_loss", 0, NOLIM, NULL,
      "track the best checkpoint by eval loss (lower is better): trainer_state.json's best_metric and "
      "best_model_checkpoint; default: eval_loss when load_best_model_at_end is set"},

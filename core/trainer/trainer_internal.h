@@ -6,6 +6,7 @@
  *                output_dir/train_log.jsonl
  *   report.c     this rank's results (sr_report_*) when the last step is done
  *   eval.c       evaluation on the task's eval data (eval_strategy)
+ *   choice_eval.c  multiple-choice accuracy on [task] eval_files at each evaluation (choice_file.h)
  *   records.c    log_history, trainer_state.json, loss.svg, save_total_limit (records.h)
  *   nan_policy.c a step whose loss or gradient norm is not finite ([task] nan_policy, nan_policy.h)
  *   resume.c     which checkpoint the run starts from, and whether it may (resume.h)
@@ -19,6 +20,7 @@
 
 #include "fsdp/checkpoint.h"
 #include "fsdp/engine.h"
+#include "trainer/choice_file.h"
 #include "trainer/profile_table.h"
 #include "trainer/records.h"
 #include "trainer/sampler.h"
@@ -71,6 +73,14 @@ typedef struct sr__trainer {
     long long loss_steps;
     double eval_metric; /* the last evaluation's eval_loss, and its step (-1: none) */
     long long eval_step;
+    /* multiple-choice evaluation ([task] eval_files; choice_eval.c): the examples, one batch's
+       sequences, their tokens and losses; the last evaluation's accuracy (NaN: none) */
+    sr__choice_set choice;
+    sr_choice_seq *choice_seq;
+    int32_t *choice_tok;
+    double *choice_loss;
+    int choice_per_batch; /* examples per batch */
+    double eval_accuracy;
     sr__step_profile prof; /* SHARDRUN_PROFILE=1 (profile_table.h) */
     /* nan_policy.c: steps of this run whose loss or gradient norm was not finite, those of them in a
        row up to the last step, those skipped (nan_policy = skip_step) */
@@ -103,6 +113,14 @@ int sr__records_save_checkpoint(sr__trainer *t);
 /* After the last step: the summary line and entry, the files, load_best_model_at_end.  0 or -1. */
 int sr__records_finish(sr__trainer *t, double runtime);
 void sr__records_free(sr__trainer *t);
+
+/* choice_eval.c */
+/* [task] eval_files: read and checked against the task (before step 0).  An exit code. */
+int sr__choice_setup(sr__trainer *t);
+/* Scores every example (each rank its share): *accuracy = the share of examples whose completion
+   with the lowest mean loss is the labelled one, over every rank.  Collective; 0 or -1. */
+int sr__choice_evaluate(sr__trainer *t, double *accuracy);
+void sr__choice_teardown(sr__trainer *t);
 
 /* eval.c */
 /* Evaluates when eval_strategy says this step is due (start: before the first step, for

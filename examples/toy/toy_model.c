@@ -307,7 +307,8 @@ static int toy_eval_batch(void *state, const int64_t *samples, int n, long long 
 #ifndef TOY_EVAL_SIZE /* tests/tasks/eval_*.c: a struct from a newer or a broken header */
 #define TOY_EVAL_SIZE sizeof(sr_model_eval)
 #endif
-static const sr_model_eval toy_eval = {TOY_EVAL_SIZE, toy_eval_num_samples, toy_eval_batch, 1 /* cross-entropy */};
+static const sr_model_eval toy_eval = {.struct_size = TOY_EVAL_SIZE, .num_samples = toy_eval_num_samples,
+                                       .batch = toy_eval_batch, .cross_entropy = 1};
 
 static void *toy_create(sr_ctx *ctx, sr_model *model) {
     toy *st = calloc(1, sizeof *st);

@@ -136,7 +136,14 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
     if (!(g->out = calloc((size_t)g->nmod, sizeof *g->out)) || !(g->inter = calloc((size_t)g->nmod, sizeof *g->inter)))
         goto fail;
     if (arch->declare(&g->d, model) != 0 || declare_head(&g->d, arch, model) != 0) goto fail;
-    if (g->eval.n && sr_model_eval_data(model, &tf__lm_eval) != 0) goto fail;
+    /* held-out samples, or multiple-choice files ([task] eval_files, which the trainer reads): the
+       eval callbacks, with what the trainer checks the files against */
+    if (g->eval.n || sr_config(ctx, "eval_files")) {
+        sr_model_eval ev = tf__lm_eval;
+        ev.vocab_size = g->d.V;
+        ev.max_tokens = g->T;
+        if (sr_model_eval_data(model, &ev) != 0) goto fail;
+    }
 
     if (sr_rank(ctx) == 0 && !cuda) tf__lm_blas_note(g);
     if (sr_rank(ctx) == 0) log_model(g, cuda);

@@ -61,7 +61,55 @@ static int eval_batch(void *state, const int64_t *samples, int n, long long *tok
     return 0;
 }
 
-const sr_model_eval tf__lm_eval = {sizeof(sr_model_eval), eval_num_samples, eval_batch, 1 /* cross-entropy */};
+/* Multiple-choice sequences ([task] eval_files): each row holds a context and one completion, padded
+   with token 0 after it (the model is causal: what follows never changes a position's loss); only
+   the completion's tokens are targets. */
+static int choice_batch(void *state, const sr_choice_seq *seqs, int n) {
+    tf_lm *g = state;
+    if (n <= 0 || (n > g->Bcap && tf__lm_alloc_acts(g, n) != 0)) return -1;
+    const int T = g->T;
+    long long targets = 0;
+    for (int b = 0; b < n; b++) {
+        const sr_choice_seq *q = &seqs[b];
+        if (q->length > T || q->first_scored < 1 || q->first_scored > q->length) {
+            tf__lm_error(g, "a multiple-choice sequence of %d tokens scored from %d does not fit max_length %d\n",
+                         q->length, q->first_scored, T);
+            return -1;
+        }
+        int32_t *ids = g->ids_h + (size_t)b * T, *tgt = g->tgt_h + (size_t)b * T;
+        for (int t = 0; t < T; t++) {
+            ids[t] = t < q->length ? q->tokens[t] : 0;
+            tgt[t] = t + 1 >= q->first_scored && t + 1 < q->length ? q->tokens[t + 1] : -1;
+        }
+        targets += q->length - q->first_scored;
+    }
+    size_t N = (size_t)n * T;
+    if (g->k->ids_upload(g->ids_d, g->ids_h, N) != 0 || g->k->ids_upload(g->tgt_d, g->tgt_h, N) != 0) return -1;
+    g->B = n;
+    g->ntargets = targets;
+    g->next_fwd = 0;
+    g->next_bwd = -1;
+    return 0;
+}
+
+/* After loss(): losses_h holds each position's loss (0 where there is no target). */
+static int choice_losses(void *state, double *losses, int n) {
+    tf_lm *g = state;
+    const int T = g->T;
+    if (n != g->B) return -1;
+    for (int b = 0; b < n; b++) {
+        double sum = 0;
+        int count = 0;
+        for (int t = 0; t < T; t++)
+            if (g->tgt_h[(size_t)b * T + t] >= 0) sum += g->losses_h[(size_t)b * T + t], count++;
+        losses[b] = count ? sum / count : 0.0;
+    }
+    return 0;
+}
+
+/* vocab_size and max_tokens are the run's: lm_setup.c fills them in a copy */
+const sr_model_eval tf__lm_eval = {sizeof(sr_model_eval), eval_num_samples, eval_batch, 1 /* cross-entropy */,
+                                   0, 0, choice_batch, choice_losses};
 
 /* ---- forward ----------------------------------------------------------------------------------- */
 

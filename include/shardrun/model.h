@@ -145,6 +145,8 @@ typedef struct sr_model_ops {
    when struct_size reaches them.  A task that never calls it loads and trains as before. */
 #define SR_MODEL_HAS_EVAL 1 /* this header has sr_model_eval_data and sr_module_call.eval */
 
+struct sr_choice_seq;
+
 typedef struct sr_model_eval {
     uint32_t struct_size; /* sizeof(sr_model_eval) */
     /* Number of eval samples (0: none; evaluation is then skipped with a note). */
@@ -157,7 +159,32 @@ typedef struct sr_model_eval {
        cross-entropy in nats, so that evaluation also reports eval_perplexity = exp(eval_loss), as
        HF's run_clm.py does.  Leave it 0 for any other loss (an MSE's exp means nothing). */
     int cross_entropy;
+    /* Appended later (SR_MODEL_HAS_CHOICE; read only when struct_size reaches them; 0/NULL
+       otherwise): multiple-choice evaluation ([task] eval_files: files in llm.c's eval format,
+       HellaSwag/MMLU style; docs/model-tasks.md).  The trainer reads and checks the files and picks
+       the answers; the task only scores token sequences.  A task that leaves choice_batch NULL
+       cannot be given eval_files (the run is refused before step 0). */
+    int64_t vocab_size; /* token ids the model takes: 0 .. vocab_size-1 (checked in every file) */
+    int64_t max_tokens; /* the most tokens one sequence may hold (context + completion) */
+    /* Loads an eval micro-batch of n token sequences (sr_choice_seq below).  The trainer then runs
+       forward() and loss() as for an eval batch (call->eval = 1); loss()'s value is not used. */
+    int (*choice_batch)(void *state, const struct sr_choice_seq *seqs, int n);
+    /* After that loss(): losses[i] = the mean loss of sequence i over its scored tokens (the mean
+       cross-entropy of predicting tokens first_scored .. length-1, each from those before it). */
+    int (*choice_losses)(void *state, double *losses, int n);
 } sr_model_eval;
+
+#define SR_MODEL_HAS_CHOICE 1 /* this header has sr_model_eval.choice_batch and sr_choice_seq */
+
+/* One sequence of a multiple-choice batch: an example's context followed by one of its
+   completions.  tokens[0 .. length) (host memory, valid during choice_batch only); the tokens
+   scored are first_scored .. length-1 (the completion; first_scored >= 1).  This layout never
+   changes: a later one would come with a callback of its own. */
+typedef struct sr_choice_seq {
+    const int32_t *tokens;
+    int length;
+    int first_scored;
+} sr_choice_seq;
 
 /* Called in create(): the model's eval data source (copied; the callbacks get the state create()
    returns).  0, or -1 with a message (NULL callbacks, a struct_size too small for them). */

@@ -26,7 +26,7 @@ r = json.load(open(sys.argv[1]))
 assert r["verdict"] == "PASS" and r["failed"] == 0 and r["skipped"] == 0 and r["checks"] == len(r["lines"]) > 80, r["checks"]
 assert r["gpu_half"].startswith("not run"), r["gpu_half"]
 bw = [l for l in r["lines"] if l["group"] == "bandwidth"]
-assert len(bw) == 3 and all(l["metrics"]["busbw_gbps"] > 0 for l in bw), bw
+assert len(bw) == 6 and all(l["metrics"]["busbw_gbps"] > 0 for l in bw), bw
 PY
 expect_eq "$(ls -A "$T/tmp")" "" "the temporary folder (jobs, logs, checkpoints) is removed"
 

@@ -159,7 +159,7 @@ static int api_init_process_group(sr_host *h, const char *backend, double timeou
                     "process group world: [shardrun] master_addr %s (%s) is reached from this host over the loopback "
                     "address %s, which the other %d node%s cannot reach; set master_addr to an address of node 0 that every node "
                     "reaches (not a name /etc/hosts maps to 127.x), or GLOO_SOCKET_IFNAME to the interface the nodes "
-                    "reach each other on",
+                    "reach each other on (every node on this one host: master_addr = 127.0.0.1)",
                     run->layout.master_addr, master, hostname, h->topo.nnodes - 1, h->topo.nnodes == 2 ? "" : "s");
             return -1;
         }

@@ -72,10 +72,11 @@ start_node() {
     pid[$node]=$!
 }
 wait_node() { wait "${pid[$1]}"; rc[$1]=$?; unset "pid[$1]"; }
-# wait_node_for NODE SECONDS: waits that long at most; rc 124 when it is still running (then killed)
+# wait_node_for NODE SECONDS: waits that long at most (wall clock, not a count of polls: the
+# machine may be loaded); rc 124 when it is still running (then killed)
 wait_node_for() {
-    local i
-    for i in $(seq 1 $(($2 * 10))); do kill -0 "${pid[$1]}" 2>/dev/null || break; sleep 0.1; done
+    local end=$(($(now_ms) + $2 * 1000))
+    while kill -0 "${pid[$1]}" 2>/dev/null && [ "$(now_ms)" -lt "$end" ]; do sleep 0.1; done
     if kill -0 "${pid[$1]}" 2>/dev/null; then
         kill -KILL "${pid[$1]}" 2>/dev/null
         wait "${pid[$1]}" 2>/dev/null
@@ -84,5 +85,15 @@ wait_node_for() {
     else
         wait_node "$1"
     fi
+}
+# wait_progress FILE TEXT SECONDS: until FILE holds TEXT; gives up at once when node 0's agent ended
+wait_progress() {
+    local end=$(($(now_ms) + $3 * 1000))
+    while [ "$(now_ms)" -lt "$end" ]; do
+        grep -qF -- "$2" "$1" 2>/dev/null && return 0
+        kill -0 "${pid[0]:-0}" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }

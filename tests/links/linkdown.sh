@@ -23,7 +23,7 @@ have_netem || echo "note: this kernel has no netem qdisc (sch_netem): delay and 
 # 1. the link down after step 6, no restarts: both sides end, each naming the other
 start_node 0 "$J" "$T/down" --set torch.timeout=$TIMEOUT "${HANG[@]}"
 start_node 1 "$J" "$T/down" --set torch.timeout=$TIMEOUT "${HANG[@]}"
-wait_for "$T/n0.out" "step 6/30" 60 && pass || fail "the run reached step 6 ($(tail -n 5 "$T/n0.err" "$T/n1.err"))"
+wait_progress "$T/n0.out" "step 6/30" 60 && pass || fail "the run reached step 6 ($(tail -n 5 "$T/n0.err" "$T/n1.err"))"
 link_down
 t0=$(now_ms)
 wait_node_for 0 $((LIMIT + 5))
@@ -44,7 +44,7 @@ link_up_again
 P=29502
 start_node 0 "$J" "$T/restart" --set torch.timeout=$TIMEOUT --set shardrun.max_restarts=1
 start_node 1 "$J" "$T/restart" --set torch.timeout=$TIMEOUT --set shardrun.max_restarts=1
-wait_for "$T/n0.out" "step 7/30" 60 && pass || fail "the run reached step 7 ($(tail -n 5 "$T/n0.err" "$T/n1.err"))"
+wait_progress "$T/n0.out" "step 7/30" 60 && pass || fail "the run reached step 7 ($(tail -n 5 "$T/n0.err" "$T/n1.err"))"
 link_down
 sleep $((TIMEOUT + 2))
 link_up_again

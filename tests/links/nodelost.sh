@@ -12,7 +12,7 @@ HANG=()
 links_up
 start_node 0 "$J" "$T/out" --set torch.timeout=$TIMEOUT "${HANG[@]}"
 start_node 1 "$J" "$T/out" --set torch.timeout=$TIMEOUT "${HANG[@]}"
-wait_for "$T/n0.out" "step 5/30" 60 && pass || fail "the run reached step 5 ($(tail -n 5 "$T/n0.err" "$T/n1.err"))"
+wait_progress "$T/n0.out" "step 5/30" 60 && pass || fail "the run reached step 5 ($(tail -n 5 "$T/n0.err" "$T/n1.err"))"
 t0=$(now_ms)
 for p in $(ip netns pids "$NS0"); do kill -KILL "$p" 2>/dev/null; done
 ip netns del "$NS0"

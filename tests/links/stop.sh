@@ -12,7 +12,7 @@ links_up
 # a collective timeout far above hang_timeout: the watchdog must see the stopped rank first
 start_node 0 "$J" "$T/out" --set torch.timeout=120 --set shardrun.hang_timeout=$HANG
 start_node 1 "$J" "$T/out" --set torch.timeout=120 --set shardrun.hang_timeout=$HANG
-wait_for "$T/n0.out" "step 5/30" 60 && pass || fail "the run reached step 5 ($(tail -n 5 "$T/n0.err" "$T/n1.err"))"
+wait_progress "$T/n0.out" "step 5/30" 60 && pass || fail "the run reached step 5 ($(tail -n 5 "$T/n0.err" "$T/n1.err"))"
 # node 1's worker: the agent's child that is not its guardian (shardrun-guard)
 worker=
 for c in $(ps -o pid= --ppid "${pid[1]}" 2>/dev/null); do

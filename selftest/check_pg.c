@@ -1,5 +1,6 @@
 /*
- * The world group on the backend this run uses (gloo on CPUs, nccl on GPUs): every collective x
+ * The world group on the backend and transport this run uses (gloo over shm or tcp on CPUs, nccl
+ * on GPUs; each line names the transport, sr_pg_transport): every collective x
  * dtype x reduction on counts of 1, odd and past a chunk boundary, each result checked element by
  * element on every rank; a split into two child groups; then bus bandwidth (pgbench_sweep.c, the
  * measurement examples/pgbench prints), on the same memory as the collectives: device memory for
@@ -9,6 +10,12 @@
  * average b n and the maximum b (2n - 1) (or b for negative b), all exact in fp32 and the integer
  * types.  bf16 and fp16 sums may round in another order on another backend: within n units in the
  * last place.
+ *
+ * The ranks stay in step: after each size of each check they agree on its outcome (an all-gather
+ * of every rank's pass flag), so all of them stop a line at the same size, the first one any rank
+ * got wrong, and go on to the next line together.  A bug only some ranks hit (an index error on
+ * ranks > 0) is one FAIL line naming that collective, not ranks waiting in different collectives
+ * until [torch] timeout.
  */
 #include <math.h>
 #include <stdint.h>
@@ -102,24 +109,65 @@ static int one(pgc *c, int coll, sr_dtype dt, int op, int root, size_t count, ch
     return 1;
 }
 
-/* One line per collective x dtype x op over the counts; -1 when the group failed. */
+/* The ranks' outcomes of one check, agreed: every rank's pass flag (1 or 0) through an all-gather
+   of int32, on the device buffers (free again once this rank's result was read).  Returns 0 and,
+   in `failed`, the ranks that got it wrong ("" when none); -1 when the group failed or the flags
+   came back wrong (then `failed` says so and the collective checks stop on this rank). */
+static int agree(pgc *c, int pass, char *failed, size_t len) {
+    int32_t mine = pass == 1, *all = (int32_t *)c->hrecv;
+    failed[0] = 0;
+    if (c->mem->to_device(c->dsend, &mine, sizeof mine) != 0 ||
+        sr_pg_all_gather(c->pg, c->dsend, c->drecv, 1, SR_INT32, NULL) != 0 ||
+        c->mem->to_host(all, c->drecv, (size_t)c->n * sizeof mine) != 0) {
+        snprintf(failed, len, "agreeing on the outcome (all_gather of the pass flags): %s", sr_pg_error(c->pg));
+        return -1;
+    }
+    size_t used = 0;
+    for (int q = 0; q < c->n; q++) {
+        if (all[q] != 0 && all[q] != 1) {
+            snprintf(failed, len, "agreeing on the outcome: the all_gather of the pass flags gave %d for rank %d",
+                     (int)all[q], q);
+            return -1;
+        }
+        if (!all[q] && used < len) used += (size_t)snprintf(failed + used, len - used, "%s%d", used ? ", " : "", q);
+    }
+    if (all[c->rank] != mine) {
+        snprintf(failed, len, "agreeing on the outcome: the all_gather of the pass flags lost this rank's own flag");
+        return -1;
+    }
+    return 0;
+}
+
+/* One line per collective x dtype x op over the counts, the ranks in step (agree()); -1 when the
+   group failed. */
 static int line(st_report *r, pgc *c, int coll, sr_dtype dt, int op, const size_t *counts, int nc) {
-    char name[96], why[512] = "", list[128] = "";
+    char name[128], why[512] = "", list[128] = "", failed[256] = "";
+    const char *transport = sr_pg_transport(c->pg);
     int ok = 1;
-    for (int k = 0; k < nc && ok == 1; k++) {
+    size_t at = 0;
+    for (int k = 0; k < nc && ok == 1 && !failed[0]; k++) {
         size_t l = strlen(list);
         snprintf(list + l, sizeof list - l, "%s%zu", l ? "," : "", counts[k]);
+        at = counts[k];
         ok = one(c, coll, dt, op, coll == BC ? (k % 2 ? c->n - 1 : 0) : 0, counts[k], why, sizeof why);
+        if (ok >= 0 && agree(c, ok, failed, sizeof failed) != 0) {
+            snprintf(why, sizeof why, "count %zu: %s", counts[k], failed);
+            ok = -1;
+        }
     }
     if (coll == RS || coll == AR)
-        snprintf(name, sizeof name, "%s %s %s", COLL[coll], sr_dtype_name(dt), OPS[op]);
+        snprintf(name, sizeof name, "%s %s %s over %s", COLL[coll], sr_dtype_name(dt), OPS[op], transport);
     else
-        snprintf(name, sizeof name, "%s %s", COLL[coll], sr_dtype_name(dt));
-    if (ok == 1)
-        st_line(r, 1, "collective", name, NULL, "counts %s on %d ranks (%s): every element as expected%s", list,
-                c->n, sr_pg_backend(c->pg), coll == BC ? " (roots 0 and n-1)" : "");
+        snprintf(name, sizeof name, "%s %s over %s", COLL[coll], sr_dtype_name(dt), transport);
+    if (ok == 1 && !failed[0])
+        st_line(r, 1, "collective", name, NULL, "counts %s on %d ranks (%s over %s): every element as expected%s", list,
+                c->n, sr_pg_backend(c->pg), transport, coll == BC ? " (roots 0 and n-1)" : "");
+    else if (ok == 1) /* right here, wrong on another rank: every rank stopped at this count */
+        st_line(r, 1, "collective", name, NULL, "counts %s on %d ranks (%s over %s): right on this rank; rank %s got count %zu wrong",
+                list, c->n, sr_pg_backend(c->pg), transport, failed, at);
     else
-        st_line(r, 0, "collective", name, NULL, "%s", why[0] ? why : "a copy to or from the device failed");
+        st_line(r, 0, "collective", name, NULL, "%s (%s over %s)", why[0] ? why : "a copy to or from the device failed",
+                sr_pg_backend(c->pg), transport);
     return ok < 0 ? -1 : 0;
 }
 
@@ -133,11 +181,13 @@ static int bandwidth(st_report *r, pgc *c, int quick) {
         long long errors = 0;
         char metrics[2048] = "";
         int failed = 0;
+        char bw_name[96];
+        snprintf(bw_name, sizeof bw_name, "%s over %s", pgb_op_names[op], sr_pg_transport(c->pg));
         for (long long bytes = lo; bytes <= hi; bytes *= 2) {
             size_t count = (size_t)bytes / 4 / (size_t)c->n * (size_t)c->n;
             pgb_point p;
             if (pgb_measure(c->pg, &mem, (pgb_op)op, count, quick ? 2 : 5, 1, &p) != 0) {
-                st_line(r, 0, "bandwidth", pgb_op_names[op], NULL, "%lld bytes: %s", bytes,
+                st_line(r, 0, "bandwidth", bw_name, NULL, "%lld bytes: %s", bytes,
                         sr_pg_error(c->pg)[0] ? sr_pg_error(c->pg) : "out of memory");
                 failed = 1;
                 break;
@@ -151,9 +201,9 @@ static int bandwidth(st_report *r, pgc *c, int quick) {
         if (failed) return sr_pg_error(c->pg)[0] ? -1 : 0;
         char m2[2100];
         snprintf(m2, sizeof m2, "busbw_gbps=%.3f %s", best, metrics);
-        st_line(r, errors == 0, "bandwidth", pgb_op_names[op], m2,
-                "%s fp32, %lld B .. %lld B: peak bus bandwidth %.2f GB/s (algbw %.2f GB/s) at %.0f B; %lld wrong elements",
-                sr_pg_backend(c->pg), lo, hi, best, alg_at, at, errors);
+        st_line(r, errors == 0, "bandwidth", bw_name, m2,
+                "%s over %s, fp32, %lld B .. %lld B: peak bus bandwidth %.2f GB/s (algbw %.2f GB/s) at %.0f B; %lld wrong elements",
+                sr_pg_backend(c->pg), sr_pg_transport(c->pg), lo, hi, best, alg_at, at, errors);
     }
     return 0;
 }
@@ -182,7 +232,9 @@ int st_check_pg(st_report *r, const st_dut *d, sr_pg *pg, int quick) {
             }
     if (!rc) {
         int ok = sr_pg_barrier(pg, NULL) == 0;
-        st_line(r, ok, "collective", "barrier", NULL, ok ? "every rank passed it" : "%s", sr_pg_error(pg));
+        char bname[64];
+        snprintf(bname, sizeof bname, "barrier over %s", sr_pg_transport(pg));
+        st_line(r, ok, "collective", bname, NULL, ok ? "every rank passed it" : "%s", sr_pg_error(pg));
         if (!ok) rc = -1;
     }
     if (!rc) { /* child groups: even and odd ranks, then an all-reduce in each */
@@ -197,7 +249,9 @@ int st_check_pg(st_report *r, const st_dut *d, sr_pg *pg, int quick) {
                  c.mem->to_host(&got, dv, 8) == 0 && got == want;
             if (dv) c.mem->free(dv);
         }
-        st_line(r, ok, "collective", "split + all_reduce in the child", NULL,
+        char sname[96];
+        snprintf(sname, sizeof sname, "split + all_reduce in the child over %s", sr_pg_transport(pg));
+        st_line(r, ok, "collective", sname, NULL,
                 ok ? "even and odd ranks in two groups: sums as expected" : "child group: got %lld, want %lld (%s)",
                 (long long)got, (long long)want, child ? sr_pg_error(child) : sr_pg_error(pg));
     }

@@ -19,6 +19,9 @@
 #include "config/value.h"
 #include "device/cuda_lib.h"
 
+/* [torch] timeout of the selftest task's runs (seconds; see run_task) */
+#define SELFTEST_COLLECTIVE_TIMEOUT_S 300
+
 static void usage(FILE *out) {
     fprintf(out,
             "usage: shardrun selftest [--gpu] [--nproc-per-node N] [--quick] [--results FILE]\n"
@@ -77,21 +80,29 @@ static int read_lines(sr_selftest_lines *l, const char *half, const char *prefix
 
 /* ---- the halves ---------------------------------------------------------------------------------- */
 
-/* The selftest task on `nproc` ranks of `backend`; its lines, or one FAIL line saying why not. */
-static void run_task(sr_selftest_lines *l, const char *dir, const char *half, const char *backend, int nproc, int quick,
-                     char *const *passthrough, int single_node) {
+/* The selftest task on `nproc` ranks of `backend`; its lines, or one FAIL line saying why not.
+   `tag` names its job and log files; `transport` ([torch] transport) and `parts` ([task] parts)
+   are left to their defaults when NULL. */
+static void run_task(sr_selftest_lines *l, const char *dir, const char *half, const char *tag, const char *backend,
+                     const char *transport, const char *parts, int nproc, int quick, char *const *passthrough,
+                     int single_node) {
     char job[4200], log[4200], prefix[4200];
-    snprintf(job, sizeof job, "%s/selftest-%s.ini", dir, half);
-    snprintf(log, sizeof log, "%s/selftest-%s.log", dir, half);
-    snprintf(prefix, sizeof prefix, "%s/lines-%s", dir, half); /* the workers' "lines-HALF" (they run in dir) */
+    snprintf(job, sizeof job, "%s/selftest-%s.ini", dir, tag);
+    snprintf(log, sizeof log, "%s/selftest-%s.log", dir, tag);
+    snprintf(prefix, sizeof prefix, "%s/lines-%s", dir, tag); /* the workers' "lines-TAG" (they run in dir) */
     FILE *f = fopen(job, "w");
     if (!f) {
         sr__selftest_add(l, half, "FAIL", "setup", "selftest task", "cannot write its job file", NULL);
         return;
     }
-    fprintf(f, "[shardrun]\ntask = selftest\nplugins = torch\nnproc_per_node = %d\n%s\n[torch]\nbackend = %s\n\n"
-               "[task]\nlines = lines-%s\nquick = %d\n",
-            nproc, single_node ? "master_port = 0\n" : "", backend, half, quick);
+    /* timeout: a backstop only.  The checks keep the ranks in step (selftest/check_pg.c), so a
+       wrong collective is a FAIL line at once; this bounds what they cannot see (a collective that
+       never returns), where torch's 1800 s would leave the command silent for half an hour. */
+    fprintf(f, "[shardrun]\ntask = selftest\nplugins = torch\nnproc_per_node = %d\n%s\n[torch]\nbackend = %s\n"
+               "timeout = %d\n%s%s%s\n[task]\nlines = lines-%s\nquick = %d\n%s%s%s",
+            nproc, single_node ? "master_port = 0\n" : "", backend, SELFTEST_COLLECTIVE_TIMEOUT_S,
+            transport ? "transport = " : "", transport ? transport : "", transport ? "\n" : "", tag, quick,
+            parts ? "parts = " : "", parts ? parts : "", parts ? "\n" : "");
     fclose(f);
     int rc = sr__selftest_subrun(job, log, NULL, passthrough);
     int files = read_lines(l, half, prefix);
@@ -267,7 +278,14 @@ static int check_setup(selftest_opts *o) {
 static int run_half(sr_selftest_lines *l, const char *dir, const selftest_opts *o, const char *half,
                     const char *backend, int nproc) {
     size_t from = l->n;
-    run_task(l, dir, half, backend, nproc, o->quick, o->pass, !o->multi);
+    run_task(l, dir, half, half, backend, NULL, NULL, nproc, o->quick, o->pass, !o->multi);
+    /* gloo: the collectives once more over Gloo's TCP, which the default transport leaves to the
+       groups that span hosts (shm inside a host) */
+    if (!strcmp(backend, "gloo") && !sr__selftest_stopped()) {
+        char tag[64];
+        snprintf(tag, sizeof tag, "%s-tcp", half);
+        run_task(l, dir, half, tag, backend, "tcp", "pg", nproc, o->quick, o->pass, !o->multi);
+    }
     if (!o->multi) sr__selftest_fsdp(l, &(sr_selftest_fsdp){dir, half, backend, nproc, o->quick, o->pass});
     if (sr__selftest_stopped()) return -1;
     print_lines(l, from);
@@ -317,10 +335,15 @@ int sr__cmd_selftest(int argc, char **argv) {
     struct sigaction old_sa[3];
     sr__selftest_catch_signals(old_sa);
     sr_selftest_lines l = {0};
+    const char *fault = getenv("SHARDRUN_DEBUG_PG_FAULT");
+    if (fault && *fault)
+        printf("shardrun selftest: SHARDRUN_DEBUG_PG_FAULT=%s is set: a collective is wrong on purpose (a testing aid)\n",
+               fault);
     const char *per_node = o.multi ? " per node" : "";
     int cpu_n = ngpu > 0 || !o.nproc ? 2 : o.nproc;
-    printf("shardrun selftest: CPU half: %d rank%s%s, gloo%s\n", cpu_n, cpu_n == 1 ? "" : "s", per_node,
-           o.quick ? " (--quick)" : "");
+    printf("shardrun selftest: CPU half: %d rank%s%s, gloo%s; the collectives over transport auto (%s), then tcp\n",
+           cpu_n, cpu_n == 1 ? "" : "s", per_node, o.quick ? " (--quick)" : "",
+           o.multi ? "shm inside each node, Gloo's TCP between" : "shared memory");
     int stopped = run_half(&l, dir, &o, "cpu", "gloo", cpu_n) != 0;
     char gpu_note[5000];
     if (!stopped && ngpu > 0) {

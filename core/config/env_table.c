@@ -95,6 +95,11 @@ const sr_var sr__host_reads[] = {
      "testing aid: a library whose selftest_dut_device() and selftest_dut_kernels() replace the tables "
      "`shardrun selftest` checks against the CPU's (tests/selftest/broken_kernels.c: deliberately broken "
      "kernels the selftest must fail on)"},
+    {"SHARDRUN_DEBUG_PG_FAULT",
+     "testing aid: a deliberate bug in one collective, which `shardrun selftest` must fail on, naming it "
+     "(tests/cli/selftest_faults.sh): shm_reduce_scatter_index (ranks above 0 of the shared-memory "
+     "reduce-scatter fold the wrong slice) or gloo_avg_divisor (Gloo's TCP averages divide by the group size + 1). "
+     "Never set it for a real run: its results are wrong on purpose"},
     {"SHARDRUN_DEBUG_SAVE_DELAY_MS",
      "testing aid: milliseconds the checkpoint writer sleeps after each unit, so a test can kill a run in the "
      "middle of a save"},

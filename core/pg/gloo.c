@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "pg/backend.h"
+#include "pg/fault.h"
 #include "pg/gloo_shim.h"
 #include "pg/reduce.h"
 
@@ -52,6 +53,9 @@ typedef struct gloo_pg {
     size_t *dstart, *dsize; /* where each rank's chunk lies, and its bytes */
     unsigned char *own;
 } gloo_pg;
+
+/* what an average divides by: the group size (SHARDRUN_DEBUG_PG_FAULT=gloo_avg_divisor: one more) */
+static int avg_divisor(int n) { return sr__pg_fault() == SR_PG_FAULT_GLOO_AVG_DIVISOR ? n + 1 : n; }
 
 static sr_gloo_buf *scratch(gloo_pg *p, int i, size_t len, unsigned char **mem, char *err, size_t errlen) {
     if (p->scratch_len[i] < len || !p->scratch_buf[i]) {
@@ -110,7 +114,7 @@ static void reduce_rank_order(gloo_pg *p, unsigned char *dst, const unsigned cha
     p->drecv[p->rank] = own;
     if (dst != p->drecv[0]) memcpy(dst, p->drecv[0], bytes);
     for (int r = 1; r < p->size; r++) sr__reduce(dst, p->drecv[r], count, dt, op);
-    if (op == SR_AVG) sr__divide(dst, count, dt, p->size);
+    if (op == SR_AVG) sr__divide(dst, count, dt, avg_divisor(p->size));
 }
 
 /* Direct all-gather of chunks of lens[q] bytes at out + starts[q] (mine among them), in rounds
@@ -235,7 +239,7 @@ static int gloo_reduce_scatter(void *impl, const void *send, void *recv, size_t 
     }
     sr__gloo_buf_free(ib);
     sr__gloo_buf_free(ob);
-    if (rc == 0 && op == SR_AVG) sr__divide(recv, count, dt, n);
+    if (rc == 0 && op == SR_AVG) sr__divide(recv, count, dt, avg_divisor(n));
     return rc;
 }
 
@@ -279,7 +283,7 @@ static int gloo_all_reduce(void *impl, void *buf, size_t count, sr_dtype dt, sr_
         rc = step(p, bb, chunk_start(count, n, out) * es, chunk_len(count, n, out) * es, tb, 0,
                   chunk_len(count, n, in) * es, &ra, stuck, err, errlen);
     }
-    if (rc == 0 && op == SR_AVG) sr__divide(b + chunk_start(count, n, p->rank) * es, chunk_len(count, n, p->rank), dt, n);
+    if (rc == 0 && op == SR_AVG) sr__divide(b + chunk_start(count, n, p->rank) * es, chunk_len(count, n, p->rank), dt, avg_divisor(n));
     if (rc == 0) rc = ring_all_gather(p, bb, count, es, 0, stuck, err, errlen);
     sr__gloo_buf_free(bb);
     return rc;

@@ -35,6 +35,7 @@
    the operation at once, and one that lives but does not come fails it after the timeout. */
 #define _GNU_SOURCE
 #include "pg/shm.h"
+#include "pg/fault.h"
 
 #include <errno.h>
 #include <dirent.h>
@@ -305,12 +306,14 @@ static int shm_reduce_scatter(void *impl, const void *send, void *recv, size_t c
             if (q != me || overlap) memcpy(mine + (size_t)q * kb, in + ((size_t)q * count + e0) * es, kb);
         publish(p, &p->head[me]->posted, t);
         unsigned char *dst = out + e0 * es;
+        /* SHARDRUN_DEBUG_PG_FAULT=shm_reduce_scatter_index: ranks > 0 fold their left neighbour's slice */
+        size_t mine_at = (size_t)(me > 0 && sr__pg_fault() == SR_PG_FAULT_SHM_RS_INDEX ? me - 1 : me) * kb;
         for (int q = 0; q < n; q++) {
             const unsigned char *src = q == me && !overlap ? in + ((size_t)me * count + e0) * es
-                                                           : slot_in(p, q, t) + (size_t)me * kb;
+                                                           : slot_in(p, q, t) + mine_at;
             if (q != me && (rc = wait_for(p, q, &p->head[q]->posted, t, stuck, err, errlen))) return rc;
             if (q == 0) continue;
-            if (q == 1) sr__reduce_into(dst, me == 0 && !overlap ? in + e0 * es : slot_in(p, 0, t) + (size_t)me * kb,
+            if (q == 1) sr__reduce_into(dst, me == 0 && !overlap ? in + e0 * es : slot_in(p, 0, t) + mine_at,
                                         src, k, dt, op);
             else sr__reduce(dst, src, k, dt, op);
         }

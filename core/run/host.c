@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "config/value.h"
 #include "device/cuda_lib.h"
+#include "pg/route.h"
 #include "pg/world.h"
 #include "run/run.h"
 
@@ -138,9 +139,33 @@ static int api_init_process_group(sr_host *h, const char *backend, double timeou
         api_log(h, SR_LOG_ERROR, "no rendezvous store in this run (exec: tasks form their own groups)");
         return -1;
     }
+    /* where Gloo listens and what it advertises: loopback when the job stays on this host; else the
+       address of the interface that reaches master_addr (GLOO_SOCKET_IFNAME wins when set), never
+       the host name, which may resolve to a loopback address another node cannot reach */
     char hostname[256] = "127.0.0.1";
-    if (!is_loopback(run->layout.master_addr) && gethostname(hostname, sizeof hostname) != 0)
-        snprintf(hostname, sizeof hostname, "127.0.0.1");
+    const char *ifenv = getenv("GLOO_SOCKET_IFNAME");
+    if (!is_loopback(run->layout.master_addr) && !(ifenv && *ifenv)) {
+        char ifname[64], master[256], why[600];
+        if (sr__pg_route_to(run->layout.master_addr, h->topo.master_port, hostname, sizeof hostname, ifname,
+                            sizeof ifname, master, sizeof master, why, sizeof why) != 0) {
+            sr__log(SR_LOG_ERROR,
+                    "process group world: which interface reaches the other nodes? %s ([shardrun] master_addr); "
+                    "set GLOO_SOCKET_IFNAME to the interface the nodes reach each other on (`ip -br addr` lists them)",
+                    why);
+            return -1;
+        }
+        if (h->topo.nnodes > 1 && sr__pg_is_loopback_addr(hostname)) {
+            sr__log(SR_LOG_ERROR,
+                    "process group world: [shardrun] master_addr %s (%s) is reached from this host over the loopback "
+                    "address %s, which the other %d node%s cannot reach; set master_addr to an address of node 0 that every node "
+                    "reaches (not a name /etc/hosts maps to 127.x), or GLOO_SOCKET_IFNAME to the interface the nodes "
+                    "reach each other on (every node on this one host: master_addr = 127.0.0.1)",
+                    run->layout.master_addr, master, hostname, h->topo.nnodes - 1, h->topo.nnodes == 2 ? "" : "s");
+            return -1;
+        }
+        sr__log(SR_LOG_DEBUG, "gloo listens on %s (interface %s): the route to master_addr %s", hostname,
+                ifname[0] ? ifname : "?", run->layout.master_addr);
+    }
     sr_pg_world_args a = {run->rdzv.host, run->rdzv.port, run->rdzv.token, h->topo.rank, h->topo.world_size,
                           h->topo.local_rank, resolve_backend(backend), hostname, timeout_s,
                           run->layout.restart_count, api_get(h, "transport")};

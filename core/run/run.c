@@ -235,6 +235,9 @@ int sr__run_prepare_rdzv(sr_run *run) {
         .restart_delay_s = atof(sr__config_value(&run->cfg, "shardrun", "restart_delay")),
         .fingerprint = run->fingerprint = run_fingerprint(run),
     };
+    if (a.need_store && nagents > 1 && a.agent_id != 0) /* what a node waits for, before it waits */
+        sr__log(SR_LOG_INFO, "waiting up to %gs ([shardrun] rdzv_timeout) for node 0's shardrun at %s (master_addr) to answer",
+                a.timeout_s, a.master_addr);
     if (sr__rdzv_prepare(&run->rdzv, &a, &run->cfg.diag) != 0) {
         sr__rdzv_free(&run->rdzv); /* connections made before the refusal */
         return -1;

@@ -1,4 +1,4 @@
-# shardrun selftest on a machine without a GPU: the CPU half runs (2 ranks, gloo; every size, the
+# shardrun selftest on a machine without a GPU: the CPU half runs (2 ranks, gloo, the collectives over shm and over tcp; every size, the
 # chunked large-buffer path too), says plainly that the GPU half did not, exits 0 and writes its JSON; against deliberately broken kernels
 # (tests/selftest/broken_kernels.c through SHARDRUN_SELFTEST_DUT) it fails, exits 1 and names
 # each broken entry point -- and only those.
@@ -26,7 +26,7 @@ r = json.load(open(sys.argv[1]))
 assert r["verdict"] == "PASS" and r["failed"] == 0 and r["skipped"] == 0 and r["checks"] == len(r["lines"]) > 80, r["checks"]
 assert r["gpu_half"].startswith("not run"), r["gpu_half"]
 bw = [l for l in r["lines"] if l["group"] == "bandwidth"]
-assert len(bw) == 3 and all(l["metrics"]["busbw_gbps"] > 0 for l in bw), bw
+assert len(bw) == 6 and all(l["metrics"]["busbw_gbps"] > 0 for l in bw), bw
 PY
 expect_eq "$(ls -A "$T/tmp")" "" "the temporary folder (jobs, logs, checkpoints) is removed"
 
@@ -78,8 +78,9 @@ expect_eq "$?" 0 "selftest on the second node: $(tail -3 "$T/n1.out")"
 unset SHARDRUN_RDZV_TOKEN
 expect_rc 0 "selftest on the first of two nodes"
 expect_in "$out" "CPU half: 2 ranks per node, gloo" "ranks per node"
-expect_in "$out" "all_reduce bf16 avg                counts 1,7,1021 on 4 ranks (gloo)" "collectives on 4 ranks"
-expect_in "$(cat "$T/n1.out")" "all_gather int64                   counts 1,7,1021 on 4 ranks (gloo)" "... also on the second node"
+expect_in "$out" "all_reduce bf16 avg over shm       counts 1,7,1021 on 4 ranks (gloo over shm)" "collectives on 4 ranks (one machine: shm)"
+expect_in "$out" "all_reduce bf16 avg over tcp       counts 1,7,1021 on 4 ranks (gloo over tcp)" "... and over Gloo's TCP"
+expect_in "$(cat "$T/n1.out")" "all_gather int64 over tcp          counts 1,7,1021 on 4 ranks (gloo over tcp)" "... also on the second node"
 expect_in "$out" "several nodes: the FSDP step comparison was not run" "says the FSDP step was left out"
 expect_not_in "$out" "fsdp " "no FSDP line"
 

@@ -1,0 +1,17 @@
+/* A testing aid: SHARDRUN_DEBUG_PG_FAULT puts one deliberate bug into a collective, so that the
+   tests can prove `shardrun selftest` catches such a bug, fails in seconds and names it
+   (tests/cli/selftest_faults.sh; docs/selftest.md).  The backends ask sr__pg_fault() where the bug
+   would be; it reads the variable once per process.  Unset (every real run) it answers
+   SR_PG_FAULT_NONE and nothing changes.
+
+     shm_reduce_scatter_index   the shm backend's reduce-scatter: ranks above 0 fold another
+                                rank's slice (an index bug only ranks > 0 hit)
+     gloo_avg_divisor           the gloo backend (TCP) divides averages by the group size + 1 */
+#ifndef SR_CORE_PG_FAULT_H
+#define SR_CORE_PG_FAULT_H
+
+enum { SR_PG_FAULT_NONE, SR_PG_FAULT_SHM_RS_INDEX, SR_PG_FAULT_GLOO_AVG_DIVISOR };
+
+int sr__pg_fault(void);
+
+#endif

@@ -12,6 +12,12 @@
  *   ADD   [key, i64 delta]   -> OK [i64 new value]      (the value is kept as decimal text)
  *   WAIT  [i64 timeout_ms, key...] -> OK when all exist | TIMEOUT [missing key...]  (ms < 0: forever)
  *   CHECK [key...]           -> OK | NOTFOUND
+ *   FETCH [i64 timeout_ms, u32 piece | u32 pieces, key...]
+ *                            -> OK [value...] when all exist | TIMEOUT [missing key...]
+ *        a wait and the gets that follow it in one round trip (ms 0: no wait, < 0: forever);
+ *        pieces > 0 sends only part `piece` of `pieces` equal parts of each value (a Gloo rank
+ *        reads its own pair's address out of a peer's list), 0 the whole values; the values
+ *        together must fit one message
  */
 #ifndef SR_CORE_STORE_WIRE_H
 #define SR_CORE_STORE_WIRE_H
@@ -23,11 +29,11 @@
 #define SR_STORE_MAGIC 0x31535253u /* "SRS1" */
 #define SR_STORE_MAX_KEY 1024u
 #define SR_STORE_MAX_VALUE (1u << 20)
-#define SR_STORE_MAX_ITEMS 4096u
+#define SR_STORE_MAX_ITEMS 65536u /* a WAIT or FETCH on every rank of a large world */
 #define SR_STORE_MAX_MESSAGE (4u << 20)
 #define SR_STORE_HEADER 12u
 
-enum { SR_OP_HELLO = 1, SR_OP_SET, SR_OP_GET, SR_OP_ADD, SR_OP_WAIT, SR_OP_CHECK };
+enum { SR_OP_HELLO = 1, SR_OP_SET, SR_OP_GET, SR_OP_ADD, SR_OP_WAIT, SR_OP_CHECK, SR_OP_FETCH };
 enum { SR_ST_OK = 0, SR_ST_NOTFOUND, SR_ST_TIMEOUT, SR_ST_ERROR };
 
 static inline void sr__put_u32(unsigned char *p, uint32_t v) {

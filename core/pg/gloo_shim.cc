@@ -46,6 +46,23 @@ class StoreAdapter : public gloo::rendezvous::Store {
         return out;
     }
 
+    // Part `piece` of `pieces` equal parts of key's value, once it exists: one round trip, and
+    // only the bytes this rank needs (a peer's list of N-1 pair addresses would otherwise travel
+    // whole to each of the N-1 ranks: N^3 bytes through the store for the world).
+    std::vector<char> get_piece(const std::string &key, int piece, int pieces) {
+        Locked l(lock_);
+        void *v = nullptr;
+        size_t len = 0;
+        char missing[1024] = "";
+        int rc = sr__store_fetch_piece(s_, (prefix_ + key).c_str(), piece, pieces, timeout_s_, &v, &len, missing,
+                                       sizeof missing);
+        if (rc == 1) throw gloo::IoException(std::string("timed out waiting for store keys ") + missing);
+        if (rc != 0) throw gloo::IoException(std::string("store get failed: ") + sr__store_error(s_));
+        std::vector<char> out((char *)v, (char *)v + len);
+        free(v);
+        return out;
+    }
+
     void wait(const std::vector<std::string> &keys) override {
         wait(keys, std::chrono::milliseconds((long long)(timeout_s_ * 1000)));
     }
@@ -100,7 +117,7 @@ class ParallelContext : public gloo::Context {
 
     // sync: each pair leaves the device's event loop once connected (blocking socket, read by the
     // thread that waits for it), for the direct path's latency
-    void connect(gloo::rendezvous::Store &store, const std::shared_ptr<gloo::transport::Device> &dev, bool sync) {
+    void connect(StoreAdapter &store, const std::shared_ptr<gloo::transport::Device> &dev, bool sync) {
         auto tc = dev->createContext(rank, size);
         tc->setTimeout(getTimeout());
         std::vector<char> mine;
@@ -116,10 +133,10 @@ class ParallelContext : public gloo::Context {
             if (i == rank) continue;
             threads.emplace_back([&, i] {
                 try {
-                    // peer i lists its pairs' addresses in rank order, skipping itself
-                    auto all = store.get(std::to_string(i));
-                    size_t each = all.size() / (size - 1), at = (size_t)(rank < i ? rank : rank - 1);
-                    tc->getPair(i)->connect(std::vector<char>(all.begin() + at * each, all.begin() + (at + 1) * each));
+                    // peer i lists its pairs' addresses in rank order, skipping itself: this
+                    // rank's is piece `at` of size - 1
+                    int at = rank < i ? rank : rank - 1;
+                    tc->getPair(i)->connect(store.get_piece(std::to_string(i), at, size - 1));
                     // leaving the loop waits for one of its ticks: in parallel, one tick in all
                     if (sync) tc->getPair(i)->setSync(true, false);
                 } catch (...) {

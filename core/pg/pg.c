@@ -319,27 +319,35 @@ static int meet(pg_shared *sh, const char *name, const char *stage, const char *
    <root>host/<rank> before the world's "arrived" meeting; rank r's index is the lowest world rank
    with the same identity.  NULL when the store fails. */
 static int *world_hosts(pg_shared *sh, int size) {
-    char **ids = calloc((size_t)size, sizeof *ids);
-    int *hosts = calloc((size_t)size, sizeof *hosts), ok = 1;
-    for (int r = 0; r < size && ok; r++) {
-        char key[64];
-        size_t len = 0;
-        void *v = NULL;
-        snprintf(key, sizeof key, "%shost/%d", sh->root, r);
+    char **owned = calloc((size_t)size, sizeof *owned);
+    void **ids = calloc((size_t)size, sizeof *ids);
+    size_t *lens = calloc((size_t)size, sizeof *lens);
+    int *hosts = malloc((size_t)size * sizeof *hosts), ok = owned && ids && lens && hosts;
+    for (int r = 0; r < size && ok; r++) ok = asprintf(&owned[r], "%shost/%d", sh->root, r) >= 0;
+    if (ok) {
+        /* every rank's identity in one round trip (the keys exist: every rank set its own before
+           the "arrived" meeting) */
+        char missing[256];
         pthread_mutex_lock(&sh->store_lock);
-        ok = sr__store_get(sh->store, key, &v, &len) == 0 && v;
+        ok = sr__store_fetch(sh->store, (const char *const *)owned, size, 0, ids, lens, missing, sizeof missing) == 0;
         pthread_mutex_unlock(&sh->store_lock);
-        ids[r] = ok ? strndup(v, len) : NULL;
-        free(v);
-        hosts[r] = r;
-        for (int q = 0; ok && q < r; q++)
-            if (!strcmp(ids[q], ids[r])) {
-                hosts[r] = hosts[q];
-                break;
-            }
     }
-    for (int r = 0; r < size; r++) free(ids[r]);
+    /* rank r's host index: the lowest rank with the same identity (compared with the first rank
+       of each host seen so far: ranks x hosts, not ranks^2) */
+    int *firsts = ok ? malloc((size_t)size * sizeof *firsts) : NULL, nfirst = 0;
+    ok = ok && firsts;
+    for (int r = 0; r < size && ok; r++) {
+        hosts[r] = r;
+        for (int f = nfirst - 1; f >= 0 && hosts[r] == r; f--) /* the newest host first: ranks come grouped */
+            if (lens[firsts[f]] == lens[r] && !memcmp(ids[firsts[f]], ids[r], lens[r])) hosts[r] = firsts[f];
+        if (hosts[r] == r) firsts[nfirst++] = r;
+    }
+    free(firsts);
+    for (int r = 0; r < size && owned; r++) free(owned[r]);
+    for (int r = 0; r < size && ids; r++) free(ids[r]);
+    free(owned);
     free(ids);
+    free(lens);
     if (!ok) free(hosts);
     return ok ? hosts : NULL;
 }

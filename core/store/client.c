@@ -21,6 +21,7 @@ struct sr_store {
     char error[512];
     sr_buf in;
     size_t consumed; /* bytes of `in` belonging to the last reply */
+    sr_store_msg msg_; /* the last reply */
     sr_store_msg *msg;
 };
 
@@ -67,7 +68,7 @@ static int read_reply(sr_store *c) {
     while (1) {
         long used = c->in.n ? sr__store_parse((const unsigned char *)c->in.s, c->in.n, c->msg) : 0;
         if (used < 0) {
-            snprintf(c->error, sizeof c->error, "malformed reply from the store");
+            snprintf(c->error, sizeof c->error, "malformed reply from the store (or no memory for its items)");
             return -1;
         }
         if (used > 0) {
@@ -138,13 +139,13 @@ sr_store *sr__store_connect(const char *host, int port, const char *token, doubl
         return NULL;
     }
     sr_store *c = calloc(1, sizeof *c);
-    if (c) c->fd = fd, c->msg = malloc(sizeof *c->msg);
-    if (!c || !c->msg) {
-        snprintf(err, errlen, "out of memory for a store connection (%zu bytes)", sizeof *c->msg);
-        if (c) free(c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory for a store connection");
         close(fd);
         return NULL;
     }
+    c->fd = fd;
+    c->msg = &c->msg_;
     const void *items[1] = {token};
     uint32_t lens[1] = {(uint32_t)strlen(token)};
     if (call(c, SR_OP_HELLO, 1, items, lens) != SR_ST_OK) {
@@ -295,6 +296,6 @@ void sr__store_close(sr_store *c) {
     if (!c) return;
     close(c->fd);
     sr__buf_free(&c->in);
-    free(c->msg);
+    sr__store_msg_free(&c->msg_);
     free(c);
 }

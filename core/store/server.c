@@ -84,7 +84,7 @@ struct sr_store_server {
     size_t ndirty, capdirty;
     conn *graveyard; /* closed this turn, freed at its end (events of the turn may still name them) */
     unsigned long rejected;
-    sr_store_msg msg; /* parse scratch (large: not on the stack) */
+    sr_store_msg msg; /* parse scratch */
 };
 
 static long long now_ms(void) {
@@ -662,6 +662,7 @@ void sr__store_server_free(sr_store_server *s) {
     free(s->heap);
     free(s->dirty);
     free(s->token);
+    sr__store_msg_free(&s->msg);
     close(s->epfd);
     close(s->listen_fd);
     free(s);

@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SR_STORE_MAGIC 0x31535253u /* "SRS1" */
@@ -52,22 +53,40 @@ static inline int64_t sr__get_i64(const unsigned char *p) {
     return (int64_t)v;
 }
 
-/* One parsed message: items point into the receive buffer. */
+/* One parsed message: items point into the receive buffer.  The item arrays grow with the
+   largest message seen (most carry a few items; a WAIT on every rank of a world carries
+   thousands); zero-initialise, sr__store_msg_free when done. */
 typedef struct sr_store_msg {
     unsigned op_or_status;
-    uint32_t nitems;
-    const unsigned char *item[SR_STORE_MAX_ITEMS];
-    uint32_t len[SR_STORE_MAX_ITEMS];
+    uint32_t nitems, cap;
+    const unsigned char **item;
+    uint32_t *len;
 } sr_store_msg;
 
+static inline void sr__store_msg_free(sr_store_msg *m) {
+    free((void *)m->item);
+    free(m->len);
+    m->item = NULL, m->len = NULL, m->cap = 0;
+}
+
 /* Parses a message at the start of buf: returns its total size, 0 when incomplete, -1 when it
-   breaks a bound (the connection must be closed). */
+   breaks a bound or no memory is left for its items (the connection must be closed). */
 static inline long sr__store_parse(const unsigned char *buf, size_t n, sr_store_msg *m) {
     if (n < SR_STORE_HEADER) return 0;
     if (sr__get_u32(buf) != SR_STORE_MAGIC) return -1;
     m->op_or_status = buf[4];
     m->nitems = sr__get_u32(buf + 8);
     if (m->nitems > SR_STORE_MAX_ITEMS) return -1;
+    if (m->nitems > m->cap) {
+        uint32_t cap = m->cap ? m->cap : 8;
+        while (cap < m->nitems) cap *= 2;
+        const unsigned char **item = realloc((void *)m->item, cap * sizeof *item);
+        if (item) m->item = item;
+        uint32_t *len = realloc(m->len, cap * sizeof *len);
+        if (len) m->len = len;
+        if (!item || !len) return -1;
+        m->cap = cap;
+    }
     size_t off = SR_STORE_HEADER;
     for (uint32_t i = 0; i < m->nitems; i++) {
         if (n < off + 4) return 0;

@@ -347,6 +347,7 @@ static void *agent_main(void *arg) {
     if (rc == 0 && !refused_by_job) fail(g->id, "refused: %s", why);
     if (refused_by_job && (rc != 0 || !strstr(why, "lr is \"3e-4\" on node 0") || !strstr(why, "\"1e-3\" on node")))
         fail(g->id, "expected a refusal naming lr, got: %s", rc == 0 ? why : "accepted");
+    else if (refused_by_job) printf("sim: agent %d refused: %s\n", g->id, why);
     pthread_barrier_wait(&phase_barrier);
     /* phase 2: world creation (every rank of the run; rank 0 is node 0's worker, played here too) */
     if (world != WORLD_NONE && scenario == SC_RUN) world_rank(g);
@@ -384,6 +385,7 @@ static void *agent_main(void *arg) {
         pthread_barrier_wait(&phase_barrier); /* the others heard the restart verdict */
         rc = join(g, fp, why, sizeof why);
         if (rc != 1 || g->attempt != 1) fail(g->id, "not accepted into attempt 1: %s", rc == 0 ? why : "error");
+        else printf("sim: %s agent %d accepted into attempt 1\n", late ? "late" : "lost", g->id);
     } else {
         char kind = read_verdict(g, msg, sizeof msg);
         char want[128];
@@ -401,6 +403,7 @@ static void *agent_main(void *arg) {
             agent dup = {.id = 1};
             if (join(&dup, fp, why, sizeof why) != 0 || !strstr(why, "node 1's shardrun (agent 1) is already part of this run"))
                 fail(1, "expected the second copy refused, got: %s", why);
+            else printf("sim: second copy of agent 1 refused: %s\n", why);
             sr__store_close(dup.ctl);
         }
         struct pollfd p = {.fd = sr__store_fd(g->watch), .events = POLLIN};

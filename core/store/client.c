@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/strbuf.h"
 #include "store/store.h"
@@ -138,7 +139,7 @@ sr_store *sr__store_connect(const char *host, int port, const char *token, doubl
         }
         return NULL;
     }
-    sr_store *c = calloc(1, sizeof *c);
+    sr_store *c = sr__calloc(1, sizeof *c);
     if (!c) {
         snprintf(err, errlen, "out of memory for a store connection");
         close(fd);
@@ -165,7 +166,7 @@ int sr__store_set(sr_store *c, const char *key, const void *value, size_t len) {
 /* Item i of the last reply, malloc'ed and NUL-terminated, into *value. */
 static int copy_value(sr_store *c, uint32_t i, void **value, size_t *len) {
     *len = c->msg->len[i];
-    if (!(*value = malloc(*len + 1))) {
+    if (!(*value = sr__malloc(*len + 1))) {
         snprintf(c->error, sizeof c->error, "out of memory for a store value of %zu bytes", *len);
         return -1;
     }
@@ -195,8 +196,8 @@ long long sr__store_add(sr_store *c, const char *key, long long delta) {
 /* Sends op with `head` leading items (nhead of them) and then the keys. */
 static int keys_request(sr_store *c, unsigned op, const void *const *head, const uint32_t *hlens, int nhead,
                         const char *const *keys, int n) {
-    const void **items = calloc((size_t)(n + nhead), sizeof *items);
-    uint32_t *lens = calloc((size_t)(n + nhead), sizeof *lens);
+    const void **items = sr__calloc((size_t)(n + nhead), sizeof *items);
+    uint32_t *lens = sr__calloc((size_t)(n + nhead), sizeof *lens);
     int rc = -1;
     if (items && lens) {
         for (int i = 0; i < nhead; i++) items[i] = head[i], lens[i] = hlens[i];

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/hash64.h"
 #include "base/strbuf.h"
 #include "store/store.h"
@@ -93,18 +94,6 @@ static long long now_ms(void) {
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Grows *arr (elements of `size` bytes) to hold at least `need`; -1 when memory is exhausted. */
-static int grow(void **arr, size_t size, size_t *cap, size_t need) {
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 8;
-    while (c < need) c *= 2;
-    void *p = realloc(*arr, c * size);
-    if (!p) return -1;
-    *arr = p;
-    *cap = c;
-    return 0;
-}
-
 /* ---- keys ---- */
 
 static entry *lookup(const sr_store_server *s, const char *key, size_t klen) {
@@ -125,7 +114,7 @@ static const entry *lookup_present(const sr_store_server *s, const char *key, si
 static void rehash(sr_store_server *s) {
     if (s->nentries < s->nbuckets) return;
     size_t nb = s->nbuckets ? 2 * s->nbuckets : 1024;
-    entry **b = calloc(nb, sizeof *b);
+    entry **b = sr__calloc(nb, sizeof *b);
     if (!b) return;
     for (size_t i = 0; i < s->nbuckets; i++)
         for (entry *e = s->buckets[i], *next; e; e = next) {
@@ -144,8 +133,8 @@ static entry *intern(sr_store_server *s, const char *key, size_t klen) {
     if (e) return e;
     rehash(s);
     if (!s->nbuckets) return NULL;
-    e = calloc(1, sizeof *e);
-    if (!e || !(e->key = strndup(key, klen))) {
+    e = sr__calloc(1, sizeof *e);
+    if (!e || !(e->key = sr__strndup(key, klen))) {
         free(e);
         return NULL;
     }
@@ -161,7 +150,7 @@ static entry *intern(sr_store_server *s, const char *key, size_t klen) {
 
 static void mark_dirty(sr_store_server *s, conn *c) {
     if (c->dirty || c->dead) return;
-    if (grow((void **)&s->dirty, sizeof *s->dirty, &s->capdirty, s->ndirty + 1) != 0) {
+    if (sr__grow((void **)&s->dirty, &s->capdirty, s->ndirty + 1, sizeof *s->dirty) != 0) {
         c->out.oom = 1; /* no room to remember it: the connection is closed at the flush */
         return;
     }
@@ -229,7 +218,7 @@ static void heap_fix(sr_store_server *s, int i) {
 
 static int heap_push(sr_store_server *s, conn *c) {
     size_t cap = (size_t)s->capheap;
-    if (grow((void **)&s->heap, sizeof *s->heap, &cap, (size_t)s->nheap + 1) != 0) return -1;
+    if (sr__grow((void **)&s->heap, &cap, (size_t)s->nheap + 1, sizeof *s->heap) != 0) return -1;
     s->capheap = (int)cap;
     c->heap_idx = s->nheap;
     s->heap[s->nheap++] = c;
@@ -298,14 +287,14 @@ static int start_wait(sr_store_server *s, conn *c, unsigned op, long long timeou
     c->nwait = m->nitems - first;
     c->nmissing = 0;
     c->heap_idx = -1;
-    if (!(c->wait_on = calloc(c->nwait, sizeof *c->wait_on))) return c->nwait = 0, -1;
+    if (!(c->wait_on = sr__calloc(c->nwait, sizeof *c->wait_on))) return c->nwait = 0, -1;
     for (uint32_t i = 0; i < c->nwait; i++) {
         entry *e = intern(s, (const char *)m->item[first + i], m->len[first + i]);
         if (!e) return c->nwait = i, clear_wait(s, c), -1;
         c->wait_on[i] = e;
         if (e->present) continue;
         size_t cap = e->capwaiters;
-        if (grow((void **)&e->waiters, sizeof *e->waiters, &cap, (size_t)e->nwaiters + 1) != 0)
+        if (sr__grow((void **)&e->waiters, &cap, (size_t)e->nwaiters + 1, sizeof *e->waiters) != 0)
             return c->nwait = i, clear_wait(s, c), -1;
         e->capwaiters = (uint32_t)cap;
         e->waiters[e->nwaiters++] = c;
@@ -323,7 +312,7 @@ static int start_wait(sr_store_server *s, conn *c, unsigned op, long long timeou
 /* Sets a key and wakes the waits filed under it.  -1 when memory is exhausted (nothing changed). */
 static int put(sr_store_server *s, const char *key, size_t klen, const void *v, size_t len) {
     entry *e = intern(s, key, klen);
-    char *value = e ? malloc(len + 1) : NULL;
+    char *value = e ? sr__malloc(len + 1) : NULL;
     if (!value) return -1;
     memcpy(value, v, len);
     value[len] = 0;
@@ -457,7 +446,7 @@ static void accept_all(sr_store_server *s) {
     while (1) {
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) return;
-        conn *c = s->nconns < MAX_CONNS ? calloc(1, sizeof *c) : NULL;
+        conn *c = s->nconns < MAX_CONNS ? sr__calloc(1, sizeof *c) : NULL;
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
         if (!c || epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
             free(c);
@@ -562,10 +551,10 @@ sr_store_server *sr__store_server_start(const char *bind_addr, int port, const c
         close(fd);
         return NULL;
     }
-    sr_store_server *s = calloc(1, sizeof *s);
+    sr_store_server *s = sr__calloc(1, sizeof *s);
     int epfd = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL}; /* NULL: the listening socket */
-    if (!s || !(s->token = strdup(token)) || epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    if (!s || !(s->token = sr__strdup(token)) || epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         snprintf(err, errlen, "cannot start the store server: %s", !s || (s && !s->token) ? "out of memory" : strerror(errno));
         if (epfd >= 0) close(epfd);
         close(fd);

@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+
 #define SR_STORE_MAGIC 0x31535253u /* "SRS1" */
 #define SR_STORE_MAX_KEY 1024u
 #define SR_STORE_MAX_VALUE (1u << 20)
@@ -80,9 +82,9 @@ static inline long sr__store_parse(const unsigned char *buf, size_t n, sr_store_
     if (m->nitems > m->cap) {
         uint32_t cap = m->cap ? m->cap : 8;
         while (cap < m->nitems) cap *= 2;
-        const unsigned char **item = realloc((void *)m->item, cap * sizeof *item);
+        const unsigned char **item = sr__realloc((void *)m->item, cap * sizeof *item);
         if (item) m->item = item;
-        uint32_t *len = realloc(m->len, cap * sizeof *len);
+        uint32_t *len = sr__realloc(m->len, cap * sizeof *len);
         if (len) m->len = len;
         if (!item || !len) return -1;
         m->cap = cap;

@@ -208,6 +208,8 @@ static int join(agent *g, const char *fp, char *out, size_t olen) {
 
 /* The verdict the watch waited for (rdzv_agent.c's sr__rdzv_read_watch): its letter, and message. */
 static char read_verdict(agent *g, char *msg, size_t mlen) {
+    msg[0] = 0;
+    if (!g->watch || !g->ctl) return 0; /* its failure was counted */
     struct pollfd p = {.fd = sr__store_fd(g->watch), .events = POLLIN};
     if (poll(&p, 1, (int)(timeout_s * 1000)) != 1) return fail(g->id, "%s", "no verdict"), 0;
     char key[64];
@@ -224,6 +226,7 @@ static char read_verdict(agent *g, char *msg, size_t mlen) {
 
 static void ack(agent *g) {
     char key[64];
+    if (!g->ctl) return;
     snprintf(key, sizeof key, "run/%d/ack/%d", g->attempt, g->id);
     sr__store_set(g->ctl, key, "1", 1);
 }
@@ -242,15 +245,26 @@ static void free_keys(char **k, int n) {
     free(k);
 }
 
-/* pg.c's announce_and_wait */
+/* pg.c's announce_and_wait: before, a wait on every rank's key; now a counter, and a wait on the
+   key the last rank sets */
 static void meet(sr_store *c, int rank, const char *stage) {
     char prefix[64], key[80], missing[256];
     snprintf(prefix, sizeof prefix, "pg/world/%s/", stage);
     snprintf(key, sizeof key, "%s%d", prefix, rank);
-    char **keys = key_list(prefix, nagents);
-    if (sr__store_set(c, key, "1", 1) != 0 || sr__store_wait(c, (const char *const *)keys, nagents, timeout_s, missing, sizeof missing) != 0)
-        fail(rank, "meeting %s failed", stage);
-    free_keys(keys, nagents);
+    if (sr__store_set(c, key, "1", 1) != 0) fail(rank, "meeting %s failed", stage);
+    if (old_client) {
+        char **keys = key_list(prefix, nagents);
+        if (sr__store_wait(c, (const char *const *)keys, nagents, timeout_s, missing, sizeof missing) != 0)
+            fail(rank, "meeting %s failed", stage);
+        free_keys(keys, nagents);
+        return;
+    }
+    char count[80], all[80];
+    snprintf(count, sizeof count, "%scount", prefix);
+    snprintf(all, sizeof all, "%sall", prefix);
+    const char *k = all;
+    if (sr__store_add(c, count, 1) == nagents) sr__store_set(c, all, "1", 1);
+    if (sr__store_wait(c, &k, 1, timeout_s, missing, sizeof missing) != 0) fail(rank, "meeting %s failed", stage);
 }
 
 static void world_rank(agent *g) {
@@ -289,17 +303,34 @@ static void world_rank(agent *g) {
         snprintf(key, sizeof key, "pg/world/gloo/%d", rank);
         sr__store_set(c, key, mine, len);
         free(mine);
-        for (int i = 0; i < n; i++) {
-            if (i == rank) continue;
-            snprintf(key, sizeof key, "pg/world/gloo/%d", i);
-            void *v = NULL;
-            size_t vlen = 0;
+        if (old_client) { /* each peer's whole list, a wait and a get per peer */
+            for (int i = 0; i < n; i++) {
+                if (i == rank) continue;
+                snprintf(key, sizeof key, "pg/world/gloo/%d", i);
+                void *v = NULL;
+                size_t vlen = 0;
+                char missing[256];
+                const char *k = key;
+                if (sr__store_wait(c, &k, 1, timeout_s, missing, sizeof missing) != 0 || sr__store_get(c, key, &v, &vlen) != 0)
+                    fail(rank, "%s", "gloo address missing");
+                free(v);
+            }
+        } else { /* this rank's piece of the lower ranks' lists, then of the higher ranks': two fetches */
+            char **keys_g = key_list("pg/world/gloo/", n);
+            void **v = calloc((size_t)n, sizeof *v);
+            size_t *lens = calloc((size_t)n, sizeof *lens);
             char missing[256];
-            const char *k = key;
-            int rc = old_client ? (sr__store_wait(c, &k, 1, timeout_s, missing, sizeof missing) == 0 ? sr__store_get(c, key, &v, &vlen) : -1)
-                                : sr__store_fetch_piece(c, key, rank < i ? rank : rank - 1, n - 1, timeout_s, &v, &vlen, missing, sizeof missing);
-            if (rc != 0 || (!old_client && vlen != ADDR)) fail(rank, "%s", "gloo address missing");
-            free(v);
+            if ((rank > 0 && sr__store_fetch_pieces(c, (const char *const *)keys_g, rank, rank - 1, n - 1, timeout_s, v, lens,
+                                                    missing, sizeof missing) != 0) ||
+                (rank < n - 1 && sr__store_fetch_pieces(c, (const char *const *)keys_g + rank + 1, n - rank - 1, rank, n - 1,
+                                                        timeout_s, v + rank + 1, lens + rank + 1, missing, sizeof missing) != 0))
+                fail(rank, "%s", "gloo addresses missing");
+            for (int i = 0; i < n; i++) {
+                if (i != rank && lens[i] != ADDR) fail(rank, "%s", "gloo address of the wrong size");
+                free(v[i]);
+            }
+            free(v), free(lens);
+            free_keys(keys_g, n);
         }
     } else if (world == WORLD_NCCL) {
         /* pg_nccl.c: rank 0 publishes the unique id, every other rank waits for it and reads it */
@@ -352,7 +383,10 @@ static void *agent_main(void *arg) {
     /* phase 2: world creation (every rank of the run; rank 0 is node 0's worker, played here too) */
     if (world != WORLD_NONE && scenario == SC_RUN) world_rank(g);
     pthread_barrier_wait(&phase_barrier);
-    if (rc < 0) return NULL;
+    if (rc < 0) { /* its failure was counted; the phases go on without it */
+        if (scenario == SC_RESTART) pthread_barrier_wait(&phase_barrier);
+        return NULL;
+    }
 
     /* phase 3: to the verdict */
     if (scenario == SC_RUN || scenario == SC_REFUSED) {
@@ -393,12 +427,13 @@ static void *agent_main(void *arg) {
         if (kind != 'r' || !strstr(msg, want)) fail(g->id, "expected a restart verdict naming the lost agent, got: %s", msg);
         char key[64];
         snprintf(key, sizeof key, "run/%d/stopped/%d", g->attempt, g->id);
-        sr__store_set(g->ctl, key, "1", 1);
+        if (g->ctl) sr__store_set(g->ctl, key, "1", 1);
         sr__store_close(g->watch);
-        g->watch = dial(g->id);
+        g->watch = g->ctl ? dial(g->id) : NULL;
         snprintf(key, sizeof key, "run/%d/start/%d", g->attempt + 1, g->id);
-        sr__store_wait_send(g->watch, key);
+        if (g->watch) sr__store_wait_send(g->watch, key);
         pthread_barrier_wait(&phase_barrier);
+        if (!g->watch) return NULL; /* its failure was counted */
         if (g->id == 1) { /* a second copy of agent 1, started by mistake */
             agent dup = {.id = 1};
             if (join(&dup, fp, why, sizeof why) != 0 || !strstr(why, "node 1's shardrun (agent 1) is already part of this run"))
@@ -416,8 +451,9 @@ static void *agent_main(void *arg) {
         sr__store_close(g->watch);
         g->watch = dial(g->id);
         snprintf(key, sizeof key, "run/%d/outcome/%d", g->attempt, g->id);
-        sr__store_wait_send(g->watch, key);
+        if (g->watch) sr__store_wait_send(g->watch, key);
     }
+    if (!g->ctl || !g->watch) return NULL; /* its failure was counted */
     char key[64];
     snprintf(key, sizeof key, "run/%d/done/%d", g->attempt, g->id);
     sr__store_set(g->ctl, key, "1", 1);

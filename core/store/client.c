@@ -278,13 +278,13 @@ int sr__store_fetch(sr_store *c, const char *const *keys, int n, double timeout_
     return fetch(c, keys, n, 0, 0, timeout_s, values, lens, missing, mlen);
 }
 
-int sr__store_fetch_piece(sr_store *c, const char *key, int piece, int pieces, double timeout_s, void **value,
-                          size_t *len, char *missing, size_t mlen) {
+int sr__store_fetch_pieces(sr_store *c, const char *const *keys, int n, int piece, int pieces, double timeout_s,
+                           void **values, size_t *lens, char *missing, size_t mlen) {
     if (pieces < 1 || piece < 0 || piece >= pieces) {
         snprintf(c->error, sizeof c->error, "piece %d of %d: expected 0 <= piece < pieces", piece, pieces);
         return -1;
     }
-    return fetch(c, &key, 1, (uint32_t)piece, (uint32_t)pieces, timeout_s, value, len, missing, mlen);
+    return fetch(c, keys, n, (uint32_t)piece, (uint32_t)pieces, timeout_s, values, lens, missing, mlen);
 }
 
 int sr__store_wait_send(sr_store *c, const char *key) { return wait_request(c, -1, &key, 1); }

@@ -62,10 +62,10 @@ int sr__store_check(sr_store *c, const char *const *keys, int n); /* 1 all exist
    untouched), -1 on error (also when the values together exceed one message, 4 MiB). */
 int sr__store_fetch(sr_store *c, const char *const *keys, int n, double timeout_s, void **values, size_t *lens,
                     char *missing, size_t mlen);
-/* The same for one key, sending only part `piece` of `pieces` equal parts of its value (bytes
-   [len / pieces * piece, len / pieces * (piece + 1))). */
-int sr__store_fetch_piece(sr_store *c, const char *key, int piece, int pieces, double timeout_s, void **value,
-                          size_t *len, char *missing, size_t mlen);
+/* The same, sending only part `piece` of `pieces` equal parts of each value (bytes
+   [len / pieces * piece, len / pieces * (piece + 1)) of a value of len bytes). */
+int sr__store_fetch_pieces(sr_store *c, const char *const *keys, int n, int piece, int pieces, double timeout_s,
+                           void **values, size_t *lens, char *missing, size_t mlen);
 /* Asynchronous wait for the agent's loop: send now, poll sr__store_fd(), then read the reply. */
 int sr__store_wait_send(sr_store *c, const char *key);
 int sr__store_fd(const sr_store *c);

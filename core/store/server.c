@@ -353,7 +353,6 @@ static int serve(sr_store_server *s, conn *c, const sr_store_msg *m) {
     switch (m->op_or_status) {
     case SR_OP_SET:
         if (m->nitems != 2 || !valid_key(m->item[0], m->len[0])) return -1;
-        /* the reply goes first: waking waiters may queue theirs */
         if (put(s, (const char *)m->item[0], m->len[0], m->item[1], m->len[1]) != 0) return reply_error(s, c, out_of_memory), -1;
         reply(s, c, SR_ST_OK, 0, NULL, NULL);
         return 0;

@@ -7,20 +7,21 @@
 # told; the host's own account names the lost agent.  A few seconds with the hashed store; the
 # store before it needed minutes of CPU at this size (the agents' 20 s waits expire).
 set -u
-SIM=${1:?usage: scale.sh path/to/store_sim}
+SIM=${1:?usage: scale.sh path/to/store_sim [store_sim options, e.g. --old-client against an older server]}
+shift
 N=1024
 fail() { echo "FAIL: $*"; echo "--- output:"; tail -20 "$out"; exit 1; }
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
-"$SIM" --agents $N --scenario refused --timeout 20 >"$out" 2>&1 || fail "refused scenario: store_sim failed"
+"$SIM" "$@" --agents $N --scenario refused --timeout 20 >"$out" 2>&1 || fail "refused scenario: store_sim failed"
 grep -q "^sim: ok" "$out" || fail "refused scenario: not every agent heard the configuration verdict"
 grep -q "^sim: agent 1023 refused: the agents were started with different jobs: lr is \"3e-4\" on node 0 (host simhost0) but \"1e-3\" on node 1023" "$out" \
   || fail "the refusal does not name agent 1023 and its lr"
 grep -q "^host: attempt 0, phase failed: the agents were started with different jobs: lr .* on node 1023" "$out" \
   || fail "node 0's verdict does not name node 1023"
 
-"$SIM" --agents $N --scenario restart --timeout 20 >"$out" 2>&1 || fail "restart scenario: store_sim failed"
+"$SIM" "$@" --agents $N --scenario restart --timeout 20 >"$out" 2>&1 || fail "restart scenario: store_sim failed"
 grep -q "^sim: ok" "$out" || fail "restart scenario: not every agent heard the restart, the start and the verdict"
 grep -q "^attempt 0: node 1022's shardrun (agent 1022) went away before the run ended" "$out" \
   || fail "node 0's account does not name the lost agent 1022"

@@ -46,6 +46,32 @@ class StoreAdapter : public gloo::rendezvous::Store {
         return out;
     }
 
+    // Part `piece` of `pieces` equal parts of each key's value, once all exist: one round trip for
+    // all the keys, and only the bytes this rank needs (a peer's list of N-1 pair addresses would
+    // otherwise travel whole to each of the N-1 ranks: N^3 bytes through the store for the world,
+    // in N^2 round trips).
+    std::vector<std::vector<char>> get_pieces(const std::vector<std::string> &keys, int piece, int pieces) {
+        std::vector<std::vector<char>> out(keys.size());
+        if (keys.empty()) return out;
+        std::vector<std::string> full;
+        std::vector<const char *> ptrs;
+        for (auto &k : keys) full.push_back(prefix_ + k);
+        for (auto &k : full) ptrs.push_back(k.c_str());
+        std::vector<void *> v(keys.size(), nullptr);
+        std::vector<size_t> len(keys.size(), 0);
+        char missing[1024] = "";
+        Locked l(lock_);
+        int rc = sr__store_fetch_pieces(s_, ptrs.data(), (int)ptrs.size(), piece, pieces, timeout_s_, v.data(), len.data(),
+                                        missing, sizeof missing);
+        if (rc == 1) throw gloo::IoException(std::string("timed out waiting for store keys ") + missing);
+        if (rc != 0) throw gloo::IoException(std::string("store get failed: ") + sr__store_error(s_));
+        for (size_t i = 0; i < keys.size(); i++) {
+            out[i].assign((char *)v[i], (char *)v[i] + len[i]);
+            free(v[i]);
+        }
+        return out;
+    }
+
     void wait(const std::vector<std::string> &keys) override {
         wait(keys, std::chrono::milliseconds((long long)(timeout_s_ * 1000)));
     }
@@ -100,7 +126,7 @@ class ParallelContext : public gloo::Context {
 
     // sync: each pair leaves the device's event loop once connected (blocking socket, read by the
     // thread that waits for it), for the direct path's latency
-    void connect(gloo::rendezvous::Store &store, const std::shared_ptr<gloo::transport::Device> &dev, bool sync) {
+    void connect(StoreAdapter &store, const std::shared_ptr<gloo::transport::Device> &dev, bool sync) {
         auto tc = dev->createContext(rank, size);
         tc->setTimeout(getTimeout());
         std::vector<char> mine;
@@ -110,16 +136,21 @@ class ParallelContext : public gloo::Context {
             mine.insert(mine.end(), bytes.begin(), bytes.end());
         }
         store.set(std::to_string(rank), mine);
+        // peer i lists its pairs' addresses in rank order, skipping itself: this rank's is piece
+        // `rank` of size - 1 in the lists of higher ranks, piece `rank - 1` in lower ranks' lists:
+        // two round trips for all peers
+        std::vector<std::string> lower, higher;
+        for (int i = 0; i < size; i++)
+            if (i != rank) (i < rank ? lower : higher).push_back(std::to_string(i));
+        auto from_lower = store.get_pieces(lower, rank - 1, size - 1);
+        auto from_higher = store.get_pieces(higher, rank, size - 1);
         std::vector<std::thread> threads;
         std::vector<std::exception_ptr> errors(size);
         for (int i = 0; i < size; i++) {
             if (i == rank) continue;
             threads.emplace_back([&, i] {
                 try {
-                    // peer i lists its pairs' addresses in rank order, skipping itself
-                    auto all = store.get(std::to_string(i));
-                    size_t each = all.size() / (size - 1), at = (size_t)(rank < i ? rank : rank - 1);
-                    tc->getPair(i)->connect(std::vector<char>(all.begin() + at * each, all.begin() + (at + 1) * each));
+                    tc->getPair(i)->connect(i < rank ? from_lower[(size_t)i] : from_higher[(size_t)(i - rank - 1)]);
                     // leaving the loop waits for one of its ticks: in parallel, one tick in all
                     if (sync) tc->getPair(i)->setSync(true, false);
                 } catch (...) {

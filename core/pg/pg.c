@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "pg/backend.h"
 #include "pg/hier.h"
 #include "pg/shm.h"
@@ -98,30 +99,41 @@ static void fail(sr_pg *pg, const char *fmt, ...) {
 
 /* Sets <prefix><rank> and waits up to timeout_s for <prefix><r> of every rank r of the group.
    Returns 0 when all are there, 1 on a timeout (the ranks that are not, as "2, 3", in ranks), -1
-   on a store error. */
+   on a store error.  The store's work stays linear in the group's size: each rank also counts
+   itself in <prefix>count, the last one to come sets <prefix>all, and the ranks wait on that one
+   key (a wait on every rank's key, from every rank, would file size^2 waits); only after a timeout
+   are the ranks' own keys checked, to name the missing ones. */
 static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int size, double timeout_s, char *ranks,
                              size_t len) {
-    char key[300];
-    const char **keys = calloc((size_t)size, sizeof *keys);
-    char **owned = calloc((size_t)size, sizeof *owned);
-    for (int r = 0; r < size; r++) {
-        if (asprintf(&owned[r], "%s%d", prefix, r) < 0) owned[r] = NULL;
-        keys[r] = owned[r];
-    }
+    char key[300], count[300], all[300];
     snprintf(key, sizeof key, "%s%d", prefix, rank);
+    snprintf(count, sizeof count, "%scount", prefix);
+    snprintf(all, sizeof all, "%sall", prefix);
     char missing[4096] = "";
+    const char *all_key = all;
     pthread_mutex_lock(&sh->store_lock);
     int rc = sr__store_set(sh->store, key, "1", 1);
-    if (rc == 0) rc = sr__store_wait(sh->store, keys, size, timeout_s, missing, sizeof missing);
+    long long n = rc == 0 ? sr__store_add(sh->store, count, 1) : -1;
+    if (n < 0) rc = -1;
+    if (rc == 0 && n == size) rc = sr__store_set(sh->store, all, "1", 1);
+    if (rc == 0) rc = sr__store_wait(sh->store, &all_key, 1, timeout_s, missing, sizeof missing);
+    if (rc == 1) { /* which ranks never came: their keys, checked once, without waiting */
+        const char **keys = sr__calloc((size_t)size, sizeof *keys);
+        char **owned = sr__calloc((size_t)size, sizeof *owned);
+        int ok = keys && owned;
+        for (int r = 0; r < size && ok; r++) ok = asprintf(&owned[r], "%s%d", prefix, r) >= 0 && (keys[r] = owned[r]);
+        rc = ok ? sr__store_wait(sh->store, keys, size, 0, missing, sizeof missing) : -1;
+        if (rc == 0) rc = 1, missing[0] = 0; /* they all came just now: still a timeout */
+        for (int r = 0; r < size && owned; r++) free(owned[r]);
+        free(owned);
+        free(keys);
+    }
     pthread_mutex_unlock(&sh->store_lock);
     /* "pg/world/arrived/2,pg/world/arrived/3" -> "2, 3" */
     size_t used = 0, pl = strlen(prefix);
     ranks[0] = 0;
     for (char *tok = strtok(missing, ","); rc == 1 && tok && used < len; tok = strtok(NULL, ","))
         used += (size_t)snprintf(ranks + used, len - used, "%s%s", used ? ", " : "", strlen(tok) > pl ? tok + pl : tok);
-    for (int r = 0; r < size; r++) free(owned[r]);
-    free(owned);
-    free(keys);
     return rc;
 }
 
@@ -319,27 +331,35 @@ static int meet(pg_shared *sh, const char *name, const char *stage, const char *
    <root>host/<rank> before the world's "arrived" meeting; rank r's index is the lowest world rank
    with the same identity.  NULL when the store fails. */
 static int *world_hosts(pg_shared *sh, int size) {
-    char **ids = calloc((size_t)size, sizeof *ids);
-    int *hosts = calloc((size_t)size, sizeof *hosts), ok = 1;
-    for (int r = 0; r < size && ok; r++) {
-        char key[64];
-        size_t len = 0;
-        void *v = NULL;
-        snprintf(key, sizeof key, "%shost/%d", sh->root, r);
+    char **owned = sr__calloc((size_t)size, sizeof *owned);
+    void **ids = sr__calloc((size_t)size, sizeof *ids);
+    size_t *lens = sr__calloc((size_t)size, sizeof *lens);
+    int *hosts = sr__malloc((size_t)size * sizeof *hosts), ok = owned && ids && lens && hosts;
+    for (int r = 0; r < size && ok; r++) ok = asprintf(&owned[r], "%shost/%d", sh->root, r) >= 0;
+    if (ok) {
+        /* every rank's identity in one round trip (the keys exist: every rank set its own before
+           the "arrived" meeting) */
+        char missing[256];
         pthread_mutex_lock(&sh->store_lock);
-        ok = sr__store_get(sh->store, key, &v, &len) == 0 && v;
+        ok = sr__store_fetch(sh->store, (const char *const *)owned, size, 0, ids, lens, missing, sizeof missing) == 0;
         pthread_mutex_unlock(&sh->store_lock);
-        ids[r] = ok ? strndup(v, len) : NULL;
-        free(v);
-        hosts[r] = r;
-        for (int q = 0; ok && q < r; q++)
-            if (!strcmp(ids[q], ids[r])) {
-                hosts[r] = hosts[q];
-                break;
-            }
     }
-    for (int r = 0; r < size; r++) free(ids[r]);
+    /* rank r's host index: the lowest rank with the same identity (compared with the first rank
+       of each host seen so far: ranks x hosts, not ranks^2) */
+    int *firsts = ok ? sr__malloc((size_t)size * sizeof *firsts) : NULL, nfirst = 0;
+    ok = ok && firsts;
+    for (int r = 0; r < size && ok; r++) {
+        hosts[r] = r;
+        for (int f = nfirst - 1; f >= 0 && hosts[r] == r; f--) /* the newest host first: ranks come grouped */
+            if (lens[firsts[f]] == lens[r] && !memcmp(ids[firsts[f]], ids[r], lens[r])) hosts[r] = firsts[f];
+        if (hosts[r] == r) firsts[nfirst++] = r;
+    }
+    free(firsts);
+    for (int r = 0; r < size && owned; r++) free(owned[r]);
+    for (int r = 0; r < size && ids; r++) free(ids[r]);
+    free(owned);
     free(ids);
+    free(lens);
     if (!ok) free(hosts);
     return ok ? hosts : NULL;
 }

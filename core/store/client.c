@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/strbuf.h"
 #include "store/store.h"
@@ -21,6 +22,7 @@ struct sr_store {
     char error[512];
     sr_buf in;
     size_t consumed; /* bytes of `in` belonging to the last reply */
+    sr_store_msg msg_; /* the last reply */
     sr_store_msg *msg;
 };
 
@@ -36,6 +38,11 @@ static int send_request(sr_store *c, unsigned op, uint32_t n, const void *const 
         sr__put_u32(l, lens[i]);
         sr__buf_add(&b, (const char *)l, 4);
         sr__buf_add(&b, items[i], lens[i]);
+    }
+    if (b.oom) {
+        snprintf(c->error, sizeof c->error, "out of memory for a store request of %u items", (unsigned)n);
+        sr__buf_free(&b);
+        return -1;
     }
     size_t off = 0;
     while (off < b.n) {
@@ -62,7 +69,7 @@ static int read_reply(sr_store *c) {
     while (1) {
         long used = c->in.n ? sr__store_parse((const unsigned char *)c->in.s, c->in.n, c->msg) : 0;
         if (used < 0) {
-            snprintf(c->error, sizeof c->error, "malformed reply from the store");
+            snprintf(c->error, sizeof c->error, "malformed reply from the store (or no memory for its items)");
             return -1;
         }
         if (used > 0) {
@@ -77,6 +84,10 @@ static int read_reply(sr_store *c) {
             return -1;
         }
         sr__buf_add(&c->in, buf, (size_t)r);
+        if (c->in.oom) {
+            snprintf(c->error, sizeof c->error, "out of memory for a reply from the store");
+            return -1;
+        }
     }
 }
 
@@ -128,9 +139,14 @@ sr_store *sr__store_connect(const char *host, int port, const char *token, doubl
         }
         return NULL;
     }
-    sr_store *c = calloc(1, sizeof *c);
+    sr_store *c = sr__calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory for a store connection");
+        close(fd);
+        return NULL;
+    }
     c->fd = fd;
-    c->msg = malloc(sizeof *c->msg);
+    c->msg = &c->msg_;
     const void *items[1] = {token};
     uint32_t lens[1] = {(uint32_t)strlen(token)};
     if (call(c, SR_OP_HELLO, 1, items, lens) != SR_ST_OK) {
@@ -147,17 +163,25 @@ int sr__store_set(sr_store *c, const char *key, const void *value, size_t len) {
     return call(c, SR_OP_SET, 2, items, lens) == SR_ST_OK ? 0 : -1;
 }
 
+/* Item i of the last reply, malloc'ed and NUL-terminated, into *value. */
+static int copy_value(sr_store *c, uint32_t i, void **value, size_t *len) {
+    *len = c->msg->len[i];
+    if (!(*value = sr__malloc(*len + 1))) {
+        snprintf(c->error, sizeof c->error, "out of memory for a store value of %zu bytes", *len);
+        return -1;
+    }
+    memcpy(*value, c->msg->item[i], *len);
+    ((char *)*value)[*len] = 0;
+    return 0;
+}
+
 int sr__store_get(sr_store *c, const char *key, void **value, size_t *len) {
     const void *items[1] = {key};
     uint32_t lens[1] = {(uint32_t)strlen(key)};
     int st = call(c, SR_OP_GET, 1, items, lens);
     if (st == SR_ST_NOTFOUND) return 1;
     if (st != SR_ST_OK || c->msg->nitems != 1) return -1;
-    *len = c->msg->len[0];
-    *value = malloc(*len + 1);
-    memcpy(*value, c->msg->item[0], *len);
-    ((char *)*value)[*len] = 0;
-    return 0;
+    return copy_value(c, 0, value, len);
 }
 
 long long sr__store_add(sr_store *c, const char *key, long long delta) {
@@ -169,39 +193,101 @@ long long sr__store_add(sr_store *c, const char *key, long long delta) {
     return sr__get_i64(c->msg->item[0]);
 }
 
-static int keys_request(sr_store *c, unsigned op, long long timeout_ms, const char *const *keys, int n) {
-    int first = op == SR_OP_WAIT;
-    const void **items = calloc((size_t)n + 1, sizeof *items);
-    uint32_t *lens = calloc((size_t)n + 1, sizeof *lens);
-    unsigned char t[8];
-    sr__put_i64(t, timeout_ms);
-    if (first) items[0] = t, lens[0] = 8;
-    for (int i = 0; i < n; i++) items[first + i] = keys[i], lens[first + i] = (uint32_t)strlen(keys[i]);
-    int rc = send_request(c, op, (uint32_t)(n + first), items, lens);
+/* Sends op with `head` leading items (nhead of them) and then the keys. */
+static int keys_request(sr_store *c, unsigned op, const void *const *head, const uint32_t *hlens, int nhead,
+                        const char *const *keys, int n) {
+    const void **items = sr__calloc((size_t)(n + nhead), sizeof *items);
+    uint32_t *lens = sr__calloc((size_t)(n + nhead), sizeof *lens);
+    int rc = -1;
+    if (items && lens) {
+        for (int i = 0; i < nhead; i++) items[i] = head[i], lens[i] = hlens[i];
+        for (int i = 0; i < n; i++) items[nhead + i] = keys[i], lens[nhead + i] = (uint32_t)strlen(keys[i]);
+        rc = send_request(c, op, (uint32_t)(n + nhead), items, lens);
+    } else {
+        snprintf(c->error, sizeof c->error, "out of memory for a store request on %d keys", n);
+    }
     free(items);
     free(lens);
     return rc;
 }
 
-int sr__store_wait(sr_store *c, const char *const *keys, int n, double timeout_s, char *missing, size_t mlen) {
-    if (keys_request(c, SR_OP_WAIT, timeout_s < 0 ? -1 : (long long)(timeout_s * 1000), keys, n) != 0 || read_reply(c) != 0)
-        return -1;
-    if (c->msg->op_or_status == SR_ST_OK) return 0;
-    if (c->msg->op_or_status != SR_ST_TIMEOUT) return -1;
+static int wait_request(sr_store *c, long long timeout_ms, const char *const *keys, int n) {
+    unsigned char t[8];
+    sr__put_i64(t, timeout_ms);
+    const void *head[1] = {t};
+    uint32_t hlens[1] = {8};
+    return keys_request(c, SR_OP_WAIT, head, hlens, 1, keys, n);
+}
+
+/* A TIMEOUT reply's keys, comma-separated, into missing. */
+static void list_missing(const sr_store *c, char *missing, size_t mlen) {
     size_t used = 0;
     if (mlen) missing[0] = 0;
     for (uint32_t i = 0; i < c->msg->nitems && used < mlen; i++)
         used += (size_t)snprintf(missing + used, mlen - used, "%s%.*s", i ? "," : "", (int)c->msg->len[i],
                                  (const char *)c->msg->item[i]);
+}
+
+static long long timeout_ms_of(double timeout_s) { return timeout_s < 0 ? -1 : (long long)(timeout_s * 1000); }
+
+int sr__store_wait(sr_store *c, const char *const *keys, int n, double timeout_s, char *missing, size_t mlen) {
+    if (wait_request(c, timeout_ms_of(timeout_s), keys, n) != 0 || read_reply(c) != 0) return -1;
+    if (c->msg->op_or_status == SR_ST_OK) return 0;
+    if (c->msg->op_or_status != SR_ST_TIMEOUT) return -1;
+    list_missing(c, missing, mlen);
     return 1;
 }
 
 int sr__store_check(sr_store *c, const char *const *keys, int n) {
-    if (keys_request(c, SR_OP_CHECK, 0, keys, n) != 0 || read_reply(c) != 0) return -1;
+    if (keys_request(c, SR_OP_CHECK, NULL, NULL, 0, keys, n) != 0 || read_reply(c) != 0) return -1;
     return c->msg->op_or_status == SR_ST_OK ? 1 : c->msg->op_or_status == SR_ST_NOTFOUND ? 0 : -1;
 }
 
-int sr__store_wait_send(sr_store *c, const char *key) { return keys_request(c, SR_OP_WAIT, -1, &key, 1); }
+static int fetch(sr_store *c, const char *const *keys, int n, uint32_t piece, uint32_t pieces, double timeout_s,
+                 void **values, size_t *lens, char *missing, size_t mlen) {
+    unsigned char t[8], p[8];
+    sr__put_i64(t, timeout_ms_of(timeout_s));
+    sr__put_u32(p, piece), sr__put_u32(p + 4, pieces);
+    const void *head[2] = {t, p};
+    uint32_t hlens[2] = {8, 8};
+    if (keys_request(c, SR_OP_FETCH, head, hlens, 2, keys, n) != 0 || read_reply(c) != 0) return -1;
+    unsigned st = c->msg->op_or_status;
+    if (st == SR_ST_TIMEOUT) {
+        list_missing(c, missing, mlen);
+        return 1;
+    }
+    if (st == SR_ST_ERROR) {
+        snprintf(c->error, sizeof c->error, "store refused the request: %.*s", c->msg->nitems ? (int)c->msg->len[0] : 0,
+                 c->msg->nitems ? (const char *)c->msg->item[0] : "");
+        return -1;
+    }
+    if (st != SR_ST_OK || c->msg->nitems != (uint32_t)n) {
+        snprintf(c->error, sizeof c->error, "malformed fetch reply from the store");
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (copy_value(c, (uint32_t)i, &values[i], &lens[i]) != 0) {
+            while (i-- > 0) free(values[i]), values[i] = NULL;
+            return -1;
+        }
+    return 0;
+}
+
+int sr__store_fetch(sr_store *c, const char *const *keys, int n, double timeout_s, void **values, size_t *lens,
+                    char *missing, size_t mlen) {
+    return fetch(c, keys, n, 0, 0, timeout_s, values, lens, missing, mlen);
+}
+
+int sr__store_fetch_pieces(sr_store *c, const char *const *keys, int n, int piece, int pieces, double timeout_s,
+                           void **values, size_t *lens, char *missing, size_t mlen) {
+    if (pieces < 1 || piece < 0 || piece >= pieces) {
+        snprintf(c->error, sizeof c->error, "piece %d of %d: expected 0 <= piece < pieces", piece, pieces);
+        return -1;
+    }
+    return fetch(c, keys, n, (uint32_t)piece, (uint32_t)pieces, timeout_s, values, lens, missing, mlen);
+}
+
+int sr__store_wait_send(sr_store *c, const char *key) { return wait_request(c, -1, &key, 1); }
 
 int sr__store_fd(const sr_store *c) { return c->fd; }
 
@@ -211,6 +297,6 @@ void sr__store_close(sr_store *c) {
     if (!c) return;
     close(c->fd);
     sr__buf_free(&c->in);
-    free(c->msg);
+    sr__store_msg_free(&c->msg_);
     free(c);
 }

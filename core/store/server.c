@@ -1,3 +1,18 @@
+/*
+ * The rendezvous store's server (store/store.h has the lifecycle, store/wire.h the protocol).
+ *
+ * It has to serve thousands of agents and ranks, so no request or event costs more than the keys
+ * it names:
+ *   - keys live in a hash table (chained, doubled when full);
+ *   - a pending wait is filed under each key it still misses, and counts them: a set wakes only
+ *     the waits filed under its key, and answers those whose count reaches zero;
+ *   - waits with a deadline sit in a binary heap, so expiring them looks at the ones due only;
+ *   - connections are watched with epoll: the caller's poll sees one descriptor, and a turn
+ *     serves the connections that have something to read or write, not all of them;
+ *   - replies are queued on the connections that got one and flushed once per turn.
+ * A key that a wait names before it exists gets an entry without a value (a placeholder) that
+ * holds its waiters; keys are never removed.
+ */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -8,42 +23,69 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+#include "base/hash64.h"
 #include "base/strbuf.h"
 #include "store/store.h"
 #include "store/wire.h"
 
-#define MAX_CONNS 4096
+/* Connections at once (each agent holds three, each rank one): beyond it a new one is closed at
+   once and counted as rejected. */
+#define MAX_CONNS 65536
 
-typedef struct kv {
+typedef struct conn conn;
+
+typedef struct entry {
+    struct entry *next; /* in its hash bucket */
+    uint64_t hash;
     char *key;
-    char *value;
+    uint32_t klen;
+    int present; /* 0: a placeholder holding waiters only */
+    char *value; /* NUL-terminated for convenience */
     size_t len;
-} kv;
+    conn **waiters; /* connections whose pending wait misses this key (once per time it names it) */
+    uint32_t nwaiters, capwaiters;
+} entry;
 
-typedef struct conn {
+struct conn {
     int fd;
     int authed;
+    int dead;              /* closed; freed at the end of the turn */
+    int dirty;             /* on the server's list of connections with replies to send */
+    int want_out;          /* epoll also watches it for POLLOUT */
     sr_buf in, out;
-    /* a pending WAIT: its keys and deadline (ms since the epoch of now_ms; -1 forever) */
-    char **wait_keys;
-    uint32_t nwait;
+    size_t in_off;         /* bytes of `in` already served */
+    /* a pending WAIT or FETCH: the entries of its keys in request order, how many are still missing,
+       its deadline (ms of now_ms; -1 forever) and its place in the deadline heap (-1: none) */
+    unsigned wait_op;
+    entry **wait_on;
+    uint32_t nwait, nmissing;
+    uint32_t piece, pieces; /* FETCH: which part of each value */
     long long deadline;
-} conn;
+    int heap_idx;
+    conn *prev, *next;     /* every live connection */
+};
 
 struct sr_store_server {
-    int listen_fd;
+    int listen_fd, epfd;
     int port;
     char *token;
-    kv *kvs;
-    size_t nkv, capkv;
-    conn *conns[MAX_CONNS];
+    entry **buckets;
+    size_t nbuckets, nentries;
+    conn *conns; /* live connections, a list */
     int nconns;
+    conn **heap; /* pending waits with a deadline, earliest first */
+    int nheap, capheap;
+    conn **dirty;
+    size_t ndirty, capdirty;
+    conn *graveyard; /* closed this turn, freed at its end (events of the turn may still name them) */
     unsigned long rejected;
-    sr_store_msg msg; /* parse scratch (large: not on the stack) */
+    sr_store_msg msg; /* parse scratch */
 };
 
 static long long now_ms(void) {
@@ -52,170 +94,373 @@ static long long now_ms(void) {
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static kv *find(const sr_store_server *s, const char *key, size_t klen) {
-    for (size_t i = 0; i < s->nkv; i++)
-        if (strlen(s->kvs[i].key) == klen && !memcmp(s->kvs[i].key, key, klen)) return &s->kvs[i];
+/* ---- keys ---- */
+
+static entry *lookup(const sr_store_server *s, const char *key, size_t klen) {
+    if (!s->nbuckets) return NULL;
+    uint64_t h = sr__fnv1a64(SR_FNV1A64_BASIS, key, klen);
+    for (entry *e = s->buckets[h & (s->nbuckets - 1)]; e; e = e->next)
+        if (e->hash == h && e->klen == klen && !memcmp(e->key, key, klen)) return e;
     return NULL;
 }
 
-static void put(sr_store_server *s, const char *key, size_t klen, const void *v, size_t len) {
-    kv *e = find(s, key, klen);
-    if (!e) {
-        if (s->nkv == s->capkv) {
-            s->capkv = s->capkv ? 2 * s->capkv : 64;
-            s->kvs = realloc(s->kvs, s->capkv * sizeof *s->kvs);
-        }
-        e = &s->kvs[s->nkv++];
-        e->key = strndup(key, klen);
-    } else {
-        free(e->value);
-    }
-    e->value = malloc(len + 1);
-    memcpy(e->value, v, len);
-    e->value[len] = 0;
-    e->len = len;
+static const entry *lookup_present(const sr_store_server *s, const char *key, size_t klen) {
+    const entry *e = lookup(s, key, klen);
+    return e && e->present ? e : NULL;
 }
 
-static void reply(conn *c, unsigned status, uint32_t nitems, const void *const *items, const uint32_t *lens) {
+/* Doubles the bucket array when the table is full (load 1); keeps the old one when memory runs out
+   (the chains only get longer). */
+static void rehash(sr_store_server *s) {
+    if (s->nentries < s->nbuckets) return;
+    size_t nb = s->nbuckets ? 2 * s->nbuckets : 1024;
+    entry **b = sr__calloc(nb, sizeof *b);
+    if (!b) return;
+    for (size_t i = 0; i < s->nbuckets; i++)
+        for (entry *e = s->buckets[i], *next; e; e = next) {
+            next = e->next;
+            e->next = b[e->hash & (nb - 1)];
+            b[e->hash & (nb - 1)] = e;
+        }
+    free(s->buckets);
+    s->buckets = b;
+    s->nbuckets = nb;
+}
+
+/* The key's entry, made (as a placeholder) when there is none; NULL when memory is exhausted. */
+static entry *intern(sr_store_server *s, const char *key, size_t klen) {
+    entry *e = lookup(s, key, klen);
+    if (e) return e;
+    rehash(s);
+    if (!s->nbuckets) return NULL;
+    e = sr__calloc(1, sizeof *e);
+    if (!e || !(e->key = sr__strndup(key, klen))) {
+        free(e);
+        return NULL;
+    }
+    e->klen = (uint32_t)klen;
+    e->hash = sr__fnv1a64(SR_FNV1A64_BASIS, key, klen);
+    e->next = s->buckets[e->hash & (s->nbuckets - 1)];
+    s->buckets[e->hash & (s->nbuckets - 1)] = e;
+    s->nentries++;
+    return e;
+}
+
+/* ---- replies ---- */
+
+static void mark_dirty(sr_store_server *s, conn *c) {
+    if (c->dirty || c->dead) return;
+    if (sr__grow((void **)&s->dirty, &s->capdirty, s->ndirty + 1, sizeof *s->dirty) != 0) {
+        c->out.oom = 1; /* no room to remember it: the connection is closed at the flush */
+        return;
+    }
+    s->dirty[s->ndirty++] = c;
+    c->dirty = 1;
+}
+
+static void reply_head(sr_store_server *s, conn *c, unsigned status, uint32_t nitems) {
     unsigned char h[SR_STORE_HEADER] = {0};
     sr__put_u32(h, SR_STORE_MAGIC);
     h[4] = (unsigned char)status;
     sr__put_u32(h + 8, nitems);
     sr__buf_add(&c->out, (const char *)h, sizeof h);
-    for (uint32_t i = 0; i < nitems; i++) {
-        unsigned char l[4];
-        sr__put_u32(l, lens[i]);
-        sr__buf_add(&c->out, (const char *)l, 4);
-        sr__buf_add(&c->out, items[i], lens[i]);
+    mark_dirty(s, c);
+}
+
+static void reply_item(conn *c, const void *data, uint32_t len) {
+    unsigned char l[4];
+    sr__put_u32(l, len);
+    sr__buf_add(&c->out, (const char *)l, 4);
+    sr__buf_add(&c->out, data, len);
+}
+
+static void reply(sr_store_server *s, conn *c, unsigned status, uint32_t nitems, const void *const *items,
+                  const uint32_t *lens) {
+    reply_head(s, c, status, nitems);
+    for (uint32_t i = 0; i < nitems; i++) reply_item(c, items[i], lens[i]);
+}
+
+static void reply_error(sr_store_server *s, conn *c, const char *why) {
+    const void *items[1] = {why};
+    uint32_t lens[1] = {(uint32_t)strlen(why)};
+    reply(s, c, SR_ST_ERROR, 1, items, lens);
+}
+
+/* Piece `piece` of `pieces` equal parts of a value of len bytes (pieces 0: the whole value). */
+static void piece_of(size_t len, uint32_t piece, uint32_t pieces, size_t *off, size_t *n) {
+    if (pieces == 0) {
+        *off = 0, *n = len;
+        return;
+    }
+    size_t each = len / pieces;
+    *off = each * piece, *n = each;
+}
+
+/* ---- pending waits ---- */
+
+static void heap_swap(sr_store_server *s, int a, int b) {
+    conn *t = s->heap[a];
+    s->heap[a] = s->heap[b], s->heap[b] = t;
+    s->heap[a]->heap_idx = a, s->heap[b]->heap_idx = b;
+}
+
+static void heap_fix(sr_store_server *s, int i) {
+    while (i > 0 && s->heap[(i - 1) / 2]->deadline > s->heap[i]->deadline) heap_swap(s, i, (i - 1) / 2), i = (i - 1) / 2;
+    while (1) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < s->nheap && s->heap[l]->deadline < s->heap[m]->deadline) m = l;
+        if (r < s->nheap && s->heap[r]->deadline < s->heap[m]->deadline) m = r;
+        if (m == i) return;
+        heap_swap(s, i, m);
+        i = m;
     }
 }
 
-static void clear_wait(conn *c) {
-    for (uint32_t i = 0; i < c->nwait; i++) free(c->wait_keys[i]);
-    free(c->wait_keys);
-    c->wait_keys = NULL;
-    c->nwait = 0;
+static int heap_push(sr_store_server *s, conn *c) {
+    size_t cap = (size_t)s->capheap;
+    if (sr__grow((void **)&s->heap, &cap, (size_t)s->nheap + 1, sizeof *s->heap) != 0) return -1;
+    s->capheap = (int)cap;
+    c->heap_idx = s->nheap;
+    s->heap[s->nheap++] = c;
+    heap_fix(s, c->heap_idx);
+    return 0;
 }
 
-/* Answers a pending wait if its keys exist (or, when `expire`, if its deadline passed). */
-static void settle_wait(sr_store_server *s, conn *c, int expire) {
-    if (!c->wait_keys) return;
-    uint32_t missing = 0;
-    const void *items[SR_STORE_MAX_ITEMS];
-    uint32_t lens[SR_STORE_MAX_ITEMS];
-    for (uint32_t i = 0; i < c->nwait; i++)
-        if (!find(s, c->wait_keys[i], strlen(c->wait_keys[i]))) {
-            items[missing] = c->wait_keys[i];
-            lens[missing++] = (uint32_t)strlen(c->wait_keys[i]);
+static void heap_remove(sr_store_server *s, conn *c) {
+    int i = c->heap_idx;
+    if (i < 0) return;
+    c->heap_idx = -1;
+    if (i != --s->nheap) {
+        s->heap[i] = s->heap[s->nheap];
+        s->heap[i]->heap_idx = i;
+        heap_fix(s, i);
+    }
+}
+
+/* Takes c off the waiter list of every key it still misses, and forgets its wait. */
+static void clear_wait(sr_store_server *s, conn *c) {
+    for (uint32_t k = 0; k < c->nwait; k++) {
+        entry *e = c->wait_on[k];
+        if (e->present) continue;
+        for (uint32_t i = 0; i < e->nwaiters; i++)
+            if (e->waiters[i] == c) {
+                e->waiters[i] = e->waiters[--e->nwaiters];
+                break;
+            }
+    }
+    heap_remove(s, c);
+    free(c->wait_on);
+    c->wait_on = NULL;
+    c->nwait = c->nmissing = 0;
+}
+
+/* Answers c's pending wait: OK (with the values, for a FETCH) when nothing is missing, else
+   TIMEOUT naming the missing keys. */
+static void answer_wait(sr_store_server *s, conn *c) {
+    if (c->nmissing) {
+        reply_head(s, c, SR_ST_TIMEOUT, c->nmissing);
+        for (uint32_t k = 0; k < c->nwait; k++)
+            if (!c->wait_on[k]->present) reply_item(c, c->wait_on[k]->key, c->wait_on[k]->klen);
+    } else if (c->wait_op == SR_OP_FETCH) {
+        size_t total = SR_STORE_HEADER, off, n;
+        for (uint32_t k = 0; k < c->nwait; k++) piece_of(c->wait_on[k]->len, c->piece, c->pieces, &off, &n), total += 4 + n;
+        if (total > SR_STORE_MAX_MESSAGE) {
+            reply_error(s, c, "the values fetched exceed a message (4 MiB): fetch fewer keys at once");
+        } else {
+            reply_head(s, c, SR_ST_OK, c->nwait);
+            for (uint32_t k = 0; k < c->nwait; k++) {
+                const entry *e = c->wait_on[k];
+                piece_of(e->len, c->piece, c->pieces, &off, &n);
+                reply_item(c, e->value + off, (uint32_t)n);
+            }
         }
-    if (missing && !(expire && c->deadline >= 0 && now_ms() >= c->deadline)) return;
-    reply(c, missing ? SR_ST_TIMEOUT : SR_ST_OK, missing, items, lens);
-    clear_wait(c);
+    } else {
+        reply_head(s, c, SR_ST_OK, 0);
+    }
+    clear_wait(s, c);
 }
 
-static void settle_all(sr_store_server *s, int expire) {
-    for (int i = 0; i < s->nconns; i++) settle_wait(s, s->conns[i], expire);
+/* Files a WAIT or FETCH under the keys it misses; answers at once when none is missing or it may
+   not wait.  -1 when memory is exhausted. */
+static int start_wait(sr_store_server *s, conn *c, unsigned op, long long timeout, const sr_store_msg *m, uint32_t first) {
+    c->wait_op = op;
+    c->nwait = m->nitems - first;
+    c->nmissing = 0;
+    c->heap_idx = -1;
+    if (!(c->wait_on = sr__calloc(c->nwait, sizeof *c->wait_on))) return c->nwait = 0, -1;
+    for (uint32_t i = 0; i < c->nwait; i++) {
+        entry *e = intern(s, (const char *)m->item[first + i], m->len[first + i]);
+        if (!e) return c->nwait = i, clear_wait(s, c), -1;
+        c->wait_on[i] = e;
+        if (e->present) continue;
+        size_t cap = e->capwaiters;
+        if (sr__grow((void **)&e->waiters, &cap, (size_t)e->nwaiters + 1, sizeof *e->waiters) != 0)
+            return c->nwait = i, clear_wait(s, c), -1;
+        e->capwaiters = (uint32_t)cap;
+        e->waiters[e->nwaiters++] = c;
+        c->nmissing++;
+    }
+    if (!c->nmissing || timeout == 0) {
+        answer_wait(s, c);
+        return 0;
+    }
+    c->deadline = timeout < 0 ? -1 : now_ms() + timeout;
+    if (c->deadline >= 0 && heap_push(s, c) != 0) return clear_wait(s, c), -1;
+    return 0;
 }
+
+/* Sets a key and wakes the waits filed under it.  -1 when memory is exhausted (nothing changed). */
+static int put(sr_store_server *s, const char *key, size_t klen, const void *v, size_t len) {
+    entry *e = intern(s, key, klen);
+    char *value = e ? sr__malloc(len + 1) : NULL;
+    if (!value) return -1;
+    memcpy(value, v, len);
+    value[len] = 0;
+    free(e->value);
+    e->value = value;
+    e->len = len;
+    if (e->present) return 0; /* nobody waits on a key that exists */
+    e->present = 1;
+    conn **w = e->waiters;
+    uint32_t n = e->nwaiters;
+    e->waiters = NULL;
+    e->nwaiters = e->capwaiters = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (--w[i]->nmissing == 0) answer_wait(s, w[i]);
+    free(w);
+    return 0;
+}
+
+/* ---- requests ---- */
 
 static int valid_key(const unsigned char *k, uint32_t len) { return len > 0 && len <= SR_STORE_MAX_KEY && !memchr(k, 0, len); }
 
+static const char out_of_memory[] = "the store ran out of memory";
+
 /* Serves one request; returns -1 when the connection must be closed. */
 static int serve(sr_store_server *s, conn *c, const sr_store_msg *m) {
-    const void *items[1];
-    uint32_t lens[1];
     if (!c->authed) {
         if (m->op_or_status != SR_OP_HELLO || m->nitems != 1 || m->len[0] != strlen(s->token) ||
             memcmp(m->item[0], s->token, m->len[0]) != 0) {
-            static const char msg[] = "wrong or missing token";
-            items[0] = msg, lens[0] = sizeof msg - 1;
-            reply(c, SR_ST_ERROR, 1, items, lens);
+            reply_error(s, c, "wrong or missing token");
             return -1;
         }
         c->authed = 1;
-        reply(c, SR_ST_OK, 0, NULL, NULL);
+        reply(s, c, SR_ST_OK, 0, NULL, NULL);
         return 0;
     }
-    if (c->wait_keys) return -1; /* one request at a time: a wait is still pending */
+    if (c->wait_on) return -1; /* one request at a time: a wait is still pending */
     switch (m->op_or_status) {
     case SR_OP_SET:
         if (m->nitems != 2 || !valid_key(m->item[0], m->len[0])) return -1;
-        put(s, (const char *)m->item[0], m->len[0], m->item[1], m->len[1]);
-        reply(c, SR_ST_OK, 0, NULL, NULL);
-        settle_all(s, 0);
+        if (put(s, (const char *)m->item[0], m->len[0], m->item[1], m->len[1]) != 0) return reply_error(s, c, out_of_memory), -1;
+        reply(s, c, SR_ST_OK, 0, NULL, NULL);
         return 0;
     case SR_OP_GET: {
         if (m->nitems != 1 || !valid_key(m->item[0], m->len[0])) return -1;
-        kv *e = find(s, (const char *)m->item[0], m->len[0]);
+        const entry *e = lookup_present(s, (const char *)m->item[0], m->len[0]);
         if (!e) {
-            reply(c, SR_ST_NOTFOUND, 0, NULL, NULL);
+            reply(s, c, SR_ST_NOTFOUND, 0, NULL, NULL);
             return 0;
         }
-        items[0] = e->value, lens[0] = (uint32_t)e->len;
-        reply(c, SR_ST_OK, 1, items, lens);
+        const void *items[1] = {e->value};
+        uint32_t lens[1] = {(uint32_t)e->len};
+        reply(s, c, SR_ST_OK, 1, items, lens);
         return 0;
     }
     case SR_OP_ADD: {
         if (m->nitems != 2 || !valid_key(m->item[0], m->len[0]) || m->len[1] != 8) return -1;
-        kv *e = find(s, (const char *)m->item[0], m->len[0]);
+        const entry *e = lookup_present(s, (const char *)m->item[0], m->len[0]);
         long long v = (e ? strtoll(e->value, NULL, 10) : 0) + sr__get_i64(m->item[1]);
         char text[32];
         int n = snprintf(text, sizeof text, "%lld", v);
-        put(s, (const char *)m->item[0], m->len[0], text, (size_t)n);
+        if (put(s, (const char *)m->item[0], m->len[0], text, (size_t)n) != 0) return reply_error(s, c, out_of_memory), -1;
         unsigned char out[8];
         sr__put_i64(out, v);
-        items[0] = out, lens[0] = 8;
-        reply(c, SR_ST_OK, 1, items, lens);
-        settle_all(s, 0);
+        const void *items[1] = {out};
+        uint32_t lens[1] = {8};
+        reply(s, c, SR_ST_OK, 1, items, lens);
         return 0;
     }
     case SR_OP_WAIT:
-    case SR_OP_CHECK: {
-        uint32_t first = m->op_or_status == SR_OP_WAIT ? 1 : 0;
-        if (m->nitems <= first || (first && m->len[0] != 8)) return -1;
+    case SR_OP_FETCH: {
+        uint32_t first = m->op_or_status == SR_OP_WAIT ? 1 : 2;
+        if (m->nitems <= first || m->len[0] != 8 || (first == 2 && m->len[1] != 8)) return -1;
         for (uint32_t i = first; i < m->nitems; i++)
             if (!valid_key(m->item[i], m->len[i])) return -1;
-        if (m->op_or_status == SR_OP_CHECK) {
-            int all = 1;
-            for (uint32_t i = 0; i < m->nitems && all; i++) all = find(s, (const char *)m->item[i], m->len[i]) != NULL;
-            reply(c, all ? SR_ST_OK : SR_ST_NOTFOUND, 0, NULL, NULL);
-            return 0;
+        c->piece = c->pieces = 0;
+        if (first == 2) {
+            c->piece = sr__get_u32(m->item[1]), c->pieces = sr__get_u32(m->item[1] + 4);
+            if (c->pieces && c->piece >= c->pieces) return -1;
         }
-        long long timeout = sr__get_i64(m->item[0]);
-        c->nwait = m->nitems - 1;
-        c->wait_keys = calloc(c->nwait, sizeof *c->wait_keys);
-        for (uint32_t i = 0; i < c->nwait; i++) c->wait_keys[i] = strndup((const char *)m->item[i + 1], m->len[i + 1]);
-        c->deadline = timeout < 0 ? -1 : now_ms() + timeout;
-        settle_wait(s, c, 1);
+        if (start_wait(s, c, m->op_or_status, sr__get_i64(m->item[0]), m, first) != 0) return reply_error(s, c, out_of_memory), -1;
+        return 0;
+    }
+    case SR_OP_CHECK: {
+        if (m->nitems == 0) return -1;
+        for (uint32_t i = 0; i < m->nitems; i++)
+            if (!valid_key(m->item[i], m->len[i])) return -1;
+        int all = 1;
+        for (uint32_t i = 0; i < m->nitems && all; i++) all = lookup_present(s, (const char *)m->item[i], m->len[i]) != NULL;
+        reply(s, c, all ? SR_ST_OK : SR_ST_NOTFOUND, 0, NULL, NULL);
         return 0;
     }
     }
     return -1; /* unknown op */
 }
 
-static void close_conn(sr_store_server *s, int idx) {
-    conn *c = s->conns[idx];
-    close(c->fd);
-    clear_wait(c);
-    sr__buf_free(&c->in);
-    sr__buf_free(&c->out);
-    free(c);
-    s->conns[idx] = s->conns[--s->nconns];
+/* ---- connections ---- */
+
+/* Closes c now (its waits end: "waiting" no longer sees them); frees it at the end of the turn. */
+static void close_conn(sr_store_server *s, conn *c) {
+    if (c->dead) return;
+    c->dead = 1;
+    clear_wait(s, c);
+    close(c->fd); /* also leaves the epoll set */
+    if (c->prev) c->prev->next = c->next;
+    else s->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    s->nconns--;
+    c->next = s->graveyard;
+    s->graveyard = c;
+}
+
+static void free_graveyard(sr_store_server *s) {
+    while (s->graveyard) {
+        conn *c = s->graveyard;
+        s->graveyard = c->next;
+        sr__buf_free(&c->in);
+        sr__buf_free(&c->out);
+        free(c);
+    }
+}
+
+static void watch_out(sr_store_server *s, conn *c, int on) {
+    if (c->want_out == on) return;
+    struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = c};
+    if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0) c->want_out = on;
 }
 
 static void accept_all(sr_store_server *s) {
     while (1) {
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) return;
-        if (s->nconns == MAX_CONNS) {
+        conn *c = s->nconns < MAX_CONNS ? sr__calloc(1, sizeof *c) : NULL;
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+        if (!c || epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            free(c);
             close(fd);
             s->rejected++;
             continue;
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        conn *c = calloc(1, sizeof *c);
         c->fd = fd;
-        s->conns[s->nconns++] = c;
+        c->heap_idx = -1;
+        c->next = s->conns;
+        if (s->conns) s->conns->prev = c;
+        s->conns = c;
+        s->nconns++;
     }
 }
 
@@ -227,11 +472,18 @@ static int pump_in(sr_store_server *s, conn *c) {
         if (n == 0) return -1;
         if (n < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
         sr__buf_add(&c->in, buf, (size_t)n);
-        while (c->in.n) {
-            long used = sr__store_parse((const unsigned char *)c->in.s, c->in.n, &s->msg);
-            if (used < 0) { s->rejected++; return -1; }
+        if (c->in.oom) return -1;
+        while (c->in_off < c->in.n) {
+            long used = sr__store_parse((const unsigned char *)c->in.s + c->in_off, c->in.n - c->in_off, &s->msg);
+            if (used < 0) {
+                s->rejected++;
+                return -1;
+            }
             if (used == 0) {
-                if (c->in.n > SR_STORE_MAX_MESSAGE) { s->rejected++; return -1; }
+                if (c->in.n - c->in_off > SR_STORE_MAX_MESSAGE) {
+                    s->rejected++;
+                    return -1;
+                }
                 break;
             }
             if (serve(s, c, &s->msg) != 0) {
@@ -240,20 +492,44 @@ static int pump_in(sr_store_server *s, conn *c) {
                 if (c->out.n && write(c->fd, c->out.s, c->out.n) < 0) { /* the peer is gone anyway */ }
                 return -1;
             }
-            memmove(c->in.s, c->in.s + used, c->in.n - (size_t)used);
-            c->in.n -= (size_t)used;
+            c->in_off += (size_t)used;
         }
+        /* drop what was served (once per read, not once per message) */
+        memmove(c->in.s, c->in.s + c->in_off, c->in.n - c->in_off);
+        c->in.n -= c->in_off;
+        c->in_off = 0;
     }
 }
 
 static int pump_out(conn *c) {
-    while (c->out.n) {
-        ssize_t n = write(c->fd, c->out.s, c->out.n);
-        if (n < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
-        memmove(c->out.s, c->out.s + n, c->out.n - (size_t)n);
-        c->out.n -= (size_t)n;
+    size_t off = 0;
+    while (off < c->out.n) {
+        ssize_t n = write(c->fd, c->out.s + off, c->out.n - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            if (errno != EAGAIN) return -1;
+            break;
+        }
+        off += (size_t)n;
     }
+    memmove(c->out.s, c->out.s + off, c->out.n - off);
+    c->out.n -= off;
     return 0;
+}
+
+/* Sends the replies queued this turn; what the socket does not take waits for POLLOUT. */
+static void flush(sr_store_server *s) {
+    for (size_t i = 0; i < s->ndirty; i++) {
+        conn *c = s->dirty[i];
+        c->dirty = 0;
+        if (c->dead) continue;
+        if (c->out.oom || pump_out(c) != 0) {
+            close_conn(s, c); /* a reply it would never see whole */
+            continue;
+        }
+        watch_out(s, c, c->out.n > 0);
+    }
+    s->ndirty = 0;
 }
 
 sr_store_server *sr__store_server_start(const char *bind_addr, int port, const char *token, char *err, size_t errlen) {
@@ -267,88 +543,115 @@ sr_store_server *sr__store_server_start(const char *bind_addr, int port, const c
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = bind_addr ? inet_addr(bind_addr) : htonl(INADDR_ANY);
     socklen_t alen = sizeof a;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 1024) != 0 ||
+    /* a deep backlog: thousands of agents and ranks connect at once (the kernel caps it) */
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 4096) != 0 ||
         getsockname(fd, (struct sockaddr *)&a, &alen) != 0) {
         snprintf(err, errlen, "cannot listen on %s:%d: %s", bind_addr ? bind_addr : "0.0.0.0", port, strerror(errno));
         close(fd);
         return NULL;
     }
-    sr_store_server *s = calloc(1, sizeof *s);
+    sr_store_server *s = sr__calloc(1, sizeof *s);
+    int epfd = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL}; /* NULL: the listening socket */
+    if (!s || !(s->token = sr__strdup(token)) || epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        snprintf(err, errlen, "cannot start the store server: %s", !s || (s && !s->token) ? "out of memory" : strerror(errno));
+        if (epfd >= 0) close(epfd);
+        close(fd);
+        if (s) free(s->token);
+        free(s);
+        return NULL;
+    }
     s->listen_fd = fd;
+    s->epfd = epfd;
     s->port = ntohs(a.sin_port);
-    s->token = strdup(token);
     return s;
 }
 
 int sr__store_server_port(const sr_store_server *s) { return s->port; }
 
+/* One descriptor: the epoll set, readable when any connection (or the listening socket) is. */
 int sr__store_server_pollfds(sr_store_server *s, struct pollfd *pfds, int max) {
-    int n = 0;
-    if (max > 0) pfds[n++] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
-    for (int i = 0; i < s->nconns && n < max; i++)
-        pfds[n++] = (struct pollfd){.fd = s->conns[i]->fd, .events = (short)(POLLIN | (s->conns[i]->out.n ? POLLOUT : 0))};
-    return n;
+    if (max < 1) return 0;
+    pfds[0] = (struct pollfd){.fd = s->epfd, .events = POLLIN};
+    return 1;
 }
 
 void sr__store_server_handle(sr_store_server *s, const struct pollfd *pfds, int n) {
-    for (int p = 0; p < n; p++) {
-        if (!pfds[p].revents) continue;
-        if (pfds[p].fd == s->listen_fd) {
-            accept_all(s);
-            continue;
-        }
-        for (int i = 0; i < s->nconns; i++) {
-            conn *c = s->conns[i];
-            if (c->fd != pfds[p].fd) continue;
+    (void)pfds, (void)n; /* epoll says which connections are ready; asking it costs one call */
+    struct epoll_event ev[256];
+    int k;
+    while ((k = epoll_wait(s->epfd, ev, 256, 0)) > 0) {
+        for (int i = 0; i < k; i++) {
+            conn *c = ev[i].data.ptr;
+            if (!c) {
+                accept_all(s);
+                continue;
+            }
+            if (c->dead) continue;
             int done = 0;
-            if (pfds[p].revents & (POLLIN | POLLHUP | POLLERR)) done = pump_in(s, c) != 0;
-            if (!done) done = pump_out(c) != 0;
-            if (done) close_conn(s, i);
-            break;
+            if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) done = pump_in(s, c) != 0;
+            if (!done && (ev[i].events & EPOLLOUT)) {
+                done = pump_out(c) != 0;
+                if (!done) watch_out(s, c, c->out.n > 0);
+            }
+            if (done) close_conn(s, c);
         }
+        flush(s);
+        free_graveyard(s);
+        if (k < 256) break;
     }
-    settle_all(s, 1);
-    for (int i = 0; i < s->nconns; i++) pump_out(s->conns[i]);
+    /* waits whose deadline passed */
+    long long t = now_ms();
+    while (s->nheap && s->heap[0]->deadline <= t) answer_wait(s, s->heap[0]);
+    flush(s);
+    free_graveyard(s);
 }
 
 int sr__store_server_timeout_ms(const sr_store_server *s) {
-    long long next = -1, t = now_ms();
-    for (int i = 0; i < s->nconns; i++) {
-        const conn *c = s->conns[i];
-        if (!c->wait_keys || c->deadline < 0) continue;
-        long long d = c->deadline > t ? c->deadline - t : 0;
-        if (next < 0 || d < next) next = d;
-    }
-    return next > 1 << 30 ? 1 << 30 : (int)next;
+    if (!s->nheap) return -1;
+    long long d = s->heap[0]->deadline - now_ms();
+    return d < 0 ? 0 : d > 1 << 30 ? 1 << 30 : (int)d;
 }
 
 int sr__store_server_waiting(const sr_store_server *s, const char *key) {
-    for (int i = 0; i < s->nconns; i++)
-        for (uint32_t k = 0; k < s->conns[i]->nwait; k++)
-            if (!strcmp(s->conns[i]->wait_keys[k], key)) return 1;
-    return 0;
+    const entry *e = lookup(s, key, strlen(key));
+    return e && !e->present && e->nwaiters > 0;
 }
 
 const char *sr__store_server_get(const sr_store_server *s, const char *key, size_t *len) {
-    kv *e = find(s, key, strlen(key));
+    const entry *e = lookup_present(s, key, strlen(key));
     if (e && len) *len = e->len;
     return e ? e->value : NULL;
 }
 
+int sr__store_server_set_checked(sr_store_server *s, const char *key, const void *value, size_t len) {
+    int rc = put(s, key, strlen(key), value, len);
+    flush(s);
+    free_graveyard(s);
+    return rc;
+}
+
 void sr__store_server_set(sr_store_server *s, const char *key, const void *value, size_t len) {
-    put(s, key, strlen(key), value, len);
-    settle_all(s, 0);
-    for (int i = 0; i < s->nconns; i++) pump_out(s->conns[i]);
+    (void)sr__store_server_set_checked(s, key, value, len);
 }
 
 unsigned long sr__store_server_rejected(const sr_store_server *s) { return s->rejected; }
 
 void sr__store_server_free(sr_store_server *s) {
     if (!s) return;
-    while (s->nconns) close_conn(s, 0);
-    for (size_t i = 0; i < s->nkv; i++) free(s->kvs[i].key), free(s->kvs[i].value);
-    free(s->kvs);
+    while (s->conns) close_conn(s, s->conns);
+    free_graveyard(s);
+    for (size_t i = 0; i < s->nbuckets; i++)
+        for (entry *e = s->buckets[i], *next; e; e = next) {
+            next = e->next;
+            free(e->key), free(e->value), free(e->waiters), free(e);
+        }
+    free(s->buckets);
+    free(s->heap);
+    free(s->dirty);
     free(s->token);
+    sr__store_msg_free(&s->msg);
+    close(s->epfd);
     close(s->listen_fd);
     free(s);
 }

@@ -6,7 +6,8 @@
  * Server lifecycle (agent): start -> in the agent's poll loop: pollfds / handle / timeout_ms
  * -> free.  It is single-threaded and lives in the supervisor's loop, so forking workers never
  * races with it.  Client lifecycle: connect (retries until its timeout; presents the run's token)
- * -> set/get/add/wait/check -> close.  Wire format: store_wire.h.
+ * -> set/get/add/wait/check/fetch -> close.  Every call blocks on the server's answer (a wait is
+ * answered by the server when its keys arrive, not polled).  Wire format: store_wire.h.
  */
 #ifndef SR_CORE_STORE_H
 #define SR_CORE_STORE_H
@@ -33,7 +34,10 @@ int sr__store_server_timeout_ms(const sr_store_server *s);
 /* Direct access for the hosting agent (no connection). */
 const char *sr__store_server_get(const sr_store_server *s, const char *key, size_t *len);
 void sr__store_server_set(sr_store_server *s, const char *key, const void *value, size_t len);
-/* Whether a live connection has a pending wait on `key` (a closed connection's wait is gone):
+/* The same, 0, or -1 when memory ran out (the key keeps its old value, or stays unset). */
+int sr__store_server_set_checked(sr_store_server *s, const char *key, const void *value, size_t len);
+/* Whether a live connection has a pending wait on `key`, a key not set yet (a closed connection's
+   wait is gone; O(1)):
    the hosting agent learns that another agent went away. */
 int sr__store_server_waiting(const sr_store_server *s, const char *key);
 /* Connections refused or closed for breaking the protocol (tests read it from the log). */
@@ -53,6 +57,16 @@ long long sr__store_add(sr_store *c, const char *key, long long delta);
    error.  timeout_s < 0: wait forever. */
 int sr__store_wait(sr_store *c, const char *const *keys, int n, double timeout_s, char *missing, size_t mlen);
 int sr__store_check(sr_store *c, const char *const *keys, int n); /* 1 all exist, 0 not, -1 error */
+/* A wait and the gets that follow it, in one round trip: waits up to timeout_s (0: not at all,
+   < 0: forever) until every key exists, then values[i] (malloc'ed, NUL-terminated) and lens[i]
+   hold key i's value.  0, 1 on timeout (the missing keys, comma-separated, in missing; values
+   untouched), -1 on error (also when the values together exceed one message, 4 MiB). */
+int sr__store_fetch(sr_store *c, const char *const *keys, int n, double timeout_s, void **values, size_t *lens,
+                    char *missing, size_t mlen);
+/* The same, sending only part `piece` of `pieces` equal parts of each value (bytes
+   [len / pieces * piece, len / pieces * (piece + 1)) of a value of len bytes). */
+int sr__store_fetch_pieces(sr_store *c, const char *const *keys, int n, int piece, int pieces, double timeout_s,
+                           void **values, size_t *lens, char *missing, size_t mlen);
 /* Asynchronous wait for the agent's loop: send now, poll sr__store_fd(), then read the reply. */
 int sr__store_wait_send(sr_store *c, const char *key);
 int sr__store_fd(const sr_store *c);

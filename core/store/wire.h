@@ -12,22 +12,31 @@
  *   ADD   [key, i64 delta]   -> OK [i64 new value]      (the value is kept as decimal text)
  *   WAIT  [i64 timeout_ms, key...] -> OK when all exist | TIMEOUT [missing key...]  (ms < 0: forever)
  *   CHECK [key...]           -> OK | NOTFOUND
+ *   FETCH [i64 timeout_ms, u32 piece | u32 pieces, key...]
+ *                            -> OK [value...] when all exist | TIMEOUT [missing key...]
+ *        a wait and the gets that follow it in one round trip (ms 0: no wait, < 0: forever);
+ *        pieces > 0 sends only part `piece` of `pieces` equal parts of each value (a Gloo rank
+ *        reads its own pair's address out of a peer's list), 0 the whole values; the values
+ *        together must fit one message
  */
 #ifndef SR_CORE_STORE_WIRE_H
 #define SR_CORE_STORE_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "base/alloc.h"
 
 #define SR_STORE_MAGIC 0x31535253u /* "SRS1" */
 #define SR_STORE_MAX_KEY 1024u
 #define SR_STORE_MAX_VALUE (1u << 20)
-#define SR_STORE_MAX_ITEMS 4096u
+#define SR_STORE_MAX_ITEMS 65536u /* a WAIT or FETCH on every rank of a large world */
 #define SR_STORE_MAX_MESSAGE (4u << 20)
 #define SR_STORE_HEADER 12u
 
-enum { SR_OP_HELLO = 1, SR_OP_SET, SR_OP_GET, SR_OP_ADD, SR_OP_WAIT, SR_OP_CHECK };
+enum { SR_OP_HELLO = 1, SR_OP_SET, SR_OP_GET, SR_OP_ADD, SR_OP_WAIT, SR_OP_CHECK, SR_OP_FETCH };
 enum { SR_ST_OK = 0, SR_ST_NOTFOUND, SR_ST_TIMEOUT, SR_ST_ERROR };
 
 static inline void sr__put_u32(unsigned char *p, uint32_t v) {
@@ -46,22 +55,40 @@ static inline int64_t sr__get_i64(const unsigned char *p) {
     return (int64_t)v;
 }
 
-/* One parsed message: items point into the receive buffer. */
+/* One parsed message: items point into the receive buffer.  The item arrays grow with the
+   largest message seen (most carry a few items; a WAIT on every rank of a world carries
+   thousands); zero-initialise, sr__store_msg_free when done. */
 typedef struct sr_store_msg {
     unsigned op_or_status;
-    uint32_t nitems;
-    const unsigned char *item[SR_STORE_MAX_ITEMS];
-    uint32_t len[SR_STORE_MAX_ITEMS];
+    uint32_t nitems, cap;
+    const unsigned char **item;
+    uint32_t *len;
 } sr_store_msg;
 
+static inline void sr__store_msg_free(sr_store_msg *m) {
+    free((void *)m->item);
+    free(m->len);
+    m->item = NULL, m->len = NULL, m->cap = 0;
+}
+
 /* Parses a message at the start of buf: returns its total size, 0 when incomplete, -1 when it
-   breaks a bound (the connection must be closed). */
+   breaks a bound or no memory is left for its items (the connection must be closed). */
 static inline long sr__store_parse(const unsigned char *buf, size_t n, sr_store_msg *m) {
     if (n < SR_STORE_HEADER) return 0;
     if (sr__get_u32(buf) != SR_STORE_MAGIC) return -1;
     m->op_or_status = buf[4];
     m->nitems = sr__get_u32(buf + 8);
     if (m->nitems > SR_STORE_MAX_ITEMS) return -1;
+    if (m->nitems > m->cap) {
+        uint32_t cap = m->cap ? m->cap : 8;
+        while (cap < m->nitems) cap *= 2;
+        const unsigned char **item = sr__realloc((void *)m->item, cap * sizeof *item);
+        if (item) m->item = item;
+        uint32_t *len = sr__realloc(m->len, cap * sizeof *len);
+        if (len) m->len = len;
+        if (!item || !len) return -1;
+        m->cap = cap;
+    }
     size_t off = SR_STORE_HEADER;
     for (uint32_t i = 0; i < m->nitems; i++) {
         if (n < off + 4) return 0;

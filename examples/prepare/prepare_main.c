@@ -13,8 +13,9 @@
  * completed before it stay, complete), 1 a failure while running (out of memory, a full disk),
  * 128+N stopped by signal N (the shard being written is removed: no file looks complete that is not).
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* sched_getaffinity */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +33,9 @@
 
 #define EXIT_FAILED 1
 #define EXIT_CONFIG 2
-/* a chunk: the unit of work of one thread (large enough that handing it over costs nothing) */
-#define CHUNK_BYTES ((size_t)1 << 18)
+/* a chunk: the unit of work of one thread (large enough that handing it over costs nothing);
+   --chunk-bytes changes it (the tests cut documents at many places with a small one) */
+static size_t chunk_bytes = (size_t)1 << 18;
 /* one plain-text file is one document, read whole: at most this much */
 #define TEXT_FILE_MAX ((size_t)4 << 30)
 
@@ -56,6 +58,8 @@ static const char USAGE[] =
     "  --val-tokens N          tokens of the val split, the first ones (default 1000000; 0: no val split,\n"
     "                          the train shards start at 000000)\n"
     "  --threads N             tokenizing threads (default: the cores this process may use)\n"
+    "  --chunk-bytes N         text per unit of work of a thread (default 262144); a longer document is\n"
+    "                          cut where the ids cannot change (\"end.\\nNext\": after the newline)\n"
     "  --format auto|text|jsonl\n"
     "                          how to read the inputs (default auto: by the file name's ending)\n"
     "  --progress auto|bar|lines|none\n"
@@ -128,7 +132,7 @@ static int parse(int argc, char **argv, opts *o) {
             break;
         }
         static const char *const with_value[] = {"-o", "--output", "--vocab", "--merges", "--tokenizer-json", "--text-field",
-                                                 "--shard-tokens", "--val-tokens", "--threads", "--format", "--progress"};
+                                                 "--shard-tokens", "--val-tokens", "--threads", "--chunk-bytes", "--format", "--progress"};
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
         if (!known) return bad("unknown option %s%s", a, "");
@@ -147,6 +151,9 @@ static int parse(int argc, char **argv, opts *o) {
         } else if (!strcmp(a, "--threads")) {
             if (parse_count(a, v, 1, 1024, &x)) return EXIT_CONFIG;
             o->threads = (int)x;
+        } else if (!strcmp(a, "--chunk-bytes")) {
+            if (parse_count(a, v, 16, (uint64_t)1 << 30, &x)) return EXIT_CONFIG;
+            chunk_bytes = (size_t)x;
         } else if (!strcmp(a, "--format")) {
             if (strcmp(v, "auto") && strcmp(v, "text") && strcmp(v, "jsonl"))
                 return bad("--format %s: expected auto, text or jsonl%s", v, "");
@@ -233,13 +240,13 @@ static int add_doc(run *r, const char *text, size_t len) {
     for (size_t at = 0, first = 1; first || at < len; first = 0) {
         while (!r->fill && !(r->fill = prep_pool_free_slot(r->pool)))
             if (take_one(r)) return -1;
-        size_t room = r->fill->len < CHUNK_BYTES ? CHUNK_BYTES - r->fill->len : 0;
+        size_t room = r->fill->len < chunk_bytes ? chunk_bytes - r->fill->len : 0;
         size_t end = len - at <= room ? len : prep_cut_point(text, len, at, at + (room ? room : 1));
         if (prep_chunk_add(r->fill, text + at, end - at, (int)first))
             return snprintf(r->err, sizeof r->err, "out of memory"), -1;
         r->text_bytes += end - at;
         at = end;
-        if (r->fill->len >= CHUNK_BYTES && submit(r)) return -1;
+        if (r->fill->len >= chunk_bytes && submit(r)) return -1;
     }
     return 0;
 }
@@ -264,7 +271,8 @@ int main(int argc, char **argv) {
     uint64_t total;
     if ((rc = check_paths(&o, &total))) return rc;
     if (!o.threads) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        cpu_set_t cpus;
+        long n = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : sysconf(_SC_NPROCESSORS_ONLN);
         o.threads = n > 0 ? (int)n : 1;
     }
     run r;

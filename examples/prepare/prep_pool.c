@@ -22,6 +22,7 @@ struct prep_pool {
     int nthreads, started;
     pthread_t *thread;
     tf_tokenizer **tok;
+    prep_tokenizer_files files;
 };
 
 int prep_chunk_add(prep_chunk *c, const char *text, size_t len, int eot_first) {
@@ -78,8 +79,13 @@ typedef struct {
 
 static void *worker(void *arg) {
     prep_pool *p = ((worker_arg *)arg)->p;
-    tf_tokenizer *t = p->tok[((worker_arg *)arg)->k];
+    int k = ((worker_arg *)arg)->k;
     free(arg);
+    /* thread 0's tokenizer was loaded (and the files checked) before the threads started; the
+       others load theirs here, at the same time (GPT-2's takes tenths of a second each) */
+    char err[512];
+    if (!p->tok[k]) p->tok[k] = prep_tokenizer_load(&p->files, err, sizeof err);
+    tf_tokenizer *t = p->tok[k];
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (!p->stopping && p->next_work == p->fill) pthread_cond_wait(&p->work, &p->mu);
@@ -87,7 +93,8 @@ static void *worker(void *arg) {
         size_t s = p->next_work++ % p->nslot;
         p->state[s] = SLOT_WORKING;
         pthread_mutex_unlock(&p->mu);
-        encode_chunk(t, &p->chunk[s]);
+        if (t) encode_chunk(t, &p->chunk[s]);
+        else p->chunk[s].failed = 1; /* no tokenizer: out of memory, or the files changed meanwhile */
         pthread_mutex_lock(&p->mu);
         p->state[s] = SLOT_DONE;
         pthread_cond_broadcast(&p->done);
@@ -113,13 +120,13 @@ prep_pool *prep_pool_start(const prep_tokenizer_files *f, int nthreads, char *er
         prep_pool_stop(p);
         return NULL;
     }
-    /* every thread's tokenizer before any thread starts: a bad tokenizer file is reported once, and
+    /* the first tokenizer before any thread starts: a bad tokenizer file is reported once, and
        before any input is read */
-    for (int k = 0; k < nthreads; k++)
-        if (!(p->tok[k] = prep_tokenizer_load(f, err, errlen))) {
-            prep_pool_stop(p);
-            return NULL;
-        }
+    p->files = *f;
+    if (!(p->tok[0] = prep_tokenizer_load(f, err, errlen))) {
+        prep_pool_stop(p);
+        return NULL;
+    }
     for (int k = 0; k < nthreads; k++) {
         worker_arg *a = malloc(sizeof *a);
         if (a) *a = (worker_arg){p, k};
@@ -133,6 +140,8 @@ prep_pool *prep_pool_start(const prep_tokenizer_files *f, int nthreads, char *er
     }
     return p;
 }
+
+int prep_pool_vocab_size(const prep_pool *p) { return tf_tokenizer_vocab_size(p->tok[0]); }
 
 prep_chunk *prep_pool_free_slot(prep_pool *p) {
     if (p->fill - p->take == p->nslot) return NULL;

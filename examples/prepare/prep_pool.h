@@ -3,7 +3,8 @@
  * caches while it encodes, so one is never shared), turn chunks of text into token ids; the main
  * thread fills chunks in input order and takes the results back in the same order.
  *
- * Lifecycle: prep_pool_start (loads one tokenizer per thread, before any text is read) -> loop:
+ * Lifecycle: prep_pool_start (loads the first tokenizer, which checks the files, before any text is
+ * read; each other thread loads its own as it starts) -> loop:
  * prep_pool_free_slot, fill it (prep_chunk_add), prep_pool_submit; prep_pool_next_done, use its ids,
  * prep_pool_release -> prep_pool_stop.  Only the main thread calls these.
  */
@@ -50,6 +51,8 @@ typedef struct prep_pool prep_pool;
 /* nthreads threads and 4 x nthreads chunks in flight.  NULL with a message in err (a tokenizer that
    does not load, out of memory, no thread). */
 prep_pool *prep_pool_start(const prep_tokenizer_files *f, int nthreads, char *err, size_t errlen);
+/* The threads' tokenizer's vocabulary size. */
+int prep_pool_vocab_size(const prep_pool *p);
 /* The next chunk to fill (emptied), or NULL when all chunks are in flight (take one back first). */
 prep_chunk *prep_pool_free_slot(prep_pool *p);
 void prep_pool_submit(prep_pool *p);

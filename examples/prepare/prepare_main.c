@@ -218,7 +218,8 @@ typedef struct {
 static int take_one(run *r) {
     prep_chunk *c = prep_pool_next_done(r->pool);
     if (!c) return 0;
-    if (c->failed) return snprintf(r->err, sizeof r->err, "out of memory while tokenizing"), -1;
+    if (c->failed)
+        return snprintf(r->err, sizeof r->err, "out of memory while tokenizing (or a tokenizer file changed while loading)"), -1;
     if (prep_shards_push(&r->shards, c->ids, c->nids, r->err, sizeof r->err)) return -1;
     r->done_bytes = c->in_bytes;
     prep_pool_release(r->pool);
@@ -281,9 +282,7 @@ int main(int argc, char **argv) {
     char err[1024];
     if (!(r.pool = prep_pool_start(&o.tok, o.threads, err, sizeof err)))
         return fprintf(stderr, "shardrun_prepare: error: %s\n", err), EXIT_CONFIG;
-    tf_tokenizer *t = prep_tokenizer_load(&o.tok, err, sizeof err); /* for its vocabulary's size */
-    int vocab = t ? tf_tokenizer_vocab_size(t) : 0;
-    tf_tokenizer_free(t);
+    int vocab = prep_pool_vocab_size(r.pool);
     double t_load = prep_now() - t0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -4,7 +4,9 @@
  * validation_split_percentage; data_format, text_field, packing.  The samples come through a data
  * source (data_source.h): text or JSON Lines files, or llm.c token shards (docs/data.md).
  */
+#define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lm_state.h"
@@ -151,6 +153,27 @@ static int load_eval_data(tf_lm *g, const tf_data_opts *train) {
     return 0;
 }
 
+/* sr_shard_set_identity's per-shard callback: "name bytes xxh3; ..." */
+static void list_shard(void *user, const char *name, int64_t bytes, uint64_t hash) {
+    char **s = user, *t = NULL;
+    if (asprintf(&t, "%s%s%s %lld %016llx", *s ? *s : "", *s ? "; " : "", name, (long long)bytes,
+                 (unsigned long long)hash) < 0)
+        t = NULL;
+    free(*s);
+    *s = t;
+}
+
+/* Checkpoints record which shards the run trains on; a resume on other data is refused (trainer). */
+static int record_identity(tf_lm *g) {
+    if (!g->data.shards) return 0;
+    char id[256], *files = NULL;
+    sr_shard_set_identity(g->data.shards, id, sizeof id, list_shard, &files);
+    int rc = sr_data_identity(g->ctx, id, files);
+    free(files);
+    if (rc != 0) tf__lm_error(g, "out of memory\n");
+    return rc;
+}
+
 int tf__lm_load_data(tf_lm *g) {
     tf_data_opts o = {0};
     char err[1024];
@@ -160,7 +183,7 @@ int tf__lm_load_data(tf_lm *g) {
         tf__lm_error(g, "%s\n", err);
         return -1;
     }
-    return load_eval_data(g, &o);
+    return record_identity(g) != 0 ? -1 : load_eval_data(g, &o);
 }
 
 /* Every token id below the model's vocabulary, before step 0: shards are read through once (mapped,

@@ -42,7 +42,9 @@ for r in 2:3:FULL_SHARD 3:2:SHARD_GRAD_OP; do
     IFS=: read -r n bs s <<<"$r"
     train "ws$n" "$n" "$bs" --set accelerate.fsdp.sharding_strategy="$s"
     c=$($CMP "$T/ws$n/train_log.jsonl" "$T/base/train_log.jsonl" 1e-5) && pass || fail "ws$n ($s) vs world size 1: $c"
-    p=$($PCMP 1e-5 1e-6 "$T/base/checkpoint-6/model.safetensors" "$T/ws$n/checkpoint-6/model.safetensors") && pass ||
+    # atol 1e-5: the attention's key bias has no gradient (softmax ignores a constant added to every
+    # key), so Adam turns the ranks' different rounding of that zero into steps of up to 1e-6
+    p=$($PCMP 1e-5 1e-5 "$T/base/checkpoint-6/model.safetensors" "$T/ws$n/checkpoint-6/model.safetensors") && pass ||
         fail "ws$n: final parameters differ from world size 1's: $p"
 done
 
@@ -50,7 +52,7 @@ done
 /usr/bin/python3 - "$T/base/checkpoint-3/trainer_state.json" <<'PY' && pass || fail "checkpoint-3 records the shards"
 import json, sys
 s = json.load(open(sys.argv[1]))["stateful_callbacks"]["shardrun"]
-assert s["data_identity"].startswith("2 shards, 24048 bytes, xxh3 "), s
+assert s["data_identity"].startswith("2 shards, 26048 bytes, xxh3 "), s
 assert [f.split()[0] for f in s["data_files"].split("; ")] == ["tiny_train_000000.bin", "tiny_train_000001.bin"], s
 PY
 # mid-epoch resume (an epoch is 62 steps): the same final model, byte for byte
@@ -90,5 +92,5 @@ cp "$T/keep" "$T/tiny_train_000001.bin"
 train evald 1 6 --set task.eval_data="$T/tiny_val_*.bin" --set task.eval_strategy=steps --set task.eval_steps=6 \
     --set task.max_steps=6 --set task.save_steps=6
 expect_in "$out" "eval data: 46 samples (1472 real tokens) from eval_data" "the val shard's blocks are the eval samples"
-expect_in "$(cat "$T/evald/train_log.jsonl")" '"eval_loss"' "eval_loss is logged"
+expect_in "$out" "{'eval_loss': " "eval_loss is logged"
 done_checks

@@ -163,6 +163,18 @@ SR_API int sr_packer_add(sr_packer *p, const int32_t *ids, size_t n);
 SR_API int64_t sr_packer_blocks(const sr_packer *p);
 SR_API void sr_packer_free(sr_packer *p);
 
+/* ---- what a run trains on, for its checkpoints ------------------------------------------------ */
+
+typedef struct sr_ctx sr_ctx; /* shardrun/task.h */
+
+/* A model task says, in create(), which data it trains on: identity, a short line that changes when
+   the data does (sr_shard_set_identity's), and detail, what a person reads to tell which data it was
+   (the shards' names, sizes and hashes); detail may be NULL.  Checkpoints record both
+   (trainer_state.json, stateful_callbacks.shardrun.data_identity and data_files); a resume from a
+   checkpoint whose identity differs is refused before step 0 unless [task] resume_allow_changes
+   lists data.  0, or -1 when out of memory. */
+SR_API int sr_data_identity(sr_ctx *ctx, const char *identity, const char *detail);
+
 #ifdef __cplusplus
 }
 #endif

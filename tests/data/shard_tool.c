@@ -6,11 +6,15 @@
  *   shard_tool gen DIR PREFIX TOKENS PER_SHARD VOCAB SEED   shards of pseudo-random ids, PREFIX_train_NNNNNN.bin
  *   shard_tool identity PATTERNS       the set's identity line
  *   shard_tool jsonl FILE FIELD        each record: LINE<TAB>BYTES<TAB>text (newlines as \n)
+ *   shard_tool shrink PATH             opens the shard, cuts the file to 1100 bytes, then hashes it (a
+ *                                      read of vanished pages: must not fault) and reads its last token
  * Errors: the message on stderr, exit 2.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shardrun/data.h"
 
@@ -88,6 +92,17 @@ int main(int argc, char **argv) {
             done += n;
         }
         return 0;
+    }
+    if (argc >= 3 && !strcmp(argv[1], "shrink")) {
+        sr_shard_set s;
+        char id[256];
+        int32_t last;
+        if (sr_shard_set_open(&s, argv[2], NULL, err, sizeof err) != 0) return fail();
+        if (truncate(argv[2], 1100) != 0) return perror("truncate"), 1;
+        sr_shard_set_identity(&s, id, sizeof id, NULL, NULL);
+        printf("identity after the shrink: %s\n", id);
+        fflush(stdout);
+        return sr_shard_set_read(&s, s.ntokens - 1, 1, &last, err, sizeof err) ? fail() : 0;
     }
     if (argc >= 4 && !strcmp(argv[1], "jsonl"))
         return sr_jsonl_file_each(argv[2], argv[3], print_text, NULL, err, sizeof err) ? fail() : 0;

@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ini.h>
+
 #include "shardrun/data.h"
 
 #include "prep_cut.h"
@@ -49,6 +51,9 @@ static const char USAGE[] =
     "per line, its --text-field a document) or any other file (plain text, one document).\n"
     "\n"
     "  -o, --output PREFIX     where the shards go: PREFIX_val_000000.bin ... (its folder must exist)\n"
+    "  --job JOB.ini           the tokenizer of a job's [task]: vocab_json + merges_txt, or tokenizer_json,\n"
+    "                          and its text_field (paths relative to the job file, as shardrun reads them;\n"
+    "                          the flags below win)\n"
     "  --vocab FILE --merges FILE\n"
     "                          GPT-2 BPE tokens: HF's vocab.json and merges.txt ([task] vocab_json, merges_txt)\n"
     "  --tokenizer-json FILE   an HF tokenizers tokenizer.json ([task] tokenizer_json)\n"
@@ -73,7 +78,7 @@ static const char USAGE[] =
     "Exit: 0 done, 1 failed while running, 2 a bad flag, tokenizer or input (naming the file and line).\n";
 
 typedef struct {
-    const char *out, *text_field, *format;
+    const char *out, *text_field, *format, *job;
     prep_tokenizer_files tok;
     uint64_t shard_tokens, val_tokens;
     int threads;
@@ -110,9 +115,58 @@ static int is_jsonl(const opts *o, const char *path) {
     return (n > 6 && !strcmp(path + n - 6, ".jsonl")) || (n > 5 && !strcmp(path + n - 5, ".json"));
 }
 
+/* [task] of a job file: the tokenizer keys and text_field, relative paths made relative to the
+   job file's folder (as shardrun resolves them); a flag given on the command line wins. */
+typedef struct {
+    opts *o;
+    char *vocab, *merges, *json, *field;
+    const char *dir;
+} job_keys;
+
+static int on_job_key(void *user, const char *section, const char *key, const char *value) {
+    job_keys *j = user;
+    char **slot = NULL;
+    if (strcmp(section, "task")) return 1;
+    if (!strcmp(key, "vocab_json")) slot = &j->vocab;
+    else if (!strcmp(key, "merges_txt")) slot = &j->merges;
+    else if (!strcmp(key, "tokenizer_json")) slot = &j->json;
+    else if (!strcmp(key, "text_field")) slot = &j->field;
+    if (!slot) return 1;
+    free(*slot);
+    size_t n = strlen(j->dir) + strlen(value) + 2;
+    if (!(*slot = malloc(n))) return 0;
+    if (value[0] == '/' || slot == &j->field || !value[0]) snprintf(*slot, n, "%s", value);
+    else snprintf(*slot, n, "%s/%s", j->dir, value);
+    return 1;
+}
+
+static int read_job(opts *o) {
+    char dir[4096];
+    const char *slash = strrchr(o->job, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - o->job) + (slash == o->job) : 1, slash ? o->job : ".");
+    job_keys j = {o, NULL, NULL, NULL, NULL, dir};
+    FILE *f = fopen(o->job, "r");
+    if (!f) return fprintf(stderr, "shardrun_prepare: error: --job %s: %s\n", o->job, strerror(errno)), -1;
+    int rc = ini_parse_file(f, on_job_key, &j);
+    fclose(f);
+    if (rc) {
+        fprintf(stderr, "shardrun_prepare: error: --job %s:%d: %s\n", o->job, rc,
+                rc > 0 ? "not a valid ini line (expected KEY = VALUE or [section])" : "out of memory");
+        return -1;
+    }
+    /* the job's tokenizer only when no flag names one (the strings live until exit) */
+    if (!o->tok.vocab_json && !o->tok.merges_txt && !o->tok.tokenizer_json) {
+        o->tok.vocab_json = j.vocab, o->tok.merges_txt = j.merges, o->tok.tokenizer_json = j.json;
+        j.vocab = j.merges = j.json = NULL;
+    }
+    if (!o->text_field && j.field) o->text_field = j.field, j.field = NULL;
+    free(j.vocab), free(j.merges), free(j.json), free(j.field);
+    return 0;
+}
+
 static int parse(int argc, char **argv, opts *o) {
     memset(o, 0, sizeof *o);
-    o->text_field = "text";
+    o->text_field = NULL; /* --text-field, else the job's, else "text" */
     o->format = "auto";
     o->shard_tokens = 100000000;
     o->val_tokens = 1000000;
@@ -131,7 +185,7 @@ static int parse(int argc, char **argv, opts *o) {
             while (++i < argc) argv[o->ninputs++] = argv[i];
             break;
         }
-        static const char *const with_value[] = {"-o", "--output", "--vocab", "--merges", "--tokenizer-json", "--text-field",
+        static const char *const with_value[] = {"-o", "--output", "--job", "--vocab", "--merges", "--tokenizer-json", "--text-field",
                                                  "--shard-tokens", "--val-tokens", "--threads", "--chunk-bytes", "--format", "--progress"};
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
@@ -140,6 +194,7 @@ static int parse(int argc, char **argv, opts *o) {
         const char *v = argv[++i];
         uint64_t x;
         if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
+        else if (!strcmp(a, "--job")) o->job = v;
         else if (!strcmp(a, "--vocab")) o->tok.vocab_json = v;
         else if (!strcmp(a, "--merges")) o->tok.merges_txt = v;
         else if (!strcmp(a, "--tokenizer-json")) o->tok.tokenizer_json = v;
@@ -167,6 +222,8 @@ static int parse(int argc, char **argv, opts *o) {
             o->progress = (prep_progress_mode)m;
         }
     }
+    if (o->job && read_job(o)) return EXIT_CONFIG;
+    if (!o->text_field) o->text_field = "text";
     if (!o->out) return bad("no output: give -o PREFIX (the shards become PREFIX_val_000000.bin, ...)%s%s", "", "");
     if (!o->ninputs) return bad("no input: give the text or JSON Lines files to tokenize%s%s", "", "");
     if (!o->tok.vocab_json != !o->tok.merges_txt)

@@ -89,6 +89,15 @@ shard_ids $(ls "$T/j"/docs_train_*.bin) >"$T/got_j"
 expect_same_file "$T/got_j" "$T/want_j" "JSON Lines ids read back vs gpt2_tokenize's of each record's text"
 expect_eq "$(ls "$T/j" | head -1)" "docs_train_000000.bin" "--val-tokens 0: no val split, train from 000000"
 
+# the tokenizer and text field of a job file's [task], relative to the job file (as shardrun reads them)
+printf '[shardrun]\ntask = gpt2\n[task]\nvocab_json = vocab.json ; GPT-2 BPE\nmerges_txt = merges.txt\ntext_field = body\n' >"$T/job.ini"
+mkdir "$T/jj"
+run "$PREP" --job "$T/job.ini" -o "$T/jj/docs" --val-tokens 0 --shard-tokens 300 --progress none "$T/docs.jsonl"
+expect_rc 0 "prepare with --job"
+same=1
+for f in "$T/j"/*.bin; do cmp -s "$f" "$T/jj/$(basename "$f")" || same=0; done
+expect_eq "$same" 1 "--job: the job's vocab_json, merges_txt and text_field give the same shards as the flags"
+
 # byte-level tokens (no vocabulary): id = byte, <|endoftext|> = 256
 mkdir "$T/b"
 run "$PREP" -o "$T/b/x" --val-tokens 0 --progress none "$L/BSD"
@@ -179,6 +188,9 @@ expect_rc 2 "an output folder that does not exist"
 expect_in "$err" "does not exist" "the message says so"
 run "$PREP" --shard-tokens 0 -o "$T/e/x" "$L/BSD"
 expect_rc 2 "--shard-tokens 0"
+run "$PREP" --job "$T/missing.ini" -o "$T/e/x" "$L/BSD"
+expect_rc 2 "a missing job file"
+expect_in "$err" "missing.ini" "the message names the job file"
 run "$PREP" --frobnicate -o "$T/e/x" "$L/BSD"
 expect_rc 2 "an unknown flag"
 

@@ -18,12 +18,14 @@
 #                       documents at a time; RAYON_NUM_THREADS=1, then NPROC
 #     tiktoken-wasm     tiktoken@1.0.22 (OpenAI's Rust tiktoken compiled to WebAssembly), encode_ordinary,
 #                       one thread (it has no threads)
-#     js-tiktoken       js-tiktoken@1.0.21 (pure JavaScript port of tiktoken), one thread
+#     js-tiktoken       js-tiktoken@1.0.21 (pure JavaScript port of tiktoken), one thread (its ids
+#                       differ where a text has U+FEFF: JavaScript's \s holds it; reported only)
 #   The references' time is their encode calls only (node's start, reading and JSON parsing excluded):
 #   that favours them.  MB = 10^6 bytes of the documents' UTF-8 text.  MB per CPU-second: the text
 #   over the whole process's user + sys CPU time (node's start and the JSON parsing included, for
 #   all): what other load on a shared machine inflates least.  "other cores": the CPU other
 #   processes used meanwhile (bench/load_meter.py).
+# Exits non-zero when the ids of shardrun_prepare (1 or all threads), HF tokenizers or tiktoken differ.
 # Usage: bench/tokenize_speed.sh [BUILD_DIR]   (default: the source tree's build/; build shardrun_prepare
 #        first).  Needs node and npm (apt-get install nodejs npm) and /usr/bin/python3.
 set -euo pipefail
@@ -111,15 +113,21 @@ def reference(lib, threads, label):
     out, wall, cpu, other = timed(["node", f"{here}/tokenize_speed.js", lib, f"{T}/corpus.jsonl", vocab, merges,
                                    f"{T}/{lib}.u16"], env)
     s = float(out.split("encode_s")[1])
-    same = open(f"{T}/{lib}.u16", "rb").read() == ours
-    rows.append((label, threads, text_mb / s, cpu, other, ("ids identical" if same else "IDS DIFFER") +
-                 "; encode calls only"))
+    theirs = open(f"{T}/{lib}.u16", "rb").read()
+    same = theirs == ours
+    first = next((i // 2 for i in range(0, min(len(ours), len(theirs)), 2) if ours[i:i + 2] != theirs[i:i + 2]),
+                 min(len(ours), len(theirs)) // 2)
+    rows.append((label, threads, text_mb / s, cpu, other, ("ids identical" if same else
+                 f"IDS DIFFER from token {first} on") + "; encode calls only"))
     return same
 
 ok = reference("hf-native", 1, "HF tokenizers 0.23.2 (Rust, native N-API), 1 thread")
 ok &= reference("hf-native", nproc, f"HF tokenizers 0.23.2 (Rust, native N-API), {nproc} threads")
 ok &= reference("tiktoken-wasm", 1, "tiktoken 1.0.22 (Rust as WebAssembly), 1 thread")
-ok &= reference("js-tiktoken", 1, "js-tiktoken 1.0.21 (pure JavaScript), 1 thread")
+# js-tiktoken's pattern runs on JavaScript's \s, which holds U+FEFF (a byte order mark): Unicode's
+# White_Space, the \s of GPT-2's own regex and of the Rust libraries, does not.  Where the text has
+# one after a newline its ids differ (it merges "\n\n" across the mark); reported, not a failure.
+reference("js-tiktoken", 1, "js-tiktoken 1.0.21 (pure JavaScript), 1 thread")
 
 print(f"corpus: {text_mb:.1f} MB of text in {ndocs} documents, {len(ours) // 2} GPT-2 tokens; "
       f"{platform.processor() or platform.machine()}, {nproc} cores; load average before: {os.getloadavg()[0]:.2f}")

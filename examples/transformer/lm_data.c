@@ -147,7 +147,7 @@ static int load_eval_data(tf_lm *g, const tf_data_opts *train) {
                             "data, or give eval_data\n", pct, g->data.n, err);
             return -1;
         }
-        snprintf(g->eval_desc, sizeof g->eval_desc, "the last %d%% of the texts", pct);
+        snprintf(g->eval_desc, sizeof g->eval_desc, "the last %d%% of the %s", pct, g->data.shards ? "blocks" : "texts");
         g->eval_from = g->eval_desc;
     }
     return 0;

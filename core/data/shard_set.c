@@ -64,7 +64,17 @@ static int expand(names *out, const char *patterns, const char *base_dir, char *
     int any = 0;
     while ((word = next_word(&p))) {
         char *full = word[0] == '/' || !base_dir ? strdup(word) : NULL;
-        if (!full && asprintf(&full, "%s/%s", base_dir, word) < 0) full = NULL;
+        if (!full && base_dir) { /* the base folder's own glob characters escaped */
+            size_t b = strlen(base_dir), k = 0;
+            if ((full = malloc(2 * b + 2 + strlen(word)))) {
+                for (size_t i = 0; i < b; i++) {
+                    if (strchr("*?[\\", base_dir[i])) full[k++] = '\\';
+                    full[k++] = base_dir[i];
+                }
+                full[k++] = '/';
+                strcpy(full + k, word);
+            }
+        }
         glob_t g;
         int r = full ? glob(full, GLOB_ERR, NULL, &g) : GLOB_NOSPACE;
         if (r != 0) {

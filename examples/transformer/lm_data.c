@@ -5,9 +5,12 @@
  * source (data_source.h): text or JSON Lines files, or llm.c token shards (docs/data.md).
  */
 #define _GNU_SOURCE
+#include <glob.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "lm_state.h"
 
@@ -55,6 +58,39 @@ static int all_end_in(const char *patterns, const char *suffixes) {
     return any;
 }
 
+/* Whether the first file the first pattern matches starts with a token shard's magic */
+static int first_is_shard(const char *patterns, const char *base_dir) {
+    char word[4096], path[8192];
+    size_t n = 0;
+    const char *p = patterns + strspn(patterns, " \t\n");
+    for (; *p && !strchr(" \t\n", *p) && n + 1 < sizeof word; p++) {
+        if (*p == '\\' && p[1]) p++;
+        word[n++] = *p;
+    }
+    word[n] = 0;
+    if (!n) return 0;
+    snprintf(path, sizeof path, "%s%s%s", word[0] == '/' || !base_dir ? "" : base_dir, word[0] == '/' || !base_dir ? "" : "/",
+             word);
+    glob_t gl;
+    int is = 0;
+    if (glob(path, 0, NULL, &gl) == 0) {
+        for (size_t i = 0; i < gl.gl_pathc && !is; i++) {
+            struct stat st;
+            unsigned char h[4];
+            FILE *f = stat(gl.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode) ? fopen(gl.gl_pathv[i], "rb") : NULL;
+            if (!f) continue;
+            if (fread(h, 1, 4, f) == 4) {
+                int32_t m = (int32_t)((uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24);
+                is = m == SR_SHARD_MAGIC_U16 || m == SR_SHARD_MAGIC_U32;
+            }
+            fclose(f);
+            break; /* the first regular file decides */
+        }
+        globfree(&gl);
+    }
+    return is;
+}
+
 /* data_format for the files named by patterns: the key, or (auto) from their names: all .bin ->
    token shards, all .jsonl/.json -> JSON Lines, else text */
 static int data_format(tf_lm *g, const char *key, const char *patterns, tf_format *out) {
@@ -62,6 +98,8 @@ static int data_format(tf_lm *g, const char *key, const char *patterns, tf_forma
     if (!f || !strcmp(f, "auto")) {
         *out = all_end_in(patterns, "|.bin|") ? TF_FORMAT_SHARDS :
                all_end_in(patterns, "|.jsonl|.json|") ? TF_FORMAT_JSONL : TF_FORMAT_TEXT;
+        if (*out == TF_FORMAT_TEXT && first_is_shard(patterns, sr_config_base_dir(g->ctx, key)))
+            *out = TF_FORMAT_SHARDS; /* a folder glob of shards: known by their magic, not read as text */
         return 0;
     }
     if (!strcmp(f, "text")) *out = TF_FORMAT_TEXT;
@@ -147,7 +185,7 @@ static int load_eval_data(tf_lm *g, const tf_data_opts *train) {
                             "data, or give eval_data\n", pct, g->data.n, err);
             return -1;
         }
-        snprintf(g->eval_desc, sizeof g->eval_desc, "the last %d%% of the texts", pct);
+        snprintf(g->eval_desc, sizeof g->eval_desc, "the last %d%% of the %s", pct, g->data.shards ? "blocks" : "texts");
         g->eval_from = g->eval_desc;
     }
     return 0;

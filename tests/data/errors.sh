@@ -61,6 +61,12 @@ printf '%s\n' '[1, 2]' >"$T/array.jsonl"
 bad "$T/array.jsonl" "a JSON Lines line that is not an object" "$T/array.jsonl:1: not a JSON object"
 bad "$T/good.bin" "an unknown data_format" "data_format = csv" --set task.data_format=csv
 
+# data_format = auto knows shards by their magic when the names do not say (a folder's glob)
+mkdir "$T/sniff" && cp "$T/good.bin" "$T/sniff/part-0"
+run "$SHARDRUN" "$T/job.ini" --set task.data="$T/sniff/*" --set task.output_dir="$T/out-sniff"
+expect_rc 0 "shards without .bin names ($err)"
+expect_in "$out" "packed from 300 tokens of 1 token shards" "are read as shards, not text"
+
 # a shard that shrinks under a reader: the read is refused with the file named, and a read that
 # faults on the vanished pages (the identity's) is caught, not a SIGBUS
 cp "$T/good.bin" "$T/shrink.bin"

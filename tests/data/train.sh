@@ -23,8 +23,8 @@ n_embd = 32
 n_head = 2
 max_length = 32
 data = $T/tiny_train_*.bin
-max_steps = 6
-save_steps = 3
+max_steps = 30
+save_steps = 10
 learning_rate = 3e-3
 warmup_steps = 1
 logging_steps = 1
@@ -44,46 +44,43 @@ for r in 2:3:FULL_SHARD 3:2:SHARD_GRAD_OP; do
     c=$($CMP "$T/ws$n/train_log.jsonl" "$T/base/train_log.jsonl" 1e-5) && pass || fail "ws$n ($s) vs world size 1: $c"
     # atol 1e-5: the attention's key bias has no gradient (softmax ignores a constant added to every
     # key), so Adam turns the ranks' different rounding of that zero into steps of up to 1e-6
-    p=$($PCMP 1e-5 1e-5 "$T/base/checkpoint-6/model.safetensors" "$T/ws$n/checkpoint-6/model.safetensors") && pass ||
+    p=$($PCMP 1e-5 1e-5 "$T/base/checkpoint-30/model.safetensors" "$T/ws$n/checkpoint-30/model.safetensors") && pass ||
         fail "ws$n: final parameters differ from world size 1's: $p"
 done
 
 # the checkpoint records the data
-/usr/bin/python3 - "$T/base/checkpoint-3/trainer_state.json" <<'PY' && pass || fail "checkpoint-3 records the shards"
+/usr/bin/python3 - "$T/base/checkpoint-10/trainer_state.json" <<'PY' && pass || fail "checkpoint-10 records the shards"
 import json, sys
 s = json.load(open(sys.argv[1]))["stateful_callbacks"]["shardrun"]
 assert s["data_identity"].startswith("2 shards, 26048 bytes, xxh3 "), s
 assert [f.split()[0] for f in s["data_files"].split("; ")] == ["tiny_train_000000.bin", "tiny_train_000001.bin"], s
 PY
 # mid-epoch resume (an epoch is 62 steps): the same final model, byte for byte
-train resumed 1 6 --set accelerate.fsdp.sharding_strategy=NO_SHARD --set task.resume_from_checkpoint="$T/base/checkpoint-3"
-expect_same_file "$T/resumed/checkpoint-6/model.safetensors" "$T/base/checkpoint-6/model.safetensors" "resumed at step 3: model.safetensors"
-# SIGTERM after step 2: a checkpoint, then resume
+train resumed 1 6 --set accelerate.fsdp.sharding_strategy=NO_SHARD --set task.resume_from_checkpoint="$T/base/checkpoint-10"
+expect_same_file "$T/resumed/checkpoint-30/model.safetensors" "$T/base/checkpoint-30/model.safetensors" "resumed at step 10: model.safetensors"
+# SIGTERM after step 5: a checkpoint, then resume
 "$SHARDRUN" "$T/job.ini" --set task.per_device_train_batch_size=6 --set accelerate.fsdp.sharding_strategy=NO_SHARD \
-    --set task.max_steps=6 --set task.output_dir="$T/term" >"$T/term.out" 2>"$T/term.err" &
+    --set task.output_dir="$T/term" >"$T/term.out" 2>"$T/term.err" &
 p=$!
-for _ in $(seq 600); do grep -q "step 2/6" "$T/term.out" 2>/dev/null && break; sleep 0.1; done
+wait_for "$T/term.out" "step 5/30" 120 && pass || fail "the run reached step 5 ($(cat "$T/term.err"))"
 kill -TERM $p
 wait $p
 rc=$?
-if [ "$rc" = 143 ]; then
-    train term 1 6 --set accelerate.fsdp.sharding_strategy=NO_SHARD --set task.resume_from_checkpoint=latest
-    expect_same_file "$T/term/checkpoint-6/model.safetensors" "$T/base/checkpoint-6/model.safetensors" "after SIGTERM and resume: model.safetensors"
-else # it finished before the signal: nothing to resume, and still the same model
-    expect_eq "$rc" 0 "the SIGTERM run ($(cat "$T/term.err"))"
-    expect_same_file "$T/term/checkpoint-6/model.safetensors" "$T/base/checkpoint-6/model.safetensors" "the SIGTERM run's model.safetensors"
-fi
+expect_eq "$rc" 143 "SIGTERM: the run stops with a checkpoint ($(tail -2 "$T/term.out"))"
+train term 1 6 --set accelerate.fsdp.sharding_strategy=NO_SHARD --set task.resume_from_checkpoint=latest
+expect_in "$out" "resumed from $T/term/checkpoint-" "it resumes from the preemption's checkpoint"
+expect_same_file "$T/term/checkpoint-30/model.safetensors" "$T/base/checkpoint-30/model.safetensors" "after SIGTERM and resume: model.safetensors"
 
 # other data under the same names: refused, or allowed by resume_allow_changes
 cp "$T/tiny_train_000001.bin" "$T/keep"
 printf '\x07' | dd of="$T/tiny_train_000001.bin" bs=1 seek=1024 conv=notrunc 2>/dev/null
 run "$SHARDRUN" "$T/job.ini" --set task.per_device_train_batch_size=6 --set accelerate.fsdp.sharding_strategy=NO_SHARD \
-    --set task.output_dir="$T/changed" --set task.resume_from_checkpoint="$T/base/checkpoint-3"
+    --set task.output_dir="$T/changed" --set task.resume_from_checkpoint="$T/base/checkpoint-10"
 expect_rc 2 "resuming on changed shards"
 expect_in "$err" "was trained on other data than this run's" "the refusal says why"
 expect_in "$err" "resume_allow_changes" "and what to do"
 run "$SHARDRUN" "$T/job.ini" --set task.per_device_train_batch_size=6 --set accelerate.fsdp.sharding_strategy=NO_SHARD \
-    --set task.output_dir="$T/changed" --set task.resume_from_checkpoint="$T/base/checkpoint-3" --set task.resume_allow_changes=data
+    --set task.output_dir="$T/changed2" --set task.resume_from_checkpoint="$T/base/checkpoint-10" --set task.resume_allow_changes=data
 expect_rc 0 "resume_allow_changes = data"
 expect_in "$out" "the data changed since" "a warning says the data changed"
 cp "$T/keep" "$T/tiny_train_000001.bin"

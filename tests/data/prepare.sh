@@ -215,4 +215,7 @@ expect_in "$err" $'\r[##############################] 100%' "a bar redrawn with 
 expect_in "$err" "ETA" "the bar shows the time left"
 run "$PREP" -o "$T/p/x" "$L/BSD"
 expect_not_in "$err" $'\r' "auto: no bar when stderr is not a terminal"
+# auto on a terminal (script(1) gives the command one): the bar
+tty_out=$(script -qec "$(printf '%q ' "$PREP" -o "$T/p/y" "$L/BSD")" /dev/null)
+expect_in "$tty_out" $'\r[##############################] 100%' "auto: the bar when stderr is a terminal"
 done_checks

@@ -39,7 +39,7 @@ int prep_chunk_add(prep_chunk *c, const char *text, size_t len, int eot_first) {
         if (!s) return -1;
         c->seg = s, c->seg_cap = cap;
     }
-    memcpy(c->text + c->len, text, len);
+    if (len) memcpy(c->text + c->len, text, len); /* an empty document: c->text may still be NULL */
     c->seg[c->nseg++] = (prep_seg){c->len, len, eot_first};
     c->len += len;
     return 0;

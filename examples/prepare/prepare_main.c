@@ -140,6 +140,11 @@ static int on_job_key(void *user, const char *section, const char *key, const ch
     return 1;
 }
 
+static char *held[4]; /* the job's strings opts points to */
+static void free_held(void) {
+    for (int i = 0; i < 4; i++) free(held[i]), held[i] = NULL;
+}
+
 static int read_job(opts *o) {
     char dir[4096];
     const char *slash = strrchr(o->job, '/');
@@ -154,12 +159,14 @@ static int read_job(opts *o) {
                 rc > 0 ? "not a valid ini line (expected KEY = VALUE or [section])" : "out of memory");
         return -1;
     }
-    /* the job's tokenizer only when no flag names one (the strings live until exit) */
+    /* the job's tokenizer only when no flag names one; the strings live until exit */
+    atexit(free_held);
     if (!o->tok.vocab_json && !o->tok.merges_txt && !o->tok.tokenizer_json) {
-        o->tok.vocab_json = j.vocab, o->tok.merges_txt = j.merges, o->tok.tokenizer_json = j.json;
+        o->tok.vocab_json = held[0] = j.vocab, o->tok.merges_txt = held[1] = j.merges;
+        o->tok.tokenizer_json = held[2] = j.json;
         j.vocab = j.merges = j.json = NULL;
     }
-    if (!o->text_field && j.field) o->text_field = j.field, j.field = NULL;
+    if (!o->text_field && j.field) o->text_field = held[3] = j.field, j.field = NULL;
     free(j.vocab), free(j.merges), free(j.json), free(j.field);
     return 0;
 }

@@ -35,8 +35,11 @@ cd "$work/elsewhere"
     make -C ../sdk/plugin
     shardrun ../sdk/plugin/job.ini
     shardrun /usr/share/shardrun/examples/hello/hello.ini
+    shardrun prepare -o ./lic --val-tokens 1000 --progress none /usr/share/common-licenses/GPL-3
+    ls lic_val_000000.bin lic_train_000001.bin
 ) >"$work/log" 2>&1 || { cat "$work/log"; echo ".ci/deb.sh: FAILED (log above)" >&2; exit 1; }
 grep -q "pi is about 3.1415926535" "$work/log" || { cat "$work/log"; echo ".ci/deb.sh: the main task's result is missing" >&2; exit 1; }
 grep -q "rank 1: tag baseline, seed 101" "$work/log" || { cat "$work/log"; echo ".ci/deb.sh: the plugin's variables are missing" >&2; exit 1; }
+grep -q "^prepared .* tokens from 1 documents" "$work/log" || { cat "$work/log"; echo ".ci/deb.sh: shardrun prepare's line is missing" >&2; exit 1; }
 rm -rf "$work"
-echo ".ci/deb.sh: the packages install, selftest --quick passes, and the SDK examples build and run against them"
+echo ".ci/deb.sh: the packages install, selftest --quick passes, the SDK examples build and run against them, shardrun prepare writes shards"

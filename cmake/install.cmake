@@ -1,6 +1,7 @@
 # What `cmake --install build --prefix P` puts under P, and the Debian packages `cpack -G DEB` makes
 # of it (docs/sdk.md).  The tree is relocatable: nothing in it names P.
-#   bin/shardrun, bin/gpt2_generate          RPATH $ORIGIN/../<libdir>: run with no LD_LIBRARY_PATH
+#   bin/shardrun, bin/shardrun_prepare,      RPATH
+#   bin/gpt2_generate                         $ORIGIN/../<libdir>: run with no LD_LIBRARY_PATH
 #   <libdir>/libshardrun.so (+ _cuda)         where the runtime looks for plugins and tasks:
 #   <libdir>/shardrun/plugins, .../tasks      (base/lib_dir.c: relative to libshardrun.so)
 #   include/shardrun/                         the public API
@@ -20,6 +21,8 @@ set_property(TARGET shardrun_exe PROPERTY INSTALL_RPATH "$ORIGIN/${bin_to_lib}")
 install(TARGETS shardrun EXPORT shardrunTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS shardrun_exe RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+set_property(TARGET shardrun_prepare PROPERTY INSTALL_RPATH "$ORIGIN/${bin_to_lib}")
+install(TARGETS shardrun_prepare RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 install(TARGETS shardrun_plugin_torch shardrun_plugin_accelerate LIBRARY DESTINATION ${SHARDRUN_INSTALL_PLUGINDIR}
         COMPONENT runtime)
 install(TARGETS shardrun_task_hello shardrun_task_pgbench shardrun_task_toy LIBRARY DESTINATION ${SHARDRUN_INSTALL_TASKDIR}

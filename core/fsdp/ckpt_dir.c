@@ -124,7 +124,8 @@ static int read_member(sr_json *j, sr__ckpt_ident *id, const char *key, size_t k
                 {"job_id", id->job_id, sizeof id->job_id},
                 {"requeue_key", id->requeue_key, sizeof id->requeue_key},
                 {"mixed_precision", id->mixed_precision, sizeof id->mixed_precision},
-                {"sharding_strategy", id->sharding_strategy, sizeof id->sharding_strategy}};
+                {"sharding_strategy", id->sharding_strategy, sizeof id->sharding_strategy},
+                {"data_identity", id->data_identity, sizeof id->data_identity}};
     for (size_t s = 0; s < sizeof strs / sizeof *strs; s++)
         if (sr__json_key_is(key, klen, strs[s].name) && sr__json_peek(j) == SR_JSON_STRING) {
             if (sr__json_string(j, &sv, &sl) != 0) return -1;

@@ -28,13 +28,27 @@ struct sr_ctx {
     size_t nasked;
     char **paths; /* what sr_config_path() returned, freed with the ctx */
     size_t npaths;
+    char *data_identity, *data_detail; /* sr_data_identity() */
 };
+
+int sr_data_identity(sr_ctx *c, const char *identity, const char *detail) {
+    free(c->data_identity), free(c->data_detail);
+    c->data_identity = identity ? strdup(identity) : NULL;
+    c->data_detail = detail ? strdup(detail) : NULL;
+    return (identity && !c->data_identity) || (detail && !c->data_detail) ? -1 : 0;
+}
+
+const char *sr__ctx_data_identity(const sr_ctx *c, const char **detail) {
+    if (detail) *detail = c->data_detail;
+    return c->data_identity;
+}
 
 void sr__ctx_free(sr_ctx *c) {
     if (!c) return;
     for (size_t i = 0; i < c->nres; i++) free(c->res[i].name), free(c->res[i].json);
     for (size_t i = 0; i < c->nasked; i++) free(c->asked[i]);
     for (size_t i = 0; i < c->npaths; i++) free(c->paths[i]);
+    free(c->data_identity), free(c->data_detail);
     free(c->res), free(c->asked), free(c->paths), free(c);
 }
 

@@ -8,6 +8,7 @@
 #include "shardrun/plugin.h"
 #include "shardrun/task.h"
 #include "config/env_table.h"
+#include "shardrun/data.h"
 #include "config/job.h"
 
 sr_ctx *sr__ctx_new(const sr_topology *topo, sr_job *cfg);
@@ -25,5 +26,8 @@ int sr__ctx_check_task_keys(const sr_ctx *ctx, const char *task_name, const sr_k
 /* The i-th [task] key that has a value (job file, override or default), with *value; NULL after
    the last.  What a checkpoint records of the run's configuration (trainer/resume.c). */
 const char *sr__ctx_task_setting(const sr_ctx *ctx, size_t i, const char **value);
+
+/* What the task said it trains on (sr_data_identity): the identity line or NULL, and *detail. */
+const char *sr__ctx_data_identity(const sr_ctx *ctx, const char **detail);
 
 #endif

@@ -304,6 +304,7 @@ int sr__resume_choose(sr__trainer *t) {
     }
     t->resume_step = id.step;
     snprintf(t->resume_strategy, sizeof t->resume_strategy, "%s", id.sharding_strategy);
+    snprintf(t->resume_data, sizeof t->resume_data, "%s", id.data_identity);
     sr__ckpt_ident_free(&id);
     if (rc != SR_EXIT_OK) {
         free(dir);
@@ -319,6 +320,36 @@ int sr__resume_check_plan(const sr__trainer *t) {
                     "num_train_epochs = %g at %lld steps per epoch): nothing is left to train; raise max_steps or "
                     "num_train_epochs to train further, or start a new run", t->resume_dir, t->ts.global_step,
             t->plan.total_steps, t->a.num_train_epochs, t->plan.steps_per_epoch);
+    return SR_EXIT_CONFIG;
+}
+
+int sr__resume_data(sr__trainer *t) {
+    const char *detail, *now = sr__ctx_data_identity(t->ctx, &detail);
+    if (now) { /* checkpoints record it from here on */
+        sr_buf b = {0};
+        sr__buf_printf(&b, "%s, \"data_identity\": ", t->settings);
+        sr__buf_json_str(&b, now);
+        if (detail) {
+            sr__buf_printf(&b, ", \"data_files\": ");
+            sr__buf_json_str(&b, detail);
+        }
+        free(t->settings);
+        t->ts.settings = t->settings = b.s;
+    }
+    if (!t->resume_dir || !t->resume_data[0] || (now && !strcmp(now, t->resume_data))) return SR_EXIT_OK;
+    const char *n = now ? now : "(not recorded by this run's task)";
+    if (allowed(t, "data")) {
+        if (t->rank == 0)
+            printf("shardrun: warning: the data changed since %s (%s then, %s now; allowed by resume_allow_changes): "
+                   "the resumed run no longer reproduces the uninterrupted one\n", t->resume_dir, t->resume_data, n);
+        return SR_EXIT_OK;
+    }
+    sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s was trained on other data than this run's:\n    data: %s in the "
+                          "checkpoint (its trainer_state.json lists the files under data_files), %s now\n"
+                          "A resumed run continues with the samples the uninterrupted run would have seen only on the "
+                          "same data; nothing was trained.  Restore the data; or add data to [task] "
+                          "resume_allow_changes to continue on the new data; or start a new run", t->resume_dir,
+            t->resume_data, n);
     return SR_EXIT_CONFIG;
 }
 

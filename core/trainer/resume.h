@@ -28,6 +28,10 @@
 int sr__resume_choose(sr__trainer *t);
 /* After the run is planned: a resumed step at or past total_steps is refused.  An exit code. */
 int sr__resume_check_plan(const sr__trainer *t);
+/* After the task's create(): records the data it said it trains on (sr_data_identity) in what
+   checkpoints write, and refuses a resume from a checkpoint trained on other data unless
+   resume_allow_changes lists data.  An exit code. */
+int sr__resume_data(sr__trainer *t);
 /* Once the engine exists: a note when the checkpoint was saved under another sharding strategy. */
 void sr__resume_note_strategy(const sr__trainer *t);
 /* How many times this job was started again (shardrun's restarts or Slurm's requeues). */

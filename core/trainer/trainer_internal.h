@@ -64,6 +64,7 @@ typedef struct sr__trainer {
     char *resume_dir;     /* the checkpoint this run starts from (owned; resume.c), or NULL */
     long long resume_step; /* the step it holds */
     char resume_strategy[32]; /* the sharding strategy it was saved under ("": not recorded) */
+    char resume_data[256];    /* the data identity it records ("": none) */
     char *settings;       /* what checkpoints record of the configuration (owned; resume.c) */
     /* evaluation and the records (eval.c, records.c) */
     sr__history hist;

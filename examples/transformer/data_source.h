@@ -29,7 +29,11 @@ typedef struct tf_data_source {
     void (*describe)(const tf_dataset *d, char *out, size_t len);
 } tf_data_source;
 
-/* Text files split into paragraphs, lines or whole files (dataset.h) */
+/* Text files split into paragraphs, lines or whole files, or JSON Lines records (dataset.h); packed
+   into full blocks or one padded sample per text */
 extern const tf_data_source tf_data_source_text;
+/* llm.c token shards (shardrun/data.h), mapped: the stream of their tokens cut into blocks of T
+   (always packed; nothing is tokenized, so tok may be NULL) */
+extern const tf_data_source tf_data_source_shards;
 
 #endif

@@ -182,6 +182,8 @@ typedef struct {
     int32_t *tmp; /* the current text's ids */
     size_t tmp_n, tmp_cap;
     long long cap; /* samples d->ids and d->lengths hold */
+    sr_packer pack; /* packing: every text so far, joined by eos */
+    const char *file; /* the file being read, for messages */
     char *err;
     size_t errlen;
 } loader;
@@ -202,6 +204,11 @@ static int take(loader *L, const char *s, size_t n) {
     L->tmp_n = 0;
     if (tf_tokenizer_encode(L->tok, s, n, &L->tmp, &L->tmp_n, &L->tmp_cap))
         return fail(L->err, L->errlen, "out of memory tokenizing the data");
+    if (L->o->packing) {
+        if (sr_packer_add(&L->pack, L->tmp, L->tmp_n) != 0)
+            return fail(L->err, L->errlen, "out of memory packing %lld tokens", (long long)L->pack.n);
+        return L->o->max_samples && L->pack.docs >= L->o->max_samples;
+    }
     if (d->n == L->cap) {
         long long c = L->cap ? 2 * L->cap : 256;
         if (L->o->max_samples && c > L->o->max_samples) c = L->o->max_samples;
@@ -248,8 +255,43 @@ static int split(loader *L, const char *s, size_t n) {
     return end ? take(L, s + start, end - start) : 0;
 }
 
+/* sr_jsonl_each's callback: one record's text */
+static int take_record(void *user, const char *text, size_t len, long long line) {
+    (void)line;
+    return take(user, text, len);
+}
+
+/* Packing's blocks: the stream cut into rows of T, the rest dropped (group_texts) */
+static int cut_blocks(loader *L) {
+    tf_dataset *d = L->d;
+    long long n = sr_packer_blocks(&L->pack);
+    d->tokens_left = L->pack.n - n * d->T;
+    if (!n) return 0; /* no sample: said by the caller */
+    d->ids = L->pack.ids; /* rows of T are the stream itself: no copy */
+    L->pack.ids = NULL;
+    if (!(d->lengths = malloc((size_t)n * sizeof *d->lengths))) return fail(L->err, L->errlen, "out of memory");
+    for (long long i = 0; i < n; i++) d->lengths[i] = d->T;
+    d->n = n;
+    d->tokens = n * d->T;
+    return 0;
+}
+
+int tf_dataset_sample(const tf_dataset *d, long long i, int32_t *out, int *len, char *err, size_t errlen) {
+    if (d->shards) {
+        *len = d->T;
+        return sr_shard_set_read(d->shards, (d->block0 + i) * d->T, d->T, out, err, errlen);
+    }
+    memcpy(out, d->ids + (size_t)i * (size_t)d->T, (size_t)d->T * sizeof *out);
+    *len = d->lengths[i];
+    return 0;
+}
+
 void tf_dataset_free(tf_dataset *d) {
     if (!d) return;
+    if (d->shards && d->owns_shards) {
+        sr_shard_set_close(d->shards);
+        free(d->shards);
+    }
     free(d->ids);
     free(d->lengths);
     memset(d, 0, sizeof *d);
@@ -262,6 +304,14 @@ int tf_dataset_split_tail(tf_dataset *d, long long n, tf_dataset *tail, char *er
                     n < 1 ? "no eval sample" : "no training sample");
     long long keep = d->n - n;
     size_t T = (size_t)d->T;
+    if (d->shards) { /* the last blocks of the same mapped stream */
+        *tail = *d;
+        tail->owns_shards = 0;
+        tail->block0 = d->block0 + keep;
+        tail->n = n, tail->tokens = n * d->T, tail->texts_read = n;
+        d->n = keep, d->tokens = keep * d->T;
+        return 0;
+    }
     tail->ids = malloc((size_t)n * T * sizeof *tail->ids);
     tail->lengths = malloc((size_t)n * sizeof *tail->lengths);
     if (!tail->ids || !tail->lengths) {
@@ -289,6 +339,7 @@ int tf_dataset_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, cha
     if (list_files(o->patterns, o->base_dir, &files, &nfiles, err, errlen)) return -1;
     d->T = o->max_length;
     loader L = {.d = d, .o = o, .tok = tok, .err = err, .errlen = errlen};
+    sr_packer_init(&L.pack, o->max_length, tf_tokenizer_eos(tok));
     int rc = 0;
     unsigned long long budget = TF_DATA_MAX; /* the files may have grown since they were listed */
     for (size_t k = 0; k < nfiles && !rc; k++) {
@@ -301,9 +352,21 @@ int tf_dataset_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, cha
         }
         d->files++;
         budget -= len;
-        rc = split(&L, text, len);
+        L.file = files[k].path;
+        if (o->format == TF_FORMAT_JSONL)
+            rc = sr_jsonl_each(text, len, files[k].path, 1, o->text_field ? o->text_field : "text", take_record, &L,
+                               err, errlen);
+        else
+            rc = split(&L, text, len);
         free(text);
     }
+    if (rc >= 0 && o->packing && cut_blocks(&L) != 0) rc = -1;
+    if (rc >= 0 && o->packing && !d->n && d->texts_read > d->texts_dropped) {
+        fail(err, errlen, "packing: the %lld texts hold %lld tokens together, fewer than one block of max_length = %d; "
+             "add data or lower max_length", d->texts_read - d->texts_dropped, (long long)L.pack.n, d->T);
+        rc = -1;
+    }
+    sr_packer_free(&L.pack);
     free(L.tmp);
     free_files(files, nfiles);
     if (rc >= 0 && !d->n) {

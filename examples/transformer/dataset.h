@@ -11,12 +11,18 @@
 
 #include <stdint.h>
 
+#include "shardrun/data.h"
 #include "tokenizer.h"
 
-/* The most the data files may hold together: 4 GiB of text (about a billion GPT-2 tokens) */
+/* The most text and JSON Lines files may hold together: 4 GiB, read into each rank's memory (about a
+   billion GPT-2 tokens, 4 GiB of ids per rank when packed).  Token shards are mapped, not read:
+   this bound is not theirs. */
 #define TF_DATA_MAX ((unsigned long long)4 << 30)
 
 typedef enum { TF_SPLIT_PARAGRAPH, TF_SPLIT_LINE, TF_SPLIT_FILE } tf_split;
+/* What the data files are: text (split into texts by tf_split), JSON Lines (one text per record, its
+   text_field), or llm.c token shards (data_source.h's tf_data_source_shards) */
+typedef enum { TF_FORMAT_TEXT, TF_FORMAT_JSONL, TF_FORMAT_SHARDS } tf_format;
 
 typedef struct tf_data_opts {
     /* whitespace-separated files or glob(3) patterns, e.g. "/usr/share/common-licenses/[A-Z]*"; a
@@ -27,6 +33,10 @@ typedef struct tf_data_opts {
     int min_chars;         /* texts with fewer non-whitespace characters (UTF-8 code points) are dropped */
     int max_length;        /* tokens per sample: truncated to it, padded with eos */
     long long max_samples; /* 0 = all; else keep the first max_samples texts (after filtering, in file order) */
+    tf_format format;       /* text or JSON Lines here; shards: tf_data_source_shards */
+    const char *text_field; /* JSON Lines: the member holding the text ("text") */
+    int packing;            /* 1: texts joined by eos and cut into full blocks of max_length (group_texts),
+                               no padding; 0: one sample per text, truncated and padded */
 } tf_data_opts;
 
 typedef struct tf_dataset {
@@ -36,7 +46,16 @@ typedef struct tf_dataset {
     int32_t *lengths; /* n: real tokens in each sample (the rest is padding) */
     long long files, texts_read, texts_dropped; /* for a log line: files read, non-empty texts seen, dropped */
     long long tokens; /* sum of lengths */
+    long long tokens_left; /* packed: the stream's last tokens that fill no block (dropped) */
+    /* token shards (tf_data_source_shards): ids and lengths are NULL, and sample i is the stream's
+       tokens (block0 + i) * T .. + T of shards, all real */
+    sr_shard_set *shards;
+    int owns_shards; /* this dataset closes them (a held-out tail shares its parent's) */
+    long long block0;
 } tf_dataset;
+
+/* Sample i of d (i in [0, d->n)) into out[T]: 0, or -1 with err (a shard that changed under the run). */
+int tf_dataset_sample(const tf_dataset *d, long long i, int32_t *out, int *len, char *err, size_t errlen);
 
 /* 0, or -1 with a message in err (naming the pattern that matched no file, the file that cannot be
    read, etc., and what to do); *d is then empty.  Files of all patterns are taken in pattern order,

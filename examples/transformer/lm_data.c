@@ -1,10 +1,16 @@
 /*
  * transformer lm_task: the tokenizer and the samples, from [task]: tokenizer_json, or vocab_json +
  * merges_txt, or neither (byte-level); data, split, min_chars, max_length, max_samples; eval_data or
- * validation_split_percentage.  The samples come through a data source (data_source.h): text files
- * today.
+ * validation_split_percentage; data_format, text_field, packing.  The samples come through a data
+ * source (data_source.h): text or JSON Lines files, or llm.c token shards (docs/data.md).
  */
+#define _GNU_SOURCE
+#include <glob.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "lm_state.h"
 
@@ -31,6 +37,86 @@ static int load_tokenizer(tf_lm *g) {
     return 0;
 }
 
+/* Whether every whitespace-separated word of patterns ends in one of the suffixes ("|.bin|") */
+static int all_end_in(const char *patterns, const char *suffixes) {
+    int any = 0;
+    for (const char *p = patterns; *p;) {
+        p += strspn(p, " \t\n");
+        size_t n = strcspn(p, " \t\n");
+        if (!n) break;
+        int hit = 0;
+        for (const char *s = suffixes; *s && !hit;) {
+            s += strspn(s, "|");
+            size_t k = strcspn(s, "|");
+            hit = k && n >= k && !strncmp(p + n - k, s, k);
+            s += k;
+        }
+        if (!hit) return 0;
+        any = 1;
+        p += n;
+    }
+    return any;
+}
+
+/* Whether the first file the first pattern matches starts with a token shard's magic */
+static int first_is_shard(const char *patterns, const char *base_dir) {
+    char word[4096], path[8192];
+    size_t n = 0;
+    const char *p = patterns + strspn(patterns, " \t\n");
+    for (; *p && !strchr(" \t\n", *p) && n + 1 < sizeof word; p++) {
+        if (*p == '\\' && p[1]) p++;
+        word[n++] = *p;
+    }
+    word[n] = 0;
+    if (!n) return 0;
+    snprintf(path, sizeof path, "%s%s%s", word[0] == '/' || !base_dir ? "" : base_dir, word[0] == '/' || !base_dir ? "" : "/",
+             word);
+    glob_t gl;
+    int is = 0;
+    if (glob(path, 0, NULL, &gl) == 0) {
+        for (size_t i = 0; i < gl.gl_pathc && !is; i++) {
+            struct stat st;
+            unsigned char h[4];
+            FILE *f = stat(gl.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode) ? fopen(gl.gl_pathv[i], "rb") : NULL;
+            if (!f) continue;
+            if (fread(h, 1, 4, f) == 4) {
+                int32_t m = (int32_t)((uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24);
+                is = m == SR_SHARD_MAGIC_U16 || m == SR_SHARD_MAGIC_U32;
+            }
+            fclose(f);
+            break; /* the first regular file decides */
+        }
+        globfree(&gl);
+    }
+    return is;
+}
+
+/* data_format for the files named by patterns: the key, or (auto) from their names: all .bin ->
+   token shards, all .jsonl/.json -> JSON Lines, else text */
+static int data_format(tf_lm *g, const char *key, const char *patterns, tf_format *out) {
+    const char *f = sr_config(g->ctx, "data_format");
+    if (!f || !strcmp(f, "auto")) {
+        *out = all_end_in(patterns, "|.bin|") ? TF_FORMAT_SHARDS :
+               all_end_in(patterns, "|.jsonl|.json|") ? TF_FORMAT_JSONL : TF_FORMAT_TEXT;
+        if (*out == TF_FORMAT_TEXT && first_is_shard(patterns, sr_config_base_dir(g->ctx, key)))
+            *out = TF_FORMAT_SHARDS; /* a folder glob of shards: known by their magic, not read as text */
+        return 0;
+    }
+    if (!strcmp(f, "text")) *out = TF_FORMAT_TEXT;
+    else if (!strcmp(f, "jsonl")) *out = TF_FORMAT_JSONL;
+    else if (!strcmp(f, "shards")) *out = TF_FORMAT_SHARDS;
+    else {
+        tf__lm_error(g, "[task] data_format = %s; expected auto (from the file names: .bin token shards, .jsonl "
+                        "JSON Lines, else text), text, jsonl or shards (for %s)\n", f, key);
+        return -1;
+    }
+    return 0;
+}
+
+static const tf_data_source *source_of(tf_format f) {
+    return f == TF_FORMAT_SHARDS ? &tf_data_source_shards : &tf_data_source_text;
+}
+
 /* The training samples' settings; sets g->T (max_length) */
 static int data_opts(tf_lm *g, tf_data_opts *o) {
     long long max_samples;
@@ -47,8 +133,16 @@ static int data_opts(tf_lm *g, tf_data_opts *o) {
         return -1;
     }
     if (!split) o->split = TF_SPLIT_PARAGRAPH;
+    if (data_format(g, "data", o->patterns, &o->format) != 0) return -1;
+    /* token shards are one stream: packed; texts keep today's one padded sample each unless asked */
+    if (sr_config_bool(g->ctx, "packing", o->format == TF_FORMAT_SHARDS, &o->packing) != 0) return -1;
+    o->text_field = sr_config(g->ctx, "text_field");
+    if (!o->text_field || !*o->text_field) o->text_field = "text";
+    /* the short-text filter is for paragraphs of padded text files; JSON Lines records and packed texts
+       are taken whole, as run_clm does */
+    int min_chars_default = o->format == TF_FORMAT_TEXT && !o->packing ? 32 : 0;
     if (tf__lm_config_int(g, "max_length", 128, 2, g->d.P, &g->T) ||
-        tf__lm_config_int(g, "min_chars", 32, 0, 1 << 30, &o->min_chars) ||
+        tf__lm_config_int(g, "min_chars", min_chars_default, 0, 1 << 30, &o->min_chars) ||
         sr_config_int(g->ctx, "max_samples", 0, &max_samples))
         return -1;
     if (max_samples < 0) {
@@ -76,7 +170,10 @@ static int load_eval_data(tf_lm *g, const tf_data_opts *train) {
         o.patterns = files;
         o.base_dir = sr_config_base_dir(g->ctx, "eval_data");
         o.max_samples = 0;
-        if (g->source->load(&g->eval, &o, g->tok, err, sizeof err) != 0) {
+        if (data_format(g, "eval_data", files, &o.format) != 0) return -1;
+        /* packing follows the training data's unless set: shards are packed whatever the training data is */
+        if (o.format == TF_FORMAT_SHARDS && !sr_config(g->ctx, "packing")) o.packing = 1;
+        if (source_of(o.format)->load(&g->eval, &o, g->tok, err, sizeof err) != 0) {
             tf__lm_error(g, "[task] eval_data: %s\n", err);
             return -1;
         }
@@ -88,20 +185,56 @@ static int load_eval_data(tf_lm *g, const tf_data_opts *train) {
                             "data, or give eval_data\n", pct, g->data.n, err);
             return -1;
         }
-        snprintf(g->eval_desc, sizeof g->eval_desc, "the last %d%% of the texts", pct);
+        snprintf(g->eval_desc, sizeof g->eval_desc, "the last %d%% of the %s", pct, g->data.shards ? "blocks" : "texts");
         g->eval_from = g->eval_desc;
     }
     return 0;
+}
+
+/* sr_shard_set_identity's per-shard callback: "name bytes xxh3; ..." */
+static void list_shard(void *user, const char *name, int64_t bytes, uint64_t hash) {
+    char **s = user, *t = NULL;
+    if (asprintf(&t, "%s%s%s %lld %016llx", *s ? *s : "", *s ? "; " : "", name, (long long)bytes,
+                 (unsigned long long)hash) < 0)
+        t = NULL;
+    free(*s);
+    *s = t;
+}
+
+/* Checkpoints record which shards the run trains on; a resume on other data is refused (trainer). */
+static int record_identity(tf_lm *g) {
+    if (!g->data.shards) return 0;
+    char id[256], *files = NULL;
+    sr_shard_set_identity(g->data.shards, id, sizeof id, list_shard, &files);
+    int rc = sr_data_identity(g->ctx, id, files);
+    free(files);
+    if (rc != 0) tf__lm_error(g, "out of memory\n");
+    return rc;
 }
 
 int tf__lm_load_data(tf_lm *g) {
     tf_data_opts o = {0};
     char err[1024];
     if (load_tokenizer(g) != 0 || data_opts(g, &o) != 0) return -1;
-    g->source = &tf_data_source_text;
+    g->source = source_of(o.format);
     if (g->source->load(&g->data, &o, g->tok, err, sizeof err) != 0) {
         tf__lm_error(g, "%s\n", err);
         return -1;
     }
-    return load_eval_data(g, &o);
+    return record_identity(g) != 0 ? -1 : load_eval_data(g, &o);
+}
+
+/* Every token id below the model's vocabulary, before step 0: shards are read through once (mapped,
+   nothing kept); texts were tokenized by the model's tokenizer, whose ids the vocabulary covers
+   (tf_lm_create checks vocab_size against it). */
+int tf__lm_check_vocab(tf_lm *g) {
+    char err[1024];
+    const tf_dataset *sets[2] = {&g->data, &g->eval};
+    for (int k = 0; k < 2; k++) {
+        if (sets[k]->shards && sets[k]->owns_shards && sr_shard_set_check_vocab(sets[k]->shards, g->d.V, err, sizeof err)) {
+            tf__lm_error(g, "%s%s\n", k ? "eval_data: " : "", err);
+            return -1;
+        }
+    }
+    return 0;
 }

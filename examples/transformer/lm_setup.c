@@ -92,8 +92,8 @@ static void log_model(const tf_lm *g, int cuda) {
     g->source->describe(&g->data, from, sizeof from);
     printf("%s: data: %lld samples of %d tokens (%lld real tokens, %.1f%% padding) %s; %s tokenizer, %d tokens\n",
            arch->name, g->data.n, g->T, g->data.tokens,
-           100.0 * (1.0 - (double)g->data.tokens / ((double)g->data.n * g->T)), from, g->tok_desc,
-           tf_tokenizer_vocab_size(g->tok));
+           100.0 * (1.0 - (double)g->data.tokens / ((double)g->data.n * g->T)), from,
+           g->tok_desc, tf_tokenizer_vocab_size(g->tok));
     if (g->eval.n)
         printf("%s: eval data: %lld samples (%lld real tokens) from %s\n", arch->name, g->eval.n, g->eval.tokens,
                g->eval_from);
@@ -118,6 +118,7 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
         tf__lm_error(g, "[task] vocab_size = %d is smaller than the tokenizer's %d tokens\n", g->d.V, tv);
         goto fail;
     }
+    if (tf__lm_check_vocab(g) != 0) goto fail;
     const char *dump = sr_config_path(ctx, "dump");
     if (dump && *dump && !(g->dump_path = strdup(dump))) goto fail;
 

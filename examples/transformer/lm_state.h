@@ -83,6 +83,9 @@ int tf__lm_config_int(const tf_lm *g, const char *key, long long def, long long 
 /* lm_data.c: the tokenizer ([task] tokenizer_json, or vocab_json + merges_txt, or bytes), max_length
    into g->T, the training samples and the eval samples.  0, or -1 after an error naming the key. */
 int tf__lm_load_data(tf_lm *g);
+/* lm_data.c: every token id of the data below g->d.V (token shards are read through): 0, or -1 after
+   an error naming the file and offset. */
+int tf__lm_check_vocab(tf_lm *g);
 
 /* lm_kernels.c: the CPU table, or (cuda) the one in transformer_cuda.so next to the task; NULL
    after an error saying why.  Profiled when SHARDRUN_PROFILE asks. */

@@ -25,9 +25,21 @@ static int load_batch(tf_lm *g, const tf_dataset *d, const int64_t *samples, int
                     (long long)samples[b], d->n);
             return -1;
         }
-        const int32_t *ids = d->ids + (size_t)samples[b] * T;
-        int len = d->lengths[samples[b]];
-        memcpy(g->ids_h + (size_t)b * T, ids, (size_t)T * sizeof(int32_t));
+        int32_t *ids = g->ids_h + (size_t)b * T;
+        int len;
+        char err[1024];
+        if (tf_dataset_sample(d, samples[b], ids, &len, err, sizeof err) != 0) {
+            tf__lm_error(g, "%s\n", err);
+            return -1;
+        }
+        if (d->shards) /* checked before step 0; a shard rewritten since must not index past the embedding */
+            for (int t = 0; t < T; t++)
+                if (ids[t] < 0 || ids[t] >= g->d.V) {
+                    tf__lm_error(g, "sample %lld holds token id %d, not below the vocabulary of %d: a token shard "
+                                    "changed while training (do not rewrite shards a run reads)\n",
+                                 (long long)samples[b], ids[t], g->d.V);
+                    return -1;
+                }
         for (int t = 0; t < T; t++) /* HF: labels = input_ids, -100 on padding, shifted inside the model */
             g->tgt_h[(size_t)b * T + t] = t + 1 < len ? ids[t + 1] : -1;
         real += len;

@@ -1,0 +1,176 @@
+/* A set of token shards named by globs: one token stream (shardrun/data.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "shardrun/data.h"
+
+typedef struct names {
+    char **v;
+    size_t n, cap;
+    dev_t *dev;
+    ino_t *ino;
+} names;
+
+static int add_name(names *l, const char *path, const struct stat *st) {
+    for (size_t i = 0; i < l->n; i++)
+        if (l->dev[i] == st->st_dev && l->ino[i] == st->st_ino) return 0; /* the same file again */
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        char **v = realloc(l->v, cap * sizeof *v);
+        if (v) l->v = v;
+        dev_t *d = realloc(l->dev, cap * sizeof *d);
+        if (d) l->dev = d;
+        ino_t *i = realloc(l->ino, cap * sizeof *i);
+        if (i) l->ino = i;
+        if (!v || !d || !i) return -1;
+        l->cap = cap;
+    }
+    if (!(l->v[l->n] = strdup(path))) return -1;
+    l->dev[l->n] = st->st_dev, l->ino[l->n] = st->st_ino;
+    l->n++;
+    return 0;
+}
+
+static void free_names(names *l) {
+    for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v), free(l->dev), free(l->ino);
+}
+
+/* The next whitespace-separated word of *p, backslashes keeping the next character: malloc'd, or NULL at the end. */
+static char *next_word(const char **p) {
+    const char *s = *p;
+    while (*s == ' ' || *s == '\t' || *s == '\n') s++;
+    if (!*s) return NULL;
+    char *w = malloc(strlen(s) + 1), *o = w;
+    if (!w) return NULL;
+    for (; *s && *s != ' ' && *s != '\t' && *s != '\n'; s++) {
+        if (*s == '\\' && s[1] && (s[1] == ' ' || s[1] == '\t' || s[1] == '\\')) s++;
+        *o++ = *s;
+    }
+    *o = 0;
+    *p = s;
+    return w;
+}
+
+/* Every file the patterns name, in order; each pattern must match. */
+static int expand(names *out, const char *patterns, const char *base_dir, char *err, size_t errlen) {
+    const char *p = patterns;
+    char *word;
+    int any = 0;
+    while ((word = next_word(&p))) {
+        char *full = word[0] == '/' || !base_dir ? strdup(word) : NULL;
+        if (!full && base_dir) { /* the base folder's own glob characters escaped */
+            size_t b = strlen(base_dir), k = 0;
+            if ((full = malloc(2 * b + 2 + strlen(word)))) {
+                for (size_t i = 0; i < b; i++) {
+                    if (strchr("*?[\\", base_dir[i])) full[k++] = '\\';
+                    full[k++] = base_dir[i];
+                }
+                full[k++] = '/';
+                strcpy(full + k, word);
+            }
+        }
+        glob_t g;
+        int r = full ? glob(full, GLOB_ERR, NULL, &g) : GLOB_NOSPACE;
+        if (r != 0) {
+            if (r == GLOB_NOMATCH) snprintf(err, errlen, "%s: no such shard (the pattern matches no file)", full);
+            else snprintf(err, errlen, "%s: cannot list the matches: %s", full ? full : word,
+                          r == GLOB_NOSPACE ? "out of memory" : strerror(errno));
+            if (r != GLOB_NOSPACE) globfree(&g);
+            free(full), free(word);
+            return -1;
+        }
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            struct stat st;
+            /* stat, not lstat: a link to a shard is a shard; what is not a regular file is refused by sr_shard_open */
+            if (stat(g.gl_pathv[i], &st) != 0) {
+                snprintf(err, errlen, "%s: %s", g.gl_pathv[i], strerror(errno));
+                globfree(&g), free(full), free(word);
+                return -1;
+            }
+            if (add_name(out, g.gl_pathv[i], &st) != 0) {
+                snprintf(err, errlen, "out of memory listing the shards");
+                globfree(&g), free(full), free(word);
+                return -1;
+            }
+        }
+        globfree(&g);
+        free(full), free(word);
+        any = 1;
+    }
+    if (!any) {
+        snprintf(err, errlen, "no shard named (the list of files is empty)");
+        return -1;
+    }
+    return 0;
+}
+
+int sr_shard_set_open(sr_shard_set *set, const char *patterns, const char *base_dir, char *err, size_t errlen) {
+    memset(set, 0, sizeof *set);
+    names l = {0};
+    if (expand(&l, patterns ? patterns : "", base_dir, err, errlen) != 0) goto fail;
+    set->shards = calloc(l.n, sizeof *set->shards);
+    set->first = calloc(l.n + 1, sizeof *set->first);
+    if (!set->shards || !set->first) {
+        snprintf(err, errlen, "out of memory for %zu shards", l.n);
+        goto fail;
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        if (sr_shard_open(&set->shards[i], l.v[i], err, errlen) != 0) goto fail;
+        set->n++;
+        set->first[i + 1] = set->first[i] + set->shards[i].ntokens;
+        set->bytes += set->shards[i].bytes;
+    }
+    set->ntokens = set->first[set->n];
+    free_names(&l);
+    return 0;
+fail:
+    free_names(&l);
+    sr_shard_set_close(set);
+    return -1;
+}
+
+/* The shard holding stream token t: the last i with first[i] <= t */
+static int shard_of(const sr_shard_set *set, int64_t t) {
+    int lo = 0, hi = set->n - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (set->first[mid] <= t) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+int sr_shard_set_read(const sr_shard_set *set, int64_t first, int64_t n, int32_t *out, char *err, size_t errlen) {
+    if (first < 0 || n < 0 || first + n > set->ntokens) {
+        snprintf(err, errlen, "tokens %lld..%lld are outside the shards' %lld", (long long)first,
+                 (long long)(first + n), (long long)set->ntokens);
+        return -1;
+    }
+    while (n > 0) {
+        int i = shard_of(set, first);
+        int64_t at = first - set->first[i], k = set->first[i + 1] - first;
+        if (k > n) k = n;
+        if (sr_shard_read(&set->shards[i], at, k, out, err, errlen) != 0) return -1;
+        first += k, n -= k, out += k;
+    }
+    return 0;
+}
+
+int sr_shard_set_check_vocab(const sr_shard_set *set, int64_t vocab, char *err, size_t errlen) {
+    for (int i = 0; i < set->n; i++)
+        if (sr_shard_check_vocab(&set->shards[i], vocab, err, errlen) != 0) return -1;
+    return 0;
+}
+
+void sr_shard_set_close(sr_shard_set *set) {
+    for (int i = 0; i < set->n; i++) sr_shard_close(&set->shards[i]);
+    free(set->shards);
+    free(set->first);
+    memset(set, 0, sizeof *set);
+}

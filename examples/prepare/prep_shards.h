@@ -1,0 +1,45 @@
+/*
+ * The prepare command's output: the token stream cut into llm.c shards, the first val_tokens
+ * tokens into PREFIX_val_000000.bin, the rest into PREFIX_train_000001.bin, ... of shard_tokens
+ * each (llm.c's layout; without a val split the train shards start at 000000).
+ *
+ * Each shard is written to a hidden temporary name in the same folder (".NAME.tmp.PID") and renamed
+ * when complete, so an interrupted run leaves no file that looks like a shard (prep_shards_abort
+ * removes the temporary, from a signal handler too).  A shard whose file already holds exactly the
+ * same tokens is left alone (a re-run rewrites nothing it need not).
+ *
+ * Lifecycle: prep_shards_init -> prep_shards_push any number of times -> prep_shards_finish.
+ */
+#ifndef PREP_SHARDS_H
+#define PREP_SHARDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *prefix;
+    uint64_t shard_tokens, val_tokens;
+    int vocab_size;
+    /* the state */
+    int index; /* the shard being filled */
+    int in_val;
+    int32_t *buf;
+    uint64_t n;
+    /* what happened */
+    int written, kept;
+    uint64_t tokens;
+} prep_shards;
+
+/* 0, or -1 with a message (out of memory). */
+int prep_shards_init(prep_shards *s, const char *prefix, uint64_t shard_tokens, uint64_t val_tokens, int vocab_size,
+                     char *err, size_t errlen);
+/* 0, or -1 with a message (a shard that cannot be written: the file and why). */
+int prep_shards_push(prep_shards *s, const int32_t *ids, size_t n, char *err, size_t errlen);
+/* Writes the last, partial shard; frees. 0 or -1 as above. */
+int prep_shards_finish(prep_shards *s, char *err, size_t errlen);
+/* Async-signal-safe: removes the temporary being written, if any. */
+void prep_shards_abort(void);
+/* The shard name of split/index (for messages and the tests). */
+void prep_shards_name(const prep_shards *s, int val, int index, char *out, size_t cap);
+
+#endif

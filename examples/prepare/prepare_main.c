@@ -1,0 +1,409 @@
+/*
+ * shardrun_prepare: text files or JSON Lines into llm.c token shards with a model's tokenizer, on
+ * every core.  Run it with --help for the flags; docs/data.md, "Preparing shards".
+ *
+ * Lifecycle: parse and check every flag and input (exit 2 before any work) -> load one tokenizer
+ * per thread (prep_pool.c) -> read the inputs in order, cut them into chunks of whole documents or
+ * pieces of long ones (prep_cut.c), hand the chunks to the threads -> take the ids back in input
+ * order into the shards (prep_shards.c), drawing the progress (prep_progress.c) -> print the
+ * throughput.
+ *
+ * Exit codes as shardrun's: 0 done, 2 a bad flag, tokenizer or input (a JSON Lines line that is no
+ * object or lacks the field: the file and line; reported when the reader reaches it, shards
+ * completed before it stay, complete), 1 a failure while running (out of memory, a full disk),
+ * 128+N stopped by signal N (the shard being written is removed: no file looks complete that is not).
+ */
+#define _GNU_SOURCE /* sched_getaffinity */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ini.h>
+
+#include "shardrun/data.h"
+
+#include "prep_cut.h"
+#include "prep_pool.h"
+#include "prep_progress.h"
+#include "prep_shards.h"
+#include "read_file.h"
+
+#define EXIT_FAILED 1
+#define EXIT_CONFIG 2
+/* a chunk: the unit of work of one thread (large enough that handing it over costs nothing);
+   --chunk-bytes changes it (the tests cut documents at many places with a small one) */
+static size_t chunk_bytes = (size_t)1 << 18;
+/* one plain-text file is one document, read whole: at most this much */
+#define TEXT_FILE_MAX ((size_t)4 << 30)
+
+static const char USAGE[] =
+    "usage: shardrun_prepare -o OUT_PREFIX [options] INPUT...\n"
+    "\n"
+    "Tokenizes text files or JSON Lines into llm.c token shards (a 256 x int32 header, then uint16 tokens,\n"
+    "or uint32 for a vocabulary above 65536): OUT_PREFIX_val_000000.bin with the first --val-tokens tokens,\n"
+    "then OUT_PREFIX_train_000001.bin, ... of --shard-tokens each. Every document is preceded by the\n"
+    "end-of-text token, as llm.c's data scripts write them. INPUT: a .jsonl / .json file (one JSON object\n"
+    "per line, its --text-field a document) or any other file (plain text, one document).\n"
+    "\n"
+    "  -o, --output PREFIX     where the shards go: PREFIX_val_000000.bin ... (its folder must exist)\n"
+    "  --job JOB.ini           the tokenizer of a job's [task]: vocab_json + merges_txt, or tokenizer_json,\n"
+    "                          and its text_field (paths relative to the job file, as shardrun reads them;\n"
+    "                          the flags below win)\n"
+    "  --vocab FILE --merges FILE\n"
+    "                          GPT-2 BPE tokens: HF's vocab.json and merges.txt ([task] vocab_json, merges_txt)\n"
+    "  --tokenizer-json FILE   an HF tokenizers tokenizer.json ([task] tokenizer_json)\n"
+    "                          neither: byte-level tokens (one per byte, <|endoftext|> 256), the tasks' default\n"
+    "  --text-field NAME       the JSON Lines field holding the text (default text)\n"
+    "  --shard-tokens N        tokens per train shard (default 100000000, llm.c's)\n"
+    "  --val-tokens N          tokens of the val split, the first ones (default 1000000; 0: no val split,\n"
+    "                          the train shards start at 000000)\n"
+    "  --threads N             tokenizing threads (default: the cores this process may use)\n"
+    "  --chunk-bytes N         text per unit of work of a thread (default 262144); a longer document is\n"
+    "                          cut where the ids cannot change (\"end.\\nNext\": after the newline)\n"
+    "  --format auto|text|jsonl\n"
+    "                          how to read the inputs (default auto: by the file name's ending)\n"
+    "  --progress auto|bar|lines|none\n"
+    "                          the progress on stderr: a bar redrawn in place (auto: when stderr is a\n"
+    "                          terminal) or a plain line every 10 s (auto: otherwise)\n"
+    "  -h, --help              this text\n"
+    "\n"
+    "A shard is written under a hidden temporary name and renamed when complete: an interrupted run leaves\n"
+    "no file that looks like a shard. A shard whose file already holds the same tokens is not rewritten\n"
+    "(a re-run after an interruption rewrites only what changed). Prints the throughput on stdout.\n"
+    "Exit: 0 done, 1 failed while running, 2 a bad flag, tokenizer or input (naming the file and line).\n";
+
+typedef struct {
+    const char *out, *text_field, *format, *job;
+    prep_tokenizer_files tok;
+    uint64_t shard_tokens, val_tokens;
+    int threads;
+    prep_progress_mode progress;
+    char **inputs;
+    int ninputs;
+} opts;
+
+static int bad(const char *fmt, const char *a, const char *b) {
+    fprintf(stderr, "shardrun_prepare: error: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, " (see shardrun_prepare --help)\n");
+    return EXIT_CONFIG;
+}
+
+static int parse_count(const char *flag, const char *v, uint64_t min, uint64_t max, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (!*v || *end || errno || v[0] == '-' || x < min || x > max) {
+        char range[96];
+        snprintf(range, sizeof range, "a whole number from %llu to %llu", (unsigned long long)min, (unsigned long long)max);
+        fprintf(stderr, "shardrun_prepare: error: %s %s: expected %s (see shardrun_prepare --help)\n", flag, v, range);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int is_jsonl(const opts *o, const char *path) {
+    if (!strcmp(o->format, "jsonl")) return 1;
+    if (!strcmp(o->format, "text")) return 0;
+    size_t n = strlen(path);
+    return (n > 6 && !strcmp(path + n - 6, ".jsonl")) || (n > 5 && !strcmp(path + n - 5, ".json"));
+}
+
+/* [task] of a job file: the tokenizer keys and text_field, relative paths made relative to the
+   job file's folder (as shardrun resolves them); a flag given on the command line wins. */
+typedef struct {
+    opts *o;
+    char *vocab, *merges, *json, *field;
+    const char *dir;
+} job_keys;
+
+static int on_job_key(void *user, const char *section, const char *key, const char *value) {
+    job_keys *j = user;
+    char **slot = NULL;
+    if (strcmp(section, "task")) return 1;
+    if (!strcmp(key, "vocab_json")) slot = &j->vocab;
+    else if (!strcmp(key, "merges_txt")) slot = &j->merges;
+    else if (!strcmp(key, "tokenizer_json")) slot = &j->json;
+    else if (!strcmp(key, "text_field")) slot = &j->field;
+    if (!slot) return 1;
+    free(*slot);
+    size_t n = strlen(j->dir) + strlen(value) + 2;
+    if (!(*slot = malloc(n))) return 0;
+    if (value[0] == '/' || slot == &j->field || !value[0]) snprintf(*slot, n, "%s", value);
+    else snprintf(*slot, n, "%s/%s", j->dir, value);
+    return 1;
+}
+
+static char *held[4]; /* the job's strings opts points to */
+static void free_held(void) {
+    for (int i = 0; i < 4; i++) free(held[i]), held[i] = NULL;
+}
+
+static int read_job(opts *o) {
+    char dir[4096];
+    const char *slash = strrchr(o->job, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - o->job) + (slash == o->job) : 1, slash ? o->job : ".");
+    job_keys j = {o, NULL, NULL, NULL, NULL, dir};
+    FILE *f = fopen(o->job, "r");
+    if (!f) return fprintf(stderr, "shardrun_prepare: error: --job %s: %s\n", o->job, strerror(errno)), -1;
+    int rc = ini_parse_file(f, on_job_key, &j);
+    fclose(f);
+    if (rc) {
+        fprintf(stderr, "shardrun_prepare: error: --job %s:%d: %s\n", o->job, rc,
+                rc > 0 ? "not a valid ini line (expected KEY = VALUE or [section])" : "out of memory");
+        return -1;
+    }
+    /* the job's tokenizer only when no flag names one; the strings live until exit */
+    atexit(free_held);
+    if (!o->tok.vocab_json && !o->tok.merges_txt && !o->tok.tokenizer_json) {
+        o->tok.vocab_json = held[0] = j.vocab, o->tok.merges_txt = held[1] = j.merges;
+        o->tok.tokenizer_json = held[2] = j.json;
+        j.vocab = j.merges = j.json = NULL;
+    }
+    if (!o->text_field && j.field) o->text_field = held[3] = j.field, j.field = NULL;
+    free(j.vocab), free(j.merges), free(j.json), free(j.field);
+    return 0;
+}
+
+static int parse(int argc, char **argv, opts *o) {
+    memset(o, 0, sizeof *o);
+    o->text_field = NULL; /* --text-field, else the job's, else "text" */
+    o->format = "auto";
+    o->shard_tokens = 100000000;
+    o->val_tokens = 1000000;
+    o->progress = PREP_PROGRESS_AUTO;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(USAGE, stdout);
+            exit(0);
+        }
+        if (a[0] != '-' || !strcmp(a, "-")) {
+            argv[o->ninputs++] = argv[i]; /* inputs, compacted to the front */
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            while (++i < argc) argv[o->ninputs++] = argv[i];
+            break;
+        }
+        static const char *const with_value[] = {"-o", "--output", "--job", "--vocab", "--merges", "--tokenizer-json", "--text-field",
+                                                 "--shard-tokens", "--val-tokens", "--threads", "--chunk-bytes", "--format", "--progress"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
+        if (!known) return bad("unknown option %s%s", a, "");
+        if (i + 1 >= argc) return bad("%s needs a value%s", a, "");
+        const char *v = argv[++i];
+        uint64_t x;
+        if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
+        else if (!strcmp(a, "--job")) o->job = v;
+        else if (!strcmp(a, "--vocab")) o->tok.vocab_json = v;
+        else if (!strcmp(a, "--merges")) o->tok.merges_txt = v;
+        else if (!strcmp(a, "--tokenizer-json")) o->tok.tokenizer_json = v;
+        else if (!strcmp(a, "--text-field")) o->text_field = v;
+        else if (!strcmp(a, "--shard-tokens")) {
+            if (parse_count(a, v, 1, (uint64_t)SR_SHARD_MAX_TOKENS, &o->shard_tokens)) return EXIT_CONFIG;
+        } else if (!strcmp(a, "--val-tokens")) {
+            if (parse_count(a, v, 0, (uint64_t)SR_SHARD_MAX_TOKENS, &o->val_tokens)) return EXIT_CONFIG;
+        } else if (!strcmp(a, "--threads")) {
+            if (parse_count(a, v, 1, 1024, &x)) return EXIT_CONFIG;
+            o->threads = (int)x;
+        } else if (!strcmp(a, "--chunk-bytes")) {
+            if (parse_count(a, v, 16, (uint64_t)1 << 30, &x)) return EXIT_CONFIG;
+            chunk_bytes = (size_t)x;
+        } else if (!strcmp(a, "--format")) {
+            if (strcmp(v, "auto") && strcmp(v, "text") && strcmp(v, "jsonl"))
+                return bad("--format %s: expected auto, text or jsonl%s", v, "");
+            o->format = v;
+        } else if (!strcmp(a, "--progress")) {
+            static const char *const modes[] = {"auto", "bar", "lines", "none"};
+            int m = -1;
+            for (int k = 0; k < 4; k++)
+                if (!strcmp(v, modes[k])) m = k;
+            if (m < 0) return bad("--progress %s: expected auto, bar, lines or none%s", v, "");
+            o->progress = (prep_progress_mode)m;
+        }
+    }
+    if (o->job && read_job(o)) return EXIT_CONFIG;
+    if (!o->text_field) o->text_field = "text";
+    if (!o->out) return bad("no output: give -o PREFIX (the shards become PREFIX_val_000000.bin, ...)%s%s", "", "");
+    if (!o->ninputs) return bad("no input: give the text or JSON Lines files to tokenize%s%s", "", "");
+    if (!o->tok.vocab_json != !o->tok.merges_txt)
+        return bad("%s given without %s: GPT-2 BPE needs both files", o->tok.vocab_json ? "--vocab" : "--merges",
+                   o->tok.vocab_json ? "--merges" : "--vocab");
+    if (o->tok.tokenizer_json && o->tok.vocab_json)
+        return bad("--tokenizer-json and --vocab/--merges both given: one tokenizer%s%s", "", "");
+    return 0;
+}
+
+/* every input a readable regular file, the output folder there: before any work */
+static int check_paths(const opts *o, uint64_t *total) {
+    *total = 0;
+    for (int i = 0; i < o->ninputs; i++) {
+        struct stat st;
+        if (stat(o->inputs[i], &st) != 0)
+            return fprintf(stderr, "shardrun_prepare: error: input %s: %s\n", o->inputs[i], strerror(errno)), EXIT_CONFIG;
+        if (!S_ISREG(st.st_mode))
+            return fprintf(stderr, "shardrun_prepare: error: input %s is %s; expected a text or JSON Lines file\n",
+                           o->inputs[i], tf_file_kind(st.st_mode)),
+                   EXIT_CONFIG;
+        *total += (uint64_t)st.st_size;
+    }
+    char dir[4096];
+    const char *slash = strrchr(o->out, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - o->out) + (slash == o->out) : 1, slash ? o->out : ".");
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0)
+        return fprintf(stderr, "shardrun_prepare: error: -o %s: the folder %s %s; create it first\n", o->out, dir,
+                       stat(dir, &st) != 0 ? "does not exist" : !S_ISDIR(st.st_mode) ? "is not a folder" : "is not writable"),
+               EXIT_CONFIG;
+    return 0;
+}
+
+/* ---- the run ---------------------------------------------------------------------------------- */
+
+typedef struct {
+    prep_pool *pool;
+    prep_chunk *fill; /* the chunk being filled, or NULL */
+    prep_shards shards;
+    prep_progress progress;
+    uint64_t text_bytes, done_bytes; /* text handed to the threads; text whose ids were written */
+    uint64_t docs;
+    int failed; /* an error was reported: stop */
+    char err[1024];
+} run;
+
+/* The oldest chunk's ids into the shards. */
+static int take_one(run *r) {
+    prep_chunk *c = prep_pool_next_done(r->pool);
+    if (!c) return 0;
+    if (c->failed)
+        return snprintf(r->err, sizeof r->err, "out of memory while tokenizing (or a tokenizer file changed while loading)"), -1;
+    if (prep_shards_push(&r->shards, c->ids, c->nids, r->err, sizeof r->err)) return -1;
+    r->done_bytes = c->in_bytes;
+    prep_pool_release(r->pool);
+    prep_progress_update(&r->progress, r->done_bytes, r->shards.tokens, 0);
+    return 0;
+}
+
+static int submit(run *r) {
+    if (!r->fill) return 0;
+    r->fill->in_bytes = r->text_bytes;
+    prep_pool_submit(r->pool);
+    r->fill = NULL;
+    return 0;
+}
+
+/* One document (or nothing, at the end of a file: len 0 and doc 0), cut into chunks. */
+static int add_doc(run *r, const char *text, size_t len) {
+    r->docs++;
+    for (size_t at = 0, first = 1; first || at < len; first = 0) {
+        while (!r->fill && !(r->fill = prep_pool_free_slot(r->pool)))
+            if (take_one(r)) return -1;
+        size_t room = r->fill->len < chunk_bytes ? chunk_bytes - r->fill->len : 0;
+        size_t end = len - at <= room ? len : prep_cut_point(text, len, at, at + (room ? room : 1));
+        if (prep_chunk_add(r->fill, text + at, end - at, (int)first))
+            return snprintf(r->err, sizeof r->err, "out of memory"), -1;
+        r->text_bytes += end - at;
+        at = end;
+        if (r->fill->len >= chunk_bytes && submit(r)) return -1;
+    }
+    return 0;
+}
+
+static int on_record(void *user, const char *text, size_t len, long long line) {
+    (void)line;
+    return add_doc(user, text, len) ? 1 : 0;
+}
+
+static void on_signal(int sig) {
+    /* the temporary of the shard being written goes; then die of the signal (128+N) */
+    prep_shards_abort();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+int main(int argc, char **argv) {
+    opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc;
+    o.inputs = argv;
+    uint64_t total;
+    if ((rc = check_paths(&o, &total))) return rc;
+    if (!o.threads) {
+        cpu_set_t cpus;
+        long n = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : sysconf(_SC_NPROCESSORS_ONLN);
+        o.threads = n > 0 ? (int)n : 1;
+    }
+    run r;
+    memset(&r, 0, sizeof r);
+    double t0 = prep_now();
+    char err[1024];
+    if (!(r.pool = prep_pool_start(&o.tok, o.threads, err, sizeof err)))
+        return fprintf(stderr, "shardrun_prepare: error: %s\n", err), EXIT_CONFIG;
+    int vocab = prep_pool_vocab_size(r.pool);
+    double t_load = prep_now() - t0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    prep_shards_init(&r.shards, o.out, o.shard_tokens, o.val_tokens, vocab, err, sizeof err);
+    prep_progress_init(&r.progress, o.progress, total, 10);
+    double t1 = prep_now();
+    int config_error = 0;
+    for (int i = 0; i < o.ninputs && !rc; i++) {
+        const char *path = o.inputs[i];
+        if (is_jsonl(&o, path)) {
+            int w = sr_jsonl_file_each(path, o.text_field, on_record, &r, r.err, sizeof r.err);
+            if (w < 0) config_error = 1; /* the file's fault: its line named */
+            if (w) rc = -1;
+        } else {
+            size_t len;
+            char *text = tf_read_file_max(path, "text file", TEXT_FILE_MAX,
+                                          "the 4 GiB one text file may hold (it is one document, read whole; split it, "
+                                          "or write it as JSON Lines)",
+                                          &len, r.err, sizeof r.err);
+            if (!text) config_error = 1, rc = -1;
+            else rc = add_doc(&r, text, len);
+            free(text);
+        }
+    }
+    if (!rc) submit(&r);
+    while (!rc && prep_pool_next_done(r.pool)) rc = take_one(&r);
+    if (!rc) rc = prep_shards_finish(&r.shards, r.err, sizeof r.err);
+    double t2 = prep_now();
+    /* bytes count text (JSON Lines: decoded), the total files: the end is 100% */
+    prep_progress_update(&r.progress, rc ? r.done_bytes : total, r.shards.tokens, 1);
+    prep_progress_break(&r.progress);
+    if (rc) {
+        prep_shards_abort();
+        fprintf(stderr, "shardrun_prepare: error: %s\n", r.err);
+        _exit(config_error ? EXIT_CONFIG : EXIT_FAILED); /* threads may still be busy: leave now */
+    }
+    prep_pool_stop(r.pool);
+    double s = t2 - t1;
+    printf("prepared %llu tokens from %llu documents (%.1f MB of text in %.1f MB of input) in %.2f s with %d "
+           "threads: %.2f MB/s, %.2f M tokens/s (tokenizer load %.2f s)\n",
+           (unsigned long long)r.shards.tokens, (unsigned long long)r.docs, (double)r.text_bytes / 1e6,
+           (double)total / 1e6, s, o.threads, s > 0 ? (double)r.text_bytes / 1e6 / s : 0,
+           s > 0 ? (double)r.shards.tokens / 1e6 / s : 0, t_load);
+    printf("shards: %d written, %d already complete and identical (kept); vocabulary %d, %s tokens\n",
+           r.shards.written, r.shards.kept, vocab, sr_shard_token_bytes(vocab) == 2 ? "uint16" : "uint32");
+    char name[4096];
+    prep_shards_name(&r.shards, 0, r.shards.index + (r.shards.n == 0 ? 0 : 1), name, sizeof name);
+    if (access(name, F_OK) == 0)
+        fprintf(stderr, "shardrun_prepare: warning: %s (and maybe more) is left from an earlier run that wrote more "
+                        "shards; it is not part of this data: remove it\n", name);
+    if (r.shards.tokens && r.shards.tokens <= o.val_tokens)
+        fprintf(stderr, "shardrun_prepare: warning: all %llu tokens went to the val split (--val-tokens %llu): "
+                        "there is no train shard; give a smaller --val-tokens\n",
+                (unsigned long long)r.shards.tokens, (unsigned long long)o.val_tokens);
+    return 0;
+}

@@ -1,0 +1,182 @@
+/*
+ * shardrun data layer: the token data a model task trains on, shared by the transformer tasks and
+ * open to a user's own task (link libshardrun, include this header).  docs/data.md describes the
+ * formats, the [task] keys of the transformer tasks and every check.
+ *
+ * Token shards are llm.c's format (its dev/data/data_common.py writes them, llmc/dataloader.h reads
+ * them): a header of 256 little-endian int32 -- [0] magic, [1] version, [2] the token count -- then
+ * the tokens, little-endian uint16 (magic 20240520, version 1: GPT-2's vocabulary) or uint32 (magic
+ * 20240801, version 7: larger vocabularies).  Nothing else is in a shard.
+ *
+ * Lifecycles:
+ *   reading one shard:  sr_shard_open (checks the header against the file's size; maps the file,
+ *                       nothing is copied) -> sr_shard_read / sr_shard_check_vocab, any number, from
+ *                       any thread -> sr_shard_close
+ *   a set of shards:    sr_shard_set_open (whitespace-separated globs, matches sorted) -> the set is
+ *                       one token stream, the shards' tokens in order: sr_shard_set_read,
+ *                       sr_shard_set_check_vocab, sr_shard_set_identity -> sr_shard_set_close
+ *   writing a shard:    sr_shard_writer_open (a hidden temporary next to the path) ->
+ *                       sr_shard_writer_append, any number -> sr_shard_writer_close (header, fsync,
+ *                       rename: the path appears complete or not at all) or sr_shard_writer_abort;
+ *                       sr_shard_write does all three for tokens already in memory
+ *   JSON Lines:         sr_jsonl_each / sr_jsonl_file_each call back once per record with its
+ *                       text field, in file order; the callback may stop the walk
+ *   packing:            sr_packer_add per document (the end-of-text token goes between documents)
+ *                       -> sr_packer_blocks full blocks of T tokens at ids -> sr_packer_free
+ *
+ * Errors: every function that can fail returns -1 (or NULL) with a message in err[errlen] that names
+ * the file and the byte offset or line at fault and what to do; nothing here prints or exits.
+ * Reads of a mapped shard never fault: a shard that shrank under a reader (another process
+ * rewriting it) is an error of that read, not a SIGBUS.
+ */
+#ifndef SHARDRUN_DATA_H
+#define SHARDRUN_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardrun/api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SR_SHARD_HEADER_INTS 256
+#define SR_SHARD_HEADER_BYTES (SR_SHARD_HEADER_INTS * 4)
+#define SR_SHARD_MAGIC_U16 20240520
+#define SR_SHARD_VERSION_U16 1
+#define SR_SHARD_MAGIC_U32 20240801
+#define SR_SHARD_VERSION_U32 7
+/* header[2] is an int32: at most this many tokens per shard (llm.c asserts fewer than 2^31) */
+#define SR_SHARD_MAX_TOKENS 2147483647LL
+
+/* ---- one shard ------------------------------------------------------------------------------- */
+
+typedef struct sr_shard {
+    char *path;
+    int token_bytes;   /* 2 (uint16) or 4 (uint32) */
+    int64_t ntokens;   /* header[2]; the file is exactly SR_SHARD_HEADER_BYTES + ntokens * token_bytes */
+    int64_t bytes;     /* the file's size at open */
+    /* the reader's own */
+    int fd;
+    const unsigned char *map;
+    size_t map_len;
+} sr_shard;
+
+/* Opens path: a regular file with a valid header (magic and version one of the two pairs above, a
+   token count of at least 1) whose size is the header's plus its tokens'.  0, or -1 with the file,
+   the offset and what is wrong in err (a directory or a device is refused by name). */
+SR_API int sr_shard_open(sr_shard *s, const char *path, char *err, size_t errlen);
+/* out[0 .. n) = tokens first .. first+n-1 as int32.  0, or -1 when the range is outside the shard or
+   the file no longer holds it (shrunk while mapped: reported, never read past). */
+SR_API int sr_shard_read(const sr_shard *s, int64_t first, int64_t n, int32_t *out, char *err, size_t errlen);
+/* 0 when every token is below vocab; else -1 with the first one that is not (its index and byte
+   offset in the file) in err.  Reads the whole shard, sequentially, leaving nothing mapped in. */
+SR_API int sr_shard_check_vocab(const sr_shard *s, int64_t vocab, char *err, size_t errlen);
+SR_API void sr_shard_close(sr_shard *s);
+
+/* ---- a set of shards: one token stream ------------------------------------------------------- */
+
+typedef struct sr_shard_set {
+    int n;            /* shards */
+    sr_shard *shards; /* in pattern order, each pattern's matches sorted */
+    int64_t *first;   /* n + 1: shards[i] holds the stream's tokens first[i] .. first[i+1]-1 */
+    int64_t ntokens;  /* = first[n] */
+    int64_t bytes;    /* the files' sizes together */
+} sr_shard_set;
+
+/* patterns: whitespace-separated file names or glob(3) patterns (a backslash keeps a space: "my\
+   file.bin"); relative ones are relative to base_dir (NULL: the current folder).  Every pattern
+   must match; a file matched twice is taken once.  0, or -1 with the pattern or file at fault. */
+SR_API int sr_shard_set_open(sr_shard_set *set, const char *patterns, const char *base_dir, char *err,
+                             size_t errlen);
+/* out[0 .. n) = the stream's tokens first .. first+n-1, across shard boundaries.  0 or -1. */
+SR_API int sr_shard_set_read(const sr_shard_set *set, int64_t first, int64_t n, int32_t *out, char *err,
+                             size_t errlen);
+/* sr_shard_check_vocab for every shard (the first failure names its file). */
+SR_API int sr_shard_set_check_vocab(const sr_shard_set *set, int64_t vocab, char *err, size_t errlen);
+/* A cheap identity of the set for checkpoints, written into out[len] (NUL-terminated, truncated
+   when longer): "<N> shards, <bytes> bytes, xxh3 <16 hex>", the hash over each shard's base name,
+   size, header and a few pages sampled from it (not every byte: a rewrite that keeps all of those
+   goes unseen).  per_shard (optional, may be NULL) is called with each shard's base name, size
+   and own hash. */
+SR_API void sr_shard_set_identity(const sr_shard_set *set, char *out, size_t len,
+                                  void (*per_shard)(void *user, const char *name, int64_t bytes, uint64_t hash),
+                                  void *user);
+SR_API void sr_shard_set_close(sr_shard_set *set);
+
+/* ---- writing a shard ------------------------------------------------------------------------- */
+
+typedef struct sr_shard_writer sr_shard_writer;
+
+/* The token width a vocabulary of vocab ids needs: 2 (up to 65536) or 4. */
+SR_API int sr_shard_token_bytes(int64_t vocab);
+/* Starts path (token_bytes 2 or 4) through a hidden temporary in the same folder (".<name>.partial-
+   <pid>"): nothing named path exists until sr_shard_writer_close.  NULL with the reason in err. */
+SR_API sr_shard_writer *sr_shard_writer_open(const char *path, int token_bytes, char *err, size_t errlen);
+/* Appends ids[0 .. n): each in [0, 2^16) or [0, 2^32) for the width, and at most
+   SR_SHARD_MAX_TOKENS in all.  0, or -1 (the writer stays open: abort it). */
+SR_API int sr_shard_writer_append(sr_shard_writer *w, const int32_t *ids, size_t n, char *err, size_t errlen);
+/* Tokens appended so far. */
+SR_API int64_t sr_shard_writer_tokens(const sr_shard_writer *w);
+/* Writes the header, syncs and renames the temporary to path; frees w in any case.  A shard of no
+   tokens is refused (readers refuse it too).  0, or -1 (the temporary is removed). */
+SR_API int sr_shard_writer_close(sr_shard_writer *w, char *err, size_t errlen);
+/* Removes the temporary and frees w. */
+SR_API void sr_shard_writer_abort(sr_shard_writer *w);
+/* open + append + close */
+SR_API int sr_shard_write(const char *path, int token_bytes, const int32_t *ids, size_t n, char *err, size_t errlen);
+
+/* ---- JSON Lines ------------------------------------------------------------------------------ */
+
+/* Called per record with its text field (UTF-8, len bytes, NUL-terminated; may hold \u0000 as a NUL
+   byte) and the record's 1-based line number.  Return 0 to go on; anything else stops the walk and
+   is returned (the callback writes its own message where it wants one). */
+typedef int (*sr_jsonl_fn)(void *user, const char *text, size_t len, long long line);
+
+/* Walks text[0 .. n): one JSON object per line, as datasets' Dataset.to_json writes them; blank
+   lines are skipped.  name: the file's name for messages; first_line: the line number of text[0]
+   (1 for a whole file; for a chunk of a file, its first line's).  A line that is not a JSON object,
+   or lacks field or holds something other than a string there, stops the walk with -1 and
+   "<name>:<line>: ..." in err.  0 when every record was handed over. */
+SR_API int sr_jsonl_each(const char *text, size_t n, const char *name, long long first_line, const char *field,
+                         sr_jsonl_fn fn, void *user, char *err, size_t errlen);
+/* sr_jsonl_each over a whole regular file, mapped (never copied). */
+SR_API int sr_jsonl_file_each(const char *path, const char *field, sr_jsonl_fn fn, void *user, char *err,
+                              size_t errlen);
+
+/* ---- packing (run_clm's group_texts) --------------------------------------------------------- */
+
+typedef struct sr_packer {
+    int T;          /* tokens per block */
+    int32_t eos;    /* the end-of-text token put between documents */
+    int32_t *ids;   /* every token so far: documents joined by eos */
+    int64_t n, cap; /* tokens held, allocated */
+    int64_t docs;   /* documents added */
+} sr_packer;
+
+/* Starts an empty packer ({0} before; T >= 1). */
+SR_API void sr_packer_init(sr_packer *p, int T, int32_t eos);
+/* Appends a document (eos first unless it is the first).  0, or -1 when out of memory. */
+SR_API int sr_packer_add(sr_packer *p, const int32_t *ids, size_t n);
+/* Full blocks: block i is ids[i*T .. (i+1)*T); the last n % T tokens are dropped, as group_texts does. */
+SR_API int64_t sr_packer_blocks(const sr_packer *p);
+SR_API void sr_packer_free(sr_packer *p);
+
+/* ---- what a run trains on, for its checkpoints ------------------------------------------------ */
+
+typedef struct sr_ctx sr_ctx; /* shardrun/task.h */
+
+/* A model task says, in create(), which data it trains on: identity, a short line that changes when
+   the data does (sr_shard_set_identity's), and detail, what a person reads to tell which data it was
+   (the shards' names, sizes and hashes); detail may be NULL.  Checkpoints record both
+   (trainer_state.json, stateful_callbacks.shardrun.data_identity and data_files); a resume from a
+   checkpoint whose identity differs is refused before step 0 unless [task] resume_allow_changes
+   lists data.  0, or -1 when out of memory. */
+SR_API int sr_data_identity(sr_ctx *ctx, const char *identity, const char *detail);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

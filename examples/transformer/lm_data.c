@@ -229,6 +229,9 @@ int tf__lm_load_data(tf_lm *g) {
    (tf_lm_create checks vocab_size against it). */
 int tf__lm_check_vocab(tf_lm *g) {
     char err[1024];
+    /* the agent's dry run of create() (its key check, before any worker: no process group) has opened
+       the shards and checked their headers; reading them through is for the workers, once */
+    if (!sr_world(g->ctx)) return 0;
     const tf_dataset *sets[2] = {&g->data, &g->eval};
     for (int k = 0; k < 2; k++) {
         if (sets[k]->shards && sets[k]->owns_shards && sr_shard_set_check_vocab(sets[k]->shards, g->d.V, err, sizeof err)) {

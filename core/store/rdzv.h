@@ -124,6 +124,8 @@ typedef struct sr_rdzv {
     int waiting_start;      /* the watch waits for the next attempt's start */
     int start_ready;        /* the next attempt's start arrived */
     int acked;              /* told the host the verdict was read */
+    int host_lost;          /* the hang watchdog found node 0's agent silent: this agent decided the run
+                               failed on its own and talks to the store no more (sr__rdzv_lose_host) */
 } sr_rdzv;
 
 /* What the run decided that the rendezvous needs (filled by run/run.c from the layout and the
@@ -185,6 +187,11 @@ void sr__rdzv_next_attempt(sr_rdzv *r);
 /* RESTART, this agent was interrupted (a signal): the hosting agent calls the restart off (every
    agent waiting for the next attempt hears `what` and fails); another agent tells the host so. */
 void sr__rdzv_abandon_restart(sr_rdzv *r, const char *what);
+/* Other agents: node 0's agent stopped answering (its store is unreachable or stopped: the hang
+   watchdog saw no news from it for hang_timeout).  The attempt fails here with `what`, without
+   waiting for a verdict that cannot come; from now on no call touches the store (it could block
+   for good). */
+void sr__rdzv_lose_host(sr_rdzv *r, const char *what);
 void sr__rdzv_free(sr_rdzv *r);
 
 #endif

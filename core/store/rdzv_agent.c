@@ -150,7 +150,7 @@ void sr__rdzv_read_watch(sr_rdzv *r) {
 
 void sr__rdzv_ack(sr_rdzv *r) {
     char key[64];
-    if (!r->ctl || r->acked) return;
+    if (!r->ctl || r->acked || r->host_lost) return;
     sr__store_set(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/ack/%d", r->attempt, r->agent_id), "1", 1);
     r->acked = 1;
 }

@@ -534,6 +534,7 @@ static void watch_for_hang(sr_attempt *st, sr_run *run) {
         sr__log(SR_LOG_ERROR, "node 0's shardrun does not answer: this node ends the run on its own (exit 1)");
         sr__rdzv_lose_host(&run->rdzv, msg);
     } else {
+        if (h.lost_agent > 0) sr__rdzv_peer_silent(&run->rdzv, h.lost_agent); /* it will not read the verdict */
         /* a silent node cannot take part in a restart: the run fails */
         sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg,
                                 started && h.lost_node < 0 ? SR_FAIL_RETRYABLE : SR_FAIL_FINAL);

@@ -23,6 +23,7 @@ typedef struct wd_rank {
     unsigned long long seq;
     int in, kind, micro, phase, unit, ever;
     long long step;
+    int stale; /* its agent went silent: this is what it said last */
 } wd_rank;
 
 /* Another agent's newest record. */
@@ -116,11 +117,16 @@ static const char *state_text(const wd_rank *r, char *buf, size_t len) {
         snprintf(buf, len, "in the kernel (an uninterruptible wait%s%s: a disk, NFS, a driver)", r->wchan[0] ? " in " : "",
                  r->wchan);
         return buf;
-    case 'R': return "running (busy in its own code: a loop that never ends, or work slower than hang_timeout)";
+    case 'R': return "running";
     case 'S': return "sleeping";
     case 'Z': return "gone";
     default: return "state unknown";
     }
+}
+
+/* What a running rank that does not progress is likely doing. */
+static const char *busy(const wd_rank *r) {
+    return r->state == 'R' ? " (busy in its own code: a loop that never ends, or work slower than hang_timeout)" : "";
 }
 
 /* ---- the records agents exchange ---------------------------------------------------------------- */
@@ -333,8 +339,8 @@ static void where(const wd_rank *r, const char *host, double T, char *out, size_
     if (!r->seq) snprintf(coll, sizeof coll, "no collective yet");
     else if (r->in) snprintf(coll, sizeof coll, "waits in %s #%llu", kind, r->seq);
     else snprintf(coll, sizeof coll, "after %s #%llu", kind, r->seq);
-    snprintf(out, len, "rank %d (node %d, host %s, pid %d): %s; %s%s%s; %s %.1fs", r->rank, r->node, host, r->pid,
-             state_text(r, st, sizeof st), pos, pos[0] ? "; " : "", coll, r->age >= T ? "no progress for" : "last progress",
+    snprintf(out, len, "rank %d (node %d, host %s, pid %d): %s%s; %s%s%s; %s %.1fs", r->rank, r->node, host, r->pid,
+             r->stale ? "as its node last said: " : "", state_text(r, st, sizeof st), pos, pos[0] ? "; " : "", coll, r->age >= T ? "no progress for" : "last progress",
              r->age);
 }
 
@@ -408,7 +414,7 @@ int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h) {
             unheard += quiet < T;
             continue;
         }
-        for (int k = n; k < n + got; k++) rs[k].age += quiet; /* it aged since its agent wrote it */
+        for (int k = n; k < n + got; k++) rs[k].age += quiet, rs[k].stale = quiet >= T; /* aged since written */
         n += got;
     }
 
@@ -418,7 +424,7 @@ int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h) {
         int quiet = rs[i].age >= T;
         all_quiet &= quiet;
         ever |= rs[i].ever;
-        if (rs[i].in && quiet && (waiting < 0 || rs[i].seq > rs[waiting].seq)) waiting = i;
+        if (rs[i].in && quiet && !rs[i].stale && (waiting < 0 || rs[i].seq > rs[waiting].seq)) waiting = i;
     }
     for (int i = 0; waiting >= 0 && i < n; i++)
         if (rs[i].age >= T && rs[i].seq < rs[waiting].seq && (behind < 0 || rs[i].seq < rs[behind].seq)) behind = i;
@@ -431,12 +437,12 @@ int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h) {
 
     /* the report */
     memset(h, 0, sizeof *h);
-    h->lost_node = -1;
+    h->lost_node = h->lost_agent = -1;
     char host[128], line[700], wait_text[300] = "";
     if (waiting >= 0) {
         int nw = 0, first = -1;
         for (int i = 0; i < n; i++)
-            if (rs[i].in && rs[i].seq == rs[waiting].seq && rs[i].age >= T) nw++, first = first < 0 ? i : first;
+            if (rs[i].in && !rs[i].stale && rs[i].seq == rs[waiting].seq && rs[i].age >= T) nw++, first = first < 0 ? i : first;
         snprintf(wait_text, sizeof wait_text, "%s %d%s wait%s in %s #%llu", nw == 1 ? "rank" : "ranks", rs[first].rank,
                  nw > 1 ? " and others" : "", nw == 1 ? "s" : "", sr__watch_coll_names[rs[waiting].kind % 5],
                  rs[waiting].seq);
@@ -449,15 +455,17 @@ int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h) {
         parse_record(wd->peers[silent].rec, silent, NULL, 0, &c, &node, host, sizeof host);
         if (node < 0) node = silent; /* never heard: agents are numbered as nodes when one per node */
         h->lost_node = node;
+        h->lost_agent = silent;
         h->host_lost = silent == 0 && !wd->hosting;
         snprintf(h->what, sizeof h->what, "node %d's shardrun (host %s) has not answered for %.0fs: it is stopped, or the "
                  "link to it is down%s%s (hang_timeout = %gs)", node, host, now - wd->peers[silent].heard_at,
                  wait_text[0] ? "; " : "", wait_text, T);
     } else if (behind >= 0) {
         const wd_rank *r = &rs[behind];
-        snprintf(h->what, sizeof h->what, "rank %d (node %d, host %s, pid %d) is behind: %s; it has not entered the "
+        snprintf(h->what, sizeof h->what, "rank %d (node %d, host %s, pid %d) is behind: %s%s; it has not entered the "
                  "collective %s (no progress for %.0fs, hang_timeout = %gs)", r->rank, r->node,
-                 host_of(wd, r->agent, host, sizeof host), r->pid, state_text(r, st, sizeof st), wait_text, r->age, T);
+                 host_of(wd, r->agent, host, sizeof host), r->pid, state_text(r, st, sizeof st), busy(r), wait_text,
+                 r->age, T);
     } else {
         /* no rank behind: those outside a collective, or the collective itself */
         int culprit = -1;
@@ -465,9 +473,9 @@ int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h) {
             if (!rs[i].in) culprit = i;
         if (culprit >= 0) {
             const wd_rank *r = &rs[culprit];
-            snprintf(h->what, sizeof h->what, "rank %d (node %d, host %s, pid %d) made no progress for %.0fs: %s%s%s "
+            snprintf(h->what, sizeof h->what, "rank %d (node %d, host %s, pid %d) made no progress for %.0fs: %s%s%s%s "
                      "(hang_timeout = %gs)", r->rank, r->node, host_of(wd, r->agent, host, sizeof host), r->pid, r->age,
-                     state_text(r, st, sizeof st), wait_text[0] ? "; " : "", wait_text, T);
+                     state_text(r, st, sizeof st), busy(r), wait_text[0] ? "; " : "", wait_text, T);
         } else {
             snprintf(h->what, sizeof h->what, "every rank waits in %s #%llu and none is behind: the collective itself "
                      "does not complete (its transport: a link between nodes, the shared memory) (no progress for "

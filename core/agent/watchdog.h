@@ -39,6 +39,7 @@ typedef struct sr_hang {
     char report[8192]; /* the report, lines ending in '\n' (printed as is) */
     char what[900];    /* one line for the failure report and the summary */
     int lost_node;     /* the node whose agent went silent, -1: none */
+    int lost_agent;    /* that agent's index in the rendezvous, -1: none */
     int host_lost;     /* that node is node 0's, and this agent is another one's */
     int started;       /* every local rank had begun its work (a restart may help) */
 } sr_hang;

@@ -176,6 +176,10 @@ void sr__rdzv_lose_host(sr_rdzv *r, const char *what) {
     r->phase = SR_RDZV_FAILED;
 }
 
+void sr__rdzv_peer_silent(sr_rdzv *r, int agent) {
+    if (r->hosting && r->peers && agent > 0 && agent < r->nagents) r->peers[agent].silent = 1;
+}
+
 void sr__rdzv_free(sr_rdzv *r) {
     free(r->peers);
     sr__buf_free(&r->attempts);

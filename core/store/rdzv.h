@@ -76,6 +76,8 @@ typedef struct sr__rdzv_peer {
     int watching;     /* its "alive" wait was seen, so the wait's end means it went away */
     double last_heard; /* when it was last heard from (sr__now_s): its accepted join; the hang
                           watchdog's heartbeats will refresh it.  0: never */
+    int silent;       /* the hang watchdog found it silent (stopped, or cut off): the verdict's
+                         acknowledgement is not awaited from it */
 } sr__rdzv_peer;
 
 typedef struct sr_rdzv {
@@ -192,6 +194,9 @@ void sr__rdzv_abandon_restart(sr_rdzv *r, const char *what);
    waiting for a verdict that cannot come; from now on no call touches the store (it could block
    for good). */
 void sr__rdzv_lose_host(sr_rdzv *r, const char *what);
+/* Hosting agent: agent `agent` stopped answering (the hang watchdog): the run does not wait for it
+   to read the verdict. */
+void sr__rdzv_peer_silent(sr_rdzv *r, int agent);
 void sr__rdzv_free(sr_rdzv *r);
 
 #endif

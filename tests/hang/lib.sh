@@ -1,6 +1,6 @@
 # Shared by the hang watchdog's tests ([shardrun] hang_timeout, docs/clusters.md "Hangs"): runs in
 # the background that the test stops, signals and times by pid.
-. "$(dirname "$0")/../cli/lib.sh"
+declare -F pass >/dev/null || . "$(dirname "$0")/../cli/lib.sh" # (once: restart.sh has it already)
 # one OpenMP thread per rank: two ranks' spinning threads on 2 cores make a step take seconds
 export OMP_NUM_THREADS=1
 HOST=$(hostname)

@@ -24,6 +24,7 @@ typedef struct wd_rank {
     int in, kind, micro, phase, unit, ever;
     long long step;
     int stale; /* its agent went silent: this is what it said last */
+    int local; /* one of this agent's workers (its /proc is here) */
 } wd_rank;
 
 /* Another agent's newest record. */
@@ -124,9 +125,32 @@ static const char *state_text(const wd_rank *r, char *buf, size_t len) {
     }
 }
 
-/* What a running rank that does not progress is likely doing. */
+/* A memory limit on the process (ulimit -v), in bytes; 0: none. */
+static unsigned long long as_limit(int pid) {
+    char path[64], line[256];
+    unsigned long long soft = 0;
+    snprintf(path, sizeof path, "/proc/%d/limits", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "Max address space", 17) && sscanf(line + 17, "%llu", &soft) != 1) soft = 0;
+    fclose(f);
+    return soft;
+}
+
+/* What a running rank that does not progress is likely doing: under a memory limit, an allocation
+   that fails inside the BLAS (OpenBLAS retries it without end, silently). */
 static const char *busy(const wd_rank *r) {
-    return r->state == 'R' ? " (busy in its own code: a loop that never ends, or work slower than hang_timeout)" : "";
+    static char buf[400];
+    if (r->state != 'R') return "";
+    unsigned long long lim = r->local ? as_limit(r->pid) : 0;
+    if (lim)
+        snprintf(buf, sizeof buf, " (busy without progress under a memory limit of %llu MiB (ulimit -v): most likely an "
+                 "allocation that failed inside the BLAS, which OpenBLAS retries without end; raise the limit, or give "
+                 "each rank fewer threads (OMP_NUM_THREADS))", lim >> 20);
+    else
+        snprintf(buf, sizeof buf, " (busy in its own code: a loop that never ends, or work slower than hang_timeout)");
+    return buf;
 }
 
 /* ---- the records agents exchange ---------------------------------------------------------------- */
@@ -354,7 +378,7 @@ static int local_ranks(sr_watchdog *wd, const int *reaped, wd_rank *rs, double n
         if (beat != wd->beat[i]) wd->beat[i] = beat, wd->changed[i] = now;
         wd_rank *r = &rs[n++];
         memset(r, 0, sizeof *r);
-        r->rank = wd->rank[i], r->node = wd->node, r->agent = wd->agent_id, r->pid = (int)wd->pid[i];
+        r->rank = wd->rank[i], r->node = wd->node, r->agent = wd->agent_id, r->pid = (int)wd->pid[i], r->local = 1;
         r->state = proc_state(wd->pid[i], r->wchan, sizeof r->wchan);
         r->age = now - wd->changed[i];
         r->seq = atomic_load(&s->coll_seq), r->in = atomic_load(&s->in_coll), r->kind = atomic_load(&s->coll_kind);

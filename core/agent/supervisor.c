@@ -502,7 +502,7 @@ static int poll_timeout_ms(const sr_attempt *st, sr_rdzv *r, const sr_watch *wt)
         int k = (int)((st->kill_at - sr__now_s()) * 1000) + 1;
         timeout = timeout < 0 || k < timeout ? (k > 0 ? k : 0) : timeout;
     }
-    int wd = r->phase == SR_RDZV_RUNNING && !st->kill_at ? sr__watchdog_timeout_ms(watchdog) : -1;
+    int wd = r->phase == SR_RDZV_RUNNING ? sr__watchdog_timeout_ms(watchdog) : -1;
     if (wd >= 0 && (timeout < 0 || wd < timeout)) timeout = wd;
     /* workers gone, pipes still open: check back soon (node 0 may wait long for other nodes) */
     if (wt->all_reaped_at && !pipes_closed(st) && (timeout < 0 || timeout > 50)) timeout = 50;
@@ -513,9 +513,21 @@ static int poll_timeout_ms(const sr_attempt *st, sr_rdzv *r, const sr_watch *wt)
    ends the attempt like a failure, with one report.  Another agent that finds node 0 silent ends
    on its own: the verdict would have to come through node 0's store. */
 static void watch_for_hang(sr_attempt *st, sr_run *run) {
-    if (!watchdog || st->kill_at || st->failed >= 0 || st->failed_elsewhere || st->stop_signal || st->preempting ||
-        st->hang[0] || run->rdzv.phase != SR_RDZV_RUNNING)
+    if (!watchdog || run->rdzv.phase != SR_RDZV_RUNNING) return;
+    if (st->kill_at || st->failed >= 0 || st->failed_elsewhere || st->stop_signal || st->preempting || st->hang[0]) {
+        /* ending already (a failure here: a collective timed out on a dead link), waiting for node
+           0's verdict: when node 0 went silent it never comes */
+        if (sr__watchdog_host_silent(watchdog)) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "node 0's shardrun has not answered for %gs (hang_timeout): it is stopped, or the "
+                     "link to it is down", run->hang_timeout);
+            sr__log(SR_LOG_ERROR, "%s: this node ends the run on its own (exit 1)", msg);
+            sr__rdzv_lose_host(&run->rdzv, msg);
+            if (st->failed < 0 && !st->hang[0] && !st->stop_signal) st->failed_elsewhere = 1;
+            if (!st->kill_at) begin_stop(st, SIGTERM, run->grace, 1);
+        }
         return;
+    }
     int *reaped = calloc((size_t)st->n + 1, sizeof *reaped);
     if (!reaped) return; /* next turn */
     for (int i = 0; i < st->n; i++) reaped[i] = st->ws[i].reaped;

@@ -385,8 +385,9 @@ static int local_ranks(sr_watchdog *wd, const int *reaped, wd_rank *rs, double n
         wd_rank *r = &rs[n++];
         memset(r, 0, sizeof *r);
         r->rank = wd->rank[i], r->node = wd->node, r->agent = wd->agent_id, r->pid = (int)wd->pid[i], r->local = 1;
-        r->state = proc_state(wd->pid[i], r->wchan, sizeof r->wchan);
         r->age = now - wd->changed[i];
+        /* /proc is read only for a rank quiet for a second: one that just moved is running */
+        r->state = r->age >= 1.0 ? proc_state(wd->pid[i], r->wchan, sizeof r->wchan) : 'R';
         r->seq = atomic_load(&s->coll_seq), r->in = atomic_load(&s->in_coll), r->kind = atomic_load(&s->coll_kind);
         r->step = atomic_load(&s->step), r->micro = atomic_load(&s->micro), r->phase = atomic_load(&s->phase);
         r->unit = atomic_load(&s->unit), r->ever = beat != 0;
@@ -401,6 +402,23 @@ static const char *host_of(sr_watchdog *wd, int agent, char *buf, size_t len) {
     snprintf(buf, len, "?");
     parse_record(wd->peers[agent].rec, agent, NULL, 0, &c, &node, buf, len);
     return buf;
+}
+
+int sr__watchdog_host_silent(sr_watchdog *wd) {
+    if (!wd) return 0;
+    double now = sr__now_s();
+    if (now < wd->next_check) return 0;
+    wd->next_check = now + (wd->T / 4 < 1.0 ? wd->T / 4 : 1.0);
+    if (wd->hosting || wd->nagents < 2 || wd->agent_id == 0) return 0;
+    sr_buf b = {0};
+    pthread_mutex_lock(&wd->mu);
+    wd->counter++;
+    format_record(wd, NULL, 0, &b); /* its ranks are stopping: none to compare */
+    free(wd->mine);
+    wd->mine = b.s;
+    int silent = now - wd->peers[0].heard_at >= wd->T;
+    pthread_mutex_unlock(&wd->mu);
+    return silent;
 }
 
 int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h) {

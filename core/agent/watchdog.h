@@ -47,6 +47,10 @@ typedef struct sr_hang {
 /* Looks at every rank (at most once a second does it any work); 1 with *h filled when the run
    hangs, else 0.  `reaped[i]`: worker i is gone (not watched). */
 int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h);
+/* Another agent than node 0's whose attempt is ending (a failure here, a stop) and waits for node
+   0's verdict: 1 when node 0's agent has sent nothing new for hang_timeout (the verdict will not
+   come).  Keeps this agent's record going meanwhile, so node 0 does not take it for silent. */
+int sr__watchdog_host_silent(sr_watchdog *wd);
 /* Milliseconds until the next check is due (-1: never). */
 int sr__watchdog_timeout_ms(const sr_watchdog *wd);
 void sr__watchdog_free(sr_watchdog *wd);

@@ -151,8 +151,10 @@ static int run_op(sr_pg *pg, sr_work *w) {
     case OP_BROADCAST: rc = ops->broadcast(pg->impl, w->recv, w->count, w->dt, w->root, &stuck, err, sizeof err); break;
     default: rc = ops->barrier(pg->impl, &stuck, err, sizeof err); break;
     }
-    sr__watch_collective_end();
-    if (rc == 0) return 0;
+    if (rc == 0) {
+        sr__watch_collective_end();
+        return 0;
+    }
     char what[300];
     snprintf(what, sizeof what, "%s #%lu (%zu x %s) on group %s (rank %d of %d)", op_names[w->kind], w->seq, w->count,
              sr_dtype_name(w->dt), pg->name, pg->rank, pg->size);
@@ -164,6 +166,7 @@ static int run_op(sr_pg *pg, sr_work *w) {
     } else {
         fail(pg, "%s failed: %s", what, err);
     }
+    sr__watch_collective_end(); /* only now: naming the missing ranks goes through the store, which can hang too */
     return -1;
 }
 

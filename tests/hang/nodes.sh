@@ -10,11 +10,13 @@ HT=4
 printf '[shardrun]\ntask = %s\nplugins = torch\n[task]\nrounds = 1000000\nhang_rank = -1\n' \
     "$BUILD/tests/tasks/hang.so" >"$T/job.ini"
 
-# start_node NODE: that node's agent in the background (output in $T/nNODE.*), its pid in pid[NODE]
+# start_node NODE [ARGS]: that node's agent in the background (output in $T/nNODE.*), its pid in pid[NODE]
 start_node() {
-    "$SHARDRUN" "$T/job.ini" --nnodes 2 --node-rank "$1" --nproc-per-node 1 --master-addr 127.0.0.1 \
-        --master-port "$P" --set shardrun.hang_timeout=$HT >"$T/n$1.out" 2>"$T/n$1.err" &
-    pid[$1]=$!
+    local node=$1
+    shift
+    "$SHARDRUN" "$T/job.ini" --nnodes 2 --node-rank "$node" --nproc-per-node 1 --master-addr 127.0.0.1 \
+        --master-port "$P" --set shardrun.hang_timeout=$HT "$@" >"$T/n$node.out" 2>"$T/n$node.err" &
+    pid[$node]=$!
 }
 # tree PID: PID and its descendants
 tree() {
@@ -47,5 +49,27 @@ for frozen in 1 0; do
     kill -KILL $procs 2>/dev/null
     wait "${pid[$frozen]}" 2>/dev/null
 done
+# node 0 stopped, and the collective's own timeout ([torch] timeout = 2) shorter than hang_timeout:
+# node 1's rank times out, then blocks naming the missing ranks through node 0's store; node 1
+# still ends on its own within hang_timeout, naming node 0
+P=$(free_port_pair)
+start_node 0 --set torch.timeout=2
+start_node 1 --set torch.timeout=2
+bg_t0=$(date +%s.%N)
+for i in $(seq 100); do [ -n "$(worker_pid "${pid[1]}" 0)" ] && break; sleep 0.2; done
+sleep 2
+procs=$(tree "${pid[0]}")
+kill -STOP $procs
+stopped_at=$(date +%s.%N)
+finish "${pid[1]}" 60
+elapsed_since=$(since "$stopped_at")
+err=$(cat "$T/n1.err")
+expect_rc 1 "node 0 stopped, [torch] timeout 2: node 1's agent"
+at_most "$elapsed_since" $((HT + 6)) "node 0 stopped, [torch] timeout 2: node 1 ends within hang_timeout ($HT s) + 6 s"
+expect_in "$err" "shardrun: hang: node 0's shardrun (host $HOST) has not answered for" "node 1 names node 0"
+expect_in "$err" "node 0's shardrun does not answer: this node ends the run on its own" "and ends on its own"
+kill -KILL $procs 2>/dev/null
+wait "${pid[0]}" 2>/dev/null
+
 echo "hang_nodes: $checks checks, $failed failed"
 [ "$failed" -eq 0 ]

@@ -23,6 +23,7 @@ grep -Eq "rank 0 \(node 0, host [^,]+, pid [0-9]+\): [a-z ]+.*; step [0-9]+ \(mi
     && pass || fail "rank 0's line says its step, phase, unit and the collective it waits in: $err"
 expect_eq "$(grep -c 'shardrun: hang:' <<<"$err")" 1 "one report"
 expect_in "$err" "the run hung: rank 1" "the summary says the run hung"
+[ -n "${HANG_REPORT_COPY:-}" ] && cp "$T/demo.err" "$HANG_REPORT_COPY"
 kill -0 "$r1" 2>/dev/null && fail "the stopped rank $r1 is still there" || pass
 kill -CONT "$r1" 2>/dev/null
 

@@ -68,6 +68,8 @@ void sr__print_summary(const sr_attempt *st, sr_run *run) {
     char what[128], name[32];
     if (st->preempting) {
         print_preempted(st, run);
+    } else if (st->hang[0]) {
+        sr__log(SR_LOG_ERROR, "the run hung: %s", st->hang);
     } else if (st->failed >= 0 && st->failed < st->n) {
         const sr_worker *w = &st->ws[st->failed];
         sr__describe_status(w->status, what, sizeof what);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent/guardian.h"
+#include "agent/watchdog.h"
 #include "agent/workers.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -20,6 +21,7 @@
 #include "worker/worker.h"
 
 static int self_pipe[2] = {-1, -1};
+static sr_watchdog *watchdog; /* NULL: hang_timeout = 0 */
 
 static void on_signal(int sig) {
     int saved = errno;
@@ -73,6 +75,7 @@ static int start_worker(sr_run *run, sr_worker *w, sr_worker *all, int nstarted)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != agent) _exit(SR_EXIT_FAILED); /* the agent died between fork and prctl */
         reset_handlers_in_child();
+        sr__watch_attach(sr__watchdog_slot(watchdog, (int)(w - all))); /* where it says what it does */
         close(self_pipe[0]), close(self_pipe[1]);
         if (sr__guardian_fd() >= 0) close(sr__guardian_fd());
         for (int i = 0; i < nstarted; i++)
@@ -87,6 +90,7 @@ static int start_worker(sr_run *run, sr_worker *w, sr_worker *all, int nstarted)
     }
     setpgid(pid, pid); /* also here, so the group exists before we ever signal it */
     sr__guardian_watch(pid);
+    sr__watchdog_started(watchdog, (int)(w - all), w->rank, pid);
     w->pid = pid;
     for (int s = 0; s < SR_NSTREAMS; s++) {
         close(p[s][1]);
@@ -498,9 +502,56 @@ static int poll_timeout_ms(const sr_attempt *st, sr_rdzv *r, const sr_watch *wt)
         int k = (int)((st->kill_at - sr__now_s()) * 1000) + 1;
         timeout = timeout < 0 || k < timeout ? (k > 0 ? k : 0) : timeout;
     }
+    int wd = r->phase == SR_RDZV_RUNNING ? sr__watchdog_timeout_ms(watchdog) : -1;
+    if (wd >= 0 && (timeout < 0 || wd < timeout)) timeout = wd;
     /* workers gone, pipes still open: check back soon (node 0 may wait long for other nodes) */
     if (wt->all_reaped_at && !pipes_closed(st) && (timeout < 0 || timeout > 50)) timeout = 50;
     return timeout;
+}
+
+/* The hang watchdog (agent/watchdog.h), while the attempt runs and nothing stops it yet: a hang
+   ends the attempt like a failure, with one report.  Another agent that finds node 0 silent ends
+   on its own: the verdict would have to come through node 0's store. */
+static void watch_for_hang(sr_attempt *st, sr_run *run) {
+    if (!watchdog || run->rdzv.phase != SR_RDZV_RUNNING) return;
+    if (st->kill_at || st->failed >= 0 || st->failed_elsewhere || st->stop_signal || st->preempting || st->hang[0]) {
+        /* ending already (a failure here: a collective timed out on a dead link), waiting for node
+           0's verdict: when node 0 went silent it never comes */
+        if (sr__watchdog_host_silent(watchdog)) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "node 0's shardrun has not answered for %gs (hang_timeout): it is stopped, or the "
+                     "link to it is down", run->hang_timeout);
+            sr__log(SR_LOG_ERROR, "%s: this node ends the run on its own (exit 1)", msg);
+            sr__rdzv_lose_host(&run->rdzv, msg);
+            if (st->failed < 0 && !st->hang[0] && !st->stop_signal) st->failed_elsewhere = 1;
+            if (!st->kill_at) begin_stop(st, SIGTERM, run->grace, 1);
+        }
+        return;
+    }
+    int *reaped = calloc((size_t)st->n + 1, sizeof *reaped);
+    if (!reaped) return; /* next turn */
+    for (int i = 0; i < st->n; i++) reaped[i] = st->ws[i].reaped;
+    static sr_hang h;
+    int hung = sr__watchdog_check(watchdog, reaped, &h);
+    free(reaped);
+    if (!hung) return;
+    fputs(h.report, stderr);
+    fflush(stderr);
+    snprintf(st->hang, sizeof st->hang, "%s", h.what);
+    char msg[1000];
+    snprintf(msg, sizeof msg, "hang (seen by node %d): %s", run->layout.node_rank, h.what);
+    int started = st->n > 0;
+    for (int i = 0; i < st->n; i++) started &= st->ws[i].progress.started;
+    if (h.host_lost) {
+        sr__log(SR_LOG_ERROR, "node 0's shardrun does not answer: this node ends the run on its own (exit 1)");
+        sr__rdzv_lose_host(&run->rdzv, msg);
+    } else {
+        if (h.lost_agent > 0) sr__rdzv_peer_silent(&run->rdzv, h.lost_agent); /* it will not read the verdict */
+        /* a silent node cannot take part in a restart: the run fails */
+        sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg,
+                                started && h.lost_node < 0 ? SR_FAIL_RETRYABLE : SR_FAIL_FINAL);
+    }
+    begin_stop(st, SIGTERM, run->grace, 1);
 }
 
 /* The I/O of one turn: waits for a signal, a worker's output or exit, the rendezvous or a
@@ -531,6 +582,7 @@ static int poll_once(sr_attempt *st, sr_run *run, sr_watch *wt) {
                 if (st->ws[i].fd[s] == pfd[p].fd) read_stream(&st->ws[i], s);
     }
     sr__rdzv_handle(r, pfd + first_rdzv, np - first_rdzv);
+    watch_for_hang(st, run);
     double t = sr__now_s();
     if (st->kill_at && !st->killed && t >= st->kill_at) kill_workers(st);
     if (workers_reaped(st) && !wt->all_reaped_at) wt->all_reaped_at = t;
@@ -630,6 +682,7 @@ static void start_attempt(sr_attempt *st, sr_run *run) {
     *st = (sr_attempt){.ws = calloc((size_t)n, sizeof(sr_worker)), .failed = -1, .blamed = -1, .want = n,
                        .first_rank = run->layout.node_rank * run->layout.nproc_per_node + run->layout.first_local};
     run->layout.restart_count = run->rdzv.attempt; /* TORCHELASTIC_RESTART_COUNT, sr_restart_count() */
+    sr__watchdog_begin(watchdog, n, run->rdzv.attempt);
     for (int i = 0; st->ws && i < n; i++) {
         sr_worker *w = &st->ws[i];
         w->local_rank = run->layout.first_local + i;
@@ -679,7 +732,7 @@ static int exit_code(const sr_attempt *st, const sr_run *run) {
     if (st->failed_elsewhere && run->rdzv.failed_config) return SR_EXIT_CONFIG; /* agents started with different jobs */
     if (st->failed >= 0 && exited_config(st->ws[st->failed].status)) return SR_EXIT_CONFIG;
     if (st->preempting) return SR_EXIT_SIGNAL_BASE + SIGTERM;
-    if (st->failed >= 0 || st->failed_elsewhere) return SR_EXIT_FAILED;
+    if (st->failed >= 0 || st->failed_elsewhere || st->hang[0]) return SR_EXIT_FAILED;
     if (st->stop_signal) return signal_exit(st->stop_signal);
     if (st->n < st->want) return SR_EXIT_FAILED;
     return SR_EXIT_OK;
@@ -703,6 +756,7 @@ int sr__launch(sr_run *run, const char *results_path) {
     if (sr__guardian_start() != 0)
         sr__log(SR_LOG_WARN, "no guardian process (%s): if this shardrun is killed outright, what its tasks "
                 "started in the background may be left running", strerror(errno));
+    watchdog = sr__watchdog_new(run);
     sr_attempt st;
     int code = -1;
     while (1) {
@@ -736,6 +790,8 @@ int sr__launch(sr_run *run, const char *results_path) {
             }
     sr__rdzv_free(&run->rdzv);
     free_workers(&st);
+    sr__watchdog_free(watchdog);
+    watchdog = NULL;
     close(self_pipe[0]), close(self_pipe[1]);
     return code;
 }

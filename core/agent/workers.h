@@ -42,6 +42,7 @@ typedef struct sr_attempt {
     int results_local;    /* this agent's results could not be handed to node 0: it prints them */
     int want, first_rank; /* the workers this agent was to start, and the first one's rank */
     int blamed;           /* a worker that reported an error before the first failed one, silent, exited; -1 */
+    char hang[900];       /* the hang watchdog stopped this attempt: its one-line finding; "": it did not */
 } sr_attempt;
 
 /* run_report.c */

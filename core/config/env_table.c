@@ -24,6 +24,11 @@ const sr_key sr__shardrun_keys[] = {
      "master_port + 1 across nodes"},
     {"rdzv_timeout", SR_KEY_FLOAT, "300", NULL, 0, NOLIM, NULL,
      "seconds the other nodes' shardrun waits for node 0's store to answer"},
+    {"hang_timeout", SR_KEY_FLOAT, "300", NULL, 0, NOLIM, NULL,
+     "seconds without progress after which the run is declared hung: ranks wait in a collective another rank has "
+     "not entered, or no rank moved (step, phase, collective); the agent that sees it names the rank behind (host, "
+     "pid, process state) and where every rank is, then fails the run (exit 1) or restarts it (max_restarts); "
+     "0: no watchdog (docs/clusters.md, hangs)"},
     {"standalone", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL,
      "single node, free port on localhost, fresh run id (torchrun --standalone)"},
     {"run_id", SR_KEY_STRING, "none", NULL, 0, NOLIM, NULL,
@@ -115,8 +120,8 @@ const sr_var sr__host_reads[] = {
      "another run's in the same allocation or one with another configuration"},
     {"SHARDRUN_DEBUG_KILL_AT",
      "testing aid: RANK:STEP makes that rank of a model task kill itself with SIGKILL right after optimizer step "
-     "STEP of the job's first attempt (RANK:STEP:every: of every attempt), so the restart tests lose a rank at a "
-     "known step"},
+     "STEP of the job's first attempt (RANK:STEP:every: of every attempt; RANK:STEP:stop: stops it with SIGSTOP "
+     "instead, a hang for the hang watchdog), so the restart tests lose a rank at a known step"},
     {NULL, NULL},
 };
 

@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "base/profile.h"
+#include "base/watch.h"
 #include "fsdp/engine_internal.h"
 #include "fsdp/param_init.h"
 
@@ -288,6 +289,7 @@ static int forward_pass(sr__engine *e, sr_module_call *c, int keep_root, int kee
     for (int mi = 0; mi < nm; mi++) {
         int pos = e->mod_pos[mi], u = e->model->mods[mi].unit;
         if (pos >= 0 && unit_first(e, mi)) {
+            sr__watch_unit(u);
             if (ensure_gathered(e, u) != 0) return -1;
             if (cfg->forward_prefetch && pos + 1 < e->nfwd && issue_gather(e, e->fwd_units[pos + 1]) != 0) return -1;
         }
@@ -300,6 +302,8 @@ static int forward_pass(sr__engine *e, sr_module_call *c, int keep_root, int kee
 int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, const int64_t *samples, int n,
                            double *loss, long long *tokens) {
     *tokens = 0;
+    sr__watch_step(step, micro);
+    sr__watch_phase(SR_PHASE_FORWARD);
     double t0 = sr__prof_now();
     if (e->ops->batch(e->state, samples, n, tokens) != 0) {
         sr__log(SR_LOG_ERROR, "task %s: batch() failed for step %lld", e->task, step);
@@ -327,12 +331,14 @@ int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, 
     c.grad_scale = 0.0f;
 
     /* backward */
+    sr__watch_phase(SR_PHASE_BACKWARD);
     if (root >= 0 && get_grad_buffer(e, root) != 0) return -1;
     if (cfg->backward_prefetch != SR_PREFETCH_NONE && e->nfwd && issue_gather(e, e->fwd_units[e->nfwd - 1]) != 0)
         return -1;
     for (int mi = nm - 1; mi >= 0; mi--) {
         int pos = e->mod_pos[mi], u = e->model->mods[mi].unit;
         if (pos >= 0 && unit_last(e, mi)) {
+            sr__watch_unit(u);
             if (ensure_gathered(e, u) != 0) return -1;
             if (cfg->backward_prefetch == SR_PREFETCH_PRE && pos > 0 && issue_gather(e, e->fwd_units[pos - 1]) != 0)
                 return -1;
@@ -365,6 +371,7 @@ int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, 
 
 /* The forward and loss() of an eval batch the task has loaded (n samples). */
 static int eval_forward(sr__engine *e, long long step, int batch, int n, double *loss) {
+    sr__watch_phase(SR_PHASE_EVAL);
     sr_module_call c = {0};
     c.dtype = e->dtype;
     c.device = e->dev->kind;
@@ -496,6 +503,7 @@ static void adamw_unit(sr__engine *e, int u, const sr__optim *o, const sr_adamw_
 
 int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
     memset(out, 0, sizeof *out);
+    sr__watch_phase(SR_PHASE_OPTIMIZER);
     while (e->npending)
         if (complete_reduce(e, e->pending_rs[0]) != 0) return -1;
     if (e->rep_pg && e->offload) { /* host shards go through the device, one at a time */

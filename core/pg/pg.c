@@ -17,6 +17,7 @@
 #include "pg/hier.h"
 #include "pg/shm.h"
 #include "pg/world.h"
+#include "base/watch.h"
 #include "device/cuda_lib.h"
 
 typedef enum { OP_ALL_GATHER, OP_REDUCE_SCATTER, OP_ALL_REDUCE, OP_BROADCAST, OP_BARRIER } op_kind;
@@ -152,6 +153,7 @@ static int run_op(sr_pg *pg, sr_work *w) {
     const sr_pg_backend_ops *ops = pg->ops;
     char err[768] = "";
     int stuck = -1, rc;
+    sr__watch_collective_begin((int)w->kind); /* op_kind's order is sr__watch_coll_names' */
     switch (w->kind) {
     case OP_ALL_GATHER: rc = ops->all_gather(pg->impl, w->send, w->recv, w->count, w->dt, &stuck, err, sizeof err); break;
     case OP_REDUCE_SCATTER:
@@ -161,7 +163,10 @@ static int run_op(sr_pg *pg, sr_work *w) {
     case OP_BROADCAST: rc = ops->broadcast(pg->impl, w->recv, w->count, w->dt, w->root, &stuck, err, sizeof err); break;
     default: rc = ops->barrier(pg->impl, &stuck, err, sizeof err); break;
     }
-    if (rc == 0) return 0;
+    if (rc == 0) {
+        sr__watch_collective_end();
+        return 0;
+    }
     char what[300];
     snprintf(what, sizeof what, "%s #%lu (%zu x %s) on group %s (rank %d of %d)", op_names[w->kind], w->seq, w->count,
              sr_dtype_name(w->dt), pg->name, pg->rank, pg->size);
@@ -173,6 +178,7 @@ static int run_op(sr_pg *pg, sr_work *w) {
     } else {
         fail(pg, "%s failed: %s", what, err);
     }
+    sr__watch_collective_end(); /* only now: naming the missing ranks goes through the store, which can hang too */
     return -1;
 }
 

@@ -119,6 +119,7 @@ int sr__run_prepare(sr_run *run, const sr_run_args *args) {
     run->preempt_grace = seconds_key(cfg, "preempt_grace");
     seconds_key(cfg, "restart_delay");
     seconds_key(cfg, "rdzv_timeout");
+    run->hang_timeout = seconds_key(cfg, "hang_timeout");
     run->layout.max_restarts = atoi(sr__config_value(cfg, "shardrun", "max_restarts"));
     sr__task_spec_resolve(cfg, args->nextra, args->extra, &run->task);
     if (cfg->diag.n) goto fail;

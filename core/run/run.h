@@ -25,6 +25,7 @@ typedef struct sr_run {
     int log_level;      /* sr_log_level */
     double grace;       /* seconds between SIGTERM and SIGKILL */
     double preempt_grace; /* a model task's time to checkpoint after SIGTERM to the agent */
+    double hang_timeout; /* [shardrun] hang_timeout: seconds without progress that make a hang; 0: no watchdog */
     int model_task;     /* the task is a model task: SIGTERM asks for a checkpoint (preemption) */
     sr_rdzv rdzv;       /* the agent's side of the rendezvous; workers reach the store at its host/port/token */
     int stdout_tty; /* in a worker: the agent's stdout is a terminal (progress bars are drawn) */

@@ -135,12 +135,13 @@ int sr__rdzv_timeout_ms(const sr_rdzv *r) {
 }
 
 int sr__rdzv_outcome_known(const sr_rdzv *r) {
+    if (r->host_lost) return 1;
     if (r->hosting || r->nagents < 2 || !r->enabled) return r->phase != SR_RDZV_RUNNING;
     return r->watch_closed && !r->waiting_start;
 }
 
 void sr__rdzv_report_failure(sr_rdzv *r, int node, const char *what, sr_rdzv_failure kind) {
-    if (r->phase != SR_RDZV_RUNNING || r->reported_failure) return; /* the first one is known */
+    if (r->phase != SR_RDZV_RUNNING || r->reported_failure || r->host_lost) return; /* the first one is known */
     if (r->hosting || !r->enabled) {
         sr__rdzv_decide(r, node, kind, what);
     } else if (r->ctl) {
@@ -154,6 +155,7 @@ void sr__rdzv_report_failure(sr_rdzv *r, int node, const char *what, sr_rdzv_fai
 int sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len, int succeeded) {
     char key[64];
     int kept_local = 0;
+    if (r->host_lost) return 1; /* node 0 cannot take them: this node prints its own */
     if (r->ctl && len) {
         /* node 0 prints every rank's results; a node's that do not fit one store value stay local */
         sr__rdzv_key(key, sizeof key, "run/%d/results/%d", r->attempt, r->agent_id);
@@ -164,6 +166,18 @@ int sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len, int succee
     if (r->server) sr__store_server_set(r->server, key, "1", 1);
     else if (r->ctl) sr__store_set(r->ctl, key, "1", 1);
     return kept_local;
+}
+
+void sr__rdzv_lose_host(sr_rdzv *r, const char *what) {
+    if (r->hosting || !r->enabled || r->nagents < 2) return;
+    r->host_lost = 1;
+    r->reported_failure = 1;
+    sr__rdzv_set_failure(r, 0, 0, what);
+    r->phase = SR_RDZV_FAILED;
+}
+
+void sr__rdzv_peer_silent(sr_rdzv *r, int agent) {
+    if (r->hosting && r->peers && agent > 0 && agent < r->nagents) r->peers[agent].silent = 1;
 }
 
 void sr__rdzv_free(sr_rdzv *r) {

@@ -76,6 +76,8 @@ typedef struct sr__rdzv_peer {
     int watching;     /* its "alive" wait was seen, so the wait's end means it went away */
     double last_heard; /* when it was last heard from (sr__now_s): its accepted join; the hang
                           watchdog's heartbeats will refresh it.  0: never */
+    int silent;       /* the hang watchdog found it silent (stopped, or cut off): the verdict's
+                         acknowledgement is not awaited from it */
 } sr__rdzv_peer;
 
 typedef struct sr_rdzv {
@@ -124,6 +126,8 @@ typedef struct sr_rdzv {
     int waiting_start;      /* the watch waits for the next attempt's start */
     int start_ready;        /* the next attempt's start arrived */
     int acked;              /* told the host the verdict was read */
+    int host_lost;          /* the hang watchdog found node 0's agent silent: this agent decided the run
+                               failed on its own and talks to the store no more (sr__rdzv_lose_host) */
 } sr_rdzv;
 
 /* What the run decided that the rendezvous needs (filled by run/run.c from the layout and the
@@ -185,6 +189,14 @@ void sr__rdzv_next_attempt(sr_rdzv *r);
 /* RESTART, this agent was interrupted (a signal): the hosting agent calls the restart off (every
    agent waiting for the next attempt hears `what` and fails); another agent tells the host so. */
 void sr__rdzv_abandon_restart(sr_rdzv *r, const char *what);
+/* Other agents: node 0's agent stopped answering (its store is unreachable or stopped: the hang
+   watchdog saw no news from it for hang_timeout).  The attempt fails here with `what`, without
+   waiting for a verdict that cannot come; from now on no call touches the store (it could block
+   for good). */
+void sr__rdzv_lose_host(sr_rdzv *r, const char *what);
+/* Hosting agent: agent `agent` stopped answering (the hang watchdog): the run does not wait for it
+   to read the verdict. */
+void sr__rdzv_peer_silent(sr_rdzv *r, int agent);
 void sr__rdzv_free(sr_rdzv *r);
 
 #endif

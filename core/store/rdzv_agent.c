@@ -7,9 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include "store/rdzv_internal.h"
 #include "store/rdzv_protocol.h"
+
+/* How long a request on the control connection may wait for node 0's answer once joined. */
+enum { CTL_TIMEOUT_S = 5 };
 
 int sr__rdzv_rewatch(sr_rdzv *r, const char *key, char *err, size_t errlen) {
     sr__store_close(r->watch);
@@ -101,6 +106,13 @@ int sr__rdzv_join(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, err);
         return -1;
     }
+    /* From now on the control connection carries only short requests (a failure, results, an
+       acknowledgement), made from the supervisor's loop: one that node 0 does not answer within
+       CTL_TIMEOUT_S (stopped, or cut off by a dead link) fails instead of blocking the loop, and
+       with it this node's way to end on its own (the hang watchdog). */
+    struct timeval tv = {.tv_sec = CTL_TIMEOUT_S};
+    setsockopt(sr__store_fd(r->ctl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(sr__store_fd(r->ctl), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     return 0;
 }
 
@@ -150,7 +162,7 @@ void sr__rdzv_read_watch(sr_rdzv *r) {
 
 void sr__rdzv_ack(sr_rdzv *r) {
     char key[64];
-    if (!r->ctl || r->acked) return;
+    if (!r->ctl || r->acked || r->host_lost) return;
     sr__store_set(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/ack/%d", r->attempt, r->agent_id), "1", 1);
     r->acked = 1;
 }

@@ -171,7 +171,7 @@ int sr__rdzv_settled(const sr_rdzv *r) {
     char key[64];
     for (int a = 1; a < r->nagents; a++) {
         sr__rdzv_peer_state s = r->peers[a].state;
-        if (s == SR_PEER_UNSEEN || s == SR_PEER_GONE) continue; /* never arrived, or gone */
+        if (s == SR_PEER_UNSEEN || s == SR_PEER_GONE || r->peers[a].silent) continue; /* never arrived, gone, or silent */
         if (s != SR_PEER_REFUSED && !r->outcome_at) continue;   /* accepted, and no verdict yet */
         if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/ack/%d", r->attempt, a), NULL)) return 0;
     }

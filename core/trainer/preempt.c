@@ -46,10 +46,12 @@ void sr__debug_kill_at(int rank, int restart_count, long long step) {
     int r, at = 0;
     long long s;
     if (!v || sscanf(v, "%d:%lld%n", &r, &s, &at) != 2) return;
-    int every = !strcmp(v + at, ":every");
+    /* ":every": in every attempt, not only the first; ":stop": SIGSTOP rather than SIGKILL (a rank
+       that hangs, for the hang watchdog's tests) */
+    int every = !strcmp(v + at, ":every"), stop = !strcmp(v + at, ":stop");
     if (r == rank && s == step && (every || !restart_count)) {
         fflush(NULL);
-        raise(SIGKILL);
+        raise(stop ? SIGSTOP : SIGKILL);
     }
 }
 

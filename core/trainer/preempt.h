@@ -22,8 +22,8 @@ int sr__preempt_agreed(sr__engine *e);
    another one's request. */
 int sr__preempt_signal(void);
 
-/* Testing aid (SHARDRUN_DEBUG_KILL_AT=RANK:STEP[:every]): this rank dies by SIGKILL after that
-   step of the first attempt (of every attempt with :every). */
+/* Testing aid (SHARDRUN_DEBUG_KILL_AT=RANK:STEP[:every|:stop]): this rank dies by SIGKILL after that
+   step of the first attempt (of every attempt with :every; stops itself with SIGSTOP with :stop). */
 void sr__debug_kill_at(int rank, int restart_count, long long step);
 
 #endif

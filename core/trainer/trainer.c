@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/progress.h"
+#include "base/watch.h"
 #include "task/ctx.h"
 #include "trainer/nan_policy.h"
 #include "trainer/preempt.h"
@@ -239,6 +240,7 @@ static int train_step(sr__trainer *t, long long step, double *loss, sr__step_res
 static int save_now(sr__trainer *t, sr_progress_kind kind) {
     const sr__train_args *a = &t->a;
     long long step = t->ts.global_step;
+    sr__watch_phase(SR_PHASE_CHECKPOINT);
     if (sr__records_save_checkpoint(t) != 0) return -1;
     t->saved_step = step;
     char what[1100];

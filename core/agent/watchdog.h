@@ -1,0 +1,58 @@
+/*
+ * The agent's hang watchdog ([shardrun] hang_timeout): it reads what each of its workers publishes
+ * in shared memory (base/watch.h), swaps that with the other agents through node 0's store, and
+ * decides that the run hangs when, for hang_timeout seconds,
+ *   - ranks wait in a collective that another rank has not entered (it is behind), or
+ *   - no rank made progress while one waits in a collective (a peer that never answers: a rank in
+ *     another node whose agent went silent, a link that died without a FIN), or
+ *   - no rank of a model task made progress at all (every rank stuck outside a collective).
+ * It then writes one report: which rank is behind (host, pid, its state from /proc: stopped, in
+ * the kernel, running), or which node went silent, and where every rank is.
+ *
+ * Lifecycle (supervisor.c): sr__watchdog_new() once, after the rendezvous, before any fork ->
+ * per attempt sr__watchdog_begin() before forking, the child sr__watch_attach(sr__watchdog_slot())
+ * -> sr__watchdog_started() for each worker forked -> in the loop sr__watchdog_check() (at most
+ * sr__watchdog_timeout_ms() apart) -> sr__watchdog_free().  Across nodes, the agents that do not
+ * host the store send and fetch the records from a thread of their own, so a store that stopped
+ * answering (node 0 stopped, a dead link) never blocks the agent's loop; then the other node's
+ * records age, and the watchdog names it.
+ */
+#ifndef SR_AGENT_WATCHDOG_H
+#define SR_AGENT_WATCHDOG_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "base/watch.h"
+#include "run/run.h"
+
+typedef struct sr_watchdog sr_watchdog;
+
+/* NULL when run->hang_timeout is 0 (no watchdog) or memory is short (then it says so). */
+sr_watchdog *sr__watchdog_new(sr_run *run);
+/* A new attempt with n workers: their slots zeroed, the clocks started. */
+void sr__watchdog_begin(sr_watchdog *wd, int n, int attempt);
+sr_watch_slot *sr__watchdog_slot(sr_watchdog *wd, int i);
+void sr__watchdog_started(sr_watchdog *wd, int i, int rank, pid_t pid);
+
+typedef struct sr_hang {
+    char report[8192]; /* the report, lines ending in '\n' (printed as is) */
+    char what[900];    /* one line for the failure report and the summary */
+    int lost_node;     /* the node whose agent went silent, -1: none */
+    int lost_agent;    /* that agent's index in the rendezvous, -1: none */
+    int host_lost;     /* that node is node 0's, and this agent is another one's */
+    int started;       /* every local rank had begun its work (a restart may help) */
+} sr_hang;
+
+/* Looks at every rank (at most once a second does it any work); 1 with *h filled when the run
+   hangs, else 0.  `reaped[i]`: worker i is gone (not watched). */
+int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h);
+/* Another agent than node 0's whose attempt is ending (a failure here, a stop) and waits for node
+   0's verdict: 1 when node 0's agent has sent nothing new for hang_timeout (the verdict will not
+   come).  Keeps this agent's record going meanwhile, so node 0 does not take it for silent. */
+int sr__watchdog_host_silent(sr_watchdog *wd);
+/* Milliseconds until the next check is due (-1: never). */
+int sr__watchdog_timeout_ms(const sr_watchdog *wd);
+void sr__watchdog_free(sr_watchdog *wd);
+
+#endif

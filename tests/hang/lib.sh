@@ -1,0 +1,60 @@
+# Shared by the hang watchdog's tests ([shardrun] hang_timeout, docs/clusters.md "Hangs"): runs in
+# the background that the test stops, signals and times by pid.
+declare -F pass >/dev/null || . "$(dirname "$0")/../cli/lib.sh" # (once: restart.sh has it already)
+# one OpenMP thread per rank: two ranks' spinning threads on 2 cores make a step take seconds
+export OMP_NUM_THREADS=1
+HOST=$(hostname)
+
+# start_bg NAME CMD...: runs CMD in the background, stdout in $T/NAME.out, stderr in $T/NAME.err;
+# its pid in $bg and the start time (s, fractional) in $bg_t0
+start_bg() {
+    local name=$1
+    shift
+    "$@" >"$T/$name.out" 2>"$T/$name.err" &
+    bg=$!
+    bg_t0=$(date +%s.%N)
+}
+
+# wait_for FILE TEXT SECONDS: 0 once FILE holds TEXT, 1 after SECONDS
+wait_for() {
+    local until=$(($(date +%s) + $3))
+    while [ "$(date +%s)" -lt "$until" ]; do
+        grep -qF -- "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# worker_pid AGENT LOCAL_RANK: the pid of the agent's worker of that local rank: the agent forks them
+# in local-rank order, each the leader of its own process group (the guardian is none)
+worker_pid() {
+    local p pick
+    pick=$(for p in $(pgrep -P "$1"); do
+        awk -v p="$p" '{ sub(/.*\) /, ""); if ($3 == p) print $20, p }' "/proc/$p/stat" 2>/dev/null
+    done | sort -n | awk -v i="$2" 'NR == i + 1 { print $2 }')
+    [ -n "$pick" ] && echo "$pick"
+}
+
+# finish PID SECONDS: waits for PID to end, at most SECONDS (then SIGKILL to it and its children,
+# and rc 124, as `timeout` has it); sets $rc and $elapsed (seconds since start_bg)
+finish() {
+    local until=$(($(date +%s) + $2))
+    while kill -0 "$1" 2>/dev/null && [ "$(date +%s)" -lt "$until" ]; do sleep 0.1; done
+    if kill -0 "$1" 2>/dev/null; then
+        local c
+        for c in $(pgrep -P "$1"); do kill -KILL -- "-$c" "$c" 2>/dev/null; done
+        kill -KILL "$1" 2>/dev/null
+        wait "$1" 2>/dev/null
+        rc=124
+    else
+        wait "$1"
+        rc=$?
+    fi
+    elapsed=$(awk -v a="$(date +%s.%N)" -v b="$bg_t0" 'BEGIN { printf "%.1f", a - b }')
+}
+
+# within SECONDS WHAT: $elapsed_since (set by the caller) is at most SECONDS
+# since T0: seconds from T0 (date +%s.%N) to now
+since() { awk -v a="$(date +%s.%N)" -v b="$1" 'BEGIN { printf "%.1f", a - b }'; }
+# at_most VALUE LIMIT WHAT
+at_most() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' && pass || fail "$3: took ${1}s, at most $2s expected"; }

@@ -241,9 +241,9 @@ int sr_main(int argc, char **argv) {
         rc = SR_EXIT_CONFIG;
     } else if (sr__probe_run_keys(&run) != 0) {
         rc = SR_EXIT_CONFIG; /* a misspelt model-task key: found before any rendezvous or worker */
-    } else if (sr__run_prepare_rdzv(&run) != 0) {
+    } else if ((rc = sr__run_prepare_rdzv(&run)) != 0) {
         sr__diag_flush(&run.cfg.diag);
-        rc = SR_EXIT_CONFIG;
+        rc = rc == SR__RDZV_UNREACHABLE ? SR_EXIT_FAILED : SR_EXIT_CONFIG;
     } else {
         rc = sr__launch(&run, c.results);
     }

@@ -239,9 +239,10 @@ int sr__run_prepare_rdzv(sr_run *run) {
     if (a.need_store && nagents > 1 && a.agent_id != 0) /* what a node waits for, before it waits */
         sr__log(SR_LOG_INFO, "waiting up to %gs ([shardrun] rdzv_timeout) for node 0's shardrun at %s (master_addr) to answer",
                 a.timeout_s, a.master_addr);
-    if (sr__rdzv_prepare(&run->rdzv, &a, &run->cfg.diag) != 0) {
+    int rc = sr__rdzv_prepare(&run->rdzv, &a, &run->cfg.diag);
+    if (rc != 0) {
         sr__rdzv_free(&run->rdzv); /* connections made before the refusal */
-        return -1;
+        return rc == SR__RDZV_UNREACHABLE ? SR__RDZV_UNREACHABLE : -1;
     }
     if (run->rdzv.server)
         sr__log(SR_LOG_DEBUG, "rendezvous store listening on %s:%d", nagents == 1 ? "127.0.0.1" : "0.0.0.0",

@@ -44,7 +44,8 @@ int sr__run_prepare(sr_run *run, const sr_run_args *args);
 void sr__run_free(sr_run *run);
 
 /* Decides the rendezvous from the layout and [shardrun] keys and starts or reaches the store
-   (store/rdzv.h).  Errors go to the run's diag; 0 or -1. */
+   (store/rdzv.h).  Errors go to the run's diag; 0, SR__RDZV_UNREACHABLE (node 0 never answered:
+   the run failed, exit 1) or -1 (a configuration error, exit 2). */
 int sr__run_prepare_rdzv(sr_run *run);
 /* Runs every plugin's validate hook (agent). */
 int sr__run_validate_plugins(sr_run *run);

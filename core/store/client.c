@@ -136,6 +136,7 @@ sr_store *sr__store_connect(const char *host, int port, const char *token, doubl
         if (fd == -1) {
             size_t used = strlen(err);
             snprintf(err + used, errlen - used, " (gave up after %gs: is node 0's shardrun running?)", timeout_s);
+            errno = ETIMEDOUT; /* the caller tells "nobody answered" from a refusal */
         }
         return NULL;
     }

@@ -149,7 +149,9 @@ typedef struct sr_rdzv_args {
 
 /* Decides host, port and token (into r), starts or reaches the store; another agent is accepted
    into an attempt (r->attempt), and waits for that attempt's start when it is not the first.
-   Errors go to diag; returns 0 or -1. */
+   Errors go to diag; returns 0, SR__RDZV_UNREACHABLE when node 0's shardrun did not answer within
+   rdzv_timeout (a failed run: exit 1, not a configuration error), or -1 (the rest: diag says which). */
+#define SR__RDZV_UNREACHABLE (-3)
 int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag);
 int sr__rdzv_pollfds(sr_rdzv *r, struct pollfd *pfds, int max);
 /* Serves/reads what poll reported, and decides (hosting agent): r->phase, and r->failed_elsewhere

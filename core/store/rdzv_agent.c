@@ -4,6 +4,7 @@
  * for as long as it lives, so that node 0 sees it go; watches for the verdict on each attempt, and
  * acknowledges a final one.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,9 +52,10 @@ int sr__rdzv_join(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
     char err[512], key[64], akey[64], missing[64];
     int p = r->port;
     r->ctl = sr__store_connect(r->host, p, r->token, a->timeout_s, err, sizeof err);
+    int gave_up = !r->ctl && errno == ETIMEDOUT; /* nothing answered at that address: not the job file's fault */
     if (!r->ctl) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, err);
-        return -1;
+        return gave_up ? SR__RDZV_UNREACHABLE : -1;
     }
     long long j = sr__store_add(r->ctl, sr__rdzv_key(key, sizeof key, "run/joins/%d", r->agent_id, 0), 1);
     const char *fp = a->fingerprint ? a->fingerprint : "";
@@ -80,7 +82,7 @@ int sr__rdzv_join(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p,
                      wrc > 0 ? "node 0's shardrun did not answer within rdzv_timeout" : sr__store_error(r->ctl));
         free(answer);
-        return -1;
+        return wrc > 0 ? SR__RDZV_UNREACHABLE : -1;
     }
     int attempt = -1, at = 0;
     char id[80] = "";

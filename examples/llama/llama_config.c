@@ -231,7 +231,12 @@ static int member(reader *r, const char *key, size_t klen, llama_config *c, int 
         return tp == 1 ? 0 : bad(r, "only 1 is implemented (it computes the same model as 1 in exact arithmetic; "
                                     "set it to 1)");
     }
-    if (IS("use_sliding_window")) return read_bool(r, sliding_on);
+    if (IS("use_sliding_window")) {
+        int on;
+        if (read_bool(r, &on) != 0) return -1;
+        *sliding_on = (*sliding_on & ~1) | (on ? 1 : 0);
+        return 0;
+    }
     if (IS("sliding_window")) { /* Mistral: null for none; Qwen2: set, and off unless use_sliding_window */
         if (sr__json_peek(&r->j) == SR_JSON_NULL) return sr__json_null(&r->j);
         int w;

@@ -1,7 +1,8 @@
 # An HF-layout Llama checkpoint round trip.  Random weights with HF's names and shapes, written by the
 # PyTorch reference (llama_torch.py init: 6 heads on 2 key/value heads, untied lm_head, Llama 3's
-# rope_scaling), load as init_weights; 2 ranks under FULL_SHARD train 6 steps and end with the same
-# parameters as 1 rank without sharding (the same global batch); the FULL checkpoint is a
+# rope_scaling), load as init_weights; 2 ranks under FULL_SHARD train 6 steps with the losses and
+# gradient norms (within 1e-5) and the final parameters (within 1e-4) of 1 rank without sharding (the
+# same global batch); the FULL checkpoint is a
 # LlamaForCausalLM model.safetensors (HF's names and shapes, F32), which loads back into the task and
 # into the PyTorch reference with the same logits (the reference's float64 and float32 logits within
 # 1e-4).  The same with tie_word_embeddings: lm_head.weight is neither declared nor saved.
@@ -11,7 +12,7 @@ PCMP="/usr/bin/python3 $SRC/tests/fsdp/compare_params.py"
 R3='"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 16}'
 for tie in false true; do
     llama_config c.json 6 2 "$R3" "\"tie_word_embeddings\": $tie"
-    rm -rf "$T/fs2" "$T/ns1"
+    rm -rf "$T/fs2" "$T/ns1" "$T/back"
     $TORCH_LLAMA init "$T/w.safetensors" --config "$T/c.json" --vocab_size 257 --seed 11 >/dev/null && pass ||
         fail "llama_torch.py init (tie $tie)"
     llama_job job.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = LlamaDecoderLayer" \
@@ -20,6 +21,7 @@ config = $T/c.json
 max_length = 32
 data = $T/corpus.txt
 learning_rate = 3e-3
+logging_steps = 1
 EOF2
     run "$SHARDRUN" "$T/job.ini" --nproc-per-node 2 --set task.max_steps=6 --set task.output_dir="$T/fs2" \
         --set task.per_device_train_batch_size=2 --set task.init_weights="$T/w.safetensors"
@@ -30,9 +32,13 @@ EOF2
         --set accelerate.fsdp.sharding_strategy=NO_SHARD
     expect_rc 0 "tie $tie: 1 rank trains the same 6 steps"
     ck="$T/fs2/checkpoint-6/model.safetensors"
-    p=$($PCMP 1e-5 1e-6 "$T/ns1/checkpoint-6/model.safetensors" "$ck") && pass ||
+    r=$(/usr/bin/python3 $SRC/tests/fsdp/compare_logs.py "$T/fs2/train_log.jsonl" "$T/ns1/train_log.jsonl" 1e-5) &&
+        pass || fail "tie $tie: 2 ranks FULL_SHARD log other losses or gradient norms than 1 rank: $r"
+    # the parameters within 1e-4: the two runs' GEMMs have other shapes (2 and 4 samples), and AdamW
+    # turns those rounding differences in the gradients of rarely seen embedding rows into ~1e-5
+    p=$($PCMP 1e-4 1e-4 "$T/ns1/checkpoint-6/model.safetensors" "$ck") && pass ||
         fail "tie $tie: 2 ranks FULL_SHARD end with other parameters than 1 rank: $p"
-    echo "tie $tie: 2 ranks FULL_SHARD vs 1 rank after 6 steps: $(tail -1 <<<"$p")"
+    echo "tie $tie: 2 ranks FULL_SHARD vs 1 rank over 6 steps: $r; $(tail -1 <<<"$p")"
 
     names=$(/usr/bin/python3 $SRC/tests/interop/read_safetensors.py "$ck" | awk '{print $1, $2, $3}')
     want=$((1 + 2 * 9 + 1))

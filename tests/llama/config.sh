@@ -12,7 +12,6 @@ min_chars = 100
 max_samples = 8
 per_device_train_batch_size = 2
 max_steps = 1
-save_strategy = no
 save_final = false
 eval_strategy = no
 validation_split_percentage = 0

@@ -13,11 +13,9 @@
 static const llama_config *cfg;
 static int slot_index[LB_SLOTS]; /* slot -> index in the module's parameters, -1: not declared */
 static int nparams;
-static float *inv_freq;            /* [hd/2] */
-static float *rope_cos, *rope_sin; /* [rope_T, hd/2]: built at the first forward with T tokens */
-static int rope_T;
+static float *rope_cos, *rope_sin; /* [positions, hd/2]: HF's cos(t * inv_freq[i]), sin(...) */
 
-int llama_block_use(const llama_config *c) {
+int llama_block_use(const llama_config *c, int positions) {
     cfg = c;
     nparams = 0;
     for (int i = 0; i < LB_SLOTS; i++) {
@@ -27,30 +25,29 @@ int llama_block_use(const llama_config *c) {
                                                                       : 1;
         slot_index[i] = bias ? nparams++ : -1;
     }
-    int hd = c->hidden / c->n_head;
-    free(inv_freq);
-    if (!(inv_freq = malloc((size_t)(hd / 2 + 1) * sizeof *inv_freq))) return -1;
+    /* the tables of every position a sample may hold (max_length <= positions), the angle a float32
+       product as HF's */
+    int hd = c->hidden / c->n_head, half = hd / 2;
+    size_t n = (size_t)positions * half;
+    float *inv_freq = malloc((size_t)(half + 1) * sizeof *inv_freq);
+    free(rope_cos), free(rope_sin);
+    rope_cos = malloc(n * sizeof(float)), rope_sin = malloc(n * sizeof(float));
+    if (!inv_freq || !rope_cos || !rope_sin) {
+        free(inv_freq);
+        return -1;
+    }
     llama_inv_freq(c, hd, inv_freq);
+    for (int t = 0; t < positions; t++)
+        for (int i = 0; i < half; i++) {
+            float a = (float)t * inv_freq[i];
+            rope_cos[(size_t)t * half + i] = (float)cos((double)a);
+            rope_sin[(size_t)t * half + i] = (float)sin((double)a);
+        }
+    free(inv_freq);
     return nparams;
 }
 
 int llama_block_has(int slot) { return slot_index[slot] >= 0; }
-
-/* the cos and sin tables of T positions: HF's cos(t * inv_freq[i]) with the angle a float32 product */
-static void rope_tables(int T, int hd) {
-    if (rope_T == T) return;
-    free(rope_cos), free(rope_sin);
-    size_t n = (size_t)T * (hd / 2);
-    rope_cos = malloc(n * sizeof(float)), rope_sin = malloc(n * sizeof(float));
-    if (!rope_cos || !rope_sin) abort(); /* a few KB per position: not worth an error path */
-    for (int t = 0; t < T; t++)
-        for (int i = 0; i < hd / 2; i++) {
-            float a = (float)t * inv_freq[i];
-            rope_cos[(size_t)t * (hd / 2) + i] = (float)cos((double)a);
-            rope_sin[(size_t)t * (hd / 2) + i] = (float)sin((double)a);
-        }
-    rope_T = T;
-}
 
 /* widths: C hidden, A = NH * hd attention (= C), KVd = KV * hd, W = the fused q/k/v row, F the MLP's */
 typedef struct widths {
@@ -123,7 +120,6 @@ static void block_forward(const tf_shape *s, void *const *p, const void *x, void
     widths w = widths_of(s);
     const int N = s->B * s->T, C = w.C, KVd = w.KV * w.hd;
     acts a = acts_at(s, buf);
-    rope_tables(s->T, w.hd);
     llama_rmsnorm_forward(a.ln1, a.rstd1, x, P(LB_LN1), N, C, (float)cfg->rms_eps);
     lin_forward(s, a.qkv, w.W, a.ln1, P(LB_Q_W), P(LB_Q_B), N, C, C);
     lin_forward(s, a.qkv + C, w.W, a.ln1, P(LB_K_W), P(LB_K_B), N, C, KVd);
@@ -146,7 +142,6 @@ static void block_backward(const tf_shape *s, void *const *p, void *const *d, co
     acts a = acts_at(s, buf);
     float *dx = dx_, *dgate = work, *dup = dgate + (size_t)N * w.F, *dqkv = dup + (size_t)N * w.F,
           *dc = dqkv + (size_t)N * w.W, *datt = dc + (size_t)N * C;
-    rope_tables(s->T, w.hd);
     s->k->copy(dx, dy, (size_t)N * C, s->dt); /* the residual around the MLP: dx = d(res2) from here on */
     tf_linear_backward(s, TF_WEIGHT_OUT_IN, dup, 0.0f, D(LB_DOWN_W), D(LB_DOWN_B), dy, a.h, P(LB_DOWN_W), N, w.F, C);
     llama_swiglu_backward(dgate, dup, a.gate, a.up, dup, (size_t)N * w.F);

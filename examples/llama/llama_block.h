@@ -8,7 +8,7 @@
  *
  * Lifecycle: llama_block_use(config) once, at configure(), before any block runs; the config must
  * outlive the run.  One model per process (a task .so's), so the config and the RoPE tables are
- * this file's statics.
+ * this file's statics (the tables live as long as the process).
  */
 #ifndef LLAMA_BLOCK_H
 #define LLAMA_BLOCK_H
@@ -26,9 +26,9 @@ enum {
     LB_SLOTS
 };
 
-/* the config the layers compute with; returns the parameters a block declares.  -1 after an error
-   (out of memory for the RoPE tables). */
-int llama_block_use(const llama_config *c);
+/* the config the layers compute with, for samples of up to `positions` tokens; returns the
+   parameters a block declares, or -1 when out of memory for the RoPE tables */
+int llama_block_use(const llama_config *c, int positions);
 /* 1 when the block declares slot i (its bias is on) */
 int llama_block_has(int slot);
 

@@ -179,7 +179,7 @@ static int read_rope_scaling(reader *r, llama_config *c) {
 static const char *const HARMLESS[] = {"architectures", "bos_token_id", "eos_token_id", "pad_token_id",
                                        "torch_dtype", "transformers_version", "use_cache", "_name_or_path",
                                        "is_llama_config", "transformers.js_config", "max_window_layers",
-                                       "rope_interleaved", "dtype", NULL};
+                                       "dtype", NULL};
 
 static int member(reader *r, const char *key, size_t klen, llama_config *c, int *model_type, int *sliding_on,
                   int *head_dim) {
@@ -225,6 +225,7 @@ static int member(reader *r, const char *key, size_t klen, llama_config *c, int 
         return read_string_is(r, acts, "the MLP is SwiGLU: silu");
     }
     if (IS("attention_dropout")) return read_off(r, "dropout");
+    if (IS("rope_interleaved")) return read_off(r, "interleaved rotary pairs (HF's Llama rotates halves)");
     if (IS("pretraining_tp")) {
         int tp;
         if (read_int(r, 1, 1 << 20, &tp) != 0) return -1;

@@ -83,8 +83,8 @@ static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
                c->intermediate, c->rope_theta, c->llama3 ? " (llama3 scaling)" : "", c->rms_eps,
                c->tie ? "tied" : "untied", c->qkv_bias ? ", q/k/v biases" : "",
                c->mlp_bias ? ", MLP biases" : "");
-    if ((d->block_params = llama_block_use(c)) < 0) {
-        fprintf(stderr, "llama: error: out of memory\n");
+    if ((d->block_params = llama_block_use(c, d->P)) < 0) {
+        fprintf(stderr, "llama: error: out of memory for the rotary tables of %d positions\n", d->P);
         return -1;
     }
     return 0;

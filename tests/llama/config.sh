@@ -39,6 +39,35 @@ llama-3.2-1b 32 8 2048 8192 1 rope_theta 500000 (llama3 scaling), rms_norm_eps 1
 tiny 4 2 128 352 0 rope_theta 10000, rms_norm_eps 1e-05, untied lm_head
 EOF2
 
+# HF's own config.json files, field for field as the Hub has them (SmolLM2-135M's, Llama-3.2-1B's),
+# give the named sizes' figures
+cat >"$T/smollm2.json" <<'EOF2'
+{"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 0,
+ "eos_token_id": 0, "hidden_act": "silu", "hidden_size": 576, "initializer_range": 0.041666666666666664,
+ "intermediate_size": 1536, "is_llama_config": true, "max_position_embeddings": 8192, "mlp_bias": false,
+ "model_type": "llama", "num_attention_heads": 9, "num_hidden_layers": 30, "num_key_value_heads": 3,
+ "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_interleaved": false, "rope_scaling": null, "rope_theta": 100000,
+ "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers.js_config": {"kv_cache_dtype": {"q4f16": "float16",
+ "fp16": "float16"}}, "transformers_version": "4.42.3", "use_cache": true, "vocab_size": 49152}
+EOF2
+cat >"$T/llama32.json" <<'EOF2'
+{"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 128000,
+ "eos_token_id": 128001, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+ "intermediate_size": 8192, "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+ "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8, "pretraining_tp": 1,
+ "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+ "original_max_position_embeddings": 8192, "rope_type": "llama3"}, "rope_theta": 500000.0,
+ "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.45.0.dev0", "use_cache": true,
+ "vocab_size": 128256}
+EOF2
+for f in smollm2 llama32; do
+    run "$SHARDRUN" "$T/job.ini" --nproc-per-node 1 --set task.config="$T/$f.json" --set task.num_hidden_layers=1 \
+        --set task.vocab_size=300
+    expect_rc 0 "$f.json (1 layer) trains a step"
+done
+expect_in "$out" "llama: $T/llama32.json: 32 heads on 8 key/value heads, intermediate_size 8192, rope_theta 500000 (llama3 scaling)" \
+    "Llama-3.2-1B's config.json"
+
 # A Mistral config without a sliding window trains; the figures come from the file
 llama_config m.json 4 1 '"model_type": "mistral"' '"sliding_window": null' '"architectures": ["MistralForCausalLM"]'
 run "$SHARDRUN" "$T/job.ini" --nproc-per-node 1 --set task.config="$T/m.json"
@@ -66,6 +95,7 @@ refused "another activation" 'hidden_act": "gelu" is not implemented' '"hidden_a
 refused "another model type" 'model_type": "gemma" is not implemented' '"model_type": "gemma"'
 refused "a head_dim of its own" 'head_dim": only hidden_size / num_attention_heads' '"head_dim": 16'
 refused "dropout" 'attention_dropout": dropout is not implemented' '"attention_dropout": 0.1'
+refused "interleaved RoPE" 'rope_interleaved": interleaved rotary pairs' '"rope_interleaved": true'
 refused "a string for a count" 'num_hidden_layers": expected a number' '"num_hidden_layers": "2"'
 llama_config bad.json 6 4
 run "$SHARDRUN" "$T/job.ini" --nproc-per-node 1 --set task.config="$T/bad.json"

@@ -18,7 +18,7 @@ with open(sys.argv[1], "w") as f:
 PY
 R3='"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}'
 cases=(
-    "mha 4 4 1,2"
+    "mha 4 4 1"
     "gqa 4 2 1,2"
     "mqa 4 1 1"
     "llama3 6 3 1,2|$R3|\"tie_word_embeddings\": true|\"rope_theta\": 500000.0"

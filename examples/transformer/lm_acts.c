@@ -32,12 +32,12 @@ int tf__lm_alloc_acts(tf_lm *g, int B) {
     g->Bcap = B;
     size_t N = (size_t)B * g->T, es = g->es;
     tf_shape sh = tf__lm_shape(g);
-    tf_buffer_pool_resize(&g->pool, tf_block_acts_bytes(&sh));
+    tf_buffer_pool_resize(&g->pool, tf__lm_block_acts_bytes(g, &sh));
     int bad = !(g->ids_h = malloc(N * sizeof(int32_t))) || !(g->tgt_h = malloc(N * sizeof(int32_t))) ||
               !(g->losses_h = malloc(N * sizeof(float))) || !(g->ids_d = g->k->alloc(N * sizeof(int32_t))) ||
               !(g->tgt_d = g->k->alloc(N * sizeof(int32_t))) || !(g->losses_d = g->k->alloc(N * sizeof(float))) ||
               !(g->lnf_stats = g->k->alloc(2 * N * sizeof(float))) || !(g->dy = g->k->alloc(N * g->d.C * es)) ||
-              !(g->dx = g->k->alloc(N * g->d.C * es)) || !(g->work = g->k->alloc(tf_block_work_bytes(&sh)));
+              !(g->dx = g->k->alloc(N * g->d.C * es)) || !(g->work = g->k->alloc(tf__lm_block_work_bytes(g, &sh)));
     size_t embed_bytes = g->arch->embed_acts_bytes ? g->arch->embed_acts_bytes(&sh) : 0;
     if (!bad && embed_bytes) bad = !(g->embed_acts = g->k->alloc(embed_bytes));
     for (int m = 0; !bad && m < g->nmod; m++)

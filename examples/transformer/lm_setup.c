@@ -67,7 +67,7 @@ void tf_lm_destroy(void *state) {
     /* activation checkpointing shows here: one block's intermediates at a time instead of n_layer */
     tf_shape sh = tf__lm_shape(g);
     sr_report_int(g->ctx, "block_activation_buffers_peak", g->pool.held_peak);
-    sr_report_int(g->ctx, "block_activation_bytes", g->Bcap ? (long long)tf_block_acts_bytes(&sh) : 0);
+    sr_report_int(g->ctx, "block_activation_bytes", g->Bcap ? (long long)tf__lm_block_acts_bytes(g, &sh) : 0);
     free_state(g);
 }
 
@@ -84,7 +84,10 @@ static int declare_head(const tf_lm_dims *d, const tf_lm_arch *arch, sr_model *m
 /* rank 0's start-up lines: the model and its kernels, the data, the eval data */
 static void log_model(const tf_lm *g, int cuda) {
     const tf_lm_arch *arch = g->arch;
-    double params = arch->embed_param_count(&g->d) + g->d.L * tf_block_param_count(g->d.C) + 2.0 * g->d.C;
+    const tf_lm_layers *ly = arch->layers;
+    double params = arch->embed_param_count(&g->d) +
+                    (ly ? g->d.L * ly->block_param_count(&g->d) + ly->tail_param_count(&g->d)
+                        : g->d.L * tf_block_param_count(g->d.C) + 2.0 * g->d.C);
     char threads[96] = "", from[160];
     if (!cuda) tf__lm_cpu_desc(threads, sizeof threads);
     printf("%s: %d layers, %d heads, n_embd %d, vocab %d, positions %d: %.2fM parameters; %s kernels%s\n", arch->name,
@@ -124,6 +127,11 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
 
     sr_pg *world = sr_world(ctx);
     int cuda = world && !strcmp(sr_pg_backend(world), "nccl");
+    if (cuda && arch->cpu_only) {
+        tf__lm_error(g, "the %s family is not supported on GPU yet (it has CPU kernels only); run it with "
+                        "the gloo backend\n", arch->name);
+        goto fail;
+    }
     if (!(g->k = tf__lm_kernels(g, cuda))) goto fail;
     tf_buffer_pool_init(&g->pool, g->k->alloc, g->k->free, 0); /* sized by tf__lm_alloc_acts */
     g->dt = compute_dtype();
@@ -136,7 +144,9 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
     g->nmod = g->d.L + 3;
     if (!(g->out = calloc((size_t)g->nmod, sizeof *g->out)) || !(g->inter = calloc((size_t)g->nmod, sizeof *g->inter)))
         goto fail;
-    if (arch->declare(&g->d, model) != 0 || declare_head(&g->d, arch, model) != 0) goto fail;
+    if (arch->declare(&g->d, model) != 0 ||
+        (arch->layers ? arch->layers->declare_tail(&g->d, model) : declare_head(&g->d, arch, model)) != 0)
+        goto fail;
     /* held-out samples, or multiple-choice files ([task] eval_files, which the trainer reads): the
        eval callbacks, with what the trainer checks the files against */
     if (g->eval.n || sr_config(ctx, "eval_files")) {

@@ -73,6 +73,14 @@ static inline int tf__lm_kind(const tf_lm *g, int m) {
     return m == 0 ? M_EMBED : m <= g->d.L ? M_BLOCK : m == g->d.L + 1 ? M_LNF : M_HEAD;
 }
 
+/* a block's intermediates and its backward's scratch, in bytes: block.h's or the family's */
+static inline size_t tf__lm_block_acts_bytes(const tf_lm *g, const tf_shape *s) {
+    return g->arch->layers ? g->arch->layers->block_acts_bytes(s) : tf_block_acts_bytes(s);
+}
+static inline size_t tf__lm_block_work_bytes(const tf_lm *g, const tf_shape *s) {
+    return g->arch->layers ? g->arch->layers->block_work_bytes(s) : tf_block_work_bytes(s);
+}
+
 static inline tf_shape tf__lm_shape(const tf_lm *g) {
     return (tf_shape){g->k, g->dt, g->es, g->B, g->Bcap, g->T, g->d.C, g->d.NH};
 }

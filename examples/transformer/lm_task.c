@@ -126,7 +126,8 @@ const sr_model_eval tf__lm_eval = {sizeof(sr_model_eval), eval_num_samples, eval
 /* ---- forward ----------------------------------------------------------------------------------- */
 
 static int check_call(const tf_lm *g, const sr_module_call *call, const char *what) {
-    const int nparams[] = {g->arch->embed_params, TF_BLOCK_PARAMS, 2, 1};
+    const tf_lm_layers *ly = g->arch->layers;
+    const int nparams[] = {g->arch->embed_params, ly ? g->d.block_params : TF_BLOCK_PARAMS, ly ? ly->norm_params : 2, 1};
     if (call->module < 0 || call->module >= g->nmod || call->nparams != nparams[tf__lm_kind(g, call->module)] ||
         call->dtype != g->dt || call->batch_size != g->B || g->Bcap == 0) {
         tf__lm_error(g, "%s of module %d (%s) does not match the model: %d params, dtype %s, batch %d "
@@ -159,8 +160,13 @@ int tf_lm_forward(void *state, const sr_module_call *call) {
             tf__lm_error(g, "out of %s memory for the activations of %s\n", g->k->name, call->name);
             return -1;
         }
-        tf_block_acts a = tf_block_acts_at(&sh, g->inter[m]);
-        tf_block_forward(&sh, &g->arch->block_style, p, x, &a, call->recompute ? NULL : g->out[m]);
+        void *out = call->recompute ? NULL : g->out[m];
+        if (g->arch->layers) {
+            g->arch->layers->block_forward(&sh, p, x, g->inter[m], out);
+        } else {
+            tf_block_acts a = tf_block_acts_at(&sh, g->inter[m]);
+            tf_block_forward(&sh, &g->arch->block_style, p, x, &a, out);
+        }
         if (!keep) {
             tf_buffer_pool_give(&g->pool, g->inter[m]);
             g->inter[m] = NULL;
@@ -168,7 +174,8 @@ int tf_lm_forward(void *state, const sr_module_call *call) {
         break;
     }
     case M_LNF:
-        g->k->layernorm_forward(g->out[m], g->lnf_stats, g->lnf_stats + N, x, p[0], p[1], N, C, g->dt);
+        if (g->arch->layers) g->arch->layers->norm_forward(&sh, p, x, g->lnf_stats, g->out[m]);
+        else g->k->layernorm_forward(g->out[m], g->lnf_stats, g->lnf_stats + N, x, p[0], p[1], N, C, g->dt);
         break;
     case M_HEAD: /* logits = h W^T (lm_head is a Linear: weight [V, C], the token embedding) */
         if (!call->recompute) tf_linear_forward(&sh, TF_WEIGHT_OUT_IN, g->out[m], x, p[0], NULL, N, C, g->d.V);
@@ -231,6 +238,10 @@ int tf_lm_backward(void *state, const sr_module_call *call) {
         tf_linear_backward(&sh, TF_WEIGHT_OUT_IN, g->dx, 0.0f, d[0], NULL, g->out[m], x, p[0], N, C, g->d.V);
         break;
     case M_LNF:
+        if (g->arch->layers) {
+            g->arch->layers->norm_backward(&sh, p, d, x, g->lnf_stats, g->dy, g->dx);
+            break;
+        }
         g->k->zero(g->dx, (size_t)N * C * g->es);
         g->k->layernorm_backward(g->dx, d[0], d[1], g->dy, x, g->lnf_stats, g->lnf_stats + N, p[0], N, C, g->dt);
         break;
@@ -240,8 +251,12 @@ int tf_lm_backward(void *state, const sr_module_call *call) {
                     call->name);
             return -1;
         }
-        tf_block_acts a = tf_block_acts_at(&sh, g->inter[m]);
-        tf_block_backward(&sh, &g->arch->block_style, p, d, x, &a, g->dy, g->dx, g->work);
+        if (g->arch->layers) {
+            g->arch->layers->block_backward(&sh, p, d, x, g->inter[m], g->dy, g->dx, g->work);
+        } else {
+            tf_block_acts a = tf_block_acts_at(&sh, g->inter[m]);
+            tf_block_backward(&sh, &g->arch->block_style, p, d, x, &a, g->dy, g->dx, g->work);
+        }
         tf_buffer_pool_give(&g->pool, g->inter[m]);
         g->inter[m] = NULL;
         break;

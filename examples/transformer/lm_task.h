@@ -15,7 +15,10 @@
  *
  * Modules, in forward order, the same in every family: 0 the embedding (arch->embed_*), 1 .. L the
  * transformer blocks (block.h's, in arch->block_style), L + 1 the final LayerNorm (weight, bias), L + 2 the language
- * modelling head, whose one parameter is tied to the token embedding ([V, C], nn.Linear).
+ * modelling head, whose one parameter is tied to the token embedding ([V, C], nn.Linear).  A family
+ * whose blocks are not block.h's (Llama: RMSNorm, RoPE, grouped-query attention, SwiGLU) gives its
+ * own blocks, final norm and head in arch->layers; the head's one parameter is still [V, C], tied
+ * or its own.
  *
  * The loss is HF's with labels = input_ids: position t predicts token t+1, padding ignored, mean
  * over the micro-batch's predicted tokens.
@@ -35,7 +38,33 @@ typedef struct tf_lm_dims {
     int L, NH, C; /* layers, heads, channels */
     int P;        /* the most tokens per sample (max_length's upper bound) */
     int V;        /* vocabulary (set by lm_task from vocab_size or the tokenizer) */
+    int block_params; /* parameters each block declares: set by a family with arch->layers */
 } tf_lm_dims;
+
+/* A family's own blocks, final norm and head (tf_lm_arch.layers; NULL: block.h's blocks in
+   block_style, transformer.ln_f and the tied lm_head).  Each block has a buffer of block_acts_bytes
+   kept from its forward to its backward and shares one of block_work_bytes for backward; p, d: the
+   module's gathered parameters and their gradients, in declaration order. */
+typedef struct tf_lm_layers {
+    double (*block_param_count)(const tf_lm_dims *d);
+    size_t (*block_acts_bytes)(const tf_shape *s);
+    size_t (*block_work_bytes)(const tf_shape *s);
+    /* out: the block's output; NULL for a recompute (only the intermediates are needed) */
+    void (*block_forward)(const tf_shape *s, void *const *p, const void *x, void *acts, void *out);
+    /* dx (overwritten) from dy; parameter gradients added into d */
+    void (*block_backward)(const tf_shape *s, void *const *p, void *const *d, const void *x, void *acts,
+                           const void *dy, void *dx, void *work);
+    /* Declares the final norm's module and the head's after the blocks; the head's parameter
+       lm_head.weight [V, C] (nn.Linear), tied to arch->token_table or not.  The parameters of both
+       and how many the norm declares (norm_params). */
+    int (*declare_tail)(const tf_lm_dims *d, sr_model *model);
+    double (*tail_param_count)(const tf_lm_dims *d);
+    int norm_params;
+    /* the final norm: stats holds 2N floats kept from forward to backward; backward overwrites dx */
+    void (*norm_forward)(const tf_shape *s, void *const *p, const void *x, float *stats, void *out);
+    void (*norm_backward)(const tf_shape *s, void *const *p, void *const *d, const void *x, const float *stats,
+                          const void *dy, void *dx);
+} tf_lm_layers;
 
 typedef struct tf_lm_arch {
     const char *name;        /* the task's name: log prefix and messages ("gpt2") */
@@ -43,6 +72,9 @@ typedef struct tf_lm_arch {
     const char *token_table; /* the token embedding's parameter, which lm_head.weight is tied to */
     int embed_params; /* parameters the embedding module declares */
     tf_block_style block_style; /* the blocks' conventions; each declares TF_BLOCK_PARAMS parameters */
+    const tf_lm_layers *layers; /* NULL: block.h's blocks in block_style (above) */
+    /* 1: no CUDA kernels for this family yet; a run under NCCL is refused at create() */
+    int cpu_only;
 
     /* Reads the family's size keys from [task] into d (all but V), and *vocab_default: the size's
        vocabulary (0: the tokenizer's).  0, or -1 after printing an error naming the key. */

@@ -1,0 +1,37 @@
+/*
+ * llama block: HF's LlamaDecoderLayer over the shared kernel table plus llama_kernels.h, forward
+ * and backward, and the final RMSNorm -- the tf_lm_layers of the llama task (lm_task.h).
+ *
+ *   x -> RMSNorm (input_layernorm) -> q/k/v projections -> RoPE on q and k -> causal attention,
+ *        key/value head h / (NH / KV) for query head h -> o_proj -> + x = res2
+ *   res2 -> RMSNorm (post_attention_layernorm) -> silu(gate_proj) * up_proj -> down_proj -> + res2
+ *
+ * Lifecycle: llama_block_use(config) once, at configure(), before any block runs; the config must
+ * outlive the run.  One model per process (a task .so's), so the config and the RoPE tables are
+ * this file's statics (the tables live as long as the process).
+ */
+#ifndef LLAMA_BLOCK_H
+#define LLAMA_BLOCK_H
+
+#include "llama_config.h"
+#include "lm_task.h"
+
+/* a block's parameters, in declaration order; the biases only when the config has them */
+enum {
+    LB_LN1,
+    LB_Q_W, LB_Q_B, LB_K_W, LB_K_B, LB_V_W, LB_V_B,
+    LB_O_W, LB_O_B,
+    LB_LN2,
+    LB_GATE_W, LB_GATE_B, LB_UP_W, LB_UP_B, LB_DOWN_W, LB_DOWN_B,
+    LB_SLOTS
+};
+
+/* the config the layers compute with, for samples of up to `positions` tokens; returns the
+   parameters a block declares, or -1 when out of memory for the RoPE tables */
+int llama_block_use(const llama_config *c, int positions);
+/* 1 when the block declares slot i (its bias is on) */
+int llama_block_has(int slot);
+
+extern const tf_lm_layers llama_layers;
+
+#endif

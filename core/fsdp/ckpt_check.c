@@ -103,12 +103,6 @@ void sr__ckpt_checks_plan(const sr__engine *e, sr__ckpt_source *s) {
     free(want);
 }
 
-void sr__ckpt_checks_free(sr__ckpt_source *s) {
-    for (int f = 0; s->chk && f < sr__ckpt_source_nfiles(s); f++) free(s->chk[f]);
-    free(s->chk);
-    s->chk = NULL;
-}
-
 void sr__ckpt_copy_checked(sr__ckpt_source *s, int f, const sr_st_tensor *t, const void *data, uint64_t off,
                            void *dst, size_t n) {
     sr__ckpt_check *c = s->chk ? &s->chk[f][t - sr__st_at(sr__ckpt_source_file(s, f), 0)] : NULL;

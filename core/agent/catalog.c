@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/diag.h"
 #include "config/env_table.h"
 #include "config/value.h"
@@ -61,12 +62,12 @@ static sr_loaded_plugin *find_all(const char *extra, size_t *n) {
         while (dir && (e = readdir(dir))) {
             size_t len = strlen(e->d_name);
             if (strncmp(e->d_name, "shardrun_", 9) || len < 13 || strcmp(e->d_name + len - 3, ".so")) continue;
-            char *name = strndup(e->d_name + 9, len - 12);
+            char *name = sr__strndup(e->d_name + 9, len - 12);
             int seen = 0;
             for (size_t i = 0; i < *n && !seen; i++) seen = !strcmp(ps[i].name, name);
             sr_diag diag = {0};
             if (!seen) {
-                ps = realloc(ps, (*n + 1) * sizeof *ps);
+                ps = sr__realloc(ps, (*n + 1) * sizeof *ps);
                 char *path = NULL;
                 if (asprintf(&path, "%s/%s", *d, e->d_name) >= 0 && sr__plugin_load(name, path, dirs, NULL, &ps[*n], &diag) == 0)
                     (*n)++;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 
 void sr__diag_add(sr_diag *d, const char *fmt, ...) {
@@ -14,7 +15,7 @@ void sr__diag_add(sr_diag *d, const char *fmt, ...) {
     if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
     va_end(ap);
     if (!msg) return;
-    d->msgs = realloc(d->msgs, (d->n + 1) * sizeof *d->msgs);
+    d->msgs = sr__realloc(d->msgs, (d->n + 1) * sizeof *d->msgs);
     d->msgs[d->n++] = msg;
 }
 

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+
 void sr__buf_add(sr_buf *b, const char *data, size_t len) {
     if (b->oom) return;
     if (len > SIZE_MAX / 2 - b->n - 1) {
@@ -16,7 +18,7 @@ void sr__buf_add(sr_buf *b, const char *data, size_t len) {
     if (b->n + len + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (b->n + len + 1 > cap) cap *= 2;
-        char *s = realloc(b->s, cap);
+        char *s = sr__realloc(b->s, cap);
         if (!s) {
             b->oom = 1;
             return;
@@ -76,7 +78,7 @@ char *sr__fmt(const char *fmt, ...) {
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    char *s = malloc((size_t)n + 1);
+    char *s = sr__malloc((size_t)n + 1);
     if (!s) abort();
     va_start(ap, fmt);
     vsnprintf(s, (size_t)n + 1, fmt, ap);

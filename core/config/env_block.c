@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+#include "base/alloc.h"
+
+static char *dup_or_null(const char *s) { return s ? sr__strdup(s) : NULL; }
 
 static void entry_free(sr_env_entry *e) {
     free(e->name), free(e->value), free(e->setter), free(e->because);
@@ -18,11 +20,11 @@ void sr__env_block_set(sr_env_block *b, const char *name, const char *value, con
     } else {
         if (b->n == b->cap) {
             b->cap = b->cap ? 2 * b->cap : 32;
-            b->v = realloc(b->v, b->cap * sizeof *b->v);
+            b->v = sr__realloc(b->v, b->cap * sizeof *b->v);
         }
         e = &b->v[b->n++];
     }
-    e->name = strdup(name);
+    e->name = sr__strdup(name);
     e->value = dup_or_null(value);
     e->setter = dup_or_null(setter);
     e->because = dup_or_null(because);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/hash64.h"
 #include "base/strbuf.h"
 #include "config/env_table.h"
@@ -50,7 +51,7 @@ static int index_add(sr_key_index *x, const void *arr, size_t n, entry_is same, 
     if (2 * (n + 1) > x->cap) {
         size_t cap = x->cap ? 2 * x->cap : 64;
         while (2 * (n + 1) > cap) cap *= 2;
-        sr_key_index g = {calloc(cap, sizeof *g.slot), cap};
+        sr_key_index g = {sr__calloc(cap, sizeof *g.slot), cap};
         if (!g.slot) return -1;
         for (size_t i = 0; i < x->cap; i++)
             if (x->slot[i]) {
@@ -88,7 +89,7 @@ static void set_names(const void *arr, size_t i, const char **section, const cha
 static int grow(void **arr, size_t *cap, size_t n, size_t size) {
     if (n < *cap) return 0;
     size_t c = *cap ? 2 * *cap : 16;
-    void *a = realloc(*arr, c * size);
+    void *a = sr__realloc(*arr, c * size);
     if (!a) return -1;
     *arr = a, *cap = c;
     return 0;
@@ -162,9 +163,9 @@ static int handler(void *user, const char *section, const char *name, const char
     }
     if (grow((void **)&cfg->raw, &cfg->rawcap, cfg->nraw, sizeof *cfg->raw) != 0) return 0;
     sr_raw *r = &cfg->raw[cfg->nraw];
-    r->section = strdup(section);
-    r->key = strdup(name);
-    r->value = strdup(value);
+    r->section = sr__strdup(section);
+    r->key = sr__strdup(name);
+    r->value = sr__strdup(value);
     r->line = st->line;
     r->used = 0;
     if (!r->section || !r->key || !r->value ||
@@ -206,7 +207,7 @@ static char *read_job_file(sr_job *cfg, const char *path, size_t *len) {
     size_t n = 0;
     long long size = (long long)st.st_size;
     if (size <= SR_JOB_FILE_MAX) {
-        buf = malloc((size_t)size + 2);
+        buf = sr__malloc((size_t)size + 2);
         if (!buf) {
             sr__diag_add(&cfg->diag, "out of memory for the job file %s (%lld bytes)", cfg->path, size + 2);
             fclose(f);
@@ -234,7 +235,7 @@ static char *read_job_file(sr_job *cfg, const char *path, size_t *len) {
 
 int sr__config_load(sr_job *cfg, const char *path) {
     size_t len;
-    cfg->path = strdup(path);
+    cfg->path = sr__strdup(path);
     char *abs = realpath(path, NULL);
     if (!abs)
         sr__diag_add(&cfg->diag, "cannot read job file %s: %s; check the path (shardrun JOB.ini)", path,
@@ -242,11 +243,11 @@ int sr__config_load(sr_job *cfg, const char *path) {
     char *buf = abs ? read_job_file(cfg, abs, &len) : NULL;
     if (!buf) {
         free(abs);
-        cfg->dir = strdup(".");
+        cfg->dir = sr__strdup(".");
         return -1;
     }
     char *slash = strrchr(abs, '/');
-    cfg->dir = strndup(abs, slash && slash != abs ? (size_t)(slash - abs) : 1);
+    cfg->dir = sr__strndup(abs, slash && slash != abs ? (size_t)(slash - abs) : 1);
     free(abs);
 
     reader_state st = {.cfg = cfg, .buf = buf, .pos = buf, .end = buf + len};
@@ -270,20 +271,20 @@ int sr__config_load(sr_job *cfg, const char *path) {
 
 void sr__config_add_override(sr_job *cfg, const char *section, const char *key, const char *value,
                              const char *flag) {
-    cfg->cli = realloc(cfg->cli, (cfg->ncli + 1) * sizeof *cfg->cli);
+    cfg->cli = sr__realloc(cfg->cli, (cfg->ncli + 1) * sizeof *cfg->cli);
     sr_override *o = &cfg->cli[cfg->ncli++];
-    o->section = strdup(section);
-    o->key = strdup(key);
-    o->value = strdup(value);
-    o->flag = strdup(flag);
+    o->section = sr__strdup(section);
+    o->key = sr__strdup(key);
+    o->value = sr__strdup(value);
+    o->flag = sr__strdup(flag);
     o->used = 0;
 }
 
 int sr__config_add_set(sr_job *cfg, const char *spec) {
     const char *dot = strchr(spec, '.'), *eq = strchr(spec, '=');
     if (!dot || !eq || dot > eq || dot == spec || eq == dot + 1) return -1;
-    char *section = strndup(spec, (size_t)(dot - spec));
-    char *key = strndup(dot + 1, (size_t)(eq - dot - 1));
+    char *section = sr__strndup(spec, (size_t)(dot - spec));
+    char *key = sr__strndup(dot + 1, (size_t)(eq - dot - 1));
     char *flag = NULL;
     if (asprintf(&flag, "--set %s", spec) < 0) flag = NULL;
     sr__config_add_override(cfg, section, key, eq + 1, flag ? flag : spec);
@@ -299,8 +300,8 @@ static sr_setting *add_setting(sr_job *cfg, const char *section, const char *key
     if (grow((void **)&cfg->set, &cfg->setcap, cfg->nset, sizeof *cfg->set) != 0) goto oom;
     sr_setting *s = &cfg->set[cfg->nset];
     memset(s, 0, sizeof *s);
-    s->section = strdup(section);
-    s->key = strdup(key);
+    s->section = sr__strdup(section);
+    s->key = sr__strdup(key);
     if (!s->section || !s->key || index_add(&cfg->set_idx, cfg->set, cfg->nset, set_is, set_names, cfg->nset) != 0)
         goto oom;
     cfg->nset++;
@@ -315,11 +316,11 @@ static const char *canonical(sr_key_normalizer norm, const char *key, char *buf,
 }
 
 char *sr__config_absolute(const sr_job *cfg, sr_from from, const char *p) {
-    if (p[0] == '/') return strdup(p);
+    if (p[0] == '/') return sr__strdup(p);
     char cwd[PATH_MAX];
     const char *base = from == SR_FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
     char *out = NULL;
-    if (asprintf(&out, "%s/%s", base, p) < 0) return strdup(p);
+    if (asprintf(&out, "%s/%s", base, p) < 0) return sr__strdup(p);
     return out;
 }
 
@@ -329,13 +330,13 @@ static char *absolute_list(const sr_job *cfg, sr_from from, const char *list) {
     for (const char *p = list; *p;) {
         size_t len = strcspn(p, ":");
         if (len) {
-            char *one = strndup(p, len), *a = one ? sr__config_absolute(cfg, from, one) : NULL;
+            char *one = sr__strndup(p, len), *a = one ? sr__config_absolute(cfg, from, one) : NULL;
             if (a) sr__buf_printf(&b, "%s%s", b.n ? ":" : "", a);
             free(one), free(a);
         }
         p += len + (p[len] == ':');
     }
-    return b.s ? b.s : strdup("");
+    return b.s ? b.s : sr__strdup("");
 }
 
 static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_key_normalizer norm) {
@@ -384,7 +385,7 @@ static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_ke
         s->from = SR_FROM_CLI;
         snprintf(where, sizeof where, "command line %s", o->flag);
     }
-    s->where = strdup(where);
+    s->where = sr__strdup(where);
     if (!val) return;
 
     char err[512];
@@ -412,8 +413,8 @@ static int is_resolved_section(const sr_job *cfg, const char *section) {
 }
 
 static void mark_section(sr_job *cfg, const char *section) {
-    cfg->sections = realloc(cfg->sections, (cfg->nsections + 1) * sizeof *cfg->sections);
-    cfg->sections[cfg->nsections++] = strdup(section);
+    cfg->sections = sr__realloc(cfg->sections, (cfg->nsections + 1) * sizeof *cfg->sections);
+    cfg->sections[cfg->nsections++] = sr__strdup(section);
 }
 
 static void unknown_key(sr_job *cfg, const char *section, const sr_key *keys, const sr_key *extra,
@@ -464,7 +465,7 @@ void sr__config_resolve_free(sr_job *cfg, const char *section) {
         if (strcmp(r->section, section)) continue;
         r->used = 1;
         sr_setting *s = add_setting(cfg, section, r->key);
-        s->value = strdup(r->value);
+        s->value = sr__strdup(r->value);
         s->from = SR_FROM_FILE;
         if (asprintf(&s->where, "%s:%d", cfg->path, r->line) < 0) s->where = NULL;
     }
@@ -482,13 +483,13 @@ void sr__config_resolve_free(sr_job *cfg, const char *section) {
             if ((size_t)(eq - *e) == strlen(var) && !strncmp(*e, var, strlen(var))) hit = &cfg->set[i];
         }
         if (!hit) {
-            char *key = strndup(*e + pl, (size_t)(eq - *e) - pl);
+            char *key = sr__strndup(*e + pl, (size_t)(eq - *e) - pl);
             for (char *c = key; *c; c++) *c = (char)tolower((unsigned char)*c);
             hit = add_setting(cfg, section, key);
             free(key);
         }
         free(hit->value), free(hit->where);
-        hit->value = strdup(eq + 1);
+        hit->value = sr__strdup(eq + 1);
         hit->from = SR_FROM_ENV;
         if (asprintf(&hit->where, "environment %.*s", (int)(eq - *e), *e) < 0) hit->where = NULL;
     }
@@ -499,7 +500,7 @@ void sr__config_resolve_free(sr_job *cfg, const char *section) {
         sr_setting *s = sr__config_get(cfg, section, o->key);
         if (!s) s = add_setting(cfg, section, o->key);
         free(s->value), free(s->where);
-        s->value = strdup(o->value);
+        s->value = sr__strdup(o->value);
         s->from = SR_FROM_CLI;
         if (asprintf(&s->where, "command line %s", o->flag) < 0) s->where = NULL;
     }

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/alloc.h"
+
 int sr__parse_bool(const char *s, int *out) {
     static const char *const yes[] = {"y", "yes", "t", "true", "on", "1"};
     static const char *const no[] = {"n", "no", "f", "false", "off", "0"};
@@ -108,7 +110,7 @@ void sr__enum_describe(const char *choices, unsigned flags, char *buf, size_t le
 
 static char *join_list(const char *in, char *err, size_t errlen) {
     size_t n = strlen(in);
-    char *out = malloc(n + 1), *o = out;
+    char *out = sr__malloc(n + 1), *o = out;
     const char *p = in;
     int first = 1;
     while (1) {
@@ -153,7 +155,7 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
             snprintf(err, errlen, "expected a boolean (%s), got \"%s\"", SR_BOOL_SPELLINGS, in);
             return -1;
         }
-        *out = strdup(b ? "true" : "false");
+        *out = sr__strdup(b ? "true" : "false");
         return 0;
     }
     case SR_KEY_INT: {
@@ -163,7 +165,7 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
             return -1;
         }
         snprintf(buf, sizeof buf, "%lld", v);
-        *out = strdup(buf);
+        *out = sr__strdup(buf);
         return 0;
     }
     case SR_KEY_FLOAT: {
@@ -172,7 +174,7 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
             snprintf(err, errlen, "expected a number >= 0, got \"%s\"", in);
             return -1;
         }
-        *out = strdup(in);
+        *out = sr__strdup(in);
         return 0;
     }
     case SR_KEY_ENUM: {
@@ -183,7 +185,7 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
             return -1;
         }
         sr__enum_choice(key->choices, i, buf, sizeof buf);
-        *out = strdup(buf);
+        *out = sr__strdup(buf);
         return 0;
     }
     case SR_KEY_LIST:
@@ -192,7 +194,7 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
     case SR_KEY_STRING:
     case SR_KEY_PATH:
     case SR_KEY_PATH_LIST:
-        *out = strdup(in);
+        *out = sr__strdup(in);
         return 0;
     }
     snprintf(err, errlen, "key has an unknown type %d", (int)key->type);
@@ -201,7 +203,7 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
 
 size_t sr__edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
-    size_t *row = malloc((lb + 1) * sizeof *row);
+    size_t *row = sr__malloc((lb + 1) * sizeof *row);
     for (size_t j = 0; j <= lb; j++) row[j] = j;
     for (size_t i = 1; i <= la; i++) {
         size_t diag = row[0];

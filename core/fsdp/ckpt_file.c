@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/hash64.h"
 #include "base/log.h"
@@ -16,7 +17,7 @@
 void sr__ckpt_kv_add(sr__ckpt_kvlist *l, const char *key, char *value) {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 32;
-        l->kv = realloc(l->kv, l->cap * sizeof *l->kv);
+        l->kv = sr__realloc(l->kv, l->cap * sizeof *l->kv);
     }
     l->kv[l->n++] = (sr_st_kv){sr__fmt("%s", key), value};
 }
@@ -52,7 +53,7 @@ int sr__ckpt_out_create(sr__ckpt_out *o, char *path, const sr_st_tensor *t, size
     char err[256];
     memset(o, 0, sizeof *o);
     o->path = path, o->n = n, o->times = times;
-    o->names = calloc(n + 1, sizeof *o->names), o->hash = calloc(n + 1, sizeof *o->hash);
+    o->names = sr__calloc(n + 1, sizeof *o->names), o->hash = sr__calloc(n + 1, sizeof *o->hash);
     for (size_t i = 0; i < n; i++) o->names[i] = sr__fmt("%s", t[i].name);
     o->w = sr__st_create(path, t, n, l->kv, l->n, err, sizeof err);
     if (!o->w) sr__progress_io_failed(errno, path), sr__log(SR_LOG_ERROR, "checkpoint: %s", err);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/fs.h"
 #include "base/hash64.h"
@@ -50,8 +51,8 @@ static void debug_delay(void) {
 static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr__ckpt_times *tm) {
     if (e->rep_rank != 0) return 0; /* one replica writes */
     int nu = e->units.n, rc = 0;
-    sr_st_tensor *t = calloc((size_t)nu * SR_CKPT_KINDS, sizeof *t);
-    char **names = calloc((size_t)nu * SR_CKPT_KINDS, sizeof *names);
+    sr_st_tensor *t = sr__calloc((size_t)nu * SR_CKPT_KINDS, sizeof *t);
+    char **names = sr__calloc((size_t)nu * SR_CKPT_KINDS, sizeof *names);
     for (int u = 0; u < nu; u++)
         for (int k = 0; k < SR_CKPT_KINDS; k++) {
             sr_st_tensor *x = &t[u * SR_CKPT_KINDS + k];
@@ -87,7 +88,7 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
                              t, (size_t)nu * SR_CKPT_KINDS, &l, tm);
     size_t maxs = 0;
     for (int u = 0; u < nu; u++) maxs = e->units.u[u].shard > maxs ? e->units.u[u].shard : maxs;
-    float *host = malloc(maxs * sizeof *host + 1);
+    float *host = sr__malloc(maxs * sizeof *host + 1);
     for (int u = 0; u < nu && !rc; u++) {
         size_t n = e->units.u[u].shard;
         for (int k = 0; k < SR_CKPT_KINDS && !rc; k++) {
@@ -109,10 +110,10 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
     if (e->rep_rank != 0) return 0;
     int me = e->rank == 0, rc = 0, np = e->model->nparams;
     sr__ckpt_out mo = {0}, oo = {0};
-    int *idx = calloc((size_t)np, sizeof *idx); /* param -> tensor index in both files */
+    int *idx = sr__calloc((size_t)np, sizeof *idx); /* param -> tensor index in both files */
     if (me) {
-        sr_st_tensor *mt = calloc((size_t)np, sizeof *mt), *ot = calloc((size_t)np * 2, sizeof *ot);
-        char **onames = calloc((size_t)np * 2, sizeof *onames);
+        sr_st_tensor *mt = sr__calloc((size_t)np, sizeof *mt), *ot = sr__calloc((size_t)np * 2, sizeof *ot);
+        char **onames = sr__calloc((size_t)np * 2, sizeof *onames);
         int n = 0;
         for (int i = 0; i < np; i++) {
             const sr__param *p = &e->model->params[i];
@@ -143,7 +144,7 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
     rc = sr__engine_agree(e, e->shard_pg, rc != 0);
     size_t maxp = 0;
     for (int u = 0; u < e->units.n; u++) maxp = e->units.u[u].padded > maxp ? e->units.u[u].padded : maxp;
-    float *full = rc ? NULL : e->dev->alloc(maxp * sizeof(float)), *host = me ? malloc(maxp * sizeof(float)) : NULL;
+    float *full = rc ? NULL : e->dev->alloc(maxp * sizeof(float)), *host = me ? sr__malloc(maxp * sizeof(float)) : NULL;
     for (int u = 0; u < e->units.n && !rc; u++) { /* one unit at a time: nobody holds the whole model */
         const sr__unit *un = &e->units.u[u];
         for (int k = 0; k < SR_CKPT_KINDS && !rc; k++) {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "fsdp/ckpt_format.h"
@@ -87,7 +88,7 @@ int sr__ckpt_source_open(sr__ckpt_source *s, const char *dir) {
                         "shard-00000-of-N.safetensors (SHARDED_STATE_DICT)", dir);
         return -1;
     }
-    s->shards = calloc((size_t)n, sizeof *s->shards); /* zeroed: close skips what never opened */
+    s->shards = sr__calloc((size_t)n, sizeof *s->shards); /* zeroed: close skips what never opened */
     s->nshards = n;
     for (int i = 0; i < n; i++) {
         char name[64];

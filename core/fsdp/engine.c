@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/profile.h"
 #include "fsdp/engine_internal.h"
@@ -35,7 +36,7 @@ static void *pool_get(sr__engine *e, sr__pool *p) {
             return NULL;
         }
         p->allocated++;
-        p->free = realloc(p->free, (size_t)p->allocated * sizeof *p->free);
+        p->free = sr__realloc(p->free, (size_t)p->allocated * sizeof *p->free);
         e->pool_peak += p->bytes;
         if (e->persistent + e->pool_peak > e->peak) e->peak = e->persistent + e->pool_peak;
     }
@@ -395,7 +396,7 @@ int sr__engine_sum(sr__engine *e, double *v, int n) {
        same double on every rank, as exact as one rank's sum */
     size_t bytes = (size_t)n * sizeof(double);
     void *send = e->dev->alloc(bytes), *recv = e->dev->alloc(bytes * (size_t)e->world_size);
-    double *all = malloc(bytes * (size_t)e->world_size);
+    double *all = sr__malloc(bytes * (size_t)e->world_size);
     int rc = send && recv && all ? 0 : -1;
     if (rc) sr__log(SR_LOG_ERROR, "out of memory for a %zu-byte evaluation sum", bytes * (size_t)e->world_size);
     if (!rc) {
@@ -485,7 +486,7 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
             sr__engine_shard_from_dev(e, e->slot[u].grad, e->xfer, n);
         }
     } else if (e->rep_pg) { /* HYBRID / NO_SHARD: the replicas average their (identical-layout) shards */
-        sr_work **w = calloc((size_t)e->units.n, sizeof *w);
+        sr_work **w = sr__calloc((size_t)e->units.n, sizeof *w);
         int rc = 0;
         double t0 = sr__prof_now();
         for (int u = 0; u < e->units.n && !rc; u++)
@@ -584,7 +585,7 @@ static int check_dtype(const sr__engine *e) {
 
 sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops *ops, void *state, sr_model *model,
                               uint64_t seed) {
-    sr__engine *e = calloc(1, sizeof *e);
+    sr__engine *e = sr__calloc(1, sizeof *e);
     e->ctx = ctx, e->task = task, e->ops = ops, e->state = state, e->model = model, e->seed = seed;
     e->units.root = -1;
     e->rank = sr_rank(ctx), e->world_size = sr_world_size(ctx);
@@ -631,10 +632,10 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
     if (split_groups(e) != 0) goto fail;
     if (sr__units_build(model, &e->cfg, e->shard_size, &e->units) != 0) goto fail;
     int nu = e->units.n;
-    e->slot = calloc((size_t)nu, sizeof *e->slot);
-    e->fwd_units = calloc((size_t)nu, sizeof(int));
-    e->pending_rs = calloc((size_t)nu, sizeof(int));
-    e->mod_pos = calloc((size_t)model->nmods, sizeof(int));
+    e->slot = sr__calloc((size_t)nu, sizeof *e->slot);
+    e->fwd_units = sr__calloc((size_t)nu, sizeof(int));
+    e->pending_rs = sr__calloc((size_t)nu, sizeof(int));
+    e->mod_pos = sr__calloc((size_t)model->nmods, sizeof(int));
     size_t max_padded = 0, max_shard = 0, max_block_shard = 0;
     for (int mi = 0; mi < model->nmods; mi++) {
         int u = model->mods[mi].unit;
@@ -645,8 +646,8 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
         }
         if (model->mods[mi].nparams > e->max_mod_params) e->max_mod_params = model->mods[mi].nparams;
     }
-    e->pptr = calloc((size_t)e->max_mod_params + 1, sizeof(void *));
-    e->gptr = calloc((size_t)e->max_mod_params + 1, sizeof(void *));
+    e->pptr = sr__calloc((size_t)e->max_mod_params + 1, sizeof(void *));
+    e->gptr = sr__calloc((size_t)e->max_mod_params + 1, sizeof(void *));
     for (int u = 0; u < nu; u++) {
         const sr__unit *un = &e->units.u[u];
         sr__uslot *s = &e->slot[u];
@@ -741,7 +742,7 @@ int sr__engine_fill_master(sr__engine *e, sr__unit_filler fill, void *arg, int f
         size_t lo = (size_t)e->shard_rank * un->shard;
         int whole = from_rank0 && e->rank == 0; /* only rank 0 fills a whole unit */
         size_t nhost = whole ? un->padded : un->shard;
-        float *host = malloc(nhost * sizeof(float));
+        float *host = sr__malloc(nhost * sizeof(float));
         if (!host) return init_oom(un, nhost);
         if (!from_rank0) { /* each rank fills only its own shard */
             fill(e, u, host, lo, un->shard, arg);
@@ -812,7 +813,7 @@ int sr__engine_param_stats(sr__engine *e, double *sum, double *sumsq) {
     double s = 0, q = 0;
     for (int u = 0; u < e->units.n; u++) {
         size_t n = e->units.u[u].shard;
-        float *h = malloc(n * sizeof *h);
+        float *h = sr__malloc(n * sizeof *h);
         e->hdev->to_host(h, e->slot[u].master, n * sizeof *h);
         for (size_t i = 0; i < n; i++) s += h[i], q += (double)h[i] * h[i];
         free(h);

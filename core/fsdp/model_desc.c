@@ -7,9 +7,10 @@
 #include <string.h>
 
 #include "base/abi.h"
+#include "base/alloc.h"
 #include "base/log.h"
 
-sr_model *sr__model_new(void) { return calloc(1, sizeof(sr_model)); }
+sr_model *sr__model_new(void) { return sr__calloc(1, sizeof(sr_model)); }
 
 void sr__model_free(sr_model *m) {
     if (!m) return;
@@ -40,11 +41,11 @@ int sr_model_module(sr_model *m, const char *name, const char *cls) {
     if (!name || !*name || !cls || !*cls) return fail(m, "sr_model_module: empty module or class name");
     for (int i = 0; i < m->nmods; i++)
         if (!strcmp(m->mods[i].name, name)) return fail(m, "module \"%s\" is declared twice", name);
-    m->mods = realloc(m->mods, (size_t)(m->nmods + 1) * sizeof *m->mods);
+    m->mods = sr__realloc(m->mods, (size_t)(m->nmods + 1) * sizeof *m->mods);
     sr__module *mod = &m->mods[m->nmods];
     memset(mod, 0, sizeof *mod);
-    mod->name = strdup(name);
-    mod->cls = strdup(cls);
+    mod->name = sr__strdup(name);
+    mod->cls = sr__strdup(cls);
     mod->unit = -1;
     return m->nmods++;
 }
@@ -52,15 +53,15 @@ int sr_model_module(sr_model *m, const char *name, const char *cls) {
 static int add_param(sr_model *m, const char *name, int tied_to) {
     if (m->nmods == 0) return fail(m, "parameter \"%s\" is declared before any module (call sr_model_module first)", name);
     if (find_param(m, name) >= 0) return fail(m, "parameter \"%s\" is declared twice", name);
-    m->params = realloc(m->params, (size_t)(m->nparams + 1) * sizeof *m->params);
+    m->params = sr__realloc(m->params, (size_t)(m->nparams + 1) * sizeof *m->params);
     sr__param *p = &m->params[m->nparams];
     memset(p, 0, sizeof *p);
-    p->name = strdup(name);
+    p->name = sr__strdup(name);
     p->module = m->nmods - 1;
     p->tied_to = tied_to;
     p->unit = -1;
     sr__module *mod = &m->mods[m->nmods - 1];
-    mod->params = realloc(mod->params, (size_t)(mod->nparams + 1) * sizeof *mod->params);
+    mod->params = sr__realloc(mod->params, (size_t)(mod->nparams + 1) * sizeof *mod->params);
     mod->params[mod->nparams++] = m->nparams;
     return m->nparams++;
 }

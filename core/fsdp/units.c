@@ -5,21 +5,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/strbuf.h"
 
 static int new_unit(sr__units *us, int root, const char *label) {
-    us->u = realloc(us->u, (size_t)(us->n + 1) * sizeof *us->u);
+    us->u = sr__realloc(us->u, (size_t)(us->n + 1) * sizeof *us->u);
     sr__unit *u = &us->u[us->n];
     memset(u, 0, sizeof *u);
     u->root = root;
-    u->label = strdup(label);
+    u->label = sr__strdup(label);
     return us->n++;
 }
 
 static void add_module(sr_model *m, sr__units *us, int ui, int mi) {
     sr__unit *u = &us->u[ui];
-    u->mods = realloc(u->mods, (size_t)(u->nmods + 1) * sizeof *u->mods);
+    u->mods = sr__realloc(u->mods, (size_t)(u->nmods + 1) * sizeof *u->mods);
     u->mods[u->nmods++] = mi;
     m->mods[mi].unit = ui;
 }
@@ -81,7 +82,7 @@ int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__u
        parameter (FSDP needs both users of a shared parameter in one unit: the root has both). */
     int open = -1;
     size_t open_numel = 0;
-    int *tail = calloc((size_t)m->nmods, sizeof *tail), ntail = 0;
+    int *tail = sr__calloc((size_t)m->nmods, sizeof *tail), ntail = 0;
     for (int i = 0; i < m->nmods; i++) {
         if (c->enabled && c->wrap == SR_WRAP_TRANSFORMER && class_listed(c->wrap_classes, m->mods[i].cls)) {
             add_module(m, us, new_unit(us, 0, m->mods[i].name), i);
@@ -130,7 +131,7 @@ int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__u
         p->unit = ui;
         p->offset = u->numel;
         u->numel += p->numel;
-        u->params = realloc(u->params, (size_t)(u->nparams + 1) * sizeof *u->params);
+        u->params = sr__realloc(u->params, (size_t)(u->nparams + 1) * sizeof *u->params);
         u->params[u->nparams++] = i;
     }
     for (int k = 0; k < us->n; k++) {

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "pg/reduce.h"
 #include "pg/shm.h"
 
@@ -36,7 +37,7 @@ static const sr_pg_backend_ops *L = &sr__shm_backend, *X = &sr__gloo_backend;
 static unsigned char *scratch(hier_pg *p, size_t len) {
     if (p->tmplen < len) {
         free(p->tmp);
-        p->tmp = malloc(len);
+        p->tmp = sr__malloc(len);
         p->tmplen = p->tmp ? len : 0;
     }
     return p->tmp;
@@ -110,7 +111,7 @@ static int hier_reduce_scatter(void *impl, const void *send, void *recv, size_t 
     hier_pg *p = impl;
     size_t part = count * sr_dtype_size(dt);
     /* recv may be inside send: reduce a copy, not the caller's input */
-    unsigned char *whole = malloc(part * (size_t)p->size);
+    unsigned char *whole = sr__malloc(part * (size_t)p->size);
     if (!whole) {
         snprintf(err, errlen, "hier: out of memory for %zu bytes", part * (size_t)p->size);
         return -1;
@@ -139,8 +140,8 @@ static void hier_destroy(void *impl) {
    all are 1; -1 otherwise, with a message in err unless it holds one already. */
 static int all_ok(const sr_pg_setup *s, const char *stage, int ok, char *err, size_t errlen) {
     char key[400], missing[1024] = "";
-    const char **keys = calloc((size_t)s->size, sizeof *keys);
-    char **owned = calloc((size_t)s->size, sizeof *owned);
+    const char **keys = sr__calloc((size_t)s->size, sizeof *keys);
+    char **owned = sr__calloc((size_t)s->size, sizeof *owned);
     for (int r = 0; r < s->size; r++)
         if (asprintf(&owned[r], "%s%s/%d", s->prefix, stage, r) >= 0) keys[r] = owned[r];
     snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, s->rank);
@@ -167,17 +168,17 @@ static int all_ok(const sr_pg_setup *s, const char *stage, int ok, char *err, si
 
 static void *hier_create(void *parent, const sr_pg_setup *s, char *err, size_t errlen) {
     (void)parent;
-    hier_pg *p = calloc(1, sizeof *p);
+    hier_pg *p = sr__calloc(1, sizeof *p);
     p->rank = s->rank;
     p->size = s->size;
-    p->host_of = calloc((size_t)s->size, sizeof *p->host_of);
-    p->local_of = calloc((size_t)s->size, sizeof *p->local_of);
-    p->count = calloc((size_t)s->size, sizeof *p->count);
-    p->members = calloc((size_t)s->size, sizeof *p->members);
+    p->host_of = sr__calloc((size_t)s->size, sizeof *p->host_of);
+    p->local_of = sr__calloc((size_t)s->size, sizeof *p->local_of);
+    p->count = sr__calloc((size_t)s->size, sizeof *p->count);
+    p->members = sr__calloc((size_t)s->size, sizeof *p->members);
     for (int g = 0; g < s->size; g++) {
         int h = 0;
         while (h < p->nhosts && s->hosts[p->members[h][0]] != s->hosts[g]) h++;
-        if (h == p->nhosts) p->members[p->nhosts++] = calloc((size_t)s->size, sizeof **p->members);
+        if (h == p->nhosts) p->members[p->nhosts++] = sr__calloc((size_t)s->size, sizeof **p->members);
         p->host_of[g] = h;
         p->local_of[g] = p->count[h];
         p->members[h][p->count[h]++] = g;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "pg/backend.h"
 #include "pg/hier.h"
 #include "pg/shm.h"
@@ -102,8 +103,8 @@ static void fail(sr_pg *pg, const char *fmt, ...) {
 static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int size, double timeout_s, char *ranks,
                              size_t len) {
     char key[300];
-    const char **keys = calloc((size_t)size, sizeof *keys);
-    char **owned = calloc((size_t)size, sizeof *owned);
+    const char **keys = sr__calloc((size_t)size, sizeof *keys);
+    char **owned = sr__calloc((size_t)size, sizeof *owned);
     for (int r = 0; r < size; r++) {
         if (asprintf(&owned[r], "%s%d", prefix, r) < 0) owned[r] = NULL;
         keys[r] = owned[r];
@@ -211,7 +212,7 @@ int sr_work_wait(sr_work *w) {
 static int submit(sr_pg *pg, sr_work *tmpl, sr_work **out) {
     if (out) *out = NULL;
     if (pg->failed) return -1;
-    sr_work *w = malloc(sizeof *w);
+    sr_work *w = sr__malloc(sizeof *w);
     *w = *tmpl;
     w->pg = pg;
     w->seq = ++pg->seq;
@@ -319,8 +320,8 @@ static int meet(pg_shared *sh, const char *name, const char *stage, const char *
    <root>host/<rank> before the world's "arrived" meeting; rank r's index is the lowest world rank
    with the same identity.  NULL when the store fails. */
 static int *world_hosts(pg_shared *sh, int size) {
-    char **ids = calloc((size_t)size, sizeof *ids);
-    int *hosts = calloc((size_t)size, sizeof *hosts), ok = 1;
+    char **ids = sr__calloc((size_t)size, sizeof *ids);
+    int *hosts = sr__calloc((size_t)size, sizeof *hosts), ok = 1;
     for (int r = 0; r < size && ok; r++) {
         char key[64];
         size_t len = 0;
@@ -329,7 +330,7 @@ static int *world_hosts(pg_shared *sh, int size) {
         pthread_mutex_lock(&sh->store_lock);
         ok = sr__store_get(sh->store, key, &v, &len) == 0 && v;
         pthread_mutex_unlock(&sh->store_lock);
-        ids[r] = ok ? strndup(v, len) : NULL;
+        ids[r] = ok ? sr__strndup(v, len) : NULL;
         free(v);
         hosts[r] = r;
         for (int q = 0; ok && q < r; q++)
@@ -391,7 +392,7 @@ static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const
         free(hosts);
         return NULL;
     }
-    sr_pg *pg = calloc(1, sizeof *pg);
+    sr_pg *pg = sr__calloc(1, sizeof *pg);
     snprintf(pg->name, sizeof pg->name, "%s", display);
     pg->rank = rank;
     pg->size = size;
@@ -423,11 +424,11 @@ sr_pg *sr__pg_create_world(const sr_pg_world_args *a, char *err, size_t errlen) 
         snprintf(err, errlen, "process group world: %s", serr);
         return NULL;
     }
-    pg_shared *sh = calloc(1, sizeof *sh);
+    pg_shared *sh = sr__calloc(1, sizeof *sh);
     sh->store = store;
     pthread_mutex_init(&sh->store_lock, NULL);
-    sh->hostname = strdup(a->hostname);
-    sh->iface = getenv("GLOO_SOCKET_IFNAME") ? strdup(getenv("GLOO_SOCKET_IFNAME")) : NULL;
+    sh->hostname = sr__strdup(a->hostname);
+    sh->iface = getenv("GLOO_SOCKET_IFNAME") ? sr__strdup(getenv("GLOO_SOCKET_IFNAME")) : NULL;
     sh->local_rank = a->local_rank;
     sh->timeout_s = a->timeout_s;
     sh->ops = ops;
@@ -456,7 +457,7 @@ int sr_pg_split(sr_pg *pg, int color, int key, sr_pg **out) {
     *out = NULL;
     if (!pg || pg->failed) return -1;
     int32_t mine[3] = {color, key, pg->rank};
-    int32_t *all = malloc(sizeof mine * (size_t)pg->size);
+    int32_t *all = sr__malloc(sizeof mine * (size_t)pg->size);
     if (sr_pg_all_gather(pg, mine, all, 3, SR_INT32, NULL) != 0) {
         free(all);
         return -1;
@@ -467,7 +468,7 @@ int sr_pg_split(sr_pg *pg, int color, int key, sr_pg **out) {
         return 0;
     }
     /* members of my color, ordered by (key, rank), and the host of each */
-    int n = 0, me = 0, *hosts = calloc((size_t)pg->size, sizeof *hosts);
+    int n = 0, me = 0, *hosts = sr__calloc((size_t)pg->size, sizeof *hosts);
     for (int r = 0; r < pg->size; r++) {
         if (all[3 * r] != color) continue;
         int pos = 0; /* r's place among the members */

@@ -11,11 +11,12 @@
 #include <unistd.h>
 
 #include "base/abi.h"
+#include "base/alloc.h"
 #include "base/lib_dir.h"
 #include "config/value.h"
 
 static void strv_push(char ***v, size_t *n, char *s) {
-    *v = realloc(*v, (*n + 2) * sizeof **v);
+    *v = sr__realloc(*v, (*n + 2) * sizeof **v);
     (*v)[(*n)++] = s;
     (*v)[*n] = NULL;
 }
@@ -29,7 +30,7 @@ char **sr__split_path(const char *list) {
     while (*p) {
         const char *colon = strchr(p, ':');
         size_t len = colon ? (size_t)(colon - p) : strlen(p);
-        if (len) strv_push(&v, &n, strndup(p, len));
+        if (len) strv_push(&v, &n, sr__strndup(p, len));
         if (!colon) break;
         p = colon + 1;
     }
@@ -90,7 +91,7 @@ static char **available(char *const *dirs) {
         while (dir && (de = readdir(dir))) {
             size_t l = strlen(de->d_name);
             if (l > 12 && !strncmp(de->d_name, "shardrun_", 9) && !strcmp(de->d_name + l - 3, ".so"))
-                strv_push(&v, &n, strndup(de->d_name + 9, l - 12));
+                strv_push(&v, &n, sr__strndup(de->d_name + 9, l - 12));
         }
         if (dir) closedir(dir);
     }
@@ -107,7 +108,7 @@ int sr__plugin_load(const char *name, const char *explicit_path, char *const *di
                          explicit_path, strerror(errno), name);
             return -1;
         }
-        found = strdup(explicit_path);
+        found = sr__strdup(explicit_path);
     } else {
         char tried[4096] = "";
         size_t used = 0;
@@ -158,7 +159,7 @@ int sr__plugin_load(const char *name, const char *explicit_path, char *const *di
         free(found);
         return -1;
     }
-    out->name = strdup(name);
+    out->name = sr__strdup(name);
     out->path = found;
     out->handle = h;
     out->p = p;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "config/value.h"
 #include "device/cuda_lib.h"
@@ -61,16 +62,16 @@ static const char *api_env_get(sr_host *h, const char *name) {
 /* "fsdp.version" or "shardrun.nnodes" -> "[accelerate] fsdp.version = 1 (job.ini:4)"; anything
    else is kept as written.  `because` may list several, separated by commas. */
 static char *explain(sr_host *h, const char *because) {
-    char *out = strdup("");
+    char *out = sr__strdup("");
     const char *p = because ? because : "";
     while (*p) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        char *item = strndup(p, len), *piece = NULL;
+        char *item = sr__strndup(p, len), *piece = NULL;
         const char *dot = strchr(item, '.');
         sr_setting *s = sr__config_get(&h->run->cfg, h->plugin->name, item);
         if (!s && dot) {
-            char *sec = strndup(item, (size_t)(dot - item));
+            char *sec = sr__strndup(item, (size_t)(dot - item));
             s = sr__config_get(&h->run->cfg, sec, dot + 1);
             free(sec);
         }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/hash64.h"
 #include "base/strbuf.h"
 #include "config/env_table.h"
@@ -27,7 +28,7 @@ static void load_plugins(sr_run *run) {
     size_t n = 0;
     for (const char *p = list; p && *p;) {
         const char *comma = strchr(p, ',');
-        char *name = strndup(p, comma ? (size_t)(comma - p) : strlen(p));
+        char *name = sr__strndup(p, comma ? (size_t)(comma - p) : strlen(p));
         p = comma ? comma + 1 : p + strlen(p);
         int dup = 0;
         for (size_t i = 0; i < n && !dup; i++) dup = !strcmp(names[i], name);
@@ -37,11 +38,11 @@ static void load_plugins(sr_run *run) {
             free(name);
             continue;
         }
-        names = realloc(names, (n + 2) * sizeof *names);
+        names = sr__realloc(names, (n + 2) * sizeof *names);
         names[n++] = name;
         names[n] = NULL;
     }
-    run->plugins = calloc(n ? n : 1, sizeof *run->plugins);
+    run->plugins = sr__calloc(n ? n : 1, sizeof *run->plugins);
     for (size_t i = 0; i < n; i++) {
         /* `path` first: it decides which file declares the section's other keys */
         sr__config_resolve_key(cfg, names[i], &sr__plugin_host_keys[0]);
@@ -71,12 +72,12 @@ static void check_stray_env(sr_run *run) {
         for (size_t i = 0; i < run->cfg.nset && !known; i++) {
             sr__key_env_name(run->cfg.set[i].section, run->cfg.set[i].key, var, sizeof var);
             known = strlen(var) == len && !strncmp(*e, var, len);
-            if (nc < 511) cands[nc++] = strdup(var);
+            if (nc < 511) cands[nc++] = sr__strdup(var);
         }
         /* the variables shardrun reads that are not keys (SHARDRUN_RDZV_TOKEN, SHARDRUN_DEBUG_*) */
         if (!known) known = sr__config_is_host_var(*e, len);
         if (!known) {
-            char *name = strndup(*e, len);
+            char *name = sr__strndup(*e, len);
             const char *best = sr__closest(name, cands, nc);
             sr__diag_add(&run->cfg.diag, "environment variable %s matches no key of this run%s%s%s: fix its name or "
                          "unset it", name, best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
@@ -211,7 +212,7 @@ static char *run_fingerprint(sr_run *run) {
         const sr_setting *s = &run->cfg.set[i];
         if (!strcmp(s->section, "task") && s->value) sr__buf_printf(&b, "[task] %s=%s\n", s->key, s->value);
     }
-    return b.s ? b.s : strdup("");
+    return b.s ? b.s : sr__strdup("");
 }
 
 int sr__run_prepare_rdzv(sr_run *run) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "shardrun/task.h"
 #include "base/abi.h"
 #include "base/lib_dir.h"
@@ -21,8 +22,8 @@
 
 char **sr__split_words(const char *s, int *count, char *err, size_t errlen) {
     size_t n = 0;
-    char **v = calloc(strlen(s) / 2 + 2, sizeof *v);
-    char *word = malloc(strlen(s) + 1);
+    char **v = sr__calloc(strlen(s) / 2 + 2, sizeof *v);
+    char *word = sr__malloc(strlen(s) + 1);
     const char *p = s;
     while (1) {
         while (isspace((unsigned char)*p)) p++;
@@ -48,7 +49,7 @@ char **sr__split_words(const char *s, int *count, char *err, size_t errlen) {
             free(v), free(word);
             return NULL;
         }
-        v[n++] = strndup(word, w);
+        v[n++] = sr__strndup(word, w);
     }
     free(word);
     *count = (int)n;
@@ -72,7 +73,7 @@ static char *find_in_path(const char *prog) {
 
 static char *relative_to(const sr_setting *s, const sr_job *cfg, const char *p) {
     char cwd[PATH_MAX], *out = NULL;
-    if (p[0] == '/') return strdup(p);
+    if (p[0] == '/') return sr__strdup(p);
     const char *base = s->from == SR_FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
     if (asprintf(&out, "%s/%s", base, p) < 0) return NULL;
     return out;
@@ -98,7 +99,7 @@ static int resolve_exec(sr_job *cfg, const sr_setting *s, sr_task_spec *out) {
         return -1;
     }
     free(words[0]);
-    words[0] = strdup(prog);
+    words[0] = sr__strdup(prog);
     out->type = SR_TASK_EXEC;
     out->path = prog;
     out->argv = words;
@@ -128,9 +129,9 @@ static char *find_task_so(sr_job *cfg, const sr_setting *s, char *tried, size_t 
     char **dirs = sr__split_path(sr__config_value(cfg, "shardrun", "tasks_path"));
     size_t n = 0, used = 0;
     while (dirs[n]) n++;
-    dirs = realloc(dirs, (n + 3) * sizeof *dirs);
-    if (asprintf(&dirs[n], "%s/examples", sr__lib_dir()) < 0) dirs[n] = strdup(".");
-    if (asprintf(&dirs[n + 1], "%s/shardrun/tasks", sr__lib_dir()) < 0) dirs[n + 1] = strdup(".");
+    dirs = sr__realloc(dirs, (n + 3) * sizeof *dirs);
+    if (asprintf(&dirs[n], "%s/examples", sr__lib_dir()) < 0) dirs[n] = sr__strdup(".");
+    if (asprintf(&dirs[n + 1], "%s/shardrun/tasks", sr__lib_dir()) < 0) dirs[n + 1] = sr__strdup(".");
     dirs[n + 2] = NULL;
     char *found = NULL;
     for (char **d = dirs; *d && !found; d++) {
@@ -214,12 +215,12 @@ int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_s
         out->type = SR_TASK_SO;
         out->kind = head[2];
         out->path = path;
-        out->argv = calloc(2, sizeof *out->argv);
-        out->argv[0] = strdup(path);
+        out->argv = sr__calloc(2, sizeof *out->argv);
+        out->argv[0] = sr__strdup(path);
         out->argc = 1;
     }
-    out->argv = realloc(out->argv, (size_t)(out->argc + nextra + 1) * sizeof *out->argv);
-    for (int i = 0; i < nextra; i++) out->argv[out->argc++] = strdup(extra[i]);
+    out->argv = sr__realloc(out->argv, (size_t)(out->argc + nextra + 1) * sizeof *out->argv);
+    for (int i = 0; i < nextra; i++) out->argv[out->argc++] = sr__strdup(extra[i]);
     out->argv[out->argc] = NULL;
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/out_file.h"
 #include "base/strbuf.h"
@@ -37,7 +38,7 @@ int sr__records_setup(sr__trainer *t) {
         t->neval = 0;
         return SR_EXIT_CONFIG;
     }
-    t->eval_idx = malloc((size_t)a->per_device_eval_batch_size * sizeof *t->eval_idx);
+    t->eval_idx = sr__malloc((size_t)a->per_device_eval_batch_size * sizeof *t->eval_idx);
     if (!t->eval_idx) {
         sr__log(SR_LOG_ERROR, "out of memory for an eval batch's sample indices; lower per_device_eval_batch_size");
         return SR_EXIT_CONFIG;
@@ -232,7 +233,7 @@ static void rotate(sr__trainer *t) {
         if (s < 0) continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
-            long long *g = realloc(steps, cap * sizeof *g);
+            long long *g = sr__realloc(steps, cap * sizeof *g);
             if (!g) break;
             steps = g;
         }

@@ -37,7 +37,7 @@ static long fail_at; /* the allocation to fail (1 is the first), 0 for none */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void read_fail_at(void) {
-    const char *v = getenv("SHARDRUN_TEST_FAIL_ALLOC");
+    const char *v = getenv("SR_TEST_FAIL_ALLOC");
     char *end = NULL;
     long n = v ? strtol(v, &end, 10) : 0;
     fail_at = v && *v && end && !*end && n > 0 ? n : 0;

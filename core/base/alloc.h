@@ -11,9 +11,11 @@
  * sr__grow then leave the old block to the caller, who still frees it).  None prints, none aborts.
  *
  * Fault injection (tests only): a build configured with SHARDRUN_SANITIZE=ON defines SR_ALLOC_FAULTS,
- * and there SHARDRUN_TEST_FAIL_ALLOC=N makes the Nth allocation through these helpers (counted in
+ * and there
+ * SR_TEST_FAIL_ALLOC=N makes the Nth allocation through these helpers (counted in
  * each process from its start; a forked worker goes on from its agent's count) return NULL, once.
- * tests/alloc_failures.sh sweeps N.  Elsewhere the helpers are the plain calls, inlined: release
+ * (Not SHARDRUN_*: the run refuses variables of that prefix it does not know.)  tests/cli/alloc_failures.sh
+ * sweeps N.  Elsewhere the helpers are the plain calls, inlined: release
  * builds neither read the variable nor count.
  */
 #ifndef SR_BASE_ALLOC_H

@@ -236,6 +236,10 @@ static char *read_job_file(sr_job *cfg, const char *path, size_t *len) {
 int sr__config_load(sr_job *cfg, const char *path) {
     size_t len;
     cfg->path = sr__strdup(path);
+    if (!cfg->path) {
+        sr__diag_add(&cfg->diag, "out of memory for the job file's name (%zu bytes)", strlen(path) + 1);
+        return -1;
+    }
     char *abs = realpath(path, NULL);
     if (!abs)
         sr__diag_add(&cfg->diag, "cannot read job file %s: %s; check the path (shardrun JOB.ini)", path,
@@ -249,6 +253,11 @@ int sr__config_load(sr_job *cfg, const char *path) {
     char *slash = strrchr(abs, '/');
     cfg->dir = sr__strndup(abs, slash && slash != abs ? (size_t)(slash - abs) : 1);
     free(abs);
+    if (!cfg->dir) {
+        sr__diag_add(&cfg->diag, "out of memory for the job file's folder (%zu bytes)", len);
+        free(buf);
+        return -1;
+    }
 
     reader_state st = {.cfg = cfg, .buf = buf, .pos = buf, .end = buf + len};
     int rc = ini_parse_stream(reader, &st, handler, &st);
@@ -271,13 +280,15 @@ int sr__config_load(sr_job *cfg, const char *path) {
 
 void sr__config_add_override(sr_job *cfg, const char *section, const char *key, const char *value,
                              const char *flag) {
-    cfg->cli = sr__realloc(cfg->cli, (cfg->ncli + 1) * sizeof *cfg->cli);
-    sr_override *o = &cfg->cli[cfg->ncli++];
-    o->section = sr__strdup(section);
-    o->key = sr__strdup(key);
-    o->value = sr__strdup(value);
-    o->flag = sr__strdup(flag);
-    o->used = 0;
+    size_t cap = cfg->ncli; /* the array holds exactly ncli */
+    sr_override o = {sr__strdup(section), sr__strdup(key), sr__strdup(value), sr__strdup(flag), 0};
+    if (!o.section || !o.key || !o.value || !o.flag ||
+        sr__grow((void **)&cfg->cli, &cap, cfg->ncli + 1, sizeof *cfg->cli) != 0) {
+        free(o.section), free(o.key), free(o.value), free(o.flag);
+        sr__diag_add(&cfg->diag, "out of memory for the setting %s (%s.%s)", flag, section, key);
+        return;
+    }
+    cfg->cli[cfg->ncli++] = o;
 }
 
 int sr__config_add_set(sr_job *cfg, const char *spec) {
@@ -285,9 +296,9 @@ int sr__config_add_set(sr_job *cfg, const char *spec) {
     if (!dot || !eq || dot > eq || dot == spec || eq == dot + 1) return -1;
     char *section = sr__strndup(spec, (size_t)(dot - spec));
     char *key = sr__strndup(dot + 1, (size_t)(eq - dot - 1));
-    char *flag = NULL;
-    if (asprintf(&flag, "--set %s", spec) < 0) flag = NULL;
-    sr__config_add_override(cfg, section, key, eq + 1, flag ? flag : spec);
+    char *flag = sr__fmt("--set %s", spec);
+    if (!section || !key || !flag) sr__diag_add(&cfg->diag, "out of memory for the setting --set %s", spec);
+    else sr__config_add_override(cfg, section, key, eq + 1, flag);
     free(section), free(key), free(flag);
     return 0;
 }
@@ -320,7 +331,7 @@ char *sr__config_absolute(const sr_job *cfg, sr_from from, const char *p) {
     char cwd[PATH_MAX];
     const char *base = from == SR_FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
     char *out = NULL;
-    if (asprintf(&out, "%s/%s", base, p) < 0) return sr__strdup(p);
+    out = sr__fmt("%s/%s", base, p);
     return out;
 }
 
@@ -332,11 +343,18 @@ static char *absolute_list(const sr_job *cfg, sr_from from, const char *list) {
         if (len) {
             char *one = sr__strndup(p, len), *a = one ? sr__config_absolute(cfg, from, one) : NULL;
             if (a) sr__buf_printf(&b, "%s%s", b.n ? ":" : "", a);
+            else b.oom = 1;
             free(one), free(a);
         }
         p += len + (p[len] == ':');
     }
-    return b.s ? b.s : sr__strdup("");
+    if (b.oom) sr__buf_free(&b);
+    return b.oom ? NULL : b.s ? b.s : sr__strdup("");
+}
+
+/* A setting's value or origin found no memory: a configuration error like any other. */
+static void no_memory_for(sr_job *cfg, const char *section, const char *key) {
+    sr__diag_add(&cfg->diag, "out of memory for the setting [%s] %s", section, key ? key : "");
 }
 
 static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_key_normalizer norm) {
@@ -386,6 +404,7 @@ static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_ke
         snprintf(where, sizeof where, "command line %s", o->flag);
     }
     s->where = sr__strdup(where);
+    if (!s->where) no_memory_for(cfg, section, k->name);
     if (!val) return;
 
     char err[512];
@@ -403,6 +422,7 @@ static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_ke
         free(norm_v);
         norm_v = a;
     }
+    if (!norm_v) no_memory_for(cfg, section, k->name);
     s->value = norm_v;
 }
 
@@ -413,8 +433,14 @@ static int is_resolved_section(const sr_job *cfg, const char *section) {
 }
 
 static void mark_section(sr_job *cfg, const char *section) {
-    cfg->sections = sr__realloc(cfg->sections, (cfg->nsections + 1) * sizeof *cfg->sections);
-    cfg->sections[cfg->nsections++] = sr__strdup(section);
+    size_t cap = cfg->nsections; /* the array holds exactly nsections */
+    char *copy = sr__strdup(section);
+    if (!copy || sr__grow((void **)&cfg->sections, &cap, cfg->nsections + 1, sizeof *cfg->sections) != 0) {
+        free(copy);
+        sr__diag_add(&cfg->diag, "out of memory reading the job's [%s] section", section);
+        return;
+    }
+    cfg->sections[cfg->nsections++] = copy;
 }
 
 static void unknown_key(sr_job *cfg, const char *section, const sr_key *keys, const sr_key *extra,
@@ -467,7 +493,8 @@ void sr__config_resolve_free(sr_job *cfg, const char *section) {
         sr_setting *s = add_setting(cfg, section, r->key);
         s->value = sr__strdup(r->value);
         s->from = SR_FROM_FILE;
-        if (asprintf(&s->where, "%s:%d", cfg->path, r->line) < 0) s->where = NULL;
+        s->where = sr__fmt("%s:%d", cfg->path, r->line);
+        if (!s->value || !s->where) no_memory_for(cfg, section, r->key);
     }
     /* SHARDRUN_<SECTION>_<KEY>: a key of the file, or a new one (lowercased) */
     char prefix[128];
@@ -484,6 +511,10 @@ void sr__config_resolve_free(sr_job *cfg, const char *section) {
         }
         if (!hit) {
             char *key = sr__strndup(*e + pl, (size_t)(eq - *e) - pl);
+            if (!key) {
+                no_memory_for(cfg, section, *e);
+                continue;
+            }
             for (char *c = key; *c; c++) *c = (char)tolower((unsigned char)*c);
             hit = add_setting(cfg, section, key);
             free(key);
@@ -491,7 +522,8 @@ void sr__config_resolve_free(sr_job *cfg, const char *section) {
         free(hit->value), free(hit->where);
         hit->value = sr__strdup(eq + 1);
         hit->from = SR_FROM_ENV;
-        if (asprintf(&hit->where, "environment %.*s", (int)(eq - *e), *e) < 0) hit->where = NULL;
+        hit->where = sr__fmt("environment %.*s", (int)(eq - *e), *e);
+        if (!hit->value || !hit->where) no_memory_for(cfg, section, hit->key);
     }
     for (size_t i = 0; i < cfg->ncli; i++) {
         sr_override *o = &cfg->cli[i];
@@ -502,7 +534,8 @@ void sr__config_resolve_free(sr_job *cfg, const char *section) {
         free(s->value), free(s->where);
         s->value = sr__strdup(o->value);
         s->from = SR_FROM_CLI;
-        if (asprintf(&s->where, "command line %s", o->flag) < 0) s->where = NULL;
+        s->where = sr__fmt("command line %s", o->flag);
+        if (!s->value || !s->where) no_memory_for(cfg, section, o->key);
     }
 }
 

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,7 @@ void sr__enum_describe(const char *choices, unsigned flags, char *buf, size_t le
 static char *join_list(const char *in, char *err, size_t errlen) {
     size_t n = strlen(in);
     char *out = sr__malloc(n + 1), *o = out;
+    if (!out) return snprintf(err, errlen, "out of memory for a list of %zu bytes", n + 1), NULL;
     const char *p = in;
     int first = 1;
     while (1) {
@@ -156,7 +158,8 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
             return -1;
         }
         *out = sr__strdup(b ? "true" : "false");
-        return 0;
+        if (!*out) snprintf(err, errlen, "out of memory");
+        return *out ? 0 : -1;
     }
     case SR_KEY_INT: {
         long long v;
@@ -166,7 +169,8 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
         }
         snprintf(buf, sizeof buf, "%lld", v);
         *out = sr__strdup(buf);
-        return 0;
+        if (!*out) snprintf(err, errlen, "out of memory");
+        return *out ? 0 : -1;
     }
     case SR_KEY_FLOAT: {
         double v;
@@ -175,7 +179,8 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
             return -1;
         }
         *out = sr__strdup(in);
-        return 0;
+        if (!*out) snprintf(err, errlen, "out of memory");
+        return *out ? 0 : -1;
     }
     case SR_KEY_ENUM: {
         int i = sr__enum_index(key->choices, key->flags, in);
@@ -186,7 +191,8 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
         }
         sr__enum_choice(key->choices, i, buf, sizeof buf);
         *out = sr__strdup(buf);
-        return 0;
+        if (!*out) snprintf(err, errlen, "out of memory");
+        return *out ? 0 : -1;
     }
     case SR_KEY_LIST:
         *out = join_list(in, err, errlen);
@@ -195,7 +201,8 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
     case SR_KEY_PATH:
     case SR_KEY_PATH_LIST:
         *out = sr__strdup(in);
-        return 0;
+        if (!*out) snprintf(err, errlen, "out of memory");
+        return *out ? 0 : -1;
     }
     snprintf(err, errlen, "key has an unknown type %d", (int)key->type);
     return -1;
@@ -204,6 +211,7 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
 size_t sr__edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
     size_t *row = sr__malloc((lb + 1) * sizeof *row);
+    if (!row) return SIZE_MAX; /* out of memory: no suggestion */
     for (size_t j = 0; j <= lb; j++) row[j] = j;
     for (size_t i = 1; i <= la; i++) {
         size_t diag = row[0];

@@ -35,8 +35,14 @@ static void *pool_get(sr__engine *e, sr__pool *p) {
             sr__log(SR_LOG_ERROR, "out of memory allocating a %zu-byte FSDP buffer", p->bytes);
             return NULL;
         }
+        void **g = sr__realloc(p->free, (size_t)(p->allocated + 1) * sizeof *p->free);
+        if (!g) { /* the free list must hold every buffer the pool made */
+            e->dev->free(b);
+            sr__log(SR_LOG_ERROR, "out of memory for an FSDP buffer pool's list (%d buffers)", p->allocated + 1);
+            return NULL;
+        }
+        p->free = g;
         p->allocated++;
-        p->free = sr__realloc(p->free, (size_t)p->allocated * sizeof *p->free);
         e->pool_peak += p->bytes;
         if (e->persistent + e->pool_peak > e->peak) e->peak = e->persistent + e->pool_peak;
     }
@@ -487,11 +493,12 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
         }
     } else if (e->rep_pg) { /* HYBRID / NO_SHARD: the replicas average their (identical-layout) shards */
         sr_work **w = sr__calloc((size_t)e->units.n, sizeof *w);
-        int rc = 0;
+        int rc = w ? 0 : -1;
+        if (!w) sr__log(SR_LOG_ERROR, "out of memory for %d all-reduce handles", e->units.n);
         double t0 = sr__prof_now();
         for (int u = 0; u < e->units.n && !rc; u++)
             rc = sr_pg_all_reduce(e->rep_pg, e->slot[u].grad, e->units.u[u].shard, SR_FLOAT32, SR_AVG, &w[u]);
-        for (int u = 0; u < e->units.n; u++)
+        for (int u = 0; w && u < e->units.n; u++)
             if (w[u] && sr_work_wait(w[u]) != 0) rc = -1;
         if (sr__prof.on) sr__prof_add(SR__PROF_COLL_WAIT, t0, 0, shard_bytes(e));
         free(w);
@@ -586,6 +593,10 @@ static int check_dtype(const sr__engine *e) {
 sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops *ops, void *state, sr_model *model,
                               uint64_t seed) {
     sr__engine *e = sr__calloc(1, sizeof *e);
+    if (!e) {
+        sr__log(SR_LOG_ERROR, "out of memory for the FSDP engine (%zu bytes)", sizeof *e);
+        return NULL;
+    }
     e->ctx = ctx, e->task = task, e->ops = ops, e->state = state, e->model = model, e->seed = seed;
     e->units.root = -1;
     e->rank = sr_rank(ctx), e->world_size = sr_world_size(ctx);
@@ -635,7 +646,11 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
     e->slot = sr__calloc((size_t)nu, sizeof *e->slot);
     e->fwd_units = sr__calloc((size_t)nu, sizeof(int));
     e->pending_rs = sr__calloc((size_t)nu, sizeof(int));
-    e->mod_pos = sr__calloc((size_t)model->nmods, sizeof(int));
+    e->mod_pos = sr__calloc((size_t)model->nmods + 1, sizeof(int));
+    if (!e->slot || !e->fwd_units || !e->pending_rs || !e->mod_pos) {
+        sr__log(SR_LOG_ERROR, "out of memory for the FSDP engine's tables (%d units, %d modules)", nu, model->nmods);
+        goto fail;
+    }
     size_t max_padded = 0, max_shard = 0, max_block_shard = 0;
     for (int mi = 0; mi < model->nmods; mi++) {
         int u = model->mods[mi].unit;
@@ -648,6 +663,10 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
     }
     e->pptr = sr__calloc((size_t)e->max_mod_params + 1, sizeof(void *));
     e->gptr = sr__calloc((size_t)e->max_mod_params + 1, sizeof(void *));
+    if (!e->pptr || !e->gptr) {
+        sr__log(SR_LOG_ERROR, "out of memory for the FSDP engine's tables (%d parameters)", e->max_mod_params + 1);
+        goto fail;
+    }
     for (int u = 0; u < nu; u++) {
         const sr__unit *un = &e->units.u[u];
         sr__uslot *s = &e->slot[u];
@@ -681,6 +700,10 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
         if (!e->slot[r].full || !e->slot[r].gfull) goto fail;
     }
     e->scalar = e->dev->alloc(16);
+    if (!e->scalar) {
+        sr__log(SR_LOG_ERROR, "out of memory for the FSDP engine's scalars");
+        goto fail;
+    }
     if (e->offload) { /* one shard's worth of staging on each side (not counted: it is not per unit) */
         e->stage = e->hdev->alloc(max_shard * sizeof(float));
         e->xfer = e->dev->alloc(max_shard * sizeof(float));
@@ -696,7 +719,7 @@ void sr__engine_free(sr__engine *e) {
     if (!e) return;
     if (e->dev) {
         while (e->npending) complete_reduce(e, e->pending_rs[0]);
-        for (int u = 0; u < e->units.n; u++) {
+        for (int u = 0; e->slot && u < e->units.n; u++) { /* no slots: out of memory making them */
             sr__uslot *s = &e->slot[u];
             if (s->st == SR_U_GATHERING) wait_gather(e, u);
             e->hdev->free(s->master), e->hdev->free(s->grad), e->hdev->free(s->exp_avg), e->hdev->free(s->exp_avg_sq);
@@ -811,14 +834,21 @@ void sr__engine_memory(const sr__engine *e, sr__engine_mem *m) {
 
 int sr__engine_param_stats(sr__engine *e, double *sum, double *sumsq) {
     double s = 0, q = 0;
+    int oom = 0;
     for (int u = 0; u < e->units.n; u++) {
         size_t n = e->units.u[u].shard;
-        float *h = sr__malloc(n * sizeof *h);
+        float *h = sr__malloc(n * sizeof *h + 1);
+        if (!h) { /* still takes part in the reductions below, so the other ranks do not wait */
+            sr__log(SR_LOG_ERROR, "out of memory for a shard's statistics (%zu bytes)", n * sizeof *h);
+            oom = 1;
+            break;
+        }
         e->hdev->to_host(h, e->slot[u].master, n * sizeof *h);
         for (size_t i = 0; i < n; i++) s += h[i], q += (double)h[i] * h[i];
         free(h);
     }
-    if (reduce_scalar(e, e->shard_pg, &s, SR_SUM) != 0 || reduce_scalar(e, e->shard_pg, &q, SR_SUM) != 0) return -1;
+    if (reduce_scalar(e, e->shard_pg, &s, SR_SUM) != 0 || reduce_scalar(e, e->shard_pg, &q, SR_SUM) != 0 || oom)
+        return -1;
     *sum = s, *sumsq = q;
     return 0;
 }

@@ -127,7 +127,7 @@ static void hier_destroy(void *impl) {
     hier_pg *p = impl;
     if (p->local) L->destroy(p->local);
     if (p->leaders) X->destroy(p->leaders);
-    for (int h = 0; h < p->nhosts; h++) free(p->members[h]);
+    for (int h = 0; p->members && h < p->nhosts; h++) free(p->members[h]);
     free(p->members);
     free(p->count);
     free(p->host_of);
@@ -142,11 +142,16 @@ static int all_ok(const sr_pg_setup *s, const char *stage, int ok, char *err, si
     char key[400], missing[1024] = "";
     const char **keys = sr__calloc((size_t)s->size, sizeof *keys);
     char **owned = sr__calloc((size_t)s->size, sizeof *owned);
-    for (int r = 0; r < s->size; r++)
+    int oom = !keys || !owned;
+    for (int r = 0; r < s->size && !oom; r++)
         if (asprintf(&owned[r], "%s%s/%d", s->prefix, stage, r) >= 0) keys[r] = owned[r];
+        else oom = 1;
+    if (oom && !err[0]) snprintf(err, errlen, "out of memory for the keys of %d ranks", s->size);
     snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, s->rank);
     pthread_mutex_lock(s->store_lock);
-    int rc = s->store_ops->set(s->store, key, ok ? "1" : "0", 1);
+    /* out of memory, this rank still says it failed, so that the others need not wait for it */
+    int rc = s->store_ops->set(s->store, key, ok && !oom ? "1" : "0", 1);
+    if (oom) rc = -1;
     if (rc == 0) rc = s->store_ops->wait(s->store, keys, s->size, s->timeout_s, missing, sizeof missing);
     for (int r = 0; r < s->size && rc == 0; r++) {
         void *v = NULL;
@@ -160,7 +165,7 @@ static int all_ok(const sr_pg_setup *s, const char *stage, int ok, char *err, si
     }
     pthread_mutex_unlock(s->store_lock);
     if (rc && !err[0]) snprintf(err, errlen, "not every rank set up its part in time (missing: %.800s)", missing);
-    for (int r = 0; r < s->size; r++) free(owned[r]);
+    for (int r = 0; owned && r < s->size; r++) free(owned[r]);
     free(owned);
     free(keys);
     return rc ? -1 : 0;
@@ -169,16 +174,27 @@ static int all_ok(const sr_pg_setup *s, const char *stage, int ok, char *err, si
 static void *hier_create(void *parent, const sr_pg_setup *s, char *err, size_t errlen) {
     (void)parent;
     hier_pg *p = sr__calloc(1, sizeof *p);
+    if (!p) return snprintf(err, errlen, "hier: out of memory for a group of %d ranks", s->size), NULL;
     p->rank = s->rank;
     p->size = s->size;
     p->host_of = sr__calloc((size_t)s->size, sizeof *p->host_of);
     p->local_of = sr__calloc((size_t)s->size, sizeof *p->local_of);
     p->count = sr__calloc((size_t)s->size, sizeof *p->count);
     p->members = sr__calloc((size_t)s->size, sizeof *p->members);
+    if (!p->host_of || !p->local_of || !p->count || !p->members) {
+        snprintf(err, errlen, "hier: out of memory for the layout of %d ranks", s->size);
+        hier_destroy(p);
+        return NULL;
+    }
     for (int g = 0; g < s->size; g++) {
         int h = 0;
         while (h < p->nhosts && s->hosts[p->members[h][0]] != s->hosts[g]) h++;
-        if (h == p->nhosts) p->members[p->nhosts++] = sr__calloc((size_t)s->size, sizeof **p->members);
+        if (h == p->nhosts && !(p->members[h] = sr__calloc((size_t)s->size, sizeof **p->members))) {
+            snprintf(err, errlen, "hier: out of memory for the layout of %d ranks", s->size);
+            hier_destroy(p);
+            return NULL;
+        }
+        if (h == p->nhosts) p->nhosts++;
         p->host_of[g] = h;
         p->local_of[g] = p->count[h];
         p->members[h][p->count[h]++] = g;

@@ -213,6 +213,10 @@ static int submit(sr_pg *pg, sr_work *tmpl, sr_work **out) {
     if (out) *out = NULL;
     if (pg->failed) return -1;
     sr_work *w = sr__malloc(sizeof *w);
+    if (!w) {
+        fail(pg, "out of memory for a collective's record (%zu bytes)", sizeof *w);
+        return -1;
+    }
     *w = *tmpl;
     w->pg = pg;
     w->seq = ++pg->seq;

@@ -26,10 +26,21 @@ static void load_plugins(sr_run *run) {
     const sr_setting *where = sr__config_get(cfg, "shardrun", "plugins");
     char **dirs = sr__plugin_dirs(sr__config_value(cfg, "shardrun", "plugin_path"));
     size_t n = 0;
+    if (!names || !dirs) {
+        sr__diag_add(&cfg->diag, "out of memory for the plugins' folders");
+        list = NULL;
+    }
     for (const char *p = list; p && *p;) {
         const char *comma = strchr(p, ',');
         char *name = sr__strndup(p, comma ? (size_t)(comma - p) : strlen(p));
         p = comma ? comma + 1 : p + strlen(p);
+        char **g = name ? sr__realloc(names, (n + 2) * sizeof *names) : NULL;
+        if (!g) {
+            sr__diag_add(&cfg->diag, "out of memory for the plugins of plugins = %s", list);
+            free(name);
+            break;
+        }
+        names = g;
         int dup = 0;
         for (size_t i = 0; i < n && !dup; i++) dup = !strcmp(names[i], name);
         if (dup) {
@@ -38,12 +49,12 @@ static void load_plugins(sr_run *run) {
             free(name);
             continue;
         }
-        names = sr__realloc(names, (n + 2) * sizeof *names);
         names[n++] = name;
         names[n] = NULL;
     }
     run->plugins = sr__calloc(n ? n : 1, sizeof *run->plugins);
-    for (size_t i = 0; i < n; i++) {
+    if (!run->plugins) sr__diag_add(&cfg->diag, "out of memory for %zu plugins", n);
+    for (size_t i = 0; i < n && run->plugins; i++) {
         /* `path` first: it decides which file declares the section's other keys */
         sr__config_resolve_key(cfg, names[i], &sr__plugin_host_keys[0]);
         if (sr__plugin_load(names[i], sr__config_value(cfg, names[i], "path"), dirs, where ? where->where : NULL,

@@ -13,6 +13,7 @@
 #include "shardrun/task.h"
 #include "base/abi.h"
 #include "base/lib_dir.h"
+#include "base/strbuf.h"
 #include "run/task_probe.h"
 #include "config/env_table.h"
 #include "config/value.h"
@@ -61,7 +62,7 @@ static char *find_in_path(const char *prog) {
     const char *path = getenv("PATH");
     char **dirs = sr__split_path(path ? path : "/usr/local/bin:/usr/bin:/bin");
     char *found = NULL;
-    for (char **d = dirs; *d && !found; d++) {
+    for (char **d = dirs; d && *d && !found; d++) { /* dirs NULL: out of memory, as not found */
         char *cand = NULL;
         if (asprintf(&cand, "%s/%s", *d, prog) < 0) continue;
         if (access(cand, X_OK) == 0) found = cand;
@@ -128,11 +129,18 @@ static char *find_task_so(sr_job *cfg, const sr_setting *s, char *tried, size_t 
     }
     char **dirs = sr__split_path(sr__config_value(cfg, "shardrun", "tasks_path"));
     size_t n = 0, used = 0;
-    while (dirs[n]) n++;
-    dirs = sr__realloc(dirs, (n + 3) * sizeof *dirs);
-    if (asprintf(&dirs[n], "%s/examples", sr__lib_dir()) < 0) dirs[n] = sr__strdup(".");
-    if (asprintf(&dirs[n + 1], "%s/shardrun/tasks", sr__lib_dir()) < 0) dirs[n + 1] = sr__strdup(".");
-    dirs[n + 2] = NULL;
+    while (dirs && dirs[n]) n++;
+    char **g = dirs ? sr__realloc(dirs, (n + 3) * sizeof *dirs) : NULL;
+    if (!g) { /* out of memory: found nowhere, said so below */
+        sr__free_strv(dirs);
+        g = sr__calloc(1, sizeof *g);
+        if (!g) return NULL;
+    } else {
+        g[n] = sr__fmt("%s/examples", sr__lib_dir());
+        g[n + 1] = g[n] ? sr__fmt("%s/shardrun/tasks", sr__lib_dir()) : NULL;
+        g[n + 2] = NULL;
+    }
+    dirs = g;
     char *found = NULL;
     for (char **d = dirs; *d && !found; d++) {
         char *cand = NULL;
@@ -216,11 +224,18 @@ int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_s
         out->kind = head[2];
         out->path = path;
         out->argv = sr__calloc(2, sizeof *out->argv);
-        out->argv[0] = sr__strdup(path);
-        out->argc = 1;
+        if (out->argv && !(out->argv[0] = sr__strdup(path))) free(out->argv), out->argv = NULL;
+        out->argc = out->argv ? 1 : 0;
     }
-    out->argv = sr__realloc(out->argv, (size_t)(out->argc + nextra + 1) * sizeof *out->argv);
-    for (int i = 0; i < nextra; i++) out->argv[out->argc++] = sr__strdup(extra[i]);
+    char **argv = out->argv ? sr__realloc(out->argv, (size_t)(out->argc + nextra + 1) * sizeof *out->argv) : NULL;
+    if (argv) out->argv = argv;
+    for (int i = 0; argv && i < nextra; i++)
+        if (!(argv[out->argc] = sr__strdup(extra[i]))) argv = NULL;
+        else out->argc++;
+    if (!argv) {
+        sr__diag_add(&cfg->diag, "out of memory for the task's arguments (%d of them)", nextra + 1);
+        return -1; /* the caller frees out (sr__task_spec_free) */
+    }
     out->argv[out->argc] = NULL;
     return 0;
 }

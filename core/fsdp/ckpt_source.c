@@ -40,7 +40,8 @@ void sr__ckpt_source_close(sr__ckpt_source *s) {
 
 static sr_st_file *open_st(const char *dir, const char *name) {
     char *p = sr__fmt("%s/%s", dir, name), err[512];
-    sr_st_file *f = sr__st_open(p, err, sizeof err);
+    if (!p) snprintf(err, sizeof err, "out of memory for the path of %s/%s", dir, name);
+    sr_st_file *f = p ? sr__st_open(p, err, sizeof err) : NULL;
     if (!f) sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s", err);
     free(p);
     return f;
@@ -74,6 +75,10 @@ int sr__ckpt_source_open(sr__ckpt_source *s, const char *dir) {
     memset(s, 0, sizeof *s);
     s->dir = dir;
     char *p = sr__fmt("%s/model.safetensors", dir);
+    if (!p) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: out of memory for the paths under %s", dir);
+        return -1;
+    }
     s->full = access(p, F_OK) == 0;
     free(p);
     if (s->full) {
@@ -89,6 +94,10 @@ int sr__ckpt_source_open(sr__ckpt_source *s, const char *dir) {
         return -1;
     }
     s->shards = sr__calloc((size_t)n, sizeof *s->shards); /* zeroed: close skips what never opened */
+    if (!s->shards) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: out of memory for %d shard files", n);
+        return -1;
+    }
     s->nshards = n;
     for (int i = 0; i < n; i++) {
         char name[64];

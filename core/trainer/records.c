@@ -175,6 +175,11 @@ static void hf_members(const sr__trainer *t, sr_buf *b) {
    rename for a regular file; rank 0).  0 or -1. */
 static int write_atomic(const char *dir, const char *name, const char *text, size_t n) {
     char *p = sr__fmt("%s/%s", dir, name), why[4600];
+    if (!p || !text) { /* text NULL: the caller's buffer ran out of memory */
+        sr__log(SR_LOG_WARN, "cannot write %s/%s: out of memory", dir, name);
+        free(p);
+        return -1;
+    }
     int rc = sr__out_write(p, text, n, why, sizeof why);
     if (rc) sr__log(SR_LOG_WARN, "%s", why);
     free(p);
@@ -189,9 +194,13 @@ static void write_outputs(sr__trainer *t) {
     sr__buf_printf(&b, "{\n");
     hf_members(t, &b);
     sr__buf_printf(&b, ",\n  \"stateful_callbacks\": {}\n}\n");
-    write_atomic(t->a.output_dir, "trainer_state.json", b.s, b.n);
+    write_atomic(t->a.output_dir, "trainer_state.json", b.oom ? NULL : b.s, b.n);
     sr__buf_free(&b);
     char *svg = sr__fmt("%s/loss.svg", t->a.output_dir), why[512];
+    if (!svg) {
+        sr__log(SR_LOG_WARN, "cannot write %s/loss.svg: out of memory", t->a.output_dir);
+        return;
+    }
     const char *slash = strrchr(t->a.output_dir, '/');
     sr__plot_run run = {slash && slash[1] ? slash + 1 : t->a.output_dir, &t->hist};
     if (sr__loss_svg_write(svg, &run, 1, why, sizeof why) != 0) sr__log(SR_LOG_WARN, "%s", why);

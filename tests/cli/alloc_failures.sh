@@ -8,7 +8,8 @@
 # The sweep: every N up to 8, then N grows by half each time, past the command's last allocation
 # (a bound per command: a run can succeed without an allocation it can do without, and workers end
 # with _exit, so no count comes back); ALLOC_SWEEP_STEP=1.05 sweeps closer, ALLOC_SWEEP_FIRST=K
-# starts at K (to look at a range, or shift the sample).
+# starts at K (to look at a range, or shift the sample).  To see where a failing N allocates:
+# SR_TEST_FAIL_ALLOC=N SR_TEST_FAIL_ALLOC_TRACE=1 on the command, then addr2line on the offsets.
 # Exit codes of the sanitizers, apart from the runs' own 1 and 2: a report fails the check even
 # where the agent relays a worker's failure as its own exit 1.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-handle_segv=0:handle_abort=0:detect_leaks=1}:exitcode=86

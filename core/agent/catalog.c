@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/diag.h"
+#include "base/log.h"
 #include "config/env_table.h"
 #include "config/value.h"
 #include "plugin/loader.h"
@@ -55,20 +57,27 @@ static sr_loaded_plugin *find_all(const char *extra, size_t *n) {
     char **dirs = sr__plugin_dirs(extra);
     sr_loaded_plugin *ps = NULL;
     *n = 0;
-    for (char **d = dirs; *d; d++) {
+    for (char **d = dirs; d && *d; d++) { /* dirs NULL: out of memory, none found */
         DIR *dir = opendir(*d);
         struct dirent *e;
         while (dir && (e = readdir(dir))) {
             size_t len = strlen(e->d_name);
             if (strncmp(e->d_name, "shardrun_", 9) || len < 13 || strcmp(e->d_name + len - 3, ".so")) continue;
-            char *name = strndup(e->d_name + 9, len - 12);
+            char *name = sr__strndup(e->d_name + 9, len - 12);
+            if (!name) {
+                sr__log(SR_LOG_ERROR, "out of memory listing %s", *d);
+                continue;
+            }
             int seen = 0;
             for (size_t i = 0; i < *n && !seen; i++) seen = !strcmp(ps[i].name, name);
             sr_diag diag = {0};
             if (!seen) {
-                ps = realloc(ps, (*n + 1) * sizeof *ps);
+                sr_loaded_plugin *g = sr__realloc(ps, (*n + 1) * sizeof *ps);
+                if (g) ps = g;
+                else sr__log(SR_LOG_ERROR, "out of memory for the list of %zu plugins", *n + 1);
                 char *path = NULL;
-                if (asprintf(&path, "%s/%s", *d, e->d_name) >= 0 && sr__plugin_load(name, path, dirs, NULL, &ps[*n], &diag) == 0)
+                if (g && asprintf(&path, "%s/%s", *d, e->d_name) >= 0 &&
+                    sr__plugin_load(name, path, dirs, NULL, &ps[*n], &diag) == 0)
                     (*n)++;
                 free(path);
             }

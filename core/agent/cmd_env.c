@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "agent/key_probe.h"
+#include "base/alloc.h"
 #include "base/log.h"
 #include "run/run.h"
 
@@ -27,8 +28,8 @@ int sr__cmd_env(sr_run *run, const sr_run_args *args, int rank, int explain) {
         snprintf(v, sizeof v, "%d", node);
         snprintf(where, sizeof where, "--rank %d", rank);
         free(s->value), free(s->where);
-        s->value = strdup(v);
-        s->where = strdup(where);
+        s->value = sr__strdup(v);
+        s->where = sr__strdup(where);
         l->node_rank = node;
     }
     sr_env_block b = {0};

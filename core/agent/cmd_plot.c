@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/out_file.h"
 #include "base/strbuf.h"
@@ -24,11 +25,11 @@ static int usage_error(const char *what) {
 
 /* The legend's name of a run: the folder's last component ("runs/full_shard/" -> "full_shard"). */
 static char *run_name(const char *dir) {
-    char *d = strdup(dir);
+    char *d = sr__strdup(dir);
     size_t n = strlen(d);
     while (n > 1 && d[n - 1] == '/') d[--n] = 0;
     const char *s = strrchr(d, '/');
-    char *name = strdup(s && s[1] ? s + 1 : d);
+    char *name = sr__strdup(s && s[1] ? s + 1 : d);
     free(d);
     return name;
 }
@@ -95,7 +96,7 @@ static int parse_flags(int argc, char **argv, const char **dirs, int *n, const c
 
 /* argv[0] is "plot". */
 int sr__cmd_plot(int argc, char **argv) {
-    const char **dirs = calloc((size_t)argc, sizeof *dirs), *out = NULL;
+    const char **dirs = sr__calloc((size_t)argc, sizeof *dirs), *out = NULL;
     int n = 0, rc = parse_flags(argc, argv, dirs, &n, &out);
     if (rc >= 0) {
         free(dirs);
@@ -106,9 +107,9 @@ int sr__cmd_plot(int argc, char **argv) {
         free(dirs);
         return usage_error("no OUTPUT_DIR given");
     }
-    sr__history *h = calloc((size_t)n, sizeof *h);
-    sr__plot_run *runs = calloc((size_t)n, sizeof *runs);
-    char **states = calloc((size_t)n, sizeof *states);
+    sr__history *h = sr__calloc((size_t)n, sizeof *h);
+    sr__plot_run *runs = sr__calloc((size_t)n, sizeof *runs);
+    char **states = sr__calloc((size_t)n, sizeof *states);
     char why[4600];
     for (int k = 0; k < n && !rc; k++) {
         struct stat st;
@@ -122,7 +123,7 @@ int sr__cmd_plot(int argc, char **argv) {
         runs[k].name = run_name(dirs[k]);
     }
     /* the chart's file, before anything is read: never one of the runs' trainer_state.json */
-    char *path = out ? strdup(out) : sr__fmt("%s/%s", dirs[0], n > 1 ? "loss_compare.svg" : "loss.svg");
+    char *path = out ? sr__strdup(out) : sr__fmt("%s/%s", dirs[0], n > 1 ? "loss_compare.svg" : "loss.svg");
     if (!rc && sr__out_check(path, (const char *const *)states, n, why, sizeof why) != 0) {
         sr__log(SR_LOG_ERROR, "shardrun plot: %s%s", out ? "-o: " : "", why);
         rc = 2;

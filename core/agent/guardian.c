@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+
 /* The wire: 'W' + a pid_t per watched group; 'R' releases.  EOF without 'R': the agent died. */
 static int guard_fd = -1;
 static pid_t guard_pid = -1;
@@ -35,7 +37,7 @@ static _Noreturn void guard(int in) {
             if (k <= 0) goto gone;
             got += (size_t)k;
         }
-        pid_t *more = realloc(groups, (n + 1) * sizeof *groups);
+        pid_t *more = sr__realloc(groups, (n + 1) * sizeof *groups);
         if (more) groups = more, groups[n++] = pg;
     }
 gone:

@@ -7,13 +7,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+
 /* Longer lines are cut into pieces of this size, so one runaway line cannot grow the agent. */
 #define SR_MAX_LINE 65536
 
 static void tail_push(sr_tail *t, const char *line, size_t len) {
     enum { KEEP = 400 };
     free(t->lines[t->next]);
-    t->lines[t->next] = strndup(line, len > KEEP ? KEEP : len);
+    t->lines[t->next] = sr__strndup(line, len > KEEP ? KEEP : len);
     t->next = (t->next + 1) % SR_TAIL_LINES;
     if (t->count < SR_TAIL_LINES) t->count++;
 }

@@ -12,6 +12,7 @@
 #include "agent/selftest_fsdp.h"
 #include "agent/selftest_lines.h"
 #include "agent/selftest_subrun.h"
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "base/log.h"
 #include "base/out_file.h"
@@ -129,7 +130,7 @@ static void print_lines(const sr_selftest_lines *l, size_t from) {
 
 static void json_metrics(sr_buf *b, const char *m) {
     sr__buf_printf(b, "{");
-    char *copy = strdup(m ? m : ""), *save = NULL;
+    char *copy = sr__strdup(m ? m : ""), *save = NULL;
     int first = 1;
     for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
         char *eq = strchr(tok, '=');

@@ -20,6 +20,7 @@
 #include "agent/selftest_fsdp.h"
 #include "agent/selftest_lines.h"
 #include "agent/selftest_subrun.h"
+#include "base/alloc.h"
 #include "io/safetensors.h"
 
 /* a deterministic corpus: paragraphs of 20-40 words, each longer than the 64 tokens a sample takes */
@@ -92,7 +93,7 @@ static float *tensor_f32(const sr_st_file *f, const char *name, size_t *n) {
     const sr_st_tensor *t = sr__st_find(f, name, &data);
     if (!t) return NULL;
     *n = t->nbytes / sr_dtype_size(t->dtype);
-    float *x = malloc(*n * 4 + 4);
+    float *x = sr__malloc(*n * 4 + 4);
     if (x && sr__st_to_f32(t, data, 0, *n, x) != 0) {
         free(x);
         return NULL;

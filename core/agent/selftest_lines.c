@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/selftest_lines.h"
+#include "base/alloc.h"
 
 void sr__selftest_add(sr_selftest_lines *l, const char *half, const char *status, const char *group,
                       const char *name, const char *detail, const char *metrics) {
@@ -16,13 +17,13 @@ void sr__selftest_add(sr_selftest_lines *l, const char *half, const char *status
         if (!pass && strcmp(x->status, "FAIL")) { /* the first failure (or skip) tells */
             snprintf(x->status, sizeof x->status, "%s", status);
             free(x->detail);
-            x->detail = strdup(detail);
+            x->detail = sr__strdup(detail);
         }
         return;
     }
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 64;
-        sr_selftest_line *v = realloc(l->v, cap * sizeof *v);
+        sr_selftest_line *v = sr__realloc(l->v, cap * sizeof *v);
         if (!v) return;
         l->v = v, l->cap = cap;
     }
@@ -30,8 +31,8 @@ void sr__selftest_add(sr_selftest_lines *l, const char *half, const char *status
     memset(x, 0, sizeof *x);
     snprintf(x->half, sizeof x->half, "%s", half);
     snprintf(x->status, sizeof x->status, "%s", !strcmp(status, "SKIP") ? "SKIP" : pass ? "PASS" : "FAIL");
-    x->group = strdup(group), x->name = strdup(name), x->detail = strdup(detail);
-    x->metrics = strdup(metrics ? metrics : "");
+    x->group = sr__strdup(group), x->name = sr__strdup(name), x->detail = sr__strdup(detail);
+    x->metrics = sr__strdup(metrics ? metrics : "");
     x->ranks = 1;
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent/selftest_subrun.h"
+#include "base/alloc.h"
 
 /* SIGINT, SIGTERM, SIGHUP while a sub-run runs: handed on to it (it stops its workers as any run
    does), and no further sub-run starts; the command then cleans up and exits 128+N. */
@@ -55,7 +56,7 @@ int sr__selftest_subrun(const char *job, const char *log, const char *env_set, c
         if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(127);
         /* in the job's folder: paths in it can be relative, the same on every node (every [task]
            key is part of the fingerprint the nodes of a run must agree on) */
-        char *folder = strdup(job), *slash = folder ? strrchr(folder, '/') : NULL;
+        char *folder = sr__strdup(job), *slash = folder ? strrchr(folder, '/') : NULL;
         if (slash) *slash = 0;
         if (!folder || chdir(slash ? folder : ".") != 0) _exit(127);
         free(folder);
@@ -86,7 +87,7 @@ void sr__selftest_show_log(const char *log) {
     size_t cap = 0, n = 0;
     while (getline(&line, &cap, f) > 0) {
         free(ring[n % 12]);
-        ring[n++ % 12] = strdup(line);
+        ring[n++ % 12] = sr__strdup(line);
     }
     free(line);
     fclose(f);

@@ -15,6 +15,7 @@
 #include "agent/guardian.h"
 #include "agent/watchdog.h"
 #include "agent/workers.h"
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "pg/shm.h"
@@ -608,7 +609,7 @@ static void give_up_watching(sr_attempt *st, sr_run *run, size_t nfds) {
 
 static void supervise(sr_attempt *st, sr_run *run) {
     size_t nfds = (size_t)st->n * SR_NSTREAMS + 1 + MAX_RDZV_FDS;
-    sr_watch wt = {.pfd = calloc(nfds, sizeof(struct pollfd)), .applied = SR_RDZV_RUNNING};
+    sr_watch wt = {.pfd = sr__calloc(nfds, sizeof(struct pollfd)), .applied = SR_RDZV_RUNNING};
     if (!wt.pfd) give_up_watching(st, run, nfds);
     while (wt.pfd && !advance(st, run, &wt))
         if (poll_once(st, run, &wt) != 0) break;
@@ -679,7 +680,7 @@ static void free_workers(sr_attempt *st) {
 /* Forks this agent's workers for the current attempt. */
 static void start_attempt(sr_attempt *st, sr_run *run) {
     int n = run->layout.spawn_count;
-    *st = (sr_attempt){.ws = calloc((size_t)n, sizeof(sr_worker)), .failed = -1, .blamed = -1, .want = n,
+    *st = (sr_attempt){.ws = sr__calloc((size_t)n, sizeof(sr_worker)), .failed = -1, .blamed = -1, .want = n,
                        .first_rank = run->layout.node_rank * run->layout.nproc_per_node + run->layout.first_local};
     run->layout.restart_count = run->rdzv.attempt; /* TORCHELASTIC_RESTART_COUNT, sr_restart_count() */
     sr__watchdog_begin(watchdog, n, run->rdzv.attempt);

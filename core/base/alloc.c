@@ -29,6 +29,7 @@ int sr__grow(void **p, size_t *cap, size_t need, size_t size) {
 }
 
 #ifdef SR_ALLOC_FAULTS
+#include <execinfo.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -45,6 +46,11 @@ static void read_fail_at(void) {
 
 int sr__alloc_fault(void) {
     pthread_once(&once, read_fail_at);
-    return fail_at && atomic_fetch_add(&count, 1) + 1 == fail_at;
+    if (!fail_at || atomic_fetch_add(&count, 1) + 1 != fail_at) return 0;
+    if (getenv("SR_TEST_FAIL_ALLOC_TRACE")) { /* where the failed allocation was asked for */
+        void *at[24];
+        backtrace_symbols_fd(at, backtrace(at, 24), 2);
+    }
+    return 1;
 }
 #endif

@@ -14,6 +14,7 @@
  * and there
  * SR_TEST_FAIL_ALLOC=N makes the Nth allocation through these helpers (counted in
  * each process from its start; a forked worker goes on from its agent's count) return NULL, once.
+ * SR_TEST_FAIL_ALLOC_TRACE=1 also prints where that allocation was asked for.
  * (Not SHARDRUN_*: the run refuses variables of that prefix it does not know.)  tests/cli/alloc_failures.sh
  * sweeps N.  Elsewhere the helpers are the plain calls, inlined: release
  * builds neither read the variable nor count.

@@ -1,7 +1,8 @@
 /*
  * Collected configuration errors: the agent gathers every problem it finds while reading the
  * job file, overrides and plugins (sr__diag_add, in any layer), then the run prints them together
- * (sr__diag_flush, one screen at most) and exits SR_EXIT_CONFIG.
+ * (sr__diag_flush, one screen at most) and exits SR_EXIT_CONFIG.  An error whose message finds no
+ * memory still counts (n), and the flush says so.
  */
 #ifndef SR_BASE_DIAG_H
 #define SR_BASE_DIAG_H
@@ -10,7 +11,8 @@
 
 typedef struct sr_diag {
     char **msgs;
-    size_t n;
+    size_t n;          /* errors added */
+    size_t kept, cap;  /* msgs[0 .. kept): their messages; fewer than n when memory ran out */
 } sr_diag;
 
 void sr__diag_add(sr_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -9,8 +9,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
+
 int sr__mkdir_p(const char *dir, char *failed, size_t len) {
-    char *p = strdup(dir);
+    char *p = sr__strdup(dir);
     if (!p) return -1;
     int rc = 0;
     for (char *s = p + 1;; s++) { /* each parent, then the folder itself */

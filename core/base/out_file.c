@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
+
 typedef enum out_kind {
     OUT_NEW,     /* nothing there yet: created through a temporary */
     OUT_REGULAR, /* a regular file: replaced through a temporary */
@@ -55,7 +57,7 @@ static int own_fd(const char *canon) {
 /* The folder part of cur made canonical, joined with its last component: *out (malloc'd). */
 static int canonical(const char *path, const char *cur, char **out, char *why, size_t len) {
     const char *slash = strrchr(cur, '/');
-    char *dir = slash ? strndup(cur, slash == cur ? 1 : (size_t)(slash - cur)) : strdup(".");
+    char *dir = slash ? sr__strndup(cur, slash == cur ? 1 : (size_t)(slash - cur)) : sr__strdup(".");
     const char *base = slash ? slash + 1 : cur;
     char *real = dir ? realpath(dir, NULL) : NULL;
     int e = errno;
@@ -78,7 +80,7 @@ static int resolve(const char *path, resolved *r, char *why, size_t len) {
     *r = (resolved){.fd = -1};
     if (!path || !*path) return say(why, len, "an empty file name; name the file to write");
     if (path[strlen(path) - 1] == '/') return say(why, len, "%s names a folder; name a file in it", path);
-    char *cur = strdup(path);
+    char *cur = sr__strdup(path);
     if (!cur) return say(why, len, "%s: out of memory", path);
     for (int hop = 0; hop < 40; hop++) {
         char *canon;
@@ -121,7 +123,7 @@ static int resolve(const char *path, resolved *r, char *why, size_t len) {
             }
             link[n] = 0;
             if (link[0] == '/') {
-                cur = strdup(link);
+                cur = sr__strdup(link);
             } else { /* relative to the link's folder */
                 *strrchr(canon, '/') = 0;
                 if (asprintf(&cur, "%s/%s", canon, link) < 0) cur = NULL;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+
 void sr__buf_add(sr_buf *b, const char *data, size_t len) {
     if (b->oom) return;
     if (len > SIZE_MAX / 2 - b->n - 1) {
@@ -16,7 +18,7 @@ void sr__buf_add(sr_buf *b, const char *data, size_t len) {
     if (b->n + len + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (b->n + len + 1 > cap) cap *= 2;
-        char *s = realloc(b->s, cap);
+        char *s = sr__realloc(b->s, cap);
         if (!s) {
             b->oom = 1;
             return;
@@ -30,15 +32,14 @@ void sr__buf_add(sr_buf *b, const char *data, size_t len) {
 
 void sr__buf_printf(sr_buf *b, const char *fmt, ...) {
     va_list ap;
-    char *tmp = NULL;
     va_start(ap, fmt);
-    int n = vasprintf(&tmp, fmt, ap);
+    char *tmp = b->oom ? NULL : sr__vfmt(fmt, ap);
     va_end(ap);
-    if (n < 0) {
+    if (!tmp) {
         b->oom = 1;
         return;
     }
-    sr__buf_add(b, tmp, (size_t)n);
+    sr__buf_add(b, tmp, strlen(tmp));
     free(tmp);
 }
 
@@ -71,15 +72,20 @@ void sr__buf_free(sr_buf *b) {
     b->oom = 0;
 }
 
+char *sr__vfmt(const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *s = n < 0 ? NULL : sr__malloc((size_t)n + 1);
+    if (s) vsnprintf(s, (size_t)n + 1, fmt, again);
+    va_end(again);
+    return s;
+}
+
 char *sr__fmt(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *s = malloc((size_t)n + 1);
-    if (!s) abort();
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    char *s = sr__vfmt(fmt, ap);
     va_end(ap);
     return s;
 }

@@ -2,6 +2,7 @@
 #ifndef SR_CORE_STRBUF_H
 #define SR_CORE_STRBUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 typedef struct sr_buf {
@@ -17,7 +18,8 @@ void sr__buf_printf(sr_buf *b, const char *fmt, ...) __attribute__((format(print
 /* Appends "text" with JSON escapes. */
 void sr__buf_json_str(sr_buf *b, const char *text);
 void sr__buf_free(sr_buf *b);
-/* A new formatted string, to free (aborts when memory is exhausted). */
+/* A new formatted string, to free; NULL when memory is exhausted (base/alloc.h). */
 char *sr__fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *sr__vfmt(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 #endif

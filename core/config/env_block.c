@@ -4,28 +4,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+#include "base/alloc.h"
+
+static char *dup_or_null(const char *s) { return s ? sr__strdup(s) : NULL; }
 
 static void entry_free(sr_env_entry *e) {
     free(e->name), free(e->value), free(e->setter), free(e->because);
 }
 
-void sr__env_block_set(sr_env_block *b, const char *name, const char *value, const char *setter,
-                       const char *because) {
+int sr__env_block_set(sr_env_block *b, const char *name, const char *value, const char *setter,
+                      const char *because) {
+    sr_env_entry n = {sr__strdup(name), dup_or_null(value), dup_or_null(setter), dup_or_null(because)};
     sr_env_entry *e = (sr_env_entry *)sr__env_block_find(b, name);
-    if (e) {
-        entry_free(e);
-    } else {
-        if (b->n == b->cap) {
-            b->cap = b->cap ? 2 * b->cap : 32;
-            b->v = realloc(b->v, b->cap * sizeof *b->v);
-        }
-        e = &b->v[b->n++];
+    if (!n.name || (value && !n.value) || (setter && !n.setter) || (because && !n.because) ||
+        (!e && sr__grow((void **)&b->v, &b->cap, b->n + 1, sizeof *b->v) != 0)) {
+        entry_free(&n);
+        return -1;
     }
-    e->name = strdup(name);
-    e->value = dup_or_null(value);
-    e->setter = dup_or_null(setter);
-    e->because = dup_or_null(because);
+    if (e) entry_free(e);
+    else e = &b->v[b->n++];
+    *e = n;
+    return 0;
 }
 
 const sr_env_entry *sr__env_block_find(const sr_env_block *b, const char *name) {

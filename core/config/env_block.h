@@ -20,8 +20,9 @@ typedef struct sr_env_block {
     size_t n, cap;
 } sr_env_block;
 
-void sr__env_block_set(sr_env_block *b, const char *name, const char *value, const char *setter,
-                       const char *because);
+/* Sets (or replaces) name.  0, or -1 when out of memory (the block as it was). */
+int sr__env_block_set(sr_env_block *b, const char *name, const char *value, const char *setter,
+                      const char *because);
 const sr_env_entry *sr__env_block_find(const sr_env_block *b, const char *name);
 void sr__env_block_sort(sr_env_block *b);
 /* setenv/unsetenv every entry; -1 (errno set) on failure. */

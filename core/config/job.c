@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/hash64.h"
 #include "base/strbuf.h"
 #include "config/env_table.h"
@@ -50,7 +51,7 @@ static int index_add(sr_key_index *x, const void *arr, size_t n, entry_is same, 
     if (2 * (n + 1) > x->cap) {
         size_t cap = x->cap ? 2 * x->cap : 64;
         while (2 * (n + 1) > cap) cap *= 2;
-        sr_key_index g = {calloc(cap, sizeof *g.slot), cap};
+        sr_key_index g = {sr__calloc(cap, sizeof *g.slot), cap};
         if (!g.slot) return -1;
         for (size_t i = 0; i < x->cap; i++)
             if (x->slot[i]) {
@@ -88,7 +89,7 @@ static void set_names(const void *arr, size_t i, const char **section, const cha
 static int grow(void **arr, size_t *cap, size_t n, size_t size) {
     if (n < *cap) return 0;
     size_t c = *cap ? 2 * *cap : 16;
-    void *a = realloc(*arr, c * size);
+    void *a = sr__realloc(*arr, c * size);
     if (!a) return -1;
     *arr = a, *cap = c;
     return 0;
@@ -162,9 +163,9 @@ static int handler(void *user, const char *section, const char *name, const char
     }
     if (grow((void **)&cfg->raw, &cfg->rawcap, cfg->nraw, sizeof *cfg->raw) != 0) return 0;
     sr_raw *r = &cfg->raw[cfg->nraw];
-    r->section = strdup(section);
-    r->key = strdup(name);
-    r->value = strdup(value);
+    r->section = sr__strdup(section);
+    r->key = sr__strdup(name);
+    r->value = sr__strdup(value);
     r->line = st->line;
     r->used = 0;
     if (!r->section || !r->key || !r->value ||
@@ -206,7 +207,7 @@ static char *read_job_file(sr_job *cfg, const char *path, size_t *len) {
     size_t n = 0;
     long long size = (long long)st.st_size;
     if (size <= SR_JOB_FILE_MAX) {
-        buf = malloc((size_t)size + 2);
+        buf = sr__malloc((size_t)size + 2);
         if (!buf) {
             sr__diag_add(&cfg->diag, "out of memory for the job file %s (%lld bytes)", cfg->path, size + 2);
             fclose(f);
@@ -234,7 +235,11 @@ static char *read_job_file(sr_job *cfg, const char *path, size_t *len) {
 
 int sr__config_load(sr_job *cfg, const char *path) {
     size_t len;
-    cfg->path = strdup(path);
+    cfg->path = sr__strdup(path);
+    if (!cfg->path) {
+        sr__diag_add(&cfg->diag, "out of memory for the job file's name (%zu bytes)", strlen(path) + 1);
+        return -1;
+    }
     char *abs = realpath(path, NULL);
     if (!abs)
         sr__diag_add(&cfg->diag, "cannot read job file %s: %s; check the path (shardrun JOB.ini)", path,
@@ -242,12 +247,17 @@ int sr__config_load(sr_job *cfg, const char *path) {
     char *buf = abs ? read_job_file(cfg, abs, &len) : NULL;
     if (!buf) {
         free(abs);
-        cfg->dir = strdup(".");
+        cfg->dir = sr__strdup(".");
         return -1;
     }
     char *slash = strrchr(abs, '/');
-    cfg->dir = strndup(abs, slash && slash != abs ? (size_t)(slash - abs) : 1);
+    cfg->dir = sr__strndup(abs, slash && slash != abs ? (size_t)(slash - abs) : 1);
     free(abs);
+    if (!cfg->dir) {
+        sr__diag_add(&cfg->diag, "out of memory for the job file's folder (%zu bytes)", len);
+        free(buf);
+        return -1;
+    }
 
     reader_state st = {.cfg = cfg, .buf = buf, .pos = buf, .end = buf + len};
     int rc = ini_parse_stream(reader, &st, handler, &st);
@@ -270,23 +280,25 @@ int sr__config_load(sr_job *cfg, const char *path) {
 
 void sr__config_add_override(sr_job *cfg, const char *section, const char *key, const char *value,
                              const char *flag) {
-    cfg->cli = realloc(cfg->cli, (cfg->ncli + 1) * sizeof *cfg->cli);
-    sr_override *o = &cfg->cli[cfg->ncli++];
-    o->section = strdup(section);
-    o->key = strdup(key);
-    o->value = strdup(value);
-    o->flag = strdup(flag);
-    o->used = 0;
+    size_t cap = cfg->ncli; /* the array holds exactly ncli */
+    sr_override o = {sr__strdup(section), sr__strdup(key), sr__strdup(value), sr__strdup(flag), 0};
+    if (!o.section || !o.key || !o.value || !o.flag ||
+        sr__grow((void **)&cfg->cli, &cap, cfg->ncli + 1, sizeof *cfg->cli) != 0) {
+        free(o.section), free(o.key), free(o.value), free(o.flag);
+        sr__diag_add(&cfg->diag, "out of memory for the setting %s (%s.%s)", flag, section, key);
+        return;
+    }
+    cfg->cli[cfg->ncli++] = o;
 }
 
 int sr__config_add_set(sr_job *cfg, const char *spec) {
     const char *dot = strchr(spec, '.'), *eq = strchr(spec, '=');
     if (!dot || !eq || dot > eq || dot == spec || eq == dot + 1) return -1;
-    char *section = strndup(spec, (size_t)(dot - spec));
-    char *key = strndup(dot + 1, (size_t)(eq - dot - 1));
-    char *flag = NULL;
-    if (asprintf(&flag, "--set %s", spec) < 0) flag = NULL;
-    sr__config_add_override(cfg, section, key, eq + 1, flag ? flag : spec);
+    char *section = sr__strndup(spec, (size_t)(dot - spec));
+    char *key = sr__strndup(dot + 1, (size_t)(eq - dot - 1));
+    char *flag = sr__fmt("--set %s", spec);
+    if (!section || !key || !flag) sr__diag_add(&cfg->diag, "out of memory for the setting --set %s", spec);
+    else sr__config_add_override(cfg, section, key, eq + 1, flag);
     free(section), free(key), free(flag);
     return 0;
 }
@@ -299,8 +311,8 @@ static sr_setting *add_setting(sr_job *cfg, const char *section, const char *key
     if (grow((void **)&cfg->set, &cfg->setcap, cfg->nset, sizeof *cfg->set) != 0) goto oom;
     sr_setting *s = &cfg->set[cfg->nset];
     memset(s, 0, sizeof *s);
-    s->section = strdup(section);
-    s->key = strdup(key);
+    s->section = sr__strdup(section);
+    s->key = sr__strdup(key);
     if (!s->section || !s->key || index_add(&cfg->set_idx, cfg->set, cfg->nset, set_is, set_names, cfg->nset) != 0)
         goto oom;
     cfg->nset++;
@@ -315,11 +327,11 @@ static const char *canonical(sr_key_normalizer norm, const char *key, char *buf,
 }
 
 char *sr__config_absolute(const sr_job *cfg, sr_from from, const char *p) {
-    if (p[0] == '/') return strdup(p);
+    if (p[0] == '/') return sr__strdup(p);
     char cwd[PATH_MAX];
     const char *base = from == SR_FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
     char *out = NULL;
-    if (asprintf(&out, "%s/%s", base, p) < 0) return strdup(p);
+    out = sr__fmt("%s/%s", base, p);
     return out;
 }
 
@@ -329,13 +341,20 @@ static char *absolute_list(const sr_job *cfg, sr_from from, const char *list) {
     for (const char *p = list; *p;) {
         size_t len = strcspn(p, ":");
         if (len) {
-            char *one = strndup(p, len), *a = one ? sr__config_absolute(cfg, from, one) : NULL;
+            char *one = sr__strndup(p, len), *a = one ? sr__config_absolute(cfg, from, one) : NULL;
             if (a) sr__buf_printf(&b, "%s%s", b.n ? ":" : "", a);
+            else b.oom = 1;
             free(one), free(a);
         }
         p += len + (p[len] == ':');
     }
-    return b.s ? b.s : strdup("");
+    if (b.oom) sr__buf_free(&b);
+    return b.oom ? NULL : b.s ? b.s : sr__strdup("");
+}
+
+/* A setting's value or origin found no memory: a configuration error like any other. */
+static void no_memory_for(sr_job *cfg, const char *section, const char *key) {
+    sr__diag_add(&cfg->diag, "out of memory for the setting [%s] %s", section, key ? key : "");
 }
 
 static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_key_normalizer norm) {
@@ -384,7 +403,8 @@ static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_ke
         s->from = SR_FROM_CLI;
         snprintf(where, sizeof where, "command line %s", o->flag);
     }
-    s->where = strdup(where);
+    s->where = sr__strdup(where);
+    if (!s->where) no_memory_for(cfg, section, k->name);
     if (!val) return;
 
     char err[512];
@@ -402,6 +422,7 @@ static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_ke
         free(norm_v);
         norm_v = a;
     }
+    if (!norm_v) no_memory_for(cfg, section, k->name);
     s->value = norm_v;
 }
 
@@ -412,8 +433,14 @@ static int is_resolved_section(const sr_job *cfg, const char *section) {
 }
 
 static void mark_section(sr_job *cfg, const char *section) {
-    cfg->sections = realloc(cfg->sections, (cfg->nsections + 1) * sizeof *cfg->sections);
-    cfg->sections[cfg->nsections++] = strdup(section);
+    size_t cap = cfg->nsections; /* the array holds exactly nsections */
+    char *copy = sr__strdup(section);
+    if (!copy || sr__grow((void **)&cfg->sections, &cap, cfg->nsections + 1, sizeof *cfg->sections) != 0) {
+        free(copy);
+        sr__diag_add(&cfg->diag, "out of memory reading the job's [%s] section", section);
+        return;
+    }
+    cfg->sections[cfg->nsections++] = copy;
 }
 
 static void unknown_key(sr_job *cfg, const char *section, const sr_key *keys, const sr_key *extra,
@@ -464,9 +491,10 @@ void sr__config_resolve_free(sr_job *cfg, const char *section) {
         if (strcmp(r->section, section)) continue;
         r->used = 1;
         sr_setting *s = add_setting(cfg, section, r->key);
-        s->value = strdup(r->value);
+        s->value = sr__strdup(r->value);
         s->from = SR_FROM_FILE;
-        if (asprintf(&s->where, "%s:%d", cfg->path, r->line) < 0) s->where = NULL;
+        s->where = sr__fmt("%s:%d", cfg->path, r->line);
+        if (!s->value || !s->where) no_memory_for(cfg, section, r->key);
     }
     /* SHARDRUN_<SECTION>_<KEY>: a key of the file, or a new one (lowercased) */
     char prefix[128];
@@ -482,15 +510,20 @@ void sr__config_resolve_free(sr_job *cfg, const char *section) {
             if ((size_t)(eq - *e) == strlen(var) && !strncmp(*e, var, strlen(var))) hit = &cfg->set[i];
         }
         if (!hit) {
-            char *key = strndup(*e + pl, (size_t)(eq - *e) - pl);
+            char *key = sr__strndup(*e + pl, (size_t)(eq - *e) - pl);
+            if (!key) {
+                no_memory_for(cfg, section, *e);
+                continue;
+            }
             for (char *c = key; *c; c++) *c = (char)tolower((unsigned char)*c);
             hit = add_setting(cfg, section, key);
             free(key);
         }
         free(hit->value), free(hit->where);
-        hit->value = strdup(eq + 1);
+        hit->value = sr__strdup(eq + 1);
         hit->from = SR_FROM_ENV;
-        if (asprintf(&hit->where, "environment %.*s", (int)(eq - *e), *e) < 0) hit->where = NULL;
+        hit->where = sr__fmt("environment %.*s", (int)(eq - *e), *e);
+        if (!hit->value || !hit->where) no_memory_for(cfg, section, hit->key);
     }
     for (size_t i = 0; i < cfg->ncli; i++) {
         sr_override *o = &cfg->cli[i];
@@ -499,9 +532,10 @@ void sr__config_resolve_free(sr_job *cfg, const char *section) {
         sr_setting *s = sr__config_get(cfg, section, o->key);
         if (!s) s = add_setting(cfg, section, o->key);
         free(s->value), free(s->where);
-        s->value = strdup(o->value);
+        s->value = sr__strdup(o->value);
         s->from = SR_FROM_CLI;
-        if (asprintf(&s->where, "command line %s", o->flag) < 0) s->where = NULL;
+        s->where = sr__fmt("command line %s", o->flag);
+        if (!s->value || !s->where) no_memory_for(cfg, section, o->key);
     }
 }
 

@@ -4,10 +4,13 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "base/alloc.h"
 
 int sr__parse_bool(const char *s, int *out) {
     static const char *const yes[] = {"y", "yes", "t", "true", "on", "1"};
@@ -108,7 +111,8 @@ void sr__enum_describe(const char *choices, unsigned flags, char *buf, size_t le
 
 static char *join_list(const char *in, char *err, size_t errlen) {
     size_t n = strlen(in);
-    char *out = malloc(n + 1), *o = out;
+    char *out = sr__malloc(n + 1), *o = out;
+    if (!out) return snprintf(err, errlen, "out of memory for a list of %zu bytes", n + 1), NULL;
     const char *p = in;
     int first = 1;
     while (1) {
@@ -153,8 +157,9 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
             snprintf(err, errlen, "expected a boolean (%s), got \"%s\"", SR_BOOL_SPELLINGS, in);
             return -1;
         }
-        *out = strdup(b ? "true" : "false");
-        return 0;
+        *out = sr__strdup(b ? "true" : "false");
+        if (!*out) snprintf(err, errlen, "out of memory");
+        return *out ? 0 : -1;
     }
     case SR_KEY_INT: {
         long long v;
@@ -163,8 +168,9 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
             return -1;
         }
         snprintf(buf, sizeof buf, "%lld", v);
-        *out = strdup(buf);
-        return 0;
+        *out = sr__strdup(buf);
+        if (!*out) snprintf(err, errlen, "out of memory");
+        return *out ? 0 : -1;
     }
     case SR_KEY_FLOAT: {
         double v;
@@ -172,8 +178,9 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
             snprintf(err, errlen, "expected a number >= 0, got \"%s\"", in);
             return -1;
         }
-        *out = strdup(in);
-        return 0;
+        *out = sr__strdup(in);
+        if (!*out) snprintf(err, errlen, "out of memory");
+        return *out ? 0 : -1;
     }
     case SR_KEY_ENUM: {
         int i = sr__enum_index(key->choices, key->flags, in);
@@ -183,8 +190,9 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
             return -1;
         }
         sr__enum_choice(key->choices, i, buf, sizeof buf);
-        *out = strdup(buf);
-        return 0;
+        *out = sr__strdup(buf);
+        if (!*out) snprintf(err, errlen, "out of memory");
+        return *out ? 0 : -1;
     }
     case SR_KEY_LIST:
         *out = join_list(in, err, errlen);
@@ -192,8 +200,9 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
     case SR_KEY_STRING:
     case SR_KEY_PATH:
     case SR_KEY_PATH_LIST:
-        *out = strdup(in);
-        return 0;
+        *out = sr__strdup(in);
+        if (!*out) snprintf(err, errlen, "out of memory");
+        return *out ? 0 : -1;
     }
     snprintf(err, errlen, "key has an unknown type %d", (int)key->type);
     return -1;
@@ -201,7 +210,8 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
 
 size_t sr__edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
-    size_t *row = malloc((lb + 1) * sizeof *row);
+    size_t *row = sr__malloc((lb + 1) * sizeof *row);
+    if (!row) return SIZE_MAX; /* out of memory: no suggestion */
     for (size_t j = 0; j <= lb; j++) row[j] = j;
     for (size_t i = 1; i <= la; i++) {
         size_t diag = row[0];

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/hash64.h"
 #include "base/log.h"
@@ -74,13 +75,13 @@ static void count_param(const sr__engine *e, const sr__ckpt_source *s, const sr_
 void sr__ckpt_checks_plan(const sr__engine *e, sr__ckpt_source *s) {
     int nf = sr__ckpt_source_nfiles(s), S = e->shard_size > 0 ? e->shard_size : 1;
     const sr_model *m = e->model;
-    uint64_t **want = calloc((size_t)nf, sizeof *want);
-    s->chk = calloc((size_t)nf, sizeof *s->chk);
+    uint64_t **want = sr__calloc((size_t)nf, sizeof *want);
+    s->chk = sr__calloc((size_t)nf, sizeof *s->chk);
     for (int f = 0; f < nf; f++) {
         size_t n = sr__st_count(sr__ckpt_source_file(s, f)) + 1, bytes = n * sizeof **s->chk;
         s->chk[f] = aligned_alloc(_Alignof(sr__ckpt_check), bytes); /* sizeof is a multiple of the alignment */
         memset(s->chk[f], 0, bytes);
-        want[f] = calloc(n * (size_t)S, sizeof **want);
+        want[f] = sr__calloc(n * (size_t)S, sizeof **want);
     }
     for (int i = 0; i < m->nparams; i++)
         if (m->params[i].tied_to < 0)
@@ -101,12 +102,6 @@ void sr__ckpt_checks_plan(const sr__engine *e, sr__ckpt_source *s) {
         }
     for (int f = 0; f < nf; f++) free(want[f]);
     free(want);
-}
-
-void sr__ckpt_checks_free(sr__ckpt_source *s) {
-    for (int f = 0; s->chk && f < sr__ckpt_source_nfiles(s); f++) free(s->chk[f]);
-    free(s->chk);
-    s->chk = NULL;
 }
 
 void sr__ckpt_copy_checked(sr__ckpt_source *s, int f, const sr_st_tensor *t, const void *data, uint64_t off,

@@ -35,7 +35,6 @@ void sr__ckpt_copy_checked(sr__ckpt_source *s, int f, const sr_st_tensor *t, con
 /* After the copies: hashes what this rank verifies but did not copy, and compares.  0, or -1 after
    printing what differs. */
 int sr__ckpt_checks_finish(sr__ckpt_source *s);
-void sr__ckpt_checks_free(sr__ckpt_source *s);
 
 /* A tensor whose data does not match its hash: one message.  -1. */
 int sr__ckpt_hash_mismatch(const char *dir, const char *file, const char *tensor, const char *want, uint64_t got);

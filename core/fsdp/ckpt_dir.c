@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
 #include "base/strbuf.h"
 #include "fsdp/ckpt_state.h"
 #include "io/json.h"
@@ -58,7 +59,7 @@ int sr__ckpt_list(const char *dir, sr__ckpt_entry **out, size_t *n, char *why, s
         }
         if (k == cap) {
             cap = cap ? 2 * cap : 16;
-            sr__ckpt_entry *g = realloc(l, cap * sizeof *g);
+            sr__ckpt_entry *g = sr__realloc(l, cap * sizeof *g);
             if (!g) {
                 snprintf(why, len, "out of memory listing %s", dir);
                 rc = -1;
@@ -66,7 +67,7 @@ int sr__ckpt_list(const char *dir, sr__ckpt_entry **out, size_t *n, char *why, s
             }
             l = g;
         }
-        if (!(l[k].name = strdup(de->d_name))) {
+        if (!(l[k].name = sr__strdup(de->d_name))) {
             snprintf(why, len, "out of memory listing %s", dir);
             rc = -1;
             break;
@@ -97,11 +98,11 @@ static int read_settings(sr_json *j, sr__ckpt_ident *id) {
     while ((more = sr__json_member(j, &key, &klen)) > 0) {
         if (sr__json_peek(j) != SR_JSON_STRING) return sr__json_fail(j, "a [task] setting that is not a string");
         if (sr__json_string(j, &v, &vlen) != 0) return -1;
-        sr__ckpt_kv *g = realloc(id->settings, (id->nsettings + 1) * sizeof *g);
+        sr__ckpt_kv *g = sr__realloc(id->settings, (id->nsettings + 1) * sizeof *g);
         if (!g) return sr__json_fail(j, "out of memory");
         id->settings = g;
-        g[id->nsettings].key = strndup(key, klen);
-        g[id->nsettings].value = strndup(v, vlen);
+        g[id->nsettings].key = sr__strndup(key, klen);
+        g[id->nsettings].value = sr__strndup(v, vlen);
         if (!g[id->nsettings].key || !g[id->nsettings].value) {
             free(g[id->nsettings].key), free(g[id->nsettings].value);
             return sr__json_fail(j, "out of memory");

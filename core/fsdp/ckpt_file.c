@@ -3,9 +3,11 @@
 #include "fsdp/ckpt_file.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/hash64.h"
 #include "base/log.h"
@@ -14,11 +16,13 @@
 #include "fsdp/ckpt_format.h"
 
 void sr__ckpt_kv_add(sr__ckpt_kvlist *l, const char *key, char *value) {
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 32;
-        l->kv = realloc(l->kv, l->cap * sizeof *l->kv);
+    char *k = l->oom || !value ? NULL : sr__strdup(key);
+    if (!k || sr__grow((void **)&l->kv, &l->cap, l->n + 1, sizeof *l->kv) != 0) {
+        free(k), free(value);
+        l->oom = 1;
+        return;
     }
-    l->kv[l->n++] = (sr_st_kv){sr__fmt("%s", key), value};
+    l->kv[l->n++] = (sr_st_kv){k, value};
 }
 
 void sr__ckpt_kv_free(sr__ckpt_kvlist *l) {
@@ -40,9 +44,10 @@ void sr__ckpt_add_common(sr__ckpt_kvlist *l, const sr__ckpt_meta *m, const char 
 void sr__ckpt_add_hashes(sr__ckpt_kvlist *l, const sr_st_tensor *t, size_t n) {
     char hex[17];
     sr__ckpt_kv_add(l, "index_hash", sr__fmt("%s", sr__hash64_hex(sr__ckpt_index_hash(l->kv, l->n), hex)));
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && !l->oom; i++) {
         char *k = sr__fmt("hash:%s", t[i].name);
-        sr__ckpt_kv_add(l, k, sr__fmt(SR_CKPT_HASH_PLACEHOLDER));
+        if (k) sr__ckpt_kv_add(l, k, sr__fmt(SR_CKPT_HASH_PLACEHOLDER));
+        else l->oom = 1;
         free(k);
     }
 }
@@ -52,8 +57,13 @@ int sr__ckpt_out_create(sr__ckpt_out *o, char *path, const sr_st_tensor *t, size
     char err[256];
     memset(o, 0, sizeof *o);
     o->path = path, o->n = n, o->times = times;
-    o->names = calloc(n + 1, sizeof *o->names), o->hash = calloc(n + 1, sizeof *o->hash);
-    for (size_t i = 0; i < n; i++) o->names[i] = sr__fmt("%s", t[i].name);
+    o->names = sr__calloc(n + 1, sizeof *o->names), o->hash = sr__calloc(n + 1, sizeof *o->hash);
+    int oom = !path || !o->names || !o->hash || l->oom;
+    for (size_t i = 0; i < n && !oom; i++) oom = !(o->names[i] = sr__strdup(t[i].name));
+    if (oom) {
+        sr__log(SR_LOG_ERROR, "checkpoint: out of memory for %s's layout (%zu tensors)", path ? path : "a file", n);
+        return -1;
+    }
     o->w = sr__st_create(path, t, n, l->kv, l->n, err, sizeof err);
     if (!o->w) sr__progress_io_failed(errno, path), sr__log(SR_LOG_ERROR, "checkpoint: %s", err);
     return o->w ? 0 : -1;
@@ -75,7 +85,8 @@ int sr__ckpt_out_close(sr__ckpt_out *o, int ok) {
     if (o->w && ok)
         for (size_t i = 0; i < o->n && ok; i++) {
             char *k = sr__fmt("hash:%s", o->names[i]);
-            ok = sr__st_set_metadata(o->w, k, sr__hash64_hex(o->hash[i], hex), err, sizeof err) == 0;
+            if (!k) snprintf(err, sizeof err, "out of memory for %s's hashes", o->path);
+            ok = k && sr__st_set_metadata(o->w, k, sr__hash64_hex(o->hash[i], hex), err, sizeof err) == 0;
             free(k);
         }
     if (o->w && !ok) sr__st_abort(o->w);

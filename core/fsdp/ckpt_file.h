@@ -36,7 +36,9 @@ typedef struct sr__ckpt_meta {
 typedef struct sr__ckpt_kvlist {
     sr_st_kv *kv;
     size_t n, cap;
+    int oom; /* an entry found no memory (or its value was NULL): sr__ckpt_out_create refuses the list */
 } sr__ckpt_kvlist;
+/* Appends (key copied, value taken: NULL, from a failed sr__fmt, marks the list oom). */
 void sr__ckpt_kv_add(sr__ckpt_kvlist *l, const char *key, char *value /* taken */);
 void sr__ckpt_kv_free(sr__ckpt_kvlist *l);
 /* shardrun_checkpoint, file (role: shard, model or optimizer), checkpoint_id, global_step,
@@ -53,7 +55,8 @@ typedef struct sr__ckpt_out {
     uint64_t *hash;
     sr__ckpt_times *times;
 } sr__ckpt_out;
-/* Creates path (taken) with the n tensors' layout and l's metadata.  0, or -1 after printing. */
+/* Creates path (taken; NULL, from a failed sr__fmt, is out of memory) with the n tensors' layout and
+   l's metadata.  0, or -1 after printing; sr__ckpt_out_close either way. */
 int sr__ckpt_out_create(sr__ckpt_out *o, char *path, const sr_st_tensor *t, size_t n, const sr__ckpt_kvlist *l,
                         sr__ckpt_times *times);
 /* Writes tensor idx whole, hashing it.  0, or -1 after printing. */

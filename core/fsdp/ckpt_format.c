@@ -43,10 +43,17 @@ void sr__ckpt_model_digest(const sr_model *m, char out[17]) {
     for (int i = 0; i < m->nparams; i++) {
         const sr__param *p = &m->params[i];
         char shape[160];
-        char *key = sr__fmt("%s\n%s\n%s", p->name, sr__st_shape_str(shape, sizeof shape, p->ndim, p->shape),
-                            p->tied_to >= 0 ? m->params[p->tied_to].name : "");
-        d += sr__hash64(key, strlen(key), 0);
-        free(key);
+        const char *tied = p->tied_to >= 0 ? m->params[p->tied_to].name : "";
+        sr__st_shape_str(shape, sizeof shape, p->ndim, p->shape);
+        /* the hash of "name\nshape\ntied", streamed: nothing to allocate */
+        sr__hash64_state st;
+        sr__hash64_init(&st, 0);
+        sr__hash64_update(&st, p->name, strlen(p->name));
+        sr__hash64_update(&st, "\n", 1);
+        sr__hash64_update(&st, shape, strlen(shape));
+        sr__hash64_update(&st, "\n", 1);
+        sr__hash64_update(&st, tied, strlen(tied));
+        d += sr__hash64_final(&st);
     }
     sr__hash64_hex(d, out);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/hash64.h"
 #include "base/log.h"
@@ -24,7 +25,7 @@ static int state_hash(sr__engine *e, const sr__train_state *ts, uint64_t *out, s
     size_t max = 0;
     for (int u = 0; u < e->units.n; u++) max = e->units.u[u].shard > max ? e->units.u[u].shard : max;
     float *host = NULL;
-    if (e->hdev->kind != SR_DEVICE_CPU && !(host = malloc(max * sizeof *host))) {
+    if (e->hdev->kind != SR_DEVICE_CPU && !(host = sr__malloc(max * sizeof *host))) {
         sr__log(SR_LOG_ERROR, "checkpoint: out of memory for a shard's host copy (%zu bytes)", max * sizeof *host);
         return -1;
     }
@@ -47,7 +48,7 @@ static int state_hash(sr__engine *e, const sr__train_state *ts, uint64_t *out, s
 /* XXH3-128 of the ranks' state hashes in rank order, each as 8 little-endian bytes: 32 hex digits,
    the high half first. */
 static void checkpoint_id(const uint64_t *h, size_t n, char out[33]) {
-    unsigned char *b = malloc(8 * n + 1);
+    unsigned char *b = sr__malloc(8 * n + 1);
     for (size_t r = 0; r < n; r++)
         for (int i = 0; i < 8; i++) b[8 * r + (size_t)i] = (unsigned char)(h[r] >> (8 * i));
     XXH128_hash_t id = XXH3_128bits(b, 8 * n);
@@ -66,7 +67,7 @@ int sr__ckpt_make_meta(sr__engine *e, const sr__train_state *ts, sr__ckpt_meta *
     if (sr__engine_agree(e, e->world, state_hash(e, ts, &mine, tm) != 0) != 0) return -1;
     if (e->world) {
         size_t n = (size_t)e->world_size;
-        uint64_t *all = malloc(n * sizeof *all);
+        uint64_t *all = sr__malloc(n * sizeof *all);
         void *send = e->dev->alloc(sizeof mine), *recv = e->dev->alloc(n * sizeof mine);
         int rc = all && send && recv ? 0 : -1;
         if (rc == 0) {

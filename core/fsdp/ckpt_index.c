@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+
 /* "N N N" (units) or "N N N rest" (parameters): exact decimal fields separated by one space. */
 static int fields(const char *s, long long *v, int n, const char **rest) {
     for (int i = 0; i < n; i++) {
@@ -32,14 +34,14 @@ int sr__ckpt_index_parse(const sr_st_file *f, sr__ckpt_index *ix, char *why, siz
             return sr__ckpt_index_free(ix), -1;
         }
         if (u >= ix->nunits) {
-            sr__ckpt_unit *g = realloc(ix->units, (size_t)(u + 1) * sizeof *g);
+            sr__ckpt_unit *g = sr__realloc(ix->units, (size_t)(u + 1) * sizeof *g);
             if (!g) return snprintf(why, len, "out of memory"), sr__ckpt_index_free(ix), -1;
             memset(g + ix->nunits, 0, (size_t)(u + 1 - ix->nunits) * sizeof *g);
             ix->units = g, ix->nunits = (int)u + 1;
         }
         ix->units[u] = (sr__ckpt_unit){(size_t)v[0], (size_t)v[1], (size_t)v[2], 1};
     }
-    ix->params = calloc(nm + 1, sizeof *ix->params);
+    ix->params = sr__calloc(nm + 1, sizeof *ix->params);
     if (!ix->params) return snprintf(why, len, "out of memory"), sr__ckpt_index_free(ix), -1;
     for (size_t i = 0; i < nm; i++) {
         const sr_st_kv *kv = sr__st_metadata_at(f, i);

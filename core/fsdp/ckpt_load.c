@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "fsdp/ckpt_check.h"
@@ -74,7 +75,7 @@ static int copy_shards(sr__engine *e, sr__ckpt_source *s) {
     for (int u = 0; u < e->units.n && !failed; u++) {
         const sr__unit *un = &e->units.u[u];
         size_t lo = (size_t)e->shard_rank * un->shard, a, b;
-        float *host = malloc(un->shard * sizeof *host + 1);
+        float *host = sr__malloc(un->shard * sizeof *host + 1);
         for (int k = 0; k < SR_CKPT_KINDS && !failed; k++) {
             memset(host, 0, un->shard * sizeof *host);
             for (int j = 0; j < un->nparams && !failed; j++) {

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/fs.h"
 #include "base/hash64.h"
@@ -50,25 +51,33 @@ static void debug_delay(void) {
 static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr__ckpt_times *tm) {
     if (e->rep_rank != 0) return 0; /* one replica writes */
     int nu = e->units.n, rc = 0;
-    sr_st_tensor *t = calloc((size_t)nu * SR_CKPT_KINDS, sizeof *t);
-    char **names = calloc((size_t)nu * SR_CKPT_KINDS, sizeof *names);
+    sr_st_tensor *t = sr__calloc((size_t)nu * SR_CKPT_KINDS, sizeof *t);
+    char **names = sr__calloc((size_t)nu * SR_CKPT_KINDS, sizeof *names);
+    if (!t || !names) {
+        sr__log(SR_LOG_ERROR, "checkpoint: out of memory for the layout of %d units", nu);
+        free(t), free(names);
+        return -1;
+    }
+    int oom = 0;
     for (int u = 0; u < nu; u++)
         for (int k = 0; k < SR_CKPT_KINDS; k++) {
             sr_st_tensor *x = &t[u * SR_CKPT_KINDS + k];
             names[u * SR_CKPT_KINDS + k] = sr__fmt("u%d.%s", u, sr__ckpt_kind[k]);
-            x->name = names[u * SR_CKPT_KINDS + k];
+            x->name = names[u * SR_CKPT_KINDS + k] ? names[u * SR_CKPT_KINDS + k] : "";
+            oom |= !names[u * SR_CKPT_KINDS + k];
             x->dtype = SR_FLOAT32;
             x->ndim = 1;
             x->shape[0] = (int64_t)e->units.u[u].shard;
         }
     /* metadata: where every parameter lives, so another world size or wrap policy can load it */
-    sr__ckpt_kvlist l = {0};
+    sr__ckpt_kvlist l = {.oom = oom};
     sr__ckpt_kv_add(&l, "format", sr__fmt("shardrun-sharded-2"));
     sr__ckpt_add_common(&l, cm, "shard");
     sr__ckpt_kv_add(&l, "shard_rank", sr__fmt("%d", e->shard_rank));
     for (int u = 0; u < nu; u++) {
         char *k = sr__fmt("unit:%d", u);
-        sr__ckpt_kv_add(&l, k, sr__fmt("%zu %zu %zu", e->units.u[u].numel, e->units.u[u].padded, e->units.u[u].shard));
+        if (k) sr__ckpt_kv_add(&l, k, sr__fmt("%zu %zu %zu", e->units.u[u].numel, e->units.u[u].padded, e->units.u[u].shard));
+        else l.oom = 1;
         free(k);
     }
     for (int i = 0; i < e->model->nparams; i++) {
@@ -76,8 +85,10 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
         char shape[160], *k;
         if (p->tied_to >= 0) continue;
         k = sr__fmt("param:%s", p->name);
-        sr__ckpt_kv_add(&l, k, sr__fmt("%d %zu %zu %s", p->unit, p->offset, p->numel,
-                              sr__st_shape_str(shape, sizeof shape, p->ndim, p->shape)));
+        if (k)
+            sr__ckpt_kv_add(&l, k, sr__fmt("%d %zu %zu %s", p->unit, p->offset, p->numel,
+                                  sr__st_shape_str(shape, sizeof shape, p->ndim, p->shape)));
+        else l.oom = 1;
         free(k);
     }
     sr__ckpt_add_hashes(&l, t, (size_t)nu * SR_CKPT_KINDS);
@@ -87,7 +98,11 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
                              t, (size_t)nu * SR_CKPT_KINDS, &l, tm);
     size_t maxs = 0;
     for (int u = 0; u < nu; u++) maxs = e->units.u[u].shard > maxs ? e->units.u[u].shard : maxs;
-    float *host = malloc(maxs * sizeof *host + 1);
+    float *host = rc ? NULL : sr__malloc(maxs * sizeof *host + 1);
+    if (!rc && !host) {
+        sr__log(SR_LOG_ERROR, "checkpoint: out of memory for a unit's shard (%zu bytes)", maxs * sizeof *host + 1);
+        rc = -1;
+    }
     for (int u = 0; u < nu && !rc; u++) {
         size_t n = e->units.u[u].shard;
         for (int k = 0; k < SR_CKPT_KINDS && !rc; k++) {
@@ -109,12 +124,12 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
     if (e->rep_rank != 0) return 0;
     int me = e->rank == 0, rc = 0, np = e->model->nparams;
     sr__ckpt_out mo = {0}, oo = {0};
-    int *idx = calloc((size_t)np, sizeof *idx); /* param -> tensor index in both files */
+    int *idx = me ? sr__calloc((size_t)np, sizeof *idx) : NULL; /* param -> tensor index in both files */
     if (me) {
-        sr_st_tensor *mt = calloc((size_t)np, sizeof *mt), *ot = calloc((size_t)np * 2, sizeof *ot);
-        char **onames = calloc((size_t)np * 2, sizeof *onames);
-        int n = 0;
-        for (int i = 0; i < np; i++) {
+        sr_st_tensor *mt = sr__calloc((size_t)np, sizeof *mt), *ot = sr__calloc((size_t)np * 2, sizeof *ot);
+        char **onames = sr__calloc((size_t)np * 2, sizeof *onames);
+        int n = 0, oom = !idx || !mt || !ot || !onames;
+        for (int i = 0; i < np && !oom; i++) {
             const sr__param *p = &e->model->params[i];
             if (p->tied_to >= 0) continue; /* tied names are saved once, under the owner (as HF does) */
             idx[i] = n;
@@ -123,11 +138,12 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
             for (int k = 0; k < 2; k++) {
                 onames[2 * n + k] = sr__fmt("%s.%s", p->name, sr__ckpt_kind[1 + k]);
                 ot[2 * n + k] = mt[n];
-                ot[2 * n + k].name = onames[2 * n + k];
+                ot[2 * n + k].name = onames[2 * n + k] ? onames[2 * n + k] : "";
+                oom |= !onames[2 * n + k];
             }
             n++;
         }
-        sr__ckpt_kvlist ml = {0}, ol = {0};
+        sr__ckpt_kvlist ml = {.oom = oom}, ol = {.oom = oom};
         sr__ckpt_kv_add(&ml, "format", sr__fmt("pt"));
         sr__ckpt_add_common(&ml, cm, "model");
         sr__ckpt_add_hashes(&ml, mt, (size_t)n);
@@ -136,14 +152,19 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
         rc = sr__ckpt_out_create(&mo, sr__fmt("%s/model.safetensors", tmp), mt, (size_t)n, &ml, tm);
         if (!rc) rc = sr__ckpt_out_create(&oo, sr__fmt("%s/optimizer.safetensors", tmp), ot, (size_t)n * 2, &ol, tm);
         sr__ckpt_kv_free(&ml), sr__ckpt_kv_free(&ol);
-        for (int i = 0; i < 2 * n; i++) free(onames[i]);
+        for (int i = 0; onames && i < 2 * n + 2 && i < 2 * np; i++) free(onames[i]);
         free(onames), free(mt), free(ot);
     }
     /* rank 0's failure to create the files must stop the whole shard group before any gather */
     rc = sr__engine_agree(e, e->shard_pg, rc != 0);
     size_t maxp = 0;
     for (int u = 0; u < e->units.n; u++) maxp = e->units.u[u].padded > maxp ? e->units.u[u].padded : maxp;
-    float *full = rc ? NULL : e->dev->alloc(maxp * sizeof(float)), *host = me ? malloc(maxp * sizeof(float)) : NULL;
+    float *full = rc || !e->shard_pg ? NULL : e->dev->alloc(maxp * sizeof(float));
+    float *host = me && !rc ? sr__malloc(maxp * sizeof(float)) : NULL;
+    if (!rc && ((e->shard_pg && !full) || (me && !host)))
+        sr__log(SR_LOG_ERROR, "checkpoint: out of memory for a gathered unit (%zu bytes)", maxp * sizeof(float));
+    /* every rank of the group learns of one's missing buffer before the gathers */
+    if (!rc) rc = sr__engine_agree(e, e->shard_pg, (e->shard_pg && !full) || (me && !host));
     for (int u = 0; u < e->units.n && !rc; u++) { /* one unit at a time: nobody holds the whole model */
         const sr__unit *un = &e->units.u[u];
         for (int k = 0; k < SR_CKPT_KINDS && !rc; k++) {
@@ -184,12 +205,13 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
 }
 
 int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) {
-    char *final = sr__fmt("%s/checkpoint-%lld", outdir, ts->global_step), *tmp = sr__fmt("%s.tmp", final),
-         *old = sr__fmt("%s.old", final);
+    char *final = sr__fmt("%s/checkpoint-%lld", outdir, ts->global_step), *tmp = final ? sr__fmt("%s.tmp", final) : NULL,
+         *old = final ? sr__fmt("%s.old", final) : NULL;
     double t0 = sr__now_s();
     sr__ckpt_times tm = {0};
-    int failed = 0;
-    if (e->rank == 0) {
+    int failed = !final || !tmp || !old; /* still agreed on below: every rank stops together */
+    if (failed) sr__log(SR_LOG_ERROR, "checkpoint: out of memory for the paths under %s", outdir);
+    if (e->rank == 0 && !failed) {
         failed = sr__make_output_dir(outdir) != 0;
         sr__remove_tree(tmp); /* a save that was killed earlier */
         if (!failed && mkdir(tmp, 0777) != 0) {

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/strbuf.h"
-#include "fsdp/ckpt_check.h"
 #include "fsdp/ckpt_format.h"
 
 int sr__ckpt_source_nfiles(const sr__ckpt_source *s) { return s->full ? 2 : s->nshards; }
@@ -25,7 +25,10 @@ void sr__ckpt_source_file_name(const sr__ckpt_source *s, int i, char *buf, size_
 }
 
 void sr__ckpt_source_close(sr__ckpt_source *s) {
-    sr__ckpt_checks_free(s);
+    /* The plan's per-file arrays (ckpt_check.c fills them); freed here so that this file, which
+       ckpt_check.c uses, needs nothing of it. */
+    for (int f = 0; s->chk && f < sr__ckpt_source_nfiles(s); f++) free(s->chk[f]);
+    free(s->chk);
     if (s->model) sr__st_close(s->model);
     if (s->optim) sr__st_close(s->optim);
     for (int i = 0; i < s->nshards; i++)
@@ -37,7 +40,8 @@ void sr__ckpt_source_close(sr__ckpt_source *s) {
 
 static sr_st_file *open_st(const char *dir, const char *name) {
     char *p = sr__fmt("%s/%s", dir, name), err[512];
-    sr_st_file *f = sr__st_open(p, err, sizeof err);
+    if (!p) snprintf(err, sizeof err, "out of memory for the path of %s/%s", dir, name);
+    sr_st_file *f = p ? sr__st_open(p, err, sizeof err) : NULL;
     if (!f) sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s", err);
     free(p);
     return f;
@@ -71,6 +75,10 @@ int sr__ckpt_source_open(sr__ckpt_source *s, const char *dir) {
     memset(s, 0, sizeof *s);
     s->dir = dir;
     char *p = sr__fmt("%s/model.safetensors", dir);
+    if (!p) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: out of memory for the paths under %s", dir);
+        return -1;
+    }
     s->full = access(p, F_OK) == 0;
     free(p);
     if (s->full) {
@@ -85,7 +93,11 @@ int sr__ckpt_source_open(sr__ckpt_source *s, const char *dir) {
                         "shard-00000-of-N.safetensors (SHARDED_STATE_DICT)", dir);
         return -1;
     }
-    s->shards = calloc((size_t)n, sizeof *s->shards); /* zeroed: close skips what never opened */
+    s->shards = sr__calloc((size_t)n, sizeof *s->shards); /* zeroed: close skips what never opened */
+    if (!s->shards) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: out of memory for %d shard files", n);
+        return -1;
+    }
     s->nshards = n;
     for (int i = 0; i < n; i++) {
         char name[64];

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/progress.h"
 #include "base/strbuf.h"
@@ -37,7 +38,7 @@ char *sr__ckpt_state_text(const char *dir, size_t *n, char *why, size_t len) {
             sr__buf_free(&b);
         } else {
             *n = b.n;
-            text = b.s ? b.s : strdup("");
+            text = b.s ? b.s : sr__strdup("");
         }
     }
     if (f) fclose(f);

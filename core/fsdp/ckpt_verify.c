@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/hash64.h"
 #include "base/log.h"
 #include "base/strbuf.h"
@@ -59,7 +60,7 @@ static int read_vfile(const char *dir, vfile *v) {
     char hex[17];
     const char *ih = sr__st_metadata(v->f, "index_hash");
     size_t nm = sr__st_metadata_count(v->f);
-    sr_st_kv *kv = calloc(nm + 1, sizeof *kv);
+    sr_st_kv *kv = sr__calloc(nm + 1, sizeof *kv);
     for (size_t i = 0; i < nm; i++) kv[i] = *sr__st_metadata_at(v->f, i);
     sr__hash64_hex(sr__ckpt_index_hash(kv, nm), hex);
     free(kv);
@@ -215,7 +216,7 @@ static int parse_index(sr__ckpt_source *s) {
 
 int sr__ckpt_verify(const sr__engine *e, sr__ckpt_source *s, const char *sid, long long sstep) {
     int n = sr__ckpt_source_nfiles(s), bad = 0;
-    vfile *v = calloc((size_t)n, sizeof *v);
+    vfile *v = sr__calloc((size_t)n, sizeof *v);
     for (int i = 0; i < n; i++) {
         char name[64];
         sr__ckpt_source_file_name(s, i, name, sizeof name);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/profile.h"
 #include "base/watch.h"
@@ -35,8 +36,14 @@ static void *pool_get(sr__engine *e, sr__pool *p) {
             sr__log(SR_LOG_ERROR, "out of memory allocating a %zu-byte FSDP buffer", p->bytes);
             return NULL;
         }
+        void **g = sr__realloc(p->free, (size_t)(p->allocated + 1) * sizeof *p->free);
+        if (!g) { /* the free list must hold every buffer the pool made */
+            e->dev->free(b);
+            sr__log(SR_LOG_ERROR, "out of memory for an FSDP buffer pool's list (%d buffers)", p->allocated + 1);
+            return NULL;
+        }
+        p->free = g;
         p->allocated++;
-        p->free = realloc(p->free, (size_t)p->allocated * sizeof *p->free);
         e->pool_peak += p->bytes;
         if (e->persistent + e->pool_peak > e->peak) e->peak = e->persistent + e->pool_peak;
     }
@@ -425,7 +432,7 @@ int sr__engine_sum(sr__engine *e, double *v, int n) {
        same double on every rank, as exact as one rank's sum */
     size_t bytes = (size_t)n * sizeof(double);
     void *send = e->dev->alloc(bytes), *recv = e->dev->alloc(bytes * (size_t)e->world_size);
-    double *all = malloc(bytes * (size_t)e->world_size);
+    double *all = sr__malloc(bytes * (size_t)e->world_size);
     int rc = send && recv && all ? 0 : -1;
     if (rc) sr__log(SR_LOG_ERROR, "out of memory for a %zu-byte evaluation sum", bytes * (size_t)e->world_size);
     if (!rc) {
@@ -516,12 +523,13 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
             sr__engine_shard_from_dev(e, e->slot[u].grad, e->xfer, n);
         }
     } else if (e->rep_pg) { /* HYBRID / NO_SHARD: the replicas average their (identical-layout) shards */
-        sr_work **w = calloc((size_t)e->units.n, sizeof *w);
-        int rc = 0;
+        sr_work **w = sr__calloc((size_t)e->units.n, sizeof *w);
+        int rc = w ? 0 : -1;
+        if (!w) sr__log(SR_LOG_ERROR, "out of memory for %d all-reduce handles", e->units.n);
         double t0 = sr__prof_now();
         for (int u = 0; u < e->units.n && !rc; u++)
             rc = sr_pg_all_reduce(e->rep_pg, e->slot[u].grad, e->units.u[u].shard, SR_FLOAT32, SR_AVG, &w[u]);
-        for (int u = 0; u < e->units.n; u++)
+        for (int u = 0; w && u < e->units.n; u++)
             if (w[u] && sr_work_wait(w[u]) != 0) rc = -1;
         if (sr__prof.on) sr__prof_add(SR__PROF_COLL_WAIT, t0, 0, shard_bytes(e));
         free(w);
@@ -615,7 +623,11 @@ static int check_dtype(const sr__engine *e) {
 
 sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops *ops, void *state, sr_model *model,
                               uint64_t seed) {
-    sr__engine *e = calloc(1, sizeof *e);
+    sr__engine *e = sr__calloc(1, sizeof *e);
+    if (!e) {
+        sr__log(SR_LOG_ERROR, "out of memory for the FSDP engine (%zu bytes)", sizeof *e);
+        return NULL;
+    }
     e->ctx = ctx, e->task = task, e->ops = ops, e->state = state, e->model = model, e->seed = seed;
     e->units.root = -1;
     e->rank = sr_rank(ctx), e->world_size = sr_world_size(ctx);
@@ -662,10 +674,14 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
     if (split_groups(e) != 0) goto fail;
     if (sr__units_build(model, &e->cfg, e->shard_size, &e->units) != 0) goto fail;
     int nu = e->units.n;
-    e->slot = calloc((size_t)nu, sizeof *e->slot);
-    e->fwd_units = calloc((size_t)nu, sizeof(int));
-    e->pending_rs = calloc((size_t)nu, sizeof(int));
-    e->mod_pos = calloc((size_t)model->nmods, sizeof(int));
+    e->slot = sr__calloc((size_t)nu, sizeof *e->slot);
+    e->fwd_units = sr__calloc((size_t)nu, sizeof(int));
+    e->pending_rs = sr__calloc((size_t)nu, sizeof(int));
+    e->mod_pos = sr__calloc((size_t)model->nmods + 1, sizeof(int));
+    if (!e->slot || !e->fwd_units || !e->pending_rs || !e->mod_pos) {
+        sr__log(SR_LOG_ERROR, "out of memory for the FSDP engine's tables (%d units, %d modules)", nu, model->nmods);
+        goto fail;
+    }
     size_t max_padded = 0, max_shard = 0, max_block_shard = 0;
     for (int mi = 0; mi < model->nmods; mi++) {
         int u = model->mods[mi].unit;
@@ -676,8 +692,12 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
         }
         if (model->mods[mi].nparams > e->max_mod_params) e->max_mod_params = model->mods[mi].nparams;
     }
-    e->pptr = calloc((size_t)e->max_mod_params + 1, sizeof(void *));
-    e->gptr = calloc((size_t)e->max_mod_params + 1, sizeof(void *));
+    e->pptr = sr__calloc((size_t)e->max_mod_params + 1, sizeof(void *));
+    e->gptr = sr__calloc((size_t)e->max_mod_params + 1, sizeof(void *));
+    if (!e->pptr || !e->gptr) {
+        sr__log(SR_LOG_ERROR, "out of memory for the FSDP engine's tables (%d parameters)", e->max_mod_params + 1);
+        goto fail;
+    }
     for (int u = 0; u < nu; u++) {
         const sr__unit *un = &e->units.u[u];
         sr__uslot *s = &e->slot[u];
@@ -711,6 +731,10 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
         if (!e->slot[r].full || !e->slot[r].gfull) goto fail;
     }
     e->scalar = e->dev->alloc(16);
+    if (!e->scalar) {
+        sr__log(SR_LOG_ERROR, "out of memory for the FSDP engine's scalars");
+        goto fail;
+    }
     if (e->offload) { /* one shard's worth of staging on each side (not counted: it is not per unit) */
         e->stage = e->hdev->alloc(max_shard * sizeof(float));
         e->xfer = e->dev->alloc(max_shard * sizeof(float));
@@ -726,7 +750,7 @@ void sr__engine_free(sr__engine *e) {
     if (!e) return;
     if (e->dev) {
         while (e->npending) complete_reduce(e, e->pending_rs[0]);
-        for (int u = 0; u < e->units.n; u++) {
+        for (int u = 0; e->slot && u < e->units.n; u++) { /* no slots: out of memory making them */
             sr__uslot *s = &e->slot[u];
             if (s->st == SR_U_GATHERING) wait_gather(e, u);
             e->hdev->free(s->master), e->hdev->free(s->grad), e->hdev->free(s->exp_avg), e->hdev->free(s->exp_avg_sq);
@@ -772,7 +796,7 @@ int sr__engine_fill_master(sr__engine *e, sr__unit_filler fill, void *arg, int f
         size_t lo = (size_t)e->shard_rank * un->shard;
         int whole = from_rank0 && e->rank == 0; /* only rank 0 fills a whole unit */
         size_t nhost = whole ? un->padded : un->shard;
-        float *host = malloc(nhost * sizeof(float));
+        float *host = sr__malloc(nhost * sizeof(float));
         if (!host) return init_oom(un, nhost);
         if (!from_rank0) { /* each rank fills only its own shard */
             fill(e, u, host, lo, un->shard, arg);
@@ -841,14 +865,21 @@ void sr__engine_memory(const sr__engine *e, sr__engine_mem *m) {
 
 int sr__engine_param_stats(sr__engine *e, double *sum, double *sumsq) {
     double s = 0, q = 0;
+    int oom = 0;
     for (int u = 0; u < e->units.n; u++) {
         size_t n = e->units.u[u].shard;
-        float *h = malloc(n * sizeof *h);
+        float *h = sr__malloc(n * sizeof *h + 1);
+        if (!h) { /* still takes part in the reductions below, so the other ranks do not wait */
+            sr__log(SR_LOG_ERROR, "out of memory for a shard's statistics (%zu bytes)", n * sizeof *h);
+            oom = 1;
+            break;
+        }
         e->hdev->to_host(h, e->slot[u].master, n * sizeof *h);
         for (size_t i = 0; i < n; i++) s += h[i], q += (double)h[i] * h[i];
         free(h);
     }
-    if (reduce_scalar(e, e->shard_pg, &s, SR_SUM) != 0 || reduce_scalar(e, e->shard_pg, &q, SR_SUM) != 0) return -1;
+    if (reduce_scalar(e, e->shard_pg, &s, SR_SUM) != 0 || reduce_scalar(e, e->shard_pg, &q, SR_SUM) != 0 || oom)
+        return -1;
     *sum = s, *sumsq = q;
     return 0;
 }

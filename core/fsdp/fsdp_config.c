@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "config/value.h"
 
@@ -57,11 +58,11 @@ static int read_enum(const char *var, const char *choices, unsigned flags, int d
 static char **split_commas(const char *s) {
     size_t n = 1;
     for (const char *p = s; *p; p++) n += *p == ',';
-    char **v = calloc(n + 1, sizeof *v);
+    char **v = sr__calloc(n + 1, sizeof *v);
     const char *p = s;
     for (size_t i = 0; i < n; i++) {
         const char *e = strchr(p, ',');
-        v[i] = e ? strndup(p, (size_t)(e - p)) : strdup(p);
+        v[i] = e ? sr__strndup(p, (size_t)(e - p)) : sr__strdup(p);
         p = e ? e + 1 : p;
     }
     return v;

@@ -7,9 +7,10 @@
 #include <string.h>
 
 #include "base/abi.h"
+#include "base/alloc.h"
 #include "base/log.h"
 
-sr_model *sr__model_new(void) { return calloc(1, sizeof(sr_model)); }
+sr_model *sr__model_new(void) { return sr__calloc(1, sizeof(sr_model)); }
 
 void sr__model_free(sr_model *m) {
     if (!m) return;
@@ -40,11 +41,14 @@ int sr_model_module(sr_model *m, const char *name, const char *cls) {
     if (!name || !*name || !cls || !*cls) return fail(m, "sr_model_module: empty module or class name");
     for (int i = 0; i < m->nmods; i++)
         if (!strcmp(m->mods[i].name, name)) return fail(m, "module \"%s\" is declared twice", name);
-    m->mods = realloc(m->mods, (size_t)(m->nmods + 1) * sizeof *m->mods);
-    sr__module *mod = &m->mods[m->nmods];
-    memset(mod, 0, sizeof *mod);
-    mod->name = strdup(name);
-    mod->cls = strdup(cls);
+    sr__module *g = sr__realloc(m->mods, (size_t)(m->nmods + 1) * sizeof *m->mods);
+    if (g) m->mods = g;
+    sr__module *mod = g ? &m->mods[m->nmods] : NULL;
+    if (mod) memset(mod, 0, sizeof *mod), mod->name = sr__strdup(name), mod->cls = sr__strdup(cls);
+    if (!mod || !mod->name || !mod->cls) {
+        if (mod) free(mod->name), free(mod->cls);
+        return fail(m, "out of memory for module \"%s\"", name);
+    }
     mod->unit = -1;
     return m->nmods++;
 }
@@ -52,15 +56,17 @@ int sr_model_module(sr_model *m, const char *name, const char *cls) {
 static int add_param(sr_model *m, const char *name, int tied_to) {
     if (m->nmods == 0) return fail(m, "parameter \"%s\" is declared before any module (call sr_model_module first)", name);
     if (find_param(m, name) >= 0) return fail(m, "parameter \"%s\" is declared twice", name);
-    m->params = realloc(m->params, (size_t)(m->nparams + 1) * sizeof *m->params);
-    sr__param *p = &m->params[m->nparams];
-    memset(p, 0, sizeof *p);
-    p->name = strdup(name);
+    sr__param *g = sr__realloc(m->params, (size_t)(m->nparams + 1) * sizeof *m->params);
+    sr__module *mod = &m->mods[m->nmods - 1];
+    int *gp = g ? sr__realloc(mod->params, (size_t)(mod->nparams + 1) * sizeof *mod->params) : NULL;
+    if (g) m->params = g;
+    if (gp) mod->params = gp;
+    sr__param *p = g ? &m->params[m->nparams] : NULL;
+    if (p) memset(p, 0, sizeof *p), p->name = sr__strdup(name);
+    if (!gp || !p->name) return fail(m, "out of memory for parameter \"%s\"", name);
     p->module = m->nmods - 1;
     p->tied_to = tied_to;
     p->unit = -1;
-    sr__module *mod = &m->mods[m->nmods - 1];
-    mod->params = realloc(mod->params, (size_t)(mod->nparams + 1) * sizeof *mod->params);
     mod->params[mod->nparams++] = m->nparams;
     return m->nparams++;
 }

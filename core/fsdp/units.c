@@ -5,23 +5,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/strbuf.h"
 
+/* The new unit's index, or -1 when out of memory. */
 static int new_unit(sr__units *us, int root, const char *label) {
-    us->u = realloc(us->u, (size_t)(us->n + 1) * sizeof *us->u);
+    sr__unit *g = sr__realloc(us->u, (size_t)(us->n + 1) * sizeof *us->u);
+    if (!g) return -1;
+    us->u = g;
     sr__unit *u = &us->u[us->n];
     memset(u, 0, sizeof *u);
     u->root = root;
-    u->label = strdup(label);
-    return us->n++;
+    u->label = sr__strdup(label);
+    return u->label ? us->n++ : -1;
 }
 
-static void add_module(sr_model *m, sr__units *us, int ui, int mi) {
+/* 0, or -1 when out of memory (or unit ui could not be made). */
+static int add_module(sr_model *m, sr__units *us, int ui, int mi) {
+    if (ui < 0) return -1;
     sr__unit *u = &us->u[ui];
-    u->mods = realloc(u->mods, (size_t)(u->nmods + 1) * sizeof *u->mods);
+    int *g = sr__realloc(u->mods, (size_t)(u->nmods + 1) * sizeof *u->mods);
+    if (!g) return -1;
+    u->mods = g;
     u->mods[u->nmods++] = mi;
     m->mods[mi].unit = ui;
+    return 0;
 }
 
 static int class_listed(char **classes, const char *cls) {
@@ -81,13 +90,13 @@ int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__u
        parameter (FSDP needs both users of a shared parameter in one unit: the root has both). */
     int open = -1;
     size_t open_numel = 0;
-    int *tail = calloc((size_t)m->nmods, sizeof *tail), ntail = 0;
-    for (int i = 0; i < m->nmods; i++) {
+    int *tail = sr__calloc((size_t)m->nmods + 1, sizeof *tail), ntail = 0, oom = !tail;
+    for (int i = 0; i < m->nmods && !oom; i++) {
         if (c->enabled && c->wrap == SR_WRAP_TRANSFORMER && class_listed(c->wrap_classes, m->mods[i].cls)) {
-            add_module(m, us, new_unit(us, 0, m->mods[i].name), i);
+            oom = add_module(m, us, new_unit(us, 0, m->mods[i].name), i) != 0;
         } else if (c->enabled && c->wrap == SR_WRAP_SIZE && !module_tied(m, i)) {
             if (open < 0) open = new_unit(us, 0, m->mods[i].name), open_numel = 0, ntail = 0;
-            add_module(m, us, open, i);
+            if ((oom = add_module(m, us, open, i) != 0)) break;
             tail[ntail++] = i;
             open_numel += module_numel(m, i);
             if (open_numel >= (size_t)c->min_num_params) open = -1, ntail = 0;
@@ -106,14 +115,14 @@ int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__u
         us->n--;
     }
     free(tail);
-    for (int i = 0; i < m->nmods; i++) {
+    for (int i = 0; i < m->nmods && !oom; i++) {
         if (m->mods[i].unit >= 0) continue;
         if (us->root < 0) us->root = new_unit(us, 1, "(root)");
-        add_module(m, us, us->root, i);
+        oom = add_module(m, us, us->root, i) != 0;
     }
     /* owned parameters get their place in the flat buffer; ties must stay inside a unit */
     int rc = 0;
-    for (int i = 0; i < m->nparams; i++) {
+    for (int i = 0; i < m->nparams && !oom; i++) {
         sr__param *p = &m->params[i];
         int ui = m->mods[p->module].unit;
         if (p->tied_to >= 0) {
@@ -130,8 +139,14 @@ int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__u
         p->unit = ui;
         p->offset = u->numel;
         u->numel += p->numel;
-        u->params = realloc(u->params, (size_t)(u->nparams + 1) * sizeof *u->params);
+        int *g = sr__realloc(u->params, (size_t)(u->nparams + 1) * sizeof *u->params);
+        if ((oom = !g)) break;
+        u->params = g;
         u->params[u->nparams++] = i;
+    }
+    if (oom) {
+        sr__log(SR_LOG_ERROR, "out of memory for the FSDP units of %d modules and %d parameters", m->nmods, m->nparams);
+        rc = -1;
     }
     for (int k = 0; k < us->n; k++) {
         sr__unit *u = &us->u[k];

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "fsdp/engine_internal.h"
@@ -100,8 +101,8 @@ int sr__engine_load_weights(sr__engine *e, const char *path, long long *bytes_re
     int from_rank0 = e->cfg.enabled && e->cfg.cpu_ram_efficient_loading && e->world && e->world_size > 1;
     int reader = !from_rank0 || e->rank == 0; /* with cpu_ram_efficient_loading, the others never open it */
     weights w = {0};
-    w.t = calloc((size_t)e->model->nparams, sizeof *w.t);
-    w.data = calloc((size_t)e->model->nparams, sizeof *w.data);
+    w.t = sr__calloc((size_t)e->model->nparams, sizeof *w.t);
+    w.data = sr__calloc((size_t)e->model->nparams, sizeof *w.data);
     int failed = reader && open_weights(e, path, &w) != 0;
     int rc = sr__engine_agree(e, from_rank0 ? e->world : NULL, failed);
     if (rc == 0) rc = sr__engine_fill_master(e, fill_from_file, &w, from_rank0);

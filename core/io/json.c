@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+
 enum { FIRST_DONE = 0x80 }; /* or-ed into open[] (an ASCII bracket): the container's first item was read */
 
 void sr__json_init(sr_json *j, const void *text, size_t n, char *arena) {
@@ -189,7 +191,7 @@ static size_t utf8_put(char *o, unsigned cp) {
 /* The string at j->i (its opening quote), decoded into the arena. */
 static int read_string(sr_json *j, const char **out, size_t *outlen) {
     if (!j->arena) {
-        if (!(j->arena = malloc(j->n + 1))) return sr__json_fail(j, "out of memory");
+        if (!(j->arena = sr__malloc(j->n + 1))) return sr__json_fail(j, "out of memory");
         j->own_arena = 1;
     }
     j->i++;
@@ -307,7 +309,7 @@ int sr__json_number(sr_json *j, sr_json_num *out) {
     }
     /* strtod needs a NUL: a copy (numbers are short; a long one goes to the heap) */
     size_t len = j->i - start;
-    char small[64], *buf = len < sizeof small ? small : malloc(len + 1);
+    char small[64], *buf = len < sizeof small ? small : sr__malloc(len + 1);
     if (!buf) return fail_here(j, "out of memory");
     memcpy(buf, s + start, len);
     buf[len] = 0;

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/hash64.h"
 #include "base/strbuf.h"
 #include "io/json.h"
@@ -205,7 +206,7 @@ static int check_tensors(const char *path, const sr_st_tensor *t, size_t n, uint
         *total += nb;
     }
     if (n) {
-        const char **names = malloc(n * sizeof *names);
+        const char **names = sr__malloc(n * sizeof *names);
         if (!names) return seterr(err, errlen, "%s: out of memory", path), -1;
         for (size_t i = 0; i < n; i++) names[i] = t[i].name;
         const char *dup = find_dup(names, n);
@@ -225,7 +226,7 @@ static int check_meta(const char *path, const sr_st_kv *meta, size_t n, char *er
             return seterr(err, errlen, "%s: metadata %s: value %s", path, quote(&q, meta[i].key), why), -1;
     }
     if (n) {
-        const char **keys = malloc(n * sizeof *keys);
+        const char **keys = sr__malloc(n * sizeof *keys);
         if (!keys) return seterr(err, errlen, "%s: out of memory", path), -1;
         for (size_t i = 0; i < n; i++) keys[i] = meta[i].key;
         const char *dup = find_dup(keys, n);
@@ -246,7 +247,7 @@ sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_
         return NULL;
 
     sr_buf h = {0};
-    uint64_t *mpos = calloc(nmeta ? nmeta : 1, sizeof *mpos), *mlen = calloc(nmeta ? nmeta : 1, sizeof *mlen);
+    uint64_t *mpos = sr__calloc(nmeta ? nmeta : 1, sizeof *mpos), *mlen = sr__calloc(nmeta ? nmeta : 1, sizeof *mlen);
     if (!mpos || !mlen) {
         free(mpos), free(mlen);
         return seterr(err, errlen, "%s: out of memory", path), NULL;
@@ -290,13 +291,13 @@ sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_
         return NULL;
     }
 
-    sr_st_writer *w = calloc(1, sizeof *w);
+    sr_st_writer *w = sr__calloc(1, sizeof *w);
     if (w) {
         w->fd = -1;
-        w->path = strdup(path);
-        w->t = calloc(ntensors ? ntensors : 1, sizeof *w->t);
-        w->written = calloc(ntensors ? ntensors : 1, sizeof *w->written);
-        w->mkey = calloc(nmeta ? nmeta : 1, sizeof *w->mkey);
+        w->path = sr__strdup(path);
+        w->t = sr__calloc(ntensors ? ntensors : 1, sizeof *w->t);
+        w->written = sr__calloc(ntensors ? ntensors : 1, sizeof *w->written);
+        w->mkey = sr__calloc(nmeta ? nmeta : 1, sizeof *w->mkey);
         w->mpos = mpos, w->mlen = mlen;
         mpos = mlen = NULL;
     }
@@ -305,7 +306,7 @@ sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_
         goto fail;
     }
     for (; w->nmeta < nmeta; w->nmeta++)
-        if (!(w->mkey[w->nmeta] = strdup(meta[w->nmeta].key))) {
+        if (!(w->mkey[w->nmeta] = sr__strdup(meta[w->nmeta].key))) {
             seterr(err, errlen, "%s: out of memory", path);
             goto fail;
         }
@@ -313,7 +314,7 @@ sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_
     off = 0;
     for (size_t i = 0; i < ntensors; i++, w->n++) {
         w->t[i] = tensors[i];
-        if (!(w->t[i].name = strdup(tensors[i].name))) {
+        if (!(w->t[i].name = sr__strdup(tensors[i].name))) {
             seterr(err, errlen, "%s: out of memory", path);
             goto fail;
         }
@@ -502,7 +503,7 @@ static int uint_array(sr_json *j, uint64_t max, uint64_t *out, int cap, int *cou
 static int add_tensor(sr_st_file *f, const sr_st_tensor *t) {
     if (f->n == f->cap) {
         size_t cap = f->cap ? 2 * f->cap : 64;
-        sr_st_tensor *nt = realloc(f->t, cap * sizeof *nt);
+        sr_st_tensor *nt = sr__realloc(f->t, cap * sizeof *nt);
         if (!nt) return -1;
         f->t = nt;
         f->cap = cap;
@@ -595,7 +596,7 @@ static int parse_meta(hp *p, sr_st_file *f) {
         if (strlen(kv.value) != vlen) return hp_fail(p, "__metadata__ %s: the value contains \\u0000", k);
         if (f->nmeta == f->metacap) {
             size_t cap = f->metacap ? 2 * f->metacap : 8;
-            sr_st_kv *nm = realloc(f->meta, cap * sizeof *nm);
+            sr_st_kv *nm = sr__realloc(f->meta, cap * sizeof *nm);
             if (!nm) return hp_fail(p, "out of memory");
             f->meta = nm;
             f->metacap = cap;
@@ -634,7 +635,7 @@ static uint64_t hash_name(const char *s) { return sr__fnv1a64_str(SR_FNV1A64_BAS
 static int check_file(sr_st_file *f, char *err, size_t errlen) {
     qbuf q1, q2;
     size_t m = f->n > f->nmeta ? f->n : f->nmeta;
-    void *tmp = malloc((m ? m : 1) * sizeof(void *));
+    void *tmp = sr__malloc((m ? m : 1) * sizeof(void *));
     if (!tmp) return seterr(err, errlen, "%s: out of memory", f->path), -1;
     const char **names = tmp, *dup;
     for (size_t i = 0; i < f->nmeta; i++) names[i] = f->meta[i].key;
@@ -666,7 +667,7 @@ static int check_file(sr_st_file *f, char *err, size_t errlen) {
 
     for (f->nslots = 8; f->nslots < 2 * f->n; f->nslots *= 2) {
     }
-    if (!(f->slots = calloc(f->nslots, sizeof *f->slots))) return seterr(err, errlen, "%s: out of memory", f->path), -1;
+    if (!(f->slots = sr__calloc(f->nslots, sizeof *f->slots))) return seterr(err, errlen, "%s: out of memory", f->path), -1;
     for (size_t i = 0; i < f->n; i++) {
         size_t s = (size_t)hash_name(f->t[i].name) & (f->nslots - 1);
         while (f->slots[s]) s = (s + 1) & (f->nslots - 1);
@@ -722,12 +723,12 @@ sr_st_file *sr__st_open(const char *path, char *err, size_t errlen) {
         return NULL;
     }
 
-    sr_st_file *f = calloc(1, sizeof *f);
+    sr_st_file *f = sr__calloc(1, sizeof *f);
     if (f) {
         f->map = map;
         f->maplen = (size_t)size;
-        f->path = strdup(path);
-        f->arena = malloc((size_t)hlen + 1);
+        f->path = sr__strdup(path);
+        f->arena = sr__malloc((size_t)hlen + 1);
     }
     if (!f || !f->path || !f->arena) {
         seterr(err, errlen, "%s: out of memory", path);

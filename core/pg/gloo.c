@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "pg/backend.h"
 #include "pg/fault.h"
 #include "pg/gloo_shim.h"
@@ -61,9 +62,11 @@ static sr_gloo_buf *scratch(gloo_pg *p, int i, size_t len, unsigned char **mem, 
     if (p->scratch_len[i] < len || !p->scratch_buf[i]) {
         sr__gloo_buf_free(p->scratch_buf[i]);
         free(p->scratch[i]);
-        p->scratch[i] = malloc(len ? len : 1);
-        p->scratch_len[i] = len;
-        p->scratch_buf[i] = sr__gloo_buf_new(p->g, p->scratch[i], len ? len : 1, err, errlen);
+        p->scratch[i] = sr__malloc(len ? len : 1);
+        p->scratch_len[i] = p->scratch[i] ? len : 0;
+        p->scratch_buf[i] = NULL;
+        if (!p->scratch[i]) snprintf(err, errlen, "gloo: out of memory for a %zu-byte scratch buffer", len);
+        else p->scratch_buf[i] = sr__gloo_buf_new(p->g, p->scratch[i], len ? len : 1, err, errlen);
     }
     *mem = p->scratch[i];
     return p->scratch_buf[i];
@@ -304,9 +307,12 @@ static int gloo_barrier(void *impl, int *stuck, char *err, size_t errlen) {
     return sr__gloo_barrier(p->g, err, errlen) ? -1 : 0;
 }
 
+static void gloo_destroy(void *impl);
+
 static void *gloo_create(void *parent, const sr_pg_setup *s, char *err, size_t errlen) {
     (void)parent; /* every Gloo group meets afresh through the store */
-    gloo_pg *p = calloc(1, sizeof *p);
+    gloo_pg *p = sr__calloc(1, sizeof *p);
+    if (!p) return snprintf(err, errlen, "gloo: out of memory for a group of %d ranks", s->size), NULL;
     p->rank = s->rank;
     p->size = s->size;
     if (s->size > 1) {
@@ -318,12 +324,17 @@ static void *gloo_create(void *parent, const sr_pg_setup *s, char *err, size_t e
             return NULL;
         }
         if (direct) {
-            p->dsend = calloc((size_t)s->size, sizeof *p->dsend);
-            p->dlen = calloc((size_t)s->size, sizeof *p->dlen);
-            p->drecv = calloc((size_t)s->size, sizeof *p->drecv);
-            p->dstart = calloc((size_t)s->size, sizeof *p->dstart);
-            p->dsize = calloc((size_t)s->size, sizeof *p->dsize);
-            p->own = malloc(direct);
+            p->dsend = sr__calloc((size_t)s->size, sizeof *p->dsend);
+            p->dlen = sr__calloc((size_t)s->size, sizeof *p->dlen);
+            p->drecv = sr__calloc((size_t)s->size, sizeof *p->drecv);
+            p->dstart = sr__calloc((size_t)s->size, sizeof *p->dstart);
+            p->dsize = sr__calloc((size_t)s->size, sizeof *p->dsize);
+            p->own = sr__malloc(direct);
+            if (!p->dsend || !p->dlen || !p->drecv || !p->dstart || !p->dsize || !p->own) {
+                snprintf(err, errlen, "gloo: out of memory for the direct path of %d ranks (%zu bytes)", s->size, direct);
+                gloo_destroy(p);
+                return NULL;
+            }
         }
     }
     return p;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "pg/reduce.h"
 #include "pg/shm.h"
 
@@ -36,7 +37,7 @@ static const sr_pg_backend_ops *L = &sr__shm_backend, *X = &sr__gloo_backend;
 static unsigned char *scratch(hier_pg *p, size_t len) {
     if (p->tmplen < len) {
         free(p->tmp);
-        p->tmp = malloc(len);
+        p->tmp = sr__malloc(len);
         p->tmplen = p->tmp ? len : 0;
     }
     return p->tmp;
@@ -110,7 +111,7 @@ static int hier_reduce_scatter(void *impl, const void *send, void *recv, size_t 
     hier_pg *p = impl;
     size_t part = count * sr_dtype_size(dt);
     /* recv may be inside send: reduce a copy, not the caller's input */
-    unsigned char *whole = malloc(part * (size_t)p->size);
+    unsigned char *whole = sr__malloc(part * (size_t)p->size);
     if (!whole) {
         snprintf(err, errlen, "hier: out of memory for %zu bytes", part * (size_t)p->size);
         return -1;
@@ -126,7 +127,7 @@ static void hier_destroy(void *impl) {
     hier_pg *p = impl;
     if (p->local) L->destroy(p->local);
     if (p->leaders) X->destroy(p->leaders);
-    for (int h = 0; h < p->nhosts; h++) free(p->members[h]);
+    for (int h = 0; p->members && h < p->nhosts; h++) free(p->members[h]);
     free(p->members);
     free(p->count);
     free(p->host_of);
@@ -139,13 +140,18 @@ static void hier_destroy(void *impl) {
    all are 1; -1 otherwise, with a message in err unless it holds one already. */
 static int all_ok(const sr_pg_setup *s, const char *stage, int ok, char *err, size_t errlen) {
     char key[400], missing[1024] = "";
-    const char **keys = calloc((size_t)s->size, sizeof *keys);
-    char **owned = calloc((size_t)s->size, sizeof *owned);
-    for (int r = 0; r < s->size; r++)
+    const char **keys = sr__calloc((size_t)s->size, sizeof *keys);
+    char **owned = sr__calloc((size_t)s->size, sizeof *owned);
+    int oom = !keys || !owned;
+    for (int r = 0; r < s->size && !oom; r++)
         if (asprintf(&owned[r], "%s%s/%d", s->prefix, stage, r) >= 0) keys[r] = owned[r];
+        else oom = 1;
+    if (oom && !err[0]) snprintf(err, errlen, "out of memory for the keys of %d ranks", s->size);
     snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, s->rank);
     pthread_mutex_lock(s->store_lock);
-    int rc = s->store_ops->set(s->store, key, ok ? "1" : "0", 1);
+    /* out of memory, this rank still says it failed, so that the others need not wait for it */
+    int rc = s->store_ops->set(s->store, key, ok && !oom ? "1" : "0", 1);
+    if (oom) rc = -1;
     if (rc == 0) rc = s->store_ops->wait(s->store, keys, s->size, s->timeout_s, missing, sizeof missing);
     for (int r = 0; r < s->size && rc == 0; r++) {
         void *v = NULL;
@@ -159,7 +165,7 @@ static int all_ok(const sr_pg_setup *s, const char *stage, int ok, char *err, si
     }
     pthread_mutex_unlock(s->store_lock);
     if (rc && !err[0]) snprintf(err, errlen, "not every rank set up its part in time (missing: %.800s)", missing);
-    for (int r = 0; r < s->size; r++) free(owned[r]);
+    for (int r = 0; owned && r < s->size; r++) free(owned[r]);
     free(owned);
     free(keys);
     return rc ? -1 : 0;
@@ -167,17 +173,28 @@ static int all_ok(const sr_pg_setup *s, const char *stage, int ok, char *err, si
 
 static void *hier_create(void *parent, const sr_pg_setup *s, char *err, size_t errlen) {
     (void)parent;
-    hier_pg *p = calloc(1, sizeof *p);
+    hier_pg *p = sr__calloc(1, sizeof *p);
+    if (!p) return snprintf(err, errlen, "hier: out of memory for a group of %d ranks", s->size), NULL;
     p->rank = s->rank;
     p->size = s->size;
-    p->host_of = calloc((size_t)s->size, sizeof *p->host_of);
-    p->local_of = calloc((size_t)s->size, sizeof *p->local_of);
-    p->count = calloc((size_t)s->size, sizeof *p->count);
-    p->members = calloc((size_t)s->size, sizeof *p->members);
+    p->host_of = sr__calloc((size_t)s->size, sizeof *p->host_of);
+    p->local_of = sr__calloc((size_t)s->size, sizeof *p->local_of);
+    p->count = sr__calloc((size_t)s->size, sizeof *p->count);
+    p->members = sr__calloc((size_t)s->size, sizeof *p->members);
+    if (!p->host_of || !p->local_of || !p->count || !p->members) {
+        snprintf(err, errlen, "hier: out of memory for the layout of %d ranks", s->size);
+        hier_destroy(p);
+        return NULL;
+    }
     for (int g = 0; g < s->size; g++) {
         int h = 0;
         while (h < p->nhosts && s->hosts[p->members[h][0]] != s->hosts[g]) h++;
-        if (h == p->nhosts) p->members[p->nhosts++] = calloc((size_t)s->size, sizeof **p->members);
+        if (h == p->nhosts && !(p->members[h] = sr__calloc((size_t)s->size, sizeof **p->members))) {
+            snprintf(err, errlen, "hier: out of memory for the layout of %d ranks", s->size);
+            hier_destroy(p);
+            return NULL;
+        }
+        if (h == p->nhosts) p->nhosts++;
         p->host_of[g] = h;
         p->local_of[g] = p->count[h];
         p->members[h][p->count[h]++] = g;

@@ -229,7 +229,11 @@ int sr_work_wait(sr_work *w) {
 static int submit(sr_pg *pg, sr_work *tmpl, sr_work **out) {
     if (out) *out = NULL;
     if (pg->failed) return -1;
-    sr_work *w = malloc(sizeof *w);
+    sr_work *w = sr__malloc(sizeof *w);
+    if (!w) {
+        fail(pg, "out of memory for a collective's record (%zu bytes)", sizeof *w);
+        return -1;
+    }
     *w = *tmpl;
     w->pg = pg;
     w->seq = ++pg->seq;
@@ -417,7 +421,7 @@ static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const
         free(hosts);
         return NULL;
     }
-    sr_pg *pg = calloc(1, sizeof *pg);
+    sr_pg *pg = sr__calloc(1, sizeof *pg);
     snprintf(pg->name, sizeof pg->name, "%s", display);
     pg->rank = rank;
     pg->size = size;
@@ -449,11 +453,11 @@ sr_pg *sr__pg_create_world(const sr_pg_world_args *a, char *err, size_t errlen) 
         snprintf(err, errlen, "process group world: %s", serr);
         return NULL;
     }
-    pg_shared *sh = calloc(1, sizeof *sh);
+    pg_shared *sh = sr__calloc(1, sizeof *sh);
     sh->store = store;
     pthread_mutex_init(&sh->store_lock, NULL);
-    sh->hostname = strdup(a->hostname);
-    sh->iface = getenv("GLOO_SOCKET_IFNAME") ? strdup(getenv("GLOO_SOCKET_IFNAME")) : NULL;
+    sh->hostname = sr__strdup(a->hostname);
+    sh->iface = getenv("GLOO_SOCKET_IFNAME") ? sr__strdup(getenv("GLOO_SOCKET_IFNAME")) : NULL;
     sh->local_rank = a->local_rank;
     sh->timeout_s = a->timeout_s;
     sh->ops = ops;
@@ -482,7 +486,7 @@ int sr_pg_split(sr_pg *pg, int color, int key, sr_pg **out) {
     *out = NULL;
     if (!pg || pg->failed) return -1;
     int32_t mine[3] = {color, key, pg->rank};
-    int32_t *all = malloc(sizeof mine * (size_t)pg->size);
+    int32_t *all = sr__malloc(sizeof mine * (size_t)pg->size);
     if (sr_pg_all_gather(pg, mine, all, 3, SR_INT32, NULL) != 0) {
         free(all);
         return -1;
@@ -493,7 +497,7 @@ int sr_pg_split(sr_pg *pg, int color, int key, sr_pg **out) {
         return 0;
     }
     /* members of my color, ordered by (key, rank), and the host of each */
-    int n = 0, me = 0, *hosts = calloc((size_t)pg->size, sizeof *hosts);
+    int n = 0, me = 0, *hosts = sr__calloc((size_t)pg->size, sizeof *hosts);
     for (int r = 0; r < pg->size; r++) {
         if (all[3 * r] != color) continue;
         int pos = 0; /* r's place among the members */

@@ -73,6 +73,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <emmintrin.h>
+
+#include "base/alloc.h"
 #define CPU_RELAX() __builtin_ia32_pause()
 #elif defined(__aarch64__)
 #define CPU_RELAX() __asm__ __volatile__("yield")
@@ -458,8 +460,8 @@ int sr__shm_sweep(const char *token) {
 /* Sets <prefix><stage>/<rank> = value and waits for every rank's. 0, or -1 with a message. */
 static int store_meet(const sr_pg_setup *s, const char *stage, const char *value, char *err, size_t errlen) {
     char key[400], missing[2048] = "";
-    const char **keys = calloc((size_t)s->size, sizeof *keys);
-    char **owned = calloc((size_t)s->size, sizeof *owned);
+    const char **keys = sr__calloc((size_t)s->size, sizeof *keys);
+    char **owned = sr__calloc((size_t)s->size, sizeof *owned);
     for (int r = 0; r < s->size; r++)
         if (asprintf(&owned[r], "%s%s/%d", s->prefix, stage, r) >= 0) keys[r] = owned[r];
     snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, s->rank);
@@ -508,7 +510,7 @@ static int store_read_all(const sr_pg_setup *s, const char *stage, long long *va
    leaving the others waiting (pg.c may then fall back to Gloo on all of them alike). */
 static void *shm_create(void *parent, const sr_pg_setup *s, char *err, size_t errlen) {
     (void)parent;
-    shm_pg *p = calloc(1, sizeof *p);
+    shm_pg *p = sr__calloc(1, sizeof *p);
     p->rank = s->rank;
     p->size = s->size;
     p->timeout_s = s->timeout_s;
@@ -520,11 +522,11 @@ static void *shm_create(void *parent, const sr_pg_setup *s, char *err, size_t er
         free(p);
         return NULL;
     }
-    p->base = calloc((size_t)s->size, sizeof *p->base);
-    p->head = calloc((size_t)s->size, sizeof *p->head);
-    p->pid = calloc((size_t)s->size, sizeof *p->pid);
-    p->start = calloc((size_t)s->size, sizeof *p->start);
-    long long *ok = calloc((size_t)s->size, sizeof *ok);
+    p->base = sr__calloc((size_t)s->size, sizeof *p->base);
+    p->head = sr__calloc((size_t)s->size, sizeof *p->head);
+    p->pid = sr__calloc((size_t)s->size, sizeof *p->pid);
+    p->start = sr__calloc((size_t)s->size, sizeof *p->start);
+    long long *ok = sr__calloc((size_t)s->size, sizeof *ok);
     char name[160], value[32], mine_err[512] = "";
     seg_name(s, s->rank, getpid(), name, sizeof name);
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);

@@ -11,25 +11,39 @@
 #include <unistd.h>
 
 #include "base/abi.h"
+#include "base/alloc.h"
 #include "base/lib_dir.h"
+#include "base/strbuf.h"
 #include "config/value.h"
 
-static void strv_push(char ***v, size_t *n, char *s) {
-    *v = realloc(*v, (*n + 2) * sizeof **v);
-    (*v)[(*n)++] = s;
-    (*v)[*n] = NULL;
+/* Appends s (taken) to the NULL-terminated *v.  0, or -1 when out of memory (s freed). */
+static int strv_push(char ***v, size_t *n, char *s) {
+    char **g = sr__realloc(*v, (*n + 2) * sizeof **v);
+    if (!g) {
+        free(s);
+        return -1;
+    }
+    *v = g;
+    g[(*n)++] = s;
+    g[*n] = NULL;
+    return 0;
 }
 
 char **sr__split_path(const char *list) {
     char **v = NULL;
     size_t n = 0;
-    strv_push(&v, &n, NULL), n = 0; /* an empty, terminated array */
+    if (strv_push(&v, &n, NULL) != 0) return NULL; /* an empty, terminated array */
+    n = 0;
     if (!list) return v;
     const char *p = list;
     while (*p) {
         const char *colon = strchr(p, ':');
         size_t len = colon ? (size_t)(colon - p) : strlen(p);
-        if (len) strv_push(&v, &n, strndup(p, len));
+        char *one = len ? sr__strndup(p, len) : NULL;
+        if (len && (!one || strv_push(&v, &n, one) != 0)) {
+            sr__free_strv(v);
+            return NULL;
+        }
         if (!colon) break;
         p = colon + 1;
     }
@@ -44,10 +58,15 @@ void sr__free_strv(char **v) {
 char **sr__plugin_dirs(const char *extra) {
     char **v = sr__split_path(extra);
     size_t n = 0;
-    while (v[n]) n++;
-    char *a = NULL, *b = NULL;
-    if (asprintf(&a, "%s/plugins", sr__lib_dir()) >= 0) strv_push(&v, &n, a);
-    if (asprintf(&b, "%s/shardrun/plugins", sr__lib_dir()) >= 0) strv_push(&v, &n, b);
+    while (v && v[n]) n++;
+    char *a = v ? sr__fmt("%s/plugins", sr__lib_dir()) : NULL, *b = a ? sr__fmt("%s/shardrun/plugins", sr__lib_dir()) : NULL;
+    int ok = b && strv_push(&v, &n, a) == 0;
+    if (!b) free(a);
+    if (!ok || strv_push(&v, &n, b) != 0) { /* strv_push freed what it failed to take */
+        if (!ok) free(b);
+        sr__free_strv(v);
+        return NULL;
+    }
     return v;
 }
 
@@ -83,14 +102,16 @@ static int check_abi(const sr_plugin *p, const char *name, const char *path, sr_
 static char **available(char *const *dirs) {
     char **v = NULL;
     size_t n = 0;
-    strv_push(&v, &n, NULL), n = 0;
+    if (strv_push(&v, &n, NULL) != 0) return NULL; /* out of memory: no suggestion */
+    n = 0;
     for (char *const *d = dirs; *d; d++) {
         DIR *dir = opendir(*d);
         struct dirent *de;
         while (dir && (de = readdir(dir))) {
             size_t l = strlen(de->d_name);
-            if (l > 12 && !strncmp(de->d_name, "shardrun_", 9) && !strcmp(de->d_name + l - 3, ".so"))
-                strv_push(&v, &n, strndup(de->d_name + 9, l - 12));
+            char *one = l > 12 && !strncmp(de->d_name, "shardrun_", 9) && !strcmp(de->d_name + l - 3, ".so")
+                            ? sr__strndup(de->d_name + 9, l - 12) : NULL;
+            if (one) strv_push(&v, &n, one); /* a name that finds no memory is only not suggested */
         }
         if (dir) closedir(dir);
     }
@@ -107,13 +128,20 @@ int sr__plugin_load(const char *name, const char *explicit_path, char *const *di
                          explicit_path, strerror(errno), name);
             return -1;
         }
-        found = strdup(explicit_path);
+        found = sr__strdup(explicit_path);
+        if (!found) {
+            sr__diag_add(diag, "plugin \"%s\": out of memory for its path %s", name, explicit_path);
+            return -1;
+        }
     } else {
         char tried[4096] = "";
         size_t used = 0;
         for (char *const *d = dirs; *d && !found; d++) {
             char *cand = NULL;
-            if (asprintf(&cand, "%s/shardrun_%s.so", *d, name) < 0) continue;
+            if (!(cand = sr__fmt("%s/shardrun_%s.so", *d, name))) {
+                sr__diag_add(diag, "plugin \"%s\": out of memory looking for it in %s", name, *d);
+                return -1;
+            }
             if (access(cand, R_OK) == 0) {
                 found = cand;
             } else {
@@ -125,9 +153,9 @@ int sr__plugin_load(const char *name, const char *explicit_path, char *const *di
         if (!found) {
             char **have = available(dirs), suggest[300] = "";
             size_t nhave = 0;
-            while (have[nhave]) nhave++;
+            while (have && have[nhave]) nhave++;
             /* plugin names are short: only a near miss is worth suggesting */
-            const char *best = sr__closest(name, (const char *const *)have, nhave);
+            const char *best = have ? sr__closest(name, (const char *const *)have, nhave) : NULL;
             if (best && sr__edit_distance(name, best) <= 2)
                 snprintf(suggest, sizeof suggest, " (did you mean \"%s\"?)", best);
             sr__diag_add(diag, "%s%splugin \"%s\" not found%s; tried:%s\n  set `path = ...` in [%s], or add its folder "
@@ -158,7 +186,13 @@ int sr__plugin_load(const char *name, const char *explicit_path, char *const *di
         free(found);
         return -1;
     }
-    out->name = strdup(name);
+    out->name = sr__strdup(name);
+    if (!out->name) {
+        sr__diag_add(diag, "plugin \"%s\": out of memory for its name", name);
+        dlclose(h);
+        free(found);
+        return -1;
+    }
     out->path = found;
     out->handle = h;
     out->p = p;

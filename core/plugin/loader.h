@@ -20,7 +20,7 @@ typedef struct sr_loaded_plugin {
 
 /* Folders searched for shardrun_<name>.so: `extra` (colon-separated, may be NULL), then the
    built-in ones next to libshardrun.  Returns a NULL-terminated array to free with
-   sr__free_strv(). */
+   sr__free_strv(), or NULL when out of memory (as sr__split_path). */
 char **sr__plugin_dirs(const char *extra);
 /* Loads one plugin; 0 on success, else -1 with the reason in diag (prefixed with `where`, the
    job file's line that lists it, when not NULL; a name not found gets the closest one found). */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "config/value.h"
 #include "device/cuda_lib.h"
@@ -62,27 +63,29 @@ static const char *api_env_get(sr_host *h, const char *name) {
 /* "fsdp.version" or "shardrun.nnodes" -> "[accelerate] fsdp.version = 1 (job.ini:4)"; anything
    else is kept as written.  `because` may list several, separated by commas. */
 static char *explain(sr_host *h, const char *because) {
-    char *out = strdup("");
+    char *out = sr__strdup("");
     const char *p = because ? because : "";
-    while (*p) {
+    while (*p && out) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        char *item = strndup(p, len), *piece = NULL;
+        char *item = sr__strndup(p, len), *piece = NULL;
+        if (!item) {
+            free(out);
+            return NULL;
+        }
         const char *dot = strchr(item, '.');
         sr_setting *s = sr__config_get(&h->run->cfg, h->plugin->name, item);
         if (!s && dot) {
-            char *sec = strndup(item, (size_t)(dot - item));
-            s = sr__config_get(&h->run->cfg, sec, dot + 1);
+            char *sec = sr__strndup(item, (size_t)(dot - item));
+            s = sec ? sr__config_get(&h->run->cfg, sec, dot + 1) : NULL;
             free(sec);
         }
         int rc = s ? asprintf(&piece, "%s[%s] %s = %s (%s)", *out ? "; " : "", s->section, s->key,
                               s->value ? s->value : "unset", s->where)
                    : asprintf(&piece, "%s%s", *out ? "; " : "", item);
-        if (rc >= 0) {
-            char *joined = NULL;
-            if (asprintf(&joined, "%s%s", out, piece) >= 0) free(out), out = joined;
-            free(piece);
-        }
+        char *joined = rc >= 0 ? sr__fmt("%s%s", out, piece) : NULL;
+        free(out), out = joined; /* NULL: out of memory */
+        if (rc >= 0) free(piece);
         free(item);
         p = comma ? comma + 1 : p + len;
     }
@@ -105,17 +108,19 @@ static int api_env_set(sr_host *h, const char *name, const char *value, const ch
         sr__log(SR_LOG_DEBUG, "%s overrides %s=%s set by %s", h->plugin->name, name, prev->value ? prev->value : "",
                 prev->setter);
     char *why = explain(h, because);
-    sr__env_block_set(h->block, name, value, h->plugin->name, why);
+    int rc = why ? sr__env_block_set(h->block, name, value, h->plugin->name, why) : -1;
+    if (rc != 0) sr__diag_add(h->diag, "plugin \"%s\": out of memory setting %s", h->plugin->name, name);
     free(why);
-    return 0;
+    return rc;
 }
 
 static int api_env_unset(sr_host *h, const char *name, const char *because) {
     if (!h->block || !sr__valid_env_name(name)) return -1;
     char *why = explain(h, because);
-    sr__env_block_set(h->block, name, NULL, h->plugin->name, why);
+    int rc = why ? sr__env_block_set(h->block, name, NULL, h->plugin->name, why) : -1;
+    if (rc != 0) sr__diag_add(h->diag, "plugin \"%s\": out of memory unsetting %s", h->plugin->name, name);
     free(why);
-    return 0;
+    return rc;
 }
 
 static const char *api_task_kind(sr_host *h) { return h->run->task.type == SR_TASK_EXEC ? "exec" : "main"; }

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/rand.h"
 
@@ -45,9 +46,9 @@ static int int_of(sr_job *cfg, const char *key) {
 static void put(sr_job *cfg, const char *key, const char *value, sr_from from, const char *where) {
     sr_setting *s = sr__config_get(cfg, "shardrun", key);
     free(s->value), free(s->where);
-    s->value = strdup(value);
+    s->value = sr__strdup(value);
     s->from = from;
-    s->where = strdup(where);
+    s->where = sr__strdup(where);
 }
 
 static void put_int(sr_job *cfg, const char *key, int v, sr_from from, const char *where) {
@@ -190,9 +191,9 @@ void sr__layout_resolve(sr_job *cfg, sr_layout *out) {
             put_int(cfg, "master_port", port, mp->from, where);
         }
     }
-    out->master_addr = strdup(sr__config_value(cfg, "shardrun", "master_addr"));
+    out->master_addr = sr__strdup(sr__config_value(cfg, "shardrun", "master_addr"));
     out->master_port = int_of(cfg, "master_port");
-    out->run_id = strdup(sr__config_value(cfg, "shardrun", "run_id"));
+    out->run_id = sr__strdup(sr__config_value(cfg, "shardrun", "run_id"));
     if (out->spawn_count < 0) {
         out->first_local = 0;
         out->spawn_count = out->nproc_per_node;

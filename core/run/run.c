@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/hash64.h"
 #include "base/strbuf.h"
 #include "config/env_table.h"
@@ -25,10 +26,21 @@ static void load_plugins(sr_run *run) {
     const sr_setting *where = sr__config_get(cfg, "shardrun", "plugins");
     char **dirs = sr__plugin_dirs(sr__config_value(cfg, "shardrun", "plugin_path"));
     size_t n = 0;
+    if (!names || !dirs) {
+        sr__diag_add(&cfg->diag, "out of memory for the plugins' folders");
+        list = NULL;
+    }
     for (const char *p = list; p && *p;) {
         const char *comma = strchr(p, ',');
-        char *name = strndup(p, comma ? (size_t)(comma - p) : strlen(p));
+        char *name = sr__strndup(p, comma ? (size_t)(comma - p) : strlen(p));
         p = comma ? comma + 1 : p + strlen(p);
+        char **g = name ? sr__realloc(names, (n + 2) * sizeof *names) : NULL;
+        if (!g) {
+            sr__diag_add(&cfg->diag, "out of memory for the plugins of plugins = %s", list);
+            free(name);
+            break;
+        }
+        names = g;
         int dup = 0;
         for (size_t i = 0; i < n && !dup; i++) dup = !strcmp(names[i], name);
         if (dup) {
@@ -37,12 +49,12 @@ static void load_plugins(sr_run *run) {
             free(name);
             continue;
         }
-        names = realloc(names, (n + 2) * sizeof *names);
         names[n++] = name;
         names[n] = NULL;
     }
-    run->plugins = calloc(n ? n : 1, sizeof *run->plugins);
-    for (size_t i = 0; i < n; i++) {
+    run->plugins = sr__calloc(n ? n : 1, sizeof *run->plugins);
+    if (!run->plugins) sr__diag_add(&cfg->diag, "out of memory for %zu plugins", n);
+    for (size_t i = 0; i < n && run->plugins; i++) {
         /* `path` first: it decides which file declares the section's other keys */
         sr__config_resolve_key(cfg, names[i], &sr__plugin_host_keys[0]);
         if (sr__plugin_load(names[i], sr__config_value(cfg, names[i], "path"), dirs, where ? where->where : NULL,
@@ -71,12 +83,12 @@ static void check_stray_env(sr_run *run) {
         for (size_t i = 0; i < run->cfg.nset && !known; i++) {
             sr__key_env_name(run->cfg.set[i].section, run->cfg.set[i].key, var, sizeof var);
             known = strlen(var) == len && !strncmp(*e, var, len);
-            if (nc < 511) cands[nc++] = strdup(var);
+            if (nc < 511) cands[nc++] = sr__strdup(var);
         }
         /* the variables shardrun reads that are not keys (SHARDRUN_RDZV_TOKEN, SHARDRUN_DEBUG_*) */
         if (!known) known = sr__config_is_host_var(*e, len);
         if (!known) {
-            char *name = strndup(*e, len);
+            char *name = sr__strndup(*e, len);
             const char *best = sr__closest(name, cands, nc);
             sr__diag_add(&run->cfg.diag, "environment variable %s matches no key of this run%s%s%s: fix its name or "
                          "unset it", name, best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
@@ -212,7 +224,7 @@ static char *run_fingerprint(sr_run *run) {
         const sr_setting *s = &run->cfg.set[i];
         if (!strcmp(s->section, "task") && s->value) sr__buf_printf(&b, "[task] %s=%s\n", s->key, s->value);
     }
-    return b.s ? b.s : strdup("");
+    return b.s ? b.s : sr__strdup("");
 }
 
 int sr__run_prepare_rdzv(sr_run *run) {

@@ -9,9 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "shardrun/task.h"
 #include "base/abi.h"
 #include "base/lib_dir.h"
+#include "base/strbuf.h"
 #include "run/task_probe.h"
 #include "config/env_table.h"
 #include "config/value.h"
@@ -21,8 +23,8 @@
 
 char **sr__split_words(const char *s, int *count, char *err, size_t errlen) {
     size_t n = 0;
-    char **v = calloc(strlen(s) / 2 + 2, sizeof *v);
-    char *word = malloc(strlen(s) + 1);
+    char **v = sr__calloc(strlen(s) / 2 + 2, sizeof *v);
+    char *word = sr__malloc(strlen(s) + 1);
     const char *p = s;
     while (1) {
         while (isspace((unsigned char)*p)) p++;
@@ -48,7 +50,7 @@ char **sr__split_words(const char *s, int *count, char *err, size_t errlen) {
             free(v), free(word);
             return NULL;
         }
-        v[n++] = strndup(word, w);
+        v[n++] = sr__strndup(word, w);
     }
     free(word);
     *count = (int)n;
@@ -60,7 +62,7 @@ static char *find_in_path(const char *prog) {
     const char *path = getenv("PATH");
     char **dirs = sr__split_path(path ? path : "/usr/local/bin:/usr/bin:/bin");
     char *found = NULL;
-    for (char **d = dirs; *d && !found; d++) {
+    for (char **d = dirs; d && *d && !found; d++) { /* dirs NULL: out of memory, as not found */
         char *cand = NULL;
         if (asprintf(&cand, "%s/%s", *d, prog) < 0) continue;
         if (access(cand, X_OK) == 0) found = cand;
@@ -72,7 +74,7 @@ static char *find_in_path(const char *prog) {
 
 static char *relative_to(const sr_setting *s, const sr_job *cfg, const char *p) {
     char cwd[PATH_MAX], *out = NULL;
-    if (p[0] == '/') return strdup(p);
+    if (p[0] == '/') return sr__strdup(p);
     const char *base = s->from == SR_FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
     if (asprintf(&out, "%s/%s", base, p) < 0) return NULL;
     return out;
@@ -98,7 +100,7 @@ static int resolve_exec(sr_job *cfg, const sr_setting *s, sr_task_spec *out) {
         return -1;
     }
     free(words[0]);
-    words[0] = strdup(prog);
+    words[0] = sr__strdup(prog);
     out->type = SR_TASK_EXEC;
     out->path = prog;
     out->argv = words;
@@ -127,11 +129,18 @@ static char *find_task_so(sr_job *cfg, const sr_setting *s, char *tried, size_t 
     }
     char **dirs = sr__split_path(sr__config_value(cfg, "shardrun", "tasks_path"));
     size_t n = 0, used = 0;
-    while (dirs[n]) n++;
-    dirs = realloc(dirs, (n + 3) * sizeof *dirs);
-    if (asprintf(&dirs[n], "%s/examples", sr__lib_dir()) < 0) dirs[n] = strdup(".");
-    if (asprintf(&dirs[n + 1], "%s/shardrun/tasks", sr__lib_dir()) < 0) dirs[n + 1] = strdup(".");
-    dirs[n + 2] = NULL;
+    while (dirs && dirs[n]) n++;
+    char **g = dirs ? sr__realloc(dirs, (n + 3) * sizeof *dirs) : NULL;
+    if (!g) { /* out of memory: found nowhere, said so below */
+        sr__free_strv(dirs);
+        g = sr__calloc(1, sizeof *g);
+        if (!g) return NULL;
+    } else {
+        g[n] = sr__fmt("%s/examples", sr__lib_dir());
+        g[n + 1] = g[n] ? sr__fmt("%s/shardrun/tasks", sr__lib_dir()) : NULL;
+        g[n + 2] = NULL;
+    }
+    dirs = g;
     char *found = NULL;
     for (char **d = dirs; *d && !found; d++) {
         char *cand = NULL;
@@ -214,12 +223,19 @@ int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_s
         out->type = SR_TASK_SO;
         out->kind = head[2];
         out->path = path;
-        out->argv = calloc(2, sizeof *out->argv);
-        out->argv[0] = strdup(path);
-        out->argc = 1;
+        out->argv = sr__calloc(2, sizeof *out->argv);
+        if (out->argv && !(out->argv[0] = sr__strdup(path))) free(out->argv), out->argv = NULL;
+        out->argc = out->argv ? 1 : 0;
     }
-    out->argv = realloc(out->argv, (size_t)(out->argc + nextra + 1) * sizeof *out->argv);
-    for (int i = 0; i < nextra; i++) out->argv[out->argc++] = strdup(extra[i]);
+    char **argv = out->argv ? sr__realloc(out->argv, (size_t)(out->argc + nextra + 1) * sizeof *out->argv) : NULL;
+    if (argv) out->argv = argv;
+    for (int i = 0; argv && i < nextra; i++)
+        if (!(argv[out->argc] = sr__strdup(extra[i]))) argv = NULL;
+        else out->argc++;
+    if (!argv) {
+        sr__diag_add(&cfg->diag, "out of memory for the task's arguments (%d of them)", nextra + 1);
+        return -1; /* the caller frees out (sr__task_spec_free) */
+    }
     out->argv[out->argc] = NULL;
     return 0;
 }

@@ -100,12 +100,6 @@ int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
     return sr__rdzv_join(r, a, diag);
 }
 
-void sr__rdzv_set_failure(sr_rdzv *r, int node, int config, const char *what) {
-    snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%s", what);
-    r->failed_node = node;
-    r->failed_config = config;
-}
-
 int sr__rdzv_pollfds(sr_rdzv *r, struct pollfd *pfds, int max) {
     if (r->server) return sr__store_server_pollfds(r->server, pfds, max);
     if (r->watch && !r->watch_closed && max > 0) {

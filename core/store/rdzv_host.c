@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "store/fingerprint.h"
 #include "store/rdzv_internal.h"
@@ -25,7 +26,7 @@ int sr__rdzv_host_start(sr_rdzv *r, const sr_rdzv_args *a, int port, sr_diag *di
         return -1;
     }
     r->port = sr__store_server_port(r->server);
-    r->peers = calloc((size_t)r->nagents, sizeof *r->peers);
+    r->peers = sr__calloc((size_t)r->nagents, sizeof *r->peers);
     if (!r->peers) {
         sr__diag_add(diag, "out of memory for the rendezvous of %d agents", r->nagents);
         return -1;
@@ -90,7 +91,7 @@ static void check_fingerprints(sr_rdzv *r) {
                                                          : sr__rdzv_key(key, sizeof key, "run/fingerprint/%d/%d", a, j),
                                                   &len);
         if (!theirs) continue;
-        char *copy = strndup(theirs, len);
+        char *copy = sr__strndup(theirs, len);
         if (!copy) continue;
         const char *node = strstr(copy, "#node=");
         p->node = node ? atoi(node + 6) : -1;

@@ -8,7 +8,7 @@
  *                   follows an attempt and tells everyone (the verdict), waits for them to read it
  *   rdzv_agent.c    every other agent: joins, watches for the verdict, acknowledges it
  *   rdzv_restart.c  both sides of a restart: stopping, waiting for every agent, the next attempt
- *   rdzv_protocol.c the keys and values they exchange
+ *   rdzv_protocol.c the keys and values they exchange, and the failure one of them records
  *
  * Contract of each function below at its declaration.  Like the rest of store/, none prints.
  */
@@ -20,7 +20,8 @@
 #include "base/diag.h"
 #include "store/rdzv.h"
 
-/* Records why the attempt failed (r->failed_elsewhere, failed_node, failed_config). */
+/* rdzv_protocol.c.  Records why the attempt failed (r->failed_elsewhere, failed_node,
+   failed_config): every side calls it, so it lives below them all. */
 void sr__rdzv_set_failure(sr_rdzv *r, int node, int config, const char *what);
 
 /* rdzv_host.c.  Node 0's agent starts the store server on `port` and gets ready to admit the

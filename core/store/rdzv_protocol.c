@@ -1,8 +1,11 @@
-/* The rendezvous's keys and values (store/rdzv_protocol.h). */
+/* The rendezvous's keys and values (store/rdzv_protocol.h), and the failure a report or a verdict
+   records (store/rdzv_internal.h). */
 #include "store/rdzv_protocol.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "store/rdzv_internal.h"
 
 char *sr__rdzv_key(char *buf, size_t len, const char *fmt, int a, int b) {
     snprintf(buf, len, fmt, a, b);
@@ -35,4 +38,10 @@ sr_rdzv_phase sr__rdzv_verdict_phase(sr__rdzv_verdict v) {
     case SR_VERDICT_CONFIG: break;
     }
     return SR_RDZV_FAILED; /* also a letter this version does not know */
+}
+
+void sr__rdzv_set_failure(sr_rdzv *r, int node, int config, const char *what) {
+    snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%s", what);
+    r->failed_node = node;
+    r->failed_config = config;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "config/env_table.h"
@@ -56,7 +57,7 @@ void sr__ctx_set_tty(sr_ctx *c, int tty) { c->tty = tty; }
 int sr__ctx_tty(const sr_ctx *c) { return c->tty; }
 
 sr_ctx *sr__ctx_new(const sr_topology *topo, sr_job *cfg) {
-    sr_ctx *c = calloc(1, sizeof *c);
+    sr_ctx *c = sr__calloc(1, sizeof *c);
     c->topo = *topo;
     c->cfg = cfg;
     return c;
@@ -85,8 +86,8 @@ const char *sr_config(const sr_ctx *c, const char *key) {
     /* the record of what was asked is bookkeeping, not the task's state: const to the caller */
     sr_ctx *m = (sr_ctx *)c;
     if (key && !was_asked(c, key)) {
-        char **a = realloc(m->asked, (m->nasked + 1) * sizeof *a);
-        if (a && (a[m->nasked] = strdup(key))) m->nasked++;
+        char **a = sr__realloc(m->asked, (m->nasked + 1) * sizeof *a);
+        if (a && (a[m->nasked] = sr__strdup(key))) m->nasked++;
         if (a) m->asked = a;
     }
     return sr__config_value(c->cfg, "task", key);
@@ -117,7 +118,7 @@ const char *sr_config_path(const sr_ctx *c, const char *key) {
     const sr_setting *s = v && *v && v[0] != '/' ? from_file(c, key) : NULL;
     if (!s) return v; /* absolute, absent, or the current folder's: as given */
     sr_ctx *m = (sr_ctx *)c; /* the kept strings are bookkeeping, as the asked keys are */
-    char **g = realloc(m->paths, (m->npaths + 1) * sizeof *g);
+    char **g = sr__realloc(m->paths, (m->npaths + 1) * sizeof *g);
     if (!g) return v;
     m->paths = g;
     char *p = sr__config_absolute(c->cfg, s->from, v);
@@ -190,8 +191,8 @@ static int report_flagged(sr_ctx *c, const char *name, char *json, int nonfinite
             c->res[i].nonfinite = nonfinite;
             return 0;
         }
-    sr_result *r = realloc(c->res, (c->nres + 1) * sizeof *c->res);
-    char *copy = r ? strdup(name) : NULL;
+    sr_result *r = sr__realloc(c->res, (c->nres + 1) * sizeof *c->res);
+    char *copy = r ? sr__strdup(name) : NULL;
     if (r) c->res = r;
     if (!copy) {
         free(json);
@@ -207,7 +208,7 @@ static int report(sr_ctx *c, const char *name, char *json) { return report_flagg
    "nonfinite" member (sr__ctx_result_json). */
 int sr_report_num(sr_ctx *c, const char *name, double v) {
     char buf[40];
-    return report_flagged(c, name, strdup(sr__fmt_double(v, buf, sizeof buf)), !isfinite(v));
+    return report_flagged(c, name, sr__strdup(sr__fmt_double(v, buf, sizeof buf)), !isfinite(v));
 }
 
 int sr_report_int(sr_ctx *c, const char *name, long long v) {
@@ -223,7 +224,7 @@ int sr_report_str(sr_ctx *c, const char *name, const char *v) {
     return report(c, name, b.s);
 }
 
-int sr_report_bool(sr_ctx *c, const char *name, int v) { return report(c, name, strdup(v ? "true" : "false")); }
+int sr_report_bool(sr_ctx *c, const char *name, int v) { return report(c, name, sr__strdup(v ? "true" : "false")); }
 
 char *sr__ctx_result_json(const sr_ctx *c, int exit_code) {
     sr_buf b = {0};

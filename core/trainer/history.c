@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
 #include "io/json.h"
 #include "trainer/records.h"
 
@@ -43,7 +44,7 @@ void sr__hist_number(char *buf, size_t len, int key, double v) {
 int sr__history_add(sr__history *h, int n, const char *const *names, const double *values) {
     if (h->n == h->cap) {
         int c = h->cap ? 2 * h->cap : 64;
-        sr__hist_entry *e = realloc(h->e, (size_t)c * sizeof *e);
+        sr__hist_entry *e = sr__realloc(h->e, (size_t)c * sizeof *e);
         if (!e) return -1;
         h->e = e, h->cap = c;
     }
@@ -154,7 +155,7 @@ int sr__history_read(const char *path, sr__history *h, char *why, size_t len) {
                 size_t sl;
                 if (sr__json_string(&j, &s, &sl) != 0) break;
                 free(h->best_checkpoint);
-                h->best_checkpoint = strndup(s, sl);
+                h->best_checkpoint = sr__strndup(s, sl);
             } else if (sr__json_skip(&j) != 0) {
                 break;
             }

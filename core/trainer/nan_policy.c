@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/progress.h"
 #include "base/strbuf.h"
@@ -31,7 +32,7 @@ static char *last_checkpoint(const sr__trainer *t) {
     const sr__train_args *a = &t->a;
     if (t->saved_step >= 0) return sr__fmt("%s/checkpoint-%lld", a->output_dir, t->saved_step);
     /* nothing was saved since the resume: the one it resumed from (resume.c chose it) */
-    return t->resume_dir ? strdup(t->resume_dir) : NULL;
+    return t->resume_dir ? sr__strdup(t->resume_dir) : NULL;
 }
 
 /* After rank 0's message, which every rank knows it prints (the decision is the same everywhere):

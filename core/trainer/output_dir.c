@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/fs.h"
 #include "base/strbuf.h"
 #include "fsdp/ckpt_dir.h"
@@ -45,7 +46,7 @@ int sr__output_dir_others(const char *dir, const char *lineage, char ***names, s
         snprintf(err, errlen, "[task] output_dir: %s", why);
         return -1;
     }
-    char **v = calloc(k + 1, sizeof *v);
+    char **v = sr__calloc(k + 1, sizeof *v);
     if (!v) {
         sr__ckpt_list_free(l, k);
         snprintf(err, errlen, "out of memory listing %s", dir);

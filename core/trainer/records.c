@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/out_file.h"
 #include "base/strbuf.h"
@@ -43,7 +44,7 @@ int sr__records_setup(sr__trainer *t) {
         t->neval = 0;
         return SR_EXIT_CONFIG;
     }
-    t->eval_idx = malloc((size_t)a->per_device_eval_batch_size * sizeof *t->eval_idx);
+    t->eval_idx = sr__malloc((size_t)a->per_device_eval_batch_size * sizeof *t->eval_idx);
     if (!t->eval_idx) {
         sr__log(SR_LOG_ERROR, "out of memory for an eval batch's sample indices; lower per_device_eval_batch_size");
         return SR_EXIT_CONFIG;
@@ -181,6 +182,11 @@ static void hf_members(const sr__trainer *t, sr_buf *b) {
    rename for a regular file; rank 0).  0 or -1. */
 static int write_atomic(const char *dir, const char *name, const char *text, size_t n) {
     char *p = sr__fmt("%s/%s", dir, name), why[4600];
+    if (!p || !text) { /* text NULL: the caller's buffer ran out of memory */
+        sr__log(SR_LOG_WARN, "cannot write %s/%s: out of memory", dir, name);
+        free(p);
+        return -1;
+    }
     int rc = sr__out_write(p, text, n, why, sizeof why);
     if (rc) sr__log(SR_LOG_WARN, "%s", why);
     free(p);
@@ -195,9 +201,13 @@ static void write_outputs(sr__trainer *t) {
     sr__buf_printf(&b, "{\n");
     hf_members(t, &b);
     sr__buf_printf(&b, ",\n  \"stateful_callbacks\": {}\n}\n");
-    write_atomic(t->a.output_dir, "trainer_state.json", b.s, b.n);
+    write_atomic(t->a.output_dir, "trainer_state.json", b.oom ? NULL : b.s, b.n);
     sr__buf_free(&b);
     char *svg = sr__fmt("%s/loss.svg", t->a.output_dir), why[512];
+    if (!svg) {
+        sr__log(SR_LOG_WARN, "cannot write %s/loss.svg: out of memory", t->a.output_dir);
+        return;
+    }
     const char *slash = strrchr(t->a.output_dir, '/');
     sr__plot_run run = {slash && slash[1] ? slash + 1 : t->a.output_dir, &t->hist};
     if (sr__loss_svg_write(svg, &run, 1, why, sizeof why) != 0) sr__log(SR_LOG_WARN, "%s", why);
@@ -239,7 +249,7 @@ static void rotate(sr__trainer *t) {
         if (s < 0) continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
-            long long *g = realloc(steps, cap * sizeof *g);
+            long long *g = sr__realloc(steps, cap * sizeof *g);
             if (!g) break;
             steps = g;
         }

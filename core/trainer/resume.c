@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "fsdp/ckpt_dir.h"
@@ -210,7 +211,7 @@ static char *named_checkpoint(const sr__trainer *t, int *rc) {
                 found ? "not a folder" : "no such folder");
         return NULL;
     }
-    return strdup(a->resume_from_checkpoint);
+    return sr__strdup(a->resume_from_checkpoint);
 }
 
 /* The checkpoint's identity: readable, its name agreeing with its step.  An exit code. */

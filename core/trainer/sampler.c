@@ -6,10 +6,12 @@
 
 #include <stdint.h>
 
+#include "base/alloc.h"
+
 int sr__sampler_init(sr__sampler *s, int64_t n, int ranks, int rank, uint64_t seed) {
     s->n = n, s->ranks = ranks, s->rank = rank, s->seed = seed, s->epoch = -1;
     s->per_rank = (n + ranks - 1) / ranks;
-    s->perm = n > 0 && (uint64_t)n <= SIZE_MAX / sizeof *s->perm ? malloc((size_t)n * sizeof *s->perm) : NULL;
+    s->perm = n > 0 && (uint64_t)n <= SIZE_MAX / sizeof *s->perm ? sr__malloc((size_t)n * sizeof *s->perm) : NULL;
     return s->perm ? 0 : -1;
 }
 

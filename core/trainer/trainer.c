@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/progress.h"
@@ -165,11 +166,11 @@ static int plan_run(sr__trainer *t) {
     if (sr__sampler_init(&t->smp, t->nsamples, t->ws, t->rank, (uint64_t)a->seed) != 0)
         return out_of_memory("the sampler's permutation of the dataset's samples",
                              (unsigned long long)t->nsamples * sizeof *t->smp.perm);
-    t->idx = malloc((size_t)bs * sizeof *t->idx);
+    t->idx = sr__malloc((size_t)bs * sizeof *t->idx);
     if (!t->idx) return out_of_memory("a micro-batch's sample indices", (unsigned long long)bs * sizeof *t->idx);
     long long remaining = p->total_steps - t->ts.global_step;
     t->st_cap = remaining < 4096 ? (remaining > 0 ? remaining : 1) : 4096; /* grown as steps are done */
-    t->step_times = malloc((size_t)t->st_cap * sizeof *t->step_times);
+    t->step_times = sr__malloc((size_t)t->st_cap * sizeof *t->step_times);
     if (!t->step_times) return out_of_memory("the step times", (unsigned long long)t->st_cap * sizeof *t->step_times);
     char desc[512];
     sr__engine_describe(t->e, desc, sizeof desc);
@@ -189,7 +190,7 @@ static int plan_run(sr__trainer *t) {
 /* Keeps one step's time; when the array cannot grow, the median is that of the steps kept. */
 static void keep_step_time(sr__trainer *t, double seconds) {
     if (t->nst == t->st_cap) {
-        double *g = realloc(t->step_times, (size_t)(2 * t->st_cap) * sizeof *g);
+        double *g = sr__realloc(t->step_times, (size_t)(2 * t->st_cap) * sizeof *g);
         if (!g) return;
         t->step_times = g, t->st_cap *= 2;
     }

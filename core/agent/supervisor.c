@@ -529,7 +529,7 @@ static void watch_for_hang(sr_attempt *st, sr_run *run) {
         }
         return;
     }
-    int *reaped = calloc((size_t)st->n + 1, sizeof *reaped);
+    int *reaped = sr__calloc((size_t)st->n + 1, sizeof *reaped);
     if (!reaped) return; /* next turn */
     for (int i = 0; i < st->n; i++) reaped[i] = st->ws[i].reaped;
     static sr_hang h;

@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include "base/alloc.h"
 #include "agent/watchdog.h"
 
 #include <dirent.h>
@@ -226,7 +227,7 @@ static void *exchange(void *arg) {
         if (!c) c = sr__store_connect(wd->store_host, wd->port, wd->token, 1.0, err, sizeof err);
         if (!c) continue;
         pthread_mutex_lock(&wd->mu);
-        char *mine = wd->mine ? strdup(wd->mine) : NULL;
+        char *mine = wd->mine ? sr__strdup(wd->mine) : NULL;
         int attempt = wd->attempt;
         pthread_mutex_unlock(&wd->mu);
         int bad = 0;
@@ -257,13 +258,13 @@ static void *exchange(void *arg) {
 sr_watchdog *sr__watchdog_new(sr_run *run) {
     if (!(run->hang_timeout > 0)) return NULL;
     int n = run->layout.spawn_count;
-    sr_watchdog *wd = calloc(1, sizeof *wd);
+    sr_watchdog *wd = sr__calloc(1, sizeof *wd);
     if (wd) {
-        wd->pid = calloc((size_t)n + 1, sizeof *wd->pid);
-        wd->rank = calloc((size_t)n + 1, sizeof *wd->rank);
-        wd->beat = calloc((size_t)n + 1, sizeof *wd->beat);
-        wd->changed = calloc((size_t)n + 1, sizeof *wd->changed);
-        wd->peers = calloc((size_t)run->rdzv.nagents + 1, sizeof *wd->peers);
+        wd->pid = sr__calloc((size_t)n + 1, sizeof *wd->pid);
+        wd->rank = sr__calloc((size_t)n + 1, sizeof *wd->rank);
+        wd->beat = sr__calloc((size_t)n + 1, sizeof *wd->beat);
+        wd->changed = sr__calloc((size_t)n + 1, sizeof *wd->changed);
+        wd->peers = sr__calloc((size_t)run->rdzv.nagents + 1, sizeof *wd->peers);
         wd->slots = sr__watch_map(n);
     }
     if (!wd || !wd->pid || !wd->rank || !wd->beat || !wd->changed || !wd->peers || !wd->slots) {
@@ -445,7 +446,7 @@ int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h) {
             size_t len;
             wd_key(key, sizeof key, wd->attempt, a);
             const char *v = sr__store_server_get(wd->rdzv->server, key, &len);
-            if (v) take_record(wd, a, strndup(v, len));
+            if (v) take_record(wd, a, sr__strndup(v, len));
         }
     }
     int silent = -1; /* the first other agent not heard from for hang_timeout */

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "pg/backend.h"
 
 typedef struct nccl_pg {
@@ -152,7 +153,7 @@ static int init_world(nccl_pg *p, const sr_pg_setup *s, char *err, size_t errlen
 }
 
 static void *n_create(void *parent, const sr_pg_setup *s, char *err, size_t errlen) {
-    nccl_pg *p = calloc(1, sizeof *p);
+    nccl_pg *p = sr__calloc(1, sizeof *p);
     p->rank = s->rank;
     p->size = s->size;
     p->timeout_s = s->timeout_s;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "io/json.h"
 #include "shardrun/data.h"
 
@@ -65,7 +66,7 @@ int sr_jsonl_each(const char *text, size_t n, const char *name, long long first_
         while (k < len && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r')) k++;
         if (k == len) continue; /* a blank line */
         if (len + 1 > cap) {
-            char *a = realloc(arena, len + 1);
+            char *a = sr__realloc(arena, len + 1);
             if (!a) {
                 snprintf(err, errlen, "%s:%lld: out of memory for a line of %zu bytes", name, line, len);
                 rc = -1;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "shardrun/data.h"
 
 void sr_packer_init(sr_packer *p, int T, int32_t eos) {
@@ -15,7 +16,7 @@ int sr_packer_add(sr_packer *p, const int32_t *ids, size_t n) {
     if (need > p->cap) {
         int64_t cap = p->cap ? p->cap : 4096;
         while (cap < need) cap *= 2;
-        int32_t *g = realloc(p->ids, (size_t)cap * sizeof *g);
+        int32_t *g = sr__realloc(p->ids, (size_t)cap * sizeof *g);
         if (!g) return -1;
         p->ids = g, p->cap = cap;
     }

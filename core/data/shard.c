@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "data/fault_guard.h"
 #include "shardrun/data.h"
 
@@ -84,7 +85,7 @@ int sr_shard_open(sr_shard *s, const char *path, char *err, size_t errlen) {
     }
     /* samples are blocks in shuffled order: read-ahead would fetch pages no one asked for */
     madvise(m, (size_t)st.st_size, MADV_RANDOM);
-    if (!(s->path = strdup(path))) {
+    if (!(s->path = sr__strdup(path))) {
         munmap(m, (size_t)st.st_size);
         snprintf(err, errlen, "%s: out of memory", path);
         goto fail;

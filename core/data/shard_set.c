@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
 #include "shardrun/data.h"
 
 typedef struct names {
@@ -21,16 +22,16 @@ static int add_name(names *l, const char *path, const struct stat *st) {
         if (l->dev[i] == st->st_dev && l->ino[i] == st->st_ino) return 0; /* the same file again */
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 16;
-        char **v = realloc(l->v, cap * sizeof *v);
+        char **v = sr__realloc(l->v, cap * sizeof *v);
         if (v) l->v = v;
-        dev_t *d = realloc(l->dev, cap * sizeof *d);
+        dev_t *d = sr__realloc(l->dev, cap * sizeof *d);
         if (d) l->dev = d;
-        ino_t *i = realloc(l->ino, cap * sizeof *i);
+        ino_t *i = sr__realloc(l->ino, cap * sizeof *i);
         if (i) l->ino = i;
         if (!v || !d || !i) return -1;
         l->cap = cap;
     }
-    if (!(l->v[l->n] = strdup(path))) return -1;
+    if (!(l->v[l->n] = sr__strdup(path))) return -1;
     l->dev[l->n] = st->st_dev, l->ino[l->n] = st->st_ino;
     l->n++;
     return 0;
@@ -46,7 +47,7 @@ static char *next_word(const char **p) {
     const char *s = *p;
     while (*s == ' ' || *s == '\t' || *s == '\n') s++;
     if (!*s) return NULL;
-    char *w = malloc(strlen(s) + 1), *o = w;
+    char *w = sr__malloc(strlen(s) + 1), *o = w;
     if (!w) return NULL;
     for (; *s && *s != ' ' && *s != '\t' && *s != '\n'; s++) {
         if (*s == '\\' && s[1] && (s[1] == ' ' || s[1] == '\t' || s[1] == '\\')) s++;
@@ -63,10 +64,10 @@ static int expand(names *out, const char *patterns, const char *base_dir, char *
     char *word;
     int any = 0;
     while ((word = next_word(&p))) {
-        char *full = word[0] == '/' || !base_dir ? strdup(word) : NULL;
+        char *full = word[0] == '/' || !base_dir ? sr__strdup(word) : NULL;
         if (!full && base_dir) { /* the base folder's own glob characters escaped */
             size_t b = strlen(base_dir), k = 0;
-            if ((full = malloc(2 * b + 2 + strlen(word)))) {
+            if ((full = sr__malloc(2 * b + 2 + strlen(word)))) {
                 for (size_t i = 0; i < b; i++) {
                     if (strchr("*?[\\", base_dir[i])) full[k++] = '\\';
                     full[k++] = base_dir[i];
@@ -114,8 +115,8 @@ int sr_shard_set_open(sr_shard_set *set, const char *patterns, const char *base_
     memset(set, 0, sizeof *set);
     names l = {0};
     if (expand(&l, patterns ? patterns : "", base_dir, err, errlen) != 0) goto fail;
-    set->shards = calloc(l.n, sizeof *set->shards);
-    set->first = calloc(l.n + 1, sizeof *set->first);
+    set->shards = sr__calloc(l.n, sizeof *set->shards);
+    set->first = sr__calloc(l.n + 1, sizeof *set->first);
     if (!set->shards || !set->first) {
         snprintf(err, errlen, "out of memory for %zu shards", l.n);
         goto fail;

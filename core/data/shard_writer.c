@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "shardrun/data.h"
 
 #define BUF_BYTES (1 << 20)
@@ -38,10 +39,10 @@ sr_shard_writer *sr_shard_writer_open(const char *path, int token_bytes, char *e
         snprintf(err, errlen, "%s: token width %d bytes; a shard holds 2 (uint16) or 4 (uint32)", path, token_bytes);
         return NULL;
     }
-    sr_shard_writer *w = calloc(1, sizeof *w);
+    sr_shard_writer *w = sr__calloc(1, sizeof *w);
     const char *slash = strrchr(path, '/');
     int dirlen = slash ? (int)(slash - path + 1) : 0;
-    if (!w || !(w->path = strdup(path)) ||
+    if (!w || !(w->path = sr__strdup(path)) ||
         asprintf(&w->tmp, "%.*s.%s.partial-%ld", dirlen, path, path + dirlen, (long)getpid()) < 0) {
         if (w) free(w->path);
         free(w);

@@ -34,8 +34,8 @@ struct sr_ctx {
 
 int sr_data_identity(sr_ctx *c, const char *identity, const char *detail) {
     free(c->data_identity), free(c->data_detail);
-    c->data_identity = identity ? strdup(identity) : NULL;
-    c->data_detail = detail ? strdup(detail) : NULL;
+    c->data_identity = identity ? sr__strdup(identity) : NULL;
+    c->data_detail = detail ? sr__strdup(detail) : NULL;
     return (identity && !c->data_identity) || (detail && !c->data_detail) ? -1 : 0;
 }
 

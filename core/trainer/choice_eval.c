@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 #include "trainer/trainer_internal.h"
 
@@ -40,9 +41,9 @@ int sr__choice_setup(sr__trainer *t) {
     int per = (int)(a->per_device_eval_batch_size / SR__CHOICE_MAX);
     t->choice_per_batch = per > 0 ? per : 1;
     size_t seqs = (size_t)t->choice_per_batch * SR__CHOICE_MAX;
-    t->choice_seq = calloc(seqs, sizeof *t->choice_seq);
-    t->choice_loss = calloc(seqs, sizeof *t->choice_loss);
-    t->choice_tok = malloc(seqs * (size_t)t->choice.longest * sizeof *t->choice_tok);
+    t->choice_seq = sr__calloc(seqs, sizeof *t->choice_seq);
+    t->choice_loss = sr__calloc(seqs, sizeof *t->choice_loss);
+    t->choice_tok = sr__malloc(seqs * (size_t)t->choice.longest * sizeof *t->choice_tok);
     if (!t->choice_seq || !t->choice_loss || !t->choice_tok) {
         sr__log(SR_LOG_ERROR, "out of memory for a multiple-choice batch (%zu sequences of up to %d tokens); lower "
                         "per_device_eval_batch_size", seqs, t->choice.longest);

@@ -1,5 +1,6 @@
 /* llm.c's multiple-choice eval files: read and checked (see choice_file.h). */
 #define _GNU_SOURCE
+#include "base/alloc.h"
 #include "trainer/choice_file.h"
 
 #include <errno.h>
@@ -40,7 +41,7 @@ static uint8_t *read_whole(const char *path, size_t *size, char *err, size_t len
                     (long long)st.st_size), NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return fail(err, len, "cannot open %s: %s", path, strerror(errno)), NULL;
-    uint8_t *b = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
+    uint8_t *b = sr__malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
     size_t got = b ? fread(b, 1, (size_t)st.st_size, f) : 0;
     int bad = b && ferror(f);
     fclose(f);
@@ -56,7 +57,7 @@ static uint8_t *read_whole(const char *path, size_t *size, char *err, size_t len
 static int add_example(sr__choice_set *s, const sr__choice_example *e) {
     if (s->n == s->cap) {
         int64_t c = s->cap ? 2 * s->cap : 256;
-        sr__choice_example *x = realloc(s->ex, (size_t)c * sizeof *x);
+        sr__choice_example *x = sr__realloc(s->ex, (size_t)c * sizeof *x);
         if (!x) return -1;
         s->ex = x, s->cap = c;
     }
@@ -159,7 +160,7 @@ static int load_file(sr__choice_set *s, const char *path, int64_t vocab, int64_t
     size_t size = 0;
     uint8_t *b = read_whole(path, &size, err, len);
     if (!b) return -1;
-    uint8_t **f = realloc(s->bytes, (size_t)(s->nfiles + 1) * sizeof *f);
+    uint8_t **f = sr__realloc(s->bytes, (size_t)(s->nfiles + 1) * sizeof *f);
     if (!f) {
         free(b);
         return fail(err, len, "out of memory for %s", path);
@@ -173,7 +174,7 @@ int sr__choice_load(sr__choice_set *s, const char *patterns, const char *base_di
                     char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     size_t len = strlen(patterns), blen = base_dir ? strlen(base_dir) : 0;
-    char *pat = malloc(2 * blen + 2 + len + 1);
+    char *pat = sr__malloc(2 * blen + 2 + len + 1);
     if (!pat) return fail(err, errlen, "out of memory");
     int rc = 0, nfiles = 0;
     for (size_t i = 0; !rc;) {

@@ -1,6 +1,6 @@
 #define _GNU_SOURCE
-#include "base/alloc.h"
 #include "agent/watchdog.h"
+#include "base/alloc.h"
 
 #include <dirent.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* llm.c's multiple-choice eval files: read and checked (see choice_file.h). */
 #define _GNU_SOURCE
-#include "base/alloc.h"
 #include "trainer/choice_file.h"
+#include "base/alloc.h"
 
 #include <errno.h>
 #include <glob.h>

@@ -55,6 +55,8 @@ typedef struct shape {
     int per_step; /* calls in one training step */
 } shape;
 
+/* The shapes as a table, one per line: the formatter would wrap them. */
+/* clang-format off */
 #define CONV(nm, I, O)                                                                    \
     {nm " fwd", 0, 0, 0, O, N, I, O, I, O, 0, 0, 0, 1, 1.0f, L},                          \
     {nm " bwd dW", 0, 0, 1, O, I, N, O, I, O, 0, 0, 0, 1, 1.0f, L},                       \
@@ -88,6 +90,7 @@ static void set_shapes(void) {
     {"attn bwd dK k0", 1, 0, 1, HS, 64, 128, 3 * C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
     {"attn bwd dK k64", 1, 0, 1, HS, 64, 64, 3 * C, T, 3 * C, HS, TT, HS, NH, 0.0f, B * L},
     };
+    /* clang-format on */
     NSHAPES = (int)(sizeof all / sizeof all[0]);
     memcpy(SHAPES, all, sizeof all);
 }

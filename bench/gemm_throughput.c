@@ -132,9 +132,9 @@ static void call(const shape *s, int ours, const operands *o) {
         k->gemm(s->ta, s->tb, s->m, s->n, s->k, 1.0f, o->A, s->lda, o->B, s->ldb, s->beta, o->C, s->ldc, SR_FLOAT32);
     else
         for (int i = 0; i < s->batch; i++)
-            cblas_sgemm(CblasColMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans, s->m,
-                        s->n, s->k, 1.0f, o->A + i * s->sA, s->lda, o->B + i * s->sB, s->ldb, s->beta,
-                        o->C + i * s->sC, s->ldc);
+            cblas_sgemm(CblasColMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans, s->m, s->n,
+                        s->k, 1.0f, o->A + i * s->sA, s->lda, o->B + i * s->sB, s->ldb, s->beta, o->C + i * s->sC,
+                        s->ldc);
 }
 
 static double flops(const shape *s) { return 2.0 * s->m * s->n * s->k * s->batch; }
@@ -161,16 +161,12 @@ int main(int argc, char **argv) {
     double min_time = 0.3;
     int ceiling_only = 0, reps = 3;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--ceiling"))
-            ceiling_only = 1;
-        else if (!strcmp(argv[i], "--min-time") && i + 1 < argc)
-            min_time = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
+        if (!strcmp(argv[i], "--ceiling")) ceiling_only = 1;
+        else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) min_time = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "gpt2"))
             L = 12, C = 768, NH = 12, HS = 64, V = 50257, i++;
-        else if (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "small"))
-            i++;
+        else if (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "small")) i++;
         else {
             fprintf(stderr, "usage: %s [--ceiling] [--model small|gpt2] [--min-time SECONDS] [--reps R]\n", argv[0]);
             return 2;
@@ -195,14 +191,15 @@ int main(int argc, char **argv) {
     printf("model: %d layers, n_embd %d, %d heads, T %d, batch %d, vocab %d\n", L, C, NH, T, B, V);
 #ifdef SHARDRUN_BLAS_BLIS
     printf("threads: OMP_NUM_THREADS=%s (omp_get_max_threads %d); BLIS %s\n",
-           getenv("OMP_NUM_THREADS") ? getenv("OMP_NUM_THREADS") : "(unset)", omp_get_max_threads(), bli_info_get_version_str());
+           getenv("OMP_NUM_THREADS") ? getenv("OMP_NUM_THREADS") : "(unset)", omp_get_max_threads(),
+           bli_info_get_version_str());
 #else
     printf("threads: OMP_NUM_THREADS=%s (omp_get_max_threads %d, OpenBLAS %d); %s\n",
            getenv("OMP_NUM_THREADS") ? getenv("OMP_NUM_THREADS") : "(unset)", omp_get_max_threads(),
            openblas_get_num_threads(), openblas_get_config());
 #endif
-    printf("%-18s %-3s %18s %5s %8s %10s %10s %7s\n", "gemm", "op", "m x n x k", "batch", "per step", "ours",
-           "sgemm", "ratio");
+    printf("%-18s %-3s %18s %5s %8s %10s %10s %7s\n", "gemm", "op", "m x n x k", "batch", "per step", "ours", "sgemm",
+           "ratio");
     double total = 0, t_ours = 0, t_sgemm = 0, best = 0, ceil_gf = 0;
     const char *best_name = "";
     for (int i = 0; i < NSHAPES; i++) {
@@ -225,13 +222,15 @@ int main(int argc, char **argv) {
                ours / sg);
     }
     printf("(GFLOP/s, the best of %d timings of >= %g s each; ours: tf_kernels_cpu()->gemm/gemm_batched, "
-           "sgemm: cblas_sgemm, a loop of them for a batch)\n", reps, min_time);
+           "sgemm: cblas_sgemm, a loop of them for a batch)\n",
+           reps, min_time);
     printf("one training step's GEMMs: %.3f GFLOP (%.0f FLOP per token), %.1f ms ours, %.1f ms sgemm\n", total / 1e9,
            total / N, t_ours * 1e3, t_sgemm * 1e3);
     printf("sustained (FLOP-weighted over the step): ours %.1f GFLOP/s, sgemm %.1f GFLOP/s: sustained fraction of "
-           "sgemm %.3f\n", total / t_ours / 1e9, total / t_sgemm / 1e9, t_sgemm / t_ours);
+           "sgemm %.3f\n",
+           total / t_ours / 1e9, total / t_sgemm / 1e9, t_sgemm / t_ours);
     printf("ceiling: %.1f GFLOP/s (largest sgemm seen: %s); sgemm on %d x %d x %d NN (c_attn fwd): %.1f GFLOP/s; "
-           "ours sustained = %.3f of the ceiling\n", best, best_name, ceil_shape->m, ceil_shape->n, ceil_shape->k,
-           ceil_gf, total / t_ours / 1e9 / best);
+           "ours sustained = %.3f of the ceiling\n",
+           best, best_name, ceil_shape->m, ceil_shape->n, ceil_shape->k, ceil_gf, total / t_ours / 1e9 / best);
     return 0;
 }

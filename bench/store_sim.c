@@ -105,18 +105,26 @@ static int run_host(void) {
     char master[16];
     snprintf(master, sizeof master, "%d", port);
     fingerprint(host_fp, sizeof host_fp, 0, "3e-4");
-    sr_rdzv_args a = {.nagents = nagents, .agent_id = 0, .need_store = 1, .master_addr = "127.0.0.1",
-                      .master_port = port - 1, .port_value = "0", .port_where = "store_sim", .timeout_s = timeout_s,
-                      .fingerprint = host_fp, .ack_timeout_s = timeout_s, .max_restarts = 1,
-                      .restart_delay_s = 0};
-    sr_rdzv r;
-    sr_diag diag = {0};
+    sr__rdzv_args a = {.nagents = nagents,
+                       .agent_id = 0,
+                       .need_store = 1,
+                       .master_addr = "127.0.0.1",
+                       .master_port = port - 1,
+                       .port_value = "0",
+                       .port_where = "store_sim",
+                       .timeout_s = timeout_s,
+                       .fingerprint = host_fp,
+                       .ack_timeout_s = timeout_s,
+                       .max_restarts = 1,
+                       .restart_delay_s = 0};
+    sr__rdzv r;
+    sr__diag diag = {0};
     if (sr__rdzv_prepare(&r, &a, &diag) != 0) {
         sr__diag_flush(&diag);
         return 3;
     }
     sr__rdzv_report_done(&r, NULL, 0, 1); /* node 0's own rank: done at once */
-    static struct pollfd pfds[1 << 18]; /* a server that lists every connection (before epoll) */
+    static struct pollfd pfds[1 << 18];   /* a server that lists every connection (before epoll) */
     while (1) {
         int n = sr__rdzv_pollfds(&r, pfds, 1 << 18);
         poll(pfds, (nfds_t)n, sr__rdzv_timeout_ms(&r));
@@ -132,7 +140,9 @@ static int run_host(void) {
         if (r.phase != SR_RDZV_RUNNING && r.phase != SR_RDZV_RESTART && sr__rdzv_settled(&r)) break;
     }
     printf("host: attempt %d, phase %s: %s\n%s", r.attempt,
-           r.phase == SR_RDZV_SUCCEEDED ? "succeeded" : r.phase == SR_RDZV_FAILED ? "failed" : "other",
+           r.phase == SR_RDZV_SUCCEEDED ? "succeeded"
+           : r.phase == SR_RDZV_FAILED  ? "failed"
+                                        : "other",
            r.failed_elsewhere, r.attempts.s ? r.attempts.s : "");
     fflush(stdout);
     int rc = r.phase == SR_RDZV_SUCCEEDED ? 0 : 1;
@@ -144,24 +154,25 @@ static int run_host(void) {
 
 typedef struct agent {
     int id;
-    sr_store *ctl, *alive, *watch, *rank;
+    sr__store *ctl, *alive, *watch, *rank;
     int attempt;
 } agent;
 
-static sr_store *dial(int id) {
+static sr__store *dial(int id) {
     char host[32], err[512];
     snprintf(host, sizeof host, "127.0.0.%d", 2 + id % 8);
-    sr_store *c = sr__store_connect(host, port, token, timeout_s, err, sizeof err);
+    sr__store *c = sr__store_connect(host, port, token, timeout_s, err, sizeof err);
     if (!c) fail(id, "connect: %s", err);
     return c;
 }
 
 /* A wait then the value (the old client's two round trips, or one FETCH).  NULL on failure. */
-static char *wait_get(agent *g, sr_store *c, const char *key, size_t *len) {
+static char *wait_get(agent *g, sr__store *c, const char *key, size_t *len) {
     void *v = NULL;
     char missing[256];
     if (old_client) {
-        if (sr__store_wait(c, &key, 1, timeout_s, missing, sizeof missing) != 0 || sr__store_get(c, key, &v, len) != 0) v = NULL;
+        if (sr__store_wait(c, &key, 1, timeout_s, missing, sizeof missing) != 0 || sr__store_get(c, key, &v, len) != 0)
+            v = NULL;
     } else if (sr__store_fetch(c, &key, 1, timeout_s, &v, len, missing, sizeof missing) != 0) {
         v = NULL;
     }
@@ -175,9 +186,13 @@ static int join(agent *g, const char *fp, char *out, size_t olen) {
     if (!(g->ctl = dial(g->id))) return -1;
     snprintf(key, sizeof key, "run/joins/%d", g->id);
     long long j = sr__store_add(g->ctl, key, 1);
-    if (j == 1) snprintf(key, sizeof key, "run/fingerprint/%d", g->id), snprintf(akey, sizeof akey, "run/accepted/%d", g->id);
-    else snprintf(key, sizeof key, "run/fingerprint/%d/%d", g->id, (int)j), snprintf(akey, sizeof akey, "run/accepted/%d/%d", g->id, (int)j);
-    if (j <= 0 || sr__store_set(g->ctl, key, fp, strlen(fp)) != 0) return fail(g->id, "join: %s", sr__store_error(g->ctl)), -1;
+    if (j == 1)
+        snprintf(key, sizeof key, "run/fingerprint/%d", g->id), snprintf(akey, sizeof akey, "run/accepted/%d", g->id);
+    else
+        snprintf(key, sizeof key, "run/fingerprint/%d/%d", g->id, (int)j),
+            snprintf(akey, sizeof akey, "run/accepted/%d/%d", g->id, (int)j);
+    if (j <= 0 || sr__store_set(g->ctl, key, fp, strlen(fp)) != 0)
+        return fail(g->id, "join: %s", sr__store_error(g->ctl)), -1;
     size_t len;
     char *answer = wait_get(g, g->ctl, akey, &len);
     if (!answer) return -1;
@@ -247,7 +262,7 @@ static void free_keys(char **k, int n) {
 
 /* pg.c's announce_and_wait: before, a wait on every rank's key; now a counter, and a wait on the
    key the last rank sets */
-static void meet(sr_store *c, int rank, const char *stage) {
+static void meet(sr__store *c, int rank, const char *stage) {
     char prefix[64], key[80], missing[256];
     snprintf(prefix, sizeof prefix, "pg/world/%s/", stage);
     snprintf(key, sizeof key, "%s%d", prefix, rank);
@@ -269,7 +284,7 @@ static void meet(sr_store *c, int rank, const char *stage) {
 
 static void world_rank(agent *g) {
     int rank = g->id, n = nagents;
-    sr_store *c = g->rank = dial(rank);
+    sr__store *c = g->rank = dial(rank);
     if (!c) return;
     char key[80], id[64];
     snprintf(key, sizeof key, "pg/host/%d", rank);
@@ -289,7 +304,8 @@ static void world_rank(agent *g) {
         void **v = calloc((size_t)n, sizeof *v);
         size_t *lens = calloc((size_t)n, sizeof *lens);
         char missing[256];
-        if (sr__store_fetch(c, (const char *const *)keys, n, 0, v, lens, missing, sizeof missing) != 0) fail(rank, "%s", "host ids missing");
+        if (sr__store_fetch(c, (const char *const *)keys, n, 0, v, lens, missing, sizeof missing) != 0)
+            fail(rank, "%s", "host ids missing");
         for (int r = 0; r < n; r++) free(v[r]);
         free(v), free(lens);
     }
@@ -311,7 +327,8 @@ static void world_rank(agent *g) {
                 size_t vlen = 0;
                 char missing[256];
                 const char *k = key;
-                if (sr__store_wait(c, &k, 1, timeout_s, missing, sizeof missing) != 0 || sr__store_get(c, key, &v, &vlen) != 0)
+                if (sr__store_wait(c, &k, 1, timeout_s, missing, sizeof missing) != 0 ||
+                    sr__store_get(c, key, &v, &vlen) != 0)
                     fail(rank, "%s", "gloo address missing");
                 free(v);
             }
@@ -320,10 +337,11 @@ static void world_rank(agent *g) {
             void **v = calloc((size_t)n, sizeof *v);
             size_t *lens = calloc((size_t)n, sizeof *lens);
             char missing[256];
-            if ((rank > 0 && sr__store_fetch_pieces(c, (const char *const *)keys_g, rank, rank - 1, n - 1, timeout_s, v, lens,
-                                                    missing, sizeof missing) != 0) ||
-                (rank < n - 1 && sr__store_fetch_pieces(c, (const char *const *)keys_g + rank + 1, n - rank - 1, rank, n - 1,
-                                                        timeout_s, v + rank + 1, lens + rank + 1, missing, sizeof missing) != 0))
+            if ((rank > 0 && sr__store_fetch_pieces(c, (const char *const *)keys_g, rank, rank - 1, n - 1, timeout_s, v,
+                                                    lens, missing, sizeof missing) != 0) ||
+                (rank < n - 1 &&
+                 sr__store_fetch_pieces(c, (const char *const *)keys_g + rank + 1, n - rank - 1, rank, n - 1, timeout_s,
+                                        v + rank + 1, lens + rank + 1, missing, sizeof missing) != 0))
                 fail(rank, "%s", "gloo addresses missing");
             for (int i = 0; i < n; i++) {
                 if (i != rank && lens[i] != ADDR) fail(rank, "%s", "gloo address of the wrong size");
@@ -342,7 +360,8 @@ static void world_rank(agent *g) {
             const char *k = "pg/world/nccl/unique_id";
             char missing[256];
             void *v = NULL;
-            if (sr__store_wait(c, &k, 1, timeout_s, missing, sizeof missing) != 0 || sr__store_get(c, k, &v, &len) != 0) fail(rank, "%s", "no nccl id");
+            if (sr__store_wait(c, &k, 1, timeout_s, missing, sizeof missing) != 0 || sr__store_get(c, k, &v, &len) != 0)
+                fail(rank, "%s", "no nccl id");
             free(v);
         }
     }
@@ -424,7 +443,8 @@ static void *agent_main(void *arg) {
         char kind = read_verdict(g, msg, sizeof msg);
         char want[128];
         snprintf(want, sizeof want, "node %d's shardrun (agent %d) went away", lost_id(), lost_id());
-        if (kind != 'r' || !strstr(msg, want)) fail(g->id, "expected a restart verdict naming the lost agent, got: %s", msg);
+        if (kind != 'r' || !strstr(msg, want))
+            fail(g->id, "expected a restart verdict naming the lost agent, got: %s", msg);
         char key[64];
         snprintf(key, sizeof key, "run/%d/stopped/%d", g->attempt, g->id);
         if (g->ctl) sr__store_set(g->ctl, key, "1", 1);
@@ -434,9 +454,10 @@ static void *agent_main(void *arg) {
         if (g->watch) sr__store_wait_send(g->watch, key);
         pthread_barrier_wait(&phase_barrier);
         if (!g->watch) return NULL; /* its failure was counted */
-        if (g->id == 1) { /* a second copy of agent 1, started by mistake */
+        if (g->id == 1) {           /* a second copy of agent 1, started by mistake */
             agent dup = {.id = 1};
-            if (join(&dup, fp, why, sizeof why) != 0 || !strstr(why, "node 1's shardrun (agent 1) is already part of this run"))
+            if (join(&dup, fp, why, sizeof why) != 0 ||
+                !strstr(why, "node 1's shardrun (agent 1) is already part of this run"))
                 fail(1, "expected the second copy refused, got: %s", why);
             else printf("sim: second copy of agent 1 refused: %s\n", why);
             sr__store_close(dup.ctl);
@@ -500,8 +521,10 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--old-client")) old_client = 1;
         else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout_s = atof(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s --agents N [--world none|gloo|nccl] [--scenario run|refused|restart] "
-                    "[--old-client] [--timeout S]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s --agents N [--world none|gloo|nccl] [--scenario run|refused|restart] "
+                    "[--old-client] [--timeout S]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -511,8 +534,10 @@ int main(int argc, char **argv) {
     }
     rlim_t lim = raise_fd_limit();
     if (lim < (rlim_t)nagents * 4 + 256) {
-        fprintf(stderr, "store_sim: %d agents need %d descriptors per process; the limit is %lu (ulimit -n): "
-                "run as root or lower --agents\n", nagents, nagents * 4 + 256, (unsigned long)lim);
+        fprintf(stderr,
+                "store_sim: %d agents need %d descriptors per process; the limit is %lu (ulimit -n): "
+                "run as root or lower --agents\n",
+                nagents, nagents * 4 + 256, (unsigned long)lim);
         return 2;
     }
     port = pick_port();
@@ -522,9 +547,13 @@ int main(int argc, char **argv) {
     host_pid = fork();
     if (host_pid == 0) _exit(run_host());
     printf("sim: %d agents, world %s, scenario %s, %s client, fd limit %lu\n", nagents,
-           world == WORLD_GLOO ? "gloo" : world == WORLD_NCCL ? "nccl" : "none",
-           scenario == SC_REFUSED ? "refused" : scenario == SC_RESTART ? "restart" : "run", old_client ? "old" : "fetch",
-           (unsigned long)lim);
+           world == WORLD_GLOO   ? "gloo"
+           : world == WORLD_NCCL ? "nccl"
+                                 : "none",
+           scenario == SC_REFUSED   ? "refused"
+           : scenario == SC_RESTART ? "restart"
+                                    : "run",
+           old_client ? "old" : "fetch", (unsigned long)lim);
     int nphases = scenario == SC_RESTART ? 3 : 2;
     pthread_barrier_init(&phase_barrier, NULL, (unsigned)nagents + 1); /* ranks 0..N-1, and this thread */
     agent *g = calloc((size_t)nagents, sizeof *g);
@@ -540,7 +569,8 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    static const char *names[3][4] = {{"join", "world", "verdict"}, {"join", "world", "verdict"},
+    static const char *names[3][4] = {{"join", "world", "verdict"},
+                                      {"join", "world", "verdict"},
                                       {"join", "(world: none)", "restart verdict", "attempt 1 + verdict"}};
     for (int p = 0; p < nphases; p++) {
         pthread_barrier_wait(&phase_barrier);
@@ -553,10 +583,12 @@ int main(int argc, char **argv) {
     struct rusage ru;
     wait4(host_pid, &status, 0, &ru);
     double t = now_s();
-    double cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    double cpu =
+        (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
     printf("phase %-20s wall %8.3f s  host cpu %8.3f s\n", names[scenario][nphases], t - tp, cpu - (cp - c0));
     printf("total: %d agents, wall %.3f s, host cpu %.3f s (user %.3f, sys %.3f), host exit %d\n", nagents, t - t0, cpu,
-           (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6, (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
+           (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
            WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     int want_exit = scenario == SC_REFUSED ? 1 : 0;
     int ok = !atomic_load(&failures) && WIFEXITED(status) && WEXITSTATUS(status) == want_exit;

@@ -26,7 +26,7 @@ static void fill(float *x, size_t n, uint64_t seed) {
     for (size_t s = 0; s < sizeof special / sizeof *special && s * 97 < n; s++) x[s * 97] = special[s];
 }
 
-static void *upload(const sr_device *dev, const void *host, size_t bytes) {
+static void *upload(const sr__device *dev, const void *host, size_t bytes) {
     void *p = dev->alloc(bytes);
     if (p && dev->to_device(p, host, bytes) != 0) {
         dev->free(p);
@@ -37,14 +37,14 @@ static void *upload(const sr_device *dev, const void *host, size_t bytes) {
 
 /* The check's detail for a failed or passed comparison over sizes. */
 static int line_cmp(st_report *r, const char *name, int ok, const st_cmp *c, size_t fail_n, const char *what) {
-    if (ok)
-        return st_line(r, 1, "device", name, NULL, "%s: %zu elements bit-identical to the CPU's", what, c->n);
-    return st_line(r, 0, "device", name, NULL, "%s: n=%zu: %zu elements differ from the CPU's, first [%zu]: got %.9g, want %.9g",
-                   what, fail_n, c->bad, c->first_bad, c->got, c->want);
+    if (ok) return st_line(r, 1, "device", name, NULL, "%s: %zu elements bit-identical to the CPU's", what, c->n);
+    return st_line(r, 0, "device", name, NULL,
+                   "%s: n=%zu: %zu elements differ from the CPU's, first [%zu]: got %.9g, want %.9g", what, fail_n,
+                   c->bad, c->first_bad, c->got, c->want);
 }
 
 static void check_memory(st_report *r, const st_dut *d, const size_t *sizes, int ns) {
-    const sr_device *dev = d->dev;
+    const sr__device *dev = d->dev;
     int ok_alloc = 1, ok_copy = 1, ok_zero = 1;
     size_t bad_n = 0;
     for (int s = 0; s < ns; s++) {
@@ -80,9 +80,13 @@ static void check_memory(st_report *r, const st_dut *d, const size_t *sizes, int
         dev->free(p);
         free(h), free(back);
     }
-    st_line(r, ok_alloc, "device", "device.alloc+free", NULL, ok_alloc ? "zero-filled allocations of every size" : "n=%zu: allocation failed or not zero-filled", bad_n);
-    st_line(r, ok_copy, "device", "device.to_device+to_host", NULL, ok_copy ? "round trips byte for byte" : "n=%zu bytes: the round trip changed bytes", bad_n);
-    st_line(r, ok_zero, "device", "device.zero", NULL, ok_zero ? "zeroes exactly the range asked, nothing around it" : "n=%zu bytes: wrong bytes after zero", bad_n);
+    st_line(r, ok_alloc, "device", "device.alloc+free", NULL,
+            ok_alloc ? "zero-filled allocations of every size" : "n=%zu: allocation failed or not zero-filled", bad_n);
+    st_line(r, ok_copy, "device", "device.to_device+to_host", NULL,
+            ok_copy ? "round trips byte for byte" : "n=%zu bytes: the round trip changed bytes", bad_n);
+    st_line(r, ok_zero, "device", "device.zero", NULL,
+            ok_zero ? "zeroes exactly the range asked, nothing around it" : "n=%zu bytes: wrong bytes after zero",
+            bad_n);
 }
 
 /* cast src_dt -> dst_dt on the device and on the CPU, compared as floats */
@@ -95,7 +99,8 @@ static void check_cast(st_report *r, const st_dut *d, const size_t *sizes, int n
             size_t fail_n = 0;
             for (int s = 0; s < ns && ok; s++) {
                 size_t n = sizes[s];
-                float *x = malloc(n * 4 + 4), *src = malloc(n * 4 + 4), *want = malloc(n * 4 + 4), *got = malloc(n * 4 + 4);
+                float *x = malloc(n * 4 + 4), *src = malloc(n * 4 + 4), *want = malloc(n * 4 + 4),
+                      *got = malloc(n * 4 + 4);
                 unsigned char *tmp = malloc(n * 4 + 4);
                 fill(x, n, 11 + n);
                 d->cpu_dev->cast(src, st, x, SR_FLOAT32, n); /* the source, in its dtype */
@@ -194,21 +199,21 @@ static void check_reductions(st_report *r, const st_dut *d, const size_t *sizes,
     }
     if (ok_sum)
         st_line(r, 1, "device", "device.sumsq", NULL,
-                "relative difference from the CPU's at most %.2g (tolerance 1e-12: doubles summed in another order)", worst);
-    else
-        st_line(r, 0, "device", "device.sumsq", NULL, "n=%zu: relative difference %.3g > 1e-12", bad_sum, worst);
+                "relative difference from the CPU's at most %.2g (tolerance 1e-12: doubles summed in another order)",
+                worst);
+    else st_line(r, 0, "device", "device.sumsq", NULL, "n=%zu: relative difference %.3g > 1e-12", bad_sum, worst);
     if (ok_nf)
         st_line(r, 1, "device", "device.nonfinite", NULL,
                 "finds inf, NaN and -inf at the last, first and middle element, and none in finite data");
-    else
-        st_line(r, 0, "device", "device.nonfinite", NULL, "n=%zu: wrong answer", bad_nf);
+    else st_line(r, 0, "device", "device.nonfinite", NULL, "n=%zu: wrong answer", bad_nf);
 }
 
 static void check_adamw(st_report *r, const st_dut *d, const size_t *sizes, int ns) {
     int ok = 1;
     size_t fail_n = 0;
     st_cmp all = {0};
-    const sr_adamw_args a = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f - 0.9f * 0.9f * 0.9f, 1.0f - 0.999f * 0.999f * 0.999f, 0.5f};
+    const sr__adamw_args a = {
+        1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f - 0.9f * 0.9f * 0.9f, 1.0f - 0.999f * 0.999f * 0.999f, 0.5f};
     for (int s = 0; s < ns && ok; s++) {
         size_t n = sizes[s], b = n * 4 + 4;
         float *p = malloc(b), *gr = malloc(b), *m = malloc(b), *v = malloc(b), *got = malloc(b);
@@ -226,7 +231,8 @@ static void check_adamw(st_report *r, const st_dut *d, const size_t *sizes, int 
         void *dev[3] = {dp, dm, dv};
         for (int k = 0; k < 3; k++) {
             st_cmp c;
-            if (!io || d->dev->to_host(got, dev[k], n * 4) != 0) c = (st_cmp){.n = n, .bad = n ? n : 1}, ok = 0, fail_n = n;
+            if (!io || d->dev->to_host(got, dev[k], n * 4) != 0)
+                c = (st_cmp){.n = n, .bad = n ? n : 1}, ok = 0, fail_n = n;
             else if (!st_compare(got, want[k], n, ST_EXACT, &c)) ok = 0, fail_n = n;
             st_cmp_merge(&all, &c);
         }

@@ -63,7 +63,8 @@ static int down(const tf_kernels *k, float *h, const void *d, size_t n, sr_dtype
     if (!rc && w) rc = k->floats_download((float *)packed, d, w);
     for (size_t i = 0; !rc && i < n; i++) {
         if (dt == SR_FLOAT32) memcpy(&h[i], (float *)packed + i, 4);
-        else h[i] = dt == SR_BFLOAT16 ? sr_bf16_to_f32(((uint16_t *)packed)[i]) : sr_f16_to_f32(((uint16_t *)packed)[i]);
+        else
+            h[i] = dt == SR_BFLOAT16 ? sr_bf16_to_f32(((uint16_t *)packed)[i]) : sr_f16_to_f32(((uint16_t *)packed)[i]);
     }
     free(packed);
     return rc;
@@ -100,17 +101,18 @@ static void acc_shape(acc *a, const char *fmt, ...) {
 }
 
 /* Compares `n` elements of device buffer d (dtype dt) with want. */
-static void cmp(acc *a, const tf_kernels *k, const char *what, const void *d, const float *want, size_t n,
-                sr_dtype dt, st_tol tol) {
+static void cmp(acc *a, const tf_kernels *k, const char *what, const void *d, const float *want, size_t n, sr_dtype dt,
+                st_tol tol) {
     float *got = malloc(n * 4 + 4);
     st_cmp c;
     if (!d || down(k, got, d, n, dt) != 0) {
         c = (st_cmp){.n = n, .bad = 1};
-        if (a->ok) snprintf(a->where, sizeof a->where, "%s %s: the device failed (see its message above)", a->last, what);
+        if (a->ok)
+            snprintf(a->where, sizeof a->where, "%s %s: the device failed (see its message above)", a->last, what);
         a->ok = 0;
     } else if (!st_compare(got, want, n, tol, &c) && a->ok) {
-        snprintf(a->where, sizeof a->where, "%s %s: %zu of %zu elements off, first [%zu]: got %.7g, want %.7g",
-                 a->last, what, c.bad, n, c.first_bad, c.got, c.want);
+        snprintf(a->where, sizeof a->where, "%s %s: %zu of %zu elements off, first [%zu]: got %.7g, want %.7g", a->last,
+                 what, c.bad, n, c.first_bad, c.got, c.want);
         a->ok = 0;
     }
     st_cmp_merge(&a->c, &c);
@@ -124,15 +126,16 @@ static void acc_line(st_report *r, const char *group, const char *name, sr_dtype
         st_line(r, 1, group, full, NULL, "%s: %zu elements, max |err| %.3g (%s)", a->list, a->c.n, a->c.max_err,
                 tol.rtol == 0 && tol.atol == 0 ? "bit-identical" : "within tolerance");
     else
-        st_line(r, 0, group, full, NULL, "%s (tolerance rtol %.3g, atol %.3g x max|want|)", a->where, tol.rtol, tol.atol);
+        st_line(r, 0, group, full, NULL, "%s (tolerance rtol %.3g, atol %.3g x max|want|)", a->where, tol.rtol,
+                tol.atol);
 }
 
 #define BEGIN(a) acc a = {.ok = 1}
-#define FREE_D(...)                                                                                \
-    do {                                                                                           \
-        void *ptrs_[] = {__VA_ARGS__};                                                             \
-        for (size_t i_ = 0; i_ < sizeof ptrs_ / sizeof *ptrs_; i_++)                               \
-            if (ptrs_[i_]) k->free(ptrs_[i_]);                                                     \
+#define FREE_D(...)                                                                                                    \
+    do {                                                                                                               \
+        void *ptrs_[] = {__VA_ARGS__};                                                                                 \
+        for (size_t i_ = 0; i_ < sizeof ptrs_ / sizeof *ptrs_; i_++)                                                   \
+            if (ptrs_[i_]) k->free(ptrs_[i_]);                                                                         \
     } while (0)
 
 /* One formula per element, but nvcc fuses multiply-adds (1 - th*th in gelu's gradient, the
@@ -147,7 +150,11 @@ static void elementwise(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
     const tf_kernels *k = d->k, *c = d->cpu_k;
     const size_t sizes[] = {0, 1, 1023, 70001};
     int ns = quick ? 3 : 4;
-    BEGIN(copy); BEGIN(add); BEGIN(gf); BEGIN(gb); BEGIN(zero);
+    BEGIN(copy);
+    BEGIN(add);
+    BEGIN(gf);
+    BEGIN(gb);
+    BEGIN(zero);
     for (int s = 0; s < ns; s++) {
         size_t n = sizes[s];
         float *x = rnd(n, 4.0f, 100 + n, dt), *y = rnd(n, 2.0f, 200 + n, dt), *w = malloc(n * 4 + 4);
@@ -197,12 +204,19 @@ static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
     const int shapes[][2] = {{0, 5}, {1, 1}, {3, 33}, {7, 769}, {130, 100}};
     int ns = quick ? 4 : 5;
     st_tol t_exact = st_tol_for(dt, ST_EXACT, 1), t_red = st_tol_for(dt, TOL_REDUCE, 4);
-    BEGIN(lnf); BEGIN(lnb); BEGIN(bf); BEGIN(bb); BEGIN(gbb); BEGIN(ef); BEGIN(eb);
+    BEGIN(lnf);
+    BEGIN(lnb);
+    BEGIN(bf);
+    BEGIN(bb);
+    BEGIN(gbb);
+    BEGIN(ef);
+    BEGIN(eb);
     for (int s = 0; s < ns; s++) {
         int N = shapes[s][0], C = shapes[s][1];
         size_t nc = (size_t)N * C;
         uint64_t seed = 1000 + (uint64_t)nc;
-        float *x = rnd(nc, 3.0f, seed, dt), *w = rnd((size_t)C, 1.5f, seed + 1, dt), *b = rnd((size_t)C, 0.5f, seed + 2, dt);
+        float *x = rnd(nc, 3.0f, seed, dt), *w = rnd((size_t)C, 1.5f, seed + 1, dt),
+              *b = rnd((size_t)C, 0.5f, seed + 2, dt);
         float *dout = rnd(nc, 1.0f, seed + 3, dt);
         float *out = malloc(nc * 4 + 4), *mean = malloc((size_t)N * 4 + 4), *rstd = malloc((size_t)N * 4 + 4);
         acc_shape(&lnf, "%dx%d", N, C), acc_shape(&lnb, "%dx%d", N, C), acc_shape(&bf, "%dx%d", N, C);
@@ -218,7 +232,8 @@ static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
         cmp(&lnf, k, "mean", all ? dmean : NULL, mean, (size_t)N, SR_FLOAT32, t_red);
         cmp(&lnf, k, "rstd", all ? drstd : NULL, rstd, (size_t)N, SR_FLOAT32, t_red);
         /* LayerNorm backward into non-zero dx, dw, db (statistics: the CPU's, uploaded) */
-        float *gx = rnd(nc, 1.0f, seed + 4, dt), *gw = rnd((size_t)C, 1.0f, seed + 5, dt), *gb = rnd((size_t)C, 1.0f, seed + 6, dt);
+        float *gx = rnd(nc, 1.0f, seed + 4, dt), *gw = rnd((size_t)C, 1.0f, seed + 5, dt),
+              *gb = rnd((size_t)C, 1.0f, seed + 6, dt);
         void *dgx = up(k, gx, nc, dt), *dgw = up(k, gw, (size_t)C, dt), *dgb = up(k, gb, (size_t)C, dt);
         void *m2 = up(k, mean, (size_t)N, SR_FLOAT32), *r2 = up(k, rstd, (size_t)N, SR_FLOAT32);
         all = all && dgx && dgw && dgb && m2 && r2;
@@ -258,7 +273,8 @@ static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
         cmp(&gbb, k, "dx", gall ? dgd : NULL, gdx, nc, dt, st_tol_for(dt, TOL_ELEM, 2));
         cmp(&gbb, k, "dbias", gall ? dacc_g : NULL, acc_g, (size_t)C, dt, t_red);
         FREE_D(dx, dw, db, dout_d, o, dmean, drstd, dgx, dgw, dgb, m2, r2, dacc, dres, dacc_g, dgd);
-        free(x), free(w), free(b), free(dout), free(out), free(mean), free(rstd), free(gx), free(gw), free(gb), free(acc_b);
+        free(x), free(w), free(b), free(dout), free(out), free(mean), free(rstd), free(gx), free(gw), free(gb),
+            free(acc_b);
         free(acc_g), free(gdx);
     }
     /* embeddings: B x T tokens of C channels, ids repeating (rows of dwte gather several positions) */
@@ -267,11 +283,14 @@ static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
         int B = eshapes[s][0], T = eshapes[s][1], C = eshapes[s][2], V = eshapes[s][3], N = B * T;
         int32_t *ids = malloc((size_t)N * 4);
         for (int i = 0; i < N; i++) ids[i] = (i * 7 + 3) % V;
-        float *wte = rnd((size_t)V * C, 1.0f, 300 + (uint64_t)s, dt), *wpe = rnd((size_t)T * C, 1.0f, 310 + (uint64_t)s, dt);
+        float *wte = rnd((size_t)V * C, 1.0f, 300 + (uint64_t)s, dt),
+              *wpe = rnd((size_t)T * C, 1.0f, 310 + (uint64_t)s, dt);
         float *dout = rnd((size_t)N * C, 1.0f, 320 + (uint64_t)s, dt), *out = malloc((size_t)N * C * 4);
-        float *gte = rnd((size_t)V * C, 1.0f, 330 + (uint64_t)s, dt), *gpe = rnd((size_t)T * C, 1.0f, 340 + (uint64_t)s, dt);
+        float *gte = rnd((size_t)V * C, 1.0f, 330 + (uint64_t)s, dt),
+              *gpe = rnd((size_t)T * C, 1.0f, 340 + (uint64_t)s, dt);
         acc_shape(&ef, "B%dT%dC%dV%d", B, T, C, V), acc_shape(&eb, "B%dT%dC%dV%d", B, T, C, V);
-        void *di = up_i32(k, ids, (size_t)N), *dte = up(k, wte, (size_t)V * C, dt), *dpe = up(k, wpe, (size_t)T * C, dt);
+        void *di = up_i32(k, ids, (size_t)N), *dte = up(k, wte, (size_t)V * C, dt),
+             *dpe = up(k, wpe, (size_t)T * C, dt);
         void *ddo = up(k, dout, (size_t)N * C, dt), *o = k->alloc((size_t)N * C * 4);
         void *dgte = up(k, gte, (size_t)V * C, dt), *dgpe = up(k, gpe, (size_t)T * C, dt);
         int all = di && dte && dpe && ddo && o && dgte && dgpe;
@@ -303,11 +322,14 @@ static void softmax_ce(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
     const int sshapes[][3] = {{1, 1, 0}, {5, 3, 3}, {67, 2, 0}, {129, 3, 6}};
     int ns = quick ? 3 : 4;
     st_tol t = st_tol_for(dt, TOL_REDUCE, 4);
-    BEGIN(sf); BEGIN(sb); BEGIN(ce);
+    BEGIN(sf);
+    BEGIN(sb);
+    BEGIN(ce);
     for (int s = 0; s < ns; s++) {
         int T = sshapes[s][0], cnt = sshapes[s][1], alibi = sshapes[s][2];
         size_t n = (size_t)T * T * cnt;
-        float *S = rnd(n, 4.0f, 400 + n, dt), *dP = rnd(n, 1.0f, 410 + n, dt), *P = malloc(n * 4 + 4), *dS = malloc(n * 4 + 4);
+        float *S = rnd(n, 4.0f, 400 + n, dt), *dP = rnd(n, 1.0f, 410 + n, dt), *P = malloc(n * 4 + 4),
+              *dS = malloc(n * 4 + 4);
         acc_shape(&sf, alibi ? "T%dx%d alibi" : "T%dx%d", T, cnt), acc_shape(&sb, "T%dx%d", T, cnt);
         void *dSin = up(k, S, n, dt), *dPo = k->alloc(n * 4 + 4);
         if (dSin && dPo) k->softmax_causal_forward(dPo, dSin, T, 0.125f, alibi, cnt, dt);
@@ -373,10 +395,8 @@ static void gemm_case(acc *a, const st_dut *d, sr_dtype dt, int batched, int ta,
     void *dA = up(k, A, nA, dt), *dB = up(k, B, nB, dt), *dC = up(k, C, nC, dt);
     acc_shape(a, "%dx%dx%d%s", m, n, kk, beta != 0 ? "+C" : "");
     int all = dA && dB && dC;
-    if (all && batched)
-        k->gemm_batched(ta, tb, m, n, kk, 1.0f, dA, lda, sA, dB, ldb, sB, beta, dC, ldc, sC, batch, dt);
-    else if (all)
-        k->gemm(ta, tb, m, n, kk, 1.0f, dA, lda, dB, ldb, beta, dC, ldc, dt);
+    if (all && batched) k->gemm_batched(ta, tb, m, n, kk, 1.0f, dA, lda, sA, dB, ldb, sB, beta, dC, ldc, sC, batch, dt);
+    else if (all) k->gemm(ta, tb, m, n, kk, 1.0f, dA, lda, dB, ldb, beta, dC, ldc, dt);
     for (int i = 0; i < (batched ? batch : 1); i++)
         if (m && n)
             cblas_sgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, kk, 1.0f,
@@ -401,8 +421,8 @@ static void gemms(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
                     gemm_case(&a, d, dt, batched, combos[cmb][0], combos[cmb][1], dims[s][0], dims[s][1], dims[s][2],
                               batched ? 3 : 1, bi ? 1.0f : 0.0f, tol);
             char name[64];
-            snprintf(name, sizeof name, "%s %c%c", batched ? "gpt2.gemm_batched" : "gpt2.gemm", combos[cmb][0] ? 'T' : 'N',
-                     combos[cmb][1] ? 'T' : 'N');
+            snprintf(name, sizeof name, "%s %c%c", batched ? "gpt2.gemm_batched" : "gpt2.gemm",
+                     combos[cmb][0] ? 'T' : 'N', combos[cmb][1] ? 'T' : 'N');
             acc_line(r, "gemm", name, dt, &a, tol);
         }
 }

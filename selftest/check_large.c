@@ -20,7 +20,7 @@ static void gen(float *x, size_t first, size_t n, float mul) {
 }
 
 static void large_cast(st_report *r, const st_dut *d, size_t n) {
-    const sr_device *dev = d->dev;
+    const sr__device *dev = d->dev;
     char *src = dev->alloc(n * 4), *dst = dev->alloc(n * 2);
     if (!src || !dst) {
         if (src) dev->free(src);
@@ -50,7 +50,8 @@ static void large_cast(st_report *r, const st_dut *d, size_t n) {
     dev->free(src), dev->free(dst);
     free(x), free(want), free(got);
     st_line(r, ok, "device", "device.cast fp32->bf16 large", NULL,
-            ok ? "n=%zu (%zu bytes of fp32): bit-identical to the CPU's" : "n=%zu (%zu bytes of fp32): wrong from element %zu on",
+            ok ? "n=%zu (%zu bytes of fp32): bit-identical to the CPU's"
+               : "n=%zu (%zu bytes of fp32): wrong from element %zu on",
             n, n * 4, bad_at);
 }
 
@@ -86,7 +87,8 @@ static void large_add(st_report *r, const st_dut *d, size_t n) {
     k->free(a), k->free(b), k->free(o);
     free(x), free(y), free(want), free(got);
     st_line(r, ok, "kernel", "gpt2.add fp32 large", NULL,
-            ok ? "n=%zu (%zu bytes each): bit-identical to the CPU's" : "n=%zu (%zu bytes each): wrong from element %zu on",
+            ok ? "n=%zu (%zu bytes each): bit-identical to the CPU's"
+               : "n=%zu (%zu bytes each): wrong from element %zu on",
             n, n * 4, bad_at);
 }
 

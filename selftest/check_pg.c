@@ -65,11 +65,11 @@ static double tol_of(sr_dtype dt, int op, int n) {
 
 typedef struct pgc {
     sr_pg *pg;
-    const sr_device *mem;
+    const sr__device *mem;
     int rank, n;
     void *dsend, *drecv; /* device buffers of the largest count * n elements of int64 */
     unsigned char *hsend, *hrecv;
-    size_t cap;          /* elements of 8 bytes each buffer holds */
+    size_t cap; /* elements of 8 bytes each buffer holds */
 } pgc;
 
 enum { AG, RS, AR, BC };
@@ -102,7 +102,8 @@ static int one(pgc *c, int coll, sr_dtype dt, int op, int root, size_t count, ch
         else want = value(root, i);
         double got = get(c->hrecv, dt, i), tol = coll == AG || coll == BC ? 0 : tol_of(dt, op, c->n) * fabs(want);
         if (!(fabs(got - want) <= tol)) {
-            snprintf(why, wlen, "count %zu: element [%zu] on rank %d: got %.9g, want %.9g", count, i, c->rank, got, want);
+            snprintf(why, wlen, "count %zu: element [%zu] on rank %d: got %.9g, want %.9g", count, i, c->rank, got,
+                     want);
             return 0;
         }
     }
@@ -157,14 +158,14 @@ static int line(st_report *r, pgc *c, int coll, sr_dtype dt, int op, const size_
     }
     if (coll == RS || coll == AR)
         snprintf(name, sizeof name, "%s %s %s over %s", COLL[coll], sr_dtype_name(dt), OPS[op], transport);
-    else
-        snprintf(name, sizeof name, "%s %s over %s", COLL[coll], sr_dtype_name(dt), transport);
+    else snprintf(name, sizeof name, "%s %s over %s", COLL[coll], sr_dtype_name(dt), transport);
     if (ok == 1 && !failed[0])
         st_line(r, 1, "collective", name, NULL, "counts %s on %d ranks (%s over %s): every element as expected%s", list,
                 c->n, sr_pg_backend(c->pg), transport, coll == BC ? " (roots 0 and n-1)" : "");
     else if (ok == 1) /* right here, wrong on another rank: every rank stopped at this count */
-        st_line(r, 1, "collective", name, NULL, "counts %s on %d ranks (%s over %s): right on this rank; rank %s got count %zu wrong",
-                list, c->n, sr_pg_backend(c->pg), transport, failed, at);
+        st_line(r, 1, "collective", name, NULL,
+                "counts %s on %d ranks (%s over %s): right on this rank; rank %s got count %zu wrong", list, c->n,
+                sr_pg_backend(c->pg), transport, failed, at);
     else
         st_line(r, 0, "collective", name, NULL, "%s (%s over %s)", why[0] ? why : "a copy to or from the device failed",
                 sr_pg_backend(c->pg), transport);
@@ -195,14 +196,15 @@ static int bandwidth(st_report *r, pgc *c, int quick) {
             errors += p.errors;
             if (p.busbw > best) best = p.busbw, at = p.bytes, alg_at = p.algbw;
             size_t l = strlen(metrics);
-            snprintf(metrics + l, sizeof metrics - l, "%salgbw_gbps@%lld=%.3f busbw_gbps@%lld=%.3f", l ? " " : "", bytes,
-                     p.algbw, bytes, p.busbw);
+            snprintf(metrics + l, sizeof metrics - l, "%salgbw_gbps@%lld=%.3f busbw_gbps@%lld=%.3f", l ? " " : "",
+                     bytes, p.algbw, bytes, p.busbw);
         }
         if (failed) return sr_pg_error(c->pg)[0] ? -1 : 0;
         char m2[2100];
         snprintf(m2, sizeof m2, "busbw_gbps=%.3f %s", best, metrics);
         st_line(r, errors == 0, "bandwidth", bw_name, m2,
-                "%s over %s, fp32, %lld B .. %lld B: peak bus bandwidth %.2f GB/s (algbw %.2f GB/s) at %.0f B; %lld wrong elements",
+                "%s over %s, fp32, %lld B .. %lld B: peak bus bandwidth %.2f GB/s (algbw %.2f GB/s) at %.0f B; %lld "
+                "wrong elements",
                 sr_pg_backend(c->pg), sr_pg_transport(c->pg), lo, hi, best, alg_at, at, errors);
     }
     return 0;
@@ -245,8 +247,9 @@ int st_check_pg(st_report *r, const st_dut *d, sr_pg *pg, int quick) {
         int64_t got = c.rank + 1;
         if (ok) {
             void *dv = c.mem->alloc(8);
-            ok = dv && c.mem->to_device(dv, &got, 8) == 0 && sr_pg_all_reduce(child, dv, 1, SR_INT64, SR_SUM, NULL) == 0 &&
-                 c.mem->to_host(&got, dv, 8) == 0 && got == want;
+            ok = dv && c.mem->to_device(dv, &got, 8) == 0 &&
+                 sr_pg_all_reduce(child, dv, 1, SR_INT64, SR_SUM, NULL) == 0 && c.mem->to_host(&got, dv, 8) == 0 &&
+                 got == want;
             if (dv) c.mem->free(dv);
         }
         char sname[96];

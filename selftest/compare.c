@@ -17,12 +17,9 @@ int st_compare(const float *got, const float *want, size_t n, st_tol tol, st_cmp
     for (size_t i = 0; i < n; i++) {
         float g = got[i], w = want[i];
         int ok;
-        if (exact)
-            ok = !memcmp(&g, &w, sizeof g) || (isnan(g) && isnan(w));
-        else if (!isfinite(w) || !isfinite(g))
-            ok = (isnan(g) && isnan(w)) || g == w;
-        else
-            ok = fabs((double)g - w) <= tol.atol * scale + tol.rtol * fabs(w);
+        if (exact) ok = !memcmp(&g, &w, sizeof g) || (isnan(g) && isnan(w));
+        else if (!isfinite(w) || !isfinite(g)) ok = (isnan(g) && isnan(w)) || g == w;
+        else ok = fabs((double)g - w) <= tol.atol * scale + tol.rtol * fabs(w);
         if (isfinite(g) && isfinite(w) && fabs((double)g - w) > c->max_err) c->max_err = fabs((double)g - w);
         if (!ok && c->bad++ == 0) c->first_bad = i, c->got = g, c->want = w;
     }

@@ -51,7 +51,8 @@ int st_dut_load(st_dut *d, sr_pg *world, char *err, size_t errlen) {
     const char *test = getenv("SHARDRUN_SELFTEST_DUT");
     if (test && *test) {
         void *h = dlopen(test, RTLD_NOW | RTLD_LOCAL);
-        const sr_device *(*dev)(const sr_device *) = h ? (const sr_device *(*)(const sr_device *))dlsym(h, "selftest_dut_device") : NULL;
+        const sr__device *(*dev)(const sr__device *) =
+            h ? (const sr__device *(*)(const sr__device *))dlsym(h, "selftest_dut_device") : NULL;
         const tf_kernels *(*k)(const tf_kernels *) =
             h ? (const tf_kernels *(*)(const tf_kernels *))dlsym(h, "selftest_dut_kernels") : NULL;
         if (!dev || !k) {

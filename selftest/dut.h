@@ -8,7 +8,7 @@
  * transformer_cuda.so (what the GPT-2 task uses).  On Gloo it is the CPU itself: the checks then compare
  * the CPU with itself, which proves the harness, not a GPU.  SHARDRUN_SELFTEST_DUT=FILE.so (a
  * testing aid) takes both tables from a test library instead, which exports
- *   const sr_device *selftest_dut_device(const sr_device *cpu);
+ *   const sr__device *selftest_dut_device(const sr__device *cpu);
  *   const tf_kernels *selftest_dut_kernels(const tf_kernels *cpu);
  * so the tests can hand the harness deliberately broken kernels and check that it fails.
  */
@@ -22,10 +22,10 @@
 #include "shardrun/pg.h"
 
 typedef struct st_dut {
-    char label[64];                 /* "cuda", "cpu", "test:NAME.so" */
-    const sr_device *dev, *cpu_dev; /* core's device table: under test, and the CPU's */
-    const tf_kernels *k, *cpu_k;  /* the GPT-2 kernel table: under test, and the CPU's */
-    const sr_device *pg_mem;        /* where collective buffers live: cuda for nccl, cpu for gloo */
+    char label[64];                  /* "cuda", "cpu", "test:NAME.so" */
+    const sr__device *dev, *cpu_dev; /* core's device table: under test, and the CPU's */
+    const tf_kernels *k, *cpu_k;     /* the GPT-2 kernel table: under test, and the CPU's */
+    const sr__device *pg_mem;        /* where collective buffers live: cuda for nccl, cpu for gloo */
 } st_dut;
 
 /* 0, or -1 with why in err. */

@@ -24,7 +24,8 @@ int st_report_open(st_report *r, const char *path);
 int st_line(st_report *r, int pass, const char *group, const char *name, const char *metrics, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 /* Records a check that could not run here (SKIP: not a failure, and not a pass). */
-void st_skip(st_report *r, const char *group, const char *name, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void st_skip(st_report *r, const char *group, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* 0, or -1 when the file could not be written completely */
 int st_report_close(st_report *r);
 

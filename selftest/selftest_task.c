@@ -37,7 +37,9 @@ static int selftest_main(sr_ctx *ctx, int argc, char **argv) {
     }
     /* each GPU is checked by its own rank; the CPU (or a test table) once, by rank 0 */
     int mine = !strcmp(d.label, "cuda") || sr_rank(ctx) == 0;
-    if (mine) st_line(&r, 1, "setup", "device under test", NULL, "%s, on rank %d (local rank %d)", d.label, sr_rank(ctx), sr_local_rank(ctx));
+    if (mine)
+        st_line(&r, 1, "setup", "device under test", NULL, "%s, on rank %d (local rank %d)", d.label, sr_rank(ctx),
+                sr_local_rank(ctx));
     if (mine && strstr(parts, "device")) st_check_device(&r, &d, (int)quick);
     if (mine && strstr(parts, "kernels")) st_check_kernels(&r, &d, (int)quick);
     /* past 2^31 bytes on a GPU; on the CPU the same chunked code on 2 chunks and a bit (CI runs it) */

@@ -53,9 +53,9 @@ void sr__print_key_table(FILE *out, const char *section, const sr_key *keys, int
 }
 
 /* Every plugin found, loaded; *n set.  Files that fail to load are reported on stderr. */
-static sr_loaded_plugin *find_all(const char *extra, size_t *n) {
+static sr__loaded_plugin *find_all(const char *extra, size_t *n) {
     char **dirs = sr__plugin_dirs(extra);
-    sr_loaded_plugin *ps = NULL;
+    sr__loaded_plugin *ps = NULL;
     *n = 0;
     for (char **d = dirs; d && *d; d++) { /* dirs NULL: out of memory, none found */
         DIR *dir = opendir(*d);
@@ -70,9 +70,9 @@ static sr_loaded_plugin *find_all(const char *extra, size_t *n) {
             }
             int seen = 0;
             for (size_t i = 0; i < *n && !seen; i++) seen = !strcmp(ps[i].name, name);
-            sr_diag diag = {0};
+            sr__diag diag = {0};
             if (!seen) {
-                sr_loaded_plugin *g = sr__realloc(ps, (*n + 1) * sizeof *ps);
+                sr__loaded_plugin *g = sr__realloc(ps, (*n + 1) * sizeof *ps);
                 if (g) ps = g;
                 else sr__log(SR_LOG_ERROR, "out of memory for the list of %zu plugins", *n + 1);
                 char *path = NULL;
@@ -91,12 +91,12 @@ static sr_loaded_plugin *find_all(const char *extra, size_t *n) {
 }
 
 static int by_name(const void *a, const void *b) {
-    return strcmp(((const sr_loaded_plugin *)a)->name, ((const sr_loaded_plugin *)b)->name);
+    return strcmp(((const sr__loaded_plugin *)a)->name, ((const sr__loaded_plugin *)b)->name);
 }
 
 int sr__cmd_plugins(const char *extra) {
     size_t n;
-    sr_loaded_plugin *ps = find_all(extra, &n);
+    sr__loaded_plugin *ps = find_all(extra, &n);
     if (n) qsort(ps, n, sizeof *ps, by_name);
     for (size_t i = 0; i < n; i++) {
         const sr_plugin *p = ps[i].p;
@@ -120,7 +120,7 @@ int sr__cmd_plugins(const char *extra) {
 
 int sr__cmd_reference(void) {
     size_t n;
-    sr_loaded_plugin *ps = find_all(NULL, &n);
+    sr__loaded_plugin *ps = find_all(NULL, &n);
     if (n) qsort(ps, n, sizeof *ps, by_name);
     printf("Every key has an override variable by one rule: `[shardrun] KEY` is `SHARDRUN_KEY`, "
            "`[SECTION] KEY` is `SHARDRUN_SECTION_KEY` (uppercase; `.` and `-` become `_`). A key with a "

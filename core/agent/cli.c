@@ -19,7 +19,7 @@
 
 #define SR_VERSION "0.1.0"
 
-int sr__cmd_env(sr_run *run, const sr_run_args *args, int rank, int explain);
+int sr__cmd_env(sr__run *run, const sr__run_args *args, int rank, int explain);
 int sr__cmd_selftest(int argc, char **argv); /* agent/selftest_cmd.c */
 int sr__cmd_plot(int argc, char **argv);
 int sr__cmd_prepare(int argc, char **argv); /* agent/cmd_prepare.c: runs shardrun_prepare */
@@ -34,7 +34,10 @@ typedef struct cli {
 } cli;
 
 /* torchrun's flags, both spellings, and the [shardrun] key each sets. */
-static const struct { const char *dash, *under, *key; int has_value; } torchrun_flags[] = {
+static const struct {
+    const char *dash, *under, *key;
+    int has_value;
+} torchrun_flags[] = {
     {"--nproc-per-node", "--nproc_per_node", "nproc_per_node", 1},
     {"--nnodes", "--nnodes", "nnodes", 1},
     {"--node-rank", "--node_rank", "node_rank", 1},
@@ -44,33 +47,32 @@ static const struct { const char *dash, *under, *key; int has_value; } torchrun_
 };
 
 static void usage(FILE *out) {
-    fprintf(out,
-            "usage: shardrun [OPTIONS] JOB.ini [-- TASK ARGS...]   run the job\n"
-            "       shardrun env [OPTIONS] JOB.ini [--rank R] [--explain]\n"
-            "                                         print the variables rank R receives\n"
-            "                                         (default: the first rank this node starts)\n"
-            "       shardrun plugins                  list the plugins found and their keys\n"
-            "       shardrun reference                the key and variable reference (Markdown)\n"
-            "       shardrun selftest [--gpu] [--quick] [--nproc-per-node N] [--results FILE]\n"
-            "                                         check this machine's kernels, collectives and an\n"
-            "                                         FSDP step (no job file; selftest --help)\n"
-            "       shardrun prepare -o PREFIX [--job JOB.ini | --vocab F --merges F] INPUT...\n"
-            "                                         text or JSON Lines into llm.c token shards with the\n"
-            "                                         job's tokenizer, on every core (prepare --help)\n"
-            "       shardrun plot OUTPUT_DIR [--compare OTHER_DIR ...] [-o FILE]\n"
-            "                                         the loss curves of runs (their trainer_state.json) as SVG\n"
-            "\n"
-            "options:\n"
-            "  --set SECTION.KEY=VALUE   override a job-file key (repeatable)\n"
-            "  --nproc-per-node N, --nnodes N, --node-rank K, --master-addr H, --master-port P,\n"
-            "  --standalone              as torchrun (underscore spellings accepted too)\n"
-            "  --results FILE            also write the per-rank results (JSON) to FILE\n"
-            "  -h, --help, --version\n"
-            "\n"
-            "precedence: command line > SHARDRUN_* or a key's final variable > job file > default\n"
-            "exit codes: 0 success, 1 a worker failed, 2 configuration error, 128+N stopped by signal N\n"
-            "  (SIGUSR1 counts as SIGTERM: 143, a model task's preemption)\n"
-            "\n[shardrun] keys (each also SHARDRUN_<KEY>):\n");
+    fprintf(out, "usage: shardrun [OPTIONS] JOB.ini [-- TASK ARGS...]   run the job\n"
+                 "       shardrun env [OPTIONS] JOB.ini [--rank R] [--explain]\n"
+                 "                                         print the variables rank R receives\n"
+                 "                                         (default: the first rank this node starts)\n"
+                 "       shardrun plugins                  list the plugins found and their keys\n"
+                 "       shardrun reference                the key and variable reference (Markdown)\n"
+                 "       shardrun selftest [--gpu] [--quick] [--nproc-per-node N] [--results FILE]\n"
+                 "                                         check this machine's kernels, collectives and an\n"
+                 "                                         FSDP step (no job file; selftest --help)\n"
+                 "       shardrun prepare -o PREFIX [--job JOB.ini | --vocab F --merges F] INPUT...\n"
+                 "                                         text or JSON Lines into llm.c token shards with the\n"
+                 "                                         job's tokenizer, on every core (prepare --help)\n"
+                 "       shardrun plot OUTPUT_DIR [--compare OTHER_DIR ...] [-o FILE]\n"
+                 "                                         the loss curves of runs (their trainer_state.json) as SVG\n"
+                 "\n"
+                 "options:\n"
+                 "  --set SECTION.KEY=VALUE   override a job-file key (repeatable)\n"
+                 "  --nproc-per-node N, --nnodes N, --node-rank K, --master-addr H, --master-port P,\n"
+                 "  --standalone              as torchrun (underscore spellings accepted too)\n"
+                 "  --results FILE            also write the per-rank results (JSON) to FILE\n"
+                 "  -h, --help, --version\n"
+                 "\n"
+                 "precedence: command line > SHARDRUN_* or a key's final variable > job file > default\n"
+                 "exit codes: 0 success, 1 a worker failed, 2 configuration error, 128+N stopped by signal N\n"
+                 "  (SIGUSR1 counts as SIGTERM: 143, a model task's preemption)\n"
+                 "\n[shardrun] keys (each also SHARDRUN_<KEY>):\n");
     sr__print_key_table(out, "shardrun", sr__shardrun_keys, 0, 0);
 }
 
@@ -126,7 +128,7 @@ static const char *misspelt_command(const char *word) {
 }
 
 /* Returns 0, or 2 on a usage error (message printed). */
-static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
+static int parse(int argc, char **argv, cli *c, sr__job *cfg) {
     c->command = "run";
     c->rank = -1; /* env: the first rank this agent would start */
     int i = 1;
@@ -140,14 +142,25 @@ static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
             c->nextra = argc - i - 1;
             break;
         }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { c->help = 1; continue; }
-        if (!strcmp(a, "--version")) { c->version = 1; continue; }
-        if (!strcmp(a, "--explain")) { c->explain = 1; continue; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            c->help = 1;
+            continue;
+        }
+        if (!strcmp(a, "--version")) {
+            c->version = 1;
+            continue;
+        }
+        if (!strcmp(a, "--explain")) {
+            c->explain = 1;
+            continue;
+        }
         if (flag_is(a, "--set")) {
             if (!(v = flag_value(argc, argv, &i, "--set"))) return SR_EXIT_CONFIG;
             if (sr__config_add_set(cfg, v) != 0) {
-                sr__log(SR_LOG_ERROR, "--set %s: expected SECTION.KEY=VALUE, e.g. "
-                        "--set accelerate.fsdp.sharding_strategy=SHARD_GRAD_OP", v);
+                sr__log(SR_LOG_ERROR,
+                        "--set %s: expected SECTION.KEY=VALUE, e.g. "
+                        "--set accelerate.fsdp.sharding_strategy=SHARD_GRAD_OP",
+                        v);
                 return SR_EXIT_CONFIG;
             }
             continue;
@@ -168,8 +181,9 @@ static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
         }
         int matched = 0;
         for (size_t f = 0; f < sizeof torchrun_flags / sizeof *torchrun_flags && !matched; f++) {
-            const char *name = flag_is(a, torchrun_flags[f].dash) ? torchrun_flags[f].dash
-                               : flag_is(a, torchrun_flags[f].under) ? torchrun_flags[f].under : NULL;
+            const char *name = flag_is(a, torchrun_flags[f].dash)    ? torchrun_flags[f].dash
+                               : flag_is(a, torchrun_flags[f].under) ? torchrun_flags[f].under
+                                                                     : NULL;
             if (!name) continue;
             matched = 1;
             if (torchrun_flags[f].has_value) {
@@ -186,13 +200,15 @@ static int parse(int argc, char **argv, cli *c, sr_job *cfg) {
         }
         const char *cmd = !c->job && i == 1 ? misspelt_command(a) : NULL;
         if (cmd) {
-            sr__log(SR_LOG_ERROR, "unknown command %s; did you mean %s? (commands: run, env, plugins, reference, selftest, plot, prepare; "
-                            "or give a job file: shardrun JOB.ini)", a, cmd);
+            sr__log(SR_LOG_ERROR,
+                    "unknown command %s; did you mean %s? (commands: run, env, plugins, reference, selftest, plot, "
+                    "prepare; "
+                    "or give a job file: shardrun JOB.ini)",
+                    a, cmd);
             return SR_EXIT_CONFIG;
         }
         if (c->job) {
-            sr__log(SR_LOG_ERROR, "two job files given (%s and %s); task arguments go after --",
-                    c->job, a);
+            sr__log(SR_LOG_ERROR, "two job files given (%s and %s); task arguments go after --", c->job, a);
             return SR_EXIT_CONFIG;
         }
         c->job = a;
@@ -215,9 +231,12 @@ int sr_main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "plot")) return sr__cmd_plot(argc - 1, argv + 1); /* no job file */
     if (argc > 1 && !strcmp(argv[1], "prepare")) return sr__cmd_prepare(argc - 1, argv + 1);
     cli c = {0};
-    sr_run run = {0};
+    sr__run run = {0};
     int rc = parse(argc, argv, &c, &run.cfg);
-    if (rc == 0 && c.help) { usage(stdout); rc = -1; }
+    if (rc == 0 && c.help) {
+        usage(stdout);
+        rc = -1;
+    }
     if (rc == 0 && c.version) {
         printf("shardrun %s (plugin ABI %u, task ABI %u)\n", SR_VERSION, SR_PLUGIN_ABI_VERSION, SR_TASK_ABI_VERSION);
         rc = -1;
@@ -234,7 +253,7 @@ int sr_main(int argc, char **argv) {
         sr__config_free(&run.cfg);
         return rc < 0 ? 0 : rc;
     }
-    sr_run_args args = {.job = c.job, .nextra = c.nextra, .extra = c.extra};
+    sr__run_args args = {.job = c.job, .nextra = c.nextra, .extra = c.extra};
     if (!strcmp(c.command, "env")) {
         rc = sr__cmd_env(&run, &args, c.rank, c.explain);
     } else if (sr__run_prepare(&run, &args) != 0) {

@@ -114,8 +114,10 @@ int sr__cmd_plot(int argc, char **argv) {
     for (int k = 0; k < n && !rc; k++) {
         struct stat st;
         if (stat(dirs[k], &st) != 0 || !S_ISDIR(st.st_mode)) {
-            sr__log(SR_LOG_ERROR, "shardrun plot: %s is not a folder; name a run's output_dir (or a checkpoint-N "
-                            "folder in it), which holds trainer_state.json", dirs[k]);
+            sr__log(SR_LOG_ERROR,
+                    "shardrun plot: %s is not a folder; name a run's output_dir (or a checkpoint-N "
+                    "folder in it), which holds trainer_state.json",
+                    dirs[k]);
             rc = 2;
         }
         states[k] = sr__fmt("%s/trainer_state.json", dirs[k]);

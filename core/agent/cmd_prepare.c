@@ -15,8 +15,10 @@ int sr__cmd_prepare(int argc, char **argv) {
     char self[PATH_MAX], path[PATH_MAX + 32];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) {
-        sr__log(SR_LOG_ERROR, "prepare: cannot find the shardrun executable's folder (/proc/self/exe: %s); run "
-                              "shardrun_prepare directly", strerror(errno));
+        sr__log(SR_LOG_ERROR,
+                "prepare: cannot find the shardrun executable's folder (/proc/self/exe: %s); run "
+                "shardrun_prepare directly",
+                strerror(errno));
         return SR_EXIT_CONFIG;
     }
     self[n] = 0;
@@ -25,7 +27,9 @@ int sr__cmd_prepare(int argc, char **argv) {
     argv[0] = path; /* argv: "prepare", then its arguments */
     (void)argc;
     execv(path, argv);
-    sr__log(SR_LOG_ERROR, "prepare: cannot run %s: %s; it is built with shardrun (cmake --build build --target "
-                          "shardrun_prepare) and installed next to it", path, strerror(errno));
+    sr__log(SR_LOG_ERROR,
+            "prepare: cannot run %s: %s; it is built with shardrun (cmake --build build --target "
+            "shardrun_prepare) and installed next to it",
+            path, strerror(errno));
     return SR_EXIT_CONFIG;
 }

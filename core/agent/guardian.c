@@ -71,12 +71,14 @@ void sr__guardian_watch(pid_t pgid) {
     char msg[1 + sizeof pgid];
     msg[0] = 'W';
     memcpy(msg + 1, &pgid, sizeof pgid);
-    if (write(guard_fd, msg, sizeof msg) != (ssize_t)sizeof msg) { /* the guardian is gone: nothing to do */ }
+    if (write(guard_fd, msg, sizeof msg) != (ssize_t)sizeof msg) { /* the guardian is gone: nothing to do */
+    }
 }
 
 void sr__guardian_release(void) {
     if (guard_fd < 0) return;
-    if (write(guard_fd, "R", 1) != 1) { /* the guardian is gone already */ }
+    if (write(guard_fd, "R", 1) != 1) { /* the guardian is gone already */
+    }
     close(guard_fd);
     guard_fd = -1;
     while (waitpid(guard_pid, NULL, 0) < 0 && errno == EINTR) {}

@@ -13,7 +13,7 @@
 #include "task/ctx.h"
 #include "trainer/train_args.h"
 
-static _Noreturn void probe(sr_run *run, int local_rank, const sr_env_block *env) {
+static _Noreturn void probe(sr__run *run, int local_rank, const sr__env_block *env) {
     /* the task's own chatter (what it loaded) is for its real run; its errors go to stderr */
     int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (devnull >= 0) dup2(devnull, STDOUT_FILENO), close(devnull);
@@ -42,7 +42,7 @@ static _Noreturn void probe(sr_run *run, int local_rank, const sr_env_block *env
     _exit(bad ? SR_EXIT_CONFIG : SR_EXIT_OK);
 }
 
-int sr__probe_model_keys(sr_run *run, int local_rank, const sr_env_block *env) {
+int sr__probe_model_keys(sr__run *run, int local_rank, const sr__env_block *env) {
     if (run->task.type != SR_TASK_SO || run->task.kind != SR_TASK_MODEL) return 0;
     fflush(NULL);
     pid_t pid = fork();
@@ -56,10 +56,10 @@ int sr__probe_model_keys(sr_run *run, int local_rank, const sr_env_block *env) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : SR_EXIT_CONFIG;
 }
 
-int sr__probe_run_keys(sr_run *run) {
+int sr__probe_run_keys(sr__run *run) {
     if (run->task.type != SR_TASK_SO || run->task.kind != SR_TASK_MODEL) return 0;
-    sr_env_block b = {0};
-    sr_diag diag = {0};
+    sr__env_block b = {0};
+    sr__diag diag = {0};
     int rc = 0;
     if (sr__run_build_env(run, run->layout.first_local, &b, &diag) == 0)
         rc = sr__probe_model_keys(run, run->layout.first_local, &b);

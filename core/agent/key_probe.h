@@ -13,8 +13,8 @@
 
 /* 0 when the keys are all read (or the task is not a model task), else SR_EXIT_CONFIG after the
    child printed why. */
-int sr__probe_model_keys(sr_run *run, int local_rank, const sr_env_block *env);
+int sr__probe_model_keys(sr__run *run, int local_rank, const sr__env_block *env);
 /* The same for a run, before its rendezvous: with the environment of this agent's first rank. */
-int sr__probe_run_keys(sr_run *run);
+int sr__probe_run_keys(sr__run *run);
 
 #endif

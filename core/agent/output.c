@@ -12,7 +12,7 @@
 /* Longer lines are cut into pieces of this size, so one runaway line cannot grow the agent. */
 #define SR_MAX_LINE 65536
 
-static void tail_push(sr_tail *t, const char *line, size_t len) {
+static void tail_push(sr__tail *t, const char *line, size_t len) {
     enum { KEEP = 400 };
     free(t->lines[t->next]);
     t->lines[t->next] = sr__strndup(line, len > KEEP ? KEEP : len);
@@ -42,12 +42,12 @@ static const char *after_cr(const char *line, size_t *len) {
     return line;
 }
 
-static void emit_raw(sr_relay *r, const char *line, size_t len, int newline) {
+static void emit_raw(sr__relay *r, const char *line, size_t len, int newline) {
     char prefix[48];
     /* on a terminal a progress line still on screen is erased first (\r, erase to end of line) */
-    int pl = snprintf(prefix, sizeof prefix, "%s[rank%d]: ", r->tty && (r->progress || !newline) ? "\r\033[K" : "",
-                      r->rank);
-    sr_buf b = {0};
+    int pl =
+        snprintf(prefix, sizeof prefix, "%s[rank%d]: ", r->tty && (r->progress || !newline) ? "\r\033[K" : "", r->rank);
+    sr__buf b = {0};
     sr__buf_add(&b, prefix, (size_t)pl);
     sr__buf_add(&b, line, len);
     if (newline) sr__buf_add(&b, "\n", 1);
@@ -57,13 +57,13 @@ static void emit_raw(sr_relay *r, const char *line, size_t len, int newline) {
     r->progress = !newline;
 }
 
-static void emit(sr_relay *r, const char *line, size_t len) {
+static void emit(sr__relay *r, const char *line, size_t len) {
     line = after_cr(line, &len);
     emit_raw(r, line, len, 1);
     if (r->tail) tail_push(r->tail, line, len);
 }
 
-void sr__relay_feed(sr_relay *r, const char *data, size_t len) {
+void sr__relay_feed(sr__relay *r, const char *data, size_t len) {
     sr__buf_add(&r->partial, data, len);
     size_t start = 0;
     for (size_t i = 0; i < r->partial.n; i++) {
@@ -86,14 +86,14 @@ void sr__relay_feed(sr_relay *r, const char *data, size_t len) {
     if (r->partial.s) r->partial.s[r->partial.n] = 0;
 }
 
-void sr__relay_flush(sr_relay *r) {
+void sr__relay_flush(sr__relay *r) {
     if (r->partial.n) emit(r, r->partial.s, r->partial.n);
     r->partial.n = 0;
 }
 
-void sr__relay_free(sr_relay *r) { sr__buf_free(&r->partial); }
+void sr__relay_free(sr__relay *r) { sr__buf_free(&r->partial); }
 
-void sr__tail_free(sr_tail *t) {
+void sr__tail_free(sr__tail *t) {
     for (int i = 0; i < SR_TAIL_LINES; i++) free(t->lines[i]);
     memset(t, 0, sizeof *t);
 }

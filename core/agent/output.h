@@ -12,28 +12,28 @@
 
 #define SR_TAIL_LINES 10
 
-typedef struct sr_tail {
+typedef struct sr__tail {
     char *lines[SR_TAIL_LINES];
     int next, count;
-} sr_tail;
+} sr__tail;
 
-typedef struct sr_relay {
+typedef struct sr__relay {
     int rank;
-    int out_fd;     /* where prefixed lines go */
-    sr_buf partial; /* bytes after the last newline */
-    sr_tail *tail;  /* shared by a worker's stdout and stderr */
-    int tty;        /* out_fd is a terminal: a line redrawn with '\r' (a progress bar) is shown as
+    int out_fd;      /* where prefixed lines go */
+    sr__buf partial; /* bytes after the last newline */
+    sr__tail *tail;  /* shared by a worker's stdout and stderr */
+    int tty;         /* out_fd is a terminal: a line redrawn with '\r' (a progress bar) is shown as
                        it changes; elsewhere only the text after a line's last '\r' is kept */
-    int progress;   /* a redrawn line is on the screen, without its newline yet */
+    int progress;    /* a redrawn line is on the screen, without its newline yet */
     int write_errno; /* the first failed write to out_fd (a full disk, a closed pipe), 0: none */
-} sr_relay;
+} sr__relay;
 
 /* Feeds bytes read from the worker; emits every complete line. */
-void sr__relay_feed(sr_relay *r, const char *data, size_t len);
+void sr__relay_feed(sr__relay *r, const char *data, size_t len);
 /* Emits a last line without newline, if any (at EOF). */
-void sr__relay_flush(sr_relay *r);
-void sr__relay_free(sr_relay *r);
+void sr__relay_flush(sr__relay *r);
+void sr__relay_free(sr__relay *r);
 
-void sr__tail_free(sr_tail *t);
+void sr__tail_free(sr__tail *t);
 
 #endif

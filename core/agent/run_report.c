@@ -29,7 +29,7 @@ void sr__describe_status(int status, char *buf, size_t len) {
     else snprintf(buf, len, "ended with status 0x%x", status);
 }
 
-static void print_tail(const sr_worker *w) {
+static void print_tail(const sr__worker *w) {
     if (!w->tail.count) {
         fprintf(stderr, "shardrun: rank %d printed nothing\n", w->rank);
         return;
@@ -42,50 +42,57 @@ static void print_tail(const sr_worker *w) {
 }
 
 /* Where a preempted run left its checkpoint, as this agent's workers said. */
-static void print_preempted(const sr_attempt *st, sr_run *run) {
-    const sr_worker *saved = NULL;
+static void print_preempted(const sr__attempt *st, sr__run *run) {
+    const sr__worker *saved = NULL;
     int missing = 0;
     char by[32] = "a signal to a worker"; /* or what this agent received: SIGTERM, SIGUSR1 */
-    if (st->stop_sig) sr__signal_name(st->stop_sig, by, sizeof by);
+    if (st->signal_sent) sr__signal_name(st->signal_sent, by, sizeof by);
     for (int i = 0; i < st->n; i++) {
         if (st->ws[i].progress.preempted && !saved) saved = &st->ws[i];
         missing += !st->ws[i].progress.preempted;
     }
     if (saved && !missing)
-        fprintf(stderr, "shardrun: preempted by %s: every rank stopped after step %lld and %s holds it; run the "
-                "same job with resume_from_checkpoint = latest (--set task.resume_from_checkpoint=latest) to continue\n",
-                by, saved->progress.ckpt_step, saved->progress.ckpt_path);
+        fprintf(
+            stderr,
+            "shardrun: preempted by %s: every rank stopped after step %lld and %s holds it; run the "
+            "same job with resume_from_checkpoint = latest (--set task.resume_from_checkpoint=latest) to continue\n",
+            by, saved->progress.ckpt_step, saved->progress.ckpt_path);
     else if (saved)
-        sr__log(SR_LOG_ERROR, "preempted by %s: %s was written at step %lld, but %d rank%s of this node did not "
+        sr__log(SR_LOG_ERROR,
+                "preempted by %s: %s was written at step %lld, but %d rank%s of this node did not "
                 "confirm it before preempt_grace (%gs) ran out: check the folder before resuming from it",
-                by, saved->progress.ckpt_path, saved->progress.ckpt_step, missing, missing > 1 ? "s" : "", run->preempt_grace);
+                by, saved->progress.ckpt_path, saved->progress.ckpt_step, missing, missing > 1 ? "s" : "",
+                run->preempt_grace);
     else
-        sr__log(SR_LOG_ERROR, "preempted by %s before a checkpoint could be written (within preempt_grace, %gs, "
-                "or before training began): the run continues only from its last regular checkpoint", by, run->preempt_grace);
+        sr__log(SR_LOG_ERROR,
+                "preempted by %s before a checkpoint could be written (within preempt_grace, %gs, "
+                "or before training began): the run continues only from its last regular checkpoint",
+                by, run->preempt_grace);
 }
 
-void sr__print_summary(const sr_attempt *st, sr_run *run) {
+void sr__print_summary(const sr__attempt *st, sr__run *run) {
     char what[128], name[32];
     if (st->preempting) {
         print_preempted(st, run);
     } else if (st->hang[0]) {
         sr__log(SR_LOG_ERROR, "the run hung: %s", st->hang);
     } else if (st->failed >= 0 && st->failed < st->n) {
-        const sr_worker *w = &st->ws[st->failed];
+        const sr__worker *w = &st->ws[st->failed];
         sr__describe_status(w->status, what, sizeof what);
         if (st->blamed >= 0) {
             /* the rank that exited first only followed the one that reported the error */
-            const sr_worker *b = &st->ws[st->blamed];
-            sr__log(SR_LOG_ERROR, "rank %d (local rank %d, pid %d) reported an error, then rank %d (local rank %d, "
-                    "pid %d) %s without a word", b->rank, b->local_rank, (int)b->pid, w->rank, w->local_rank,
-                    (int)w->pid, what);
+            const sr__worker *b = &st->ws[st->blamed];
+            sr__log(SR_LOG_ERROR,
+                    "rank %d (local rank %d, pid %d) reported an error, then rank %d (local rank %d, "
+                    "pid %d) %s without a word",
+                    b->rank, b->local_rank, (int)b->pid, w->rank, w->local_rank, (int)w->pid, what);
             w = b;
         } else {
             sr__log(SR_LOG_ERROR, "rank %d (local rank %d, pid %d) %s", w->rank, w->local_rank, (int)w->pid, what);
         }
         print_tail(w);
-    } else if (st->stop_signal) {
-        fprintf(stderr, "shardrun: interrupted by %s\n", sr__signal_name(st->stop_signal, name, sizeof name));
+    } else if (st->agent_signal) {
+        fprintf(stderr, "shardrun: interrupted by %s\n", sr__signal_name(st->agent_signal, name, sizeof name));
     } else if (st->failed_elsewhere && run->rdzv.refused_at) {
         sr__log(SR_LOG_ERROR, "%s", run->rdzv.failed_elsewhere); /* this agent refused another's job */
     } else if (st->failed_elsewhere) {
@@ -97,7 +104,7 @@ void sr__print_summary(const sr_attempt *st, sr_run *run) {
     if (st->stopped && !(st->preempting && !st->needed_kill)) /* preempted workers stop themselves */
         fprintf(stderr, "shardrun: stopped the %s%d worker%s of this node (%s, then SIGKILL after %gs)%s\n",
                 st->failed >= 0 ? "other " : "", st->stopped, st->stopped > 1 ? "s" : "",
-                sr__signal_name(st->stop_sig ? st->stop_sig : SIGTERM, name, sizeof name),
+                sr__signal_name(st->signal_sent ? st->signal_sent : SIGTERM, name, sizeof name),
                 st->preempting ? run->preempt_grace : run->grace, st->needed_kill ? "; some needed SIGKILL" : "");
     /* a job that may restart, but did not: why (a rank of this node that said a restart cannot
        fix its failure names the cause: a full disk, with its path) */
@@ -105,15 +112,14 @@ void sr__print_summary(const sr_attempt *st, sr_run *run) {
     const char *unfixable = NULL;
     for (int i = 0; i < st->n && !unfixable; i++)
         if (st->ws[i].progress.unfixable[0]) {
-            snprintf(unfixable_buf, sizeof unfixable_buf, "a restart would fail the same way: rank %d %s", st->ws[i].rank,
-                     st->ws[i].progress.unfixable);
+            snprintf(unfixable_buf, sizeof unfixable_buf, "a restart would fail the same way: rank %d %s",
+                     st->ws[i].rank, st->ws[i].progress.unfixable);
             unfixable = unfixable_buf;
         }
-    if (run->rdzv.hosting && run->rdzv.max_restarts > run->rdzv.attempt && !st->stop_signal && !st->preempting &&
+    if (run->rdzv.hosting && run->rdzv.max_restarts > run->rdzv.attempt && !st->agent_signal && !st->preempting &&
         (st->failed >= 0 || st->failed_elsewhere) && run->rdzv.decided_kind != SR_FAIL_RETRYABLE)
         fprintf(stderr, "shardrun: not restarted (max_restarts = %d): %s\n", run->rdzv.max_restarts,
-                run->rdzv.decided_kind == SR_FAIL_CONFIG
-                    ? "a configuration error fails the same way every time"
+                run->rdzv.decided_kind == SR_FAIL_CONFIG ? "a configuration error fails the same way every time"
                 : run->rdzv.decided_kind == SR_FAIL_STOPPED
                     ? "the rank was asked to stop (a signal to stop is no crash: Slurm and clouds send one to every "
                       "process of a job they take back)"
@@ -124,9 +130,9 @@ void sr__print_summary(const sr_attempt *st, sr_run *run) {
     /* every attempt of a job that restarted, as the deciding agent saw them */
     int restarts = run->rdzv.attempt - run->rdzv.restart_called_off;
     if (run->rdzv.hosting && run->rdzv.attempt > 0 && run->rdzv.attempts.n && !st->preempting &&
-        (st->failed >= 0 || st->failed_elsewhere || st->stop_signal)) {
+        (st->failed >= 0 || st->failed_elsewhere || st->agent_signal)) {
         fprintf(stderr, "shardrun: the job %s after %d restart%s (max_restarts = %d); its attempts:\n",
-                st->stop_signal ? "was interrupted" : "failed", restarts, restarts == 1 ? "" : "s",
+                st->agent_signal ? "was interrupted" : "failed", restarts, restarts == 1 ? "" : "s",
                 run->rdzv.max_restarts);
         const char *s = run->rdzv.attempts.s;
         for (const char *nl; s && *s && (nl = strchr(s, '\n')); s = nl + 1)
@@ -134,10 +140,10 @@ void sr__print_summary(const sr_attempt *st, sr_run *run) {
     }
 }
 
-void sr__local_results(const sr_attempt *st, sr_buf *b) {
+void sr__local_results(const sr__attempt *st, sr__buf *b) {
     char name[32];
     for (int i = 0; i < st->n; i++) {
-        const sr_worker *w = &st->ws[i];
+        const sr__worker *w = &st->ws[i];
         if (i) sr__buf_add(b, ",\n", 2);
         sr__buf_add(b, "  ", 2);
         if (w->result.n) sr__buf_add(b, w->result.s, w->result.n);
@@ -146,17 +152,16 @@ void sr__local_results(const sr_attempt *st, sr_buf *b) {
         else if (w->reaped && WIFSIGNALED(w->status))
             sr__buf_printf(b, "{\"rank\": %d, \"exit_code\": null, \"signal\": \"%s\"}", w->rank,
                            sr__signal_name(WTERMSIG(w->status), name, sizeof name));
-        else
-            sr__buf_printf(b, "{\"rank\": %d, \"exit_code\": null}", w->rank);
+        else sr__buf_printf(b, "{\"rank\": %d, \"exit_code\": null}", w->rank);
     }
     /* ranks this agent never started (a fork that failed, or an attempt that never began) */
     for (int i = st->n; i < st->want; i++)
         sr__buf_printf(b, "%s  {\"rank\": %d, \"exit_code\": null}", i ? ",\n" : "", st->first_rank + i);
 }
 
-int sr__write_results(const sr_attempt *st, sr_run *run, const char *path) {
+int sr__write_results(const sr__attempt *st, sr__run *run, const char *path) {
     if (run->rdzv.nagents > 1 && !run->rdzv.hosting && !st->results_local) return 0;
-    sr_buf b = {0}, mine = {0};
+    sr__buf b = {0}, mine = {0};
     sr__local_results(st, &mine);
     sr__buf_add(&b, "[\n", 2);
     if (run->rdzv.hosting) {
@@ -190,7 +195,7 @@ int sr__write_results(const sr_attempt *st, sr_run *run, const char *path) {
     return rc;
 }
 
-int sr__probe_results(const char *path, const sr_run *run, char *why, size_t len) {
+int sr__probe_results(const char *path, const sr__run *run, char *why, size_t len) {
     const char *inputs[] = {run->cfg.path, run->task.path};
     return sr__out_check(path, inputs, 2, why, len);
 }

@@ -24,27 +24,26 @@
 #define SELFTEST_COLLECTIVE_TIMEOUT_S 300
 
 static void usage(FILE *out) {
-    fprintf(out,
-            "usage: shardrun selftest [--gpu] [--nproc-per-node N] [--quick] [--results FILE]\n"
-            "                         [--nnodes N --node-rank K --master-addr H --master-port P]\n"
-            "\n"
-            "Checks this machine with no job file: core's device table and the GPT-2 kernels against the\n"
-            "CPU, GEMMs against cblas_sgemm, every collective x dtype x op of the process group and its bus\n"
-            "bandwidth, and one FSDP step of a small GPT-2 against the same step on one CPU rank.  The CPU\n"
-            "half always runs (2 ranks, gloo); the GPU half when a CUDA device is visible (one rank per GPU,\n"
-            "nccl).  Exit 0 only when every line passed.\n"
-            "\n"
-            "  --gpu                 require the GPU half (exit 2 when no CUDA device is visible)\n"
-            "  --nproc-per-node N    ranks of the half under test (default: 2 on CPUs, every GPU)\n"
-            "  --quick               fewer sizes, no bandwidth sweep (a few seconds on CPUs)\n"
-            "  --results FILE        every line as JSON, written atomically\n"
-            "  --keep                keep the temporary folder (jobs, logs, checkpoints) and print it\n");
+    fprintf(out, "usage: shardrun selftest [--gpu] [--nproc-per-node N] [--quick] [--results FILE]\n"
+                 "                         [--nnodes N --node-rank K --master-addr H --master-port P]\n"
+                 "\n"
+                 "Checks this machine with no job file: core's device table and the GPT-2 kernels against the\n"
+                 "CPU, GEMMs against cblas_sgemm, every collective x dtype x op of the process group and its bus\n"
+                 "bandwidth, and one FSDP step of a small GPT-2 against the same step on one CPU rank.  The CPU\n"
+                 "half always runs (2 ranks, gloo); the GPU half when a CUDA device is visible (one rank per GPU,\n"
+                 "nccl).  Exit 0 only when every line passed.\n"
+                 "\n"
+                 "  --gpu                 require the GPU half (exit 2 when no CUDA device is visible)\n"
+                 "  --nproc-per-node N    ranks of the half under test (default: 2 on CPUs, every GPU)\n"
+                 "  --quick               fewer sizes, no bandwidth sweep (a few seconds on CPUs)\n"
+                 "  --results FILE        every line as JSON, written atomically\n"
+                 "  --keep                keep the temporary folder (jobs, logs, checkpoints) and print it\n");
 }
 
 /* ---- lines ---------------------------------------------------------------------------------------- */
 
 /* Reads every rank's PREFIX.rankR.tsv; returns the number of files read. */
-static int read_lines(sr_selftest_lines *l, const char *half, const char *prefix) {
+static int read_lines(sr__selftest_lines *l, const char *half, const char *prefix) {
     char pat[4300];
     snprintf(pat, sizeof pat, "%s.rank*.tsv", prefix);
     glob_t g;
@@ -84,7 +83,7 @@ static int read_lines(sr_selftest_lines *l, const char *half, const char *prefix
 /* The selftest task on `nproc` ranks of `backend`; its lines, or one FAIL line saying why not.
    `tag` names its job and log files; `transport` ([torch] transport) and `parts` ([task] parts)
    are left to their defaults when NULL. */
-static void run_task(sr_selftest_lines *l, const char *dir, const char *half, const char *tag, const char *backend,
+static void run_task(sr__selftest_lines *l, const char *dir, const char *half, const char *tag, const char *backend,
                      const char *transport, const char *parts, int nproc, int quick, char *const *passthrough,
                      int single_node) {
     char job[4200], log[4200], prefix[4200];
@@ -99,8 +98,9 @@ static void run_task(sr_selftest_lines *l, const char *dir, const char *half, co
     /* timeout: a backstop only.  The checks keep the ranks in step (selftest/check_pg.c), so a
        wrong collective is a FAIL line at once; this bounds what they cannot see (a collective that
        never returns), where torch's 1800 s would leave the command silent for half an hour. */
-    fprintf(f, "[shardrun]\ntask = selftest\nplugins = torch\nnproc_per_node = %d\n%s\n[torch]\nbackend = %s\n"
-               "timeout = %d\n%s%s%s\n[task]\nlines = lines-%s\nquick = %d\n%s%s%s",
+    fprintf(f,
+            "[shardrun]\ntask = selftest\nplugins = torch\nnproc_per_node = %d\n%s\n[torch]\nbackend = %s\n"
+            "timeout = %d\n%s%s%s\n[task]\nlines = lines-%s\nquick = %d\n%s%s%s",
             nproc, single_node ? "master_port = 0\n" : "", backend, SELFTEST_COLLECTIVE_TIMEOUT_S,
             transport ? "transport = " : "", transport ? transport : "", transport ? "\n" : "", tag, quick,
             parts ? "parts = " : "", parts ? parts : "", parts ? "\n" : "");
@@ -118,9 +118,9 @@ static void run_task(sr_selftest_lines *l, const char *dir, const char *half, co
 
 /* ---- output --------------------------------------------------------------------------------------- */
 
-static void print_lines(const sr_selftest_lines *l, size_t from) {
+static void print_lines(const sr__selftest_lines *l, size_t from) {
     for (size_t i = from; i < l->n; i++) {
-        const sr_selftest_line *x = &l->v[i];
+        const sr__selftest_line *x = &l->v[i];
         printf("%s  %-10s %-34s %s", x->status, x->group, x->name, x->detail);
         if (x->ranks > 1) printf(" [%d ranks]", x->ranks);
         printf("\n");
@@ -128,7 +128,7 @@ static void print_lines(const sr_selftest_lines *l, size_t from) {
     fflush(stdout);
 }
 
-static void json_metrics(sr_buf *b, const char *m) {
+static void json_metrics(sr__buf *b, const char *m) {
     sr__buf_printf(b, "{");
     char *copy = sr__strdup(m ? m : ""), *save = NULL;
     int first = 1;
@@ -147,16 +147,18 @@ static void json_metrics(sr_buf *b, const char *m) {
     sr__buf_printf(b, "}");
 }
 
-static int write_json(const char *path, const sr_selftest_lines *l, int failed, const char *gpu_note, int quick) {
-    sr_buf b = {0};
+static int write_json(const char *path, const sr__selftest_lines *l, int failed, const char *gpu_note, int quick) {
+    sr__buf b = {0};
     int skipped = 0;
     for (size_t i = 0; i < l->n; i++) skipped += !strcmp(l->v[i].status, "SKIP");
-    sr__buf_printf(&b, "{\n  \"verdict\": \"%s\",\n  \"checks\": %zu,\n  \"failed\": %d,\n  \"skipped\": %d,\n  \"quick\": %s,\n  \"gpu_half\": ",
+    sr__buf_printf(&b,
+                   "{\n  \"verdict\": \"%s\",\n  \"checks\": %zu,\n  \"failed\": %d,\n  \"skipped\": %d,\n  \"quick\": "
+                   "%s,\n  \"gpu_half\": ",
                    failed ? "FAIL" : "PASS", l->n, failed, skipped, quick ? "true" : "false");
     sr__buf_json_str(&b, gpu_note);
     sr__buf_printf(&b, ",\n  \"lines\": [\n");
     for (size_t i = 0; i < l->n; i++) {
-        const sr_selftest_line *x = &l->v[i];
+        const sr__selftest_line *x = &l->v[i];
         sr__buf_printf(&b, "    {\"half\": \"%s\", \"status\": \"%s\", \"group\": ", x->half, x->status);
         sr__buf_json_str(&b, x->group);
         sr__buf_printf(&b, ", \"name\": ");
@@ -185,8 +187,17 @@ typedef struct selftest_opts {
     int npass;
 } selftest_opts;
 
-enum { OPT_GPU = 256, OPT_QUICK, OPT_KEEP, OPT_RESULTS, OPT_NPROC, OPT_NNODES, OPT_NODE_RANK, OPT_MASTER_ADDR,
-       OPT_MASTER_PORT };
+enum {
+    OPT_GPU = 256,
+    OPT_QUICK,
+    OPT_KEEP,
+    OPT_RESULTS,
+    OPT_NPROC,
+    OPT_NNODES,
+    OPT_NODE_RANK,
+    OPT_MASTER_ADDR,
+    OPT_MASTER_PORT
+};
 
 static const struct option long_opts[] = {
     {"help", no_argument, NULL, 'h'},
@@ -233,7 +244,10 @@ static int parse_flags(int argc, char **argv, selftest_opts *o) {
             o->nproc = (int)n;
             break;
         }
-        case OPT_NNODES: case OPT_NODE_RANK: case OPT_MASTER_ADDR: case OPT_MASTER_PORT:
+        case OPT_NNODES:
+        case OPT_NODE_RANK:
+        case OPT_MASTER_ADDR:
+        case OPT_MASTER_PORT:
             if (o->npass < 14) o->pass[o->npass++] = cluster_flags[c - OPT_NNODES], o->pass[o->npass++] = optarg;
             o->multi = 1;
             break;
@@ -266,8 +280,10 @@ static int check_setup(selftest_opts *o) {
     const char *slurm_nodes = getenv("SLURM_NNODES");
     long long slurm_n = 0;
     if (slurm_nodes && (sr__parse_int(slurm_nodes, &slurm_n) != 0 || slurm_n < 1 || slurm_n > 65536)) {
-        sr__log(SR_LOG_ERROR, "selftest: SLURM_NNODES=\"%.64s\" is not a number of nodes (a whole number from 1 to "
-                "65536); fix or unset it (checked before any check runs)", slurm_nodes);
+        sr__log(SR_LOG_ERROR,
+                "selftest: SLURM_NNODES=\"%.64s\" is not a number of nodes (a whole number from 1 to "
+                "65536); fix or unset it (checked before any check runs)",
+                slurm_nodes);
         return SR_EXIT_CONFIG;
     }
     if (slurm_n > 1) o->multi = 1;
@@ -276,7 +292,7 @@ static int check_setup(selftest_opts *o) {
 
 /* One half: the selftest task, then (on one node) the FSDP step comparison; prints its lines.
    -1 when a signal stopped it. */
-static int run_half(sr_selftest_lines *l, const char *dir, const selftest_opts *o, const char *half,
+static int run_half(sr__selftest_lines *l, const char *dir, const selftest_opts *o, const char *half,
                     const char *backend, int nproc) {
     size_t from = l->n;
     run_task(l, dir, half, half, backend, NULL, NULL, nproc, o->quick, o->pass, !o->multi);
@@ -287,14 +303,14 @@ static int run_half(sr_selftest_lines *l, const char *dir, const selftest_opts *
         snprintf(tag, sizeof tag, "%s-tcp", half);
         run_task(l, dir, half, tag, backend, "tcp", "pg", nproc, o->quick, o->pass, !o->multi);
     }
-    if (!o->multi) sr__selftest_fsdp(l, &(sr_selftest_fsdp){dir, half, backend, nproc, o->quick, o->pass});
+    if (!o->multi) sr__selftest_fsdp(l, &(sr__selftest_fsdp_args){dir, half, backend, nproc, o->quick, o->pass});
     if (sr__selftest_stopped()) return -1;
     print_lines(l, from);
     return 0;
 }
 
 /* The verdict line; the exit code. */
-static int verdict(const sr_selftest_lines *l, int ngpu, int *failed) {
+static int verdict(const sr__selftest_lines *l, int ngpu, int *failed) {
     int skipped = 0;
     *failed = 0;
     for (size_t i = 0; i < l->n; i++)
@@ -335,11 +351,12 @@ int sr__cmd_selftest(int argc, char **argv) {
     }
     struct sigaction old_sa[3];
     sr__selftest_catch_signals(old_sa);
-    sr_selftest_lines l = {0};
+    sr__selftest_lines l = {0};
     const char *fault = getenv("SHARDRUN_DEBUG_PG_FAULT");
     if (fault && *fault)
-        printf("shardrun selftest: SHARDRUN_DEBUG_PG_FAULT=%s is set: a collective is wrong on purpose (a testing aid)\n",
-               fault);
+        printf(
+            "shardrun selftest: SHARDRUN_DEBUG_PG_FAULT=%s is set: a collective is wrong on purpose (a testing aid)\n",
+            fault);
     const char *per_node = o.multi ? " per node" : "";
     int cpu_n = ngpu > 0 || !o.nproc ? 2 : o.nproc;
     printf("shardrun selftest: CPU half: %d rank%s%s, gloo%s; the collectives over transport auto (%s), then tcp\n",

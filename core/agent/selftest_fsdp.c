@@ -25,9 +25,9 @@
 
 /* a deterministic corpus: paragraphs of 20-40 words, each longer than the 64 tokens a sample takes */
 static int write_corpus(const char *path) {
-    static const char *const words[] = {"the", "model", "shards", "every", "block", "and", "gathers", "its",
-                                        "parameters", "before", "forward", "pass", "while", "optimizer", "updates",
-                                        "only", "local", "gradients"};
+    static const char *const words[] = {"the",     "model",     "shards",     "every",  "block",   "and",
+                                        "gathers", "its",       "parameters", "before", "forward", "pass",
+                                        "while",   "optimizer", "updates",    "only",   "local",   "gradients"};
     FILE *f = fopen(path, "w");
     if (!f) return -1;
     unsigned long long s = 7;
@@ -44,7 +44,7 @@ static int write_corpus(const char *path) {
 }
 
 /* One GPT-2 run: 0 when it trained its step and saved, else its exit code (log shown). */
-static int train(const sr_selftest_fsdp *f, const char *name, const char *backend, int nproc, int batch,
+static int train(const sr__selftest_fsdp_args *f, const char *name, const char *backend, int nproc, int batch,
                  const char *strategy, int offload, const char *precision, const char *lr) {
     char job[4200], log[4200], out[4200];
     snprintf(job, sizeof job, "%s/%s.ini", f->dir, name);
@@ -56,7 +56,8 @@ static int train(const sr_selftest_fsdp *f, const char *name, const char *backen
     fprintf(j,
             "[shardrun]\ntask = gpt2\nplugins = torch,accelerate\nnproc_per_node = %d\n%s\n"
             "[torch]\nbackend = %s\n\n"
-            "[accelerate]\nmixed_precision = %s\nfsdp.sharding_strategy = %s\nfsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP\n"
+            "[accelerate]\nmixed_precision = %s\nfsdp.sharding_strategy = %s\nfsdp.auto_wrap_policy = "
+            "TRANSFORMER_BASED_WRAP\n"
             "fsdp.transformer_layer_cls_to_wrap = GPT2Block\nfsdp.state_dict_type = FULL_STATE_DICT\n"
             "fsdp.offload_params = %s\n\n"
             "[task]\nsize = tiny\nn_layer = 2\nn_embd = 64\nn_head = 4\nmax_length = 64\nmin_chars = 100\n"
@@ -88,9 +89,9 @@ static int read_log(const char *dir, const char *name, double *loss, double *gno
     return 0;
 }
 
-static float *tensor_f32(const sr_st_file *f, const char *name, size_t *n) {
+static float *tensor_f32(const sr__st_file *f, const char *name, size_t *n) {
     const void *data;
-    const sr_st_tensor *t = sr__st_find(f, name, &data);
+    const sr__st_tensor *t = sr__st_find(f, name, &data);
     if (!t) return NULL;
     *n = t->nbytes / sr_dtype_size(t->dtype);
     float *x = sr__malloc(*n * 4 + 4);
@@ -109,11 +110,11 @@ static double grad_of(float before, float after) {
 
 /* every gradient of a run (its checkpoint after the step, with the initial weights) against the
    reference's, tensor by tensor and element by element */
-int sr__selftest_compare_grads(const char *p0_path, const char *ref_path, const char *path,
-                               const sr_selftest_tols *t, sr_selftest_diff *d, char *err, size_t errlen) {
+int sr__selftest_compare_grads(const char *p0_path, const char *ref_path, const char *path, const sr__selftest_tols *t,
+                               sr__selftest_diff *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
-    sr_st_file *p0 = sr__st_open(p0_path, err, errlen), *a = p0 ? sr__st_open(ref_path, err, errlen) : NULL,
-               *b = a ? sr__st_open(path, err, errlen) : NULL;
+    sr__st_file *p0 = sr__st_open(p0_path, err, errlen), *a = p0 ? sr__st_open(ref_path, err, errlen) : NULL,
+                *b = a ? sr__st_open(path, err, errlen) : NULL;
     int rc = -1;
     if (!b) goto done;
     if (sr__st_count(a) != sr__st_count(b) || sr__st_count(a) != sr__st_count(p0)) {
@@ -156,7 +157,8 @@ done:
     return rc;
 }
 
-static void one_case(sr_selftest_lines *l, const sr_selftest_fsdp *f, int batch, int offload, const char *precision) {
+static void one_case(sr__selftest_lines *l, const sr__selftest_fsdp_args *f, int batch, int offload,
+                     const char *precision) {
     char name[96], line[128], detail[1500];
     int bf16 = !strcmp(precision, "bf16");
     snprintf(name, sizeof name, "fsdp-%s-full_shard%s%s", f->half, offload ? "-offload" : "", bf16 ? "-bf16" : "");
@@ -180,9 +182,9 @@ static void one_case(sr_selftest_lines *l, const sr_selftest_fsdp *f, int batch,
     snprintf(p0, sizeof p0, "%s/fsdp-initial/checkpoint-1/model.safetensors", f->dir);
     snprintf(ref_ck, sizeof ref_ck, "%s/%s/checkpoint-1/model.safetensors", f->dir, ref);
     snprintf(ck, sizeof ck, "%s/%s/checkpoint-1/model.safetensors", f->dir, name);
-    const sr_selftest_tols t =
-        bf16 ? (sr_selftest_tols){2e-2, 5e-2, 5e-2, 0} : (sr_selftest_tols){1e-5, 1e-4, 1e-4, 1e-4};
-    sr_selftest_diff d;
+    const sr__selftest_tols t =
+        bf16 ? (sr__selftest_tols){2e-2, 5e-2, 5e-2, 0} : (sr__selftest_tols){1e-5, 1e-4, 1e-4, 1e-4};
+    sr__selftest_diff d;
     if (sr__selftest_compare_grads(p0, ref_ck, ck, &t, &d, err, sizeof err) != 0) {
         snprintf(detail, sizeof detail, "checkpoints cannot be compared: %s", err);
         sr__selftest_add(l, f->half, "FAIL", "fsdp", line, detail, NULL);
@@ -207,14 +209,14 @@ static void one_case(sr_selftest_lines *l, const sr_selftest_fsdp *f, int batch,
 }
 
 /* A one-CPU-rank run (reference or initial weights), once per selftest. */
-static int cpu_run(sr_selftest_lines *l, const sr_selftest_fsdp *f, const char *name, int batch, const char *lr,
+static int cpu_run(sr__selftest_lines *l, const sr__selftest_fsdp_args *f, const char *name, int batch, const char *lr,
                    const char *what) {
     char path[4200];
     struct stat st;
     snprintf(path, sizeof path, "%s/%s/checkpoint-1/model.safetensors", f->dir, name);
     if (stat(path, &st) == 0) return 0;
     char *none[] = {NULL};
-    sr_selftest_fsdp one = *f;
+    sr__selftest_fsdp_args one = *f;
     one.passthrough = none; /* one rank on this node */
     int rc = train(&one, name, "gloo", 1, batch, "NO_SHARD", 0, "no", lr);
     if (rc != 0) {
@@ -226,7 +228,7 @@ static int cpu_run(sr_selftest_lines *l, const sr_selftest_fsdp *f, const char *
     return rc;
 }
 
-void sr__selftest_fsdp(sr_selftest_lines *l, const sr_selftest_fsdp *f) {
+void sr__selftest_fsdp(sr__selftest_lines *l, const sr__selftest_fsdp_args *f) {
     char path[4200];
     snprintf(path, sizeof path, "%s/corpus.txt", f->dir);
     struct stat st;
@@ -241,7 +243,8 @@ void sr__selftest_fsdp(sr_selftest_lines *l, const sr_selftest_fsdp *f) {
     char ref[64];
     snprintf(ref, sizeof ref, "fsdp-reference-batch%d", batch * f->nproc);
     if (cpu_run(l, f, ref, batch * f->nproc, "1", "the one-rank CPU reference") != 0 ||
-        cpu_run(l, f, "fsdp-initial", batch * f->nproc, "0", "the one-rank CPU run that saves the initial weights") != 0)
+        cpu_run(l, f, "fsdp-initial", batch * f->nproc, "0", "the one-rank CPU run that saves the initial weights") !=
+            0)
         return;
     if (!sr__selftest_stopped()) one_case(l, f, batch, 0, "no");
     if (!sr__selftest_stopped()) one_case(l, f, batch, 1, "no");

@@ -1,6 +1,6 @@
 /*
  * selftest's table (see selftest.h): one line per check, merged over the ranks that ran it.
- * Lifecycle: sr_selftest_lines l = {0}; sr__selftest_add(&l, ...) for every check of every rank;
+ * Lifecycle: sr__selftest_lines l = {0}; sr__selftest_add(&l, ...) for every check of every rank;
  * read l.v[0..l.n); sr__selftest_lines_free(&l).  Nothing here prints.
  */
 #ifndef SR_AGENT_SELFTEST_LINES_H
@@ -9,23 +9,23 @@
 #include <stddef.h>
 
 /* One merged line: the same check over every rank that ran it. */
-typedef struct sr_selftest_line {
-    char half[8];  /* "cpu", "gpu" */
+typedef struct sr__selftest_line {
+    char half[8];   /* "cpu", "gpu" */
     char status[8]; /* "PASS", "FAIL", "SKIP" (could not run here: no failure, no pass) */
     char *group, *name, *detail, *metrics;
     int ranks;
-} sr_selftest_line;
+} sr__selftest_line;
 
-typedef struct sr_selftest_lines {
-    sr_selftest_line *v;
+typedef struct sr__selftest_lines {
+    sr__selftest_line *v;
     size_t n, cap;
-} sr_selftest_lines;
+} sr__selftest_lines;
 
 /* Adds (or merges into the line of the same half, group and name) one check. */
-void sr__selftest_add(sr_selftest_lines *l, const char *half, const char *status, const char *group,
-                      const char *name, const char *detail, const char *metrics);
+void sr__selftest_add(sr__selftest_lines *l, const char *half, const char *status, const char *group, const char *name,
+                      const char *detail, const char *metrics);
 
 /* Frees what the lines hold (l itself is the caller's). */
-void sr__selftest_lines_free(sr_selftest_lines *l);
+void sr__selftest_lines_free(sr__selftest_lines *l);
 
 #endif

@@ -73,8 +73,7 @@ int sr__selftest_subrun(const char *job, const char *log, const char *env_set, c
     running = pid;
     if (stop_signal) kill(pid, stop_signal); /* arrived between fork and here */
     int st = 0, rc = -1;
-    while ((rc = (int)waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
-    }
+    while ((rc = (int)waitpid(pid, &st, 0)) < 0 && errno == EINTR) {}
     running = 0;
     if (rc < 0) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);

@@ -22,12 +22,13 @@
 #include "worker/worker.h"
 
 static int self_pipe[2] = {-1, -1};
-static sr_watchdog *watchdog; /* NULL: hang_timeout = 0 */
+static sr__watchdog *watchdog; /* NULL: hang_timeout = 0 */
 
 static void on_signal(int sig) {
     int saved = errno;
     unsigned char b = (unsigned char)sig;
-    if (write(self_pipe[1], &b, 1) < 0) { /* full pipe: a wake-up is already pending */ }
+    if (write(self_pipe[1], &b, 1) < 0) { /* full pipe: a wake-up is already pending */
+    }
     errno = saved;
 }
 
@@ -53,9 +54,9 @@ static void reset_handlers_in_child(void) {
 /* Whether output written to fd reaches a person's terminal, so progress may be redrawn in place.
    Under a launcher it never does for sure: Open MPI hands every process a pseudo-terminal even
    when mpirun's own output goes to a file, and Slurm writes it to the job's .out file. */
-static int is_terminal(const sr_run *run, int fd) { return !run->layout.cluster_source && isatty(fd); }
+static int is_terminal(const sr__run *run, int fd) { return !run->layout.cluster_source && isatty(fd); }
 
-static int start_worker(sr_run *run, sr_worker *w, sr_worker *all, int nstarted) {
+static int start_worker(sr__run *run, sr__worker *w, sr__worker *all, int nstarted) {
     int p[SR_NSTREAMS][2];
     for (int s = 0; s < SR_NSTREAMS; s++)
         if (pipe2(p[s], O_CLOEXEC) != 0) return -1;
@@ -111,7 +112,7 @@ static int start_worker(sr_run *run, sr_worker *w, sr_worker *all, int nstarted)
    failed or restarts is queued to each worker with SR_STOP_NOW_VALUE first: a model task's
    trainer takes a plain SIGTERM for a preemption (finish the step, write a checkpoint), this one
    for what it is. */
-static void signal_groups(sr_worker *ws, int n, int sig, int stop_now) {
+static void signal_groups(sr__worker *ws, int n, int sig, int stop_now) {
     for (int i = 0; i < n; i++) {
         if (ws[i].pid <= 0 || ws[i].reaped) continue;
         if (stop_now && sig == SIGTERM) sigqueue(ws[i].pid, SIGTERM, (union sigval){.sival_int = SR_STOP_NOW_VALUE});
@@ -119,10 +120,10 @@ static void signal_groups(sr_worker *ws, int n, int sig, int stop_now) {
     }
 }
 
-static int workers_reaped(const sr_attempt *st);
+static int workers_reaped(const sr__attempt *st);
 
 /* SIGKILL to every worker still alive: the grace ran out, or the agent was asked twice. */
-static void kill_workers(sr_attempt *st) {
+static void kill_workers(sr__attempt *st) {
     if (!workers_reaped(st)) st->needed_kill = 1;
     signal_groups(st->ws, st->n, SIGKILL, 0);
     st->killed = 1;
@@ -130,7 +131,7 @@ static void kill_workers(sr_attempt *st) {
 
 static int exited_config(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == SR_EXIT_CONFIG; }
 
-static void read_stream(sr_worker *w, int s) {
+static void read_stream(sr__worker *w, int s) {
     char buf[65536];
     while (1) {
         ssize_t n = read(w->fd[s], buf, sizeof buf);
@@ -153,15 +154,15 @@ static void read_stream(sr_worker *w, int s) {
 }
 
 /* Stops every worker: sig to their groups, SIGKILL after `grace` seconds. */
-static void begin_stop(sr_attempt *st, int sig, double grace, int stop_now) {
+static void begin_stop(sr__attempt *st, int sig, double grace, int stop_now) {
     if (st->kill_at) return;
-    st->stop_sig = sig;
+    st->signal_sent = sig;
     for (int i = 0; i < st->n; i++) st->stopped += !st->ws[i].reaped;
     signal_groups(st->ws, st->n, sig, stop_now);
     st->kill_at = sr__now_s() + grace;
 }
 
-static int tail_has_error(const sr_tail *t) {
+static int tail_has_error(const sr__tail *t) {
     for (int k = 0; k < t->count; k++) {
         int idx = (t->next - t->count + k + SR_TAIL_LINES) % SR_TAIL_LINES;
         if (strstr(t->lines[idx], "error")) return 1;
@@ -172,7 +173,7 @@ static int tail_has_error(const sr_tail *t) {
 /* The first worker to fail is not always the cause: when a rank hits an error (a full disk, a bad
    file) and says so, its peers can see the failure through a collective and exit first, without a
    word.  Then the rank that reported an error is the one to name.  -1: name the first failed. */
-static int blame(sr_attempt *st, int first) {
+static int blame(sr__attempt *st, int first) {
     for (int i = 0; i < st->n; i++) /* what the workers wrote until now, so their tails are current */
         for (int s = 0; s < SR_NSTREAMS; s++)
             if (st->ws[i].fd[s] >= 0) read_stream(&st->ws[i], s);
@@ -183,7 +184,7 @@ static int blame(sr_attempt *st, int first) {
 }
 
 /* How far a worker got, for the failure message and the list of attempts. */
-static const char *reached(const sr_worker *w, int model_task, char *buf, size_t len) {
+static const char *reached(const sr__worker *w, int model_task, char *buf, size_t len) {
     if (!w->progress.started) snprintf(buf, len, "before its work began");
     else if (w->progress.step >= 0) snprintf(buf, len, "after step %lld", w->progress.step);
     else snprintf(buf, len, model_task ? "before its first step" : "once running");
@@ -197,13 +198,13 @@ static const char *reached(const sr_worker *w, int model_task, char *buf, size_t
    Slurm and clouds signal every process of a job they take back, the agent's own signal follows. */
 static inline int asks_to_stop(int sig) { return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGUSR1; }
 
-static sr_rdzv_failure failure_kind(const sr_attempt *st, const sr_worker *w) {
+static sr__rdzv_failure failure_kind(const sr__attempt *st, const sr__worker *w) {
     if (exited_config(w->status)) return SR_FAIL_CONFIG;
     if (w->progress.unfixable[0]) return SR_FAIL_FINAL; /* a full disk stays full */
     if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == SR_EXIT_CANNOT_EXEC) return SR_FAIL_FINAL;
     if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == SR_EXIT_SIGNAL_BASE + SIGTERM) return SR_FAIL_STOPPED;
     if (WIFSIGNALED(w->status) && asks_to_stop(WTERMSIG(w->status))) return SR_FAIL_STOPPED;
-    if (!w->progress.started || st->stop_signal) return SR_FAIL_FINAL;
+    if (!w->progress.started || st->agent_signal) return SR_FAIL_FINAL;
     return SR_FAIL_RETRYABLE;
 }
 
@@ -212,19 +213,23 @@ static sr_rdzv_failure failure_kind(const sr_attempt *st, const sr_worker *w) {
    the step's processes before this agent read its own): every rank agreed on the same step and
    writes the same checkpoint, so the run is preempted as if this agent had been asked, and the
    others are left to finish it (no signal: they stop by themselves within preempt_grace). */
-static int worker_preempted(const sr_worker *w, const sr_run *run) {
+static int worker_preempted(const sr__worker *w, const sr__run *run) {
     return run->model_task && w->progress.preempted && WIFEXITED(w->status) &&
            WEXITSTATUS(w->status) == SR_EXIT_SIGNAL_BASE + SIGTERM;
 }
 
-static void follow_worker_preemption(sr_attempt *st, sr_run *run, const sr_worker *w) {
+static void follow_worker_preemption(sr__attempt *st, sr__run *run, const sr__worker *w) {
     char msg[200];
-    snprintf(msg, sizeof msg, "a worker was asked to stop by a signal (rank %d, node %d, stopped after step %lld): "
-             "every rank stops after its current step with a checkpoint", w->rank, run->layout.node_rank,
-             w->progress.ckpt_step);
-    if (run->rdzv.phase == SR_RDZV_RUNNING) sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_PREEMPT);
-    sr__log(SR_LOG_INFO, "a worker was asked to stop by a signal: rank %d stopped after step %lld with a checkpoint, "
-            "and so do the other ranks (preempt_grace %gs)", w->rank, w->progress.ckpt_step, run->preempt_grace);
+    snprintf(msg, sizeof msg,
+             "a worker was asked to stop by a signal (rank %d, node %d, stopped after step %lld): "
+             "every rank stops after its current step with a checkpoint",
+             w->rank, run->layout.node_rank, w->progress.ckpt_step);
+    if (run->rdzv.phase == SR_RDZV_RUNNING)
+        sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_PREEMPT);
+    sr__log(SR_LOG_INFO,
+            "a worker was asked to stop by a signal: rank %d stopped after step %lld with a checkpoint, "
+            "and so do the other ranks (preempt_grace %gs)",
+            w->rank, w->progress.ckpt_step, run->preempt_grace);
     st->preempting = 1;
     begin_stop(st, 0, run->preempt_grace, 0); /* signal 0: only the deadline */
 }
@@ -233,35 +238,35 @@ static inline int exited_ok(int status) { return WIFEXITED(status) && WEXITSTATU
 
 /* Whether w's end is the attempt's first failure: it did not succeed, no failure was taken yet,
    and the workers are not being stopped already (then an exit is the stop's doing). */
-static inline int opens_the_failure(const sr_attempt *st, const sr_worker *w) {
+static inline int opens_the_failure(const sr__attempt *st, const sr__worker *w) {
     return !exited_ok(w->status) && st->failed < 0 && !st->kill_at;
 }
 
 /* Whether w was killed by a signal nobody here sent (the agent sends none before the first
    failure): a rank that dies so is the cause, its peers that exit non-zero because a collective
    with it failed are the consequence. */
-static inline int killed_by_a_signal(const sr_worker *w) { return w->reaped && WIFSIGNALED(w->status); }
+static inline int killed_by_a_signal(const sr__worker *w) { return w->reaped && WIFSIGNALED(w->status); }
 
 /* How long the first failure waits for its peers before the cause is chosen: a rank killed
    outright is often reaped after the peer that saw it go through a collective. */
 static const double CAUSE_GRACE_S = 0.3;
 
-static int worker_of(const sr_attempt *st, pid_t pid) {
+static int worker_of(const sr__attempt *st, pid_t pid) {
     for (int i = 0; i < st->n; i++)
         if (st->ws[i].pid == pid) return i;
     return -1;
 }
 
 /* Records worker i's end; whatever it left behind in its group goes with it. */
-static void record_exit(sr_attempt *st, int i, int status) {
-    sr_worker *w = &st->ws[i];
+static void record_exit(sr__attempt *st, int i, int status) {
+    sr__worker *w = &st->ws[i];
     w->reaped = 1;
     w->status = status;
     if (w->fd[SR_RES] >= 0) read_stream(w, SR_RES); /* its last progress records */
 }
 
 /* Reaps for up to `grace` seconds what else ends (or ended already), without deciding anything. */
-static void collect_late_exits(sr_attempt *st, double grace) {
+static void collect_late_exits(sr__attempt *st, double grace) {
     double until = sr__now_s() + grace;
     while (!workers_reaped(st)) {
         int status;
@@ -277,7 +282,7 @@ static void collect_late_exits(sr_attempt *st, double grace) {
 /* The worker whose failure caused the others', given that worker `first` was reaped failed
    first: itself when a signal killed it, else a peer that a signal killed within the grace,
    else `first`. */
-static int cause_of_failure(sr_attempt *st, int first) {
+static int cause_of_failure(sr__attempt *st, int first) {
     if (killed_by_a_signal(&st->ws[first]) || st->n < 2) return first;
     collect_late_exits(st, CAUSE_GRACE_S);
     for (int i = 0; i < st->n; i++)
@@ -286,15 +291,15 @@ static int cause_of_failure(sr_attempt *st, int first) {
 }
 
 /* The attempt's failure, worker i's: told to the rendezvous, and every worker stopped. */
-static void report_failure(sr_attempt *st, sr_run *run, int i) {
-    const sr_worker *w = &st->ws[i];
+static void report_failure(sr__attempt *st, sr__run *run, int i) {
+    const sr__worker *w = &st->ws[i];
     st->failed = i;
     /* a rank killed by a signal said nothing: a peer's error line is about its going */
     st->blamed = killed_by_a_signal(w) ? -1 : blame(st, i);
     char what[160], msg[600], step[64], host[128] = "?";
     gethostname(host, sizeof host);
     sr__describe_status(w->status, what, sizeof what);
-    const sr_worker *b = st->blamed >= 0 ? &st->ws[st->blamed] : w;
+    const sr__worker *b = st->blamed >= 0 ? &st->ws[st->blamed] : w;
     if (st->blamed >= 0)
         snprintf(msg, sizeof msg, "rank %d (node %d) reported an error, then rank %d %s; %s (host %s)", b->rank,
                  run->layout.node_rank, w->rank, what, reached(b, run->model_task, step, sizeof step), host);
@@ -306,14 +311,14 @@ static void report_failure(sr_attempt *st, sr_run *run, int i) {
     begin_stop(st, SIGTERM, run->grace, 1);
 }
 
-static void reap(sr_attempt *st, sr_run *run) {
+static void reap(sr__attempt *st, sr__run *run) {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         int i = worker_of(st, pid);
         if (i < 0) continue; /* an orphan of the workers, reaped because we are their subreaper */
         record_exit(st, i, status);
-        sr_worker *w = &st->ws[i];
+        sr__worker *w = &st->ws[i];
         if (opens_the_failure(st, w) && worker_preempted(w, run)) follow_worker_preemption(st, run, w);
         if (opens_the_failure(st, w)) {
             int cause = cause_of_failure(st, i);
@@ -323,20 +328,20 @@ static void reap(sr_attempt *st, sr_run *run) {
     }
 }
 
-static int workers_reaped(const sr_attempt *st) {
+static int workers_reaped(const sr__attempt *st) {
     for (int i = 0; i < st->n; i++)
         if (!st->ws[i].reaped) return 0;
     return 1;
 }
 
-static int pipes_closed(const sr_attempt *st) {
+static int pipes_closed(const sr__attempt *st) {
     for (int i = 0; i < st->n; i++)
         for (int s = 0; s < SR_NSTREAMS; s++)
             if (st->ws[i].fd[s] >= 0) return 0;
     return 1;
 }
 
-static void close_pipes(sr_attempt *st) {
+static void close_pipes(sr__attempt *st) {
     for (int i = 0; i < st->n; i++)
         for (int s = 0; s < SR_NSTREAMS; s++)
             if (st->ws[i].fd[s] >= 0) read_stream(&st->ws[i], s), close(st->ws[i].fd[s]), st->ws[i].fd[s] = -1;
@@ -352,28 +357,32 @@ static int signal_exit(int sig) { return SR_EXIT_SIGNAL_BASE + (sig == SIGUSR1 ?
    and its default action would kill shardrun without a checkpoint or a word): the same
    preemption or stop and the same exit, 143; the messages name it, and a model task's workers
    get it as it came (they take it as SIGTERM too). */
-static void on_agent_signal(sr_attempt *st, sr_run *run, int sig) {
+static void on_agent_signal(sr__attempt *st, sr__run *run, int sig) {
     char msg[200], name[32];
     int term = sig == SIGTERM || sig == SIGUSR1;
     sr__signal_name(sig, name, sizeof name);
-    if (term && st->preempting && !st->stop_signal) {
+    if (term && st->preempting && !st->agent_signal) {
         /* another node's SIGTERM started the preemption here first: this one asks for the same */
-        st->stop_signal = sig;
+        st->agent_signal = sig;
         return;
     }
-    if (st->stop_signal || st->kill_at) {
+    if (st->agent_signal || st->kill_at) {
         /* asked twice (or while the workers stop already): no more grace */
         kill_workers(st);
-        if (!st->stop_signal) st->stop_signal = sig;
+        if (!st->agent_signal) st->agent_signal = sig;
         return;
     }
-    st->stop_signal = sig;
+    st->agent_signal = sig;
     if (term && run->model_task && run->rdzv.phase == SR_RDZV_RUNNING) {
-        snprintf(msg, sizeof msg, "node %d's shardrun received %s: every rank stops after its current step with "
-                 "a checkpoint", run->layout.node_rank, name);
+        snprintf(msg, sizeof msg,
+                 "node %d's shardrun received %s: every rank stops after its current step with "
+                 "a checkpoint",
+                 run->layout.node_rank, name);
         sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_PREEMPT);
-        sr__log(SR_LOG_INFO, "%s: asking every rank to finish its step and write a checkpoint (preempt_grace "
-                "%gs; %s again to stop at once)", name, run->preempt_grace, name);
+        sr__log(SR_LOG_INFO,
+                "%s: asking every rank to finish its step and write a checkpoint (preempt_grace "
+                "%gs; %s again to stop at once)",
+                name, run->preempt_grace, name);
         st->preempting = 1;
         begin_stop(st, sig, run->preempt_grace, 0);
         return;
@@ -387,8 +396,8 @@ static void on_agent_signal(sr_attempt *st, sr_run *run, int sig) {
 /* What the rendezvous decided elsewhere (or here) for this attempt, applied to this agent's
    workers once per change (a restart can still turn into a failure: a node that does not come
    back).  *applied: the phase applied last. */
-static void follow_phase(sr_attempt *st, sr_run *run, sr_rdzv_phase *applied) {
-    sr_rdzv *r = &run->rdzv;
+static void follow_phase(sr__attempt *st, sr__run *run, sr__rdzv_phase *applied) {
+    sr__rdzv *r = &run->rdzv;
     if (r->phase == *applied) return;
     *applied = r->phase;
     if (r->phase == SR_RDZV_RUNNING || r->phase == SR_RDZV_SUCCEEDED) return;
@@ -401,7 +410,7 @@ static void follow_phase(sr_attempt *st, sr_run *run, sr_rdzv_phase *applied) {
             st->preempting = 1;
             begin_stop(st, SIGTERM, run->preempt_grace, 0);
         }
-    } else if (!r->reported_failure && st->failed < 0 && !st->stop_signal) {
+    } else if (!r->reported_failure && st->failed < 0 && !st->agent_signal) {
         st->failed_elsewhere = 1;
         begin_stop(st, SIGTERM, run->grace, 1);
     }
@@ -409,44 +418,43 @@ static void follow_phase(sr_attempt *st, sr_run *run, sr_rdzv_phase *applied) {
 
 /* This agent was stopped by a signal while the job restarts: the restart is called off everywhere
    (node 0 tells the others; another agent tells node 0), and this agent's verdict is the signal's. */
-static void call_off_restart(sr_attempt *st, sr_run *run) {
+static void call_off_restart(sr__attempt *st, sr__run *run) {
     char msg[200], name[32];
     snprintf(msg, sizeof msg, "node %d's shardrun was stopped by %s while the job restarted", run->layout.node_rank,
-             sr__signal_name(st->stop_signal, name, sizeof name));
+             sr__signal_name(st->agent_signal, name, sizeof name));
     sr__rdzv_abandon_restart(&run->rdzv, msg);
     st->failed = st->blamed = -1; /* the failure that caused the restart is in the list of attempts */
     st->failed_elsewhere = 0;
 }
-
 
 /* The store server's connections (MAX_CONNS, 4096, in store/server.c) and its listening socket,
    with room to spare: the most pollfds the rendezvous asks for. */
 enum { MAX_RDZV_FDS = 4200 };
 
 /* What the supervisor's loop carries from one turn to the next. */
-typedef struct sr_watch {
+typedef struct sr__watch {
     struct pollfd *pfd;     /* self-pipe, the workers' pipes, then the rendezvous's sockets */
     double all_reaped_at;   /* when the last worker was reaped; 0: not yet */
     int reported;           /* this agent's results went to node 0 */
-    sr_rdzv_phase applied;  /* the rendezvous phase applied last (follow_phase) */
-} sr_watch;
+    sr__rdzv_phase applied; /* the rendezvous phase applied last (follow_phase) */
+} sr__watch;
 
-static inline int local_work_done(const sr_attempt *st) { return workers_reaped(st) && pipes_closed(st); }
+static inline int local_work_done(const sr__attempt *st) { return workers_reaped(st) && pipes_closed(st); }
 
 /* Whether nothing went wrong with this agent's attempt here: no failure, no signal, no
    preemption, and every worker it was to start started. */
-static inline int attempt_clean_here(const sr_attempt *st) {
-    return st->failed < 0 && !st->stop_signal && !st->preempting && st->n == st->want;
+static inline int attempt_clean_here(const sr__attempt *st) {
+    return st->failed < 0 && !st->agent_signal && !st->preempting && st->n == st->want;
 }
 
 /* Whether the rendezvous reached a verdict (neither running nor restarting) and this agent knows it. */
-static inline int verdict_known(sr_rdzv *r) {
+static inline int verdict_known(sr__rdzv *r) {
     return r->phase != SR_RDZV_RUNNING && r->phase != SR_RDZV_RESTART && sr__rdzv_outcome_known(r);
 }
 
 /* This agent's part of a restart once its workers are gone: 1 when the next attempt may start. */
-static int ready_to_restart(sr_attempt *st, sr_run *run, sr_watch *wt) {
-    sr_rdzv *r = &run->rdzv;
+static int ready_to_restart(sr__attempt *st, sr__run *run, sr__watch *wt) {
+    sr__rdzv *r = &run->rdzv;
     if (!r->hosting) {
         sr__rdzv_stopped(r);
         st->restart = r->phase == SR_RDZV_RESTART;
@@ -460,23 +468,23 @@ static int ready_to_restart(sr_attempt *st, sr_run *run, sr_watch *wt) {
 }
 
 /* Every rank's exit code reaches node 0, also when the run failed. */
-static void report_results(sr_attempt *st, sr_run *run) {
-    sr_buf mine = {0};
+static void report_results(sr__attempt *st, sr__run *run) {
+    sr__buf mine = {0};
     sr__local_results(st, &mine);
     if ((st->results_local = sr__rdzv_report_done(&run->rdzv, mine.s ? mine.s : "", mine.n,
-                                                     attempt_clean_here(st) && !st->failed_elsewhere)))
+                                                  attempt_clean_here(st) && !st->failed_elsewhere)))
         sr__log(SR_LOG_WARN, "this node's results (%zu bytes) stay in this node's output", mine.n);
     sr__buf_free(&mine);
 }
 
 /* The decisions of one turn, from what the workers and the rendezvous did so far; no waiting.
    1: the attempt is over (a restart, or the run's verdict known and settled). */
-static int advance(sr_attempt *st, sr_run *run, sr_watch *wt) {
-    sr_rdzv *r = &run->rdzv;
+static int advance(sr__attempt *st, sr__run *run, sr__watch *wt) {
+    sr__rdzv *r = &run->rdzv;
     follow_phase(st, run, &wt->applied);
     int local_done = local_work_done(st);
     /* interrupted while the job restarts: no restart, and every agent hears it at once */
-    if (r->phase == SR_RDZV_RESTART && st->stop_signal) call_off_restart(st, run);
+    if (r->phase == SR_RDZV_RESTART && st->agent_signal) call_off_restart(st, run);
     if (local_done && r->phase == SR_RDZV_RESTART && ready_to_restart(st, run, wt)) return 1;
     if (local_done && !wt->reported && r->phase != SR_RDZV_RESTART) {
         report_results(st, run);
@@ -488,7 +496,7 @@ static int advance(sr_attempt *st, sr_run *run, sr_watch *wt) {
        another one fails. */
     if (local_done && r->hosting && r->phase == SR_RDZV_RUNNING && attempt_clean_here(st) && sr__rdzv_all_done(r))
         sr__rdzv_succeed(r);
-    if (local_done && wt->reported && (verdict_known(r) || (st->stop_signal && !r->hosting))) {
+    if (local_done && wt->reported && (verdict_known(r) || (st->agent_signal && !r->hosting))) {
         if (!r->hosting) sr__rdzv_ack(r);
         if (sr__rdzv_settled(r)) return 1;
     }
@@ -497,7 +505,7 @@ static int advance(sr_attempt *st, sr_run *run, sr_watch *wt) {
 
 /* How long this turn's poll may wait: the rendezvous's next deadline, the SIGKILL deadline, and
    a short wait while the pipes of workers already gone are still open. */
-static int poll_timeout_ms(const sr_attempt *st, sr_rdzv *r, const sr_watch *wt) {
+static int poll_timeout_ms(const sr__attempt *st, sr__rdzv *r, const sr__watch *wt) {
     int timeout = sr__rdzv_timeout_ms(r);
     if (st->kill_at && !st->killed) {
         int k = (int)((st->kill_at - sr__now_s()) * 1000) + 1;
@@ -513,18 +521,20 @@ static int poll_timeout_ms(const sr_attempt *st, sr_rdzv *r, const sr_watch *wt)
 /* The hang watchdog (agent/watchdog.h), while the attempt runs and nothing stops it yet: a hang
    ends the attempt like a failure, with one report.  Another agent that finds node 0 silent ends
    on its own: the verdict would have to come through node 0's store. */
-static void watch_for_hang(sr_attempt *st, sr_run *run) {
+static void watch_for_hang(sr__attempt *st, sr__run *run) {
     if (!watchdog || run->rdzv.phase != SR_RDZV_RUNNING) return;
-    if (st->kill_at || st->failed >= 0 || st->failed_elsewhere || st->stop_signal || st->preempting || st->hang[0]) {
+    if (st->kill_at || st->failed >= 0 || st->failed_elsewhere || st->agent_signal || st->preempting || st->hang[0]) {
         /* ending already (a failure here: a collective timed out on a dead link), waiting for node
            0's verdict: when node 0 went silent it never comes */
         if (sr__watchdog_host_silent(watchdog)) {
             char msg[300];
-            snprintf(msg, sizeof msg, "node 0's shardrun has not answered for %gs (hang_timeout): it is stopped, or the "
-                     "link to it is down", run->hang_timeout);
+            snprintf(msg, sizeof msg,
+                     "node 0's shardrun has not answered for %gs (hang_timeout): it is stopped, or the "
+                     "link to it is down",
+                     run->hang_timeout);
             sr__log(SR_LOG_ERROR, "%s: this node ends the run on its own (exit 1)", msg);
             sr__rdzv_lose_host(&run->rdzv, msg);
-            if (st->failed < 0 && !st->hang[0] && !st->stop_signal) st->failed_elsewhere = 1;
+            if (st->failed < 0 && !st->hang[0] && !st->agent_signal) st->failed_elsewhere = 1;
             if (!st->kill_at) begin_stop(st, SIGTERM, run->grace, 1);
         }
         return;
@@ -532,7 +542,7 @@ static void watch_for_hang(sr_attempt *st, sr_run *run) {
     int *reaped = sr__calloc((size_t)st->n + 1, sizeof *reaped);
     if (!reaped) return; /* next turn */
     for (int i = 0; i < st->n; i++) reaped[i] = st->ws[i].reaped;
-    static sr_hang h;
+    static sr__hang h;
     int hung = sr__watchdog_check(watchdog, reaped, &h);
     free(reaped);
     if (!hung) return;
@@ -557,8 +567,8 @@ static void watch_for_hang(sr_attempt *st, sr_run *run) {
 
 /* The I/O of one turn: waits for a signal, a worker's output or exit, the rendezvous or a
    deadline, and takes in what came.  -1 when poll itself failed. */
-static int poll_once(sr_attempt *st, sr_run *run, sr_watch *wt) {
-    sr_rdzv *r = &run->rdzv;
+static int poll_once(sr__attempt *st, sr__run *run, sr__watch *wt) {
+    sr__rdzv *r = &run->rdzv;
     struct pollfd *pfd = wt->pfd;
     int np = 0;
     pfd[np++] = (struct pollfd){.fd = self_pipe[0], .events = POLLIN};
@@ -594,10 +604,12 @@ static int poll_once(sr_attempt *st, sr_run *run, sr_watch *wt) {
 
 /* Without memory for its poll set the agent cannot watch its workers: it stops them, waits for
    them, and the run fails here (exit 1) and on every other node. */
-static void give_up_watching(sr_attempt *st, sr_run *run, size_t nfds) {
+static void give_up_watching(sr__attempt *st, sr__run *run, size_t nfds) {
     char msg[200];
-    snprintf(msg, sizeof msg, "node %d's shardrun ran out of memory (a poll set of %zu entries): its workers were "
-             "stopped", run->layout.node_rank, nfds);
+    snprintf(msg, sizeof msg,
+             "node %d's shardrun ran out of memory (a poll set of %zu entries): its workers were "
+             "stopped",
+             run->layout.node_rank, nfds);
     sr__log(SR_LOG_ERROR, "%s; free some memory and run the job again", msg);
     sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_FINAL);
     kill_workers(st);
@@ -607,9 +619,9 @@ static void give_up_watching(sr_attempt *st, sr_run *run, size_t nfds) {
     st->failed_elsewhere = 1;
 }
 
-static void supervise(sr_attempt *st, sr_run *run) {
+static void supervise(sr__attempt *st, sr__run *run) {
     size_t nfds = (size_t)st->n * SR_NSTREAMS + 1 + MAX_RDZV_FDS;
-    sr_watch wt = {.pfd = sr__calloc(nfds, sizeof(struct pollfd)), .applied = SR_RDZV_RUNNING};
+    sr__watch wt = {.pfd = sr__calloc(nfds, sizeof(struct pollfd)), .applied = SR_RDZV_RUNNING};
     if (!wt.pfd) give_up_watching(st, run, nfds);
     while (wt.pfd && !advance(st, run, &wt))
         if (poll_once(st, run, &wt) != 0) break;
@@ -621,17 +633,17 @@ static void supervise(sr_attempt *st, sr_run *run) {
     if (finished) {
         char name[32];
         sr__log(SR_LOG_INFO, "%s arrived during the last step: every rank finished the run",
-                sr__signal_name(st->stop_sig ? st->stop_sig : SIGTERM, name, sizeof name));
+                sr__signal_name(st->signal_sent ? st->signal_sent : SIGTERM, name, sizeof name));
         st->preempting = 0;
-        st->stop_signal = 0;
+        st->agent_signal = 0;
         st->stopped = 0;
     }
 }
 
 /* Other agents between two attempts: waits for the host's start of the next one, or its verdict
    that there is none.  0 to go on, else the exit code. */
-static int await_start(sr_attempt *st, sr_run *run) {
-    sr_rdzv *r = &run->rdzv;
+static int await_start(sr__attempt *st, sr__run *run) {
+    sr__rdzv *r = &run->rdzv;
     while (1) {
         int ready = sr__rdzv_restart_ready(r);
         if (ready > 0) return 0;
@@ -639,7 +651,7 @@ static int await_start(sr_attempt *st, sr_run *run) {
             /* the restart was called off: this agent's ranks' last results go with the verdict */
             st->failed_elsewhere = 1;
             st->failed = st->blamed = -1;
-            sr_buf mine = {0};
+            sr__buf mine = {0};
             sr__local_results(st, &mine);
             st->results_local = sr__rdzv_report_done(r, mine.s ? mine.s : "", mine.n, 0);
             sr__buf_free(&mine);
@@ -654,7 +666,7 @@ static int await_start(sr_attempt *st, sr_run *run) {
             ssize_t k = read(self_pipe[0], sigs, sizeof sigs);
             for (ssize_t j = 0; j < k; j++)
                 if (sigs[j] != SIGCHLD) {
-                    st->stop_signal = sigs[j];
+                    st->agent_signal = sigs[j];
                     call_off_restart(st, run);
                     return signal_exit(sigs[j]);
                 }
@@ -663,7 +675,7 @@ static int await_start(sr_attempt *st, sr_run *run) {
     }
 }
 
-static void free_workers(sr_attempt *st) {
+static void free_workers(sr__attempt *st) {
     for (int i = 0; i < st->n; i++) {
         sr__relay_free(&st->ws[i].relay[0]);
         sr__relay_free(&st->ws[i].relay[1]);
@@ -678,14 +690,17 @@ static void free_workers(sr_attempt *st) {
 }
 
 /* Forks this agent's workers for the current attempt. */
-static void start_attempt(sr_attempt *st, sr_run *run) {
+static void start_attempt(sr__attempt *st, sr__run *run) {
     int n = run->layout.spawn_count;
-    *st = (sr_attempt){.ws = sr__calloc((size_t)n, sizeof(sr_worker)), .failed = -1, .blamed = -1, .want = n,
-                       .first_rank = run->layout.node_rank * run->layout.nproc_per_node + run->layout.first_local};
+    *st = (sr__attempt){.ws = sr__calloc((size_t)n, sizeof(sr__worker)),
+                        .failed = -1,
+                        .blamed = -1,
+                        .want = n,
+                        .first_rank = run->layout.node_rank * run->layout.nproc_per_node + run->layout.first_local};
     run->layout.restart_count = run->rdzv.attempt; /* TORCHELASTIC_RESTART_COUNT, sr_restart_count() */
     sr__watchdog_begin(watchdog, n, run->rdzv.attempt);
     for (int i = 0; st->ws && i < n; i++) {
-        sr_worker *w = &st->ws[i];
+        sr__worker *w = &st->ws[i];
         w->local_rank = run->layout.first_local + i;
         w->rank = run->layout.node_rank * run->layout.nproc_per_node + w->local_rank;
         for (int s = 0; s < SR_NSTREAMS; s++) w->fd[s] = -1;
@@ -712,7 +727,7 @@ static void start_attempt(sr_attempt *st, sr_run *run) {
 /* After an attempt: anything still in a worker's group, then every child we inherited.  Between
    attempts only what already ended is reaped (the guardian, our child too, lives on); at the end
    the guardian is gone and the orphans of the workers get a second to die. */
-static void clear_leftovers(sr_attempt *st, const sr_run *run, int last) {
+static void clear_leftovers(sr__attempt *st, const sr__run *run, int last) {
     for (int i = 0; i < st->n; i++) kill(-st->ws[i].pid, SIGKILL);
     if (!last) {
         while (waitpid(-1, NULL, WNOHANG) > 0) {}
@@ -729,17 +744,17 @@ static void clear_leftovers(sr_attempt *st, const sr_run *run, int last) {
     sr__shm_sweep(run->rdzv.token);
 }
 
-static int exit_code(const sr_attempt *st, const sr_run *run) {
+static int exit_code(const sr__attempt *st, const sr__run *run) {
     if (st->failed_elsewhere && run->rdzv.failed_config) return SR_EXIT_CONFIG; /* agents started with different jobs */
     if (st->failed >= 0 && exited_config(st->ws[st->failed].status)) return SR_EXIT_CONFIG;
     if (st->preempting) return SR_EXIT_SIGNAL_BASE + SIGTERM;
     if (st->failed >= 0 || st->failed_elsewhere || st->hang[0]) return SR_EXIT_FAILED;
-    if (st->stop_signal) return signal_exit(st->stop_signal);
+    if (st->agent_signal) return signal_exit(st->agent_signal);
     if (st->n < st->want) return SR_EXIT_FAILED;
     return SR_EXIT_OK;
 }
 
-int sr__launch(sr_run *run, const char *results_path) {
+int sr__launch(sr__run *run, const char *results_path) {
     char why[4600];
     if (results_path && (run->rdzv.nagents < 2 || run->rdzv.hosting) &&
         sr__probe_results(results_path, run, why, sizeof why) != 0) {
@@ -755,10 +770,12 @@ int sr__launch(sr_run *run, const char *results_path) {
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     install_handlers();
     if (sr__guardian_start() != 0)
-        sr__log(SR_LOG_WARN, "no guardian process (%s): if this shardrun is killed outright, what its tasks "
-                "started in the background may be left running", strerror(errno));
+        sr__log(SR_LOG_WARN,
+                "no guardian process (%s): if this shardrun is killed outright, what its tasks "
+                "started in the background may be left running",
+                strerror(errno));
     watchdog = sr__watchdog_new(run);
-    sr_attempt st;
+    sr__attempt st;
     int code = -1;
     while (1) {
         start_attempt(&st, run);

@@ -13,6 +13,6 @@
 
 /* Returns shardrun's exit code: 0 all succeeded (results printed, and written to results_path
    when given), 1 a worker failed, 128+N when stopped by signal N. */
-int sr__launch(sr_run *run, const char *results_path);
+int sr__launch(sr__run *run, const char *results_path);
 
 #endif

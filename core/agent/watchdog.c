@@ -35,13 +35,13 @@ typedef struct wd_peer {
     double heard_at; /* this agent's clock when the record last changed (or the attempt began) */
 } wd_peer;
 
-struct sr_watchdog {
+struct sr__watchdog {
     double T;
     int model_task, node, nagents, agent_id, hosting;
-    sr_rdzv *rdzv;
+    sr__rdzv *rdzv;
     char host[128];
     /* this agent's workers */
-    sr_watch_slot *slots;
+    sr__watch_slot *slots;
     int nslots, n, attempt;
     pid_t *pid;
     int *rank;
@@ -50,9 +50,9 @@ struct sr_watchdog {
     double next_check;
     /* the exchange through node 0's store */
     pthread_mutex_t mu;
-    char *mine;                /* this agent's record */
+    char *mine; /* this agent's record */
     unsigned long long counter;
-    wd_peer *peers;            /* by agent index */
+    wd_peer *peers; /* by agent index */
     double began;
     int thread_started;
     char store_host[256], token[128];
@@ -116,8 +116,8 @@ static const char *state_text(const wd_rank *r, char *buf, size_t len) {
     switch (r->state) {
     case 'T': return "stopped (SIGSTOP, a debugger, or a terminal's Ctrl-Z)";
     case 'D':
-        snprintf(buf, len, "in the kernel (an uninterruptible wait%s%s: a disk, NFS, a driver)", r->wchan[0] ? " in " : "",
-                 r->wchan);
+        snprintf(buf, len, "in the kernel (an uninterruptible wait%s%s: a disk, NFS, a driver)",
+                 r->wchan[0] ? " in " : "", r->wchan);
         return buf;
     case 'R': return "running";
     case 'S': return "sleeping";
@@ -146,11 +146,12 @@ static const char *busy(const wd_rank *r) {
     if (r->state != 'R') return "";
     unsigned long long lim = r->local ? as_limit(r->pid) : 0;
     if (lim)
-        snprintf(buf, sizeof buf, " (busy without progress under a memory limit of %llu MiB (ulimit -v): most likely an "
+        snprintf(buf, sizeof buf,
+                 " (busy without progress under a memory limit of %llu MiB (ulimit -v): most likely an "
                  "allocation that failed inside the BLAS, which OpenBLAS retries without end; raise the limit, or give "
-                 "each rank fewer threads (OMP_NUM_THREADS))", lim >> 20);
-    else
-        snprintf(buf, sizeof buf, " (busy in its own code: a loop that never ends, or work slower than hang_timeout)");
+                 "each rank fewer threads (OMP_NUM_THREADS))",
+                 lim >> 20);
+    else snprintf(buf, sizeof buf, " (busy in its own code: a loop that never ends, or work slower than hang_timeout)");
     return buf;
 }
 
@@ -158,7 +159,7 @@ static const char *busy(const wd_rank *r) {
 
 /* "wd COUNTER NODE HOST" then one line per rank: "RANK PID STATE AGE_MS SEQ IN KIND STEP MICRO PHASE
    UNIT EVER". */
-static void format_record(sr_watchdog *wd, const wd_rank *rs, int n, sr_buf *b) {
+static void format_record(sr__watchdog *wd, const wd_rank *rs, int n, sr__buf *b) {
     sr__buf_printf(b, "wd %llu %d %s\n", wd->counter, wd->node, wd->host);
     for (int i = 0; i < n; i++) {
         const wd_rank *r = &rs[i];
@@ -197,12 +198,13 @@ static int parse_record(const char *rec, int a, wd_rank *rs, int max, unsigned l
 static void wd_key(char *buf, size_t len, int attempt, int agent) { snprintf(buf, len, "wd/%d/%d", attempt, agent); }
 
 /* Takes agent a's record when it is newer than the one kept (wd->mu held). */
-static void take_record(sr_watchdog *wd, int a, char *rec) {
+static void take_record(sr__watchdog *wd, int a, char *rec) {
     unsigned long long c;
     int node;
     char host[128];
     wd_rank one;
-    if (parse_record(rec, a, &one, 0, &c, &node, host, sizeof host) < 0 || (wd->peers[a].rec && c == wd->peers[a].counter)) {
+    if (parse_record(rec, a, &one, 0, &c, &node, host, sizeof host) < 0 ||
+        (wd->peers[a].rec && c == wd->peers[a].counter)) {
         free(rec);
         return;
     }
@@ -216,8 +218,8 @@ static void take_record(sr_watchdog *wd, int a, char *rec) {
    once a second, from this thread, whose store calls may block for good (node 0 stopped, a link
    down) without holding up the agent. */
 static void *exchange(void *arg) {
-    sr_watchdog *wd = arg;
-    sr_store *c = NULL;
+    sr__watchdog *wd = arg;
+    sr__store *c = NULL;
     double period = wd->T / 4 < 1.0 ? wd->T / 4 : 1.0;
     if (period < 0.1) period = 0.1;
     struct timespec pause = {(time_t)period, (long)((period - (double)(time_t)period) * 1e9)};
@@ -255,10 +257,10 @@ static void *exchange(void *arg) {
 
 /* ---- set-up ------------------------------------------------------------------------------------- */
 
-sr_watchdog *sr__watchdog_new(sr_run *run) {
+sr__watchdog *sr__watchdog_new(sr__run *run) {
     if (!(run->hang_timeout > 0)) return NULL;
     int n = run->layout.spawn_count;
-    sr_watchdog *wd = sr__calloc(1, sizeof *wd);
+    sr__watchdog *wd = sr__calloc(1, sizeof *wd);
     if (wd) {
         wd->pid = sr__calloc((size_t)n + 1, sizeof *wd->pid);
         wd->rank = sr__calloc((size_t)n + 1, sizeof *wd->rank);
@@ -268,8 +270,10 @@ sr_watchdog *sr__watchdog_new(sr_run *run) {
         wd->slots = sr__watch_map(n);
     }
     if (!wd || !wd->pid || !wd->rank || !wd->beat || !wd->changed || !wd->peers || !wd->slots) {
-        sr__log(SR_LOG_WARN, "no hang watchdog for this run (out of memory for %d workers' records): a rank that "
-                "hangs is not named (hang_timeout)", n);
+        sr__log(SR_LOG_WARN,
+                "no hang watchdog for this run (out of memory for %d workers' records): a rank that "
+                "hangs is not named (hang_timeout)",
+                n);
         sr__watchdog_free(wd);
         return NULL;
     }
@@ -296,21 +300,21 @@ sr_watchdog *sr__watchdog_new(sr_run *run) {
             wd->thread_started = 1;
         } else {
             sr__log(SR_LOG_WARN, "the hang watchdog cannot compare this node with the others (no thread): it "
-                    "watches this node's ranks only");
+                                 "watches this node's ranks only");
             wd->nagents = 1;
         }
     }
     return wd;
 }
 
-void sr__watchdog_begin(sr_watchdog *wd, int n, int attempt) {
+void sr__watchdog_begin(sr__watchdog *wd, int n, int attempt) {
     if (!wd) return;
     double now = sr__now_s();
     pthread_mutex_lock(&wd->mu);
     wd->n = n < wd->nslots ? n : wd->nslots;
     wd->attempt = attempt;
     for (int i = 0; i < wd->nslots; i++) {
-        sr_watch_slot *s = &wd->slots[i];
+        sr__watch_slot *s = &wd->slots[i];
         atomic_store(&s->beat, 0), atomic_store(&s->step, -1), atomic_store(&s->micro, 0);
         atomic_store(&s->phase, 0), atomic_store(&s->unit, -1), atomic_store(&s->coll_seq, 0);
         atomic_store(&s->coll_kind, 0), atomic_store(&s->in_coll, 0);
@@ -326,16 +330,16 @@ void sr__watchdog_begin(sr_watchdog *wd, int n, int attempt) {
     wd->next_check = now + 1.0;
 }
 
-sr_watch_slot *sr__watchdog_slot(sr_watchdog *wd, int i) { return wd && i < wd->nslots ? &wd->slots[i] : NULL; }
+sr__watch_slot *sr__watchdog_slot(sr__watchdog *wd, int i) { return wd && i < wd->nslots ? &wd->slots[i] : NULL; }
 
-void sr__watchdog_started(sr_watchdog *wd, int i, int rank, pid_t pid) {
+void sr__watchdog_started(sr__watchdog *wd, int i, int rank, pid_t pid) {
     if (!wd || i >= wd->nslots) return;
     wd->pid[i] = pid;
     wd->rank[i] = rank;
     wd->changed[i] = sr__now_s();
 }
 
-int sr__watchdog_timeout_ms(const sr_watchdog *wd) {
+int sr__watchdog_timeout_ms(const sr__watchdog *wd) {
     if (!wd) return -1;
     int ms = (int)((wd->next_check - sr__now_s()) * 1000) + 1;
     return ms < 0 ? 0 : ms;
@@ -343,9 +347,9 @@ int sr__watchdog_timeout_ms(const sr_watchdog *wd) {
 
 /* A watchdog whose thread may still use it (blocked in a store call): left to the process's exit,
    and held here so that a leak checker sees it reachable. */
-static sr_watchdog *kept;
+static sr__watchdog *kept;
 
-void sr__watchdog_free(sr_watchdog *wd) {
+void sr__watchdog_free(sr__watchdog *wd) {
     if (!wd) return;
     if (wd->thread_started) {
         kept = wd;
@@ -371,16 +375,16 @@ static void where(const wd_rank *r, const char *host, double T, char *out, size_
     else if (r->in) snprintf(coll, sizeof coll, "waits in %s #%llu", kind, r->seq);
     else snprintf(coll, sizeof coll, "after %s #%llu", kind, r->seq);
     snprintf(out, len, "rank %d (node %d, host %s, pid %d): %s%s; %s%s%s; %s %.1fs", r->rank, r->node, host, r->pid,
-             r->stale ? "as its node last said: " : "", state_text(r, st, sizeof st), pos, pos[0] ? "; " : "", coll, r->age >= T ? "no progress for" : "last progress",
-             r->age);
+             r->stale ? "as its node last said: " : "", state_text(r, st, sizeof st), pos, pos[0] ? "; " : "", coll,
+             r->age >= T ? "no progress for" : "last progress", r->age);
 }
 
 /* This agent's workers, as they are now. */
-static int local_ranks(sr_watchdog *wd, const int *reaped, wd_rank *rs, double now) {
+static int local_ranks(sr__watchdog *wd, const int *reaped, wd_rank *rs, double now) {
     int n = 0;
     for (int i = 0; i < wd->n; i++) {
         if (!wd->pid[i] || reaped[i]) continue;
-        sr_watch_slot *s = &wd->slots[i];
+        sr__watch_slot *s = &wd->slots[i];
         unsigned long long beat = atomic_load(&s->beat);
         if (beat != wd->beat[i]) wd->beat[i] = beat, wd->changed[i] = now;
         wd_rank *r = &rs[n++];
@@ -396,7 +400,7 @@ static int local_ranks(sr_watchdog *wd, const int *reaped, wd_rank *rs, double n
     return n;
 }
 
-static const char *host_of(sr_watchdog *wd, int agent, char *buf, size_t len) {
+static const char *host_of(sr__watchdog *wd, int agent, char *buf, size_t len) {
     if (agent == wd->agent_id) return wd->host;
     unsigned long long c;
     int node;
@@ -405,13 +409,13 @@ static const char *host_of(sr_watchdog *wd, int agent, char *buf, size_t len) {
     return buf;
 }
 
-int sr__watchdog_host_silent(sr_watchdog *wd) {
+int sr__watchdog_host_silent(sr__watchdog *wd) {
     if (!wd) return 0;
     double now = sr__now_s();
     if (now < wd->next_check) return 0;
     wd->next_check = now + (wd->T / 4 < 1.0 ? wd->T / 4 : 1.0);
     if (wd->hosting || wd->nagents < 2 || wd->agent_id == 0) return 0;
-    sr_buf b = {0};
+    sr__buf b = {0};
     pthread_mutex_lock(&wd->mu);
     wd->counter++;
     format_record(wd, NULL, 0, &b); /* its ranks are stopping: none to compare */
@@ -422,7 +426,7 @@ int sr__watchdog_host_silent(sr_watchdog *wd) {
     return silent;
 }
 
-int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h) {
+int sr__watchdog_check(sr__watchdog *wd, const int *reaped, sr__hang *h) {
     if (!wd) return 0;
     double now = sr__now_s(), T = wd->T;
     if (now < wd->next_check) return 0;
@@ -432,7 +436,7 @@ int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h) {
     int n = local_ranks(wd, reaped, rs, now), nlocal = n;
 
     /* this agent's record out, the others' in (wd->mu held from here: the thread replaces them) */
-    sr_buf b = {0};
+    sr__buf b = {0};
     pthread_mutex_lock(&wd->mu);
     wd->counter++;
     format_record(wd, rs, nlocal, &b);
@@ -491,7 +495,8 @@ int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h) {
     if (waiting >= 0) {
         int nw = 0, first = -1;
         for (int i = 0; i < n; i++)
-            if (rs[i].in && !rs[i].stale && rs[i].seq == rs[waiting].seq && rs[i].age >= T) nw++, first = first < 0 ? i : first;
+            if (rs[i].in && !rs[i].stale && rs[i].seq == rs[waiting].seq && rs[i].age >= T)
+                nw++, first = first < 0 ? i : first;
         snprintf(wait_text, sizeof wait_text, "%s %d%s wait%s in %s #%llu", nw == 1 ? "rank" : "ranks", rs[first].rank,
                  nw > 1 ? " and others" : "", nw == 1 ? "s" : "", sr__watch_coll_names[rs[waiting].kind % 5],
                  rs[waiting].seq);
@@ -506,15 +511,17 @@ int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h) {
         h->lost_node = node;
         h->lost_agent = silent;
         h->host_lost = silent == 0 && !wd->hosting;
-        snprintf(h->what, sizeof h->what, "node %d's shardrun (host %s) has not answered for %.0fs: it is stopped, or the "
-                 "link to it is down%s%s (hang_timeout = %gs)", node, host, now - wd->peers[silent].heard_at,
-                 wait_text[0] ? "; " : "", wait_text, T);
+        snprintf(h->what, sizeof h->what,
+                 "node %d's shardrun (host %s) has not answered for %.0fs: it is stopped, or the "
+                 "link to it is down%s%s (hang_timeout = %gs)",
+                 node, host, now - wd->peers[silent].heard_at, wait_text[0] ? "; " : "", wait_text, T);
     } else if (behind >= 0) {
         const wd_rank *r = &rs[behind];
-        snprintf(h->what, sizeof h->what, "rank %d (node %d, host %s, pid %d) is behind: %s%s; it has not entered the "
-                 "collective %s (no progress for %.0fs, hang_timeout = %gs)", r->rank, r->node,
-                 host_of(wd, r->agent, host, sizeof host), r->pid, state_text(r, st, sizeof st), busy(r), wait_text,
-                 r->age, T);
+        snprintf(h->what, sizeof h->what,
+                 "rank %d (node %d, host %s, pid %d) is behind: %s%s; it has not entered the "
+                 "collective %s (no progress for %.0fs, hang_timeout = %gs)",
+                 r->rank, r->node, host_of(wd, r->agent, host, sizeof host), r->pid, state_text(r, st, sizeof st),
+                 busy(r), wait_text, r->age, T);
     } else {
         /* no rank behind: those outside a collective, or the collective itself */
         int culprit = -1;
@@ -522,27 +529,31 @@ int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h) {
             if (!rs[i].in) culprit = i;
         if (culprit >= 0) {
             const wd_rank *r = &rs[culprit];
-            snprintf(h->what, sizeof h->what, "rank %d (node %d, host %s, pid %d) made no progress for %.0fs: %s%s%s%s "
-                     "(hang_timeout = %gs)", r->rank, r->node, host_of(wd, r->agent, host, sizeof host), r->pid, r->age,
+            snprintf(h->what, sizeof h->what,
+                     "rank %d (node %d, host %s, pid %d) made no progress for %.0fs: %s%s%s%s "
+                     "(hang_timeout = %gs)",
+                     r->rank, r->node, host_of(wd, r->agent, host, sizeof host), r->pid, r->age,
                      state_text(r, st, sizeof st), busy(r), wait_text[0] ? "; " : "", wait_text, T);
         } else {
-            snprintf(h->what, sizeof h->what, "every rank waits in %s #%llu and none is behind: the collective itself "
+            snprintf(h->what, sizeof h->what,
+                     "every rank waits in %s #%llu and none is behind: the collective itself "
                      "does not complete (its transport: a link between nodes, the shared memory) (no progress for "
-                     "%.0fs, hang_timeout = %gs)", sr__watch_coll_names[rs[waiting].kind % 5], rs[waiting].seq,
-                     rs[waiting].age, T);
+                     "%.0fs, hang_timeout = %gs)",
+                     sr__watch_coll_names[rs[waiting].kind % 5], rs[waiting].seq, rs[waiting].age, T);
         }
     }
     size_t used = 0;
     used += (size_t)snprintf(h->report + used, sizeof h->report - used, "shardrun: hang: %s\n", h->what);
     used += (size_t)snprintf(h->report + used, sizeof h->report - used,
-                             "shardrun: where each rank is, as node %d's shardrun (host %s) sees it:\n", wd->node, wd->host);
+                             "shardrun: where each rank is, as node %d's shardrun (host %s) sees it:\n", wd->node,
+                             wd->host);
     for (int i = 0; i < n && used < sizeof h->report - 1; i++) {
         where(&rs[i], host_of(wd, rs[i].agent, host, sizeof host), T, line, sizeof line);
         used += (size_t)snprintf(h->report + used, sizeof h->report - used, "shardrun:   %s\n", line);
     }
     if (unheard && used < sizeof h->report - 1)
-        snprintf(h->report + used, sizeof h->report - used, "shardrun:   (%d other node%s not heard from yet)\n", unheard,
-                 unheard == 1 ? "" : "s");
+        snprintf(h->report + used, sizeof h->report - used, "shardrun:   (%d other node%s not heard from yet)\n",
+                 unheard, unheard == 1 ? "" : "s");
     pthread_mutex_unlock(&wd->mu);
     return 1;
 }

@@ -26,33 +26,33 @@
 #include "base/watch.h"
 #include "run/run.h"
 
-typedef struct sr_watchdog sr_watchdog;
+typedef struct sr__watchdog sr__watchdog;
 
 /* NULL when run->hang_timeout is 0 (no watchdog) or memory is short (then it says so). */
-sr_watchdog *sr__watchdog_new(sr_run *run);
+sr__watchdog *sr__watchdog_new(sr__run *run);
 /* A new attempt with n workers: their slots zeroed, the clocks started. */
-void sr__watchdog_begin(sr_watchdog *wd, int n, int attempt);
-sr_watch_slot *sr__watchdog_slot(sr_watchdog *wd, int i);
-void sr__watchdog_started(sr_watchdog *wd, int i, int rank, pid_t pid);
+void sr__watchdog_begin(sr__watchdog *wd, int n, int attempt);
+sr__watch_slot *sr__watchdog_slot(sr__watchdog *wd, int i);
+void sr__watchdog_started(sr__watchdog *wd, int i, int rank, pid_t pid);
 
-typedef struct sr_hang {
+typedef struct sr__hang {
     char report[8192]; /* the report, lines ending in '\n' (printed as is) */
     char what[900];    /* one line for the failure report and the summary */
     int lost_node;     /* the node whose agent went silent, -1: none */
     int lost_agent;    /* that agent's index in the rendezvous, -1: none */
     int host_lost;     /* that node is node 0's, and this agent is another one's */
     int started;       /* every local rank had begun its work (a restart may help) */
-} sr_hang;
+} sr__hang;
 
 /* Looks at every rank (at most once a second does it any work); 1 with *h filled when the run
    hangs, else 0.  `reaped[i]`: worker i is gone (not watched). */
-int sr__watchdog_check(sr_watchdog *wd, const int *reaped, sr_hang *h);
+int sr__watchdog_check(sr__watchdog *wd, const int *reaped, sr__hang *h);
 /* Another agent than node 0's whose attempt is ending (a failure here, a stop) and waits for node
    0's verdict: 1 when node 0's agent has sent nothing new for hang_timeout (the verdict will not
    come).  Keeps this agent's record going meanwhile, so node 0 does not take it for silent. */
-int sr__watchdog_host_silent(sr_watchdog *wd);
+int sr__watchdog_host_silent(sr__watchdog *wd);
 /* Milliseconds until the next check is due (-1: never). */
-int sr__watchdog_timeout_ms(const sr_watchdog *wd);
-void sr__watchdog_free(sr_watchdog *wd);
+int sr__watchdog_timeout_ms(const sr__watchdog *wd);
+void sr__watchdog_free(sr__watchdog *wd);
 
 #endif

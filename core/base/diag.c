@@ -9,7 +9,7 @@
 #include "base/log.h"
 #include "base/strbuf.h"
 
-void sr__diag_add(sr_diag *d, const char *fmt, ...) {
+void sr__diag_add(sr__diag *d, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     char *msg = sr__vfmt(fmt, ap);
@@ -23,14 +23,14 @@ void sr__diag_add(sr_diag *d, const char *fmt, ...) {
     d->msgs[d->kept++] = msg;
 }
 
-void sr__diag_clear(sr_diag *d) {
+void sr__diag_clear(sr__diag *d) {
     for (size_t i = 0; i < d->kept; i++) free(d->msgs[i]);
     free(d->msgs);
     d->msgs = NULL;
     d->n = d->kept = d->cap = 0;
 }
 
-void sr__diag_flush(sr_diag *d) {
+void sr__diag_flush(sr__diag *d) {
     enum { MAX_SHOWN = 20 };
     size_t shown = d->kept < MAX_SHOWN ? d->kept : MAX_SHOWN;
     for (size_t i = 0; i < shown; i++) sr__log(SR_LOG_ERROR, "%s", d->msgs[i]);

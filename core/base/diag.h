@@ -9,16 +9,16 @@
 
 #include <stddef.h>
 
-typedef struct sr_diag {
+typedef struct sr__diag {
     char **msgs;
-    size_t n;          /* errors added */
-    size_t kept, cap;  /* msgs[0 .. kept): their messages; fewer than n when memory ran out */
-} sr_diag;
+    size_t n;         /* errors added */
+    size_t kept, cap; /* msgs[0 .. kept): their messages; fewer than n when memory ran out */
+} sr__diag;
 
-void sr__diag_add(sr_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sr__diag_add(sr__diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Logs them as errors (base/log.h; at most 20, then a count) and frees them. */
-void sr__diag_flush(sr_diag *d);
+void sr__diag_flush(sr__diag *d);
 /* Frees them without printing. */
-void sr__diag_clear(sr_diag *d);
+void sr__diag_clear(sr__diag *d);
 
 #endif

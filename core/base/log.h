@@ -20,9 +20,9 @@
 
 /* What shardrun and its workers exit with, as shells and torchrun users expect. */
 enum {
-    SR_EXIT_OK = 0,          /* every rank succeeded */
-    SR_EXIT_FAILED = 1,      /* the run failed: a rank exited non-zero or died, on any node */
-    SR_EXIT_CONFIG = 2,      /* bad input (job file, flag, variable, plugin, task), found before any work */
+    SR_EXIT_OK = 0,            /* every rank succeeded */
+    SR_EXIT_FAILED = 1,        /* the run failed: a rank exited non-zero or died, on any node */
+    SR_EXIT_CONFIG = 2,        /* bad input (job file, flag, variable, plugin, task), found before any work */
     SR_EXIT_CANNOT_EXEC = 127, /* an exec: task's program could not be started (as a shell says) */
     SR_EXIT_SIGNAL_BASE = 128  /* + N: shardrun was stopped by signal N (130 for Ctrl-C) */
 };

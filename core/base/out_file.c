@@ -62,10 +62,10 @@ static int canonical(const char *path, const char *cur, char **out, char *why, s
     char *real = dir ? realpath(dir, NULL) : NULL;
     int e = errno;
     if (!real) {
-        int rc = !dir ? say(why, len, "%s: out of memory", path)
-                 : e == ENOENT ? say(why, len, "%s: the folder %s does not exist; create it first", path, dir)
+        int rc = !dir           ? say(why, len, "%s: out of memory", path)
+                 : e == ENOENT  ? say(why, len, "%s: the folder %s does not exist; create it first", path, dir)
                  : e == ENOTDIR ? say(why, len, "%s: %s is not a folder", path, dir)
-                               : say(why, len, "%s: cannot reach the folder %s: %s", path, dir, strerror(e));
+                                : say(why, len, "%s: cannot reach the folder %s: %s", path, dir, strerror(e));
         free(dir);
         return rc;
     }
@@ -142,7 +142,9 @@ static int resolve(const char *path, resolved *r, char *why, size_t len) {
             return 0;
         }
         say(why, len, "%s is %s; name a file", path,
-            S_ISDIR(st.st_mode) ? "a folder" : S_ISBLK(st.st_mode) ? "a block device" : "not a file");
+            S_ISDIR(st.st_mode)   ? "a folder"
+            : S_ISBLK(st.st_mode) ? "a block device"
+                                  : "not a file");
         free(canon);
         r->target = NULL;
         return -1;
@@ -169,10 +171,12 @@ int sr__out_check(const char *path, const char *const *inputs, int ninputs, char
             struct stat in;
             if (inputs[i] && stat(inputs[i], &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
                 rc = !strcmp(path, inputs[i])
-                         ? say(why, len, "%s is a file this command reads: writing it would replace it; name another file",
-                               path)
-                         : say(why, len, "%s is %s, a file this command reads: writing it would replace it; name "
-                                         "another file", path, inputs[i]);
+                         ? say(why, len,
+                               "%s is a file this command reads: writing it would replace it; name another file", path)
+                         : say(why, len,
+                               "%s is %s, a file this command reads: writing it would replace it; name "
+                               "another file",
+                               path, inputs[i]);
         }
     if (!rc && (r.kind == OUT_NEW || r.kind == OUT_REGULAR)) { /* the folder must take the temporary */
         char *tmp = temp_name(r.target);
@@ -182,15 +186,16 @@ int sr__out_check(const char *path, const char *const *inputs, int ninputs, char
         free(tmp);
     } else if (!rc && r.kind == OUT_IN_PLACE && access(r.target, W_OK) != 0) {
         rc = say(why, len, "%s: cannot write %s: %s", path, r.target, strerror(errno));
-    } else if (!rc && r.kind == OUT_OWN_FD && (fcntl(r.fd, F_GETFL) < 0 || (fcntl(r.fd, F_GETFL) & O_ACCMODE) == O_RDONLY)) {
+    } else if (!rc && r.kind == OUT_OWN_FD &&
+               (fcntl(r.fd, F_GETFL) < 0 || (fcntl(r.fd, F_GETFL) & O_ACCMODE) == O_RDONLY)) {
         rc = say(why, len, "%s: descriptor %d is not open for writing", path, r.fd);
     }
     free(r.target);
     return rc;
 }
 
-int sr__out_open(sr_out *o, const char *path, char *why, size_t len) {
-    *o = (sr_out){.path = path};
+int sr__out_open(sr__out *o, const char *path, char *why, size_t len) {
+    *o = (sr__out){.path = path};
     resolved r;
     if (resolve(path, &r, why, len) != 0) return -1;
     int fd = -1;
@@ -211,14 +216,14 @@ int sr__out_open(sr_out *o, const char *path, char *why, size_t len) {
         say(why, len, "cannot write %s (%s): %s", path, o->tmp ? o->tmp : r.target, strerror(e));
         if (o->tmp && e != EEXIST) unlink(o->tmp);
         free(r.target), free(o->tmp), free(o->target);
-        *o = (sr_out){0};
+        *o = (sr__out){0};
         return -1;
     }
     free(r.target);
     return 0;
 }
 
-int sr__out_close(sr_out *o, char *why, size_t len) {
+int sr__out_close(sr__out *o, char *why, size_t len) {
     int ok = o->f != NULL, e = 0;
     if (ok && fflush(o->f) != 0) ok = 0, e = errno;
     if (ok && o->tmp && fsync(fileno(o->f)) != 0) ok = 0, e = errno;
@@ -239,15 +244,15 @@ int sr__out_close(sr_out *o, char *why, size_t len) {
     return ok ? 0 : -1;
 }
 
-void sr__out_abort(sr_out *o) {
+void sr__out_abort(sr__out *o) {
     if (o->f) fclose(o->f);
     if (o->tmp) unlink(o->tmp);
     free(o->tmp), free(o->target);
-    *o = (sr_out){0};
+    *o = (sr__out){0};
 }
 
 int sr__out_write(const char *path, const void *data, size_t n, char *why, size_t len) {
-    sr_out o;
+    sr__out o;
     if (sr__out_open(&o, path, why, len) != 0) return -1;
     if (n && fwrite(data, 1, n, o.f) != n) {
         int e = errno;

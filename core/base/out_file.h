@@ -24,13 +24,13 @@
 #include <stddef.h>
 #include <stdio.h>
 
-typedef struct sr_out {
+typedef struct sr__out {
     FILE *f; /* where the text goes, between sr__out_open and sr__out_close */
     /* the helper's own */
-    char *target; /* the resolved file replaced at the end; NULL when written in place */
-    char *tmp;    /* the temporary written first */
+    char *target;     /* the resolved file replaced at the end; NULL when written in place */
+    char *tmp;        /* the temporary written first */
     const char *path; /* as the user gave it (messages) */
-} sr_out;
+} sr__out;
 
 /* Whether `path` can be written, before any work: 0, or -1 with why[].  inputs[0 .. ninputs): the
    files the command reads (NULL entries and files that do not exist are skipped); an output that is
@@ -38,12 +38,12 @@ typedef struct sr_out {
 int sr__out_check(const char *path, const char *const *inputs, int ninputs, char *why, size_t len);
 
 /* Opens the output (see above).  0, or -1 with why[]. */
-int sr__out_open(sr_out *o, const char *path, char *why, size_t len);
+int sr__out_open(sr__out *o, const char *path, char *why, size_t len);
 /* Flushes and closes it: the temporary is synced and renamed over the target.  0, or -1 with why[]
    (the temporary removed, the target untouched). */
-int sr__out_close(sr_out *o, char *why, size_t len);
+int sr__out_close(sr__out *o, char *why, size_t len);
 /* Closes it without replacing anything (an error while writing it). */
-void sr__out_abort(sr_out *o);
+void sr__out_abort(sr__out *o);
 
 /* open + data[0 .. n) + close. */
 int sr__out_write(const char *path, const void *data, size_t n, char *why, size_t len);

@@ -35,7 +35,7 @@ typedef struct sr__prof_counts {
 } sr__prof_counts;
 
 typedef struct sr__prof_state {
-    int on; /* SHARDRUN_PROFILE=1 */
+    int on;   /* SHARDRUN_PROFILE=1 */
     int read; /* SHARDRUN_PROFILE was read */
     sr__prof_counts c;
 } sr__prof_state;

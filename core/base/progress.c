@@ -11,7 +11,7 @@ static int progress_fd = -1;
 
 void sr__progress_set_fd(int fd) { progress_fd = fd; }
 
-void sr__progress_send(sr_progress_kind kind, const char *text) {
+void sr__progress_send(sr__progress_kind kind, const char *text) {
     if (progress_fd < 0) return;
     char rec[1100];
     int n = snprintf(rec, sizeof rec, "%c%c%s\n", SR_PROGRESS_MARK, (char)kind, text ? text : "");
@@ -24,13 +24,13 @@ void sr__progress_send(sr_progress_kind kind, const char *text) {
     }
 }
 
-void sr__progress_init(sr_progress *p) {
+void sr__progress_init(sr__progress *p) {
     memset(p, 0, sizeof *p);
     p->step = -1;
     p->ckpt_step = -1;
 }
 
-static void apply(sr_progress *p, char kind, const char *text) {
+static void apply(sr__progress *p, char kind, const char *text) {
     long long step;
     int at = 0;
     switch (kind) {
@@ -53,7 +53,7 @@ static void apply(sr_progress *p, char kind, const char *text) {
     }
 }
 
-size_t sr__progress_take(sr_progress *p, char *buf, size_t *n) {
+size_t sr__progress_take(sr__progress *p, char *buf, size_t *n) {
     size_t pos = 0;
     while (pos < *n && buf[pos] == SR_PROGRESS_MARK) {
         char *nl = memchr(buf + pos, '\n', *n - pos);
@@ -72,8 +72,10 @@ void sr__progress_io_failed(int err, const char *path) {
     int saved = errno; /* callers print strerror(errno) right after */
     told = 1;
     char text[600];
-    snprintf(text, sizeof text, "could not write %.300s: %s; make room (or choose another output_dir) and run the job "
-             "again with resume_from_checkpoint = latest", path, strerror(err));
+    snprintf(text, sizeof text,
+             "could not write %.300s: %s; make room (or choose another output_dir) and run the job "
+             "again with resume_from_checkpoint = latest",
+             path, strerror(err));
     for (char *c = text; *c; c++)
         if (*c == '\n') *c = ' ';
     sr__progress_send(SR_PROGRESS_UNFIXABLE, text);

@@ -19,14 +19,14 @@
 
 #define SR_PROGRESS_MARK '\x1e'
 
-typedef enum sr_progress_kind {
+typedef enum sr__progress_kind {
     SR_PROGRESS_STARTED = 'S',    /* the task's work began: training (model task), main() or the program */
     SR_PROGRESS_STEP = 'P',       /* text: the optimizer steps done */
     SR_PROGRESS_CHECKPOINT = 'C', /* text: "STEP PATH" of a checkpoint just written */
     SR_PROGRESS_PREEMPTED = 'E',  /* text: "STEP PATH": stopped on request after writing this checkpoint */
     SR_PROGRESS_UNFIXABLE = 'U'   /* text: why the worker fails in a way a restart cannot fix, and what to do
                                      (a full disk; a loss that is not finite); the agent does not restart */
-} sr_progress_kind;
+} sr__progress_kind;
 
 /* The value the agent sends with SIGTERM (sigqueue) when a worker must stop at once: its run
    failed elsewhere or is being restarted.  A plain SIGTERM (kill, Slurm, a cloud's notice) asks a
@@ -37,7 +37,7 @@ typedef enum sr_progress_kind {
 void sr__progress_set_fd(int fd);
 /* Worker: sends one record (text without newlines); never blocks the caller for long and never
    fails it: a record that cannot be written is dropped. */
-void sr__progress_send(sr_progress_kind kind, const char *text);
+void sr__progress_send(sr__progress_kind kind, const char *text);
 
 /* Worker: after writing `path` failed with errno `err`: when a restart cannot fix that (ENOSPC,
    EDQUOT, EROFS), tells the agent with SR_PROGRESS_UNFIXABLE ("could not write PATH: reason; what to
@@ -45,18 +45,18 @@ void sr__progress_send(sr_progress_kind kind, const char *text);
 void sr__progress_io_failed(int err, const char *path);
 
 /* What the agent keeps of a worker's records. */
-typedef struct sr_progress {
+typedef struct sr__progress {
     int started;
-    long long step;              /* -1: no step reported */
-    long long ckpt_step;         /* the newest checkpoint's step, -1: none */
+    long long step;      /* -1: no step reported */
+    long long ckpt_step; /* the newest checkpoint's step, -1: none */
     char ckpt_path[1024];
-    int preempted;               /* stopped on request, after writing ckpt_path */
-    char unfixable[512];         /* SR_PROGRESS_UNFIXABLE's text ("": none) */
-} sr_progress;
+    int preempted;       /* stopped on request, after writing ckpt_path */
+    char unfixable[512]; /* SR_PROGRESS_UNFIXABLE's text ("": none) */
+} sr__progress;
 
-void sr__progress_init(sr_progress *p);
+void sr__progress_init(sr__progress *p);
 /* Agent: removes every complete record at the start of buf[0..*n) into p, moving what follows to
    the front; returns the bytes removed.  A record cut short by the end of the data stays. */
-size_t sr__progress_take(sr_progress *p, char *buf, size_t *n);
+size_t sr__progress_take(sr__progress *p, char *buf, size_t *n);
 
 #endif

@@ -9,7 +9,7 @@
 
 #include "base/alloc.h"
 
-void sr__buf_add(sr_buf *b, const char *data, size_t len) {
+void sr__buf_add(sr__buf *b, const char *data, size_t len) {
     if (b->oom) return;
     if (len > SIZE_MAX / 2 - b->n - 1) {
         b->oom = 1;
@@ -30,7 +30,7 @@ void sr__buf_add(sr_buf *b, const char *data, size_t len) {
     b->s[b->n] = 0;
 }
 
-void sr__buf_printf(sr_buf *b, const char *fmt, ...) {
+void sr__buf_printf(sr__buf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     char *tmp = b->oom ? NULL : sr__vfmt(fmt, ap);
@@ -43,7 +43,7 @@ void sr__buf_printf(sr_buf *b, const char *fmt, ...) {
     free(tmp);
 }
 
-void sr__buf_json_str(sr_buf *b, const char *t) {
+void sr__buf_json_str(sr__buf *b, const char *t) {
     sr__buf_add(b, "\"", 1);
     for (const unsigned char *p = (const unsigned char *)t; *p; p++) {
         char esc[8];
@@ -65,7 +65,7 @@ void sr__buf_json_str(sr_buf *b, const char *t) {
     sr__buf_add(b, "\"", 1);
 }
 
-void sr__buf_free(sr_buf *b) {
+void sr__buf_free(sr__buf *b) {
     free(b->s);
     b->s = NULL;
     b->n = b->cap = 0;

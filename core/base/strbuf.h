@@ -5,19 +5,19 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-typedef struct sr_buf {
+typedef struct sr__buf {
     char *s;
     size_t n, cap;
     int oom; /* an append found no memory: it and every later one were dropped (s holds what came before) */
-} sr_buf;
+} sr__buf;
 
 /* Appends (checked: when memory runs out the text is dropped and b->oom set, for the caller to
    report "out of memory for ..."). */
-void sr__buf_add(sr_buf *b, const char *data, size_t len);
-void sr__buf_printf(sr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sr__buf_add(sr__buf *b, const char *data, size_t len);
+void sr__buf_printf(sr__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends "text" with JSON escapes. */
-void sr__buf_json_str(sr_buf *b, const char *text);
-void sr__buf_free(sr_buf *b);
+void sr__buf_json_str(sr__buf *b, const char *text);
+void sr__buf_free(sr__buf *b);
 /* A new formatted string, to free; NULL when memory is exhausted (base/alloc.h). */
 char *sr__fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *sr__vfmt(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));

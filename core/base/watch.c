@@ -11,22 +11,22 @@ const char *sr__watch_phase_name(int phase) {
     return phase >= 0 && phase < (int)(sizeof phase_names / sizeof *phase_names) ? phase_names[phase] : "?";
 }
 
-sr_watch_slot *sr__watch_map(int n) {
+sr__watch_slot *sr__watch_map(int n) {
     if (n <= 0) return NULL;
-    void *p = mmap(NULL, (size_t)n * sizeof(sr_watch_slot), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    void *p = mmap(NULL, (size_t)n * sizeof(sr__watch_slot), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
-    sr_watch_slot *s = p;
+    sr__watch_slot *s = p;
     for (int i = 0; i < n; i++) atomic_store(&s[i].step, -1), atomic_store(&s[i].unit, -1);
     return s;
 }
 
-void sr__watch_unmap(sr_watch_slot *s, int n) {
-    if (s) munmap(s, (size_t)n * sizeof(sr_watch_slot));
+void sr__watch_unmap(sr__watch_slot *s, int n) {
+    if (s) munmap(s, (size_t)n * sizeof(sr__watch_slot));
 }
 
-static sr_watch_slot *mine;
+static sr__watch_slot *mine;
 
-void sr__watch_attach(sr_watch_slot *slot) { mine = slot; }
+void sr__watch_attach(sr__watch_slot *slot) { mine = slot; }
 
 /* Relaxed: the agent only needs to see each value eventually, and a change of beat soon after. */
 #define PUT(field, v) atomic_store_explicit(&mine->field, (v), memory_order_relaxed)
@@ -39,7 +39,7 @@ void sr__watch_step(long long step, int micro) {
     BEAT();
 }
 
-void sr__watch_phase(sr_watch_phase phase) {
+void sr__watch_phase(sr__phase phase) {
     if (!mine) return;
     PUT(phase, (int)phase);
     if (phase != SR_PHASE_FORWARD && phase != SR_PHASE_BACKWARD) PUT(unit, -1);

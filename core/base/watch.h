@@ -16,40 +16,40 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-typedef enum sr_watch_phase {
+typedef enum sr__phase {
     SR_PHASE_NONE = 0, /* not in a training loop (a main task, set-up) */
     SR_PHASE_FORWARD,
     SR_PHASE_BACKWARD,
     SR_PHASE_OPTIMIZER,
     SR_PHASE_EVAL,
     SR_PHASE_CHECKPOINT
-} sr_watch_phase;
+} sr__phase;
 
 /* One worker's slot.  Every field is written by the worker only and read by the agent. */
-typedef struct sr_watch_slot {
-    atomic_ullong beat;      /* +1 on every mark: the agent sees progress as a change */
-    atomic_llong step;       /* the optimizer step in progress (0-based), -1 before the first */
-    atomic_int micro;        /* its micro-step */
-    atomic_int phase;        /* sr_watch_phase */
-    atomic_int unit;         /* the FSDP wrap unit in progress, -1: none */
-    atomic_ullong coll_seq;  /* collectives entered by this process, over all its groups */
-    atomic_int coll_kind;    /* the last one's kind (an index into sr__watch_coll_names) */
-    atomic_int in_coll;      /* 1 while inside collective coll_seq */
-} sr_watch_slot;
+typedef struct sr__watch_slot {
+    atomic_ullong beat;     /* +1 on every mark: the agent sees progress as a change */
+    atomic_llong step;      /* the optimizer step in progress (0-based), -1 before the first */
+    atomic_int micro;       /* its micro-step */
+    atomic_int phase;       /* sr__phase */
+    atomic_int unit;        /* the FSDP wrap unit in progress, -1: none */
+    atomic_ullong coll_seq; /* collectives entered by this process, over all its groups */
+    atomic_int coll_kind;   /* the last one's kind (an index into sr__watch_coll_names) */
+    atomic_int in_coll;     /* 1 while inside collective coll_seq */
+} sr__watch_slot;
 
 extern const char *const sr__watch_coll_names[]; /* all_gather, reduce_scatter, all_reduce, broadcast, barrier */
 const char *sr__watch_phase_name(int phase);
 
 /* Agent: n zeroed slots shared with the children forked later, NULL when mmap failed. */
-sr_watch_slot *sr__watch_map(int n);
-void sr__watch_unmap(sr_watch_slot *s, int n);
+sr__watch_slot *sr__watch_map(int n);
+void sr__watch_unmap(sr__watch_slot *s, int n);
 
 /* Worker: where its marks go (NULL: nowhere). */
-void sr__watch_attach(sr_watch_slot *slot);
+void sr__watch_attach(sr__watch_slot *slot);
 
 /* Worker: the marks. */
 void sr__watch_step(long long step, int micro);
-void sr__watch_phase(sr_watch_phase phase);
+void sr__watch_phase(sr__phase phase);
 void sr__watch_unit(int unit);
 void sr__watch_collective_begin(int kind);
 void sr__watch_collective_end(void);

@@ -11,7 +11,7 @@
 enum { MAX_LOCAL = 4096, MAX_NODES = 65536, MAX_WORLD = MAX_LOCAL * MAX_NODES };
 
 /* The first problem found; later ones are not recorded (the first one is the one to fix). */
-__attribute__((format(printf, 2, 3))) static void bad(sr_cluster *c, const char *fmt, ...) {
+__attribute__((format(printf, 2, 3))) static void bad(sr__cluster *c, const char *fmt, ...) {
     if (c->error[0]) return;
     va_list ap;
     va_start(ap, fmt);
@@ -22,7 +22,7 @@ __attribute__((format(printf, 2, 3))) static void bad(sr_cluster *c, const char 
 /* Reads an integer variable that must lie in [lo, hi] (`what` names it for the message): 1 when
    present and valid, 0 when absent, -1 when malformed or out of range (c->error says which,
    with the value and what was expected). */
-static int get_int(const char *(*ge)(const char *), sr_cluster *c, const char *name, long long lo, long long hi,
+static int get_int(const char *(*ge)(const char *), sr__cluster *c, const char *name, long long lo, long long hi,
                    const char *what, int *out) {
     const char *v = ge(name);
     long long x;
@@ -36,27 +36,27 @@ static int get_int(const char *(*ge)(const char *), sr_cluster *c, const char *n
 }
 
 /* rank < size, for two variables read from the launcher. */
-static int check_below(sr_cluster *c, const char *rank_v, int r, const char *size_v, int w) {
+static int check_below(sr__cluster *c, const char *rank_v, int r, const char *size_v, int w) {
     if (r < w) return 0;
     bad(c, "%s=%d is not below %s=%d (ranks count from 0)", rank_v, r, size_v, w);
     return -1;
 }
 
 /* The local layout of a per-process launcher: `lw` processes on each of w / lw nodes. */
-static int check_local(sr_cluster *c, const char *size_v, int w, const char *lsize_v, int lw) {
+static int check_local(sr__cluster *c, const char *size_v, int w, const char *lsize_v, int lw) {
     if (lw > w) {
         bad(c, "%s=%d is larger than %s=%d", lsize_v, lw, size_v, w);
         return -1;
     }
     if (w % lw) {
-        bad(c, "%s=%d is not a multiple of %s=%d: shardrun needs the same number of workers on every node", size_v,
-            w, lsize_v, lw);
+        bad(c, "%s=%d is not a multiple of %s=%d: shardrun needs the same number of workers on every node", size_v, w,
+            lsize_v, lw);
         return -1;
     }
     return 0;
 }
 
-static int check_addr(sr_cluster *c, const char *name, const char *v) {
+static int check_addr(sr__cluster *c, const char *name, const char *v) {
     if (*v && strlen(v) < sizeof c->master_addr && !strpbrk(v, " \t\n")) return 0;
     bad(c, "%s=\"%.64s\" is not a host name or address", name, v);
     return -1;
@@ -84,7 +84,7 @@ int sr__slurm_first_host(const char *list, char *out, size_t len) {
     return 0;
 }
 
-static int detect_torchrun(sr_cluster *c, const char *(*ge)(const char *)) {
+static int detect_torchrun(sr__cluster *c, const char *(*ge)(const char *)) {
     int r = 0, w = 0, lr = 0, lw = 0, gr = 0, port = 0;
     const char *need[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK"};
     const char *set[3], *unset[3];
@@ -96,7 +96,8 @@ static int detect_torchrun(sr_cluster *c, const char *(*ge)(const char *)) {
     if (!ns) return 0;
     if (nu) {
         /* not torchrun (which sets all three); another launcher may still be detected */
-        if (ns == 2) snprintf(c->partial, sizeof c->partial, "%s and %s are set but %s is not", set[0], set[1], unset[0]);
+        if (ns == 2)
+            snprintf(c->partial, sizeof c->partial, "%s and %s are set but %s is not", set[0], set[1], unset[0]);
         else snprintf(c->partial, sizeof c->partial, "%s is set but %s and %s are not", set[0], unset[0], unset[1]);
         return 0;
     }
@@ -124,8 +125,10 @@ static int detect_torchrun(sr_cluster *c, const char *(*ge)(const char *)) {
             return 1;
         }
         if (w > MAX_LOCAL) {
-            bad(c, "WORLD_SIZE=%d without LOCAL_WORLD_SIZE means %d processes on one node, more than %d; set "
-                "LOCAL_WORLD_SIZE", w, w, MAX_LOCAL);
+            bad(c,
+                "WORLD_SIZE=%d without LOCAL_WORLD_SIZE means %d processes on one node, more than %d; set "
+                "LOCAL_WORLD_SIZE",
+                w, w, MAX_LOCAL);
             return 1;
         }
         lw = w;
@@ -144,7 +147,7 @@ static int detect_torchrun(sr_cluster *c, const char *(*ge)(const char *)) {
     return 1;
 }
 
-static int detect_slurm(sr_cluster *c, const char *(*ge)(const char *)) {
+static int detect_slurm(sr__cluster *c, const char *(*ge)(const char *)) {
     int procid = 0, ntasks = 0, localid = 0, nodeid = 0, nnodes = 0;
     if (!ge("SLURM_PROCID") || !ge("SLURM_NNODES") || !ge("SLURM_NODEID")) return 0;
     c->source = c->launcher = "Slurm";
@@ -175,8 +178,8 @@ static int detect_slurm(sr_cluster *c, const char *(*ge)(const char *)) {
         c->per_process = 1;
         c->rank = procid, c->world_size = ntasks, c->local_rank = localid;
         if (ntasks % c->nnodes) {
-            bad(c, "Slurm step has %d tasks on %d nodes: shardrun needs the same number of tasks on every node",
-                ntasks, c->nnodes);
+            bad(c, "Slurm step has %d tasks on %d nodes: shardrun needs the same number of tasks on every node", ntasks,
+                c->nnodes);
             return 1;
         }
         c->local_world_size = ntasks / c->nnodes;
@@ -193,7 +196,7 @@ static int detect_slurm(sr_cluster *c, const char *(*ge)(const char *)) {
     return 1;
 }
 
-static int detect_mpi(sr_cluster *c, const char *(*ge)(const char *), const char *source, const char *launcher,
+static int detect_mpi(sr__cluster *c, const char *(*ge)(const char *), const char *source, const char *launcher,
                       const char *vars, const char *rank_v, const char *size_v, const char *lrank_v,
                       const char *lsize_v, const char *job_v) {
     int r = 0, w = 0, lr = 0, lw = 0;
@@ -231,14 +234,16 @@ static int detect_mpi(sr_cluster *c, const char *(*ge)(const char *), const char
     return 1;
 }
 
-void sr__cluster_detect(sr_cluster *c, const char *(*ge)(const char *)) {
+void sr__cluster_detect(sr__cluster *c, const char *(*ge)(const char *)) {
     memset(c, 0, sizeof *c);
-    int found = detect_torchrun(c, ge) || detect_slurm(c, ge) ||
+    int found =
+        detect_torchrun(c, ge) || detect_slurm(c, ge) ||
         /* Open MPI's job id is shared by every process of one mpirun; MPICH's Hydra exposes none */
         detect_mpi(c, ge, "Open MPI", "Open MPI",
                    "OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE",
                    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                   "OMPI_COMM_WORLD_LOCAL_SIZE", ge("OMPI_MCA_ess_base_jobid") ? "OMPI_MCA_ess_base_jobid" : "PMIX_NAMESPACE") ||
+                   "OMPI_COMM_WORLD_LOCAL_SIZE",
+                   ge("OMPI_MCA_ess_base_jobid") ? "OMPI_MCA_ess_base_jobid" : "PMIX_NAMESPACE") ||
         detect_mpi(c, ge, "PMI", "MPICH (PMI)", "PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS", "PMI_RANK",
                    "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", NULL);
     if (found) c->partial[0] = 0; /* a launcher was found: stray torchrun-style variables are not one */

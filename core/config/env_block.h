@@ -8,25 +8,24 @@
 
 #include <stddef.h>
 
-typedef struct sr_env_entry {
+typedef struct sr__env_entry {
     char *name;
     char *value;   /* NULL: unset the variable */
     char *setter;  /* plugin name */
     char *because; /* explanation for --explain */
-} sr_env_entry;
+} sr__env_entry;
 
-typedef struct sr_env_block {
-    sr_env_entry *v;
+typedef struct sr__env_block {
+    sr__env_entry *v;
     size_t n, cap;
-} sr_env_block;
+} sr__env_block;
 
 /* Sets (or replaces) name.  0, or -1 when out of memory (the block as it was). */
-int sr__env_block_set(sr_env_block *b, const char *name, const char *value, const char *setter,
-                      const char *because);
-const sr_env_entry *sr__env_block_find(const sr_env_block *b, const char *name);
-void sr__env_block_sort(sr_env_block *b);
+int sr__env_block_set(sr__env_block *b, const char *name, const char *value, const char *setter, const char *because);
+const sr__env_entry *sr__env_block_find(const sr__env_block *b, const char *name);
+void sr__env_block_sort(sr__env_block *b);
 /* setenv/unsetenv every entry; -1 (errno set) on failure. */
-int sr__env_block_apply(const sr_env_block *b);
-void sr__env_block_free(sr_env_block *b);
+int sr__env_block_apply(const sr__env_block *b);
+void sr__env_block_free(sr__env_block *b);
 
 #endif

@@ -8,13 +8,11 @@ const sr_key sr__shardrun_keys[] = {
     {"task", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
      "the task: a .so path (relative to the job file), a bare name looked up in tasks_path, "
      "or exec:PROGRAM ARGS... (required)"},
-    {"plugins", SR_KEY_LIST, NULL, NULL, 0, NOLIM, NULL,
-     "plugins in execution order, e.g. torch,accelerate"},
+    {"plugins", SR_KEY_LIST, NULL, NULL, 0, NOLIM, NULL, "plugins in execution order, e.g. torch,accelerate"},
     {"nproc_per_node", SR_KEY_INT, "1", NULL, 0, 1, 4096, NULL,
      "worker processes on this node (torchrun --nproc-per-node)"},
     {"nnodes", SR_KEY_INT, "1", NULL, 0, 1, 65536, NULL, "number of nodes (torchrun --nnodes)"},
-    {"node_rank", SR_KEY_INT, "0", NULL, 0, 0, 65535, NULL,
-     "this node's index, 0..nnodes-1 (torchrun --node-rank)"},
+    {"node_rank", SR_KEY_INT, "0", NULL, 0, 0, 65535, NULL, "this node's index, 0..nnodes-1 (torchrun --node-rank)"},
     {"master_addr", SR_KEY_STRING, "127.0.0.1", NULL, 0, NOLIM, NULL,
      "address of node 0, where rank 0's rendezvous lives (torchrun --master-addr)"},
     {"master_port", SR_KEY_INT, "29500", NULL, 0, 0, 65535, NULL,
@@ -38,8 +36,7 @@ const sr_key sr__shardrun_keys[] = {
     {"max_restarts", SR_KEY_INT, "0", NULL, 0, 0, 1000, NULL,
      "times the whole job is started again after a rank failed once training had begun (torchrun "
      "--max-restarts, counted for the job, not per node); a model task resumes from its newest checkpoint"},
-    {"restart_delay", SR_KEY_FLOAT, "0", NULL, 0, NOLIM, NULL,
-     "seconds to wait before a restart"},
+    {"restart_delay", SR_KEY_FLOAT, "0", NULL, 0, NOLIM, NULL, "seconds to wait before a restart"},
     {"preempt_grace", SR_KEY_FLOAT, "60", NULL, 0, NOLIM, NULL,
      "seconds a model task may take, after SIGTERM to shardrun, to finish its step and write a checkpoint "
      "before it is killed (a second SIGTERM kills at once)"},
@@ -55,7 +52,8 @@ const sr_key sr__shardrun_keys[] = {
 };
 
 const sr_key sr__plugin_host_keys[] = {
-    {"path", SR_KEY_PATH, NULL, NULL, 0, NOLIM, NULL, "the plugin's .so (relative to the job file), instead of a search"},
+    {"path", SR_KEY_PATH, NULL, NULL, 0, NOLIM, NULL,
+     "the plugin's .so (relative to the job file), instead of a search"},
     {NULL, 0, NULL, NULL, 0, NOLIM, NULL, NULL},
 };
 
@@ -68,8 +66,7 @@ const sr_var sr__host_reads[] = {
      "host of SLURM_JOB_NODELIST is the master"},
     {"OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE",
      "cluster detection 3: Open MPI (mpirun started one process per worker)"},
-    {"PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS",
-     "cluster detection 4: MPICH/PMI (one process per worker)"},
+    {"PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS", "cluster detection 4: MPICH/PMI (one process per worker)"},
     {"SHARDRUN_RDZV_TOKEN",
      "the rendezvous store's token when several agents (nodes) share a run: the same secret on every node; "
      "under Slurm `slurm-$SLURM_JOB_ID` is used when unset; a single-node run makes a fresh one"},
@@ -77,7 +74,8 @@ const sr_var sr__host_reads[] = {
     {"SHARDRUN_HOST_ID",
      "added to the host identity each worker publishes: ranks with different values never share memory (the shm "
      "transport counts them as other hosts); for tests, or hosts whose ranks cannot share /dev/shm"},
-    {"ACCELERATE_USE_FSDP, ACCELERATE_MIXED_PRECISION, FSDP_VERSION, FSDP_SHARDING_STRATEGY, FSDP_RESHARD_AFTER_FORWARD, "
+    {"ACCELERATE_USE_FSDP, ACCELERATE_MIXED_PRECISION, FSDP_VERSION, FSDP_SHARDING_STRATEGY, "
+     "FSDP_RESHARD_AFTER_FORWARD, "
      "FSDP_AUTO_WRAP_POLICY, FSDP_TRANSFORMER_CLS_TO_WRAP, FSDP_MIN_NUM_PARAMS, FSDP_BACKWARD_PREFETCH, "
      "FSDP_FORWARD_PREFETCH, FSDP_STATE_DICT_TYPE, FSDP_OFFLOAD_PARAMS, FSDP_SYNC_MODULE_STATES, "
      "FSDP_CPU_RAM_EFFICIENT_LOADING, FSDP_ACTIVATION_CHECKPOINTING, FSDP_IGNORED_MODULES",
@@ -91,7 +89,8 @@ const sr_var sr__host_reads[] = {
      "1: the step profile. Rank 0 of a model task prints, at every logging step and at the end, where the "
      "optimizer steps went (GEMM, attention, softmax/cross-entropy, norms/activations, optimizer, clipping, "
      "casts/copies, collectives waited on and overlapped, data) in ms, % of the step and GFLOP/s or GB/s, and "
-     "every rank reports it in its results (profile_*_ms); docs/model-tasks.md (The step profile). Kernels are timed one by one "
+     "every rank reports it in its results (profile_*_ms); docs/model-tasks.md (The step profile). Kernels are timed "
+     "one by one "
      "(on a GPU each is waited for), so a profiled step is a little slower"},
     {"SHARDRUN_DEBUG_OFFLOAD_STAGING",
      "testing aid: 1 makes FSDP_OFFLOAD_PARAMS=true take the GPU's path on a CPU (shards in one allocation, "

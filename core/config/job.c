@@ -34,24 +34,24 @@ typedef int (*entry_is)(const void *arr, size_t i, const char *section, const ch
 typedef void (*entry_names)(const void *arr, size_t i, const char **section, const char **key);
 
 /* The slot holding (section, key), or the empty slot where it would go (x->cap > 0). */
-static size_t *index_slot(sr_key_index *x, const void *arr, entry_is same, const char *section, const char *key) {
+static size_t *index_slot(sr__key_index *x, const void *arr, entry_is same, const char *section, const char *key) {
     size_t m = x->cap - 1;
     for (size_t i = key_hash(section, key) & m;; i = (i + 1) & m)
         if (!x->slot[i] || same(arr, x->slot[i] - 1, section, key)) return &x->slot[i];
 }
 
 /* Position + 1 of (section, key) in the array, or 0. */
-static size_t index_find(sr_key_index *x, const void *arr, entry_is same, const char *section, const char *key) {
+static size_t index_find(sr__key_index *x, const void *arr, entry_is same, const char *section, const char *key) {
     return x->cap ? *index_slot(x, arr, same, section, key) : 0;
 }
 
 /* Adds entry pos (one of n + 1 entries) to the index, growing it below half full.  -1 when out of
    memory (the index is then left as it was). */
-static int index_add(sr_key_index *x, const void *arr, size_t n, entry_is same, entry_names names, size_t pos) {
+static int index_add(sr__key_index *x, const void *arr, size_t n, entry_is same, entry_names names, size_t pos) {
     if (2 * (n + 1) > x->cap) {
         size_t cap = x->cap ? 2 * x->cap : 64;
         while (2 * (n + 1) > cap) cap *= 2;
-        sr_key_index g = {sr__calloc(cap, sizeof *g.slot), cap};
+        sr__key_index g = {sr__calloc(cap, sizeof *g.slot), cap};
         if (!g.slot) return -1;
         for (size_t i = 0; i < x->cap; i++)
             if (x->slot[i]) {
@@ -69,19 +69,19 @@ static int index_add(sr_key_index *x, const void *arr, size_t n, entry_is same, 
 }
 
 static int raw_is(const void *arr, size_t i, const char *section, const char *key) {
-    const sr_raw *r = (const sr_raw *)arr + i;
+    const sr__raw *r = (const sr__raw *)arr + i;
     return !strcmp(r->section, section) && !strcmp(r->key, key);
 }
 static void raw_names(const void *arr, size_t i, const char **section, const char **key) {
-    const sr_raw *r = (const sr_raw *)arr + i;
+    const sr__raw *r = (const sr__raw *)arr + i;
     *section = r->section, *key = r->key;
 }
 static int set_is(const void *arr, size_t i, const char *section, const char *key) {
-    const sr_setting *s = (const sr_setting *)arr + i;
+    const sr__setting *s = (const sr__setting *)arr + i;
     return !strcmp(s->section, section) && !strcmp(s->key, key);
 }
 static void set_names(const void *arr, size_t i, const char **section, const char **key) {
-    const sr_setting *s = (const sr_setting *)arr + i;
+    const sr__setting *s = (const sr__setting *)arr + i;
     *section = s->section, *key = s->key;
 }
 
@@ -100,7 +100,7 @@ static int grow(void **arr, size_t *cap, size_t n, size_t size) {
 /* inih (Debian's build) neither passes line numbers to the handler nor handles lines longer than
    INI_MAX_LINE; we feed it through our own reader, which counts lines and refuses long ones. */
 typedef struct reader_state {
-    sr_job *cfg;
+    sr__job *cfg;
     const char *buf, *pos, *end;
     const char *cur; /* start of the line the handler is being called for */
     int line;        /* its number */
@@ -138,12 +138,12 @@ static const char *line_start(const reader_state *st, int line) {
 
 static int handler(void *user, const char *section, const char *name, const char *value) {
     reader_state *st = user;
-    sr_job *cfg = st->cfg;
+    sr__job *cfg = st->cfg;
     const char *ls = st->cur;
     /* A continuation line (inih's multi-line value) starts with whitespace and repeats the key. */
     if (st->last_key && isspace((unsigned char)*ls) && strcmp(section, st->last_section) == 0 &&
         strcmp(name, st->last_key) == 0) {
-        sr_raw *r = &cfg->raw[cfg->nraw - 1];
+        sr__raw *r = &cfg->raw[cfg->nraw - 1];
         char *joined = NULL;
         if (asprintf(&joined, "%s %s", r->value, value) < 0) return 0;
         free(r->value);
@@ -151,18 +151,20 @@ static int handler(void *user, const char *section, const char *name, const char
         return 1;
     }
     if (!*section) {
-        sr__diag_add(&cfg->diag, "%s:%d: key \"%s\" is outside any section; put it under [shardrun], "
-                     "[task] or a plugin's section", cfg->path, st->line, name);
+        sr__diag_add(&cfg->diag,
+                     "%s:%d: key \"%s\" is outside any section; put it under [shardrun], "
+                     "[task] or a plugin's section",
+                     cfg->path, st->line, name);
         return 1;
     }
     size_t at = index_find(&cfg->raw_idx, cfg->raw, raw_is, section, name);
     if (at) {
-        sr__diag_add(&cfg->diag, "%s:%d: [%s] %s is given twice (first at line %d); keep one",
-                     cfg->path, st->line, section, name, cfg->raw[at - 1].line);
+        sr__diag_add(&cfg->diag, "%s:%d: [%s] %s is given twice (first at line %d); keep one", cfg->path, st->line,
+                     section, name, cfg->raw[at - 1].line);
         return 1;
     }
     if (grow((void **)&cfg->raw, &cfg->rawcap, cfg->nraw, sizeof *cfg->raw) != 0) return 0;
-    sr_raw *r = &cfg->raw[cfg->nraw];
+    sr__raw *r = &cfg->raw[cfg->nraw];
     r->section = sr__strdup(section);
     r->key = sr__strdup(name);
     r->value = sr__strdup(value);
@@ -180,13 +182,17 @@ static int handler(void *user, const char *section, const char *name, const char
 }
 
 static const char *file_kind(mode_t m) {
-    return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
-         : S_ISFIFO(m) ? "a pipe (FIFO)" : S_ISSOCK(m) ? "a socket" : "a special file";
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISFIFO(m) ? "a pipe (FIFO)"
+           : S_ISSOCK(m) ? "a socket"
+                         : "a special file";
 }
 
 /* The whole job file, after checking it is a regular file of at most SR_JOB_FILE_MAX bytes (the
    read stops there too: the file may grow meanwhile).  NULL with the reason in cfg->diag. */
-static char *read_job_file(sr_job *cfg, const char *path, size_t *len) {
+static char *read_job_file(sr__job *cfg, const char *path, size_t *len) {
     struct stat st;
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a pipe must not block the open */
     FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
@@ -219,12 +225,12 @@ static char *read_job_file(sr_job *cfg, const char *path, size_t *len) {
     fclose(f);
     if (!bad && n > (size_t)size) size = SR_JOB_FILE_MAX + 1;
     if (bad || size > SR_JOB_FILE_MAX) {
-        if (bad)
-            sr__diag_add(&cfg->diag, "cannot read job file %s: a read error", cfg->path);
+        if (bad) sr__diag_add(&cfg->diag, "cannot read job file %s: a read error", cfg->path);
         else
-            sr__diag_add(&cfg->diag, "job file %s is larger than a job file may be (%lld bytes, 4 MiB): %lld bytes; "
-                         "give the job file (JOB.ini), not a data file", cfg->path, SR_JOB_FILE_MAX,
-                         (long long)st.st_size);
+            sr__diag_add(&cfg->diag,
+                         "job file %s is larger than a job file may be (%lld bytes, 4 MiB): %lld bytes; "
+                         "give the job file (JOB.ini), not a data file",
+                         cfg->path, SR_JOB_FILE_MAX, (long long)st.st_size);
         free(buf);
         return NULL;
     }
@@ -233,7 +239,7 @@ static char *read_job_file(sr_job *cfg, const char *path, size_t *len) {
     return buf;
 }
 
-int sr__config_load(sr_job *cfg, const char *path) {
+int sr__config_load(sr__job *cfg, const char *path) {
     size_t len;
     cfg->path = sr__strdup(path);
     if (!cfg->path) {
@@ -262,13 +268,17 @@ int sr__config_load(sr_job *cfg, const char *path) {
     reader_state st = {.cfg = cfg, .buf = buf, .pos = buf, .end = buf + len};
     int rc = ini_parse_stream(reader, &st, handler, &st);
     if (st.too_long) {
-        sr__diag_add(&cfg->diag, "%s:%d: line longer than %d characters (the INI parser's limit); "
-                     "continue a long value on the next line, indented", path, st.too_long, INI_MAX_LINE - 2);
+        sr__diag_add(&cfg->diag,
+                     "%s:%d: line longer than %d characters (the INI parser's limit); "
+                     "continue a long value on the next line, indented",
+                     path, st.too_long, INI_MAX_LINE - 2);
     } else if (rc > 0) {
         const char *ls = line_start(&st, rc), *le = memchr(ls, '\n', (size_t)(st.end - ls));
         int n = (int)((le ? le : st.end) - ls);
-        sr__diag_add(&cfg->diag, "%s:%d: syntax error: expected \"[section]\", \"key = value\" or a comment "
-                     "(; or #), got \"%.*s\"", path, rc, n > 80 ? 80 : n, ls);
+        sr__diag_add(&cfg->diag,
+                     "%s:%d: syntax error: expected \"[section]\", \"key = value\" or a comment "
+                     "(; or #), got \"%.*s\"",
+                     path, rc, n > 80 ? 80 : n, ls);
     } else if (rc < 0) {
         sr__diag_add(&cfg->diag, "%s: the INI parser failed (out of memory)", path);
     }
@@ -278,10 +288,9 @@ int sr__config_load(sr_job *cfg, const char *path) {
 
 /* ---- overrides ----------------------------------------------------------------------------- */
 
-void sr__config_add_override(sr_job *cfg, const char *section, const char *key, const char *value,
-                             const char *flag) {
+void sr__config_add_override(sr__job *cfg, const char *section, const char *key, const char *value, const char *flag) {
     size_t cap = cfg->ncli; /* the array holds exactly ncli */
-    sr_override o = {sr__strdup(section), sr__strdup(key), sr__strdup(value), sr__strdup(flag), 0};
+    sr__override o = {sr__strdup(section), sr__strdup(key), sr__strdup(value), sr__strdup(flag), 0};
     if (!o.section || !o.key || !o.value || !o.flag ||
         sr__grow((void **)&cfg->cli, &cap, cfg->ncli + 1, sizeof *cfg->cli) != 0) {
         free(o.section), free(o.key), free(o.value), free(o.flag);
@@ -291,7 +300,7 @@ void sr__config_add_override(sr_job *cfg, const char *section, const char *key, 
     cfg->cli[cfg->ncli++] = o;
 }
 
-int sr__config_add_set(sr_job *cfg, const char *spec) {
+int sr__config_add_set(sr__job *cfg, const char *spec) {
     const char *dot = strchr(spec, '.'), *eq = strchr(spec, '=');
     if (!dot || !eq || dot > eq || dot == spec || eq == dot + 1) return -1;
     char *section = sr__strndup(spec, (size_t)(dot - spec));
@@ -307,9 +316,9 @@ int sr__config_add_set(sr_job *cfg, const char *spec) {
 
 /* A new setting (section, key), indexed.  Out of memory has no way back here (the callers' callers
    expect a setting): a message and exit, as the agent would do anyway. */
-static sr_setting *add_setting(sr_job *cfg, const char *section, const char *key) {
+static sr__setting *add_setting(sr__job *cfg, const char *section, const char *key) {
     if (grow((void **)&cfg->set, &cfg->setcap, cfg->nset, sizeof *cfg->set) != 0) goto oom;
-    sr_setting *s = &cfg->set[cfg->nset];
+    sr__setting *s = &cfg->set[cfg->nset];
     memset(s, 0, sizeof *s);
     s->section = sr__strdup(section);
     s->key = sr__strdup(key);
@@ -326,7 +335,7 @@ static const char *canonical(sr_key_normalizer norm, const char *key, char *buf,
     return norm ? norm(key, buf, len) : key;
 }
 
-char *sr__config_absolute(const sr_job *cfg, sr_from from, const char *p) {
+char *sr__config_absolute(const sr__job *cfg, sr__from from, const char *p) {
     if (p[0] == '/') return sr__strdup(p);
     char cwd[PATH_MAX];
     const char *base = from == SR_FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
@@ -336,8 +345,8 @@ char *sr__config_absolute(const sr_job *cfg, sr_from from, const char *p) {
 }
 
 /* Each element of a colon-separated list through sr__config_absolute() (empty elements dropped). */
-static char *absolute_list(const sr_job *cfg, sr_from from, const char *list) {
-    sr_buf b = {0};
+static char *absolute_list(const sr__job *cfg, sr__from from, const char *list) {
+    sr__buf b = {0};
     for (const char *p = list; *p;) {
         size_t len = strcspn(p, ":");
         if (len) {
@@ -353,13 +362,13 @@ static char *absolute_list(const sr_job *cfg, sr_from from, const char *list) {
 }
 
 /* A setting's value or origin found no memory: a configuration error like any other. */
-static void no_memory_for(sr_job *cfg, const char *section, const char *key) {
+static void no_memory_for(sr__job *cfg, const char *section, const char *key) {
     sr__diag_add(&cfg->diag, "out of memory for the setting [%s] %s", section, key ? key : "");
 }
 
-static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_key_normalizer norm) {
+static void resolve_one(sr__job *cfg, const char *section, const sr_key *k, sr_key_normalizer norm) {
     if (sr__config_get(cfg, section, k->name)) return; /* resolved ahead (a plugin's path) */
-    sr_setting *s = add_setting(cfg, section, k->name);
+    sr__setting *s = add_setting(cfg, section, k->name);
     const char *val = k->def;
     char where[600];
     char buf[256];
@@ -368,7 +377,7 @@ static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_ke
     snprintf(where, sizeof where, "default");
 
     for (size_t i = 0; i < cfg->nraw; i++) {
-        sr_raw *r = &cfg->raw[i];
+        sr__raw *r = &cfg->raw[i];
         if (strcmp(r->section, section) || strcmp(canonical(norm, r->key, buf, sizeof buf), k->name)) continue;
         if (s->from == SR_FROM_FILE) {
             sr__diag_add(&cfg->diag, "%s:%d: [%s] %s is the same key as \"%s\" on line %d; keep one", cfg->path,
@@ -396,7 +405,7 @@ static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_ke
         snprintf(where, sizeof where, "environment %s", var);
     }
     for (size_t i = 0; i < cfg->ncli; i++) {
-        sr_override *o = &cfg->cli[i];
+        sr__override *o = &cfg->cli[i];
         if (strcmp(o->section, section) || strcmp(canonical(norm, o->key, buf, sizeof buf), k->name)) continue;
         o->used = 1;
         val = o->value;
@@ -426,13 +435,13 @@ static void resolve_one(sr_job *cfg, const char *section, const sr_key *k, sr_ke
     s->value = norm_v;
 }
 
-static int is_resolved_section(const sr_job *cfg, const char *section) {
+static int is_resolved_section(const sr__job *cfg, const char *section) {
     for (size_t i = 0; i < cfg->nsections; i++)
         if (strcmp(cfg->sections[i], section) == 0) return 1;
     return 0;
 }
 
-static void mark_section(sr_job *cfg, const char *section) {
+static void mark_section(sr__job *cfg, const char *section) {
     size_t cap = cfg->nsections; /* the array holds exactly nsections */
     char *copy = sr__strdup(section);
     if (!copy || sr__grow((void **)&cfg->sections, &cap, cfg->nsections + 1, sizeof *cfg->sections) != 0) {
@@ -443,8 +452,8 @@ static void mark_section(sr_job *cfg, const char *section) {
     cfg->sections[cfg->nsections++] = copy;
 }
 
-static void unknown_key(sr_job *cfg, const char *section, const sr_key *keys, const sr_key *extra,
-                        const char *key, const char *where) {
+static void unknown_key(sr__job *cfg, const char *section, const sr_key *keys, const sr_key *extra, const char *key,
+                        const char *where) {
     const char *cands[256];
     size_t n = 0;
     for (const sr_key *k = keys; k && k->name && n < 255; k++) cands[n++] = k->name;
@@ -452,18 +461,18 @@ static void unknown_key(sr_job *cfg, const char *section, const sr_key *keys, co
     const char *best = sr__closest(key, cands, n);
     char hint[300] = "";
     if (best) snprintf(hint, sizeof hint, "; did you mean \"%s\"?", best);
-    sr__diag_add(&cfg->diag, "%s: [%s] has no key \"%s\"%s (`shardrun plugins` lists every key)", where,
-                 section, key, hint);
+    sr__diag_add(&cfg->diag, "%s: [%s] has no key \"%s\"%s (`shardrun plugins` lists every key)", where, section, key,
+                 hint);
 }
 
-void sr__config_resolve(sr_job *cfg, const char *section, const sr_key *keys, const sr_key *extra_key,
+void sr__config_resolve(sr__job *cfg, const char *section, const sr_key *keys, const sr_key *extra_key,
                         sr_key_normalizer norm) {
     char buf[256], where[600];
     mark_section(cfg, section);
     for (const sr_key *k = keys; k && k->name; k++) resolve_one(cfg, section, k, norm);
     if (extra_key) resolve_one(cfg, section, extra_key, NULL);
     for (size_t i = 0; i < cfg->nraw; i++) {
-        sr_raw *r = &cfg->raw[i];
+        sr__raw *r = &cfg->raw[i];
         if (strcmp(r->section, section) || r->used) continue;
         const char *c = canonical(norm, r->key, buf, sizeof buf);
         if (sr__find_key(keys, c) || (extra_key && !strcmp(c, extra_key->name))) continue; /* duplicate */
@@ -471,7 +480,7 @@ void sr__config_resolve(sr_job *cfg, const char *section, const sr_key *keys, co
         unknown_key(cfg, section, keys, extra_key, r->key, where);
     }
     for (size_t i = 0; i < cfg->ncli; i++) {
-        sr_override *o = &cfg->cli[i];
+        sr__override *o = &cfg->cli[i];
         if (strcmp(o->section, section) || o->used) continue;
         o->used = 1;
         snprintf(where, sizeof where, "command line %s", o->flag);
@@ -479,18 +488,18 @@ void sr__config_resolve(sr_job *cfg, const char *section, const sr_key *keys, co
     }
 }
 
-void sr__config_resolve_key(sr_job *cfg, const char *section, const sr_key *key) {
+void sr__config_resolve_key(sr__job *cfg, const char *section, const sr_key *key) {
     resolve_one(cfg, section, key, NULL);
 }
 
-void sr__config_resolve_free(sr_job *cfg, const char *section) {
+void sr__config_resolve_free(sr__job *cfg, const char *section) {
     char var[300];
     mark_section(cfg, section);
     for (size_t i = 0; i < cfg->nraw; i++) {
-        sr_raw *r = &cfg->raw[i];
+        sr__raw *r = &cfg->raw[i];
         if (strcmp(r->section, section)) continue;
         r->used = 1;
-        sr_setting *s = add_setting(cfg, section, r->key);
+        sr__setting *s = add_setting(cfg, section, r->key);
         s->value = sr__strdup(r->value);
         s->from = SR_FROM_FILE;
         s->where = sr__fmt("%s:%d", cfg->path, r->line);
@@ -503,7 +512,7 @@ void sr__config_resolve_free(sr_job *cfg, const char *section) {
         const char *eq = strchr(*e, '=');
         size_t pl = strlen(prefix);
         if (!eq || strncmp(*e, prefix, pl) || (size_t)(eq - *e) == pl) continue;
-        sr_setting *hit = NULL;
+        sr__setting *hit = NULL;
         for (size_t i = 0; i < cfg->nset && !hit; i++) {
             if (strcmp(cfg->set[i].section, section)) continue;
             sr__key_env_name(section, cfg->set[i].key, var, sizeof var);
@@ -526,10 +535,10 @@ void sr__config_resolve_free(sr_job *cfg, const char *section) {
         if (!hit->value || !hit->where) no_memory_for(cfg, section, hit->key);
     }
     for (size_t i = 0; i < cfg->ncli; i++) {
-        sr_override *o = &cfg->cli[i];
+        sr__override *o = &cfg->cli[i];
         if (strcmp(o->section, section)) continue;
         o->used = 1;
-        sr_setting *s = sr__config_get(cfg, section, o->key);
+        sr__setting *s = sr__config_get(cfg, section, o->key);
         if (!s) s = add_setting(cfg, section, o->key);
         free(s->value), free(s->where);
         s->value = sr__strdup(o->value);
@@ -539,10 +548,10 @@ void sr__config_resolve_free(sr_job *cfg, const char *section) {
     }
 }
 
-void sr__config_check_leftovers(sr_job *cfg, const char *const *known, size_t nknown) {
+void sr__config_check_leftovers(sr__job *cfg, const char *const *known, size_t nknown) {
     const char *last = NULL; /* a section's keys are consecutive unless it is opened twice */
     for (size_t i = 0; i < cfg->nraw; i++) {
-        sr_raw *r = &cfg->raw[i];
+        sr__raw *r = &cfg->raw[i];
         if ((last && !strcmp(last, r->section)) || is_resolved_section(cfg, r->section)) continue;
         last = r->section;
         /* report each unknown section once */
@@ -552,18 +561,22 @@ void sr__config_check_leftovers(sr_job *cfg, const char *const *known, size_t nk
         const char *best = sr__closest(r->section, known, nknown);
         char hint[300] = "";
         if (best) snprintf(hint, sizeof hint, "; did you mean [%s]?", best);
-        sr__diag_add(&cfg->diag, "%s:%d: unknown section [%s]%s (sections are [shardrun], [task] and one "
-                     "per plugin listed in plugins =)", cfg->path, r->line, r->section, hint);
+        sr__diag_add(&cfg->diag,
+                     "%s:%d: unknown section [%s]%s (sections are [shardrun], [task] and one "
+                     "per plugin listed in plugins =)",
+                     cfg->path, r->line, r->section, hint);
     }
     for (size_t i = 0; i < cfg->ncli; i++) {
-        sr_override *o = &cfg->cli[i];
+        sr__override *o = &cfg->cli[i];
         if (o->used || is_resolved_section(cfg, o->section)) continue;
-        sr__diag_add(&cfg->diag, "command line %s: no section [%s] in this run (sections are [shardrun], "
-                     "[task] and one per plugin listed in plugins =)", o->flag, o->section);
+        sr__diag_add(&cfg->diag,
+                     "command line %s: no section [%s] in this run (sections are [shardrun], "
+                     "[task] and one per plugin listed in plugins =)",
+                     o->flag, o->section);
     }
 }
 
-sr_setting *sr__config_get(sr_job *cfg, const char *section, const char *key) {
+sr__setting *sr__config_get(sr__job *cfg, const char *section, const char *key) {
     size_t at = index_find(&cfg->set_idx, cfg->set, set_is, section, key);
     return at ? &cfg->set[at - 1] : NULL;
 }
@@ -579,12 +592,12 @@ int sr__config_is_host_var(const char *name, size_t len) {
     return 0;
 }
 
-const char *sr__config_value(sr_job *cfg, const char *section, const char *key) {
-    sr_setting *s = sr__config_get(cfg, section, key);
+const char *sr__config_value(sr__job *cfg, const char *section, const char *key) {
+    sr__setting *s = sr__config_get(cfg, section, key);
     return s ? s->value : NULL;
 }
 
-void sr__config_free(sr_job *cfg) {
+void sr__config_free(sr__job *cfg) {
     for (size_t i = 0; i < cfg->nraw; i++) free(cfg->raw[i].section), free(cfg->raw[i].key), free(cfg->raw[i].value);
     for (size_t i = 0; i < cfg->ncli; i++)
         free(cfg->cli[i].section), free(cfg->cli[i].key), free(cfg->cli[i].value), free(cfg->cli[i].flag);

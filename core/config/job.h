@@ -17,85 +17,84 @@
 #include "shardrun/plugin.h"
 #include "base/diag.h"
 
-typedef enum sr_from {
+typedef enum sr__from {
     SR_FROM_DEFAULT = 0,
     SR_FROM_CLUSTER, /* cluster detection (set by the topology step) */
     SR_FROM_FILE,
-    SR_FROM_ENV,     /* SHARDRUN_<SECTION>_<KEY> or the key's final variable name */
+    SR_FROM_ENV, /* SHARDRUN_<SECTION>_<KEY> or the key's final variable name */
     SR_FROM_CLI
-} sr_from;
+} sr__from;
 
-typedef struct sr_setting {
+typedef struct sr__setting {
     char *section, *key;
-    char *value;   /* canonical spelling; NULL when unset */
-    sr_from from;
-    char *where;   /* "job.ini:12", "SHARDRUN_NNODES", "--set torch.x=1", "default", ... */
-} sr_setting;
+    char *value; /* canonical spelling; NULL when unset */
+    sr__from from;
+    char *where; /* "job.ini:12", "SHARDRUN_NNODES", "--set torch.x=1", "default", ... */
+} sr__setting;
 
-typedef struct sr_raw {
+typedef struct sr__raw {
     char *section, *key, *value;
     int line;
     int used;
-} sr_raw;
+} sr__raw;
 
-typedef struct sr_override {
+typedef struct sr__override {
     char *section, *key, *value;
     char *flag; /* how it was given, for messages: "--set a.b=c", "--nnodes" */
     int used;
-} sr_override;
+} sr__override;
 
 /* A hash index of (section, key) -> position in an array (raw or set): open addressing, linear
    probing, slots hold position + 1 (0: empty).  Keeps reading and resolving linear in the number
    of keys. */
-typedef struct sr_key_index {
+typedef struct sr__key_index {
     size_t *slot;
     size_t cap; /* a power of two, or 0 */
-} sr_key_index;
+} sr__key_index;
 
 /* The most a job file may hold: a job file is a few dozen lines; this refuses a wrong file (a
    data file, /dev/zero) before it is read into memory. */
 #define SR_JOB_FILE_MAX ((long long)4 << 20)
 
-typedef struct sr_job {
+typedef struct sr__job {
     char *path; /* job file as given */
     char *dir;  /* absolute folder of the job file */
-    sr_raw *raw;
+    sr__raw *raw;
     size_t nraw, rawcap;
-    sr_override *cli;
+    sr__override *cli;
     size_t ncli;
-    sr_setting *set;
+    sr__setting *set;
     size_t nset, setcap;
-    sr_key_index raw_idx, set_idx;
+    sr__key_index raw_idx, set_idx;
     char **sections; /* sections resolved so far */
     size_t nsections;
-    sr_diag diag;
-} sr_job;
+    sr__diag diag;
+} sr__job;
 
 /* Reads the job file; syntax errors go to cfg->diag.  Returns 0 when the file could be read; -1
    (with the reason in cfg->diag) when it cannot be, is not a regular file (a directory, a device,
    a pipe) or is larger than SR_JOB_FILE_MAX. */
-int sr__config_load(sr_job *cfg, const char *path);
+int sr__config_load(sr__job *cfg, const char *path);
 /* Adds a command-line override ("section.key=value" from --set, or a torchrun flag). */
-void sr__config_add_override(sr_job *cfg, const char *section, const char *key, const char *value,
-                             const char *flag);
+void sr__config_add_override(sr__job *cfg, const char *section, const char *key, const char *value, const char *flag);
 /* Parses "section.key=value"; -1 when malformed. */
-int sr__config_add_set(sr_job *cfg, const char *spec);
+int sr__config_add_set(sr__job *cfg, const char *spec);
 
 typedef const char *(*sr_key_normalizer)(const char *key, char *buf, size_t len);
-void sr__config_resolve(sr_job *cfg, const char *section, const sr_key *keys,
-                        const sr_key *extra_key, sr_key_normalizer norm);
+void sr__config_resolve(sr__job *cfg, const char *section, const sr_key *keys, const sr_key *extra_key,
+                        sr_key_normalizer norm);
 /* Resolves one key ahead of its section (no unknown-key checks). */
-void sr__config_resolve_key(sr_job *cfg, const char *section, const sr_key *key);
-void sr__config_resolve_free(sr_job *cfg, const char *section);
-void sr__config_check_leftovers(sr_job *cfg, const char *const *known_sections, size_t n);
+void sr__config_resolve_key(sr__job *cfg, const char *section, const sr_key *key);
+void sr__config_resolve_free(sr__job *cfg, const char *section);
+void sr__config_check_leftovers(sr__job *cfg, const char *const *known_sections, size_t n);
 
-sr_setting *sr__config_get(sr_job *cfg, const char *section, const char *key);
+sr__setting *sr__config_get(sr__job *cfg, const char *section, const char *key);
 /* A path made absolute (a new string): a relative one against the job file's folder when it came
    from the file (`from`), against the working directory otherwise. */
-char *sr__config_absolute(const sr_job *cfg, sr_from from, const char *p);
-const char *sr__config_value(sr_job *cfg, const char *section, const char *key);
+char *sr__config_absolute(const sr__job *cfg, sr__from from, const char *p);
+const char *sr__config_value(sr__job *cfg, const char *section, const char *key);
 
-void sr__config_free(sr_job *cfg);
+void sr__config_free(sr__job *cfg);
 
 /* Whether the variable NAME (its first len characters) is one the host reads by name outside the
    keys (sr__host_reads: SHARDRUN_RDZV_TOKEN, the SHARDRUN_DEBUG_* testing aids, ...), so that a

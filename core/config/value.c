@@ -16,8 +16,14 @@ int sr__parse_bool(const char *s, int *out) {
     static const char *const yes[] = {"y", "yes", "t", "true", "on", "1"};
     static const char *const no[] = {"n", "no", "f", "false", "off", "0"};
     for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
-        if (strcasecmp(s, yes[i]) == 0) { *out = 1; return 0; }
-        if (strcasecmp(s, no[i]) == 0) { *out = 0; return 0; }
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = 1;
+            return 0;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = 0;
+            return 0;
+        }
     }
     return -1;
 }
@@ -63,7 +69,11 @@ static int choice_at(const char *choices, int idx, const char **start, size_t *l
     for (int i = 0;; i++) {
         const char *bar = strchr(p, '|');
         size_t n = bar ? (size_t)(bar - p) : strlen(p);
-        if (i == idx) { *start = p; *len = n; return 0; }
+        if (i == idx) {
+            *start = p;
+            *len = n;
+            return 0;
+        }
         if (!bar) return -1;
         p = bar + 1;
     }
@@ -78,21 +88,25 @@ static int choice_count(const char *choices) {
 int sr__enum_index(const char *choices, unsigned flags, const char *s) {
     int n = choice_count(choices);
     for (int i = 0; i < n; i++) {
-        const char *c = ""; size_t len = 0;
+        const char *c = "";
+        size_t len = 0;
         choice_at(choices, i, &c, &len);
         if (strlen(s) == len && strncasecmp(s, c, len) == 0) return i;
     }
     if (flags & SR_KEY_ENUM_DIGITS) {
         long long v;
-        if (sr__parse_int(s, &v) == 0 && s[0] != '+' && s[0] != '-' && v >= 1 && v <= n)
-            return (int)v - 1;
+        if (sr__parse_int(s, &v) == 0 && s[0] != '+' && s[0] != '-' && v >= 1 && v <= n) return (int)v - 1;
     }
     return -1;
 }
 
 void sr__enum_choice(const char *choices, int idx, char *buf, size_t len) {
-    const char *c; size_t n;
-    if (choice_at(choices, idx, &c, &n) != 0) { snprintf(buf, len, "?"); return; }
+    const char *c;
+    size_t n;
+    if (choice_at(choices, idx, &c, &n) != 0) {
+        snprintf(buf, len, "?");
+        return;
+    }
     snprintf(buf, len, "%.*s", (int)n, c);
 }
 
@@ -101,12 +115,12 @@ void sr__enum_describe(const char *choices, unsigned flags, char *buf, size_t le
     int n = choice_count(choices);
     buf[0] = 0;
     for (int i = 0; i < n && used < len; i++) {
-        const char *c = ""; size_t cl = 0;
+        const char *c = "";
+        size_t cl = 0;
         choice_at(choices, i, &c, &cl);
         used += (size_t)snprintf(buf + used, len - used, "%s%.*s", i ? ", " : "", (int)cl, c);
     }
-    if ((flags & SR_KEY_ENUM_DIGITS) && used < len)
-        snprintf(buf + used, len - used, " (or 1-%d in that order)", n);
+    if ((flags & SR_KEY_ENUM_DIGITS) && used < len) snprintf(buf + used, len - used, " (or 1-%d in that order)", n);
 }
 
 static char *join_list(const char *in, char *err, size_t errlen) {
@@ -194,9 +208,7 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
         if (!*out) snprintf(err, errlen, "out of memory");
         return *out ? 0 : -1;
     }
-    case SR_KEY_LIST:
-        *out = join_list(in, err, errlen);
-        return *out ? 0 : -1;
+    case SR_KEY_LIST: *out = join_list(in, err, errlen); return *out ? 0 : -1;
     case SR_KEY_STRING:
     case SR_KEY_PATH:
     case SR_KEY_PATH_LIST:
@@ -238,7 +250,10 @@ const char *sr__closest(const char *word, const char *const *cands, size_t n) {
         size_t d = sr__edit_distance(word, cands[i]);
         /* a key that merely lacks or adds a prefix ("sharding_strategy") still counts as close */
         if (strstr(cands[i], word) || strstr(word, cands[i])) d = d < 3 ? d : 3;
-        if (d < best_d) { best_d = d; best = cands[i]; }
+        if (d < best_d) {
+            best_d = d;
+            best = cands[i];
+        }
     }
     size_t limit = strlen(word) / 3 + 2;
     return best_d <= limit ? best : NULL;

@@ -13,9 +13,9 @@
 /* Accepted spellings of booleans, for messages. */
 #define SR_BOOL_SPELLINGS "y yes t true on 1 / n no f false off 0 (any case)"
 
-int sr__parse_bool(const char *s, int *out);         /* 0 ok, -1 not a boolean */
-int sr__parse_int(const char *s, long long *out);    /* strict decimal, optional sign */
-int sr__parse_float(const char *s, double *out);     /* finite decimal number */
+int sr__parse_bool(const char *s, int *out);      /* 0 ok, -1 not a boolean */
+int sr__parse_int(const char *s, long long *out); /* strict decimal, optional sign */
+int sr__parse_float(const char *s, double *out);  /* finite decimal number */
 
 /* A double as JSON wants it: the shortest of %.15g, %.16g and %.17g that reads back as exactly v
    (0.011761408, not 0.011761407999999999), or "null" when v is NaN or infinite (JSON has neither:

@@ -30,7 +30,7 @@ static unsigned blocks_for(size_t n) {
     return (unsigned)(b < MAX_BLOCKS ? b : MAX_BLOCKS);
 }
 
-#define GRID_STRIDE(i, n)                                                                      \
+#define GRID_STRIDE(i, n)                                                                                              \
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
 /* ---- kernels ---------------------------------------------------------------------------------- */
@@ -43,7 +43,7 @@ __global__ void sr_k_accumulate(float *acc, const void *src, sr_dtype st, size_t
     GRID_STRIDE(i, n) acc[i] = SR_FADD(acc[i], sr_load_float(src, st, i));
 }
 
-__global__ void sr_k_adamw(float *p, const float *g, float *m, float *v, size_t n, sr_adamw_coef c) {
+__global__ void sr_k_adamw(float *p, const float *g, float *m, float *v, size_t n, sr__adamw_coef c) {
     GRID_STRIDE(i, n) sr_adamw_elem(&p[i], g[i], &m[i], &v[i], &c);
 }
 
@@ -157,7 +157,7 @@ static int cu_nonfinite(const float *x, size_t n) {
 }
 
 static void cu_adamw(float *param, const float *grad, float *exp_avg, float *exp_avg_sq, size_t n,
-                     const sr_adamw_args *a) {
+                     const sr__adamw_args *a) {
     if (!n) return;
     sr_k_adamw<<<blocks_for(n), THREADS>>>(param, grad, exp_avg, exp_avg_sq, n, sr_adamw_prepare(a));
     launched("adamw");
@@ -166,7 +166,7 @@ static void cu_adamw(float *param, const float *grad, float *exp_avg, float *exp
 static int cu_sync(void) { return report(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
 /* Looked up by name (sr__device_get in device/cpu.c, through dlsym); constant-initialised. */
-extern "C" __attribute__((visibility("default"))) const sr_device sr__cuda_device = {
-    "cuda",        SR_DEVICE_CUDA, cu_alloc, cu_free,  cu_to_host, cu_to_device, cu_zero,
-    cu_cast,       cu_accumulate,  cu_sumsq, cu_nonfinite, cu_adamw,   cu_sync,
+extern "C" __attribute__((visibility("default"))) const sr__device sr__cuda_device = {
+    "cuda",  SR_DEVICE_CUDA, cu_alloc, cu_free,      cu_to_host, cu_to_device, cu_zero,
+    cu_cast, cu_accumulate,  cu_sumsq, cu_nonfinite, cu_adamw,   cu_sync,
 };

@@ -118,7 +118,7 @@ static int n_barrier(void *impl, int *stuck, char *err, size_t errlen) {
 }
 
 /* The world communicator: rank 0 makes the unique id and publishes it in the store. */
-static int init_world(nccl_pg *p, const sr_pg_setup *s, char *err, size_t errlen) {
+static int init_world(nccl_pg *p, const sr__pg_setup *s, char *err, size_t errlen) {
     int ndev = 0;
     cudaError_t ce = cudaGetDeviceCount(&ndev);
     if (ce != cudaSuccess || ndev == 0) {
@@ -152,7 +152,7 @@ static int init_world(nccl_pg *p, const sr_pg_setup *s, char *err, size_t errlen
     return nccl_failed(ncclCommInitRank(&p->comm, s->size, id, s->rank), "ncclCommInitRank", err, errlen) ? -1 : 0;
 }
 
-static void *n_create(void *parent, const sr_pg_setup *s, char *err, size_t errlen) {
+static void *n_create(void *parent, const sr__pg_setup *s, char *err, size_t errlen) {
     nccl_pg *p = sr__calloc(1, sizeof *p);
     p->rank = s->rank;
     p->size = s->size;
@@ -184,6 +184,6 @@ static void n_destroy(void *impl) {
     free(p);
 }
 
-__attribute__((visibility("default"))) const sr_pg_backend_ops sr__nccl_backend = {
+__attribute__((visibility("default"))) const sr__pg_backend_ops sr__nccl_backend = {
     "nccl", n_all_gather, n_reduce_scatter, n_all_reduce, n_broadcast, n_barrier, n_create, n_destroy,
 };

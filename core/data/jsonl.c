@@ -14,14 +14,16 @@
 #include "shardrun/data.h"
 
 /* The field's string in one line; 0 found, -1 an error in err. */
-static int line_text(sr_json *j, const char *field, const char **text, size_t *len, const char *name, long long line,
+static int line_text(sr__json *j, const char *field, const char **text, size_t *len, const char *name, long long line,
                      char *err, size_t errlen) {
     const char *key, *what;
     size_t klen, at;
     int r, found = 0;
     if (sr__json_peek(j) != SR_JSON_OBJECT) {
-        snprintf(err, errlen, "%s:%lld: not a JSON object; a JSON Lines file has one object per line, e.g. "
-                              "{\"%s\": \"...\"}", name, line, field);
+        snprintf(err, errlen,
+                 "%s:%lld: not a JSON object; a JSON Lines file has one object per line, e.g. "
+                 "{\"%s\": \"...\"}",
+                 name, line, field);
         return -1;
     }
     sr__json_object(j);
@@ -29,8 +31,10 @@ static int line_text(sr_json *j, const char *field, const char **text, size_t *l
         if (!found && sr__json_key_is(key, klen, field)) {
             if (sr__json_peek(j) != SR_JSON_STRING || sr__json_string(j, text, len) != 0) {
                 if (sr__json_error(j, &at)) break;
-                snprintf(err, errlen, "%s:%lld: the field \"%s\" is not a string; set text_field to the field that "
-                                      "holds the text", name, line, field);
+                snprintf(err, errlen,
+                         "%s:%lld: the field \"%s\" is not a string; set text_field to the field that "
+                         "holds the text",
+                         name, line, field);
                 return -1;
             }
             found = 1;
@@ -44,15 +48,17 @@ static int line_text(sr_json *j, const char *field, const char **text, size_t *l
         return -1;
     }
     if (!found) {
-        snprintf(err, errlen, "%s:%lld: the record has no field \"%s\"; set text_field to the field that holds "
-                              "the text", name, line, field);
+        snprintf(err, errlen,
+                 "%s:%lld: the record has no field \"%s\"; set text_field to the field that holds "
+                 "the text",
+                 name, line, field);
         return -1;
     }
     return 0;
 }
 
-int sr_jsonl_each(const char *text, size_t n, const char *name, long long first_line, const char *field,
-                  sr_jsonl_fn fn, void *user, char *err, size_t errlen) {
+int sr_jsonl_each(const char *text, size_t n, const char *name, long long first_line, const char *field, sr_jsonl_fn fn,
+                  void *user, char *err, size_t errlen) {
     char *arena = NULL;
     size_t cap = 0;
     long long line = first_line;
@@ -74,7 +80,7 @@ int sr_jsonl_each(const char *text, size_t n, const char *name, long long first_
             }
             arena = a, cap = len + 1;
         }
-        sr_json j;
+        sr__json j;
         sr__json_init(&j, s, len, arena);
         const char *t;
         size_t tl;

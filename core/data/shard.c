@@ -14,8 +14,11 @@
 #include "shardrun/data.h"
 
 static const char *kind_of(mode_t m) {
-    return S_ISDIR(m) ? "a directory" : S_ISCHR(m) || S_ISBLK(m) ? "a device" : S_ISFIFO(m) ? "a pipe" :
-           S_ISSOCK(m) ? "a socket" : "not a regular file";
+    return S_ISDIR(m)                 ? "a directory"
+           : S_ISCHR(m) || S_ISBLK(m) ? "a device"
+           : S_ISFIFO(m)              ? "a pipe"
+           : S_ISSOCK(m)              ? "a socket"
+                                      : "not a regular file";
 }
 
 static int32_t le32(const unsigned char *p) {
@@ -33,18 +36,21 @@ int sr_shard_open(sr_shard *s, const char *path, char *err, size_t errlen) {
         return -1;
     }
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: is %s, not a token shard; name shard files only", path,
-                 kind_of(st.st_mode));
+        snprintf(err, errlen, "%s: is %s, not a token shard; name shard files only", path, kind_of(st.st_mode));
         goto fail;
     }
     if (st.st_size == 0) {
-        snprintf(err, errlen, "%s: empty file (0 bytes), not a token shard (a header of %d bytes comes first); "
-                              "write it again", path, SR_SHARD_HEADER_BYTES);
+        snprintf(err, errlen,
+                 "%s: empty file (0 bytes), not a token shard (a header of %d bytes comes first); "
+                 "write it again",
+                 path, SR_SHARD_HEADER_BYTES);
         goto fail;
     }
     if (st.st_size < SR_SHARD_HEADER_BYTES) {
-        snprintf(err, errlen, "%s: truncated: %lld bytes, shorter than the %d-byte header of a token shard "
-                              "(llm.c format); write it again", path, (long long)st.st_size, SR_SHARD_HEADER_BYTES);
+        snprintf(err, errlen,
+                 "%s: truncated: %lld bytes, shorter than the %d-byte header of a token shard "
+                 "(llm.c format); write it again",
+                 path, (long long)st.st_size, SR_SHARD_HEADER_BYTES);
         goto fail;
     }
     if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h) {
@@ -55,27 +61,34 @@ int sr_shard_open(sr_shard *s, const char *path, char *err, size_t errlen) {
     if (magic == SR_SHARD_MAGIC_U16 || magic == SR_SHARD_MAGIC_U32) {
         int u16 = magic == SR_SHARD_MAGIC_U16, want = u16 ? SR_SHARD_VERSION_U16 : SR_SHARD_VERSION_U32;
         if (version != want) {
-            snprintf(err, errlen, "%s: offset 4: version %d with magic %d; llm.c's %s shards have version %d. "
-                                  "Write the shard again with a current writer", path, version, magic,
-                     u16 ? "uint16" : "uint32", want);
+            snprintf(err, errlen,
+                     "%s: offset 4: version %d with magic %d; llm.c's %s shards have version %d. "
+                     "Write the shard again with a current writer",
+                     path, version, magic, u16 ? "uint16" : "uint32", want);
             goto fail;
         }
         s->token_bytes = u16 ? 2 : 4;
     } else {
-        snprintf(err, errlen, "%s: offset 0: magic %d is not a token shard's (llm.c's: %d for uint16 tokens, %d "
-                              "for uint32); is this file a shard?", path, magic, SR_SHARD_MAGIC_U16, SR_SHARD_MAGIC_U32);
+        snprintf(err, errlen,
+                 "%s: offset 0: magic %d is not a token shard's (llm.c's: %d for uint16 tokens, %d "
+                 "for uint32); is this file a shard?",
+                 path, magic, SR_SHARD_MAGIC_U16, SR_SHARD_MAGIC_U32);
         goto fail;
     }
     if (count <= 0) {
-        snprintf(err, errlen, "%s: offset 8: the header counts %d tokens; a shard holds at least one. "
-                              "Leave empty shards out", path, count);
+        snprintf(err, errlen,
+                 "%s: offset 8: the header counts %d tokens; a shard holds at least one. "
+                 "Leave empty shards out",
+                 path, count);
         goto fail;
     }
     long long want = SR_SHARD_HEADER_BYTES + (long long)count * s->token_bytes;
     if (st.st_size != want) {
-        snprintf(err, errlen, "%s: offset 8: the header counts %d tokens (%lld bytes with the header) but the "
-                              "file has %lld bytes (%s); write the shard again", path, count, want,
-                 (long long)st.st_size, st.st_size < want ? "truncated" : "extra bytes after the tokens");
+        snprintf(err, errlen,
+                 "%s: offset 8: the header counts %d tokens (%lld bytes with the header) but the "
+                 "file has %lld bytes (%s); write the shard again",
+                 path, count, want, (long long)st.st_size,
+                 st.st_size < want ? "truncated" : "extra bytes after the tokens");
         goto fail;
     }
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
@@ -125,9 +138,11 @@ static void copy_tokens(void *arg) {
 static int still_there(const sr_shard *s, int64_t end, char *err, size_t errlen) {
     struct stat st;
     if (fstat(s->fd, &st) != 0 || st.st_size < end) {
-        snprintf(err, errlen, "%s: the shard shrank to %lld bytes while training (it had %lld at start-up; "
-                              "another process rewrote it?); byte %lld is needed.  Do not change shards a run "
-                              "reads", s->path, (long long)st.st_size, (long long)s->bytes, (long long)end);
+        snprintf(err, errlen,
+                 "%s: the shard shrank to %lld bytes while training (it had %lld at start-up; "
+                 "another process rewrote it?); byte %lld is needed.  Do not change shards a run "
+                 "reads",
+                 s->path, (long long)st.st_size, (long long)s->bytes, (long long)end);
         return -1;
     }
     return 0;
@@ -143,9 +158,10 @@ int sr_shard_read(const sr_shard *s, int64_t first, int64_t n, int32_t *out, cha
     if (still_there(s, off + n * s->token_bytes, err, errlen) != 0) return -1;
     copy_job j = {s->map + off, s->token_bytes, n, out};
     if (sr__fault_guard_run(copy_tokens, &j) != 0) {
-        snprintf(err, errlen, "%s: the shard shrank while its bytes %lld..%lld were read (another process "
-                              "rewrote it?); do not change shards a run reads", s->path, (long long)off,
-                 (long long)(off + n * s->token_bytes));
+        snprintf(err, errlen,
+                 "%s: the shard shrank while its bytes %lld..%lld were read (another process "
+                 "rewrote it?); do not change shards a run reads",
+                 s->path, (long long)off, (long long)(off + n * s->token_bytes));
         return -1;
     }
     return 0;
@@ -193,10 +209,11 @@ int sr_shard_check_vocab(const sr_shard *s, int64_t vocab, char *err, size_t err
             const unsigned char *p = s->map + off + i * s->token_bytes;
             uint32_t t = s->token_bytes == 2 ? (uint32_t)(p[0] | p[1] << 8) : (uint32_t)le32(p);
             if ((int64_t)t >= vocab) {
-                snprintf(err, errlen, "%s: offset %lld (token %lld): id %u is not below the model's vocabulary of "
-                                      "%lld; the shard was written with another tokenizer, or the model needs a "
-                                      "larger vocab_size", s->path, (long long)(off + i * s->token_bytes),
-                         (long long)(at + i), t, (long long)vocab);
+                snprintf(err, errlen,
+                         "%s: offset %lld (token %lld): id %u is not below the model's vocabulary of "
+                         "%lld; the shard was written with another tokenizer, or the model needs a "
+                         "larger vocab_size",
+                         s->path, (long long)(off + i * s->token_bytes), (long long)(at + i), t, (long long)vocab);
                 return -1;
             }
         }

@@ -80,8 +80,9 @@ static int expand(names *out, const char *patterns, const char *base_dir, char *
         int r = full ? glob(full, GLOB_ERR, NULL, &g) : GLOB_NOSPACE;
         if (r != 0) {
             if (r == GLOB_NOMATCH) snprintf(err, errlen, "%s: no such shard (the pattern matches no file)", full);
-            else snprintf(err, errlen, "%s: cannot list the matches: %s", full ? full : word,
-                          r == GLOB_NOSPACE ? "out of memory" : strerror(errno));
+            else
+                snprintf(err, errlen, "%s: cannot list the matches: %s", full ? full : word,
+                         r == GLOB_NOSPACE ? "out of memory" : strerror(errno));
             if (r != GLOB_NOSPACE) globfree(&g);
             free(full), free(word);
             return -1;

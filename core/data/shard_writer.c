@@ -74,16 +74,19 @@ static int flush(sr_shard_writer *w, char *err, size_t errlen) {
 int sr_shard_writer_append(sr_shard_writer *w, const int32_t *ids, size_t n, char *err, size_t errlen) {
     const uint64_t limit = w->token_bytes == 2 ? 65536u : 4294967296u;
     if ((int64_t)n > SR_SHARD_MAX_TOKENS - w->ntokens) {
-        snprintf(err, errlen, "%s: more than %lld tokens for one shard (the header counts them in an int32); "
-                              "split the data into more shards", w->path, SR_SHARD_MAX_TOKENS);
+        snprintf(err, errlen,
+                 "%s: more than %lld tokens for one shard (the header counts them in an int32); "
+                 "split the data into more shards",
+                 w->path, SR_SHARD_MAX_TOKENS);
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
         uint32_t t = (uint32_t)ids[i];
         if (ids[i] < 0 || (uint64_t)t >= limit) {
-            snprintf(err, errlen, "%s: token %lld is id %d, which a %s shard cannot hold; use 4-byte tokens "
-                                  "for vocabularies above 65536", w->path, (long long)(w->ntokens + (int64_t)i), ids[i],
-                     w->token_bytes == 2 ? "uint16" : "uint32");
+            snprintf(err, errlen,
+                     "%s: token %lld is id %d, which a %s shard cannot hold; use 4-byte tokens "
+                     "for vocabularies above 65536",
+                     w->path, (long long)(w->ntokens + (int64_t)i), ids[i], w->token_bytes == 2 ? "uint16" : "uint32");
             return -1;
         }
         if (w->used + 4 > BUF_BYTES && flush(w, err, errlen) != 0) return -1;

@@ -23,8 +23,7 @@
 /* The engine only passes floating dtypes where it converts; anything else is its bug, and
    going on would silently corrupt parameters. */
 static void bad_dtype(const char *op, sr_dtype t) {
-    fprintf(stderr, "shardrun: internal error: device cpu: %s of %s (fp32, bf16, fp16 only)\n", op,
-            sr_dtype_name(t));
+    fprintf(stderr, "shardrun: internal error: device cpu: %s of %s (fp32, bf16, fp16 only)\n", op, sr_dtype_name(t));
     abort();
 }
 
@@ -54,7 +53,7 @@ typedef struct job {
     sr_dtype dt, st;
     float *param, *exp_avg, *exp_avg_sq;
     const float *grad;
-    sr_adamw_coef coef;
+    sr__adamw_coef coef;
     double *sums; /* reductions: one slot per part */
     int *flags;
 } job;
@@ -84,10 +83,10 @@ static void cpu_zero(void *p, size_t bytes) {
 }
 
 /* One loop per (dst, src) pair: with constant dtypes the loads and stores inline to straight code. */
-#define CAST_LOOP(DT, ST)                                                                      \
-    for (size_t i = 0; i < n; i++) sr_store_float(dst, DT, i, sr_load_float(src, ST, i));    \
+#define CAST_LOOP(DT, ST)                                                                                              \
+    for (size_t i = 0; i < n; i++) sr_store_float(dst, DT, i, sr_load_float(src, ST, i));                              \
     break
-#define PAIR(d, s) ((int)(d) * 8 + (int)(s))
+#define PAIR(d, s) ((int)(d)*8 + (int)(s))
 
 static void cast_range(void *restrict dst, sr_dtype dt, const void *restrict src, sr_dtype st, size_t n) {
     switch (PAIR(dt, st)) {
@@ -117,8 +116,8 @@ static void cpu_cast(void *restrict dst, sr_dtype dt, const void *restrict src, 
     sr__pool_run(job_parts(&j, n), cast_part, &j);
 }
 
-#define ACC_LOOP(ST)                                                                           \
-    for (size_t i = 0; i < n; i++) acc[i] += sr_load_float(src, ST, i);                        \
+#define ACC_LOOP(ST)                                                                                                   \
+    for (size_t i = 0; i < n; i++) acc[i] += sr_load_float(src, ST, i);                                                \
     break
 
 static void accumulate_range(float *restrict acc, const void *restrict src, sr_dtype st, size_t n) {
@@ -198,19 +197,19 @@ static void adamw_part(void *arg, size_t k) {
     part_range(j, k, &lo, &len);
     float *restrict p = j->param + lo, *restrict m = j->exp_avg + lo, *restrict v = j->exp_avg_sq + lo;
     const float *restrict g = j->grad + lo;
-    const sr_adamw_coef c = j->coef;
+    const sr__adamw_coef c = j->coef;
     for (size_t i = 0; i < len; i++) sr_adamw_elem(&p[i], g[i], &m[i], &v[i], &c);
 }
 
 static void cpu_adamw(float *restrict param, const float *restrict grad, float *restrict exp_avg,
-                      float *restrict exp_avg_sq, size_t n, const sr_adamw_args *a) {
+                      float *restrict exp_avg_sq, size_t n, const sr__adamw_args *a) {
     job j = {.param = param, .grad = grad, .exp_avg = exp_avg, .exp_avg_sq = exp_avg_sq, .coef = sr_adamw_prepare(a)};
     sr__pool_run(job_parts(&j, n), adamw_part, &j);
 }
 
 static int cpu_sync(void) { return 0; }
 
-static const sr_device cpu_device = {
+static const sr__device cpu_device = {
     .name = "cpu",
     .kind = SR_DEVICE_CPU,
     .alloc = cpu_alloc,
@@ -228,9 +227,9 @@ static const sr_device cpu_device = {
 
 /* "cuda" lives in libshardrun_cuda.so, loaded on first use; it is only handed out when a GPU is
    visible, so a GPU-less machine hears why here rather than at the first allocation. */
-static const sr_device *load_cuda(char *err, size_t errlen) {
+static const sr__device *load_cuda(char *err, size_t errlen) {
     char why[4500] = "";
-    const sr_device *dev = sr__cuda_device_table(why, sizeof why);
+    const sr__device *dev = sr__cuda_device_table(why, sizeof why);
     if (!dev) {
         snprintf(err, errlen, "device cuda: %s", why);
         return NULL;
@@ -242,7 +241,7 @@ static const sr_device *load_cuda(char *err, size_t errlen) {
     return dev;
 }
 
-const sr_device *sr__device_get(const char *name, char *err, size_t errlen) {
+const sr__device *sr__device_get(const char *name, char *err, size_t errlen) {
     char dummy[1];
     if (!err || !errlen) err = dummy, errlen = sizeof dummy;
     if (name && !strcmp(name, "cpu")) return &cpu_device;

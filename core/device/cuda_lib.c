@@ -24,6 +24,6 @@ int sr__cuda_device_count(char *err, size_t errlen) {
     return count ? count(err, errlen) : 0;
 }
 
-const sr_device *sr__cuda_device_table(char *err, size_t errlen) {
-    return (const sr_device *)sr__cuda_symbol("sr__cuda_device", err, errlen);
+const sr__device *sr__cuda_device_table(char *err, size_t errlen) {
+    return (const sr__device *)sr__cuda_symbol("sr__cuda_device", err, errlen);
 }

@@ -16,6 +16,6 @@ void *sr__cuda_symbol(const char *symbol, char *err, size_t errlen);
    libshardrun_cuda.so or the driver cannot be loaded. */
 int sr__cuda_device_count(char *err, size_t errlen);
 /* The "cuda" device table, or NULL with why in err. */
-const sr_device *sr__cuda_device_table(char *err, size_t errlen);
+const sr__device *sr__cuda_device_table(char *err, size_t errlen);
 
 #endif

@@ -20,14 +20,14 @@
 #include "shardrun/model.h"
 
 /* One AdamW step's scalars (torch.optim.AdamW's update, decoupled weight decay). */
-typedef struct sr_adamw_args {
+typedef struct sr__adamw_args {
     float lr, beta1, beta2, eps, weight_decay;
     float bias_correction1; /* 1 - beta1^t, t = 1-based step */
     float bias_correction2; /* 1 - beta2^t */
     float grad_mul;         /* the gradient is multiplied by this first (clip coefficient / loss scale) */
-} sr_adamw_args;
+} sr__adamw_args;
 
-typedef struct sr_device {
+typedef struct sr__device {
     const char *name; /* "cpu", "cuda" */
     sr_device_kind kind;
     void *(*alloc)(size_t bytes); /* zero-filled; NULL when out of memory */
@@ -46,11 +46,11 @@ typedef struct sr_device {
     /* AdamW on n elements (the engine calls it per parameter segment of a shard, with
        weight_decay 0 for SR_PARAM_NO_DECAY parameters) */
     void (*adamw)(float *param, const float *grad, float *exp_avg, float *exp_avg_sq, size_t n,
-                  const sr_adamw_args *a);
+                  const sr__adamw_args *a);
     int (*sync)(void); /* waits for queued work; 0 or -1 */
-} sr_device;
+} sr__device;
 
 /* "cpu" or "cuda"; NULL with a message in err when the device cannot be used here. */
-const sr_device *sr__device_get(const char *name, char *err, size_t errlen);
+const sr__device *sr__device_get(const char *name, char *err, size_t errlen);
 
 #endif

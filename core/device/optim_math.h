@@ -39,12 +39,9 @@ SR_HD float sr_load_float(const void *p, sr_dtype t, size_t i) {
 }
 
 SR_HD void sr_store_float(void *p, sr_dtype t, size_t i, float v) {
-    if (t == SR_FLOAT32)
-        ((float *)p)[i] = v;
-    else if (t == SR_BFLOAT16)
-        ((uint16_t *)p)[i] = sr_f32_to_bf16(v);
-    else
-        ((uint16_t *)p)[i] = sr_f32_to_f16(v);
+    if (t == SR_FLOAT32) ((float *)p)[i] = v;
+    else if (t == SR_BFLOAT16) ((uint16_t *)p)[i] = sr_f32_to_bf16(v);
+    else ((uint16_t *)p)[i] = sr_f32_to_f16(v);
 }
 
 SR_HD int sr_is_float_dtype(sr_dtype t) { return t == SR_FLOAT32 || t == SR_BFLOAT16 || t == SR_FLOAT16; }
@@ -56,18 +53,18 @@ SR_HD int sr_nonfinite_f32(float x) { return (sr_f32_to_bits(x) & 0x7f800000u) =
 
 /* The step's scalars as torch derives them: in Python (double) arithmetic, each rounded to float
    where the tensor op takes it.  Computed once on the host per call, not per element. */
-typedef struct sr_adamw_coef {
+typedef struct sr__adamw_coef {
     float grad_mul;
-    float decay;      /* 1 - lr * weight_decay */
-    float w1;         /* 1 - beta1: exp_avg.lerp_(grad, w1) */
-    float beta2, w2;  /* exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=w2 = 1 - beta2) */
-    float bc2_sqrt;   /* sqrt(bias_correction2) */
+    float decay;     /* 1 - lr * weight_decay */
+    float w1;        /* 1 - beta1: exp_avg.lerp_(grad, w1) */
+    float beta2, w2; /* exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=w2 = 1 - beta2) */
+    float bc2_sqrt;  /* sqrt(bias_correction2) */
     float eps;
-    float neg_step;   /* -lr / bias_correction1 */
-} sr_adamw_coef;
+    float neg_step; /* -lr / bias_correction1 */
+} sr__adamw_coef;
 
-static inline sr_adamw_coef sr_adamw_prepare(const sr_adamw_args *a) {
-    sr_adamw_coef c;
+static inline sr__adamw_coef sr_adamw_prepare(const sr__adamw_args *a) {
+    sr__adamw_coef c;
     c.grad_mul = a->grad_mul;
     c.decay = (float)(1.0 - (double)a->lr * (double)a->weight_decay);
     c.w1 = (float)(1.0 - (double)a->beta1);
@@ -84,7 +81,7 @@ static inline sr_adamw_coef sr_adamw_prepare(const sr_adamw_args *a) {
      denom = (v.sqrt() / sqrt(bc2)).add_(eps); p.addcdiv_(m, denom, value=-lr/bc1)
    i.e. m = beta1*m + (1-beta1)*g, v = beta2*v + (1-beta2)*g^2, p -= lr/bc1 * m/denom.
    The lerp is torch's: start + w*(end - start) for w < 0.5, else end - (end - start)*(1 - w). */
-SR_HD void sr_adamw_elem(float *p, float grad, float *m, float *v, const sr_adamw_coef *c) {
+SR_HD void sr_adamw_elem(float *p, float grad, float *m, float *v, const sr__adamw_coef *c) {
     float g = SR_FMUL(grad, c->grad_mul);
     float pp = SR_FMUL(*p, c->decay);
     float d = SR_FSUB(g, *m);

@@ -23,7 +23,9 @@ static struct {
     void *arg;
     size_t nparts;
     atomic_size_t next;
-} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER,
+} P = {.mu = PTHREAD_MUTEX_INITIALIZER,
+       .go = PTHREAD_COND_INITIALIZER,
+       .done = PTHREAD_COND_INITIALIZER,
        .busy = PTHREAD_MUTEX_INITIALIZER};
 
 size_t sr__pool_grain(size_t n) {

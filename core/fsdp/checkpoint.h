@@ -21,9 +21,9 @@
 typedef struct sr__train_state {
     long long global_step; /* optimizer steps done */
     long long seed;
-    char job_id[80];       /* SHARDRUN_JOB_ID of the run that saves ("" when unknown) */
-    char requeue_key[96];  /* SHARDRUN_REQUEUE_KEY of the run that saves ("" when none) */
-    char run_id[80];       /* the training run this continues: the job_id of the launch that started it
+    char job_id[80];      /* SHARDRUN_JOB_ID of the run that saves ("" when unknown) */
+    char requeue_key[96]; /* SHARDRUN_REQUEUE_KEY of the run that saves ("" when none) */
+    char run_id[80];      /* the training run this continues: the job_id of the launch that started it
                               from scratch, kept by every resume (fsdp/ckpt_dir.h) */
     /* Saving: what the run was configured with, as JSON members of stateful_callbacks.shardrun
        ("\"mixed_precision\": ..., \"task_settings\": {...}"), from the trainer; NULL: none. */

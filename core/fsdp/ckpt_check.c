@@ -22,8 +22,9 @@ typedef struct sr__ckpt_check {
 
 int sr__ckpt_hash_mismatch(const char *dir, const char *file, const char *tensor, const char *want, uint64_t got) {
     char hex[17];
-    sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: the data of tensor \"%s\" does not match its hash (hash %s, "
-                    "the data hashes to %s): the file was damaged or changed after it was written",
+    sr__log(SR_LOG_ERROR,
+            "resume_from_checkpoint: %s/%s: the data of tensor \"%s\" does not match its hash (hash %s, "
+            "the data hashes to %s): the file was damaged or changed after it was written",
             dir, file, tensor, want, sr__hash64_hex(got, hex));
     return -1;
 }
@@ -40,8 +41,8 @@ static void count_copy(const sr__engine *e, uint64_t *want, int u, size_t at, ui
 }
 
 /* The tensor of file `f` called `name`: its index, or -1. */
-static long tensor_index(const sr_st_file *f, const char *name) {
-    const sr_st_tensor *t = sr__st_find(f, name, NULL);
+static long tensor_index(const sr__st_file *f, const char *name) {
+    const sr__st_tensor *t = sr__st_find(f, name, NULL);
     return t ? (long)(t - sr__st_at(f, 0)) : -1;
 }
 
@@ -104,8 +105,8 @@ void sr__ckpt_checks_plan(const sr__engine *e, sr__ckpt_source *s) {
     free(want);
 }
 
-void sr__ckpt_copy_checked(sr__ckpt_source *s, int f, const sr_st_tensor *t, const void *data, uint64_t off,
-                           void *dst, size_t n) {
+void sr__ckpt_copy_checked(sr__ckpt_source *s, int f, const sr__st_tensor *t, const void *data, uint64_t off, void *dst,
+                           size_t n) {
     sr__ckpt_check *c = s->chk ? &s->chk[f][t - sr__st_at(sr__ckpt_source_file(s, f), 0)] : NULL;
     const unsigned char *b = data;
     if (!c || !c->mine || off < c->done) {
@@ -124,12 +125,12 @@ void sr__ckpt_copy_checked(sr__ckpt_source *s, int f, const sr_st_tensor *t, con
 int sr__ckpt_checks_finish(sr__ckpt_source *s) {
     int bad = 0;
     for (int f = 0; s->chk && f < sr__ckpt_source_nfiles(s) && !bad; f++) {
-        const sr_st_file *sf = sr__ckpt_source_file(s, f);
+        const sr__st_file *sf = sr__ckpt_source_file(s, f);
         for (size_t i = 0; i < sr__st_count(sf) && !bad; i++) {
             sr__ckpt_check *c = &s->chk[f][i];
             if (!c->mine) continue;
             const void *data;
-            const sr_st_tensor *t = sr__st_at(sf, i);
+            const sr__st_tensor *t = sr__st_at(sf, i);
             sr__st_find(sf, t->name, &data);
             double t0 = sr__now_s();
             sr__hash64_update(&c->st, (const unsigned char *)data + c->done, (size_t)(t->nbytes - c->done));
@@ -154,11 +155,11 @@ int sr__ckpt_check_unowned(const sr__engine *e, sr__ckpt_source *s) {
             if (s->chk[i][k].owner < 0) total += sr__st_at(sr__ckpt_source_file(s, i), k)->nbytes;
     int bad = 0, W = e->world_size > 0 ? e->world_size : 1;
     for (int i = 0; i < nf && !bad; i++) {
-        const sr_st_file *f = sr__ckpt_source_file(s, i);
+        const sr__st_file *f = sr__ckpt_source_file(s, i);
         char fname[64];
         sr__ckpt_source_file_name(s, i, fname, sizeof fname);
         for (size_t k = 0; k < sr__st_count(f) && !bad; k++) {
-            const sr_st_tensor *t = sr__st_at(f, k);
+            const sr__st_tensor *t = sr__st_at(f, k);
             const void *data;
             int owner = total ? (int)((double)at / (double)total * W) : 0; /* the bytes split evenly, in file order */
             if (owner >= W) owner = W - 1;
@@ -166,8 +167,10 @@ int sr__ckpt_check_unowned(const sr__engine *e, sr__ckpt_source *s) {
             const char *want = sr__st_metadata(f, key);
             free(key);
             if (!want) {
-                sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: tensor \"%s\" has no \"hash:\" entry in the "
-                                "metadata", s->dir, fname, t->name);
+                sr__log(SR_LOG_ERROR,
+                        "resume_from_checkpoint: %s/%s: tensor \"%s\" has no \"hash:\" entry in the "
+                        "metadata",
+                        s->dir, fname, t->name);
                 bad = 1;
                 break;
             }
@@ -178,7 +181,8 @@ int sr__ckpt_check_unowned(const sr__engine *e, sr__ckpt_source *s) {
             double t0 = sr__now_s();
             uint64_t got = sr__hash64(data, (size_t)t->nbytes, 0);
             s->times.hash_s += sr__now_s() - t0, s->times.hash_bytes += (long long)t->nbytes;
-            if (strcmp(sr__hash64_hex(got, hex), want)) bad = sr__ckpt_hash_mismatch(s->dir, fname, t->name, want, got) != 0;
+            if (strcmp(sr__hash64_hex(got, hex), want))
+                bad = sr__ckpt_hash_mismatch(s->dir, fname, t->name, want, got) != 0;
         }
     }
     return bad ? -1 : 0;

@@ -30,8 +30,8 @@ void sr__ckpt_checks_plan(const sr__engine *e, sr__ckpt_source *s);
 int sr__ckpt_check_unowned(const sr__engine *e, sr__ckpt_source *s);
 /* Copies bytes [off, off + n) of tensor t of file f (its data at `data`) to dst, hashing them in the
    same pass when this rank verifies t. */
-void sr__ckpt_copy_checked(sr__ckpt_source *s, int f, const sr_st_tensor *t, const void *data, uint64_t off,
-                           void *dst, size_t n);
+void sr__ckpt_copy_checked(sr__ckpt_source *s, int f, const sr__st_tensor *t, const void *data, uint64_t off, void *dst,
+                           size_t n);
 /* After the copies: hashes what this rank verifies but did not copy, and compares.  0, or -1 after
    printing what differs. */
 int sr__ckpt_checks_finish(sr__ckpt_source *s);

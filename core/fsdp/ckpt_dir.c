@@ -51,9 +51,11 @@ int sr__ckpt_list(const char *dir, sr__ckpt_entry **out, size_t *n, char *why, s
         long long step = sr__ckpt_name_step(de->d_name);
         if (step == -1) continue;
         if (step == -2) {
-            snprintf(why, len, "%s/%s is not a checkpoint name shardrun writes (checkpoint-N: the step in decimal "
+            snprintf(why, len,
+                     "%s/%s is not a checkpoint name shardrun writes (checkpoint-N: the step in decimal "
                      "without leading zeros, at most %d digits), so its step is unknown; rename it to the step "
-                     "its trainer_state.json holds, or move it out of %s", dir, de->d_name, SR_CKPT_MAX_NAME_DIGITS, dir);
+                     "its trainer_state.json holds, or move it out of %s",
+                     dir, de->d_name, SR_CKPT_MAX_NAME_DIGITS, dir);
             rc = -1;
             break;
         }
@@ -86,10 +88,12 @@ int sr__ckpt_list(const char *dir, sr__ckpt_entry **out, size_t *n, char *why, s
 
 /* ---- identity ------------------------------------------------------------------------------------ */
 
-static void copy_str(char *dst, size_t cap, const char *s, size_t n) { snprintf(dst, cap, "%.*s", (int)(n < cap ? n : cap - 1), s); }
+static void copy_str(char *dst, size_t cap, const char *s, size_t n) {
+    snprintf(dst, cap, "%.*s", (int)(n < cap ? n : cap - 1), s);
+}
 
 /* task_settings: {"key": "value", ...} */
-static int read_settings(sr_json *j, sr__ckpt_ident *id) {
+static int read_settings(sr__json *j, sr__ckpt_ident *id) {
     const char *key, *v;
     size_t klen, vlen;
     int more;
@@ -114,7 +118,7 @@ static int read_settings(sr_json *j, sr__ckpt_ident *id) {
 
 /* One member of shardrun's state, its value next in j: 1 when read, 0 when not one of ours (the
    caller skips it), -1 on a JSON error. */
-static int read_member(sr_json *j, sr__ckpt_ident *id, const char *key, size_t klen) {
+static int read_member(sr__json *j, sr__ckpt_ident *id, const char *key, size_t klen) {
     const char *sv;
     size_t sl;
     struct {
@@ -133,7 +137,7 @@ static int read_member(sr_json *j, sr__ckpt_ident *id, const char *key, size_t k
             copy_str(strs[s].dst, strs[s].cap, sv, sl);
             return 1;
         }
-    sr_json_num num;
+    sr__json_num num;
     if ((sr__json_key_is(key, klen, "global_step") || sr__json_key_is(key, klen, "world_size")) &&
         sr__json_peek(j) == SR_JSON_NUMBER) {
         if (sr__json_number(j, &num) != 0) return -1;
@@ -151,7 +155,7 @@ static int read_member(sr_json *j, sr__ckpt_ident *id, const char *key, size_t k
 /* An object of shardrun's members (stateful_callbacks.shardrun, or the top level of a checkpoint
    of an older shardrun, which kept them there), every other member skipped; under
    stateful_callbacks, the shardrun member is entered.  0 when the object closed, else -1. */
-static int read_object(sr_json *j, sr__ckpt_ident *id, int level) {
+static int read_object(sr__json *j, sr__ckpt_ident *id, int level) {
     const char *key;
     size_t klen;
     int more;
@@ -176,14 +180,13 @@ int sr__ckpt_ident_read(const char *dir, sr__ckpt_ident *id, char *why, size_t l
     char *text = sr__ckpt_state_text(dir, &n, why, len);
     int rc = -1;
     if (text) {
-        sr_json j;
+        sr__json j;
         size_t at;
         const char *what;
         sr__json_init(&j, text, n, NULL);
         int ok = read_object(&j, id, 0) == 0 && sr__json_end(&j) == 0;
         if ((what = sr__json_error(&j, &at))) snprintf(why, len, "%s: not valid JSON: %s at byte %zu", p, what, at);
-        else if (!ok || id->step < 0)
-            snprintf(why, len, "%s has no global_step: not a shardrun checkpoint", p);
+        else if (!ok || id->step < 0) snprintf(why, len, "%s has no global_step: not a shardrun checkpoint", p);
         else rc = 0;
         sr__json_free(&j);
         free(text);

@@ -39,8 +39,8 @@ typedef struct sr__ckpt_ident {
     char run_id[80], job_id[80], requeue_key[96], mixed_precision[16];
     char sharding_strategy[32]; /* "" when not recorded */
     char data_identity[256];    /* the data it was trained on (sr_data_identity); "" when not recorded */
-    int has_settings;            /* the checkpoint recorded its [task] settings */
-    sr__ckpt_kv *settings;    /* [task] key -> value, as the run that wrote it resolved them */
+    int has_settings;           /* the checkpoint recorded its [task] settings */
+    sr__ckpt_kv *settings;      /* [task] key -> value, as the run that wrote it resolved them */
     size_t nsettings;
 } sr__ckpt_ident;
 

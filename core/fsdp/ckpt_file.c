@@ -22,7 +22,7 @@ void sr__ckpt_kv_add(sr__ckpt_kvlist *l, const char *key, char *value) {
         l->oom = 1;
         return;
     }
-    l->kv[l->n++] = (sr_st_kv){k, value};
+    l->kv[l->n++] = (sr__st_kv){k, value};
 }
 
 void sr__ckpt_kv_free(sr__ckpt_kvlist *l) {
@@ -41,7 +41,7 @@ void sr__ckpt_add_common(sr__ckpt_kvlist *l, const sr__ckpt_meta *m, const char 
     sr__ckpt_kv_add(l, "model_digest", sr__fmt("%s", m->digest));
 }
 
-void sr__ckpt_add_hashes(sr__ckpt_kvlist *l, const sr_st_tensor *t, size_t n) {
+void sr__ckpt_add_hashes(sr__ckpt_kvlist *l, const sr__st_tensor *t, size_t n) {
     char hex[17];
     sr__ckpt_kv_add(l, "index_hash", sr__fmt("%s", sr__hash64_hex(sr__ckpt_index_hash(l->kv, l->n), hex)));
     for (size_t i = 0; i < n && !l->oom; i++) {
@@ -52,7 +52,7 @@ void sr__ckpt_add_hashes(sr__ckpt_kvlist *l, const sr_st_tensor *t, size_t n) {
     }
 }
 
-int sr__ckpt_out_create(sr__ckpt_out *o, char *path, const sr_st_tensor *t, size_t n, const sr__ckpt_kvlist *l,
+int sr__ckpt_out_create(sr__ckpt_out *o, char *path, const sr__st_tensor *t, size_t n, const sr__ckpt_kvlist *l,
                         sr__ckpt_times *times) {
     char err[256];
     memset(o, 0, sizeof *o);

@@ -19,9 +19,9 @@
 
 /* One save's or load's hashing time, for the debug line ([shardrun] log_level = debug). */
 typedef struct sr__ckpt_times {
-    double hash_s;        /* in hashes of their own */
+    double hash_s; /* in hashes of their own */
     long long hash_bytes;
-    double copy_s;        /* a load's copies that hash what they copy (sr__hash64_copy) */
+    double copy_s; /* a load's copies that hash what they copy (sr__hash64_copy) */
     long long copy_bytes;
 } sr__ckpt_times;
 
@@ -34,7 +34,7 @@ typedef struct sr__ckpt_meta {
 } sr__ckpt_meta;
 
 typedef struct sr__ckpt_kvlist {
-    sr_st_kv *kv;
+    sr__st_kv *kv;
     size_t n, cap;
     int oom; /* an entry found no memory (or its value was NULL): sr__ckpt_out_create refuses the list */
 } sr__ckpt_kvlist;
@@ -45,10 +45,10 @@ void sr__ckpt_kv_free(sr__ckpt_kvlist *l);
    world_size, shard_group_size, model_digest. */
 void sr__ckpt_add_common(sr__ckpt_kvlist *l, const sr__ckpt_meta *m, const char *role);
 /* After every other entry: index_hash, then "hash:NAME" placeholders for the n tensors. */
-void sr__ckpt_add_hashes(sr__ckpt_kvlist *l, const sr_st_tensor *t, size_t n);
+void sr__ckpt_add_hashes(sr__ckpt_kvlist *l, const sr__st_tensor *t, size_t n);
 
 typedef struct sr__ckpt_out {
-    sr_st_writer *w;
+    sr__st_writer *w;
     char *path;
     size_t n;
     char **names;
@@ -57,7 +57,7 @@ typedef struct sr__ckpt_out {
 } sr__ckpt_out;
 /* Creates path (taken; NULL, from a failed sr__fmt, is out of memory) with the n tensors' layout and
    l's metadata.  0, or -1 after printing; sr__ckpt_out_close either way. */
-int sr__ckpt_out_create(sr__ckpt_out *o, char *path, const sr_st_tensor *t, size_t n, const sr__ckpt_kvlist *l,
+int sr__ckpt_out_create(sr__ckpt_out *o, char *path, const sr__st_tensor *t, size_t n, const sr__ckpt_kvlist *l,
                         sr__ckpt_times *times);
 /* Writes tensor idx whole, hashing it.  0, or -1 after printing. */
 int sr__ckpt_out_put(sr__ckpt_out *o, size_t idx, const void *data, size_t bytes);

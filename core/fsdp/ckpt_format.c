@@ -27,7 +27,7 @@ int sr__ckpt_shard_name_parse(const char *name, int *rank, int *nshards) {
 
 int sr__ckpt_is_hash_key(const char *key) { return !strncmp(key, "hash:", 5) || !strcmp(key, "index_hash"); }
 
-uint64_t sr__ckpt_index_hash(const sr_st_kv *kv, size_t n) {
+uint64_t sr__ckpt_index_hash(const sr__st_kv *kv, size_t n) {
     sr__hash64_state h;
     sr__hash64_init(&h, 0);
     for (size_t i = 0; i < n; i++) {

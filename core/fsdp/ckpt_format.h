@@ -33,7 +33,7 @@ int sr__ckpt_shard_name_parse(const char *name, int *rank, int *nshards);
 /* A metadata key the index hash leaves out: "hash:TENSOR" and "index_hash" itself. */
 int sr__ckpt_is_hash_key(const char *key);
 /* XXH3-64 of every other entry's key and value, each with its NUL, in the header's order. */
-uint64_t sr__ckpt_index_hash(const sr_st_kv *kv, size_t n);
+uint64_t sr__ckpt_index_hash(const sr__st_kv *kv, size_t n);
 /* The model digest, 16 hex digits: the sum of XXH3-64("NAME\nSHAPE\nTIED_TO") over the parameters
    (independent of declaration order, world size and wrap policy). */
 void sr__ckpt_model_digest(const sr_model *m, char out[17]);

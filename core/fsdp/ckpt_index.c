@@ -20,16 +20,16 @@ static int fields(const char *s, long long *v, int n, const char **rest) {
     return rest || !*s ? 0 : -1;
 }
 
-int sr__ckpt_index_parse(const sr_st_file *f, sr__ckpt_index *ix, char *why, size_t len) {
+int sr__ckpt_index_parse(const sr__st_file *f, sr__ckpt_index *ix, char *why, size_t len) {
     memset(ix, 0, sizeof *ix);
     size_t nm = sr__st_metadata_count(f);
     long long v[3];
     for (size_t i = 0; i < nm; i++) { /* the units first: parameters refer to them */
-        const sr_st_kv *kv = sr__st_metadata_at(f, i);
+        const sr__st_kv *kv = sr__st_metadata_at(f, i);
         if (strncmp(kv->key, "unit:", 5)) continue;
         long long u;
-        if (fields(kv->key + 5, &u, 1, NULL) != 0 || u >= 1 << 24 || fields(kv->value, v, 3, NULL) != 0 ||
-            v[2] == 0 || v[0] > v[1]) {
+        if (fields(kv->key + 5, &u, 1, NULL) != 0 || u >= 1 << 24 || fields(kv->value, v, 3, NULL) != 0 || v[2] == 0 ||
+            v[0] > v[1]) {
             snprintf(why, len, "\"%s\" = \"%s\" is not \"unit:U\" = \"numel padded shard\"", kv->key, kv->value);
             return sr__ckpt_index_free(ix), -1;
         }
@@ -44,7 +44,7 @@ int sr__ckpt_index_parse(const sr_st_file *f, sr__ckpt_index *ix, char *why, siz
     ix->params = sr__calloc(nm + 1, sizeof *ix->params);
     if (!ix->params) return snprintf(why, len, "out of memory"), sr__ckpt_index_free(ix), -1;
     for (size_t i = 0; i < nm; i++) {
-        const sr_st_kv *kv = sr__st_metadata_at(f, i);
+        const sr__st_kv *kv = sr__st_metadata_at(f, i);
         const char *shape;
         if (strncmp(kv->key, "param:", 6)) continue;
         int ok = fields(kv->value, v, 3, &shape) == 0 && v[0] < ix->nunits && ix->units[v[0]].present;

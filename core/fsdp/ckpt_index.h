@@ -36,7 +36,7 @@ typedef struct sr__ckpt_index {
 
 /* Parses f's "unit:" and "param:" entries.  0, or -1 with why[] quoting the first entry that is not
    well-formed (or names a unit with no entry, or lies outside its unit).  Prints nothing. */
-int sr__ckpt_index_parse(const sr_st_file *f, sr__ckpt_index *ix, char *why, size_t len);
+int sr__ckpt_index_parse(const sr__st_file *f, sr__ckpt_index *ix, char *why, size_t len);
 /* The parameter called name, or NULL. */
 const sr__ckpt_param *sr__ckpt_index_find(const sr__ckpt_index *ix, const char *name);
 void sr__ckpt_index_free(sr__ckpt_index *ix);

@@ -24,10 +24,12 @@ static int read_full(sr__ckpt_source *s, const sr__param *p, int kind, size_t fi
     char name[1024];
     snprintf(name, sizeof name, kind == SR_CKPT_PARAM ? "%s" : "%s.%s", p->name, sr__ckpt_kind[kind]);
     const void *data;
-    const sr_st_tensor *t = sr__st_find(kind == SR_CKPT_PARAM ? s->model : s->optim, name, &data);
+    const sr__st_tensor *t = sr__st_find(kind == SR_CKPT_PARAM ? s->model : s->optim, name, &data);
     if (!t) {
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s: no tensor \"%s\" in %s.safetensors; the "
-                        "checkpoint belongs to another model", s->dir, name, kind == SR_CKPT_PARAM ? "model" : "optimizer");
+        sr__log(SR_LOG_ERROR,
+                "resume_from_checkpoint: %s: no tensor \"%s\" in %s.safetensors; the "
+                "checkpoint belongs to another model",
+                s->dir, name, kind == SR_CKPT_PARAM ? "model" : "optimizer");
         return -1;
     }
     int bad = t->nbytes / sr_dtype_size(t->dtype) != p->numel;
@@ -35,9 +37,10 @@ static int read_full(sr__ckpt_source *s, const sr__param *p, int kind, size_t fi
         sr__ckpt_copy_checked(s, kind == SR_CKPT_PARAM ? 0 : 1, t, data, first * sizeof(float), dst, n * sizeof(float));
     else if (!bad) bad = sr__st_to_f32(t, data, first, n, dst) != 0;
     if (bad) {
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s: tensor \"%s\" has %" PRIu64 " elements of %s; "
-                        "the model's has %zu floating-point elements", s->dir, name,
-                t->nbytes / sr_dtype_size(t->dtype), sr__st_dtype_name(t->dtype), p->numel);
+        sr__log(SR_LOG_ERROR,
+                "resume_from_checkpoint: %s: tensor \"%s\" has %" PRIu64 " elements of %s; "
+                "the model's has %zu floating-point elements",
+                s->dir, name, t->nbytes / sr_dtype_size(t->dtype), sr__st_dtype_name(t->dtype), p->numel);
         return -1;
     }
     return 0;
@@ -47,8 +50,10 @@ static int read_full(sr__ckpt_source *s, const sr__param *p, int kind, size_t fi
 static int read_sharded(sr__ckpt_source *s, const sr__param *p, int kind, size_t first, size_t n, float *dst) {
     const sr__ckpt_param *cp = sr__ckpt_index_find(&s->index, p->name);
     if (!cp || cp->numel != p->numel) {
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s: parameter \"%s\" (%zu elements) is %s in the "
-                        "checkpoint; it belongs to another model", s->dir, p->name, p->numel, cp ? "different" : "missing");
+        sr__log(SR_LOG_ERROR,
+                "resume_from_checkpoint: %s: parameter \"%s\" (%zu elements) is %s in the "
+                "checkpoint; it belongs to another model",
+                s->dir, p->name, p->numel, cp ? "different" : "missing");
         return -1;
     }
     size_t ushard = s->index.units[cp->unit].shard, flat = cp->offset + first, done = 0;
@@ -58,7 +63,7 @@ static int read_sharded(sr__ckpt_source *s, const sr__param *p, int kind, size_t
         size_t file = (flat + done) / ushard, pos = (flat + done) % ushard, take = ushard - pos;
         if (take > n - done) take = n - done;
         const void *data;
-        const sr_st_tensor *t = file < (size_t)s->nshards ? sr__st_find(s->shards[file], tname, &data) : NULL;
+        const sr__st_tensor *t = file < (size_t)s->nshards ? sr__st_find(s->shards[file], tname, &data) : NULL;
         if (!t || t->nbytes != ushard * sizeof(float)) {
             sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s: shard %zu lacks \"%s\"", s->dir, file, tname);
             return -1;
@@ -102,8 +107,9 @@ int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts) {
     sr__ckpt_source_close(&src);
     int rc = sr__engine_agree(e, e->world, failed);
     if (rc == 0)
-        sr__log(SR_LOG_DEBUG, "checkpoint: rank %d loaded %s in %.3f s, %.3f s of it hashing %lld bytes on their own "
-                "and %.3f s copying and hashing %lld bytes in one pass", e->rank, dir, sr__now_s() - t0, tm.hash_s,
-                tm.hash_bytes, tm.copy_s, tm.copy_bytes);
+        sr__log(SR_LOG_DEBUG,
+                "checkpoint: rank %d loaded %s in %.3f s, %.3f s of it hashing %lld bytes on their own "
+                "and %.3f s copying and hashing %lld bytes in one pass",
+                e->rank, dir, sr__now_s() - t0, tm.hash_s, tm.hash_bytes, tm.copy_s, tm.copy_bytes);
     return rc;
 }

@@ -51,7 +51,7 @@ static void debug_delay(void) {
 static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr__ckpt_times *tm) {
     if (e->rep_rank != 0) return 0; /* one replica writes */
     int nu = e->units.n, rc = 0;
-    sr_st_tensor *t = sr__calloc((size_t)nu * SR_CKPT_KINDS, sizeof *t);
+    sr__st_tensor *t = sr__calloc((size_t)nu * SR_CKPT_KINDS, sizeof *t);
     char **names = sr__calloc((size_t)nu * SR_CKPT_KINDS, sizeof *names);
     if (!t || !names) {
         sr__log(SR_LOG_ERROR, "checkpoint: out of memory for the layout of %d units", nu);
@@ -61,7 +61,7 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
     int oom = 0;
     for (int u = 0; u < nu; u++)
         for (int k = 0; k < SR_CKPT_KINDS; k++) {
-            sr_st_tensor *x = &t[u * SR_CKPT_KINDS + k];
+            sr__st_tensor *x = &t[u * SR_CKPT_KINDS + k];
             names[u * SR_CKPT_KINDS + k] = sr__fmt("u%d.%s", u, sr__ckpt_kind[k]);
             x->name = names[u * SR_CKPT_KINDS + k] ? names[u * SR_CKPT_KINDS + k] : "";
             oom |= !names[u * SR_CKPT_KINDS + k];
@@ -76,7 +76,9 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
     sr__ckpt_kv_add(&l, "shard_rank", sr__fmt("%d", e->shard_rank));
     for (int u = 0; u < nu; u++) {
         char *k = sr__fmt("unit:%d", u);
-        if (k) sr__ckpt_kv_add(&l, k, sr__fmt("%zu %zu %zu", e->units.u[u].numel, e->units.u[u].padded, e->units.u[u].shard));
+        if (k)
+            sr__ckpt_kv_add(&l, k,
+                            sr__fmt("%zu %zu %zu", e->units.u[u].numel, e->units.u[u].padded, e->units.u[u].shard));
         else l.oom = 1;
         free(k);
     }
@@ -86,16 +88,18 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
         if (p->tied_to >= 0) continue;
         k = sr__fmt("param:%s", p->name);
         if (k)
-            sr__ckpt_kv_add(&l, k, sr__fmt("%d %zu %zu %s", p->unit, p->offset, p->numel,
-                                  sr__st_shape_str(shape, sizeof shape, p->ndim, p->shape)));
+            sr__ckpt_kv_add(&l, k,
+                            sr__fmt("%d %zu %zu %s", p->unit, p->offset, p->numel,
+                                    sr__st_shape_str(shape, sizeof shape, p->ndim, p->shape)));
         else l.oom = 1;
         free(k);
     }
     sr__ckpt_add_hashes(&l, t, (size_t)nu * SR_CKPT_KINDS);
     sr__ckpt_out o;
     char name[64];
-    rc = sr__ckpt_out_create(&o, sr__fmt("%s/%s", tmp, sr__ckpt_shard_name(name, sizeof name, e->shard_rank, e->shard_size)),
-                             t, (size_t)nu * SR_CKPT_KINDS, &l, tm);
+    rc = sr__ckpt_out_create(
+        &o, sr__fmt("%s/%s", tmp, sr__ckpt_shard_name(name, sizeof name, e->shard_rank, e->shard_size)), t,
+        (size_t)nu * SR_CKPT_KINDS, &l, tm);
     size_t maxs = 0;
     for (int u = 0; u < nu; u++) maxs = e->units.u[u].shard > maxs ? e->units.u[u].shard : maxs;
     float *host = rc ? NULL : sr__malloc(maxs * sizeof *host + 1);
@@ -126,14 +130,14 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
     sr__ckpt_out mo = {0}, oo = {0};
     int *idx = me ? sr__calloc((size_t)np, sizeof *idx) : NULL; /* param -> tensor index in both files */
     if (me) {
-        sr_st_tensor *mt = sr__calloc((size_t)np, sizeof *mt), *ot = sr__calloc((size_t)np * 2, sizeof *ot);
+        sr__st_tensor *mt = sr__calloc((size_t)np, sizeof *mt), *ot = sr__calloc((size_t)np * 2, sizeof *ot);
         char **onames = sr__calloc((size_t)np * 2, sizeof *onames);
         int n = 0, oom = !idx || !mt || !ot || !onames;
         for (int i = 0; i < np && !oom; i++) {
             const sr__param *p = &e->model->params[i];
             if (p->tied_to >= 0) continue; /* tied names are saved once, under the owner (as HF does) */
             idx[i] = n;
-            mt[n] = (sr_st_tensor){.name = p->name, .dtype = SR_FLOAT32, .ndim = p->ndim};
+            mt[n] = (sr__st_tensor){.name = p->name, .dtype = SR_FLOAT32, .ndim = p->ndim};
             memcpy(mt[n].shape, p->shape, sizeof p->shape);
             for (int k = 0; k < 2; k++) {
                 onames[2 * n + k] = sr__fmt("%s.%s", p->name, sr__ckpt_kind[1 + k]);
@@ -205,8 +209,8 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
 }
 
 int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) {
-    char *final = sr__fmt("%s/checkpoint-%lld", outdir, ts->global_step), *tmp = final ? sr__fmt("%s.tmp", final) : NULL,
-         *old = final ? sr__fmt("%s.old", final) : NULL;
+    char *final = sr__fmt("%s/checkpoint-%lld", outdir, ts->global_step),
+         *tmp = final ? sr__fmt("%s.tmp", final) : NULL, *old = final ? sr__fmt("%s.old", final) : NULL;
     double t0 = sr__now_s();
     sr__ckpt_times tm = {0};
     int failed = !final || !tmp || !old; /* still agreed on below: every rank stops together */
@@ -246,9 +250,8 @@ int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) 
     if (rc == 0) rc = sr__engine_agree(e, e->world, failed);
     if (rc != 0 && e->rank == 0) sr__remove_tree(tmp);
     if (rc == 0)
-        sr__log(SR_LOG_DEBUG, "checkpoint: rank %d saved %s in %.3f s, %.3f s of it hashing %lld bytes", e->rank,
-                final, sr__now_s() - t0, tm.hash_s, tm.hash_bytes);
+        sr__log(SR_LOG_DEBUG, "checkpoint: rank %d saved %s in %.3f s, %.3f s of it hashing %lld bytes", e->rank, final,
+                sr__now_s() - t0, tm.hash_s, tm.hash_bytes);
     free(final), free(tmp), free(old);
     return rc;
 }
-

@@ -15,7 +15,7 @@
 
 int sr__ckpt_source_nfiles(const sr__ckpt_source *s) { return s->full ? 2 : s->nshards; }
 
-sr_st_file *sr__ckpt_source_file(const sr__ckpt_source *s, int i) {
+sr__st_file *sr__ckpt_source_file(const sr__ckpt_source *s, int i) {
     return s->full ? (i ? s->optim : s->model) : s->shards[i];
 }
 
@@ -38,10 +38,10 @@ void sr__ckpt_source_close(sr__ckpt_source *s) {
     memset(s, 0, sizeof *s);
 }
 
-static sr_st_file *open_st(const char *dir, const char *name) {
+static sr__st_file *open_st(const char *dir, const char *name) {
     char *p = sr__fmt("%s/%s", dir, name), err[512];
     if (!p) snprintf(err, sizeof err, "out of memory for the path of %s/%s", dir, name);
-    sr_st_file *f = p ? sr__st_open(p, err, sizeof err) : NULL;
+    sr__st_file *f = p ? sr__st_open(p, err, sizeof err) : NULL;
     if (!f) sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s", err);
     free(p);
     return f;
@@ -57,12 +57,14 @@ static int count_shards(const char *dir) {
         int r, m;
         if (!sr__ckpt_shard_name_parse(de->d_name, &r, &m)) continue;
         if (n && m != n) {
-            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s holds shard files of two shard groups (of %d and of %d "
-                            "files, e.g. %s): one checkpoint is one group's files", dir, n, m, de->d_name);
+            sr__log(SR_LOG_ERROR,
+                    "resume_from_checkpoint: %s holds shard files of two shard groups (of %d and of %d "
+                    "files, e.g. %s): one checkpoint is one group's files",
+                    dir, n, m, de->d_name);
             bad = 1;
         } else if (m <= 0 || r < 0 || r >= m) {
-            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: shard number %d is not below its group size %d",
-                    dir, de->d_name, r, m);
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: shard number %d is not below its group size %d", dir,
+                    de->d_name, r, m);
             bad = 1;
         }
         n = m;
@@ -89,8 +91,10 @@ int sr__ckpt_source_open(sr__ckpt_source *s, const char *dir) {
     int n = count_shards(dir);
     if (n < 0) return -1;
     if (n == 0) {
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s has neither model.safetensors (FULL_STATE_DICT) nor "
-                        "shard-00000-of-N.safetensors (SHARDED_STATE_DICT)", dir);
+        sr__log(SR_LOG_ERROR,
+                "resume_from_checkpoint: %s has neither model.safetensors (FULL_STATE_DICT) nor "
+                "shard-00000-of-N.safetensors (SHARDED_STATE_DICT)",
+                dir);
         return -1;
     }
     s->shards = sr__calloc((size_t)n, sizeof *s->shards); /* zeroed: close skips what never opened */

@@ -21,11 +21,11 @@ struct sr__ckpt_check;
 typedef struct sr__ckpt_source {
     const char *dir;
     int full;
-    sr_st_file *model, *optim; /* FULL */
-    sr_st_file **shards;       /* SHARDED */
+    sr__st_file *model, *optim; /* FULL */
+    sr__st_file **shards;       /* SHARDED */
     int nshards;
-    sr__ckpt_index index;             /* SHARDED: shard 0's, parsed by sr__ckpt_verify */
-    struct sr__ckpt_check **chk;      /* per file, per tensor (ckpt_check.h); NULL until planned */
+    sr__ckpt_index index;        /* SHARDED: shard 0's, parsed by sr__ckpt_verify */
+    struct sr__ckpt_check **chk; /* per file, per tensor (ckpt_check.h); NULL until planned */
     sr__ckpt_times times;
 } sr__ckpt_source;
 
@@ -34,7 +34,7 @@ int sr__ckpt_source_open(sr__ckpt_source *s, const char *dir);
 void sr__ckpt_source_close(sr__ckpt_source *s);
 /* Files in a fixed order: FULL model, optimizer; SHARDED shard 0, 1, ... */
 int sr__ckpt_source_nfiles(const sr__ckpt_source *s);
-sr_st_file *sr__ckpt_source_file(const sr__ckpt_source *s, int i);
+sr__st_file *sr__ckpt_source_file(const sr__ckpt_source *s, int i);
 /* File i's name in the folder, for messages. */
 void sr__ckpt_source_file_name(const sr__ckpt_source *s, int i, char *buf, size_t len);
 

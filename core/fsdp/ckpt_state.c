@@ -28,7 +28,7 @@ char *sr__ckpt_state_text(const char *dir, size_t *n, char *why, size_t len) {
     } else if (!S_ISREG(st.st_mode) || st.st_size > (off_t)SR_CKPT_STATE_MAX_BYTES) {
         snprintf(why, len, "%s: %s", path, S_ISREG(st.st_mode) ? "larger than 256 MiB" : "not a regular file");
     } else {
-        sr_buf b = {0};
+        sr__buf b = {0};
         char chunk[65536];
         size_t k;
         while ((k = fread(chunk, 1, sizeof chunk, f)) > 0 && b.n <= SR_CKPT_STATE_MAX_BYTES) sr__buf_add(&b, chunk, k);
@@ -57,26 +57,30 @@ int sr__ckpt_state_write(const sr__engine *e, const char *dir, const sr__train_s
     }
     /* the trainer's TrainerState members, then shardrun's under stateful_callbacks (one line: what
        resume reads, and the job that wrote it) */
-    sr_buf job = {0}, requeue = {0}, run = {0};
+    sr__buf job = {0}, requeue = {0}, run = {0};
     sr__buf_json_str(&job, ts->job_id);
     sr__buf_json_str(&requeue, ts->requeue_key);
     sr__buf_json_str(&run, ts->run_id);
     if (ts->hf_members) fprintf(f, "{\n%s,\n  ", ts->hf_members);
     else fprintf(f, "{\"global_step\": %lld, ", ts->global_step);
-    fprintf(f, "\"stateful_callbacks\": {\"shardrun\": {\"global_step\": %lld, \"adam_steps\": %lld, \"seed\": %lld, "
-               "\"loss_scale\": %.17g, \"good_steps\": %d, \"checkpoint_id\": \"%s\", \"model_digest\": \"%s\", "
-               "\"world_size\": %d, \"shard_group_size\": %d, \"sharding_strategy\": \"%s\", \"state_dict_type\": \"%s\", \"model_params\": %zu, "
-               "\"job_id\": %s, \"requeue_key\": %s, \"run_id\": %s%s%s}}%s}\n",
+    fprintf(f,
+            "\"stateful_callbacks\": {\"shardrun\": {\"global_step\": %lld, \"adam_steps\": %lld, \"seed\": %lld, "
+            "\"loss_scale\": %.17g, \"good_steps\": %d, \"checkpoint_id\": \"%s\", \"model_digest\": \"%s\", "
+            "\"world_size\": %d, \"shard_group_size\": %d, \"sharding_strategy\": \"%s\", \"state_dict_type\": \"%s\", "
+            "\"model_params\": %zu, "
+            "\"job_id\": %s, \"requeue_key\": %s, \"run_id\": %s%s%s}}%s}\n",
             ts->global_step, e->adam_steps, ts->seed, e->loss_scale, e->good_steps, m->id, m->digest, e->world_size,
-            e->shard_size, sr__strategy_name(e->cfg.strategy), sr__state_dict_name(e->cfg.state_dict), sr__model_numel(e->model), job.s ? job.s : "\"\"",
-            requeue.s ? requeue.s : "\"\"", run.s ? run.s : "\"\"", ts->settings ? ", " : "",
-            ts->settings ? ts->settings : "", ts->hf_members ? "\n" : "");
+            e->shard_size, sr__strategy_name(e->cfg.strategy), sr__state_dict_name(e->cfg.state_dict),
+            sr__model_numel(e->model), job.s ? job.s : "\"\"", requeue.s ? requeue.s : "\"\"", run.s ? run.s : "\"\"",
+            ts->settings ? ", " : "", ts->settings ? ts->settings : "", ts->hf_members ? "\n" : "");
     sr__buf_free(&job);
     sr__buf_free(&requeue);
     sr__buf_free(&run);
     int rc = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -1;
     if (fclose(f) != 0) rc = -1;
-    if (rc) sr__progress_io_failed(errno, p), sr__log(SR_LOG_ERROR, "checkpoint: writing %s failed: %s", p, strerror(errno));
+    if (rc)
+        sr__progress_io_failed(errno, p),
+            sr__log(SR_LOG_ERROR, "checkpoint: writing %s failed: %s", p, strerror(errno));
     free(p);
     return rc;
 }
@@ -97,7 +101,7 @@ typedef struct state_read {
 
 /* The members of one object: STATE_KEYS and checkpoint_id, and (top level only) the same inside
    stateful_callbacks.shardrun.  0 when the object closed, else -1. */
-static int state_members(sr_json *j, state_read *s, int level) {
+static int state_members(sr__json *j, state_read *s, int level) {
     const char *key;
     size_t klen;
     int more, k;
@@ -129,10 +133,11 @@ static int state_members(sr_json *j, state_read *s, int level) {
             if (sr__json_skip(j) != 0) return -1;
             continue;
         }
-        sr_json_num num;
+        sr__json_num num;
         if (sr__json_peek(j) != SR_JSON_NUMBER || sr__json_number(j, &num) != 0 ||
             (k != S_SCALE && !(num.is_uint && num.uint <= (uint64_t)LLONG_MAX))) {
-            snprintf(s->why, s->len, "\"%s\" is not %s", STATE_KEYS[k], k == S_SCALE ? "a number" : "a non-negative integer");
+            snprintf(s->why, s->len, "\"%s\" is not %s", STATE_KEYS[k],
+                     k == S_SCALE ? "a number" : "a non-negative integer");
             s->bad = 1;
             return -1;
         }
@@ -145,7 +150,7 @@ static int state_members(sr_json *j, state_read *s, int level) {
    with why[] saying what is wrong. */
 static int parse_state(const char *text, size_t n, double v[S_COUNT], long long iv[S_COUNT], char id[33], char *why,
                        size_t len) {
-    sr_json j;
+    sr__json j;
     state_read s = {.id = id, .why = why, .len = len};
     const char *what;
     size_t at;
@@ -154,10 +159,8 @@ static int parse_state(const char *text, size_t n, double v[S_COUNT], long long 
     int rc = -1;
     if (s.bad)
         ; /* why[] says it */
-    else if ((what = sr__json_error(&j, &at)))
-        snprintf(why, len, "not valid JSON: %s at byte %zu", what, at);
-    else if (ok)
-        rc = 0;
+    else if ((what = sr__json_error(&j, &at))) snprintf(why, len, "not valid JSON: %s at byte %zu", what, at);
+    else if (ok) rc = 0;
     for (int k = 0; k < S_COUNT && rc == 0; k++)
         if (!s.have[k]) snprintf(why, len, "no \"%s\"", STATE_KEYS[k]), rc = -1;
     for (int k = 0; k < S_COUNT; k++) v[k] = s.v[k], iv[k] = s.iv[k];
@@ -174,16 +177,20 @@ int sr__ckpt_state_read(sr__engine *e, const char *dir, sr__train_state *ts, cha
     if (!text || parse_state(text, n, v, iv, id, why, sizeof why) != 0) {
         const char *w = why; /* without the path the message names anyway */
         if (!strncmp(w, p, strlen(p)) && w[strlen(p)] == ':') w += strlen(p) + 2;
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s is missing or incomplete%s%s%s; it is not a shardrun "
-                        "checkpoint folder (or it was not finished)", p, *w ? " (" : "", w, *w ? ")" : "");
+        sr__log(SR_LOG_ERROR,
+                "resume_from_checkpoint: %s is missing or incomplete%s%s%s; it is not a shardrun "
+                "checkpoint folder (or it was not finished)",
+                p, *w ? " (" : "", w, *w ? ")" : "");
         free(text), free(p);
         return -1;
     }
     free(text);
     if (!*id) {
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s has no \"checkpoint_id\": the checkpoint was written by an "
-                        "older shardrun without integrity metadata; this version cannot verify it and does not "
-                        "load it (train again from the start or from init_weights)", p);
+        sr__log(SR_LOG_ERROR,
+                "resume_from_checkpoint: %s has no \"checkpoint_id\": the checkpoint was written by an "
+                "older shardrun without integrity metadata; this version cannot verify it and does not "
+                "load it (train again from the start or from init_weights)",
+                p);
         free(p);
         return -1;
     }

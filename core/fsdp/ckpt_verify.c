@@ -16,7 +16,7 @@
 /* ---- every file says which checkpoint, step, position and model it belongs to ---------------------- */
 
 typedef struct vfile {
-    sr_st_file *f;
+    sr__st_file *f;
     char *name;       /* for messages: the file's name in the folder */
     const char *role; /* what it must say in "file" */
     int pos;          /* its shard number (SHARDED), else -1 */
@@ -24,7 +24,7 @@ typedef struct vfile {
     long long step, world_size, group_size, shard_rank;
 } vfile;
 
-static int meta_int(const sr_st_file *f, const char *key, long long *v) {
+static int meta_int(const sr__st_file *f, const char *key, long long *v) {
     const char *s = sr__st_metadata(f, key);
     char *end;
     if (!s || !*s) return -1;
@@ -38,35 +38,40 @@ static int meta_int(const sr_st_file *f, const char *key, long long *v) {
 static int read_vfile(const char *dir, vfile *v) {
     const char *ver = sr__st_metadata(v->f, "shardrun_checkpoint"), *role = sr__st_metadata(v->f, "file");
     if (!ver) {
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s was written by an older shardrun without integrity "
-                        "metadata (no \"shardrun_checkpoint\" key); this version cannot verify it and does not load it",
+        sr__log(SR_LOG_ERROR,
+                "resume_from_checkpoint: %s/%s was written by an older shardrun without integrity "
+                "metadata (no \"shardrun_checkpoint\" key); this version cannot verify it and does not load it",
                 dir, v->name);
         return -1;
     }
     if (!strcmp(ver, "2")) {
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s is checkpoint format 2 (\"shardrun_checkpoint\": \"2\"), "
-                        "written by an earlier shardrun whose own data hash this one no longer has; this shardrun "
-                        "reads format " SR_CKPT_FORMAT " (XXH3 hashes) only. To continue that run, resume it with the "
-                        "shardrun that wrote it; to keep its weights without the optimizer state, start a new run "
-                        "with init_weights = <a FULL_STATE_DICT checkpoint>/model.safetensors "
-                        "(docs/checkpoint-format.md, \"Versions\")", dir, v->name);
+        sr__log(SR_LOG_ERROR,
+                "resume_from_checkpoint: %s/%s is checkpoint format 2 (\"shardrun_checkpoint\": \"2\"), "
+                "written by an earlier shardrun whose own data hash this one no longer has; this shardrun "
+                "reads format " SR_CKPT_FORMAT " (XXH3 hashes) only. To continue that run, resume it with the "
+                "shardrun that wrote it; to keep its weights without the optimizer state, start a new run "
+                "with init_weights = <a FULL_STATE_DICT checkpoint>/model.safetensors "
+                "(docs/checkpoint-format.md, \"Versions\")",
+                dir, v->name);
         return -2;
     }
     if (strcmp(ver, SR_CKPT_FORMAT)) {
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s has checkpoint format %s; this shardrun reads format "
-                        SR_CKPT_FORMAT, dir, v->name, ver);
+        sr__log(SR_LOG_ERROR,
+                "resume_from_checkpoint: %s/%s has checkpoint format %s; this shardrun reads format " SR_CKPT_FORMAT,
+                dir, v->name, ver);
         return -2;
     }
     char hex[17];
     const char *ih = sr__st_metadata(v->f, "index_hash");
     size_t nm = sr__st_metadata_count(v->f);
-    sr_st_kv *kv = sr__calloc(nm + 1, sizeof *kv);
+    sr__st_kv *kv = sr__calloc(nm + 1, sizeof *kv);
     for (size_t i = 0; i < nm; i++) kv[i] = *sr__st_metadata_at(v->f, i);
     sr__hash64_hex(sr__ckpt_index_hash(kv, nm), hex);
     free(kv);
     if (!ih || strcmp(ih, hex)) {
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: its metadata does not match its index_hash (%s, "
-                        "computed %s): the header was changed or damaged after it was written",
+        sr__log(SR_LOG_ERROR,
+                "resume_from_checkpoint: %s/%s: its metadata does not match its index_hash (%s, "
+                "computed %s): the header was changed or damaged after it was written",
                 dir, v->name, ih ? ih : "missing", hex);
         return -1;
     }
@@ -104,19 +109,24 @@ static int check_files(const char *dir, vfile *v, int n, const char *sid, long l
         int same = 1;
         for (int i = 1; i < n; i++) same = same && !strcmp(v[i].id, v[0].id) && v[i].step == v[0].step;
         if (same) {
-            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/trainer_state.json belongs to another checkpoint: it "
-                            "says global_step %lld, checkpoint_id %s; the safetensors files say global_step %lld, "
-                            "checkpoint_id %s", dir, sstep, sid, v[0].step, v[0].id);
+            sr__log(SR_LOG_ERROR,
+                    "resume_from_checkpoint: %s/trainer_state.json belongs to another checkpoint: it "
+                    "says global_step %lld, checkpoint_id %s; the safetensors files say global_step %lld, "
+                    "checkpoint_id %s",
+                    dir, sstep, sid, v[0].step, v[0].id);
             return -1;
         }
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s mixes files of several checkpoints; trainer_state.json says "
-                        "global_step %lld, checkpoint_id %s", dir, sstep, sid);
+        sr__log(SR_LOG_ERROR,
+                "resume_from_checkpoint: %s mixes files of several checkpoints; trainer_state.json says "
+                "global_step %lld, checkpoint_id %s",
+                dir, sstep, sid);
         bad = 1;
     }
     for (int i = 0; i < n; i++)
         if (strcmp(v[i].id, rid) || v[i].step != rstep) {
-            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s belongs to another checkpoint: it holds global_step "
-                            "%lld of checkpoint_id %s, %s holds global_step %lld of checkpoint_id %s",
+            sr__log(SR_LOG_ERROR,
+                    "resume_from_checkpoint: %s/%s belongs to another checkpoint: it holds global_step "
+                    "%lld of checkpoint_id %s, %s holds global_step %lld of checkpoint_id %s",
                     dir, v[i].name, v[i].step, v[i].id,
                     agree ? "trainer_state.json (and the other files)" : "trainer_state.json", rstep, rid);
             bad = 1;
@@ -124,19 +134,26 @@ static int check_files(const char *dir, vfile *v, int n, const char *sid, long l
     if (bad) return -1;
     for (int i = 0; i < n; i++) {
         /* the same checkpoint: these agree unless a file was edited by hand */
-        if (v[i].world_size != v[0].world_size || v[i].group_size != v[0].group_size || strcmp(v[i].digest, v[0].digest)) {
-            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s disagrees with %s about world_size, shard_group_size "
-                            "or model_digest", dir, v[i].name, v[0].name);
+        if (v[i].world_size != v[0].world_size || v[i].group_size != v[0].group_size ||
+            strcmp(v[i].digest, v[0].digest)) {
+            sr__log(SR_LOG_ERROR,
+                    "resume_from_checkpoint: %s/%s disagrees with %s about world_size, shard_group_size "
+                    "or model_digest",
+                    dir, v[i].name, v[0].name);
             bad = 1;
         }
         if (v[i].pos < 0) continue;
         if (v[i].shard_rank != v[i].pos)
-            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s holds shard_rank %lld, not %d: the shard files were "
-                            "renamed, swapped or copied over each other", dir, v[i].name, v[i].shard_rank, v[i].pos),
+            sr__log(SR_LOG_ERROR,
+                    "resume_from_checkpoint: %s/%s holds shard_rank %lld, not %d: the shard files were "
+                    "renamed, swapped or copied over each other",
+                    dir, v[i].name, v[i].shard_rank, v[i].pos),
                 bad = 1;
         else if (v[i].group_size != n)
-            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s was written by a shard group of %lld ranks, but the "
-                            "folder holds %d shard files", dir, v[i].name, v[i].group_size, n),
+            sr__log(SR_LOG_ERROR,
+                    "resume_from_checkpoint: %s/%s was written by a shard group of %lld ranks, but the "
+                    "folder holds %d shard files",
+                    dir, v[i].name, v[i].group_size, n),
                 bad = 1;
     }
     return bad ? -1 : 0;
@@ -148,7 +165,7 @@ static int check_model(const sr__engine *e, const sr__ckpt_source *s, const char
     const sr_model *m = e->model;
     char mine[17];
     sr__ckpt_model_digest(m, mine);
-    sr_buf missing = {0}, extra = {0}, shapes = {0};
+    sr__buf missing = {0}, extra = {0}, shapes = {0};
     int nmiss = 0, nextra = 0, nshape = 0, nmodel = 0, nckpt = 0;
     size_t cnumel = 0;
     char have[160], want[160];
@@ -158,7 +175,7 @@ static int check_model(const sr__engine *e, const sr__ckpt_source *s, const char
         const char *name, *shape = have;
         size_t numel = 0;
         if (s->full) {
-            const sr_st_tensor *t = sr__st_at(s->model, k);
+            const sr__st_tensor *t = sr__st_at(s->model, k);
             name = t->name, numel = t->nbytes / sr_dtype_size(t->dtype);
             sr__st_shape_str(have, sizeof have, t->ndim, t->shape);
         } else {
@@ -188,14 +205,17 @@ static int check_model(const sr__engine *e, const sr__ckpt_source *s, const char
     }
     int bad = nmiss || nextra || nshape || strcmp(digest, mine);
     if (bad) {
-        sr_buf msg = {0};
-        sr__buf_printf(&msg, "resume_from_checkpoint: %s holds another model than the one being resumed (model_digest "
-                             "%s, this model's %s): %d parameters of %zu elements in the checkpoint, %d of %zu in the "
-                             "model", s->dir, digest, mine, nckpt, cnumel, nmodel, sr__model_numel(m));
+        sr__buf msg = {0};
+        sr__buf_printf(&msg,
+                       "resume_from_checkpoint: %s holds another model than the one being resumed (model_digest "
+                       "%s, this model's %s): %d parameters of %zu elements in the checkpoint, %d of %zu in the "
+                       "model",
+                       s->dir, digest, mine, nckpt, cnumel, nmodel, sr__model_numel(m));
         if (nextra) sr__buf_printf(&msg, "; only in the checkpoint (unused): %s%s", extra.s, nextra > 5 ? ", ..." : "");
         if (nmiss) sr__buf_printf(&msg, "; missing from the checkpoint: %s%s", missing.s, nmiss > 5 ? ", ..." : "");
         if (nshape) sr__buf_printf(&msg, "; shapes differ: %s%s", shapes.s, nshape > 3 ? "; ..." : "");
-        if (!nextra && !nmiss && !nshape) sr__buf_printf(&msg, "; the names and shapes agree, the tied parameters differ");
+        if (!nextra && !nmiss && !nshape)
+            sr__buf_printf(&msg, "; the names and shapes agree, the tied parameters differ");
         sr__buf_printf(&msg, "; a checkpoint resumes only the model that wrote it (init_weights starts from part of "
                              "one, without its optimizer state)");
         sr__log(SR_LOG_ERROR, "%s", msg.s);

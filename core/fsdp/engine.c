@@ -88,7 +88,8 @@ static void accumulate_shard(sr__engine *e, float *grad, const void *src, size_t
         e->dev->to_host(e->stage, src, n * e->dsize);
         e->hdev->accumulate(grad, e->stage, e->dtype, n);
     }
-    if (sr__prof.on) e->dev->sync(), sr__prof_add(SR__PROF_CAST, t0, 0, (double)n * (double)(2 * sizeof(float) + e->dsize));
+    if (sr__prof.on)
+        e->dev->sync(), sr__prof_add(SR__PROF_CAST, t0, 0, (double)n * (double)(2 * sizeof(float) + e->dsize));
 }
 
 void sr__engine_shard_to_dev(sr__engine *e, float *dev_dst, const float *shard, size_t n) {
@@ -438,7 +439,8 @@ int sr__engine_sum(sr__engine *e, double *v, int n) {
     if (!rc) {
         e->dev->to_device(send, v, bytes);
         e->dev->sync();
-        if (sr_pg_all_gather(e->world, send, recv, (size_t)n, SR_INT64, NULL) != 0) rc = pg_fail(e->world, "all-gather");
+        if (sr_pg_all_gather(e->world, send, recv, (size_t)n, SR_INT64, NULL) != 0)
+            rc = pg_fail(e->world, "all-gather");
     }
     if (!rc) {
         e->dev->to_host(all, recv, bytes * (size_t)e->world_size);
@@ -494,14 +496,14 @@ static void zero_grads(sr__engine *e) {
     if (sr__prof.on) e->hdev->sync(), sr__prof_add(SR__PROF_CAST, t0, 0, shard_bytes(e));
 }
 
-static void adamw_unit(sr__engine *e, int u, const sr__optim *o, const sr_adamw_args *base) {
+static void adamw_unit(sr__engine *e, int u, const sr__optim *o, const sr__adamw_args *base) {
     const sr__unit *un = &e->units.u[u];
     const sr__uslot *s = &e->slot[u];
     size_t lo = (size_t)e->shard_rank * un->shard, a, b;
     for (int k = 0; k < un->nparams; k++) { /* per parameter: weight decay differs */
         const sr__param *p = &e->model->params[un->params[k]];
         if (!sr__param_in_range(p, lo, un->shard, &a, &b)) continue;
-        sr_adamw_args args = *base;
+        sr__adamw_args args = *base;
         args.weight_decay = (p->flags & SR_PARAM_NO_DECAY) ? 0.0f : (float)o->weight_decay;
         size_t off = a - lo;
         e->hdev->adamw(s->master + off, s->grad + off, s->exp_avg + off, s->exp_avg_sq + off, b - a, &args);
@@ -567,7 +569,7 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
         return e->dev->sync();
     }
     e->adam_steps++;
-    sr_adamw_args a = {0};
+    sr__adamw_args a = {0};
     a.lr = (float)o->lr;
     a.beta1 = (float)o->beta1;
     a.beta2 = (float)o->beta2;
@@ -613,9 +615,11 @@ static int check_dtype(const sr__engine *e) {
     static const sr_dtype floating[] = {SR_FLOAT32, SR_BFLOAT16, SR_FLOAT16};
     char have[64] = "";
     for (int k = 0; k < 3; k++)
-        if (e->ops->dtypes & (1u << floating[k])) strcat(have, *have ? ", " : ""), strcat(have, sr_dtype_name(floating[k]));
-    sr__log(SR_LOG_ERROR, "ACCELERATE_MIXED_PRECISION=%s: task %s computes in %s only; set "
-                    "[accelerate] mixed_precision to one of those%s",
+        if (e->ops->dtypes & (1u << floating[k]))
+            strcat(have, *have ? ", " : ""), strcat(have, sr_dtype_name(floating[k]));
+    sr__log(SR_LOG_ERROR,
+            "ACCELERATE_MIXED_PRECISION=%s: task %s computes in %s only; set "
+            "[accelerate] mixed_precision to one of those%s",
             e->dtype == SR_FLOAT32 ? "no" : sr_dtype_name(e->dtype), e->task, *have ? have : "nothing",
             (e->ops->dtypes & 1u) ? " (fp32: mixed_precision = no)" : "");
     return -1;
@@ -640,8 +644,10 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
     if (check_dtype(e) != 0) goto fail;
     if (e->dtype == SR_FLOAT16) e->loss_scale = 65536.0; /* GradScaler's init_scale */
     if (!e->world && e->world_size > 1) {
-        sr__log(SR_LOG_ERROR, "task %s is a model task on %d ranks but no process group exists; add the torch "
-                        "plugin to [shardrun] plugins", task, e->world_size);
+        sr__log(SR_LOG_ERROR,
+                "task %s is a model task on %d ranks but no process group exists; add the torch "
+                "plugin to [shardrun] plugins",
+                task, e->world_size);
         goto fail;
     }
     char err[256];
@@ -652,9 +658,10 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
         goto fail;
     }
     if (!(ops->devices & (1u << e->dev->kind))) {
-        sr__log(SR_LOG_ERROR, "task %s cannot compute on the %s device this run uses (backend %s); run it "
-                        "with the gloo backend ([torch] backend = gloo) or use a task built for %s", task, e->dev->name,
-                e->world ? sr_pg_backend(e->world) : "none", e->dev->name);
+        sr__log(SR_LOG_ERROR,
+                "task %s cannot compute on the %s device this run uses (backend %s); run it "
+                "with the gloo backend ([torch] backend = gloo) or use a task built for %s",
+                task, e->dev->name, e->world ? sr_pg_backend(e->world) : "none", e->dev->name);
         goto fail;
     }
     e->hdev = e->dev;
@@ -668,7 +675,7 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
             e->offload = 1;
         } else if (e->rank == 0) {
             sr__log(SR_LOG_INFO, "FSDP_OFFLOAD_PARAMS=true: the device is the CPU, so shards and optimizer "
-                            "state already live in host memory; nothing to offload");
+                                 "state already live in host memory; nothing to offload");
         }
     }
     if (split_groups(e) != 0) goto fail;
@@ -705,8 +712,7 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
         s->master = e->hdev->alloc(b), s->grad = e->hdev->alloc(b);
         s->exp_avg = e->hdev->alloc(b), s->exp_avg_sq = e->hdev->alloc(b);
         if (!s->master || !s->grad || !s->exp_avg || !s->exp_avg_sq) {
-            sr__log(SR_LOG_ERROR, "out of memory allocating the shards of unit %s (%zu bytes each)",
-                    un->label, b);
+            sr__log(SR_LOG_ERROR, "out of memory allocating the shards of unit %s (%zu bytes each)", un->label, b);
             goto fail;
         }
         s->grad_clean = 1; /* alloc zero-fills (device.h) */
@@ -780,7 +786,8 @@ void sr__engine_init_range(const sr__engine *e, int u, float *dst, size_t lo, si
     memset(dst, 0, n * sizeof *dst); /* padding stays zero */
     for (int k = 0; k < un->nparams; k++) {
         const sr__param *p = &e->model->params[un->params[k]];
-        if (sr__param_in_range(p, lo, n, &a, &b)) sr__init_fill(dst + (a - lo), e->seed, p->name, p->init, a - p->offset, b - a);
+        if (sr__param_in_range(p, lo, n, &a, &b))
+            sr__init_fill(dst + (a - lo), e->seed, p->name, p->init, a - p->offset, b - a);
     }
 }
 
@@ -887,16 +894,19 @@ int sr__engine_param_stats(sr__engine *e, double *sum, double *sumsq) {
 void sr__engine_describe(const sr__engine *e, char *buf, size_t len) {
     int wrapped = e->nfwd;
     if (!e->cfg.enabled) {
-        snprintf(buf, len, "replicated on %d rank%s (ACCELERATE_USE_FSDP is not true): gradients all-reduced, %s, "
-                 "%zu parameters", e->world_size, e->world_size == 1 ? "" : "s", sr_dtype_name(e->dtype),
-                 sr__model_numel(e->model));
+        snprintf(buf, len,
+                 "replicated on %d rank%s (ACCELERATE_USE_FSDP is not true): gradients all-reduced, %s, "
+                 "%zu parameters",
+                 e->world_size, e->world_size == 1 ? "" : "s", sr_dtype_name(e->dtype), sr__model_numel(e->model));
         return;
     }
-    snprintf(buf, len, "FSDP %s on %d rank%s (shard group %d, replicas %d): %d unit%s (%d wrapped%s), %zu parameters, "
+    snprintf(buf, len,
+             "FSDP %s on %d rank%s (shard group %d, replicas %d): %d unit%s (%d wrapped%s), %zu parameters, "
              "%s compute, backward prefetch %s, forward prefetch %s%s%s",
              sr__strategy_name(e->cfg.strategy), e->world_size, e->world_size == 1 ? "" : "s", e->shard_size,
              e->rep_size, e->units.n, e->units.n == 1 ? "" : "s", wrapped, e->units.root >= 0 ? " + root" : "",
              sr__model_numel(e->model), sr_dtype_name(e->dtype), sr__prefetch_name(e->cfg.backward_prefetch),
-             e->cfg.forward_prefetch ? "on" : "off", e->cfg.activation_checkpointing ? ", activation checkpointing" : "",
+             e->cfg.forward_prefetch ? "on" : "off",
+             e->cfg.activation_checkpointing ? ", activation checkpointing" : "",
              e->offload ? ", shards offloaded to host memory" : "");
 }

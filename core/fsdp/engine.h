@@ -83,8 +83,7 @@ int sr__engine_eval_batch(sr__engine *e, long long step, int batch, const int64_
 /* Multiple-choice evaluation (sr_model_eval.choice_batch): loads the n sequences, runs forward and
    loss() as sr__engine_eval_batch does, then losses[i] = sequence i's mean loss over its scored
    tokens (choice_losses).  Collective (gathers); 0 or -1. */
-int sr__engine_choice_batch(sr__engine *e, long long step, int batch, const sr_choice_seq *seqs, int n,
-                            double *losses);
+int sr__engine_choice_batch(sr__engine *e, long long step, int batch, const sr_choice_seq *seqs, int n, double *losses);
 /* v[0..n) summed over every rank in double precision, the same on every rank.  Collective; 0 or -1. */
 int sr__engine_sum(sr__engine *e, double *v, int n);
 /* Mean of `v` over every rank (for logging). */

@@ -23,15 +23,15 @@ typedef struct sr__uslot {
     float *master, *grad, *exp_avg, *exp_avg_sq;
     /* per step */
     sr__ustate st;
-    void *full;           /* gathered parameters, param dtype, padded length */
-    void *gather_send;    /* cast shard being sent (mixed precision), or NULL */
+    void *full;        /* gathered parameters, param dtype, padded length */
+    void *gather_send; /* cast shard being sent (mixed precision), or NULL */
     sr_work *gather_work;
-    void *gfull;          /* full gradients, param dtype */
-    void *gdst;           /* what the task adds this micro-batch's gradients into: gfull, or grad
+    void *gfull;    /* full gradients, param dtype */
+    void *gdst;     /* what the task adds this micro-batch's gradients into: gfull, or grad
                              itself when get_grad_buffer can skip the separate buffer */
-    int grad_clean;       /* grad holds zeros (zero_grads ran, nothing was added since): the first
+    int grad_clean; /* grad holds zeros (zero_grads ran, nothing was added since): the first
                              micro-batch's gradients can go into it without an addition pass */
-    void *rs_recv;        /* reduce-scatter result, shard-sized, param dtype: a temporary, or NULL when
+    void *rs_recv;  /* reduce-scatter result, shard-sized, param dtype: a temporary, or NULL when
                              the pending reduce-scatter writes the grad shard itself (grad held zeros,
                              fp32 on the device) */
     sr_work *rs_work;
@@ -48,11 +48,11 @@ struct sr__engine {
     sr__fsdp_config cfg;
     sr__units units;
     sr__uslot *slot;
-    const sr_device *dev;  /* where units are gathered and the task computes */
-    const sr_device *hdev; /* where the shards live: dev, or the CPU under FSDP_OFFLOAD_PARAMS */
-    int offload;           /* hdev != dev: shards travel through host staging buffers */
-    void *stage;           /* host staging, one shard in fp32 (offload) */
-    float *xfer;           /* device buffer, one shard in fp32 (offload: replica all-reduce, FULL save) */
+    const sr__device *dev;  /* where units are gathered and the task computes */
+    const sr__device *hdev; /* where the shards live: dev, or the CPU under FSDP_OFFLOAD_PARAMS */
+    int offload;            /* hdev != dev: shards travel through host staging buffers */
+    void *stage;            /* host staging, one shard in fp32 (offload) */
+    float *xfer;            /* device buffer, one shard in fp32 (offload: replica all-reduce, FULL save) */
     uint64_t seed;
     sr_dtype dtype; /* gather/compute/reduce dtype */
     size_t dsize;
@@ -61,12 +61,12 @@ struct sr__engine {
     int rank, world_size;
     int *fwd_units; /* non-root units in forward order */
     int nfwd;
-    int *mod_pos;   /* module -> position of its unit in fwd_units (-1: root) */
+    int *mod_pos; /* module -> position of its unit in fwd_units (-1: root) */
     /* pools */
     /* temp_pool: shard-sized buffers of the wrapped units; root_temp_pool: the root's, sized for its
        shard alone (a root holding the token embedding can be 20x a block's) */
     sr__pool param_pool, grad_pool, temp_pool, root_temp_pool;
-    int grad_limit; /* full-gradient buffers at most (see get_grad_buffer) */
+    int grad_limit;  /* full-gradient buffers at most (see get_grad_buffer) */
     int *pending_rs; /* FIFO of units with a reduce-scatter in flight */
     int npending;
     /* scalars for collectives (device memory) */

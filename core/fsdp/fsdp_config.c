@@ -27,8 +27,7 @@ const char *sr__prefetch_name(sr__prefetch p) { return nth(PREFETCHES, (int)p); 
 const char *sr__state_dict_name(sr__state_dict s) { return nth(STATE_DICTS, (int)s); }
 
 static int bad(const char *var, const char *v, const char *expected) {
-    sr__log(SR_LOG_ERROR, "%s=%s: expected %s; fix the [accelerate] section or unset the variable", var, v,
-            expected);
+    sr__log(SR_LOG_ERROR, "%s=%s: expected %s; fix the [accelerate] section or unset the variable", var, v, expected);
     return -1;
 }
 
@@ -78,8 +77,10 @@ int sr__fsdp_config_read(sr__fsdp_config *c) {
     r = read_bool("ACCELERATE_USE_FSDP", 0, &c->enabled);
     if (r < 0) rc = -1;
     if (r == 1 && c->enabled && strcmp(getenv("ACCELERATE_USE_FSDP"), "true"))
-        sr__log(SR_LOG_WARN, "ACCELERATE_USE_FSDP=%s enables FSDP here, but accelerate itself only "
-                        "accepts the spelling `true`", getenv("ACCELERATE_USE_FSDP"));
+        sr__log(SR_LOG_WARN,
+                "ACCELERATE_USE_FSDP=%s enables FSDP here, but accelerate itself only "
+                "accepts the spelling `true`",
+                getenv("ACCELERATE_USE_FSDP"));
 
     const char *mp = getenv("ACCELERATE_MIXED_PRECISION");
     c->param_dtype = SR_FLOAT32;
@@ -100,7 +101,8 @@ static int read_fsdp(sr__fsdp_config *c) {
     int rc = 0, v;
     const char *ver = getenv("FSDP_VERSION");
     long long version = 1;
-    if (ver && (sr__parse_int(ver, &version) != 0 || (version != 1 && version != 2))) rc = bad("FSDP_VERSION", ver, "1 or 2");
+    if (ver && (sr__parse_int(ver, &version) != 0 || (version != 1 && version != 2)))
+        rc = bad("FSDP_VERSION", ver, "1 or 2");
     c->version = (int)version == 2 ? 2 : 1;
 
     if (c->version == 1) {
@@ -127,8 +129,9 @@ static int read_fsdp(sr__fsdp_config *c) {
     const char *cls = getenv("FSDP_TRANSFORMER_CLS_TO_WRAP");
     if (c->wrap == SR_WRAP_TRANSFORMER) {
         if (!cls || !*cls) {
-            sr__log(SR_LOG_ERROR, "FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP needs FSDP_TRANSFORMER_CLS_TO_WRAP "
-                            "(class names, comma-separated); set [accelerate] fsdp.transformer_layer_cls_to_wrap");
+            sr__log(SR_LOG_ERROR,
+                    "FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP needs FSDP_TRANSFORMER_CLS_TO_WRAP "
+                    "(class names, comma-separated); set [accelerate] fsdp.transformer_layer_cls_to_wrap");
             rc = -1;
         } else {
             c->wrap_classes = split_commas(cls);
@@ -137,29 +140,35 @@ static int read_fsdp(sr__fsdp_config *c) {
     const char *mnp = getenv("FSDP_MIN_NUM_PARAMS");
     if (c->wrap == SR_WRAP_SIZE) {
         if (!mnp || sr__parse_int(mnp, &c->min_num_params) != 0 || c->min_num_params <= 0) {
-            sr__log(SR_LOG_ERROR, "FSDP_AUTO_WRAP_POLICY=SIZE_BASED_WRAP needs FSDP_MIN_NUM_PARAMS, a positive "
-                            "integer (it is %s%s%s; accelerate would silently wrap nothing); set [accelerate] "
-                            "fsdp.min_num_params", mnp ? "\"" : "unset", mnp ? mnp : "", mnp ? "\"" : "");
+            sr__log(SR_LOG_ERROR,
+                    "FSDP_AUTO_WRAP_POLICY=SIZE_BASED_WRAP needs FSDP_MIN_NUM_PARAMS, a positive "
+                    "integer (it is %s%s%s; accelerate would silently wrap nothing); set [accelerate] "
+                    "fsdp.min_num_params",
+                    mnp ? "\"" : "unset", mnp ? mnp : "", mnp ? "\"" : "");
             rc = -1;
         }
     }
-    if (read_enum("FSDP_STATE_DICT_TYPE", STATE_DICTS, 0, c->version == 2 ? SR_SD_SHARDED : SR_SD_FULL, &v) < 0) rc = -1;
+    if (read_enum("FSDP_STATE_DICT_TYPE", STATE_DICTS, 0, c->version == 2 ? SR_SD_SHARDED : SR_SD_FULL, &v) < 0)
+        rc = -1;
     c->state_dict = (sr__state_dict)v;
     if (c->version == 2 && c->state_dict == SR_SD_LOCAL)
-        rc = bad("FSDP_STATE_DICT_TYPE", getenv("FSDP_STATE_DICT_TYPE"), "FULL_STATE_DICT or SHARDED_STATE_DICT with FSDP_VERSION=2");
+        rc = bad("FSDP_STATE_DICT_TYPE", getenv("FSDP_STATE_DICT_TYPE"),
+                 "FULL_STATE_DICT or SHARDED_STATE_DICT with FSDP_VERSION=2");
     if (read_bool("FSDP_OFFLOAD_PARAMS", 0, &c->offload_params) < 0) rc = -1;
     if (read_bool("FSDP_SYNC_MODULE_STATES", 1, &c->sync_module_states) < 0) rc = -1;
     if (read_bool("FSDP_CPU_RAM_EFFICIENT_LOADING", 0, &c->cpu_ram_efficient_loading) < 0) rc = -1;
     if (read_bool("FSDP_ACTIVATION_CHECKPOINTING", 0, &c->activation_checkpointing) < 0) rc = -1;
     if (c->cpu_ram_efficient_loading && !c->sync_module_states) {
         sr__log(SR_LOG_ERROR, "FSDP_CPU_RAM_EFFICIENT_LOADING=true requires FSDP_SYNC_MODULE_STATES=true (only "
-                        "rank 0 holds the weights; the others receive them), as in accelerate");
+                              "rank 0 holds the weights; the others receive them), as in accelerate");
         rc = -1;
     }
     const char *ign = getenv("FSDP_IGNORED_MODULES");
     if (ign && *ign) {
-        sr__log(SR_LOG_ERROR, "FSDP_IGNORED_MODULES=%s: ignored modules are not supported by shardrun's engine "
-                        "yet; remove [accelerate] fsdp.ignored_modules", ign);
+        sr__log(SR_LOG_ERROR,
+                "FSDP_IGNORED_MODULES=%s: ignored modules are not supported by shardrun's engine "
+                "yet; remove [accelerate] fsdp.ignored_modules",
+                ign);
         rc = -1;
     }
     return rc;

@@ -54,7 +54,8 @@ int sr_model_module(sr_model *m, const char *name, const char *cls) {
 }
 
 static int add_param(sr_model *m, const char *name, int tied_to) {
-    if (m->nmods == 0) return fail(m, "parameter \"%s\" is declared before any module (call sr_model_module first)", name);
+    if (m->nmods == 0)
+        return fail(m, "parameter \"%s\" is declared before any module (call sr_model_module first)", name);
     if (find_param(m, name) >= 0) return fail(m, "parameter \"%s\" is declared twice", name);
     sr__param *g = sr__realloc(m->params, (size_t)(m->nparams + 1) * sizeof *m->params);
     sr__module *mod = &m->mods[m->nmods - 1];
@@ -73,8 +74,7 @@ static int add_param(sr_model *m, const char *name, int tied_to) {
 
 int sr_model_param(sr_model *m, const char *name, int ndim, const int64_t *shape, sr_init init, unsigned flags) {
     if (!name || !*name) return fail(m, "sr_model_param: empty parameter name");
-    if (ndim < 1 || ndim > SR_MAX_DIMS || !shape)
-        return fail(m, "parameter \"%s\": ndim must be 1..4", name);
+    if (ndim < 1 || ndim > SR_MAX_DIMS || !shape) return fail(m, "parameter \"%s\": ndim must be 1..4", name);
     size_t numel = 1;
     for (int d = 0; d < ndim; d++) {
         if (shape[d] <= 0) return fail(m, "parameter \"%s\": every dimension must be positive", name);
@@ -118,13 +118,14 @@ size_t sr__model_numel(const sr_model *m) {
 
 int sr__model_check(const sr_model *m, const char *task) {
     if (m->errors) {
-        sr__log(SR_LOG_ERROR, "task %s: %d error(s) in its model description (above); fix the task", task,
-                m->errors);
+        sr__log(SR_LOG_ERROR, "task %s: %d error(s) in its model description (above); fix the task", task, m->errors);
         return -1;
     }
     if (m->nmods == 0 || sr__model_numel(m) == 0) {
-        sr__log(SR_LOG_ERROR, "task %s declared no %s; a model task declares them in create() with "
-                        "sr_model_module() and sr_model_param()", task, m->nmods ? "parameters" : "modules");
+        sr__log(SR_LOG_ERROR,
+                "task %s declared no %s; a model task declares them in create() with "
+                "sr_model_module() and sr_model_param()",
+                task, m->nmods ? "parameters" : "modules");
         return -1;
     }
     return 0;
@@ -133,19 +134,26 @@ int sr__model_check(const sr_model *m, const char *task) {
 int sr_model_eval_data(sr_model *m, const sr_model_eval *eval) {
     if (!m || !eval) return -1;
     if (!SR__REACHES(sr_model_eval, eval->struct_size, batch))
-        return fail(m, "sr_model_eval_data: struct_size %u is too small (this shardrun needs %zu); set it to "
-                    "sizeof(sr_model_eval)", (unsigned)eval->struct_size,
-                    offsetof(sr_model_eval, batch) + sizeof eval->batch);
+        return fail(m,
+                    "sr_model_eval_data: struct_size %u is too small (this shardrun needs %zu); set it to "
+                    "sizeof(sr_model_eval)",
+                    (unsigned)eval->struct_size, offsetof(sr_model_eval, batch) + sizeof eval->batch);
     if (!eval->num_samples || !eval->batch) return fail(m, "sr_model_eval_data: num_samples and batch are required");
-    m->eval = (sr_model_eval){sizeof(sr_model_eval), eval->num_samples, eval->batch,
+    m->eval = (sr_model_eval){sizeof(sr_model_eval),
+                              eval->num_samples,
+                              eval->batch,
                               SR__REACHES(sr_model_eval, eval->struct_size, cross_entropy) && eval->cross_entropy,
-                              0, 0, NULL, NULL};
+                              0,
+                              0,
+                              NULL,
+                              NULL};
     /* multiple-choice scoring: all four fields, or none of them */
     if (SR__REACHES(sr_model_eval, eval->struct_size, choice_losses) && (eval->choice_batch || eval->choice_losses)) {
         if (!eval->choice_batch || !eval->choice_losses || eval->vocab_size < 1 || eval->max_tokens < 2)
-            return fail(m, "sr_model_eval_data: choice_batch and choice_losses go together, with vocab_size >= 1 "
-                        "and max_tokens >= 2 (got vocab_size %lld, max_tokens %lld)", (long long)eval->vocab_size,
-                        (long long)eval->max_tokens);
+            return fail(m,
+                        "sr_model_eval_data: choice_batch and choice_losses go together, with vocab_size >= 1 "
+                        "and max_tokens >= 2 (got vocab_size %lld, max_tokens %lld)",
+                        (long long)eval->vocab_size, (long long)eval->max_tokens);
         m->eval.vocab_size = eval->vocab_size;
         m->eval.max_tokens = eval->max_tokens;
         m->eval.choice_batch = eval->choice_batch;

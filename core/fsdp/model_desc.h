@@ -38,7 +38,7 @@ struct sr_model {
     int nmods;
     sr__param *params;
     int nparams;
-    int errors; /* declaration errors already printed */
+    int errors;         /* declaration errors already printed */
     sr_model_eval eval; /* sr_model_eval_data(); num_samples NULL: no eval data */
 };
 

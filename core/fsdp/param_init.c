@@ -5,7 +5,9 @@
 #include "base/rand.h"
 
 /* uniform in (0, 1): 53 random bits, never exactly 0 (Box-Muller takes a log) */
-static double uniform01(uint64_t key, uint64_t i) { return ((double)(sr__mix64(key ^ sr__mix64(i)) >> 11) + 0.5) / 9007199254740992.0; }
+static double uniform01(uint64_t key, uint64_t i) {
+    return ((double)(sr__mix64(key ^ sr__mix64(i)) >> 11) + 0.5) / 9007199254740992.0;
+}
 
 void sr__init_fill(float *dst, uint64_t seed, const char *name, sr_init init, size_t first, size_t n) {
     uint64_t key = sr__mix64(seed) ^ sr__hash_str(name);

@@ -46,14 +46,15 @@ static int check_classes(const sr_model *m, char **classes) {
         int found = 0;
         for (int i = 0; i < m->nmods && !found; i++) found = !strcmp(m->mods[i].cls, *c);
         if (found) continue;
-        sr_buf have = {0};
+        sr__buf have = {0};
         for (int i = 0; i < m->nmods; i++) {
             int dup = 0;
             for (int j = 0; j < i && !dup; j++) dup = !strcmp(m->mods[j].cls, m->mods[i].cls);
             if (!dup) sr__buf_printf(&have, "%s%s", have.n ? ", " : "", m->mods[i].cls);
         }
-        sr__log(SR_LOG_ERROR, "FSDP_TRANSFORMER_CLS_TO_WRAP names class \"%s\", which this model does not "
-                        "have; its module classes are: %s (names are case-sensitive, comma-separated, no spaces)",
+        sr__log(SR_LOG_ERROR,
+                "FSDP_TRANSFORMER_CLS_TO_WRAP names class \"%s\", which this model does not "
+                "have; its module classes are: %s (names are case-sensitive, comma-separated, no spaces)",
                 *c, have.s);
         free(have.s);
         rc = -1;
@@ -101,7 +102,7 @@ int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__u
             open_numel += module_numel(m, i);
             if (open_numel >= (size_t)c->min_num_params) open = -1, ntail = 0;
         } else {
-            m->mods[i].unit = -1; /* root */
+            m->mods[i].unit = -1;                       /* root */
             if (open >= 0 && c->wrap == SR_WRAP_SIZE) { /* a tied module interrupts the group */
                 for (int k = 0; k < ntail; k++) m->mods[tail[k]].unit = -1;
                 free(us->u[open].mods), free(us->u[open].label);
@@ -128,9 +129,11 @@ int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__u
         if (p->tied_to >= 0) {
             sr__param *o = &m->params[p->tied_to];
             if (o->unit != ui) {
-                sr__log(SR_LOG_ERROR, "parameter \"%s\" (module %s) is tied to \"%s\" (module %s), but the wrap "
-                                "policy puts the two modules in different FSDP units; wrap them together or leave both "
-                                "in the root unit", p->name, m->mods[p->module].name, o->name, m->mods[o->module].name);
+                sr__log(SR_LOG_ERROR,
+                        "parameter \"%s\" (module %s) is tied to \"%s\" (module %s), but the wrap "
+                        "policy puts the two modules in different FSDP units; wrap them together or leave both "
+                        "in the root unit",
+                        p->name, m->mods[p->module].name, o->name, m->mods[o->module].name);
                 rc = -1;
             }
             continue;

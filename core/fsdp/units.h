@@ -12,10 +12,10 @@
 #include "fsdp/model_desc.h"
 
 typedef struct sr__unit {
-    int root;      /* the unit of everything no wrap claimed: gathered for the whole step */
-    int *mods;     /* its modules, in forward order */
+    int root;  /* the unit of everything no wrap claimed: gathered for the whole step */
+    int *mods; /* its modules, in forward order */
     int nmods;
-    int *params;   /* owned parameters, in flat-buffer order */
+    int *params; /* owned parameters, in flat-buffer order */
     int nparams;
     size_t numel;  /* parameters */
     size_t padded; /* numel rounded up to a multiple of the shard-group size */

@@ -11,8 +11,8 @@
 #include "io/safetensors.h"
 
 typedef struct weights {
-    sr_st_file *f;
-    const sr_st_tensor **t; /* per parameter: its tensor, or NULL (missing: initialiser) */
+    sr__st_file *f;
+    const sr__st_tensor **t; /* per parameter: its tensor, or NULL (missing: initialiser) */
     const void **data;
     long long bytes;
     int stripped;             /* parameters found without their first name component */
@@ -34,7 +34,7 @@ static void fill_from_file(sr__engine *e, int u, float *dst, size_t lo, size_t n
     }
 }
 
-static int same_shape(const sr__param *p, const sr_st_tensor *t) {
+static int same_shape(const sr__param *p, const sr__st_tensor *t) {
     if (p->ndim != t->ndim) return 0;
     for (int d = 0; d < p->ndim; d++)
         if (p->shape[d] != t->shape[d]) return 0;
@@ -50,7 +50,7 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
         return -1;
     }
     int bad = 0, nmodel = e->model->nparams, nmissing = 0; /* the lists name the first 8 */
-    sr_buf missing = {0}, extra = {0};
+    sr__buf missing = {0}, extra = {0};
     for (int i = 0; i < nmodel; i++) {
         const sr__param *p = &e->model->params[i];
         if (p->tied_to >= 0) continue;
@@ -68,16 +68,17 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
             char want[128], have[128];
             sr__st_shape_str(want, sizeof want, p->ndim, p->shape);
             sr__st_shape_str(have, sizeof have, w->t[i]->ndim, w->t[i]->shape);
-            sr__log(SR_LOG_ERROR, "init_weights: %s: tensor \"%s\" is %s %s, but the model's parameter is "
-                            "%s (floating point); the file belongs to another model or size", path, p->name,
-                    sr__st_dtype_name(w->t[i]->dtype), have, want);
+            sr__log(SR_LOG_ERROR,
+                    "init_weights: %s: tensor \"%s\" is %s %s, but the model's parameter is "
+                    "%s (floating point); the file belongs to another model or size",
+                    path, p->name, sr__st_dtype_name(w->t[i]->dtype), have, want);
             bad = 1;
         }
     }
     if (nmissing > 8) sr__buf_printf(&missing, " and %d more", nmissing - 8);
     int nextra = 0;
     for (size_t k = 0; k < sr__st_count(w->f); k++) {
-        const sr_st_tensor *t = sr__st_at(w->f, k);
+        const sr__st_tensor *t = sr__st_at(w->f, k);
         int known = 0;
         /* a tied parameter saved under its own name too (HF's lm_head.weight) is the same tensor */
         for (int i = 0; i < nmodel && !known; i++) known = w->t[i] == t || !strcmp(e->model->params[i].name, t->name);
@@ -85,14 +86,14 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
     }
     if (nextra > 8) sr__buf_printf(&extra, " and %d more", nextra - 8);
     if (!bad && missing.n)
-        sr__log(SR_LOG_WARN, "init_weights: %s lacks %s; %s start%s from the task's initialisers", path,
-                missing.s, strchr(missing.s, ',') ? "they" : "it", strchr(missing.s, ',') ? "" : "s");
-    if (!bad && extra.n)
-        sr__log(SR_LOG_WARN, "init_weights: %s has tensors the model does not use: %s", path, extra.s);
+        sr__log(SR_LOG_WARN, "init_weights: %s lacks %s; %s start%s from the task's initialisers", path, missing.s,
+                strchr(missing.s, ',') ? "they" : "it", strchr(missing.s, ',') ? "" : "s");
+    if (!bad && extra.n) sr__log(SR_LOG_WARN, "init_weights: %s has tensors the model does not use: %s", path, extra.s);
     if (!bad && w->stripped)
-        sr__log(SR_LOG_INFO, "init_weights: %s: %d parameters found without their first name component "
-                        "(e.g. \"%s\" as \"%s\"), as HF base-model checkpoints name them", path, w->stripped,
-                w->stripped_one, strchr(w->stripped_one, '.') + 1);
+        sr__log(SR_LOG_INFO,
+                "init_weights: %s: %d parameters found without their first name component "
+                "(e.g. \"%s\" as \"%s\"), as HF base-model checkpoints name them",
+                path, w->stripped, w->stripped_one, strchr(w->stripped_one, '.') + 1);
     sr__buf_free(&missing), sr__buf_free(&extra);
     return bad ? -1 : 0;
 }

@@ -10,7 +10,7 @@
 
 enum { FIRST_DONE = 0x80 }; /* or-ed into open[] (an ASCII bracket): the container's first item was read */
 
-void sr__json_init(sr_json *j, const void *text, size_t n, char *arena) {
+void sr__json_init(sr__json *j, const void *text, size_t n, char *arena) {
     memset(j, 0, sizeof *j);
     j->max_depth = SR_JSON_MAX_DEPTH;
     j->s = text;
@@ -19,13 +19,13 @@ void sr__json_init(sr_json *j, const void *text, size_t n, char *arena) {
     j->pending = 1;
 }
 
-void sr__json_free(sr_json *j) {
+void sr__json_free(sr__json *j) {
     if (j->own_arena) free(j->arena);
     j->arena = NULL;
     j->own_arena = 0;
 }
 
-int sr__json_fail(sr_json *j, const char *what) {
+int sr__json_fail(sr__json *j, const char *what) {
     if (!j->error) {
         while (j->i < j->n && (j->s[j->i] == ' ' || j->s[j->i] == '\t' || j->s[j->i] == '\n' || j->s[j->i] == '\r'))
             j->i++;
@@ -36,24 +36,23 @@ int sr__json_fail(sr_json *j, const char *what) {
 }
 
 /* The error at the current offset, whitespace not skipped (inside a string or a number). */
-static int fail_here(sr_json *j, const char *what) {
+static int fail_here(sr__json *j, const char *what) {
     if (!j->error) j->error = what, j->error_at = j->i;
     return -1;
 }
 
-const char *sr__json_error(const sr_json *j, size_t *at) {
+const char *sr__json_error(const sr__json *j, size_t *at) {
     if (at) *at = j->error ? j->error_at : 0;
     return j->error;
 }
 
 /* The next byte after whitespace, or -1 at the end. */
-static int next(sr_json *j) {
-    while (j->i < j->n && (j->s[j->i] == ' ' || j->s[j->i] == '\t' || j->s[j->i] == '\n' || j->s[j->i] == '\r'))
-        j->i++;
+static int next(sr__json *j) {
+    while (j->i < j->n && (j->s[j->i] == ' ' || j->s[j->i] == '\t' || j->s[j->i] == '\n' || j->s[j->i] == '\r')) j->i++;
     return j->i < j->n ? j->s[j->i] : -1;
 }
 
-sr_json_type sr__json_peek(sr_json *j) {
+sr__json_type sr__json_peek(sr__json *j) {
     switch (next(j)) {
     case '{': return SR_JSON_OBJECT;
     case '[': return SR_JSON_ARRAY;
@@ -64,15 +63,23 @@ sr_json_type sr__json_peek(sr_json *j) {
     case 'N':
     case 'I': return j->nonfinite ? SR_JSON_NUMBER : SR_JSON_NONE;
     case '-':
-    case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
-        return SR_JSON_NUMBER;
+    case '0':
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
+    case '8':
+    case '9': return SR_JSON_NUMBER;
     default: return SR_JSON_NONE;
     }
 }
 
 /* Every value starts here: one must be due, and within the depth limit.  The next byte, or -1.
    (After an error nothing is read again, so a failed value leaves no state to repair.) */
-static int begin_value(sr_json *j) {
+static int begin_value(sr__json *j) {
     if (j->error) return -1;
     if (!j->pending) return sr__json_fail(j, "no value is due here (read the member or element first)");
     /* (open[] holds SR_JSON_MAX_DEPTH + 1: the containers around a value, and the value itself) */
@@ -86,7 +93,7 @@ static int begin_value(sr_json *j) {
 
 /* ---- containers ------------------------------------------------------------------------------ */
 
-static int open_container(sr_json *j, int bracket, const char *what) {
+static int open_container(sr__json *j, int bracket, const char *what) {
     int c = begin_value(j);
     if (c < 0) return -1;
     if (c != bracket) return sr__json_fail(j, what);
@@ -95,12 +102,12 @@ static int open_container(sr_json *j, int bracket, const char *what) {
     return 0;
 }
 
-int sr__json_object(sr_json *j) { return open_container(j, '{', "expected an object"); }
-int sr__json_array(sr_json *j) { return open_container(j, '[', "expected an array"); }
+int sr__json_object(sr__json *j) { return open_container(j, '{', "expected an object"); }
+int sr__json_array(sr__json *j) { return open_container(j, '[', "expected an array"); }
 
 /* Before a member or element of the innermost container (opened by `bracket`, closed by
    `close`): 1 when one follows (after its ',' when not the first), 0 at the close. */
-static int next_item(sr_json *j, int bracket, int close, const char *expected_sep) {
+static int next_item(sr__json *j, int bracket, int close, const char *expected_sep) {
     if (j->error) return -1;
     if (j->depth == 0 || (j->open[j->depth - 1] & ~FIRST_DONE) != bracket)
         return sr__json_fail(j, bracket == '{' ? "not inside an object" : "not inside an array");
@@ -121,9 +128,9 @@ static int next_item(sr_json *j, int bracket, int close, const char *expected_se
     return 1;
 }
 
-static int read_string(sr_json *j, const char **out, size_t *outlen);
+static int read_string(sr__json *j, const char **out, size_t *outlen);
 
-int sr__json_member(sr_json *j, const char **key, size_t *klen) {
+int sr__json_member(sr__json *j, const char **key, size_t *klen) {
     int r = next_item(j, '{', '}', "expected ',' or '}'");
     if (r <= 0) return r;
     if (next(j) != '"') return sr__json_fail(j, "expected a string");
@@ -133,7 +140,7 @@ int sr__json_member(sr_json *j, const char **key, size_t *klen) {
     return 1;
 }
 
-int sr__json_element(sr_json *j) { return next_item(j, '[', ']', "expected ',' or ']'"); }
+int sr__json_element(sr__json *j) { return next_item(j, '[', ']', "expected ',' or ']'"); }
 
 /* ---- strings --------------------------------------------------------------------------------- */
 
@@ -189,7 +196,7 @@ static size_t utf8_put(char *o, unsigned cp) {
 }
 
 /* The string at j->i (its opening quote), decoded into the arena. */
-static int read_string(sr_json *j, const char **out, size_t *outlen) {
+static int read_string(sr__json *j, const char **out, size_t *outlen) {
     if (!j->arena) {
         if (!(j->arena = sr__malloc(j->n + 1))) return sr__json_fail(j, "out of memory");
         j->own_arena = 1;
@@ -247,7 +254,7 @@ static int read_string(sr_json *j, const char **out, size_t *outlen) {
     return 0;
 }
 
-int sr__json_string(sr_json *j, const char **s, size_t *len) {
+int sr__json_string(sr__json *j, const char **s, size_t *len) {
     int c = begin_value(j);
     if (c < 0) return -1;
     if (c != '"') return sr__json_fail(j, "expected a string");
@@ -256,16 +263,16 @@ int sr__json_string(sr_json *j, const char **s, size_t *len) {
 
 /* ---- numbers and literals ------------------------------------------------------------------- */
 
-static int digit(const sr_json *j, size_t i) { return i < j->n && j->s[i] >= '0' && j->s[i] <= '9'; }
+static int digit(const sr__json *j, size_t i) { return i < j->n && j->s[i] >= '0' && j->s[i] <= '9'; }
 
-static int literal(sr_json *j, const char *word) {
+static int literal(sr__json *j, const char *word) {
     size_t l = strlen(word);
     if (j->n - j->i < l || memcmp(j->s + j->i, word, l)) return sr__json_fail(j, "expected a value");
     j->i += l;
     return 0;
 }
 
-int sr__json_number(sr_json *j, sr_json_num *out) {
+int sr__json_number(sr__json *j, sr__json_num *out) {
     int c = begin_value(j);
     if (c < 0) return -1;
     const unsigned char *s = j->s;
@@ -278,7 +285,7 @@ int sr__json_number(sr_json *j, sr_json_num *out) {
         if (word && (c != '-' || word[0] == 'I')) {
             j->i = at;
             if (literal(j, word) != 0) return -1;
-            *out = (sr_json_num){.value = word[0] == 'N' ? NAN : c == '-' ? -INFINITY : INFINITY};
+            *out = (sr__json_num){.value = word[0] == 'N' ? NAN : c == '-' ? -INFINITY : INFINITY};
             return 0;
         }
     }
@@ -318,7 +325,7 @@ int sr__json_number(sr_json *j, sr_json_num *out) {
     return 0;
 }
 
-int sr__json_bool(sr_json *j, int *out) {
+int sr__json_bool(sr__json *j, int *out) {
     int c = begin_value(j);
     if (c < 0) return -1;
     if (c != 't' && c != 'f') return sr__json_fail(j, "expected true or false");
@@ -326,16 +333,16 @@ int sr__json_bool(sr_json *j, int *out) {
     return literal(j, c == 't' ? "true" : "false");
 }
 
-int sr__json_null(sr_json *j) {
+int sr__json_null(sr__json *j) {
     if (begin_value(j) < 0) return -1;
     return literal(j, "null");
 }
 
 /* ---- skipping, the end ---------------------------------------------------------------------- */
 
-int sr__json_skip(sr_json *j) {
+int sr__json_skip(sr__json *j) {
     const char *str;
-    sr_json_num num;
+    sr__json_num num;
     int r, b;
     switch (sr__json_peek(j)) {
     case SR_JSON_OBJECT:
@@ -358,7 +365,7 @@ int sr__json_skip(sr_json *j) {
     }
 }
 
-int sr__json_end(sr_json *j) {
+int sr__json_end(sr__json *j) {
     if (j->error) return -1;
     if (j->pending || j->depth) return sr__json_fail(j, "the document ends early");
     if (next(j) == -1) return 0;

@@ -33,7 +33,7 @@
 
 #define SR_JSON_MAX_DEPTH 64
 
-typedef enum sr_json_type {
+typedef enum sr__json_type {
     SR_JSON_NONE = 0, /* the end of the text, or a byte no value starts with */
     SR_JSON_OBJECT,
     SR_JSON_ARRAY,
@@ -41,15 +41,15 @@ typedef enum sr_json_type {
     SR_JSON_NUMBER,
     SR_JSON_BOOL,
     SR_JSON_NULL
-} sr_json_type;
+} sr__json_type;
 
-typedef struct sr_json_num {
-    double value; /* the number, correctly rounded (+-HUGE_VAL beyond the double range) */
-    int is_uint;  /* written without sign, fraction or exponent; then: */
+typedef struct sr__json_num {
+    double value;  /* the number, correctly rounded (+-HUGE_VAL beyond the double range) */
+    int is_uint;   /* written without sign, fraction or exponent; then: */
     uint64_t uint; /* its value, saturated at UINT64_MAX */
-} sr_json_num;
+} sr__json_num;
 
-typedef struct sr_json {
+typedef struct sr__json {
     int max_depth; /* containers a value may sit inside: SR_JSON_MAX_DEPTH unless lowered after init */
     int nonfinite; /* set after init to read NaN, Infinity and -Infinity as numbers (what Python's json
                       writes, e.g. in HF's trainer_state.json); off: strict */
@@ -59,51 +59,51 @@ typedef struct sr_json {
     char *arena;
     size_t an;
     int own_arena;
-    int depth;                                /* containers open */
+    int depth;                                 /* containers open */
     unsigned char open[SR_JSON_MAX_DEPTH + 1]; /* per open container: '{' or '[', | 0x80 after its first item */
-    int pending;                              /* a value is due (the top one, a member's, an element) */
-    sr_json_type top;                         /* what the top-level value was */
+    int pending;                               /* a value is due (the top one, a member's, an element) */
+    sr__json_type top;                         /* what the top-level value was */
     const char *error;
     size_t error_at;
-} sr_json;
+} sr__json;
 
 /* Reads text[0 .. n) (no NUL needed).  arena: n + 1 bytes for the decoded strings, or NULL to have
    the reader allocate them (freed by sr__json_free). */
-void sr__json_init(sr_json *j, const void *text, size_t n, char *arena);
-void sr__json_free(sr_json *j);
+void sr__json_init(sr__json *j, const void *text, size_t n, char *arena);
+void sr__json_free(sr__json *j);
 
 /* What the next value is, without reading it (whitespace is skipped). */
-sr_json_type sr__json_peek(sr_json *j);
+sr__json_type sr__json_peek(sr__json *j);
 
 /* Objects: sr__json_object reads the '{'; then each sr__json_member returns 1 with the next key
    (decoded; klen differs from strlen(key) when it holds \u0000) and the ':' read, the value
    being next, or 0 when the object closed.  -1 on an error. */
-int sr__json_object(sr_json *j);
-int sr__json_member(sr_json *j, const char **key, size_t *klen);
+int sr__json_object(sr__json *j);
+int sr__json_member(sr__json *j, const char **key, size_t *klen);
 /* Arrays: sr__json_array reads the '['; sr__json_element returns 1 when an element is next, 0
    when the array closed, -1 on an error. */
-int sr__json_array(sr_json *j);
-int sr__json_element(sr_json *j);
+int sr__json_array(sr__json *j);
+int sr__json_element(sr__json *j);
 
 /* Scalars: 0, or -1 when the next value is not one (or is malformed). */
-int sr__json_string(sr_json *j, const char **s, size_t *len);
-int sr__json_number(sr_json *j, sr_json_num *out);
-int sr__json_bool(sr_json *j, int *out);
-int sr__json_null(sr_json *j);
+int sr__json_string(sr__json *j, const char **s, size_t *len);
+int sr__json_number(sr__json *j, sr__json_num *out);
+int sr__json_bool(sr__json *j, int *out);
+int sr__json_null(sr__json *j);
 /* Any value, checked and discarded. */
-int sr__json_skip(sr_json *j);
+int sr__json_skip(sr__json *j);
 /* After the top-level value: 0 when only whitespace remains. */
-int sr__json_end(sr_json *j);
+int sr__json_end(sr__json *j);
 
 /* The byte offset in the text the reader has reached: just past the last token read, or at the
    next value after sr__json_peek.  For callers that note where values are (to seek back with a
    reader of their own, or to name a line in a message). */
-static inline size_t sr__json_offset(const sr_json *j) { return j->i; }
+static inline size_t sr__json_offset(const sr__json *j) { return j->i; }
 
 /* Records `what` (a string that outlives the reader) as the error at the current offset; -1. */
-int sr__json_fail(sr_json *j, const char *what);
+int sr__json_fail(sr__json *j, const char *what);
 /* The first error and its byte offset, or NULL. */
-const char *sr__json_error(const sr_json *j, size_t *at);
+const char *sr__json_error(const sr__json *j, size_t *at);
 
 static inline int sr__json_key_is(const char *key, size_t klen, const char *want) {
     return klen == strlen(want) && !memcmp(key, want, klen);

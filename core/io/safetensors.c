@@ -124,19 +124,19 @@ static const char *find_dup(const char **names, size_t n) {
 
 /* ---- writer ---------------------------------------------------------------------------------- */
 
-struct sr_st_writer {
+struct sr__st_writer {
     char *path;
     int fd;
     uint64_t data_start; /* 8 + header length */
     size_t n;
-    sr_st_tensor *t;            /* copies, names owned */
-    _Atomic uint64_t *written;  /* bytes written per tensor: atomic so threads may write pieces */
+    sr__st_tensor *t;          /* copies, names owned */
+    _Atomic uint64_t *written; /* bytes written per tensor: atomic so threads may write pieces */
     size_t nmeta;
-    char **mkey;                /* metadata keys (owned) */
-    uint64_t *mpos, *mlen;      /* where each value's JSON string sits in the file, and its length */
+    char **mkey;           /* metadata keys (owned) */
+    uint64_t *mpos, *mlen; /* where each value's JSON string sits in the file, and its length */
 };
 
-static void writer_free(sr_st_writer *w) {
+static void writer_free(sr__st_writer *w) {
     for (size_t i = 0; i < w->n; i++) free((char *)w->t[i].name);
     free(w->t);
     free(w->written);
@@ -175,7 +175,7 @@ static const char *bad_string(const char *s) {
     return NULL;
 }
 
-static int check_tensors(const char *path, const sr_st_tensor *t, size_t n, uint64_t *total, char *err,
+static int check_tensors(const char *path, const sr__st_tensor *t, size_t n, uint64_t *total, char *err,
                          size_t errlen) {
     qbuf q;
     char sb[256];
@@ -184,7 +184,9 @@ static int check_tensors(const char *path, const sr_st_tensor *t, size_t n, uint
         const char *why = bad_string(t[i].name);
         if (why || !*t[i].name || !strcmp(t[i].name, "__metadata__")) {
             seterr(err, errlen, "%s: tensor %zu: name %s", path, i,
-                   why ? why : *t[i].name ? "\"__metadata__\" is reserved" : "is empty");
+                   why          ? why
+                   : *t[i].name ? "\"__metadata__\" is reserved"
+                                : "is empty");
             return -1;
         }
         const char *nm = quote(&q, t[i].name);
@@ -217,7 +219,7 @@ static int check_tensors(const char *path, const sr_st_tensor *t, size_t n, uint
     return 0;
 }
 
-static int check_meta(const char *path, const sr_st_kv *meta, size_t n, char *err, size_t errlen) {
+static int check_meta(const char *path, const sr__st_kv *meta, size_t n, char *err, size_t errlen) {
     qbuf q;
     for (size_t i = 0; i < n; i++) {
         const char *why = bad_string(meta[i].key);
@@ -237,8 +239,8 @@ static int check_meta(const char *path, const sr_st_kv *meta, size_t n, char *er
     return 0;
 }
 
-sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_t ntensors, const sr_st_kv *meta,
-                            size_t nmeta, char *err, size_t errlen) {
+sr__st_writer *sr__st_create(const char *path, const sr__st_tensor *tensors, size_t ntensors, const sr__st_kv *meta,
+                             size_t nmeta, char *err, size_t errlen) {
     uint64_t total;
     if (!path) return seterr(err, errlen, "sr__st_create: no path"), NULL;
     if ((ntensors && !tensors) || (nmeta && !meta))
@@ -246,7 +248,7 @@ sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_
     if (check_tensors(path, tensors, ntensors, &total, err, errlen) || check_meta(path, meta, nmeta, err, errlen))
         return NULL;
 
-    sr_buf h = {0};
+    sr__buf h = {0};
     uint64_t *mpos = sr__calloc(nmeta ? nmeta : 1, sizeof *mpos), *mlen = sr__calloc(nmeta ? nmeta : 1, sizeof *mlen);
     if (!mpos || !mlen) {
         free(mpos), free(mlen);
@@ -267,7 +269,7 @@ sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_
     }
     uint64_t off = 0;
     for (size_t i = 0; i < ntensors; i++) {
-        const sr_st_tensor *t = &tensors[i];
+        const sr__st_tensor *t = &tensors[i];
         uint64_t nb = 0;
         if (tensor_bytes(t->dtype, t->ndim, t->shape, &nb) != 0) { /* check_tensors accepted it: cannot happen */
             sr__buf_free(&h);
@@ -291,7 +293,7 @@ sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_
         return NULL;
     }
 
-    sr_st_writer *w = sr__calloc(1, sizeof *w);
+    sr__st_writer *w = sr__calloc(1, sizeof *w);
     if (w) {
         w->fd = -1;
         w->path = sr__strdup(path);
@@ -349,7 +351,7 @@ fail:
     return NULL;
 }
 
-int sr__st_write(sr_st_writer *w, size_t index, uint64_t offset, const void *data, size_t bytes, char *err,
+int sr__st_write(sr__st_writer *w, size_t index, uint64_t offset, const void *data, size_t bytes, char *err,
                  size_t errlen) {
     qbuf q;
     if (!w) return seterr(err, errlen, "sr__st_write: no writer"), -1;
@@ -357,7 +359,7 @@ int sr__st_write(sr_st_writer *w, size_t index, uint64_t offset, const void *dat
         seterr(err, errlen, "%s: no tensor %zu to write (the file has %zu)", w->path, index, w->n);
         return -1;
     }
-    const sr_st_tensor *t = &w->t[index];
+    const sr__st_tensor *t = &w->t[index];
     if (offset > t->nbytes || (uint64_t)bytes > t->nbytes - offset) {
         seterr(err, errlen, "%s: tensor %s: writing %zu bytes at byte %" PRIu64 " runs past its %" PRIu64 " bytes",
                w->path, quote(&q, t->name), bytes, offset, t->nbytes);
@@ -373,7 +375,7 @@ int sr__st_write(sr_st_writer *w, size_t index, uint64_t offset, const void *dat
     return 0;
 }
 
-int sr__st_set_metadata(sr_st_writer *w, const char *key, const char *value, char *err, size_t errlen) {
+int sr__st_set_metadata(sr__st_writer *w, const char *key, const char *value, char *err, size_t errlen) {
     qbuf q;
     if (!w || !key) return seterr(err, errlen, "sr__st_set_metadata: no writer or key"), -1;
     size_t i = 0;
@@ -381,7 +383,7 @@ int sr__st_set_metadata(sr_st_writer *w, const char *key, const char *value, cha
     if (i == w->nmeta) return seterr(err, errlen, "%s: no metadata key %s to set", w->path, quote(&q, key)), -1;
     const char *why = bad_string(value);
     if (why) return seterr(err, errlen, "%s: metadata %s: value %s", w->path, quote(&q, key), why), -1;
-    sr_buf v = {0};
+    sr__buf v = {0};
     sr__buf_json_str(&v, value);
     int rc = 0;
     if ((uint64_t)v.n != w->mlen[i]) {
@@ -396,7 +398,7 @@ int sr__st_set_metadata(sr_st_writer *w, const char *key, const char *value, cha
     return rc;
 }
 
-int sr__st_finish(sr_st_writer *w, char *err, size_t errlen) {
+int sr__st_finish(sr__st_writer *w, char *err, size_t errlen) {
     qbuf q;
     if (!w) return seterr(err, errlen, "sr__st_finish: no writer"), -1;
     size_t bad = 0, first = 0;
@@ -436,7 +438,7 @@ int sr__st_finish(sr_st_writer *w, char *err, size_t errlen) {
     return 0;
 }
 
-void sr__st_abort(sr_st_writer *w) {
+void sr__st_abort(sr__st_writer *w) {
     if (!w) return;
     if (w->fd >= 0) close(w->fd);
     unlink(w->path);
@@ -445,18 +447,18 @@ void sr__st_abort(sr_st_writer *w) {
 
 /* ---- reader ---------------------------------------------------------------------------------- */
 
-struct sr_st_file {
+struct sr__st_file {
     char *path;
     unsigned char *map;
     size_t maplen;
     const unsigned char *data; /* the data section */
     uint64_t datalen;
-    sr_st_tensor *t; /* in the header's order */
+    sr__st_tensor *t; /* in the header's order */
     size_t n, cap;
-    sr_st_kv *meta;
+    sr__st_kv *meta;
     size_t nmeta, metacap;
     int have_meta;
-    char *arena; /* decoded strings: names, dtypes, metadata */
+    char *arena;   /* decoded strings: names, dtypes, metadata */
     size_t *slots; /* open-addressing hash of names: index + 1, 0 = empty */
     size_t nslots;
 };
@@ -464,7 +466,7 @@ struct sr_st_file {
 /* The header's walk: json.h reads the syntax, this the safetensors layout.  A syntax error is
    the reader's (reported by sr__st_open with its offset); a layout error is set here in err. */
 typedef struct {
-    sr_json j;
+    sr__json j;
     const char *path;
     char *err;
     size_t errlen;
@@ -484,13 +486,13 @@ static int hp_fail(hp *p, const char *fmt, ...) {
 
 /* [n, n, ...] of non-negative integers up to `max` each: the first `cap` land in out[], *count
    says how many there were.  0, 1 when it is not such an array (nothing reported), -1. */
-static int uint_array(sr_json *j, uint64_t max, uint64_t *out, int cap, int *count) {
+static int uint_array(sr__json *j, uint64_t max, uint64_t *out, int cap, int *count) {
     int more;
     *count = 0;
     if (sr__json_peek(j) != SR_JSON_ARRAY) return 1;
     if (sr__json_array(j)) return -1;
     while ((more = sr__json_element(j)) > 0) {
-        sr_json_num v;
+        sr__json_num v;
         if (sr__json_peek(j) != SR_JSON_NUMBER) return 1;
         if (sr__json_number(j, &v)) return -1;
         if (!v.is_uint || v.uint > max) return 1;
@@ -500,10 +502,10 @@ static int uint_array(sr_json *j, uint64_t max, uint64_t *out, int cap, int *cou
     return more;
 }
 
-static int add_tensor(sr_st_file *f, const sr_st_tensor *t) {
+static int add_tensor(sr__st_file *f, const sr__st_tensor *t) {
     if (f->n == f->cap) {
         size_t cap = f->cap ? 2 * f->cap : 64;
-        sr_st_tensor *nt = sr__realloc(f->t, cap * sizeof *nt);
+        sr__st_tensor *nt = sr__realloc(f->t, cap * sizeof *nt);
         if (!nt) return -1;
         f->t = nt;
         f->cap = cap;
@@ -512,13 +514,13 @@ static int add_tensor(sr_st_file *f, const sr_st_tensor *t) {
     return 0;
 }
 
-static int parse_tensor(hp *p, sr_st_file *f, const char *name, size_t nlen) {
+static int parse_tensor(hp *p, sr__st_file *f, const char *name, size_t nlen) {
     qbuf q, qd;
     char sb[256];
     const char *nm = quote(&q, name), *dtype = NULL;
     int have_shape = 0, have_offs = 0, ndim = 0, noffs = 0, more, r;
     uint64_t dims[SR_ST_MAX_DIMS], offs[2] = {0, 0};
-    sr_json *j = &p->j;
+    sr__json *j = &p->j;
     if (strlen(name) != nlen) return hp_fail(p, "tensor %s...: names must not contain \\u0000", nm);
     if (sr__json_peek(j) != SR_JSON_OBJECT)
         return hp_fail(p, "tensor %s: expected an object with dtype, shape and data_offsets", nm);
@@ -548,7 +550,7 @@ static int parse_tensor(hp *p, sr_st_file *f, const char *name, size_t nlen) {
     const char *missing = !dtype ? "dtype" : !have_shape ? "shape" : !have_offs ? "data_offsets" : NULL;
     if (missing) return hp_fail(p, "tensor %s: no %s", nm, missing);
 
-    sr_st_tensor t = {.name = name, .ndim = ndim};
+    sr__st_tensor t = {.name = name, .ndim = ndim};
     size_t d = 0;
     while (d < NDTYPES && strcmp(dtype, dtypes[d].name)) d++;
     if (d == NDTYPES)
@@ -578,15 +580,15 @@ static int parse_tensor(hp *p, sr_st_file *f, const char *name, size_t nlen) {
     return 0;
 }
 
-static int parse_meta(hp *p, sr_st_file *f) {
+static int parse_meta(hp *p, sr__st_file *f) {
     qbuf q;
     int more;
-    sr_json *j = &p->j;
+    sr__json *j = &p->j;
     if (f->have_meta++) return hp_fail(p, "__metadata__ given twice");
     if (sr__json_peek(j) == SR_JSON_NULL) return sr__json_null(j); /* null: serde reads it as no metadata */
     if (sr__json_peek(j) != SR_JSON_OBJECT) return hp_fail(p, "__metadata__ is not an object of strings");
     if (sr__json_object(j)) return -1;
-    sr_st_kv kv;
+    sr__st_kv kv;
     size_t klen, vlen;
     while ((more = sr__json_member(j, &kv.key, &klen)) > 0) {
         const char *k = quote(&q, kv.key);
@@ -596,7 +598,7 @@ static int parse_meta(hp *p, sr_st_file *f) {
         if (strlen(kv.value) != vlen) return hp_fail(p, "__metadata__ %s: the value contains \\u0000", k);
         if (f->nmeta == f->metacap) {
             size_t cap = f->metacap ? 2 * f->metacap : 8;
-            sr_st_kv *nm = sr__realloc(f->meta, cap * sizeof *nm);
+            sr__st_kv *nm = sr__realloc(f->meta, cap * sizeof *nm);
             if (!nm) return hp_fail(p, "out of memory");
             f->meta = nm;
             f->metacap = cap;
@@ -607,8 +609,8 @@ static int parse_meta(hp *p, sr_st_file *f) {
 }
 
 /* 0, or -1 with err set: the reader's syntax error with its offset, or a layout error. */
-static int parse_header(hp *p, sr_st_file *f) {
-    sr_json *j = &p->j;
+static int parse_header(hp *p, sr__st_file *f) {
+    sr__json *j = &p->j;
     const char *key;
     size_t klen, at;
     int more, rc = -1;
@@ -625,14 +627,14 @@ static int parse_header(hp *p, sr_st_file *f) {
 }
 
 static int cmp_offset(const void *a, const void *b) {
-    const sr_st_tensor *x = *(const sr_st_tensor *const *)a, *y = *(const sr_st_tensor *const *)b;
+    const sr__st_tensor *x = *(const sr__st_tensor *const *)a, *y = *(const sr__st_tensor *const *)b;
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
 static uint64_t hash_name(const char *s) { return sr__fnv1a64_str(SR_FNV1A64_BASIS, s); }
 
 /* Names unique, no two tensors sharing a byte (empty ones share none), the name index. */
-static int check_file(sr_st_file *f, char *err, size_t errlen) {
+static int check_file(sr__st_file *f, char *err, size_t errlen) {
     qbuf q1, q2;
     size_t m = f->n > f->nmeta ? f->n : f->nmeta;
     void *tmp = sr__malloc((m ? m : 1) * sizeof(void *));
@@ -648,26 +650,25 @@ static int check_file(sr_st_file *f, char *err, size_t errlen) {
         seterr(err, errlen, "%s: tensor %s appears twice in the header", f->path, quote(&q1, dup));
         return free(tmp), -1;
     }
-    const sr_st_tensor **byoff = tmp;
+    const sr__st_tensor **byoff = tmp;
     size_t k = 0;
     for (size_t i = 0; i < f->n; i++)
         if (f->t[i].nbytes) byoff[k++] = &f->t[i];
     qsort(byoff, k, sizeof *byoff, cmp_offset);
     for (size_t i = 1; i < k; i++) {
-        const sr_st_tensor *a = byoff[i - 1], *b = byoff[i];
+        const sr__st_tensor *a = byoff[i - 1], *b = byoff[i];
         if (b->offset < a->offset + a->nbytes) {
-            seterr(err, errlen,
-                   "%s: tensors %s [%" PRIu64 ", %" PRIu64 "] and %s [%" PRIu64 ", %" PRIu64 "] overlap", f->path,
-                   quote(&q1, a->name), a->offset, a->offset + a->nbytes, quote(&q2, b->name), b->offset,
+            seterr(err, errlen, "%s: tensors %s [%" PRIu64 ", %" PRIu64 "] and %s [%" PRIu64 ", %" PRIu64 "] overlap",
+                   f->path, quote(&q1, a->name), a->offset, a->offset + a->nbytes, quote(&q2, b->name), b->offset,
                    b->offset + b->nbytes);
             return free(tmp), -1;
         }
     }
     free(tmp);
 
-    for (f->nslots = 8; f->nslots < 2 * f->n; f->nslots *= 2) {
-    }
-    if (!(f->slots = sr__calloc(f->nslots, sizeof *f->slots))) return seterr(err, errlen, "%s: out of memory", f->path), -1;
+    for (f->nslots = 8; f->nslots < 2 * f->n; f->nslots *= 2) {}
+    if (!(f->slots = sr__calloc(f->nslots, sizeof *f->slots)))
+        return seterr(err, errlen, "%s: out of memory", f->path), -1;
     for (size_t i = 0; i < f->n; i++) {
         size_t s = (size_t)hash_name(f->t[i].name) & (f->nslots - 1);
         while (f->slots[s]) s = (s + 1) & (f->nslots - 1);
@@ -676,7 +677,7 @@ static int check_file(sr_st_file *f, char *err, size_t errlen) {
     return 0;
 }
 
-sr_st_file *sr__st_open(const char *path, char *err, size_t errlen) {
+sr__st_file *sr__st_open(const char *path, char *err, size_t errlen) {
     struct stat st;
     if (!path) return seterr(err, errlen, "sr__st_open: no path"), NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -723,7 +724,7 @@ sr_st_file *sr__st_open(const char *path, char *err, size_t errlen) {
         return NULL;
     }
 
-    sr_st_file *f = sr__calloc(1, sizeof *f);
+    sr__st_file *f = sr__calloc(1, sizeof *f);
     if (f) {
         f->map = map;
         f->maplen = (size_t)size;
@@ -761,15 +762,15 @@ sr_st_file *sr__st_open(const char *path, char *err, size_t errlen) {
     return f;
 }
 
-size_t sr__st_count(const sr_st_file *f) { return f ? f->n : 0; }
+size_t sr__st_count(const sr__st_file *f) { return f ? f->n : 0; }
 
-const sr_st_tensor *sr__st_at(const sr_st_file *f, size_t i) { return f && i < f->n ? &f->t[i] : NULL; }
+const sr__st_tensor *sr__st_at(const sr__st_file *f, size_t i) { return f && i < f->n ? &f->t[i] : NULL; }
 
-const sr_st_tensor *sr__st_find(const sr_st_file *f, const char *name, const void **data) {
+const sr__st_tensor *sr__st_find(const sr__st_file *f, const char *name, const void **data) {
     if (data) *data = NULL;
     if (!f || !name) return NULL;
     for (size_t s = (size_t)hash_name(name) & (f->nslots - 1); f->slots[s]; s = (s + 1) & (f->nslots - 1)) {
-        const sr_st_tensor *t = &f->t[f->slots[s] - 1];
+        const sr__st_tensor *t = &f->t[f->slots[s] - 1];
         if (!strcmp(t->name, name)) {
             if (data) *data = f->data + t->offset;
             return t;
@@ -778,18 +779,18 @@ const sr_st_tensor *sr__st_find(const sr_st_file *f, const char *name, const voi
     return NULL;
 }
 
-const char *sr__st_metadata(const sr_st_file *f, const char *key) {
+const char *sr__st_metadata(const sr__st_file *f, const char *key) {
     if (!f || !key) return NULL;
     for (size_t i = 0; i < f->nmeta; i++)
         if (!strcmp(f->meta[i].key, key)) return f->meta[i].value;
     return NULL;
 }
 
-size_t sr__st_metadata_count(const sr_st_file *f) { return f ? f->nmeta : 0; }
+size_t sr__st_metadata_count(const sr__st_file *f) { return f ? f->nmeta : 0; }
 
-const sr_st_kv *sr__st_metadata_at(const sr_st_file *f, size_t i) { return f && i < f->nmeta ? &f->meta[i] : NULL; }
+const sr__st_kv *sr__st_metadata_at(const sr__st_file *f, size_t i) { return f && i < f->nmeta ? &f->meta[i] : NULL; }
 
-void sr__st_close(sr_st_file *f) {
+void sr__st_close(sr__st_file *f) {
     if (!f) return;
     if (f->map) munmap(f->map, f->maplen);
     free(f->t);
@@ -800,7 +801,7 @@ void sr__st_close(sr_st_file *f) {
     free(f);
 }
 
-int sr__st_to_f32(const sr_st_tensor *t, const void *data, size_t first, size_t n, float *dst) {
+int sr__st_to_f32(const sr__st_tensor *t, const void *data, size_t first, size_t n, float *dst) {
     const unsigned char *b = data;
     for (size_t i = 0; i < n; i++) { /* memcpy: a foreign file's data need not be aligned */
         size_t j = first + i;

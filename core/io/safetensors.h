@@ -24,55 +24,55 @@
 
 #define SR_ST_MAX_DIMS 8
 
-typedef struct sr_st_tensor {
+typedef struct sr__st_tensor {
     const char *name;
     sr_dtype dtype; /* F32, F16, BF16, I32, I64 */
     int ndim;
     int64_t shape[SR_ST_MAX_DIMS];
     uint64_t offset; /* from the start of the data section (filled in by create/open) */
     uint64_t nbytes; /* filled in by create/open */
-} sr_st_tensor;
+} sr__st_tensor;
 
-typedef struct sr_st_kv {
+typedef struct sr__st_kv {
     const char *key, *value;
-} sr_st_kv;
+} sr__st_kv;
 
-typedef struct sr_st_writer sr_st_writer;
+typedef struct sr__st_writer sr__st_writer;
 
 /* Creates `path` (truncating) and writes the header: tensors in the given order, back to back.
    NULL with a message in err. */
-sr_st_writer *sr__st_create(const char *path, const sr_st_tensor *tensors, size_t ntensors, const sr_st_kv *meta,
-                            size_t nmeta, char *err, size_t errlen);
+sr__st_writer *sr__st_create(const char *path, const sr__st_tensor *tensors, size_t ntensors, const sr__st_kv *meta,
+                             size_t nmeta, char *err, size_t errlen);
 /* Writes `bytes` bytes at byte `offset` within tensor `index`.  0, or -1 with a message in err. */
-int sr__st_write(sr_st_writer *w, size_t index, uint64_t offset, const void *data, size_t bytes, char *err,
+int sr__st_write(sr__st_writer *w, size_t index, uint64_t offset, const void *data, size_t bytes, char *err,
                  size_t errlen);
 /* Replaces the value of metadata `key` (given to sr__st_create) in the written header: the new
    value must take as many bytes as the old one (a placeholder of the same length, e.g. a hash of
    fixed width written as 16 zeros), so nothing moves.  Any time before sr__st_finish.  0 or -1. */
-int sr__st_set_metadata(sr_st_writer *w, const char *key, const char *value, char *err, size_t errlen);
+int sr__st_set_metadata(sr__st_writer *w, const char *key, const char *value, char *err, size_t errlen);
 /* Checks every tensor was fully written, fsyncs, closes, frees.  0 or -1 (the file is removed). */
-int sr__st_finish(sr_st_writer *w, char *err, size_t errlen);
+int sr__st_finish(sr__st_writer *w, char *err, size_t errlen);
 /* Closes, removes the file, frees. */
-void sr__st_abort(sr_st_writer *w);
+void sr__st_abort(sr__st_writer *w);
 
-typedef struct sr_st_file sr_st_file;
+typedef struct sr__st_file sr__st_file;
 
 /* Maps and validates `path`; NULL with a message naming the file and the problem. */
-sr_st_file *sr__st_open(const char *path, char *err, size_t errlen);
-size_t sr__st_count(const sr_st_file *f);
-const sr_st_tensor *sr__st_at(const sr_st_file *f, size_t i);
+sr__st_file *sr__st_open(const char *path, char *err, size_t errlen);
+size_t sr__st_count(const sr__st_file *f);
+const sr__st_tensor *sr__st_at(const sr__st_file *f, size_t i);
 /* The tensor called `name` and its data, or NULL. */
-const sr_st_tensor *sr__st_find(const sr_st_file *f, const char *name, const void **data);
+const sr__st_tensor *sr__st_find(const sr__st_file *f, const char *name, const void **data);
 /* A __metadata__ value, or NULL. */
-const char *sr__st_metadata(const sr_st_file *f, const char *key);
+const char *sr__st_metadata(const sr__st_file *f, const char *key);
 /* The __metadata__ entries in the header's order: how many, and entry i (NULL past the end). */
-size_t sr__st_metadata_count(const sr_st_file *f);
-const sr_st_kv *sr__st_metadata_at(const sr_st_file *f, size_t i);
-void sr__st_close(sr_st_file *f);
+size_t sr__st_metadata_count(const sr__st_file *f);
+const sr__st_kv *sr__st_metadata_at(const sr__st_file *f, size_t i);
+void sr__st_close(sr__st_file *f);
 
 /* Elements [first, first + n) of a floating-point tensor (F32, BF16, F16) as fp32.  0, or -1 for
    an integer tensor. */
-int sr__st_to_f32(const sr_st_tensor *t, const void *data, size_t first, size_t n, float *dst);
+int sr__st_to_f32(const sr__st_tensor *t, const void *data, size_t first, size_t n, float *dst);
 
 /* "F32", "F16", "BF16", "I32", "I64" */
 const char *sr__st_dtype_name(sr_dtype dtype);

@@ -20,16 +20,16 @@
 /* The store calls a backend may make, with the contracts of sr__store_set/get/wait (store/store.h).
    They come through this table because libshardrun_cuda.so reaches nothing of libshardrun but its
    public API: the sr__ functions are not exported. */
-typedef struct sr_pg_store_ops {
-    int (*set)(sr_store *c, const char *key, const void *value, size_t len);
-    int (*get)(sr_store *c, const char *key, void **value, size_t *len);
-    int (*wait)(sr_store *c, const char *const *keys, int n, double timeout_s, char *missing, size_t mlen);
-} sr_pg_store_ops;
+typedef struct sr__pg_store_ops {
+    int (*set)(sr__store *c, const char *key, const void *value, size_t len);
+    int (*get)(sr__store *c, const char *key, void **value, size_t *len);
+    int (*wait)(sr__store *c, const char *const *keys, int n, double timeout_s, char *missing, size_t mlen);
+} sr__pg_store_ops;
 
 /* What a backend needs to create a group (world or child). */
-typedef struct sr_pg_setup {
-    sr_store *store;
-    const sr_pg_store_ops *store_ops; /* calls on `store`, made holding store_lock */
+typedef struct sr__pg_setup {
+    sr__store *store;
+    const sr__pg_store_ops *store_ops; /* calls on `store`, made holding store_lock */
     pthread_mutex_t *store_lock;
     const char *prefix;   /* store key prefix of this group, e.g. "pg/world/" */
     int rank, size;       /* within the new group */
@@ -41,24 +41,24 @@ typedef struct sr_pg_setup {
     unsigned long long run_hash; /* shm: a hash of the run's store token, and the job's attempt, */
     int attempt;                 /* for segment names no other run or attempt uses */
     const int *hosts;            /* per rank of the new group: an index naming its host (hier) */
-} sr_pg_setup;
+} sr__pg_setup;
 
-typedef struct sr_pg_backend_ops {
+typedef struct sr__pg_backend_ops {
     const char *name;
     int (*all_gather)(void *impl, const void *send, void *recv, size_t count, sr_dtype dt, int *stuck, char *err,
                       size_t errlen);
-    int (*reduce_scatter)(void *impl, const void *send, void *recv, size_t count, sr_dtype dt, sr_redop op,
-                          int *stuck, char *err, size_t errlen);
+    int (*reduce_scatter)(void *impl, const void *send, void *recv, size_t count, sr_dtype dt, sr_redop op, int *stuck,
+                          char *err, size_t errlen);
     int (*all_reduce)(void *impl, void *buf, size_t count, sr_dtype dt, sr_redop op, int *stuck, char *err,
                       size_t errlen);
     int (*broadcast)(void *impl, void *buf, size_t count, sr_dtype dt, int root, int *stuck, char *err, size_t errlen);
     int (*barrier)(void *impl, int *stuck, char *err, size_t errlen);
     /* a child group from a parent's impl (parent NULL: the world) */
-    void *(*create)(void *parent, const sr_pg_setup *setup, char *err, size_t errlen);
+    void *(*create)(void *parent, const sr__pg_setup *setup, char *err, size_t errlen);
     void (*destroy)(void *impl);
-} sr_pg_backend_ops;
+} sr__pg_backend_ops;
 
-extern const sr_pg_backend_ops sr__gloo_backend;
+extern const sr__pg_backend_ops sr__gloo_backend;
 
 /* The nccl backend lives in libshardrun_cuda.so, which exports this symbol. */
 #define SR_NCCL_BACKEND_SYMBOL "sr__nccl_backend"

@@ -39,13 +39,13 @@
 #define DIRECT_MAX_RANKS 64
 
 typedef struct gloo_pg {
-    sr_gloo *g;
+    sr__gloo *g;
     int rank, size;
     /* receive buffers of the ring steps, kept (and registered with Gloo) between operations:
        fresh pages for every call cost a page fault per 4 KiB, a third of a 64 MiB all-reduce */
     unsigned char *scratch[2];
     size_t scratch_len[2];
-    sr_gloo_buf *scratch_buf[2];
+    sr__gloo_buf *scratch_buf[2];
     /* direct path: per-peer arguments of sr__gloo_exchange, and a copy of this rank's own
        contribution when the output overwrites it */
     const void **dsend;
@@ -58,7 +58,7 @@ typedef struct gloo_pg {
 /* what an average divides by: the group size (SHARDRUN_DEBUG_PG_FAULT=gloo_avg_divisor: one more) */
 static int avg_divisor(int n) { return sr__pg_fault() == SR_PG_FAULT_GLOO_AVG_DIVISOR ? n + 1 : n; }
 
-static sr_gloo_buf *scratch(gloo_pg *p, int i, size_t len, unsigned char **mem, char *err, size_t errlen) {
+static sr__gloo_buf *scratch(gloo_pg *p, int i, size_t len, unsigned char **mem, char *err, size_t errlen) {
     if (p->scratch_len[i] < len || !p->scratch_buf[i]) {
         sr__gloo_buf_free(p->scratch_buf[i]);
         free(p->scratch[i]);
@@ -169,7 +169,7 @@ static void reduce_segment(void *a, size_t off, size_t len) {
 }
 
 /* One ring step (byte offsets into registered buffers). */
-static int step(gloo_pg *p, sr_gloo_buf *sb, size_t soff, size_t slen, sr_gloo_buf *rb, size_t roff, size_t rlen,
+static int step(gloo_pg *p, sr__gloo_buf *sb, size_t soff, size_t slen, sr__gloo_buf *rb, size_t roff, size_t rlen,
                 reduce_arg *ra, int *stuck, char *err, size_t errlen) {
     int rc = sr__gloo_ring_step(p->g, mod(p->rank + 1, p->size), sb, soff, slen, mod(p->rank - 1, p->size), rb, roff,
                                 rlen, SEGMENT, ra ? reduce_segment : NULL, ra, stuck, err, errlen);
@@ -178,12 +178,13 @@ static int step(gloo_pg *p, sr_gloo_buf *sb, size_t soff, size_t slen, sr_gloo_b
 
 /* In-place ring all-gather of a registered buffer whose chunk i is `count` elements (even) or
    chunk_start/chunk_len of `count` (uneven). */
-static int ring_all_gather(gloo_pg *p, sr_gloo_buf *b, size_t count, size_t es, int even, int *stuck, char *err,
+static int ring_all_gather(gloo_pg *p, sr__gloo_buf *b, size_t count, size_t es, int even, int *stuck, char *err,
                            size_t errlen) {
     int n = p->size;
     for (int s = 0; s < n - 1; s++) {
         int out = mod(p->rank - s, n), in = mod(p->rank - s - 1, n);
-        size_t os = even ? (size_t)out * count : chunk_start(count, n, out), ol = even ? count : chunk_len(count, n, out);
+        size_t os = even ? (size_t)out * count : chunk_start(count, n, out),
+               ol = even ? count : chunk_len(count, n, out);
         size_t is = even ? (size_t)in * count : chunk_start(count, n, in), il = even ? count : chunk_len(count, n, in);
         int rc = step(p, b, os * es, ol * es, b, is * es, il * es, NULL, stuck, err, errlen);
         if (rc) return rc;
@@ -202,7 +203,7 @@ static int gloo_all_gather(void *impl, const void *send, void *recv, size_t coun
         for (int q = 0; q < p->size; q++) p->dstart[q] = (size_t)q * count * es, p->dsize[q] = count * es;
         return direct_gather_chunks(p, recv, p->dstart, p->dsize, stuck, err, errlen);
     }
-    sr_gloo_buf *b = sr__gloo_buf_new(p->g, recv, count * es * (size_t)p->size, err, errlen);
+    sr__gloo_buf *b = sr__gloo_buf_new(p->g, recv, count * es * (size_t)p->size, err, errlen);
     if (!b) return -1;
     int rc = ring_all_gather(p, b, count, es, 1, stuck, err, errlen);
     sr__gloo_buf_free(b);
@@ -226,11 +227,11 @@ static int gloo_reduce_scatter(void *impl, const void *send, void *recv, size_t 
     /* the input stays untouched: partial sums travel through two chunk-sized scratch buffers;
        Gloo only reads from the input, so registering it without const is safe */
     unsigned char *tmp[2];
-    sr_gloo_buf *tb[2] = {scratch(p, 0, cb, &tmp[0], err, errlen), scratch(p, 1, cb, &tmp[1], err, errlen)};
-    sr_gloo_buf *ib = sr__gloo_buf_new(p->g, (void *)send, cb * (size_t)n, err, errlen);
-    sr_gloo_buf *ob = sr__gloo_buf_new(p->g, recv, cb, err, errlen);
+    sr__gloo_buf *tb[2] = {scratch(p, 0, cb, &tmp[0], err, errlen), scratch(p, 1, cb, &tmp[1], err, errlen)};
+    sr__gloo_buf *ib = sr__gloo_buf_new(p->g, (void *)send, cb * (size_t)n, err, errlen);
+    sr__gloo_buf *ob = sr__gloo_buf_new(p->g, recv, cb, err, errlen);
     int rc = tb[0] && tb[1] && ib && ob ? 0 : -1;
-    sr_gloo_buf *out = ib;
+    sr__gloo_buf *out = ib;
     size_t out_off = (size_t)mod(p->rank - 1, n) * cb;
     for (int s = 0; s < n - 1 && rc == 0; s++) {
         int c = mod(p->rank - s - 2, n), last = s == n - 2;
@@ -277,8 +278,8 @@ static int gloo_all_reduce(void *impl, void *buf, size_t count, sr_dtype dt, sr_
     if (direct_fits(p, count * es, 1)) return direct_all_reduce_whole(p, b, count, dt, op, stuck, err, errlen);
     if (direct_fits(p, chunk_len(count, n, 0) * es, DIRECT_ROUNDS))
         return direct_all_reduce_chunks(p, b, count, dt, op, stuck, err, errlen);
-    sr_gloo_buf *tb = scratch(p, 0, chunk_len(count, n, 0) * es, &tmp, err, errlen);
-    sr_gloo_buf *bb = sr__gloo_buf_new(p->g, buf, count * es, err, errlen);
+    sr__gloo_buf *tb = scratch(p, 0, chunk_len(count, n, 0) * es, &tmp, err, errlen);
+    sr__gloo_buf *bb = sr__gloo_buf_new(p->g, buf, count * es, err, errlen);
     int rc = tb && bb ? 0 : -1;
     for (int s = 0; s < n - 1 && rc == 0; s++) {
         int out = mod(p->rank - s - 1, n), in = mod(p->rank - s - 2, n);
@@ -286,7 +287,8 @@ static int gloo_all_reduce(void *impl, void *buf, size_t count, sr_dtype dt, sr_
         rc = step(p, bb, chunk_start(count, n, out) * es, chunk_len(count, n, out) * es, tb, 0,
                   chunk_len(count, n, in) * es, &ra, stuck, err, errlen);
     }
-    if (rc == 0 && op == SR_AVG) sr__divide(b + chunk_start(count, n, p->rank) * es, chunk_len(count, n, p->rank), dt, avg_divisor(n));
+    if (rc == 0 && op == SR_AVG)
+        sr__divide(b + chunk_start(count, n, p->rank) * es, chunk_len(count, n, p->rank), dt, avg_divisor(n));
     if (rc == 0) rc = ring_all_gather(p, bb, count, es, 0, stuck, err, errlen);
     sr__gloo_buf_free(bb);
     return rc;
@@ -309,7 +311,7 @@ static int gloo_barrier(void *impl, int *stuck, char *err, size_t errlen) {
 
 static void gloo_destroy(void *impl);
 
-static void *gloo_create(void *parent, const sr_pg_setup *s, char *err, size_t errlen) {
+static void *gloo_create(void *parent, const sr__pg_setup *s, char *err, size_t errlen) {
     (void)parent; /* every Gloo group meets afresh through the store */
     gloo_pg *p = sr__calloc(1, sizeof *p);
     if (!p) return snprintf(err, errlen, "gloo: out of memory for a group of %d ranks", s->size), NULL;
@@ -331,7 +333,8 @@ static void *gloo_create(void *parent, const sr_pg_setup *s, char *err, size_t e
             p->dsize = sr__calloc((size_t)s->size, sizeof *p->dsize);
             p->own = sr__malloc(direct);
             if (!p->dsend || !p->dlen || !p->drecv || !p->dstart || !p->dsize || !p->own) {
-                snprintf(err, errlen, "gloo: out of memory for the direct path of %d ranks (%zu bytes)", s->size, direct);
+                snprintf(err, errlen, "gloo: out of memory for the direct path of %d ranks (%zu bytes)", s->size,
+                         direct);
                 gloo_destroy(p);
                 return NULL;
             }
@@ -356,7 +359,7 @@ static void gloo_destroy(void *impl) {
     free(p);
 }
 
-const sr_pg_backend_ops sr__gloo_backend = {
-    "gloo",         gloo_all_gather, gloo_reduce_scatter, gloo_all_reduce, gloo_broadcast, gloo_barrier,
-    gloo_create,    gloo_destroy,
+const sr__pg_backend_ops sr__gloo_backend = {
+    "gloo",         gloo_all_gather, gloo_reduce_scatter, gloo_all_reduce,
+    gloo_broadcast, gloo_barrier,    gloo_create,         gloo_destroy,
 };

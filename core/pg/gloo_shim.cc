@@ -25,7 +25,7 @@ namespace {
 // expects; a timeout names the missing keys.
 class StoreAdapter : public gloo::rendezvous::Store {
   public:
-    StoreAdapter(sr_store *s, pthread_mutex_t *lock, std::string prefix, double timeout_s)
+    StoreAdapter(sr__store *s, pthread_mutex_t *lock, std::string prefix, double timeout_s)
         : s_(s), lock_(lock), prefix_(std::move(prefix)), timeout_s_(timeout_s) {}
 
     void set(const std::string &key, const std::vector<char> &data) override {
@@ -61,8 +61,8 @@ class StoreAdapter : public gloo::rendezvous::Store {
         std::vector<size_t> len(keys.size(), 0);
         char missing[1024] = "";
         Locked l(lock_);
-        int rc = sr__store_fetch_pieces(s_, ptrs.data(), (int)ptrs.size(), piece, pieces, timeout_s_, v.data(), len.data(),
-                                        missing, sizeof missing);
+        int rc = sr__store_fetch_pieces(s_, ptrs.data(), (int)ptrs.size(), piece, pieces, timeout_s_, v.data(),
+                                        len.data(), missing, sizeof missing);
         if (rc == 1) throw gloo::IoException(std::string("timed out waiting for store keys ") + missing);
         if (rc != 0) throw gloo::IoException(std::string("store get failed: ") + sr__store_error(s_));
         for (size_t i = 0; i < keys.size(); i++) {
@@ -94,7 +94,7 @@ class StoreAdapter : public gloo::rendezvous::Store {
         ~Locked() { pthread_mutex_unlock(m_); }
         pthread_mutex_t *m_;
     };
-    sr_store *s_;
+    sr__store *s_;
     pthread_mutex_t *lock_;
     std::string prefix_;
     double timeout_s_;
@@ -109,9 +109,7 @@ template <typename Fn> int guarded(char *err, size_t errlen, Fn fn) {
     try {
         fn();
         return 0;
-    } catch (const std::exception &e) {
-        set_error(err, errlen, e.what());
-    } catch (...) {
+    } catch (const std::exception &e) { set_error(err, errlen, e.what()); } catch (...) {
         set_error(err, errlen, "unknown Gloo error");
     }
     return -1;
@@ -153,9 +151,7 @@ class ParallelContext : public gloo::Context {
                     tc->getPair(i)->connect(i < rank ? from_lower[(size_t)i] : from_higher[(size_t)(i - rank - 1)]);
                     // leaving the loop waits for one of its ticks: in parallel, one tick in all
                     if (sync) tc->getPair(i)->setSync(true, false);
-                } catch (...) {
-                    errors[i] = std::current_exception();
-                }
+                } catch (...) { errors[i] = std::current_exception(); }
             });
         }
         for (auto &t : threads) t.join();
@@ -166,7 +162,7 @@ class ParallelContext : public gloo::Context {
     }
 };
 
-}  // namespace
+} // namespace
 
 // The direct path: a second context over the same device whose pairs are in Gloo's sync mode,
 // each with one bound send buffer and one bound receive buffer (same slot on both sides) over
@@ -175,26 +171,26 @@ class ParallelContext : public gloo::Context {
 // handshake, which matter when ranks outnumber cores.
 constexpr int kDirectSlot = 0;
 
-struct sr_gloo {
+struct sr__gloo {
     std::shared_ptr<ParallelContext> ctx;
     std::chrono::milliseconds timeout;
     std::shared_ptr<ParallelContext> direct;
-    size_t cap = 0;                           // bytes per peer and message
+    size_t cap = 0;                            // bytes per peer and message
     std::vector<unsigned char> sstage, rstage; // peer p's slice at p * cap
     std::vector<std::unique_ptr<gloo::transport::Buffer>> sbuf, rbuf;
     bool ready = false; // staging and buffers set up
 
-    ~sr_gloo() {
+    ~sr__gloo() {
         // buffers unregister from their pairs, so they go first
         sbuf.clear();
         rbuf.clear();
     }
 };
 
-extern "C" sr_gloo *sr__gloo_create(sr_store *store, pthread_mutex_t *store_lock, const char *prefix, int rank,
-                                    int size, const char *hostname, const char *iface, double timeout_s,
-                                    size_t direct_cap, char *err, size_t errlen) {
-    sr_gloo *g = nullptr;
+extern "C" sr__gloo *sr__gloo_create(sr__store *store, pthread_mutex_t *store_lock, const char *prefix, int rank,
+                                     int size, const char *hostname, const char *iface, double timeout_s,
+                                     size_t direct_cap, char *err, size_t errlen) {
+    sr__gloo *g = nullptr;
     guarded(err, errlen, [&] {
         gloo::transport::tcp::attr attr;
         if (iface && *iface) attr.iface = iface;
@@ -212,13 +208,13 @@ extern "C" sr_gloo *sr__gloo_create(sr_store *store, pthread_mutex_t *store_lock
             StoreAdapter dadapter(store, store_lock, std::string(prefix) + "direct/", timeout_s);
             direct->connect(dadapter, dev, true);
         }
-        g = new sr_gloo{ctx, timeout, direct, direct ? direct_cap : 0, {}, {}, {}, {}, false};
+        g = new sr__gloo{ctx, timeout, direct, direct ? direct_cap : 0, {}, {}, {}, {}, false};
     });
     return g;
 }
 
 // Staging memory and bound buffers of the direct path, on first use (most groups never need it).
-static void direct_setup(sr_gloo *g) {
+static void direct_setup(sr__gloo *g) {
     if (g->ready) return;
     int n = g->direct->size;
     g->sstage.resize(g->cap * (size_t)n);
@@ -234,9 +230,9 @@ static void direct_setup(sr_gloo *g) {
     g->ready = true;
 }
 
-extern "C" size_t sr__gloo_direct_cap(sr_gloo *g) { return g->cap; }
+extern "C" size_t sr__gloo_direct_cap(sr__gloo *g) { return g->cap; }
 
-extern "C" int sr__gloo_exchange(sr_gloo *g, const void *const *send, const size_t *slen, const unsigned char **recv,
+extern "C" int sr__gloo_exchange(sr__gloo *g, const void *const *send, const size_t *slen, const unsigned char **recv,
                                  int *stuck_peer, char *err, size_t errlen) {
     *stuck_peer = -1;
     int n = g->direct->size, me = g->direct->rank;
@@ -261,27 +257,28 @@ extern "C" int sr__gloo_exchange(sr_gloo *g, const void *const *send, const size
     });
 }
 
-struct sr_gloo_buf {
+struct sr__gloo_buf {
     std::unique_ptr<gloo::transport::UnboundBuffer> ub;
 };
 
-extern "C" sr_gloo_buf *sr__gloo_buf_new(sr_gloo *g, void *ptr, size_t len, char *err, size_t errlen) {
-    sr_gloo_buf *b = nullptr;
-    guarded(err, errlen, [&] { b = new sr_gloo_buf{g->ctx->createUnboundBuffer(ptr, len)}; });
+extern "C" sr__gloo_buf *sr__gloo_buf_new(sr__gloo *g, void *ptr, size_t len, char *err, size_t errlen) {
+    sr__gloo_buf *b = nullptr;
+    guarded(err, errlen, [&] { b = new sr__gloo_buf{g->ctx->createUnboundBuffer(ptr, len)}; });
     return b;
 }
 
-extern "C" void sr__gloo_buf_free(sr_gloo_buf *b) { delete b; }
+extern "C" void sr__gloo_buf_free(sr__gloo_buf *b) { delete b; }
 
-extern "C" int sr__gloo_ring_step(sr_gloo *g, int right, sr_gloo_buf *sb, size_t soff, size_t slen, int left,
-                                  sr_gloo_buf *rb, size_t roff, size_t rlen, size_t segment,
-                                  sr_gloo_segment_fn on_segment, void *arg, int *stuck_peer, char *err,
-                                  size_t errlen) {
+extern "C" int sr__gloo_ring_step(sr__gloo *g, int right, sr__gloo_buf *sb, size_t soff, size_t slen, int left,
+                                  sr__gloo_buf *rb, size_t roff, size_t rlen, size_t segment,
+                                  sr_gloo_segment_fn on_segment, void *arg, int *stuck_peer, char *err, size_t errlen) {
     *stuck_peer = -1;
     return guarded(err, errlen, [&] {
         auto slot = g->ctx->nextSlot();
-        for (size_t off = 0; off < slen; off += segment) sb->ub->send(right, slot, soff + off, std::min(segment, slen - off));
-        for (size_t off = 0; off < rlen; off += segment) rb->ub->recv(left, slot, roff + off, std::min(segment, rlen - off));
+        for (size_t off = 0; off < slen; off += segment)
+            sb->ub->send(right, slot, soff + off, std::min(segment, slen - off));
+        for (size_t off = 0; off < rlen; off += segment)
+            rb->ub->recv(left, slot, roff + off, std::min(segment, rlen - off));
         for (size_t off = 0; off < rlen; off += segment) {
             *stuck_peer = left;
             rb->ub->waitRecv(g->timeout);
@@ -296,7 +293,7 @@ extern "C" int sr__gloo_ring_step(sr_gloo *g, int right, sr_gloo_buf *sb, size_t
     });
 }
 
-extern "C" int sr__gloo_broadcast(sr_gloo *g, void *buf, size_t len, int root, char *err, size_t errlen) {
+extern "C" int sr__gloo_broadcast(sr__gloo *g, void *buf, size_t len, int root, char *err, size_t errlen) {
     return guarded(err, errlen, [&] {
         gloo::BroadcastOptions opts(g->ctx);
         opts.setOutput(static_cast<char *>(buf), len);
@@ -306,7 +303,7 @@ extern "C" int sr__gloo_broadcast(sr_gloo *g, void *buf, size_t len, int root, c
     });
 }
 
-extern "C" int sr__gloo_barrier(sr_gloo *g, char *err, size_t errlen) {
+extern "C" int sr__gloo_barrier(sr__gloo *g, char *err, size_t errlen) {
     return guarded(err, errlen, [&] {
         gloo::BarrierOptions opts(g->ctx);
         opts.setTimeout(g->timeout);
@@ -314,4 +311,4 @@ extern "C" int sr__gloo_barrier(sr_gloo *g, char *err, size_t errlen) {
     });
 }
 
-extern "C" void sr__gloo_free(sr_gloo *g) { delete g; }
+extern "C" void sr__gloo_free(sr__gloo *g) { delete g; }

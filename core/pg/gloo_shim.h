@@ -16,21 +16,21 @@
 extern "C" {
 #endif
 
-typedef struct sr_gloo sr_gloo;
+typedef struct sr__gloo sr__gloo;
 
 /* Keys go to the store under `prefix`; `store_lock` serialises the (shared) store client.
    hostname/iface pick the interface Gloo listens on (iface wins when set).  direct_cap > 0 also
    connects the direct path (sr__gloo_exchange) for messages of up to direct_cap bytes. */
-sr_gloo *sr__gloo_create(sr_store *store, pthread_mutex_t *store_lock, const char *prefix, int rank, int size,
-                         const char *hostname, const char *iface, double timeout_s, size_t direct_cap, char *err,
-                         size_t errlen);
+sr__gloo *sr__gloo_create(sr__store *store, pthread_mutex_t *store_lock, const char *prefix, int rank, int size,
+                          const char *hostname, const char *iface, double timeout_s, size_t direct_cap, char *err,
+                          size_t errlen);
 
 /* Memory registered with Gloo for transfers.  Registering is cheap, but unregistering waits for
    Gloo's loop thread to let go of it (spinning on sched_yield): register once per operation (or
    keep it, for scratch memory), never per step. */
-typedef struct sr_gloo_buf sr_gloo_buf;
-sr_gloo_buf *sr__gloo_buf_new(sr_gloo *g, void *ptr, size_t len, char *err, size_t errlen);
-void sr__gloo_buf_free(sr_gloo_buf *b);
+typedef struct sr__gloo_buf sr__gloo_buf;
+sr__gloo_buf *sr__gloo_buf_new(sr__gloo *g, void *ptr, size_t len, char *err, size_t errlen);
+void sr__gloo_buf_free(sr__gloo_buf *b);
 
 /* Called after each received segment of a ring step (to reduce it while the rest arrives);
    offset is relative to the start of the received region. */
@@ -39,22 +39,22 @@ typedef void (*sr_gloo_segment_fn)(void *arg, size_t offset, size_t len);
 /* One ring step: send sb[soff..soff+slen) to `right` while receiving rb[roff..roff+rlen) from
    `left`, in segments of at most `segment` bytes; on_segment (may be NULL) runs as each arrives.
    On a timeout, *stuck_peer is the rank that did not deliver. */
-int sr__gloo_ring_step(sr_gloo *g, int right, sr_gloo_buf *sb, size_t soff, size_t slen, int left, sr_gloo_buf *rb,
+int sr__gloo_ring_step(sr__gloo *g, int right, sr__gloo_buf *sb, size_t soff, size_t slen, int left, sr__gloo_buf *rb,
                        size_t roff, size_t rlen, size_t segment, sr_gloo_segment_fn on_segment, void *arg,
                        int *stuck_peer, char *err, size_t errlen);
 /* The direct path's largest message in bytes (0: none). */
-size_t sr__gloo_direct_cap(sr_gloo *g);
+size_t sr__gloo_direct_cap(sr__gloo *g);
 /* One round of the direct path, for small messages: sends send[p][0..slen[p]) to every peer p
    (entries of this rank are ignored; slen[p] <= the cap, 0 allowed), then receives one message
    from every peer; recv[p] points to peer p's, in staging memory that stays valid until the next
    exchange.  Every rank must exchange in the same order; each message is one blocking write and
    one blocking read, so the calling thread is woken once per round, not once per ring step.
    On a timeout, *stuck_peer is the rank that did not deliver. */
-int sr__gloo_exchange(sr_gloo *g, const void *const *send, const size_t *slen, const unsigned char **recv,
+int sr__gloo_exchange(sr__gloo *g, const void *const *send, const size_t *slen, const unsigned char **recv,
                       int *stuck_peer, char *err, size_t errlen);
-int sr__gloo_broadcast(sr_gloo *g, void *buf, size_t len, int root, char *err, size_t errlen);
-int sr__gloo_barrier(sr_gloo *g, char *err, size_t errlen);
-void sr__gloo_free(sr_gloo *g);
+int sr__gloo_broadcast(sr__gloo *g, void *buf, size_t len, int root, char *err, size_t errlen);
+int sr__gloo_barrier(sr__gloo *g, char *err, size_t errlen);
+void sr__gloo_free(sr__gloo *g);
 
 #ifdef __cplusplus
 }

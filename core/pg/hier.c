@@ -32,7 +32,7 @@ typedef struct hier_pg {
     size_t tmplen;
 } hier_pg;
 
-static const sr_pg_backend_ops *L = &sr__shm_backend, *X = &sr__gloo_backend;
+static const sr__pg_backend_ops *L = &sr__shm_backend, *X = &sr__gloo_backend;
 
 static unsigned char *scratch(hier_pg *p, size_t len) {
     if (p->tmplen < len) {
@@ -59,7 +59,8 @@ static int hier_all_reduce(void *impl, void *buf, size_t count, sr_dtype dt, sr_
     hier_pg *p = impl;
     sr_redop inner = op == SR_AVG ? SR_SUM : op;
     int rc = local_rc(p, L->all_reduce(p->local, buf, count, dt, inner, stuck, err, errlen), stuck);
-    if (!rc && leads(p)) rc = leaders_rc(p, X->all_reduce(p->leaders, buf, count, dt, inner, stuck, err, errlen), stuck);
+    if (!rc && leads(p))
+        rc = leaders_rc(p, X->all_reduce(p->leaders, buf, count, dt, inner, stuck, err, errlen), stuck);
     if (!rc) rc = local_rc(p, L->broadcast(p->local, buf, count, dt, 0, stuck, err, errlen), stuck);
     if (!rc && op == SR_AVG) sr__divide(buf, count, dt, p->size);
     return rc;
@@ -69,7 +70,8 @@ static int hier_broadcast(void *impl, void *buf, size_t count, sr_dtype dt, int 
                           size_t errlen) {
     hier_pg *p = impl;
     int h = p->host_of[root], rc = 0;
-    if (p->host == h) rc = local_rc(p, L->broadcast(p->local, buf, count, dt, p->local_of[root], stuck, err, errlen), stuck);
+    if (p->host == h)
+        rc = local_rc(p, L->broadcast(p->local, buf, count, dt, p->local_of[root], stuck, err, errlen), stuck);
     if (!rc && leads(p)) rc = leaders_rc(p, X->broadcast(p->leaders, buf, count, dt, h, stuck, err, errlen), stuck);
     if (!rc && p->host != h) rc = local_rc(p, L->broadcast(p->local, buf, count, dt, 0, stuck, err, errlen), stuck);
     return rc;
@@ -98,11 +100,13 @@ static int hier_all_gather(void *impl, const void *send, void *recv, size_t coun
     if (!rc && leads(p))
         rc = leaders_rc(p, X->all_gather(p->leaders, mine, all, hostpart / sr_dtype_size(dt), dt, stuck, err, errlen),
                         stuck);
-    if (!rc) rc = local_rc(p, L->broadcast(p->local, all, hostpart / sr_dtype_size(dt) * (size_t)p->nhosts, dt, 0,
-                                           stuck, err, errlen), stuck);
+    if (!rc)
+        rc = local_rc(
+            p, L->broadcast(p->local, all, hostpart / sr_dtype_size(dt) * (size_t)p->nhosts, dt, 0, stuck, err, errlen),
+            stuck);
     for (int g = 0; g < p->size && !rc; g++)
-        memcpy((unsigned char *)recv + (size_t)g * part, all + hostpart * (size_t)p->host_of[g] + part * (size_t)p->local_of[g],
-               part);
+        memcpy((unsigned char *)recv + (size_t)g * part,
+               all + hostpart * (size_t)p->host_of[g] + part * (size_t)p->local_of[g], part);
     return rc;
 }
 
@@ -138,7 +142,7 @@ static void hier_destroy(void *impl) {
 
 /* Every rank of the group sets <prefix><stage>/<rank> to ok (1 or 0) and reads everyone's: 0 when
    all are 1; -1 otherwise, with a message in err unless it holds one already. */
-static int all_ok(const sr_pg_setup *s, const char *stage, int ok, char *err, size_t errlen) {
+static int all_ok(const sr__pg_setup *s, const char *stage, int ok, char *err, size_t errlen) {
     char key[400], missing[1024] = "";
     const char **keys = sr__calloc((size_t)s->size, sizeof *keys);
     char **owned = sr__calloc((size_t)s->size, sizeof *owned);
@@ -171,7 +175,7 @@ static int all_ok(const sr_pg_setup *s, const char *stage, int ok, char *err, si
     return rc ? -1 : 0;
 }
 
-static void *hier_create(void *parent, const sr_pg_setup *s, char *err, size_t errlen) {
+static void *hier_create(void *parent, const sr__pg_setup *s, char *err, size_t errlen) {
     (void)parent;
     hier_pg *p = sr__calloc(1, sizeof *p);
     if (!p) return snprintf(err, errlen, "hier: out of memory for a group of %d ranks", s->size), NULL;
@@ -203,7 +207,7 @@ static void *hier_create(void *parent, const sr_pg_setup *s, char *err, size_t e
     p->host = p->host_of[s->rank];
     char prefix[400], berr[768] = "";
     err[0] = 0;
-    sr_pg_setup sub = *s;
+    sr__pg_setup sub = *s;
     snprintf(prefix, sizeof prefix, "%slocal%d/", s->prefix, p->host);
     sub.prefix = prefix;
     sub.rank = p->local_of[s->rank];
@@ -232,7 +236,7 @@ static void *hier_create(void *parent, const sr_pg_setup *s, char *err, size_t e
     return p;
 }
 
-const sr_pg_backend_ops sr__hier_backend = {
-    "hier",      hier_all_gather, hier_reduce_scatter, hier_all_reduce, hier_broadcast, hier_barrier,
-    hier_create, hier_destroy,
+const sr__pg_backend_ops sr__hier_backend = {
+    "hier",         hier_all_gather, hier_reduce_scatter, hier_all_reduce,
+    hier_broadcast, hier_barrier,    hier_create,         hier_destroy,
 };

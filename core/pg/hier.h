@@ -8,6 +8,6 @@
 
 #include "pg/backend.h"
 
-extern const sr_pg_backend_ops sr__hier_backend;
+extern const sr__pg_backend_ops sr__hier_backend;
 
 #endif

@@ -45,14 +45,14 @@ enum { SHM_OFF, SHM_ON, SHM_AUTO };
 
 /* What every group of a process shares: the store connection and where Gloo listens. */
 typedef struct pg_shared {
-    sr_store *store;
+    sr__store *store;
     pthread_mutex_t store_lock;
     char *hostname;
     char *iface;
     int local_rank;
     double timeout_s;
-    const sr_pg_backend_ops *ops; /* the configured backend: gloo or nccl */
-    int shm;                      /* gloo: whether groups whose ranks share a host use the shm transport */
+    const sr__pg_backend_ops *ops; /* the configured backend: gloo or nccl */
+    int shm;                       /* gloo: whether groups whose ranks share a host use the shm transport */
     unsigned long long run_hash;
     int attempt;
     char root[32]; /* every store key of this process's groups starts with it: "pg/" in a job's first
@@ -63,8 +63,8 @@ struct sr_pg {
     char name[200];
     int rank, size;
     pg_shared *shared;
-    const sr_pg_backend_ops *ops; /* this group's: shared->ops, shm or hier */
-    int *hosts;                   /* per rank of the group: an index naming its host (world rank of its first rank) */
+    const sr__pg_backend_ops *ops; /* this group's: shared->ops, shm or hier */
+    int *hosts;                    /* per rank of the group: an index naming its host (world rank of its first rank) */
     void *impl;
     unsigned long seq, children;
     pthread_t thread;
@@ -150,12 +150,14 @@ static void name_missing(sr_pg *pg, const sr_work *w, int stuck, char *out, size
 }
 
 static int run_op(sr_pg *pg, sr_work *w) {
-    const sr_pg_backend_ops *ops = pg->ops;
+    const sr__pg_backend_ops *ops = pg->ops;
     char err[768] = "";
     int stuck = -1, rc;
     sr__watch_collective_begin((int)w->kind); /* op_kind's order is sr__watch_coll_names' */
     switch (w->kind) {
-    case OP_ALL_GATHER: rc = ops->all_gather(pg->impl, w->send, w->recv, w->count, w->dt, &stuck, err, sizeof err); break;
+    case OP_ALL_GATHER:
+        rc = ops->all_gather(pg->impl, w->send, w->recv, w->count, w->dt, &stuck, err, sizeof err);
+        break;
     case OP_REDUCE_SCATTER:
         rc = ops->reduce_scatter(pg->impl, w->send, w->recv, w->count, w->dt, w->op, &stuck, err, sizeof err);
         break;
@@ -328,12 +330,12 @@ static int meet(pg_shared *sh, const char *name, const char *stage, const char *
     snprintf(prefix, sizeof prefix, "%s%s/", name, stage);
     int rc = announce_and_wait(sh, prefix, rank, size, sh->timeout_s, ranks, sizeof ranks);
     if (rc == 1)
-        snprintf(err, errlen, "process group %s: rank%s %s did not arrive within %gs (this is rank %d of %d); "
+        snprintf(err, errlen,
+                 "process group %s: rank%s %s did not arrive within %gs (this is rank %d of %d); "
                  "check that every node's shardrun was started with the same --nnodes, --master-addr and "
-                 "rendezvous port, or raise [torch] timeout", display, strchr(ranks, ',') ? "s" : "", ranks,
-                 sh->timeout_s, rank, size);
-    else if (rc != 0)
-        snprintf(err, errlen, "process group %s: store error: %s", display, sr__store_error(sh->store));
+                 "rendezvous port, or raise [torch] timeout",
+                 display, strchr(ranks, ',') ? "s" : "", ranks, sh->timeout_s, rank, size);
+    else if (rc != 0) snprintf(err, errlen, "process group %s: store error: %s", display, sr__store_error(sh->store));
     return rc == 0 ? 0 : -1;
 }
 
@@ -393,12 +395,16 @@ static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const
     for (int r = 1; r < size; r++) one_host &= hosts[r] == hosts[0];
     for (int r = 0; r < size && !shared; r++)
         for (int q = 0; q < r && !shared; q++) shared = hosts[q] == hosts[r];
-    const sr_pg_backend_ops *ops = !sh->shm ? sh->ops : one_host ? &sr__shm_backend : shared ? &sr__hier_backend : sh->ops;
+    const sr__pg_backend_ops *ops = !sh->shm   ? sh->ops
+                                    : one_host ? &sr__shm_backend
+                                    : shared   ? &sr__hier_backend
+                                               : sh->ops;
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s%s/", name, ops->name);
-    static const sr_pg_store_ops store_ops = {sr__store_set, sr__store_get, sr__store_wait};
-    sr_pg_setup setup = {sh->store, &store_ops, &sh->store_lock, prefix, rank, size, color, key, sh->hostname,
-                         sh->iface, sh->local_rank, sh->timeout_s, sh->run_hash, sh->attempt, hosts};
+    static const sr__pg_store_ops store_ops = {sr__store_set, sr__store_get, sr__store_wait};
+    sr__pg_setup setup = {
+        sh->store,    &store_ops, &sh->store_lock, prefix,        rank,         size,        color, key,
+        sh->hostname, sh->iface,  sh->local_rank,  sh->timeout_s, sh->run_hash, sh->attempt, hosts};
     char berr[768] = "";
     /* a backend derives a child from its own kind of parent only */
     void *impl = ops->create(parent && parent->ops == ops ? parent->impl : NULL, &setup, berr, sizeof berr);
@@ -437,18 +443,18 @@ static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const
     return pg;
 }
 
-static const sr_pg_backend_ops *load_nccl(char *err, size_t errlen) {
+static const sr__pg_backend_ops *load_nccl(char *err, size_t errlen) {
     char why[4500];
-    const sr_pg_backend_ops *ops = sr__cuda_symbol(SR_NCCL_BACKEND_SYMBOL, why, sizeof why);
+    const sr__pg_backend_ops *ops = sr__cuda_symbol(SR_NCCL_BACKEND_SYMBOL, why, sizeof why);
     if (!ops) snprintf(err, errlen, "the nccl backend needs %s; or use backend = gloo", why);
     return ops;
 }
 
-sr_pg *sr__pg_create_world(const sr_pg_world_args *a, char *err, size_t errlen) {
-    const sr_pg_backend_ops *ops = !strcmp(a->backend, "nccl") ? load_nccl(err, errlen) : &sr__gloo_backend;
+sr_pg *sr__pg_create_world(const sr__pg_world_args *a, char *err, size_t errlen) {
+    const sr__pg_backend_ops *ops = !strcmp(a->backend, "nccl") ? load_nccl(err, errlen) : &sr__gloo_backend;
     if (!ops) return NULL;
     char serr[512];
-    sr_store *store = sr__store_connect(a->store_host, a->store_port, a->token, a->timeout_s, serr, sizeof serr);
+    sr__store *store = sr__store_connect(a->store_host, a->store_port, a->token, a->timeout_s, serr, sizeof serr);
     if (!store) {
         snprintf(err, errlen, "process group world: %s", serr);
         return NULL;
@@ -502,7 +508,8 @@ int sr_pg_split(sr_pg *pg, int color, int key, sr_pg **out) {
         if (all[3 * r] != color) continue;
         int pos = 0; /* r's place among the members */
         for (int q = 0; q < pg->size; q++)
-            pos += all[3 * q] == color && (all[3 * q + 1] < all[3 * r + 1] || (all[3 * q + 1] == all[3 * r + 1] && q < r));
+            pos +=
+                all[3 * q] == color && (all[3 * q + 1] < all[3 * r + 1] || (all[3 * q + 1] == all[3 * r + 1] && q < r));
         hosts[pos] = pg->hosts[r];
         n++;
         if (all[3 * r + 1] < key || (all[3 * r + 1] == key && r < pg->rank)) me++;

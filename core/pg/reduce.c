@@ -5,27 +5,27 @@
 
 #include "shardrun/half.h"
 
-#define REDUCE_LOOP(T, CONV_IN, CONV_OUT)                                                          \
-    do {                                                                                           \
-        T *d = dst;                                                                                \
-        const T *s = src;                                                                          \
-        if (op == SR_MAX)                                                                          \
-            for (size_t i = 0; i < n; i++) {                                                       \
-                float a = CONV_IN(d[i]), b = CONV_IN(s[i]);                                        \
-                d[i] = CONV_OUT(b > a || a != a ? b : a);                                          \
-            }                                                                                      \
-        else                                                                                       \
-            for (size_t i = 0; i < n; i++) d[i] = CONV_OUT(CONV_IN(d[i]) + CONV_IN(s[i]));         \
+#define REDUCE_LOOP(T, CONV_IN, CONV_OUT)                                                                              \
+    do {                                                                                                               \
+        T *d = dst;                                                                                                    \
+        const T *s = src;                                                                                              \
+        if (op == SR_MAX)                                                                                              \
+            for (size_t i = 0; i < n; i++) {                                                                           \
+                float a = CONV_IN(d[i]), b = CONV_IN(s[i]);                                                            \
+                d[i] = CONV_OUT(b > a || a != a ? b : a);                                                              \
+            }                                                                                                          \
+        else                                                                                                           \
+            for (size_t i = 0; i < n; i++) d[i] = CONV_OUT(CONV_IN(d[i]) + CONV_IN(s[i]));                             \
     } while (0)
 
-#define INT_LOOP(T)                                                                                \
-    do {                                                                                           \
-        T *d = dst;                                                                                \
-        const T *s = src;                                                                          \
-        if (op == SR_MAX)                                                                          \
-            for (size_t i = 0; i < n; i++) d[i] = s[i] > d[i] ? s[i] : d[i];                       \
-        else                                                                                       \
-            for (size_t i = 0; i < n; i++) d[i] = (T)((uint64_t)d[i] + (uint64_t)s[i]); /* wraps */ \
+#define INT_LOOP(T)                                                                                                    \
+    do {                                                                                                               \
+        T *d = dst;                                                                                                    \
+        const T *s = src;                                                                                              \
+        if (op == SR_MAX)                                                                                              \
+            for (size_t i = 0; i < n; i++) d[i] = s[i] > d[i] ? s[i] : d[i];                                           \
+        else                                                                                                           \
+            for (size_t i = 0; i < n; i++) d[i] = (T)((uint64_t)d[i] + (uint64_t)s[i]); /* wraps */                    \
     } while (0)
 
 void sr__reduce(void *dst, const void *src, size_t n, sr_dtype dtype, sr_redop op) {
@@ -83,13 +83,14 @@ void sr__divide(void *buf, size_t n, sr_dtype dtype, int divisor) {
         break;
     }
     case SR_FLOAT16:
-        for (size_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = sr_f32_to_f16(sr_f16_to_f32(((uint16_t *)buf)[i]) / (float)divisor);
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)buf)[i] = sr_f32_to_f16(sr_f16_to_f32(((uint16_t *)buf)[i]) / (float)divisor);
         break;
     case SR_BFLOAT16:
-        for (size_t i = 0; i < n; i++) ((uint16_t *)buf)[i] = sr_f32_to_bf16(sr_bf16_to_f32(((uint16_t *)buf)[i]) / (float)divisor);
+        for (size_t i = 0; i < n; i++)
+            ((uint16_t *)buf)[i] = sr_f32_to_bf16(sr_bf16_to_f32(((uint16_t *)buf)[i]) / (float)divisor);
         break;
     case SR_INT32:
-    case SR_INT64:
-        break; /* rejected before: avg needs a floating-point dtype */
+    case SR_INT64: break; /* rejected before: avg needs a floating-point dtype */
     }
 }

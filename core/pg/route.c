@@ -51,8 +51,7 @@ int sr__pg_route_to(const char *master_addr, int master_port, char *addr, size_t
             rc = 0;
             if (getnameinfo(ai->ai_addr, ai->ai_addrlen, master, (socklen_t)mlen, NULL, 0, NI_NUMERICHOST) != 0)
                 snprintf(master, mlen, "%s", master_addr);
-        }
-        else last_errno = errno;
+        } else last_errno = errno;
         close(fd);
     }
     freeaddrinfo(res);

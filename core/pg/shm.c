@@ -57,16 +57,16 @@
 #include "pg/reduce.h"
 
 #define NSLOT 4
-#define SLOT ((size_t)1 << 19)  /* bytes of a slot's input area, and of its result area */
-#define SMALL ((size_t)4096)     /* all-reduces up to this many bytes run in one phase */
+#define SLOT ((size_t)1 << 19) /* bytes of a slot's input area, and of its result area */
+#define SMALL ((size_t)4096)   /* all-reduces up to this many bytes run in one phase */
 #define HEAD ((size_t)4096)
 #define MAGIC 0x73726d68735f7631ull /* "srmhs_v1" */
 /* Busy-wait this long before yielding: a peer on its own core answers within a microsecond, one
    that shares this core runs only once this rank yields (a 30 us spin made an 8-byte all-reduce
    take 32 us on a loaded machine where both ranks shared a core; 4 us: 6 us). */
 #define SPIN_NS 4000LL
-#define YIELD_NS 500000LL        /* then yield this long before sleeping on the peer's bell */
-#define LIVENESS_NS 5000000LL    /* how often a sleeping waiter checks the peer's pid and the timeout */
+#define YIELD_NS 500000LL     /* then yield this long before sleeping on the peer's bell */
+#define LIVENESS_NS 5000000LL /* how often a sleeping waiter checks the peer's pid and the timeout */
 
 /* outputs of at least this many bytes are written with non-temporal stores (copy_out) */
 #define STREAM_MIN ((size_t)8 << 20)
@@ -86,8 +86,8 @@ typedef struct shm_head {
     _Alignas(64) _Atomic uint64_t posted;
     _Alignas(64) _Atomic uint64_t reduced;
     _Alignas(64) _Atomic uint64_t done;
-    _Alignas(64) _Atomic uint32_t bell;     /* futex word: bumped by a publish that has sleepers to wake */
-    _Atomic uint32_t sleepers;              /* ranks asleep on this rank's bell */
+    _Alignas(64) _Atomic uint32_t bell; /* futex word: bumped by a publish that has sleepers to wake */
+    _Atomic uint32_t sleepers;          /* ranks asleep on this rank's bell */
     _Alignas(64) uint64_t magic;
     int64_t pid;
 } shm_head;
@@ -311,12 +311,12 @@ static int shm_reduce_scatter(void *impl, const void *send, void *recv, size_t c
         /* SHARDRUN_DEBUG_PG_FAULT=shm_reduce_scatter_index: ranks > 0 fold their left neighbour's slice */
         size_t mine_at = (size_t)(me > 0 && sr__pg_fault() == SR_PG_FAULT_SHM_RS_INDEX ? me - 1 : me) * kb;
         for (int q = 0; q < n; q++) {
-            const unsigned char *src = q == me && !overlap ? in + ((size_t)me * count + e0) * es
-                                                           : slot_in(p, q, t) + mine_at;
+            const unsigned char *src =
+                q == me && !overlap ? in + ((size_t)me * count + e0) * es : slot_in(p, q, t) + mine_at;
             if (q != me && (rc = wait_for(p, q, &p->head[q]->posted, t, stuck, err, errlen))) return rc;
             if (q == 0) continue;
-            if (q == 1) sr__reduce_into(dst, me == 0 && !overlap ? in + e0 * es : slot_in(p, 0, t) + mine_at,
-                                        src, k, dt, op);
+            if (q == 1)
+                sr__reduce_into(dst, me == 0 && !overlap ? in + e0 * es : slot_in(p, 0, t) + mine_at, src, k, dt, op);
             else sr__reduce(dst, src, k, dt, op);
         }
         if (op == SR_AVG) sr__divide(dst, k, dt, n);
@@ -420,13 +420,13 @@ void sr__shm_host_id(char *out, size_t len) {
 }
 
 /* /shardrun.<run>.a<attempt>.<group>.<rank>.<pid of its creator> */
-static void seg_name(const sr_pg_setup *s, int rank, long long pid, char *out, size_t len) {
+static void seg_name(const sr__pg_setup *s, int rank, long long pid, char *out, size_t len) {
     snprintf(out, len, "/shardrun.%016llx.a%d.%016llx.%d.%lld", (unsigned long long)s->run_hash, s->attempt,
              (unsigned long long)sr__hash64(s->prefix, strlen(s->prefix), 0x73686d), rank, pid);
 }
 
 /* After a failed creation: every name of the group whose creator is known. */
-static void unlink_all(const sr_pg_setup *s, const long long *pids) {
+static void unlink_all(const sr__pg_setup *s, const long long *pids) {
     char name[160];
     for (int r = 0; r < s->size; r++)
         if (r == s->rank || (pids && pids[r] > 0)) {
@@ -458,7 +458,7 @@ int sr__shm_sweep(const char *token) {
 }
 
 /* Sets <prefix><stage>/<rank> = value and waits for every rank's. 0, or -1 with a message. */
-static int store_meet(const sr_pg_setup *s, const char *stage, const char *value, char *err, size_t errlen) {
+static int store_meet(const sr__pg_setup *s, const char *stage, const char *value, char *err, size_t errlen) {
     char key[400], missing[2048] = "";
     const char **keys = sr__calloc((size_t)s->size, sizeof *keys);
     char **owned = sr__calloc((size_t)s->size, sizeof *owned);
@@ -472,8 +472,9 @@ static int store_meet(const sr_pg_setup *s, const char *stage, const char *value
     for (int r = 0; r < s->size; r++) free(owned[r]);
     free(owned);
     free(keys);
-    if (rc == 1) snprintf(err, errlen, SR_SHM_LATE "%s its segment within %gs (missing: %.1000s)",
-                          !strcmp(stage, "pid") ? "created" : "mapped", s->timeout_s, missing);
+    if (rc == 1)
+        snprintf(err, errlen, SR_SHM_LATE "%s its segment within %gs (missing: %.1000s)",
+                 !strcmp(stage, "pid") ? "created" : "mapped", s->timeout_s, missing);
     else if (rc) snprintf(err, errlen, "shm: store error while ranks %s their segments", stage);
     return rc ? -1 : 0;
 }
@@ -490,7 +491,7 @@ static void shm_destroy(void *impl) {
 }
 
 /* Every rank's value of <prefix><stage>/<rank> into vals[] (NULL when missing). 0 or -1. */
-static int store_read_all(const sr_pg_setup *s, const char *stage, long long *vals) {
+static int store_read_all(const sr__pg_setup *s, const char *stage, long long *vals) {
     int ok = 1;
     for (int q = 0; q < s->size && ok; q++) {
         char key[400], *v = NULL;
@@ -508,7 +509,7 @@ static int store_read_all(const sr_pg_setup *s, const char *stage, long long *va
 /* Creation is collective and so are its failures: each step's outcome goes through the store, so a
    rank that cannot create or map a segment makes every rank fail the same way, at once, instead of
    leaving the others waiting (pg.c may then fall back to Gloo on all of them alike). */
-static void *shm_create(void *parent, const sr_pg_setup *s, char *err, size_t errlen) {
+static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t errlen) {
     (void)parent;
     shm_pg *p = sr__calloc(1, sizeof *p);
     p->rank = s->rank;
@@ -544,8 +545,10 @@ static void *shm_create(void *parent, const sr_pg_setup *s, char *err, size_t er
     }
     if (fd >= 0) close(fd);
     if (e) {
-        snprintf(mine_err, sizeof mine_err, "shm: cannot create /dev/shm%s (%zu bytes): %s; free room in /dev/shm "
-                 "or set [torch] transport = tcp", name, p->seg_bytes, strerror(e));
+        snprintf(mine_err, sizeof mine_err,
+                 "shm: cannot create /dev/shm%s (%zu bytes): %s; free room in /dev/shm "
+                 "or set [torch] transport = tcp",
+                 name, p->seg_bytes, strerror(e));
     } else {
         p->head[s->rank] = (shm_head *)p->base[s->rank];
         p->head[s->rank]->magic = MAGIC;
@@ -556,8 +559,11 @@ static void *shm_create(void *parent, const sr_pg_setup *s, char *err, size_t er
     for (int q = 0; q < s->size; q++)
         if (p->pid[q] < 0) {
             if (mine_err[0]) snprintf(err, errlen, "%s", mine_err);
-            else snprintf(err, errlen, "shm: rank %d could not create its segment in /dev/shm; free room there or "
-                          "set [torch] transport = tcp", q);
+            else
+                snprintf(err, errlen,
+                         "shm: rank %d could not create its segment in /dev/shm; free room there or "
+                         "set [torch] transport = tcp",
+                         q);
             goto fail;
         }
     for (int q = 0; q < s->size && !mine_err[0]; q++) {
@@ -575,16 +581,20 @@ static void *shm_create(void *parent, const sr_pg_setup *s, char *err, size_t er
         p->head[q] = (shm_head *)p->base[q];
         if (!e && (p->head[q]->magic != MAGIC || p->head[q]->pid != p->pid[q] || p->start[q] < 0)) e = ESTALE;
         if (e)
-            snprintf(mine_err, sizeof mine_err, "shm: cannot map rank %d's segment /dev/shm%s: %s (do the ranks "
-                     "share /dev/shm? else set [torch] transport = tcp)", q, name,
-                     e == ESTALE ? "not that rank's, or it exited" : strerror(e));
+            snprintf(mine_err, sizeof mine_err,
+                     "shm: cannot map rank %d's segment /dev/shm%s: %s (do the ranks "
+                     "share /dev/shm? else set [torch] transport = tcp)",
+                     q, name, e == ESTALE ? "not that rank's, or it exited" : strerror(e));
     }
     if (store_meet(s, "mapped", mine_err[0] ? "0" : "1", err, errlen) || store_read_all(s, "mapped", ok)) goto fail;
     for (int q = 0; q < s->size; q++)
         if (ok[q] != 1) {
             if (mine_err[0]) snprintf(err, errlen, "%s", mine_err);
-            else snprintf(err, errlen, "shm: rank %d could not map the group's segments (do the ranks share "
-                          "/dev/shm? else set [torch] transport = tcp)", q);
+            else
+                snprintf(err, errlen,
+                         "shm: rank %d could not map the group's segments (do the ranks share "
+                         "/dev/shm? else set [torch] transport = tcp)",
+                         q);
             goto fail;
         }
     free(ok);
@@ -598,7 +608,6 @@ fail:
     return NULL;
 }
 
-const sr_pg_backend_ops sr__shm_backend = {
-    "shm",      shm_all_gather, shm_reduce_scatter, shm_all_reduce, shm_broadcast, shm_barrier,
-    shm_create, shm_destroy,
+const sr__pg_backend_ops sr__shm_backend = {
+    "shm", shm_all_gather, shm_reduce_scatter, shm_all_reduce, shm_broadcast, shm_barrier, shm_create, shm_destroy,
 };

@@ -7,7 +7,7 @@
 
 #include "shardrun/pg.h"
 
-typedef struct sr_pg_world_args {
+typedef struct sr__pg_world_args {
     const char *store_host;
     int store_port;
     const char *token;
@@ -15,13 +15,13 @@ typedef struct sr_pg_world_args {
     const char *backend;  /* "gloo" or "nccl" */
     const char *hostname; /* where this rank's Gloo listens */
     double timeout_s;
-    int attempt;          /* the job's restart count: its keys are not an earlier attempt's */
+    int attempt;           /* the job's restart count: its keys are not an earlier attempt's */
     const char *transport; /* gloo: "auto", "shm" (groups on one host) or "tcp"; NULL: auto */
-} sr_pg_world_args;
+} sr__pg_world_args;
 
 /* Connects to the store, meets every rank (naming the ones that do not arrive), creates the
    backend.  NULL with a message on failure. */
-sr_pg *sr__pg_create_world(const sr_pg_world_args *a, char *err, size_t errlen);
+sr_pg *sr__pg_create_world(const sr__pg_world_args *a, char *err, size_t errlen);
 /* The world group of this process (set by the torch plugin's init), or NULL. */
 sr_pg *sr__pg_world(void);
 

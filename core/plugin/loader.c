@@ -59,7 +59,8 @@ char **sr__plugin_dirs(const char *extra) {
     char **v = sr__split_path(extra);
     size_t n = 0;
     while (v && v[n]) n++;
-    char *a = v ? sr__fmt("%s/plugins", sr__lib_dir()) : NULL, *b = a ? sr__fmt("%s/shardrun/plugins", sr__lib_dir()) : NULL;
+    char *a = v ? sr__fmt("%s/plugins", sr__lib_dir()) : NULL,
+         *b = a ? sr__fmt("%s/shardrun/plugins", sr__lib_dir()) : NULL;
     int ok = b && strv_push(&v, &n, a) == 0;
     if (!b) free(a);
     if (!ok || strv_push(&v, &n, b) != 0) { /* strv_push freed what it failed to take */
@@ -70,24 +71,28 @@ char **sr__plugin_dirs(const char *extra) {
     return v;
 }
 
-static int check_abi(const sr_plugin *p, const char *name, const char *path, sr_diag *diag) {
+static int check_abi(const sr_plugin *p, const char *name, const char *path, sr__diag *diag) {
     if (p->abi_version != SR_PLUGIN_ABI_VERSION) {
-        sr__diag_add(diag, "plugin \"%s\" (%s) was built for plugin ABI version %u, but this shardrun speaks "
+        sr__diag_add(diag,
+                     "plugin \"%s\" (%s) was built for plugin ABI version %u, but this shardrun speaks "
                      "version %u; rebuild the plugin against this shardrun's include/shardrun/plugin.h",
                      name, path, p->abi_version, SR_PLUGIN_ABI_VERSION);
         return -1;
     }
     /* append-only growth (base/abi.h): every field up to `finish` is read */
     if (!SR__REACHES(sr_plugin, p->struct_size, finish)) {
-        sr__diag_add(diag, "plugin \"%s\" (%s) declares ABI version %u with a %u-byte sr_plugin, but this "
+        sr__diag_add(diag,
+                     "plugin \"%s\" (%s) declares ABI version %u with a %u-byte sr_plugin, but this "
                      "shardrun's is %zu bytes (a larger one, from a newer header, would do); rebuild the plugin "
                      "against this shardrun's headers",
                      name, path, p->abi_version, p->struct_size, offsetof(sr_plugin, finish) + sizeof p->finish);
         return -1;
     }
     if (!p->name || strcmp(p->name, name) != 0) {
-        sr__diag_add(diag, "plugin file %s calls itself \"%s\", but the job file asked for \"%s\"; fix the "
-                     "`path` of [%s] or the plugins list", path, p->name ? p->name : "(null)", name, name);
+        sr__diag_add(diag,
+                     "plugin file %s calls itself \"%s\", but the job file asked for \"%s\"; fix the "
+                     "`path` of [%s] or the plugins list",
+                     path, p->name ? p->name : "(null)", name, name);
         return -1;
     }
     for (const sr_key *k = p->keys; k && k->name; k++)
@@ -110,7 +115,8 @@ static char **available(char *const *dirs) {
         while (dir && (de = readdir(dir))) {
             size_t l = strlen(de->d_name);
             char *one = l > 12 && !strncmp(de->d_name, "shardrun_", 9) && !strcmp(de->d_name + l - 3, ".so")
-                            ? sr__strndup(de->d_name + 9, l - 12) : NULL;
+                            ? sr__strndup(de->d_name + 9, l - 12)
+                            : NULL;
             if (one) strv_push(&v, &n, one); /* a name that finds no memory is only not suggested */
         }
         if (dir) closedir(dir);
@@ -119,7 +125,7 @@ static char **available(char *const *dirs) {
 }
 
 int sr__plugin_load(const char *name, const char *explicit_path, char *const *dirs, const char *where,
-                    sr_loaded_plugin *out, sr_diag *diag) {
+                    sr__loaded_plugin *out, sr__diag *diag) {
     memset(out, 0, sizeof *out);
     char *found = NULL;
     if (explicit_path) {
@@ -145,8 +151,7 @@ int sr__plugin_load(const char *name, const char *explicit_path, char *const *di
             if (access(cand, R_OK) == 0) {
                 found = cand;
             } else {
-                if (used < sizeof tried)
-                    used += (size_t)snprintf(tried + used, sizeof tried - used, "\n    %s", cand);
+                if (used < sizeof tried) used += (size_t)snprintf(tried + used, sizeof tried - used, "\n    %s", cand);
                 free(cand);
             }
         }
@@ -158,9 +163,10 @@ int sr__plugin_load(const char *name, const char *explicit_path, char *const *di
             const char *best = have ? sr__closest(name, (const char *const *)have, nhave) : NULL;
             if (best && sr__edit_distance(name, best) <= 2)
                 snprintf(suggest, sizeof suggest, " (did you mean \"%s\"?)", best);
-            sr__diag_add(diag, "%s%splugin \"%s\" not found%s; tried:%s\n  set `path = ...` in [%s], or add its folder "
-                         "to plugin_path (or SHARDRUN_PLUGIN_PATH)", where ? where : "", where ? ": " : "", name,
-                         suggest, tried, name);
+            sr__diag_add(diag,
+                         "%s%splugin \"%s\" not found%s; tried:%s\n  set `path = ...` in [%s], or add its folder "
+                         "to plugin_path (or SHARDRUN_PLUGIN_PATH)",
+                         where ? where : "", where ? ": " : "", name, suggest, tried, name);
             sr__free_strv(have);
             return -1;
         }
@@ -174,9 +180,10 @@ int sr__plugin_load(const char *name, const char *explicit_path, char *const *di
     }
     const sr_plugin *p = dlsym(h, SR_PLUGIN_SYMBOL);
     if (!p) {
-        sr__diag_add(diag, "plugin \"%s\": %s does not export the symbol \"%s\"; a plugin defines "
-                     "`const sr_plugin %s = {...}` (include/shardrun/plugin.h)", name, found, SR_PLUGIN_SYMBOL,
-                     SR_PLUGIN_SYMBOL);
+        sr__diag_add(diag,
+                     "plugin \"%s\": %s does not export the symbol \"%s\"; a plugin defines "
+                     "`const sr_plugin %s = {...}` (include/shardrun/plugin.h)",
+                     name, found, SR_PLUGIN_SYMBOL, SR_PLUGIN_SYMBOL);
         dlclose(h);
         free(found);
         return -1;
@@ -199,7 +206,7 @@ int sr__plugin_load(const char *name, const char *explicit_path, char *const *di
     return 0;
 }
 
-void sr__plugins_check_set(const sr_loaded_plugin *ps, size_t n, sr_diag *diag) {
+void sr__plugins_check_set(const sr__loaded_plugin *ps, size_t n, sr__diag *diag) {
     for (size_t i = 0; i < n; i++) {
         const char *req = ps[i].p->requires;
         while (req && *req) {
@@ -208,14 +215,16 @@ void sr__plugins_check_set(const sr_loaded_plugin *ps, size_t n, sr_diag *diag) 
             int ok = 0;
             for (size_t j = 0; j < n && !ok; j++) ok = strlen(ps[j].name) == len && !strncmp(ps[j].name, req, len);
             if (!ok)
-                sr__diag_add(diag, "plugin \"%s\" requires the plugin \"%.*s\", which is not listed; use "
-                             "plugins = %.*s,%s", ps[i].name, (int)len, req, (int)len, req, ps[i].name);
+                sr__diag_add(diag,
+                             "plugin \"%s\" requires the plugin \"%.*s\", which is not listed; use "
+                             "plugins = %.*s,%s",
+                             ps[i].name, (int)len, req, (int)len, req, ps[i].name);
             req = comma ? comma + 1 : NULL;
         }
     }
 }
 
-void sr__plugin_unload(sr_loaded_plugin *p) {
+void sr__plugin_unload(sr__loaded_plugin *p) {
     /* The handle stays open: hooks may have registered atexit handlers or left threads. */
     free(p->name);
     free(p->path);

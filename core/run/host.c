@@ -15,11 +15,11 @@
 #include "run/run.h"
 
 struct sr_host {
-    sr_run *run;
-    const sr_loaded_plugin *plugin;
+    sr__run *run;
+    const sr__loaded_plugin *plugin;
     sr_topology topo;
-    sr_env_block *block; /* NULL outside write_env */
-    sr_diag *diag;
+    sr__env_block *block; /* NULL outside write_env */
+    sr__diag *diag;
     int rejected;
 };
 
@@ -30,12 +30,10 @@ static void api_log(sr_host *h, sr_log_level level, const char *fmt, ...) {
     va_end(ap);
 }
 
-static const char *api_get(sr_host *h, const char *key) {
-    return sr__config_value(&h->run->cfg, h->plugin->name, key);
-}
+static const char *api_get(sr_host *h, const char *key) { return sr__config_value(&h->run->cfg, h->plugin->name, key); }
 
 static int api_given(sr_host *h, const char *key) {
-    sr_setting *s = sr__config_get(&h->run->cfg, h->plugin->name, key);
+    sr__setting *s = sr__config_get(&h->run->cfg, h->plugin->name, key);
     return s && s->from != SR_FROM_DEFAULT;
 }
 
@@ -45,18 +43,16 @@ static void api_reject(sr_host *h, const char *key, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    sr_setting *s = key ? sr__config_get(&h->run->cfg, h->plugin->name, key) : NULL;
-    if (s)
-        sr__diag_add(h->diag, "%s: [%s] %s: %s", s->where, h->plugin->name, key, msg);
-    else
-        sr__diag_add(h->diag, "%s: [%s]: %s", h->run->cfg.path, h->plugin->name, msg);
+    sr__setting *s = key ? sr__config_get(&h->run->cfg, h->plugin->name, key) : NULL;
+    if (s) sr__diag_add(h->diag, "%s: [%s] %s: %s", s->where, h->plugin->name, key, msg);
+    else sr__diag_add(h->diag, "%s: [%s]: %s", h->run->cfg.path, h->plugin->name, msg);
     h->rejected++;
 }
 
 static const sr_topology *api_topology(sr_host *h) { return &h->topo; }
 
 static const char *api_env_get(sr_host *h, const char *name) {
-    const sr_env_entry *e = h->block ? sr__env_block_find(h->block, name) : NULL;
+    const sr__env_entry *e = h->block ? sr__env_block_find(h->block, name) : NULL;
     return e ? e->value : getenv(name);
 }
 
@@ -74,7 +70,7 @@ static char *explain(sr_host *h, const char *because) {
             return NULL;
         }
         const char *dot = strchr(item, '.');
-        sr_setting *s = sr__config_get(&h->run->cfg, h->plugin->name, item);
+        sr__setting *s = sr__config_get(&h->run->cfg, h->plugin->name, item);
         if (!s && dot) {
             char *sec = sr__strndup(item, (size_t)(dot - item));
             s = sec ? sr__config_get(&h->run->cfg, sec, dot + 1) : NULL;
@@ -99,11 +95,11 @@ static int api_env_set(sr_host *h, const char *name, const char *value, const ch
     }
     if (!sr__valid_env_name(name) || !value || !*value) {
         sr__diag_add(h->diag, "plugin \"%s\" tried to set %s=\"%s\": %s", h->plugin->name, name ? name : "(null)",
-                     value ? value : "(null)", !sr__valid_env_name(name) ? "not a valid variable name"
-                                                                      : "empty values are not allowed");
+                     value ? value : "(null)",
+                     !sr__valid_env_name(name) ? "not a valid variable name" : "empty values are not allowed");
         return -1;
     }
-    const sr_env_entry *prev = sr__env_block_find(h->block, name);
+    const sr__env_entry *prev = sr__env_block_find(h->block, name);
     if (prev && prev->setter && strcmp(prev->setter, h->plugin->name))
         sr__log(SR_LOG_DEBUG, "%s overrides %s=%s set by %s", h->plugin->name, name, prev->value ? prev->value : "",
                 prev->setter);
@@ -139,7 +135,7 @@ static int is_loopback(const char *addr) {
 }
 
 static int api_init_process_group(sr_host *h, const char *backend, double timeout_s) {
-    sr_run *run = h->run;
+    sr__run *run = h->run;
     if (!run->rdzv.enabled) {
         api_log(h, SR_LOG_ERROR, "no rendezvous store in this run (exec: tasks form their own groups)");
         return -1;
@@ -162,7 +158,8 @@ static int api_init_process_group(sr_host *h, const char *backend, double timeou
         if (h->topo.nnodes > 1 && sr__pg_is_loopback_addr(hostname)) {
             sr__log(SR_LOG_ERROR,
                     "process group world: [shardrun] master_addr %s (%s) is reached from this host over the loopback "
-                    "address %s, which the other %d node%s cannot reach; set master_addr to an address of node 0 that every node "
+                    "address %s, which the other %d node%s cannot reach; set master_addr to an address of node 0 that "
+                    "every node "
                     "reaches (not a name /etc/hosts maps to 127.x), or GLOO_SOCKET_IFNAME to the interface the nodes "
                     "reach each other on (every node on this one host: master_addr = 127.0.0.1)",
                     run->layout.master_addr, master, hostname, h->topo.nnodes - 1, h->topo.nnodes == 2 ? "" : "s");
@@ -171,9 +168,10 @@ static int api_init_process_group(sr_host *h, const char *backend, double timeou
         sr__log(SR_LOG_DEBUG, "gloo listens on %s (interface %s): the route to master_addr %s", hostname,
                 ifname[0] ? ifname : "?", run->layout.master_addr);
     }
-    sr_pg_world_args a = {run->rdzv.host, run->rdzv.port, run->rdzv.token, h->topo.rank, h->topo.world_size,
-                          h->topo.local_rank, resolve_backend(backend), hostname, timeout_s,
-                          run->layout.restart_count, api_get(h, "transport")};
+    sr__pg_world_args a = {
+        run->rdzv.host,         run->rdzv.port,           run->rdzv.token, h->topo.rank, h->topo.world_size,
+        h->topo.local_rank,     resolve_backend(backend), hostname,        timeout_s,    run->layout.restart_count,
+        api_get(h, "transport")};
     char err[2048];
     if (!sr__pg_create_world(&a, err, sizeof err)) {
         sr__log(SR_LOG_ERROR, "%s", err);
@@ -185,12 +183,11 @@ static int api_init_process_group(sr_host *h, const char *backend, double timeou
 }
 
 static const sr_host_api host_api = {
-    SR_PLUGIN_ABI_VERSION, sizeof(sr_host_api), api_log,      api_get,      api_given,
-    api_reject,            api_topology,        api_env_get,  api_env_set,  api_env_unset,
-    api_task_kind,         api_init_process_group,
+    SR_PLUGIN_ABI_VERSION, sizeof(sr_host_api), api_log,     api_get,       api_given,     api_reject,
+    api_topology,          api_env_get,         api_env_set, api_env_unset, api_task_kind, api_init_process_group,
 };
 
-static void host_for(sr_host *h, sr_run *run, size_t i, int local_rank, sr_env_block *block, sr_diag *diag) {
+static void host_for(sr_host *h, sr__run *run, size_t i, int local_rank, sr__env_block *block, sr__diag *diag) {
     memset(h, 0, sizeof *h);
     h->run = run;
     h->plugin = &run->plugins[i];
@@ -199,7 +196,7 @@ static void host_for(sr_host *h, sr_run *run, size_t i, int local_rank, sr_env_b
     sr__layout_topology(&run->layout, local_rank, &h->topo);
 }
 
-int sr__run_validate_plugins(sr_run *run) {
+int sr__run_validate_plugins(sr__run *run) {
     int bad = 0;
     for (size_t i = 0; i < run->nplugins; i++) {
         sr_host h;
@@ -214,7 +211,7 @@ int sr__run_validate_plugins(sr_run *run) {
     return bad ? -1 : 0;
 }
 
-int sr__run_build_env(sr_run *run, int local_rank, sr_env_block *block, sr_diag *diag) {
+int sr__run_build_env(sr__run *run, int local_rank, sr__env_block *block, sr__diag *diag) {
     size_t before = diag->n;
     for (size_t i = 0; i < run->nplugins; i++) {
         sr_host h;
@@ -228,15 +225,16 @@ int sr__run_build_env(sr_run *run, int local_rank, sr_env_block *block, sr_diag 
     return diag->n == before ? 0 : -1;
 }
 
-int sr__run_plugins_init(sr_run *run, int local_rank) {
+int sr__run_plugins_init(sr__run *run, int local_rank) {
     for (size_t i = 0; i < run->nplugins; i++) {
         sr_host h;
-        sr_diag diag = {0};
+        sr__diag diag = {0};
         host_for(&h, run, i, local_rank, NULL, &diag);
         if (!run->plugins[i].p->init) continue;
         int rc = run->plugins[i].p->init(&host_api, &h);
         if (rc != 0 || diag.n) {
-            if (!diag.n) sr__diag_add(&diag, "plugin \"%s\" failed to initialise (returned %d)", run->plugins[i].name, rc);
+            if (!diag.n)
+                sr__diag_add(&diag, "plugin \"%s\" failed to initialise (returned %d)", run->plugins[i].name, rc);
             sr__diag_flush(&diag);
             return -1;
         }
@@ -244,10 +242,10 @@ int sr__run_plugins_init(sr_run *run, int local_rank) {
     return 0;
 }
 
-void sr__run_plugins_finish(sr_run *run, int local_rank, int status) {
+void sr__run_plugins_finish(sr__run *run, int local_rank, int status) {
     for (size_t i = run->nplugins; i-- > 0;) {
         sr_host h;
-        sr_diag diag = {0};
+        sr__diag diag = {0};
         host_for(&h, run, i, local_rank, NULL, &diag);
         if (run->plugins[i].p->finish) run->plugins[i].p->finish(&host_api, &h, status);
         sr__diag_flush(&diag);

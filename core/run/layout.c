@@ -33,43 +33,44 @@ static void uuid4(char out[37]) {
     sr__random_bytes(b, sizeof b);
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
-             b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
+             b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
-static int int_of(sr_job *cfg, const char *key) {
+static int int_of(sr__job *cfg, const char *key) {
     const char *v = sr__config_value(cfg, "shardrun", key);
     return v ? atoi(v) : 0;
 }
 
 /* Replaces a setting's value, recording where the new value came from. */
-static void put(sr_job *cfg, const char *key, const char *value, sr_from from, const char *where) {
-    sr_setting *s = sr__config_get(cfg, "shardrun", key);
+static void put(sr__job *cfg, const char *key, const char *value, sr__from from, const char *where) {
+    sr__setting *s = sr__config_get(cfg, "shardrun", key);
     free(s->value), free(s->where);
     s->value = sr__strdup(value);
     s->from = from;
     s->where = sr__strdup(where);
 }
 
-static void put_int(sr_job *cfg, const char *key, int v, sr_from from, const char *where) {
+static void put_int(sr__job *cfg, const char *key, int v, sr__from from, const char *where) {
     char buf[32];
     snprintf(buf, sizeof buf, "%d", v);
     put(cfg, key, buf, from, where);
 }
 
-static int is_default(sr_job *cfg, const char *key) {
+static int is_default(sr__job *cfg, const char *key) {
     return sr__config_get(cfg, "shardrun", key)->from == SR_FROM_DEFAULT;
 }
 
-static void apply_cluster(sr_job *cfg, sr_layout *out) {
-    sr_cluster c;
+static void apply_cluster(sr__job *cfg, sr__layout *out) {
+    sr__cluster c;
     sr__cluster_detect(&c, (const char *(*)(const char *))getenv);
     /* a launcher's variables are read whatever the flags say, so a bad one is an error even
        where a flag would have won: it means the launch is not what it seems */
     if (c.error[0] && c.source) {
-        sr__diag_add(&cfg->diag, "%s launcher detected, but %s; fix the launcher's variables, or start shardrun "
-                     "without them and give the topology with --nnodes/--node-rank/--nproc-per-node", c.launcher,
-                     c.error);
+        sr__diag_add(&cfg->diag,
+                     "%s launcher detected, but %s; fix the launcher's variables, or start shardrun "
+                     "without them and give the topology with --nnodes/--node-rank/--nproc-per-node",
+                     c.launcher, c.error);
         return;
     }
     if (c.error[0]) {
@@ -80,7 +81,8 @@ static void apply_cluster(sr_job *cfg, sr_layout *out) {
         /* a process of a launcher that sets only some of them (RANK and WORLD_SIZE, say) would
            otherwise run the job file's whole world on its own, once per process */
         if (c.partial[0] && is_default(cfg, "nnodes") && is_default(cfg, "node_rank"))
-            sr__diag_add(&cfg->diag, "%s: a torchrun-style launcher sets RANK, WORLD_SIZE and LOCAL_RANK together "
+            sr__diag_add(&cfg->diag,
+                         "%s: a torchrun-style launcher sets RANK, WORLD_SIZE and LOCAL_RANK together "
                          "for each worker, so shardrun cannot tell this process's place; set the missing ones, or "
                          "give the topology with --nnodes and --node-rank (then these are not read), or unset them",
                          c.partial);
@@ -89,7 +91,7 @@ static void apply_cluster(sr_job *cfg, sr_layout *out) {
     out->cluster_source = c.source;
     char where[64];
     snprintf(where, sizeof where, "cluster (%s)", c.source);
-    sr_setting *np = sr__config_get(cfg, "shardrun", "nproc_per_node");
+    sr__setting *np = sr__config_get(cfg, "shardrun", "nproc_per_node");
     int nproc_given = np->from != SR_FROM_DEFAULT, nproc = atoi(np->value);
     /* One process per node with nproc_per_node given is node mode (srun --ntasks-per-node=1,
        mpirun --map-by ppr:1:node): this agent starts the job file's workers.  Any other launch
@@ -98,22 +100,27 @@ static void apply_cluster(sr_job *cfg, sr_layout *out) {
     int per_process = c.per_process && (c.local_world_size > 1 || !nproc_given || nproc == 1);
     if (per_process && nproc_given && nproc != c.local_world_size) {
         if (np->from == SR_FROM_CLI)
-            sr__diag_add(&cfg->diag, "%s: --nproc-per-node %d disagrees with %s, which started this process as rank "
+            sr__diag_add(&cfg->diag,
+                         "%s: --nproc-per-node %d disagrees with %s, which started this process as rank "
                          "%d of %d, %d per node (%s); drop --nproc-per-node under a launcher that starts one process "
-                         "per rank, or start one process per node", np->where, nproc, c.launcher, c.rank,
-                         c.world_size, c.local_world_size, c.vars);
+                         "per rank, or start one process per node",
+                         np->where, nproc, c.launcher, c.rank, c.world_size, c.local_world_size, c.vars);
         else if (c.rank == 0)
-            sr__log(SR_LOG_INFO, "%s started this process as rank %d of %d, %d per node (%s): each process runs "
-                    "one worker; nproc_per_node = %d (%s) is overridden", c.launcher, c.rank, c.world_size,
-                    c.local_world_size, c.vars, nproc, np->where);
+            sr__log(SR_LOG_INFO,
+                    "%s started this process as rank %d of %d, %d per node (%s): each process runs "
+                    "one worker; nproc_per_node = %d (%s) is overridden",
+                    c.launcher, c.rank, c.world_size, c.local_world_size, c.vars, nproc, np->where);
     }
     if (is_default(cfg, "nnodes")) put_int(cfg, "nnodes", c.nnodes, SR_FROM_CLUSTER, where);
     if (is_default(cfg, "node_rank")) put_int(cfg, "node_rank", c.node_rank, SR_FROM_CLUSTER, where);
-    if (c.master_addr[0] && is_default(cfg, "master_addr")) put(cfg, "master_addr", c.master_addr, SR_FROM_CLUSTER, where);
-    if (c.master_port && is_default(cfg, "master_port")) put_int(cfg, "master_port", c.master_port, SR_FROM_CLUSTER, where);
+    if (c.master_addr[0] && is_default(cfg, "master_addr"))
+        put(cfg, "master_addr", c.master_addr, SR_FROM_CLUSTER, where);
+    if (c.master_port && is_default(cfg, "master_port"))
+        put_int(cfg, "master_port", c.master_port, SR_FROM_CLUSTER, where);
     /* several hosts and no address to meet at: every rank would dial its own loopback */
     if (c.nnodes > 1 && !c.master_addr[0] && is_default(cfg, "master_addr"))
-        sr__diag_add(&cfg->diag, "%s started shardrun on %d hosts, but says nothing of where rank 0 is: set "
+        sr__diag_add(&cfg->diag,
+                     "%s started shardrun on %d hosts, but says nothing of where rank 0 is: set "
                      "[shardrun] master_addr (or --master-addr) to rank 0's host, the same for every process",
                      c.launcher, c.nnodes);
     snprintf(out->launcher_job_id, sizeof out->launcher_job_id, "%s", c.job_id);
@@ -123,19 +130,20 @@ static void apply_cluster(sr_job *cfg, sr_layout *out) {
         if (np->from != SR_FROM_CLI) put_int(cfg, "nproc_per_node", c.local_world_size, SR_FROM_CLUSTER, where);
         out->per_process = 1;
         if (c.rank != c.node_rank * c.local_world_size + c.local_rank || c.world_size != c.nnodes * c.local_world_size)
-            sr__diag_add(&cfg->diag, "%s launcher: rank %d of %d with local rank %d of %d on node %d of %d is not "
+            sr__diag_add(&cfg->diag,
+                         "%s launcher: rank %d of %d with local rank %d of %d on node %d of %d is not "
                          "a homogeneous layout (rank = node_rank * nproc_per_node + local_rank); shardrun needs the "
-                         "same number of workers on every node", c.source, c.rank, c.world_size, c.local_rank,
-                         c.local_world_size, c.node_rank, c.nnodes);
+                         "same number of workers on every node",
+                         c.source, c.rank, c.world_size, c.local_rank, c.local_world_size, c.node_rank, c.nnodes);
         out->first_local = c.local_rank;
         out->spawn_count = 1;
     }
 }
 
-void sr__layout_resolve(sr_job *cfg, sr_layout *out) {
+void sr__layout_resolve(sr__job *cfg, sr__layout *out) {
     memset(out, 0, sizeof *out);
     out->spawn_count = -1;
-    sr_setting *standalone = sr__config_get(cfg, "shardrun", "standalone");
+    sr__setting *standalone = sr__config_get(cfg, "shardrun", "standalone");
     int is_standalone = standalone->value && !strcmp(standalone->value, "true");
     if (!is_standalone) apply_cluster(cfg, out);
     if (is_standalone) {
@@ -147,8 +155,10 @@ void sr__layout_resolve(sr_job *cfg, sr_layout *out) {
         int addr_ok = is_default(cfg, "master_addr") || !strcmp(ma, "localhost") || !strncmp(ma, "127.", 4);
         int port_ok = is_default(cfg, "master_port") || int_of(cfg, "master_port") == 0;
         if (!addr_ok || !port_ok)
-            sr__diag_add(&cfg->diag, "%s: standalone picks its own master address and port; drop master_addr/"
-                         "master_port (or standalone)", standalone->where);
+            sr__diag_add(&cfg->diag,
+                         "%s: standalone picks its own master address and port; drop master_addr/"
+                         "master_port (or standalone)",
+                         standalone->where);
         put(cfg, "master_addr", "localhost", SR_FROM_DEFAULT, "standalone");
         put(cfg, "master_port", "0", SR_FROM_DEFAULT, "standalone");
         if (is_default(cfg, "run_id")) {
@@ -165,7 +175,7 @@ void sr__layout_resolve(sr_job *cfg, sr_layout *out) {
                      sr__config_get(cfg, "shardrun", "node_rank")->where, out->nnodes,
                      sr__config_get(cfg, "shardrun", "nnodes")->where);
     if (int_of(cfg, "master_port") == 0) {
-        sr_setting *mp = sr__config_get(cfg, "shardrun", "master_port");
+        sr__setting *mp = sr__config_get(cfg, "shardrun", "master_port");
         int agents = out->per_process ? out->nnodes * out->nproc_per_node : out->nnodes;
         if (out->per_process && agents > 1 && out->launcher_job_id[0]) {
             /* every process of the launch computes the same port from the job id it shares; an
@@ -176,13 +186,17 @@ void sr__layout_resolve(sr_job *cfg, sr_layout *out) {
                      out->launcher_job_id);
             put_int(cfg, "master_port", port, mp->from, where);
         } else if (out->per_process && agents > 1) {
-            sr__diag_add(&cfg->diag, "%s: master_port = 0 (a free port) cannot work under %s: each of its %d processes "
+            sr__diag_add(&cfg->diag,
+                         "%s: master_port = 0 (a free port) cannot work under %s: each of its %d processes "
                          "would pick its own port, and %s exposes no job id to derive a common one from; set "
                          "master_port to a free port (e.g. --set shardrun.master_port=29500), the same for every "
-                         "process", mp->where, out->launcher, agents, out->launcher);
+                         "process",
+                         mp->where, out->launcher, agents, out->launcher);
         } else if (out->nnodes > 1) {
-            sr__diag_add(&cfg->diag, "%s: master_port = 0 (pick a free port) only works on one node: the other "
-                         "nodes could not know the port; give a fixed port", mp->where);
+            sr__diag_add(&cfg->diag,
+                         "%s: master_port = 0 (pick a free port) only works on one node: the other "
+                         "nodes could not know the port; give a fixed port",
+                         mp->where);
         } else {
             int port = sr__free_port();
             if (port < 0) sr__diag_add(&cfg->diag, "cannot find a free TCP port on this host");
@@ -200,7 +214,7 @@ void sr__layout_resolve(sr_job *cfg, sr_layout *out) {
     }
 }
 
-void sr__layout_topology(const sr_layout *l, int local_rank, sr_topology *t) {
+void sr__layout_topology(const sr__layout *l, int local_rank, sr_topology *t) {
     memset(t, 0, sizeof *t);
     t->struct_size = sizeof *t;
     t->local_rank = local_rank;
@@ -216,7 +230,7 @@ void sr__layout_topology(const sr_layout *l, int local_rank, sr_topology *t) {
     t->max_restarts = l->max_restarts;
 }
 
-void sr__layout_free(sr_layout *l) {
+void sr__layout_free(sr__layout *l) {
     free(l->master_addr);
     free(l->run_id);
     memset(l, 0, sizeof *l);

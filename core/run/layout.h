@@ -9,7 +9,7 @@
 #include "shardrun/plugin.h"
 #include "config/job.h"
 
-typedef struct sr_layout {
+typedef struct sr__layout {
     int nproc_per_node, nnodes, node_rank;
     char *master_addr;
     int master_port;
@@ -21,13 +21,13 @@ typedef struct sr_layout {
     char launcher_job_id[128];    /* what every process of that launch shares, or "" */
     int max_restarts;             /* [shardrun] max_restarts */
     int restart_count;            /* the job-wide attempt the workers about to start belong to */
-} sr_layout;
+} sr__layout;
 
 /* Applies cluster detection to unset [shardrun] keys, standalone, free ports.  Errors go to
    cfg->diag. */
-void sr__layout_resolve(sr_job *cfg, sr_layout *out);
-void sr__layout_topology(const sr_layout *l, int local_rank, sr_topology *out);
-void sr__layout_free(sr_layout *l);
+void sr__layout_resolve(sr__job *cfg, sr__layout *out);
+void sr__layout_topology(const sr__layout *l, int local_rank, sr_topology *out);
+void sr__layout_free(sr__layout *l);
 
 /* A free TCP port on this host (what torchrun does for --standalone), or -1. */
 int sr__free_port(void);

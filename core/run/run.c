@@ -19,11 +19,11 @@
 
 extern char **environ;
 
-static void load_plugins(sr_run *run) {
-    sr_job *cfg = &run->cfg;
+static void load_plugins(sr__run *run) {
+    sr__job *cfg = &run->cfg;
     char **names = sr__split_path(NULL);
     const char *list = sr__config_value(cfg, "shardrun", "plugins");
-    const sr_setting *where = sr__config_get(cfg, "shardrun", "plugins");
+    const sr__setting *where = sr__config_get(cfg, "shardrun", "plugins");
     char **dirs = sr__plugin_dirs(sr__config_value(cfg, "shardrun", "plugin_path"));
     size_t n = 0;
     if (!names || !dirs) {
@@ -58,8 +58,7 @@ static void load_plugins(sr_run *run) {
         /* `path` first: it decides which file declares the section's other keys */
         sr__config_resolve_key(cfg, names[i], &sr__plugin_host_keys[0]);
         if (sr__plugin_load(names[i], sr__config_value(cfg, names[i], "path"), dirs, where ? where->where : NULL,
-                            &run->plugins[run->nplugins],
-                            &cfg->diag) == 0)
+                            &run->plugins[run->nplugins], &cfg->diag) == 0)
             run->nplugins++;
     }
     sr__plugins_check_set(run->plugins, run->nplugins, &cfg->diag);
@@ -72,7 +71,7 @@ static void load_plugins(sr_run *run) {
    worker starts.  SHARDRUN_TASK_* are [task] keys, free-form, checked once the task has read its
    own; the variables shardrun reads that are not keys (SHARDRUN_RDZV_TOKEN, SHARDRUN_DEBUG_*,
    SHARDRUN_PROFILE, ...) are known. */
-static void check_stray_env(sr_run *run) {
+static void check_stray_env(sr__run *run) {
     char var[300];
     for (char **e = environ; *e; e++) {
         if (strncmp(*e, "SHARDRUN_", 9) || !strncmp(*e, "SHARDRUN_TASK_", 14)) continue;
@@ -90,8 +89,10 @@ static void check_stray_env(sr_run *run) {
         if (!known) {
             char *name = sr__strndup(*e, len);
             const char *best = sr__closest(name, cands, nc);
-            sr__diag_add(&run->cfg.diag, "environment variable %s matches no key of this run%s%s%s: fix its name or "
-                         "unset it", name, best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
+            sr__diag_add(&run->cfg.diag,
+                         "environment variable %s matches no key of this run%s%s%s: fix its name or "
+                         "unset it",
+                         name, best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
             free(name);
         }
         for (size_t i = 0; i < nc; i++) free((char *)cands[i]);
@@ -99,7 +100,7 @@ static void check_stray_env(sr_run *run) {
 }
 
 /* A [shardrun] duration: a number of seconds, not negative. */
-static double seconds_key(sr_job *cfg, const char *key) {
+static double seconds_key(sr__job *cfg, const char *key) {
     double v = atof(sr__config_value(cfg, "shardrun", key));
     if (!(v >= 0) || v > 1e9)
         sr__diag_add(&cfg->diag, "%s: %s = %s: expected a number of seconds from 0 to 1e9",
@@ -107,8 +108,8 @@ static double seconds_key(sr_job *cfg, const char *key) {
     return v;
 }
 
-int sr__run_prepare(sr_run *run, const sr_run_args *args) {
-    sr_job *cfg = &run->cfg;
+int sr__run_prepare(sr__run *run, const sr__run_args *args) {
+    sr__job *cfg = &run->cfg;
     if (sr__config_load(cfg, args->job) != 0 || cfg->diag.n) goto fail;
 
     sr__config_resolve(cfg, "shardrun", sr__shardrun_keys, NULL, NULL);
@@ -140,7 +141,7 @@ int sr__run_prepare(sr_run *run, const sr_run_args *args) {
         goto fail;
     if (sr__run_validate_plugins(run) != 0) goto fail;
     for (int i = 0; i < run->layout.spawn_count; i++) {
-        sr_env_block b = {0};
+        sr__env_block b = {0};
         sr__run_build_env(run, run->layout.first_local + i, &b, &cfg->diag);
         sr__env_block_free(&b);
         if (cfg->diag.n) goto fail;
@@ -153,7 +154,7 @@ fail:
     return -1;
 }
 
-void sr__run_free(sr_run *run) {
+void sr__run_free(sr__run *run) {
     for (size_t i = 0; i < run->nplugins; i++) sr__plugin_unload(&run->plugins[i]);
     free(run->plugins);
     sr__layout_free(&run->layout);
@@ -166,8 +167,8 @@ void sr__run_free(sr_run *run) {
 
 /* Variables the plugins write that differ from rank to rank (or node to node) by design. */
 static int per_rank_variable(const char *name) {
-    static const char *const names[] = {"RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "ROLE_RANK",
-                                        "OMP_NUM_THREADS", NULL};
+    static const char *const names[] = {"RANK",      "LOCAL_RANK",      "GROUP_RANK", "NODE_RANK",
+                                        "ROLE_RANK", "OMP_NUM_THREADS", NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(names[i], name)) return 1;
     return 0;
@@ -195,25 +196,26 @@ static const char *file_digest(const char *path, char *out, size_t len) {
    arguments, the plugins, the environment its workers receive (minus what differs per rank by
    design) and every [task] key.  Two nodes started with different jobs would otherwise train on
    mixed-up collectives. */
-static char *run_fingerprint(sr_run *run) {
-    const sr_layout *l = &run->layout;
+static char *run_fingerprint(sr__run *run) {
+    const sr__layout *l = &run->layout;
     char digest[64];
-    sr_buf b = {0};
+    sr__buf b = {0};
     char host[256] = "?";
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
     sr__buf_printf(&b, "#host=%s\n#node=%d\n", host, l->node_rank);
     sr__buf_printf(&b, "nnodes=%d\nnproc_per_node=%d\n", l->nnodes, l->nproc_per_node);
     const char *slash = strrchr(run->task.path ? run->task.path : "", '/');
     if (run->task.type == SR_TASK_EXEC) sr__buf_printf(&b, "task=exec:%s\n", slash ? slash + 1 : run->task.path);
-    else sr__buf_printf(&b, "task=%s (kind %u)\ntask_file=%s\n", slash ? slash + 1 : run->task.path, run->task.kind,
-                        file_digest(run->task.path, digest, sizeof digest));
+    else
+        sr__buf_printf(&b, "task=%s (kind %u)\ntask_file=%s\n", slash ? slash + 1 : run->task.path, run->task.kind,
+                       file_digest(run->task.path, digest, sizeof digest));
     sr__buf_add(&b, "task_args=", 10);
     for (int i = 1; i < run->task.argc; i++) sr__buf_printf(&b, "%s%s", i > 1 ? " " : "", run->task.argv[i]);
     sr__buf_add(&b, "\nplugins=", 9);
     for (size_t i = 0; i < run->nplugins; i++) sr__buf_printf(&b, "%s%s", i ? "," : "", run->plugins[i].name);
     sr__buf_add(&b, "\n", 1);
-    sr_env_block block = {0};
-    sr_diag diag = {0};
+    sr__env_block block = {0};
+    sr__diag diag = {0};
     if (sr__run_build_env(run, l->first_local, &block, &diag) == 0)
         for (size_t i = 0; i < block.n; i++)
             if (!per_rank_variable(block.v[i].name))
@@ -221,17 +223,17 @@ static char *run_fingerprint(sr_run *run) {
     sr__env_block_free(&block);
     sr__diag_clear(&diag); /* the same environment was built and checked by sr__run_prepare */
     for (size_t i = 0; i < run->cfg.nset; i++) {
-        const sr_setting *s = &run->cfg.set[i];
+        const sr__setting *s = &run->cfg.set[i];
         if (!strcmp(s->section, "task") && s->value) sr__buf_printf(&b, "[task] %s=%s\n", s->key, s->value);
     }
     return b.s ? b.s : sr__strdup("");
 }
 
-int sr__run_prepare_rdzv(sr_run *run) {
-    const sr_layout *l = &run->layout;
-    const sr_setting *port = sr__config_get(&run->cfg, "shardrun", "rdzv_port");
+int sr__run_prepare_rdzv(sr__run *run) {
+    const sr__layout *l = &run->layout;
+    const sr__setting *port = sr__config_get(&run->cfg, "shardrun", "rdzv_port");
     int nagents = l->nnodes * l->nproc_per_node / l->spawn_count;
-    sr_rdzv_args a = {
+    sr__rdzv_args a = {
         .nagents = nagents,
         .agent_id = (l->node_rank * l->nproc_per_node + l->first_local) / l->spawn_count,
         .need_store = !(nagents == 1 && run->task.type == SR_TASK_EXEC),
@@ -249,7 +251,8 @@ int sr__run_prepare_rdzv(sr_run *run) {
         .fingerprint = run->fingerprint = run_fingerprint(run),
     };
     if (a.need_store && nagents > 1 && a.agent_id != 0) /* what a node waits for, before it waits */
-        sr__log(SR_LOG_INFO, "waiting up to %gs ([shardrun] rdzv_timeout) for node 0's shardrun at %s (master_addr) to answer",
+        sr__log(SR_LOG_INFO,
+                "waiting up to %gs ([shardrun] rdzv_timeout) for node 0's shardrun at %s (master_addr) to answer",
                 a.timeout_s, a.master_addr);
     int rc = sr__rdzv_prepare(&run->rdzv, &a, &run->cfg.diag);
     if (rc != 0) {

@@ -16,44 +16,44 @@
 #include "run/task_spec.h"
 #include "store/rdzv.h"
 
-typedef struct sr_run {
-    sr_job cfg;
-    sr_loaded_plugin *plugins;
+typedef struct sr__run {
+    sr__job cfg;
+    sr__loaded_plugin *plugins;
     size_t nplugins;
-    sr_layout layout;
-    sr_task_spec task;
-    int log_level;      /* sr_log_level */
-    double grace;       /* seconds between SIGTERM and SIGKILL */
+    sr__layout layout;
+    sr__task_spec task;
+    int log_level;        /* sr_log_level */
+    double grace;         /* seconds between SIGTERM and SIGKILL */
     double preempt_grace; /* a model task's time to checkpoint after SIGTERM to the agent */
-    double hang_timeout; /* [shardrun] hang_timeout: seconds without progress that make a hang; 0: no watchdog */
-    int model_task;     /* the task is a model task: SIGTERM asks for a checkpoint (preemption) */
-    sr_rdzv rdzv;       /* the agent's side of the rendezvous; workers reach the store at its host/port/token */
-    int stdout_tty; /* in a worker: the agent's stdout is a terminal (progress bars are drawn) */
-    char *fingerprint; /* what defines the run as this agent sees it (sr__run_prepare_rdzv) */
-} sr_run;
+    double hang_timeout;  /* [shardrun] hang_timeout: seconds without progress that make a hang; 0: no watchdog */
+    int model_task;       /* the task is a model task: SIGTERM asks for a checkpoint (preemption) */
+    sr__rdzv rdzv;        /* the agent's side of the rendezvous; workers reach the store at its host/port/token */
+    int stdout_tty;       /* in a worker: the agent's stdout is a terminal (progress bars are drawn) */
+    char *fingerprint;    /* what defines the run as this agent sees it (sr__run_prepare_rdzv) */
+} sr__run;
 
-typedef struct sr_run_args {
+typedef struct sr__run_args {
     const char *job;
-    int nextra;          /* arguments after `--` */
+    int nextra; /* arguments after `--` */
     char *const *extra;
-} sr_run_args;
+} sr__run_args;
 
 /* Reads, resolves and validates everything.  On failure prints every error and returns -1
    (callers exit 2); the caller has already added command-line overrides to run->cfg. */
-int sr__run_prepare(sr_run *run, const sr_run_args *args);
-void sr__run_free(sr_run *run);
+int sr__run_prepare(sr__run *run, const sr__run_args *args);
+void sr__run_free(sr__run *run);
 
 /* Decides the rendezvous from the layout and [shardrun] keys and starts or reaches the store
    (store/rdzv.h).  Errors go to the run's diag; 0, SR__RDZV_UNREACHABLE (node 0 never answered:
    the run failed, exit 1) or -1 (a configuration error, exit 2). */
-int sr__run_prepare_rdzv(sr_run *run);
+int sr__run_prepare_rdzv(sr__run *run);
 /* Runs every plugin's validate hook (agent). */
-int sr__run_validate_plugins(sr_run *run);
+int sr__run_validate_plugins(sr__run *run);
 /* Builds the environment block one worker receives (plugins' write_env in job-file order).
    Returns 0, or -1 with errors in diag. */
-int sr__run_build_env(sr_run *run, int local_rank, sr_env_block *block, sr_diag *diag);
+int sr__run_build_env(sr__run *run, int local_rank, sr__env_block *block, sr__diag *diag);
 /* Runs the plugins' init hooks in a worker whose environment is applied. */
-int sr__run_plugins_init(sr_run *run, int local_rank);
-void sr__run_plugins_finish(sr_run *run, int local_rank, int status);
+int sr__run_plugins_init(sr__run *run, int local_rank);
+void sr__run_plugins_finish(sr__run *run, int local_rank, int status);
 
 #endif

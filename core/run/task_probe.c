@@ -43,12 +43,12 @@ int sr__task_probe_load(const char *path, char *err, size_t errlen) {
     buf[n] = 0;
     close(fd[0]);
     int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
     if (WIFEXITED(status)) snprintf(err, errlen, "%s", n ? buf : "the loader gave no reason");
     else if (WTERMSIG(status) == SIGALRM)
         snprintf(err, errlen, "loading it did not finish within %d s (its constructors hang)", PROBE_SECONDS);
-    else snprintf(err, errlen, "loading it killed the process with signal %d (a constructor crashed)", WTERMSIG(status));
+    else
+        snprintf(err, errlen, "loading it killed the process with signal %d (a constructor crashed)", WTERMSIG(status));
     return -1;
 }

@@ -72,7 +72,7 @@ static char *find_in_path(const char *prog) {
     return found;
 }
 
-static char *relative_to(const sr_setting *s, const sr_job *cfg, const char *p) {
+static char *relative_to(const sr__setting *s, const sr__job *cfg, const char *p) {
     char cwd[PATH_MAX], *out = NULL;
     if (p[0] == '/') return sr__strdup(p);
     const char *base = s->from == SR_FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
@@ -80,7 +80,7 @@ static char *relative_to(const sr_setting *s, const sr_job *cfg, const char *p) 
     return out;
 }
 
-static int resolve_exec(sr_job *cfg, const sr_setting *s, sr_task_spec *out) {
+static int resolve_exec(sr__job *cfg, const sr__setting *s, sr__task_spec *out) {
     char err[256];
     int n = 0;
     char **words = sr__split_words(s->value + 5, &n, err, sizeof err);
@@ -92,8 +92,8 @@ static int resolve_exec(sr_job *cfg, const sr_setting *s, sr_task_spec *out) {
     }
     char *prog = strchr(words[0], '/') ? relative_to(s, cfg, words[0]) : find_in_path(words[0]);
     if (!prog || access(prog, X_OK) != 0) {
-        sr__diag_add(&cfg->diag, "%s: task program \"%s\" %s; give an absolute path or install it", s->where,
-                     words[0], strchr(words[0], '/') ? "is not an executable file" : "is not found in PATH");
+        sr__diag_add(&cfg->diag, "%s: task program \"%s\" %s; give an absolute path or install it", s->where, words[0],
+                     strchr(words[0], '/') ? "is not an executable file" : "is not found in PATH");
         free(prog);
         for (int i = 0; i < n; i++) free(words[i]);
         free(words);
@@ -118,7 +118,7 @@ static int is_source_file(const char *v) {
     return 0;
 }
 
-static char *find_task_so(sr_job *cfg, const sr_setting *s, char *tried, size_t tried_len) {
+static char *find_task_so(sr__job *cfg, const sr__setting *s, char *tried, size_t tried_len) {
     const char *v = s->value;
     if (strchr(v, '/') || (strlen(v) > 3 && !strcmp(v + strlen(v) - 3, ".so"))) {
         char *p = relative_to(s, cfg, v);
@@ -156,12 +156,14 @@ static char *find_task_so(sr_job *cfg, const sr_setting *s, char *tried, size_t 
     return found;
 }
 
-int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_spec *out) {
+int sr__task_spec_resolve(sr__job *cfg, int nextra, char *const *extra, sr__task_spec *out) {
     memset(out, 0, sizeof *out);
-    const sr_setting *s = sr__config_get(cfg, "shardrun", "task");
+    const sr__setting *s = sr__config_get(cfg, "shardrun", "task");
     if (!s || !s->value) {
-        sr__diag_add(&cfg->diag, "%s: [shardrun] task is not set; add `task = path/to/task.so` or "
-                     "`task = exec:PROGRAM ARGS...`", cfg->path);
+        sr__diag_add(&cfg->diag,
+                     "%s: [shardrun] task is not set; add `task = path/to/task.so` or "
+                     "`task = exec:PROGRAM ARGS...`",
+                     cfg->path);
         return -1;
     }
     if (!strncmp(s->value, "exec:", 5)) {
@@ -169,54 +171,68 @@ int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_s
     } else {
         char tried[4096] = "";
         if (is_source_file(s->value)) {
-            sr__diag_add(&cfg->diag, "%s: task = %s is a source file; a task is the shared object built from it: build "
-                         "it first, e.g. `cc -std=c11 -fPIC -shared -fvisibility=hidden $(pkg-config --cflags shardrun) "
-                         "-o %.*s.so %s $(pkg-config --libs shardrun)` (or shardrun_task() in CMake, docs/sdk.md), "
-                         "then set task = %.*s.so", s->where, s->value, (int)(strrchr(s->value, '.') - s->value),
-                         s->value, s->value, (int)(strrchr(s->value, '.') - s->value), s->value);
+            sr__diag_add(
+                &cfg->diag,
+                "%s: task = %s is a source file; a task is the shared object built from it: build "
+                "it first, e.g. `cc -std=c11 -fPIC -shared -fvisibility=hidden $(pkg-config --cflags shardrun) "
+                "-o %.*s.so %s $(pkg-config --libs shardrun)` (or shardrun_task() in CMake, docs/sdk.md), "
+                "then set task = %.*s.so",
+                s->where, s->value, (int)(strrchr(s->value, '.') - s->value), s->value, s->value,
+                (int)(strrchr(s->value, '.') - s->value), s->value);
             return -1;
         }
         char *path = find_task_so(cfg, s, tried, sizeof tried);
         if (!path) {
-            sr__diag_add(&cfg->diag, "%s: task \"%s\" not found; tried:%s\n  build it, fix the path (relative to "
-                         "the job file), or add its folder to SHARDRUN_TASKS_PATH", s->where, s->value, tried);
+            sr__diag_add(&cfg->diag,
+                         "%s: task \"%s\" not found; tried:%s\n  build it, fix the path (relative to "
+                         "the job file), or add its folder to SHARDRUN_TASKS_PATH",
+                         s->where, s->value, tried);
             return -1;
         }
         /* abi_version, struct_size, kind: the head of sr_task */
         uint32_t head[3];
         char err[1024];
         if (sr__elf_peek_symbol(path, SR_TASK_SYMBOL, head, sizeof head, err, sizeof err) != 0) {
-            sr__diag_add(&cfg->diag, "%s: task %s: %s; a task defines its entry with SR_MAIN_TASK(name, fn) "
-                         "from shardrun/task.h", s->where, path, err);
+            sr__diag_add(&cfg->diag,
+                         "%s: task %s: %s; a task defines its entry with SR_MAIN_TASK(name, fn) "
+                         "from shardrun/task.h",
+                         s->where, path, err);
             free(path);
             return -1;
         }
         /* append-only growth (base/abi.h): a larger sr_task of the same ABI version is read up to
            what this shardrun knows */
         if (head[0] > SR_TASK_ABI_VERSION) {
-            sr__diag_add(&cfg->diag, "%s: task %s was built against a newer shardrun (task ABI version %u) than this "
+            sr__diag_add(&cfg->diag,
+                         "%s: task %s was built against a newer shardrun (task ABI version %u) than this "
                          "one (version %u): upgrade shardrun, or rebuild the task against this shardrun's headers",
                          s->where, path, head[0], SR_TASK_ABI_VERSION);
             free(path);
             return -1;
         }
         if (head[0] != SR_TASK_ABI_VERSION || !SR__REACHES(sr_task, head[1], model)) {
-            sr__diag_add(&cfg->diag, "%s: task %s was built against an older shardrun (task ABI version %u, a %u-byte "
+            sr__diag_add(&cfg->diag,
+                         "%s: task %s was built against an older shardrun (task ABI version %u, a %u-byte "
                          "sr_task) than this one (version %u, %zu bytes): rebuild it against this shardrun's headers "
-                         "(include/shardrun/task.h)", s->where, path, head[0], head[1], SR_TASK_ABI_VERSION,
+                         "(include/shardrun/task.h)",
+                         s->where, path, head[0], head[1], SR_TASK_ABI_VERSION,
                          offsetof(sr_task, model) + sizeof(((sr_task *)0)->model));
             free(path);
             return -1;
         }
         if (head[2] != SR_TASK_MAIN && head[2] != SR_TASK_MODEL) {
-            sr__diag_add(&cfg->diag, "%s: task %s is of kind %u, which this shardrun cannot run (1: main task, "
-                         "2: model task)", s->where, path, head[2]);
+            sr__diag_add(&cfg->diag,
+                         "%s: task %s is of kind %u, which this shardrun cannot run (1: main task, "
+                         "2: model task)",
+                         s->where, path, head[2]);
             free(path);
             return -1;
         }
         if (sr__task_probe_load(path, err, sizeof err) != 0) {
-            sr__diag_add(&cfg->diag, "%s: task %s cannot be loaded: %s; nothing was started (rebuild it, or link the "
-                         "library that defines what is missing)", s->where, path, err);
+            sr__diag_add(&cfg->diag,
+                         "%s: task %s cannot be loaded: %s; nothing was started (rebuild it, or link the "
+                         "library that defines what is missing)",
+                         s->where, path, err);
             free(path);
             return -1;
         }
@@ -240,10 +256,10 @@ int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_s
     return 0;
 }
 
-int sr__task_spec_check_trainer_keys(sr_job *cfg) {
+int sr__task_spec_check_trainer_keys(sr__job *cfg) {
     int bad = 0;
     for (const sr_key *k = sr__trainer_keys; k->name; k++) {
-        sr_setting *s = sr__config_get(cfg, "task", k->name);
+        sr__setting *s = sr__config_get(cfg, "task", k->name);
         char *norm = NULL, err[256];
         if (!s || !s->value) continue;
         if (sr__value_normalize(k, s->value, &norm, err, sizeof err) != 0) {
@@ -256,7 +272,7 @@ int sr__task_spec_check_trainer_keys(sr_job *cfg) {
     return bad ? -1 : 0;
 }
 
-void sr__task_spec_free(sr_task_spec *t) {
+void sr__task_spec_free(sr__task_spec *t) {
     for (int i = 0; i < t->argc; i++) free(t->argv[i]);
     free(t->argv);
     free(t->path);

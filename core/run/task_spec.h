@@ -7,22 +7,22 @@
 
 #include "config/job.h"
 
-typedef enum { SR_TASK_SO = 1, SR_TASK_EXEC } sr_task_type;
+typedef enum { SR_TASK_SO = 1, SR_TASK_EXEC } sr__task_type;
 
-typedef struct sr_task_spec {
-    sr_task_type type;
+typedef struct sr__task_spec {
+    sr__task_type type;
     unsigned kind; /* SR_TASK_SO: sr_task_kind from the ABI header */
-    char *path;   /* the .so, or the program as found */
-    char **argv;  /* NULL-terminated: argv[0] is path; then the exec words; then the `--` args */
+    char *path;    /* the .so, or the program as found */
+    char **argv;   /* NULL-terminated: argv[0] is path; then the exec words; then the `--` args */
     int argc;
-} sr_task_spec;
+} sr__task_spec;
 
 /* extra: arguments after `--` on the command line. Errors go to cfg->diag. */
-int sr__task_spec_resolve(sr_job *cfg, int nextra, char *const *extra, sr_task_spec *out);
-void sr__task_spec_free(sr_task_spec *t);
+int sr__task_spec_resolve(sr__job *cfg, int nextra, char *const *extra, sr__task_spec *out);
+void sr__task_spec_free(sr__task_spec *t);
 /* A model task's trainer arguments in [task] (trainer/train_args.h sr__trainer_keys) are checked by the
    agent, so a bad one is reported with its file and line before any worker starts. */
-int sr__task_spec_check_trainer_keys(sr_job *cfg);
+int sr__task_spec_check_trainer_keys(sr__job *cfg);
 
 /* Splits a command line into words: whitespace separates, '...' and "..." quote, \ escapes.
    Returns a NULL-terminated array, or NULL with an error message for an unterminated quote. */

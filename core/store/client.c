@@ -17,17 +17,17 @@
 #include "store/store.h"
 #include "store/wire.h"
 
-struct sr_store {
+struct sr__store {
     int fd;
     char error[512];
-    sr_buf in;
-    size_t consumed; /* bytes of `in` belonging to the last reply */
-    sr_store_msg msg_; /* the last reply */
-    sr_store_msg *msg;
+    sr__buf in;
+    size_t consumed;    /* bytes of `in` belonging to the last reply */
+    sr__store_msg msg_; /* the last reply */
+    sr__store_msg *msg;
 };
 
-static int send_request(sr_store *c, unsigned op, uint32_t n, const void *const *items, const uint32_t *lens) {
-    sr_buf b = {0};
+static int send_request(sr__store *c, unsigned op, uint32_t n, const void *const *items, const uint32_t *lens) {
+    sr__buf b = {0};
     unsigned char h[SR_STORE_HEADER] = {0};
     sr__put_u32(h, SR_STORE_MAGIC);
     h[4] = (unsigned char)op;
@@ -60,7 +60,7 @@ static int send_request(sr_store *c, unsigned op, uint32_t n, const void *const 
 }
 
 /* Reads one reply into c->msg; -1 on a lost connection or a malformed reply. */
-static int read_reply(sr_store *c) {
+static int read_reply(sr__store *c) {
     if (c->consumed) { /* drop the previous reply */
         memmove(c->in.s, c->in.s + c->consumed, c->in.n - c->consumed);
         c->in.n -= c->consumed;
@@ -91,7 +91,7 @@ static int read_reply(sr_store *c) {
     }
 }
 
-static int call(sr_store *c, unsigned op, uint32_t n, const void *const *items, const uint32_t *lens) {
+static int call(sr__store *c, unsigned op, uint32_t n, const void *const *items, const uint32_t *lens) {
     if (send_request(c, op, n, items, lens) != 0 || read_reply(c) != 0) return -1;
     if (c->msg->op_or_status == SR_ST_ERROR) {
         snprintf(c->error, sizeof c->error, "store refused the request: %.*s", c->msg->nitems ? (int)c->msg->len[0] : 0,
@@ -124,7 +124,8 @@ static int dial(const char *host, int port, char *err, size_t errlen) {
     return fd;
 }
 
-sr_store *sr__store_connect(const char *host, int port, const char *token, double timeout_s, char *err, size_t errlen) {
+sr__store *sr__store_connect(const char *host, int port, const char *token, double timeout_s, char *err,
+                             size_t errlen) {
     double deadline = sr__now_s() + timeout_s;
     int fd, delay_ms = 2;
     /* node 0's agent may start later than this one: retry until the timeout */
@@ -140,7 +141,7 @@ sr_store *sr__store_connect(const char *host, int port, const char *token, doubl
         }
         return NULL;
     }
-    sr_store *c = sr__calloc(1, sizeof *c);
+    sr__store *c = sr__calloc(1, sizeof *c);
     if (!c) {
         snprintf(err, errlen, "out of memory for a store connection");
         close(fd);
@@ -158,14 +159,14 @@ sr_store *sr__store_connect(const char *host, int port, const char *token, doubl
     return c;
 }
 
-int sr__store_set(sr_store *c, const char *key, const void *value, size_t len) {
+int sr__store_set(sr__store *c, const char *key, const void *value, size_t len) {
     const void *items[2] = {key, value};
     uint32_t lens[2] = {(uint32_t)strlen(key), (uint32_t)len};
     return call(c, SR_OP_SET, 2, items, lens) == SR_ST_OK ? 0 : -1;
 }
 
 /* Item i of the last reply, malloc'ed and NUL-terminated, into *value. */
-static int copy_value(sr_store *c, uint32_t i, void **value, size_t *len) {
+static int copy_value(sr__store *c, uint32_t i, void **value, size_t *len) {
     *len = c->msg->len[i];
     if (!(*value = sr__malloc(*len + 1))) {
         snprintf(c->error, sizeof c->error, "out of memory for a store value of %zu bytes", *len);
@@ -176,7 +177,7 @@ static int copy_value(sr_store *c, uint32_t i, void **value, size_t *len) {
     return 0;
 }
 
-int sr__store_get(sr_store *c, const char *key, void **value, size_t *len) {
+int sr__store_get(sr__store *c, const char *key, void **value, size_t *len) {
     const void *items[1] = {key};
     uint32_t lens[1] = {(uint32_t)strlen(key)};
     int st = call(c, SR_OP_GET, 1, items, lens);
@@ -185,7 +186,7 @@ int sr__store_get(sr_store *c, const char *key, void **value, size_t *len) {
     return copy_value(c, 0, value, len);
 }
 
-long long sr__store_add(sr_store *c, const char *key, long long delta) {
+long long sr__store_add(sr__store *c, const char *key, long long delta) {
     unsigned char d[8];
     sr__put_i64(d, delta);
     const void *items[2] = {key, d};
@@ -195,7 +196,7 @@ long long sr__store_add(sr_store *c, const char *key, long long delta) {
 }
 
 /* Sends op with `head` leading items (nhead of them) and then the keys. */
-static int keys_request(sr_store *c, unsigned op, const void *const *head, const uint32_t *hlens, int nhead,
+static int keys_request(sr__store *c, unsigned op, const void *const *head, const uint32_t *hlens, int nhead,
                         const char *const *keys, int n) {
     const void **items = sr__calloc((size_t)(n + nhead), sizeof *items);
     uint32_t *lens = sr__calloc((size_t)(n + nhead), sizeof *lens);
@@ -212,7 +213,7 @@ static int keys_request(sr_store *c, unsigned op, const void *const *head, const
     return rc;
 }
 
-static int wait_request(sr_store *c, long long timeout_ms, const char *const *keys, int n) {
+static int wait_request(sr__store *c, long long timeout_ms, const char *const *keys, int n) {
     unsigned char t[8];
     sr__put_i64(t, timeout_ms);
     const void *head[1] = {t};
@@ -221,7 +222,7 @@ static int wait_request(sr_store *c, long long timeout_ms, const char *const *ke
 }
 
 /* A TIMEOUT reply's keys, comma-separated, into missing. */
-static void list_missing(const sr_store *c, char *missing, size_t mlen) {
+static void list_missing(const sr__store *c, char *missing, size_t mlen) {
     size_t used = 0;
     if (mlen) missing[0] = 0;
     for (uint32_t i = 0; i < c->msg->nitems && used < mlen; i++)
@@ -231,7 +232,7 @@ static void list_missing(const sr_store *c, char *missing, size_t mlen) {
 
 static long long timeout_ms_of(double timeout_s) { return timeout_s < 0 ? -1 : (long long)(timeout_s * 1000); }
 
-int sr__store_wait(sr_store *c, const char *const *keys, int n, double timeout_s, char *missing, size_t mlen) {
+int sr__store_wait(sr__store *c, const char *const *keys, int n, double timeout_s, char *missing, size_t mlen) {
     if (wait_request(c, timeout_ms_of(timeout_s), keys, n) != 0 || read_reply(c) != 0) return -1;
     if (c->msg->op_or_status == SR_ST_OK) return 0;
     if (c->msg->op_or_status != SR_ST_TIMEOUT) return -1;
@@ -239,12 +240,12 @@ int sr__store_wait(sr_store *c, const char *const *keys, int n, double timeout_s
     return 1;
 }
 
-int sr__store_check(sr_store *c, const char *const *keys, int n) {
+int sr__store_check(sr__store *c, const char *const *keys, int n) {
     if (keys_request(c, SR_OP_CHECK, NULL, NULL, 0, keys, n) != 0 || read_reply(c) != 0) return -1;
     return c->msg->op_or_status == SR_ST_OK ? 1 : c->msg->op_or_status == SR_ST_NOTFOUND ? 0 : -1;
 }
 
-static int fetch(sr_store *c, const char *const *keys, int n, uint32_t piece, uint32_t pieces, double timeout_s,
+static int fetch(sr__store *c, const char *const *keys, int n, uint32_t piece, uint32_t pieces, double timeout_s,
                  void **values, size_t *lens, char *missing, size_t mlen) {
     unsigned char t[8], p[8];
     sr__put_i64(t, timeout_ms_of(timeout_s));
@@ -274,12 +275,12 @@ static int fetch(sr_store *c, const char *const *keys, int n, uint32_t piece, ui
     return 0;
 }
 
-int sr__store_fetch(sr_store *c, const char *const *keys, int n, double timeout_s, void **values, size_t *lens,
+int sr__store_fetch(sr__store *c, const char *const *keys, int n, double timeout_s, void **values, size_t *lens,
                     char *missing, size_t mlen) {
     return fetch(c, keys, n, 0, 0, timeout_s, values, lens, missing, mlen);
 }
 
-int sr__store_fetch_pieces(sr_store *c, const char *const *keys, int n, int piece, int pieces, double timeout_s,
+int sr__store_fetch_pieces(sr__store *c, const char *const *keys, int n, int piece, int pieces, double timeout_s,
                            void **values, size_t *lens, char *missing, size_t mlen) {
     if (pieces < 1 || piece < 0 || piece >= pieces) {
         snprintf(c->error, sizeof c->error, "piece %d of %d: expected 0 <= piece < pieces", piece, pieces);
@@ -288,13 +289,13 @@ int sr__store_fetch_pieces(sr_store *c, const char *const *keys, int n, int piec
     return fetch(c, keys, n, (uint32_t)piece, (uint32_t)pieces, timeout_s, values, lens, missing, mlen);
 }
 
-int sr__store_wait_send(sr_store *c, const char *key) { return wait_request(c, -1, &key, 1); }
+int sr__store_wait_send(sr__store *c, const char *key) { return wait_request(c, -1, &key, 1); }
 
-int sr__store_fd(const sr_store *c) { return c->fd; }
+int sr__store_fd(const sr__store *c) { return c->fd; }
 
-const char *sr__store_error(const sr_store *c) { return c->error; }
+const char *sr__store_error(const sr__store *c) { return c->error; }
 
-void sr__store_close(sr_store *c) {
+void sr__store_close(sr__store *c) {
     if (!c) return;
     close(c->fd);
     sr__buf_free(&c->in);

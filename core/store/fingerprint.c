@@ -34,9 +34,10 @@ int sr__fingerprint_differ(const char *mine, const char *theirs, char *why, size
                     snprintf(why, wlen,
                              "the agents were started with different jobs: %.*s is \"%.*s\" on node 0 (host %.*s) "
                              "but \"%.*s\" on node %.*s (host %.*s); start every node with the same job file, flags "
-                             "and environment", (int)nlen, p, a ? (int)la : 7, a ? a : "(unset)", (int)mhl,
-                             myhost ? myhost : "?", b ? (int)lb : 7, b ? b : "(unset)", node ? (int)nl : 1,
-                             node ? node : "?", host ? (int)hl : 1, host ? host : "?");
+                             "and environment",
+                             (int)nlen, p, a ? (int)la : 7, a ? a : "(unset)", (int)mhl, myhost ? myhost : "?",
+                             b ? (int)lb : 7, b ? b : "(unset)", node ? (int)nl : 1, node ? node : "?",
+                             host ? (int)hl : 1, host ? host : "?");
                     return 1;
                 }
             }

@@ -24,8 +24,8 @@ static void random_token(char out[33]) {
 }
 
 /* Under Slurm: what a requeued launch of the same job shares with the launch before it (see
-   sr_rdzv.requeue_key); "" elsewhere. */
-static void set_requeue_key(sr_rdzv *r, const char *fingerprint) {
+   sr__rdzv.requeue_key); "" elsewhere. */
+static void set_requeue_key(sr__rdzv *r, const char *fingerprint) {
     const char *slurm_job = getenv("SLURM_JOB_ID");
     if (!slurm_job || !*slurm_job || strlen(slurm_job) >= 40 || strpbrk(slurm_job, " \t\n")) return;
     /* what defines the job, without the lines that describe this agent (#host, #node) */
@@ -38,12 +38,13 @@ static void set_requeue_key(sr_rdzv *r, const char *fingerprint) {
         l += len;
     }
     char hex[17];
-    snprintf(r->requeue_key, sizeof r->requeue_key, "slurm-%s-%s", slurm_job, sr__hash64_hex(sr__hash64_final(&h), hex));
+    snprintf(r->requeue_key, sizeof r->requeue_key, "slurm-%s-%s", slurm_job,
+             sr__hash64_hex(sr__hash64_final(&h), hex));
 }
 
 /* A run of several agents: the token every agent presents, and where the store is.  Returns the
    store's port, or -1 with diag saying why. */
-static int locate_store(sr_rdzv *r, const sr_rdzv_args *a, int port, sr_diag *diag) {
+static int locate_store(sr__rdzv *r, const sr__rdzv_args *a, int port, sr__diag *diag) {
     const char *tok = getenv("SHARDRUN_RDZV_TOKEN"), *job = getenv("SLURM_JOB_ID");
     if (tok && *tok) snprintf(r->token, sizeof r->token, "%s", tok);
     else if (job && *job) snprintf(r->token, sizeof r->token, "slurm-%s", job);
@@ -53,15 +54,17 @@ static int locate_store(sr_rdzv *r, const sr_rdzv_args *a, int port, sr_diag *di
            they share; no secret, as torch's own TCPStore */
         snprintf(r->token, sizeof r->token, "endpoint-%s:%d", a->master_addr, a->master_port);
     else {
-        sr__diag_add(diag, "a run of %d agents needs a shared rendezvous token: export SHARDRUN_RDZV_TOKEN=<the "
-                     "same secret> on every node (under Slurm the job id is used)", r->nagents);
+        sr__diag_add(diag,
+                     "a run of %d agents needs a shared rendezvous token: export SHARDRUN_RDZV_TOKEN=<the "
+                     "same secret> on every node (under Slurm the job id is used)",
+                     r->nagents);
         return -1;
     }
     snprintf(r->host, sizeof r->host, "%s", a->master_addr);
     if (port == 0) {
         if (a->master_port == 65535) {
             sr__diag_add(diag, "master_port 65535 leaves no port for the rendezvous store (master_port + 1); "
-                         "set rdzv_port");
+                               "set rdzv_port");
             return -1;
         }
         port = a->master_port + 1; /* every agent computes the same port */
@@ -69,7 +72,7 @@ static int locate_store(sr_rdzv *r, const sr_rdzv_args *a, int port, sr_diag *di
     return port;
 }
 
-int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
+int sr__rdzv_prepare(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     memset(r, 0, sizeof *r);
     r->nagents = a->nagents;
     r->agent_id = a->agent_id;
@@ -100,7 +103,7 @@ int sr__rdzv_prepare(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
     return sr__rdzv_join(r, a, diag);
 }
 
-int sr__rdzv_pollfds(sr_rdzv *r, struct pollfd *pfds, int max) {
+int sr__rdzv_pollfds(sr__rdzv *r, struct pollfd *pfds, int max) {
     if (r->server) return sr__store_server_pollfds(r->server, pfds, max);
     if (r->watch && !r->watch_closed && max > 0) {
         pfds[0] = (struct pollfd){.fd = sr__store_fd(r->watch), .events = POLLIN};
@@ -109,7 +112,7 @@ int sr__rdzv_pollfds(sr_rdzv *r, struct pollfd *pfds, int max) {
     return 0;
 }
 
-void sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n) {
+void sr__rdzv_handle(sr__rdzv *r, const struct pollfd *pfds, int n) {
     if (r->server) {
         sr__store_server_handle(r->server, pfds, n);
         sr__rdzv_host_handle(r);
@@ -119,7 +122,7 @@ void sr__rdzv_handle(sr_rdzv *r, const struct pollfd *pfds, int n) {
         if (pfds[i].fd == sr__store_fd(r->watch) && pfds[i].revents) sr__rdzv_read_watch(r);
 }
 
-int sr__rdzv_timeout_ms(const sr_rdzv *r) {
+int sr__rdzv_timeout_ms(const sr__rdzv *r) {
     int t = r->server ? sr__store_server_timeout_ms(r->server) : -1;
     /* waiting for agents to read the verdict, or watching for one that goes away: look again soon */
     if (r->server && r->nagents > 1 && (t < 0 || t > 100)) t = 100;
@@ -128,13 +131,13 @@ int sr__rdzv_timeout_ms(const sr_rdzv *r) {
     return t;
 }
 
-int sr__rdzv_outcome_known(const sr_rdzv *r) {
+int sr__rdzv_outcome_known(const sr__rdzv *r) {
     if (r->host_lost) return 1;
     if (r->hosting || r->nagents < 2 || !r->enabled) return r->phase != SR_RDZV_RUNNING;
     return r->watch_closed && !r->waiting_start;
 }
 
-void sr__rdzv_report_failure(sr_rdzv *r, int node, const char *what, sr_rdzv_failure kind) {
+void sr__rdzv_report_failure(sr__rdzv *r, int node, const char *what, sr__rdzv_failure kind) {
     if (r->phase != SR_RDZV_RUNNING || r->reported_failure || r->host_lost) return; /* the first one is known */
     if (r->hosting || !r->enabled) {
         sr__rdzv_decide(r, node, kind, what);
@@ -146,7 +149,7 @@ void sr__rdzv_report_failure(sr_rdzv *r, int node, const char *what, sr_rdzv_fai
     r->reported_failure = 1;
 }
 
-int sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len, int succeeded) {
+int sr__rdzv_report_done(sr__rdzv *r, const char *results, size_t len, int succeeded) {
     char key[64];
     int kept_local = 0;
     if (r->host_lost) return 1; /* node 0 cannot take them: this node prints its own */
@@ -162,7 +165,7 @@ int sr__rdzv_report_done(sr_rdzv *r, const char *results, size_t len, int succee
     return kept_local;
 }
 
-void sr__rdzv_lose_host(sr_rdzv *r, const char *what) {
+void sr__rdzv_lose_host(sr__rdzv *r, const char *what) {
     if (r->hosting || !r->enabled || r->nagents < 2) return;
     r->host_lost = 1;
     r->reported_failure = 1;
@@ -170,11 +173,11 @@ void sr__rdzv_lose_host(sr_rdzv *r, const char *what) {
     r->phase = SR_RDZV_FAILED;
 }
 
-void sr__rdzv_peer_silent(sr_rdzv *r, int agent) {
+void sr__rdzv_peer_silent(sr__rdzv *r, int agent) {
     if (r->hosting && r->peers && agent > 0 && agent < r->nagents) r->peers[agent].silent = 1;
 }
 
-void sr__rdzv_free(sr_rdzv *r) {
+void sr__rdzv_free(sr__rdzv *r) {
     free(r->peers);
     sr__buf_free(&r->attempts);
     sr__store_server_free(r->server);

@@ -17,7 +17,7 @@
 /* How long a request on the control connection may wait for node 0's answer once joined. */
 enum { CTL_TIMEOUT_S = 5 };
 
-int sr__rdzv_rewatch(sr_rdzv *r, const char *key, char *err, size_t errlen) {
+int sr__rdzv_rewatch(sr__rdzv *r, const char *key, char *err, size_t errlen) {
     sr__store_close(r->watch);
     r->watch = sr__store_connect(r->host, r->port, r->token, r->timeout_s, err, errlen);
     r->watch_closed = 0;
@@ -31,7 +31,7 @@ int sr__rdzv_rewatch(sr_rdzv *r, const char *key, char *err, size_t errlen) {
 
 /* It came back after its node was lost, accepted into `attempt`: waits until node 0 starts that
    attempt with it.  0 or -1 (diag says why). */
-static int await_restart(sr_rdzv *r, int attempt, double timeout_s, sr_diag *diag) {
+static int await_restart(sr__rdzv *r, int attempt, double timeout_s, sr__diag *diag) {
     char key[64], missing[64];
     void *go = NULL;
     size_t glen = 0;
@@ -39,8 +39,9 @@ static int await_restart(sr_rdzv *r, int attempt, double timeout_s, sr_diag *dia
     int wrc = sr__store_wait(r->ctl, skey, 1, timeout_s + r->restart_delay_s, missing, sizeof missing);
     if (wrc != 0 || sr__store_get(r->ctl, skey[0], &go, &glen) != 0 || strcmp((char *)go, "go")) {
         sr__diag_add(diag, "node 0's shardrun did not restart the job with this node: %s",
-                     wrc > 0 ? "no start within rdzv_timeout"
-                     : go && !strncmp((char *)go, "fail:", 5) ? (char *)go + 5 : sr__store_error(r->ctl));
+                     wrc > 0                                  ? "no start within rdzv_timeout"
+                     : go && !strncmp((char *)go, "fail:", 5) ? (char *)go + 5
+                                                              : sr__store_error(r->ctl));
         free(go);
         return -1;
     }
@@ -48,7 +49,7 @@ static int await_restart(sr_rdzv *r, int attempt, double timeout_s, sr_diag *dia
     return 0;
 }
 
-int sr__rdzv_join(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
+int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     char err[512], key[64], akey[64], missing[64];
     int p = r->port;
     r->ctl = sr__store_connect(r->host, p, r->token, a->timeout_s, err, sizeof err);
@@ -90,21 +91,25 @@ int sr__rdzv_join(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
         sr__diag_add(diag, "%s", (char *)answer);
         free(answer);
         /* node 0 may now go (a refused later join leaves the acknowledgement to the agent running) */
-        if (j == 1) sr__store_set(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/ack/%d", r->attempt, r->agent_id), "1", 1);
+        if (j == 1)
+            sr__store_set(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/ack/%d", r->attempt, r->agent_id), "1", 1);
         return -1;
     }
     free(answer);
     /* a connection that waits as long as this agent lives: node 0 sees it go */
     r->alive = sr__store_connect(r->host, p, r->token, a->timeout_s, err, sizeof err);
-    if (!r->alive || sr__store_wait_send(r->alive, sr__rdzv_key(key, sizeof key, "run/alive/%d/%d", r->agent_id, (int)j)) != 0) {
-        sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, r->alive ? sr__store_error(r->alive) : err);
+    if (!r->alive ||
+        sr__store_wait_send(r->alive, sr__rdzv_key(key, sizeof key, "run/alive/%d/%d", r->agent_id, (int)j)) != 0) {
+        sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p,
+                     r->alive ? sr__store_error(r->alive) : err);
         return -1;
     }
     r->attempt = attempt;
     snprintf(r->job_id, sizeof r->job_id, "%s", id);
     /* it came back after its node was lost: the job restarts with it */
     if (attempt > 0 && await_restart(r, attempt, a->timeout_s, diag) != 0) return -1;
-    if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", attempt, r->agent_id), err, sizeof err) != 0) {
+    if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", attempt, r->agent_id), err,
+                         sizeof err) != 0) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, err);
         return -1;
     }
@@ -119,24 +124,27 @@ int sr__rdzv_join(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag) {
 }
 
 /* The next attempt's start arrived ("go"), or there is none ("fail:why", or the host is gone). */
-static void read_start(sr_rdzv *r) {
+static void read_start(sr__rdzv *r) {
     void *v = NULL;
     size_t len = 0;
     char key[64];
-    int rc = sr__store_get(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt + 1, r->agent_id), &v, &len);
+    int rc =
+        sr__store_get(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt + 1, r->agent_id), &v, &len);
     r->waiting_start = 0;
     if (rc == 0 && !strcmp((char *)v, "go")) {
         r->start_ready = 1;
     } else {
         r->attempt++; /* the host's verdict, and its acknowledgement, belong to the next attempt */
         r->phase = SR_RDZV_FAILED;
-        sr__rdzv_set_failure(r, 0, 0, rc == 0 && !strncmp((char *)v, "fail:", 5) ? (char *)v + 5
-                                                                                 : "node 0's shardrun went away while the job restarted");
+        sr__rdzv_set_failure(r, 0, 0,
+                             rc == 0 && !strncmp((char *)v, "fail:", 5)
+                                 ? (char *)v + 5
+                                 : "node 0's shardrun went away while the job restarted");
     }
     free(v);
 }
 
-void sr__rdzv_read_watch(sr_rdzv *r) {
+void sr__rdzv_read_watch(sr__rdzv *r) {
     void *v = NULL;
     size_t len = 0;
     char key[64];
@@ -145,7 +153,8 @@ void sr__rdzv_read_watch(sr_rdzv *r) {
         read_start(r);
         return;
     }
-    int rc = sr__store_get(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, r->agent_id), &v, &len);
+    int rc =
+        sr__store_get(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, r->agent_id), &v, &len);
     if (rc == 0) {
         int node;
         char kind, msg[1024];
@@ -162,7 +171,7 @@ void sr__rdzv_read_watch(sr_rdzv *r) {
     free(v);
 }
 
-void sr__rdzv_ack(sr_rdzv *r) {
+void sr__rdzv_ack(sr__rdzv *r) {
     char key[64];
     if (!r->ctl || r->acked || r->host_lost) return;
     sr__store_set(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/ack/%d", r->attempt, r->agent_id), "1", 1);

@@ -15,14 +15,15 @@
 #include "store/rdzv_internal.h"
 #include "store/rdzv_protocol.h"
 
-int sr__rdzv_host_start(sr_rdzv *r, const sr_rdzv_args *a, int port, sr_diag *diag) {
+int sr__rdzv_host_start(sr__rdzv *r, const sr__rdzv_args *a, int port, sr__diag *diag) {
     char err[512];
     int single = r->nagents == 1;
     r->server = sr__store_server_start(single ? "127.0.0.1" : NULL, port, r->token, err, sizeof err);
     if (!r->server) {
-        sr__diag_add(diag, "rendezvous store ([shardrun] rdzv_port = %s, %s%s): %s; choose another port (rdzv_port, "
-                     "the same on every node) or stop what uses it", a->port_value, a->port_where,
-                     single || atoi(a->port_value) ? "" : ", so master_port + 1", err);
+        sr__diag_add(diag,
+                     "rendezvous store ([shardrun] rdzv_port = %s, %s%s): %s; choose another port (rdzv_port, "
+                     "the same on every node) or stop what uses it",
+                     a->port_value, a->port_where, single || atoi(a->port_value) ? "" : ", so master_port + 1", err);
         return -1;
     }
     r->port = sr__store_server_port(r->server);
@@ -35,16 +36,17 @@ int sr__rdzv_host_start(sr_rdzv *r, const sr_rdzv_args *a, int port, sr_diag *di
 }
 
 /* Tells every other agent what follows this attempt (once a final verdict was sent, nothing more). */
-static void publish_verdict(sr_rdzv *r, int node, sr__rdzv_verdict verdict, const char *what) {
+static void publish_verdict(sr__rdzv *r, int node, sr__rdzv_verdict verdict, const char *what) {
     if (!r->server || r->outcome_at) return;
     char v[1200], key[64];
     int n = sr__rdzv_message_format(v, sizeof v, node, (char)verdict, what);
     for (int a = 1; a < r->nagents; a++)
-        sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, a), v, (size_t)n);
+        sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, a), v,
+                             (size_t)n);
     if (verdict != SR_VERDICT_RESTART) r->outcome_at = sr__now_s(); /* a final verdict: agents acknowledge it */
 }
 
-void sr__rdzv_decide(sr_rdzv *r, int node, sr_rdzv_failure kind, const char *what) {
+void sr__rdzv_decide(sr__rdzv *r, int node, sr__rdzv_failure kind, const char *what) {
     if (r->phase != SR_RDZV_RUNNING) return;
     sr__rdzv_set_failure(r, node, kind == SR_FAIL_CONFIG, what);
     r->decided_kind = kind;
@@ -58,7 +60,7 @@ void sr__rdzv_decide(sr_rdzv *r, int node, sr_rdzv_failure kind, const char *wha
     publish_verdict(r, node, verdict, what);
 }
 
-void sr__rdzv_succeed(sr_rdzv *r) {
+void sr__rdzv_succeed(sr__rdzv *r) {
     if (r->phase != SR_RDZV_RUNNING) return;
     r->phase = SR_RDZV_SUCCEEDED;
     publish_verdict(r, 0, SR_VERDICT_SUCCEEDED, "every rank succeeded");
@@ -66,12 +68,13 @@ void sr__rdzv_succeed(sr_rdzv *r) {
 
 /* What it answers a join (the join_no-th of agent a): "ok A <job id>" (the attempt it joins), or
    why not (-1). */
-static int admit(sr_rdzv *r, int a, int join_no, const char *theirs, char *why, size_t wlen) {
+static int admit(sr__rdzv *r, int a, int join_no, const char *theirs, char *why, size_t wlen) {
     if (sr__fingerprint_differ(r->fingerprint ? r->fingerprint : "", theirs, why, wlen)) return -1;
     if (join_no > 1 && !(r->peers[a].state == SR_PEER_GONE && r->phase == SR_RDZV_RESTART)) {
-        snprintf(why, wlen, "node %d's shardrun (agent %d) is already part of this run%s; start each node's shardrun "
-                 "once (a node whose shardrun was lost may come back while the job restarts)", r->peers[a].node, a,
-                 r->phase == SR_RDZV_RUNNING ? "" : ", which is ending");
+        snprintf(why, wlen,
+                 "node %d's shardrun (agent %d) is already part of this run%s; start each node's shardrun "
+                 "once (a node whose shardrun was lost may come back while the job restarts)",
+                 r->peers[a].node, a, r->phase == SR_RDZV_RUNNING ? "" : ", which is ending");
         return -1;
     }
     snprintf(why, wlen, "ok %d %s", r->phase == SR_RDZV_RESTART ? r->attempt + 1 : r->attempt, r->job_id);
@@ -80,7 +83,7 @@ static int admit(sr_rdzv *r, int a, int join_no, const char *theirs, char *why, 
 
 /* Compares every fingerprint that arrived with this agent's.  A mismatch on an agent's first join
    fails the run (a configuration failure); every answer goes to the agent that sent it. */
-static void check_fingerprints(sr_rdzv *r) {
+static void check_fingerprints(sr__rdzv *r) {
     char key[64], why[1000];
     for (int a = 1; a < r->nagents && r->peers; a++) {
         sr__rdzv_peer *p = &r->peers[a];
@@ -98,8 +101,11 @@ static void check_fingerprints(sr_rdzv *r) {
         int refused = admit(r, a, j, copy, why, sizeof why) != 0;
         free(copy);
         p->answered = j;
-        if (j == 1) sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/accepted/%d", a, 0), why, strlen(why));
-        else sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/accepted/%d/%d", a, j), why, strlen(why));
+        if (j == 1)
+            sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/accepted/%d", a, 0), why, strlen(why));
+        else
+            sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/accepted/%d/%d", a, j), why,
+                                 strlen(why));
         if (!refused) {
             p->join = j;
             p->watching = 0; /* its new "alive" wait is watched from now on */
@@ -119,7 +125,7 @@ static void check_fingerprints(sr_rdzv *r) {
    ranks failed, and waiting for them inside a collective would only end at the process group's
    timeout.  While the job restarts, one that goes away must come back before the next attempt
    starts; once the run ended, the host no longer waits for it to read the verdict. */
-static void check_agents(sr_rdzv *r) {
+static void check_agents(sr__rdzv *r) {
     char key[64], why[300];
     for (int a = 1; a < r->nagents; a++) {
         sr__rdzv_peer *p = &r->peers[a];
@@ -130,41 +136,46 @@ static void check_agents(sr_rdzv *r) {
             p->watching = 0;
             p->state = SR_PEER_GONE;
             snprintf(why, sizeof why, "node %d's shardrun (agent %d) went away%s", p->node, a,
-                     r->phase == SR_RDZV_RUNNING ? " before the run ended" : r->phase == SR_RDZV_RESTART ? " while the job restarted" : "");
+                     r->phase == SR_RDZV_RUNNING   ? " before the run ended"
+                     : r->phase == SR_RDZV_RESTART ? " while the job restarted"
+                                                   : "");
             if (r->phase == SR_RDZV_RUNNING) sr__rdzv_decide(r, p->node, SR_FAIL_RETRYABLE, why);
         }
     }
 }
 
-void sr__rdzv_host_handle(sr_rdzv *r) {
+void sr__rdzv_host_handle(sr__rdzv *r) {
     check_agents(r);
     check_fingerprints(r);
     char key[64];
     size_t len;
-    const char *v = sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/failure", r->attempt, 0), &len);
+    const char *v =
+        sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/failure", r->attempt, 0), &len);
     if (v && r->phase == SR_RDZV_RUNNING && !r->reported_failure) {
         int node;
         char kind, msg[1024];
         sr__rdzv_message_parse(v, len, &node, &kind, msg, sizeof msg);
-        sr__rdzv_decide(r, node, (sr_rdzv_failure)kind, msg);
+        sr__rdzv_decide(r, node, (sr__rdzv_failure)kind, msg);
     }
 }
 
-const char *sr__rdzv_results(const sr_rdzv *r, int agent, size_t *len) {
+const char *sr__rdzv_results(const sr__rdzv *r, int agent, size_t *len) {
     char key[64];
-    return r->server ? sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/results/%d", r->attempt, agent), len)
+    return r->server ? sr__store_server_get(r->server,
+                                            sr__rdzv_key(key, sizeof key, "run/%d/results/%d", r->attempt, agent), len)
                      : NULL;
 }
 
-int sr__rdzv_all_done(const sr_rdzv *r) {
+int sr__rdzv_all_done(const sr__rdzv *r) {
     if (!r->server) return 1;
     char key[64];
     for (int a = 0; a < r->nagents; a++)
-        if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/done/%d", r->attempt, a), NULL)) return 0;
+        if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/done/%d", r->attempt, a), NULL))
+            return 0;
     return 1;
 }
 
-int sr__rdzv_settled(const sr_rdzv *r) {
+int sr__rdzv_settled(const sr__rdzv *r) {
     if (!r->server || (!r->refused_at && !r->outcome_at)) return 1;
     /* refused agents read why at once; the others first stop their workers and report */
     double since = r->outcome_at ? r->outcome_at : r->refused_at;
@@ -172,9 +183,11 @@ int sr__rdzv_settled(const sr_rdzv *r) {
     char key[64];
     for (int a = 1; a < r->nagents; a++) {
         sr__rdzv_peer_state s = r->peers[a].state;
-        if (s == SR_PEER_UNSEEN || s == SR_PEER_GONE || r->peers[a].silent) continue; /* never arrived, gone, or silent */
-        if (s != SR_PEER_REFUSED && !r->outcome_at) continue;   /* accepted, and no verdict yet */
-        if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/ack/%d", r->attempt, a), NULL)) return 0;
+        if (s == SR_PEER_UNSEEN || s == SR_PEER_GONE || r->peers[a].silent)
+            continue;                                         /* never arrived, gone, or silent */
+        if (s != SR_PEER_REFUSED && !r->outcome_at) continue; /* accepted, and no verdict yet */
+        if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/ack/%d", r->attempt, a), NULL))
+            return 0;
     }
     return 1;
 }

@@ -22,25 +22,25 @@
 
 /* rdzv_protocol.c.  Records why the attempt failed (r->failed_elsewhere, failed_node,
    failed_config): every side calls it, so it lives below them all. */
-void sr__rdzv_set_failure(sr_rdzv *r, int node, int config, const char *what);
+void sr__rdzv_set_failure(sr__rdzv *r, int node, int config, const char *what);
 
 /* rdzv_host.c.  Node 0's agent starts the store server on `port` and gets ready to admit the
    other agents.  0, or -1 with diag saying why. */
-int sr__rdzv_host_start(sr_rdzv *r, const sr_rdzv_args *a, int port, sr_diag *diag);
+int sr__rdzv_host_start(sr__rdzv *r, const sr__rdzv_args *a, int port, sr__diag *diag);
 /* The deciding agent (the host, or a lone agent), RUNNING only: what the first failure of an
    attempt means for the job: r->phase, and the verdict sent to the other agents. */
-void sr__rdzv_decide(sr_rdzv *r, int node, sr_rdzv_failure kind, const char *what);
+void sr__rdzv_decide(sr__rdzv *r, int node, sr__rdzv_failure kind, const char *what);
 /* After the server handled what poll reported: admits the agents whose fingerprints arrived,
    notices those that went away, and decides on a failure another agent reported. */
-void sr__rdzv_host_handle(sr_rdzv *r);
+void sr__rdzv_host_handle(sr__rdzv *r);
 
 /* rdzv_agent.c.  Another agent joins the run through node 0's agent (r->host, port, token set):
    accepted into an attempt (r->attempt), it waits for that attempt's start when it is not the
    first.  0, or -1 with diag saying why. */
-int sr__rdzv_join(sr_rdzv *r, const sr_rdzv_args *a, sr_diag *diag);
+int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag);
 /* A fresh watch connection with a pending wait on `key`.  0, or -1 with err. */
-int sr__rdzv_rewatch(sr_rdzv *r, const char *key, char *err, size_t errlen);
+int sr__rdzv_rewatch(sr__rdzv *r, const char *key, char *err, size_t errlen);
 /* The watch's wait ended (poll said so): reads the verdict, or the next attempt's start. */
-void sr__rdzv_read_watch(sr_rdzv *r);
+void sr__rdzv_read_watch(sr__rdzv *r);
 
 #endif

@@ -29,7 +29,7 @@ void sr__rdzv_message_parse(const char *v, size_t len, int *node, char *kind, ch
     snprintf(msg, mlen, "%.*s", (int)(v + len - m), m);
 }
 
-sr_rdzv_phase sr__rdzv_verdict_phase(sr__rdzv_verdict v) {
+sr__rdzv_phase sr__rdzv_verdict_phase(sr__rdzv_verdict v) {
     switch (v) {
     case SR_VERDICT_SUCCEEDED: return SR_RDZV_SUCCEEDED;
     case SR_VERDICT_RESTART: return SR_RDZV_RESTART;
@@ -40,7 +40,7 @@ sr_rdzv_phase sr__rdzv_verdict_phase(sr__rdzv_verdict v) {
     return SR_RDZV_FAILED; /* also a letter this version does not know */
 }
 
-void sr__rdzv_set_failure(sr_rdzv *r, int node, int config, const char *what) {
+void sr__rdzv_set_failure(sr__rdzv *r, int node, int config, const char *what) {
     snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%s", what);
     r->failed_node = node;
     r->failed_config = config;

@@ -11,7 +11,7 @@
  *   run/accepted/k[/j]         host -> agent k: "ok A <job id>" (the attempt it joins), or why it
  *                              is refused
  *   run/A/failure              any agent -> host: the first failure it saw, a report
- *                              ("node:kind:message", kind an sr_rdzv_failure)
+ *                              ("node:kind:message", kind an sr__rdzv_failure)
  *   run/A/done/k, run/A/results/k   agent k -> host: its workers are done, and their results
  *   run/A/outcome/k            host -> agent k: the verdict, what follows the attempt
  *                              ("node:kind:message", kind an sr__rdzv_verdict); agent k's watch
@@ -37,13 +37,13 @@
 #include "store/rdzv.h"
 
 /* What the host's verdict (run/A/outcome/k) says follows an attempt: the letter on the wire.  The
-   kinds of a failure report are sr_rdzv_failure's, another set of letters. */
+   kinds of a failure report are sr__rdzv_failure's, another set of letters. */
 typedef enum sr__rdzv_verdict {
     SR_VERDICT_SUCCEEDED = 'o', /* every rank succeeded */
     SR_VERDICT_FAILED = 'f',
-    SR_VERDICT_CONFIG = 'c',    /* failed: agents started with different jobs (exit 2) */
-    SR_VERDICT_RESTART = 'r',   /* the job starts again in the next attempt */
-    SR_VERDICT_PREEMPTED = 'p'  /* every rank stops with a checkpoint */
+    SR_VERDICT_CONFIG = 'c',   /* failed: agents started with different jobs (exit 2) */
+    SR_VERDICT_RESTART = 'r',  /* the job starts again in the next attempt */
+    SR_VERDICT_PREEMPTED = 'p' /* every rank stops with a checkpoint */
 } sr__rdzv_verdict;
 
 /* Formats `fmt` (holding up to two %d: a then b) into buf; returns buf. */
@@ -55,6 +55,6 @@ int sr__rdzv_message_format(char *v, size_t vlen, int node, char kind, const cha
 void sr__rdzv_message_parse(const char *v, size_t len, int *node, char *kind, char *msg, size_t mlen);
 
 /* The phase a verdict puts the attempt in. */
-sr_rdzv_phase sr__rdzv_verdict_phase(sr__rdzv_verdict v);
+sr__rdzv_phase sr__rdzv_verdict_phase(sr__rdzv_verdict v);
 
 #endif

@@ -13,14 +13,17 @@
 #include "store/rdzv_internal.h"
 #include "store/rdzv_protocol.h"
 
-int sr__rdzv_stopped(sr_rdzv *r) {
+int sr__rdzv_stopped(sr__rdzv *r) {
     char key[64], err[512];
     if (r->hosting || !r->ctl) return 0;
     sr__store_set(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/stopped/%d", r->attempt, r->agent_id), "1", 1);
-    if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt + 1, r->agent_id), err, sizeof err) != 0) {
+    if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt + 1, r->agent_id), err,
+                         sizeof err) != 0) {
         r->phase = SR_RDZV_FAILED;
-        snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away while the job restarted "
-                 "(%s)", err);
+        snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere,
+                 "node 0's shardrun went away while the job restarted "
+                 "(%s)",
+                 err);
         return -1;
     }
     r->waiting_start = 1;
@@ -29,7 +32,7 @@ int sr__rdzv_stopped(sr_rdzv *r) {
 }
 
 /* Hosting agent: every agent still waiting for the next attempt hears that there is none. */
-static void fail_restart(sr_rdzv *r, const char *what) {
+static void fail_restart(sr__rdzv *r, const char *what) {
     char v[1100], key[64];
     int n = snprintf(v, sizeof v, "fail:%s", what);
     r->attempt++;
@@ -43,7 +46,7 @@ static void fail_restart(sr_rdzv *r, const char *what) {
     r->outcome_at = sr__now_s();
 }
 
-void sr__rdzv_abandon_restart(sr_rdzv *r, const char *what) {
+void sr__rdzv_abandon_restart(sr__rdzv *r, const char *what) {
     char key[64];
     if (r->phase != SR_RDZV_RESTART) return;
     if (r->hosting || !r->ctl) {
@@ -58,11 +61,12 @@ void sr__rdzv_abandon_restart(sr_rdzv *r, const char *what) {
 }
 
 /* Hosting agent: an agent interrupted while the job restarts calls the restart off.  1 when one did. */
-static int quit_by_an_agent(sr_rdzv *r) {
+static int quit_by_an_agent(sr__rdzv *r) {
     char key[64], why[600];
     for (int a = 1; a < r->nagents && r->server; a++) {
         size_t qlen = 0;
-        const char *quit = sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/quit/%d", r->attempt, a), &qlen);
+        const char *quit =
+            sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/quit/%d", r->attempt, a), &qlen);
         if (quit) {
             snprintf(why, sizeof why, "%.*s", (int)qlen, quit);
             r->failed_node = r->peers[a].node;
@@ -74,7 +78,7 @@ static int quit_by_an_agent(sr_rdzv *r) {
     return 0;
 }
 
-int sr__rdzv_restart_ready(sr_rdzv *r) {
+int sr__rdzv_restart_ready(sr__rdzv *r) {
     if (r->phase == SR_RDZV_FAILED) return -1;
     if (r->phase != SR_RDZV_RESTART) return 0;
     if (!r->hosting) return r->start_ready || !r->enabled || r->nagents < 2 ? 1 : 0;
@@ -83,17 +87,21 @@ int sr__rdzv_restart_ready(sr_rdzv *r) {
     char key[64], why[600];
     for (int a = 1; a < r->nagents && r->server; a++) {
         const sr__rdzv_peer *p = &r->peers[a];
-        int stopped = p->state != SR_PEER_GONE &&
-                      sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/stopped/%d", r->attempt, a), NULL);
+        int stopped =
+            p->state != SR_PEER_GONE &&
+            sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/stopped/%d", r->attempt, a), NULL);
         if (p->state == SR_PEER_BACK || stopped) continue;
         if (now - r->restart_at < r->rejoin_timeout_s) return 0;
         if (p->state == SR_PEER_GONE)
-            snprintf(why, sizeof why, "node %d's shardrun (agent %d) went away and did not come back within rdzv_timeout "
-                     "(%gs): start it again with the same command, or raise rdzv_timeout", p->node, a,
-                     r->rejoin_timeout_s);
+            snprintf(why, sizeof why,
+                     "node %d's shardrun (agent %d) went away and did not come back within rdzv_timeout "
+                     "(%gs): start it again with the same command, or raise rdzv_timeout",
+                     p->node, a, r->rejoin_timeout_s);
         else
-            snprintf(why, sizeof why, "node %d's shardrun (agent %d) did not stop its workers for the restart within "
-                     "rdzv_timeout (%gs)", p->node, a, r->rejoin_timeout_s);
+            snprintf(why, sizeof why,
+                     "node %d's shardrun (agent %d) did not stop its workers for the restart within "
+                     "rdzv_timeout (%gs)",
+                     p->node, a, r->rejoin_timeout_s);
         r->failed_node = p->node;
         fail_restart(r, why);
         return -1;
@@ -101,7 +109,7 @@ int sr__rdzv_restart_ready(sr_rdzv *r) {
     return now - r->restart_at >= r->restart_delay_s ? 1 : 0;
 }
 
-void sr__rdzv_next_attempt(sr_rdzv *r) {
+void sr__rdzv_next_attempt(sr__rdzv *r) {
     char key[64], err[512];
     r->attempt++;
     r->phase = SR_RDZV_RUNNING;
@@ -118,7 +126,8 @@ void sr__rdzv_next_attempt(sr_rdzv *r) {
         }
     } else if (r->ctl) {
         r->start_ready = 0;
-        if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, r->agent_id), err, sizeof err) != 0) {
+        if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, r->agent_id), err,
+                             sizeof err) != 0) {
             r->phase = SR_RDZV_FAILED;
             snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)", err);
         }

@@ -55,11 +55,11 @@ typedef struct entry {
 struct conn {
     int fd;
     int authed;
-    int dead;              /* closed; freed at the end of the turn */
-    int dirty;             /* on the server's list of connections with replies to send */
-    int want_out;          /* epoll also watches it for POLLOUT */
-    sr_buf in, out;
-    size_t in_off;         /* bytes of `in` already served */
+    int dead;     /* closed; freed at the end of the turn */
+    int dirty;    /* on the server's list of connections with replies to send */
+    int want_out; /* epoll also watches it for POLLOUT */
+    sr__buf in, out;
+    size_t in_off; /* bytes of `in` already served */
     /* a pending WAIT or FETCH: the entries of its keys in request order, how many are still missing,
        its deadline (ms of now_ms; -1 forever) and its place in the deadline heap (-1: none) */
     unsigned wait_op;
@@ -68,10 +68,10 @@ struct conn {
     uint32_t piece, pieces; /* FETCH: which part of each value */
     long long deadline;
     int heap_idx;
-    conn *prev, *next;     /* every live connection */
+    conn *prev, *next; /* every live connection */
 };
 
-struct sr_store_server {
+struct sr__store_server {
     int listen_fd, epfd;
     int port;
     char *token;
@@ -85,7 +85,7 @@ struct sr_store_server {
     size_t ndirty, capdirty;
     conn *graveyard; /* closed this turn, freed at its end (events of the turn may still name them) */
     unsigned long rejected;
-    sr_store_msg msg; /* parse scratch */
+    sr__store_msg msg; /* parse scratch */
 };
 
 static long long now_ms(void) {
@@ -96,7 +96,7 @@ static long long now_ms(void) {
 
 /* ---- keys ---- */
 
-static entry *lookup(const sr_store_server *s, const char *key, size_t klen) {
+static entry *lookup(const sr__store_server *s, const char *key, size_t klen) {
     if (!s->nbuckets) return NULL;
     uint64_t h = sr__fnv1a64(SR_FNV1A64_BASIS, key, klen);
     for (entry *e = s->buckets[h & (s->nbuckets - 1)]; e; e = e->next)
@@ -104,14 +104,14 @@ static entry *lookup(const sr_store_server *s, const char *key, size_t klen) {
     return NULL;
 }
 
-static const entry *lookup_present(const sr_store_server *s, const char *key, size_t klen) {
+static const entry *lookup_present(const sr__store_server *s, const char *key, size_t klen) {
     const entry *e = lookup(s, key, klen);
     return e && e->present ? e : NULL;
 }
 
 /* Doubles the bucket array when the table is full (load 1); keeps the old one when memory runs out
    (the chains only get longer). */
-static void rehash(sr_store_server *s) {
+static void rehash(sr__store_server *s) {
     if (s->nentries < s->nbuckets) return;
     size_t nb = s->nbuckets ? 2 * s->nbuckets : 1024;
     entry **b = sr__calloc(nb, sizeof *b);
@@ -128,7 +128,7 @@ static void rehash(sr_store_server *s) {
 }
 
 /* The key's entry, made (as a placeholder) when there is none; NULL when memory is exhausted. */
-static entry *intern(sr_store_server *s, const char *key, size_t klen) {
+static entry *intern(sr__store_server *s, const char *key, size_t klen) {
     entry *e = lookup(s, key, klen);
     if (e) return e;
     rehash(s);
@@ -148,7 +148,7 @@ static entry *intern(sr_store_server *s, const char *key, size_t klen) {
 
 /* ---- replies ---- */
 
-static void mark_dirty(sr_store_server *s, conn *c) {
+static void mark_dirty(sr__store_server *s, conn *c) {
     if (c->dirty || c->dead) return;
     if (sr__grow((void **)&s->dirty, &s->capdirty, s->ndirty + 1, sizeof *s->dirty) != 0) {
         c->out.oom = 1; /* no room to remember it: the connection is closed at the flush */
@@ -158,7 +158,7 @@ static void mark_dirty(sr_store_server *s, conn *c) {
     c->dirty = 1;
 }
 
-static void reply_head(sr_store_server *s, conn *c, unsigned status, uint32_t nitems) {
+static void reply_head(sr__store_server *s, conn *c, unsigned status, uint32_t nitems) {
     unsigned char h[SR_STORE_HEADER] = {0};
     sr__put_u32(h, SR_STORE_MAGIC);
     h[4] = (unsigned char)status;
@@ -174,13 +174,13 @@ static void reply_item(conn *c, const void *data, uint32_t len) {
     sr__buf_add(&c->out, data, len);
 }
 
-static void reply(sr_store_server *s, conn *c, unsigned status, uint32_t nitems, const void *const *items,
+static void reply(sr__store_server *s, conn *c, unsigned status, uint32_t nitems, const void *const *items,
                   const uint32_t *lens) {
     reply_head(s, c, status, nitems);
     for (uint32_t i = 0; i < nitems; i++) reply_item(c, items[i], lens[i]);
 }
 
-static void reply_error(sr_store_server *s, conn *c, const char *why) {
+static void reply_error(sr__store_server *s, conn *c, const char *why) {
     const void *items[1] = {why};
     uint32_t lens[1] = {(uint32_t)strlen(why)};
     reply(s, c, SR_ST_ERROR, 1, items, lens);
@@ -198,14 +198,15 @@ static void piece_of(size_t len, uint32_t piece, uint32_t pieces, size_t *off, s
 
 /* ---- pending waits ---- */
 
-static void heap_swap(sr_store_server *s, int a, int b) {
+static void heap_swap(sr__store_server *s, int a, int b) {
     conn *t = s->heap[a];
     s->heap[a] = s->heap[b], s->heap[b] = t;
     s->heap[a]->heap_idx = a, s->heap[b]->heap_idx = b;
 }
 
-static void heap_fix(sr_store_server *s, int i) {
-    while (i > 0 && s->heap[(i - 1) / 2]->deadline > s->heap[i]->deadline) heap_swap(s, i, (i - 1) / 2), i = (i - 1) / 2;
+static void heap_fix(sr__store_server *s, int i) {
+    while (i > 0 && s->heap[(i - 1) / 2]->deadline > s->heap[i]->deadline)
+        heap_swap(s, i, (i - 1) / 2), i = (i - 1) / 2;
     while (1) {
         int l = 2 * i + 1, r = l + 1, m = i;
         if (l < s->nheap && s->heap[l]->deadline < s->heap[m]->deadline) m = l;
@@ -216,7 +217,7 @@ static void heap_fix(sr_store_server *s, int i) {
     }
 }
 
-static int heap_push(sr_store_server *s, conn *c) {
+static int heap_push(sr__store_server *s, conn *c) {
     size_t cap = (size_t)s->capheap;
     if (sr__grow((void **)&s->heap, &cap, (size_t)s->nheap + 1, sizeof *s->heap) != 0) return -1;
     s->capheap = (int)cap;
@@ -226,7 +227,7 @@ static int heap_push(sr_store_server *s, conn *c) {
     return 0;
 }
 
-static void heap_remove(sr_store_server *s, conn *c) {
+static void heap_remove(sr__store_server *s, conn *c) {
     int i = c->heap_idx;
     if (i < 0) return;
     c->heap_idx = -1;
@@ -238,7 +239,7 @@ static void heap_remove(sr_store_server *s, conn *c) {
 }
 
 /* Takes c off the waiter list of every key it still misses, and forgets its wait. */
-static void clear_wait(sr_store_server *s, conn *c) {
+static void clear_wait(sr__store_server *s, conn *c) {
     for (uint32_t k = 0; k < c->nwait; k++) {
         entry *e = c->wait_on[k];
         if (e->present) continue;
@@ -256,14 +257,15 @@ static void clear_wait(sr_store_server *s, conn *c) {
 
 /* Answers c's pending wait: OK (with the values, for a FETCH) when nothing is missing, else
    TIMEOUT naming the missing keys. */
-static void answer_wait(sr_store_server *s, conn *c) {
+static void answer_wait(sr__store_server *s, conn *c) {
     if (c->nmissing) {
         reply_head(s, c, SR_ST_TIMEOUT, c->nmissing);
         for (uint32_t k = 0; k < c->nwait; k++)
             if (!c->wait_on[k]->present) reply_item(c, c->wait_on[k]->key, c->wait_on[k]->klen);
     } else if (c->wait_op == SR_OP_FETCH) {
         size_t total = SR_STORE_HEADER, off, n;
-        for (uint32_t k = 0; k < c->nwait; k++) piece_of(c->wait_on[k]->len, c->piece, c->pieces, &off, &n), total += 4 + n;
+        for (uint32_t k = 0; k < c->nwait; k++)
+            piece_of(c->wait_on[k]->len, c->piece, c->pieces, &off, &n), total += 4 + n;
         if (total > SR_STORE_MAX_MESSAGE) {
             reply_error(s, c, "the values fetched exceed a message (4 MiB): fetch fewer keys at once");
         } else {
@@ -282,7 +284,8 @@ static void answer_wait(sr_store_server *s, conn *c) {
 
 /* Files a WAIT or FETCH under the keys it misses; answers at once when none is missing or it may
    not wait.  -1 when memory is exhausted. */
-static int start_wait(sr_store_server *s, conn *c, unsigned op, long long timeout, const sr_store_msg *m, uint32_t first) {
+static int start_wait(sr__store_server *s, conn *c, unsigned op, long long timeout, const sr__store_msg *m,
+                      uint32_t first) {
     c->wait_op = op;
     c->nwait = m->nitems - first;
     c->nmissing = 0;
@@ -310,7 +313,7 @@ static int start_wait(sr_store_server *s, conn *c, unsigned op, long long timeou
 }
 
 /* Sets a key and wakes the waits filed under it.  -1 when memory is exhausted (nothing changed). */
-static int put(sr_store_server *s, const char *key, size_t klen, const void *v, size_t len) {
+static int put(sr__store_server *s, const char *key, size_t klen, const void *v, size_t len) {
     entry *e = intern(s, key, klen);
     char *value = e ? sr__malloc(len + 1) : NULL;
     if (!value) return -1;
@@ -333,12 +336,14 @@ static int put(sr_store_server *s, const char *key, size_t klen, const void *v, 
 
 /* ---- requests ---- */
 
-static int valid_key(const unsigned char *k, uint32_t len) { return len > 0 && len <= SR_STORE_MAX_KEY && !memchr(k, 0, len); }
+static int valid_key(const unsigned char *k, uint32_t len) {
+    return len > 0 && len <= SR_STORE_MAX_KEY && !memchr(k, 0, len);
+}
 
 static const char out_of_memory[] = "the store ran out of memory";
 
 /* Serves one request; returns -1 when the connection must be closed. */
-static int serve(sr_store_server *s, conn *c, const sr_store_msg *m) {
+static int serve(sr__store_server *s, conn *c, const sr__store_msg *m) {
     if (!c->authed) {
         if (m->op_or_status != SR_OP_HELLO || m->nitems != 1 || m->len[0] != strlen(s->token) ||
             memcmp(m->item[0], s->token, m->len[0]) != 0) {
@@ -353,7 +358,8 @@ static int serve(sr_store_server *s, conn *c, const sr_store_msg *m) {
     switch (m->op_or_status) {
     case SR_OP_SET:
         if (m->nitems != 2 || !valid_key(m->item[0], m->len[0])) return -1;
-        if (put(s, (const char *)m->item[0], m->len[0], m->item[1], m->len[1]) != 0) return reply_error(s, c, out_of_memory), -1;
+        if (put(s, (const char *)m->item[0], m->len[0], m->item[1], m->len[1]) != 0)
+            return reply_error(s, c, out_of_memory), -1;
         reply(s, c, SR_ST_OK, 0, NULL, NULL);
         return 0;
     case SR_OP_GET: {
@@ -374,7 +380,8 @@ static int serve(sr_store_server *s, conn *c, const sr_store_msg *m) {
         long long v = (e ? strtoll(e->value, NULL, 10) : 0) + sr__get_i64(m->item[1]);
         char text[32];
         int n = snprintf(text, sizeof text, "%lld", v);
-        if (put(s, (const char *)m->item[0], m->len[0], text, (size_t)n) != 0) return reply_error(s, c, out_of_memory), -1;
+        if (put(s, (const char *)m->item[0], m->len[0], text, (size_t)n) != 0)
+            return reply_error(s, c, out_of_memory), -1;
         unsigned char out[8];
         sr__put_i64(out, v);
         const void *items[1] = {out};
@@ -393,7 +400,8 @@ static int serve(sr_store_server *s, conn *c, const sr_store_msg *m) {
             c->piece = sr__get_u32(m->item[1]), c->pieces = sr__get_u32(m->item[1] + 4);
             if (c->pieces && c->piece >= c->pieces) return -1;
         }
-        if (start_wait(s, c, m->op_or_status, sr__get_i64(m->item[0]), m, first) != 0) return reply_error(s, c, out_of_memory), -1;
+        if (start_wait(s, c, m->op_or_status, sr__get_i64(m->item[0]), m, first) != 0)
+            return reply_error(s, c, out_of_memory), -1;
         return 0;
     }
     case SR_OP_CHECK: {
@@ -401,7 +409,8 @@ static int serve(sr_store_server *s, conn *c, const sr_store_msg *m) {
         for (uint32_t i = 0; i < m->nitems; i++)
             if (!valid_key(m->item[i], m->len[i])) return -1;
         int all = 1;
-        for (uint32_t i = 0; i < m->nitems && all; i++) all = lookup_present(s, (const char *)m->item[i], m->len[i]) != NULL;
+        for (uint32_t i = 0; i < m->nitems && all; i++)
+            all = lookup_present(s, (const char *)m->item[i], m->len[i]) != NULL;
         reply(s, c, all ? SR_ST_OK : SR_ST_NOTFOUND, 0, NULL, NULL);
         return 0;
     }
@@ -412,7 +421,7 @@ static int serve(sr_store_server *s, conn *c, const sr_store_msg *m) {
 /* ---- connections ---- */
 
 /* Closes c now (its waits end: "waiting" no longer sees them); frees it at the end of the turn. */
-static void close_conn(sr_store_server *s, conn *c) {
+static void close_conn(sr__store_server *s, conn *c) {
     if (c->dead) return;
     c->dead = 1;
     clear_wait(s, c);
@@ -425,7 +434,7 @@ static void close_conn(sr_store_server *s, conn *c) {
     s->graveyard = c;
 }
 
-static void free_graveyard(sr_store_server *s) {
+static void free_graveyard(sr__store_server *s) {
     while (s->graveyard) {
         conn *c = s->graveyard;
         s->graveyard = c->next;
@@ -435,13 +444,13 @@ static void free_graveyard(sr_store_server *s) {
     }
 }
 
-static void watch_out(sr_store_server *s, conn *c, int on) {
+static void watch_out(sr__store_server *s, conn *c, int on) {
     if (c->want_out == on) return;
     struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = c};
     if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0) c->want_out = on;
 }
 
-static void accept_all(sr_store_server *s) {
+static void accept_all(sr__store_server *s) {
     while (1) {
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) return;
@@ -465,7 +474,7 @@ static void accept_all(sr_store_server *s) {
 }
 
 /* Reads and serves; returns -1 when the connection is done (EOF, error, protocol violation). */
-static int pump_in(sr_store_server *s, conn *c) {
+static int pump_in(sr__store_server *s, conn *c) {
     char buf[65536];
     while (1) {
         ssize_t n = read(c->fd, buf, sizeof buf);
@@ -489,7 +498,8 @@ static int pump_in(sr_store_server *s, conn *c) {
             if (serve(s, c, &s->msg) != 0) {
                 s->rejected++;
                 /* flush an error reply, best effort, before closing */
-                if (c->out.n && write(c->fd, c->out.s, c->out.n) < 0) { /* the peer is gone anyway */ }
+                if (c->out.n && write(c->fd, c->out.s, c->out.n) < 0) { /* the peer is gone anyway */
+                }
                 return -1;
             }
             c->in_off += (size_t)used;
@@ -518,7 +528,7 @@ static int pump_out(conn *c) {
 }
 
 /* Sends the replies queued this turn; what the socket does not take waits for POLLOUT. */
-static void flush(sr_store_server *s) {
+static void flush(sr__store_server *s) {
     for (size_t i = 0; i < s->ndirty; i++) {
         conn *c = s->dirty[i];
         c->dirty = 0;
@@ -532,7 +542,7 @@ static void flush(sr_store_server *s) {
     s->ndirty = 0;
 }
 
-sr_store_server *sr__store_server_start(const char *bind_addr, int port, const char *token, char *err, size_t errlen) {
+sr__store_server *sr__store_server_start(const char *bind_addr, int port, const char *token, char *err, size_t errlen) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         snprintf(err, errlen, "socket: %s", strerror(errno));
@@ -550,11 +560,12 @@ sr_store_server *sr__store_server_start(const char *bind_addr, int port, const c
         close(fd);
         return NULL;
     }
-    sr_store_server *s = sr__calloc(1, sizeof *s);
+    sr__store_server *s = sr__calloc(1, sizeof *s);
     int epfd = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL}; /* NULL: the listening socket */
     if (!s || !(s->token = sr__strdup(token)) || epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        snprintf(err, errlen, "cannot start the store server: %s", !s || (s && !s->token) ? "out of memory" : strerror(errno));
+        snprintf(err, errlen, "cannot start the store server: %s",
+                 !s || (s && !s->token) ? "out of memory" : strerror(errno));
         if (epfd >= 0) close(epfd);
         close(fd);
         if (s) free(s->token);
@@ -567,16 +578,16 @@ sr_store_server *sr__store_server_start(const char *bind_addr, int port, const c
     return s;
 }
 
-int sr__store_server_port(const sr_store_server *s) { return s->port; }
+int sr__store_server_port(const sr__store_server *s) { return s->port; }
 
 /* One descriptor: the epoll set, readable when any connection (or the listening socket) is. */
-int sr__store_server_pollfds(sr_store_server *s, struct pollfd *pfds, int max) {
+int sr__store_server_pollfds(sr__store_server *s, struct pollfd *pfds, int max) {
     if (max < 1) return 0;
     pfds[0] = (struct pollfd){.fd = s->epfd, .events = POLLIN};
     return 1;
 }
 
-void sr__store_server_handle(sr_store_server *s, const struct pollfd *pfds, int n) {
+void sr__store_server_handle(sr__store_server *s, const struct pollfd *pfds, int n) {
     (void)pfds, (void)n; /* epoll says which connections are ready; asking it costs one call */
     struct epoll_event ev[256];
     int k;
@@ -607,37 +618,37 @@ void sr__store_server_handle(sr_store_server *s, const struct pollfd *pfds, int 
     free_graveyard(s);
 }
 
-int sr__store_server_timeout_ms(const sr_store_server *s) {
+int sr__store_server_timeout_ms(const sr__store_server *s) {
     if (!s->nheap) return -1;
     long long d = s->heap[0]->deadline - now_ms();
     return d < 0 ? 0 : d > 1 << 30 ? 1 << 30 : (int)d;
 }
 
-int sr__store_server_waiting(const sr_store_server *s, const char *key) {
+int sr__store_server_waiting(const sr__store_server *s, const char *key) {
     const entry *e = lookup(s, key, strlen(key));
     return e && !e->present && e->nwaiters > 0;
 }
 
-const char *sr__store_server_get(const sr_store_server *s, const char *key, size_t *len) {
+const char *sr__store_server_get(const sr__store_server *s, const char *key, size_t *len) {
     const entry *e = lookup_present(s, key, strlen(key));
     if (e && len) *len = e->len;
     return e ? e->value : NULL;
 }
 
-int sr__store_server_set_checked(sr_store_server *s, const char *key, const void *value, size_t len) {
+int sr__store_server_set_checked(sr__store_server *s, const char *key, const void *value, size_t len) {
     int rc = put(s, key, strlen(key), value, len);
     flush(s);
     free_graveyard(s);
     return rc;
 }
 
-void sr__store_server_set(sr_store_server *s, const char *key, const void *value, size_t len) {
+void sr__store_server_set(sr__store_server *s, const char *key, const void *value, size_t len) {
     (void)sr__store_server_set_checked(s, key, value, len);
 }
 
-unsigned long sr__store_server_rejected(const sr_store_server *s) { return s->rejected; }
+unsigned long sr__store_server_rejected(const sr__store_server *s) { return s->rejected; }
 
-void sr__store_server_free(sr_store_server *s) {
+void sr__store_server_free(sr__store_server *s) {
     if (!s) return;
     while (s->conns) close_conn(s, s->conns);
     free_graveyard(s);

@@ -19,59 +19,57 @@
 extern "C" {
 #endif
 
-typedef struct sr_store_server sr_store_server;
+typedef struct sr__store_server sr__store_server;
 
 /* bind_addr: "127.0.0.1" for a single-node run, NULL for every interface.  port 0: any free. */
-sr_store_server *sr__store_server_start(const char *bind_addr, int port, const char *token, char *err,
-                                        size_t errlen);
-int sr__store_server_port(const sr_store_server *s);
+sr__store_server *sr__store_server_start(const char *bind_addr, int port, const char *token, char *err, size_t errlen);
+int sr__store_server_port(const sr__store_server *s);
 /* Fills pfds with the descriptors to watch; returns how many (at most max). */
-int sr__store_server_pollfds(sr_store_server *s, struct pollfd *pfds, int max);
+int sr__store_server_pollfds(sr__store_server *s, struct pollfd *pfds, int max);
 /* Serves what poll reported on those descriptors and expires timed-out waits. */
-void sr__store_server_handle(sr_store_server *s, const struct pollfd *pfds, int n);
+void sr__store_server_handle(sr__store_server *s, const struct pollfd *pfds, int n);
 /* Milliseconds until the next wait expires, -1 when none. */
-int sr__store_server_timeout_ms(const sr_store_server *s);
+int sr__store_server_timeout_ms(const sr__store_server *s);
 /* Direct access for the hosting agent (no connection). */
-const char *sr__store_server_get(const sr_store_server *s, const char *key, size_t *len);
-void sr__store_server_set(sr_store_server *s, const char *key, const void *value, size_t len);
+const char *sr__store_server_get(const sr__store_server *s, const char *key, size_t *len);
+void sr__store_server_set(sr__store_server *s, const char *key, const void *value, size_t len);
 /* The same, 0, or -1 when memory ran out (the key keeps its old value, or stays unset). */
-int sr__store_server_set_checked(sr_store_server *s, const char *key, const void *value, size_t len);
+int sr__store_server_set_checked(sr__store_server *s, const char *key, const void *value, size_t len);
 /* Whether a live connection has a pending wait on `key`, a key not set yet (a closed connection's
    wait is gone; O(1)):
    the hosting agent learns that another agent went away. */
-int sr__store_server_waiting(const sr_store_server *s, const char *key);
+int sr__store_server_waiting(const sr__store_server *s, const char *key);
 /* Connections refused or closed for breaking the protocol (tests read it from the log). */
-unsigned long sr__store_server_rejected(const sr_store_server *s);
-void sr__store_server_free(sr_store_server *s);
+unsigned long sr__store_server_rejected(const sr__store_server *s);
+void sr__store_server_free(sr__store_server *s);
 
-typedef struct sr_store sr_store;
+typedef struct sr__store sr__store;
 
-sr_store *sr__store_connect(const char *host, int port, const char *token, double timeout_s, char *err,
-                            size_t errlen);
-int sr__store_set(sr_store *c, const char *key, const void *value, size_t len);
+sr__store *sr__store_connect(const char *host, int port, const char *token, double timeout_s, char *err, size_t errlen);
+int sr__store_set(sr__store *c, const char *key, const void *value, size_t len);
 /* 0 found (*value malloc'ed, NUL-terminated for convenience), 1 not found, -1 error. */
-int sr__store_get(sr_store *c, const char *key, void **value, size_t *len);
+int sr__store_get(sr__store *c, const char *key, void **value, size_t *len);
 /* The new value, or -1 with an error (values are kept >= 0 by their users). */
-long long sr__store_add(sr_store *c, const char *key, long long delta);
+long long sr__store_add(sr__store *c, const char *key, long long delta);
 /* 0 when every key exists, 1 on timeout (the missing keys, comma-separated, in missing), -1 on
    error.  timeout_s < 0: wait forever. */
-int sr__store_wait(sr_store *c, const char *const *keys, int n, double timeout_s, char *missing, size_t mlen);
-int sr__store_check(sr_store *c, const char *const *keys, int n); /* 1 all exist, 0 not, -1 error */
+int sr__store_wait(sr__store *c, const char *const *keys, int n, double timeout_s, char *missing, size_t mlen);
+int sr__store_check(sr__store *c, const char *const *keys, int n); /* 1 all exist, 0 not, -1 error */
 /* A wait and the gets that follow it, in one round trip: waits up to timeout_s (0: not at all,
    < 0: forever) until every key exists, then values[i] (malloc'ed, NUL-terminated) and lens[i]
    hold key i's value.  0, 1 on timeout (the missing keys, comma-separated, in missing; values
    untouched), -1 on error (also when the values together exceed one message, 4 MiB). */
-int sr__store_fetch(sr_store *c, const char *const *keys, int n, double timeout_s, void **values, size_t *lens,
+int sr__store_fetch(sr__store *c, const char *const *keys, int n, double timeout_s, void **values, size_t *lens,
                     char *missing, size_t mlen);
 /* The same, sending only part `piece` of `pieces` equal parts of each value (bytes
    [len / pieces * piece, len / pieces * (piece + 1)) of a value of len bytes). */
-int sr__store_fetch_pieces(sr_store *c, const char *const *keys, int n, int piece, int pieces, double timeout_s,
+int sr__store_fetch_pieces(sr__store *c, const char *const *keys, int n, int piece, int pieces, double timeout_s,
                            void **values, size_t *lens, char *missing, size_t mlen);
 /* Asynchronous wait for the agent's loop: send now, poll sr__store_fd(), then read the reply. */
-int sr__store_wait_send(sr_store *c, const char *key);
-int sr__store_fd(const sr_store *c);
-const char *sr__store_error(const sr_store *c);
-void sr__store_close(sr_store *c);
+int sr__store_wait_send(sr__store *c, const char *key);
+int sr__store_fd(const sr__store *c);
+const char *sr__store_error(const sr__store *c);
+void sr__store_close(sr__store *c);
 
 #ifdef __cplusplus
 }

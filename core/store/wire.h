@@ -58,14 +58,14 @@ static inline int64_t sr__get_i64(const unsigned char *p) {
 /* One parsed message: items point into the receive buffer.  The item arrays grow with the
    largest message seen (most carry a few items; a WAIT on every rank of a world carries
    thousands); zero-initialise, sr__store_msg_free when done. */
-typedef struct sr_store_msg {
+typedef struct sr__store_msg {
     unsigned op_or_status;
     uint32_t nitems, cap;
     const unsigned char **item;
     uint32_t *len;
-} sr_store_msg;
+} sr__store_msg;
 
-static inline void sr__store_msg_free(sr_store_msg *m) {
+static inline void sr__store_msg_free(sr__store_msg *m) {
     free((void *)m->item);
     free(m->len);
     m->item = NULL, m->len = NULL, m->cap = 0;
@@ -73,7 +73,7 @@ static inline void sr__store_msg_free(sr_store_msg *m) {
 
 /* Parses a message at the start of buf: returns its total size, 0 when incomplete, -1 when it
    breaks a bound or no memory is left for its items (the connection must be closed). */
-static inline long sr__store_parse(const unsigned char *buf, size_t n, sr_store_msg *m) {
+static inline long sr__store_parse(const unsigned char *buf, size_t n, sr__store_msg *m) {
     if (n < SR_STORE_HEADER) return 0;
     if (sr__get_u32(buf) != SR_STORE_MAGIC) return -1;
     m->op_or_status = buf[4];

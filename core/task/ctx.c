@@ -13,16 +13,16 @@
 #include "config/value.h"
 #include "pg/world.h"
 
-typedef struct sr_result {
+typedef struct sr__result {
     char *name;
     char *json;    /* the value, already JSON */
     int nonfinite; /* a number that was NaN or infinite, written as null */
-} sr_result;
+} sr__result;
 
 struct sr_ctx {
     sr_topology topo;
-    sr_job *cfg;
-    sr_result *res;
+    sr__job *cfg;
+    sr__result *res;
     size_t nres;
     int tty;
     char **asked; /* [task] keys read through sr_config*(), for sr__ctx_check_task_keys */
@@ -56,7 +56,7 @@ void sr__ctx_free(sr_ctx *c) {
 void sr__ctx_set_tty(sr_ctx *c, int tty) { c->tty = tty; }
 int sr__ctx_tty(const sr_ctx *c) { return c->tty; }
 
-sr_ctx *sr__ctx_new(const sr_topology *topo, sr_job *cfg) {
+sr_ctx *sr__ctx_new(const sr_topology *topo, sr__job *cfg) {
     sr_ctx *c = sr__calloc(1, sizeof *c);
     c->topo = *topo;
     c->cfg = cfg;
@@ -95,7 +95,7 @@ const char *sr_config(const sr_ctx *c, const char *key) {
 
 const char *sr__ctx_task_setting(const sr_ctx *c, size_t i, const char **value) {
     for (size_t k = 0; k < c->cfg->nset; k++) {
-        const sr_setting *s = &c->cfg->set[k];
+        const sr__setting *s = &c->cfg->set[k];
         if (strcmp(s->section, "task") || !s->value) continue;
         if (i-- == 0) {
             *value = s->value;
@@ -106,8 +106,8 @@ const char *sr__ctx_task_setting(const sr_ctx *c, size_t i, const char **value) 
 }
 
 /* The setting of [task] key when it came from the job file, else NULL. */
-static const sr_setting *from_file(const sr_ctx *c, const char *key) {
-    const sr_setting *s = key ? sr__config_get(c->cfg, "task", key) : NULL;
+static const sr__setting *from_file(const sr_ctx *c, const char *key) {
+    const sr__setting *s = key ? sr__config_get(c->cfg, "task", key) : NULL;
     return s && s->from == SR_FROM_FILE && c->cfg->dir ? s : NULL;
 }
 
@@ -115,8 +115,8 @@ const char *sr_config_base_dir(const sr_ctx *c, const char *key) { return from_f
 
 const char *sr_config_path(const sr_ctx *c, const char *key) {
     const char *v = sr_config(c, key);
-    const sr_setting *s = v && *v && v[0] != '/' ? from_file(c, key) : NULL;
-    if (!s) return v; /* absolute, absent, or the current folder's: as given */
+    const sr__setting *s = v && *v && v[0] != '/' ? from_file(c, key) : NULL;
+    if (!s) return v;        /* absolute, absent, or the current folder's: as given */
     sr_ctx *m = (sr_ctx *)c; /* the kept strings are bookkeeping, as the asked keys are */
     char **g = sr__realloc(m->paths, (m->npaths + 1) * sizeof *g);
     if (!g) return v;
@@ -130,16 +130,17 @@ const char *sr_config_path(const sr_ctx *c, const char *key) {
 int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name, const sr_key *runtime_keys) {
     int bad = 0;
     for (size_t i = 0; i < c->cfg->nset; i++) {
-        const sr_setting *s = &c->cfg->set[i];
+        const sr__setting *s = &c->cfg->set[i];
         if (strcmp(s->section, "task") || !s->value || was_asked(c, s->key)) continue;
         if (!bad) { /* the task's own keys; the trainer's are in the reference */
-            sr_buf keys = {0};
+            sr__buf keys = {0};
             for (size_t k = 0; k < c->nasked; k++)
                 if (!sr__find_key(runtime_keys, c->asked[k]))
                     sr__buf_printf(&keys, "%s%s", keys.n ? ", " : "", c->asked[k]);
-            sr__log(SR_LOG_ERROR, "task %s reads these [task] keys: %s; the trainer reads transformers' "
-                            "TrainingArguments names (docs/environment.md, [task])", task_name,
-                    keys.n ? keys.s : "(none)");
+            sr__log(SR_LOG_ERROR,
+                    "task %s reads these [task] keys: %s; the trainer reads transformers' "
+                    "TrainingArguments names (docs/environment.md, [task])",
+                    task_name, keys.n ? keys.s : "(none)");
             sr__buf_free(&keys);
         }
         sr__log(SR_LOG_ERROR, "%s: [task] %s is read by neither; check its spelling", s->where, s->key);
@@ -149,13 +150,16 @@ int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name, const sr_key
 }
 
 static void bad_value(const sr_ctx *c, const char *key, const char *v, const char *expected) {
-    sr_setting *s = sr__config_get(c->cfg, "task", key);
+    sr__setting *s = sr__config_get(c->cfg, "task", key);
     sr__log(SR_LOG_ERROR, "%s: [task] %s = \"%s\": expected %s", s ? s->where : "?", key, v, expected);
 }
 
 int sr_config_int(const sr_ctx *c, const char *key, long long def, long long *out) {
     const char *v = sr_config(c, key);
-    if (!v) { *out = def; return 0; }
+    if (!v) {
+        *out = def;
+        return 0;
+    }
     if (sr__parse_int(v, out) == 0) return 0;
     bad_value(c, key, v, "an integer");
     return -1;
@@ -163,7 +167,10 @@ int sr_config_int(const sr_ctx *c, const char *key, long long def, long long *ou
 
 int sr_config_double(const sr_ctx *c, const char *key, double def, double *out) {
     const char *v = sr_config(c, key);
-    if (!v) { *out = def; return 0; }
+    if (!v) {
+        *out = def;
+        return 0;
+    }
     if (sr__parse_float(v, out) == 0) return 0;
     bad_value(c, key, v, "a number");
     return -1;
@@ -171,7 +178,10 @@ int sr_config_double(const sr_ctx *c, const char *key, double def, double *out) 
 
 int sr_config_bool(const sr_ctx *c, const char *key, int def, int *out) {
     const char *v = sr_config(c, key);
-    if (!v) { *out = def; return 0; }
+    if (!v) {
+        *out = def;
+        return 0;
+    }
     if (sr__parse_bool(v, out) == 0) return 0;
     bad_value(c, key, v, "a boolean (" SR_BOOL_SPELLINGS ")");
     return -1;
@@ -191,14 +201,14 @@ static int report_flagged(sr_ctx *c, const char *name, char *json, int nonfinite
             c->res[i].nonfinite = nonfinite;
             return 0;
         }
-    sr_result *r = sr__realloc(c->res, (c->nres + 1) * sizeof *c->res);
+    sr__result *r = sr__realloc(c->res, (c->nres + 1) * sizeof *c->res);
     char *copy = r ? sr__strdup(name) : NULL;
     if (r) c->res = r;
     if (!copy) {
         free(json);
         return -1;
     }
-    c->res[c->nres++] = (sr_result){copy, json, nonfinite};
+    c->res[c->nres++] = (sr__result){copy, json, nonfinite};
     return 0;
 }
 
@@ -218,7 +228,7 @@ int sr_report_int(sr_ctx *c, const char *name, long long v) {
 }
 
 int sr_report_str(sr_ctx *c, const char *name, const char *v) {
-    sr_buf b = {0};
+    sr__buf b = {0};
     sr__buf_json_str(&b, v ? v : "");
     if (b.oom) sr__buf_free(&b);
     return report(c, name, b.s);
@@ -227,7 +237,7 @@ int sr_report_str(sr_ctx *c, const char *name, const char *v) {
 int sr_report_bool(sr_ctx *c, const char *name, int v) { return report(c, name, sr__strdup(v ? "true" : "false")); }
 
 char *sr__ctx_result_json(const sr_ctx *c, int exit_code) {
-    sr_buf b = {0};
+    sr__buf b = {0};
     sr__buf_printf(&b, "{\"rank\": %d, \"exit_code\": %d", c->topo.rank, exit_code);
     for (size_t i = 0; i < c->nres; i++) {
         sr__buf_add(&b, ", ", 2);
@@ -245,8 +255,8 @@ char *sr__ctx_result_json(const sr_ctx *c, int exit_code) {
     sr__buf_add(&b, "}", 1);
     if (b.oom || !b.s) { /* still a result the agent can read */
         sr__buf_free(&b);
-        return sr__fmt("{\"rank\": %d, \"exit_code\": %d, \"error\": \"out of memory for the results\"}",
-                       c->topo.rank, exit_code);
+        return sr__fmt("{\"rank\": %d, \"exit_code\": %d, \"error\": \"out of memory for the results\"}", c->topo.rank,
+                       exit_code);
     }
     return b.s;
 }

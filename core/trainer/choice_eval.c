@@ -23,13 +23,15 @@ int sr__choice_setup(sr__trainer *t) {
     const char *files = a->eval_files;
     if (!files) return SR_EXIT_OK;
     if (!ev->choice_batch) {
-        sr__log(SR_LOG_ERROR, "[task] eval_files: task %s cannot score multiple-choice examples (its sr_model_eval has "
-                        "no choice_batch: see docs/model-tasks.md); remove eval_files", t->task);
+        sr__log(SR_LOG_ERROR,
+                "[task] eval_files: task %s cannot score multiple-choice examples (its sr_model_eval has "
+                "no choice_batch: see docs/model-tasks.md); remove eval_files",
+                t->task);
         return SR_EXIT_CONFIG;
     }
     if (a->eval_strategy == SR_EVAL_NO && !a->eval_on_start) {
         sr__log(SR_LOG_ERROR, "[task] eval_files is scored at each evaluation, and eval_strategy = no asks for none; "
-                        "set eval_strategy = steps or epoch (or eval_on_start = true)");
+                              "set eval_strategy = steps or epoch (or eval_on_start = true)");
         return SR_EXIT_CONFIG;
     }
     char err[2048];
@@ -45,8 +47,10 @@ int sr__choice_setup(sr__trainer *t) {
     t->choice_loss = sr__calloc(seqs, sizeof *t->choice_loss);
     t->choice_tok = sr__malloc(seqs * (size_t)t->choice.longest * sizeof *t->choice_tok);
     if (!t->choice_seq || !t->choice_loss || !t->choice_tok) {
-        sr__log(SR_LOG_ERROR, "out of memory for a multiple-choice batch (%zu sequences of up to %d tokens); lower "
-                        "per_device_eval_batch_size", seqs, t->choice.longest);
+        sr__log(SR_LOG_ERROR,
+                "out of memory for a multiple-choice batch (%zu sequences of up to %d tokens); lower "
+                "per_device_eval_batch_size",
+                seqs, t->choice.longest);
         return SR_EXIT_CONFIG;
     }
     if (t->rank == 0)

@@ -23,11 +23,16 @@ static int fail(char *err, size_t len, const char *fmt, ...) {
     return -1;
 }
 
-static int32_t le32(const uint8_t *p) { return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24); }
+static int32_t le32(const uint8_t *p) {
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
 static unsigned le16(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
 
 static const char *file_kind(mode_t m) {
-    return S_ISDIR(m) ? "a directory" : S_ISCHR(m) || S_ISBLK(m) ? "a device" : S_ISFIFO(m) ? "a FIFO" : "not a regular file";
+    return S_ISDIR(m)                 ? "a directory"
+           : S_ISCHR(m) || S_ISBLK(m) ? "a device"
+           : S_ISFIFO(m)              ? "a FIFO"
+                                      : "not a regular file";
 }
 
 /* The whole file, bounded by what the format can hold.  NULL with err[]. */
@@ -38,7 +43,8 @@ static uint8_t *read_whole(const char *path, size_t *size, char *err, size_t len
         return fail(err, len, "%s is %s; name llm.c eval files (.bin)", path, file_kind(st.st_mode)), NULL;
     if ((long long)st.st_size > MAX_FILE_BYTES)
         return fail(err, len, "%s is %lld bytes, more than an eval file can be (2^16 examples under 64 KiB each)", path,
-                    (long long)st.st_size), NULL;
+                    (long long)st.st_size),
+               NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return fail(err, len, "cannot open %s: %s", path, strerror(errno)), NULL;
     uint8_t *b = sr__malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
@@ -70,9 +76,10 @@ static int check_tokens(const char *path, const uint8_t *b, size_t at, int n, in
                         char *err, size_t len) {
     for (int k = 0; k < n; k++)
         if ((int64_t)le16(b + at + 2 * (size_t)k) >= vocab)
-            return fail(err, len, "%s: offset %zu (example %lld): token id %u is not below the model's vocabulary of "
-                        "%lld; the file was tokenized for another model", path, at + 2 * (size_t)k, example,
-                        le16(b + at + 2 * (size_t)k), (long long)vocab);
+            return fail(err, len,
+                        "%s: offset %zu (example %lld): token id %u is not below the model's vocabulary of "
+                        "%lld; the file was tokenized for another model",
+                        path, at + 2 * (size_t)k, example, le16(b + at + 2 * (size_t)k), (long long)vocab);
     return 0;
 }
 
@@ -84,9 +91,10 @@ static int parse(sr__choice_set *s, const char *path, const uint8_t *b, size_t s
                     SR__CHOICE_HEADER_BYTES, size);
     int32_t magic = le32(b), version = le32(b + 4), count = le32(b + 8), longest = le32(b + 12);
     if (magic != SR__CHOICE_MAGIC)
-        return fail(err, len, "%s: offset 0: magic number %d, not %d (llm.c's eval file)%s", path, magic,
-                    SR__CHOICE_MAGIC, magic == 20240520 || magic == 20240801
-                                          ? ": this is a token shard, which is training data, not an eval file" : "");
+        return fail(
+            err, len, "%s: offset 0: magic number %d, not %d (llm.c's eval file)%s", path, magic, SR__CHOICE_MAGIC,
+            magic == 20240520 || magic == 20240801 ? ": this is a token shard, which is training data, not an eval file"
+                                                   : "");
     if (version != SR__CHOICE_VERSION)
         return fail(err, len, "%s: offset 4: version %d, not %d (the version llm.c writes and reads)", path, version,
                     SR__CHOICE_VERSION);
@@ -108,21 +116,25 @@ static int parse(sr__choice_set *s, const char *path, const uint8_t *b, size_t s
             return fail(err, len, "%s: offset %zu: truncated: example %lld is %u bytes and the file ends at %zu", path,
                         at, i, bytes, size);
         if (bytes < 12 || bytes % 2 || bytes > (unsigned)longest)
-            return fail(err, len, "%s: offset %zu: example %lld says it is %u bytes; expected an even size of 12 to "
-                        "%d (the header's longest example)", path, at + 2, i, bytes, longest);
+            return fail(err, len,
+                        "%s: offset %zu: example %lld says it is %u bytes; expected an even size of 12 to "
+                        "%d (the header's longest example)",
+                        path, at + 2, i, bytes, longest);
         if (index != (unsigned)i)
             return fail(err, len, "%s: offset %zu: example %lld has index %u", path, at + 4, i, index);
         if (ncomp > SR__CHOICE_MAX || ncomp < 2)
             return fail(err, len, "%s: offset %zu: example %lld has %u completions; the format allows 2 to %d", path,
                         at + 8, i, ncomp, SR__CHOICE_MAX);
         if (label >= ncomp)
-            return fail(err, len, "%s: offset %zu: example %lld has label %u of %u completions", path, at + 6, i,
-                        label, ncomp);
+            return fail(err, len, "%s: offset %zu: example %lld has label %u of %u completions", path, at + 6, i, label,
+                        ncomp);
         sr__choice_example e = {.ctx = x + 12, .ctx_len = (int)ctx, .ncomp = (int)ncomp, .label = (int)label};
         size_t end = at + bytes, p = at + 12;
         if (ctx < 1)
-            return fail(err, len, "%s: offset %zu: example %lld has no context token; the first completion token "
-                        "needs one before it", path, at + 10, i);
+            return fail(err, len,
+                        "%s: offset %zu: example %lld has no context token; the first completion token "
+                        "needs one before it",
+                        path, at + 10, i);
         if (2 * (size_t)ctx > end - p)
             return fail(err, len, "%s: offset %zu: example %lld's %u context tokens run past its %u bytes", path,
                         at + 10, i, ctx, bytes);
@@ -133,12 +145,15 @@ static int parse(sr__choice_set *s, const char *path, const uint8_t *b, size_t s
                 return fail(err, len, "%s: offset %zu: example %lld ends before its completion %u", path, p, i, c);
             unsigned n = le16(b + p);
             if (n < 1 || 2 * (size_t)n > end - p - 2)
-                return fail(err, len, "%s: offset %zu: example %lld's completion %u has %u tokens; expected 1 to what "
-                            "the example's %u bytes hold", path, p, i, c, n, bytes);
+                return fail(err, len,
+                            "%s: offset %zu: example %lld's completion %u has %u tokens; expected 1 to what "
+                            "the example's %u bytes hold",
+                            path, p, i, c, n, bytes);
             if ((int64_t)ctx + n > max_tokens)
-                return fail(err, len, "%s: offset %zu: example %lld's context and completion %u are %u tokens, more "
-                            "than the model takes (%lld, max_length); raise max_length or leave the file out", path,
-                            p, i, c, ctx + n, (long long)max_tokens);
+                return fail(err, len,
+                            "%s: offset %zu: example %lld's context and completion %u are %u tokens, more "
+                            "than the model takes (%lld, max_length); raise max_length or leave the file out",
+                            path, p, i, c, ctx + n, (long long)max_tokens);
             if (check_tokens(path, b, p + 2, (int)n, vocab, i, err, len)) return -1;
             e.comp[c] = b + p + 2, e.comp_len[c] = (int)n;
             if ((int)(ctx + n) > s->longest) s->longest = (int)(ctx + n);
@@ -151,8 +166,8 @@ static int parse(sr__choice_set *s, const char *path, const uint8_t *b, size_t s
         at = end;
     }
     if (at != size)
-        return fail(err, len, "%s: offset %zu: %zu bytes follow the %d examples the header counts", path, at,
-                    size - at, count);
+        return fail(err, len, "%s: offset %zu: %zu bytes follow the %d examples the header counts", path, at, size - at,
+                    count);
     return 0;
 }
 
@@ -200,7 +215,8 @@ int sr__choice_load(sr__choice_set *s, const char *patterns, const char *base_di
             if (gr != GLOB_NOSPACE) globfree(&g);
             break;
         }
-        for (size_t m = 0; m < g.gl_pathc && !rc; m++, nfiles++) rc = load_file(s, g.gl_pathv[m], vocab, max_tokens, err, errlen);
+        for (size_t m = 0; m < g.gl_pathc && !rc; m++, nfiles++)
+            rc = load_file(s, g.gl_pathv[m], vocab, max_tokens, err, errlen);
         globfree(&g);
     }
     free(pat);

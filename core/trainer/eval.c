@@ -21,7 +21,8 @@ static int due(const sr__trainer *t, int start) {
     long long step = t->ts.global_step;
     if (start) { /* not again at a resumed checkpoint's step that was evaluated already */
         for (int i = t->hist.n - 1; i >= 0 && a->eval_on_start; i--)
-            if (isfinite(sr__hist_get(&t->hist.e[i], "eval_loss")) || isfinite(sr__hist_get(&t->hist.e[i], "eval_accuracy")))
+            if (isfinite(sr__hist_get(&t->hist.e[i], "eval_loss")) ||
+                isfinite(sr__hist_get(&t->hist.e[i], "eval_accuracy")))
                 return sr__hist_get(&t->hist.e[i], "step") != (double)step;
         return a->eval_on_start;
     }
@@ -68,17 +69,28 @@ static int evaluate(sr__trainer *t) {
     double runtime = sr__now_s() - t0;
     double loss = acc[1] > 0 ? acc[0] / acc[1] : NAN;
     if (t->neval && acc[1] <= 0 && t->rank == 0)
-        sr__log(SR_LOG_WARN, "evaluation at step %lld: the eval batches hold no predicted token; eval_loss is nan", step);
+        sr__log(SR_LOG_WARN, "evaluation at step %lld: the eval batches hold no predicted token; eval_loss is nan",
+                step);
     /* eval_perplexity only for a task whose loss is a cross-entropy (sr_model_eval.cross_entropy) */
     int ce = t->model->eval.cross_entropy;
     /* the samples and steps per second count the eval data's (as HF's); eval_files' examples come
        on top in the runtime */
-    const char *all[] = {"eval_loss", "eval_perplexity", "eval_accuracy", "eval_runtime", "eval_samples_per_second",
-                         "eval_steps_per_second", "epoch", "step"};
-    double vall[] = {loss, exp(loss), accuracy, round(runtime * 1e4) / 1e4,
+    const char *all[] = {"eval_loss",
+                         "eval_perplexity",
+                         "eval_accuracy",
+                         "eval_runtime",
+                         "eval_samples_per_second",
+                         "eval_steps_per_second",
+                         "epoch",
+                         "step"};
+    double vall[] = {loss,
+                     exp(loss),
+                     accuracy,
+                     round(runtime * 1e4) / 1e4,
                      runtime > 0 ? round(acc[2] / runtime * 1e3) / 1e3 : 0,
                      runtime > 0 ? round((double)batches / runtime * 1e3) / 1e3 : 0,
-                     (double)step / (double)t->plan.steps_per_epoch, (double)step};
+                     (double)step / (double)t->plan.steps_per_epoch,
+                     (double)step};
     const char *names[8];
     double v[8];
     int k = 0;

@@ -10,10 +10,22 @@
 #include "io/json.h"
 #include "trainer/records.h"
 
-const char *const sr__hist_keys[] = {"epoch", "eval_accuracy", "eval_loss", "eval_perplexity", "eval_runtime", "eval_samples_per_second",
-                                     "eval_steps_per_second", "grad_norm", "learning_rate", "loss", "step",
-                                     "train_loss", "train_runtime", "train_samples_per_second",
-                                     "train_steps_per_second", NULL};
+const char *const sr__hist_keys[] = {"epoch",
+                                     "eval_accuracy",
+                                     "eval_loss",
+                                     "eval_perplexity",
+                                     "eval_runtime",
+                                     "eval_samples_per_second",
+                                     "eval_steps_per_second",
+                                     "grad_norm",
+                                     "learning_rate",
+                                     "loss",
+                                     "step",
+                                     "train_loss",
+                                     "train_runtime",
+                                     "train_samples_per_second",
+                                     "train_steps_per_second",
+                                     NULL};
 
 int sr__hist_key(const char *name) {
     for (int k = 0; sr__hist_keys[k]; k++)
@@ -77,7 +89,7 @@ void sr__history_free(sr__history *h) {
 }
 
 /* One log_history entry: its known numeric members (others skipped). */
-static int read_entry(sr_json *j, sr__history *h) {
+static int read_entry(sr__json *j, sr__history *h) {
     const char *key;
     size_t klen;
     int more;
@@ -89,12 +101,12 @@ static int read_entry(sr_json *j, sr__history *h) {
         char name[64];
         snprintf(name, sizeof name, "%.*s", (int)(klen < 63 ? klen : 63), key);
         int k = sr__hist_key(name);
-        sr_json_type ty = sr__json_peek(j);
+        sr__json_type ty = sr__json_peek(j);
         if (k < 0 || n == SR__HIST_MAX || (ty != SR_JSON_NUMBER && ty != SR_JSON_NULL)) {
             if (sr__json_skip(j) != 0) return -1;
             continue;
         }
-        sr_json_num num = {0};
+        sr__json_num num = {0};
         if (ty == SR_JSON_NULL ? sr__json_null(j) : sr__json_number(j, &num)) return -1;
         names[n] = sr__hist_keys[k], vals[n++] = ty == SR_JSON_NULL ? NAN : num.value;
     }
@@ -115,23 +127,27 @@ int sr__history_read(const char *path, sr__history *h, char *why, size_t len) {
        once), and the reading stops past the bound (a FIFO, a file that grows) */
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > SR__HISTORY_MAX_BYTES) {
-        snprintf(why, len, "%s is %lld bytes, more than a trainer_state.json may be (%d MiB); name the run's own "
-                 "trainer_state.json", path, (long long)st.st_size, SR__HISTORY_MAX_BYTES >> 20);
+        snprintf(why, len,
+                 "%s is %lld bytes, more than a trainer_state.json may be (%d MiB); name the run's own "
+                 "trainer_state.json",
+                 path, (long long)st.st_size, SR__HISTORY_MAX_BYTES >> 20);
         fclose(f);
         return -1;
     }
-    sr_buf b = {0};
+    sr__buf b = {0};
     char chunk[65536];
     size_t k;
     while ((k = fread(chunk, 1, sizeof chunk, f)) > 0 && b.n <= SR__HISTORY_MAX_BYTES) sr__buf_add(&b, chunk, k);
     fclose(f);
     if (b.n > SR__HISTORY_MAX_BYTES) {
-        snprintf(why, len, "%s holds more than a trainer_state.json may (%d MiB); name the run's own "
-                 "trainer_state.json", path, SR__HISTORY_MAX_BYTES >> 20);
+        snprintf(why, len,
+                 "%s holds more than a trainer_state.json may (%d MiB); name the run's own "
+                 "trainer_state.json",
+                 path, SR__HISTORY_MAX_BYTES >> 20);
         sr__buf_free(&b);
         return -1;
     }
-    sr_json j;
+    sr__json j;
     const char *key, *what;
     size_t klen, at;
     int more = -1, have = 0;
@@ -147,7 +163,7 @@ int sr__history_read(const char *path, sr__history *h, char *why, size_t len) {
                 if (el != 0) break;
                 have = 1;
             } else if (sr__json_key_is(key, klen, "best_metric") && sr__json_peek(&j) == SR_JSON_NUMBER) {
-                sr_json_num num;
+                sr__json_num num;
                 if (sr__json_number(&j, &num) != 0) break;
                 h->best_metric = num.value;
             } else if (sr__json_key_is(key, klen, "best_model_checkpoint") && sr__json_peek(&j) == SR_JSON_STRING) {

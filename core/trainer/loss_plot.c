@@ -14,11 +14,11 @@
 
 enum { W = 900, H = 520, X0 = 80, X1 = 640, Y0 = 60, Y1 = 460 }; /* the chart and its plot area */
 
-static const char *const COLORS[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
-                                     "#e377c2"};
+static const char *const COLORS[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                     "#ff7f0e", "#17becf", "#8c564b", "#e377c2"};
 #define NCOLORS ((int)(sizeof COLORS / sizeof *COLORS))
 
-static void xml_text(sr_buf *b, const char *s) {
+static void xml_text(sr__buf *b, const char *s) {
     for (; *s; s++) {
         if (*s == '&') sr__buf_printf(b, "&amp;");
         else if (*s == '<') sr__buf_printf(b, "&lt;");
@@ -40,7 +40,7 @@ static int point(const sr__hist_entry *e, const char *key, double *x, double *y)
     return isfinite(*x) && isfinite(*y);
 }
 
-static void polyline(sr_buf *b, const sr__plot_run *r, const char *key, const char *cls, const char *color,
+static void polyline(sr__buf *b, const sr__plot_run *r, const char *key, const char *cls, const char *color,
                      const char *dash) {
     const sr__history *h = r->h;
     int any = 0;
@@ -50,8 +50,10 @@ static void polyline(sr_buf *b, const sr__plot_run *r, const char *key, const ch
         if (!any) {
             sr__buf_printf(b, "    <polyline class=\"%s\" data-run=\"", cls);
             xml_text(b, r->name);
-            sr__buf_printf(b, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s vector-effect=\"non-scaling-stroke\" "
-                              "points=\"", color, dash);
+            sr__buf_printf(b,
+                           "\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s vector-effect=\"non-scaling-stroke\" "
+                           "points=\"",
+                           color, dash);
         }
         char xs[48], ys[48];
         sr__hist_number(xs, sizeof xs, sr__hist_key("step"), x);
@@ -80,30 +82,34 @@ int sr__loss_svg_write(const char *path, const sr__plot_run *runs, int n, char *
     ymin -= pad, ymax += pad;
     double sx = (X1 - X0) / (xmax - xmin), sy = (Y1 - Y0) / (ymax - ymin);
 
-    sr_buf b = {0};
-    sr__buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-                       "font-family=\"sans-serif\" font-size=\"13\">\n"
-                       "  <rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n"
-                       "  <text x=\"%d\" y=\"30\" font-size=\"17\">Loss against step%s</text>\n",
+    sr__buf b = {0};
+    sr__buf_printf(&b,
+                   "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+                   "font-family=\"sans-serif\" font-size=\"13\">\n"
+                   "  <rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n"
+                   "  <text x=\"%d\" y=\"30\" font-size=\"17\">Loss against step%s</text>\n",
                    W, H, W, H, W, H, X0, n > 1 ? " (several runs)" : "");
     /* ticks and grid */
     double ys = nice_step(ymax - ymin, 6), xs = nice_step(xmax - xmin, 8);
     for (double v = ceil(ymin / ys) * ys; v <= ymax; v += ys) {
         double py = Y1 - (v - ymin) * sy;
-        sr__buf_printf(&b, "  <line x1=\"%d\" x2=\"%d\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"#e0e0e0\"/>"
-                           "<text x=\"%d\" y=\"%.2f\" text-anchor=\"end\">%g</text>\n",
+        sr__buf_printf(&b,
+                       "  <line x1=\"%d\" x2=\"%d\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"#e0e0e0\"/>"
+                       "<text x=\"%d\" y=\"%.2f\" text-anchor=\"end\">%g</text>\n",
                        X0, X1, py, py, X0 - 6, py + 4, fabs(v) < ys * 1e-9 ? 0 : v);
     }
     for (double v = ceil(xmin / xs) * xs; v <= xmax; v += xs) {
         double px = X0 + (v - xmin) * sx;
-        sr__buf_printf(&b, "  <line x1=\"%.2f\" x2=\"%.2f\" y1=\"%d\" y2=\"%d\" stroke=\"#e0e0e0\"/>"
-                           "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
+        sr__buf_printf(&b,
+                       "  <line x1=\"%.2f\" x2=\"%.2f\" y1=\"%d\" y2=\"%d\" stroke=\"#e0e0e0\"/>"
+                       "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
                        px, px, Y0, Y1, px, Y1 + 18, v);
     }
-    sr__buf_printf(&b, "  <rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n"
-                       "  <text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n"
-                       "  <text x=\"20\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 20 %d)\">loss</text>\n",
+    sr__buf_printf(&b,
+                   "  <rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n"
+                   "  <text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n"
+                   "  <text x=\"20\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 20 %d)\">loss</text>\n",
                    X0, Y0, X1 - X0, Y1 - Y0, (X0 + X1) / 2, Y1 + 40, (Y0 + Y1) / 2, (Y0 + Y1) / 2);
     /* the curves, in data coordinates: x = step, y = loss */
     sr__buf_printf(&b, "  <g class=\"data\" transform=\"matrix(%.9g 0 0 %.9g %.9g %.9g)\">\n", sx, -sy, X0 - xmin * sx,
@@ -126,14 +132,16 @@ int sr__loss_svg_write(const char *path, const sr__plot_run *runs, int n, char *
                            Y1 - (y - ymin) * sy, c);
         }
         int ly = Y0 + 10 + r * 44;
-        sr__buf_printf(&b, "  <line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"/>"
-                           "<text x=\"%d\" y=\"%d\">",
+        sr__buf_printf(&b,
+                       "  <line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"/>"
+                       "<text x=\"%d\" y=\"%d\">",
                        X1 + 20, X1 + 50, ly, ly, c, X1 + 58, ly + 4);
         xml_text(&b, runs[r].name);
         sr__buf_printf(&b, " train</text>\n");
         if (has_eval) {
-            sr__buf_printf(&b, "  <line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\" "
-                               "stroke-dasharray=\"7 4\"/><text x=\"%d\" y=\"%d\">",
+            sr__buf_printf(&b,
+                           "  <line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\" "
+                           "stroke-dasharray=\"7 4\"/><text x=\"%d\" y=\"%d\">",
                            X1 + 20, X1 + 50, ly + 20, ly + 20, c, X1 + 58, ly + 24);
             xml_text(&b, runs[r].name);
             sr__buf_printf(&b, " eval</text>\n");

@@ -53,13 +53,16 @@ static int stop(sr__trainer *t, double loss, const sr__step_result *r, int in_a_
             snprintf(row, sizeof row, " (%d non-finite steps in a row; skip_step skips at most %d)", in_a_row,
                      SR_NAN_MAX_SKIPPED_IN_A_ROW);
         if (good)
-            snprintf(where, sizeof where, "The last checkpoint before it is %s: continue from it "
+            snprintf(where, sizeof where,
+                     "The last checkpoint before it is %s: continue from it "
                      "(--set task.resume_from_checkpoint=%s --set task.resume_allow_changes=learning_rate), or from an "
-                     "earlier one if the steps before diverged already,", good, good);
+                     "earlier one if the steps before diverged already,",
+                     good, good);
         else
             snprintf(where, sizeof where, "No checkpoint was written before it%s: start again",
                      a->output_dir ? " (save_steps)" : " (no output_dir)");
-        sr__log(SR_LOG_ERROR, "[task] nan_policy = %s: step %lld of %lld has a non-finite %s (loss %s, grad_norm %s)%s: "
+        sr__log(SR_LOG_ERROR,
+                "[task] nan_policy = %s: step %lld of %lld has a non-finite %s (loss %s, grad_norm %s)%s: "
                 "its update was not applied, nothing of it is saved, and the run stops. %s with a lower learning_rate "
                 "(now %g) or more warmup_steps; nan_policy = skip_step skips such steps instead",
                 a->nan_policy == SR_NAN_SKIP_STEP ? "skip_step" : "stop", step, t->plan.total_steps,
@@ -69,8 +72,10 @@ static int stop(sr__trainer *t, double loss, const sr__step_result *r, int in_a_
     }
     /* the same checkpoint and data give the same step again: not for max_restarts to retry */
     char why[160];
-    snprintf(why, sizeof why, "had a non-finite loss or gradient norm at step %lld (nan_policy = %s): see its message "
-             "above", step, a->nan_policy == SR_NAN_SKIP_STEP ? "skip_step" : "stop");
+    snprintf(why, sizeof why,
+             "had a non-finite loss or gradient norm at step %lld (nan_policy = %s): see its message "
+             "above",
+             step, a->nan_policy == SR_NAN_SKIP_STEP ? "skip_step" : "stop");
     sr__progress_send(SR_PROGRESS_UNFIXABLE, why);
     said(t);
     sr_report_int(t->ctx, "nan_step", step);
@@ -104,14 +109,18 @@ int sr__nan_policy_finish(sr__trainer *t) {
     const sr__train_args *a = &t->a;
     char l[32];
     int took_steps = t->loss_steps > 0 || t->nan_skipped > 0; /* not so when it resumed at its last step */
-    if (took_steps && !isfinite(t->final_loss)) { /* a run that diverged must not look finished */
+    if (took_steps && !isfinite(t->final_loss)) {             /* a run that diverged must not look finished */
         if (t->rank == 0 && a->nan_policy == SR_NAN_WARN)
-            sr__log(SR_LOG_ERROR, "the final loss is %s: training diverged (%lld of this run's steps had a non-finite "
-                    "loss or gradient norm and were applied, nan_policy = warn): check the parameters it saved before using them",
+            sr__log(SR_LOG_ERROR,
+                    "the final loss is %s: training diverged (%lld of this run's steps had a non-finite "
+                    "loss or gradient norm and were applied, nan_policy = warn): check the parameters it saved before "
+                    "using them",
                     num(t->final_loss, l, sizeof l), t->nan_steps);
         else if (t->rank == 0)
-            sr__log(SR_LOG_ERROR, "no step of this run had a finite loss: all %lld were skipped (nan_policy = skip_step); "
-                    "the parameters are those it started from", t->nan_steps);
+            sr__log(SR_LOG_ERROR,
+                    "no step of this run had a finite loss: all %lld were skipped (nan_policy = skip_step); "
+                    "the parameters are those it started from",
+                    t->nan_steps);
         said(t);
         return SR_EXIT_FAILED;
     }

@@ -20,8 +20,10 @@ int sr__output_dir_prepare(const char *dir, char *err, size_t errlen) {
     errno = 0;
     if (sr__mkdir_p(dir, failed, sizeof failed) != 0) {
         int e = errno;
-        snprintf(err, errlen, "[task] output_dir = %s cannot be created (%s: %s); nothing was trained; choose a "
-                 "folder this user can write", dir, failed, e == EEXIST ? "exists and is not a folder" : strerror(e));
+        snprintf(err, errlen,
+                 "[task] output_dir = %s cannot be created (%s: %s); nothing was trained; choose a "
+                 "folder this user can write",
+                 dir, failed, e == EEXIST ? "exists and is not a folder" : strerror(e));
         return -1;
     }
     char *probe = sr__fmt("%s/.shardrun-write-test-%ld", dir, (long)getpid());
@@ -30,8 +32,10 @@ int sr__output_dir_prepare(const char *dir, char *err, size_t errlen) {
     if (fd >= 0) close(fd), unlink(probe);
     free(probe);
     if (fd < 0) {
-        snprintf(err, errlen, "[task] output_dir = %s is not writable (creating a file in it: %s); nothing was "
-                 "trained; choose a folder this user can write", dir, strerror(e));
+        snprintf(err, errlen,
+                 "[task] output_dir = %s is not writable (creating a file in it: %s); nothing was "
+                 "trained; choose a folder this user can write",
+                 dir, strerror(e));
         return -1;
     }
     return 0;
@@ -55,8 +59,8 @@ int sr__output_dir_others(const char *dir, const char *lineage, char ***names, s
     for (size_t i = 0; i < k; i++) {
         char *p = sr__fmt("%s/%s", dir, l[i].name);
         sr__ckpt_ident id = {0};
-        int mine = lineage && sr__ckpt_ident_read(p, &id, why, sizeof why) == 0 &&
-                   !strcmp(sr__ckpt_lineage(&id), lineage);
+        int mine =
+            lineage && sr__ckpt_ident_read(p, &id, why, sizeof why) == 0 && !strcmp(sr__ckpt_lineage(&id), lineage);
         sr__ckpt_ident_free(&id);
         free(p);
         if (!mine) v[(*n)++] = l[i].name, l[i].name = NULL; /* taken */

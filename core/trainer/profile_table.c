@@ -50,13 +50,18 @@ static int rows_of(const sr__prof_counts *c, double step_sec, row *r) {
     int n = 0;
     r[n++] = (row){"GEMM", "gemm", s[SR_KERNEL_GEMM], c->flops[SR_KERNEL_GEMM], 0, 1};
     r[n++] = (row){"attention", "attention", s[SR_KERNEL_ATTENTION], c->flops[SR_KERNEL_ATTENTION], 0, 1};
-    r[n++] = (row){"softmax/cross-entropy", "softmax_ce", s[SR_KERNEL_SOFTMAX_CE], 0, c->bytes[SR_KERNEL_SOFTMAX_CE], 1};
+    r[n++] =
+        (row){"softmax/cross-entropy", "softmax_ce", s[SR_KERNEL_SOFTMAX_CE], 0, c->bytes[SR_KERNEL_SOFTMAX_CE], 1};
     r[n++] = (row){"norms/activations", "norm_act", s[SR_KERNEL_NORM_ACT], 0, c->bytes[SR_KERNEL_NORM_ACT], 1};
     r[n++] = (row){"task, not in a kernel", "task_other", task_other, 0, 0, 1};
     r[n++] = (row){"optimizer", "optimizer", s[SR__PROF_OPTIM], 0, c->bytes[SR__PROF_OPTIM], 1};
     r[n++] = (row){"clipping", "clipping", s[SR__PROF_CLIP], 0, c->bytes[SR__PROF_CLIP], 1};
-    r[n++] = (row){"casts/copies", "casts_copies", s[SR_KERNEL_COPY] + s[SR__PROF_CAST], 0,
-                   c->bytes[SR_KERNEL_COPY] + c->bytes[SR__PROF_CAST], 1};
+    r[n++] = (row){"casts/copies",
+                   "casts_copies",
+                   s[SR_KERNEL_COPY] + s[SR__PROF_CAST],
+                   0,
+                   c->bytes[SR_KERNEL_COPY] + c->bytes[SR__PROF_CAST],
+                   1};
     /* a collective's rate: its bytes over the whole time it was in flight (issue to done) */
     double inflight = s[SR__PROF_COLL_WAIT] + s[SR__PROF_COLL_OVERLAP];
     r[n++] = (row){"collectives waited on", "coll_wait", s[SR__PROF_COLL_WAIT], 0, 0, 1};

@@ -19,9 +19,9 @@ typedef struct sr__step_profile {
     sr__prof_counts first;    /* the run's first step */
     double first_sec;
     long long first_step;
-    double win_sec, run_sec;  /* step time */
+    double win_sec, run_sec;                              /* step time */
     long long win_steps, run_steps, win_first, run_first; /* steps, and the first one (1-based) */
-    int warm; /* a step was done: the run's table starts at the next one */
+    int warm;                                             /* a step was done: the run's table starts at the next one */
 } sr__step_profile;
 
 void sr__profile_step_begin(sr__step_profile *p);

@@ -37,9 +37,12 @@ int sr__records_setup(sr__trainer *t) {
         return SR_EXIT_OK;
     }
     if (why) {
-        sr__log(SR_LOG_ERROR, "[task] eval_strategy = %s%s: task %s %s; give the task held-out data (examples/gpt2: "
-                        "eval_data or validation_split_percentage; examples/toy: eval_samples) or set eval_strategy = no",
-                a->eval_strategy == SR_EVAL_STEPS ? "steps" : a->eval_strategy == SR_EVAL_EPOCH ? "epoch" : "no",
+        sr__log(SR_LOG_ERROR,
+                "[task] eval_strategy = %s%s: task %s %s; give the task held-out data (examples/gpt2: "
+                "eval_data or validation_split_percentage; examples/toy: eval_samples) or set eval_strategy = no",
+                a->eval_strategy == SR_EVAL_STEPS   ? "steps"
+                : a->eval_strategy == SR_EVAL_EPOCH ? "epoch"
+                                                    : "no",
                 a->eval_on_start ? " (with eval_on_start)" : "", t->task, why);
         t->neval = 0;
         return SR_EXIT_CONFIG;
@@ -80,8 +83,10 @@ static int find_best_again(sr__trainer *t) {
     sr__ckpt_ident id = {0};
     if (step < 0) snprintf(why, sizeof why, "its name is not a checkpoint-N folder");
     else if (!here) snprintf(why, sizeof why, "this run has no output_dir");
-    else if (step > t->ts.global_step) snprintf(why, sizeof why, "it was saved after step %lld, which this run resumes from", t->ts.global_step);
-    else if (sr__ckpt_ident_read(here, &id, why, sizeof why) != 0) ; /* why[] says it */
+    else if (step > t->ts.global_step)
+        snprintf(why, sizeof why, "it was saved after step %lld, which this run resumes from", t->ts.global_step);
+    else if (sr__ckpt_ident_read(here, &id, why, sizeof why) != 0)
+        ; /* why[] says it */
     else if (id.step != step) snprintf(why, sizeof why, "%s holds step %lld", here, id.step);
     else if (strcmp(sr__ckpt_lineage(&id), t->ts.run_id))
         snprintf(why, sizeof why, "%s belongs to another training run (run %s, not %s)", here, sr__ckpt_lineage(&id),
@@ -94,13 +99,15 @@ static int find_best_again(sr__trainer *t) {
     }
     int needed = t->a.load_best_model_at_end;
     if (needed)
-        sr__log(SR_LOG_ERROR, "load_best_model_at_end: the best checkpoint of the run being resumed, %s (as "
-                        "trainer_state.json recorded it), cannot be used: %s; nothing was trained; put that "
-                        "run's %s back into output_dir = %s, or set load_best_model_at_end = false",
+        sr__log(SR_LOG_ERROR,
+                "load_best_model_at_end: the best checkpoint of the run being resumed, %s (as "
+                "trainer_state.json recorded it), cannot be used: %s; nothing was trained; put that "
+                "run's %s back into output_dir = %s, or set load_best_model_at_end = false",
                 recorded, why, base, t->a.output_dir ? t->a.output_dir : "(none)");
     else if (t->rank == 0)
         printf("shardrun: note: the best checkpoint recorded, %s, is not used (%s); the best is tracked again from "
-               "here\n", recorded, why);
+               "here\n",
+               recorded, why);
     free(here);
     free(recorded);
     t->hist.best_checkpoint = NULL;
@@ -142,7 +149,7 @@ static int by_name(const void *a, const void *b) {
 }
 
 /* TrainerState's members (sorted, indented by two, as HF writes them), without the braces. */
-static void hf_members(const sr__trainer *t, sr_buf *b) {
+static void hf_members(const sr__trainer *t, sr__buf *b) {
     const sr__train_args *a = &t->a;
     const sr__history *h = &t->hist;
     char num[48];
@@ -152,9 +159,10 @@ static void hf_members(const sr__trainer *t, sr_buf *b) {
     if (h->best_checkpoint) sr__buf_json_str(b, h->best_checkpoint);
     else sr__buf_printf(b, "null");
     sr__hist_number(num, sizeof num, sr__hist_key("epoch"), (double)t->ts.global_step / (double)spe);
-    sr__buf_printf(b, ",\n  \"epoch\": %s,\n  \"eval_steps\": %lld,\n  \"global_step\": %lld,\n"
-                      "  \"is_hyper_param_search\": false,\n  \"is_local_process_zero\": true,\n"
-                      "  \"is_world_process_zero\": true,\n  \"log_history\": [",
+    sr__buf_printf(b,
+                   ",\n  \"epoch\": %s,\n  \"eval_steps\": %lld,\n  \"global_step\": %lld,\n"
+                   "  \"is_hyper_param_search\": false,\n  \"is_local_process_zero\": true,\n"
+                   "  \"is_world_process_zero\": true,\n  \"log_history\": [",
                    num, a->eval_steps, t->ts.global_step);
     for (int i = 0; i < h->n; i++) {
         const sr__hist_entry *e = &h->e[i];
@@ -171,9 +179,10 @@ static void hf_members(const sr__trainer *t, sr_buf *b) {
         }
         sr__buf_printf(b, "\n    }");
     }
-    sr__buf_printf(b, "%s],\n  \"logging_steps\": %lld,\n  \"max_steps\": %lld,\n  \"num_input_tokens_seen\": 0,\n"
-                      "  \"num_train_epochs\": %lld,\n  \"save_steps\": %lld,\n  \"total_flos\": 0,\n"
-                      "  \"train_batch_size\": %lld,\n  \"trial_name\": null,\n  \"trial_params\": null",
+    sr__buf_printf(b,
+                   "%s],\n  \"logging_steps\": %lld,\n  \"max_steps\": %lld,\n  \"num_input_tokens_seen\": 0,\n"
+                   "  \"num_train_epochs\": %lld,\n  \"save_steps\": %lld,\n  \"total_flos\": 0,\n"
+                   "  \"train_batch_size\": %lld,\n  \"trial_name\": null,\n  \"trial_params\": null",
                    h->n ? "\n  " : "", a->logging_steps, total, (total + spe - 1) / spe, a->save_steps,
                    a->per_device_train_batch_size);
 }
@@ -197,7 +206,7 @@ static int write_atomic(const char *dir, const char *name, const char *text, siz
    checkpoints are what matters. */
 static void write_outputs(sr__trainer *t) {
     if (t->rank != 0 || !t->a.output_dir) return;
-    sr_buf b = {0};
+    sr__buf b = {0};
     sr__buf_printf(&b, "{\n");
     hf_members(t, &b);
     sr__buf_printf(&b, ",\n  \"stateful_callbacks\": {}\n}\n");
@@ -283,13 +292,12 @@ int sr__records_save_checkpoint(sr__trainer *t) {
     const sr__train_args *a = &t->a;
     long long step = t->ts.global_step;
     /* the best checkpoint, by the evaluation at this very step */
-    if (a->track_best && t->eval_step == step && isfinite(t->eval_metric) &&
-        !(t->eval_metric >= t->hist.best_metric)) {
+    if (a->track_best && t->eval_step == step && isfinite(t->eval_metric) && !(t->eval_metric >= t->hist.best_metric)) {
         t->hist.best_metric = t->eval_metric;
         free(t->hist.best_checkpoint);
         t->hist.best_checkpoint = sr__fmt("%s/checkpoint-%lld", a->output_dir, step);
     }
-    sr_buf b = {0};
+    sr__buf b = {0};
     hf_members(t, &b);
     t->ts.hf_members = b.s;
     int rc = sr__ckpt_save(t->e, a->output_dir, &t->ts);
@@ -297,7 +305,8 @@ int sr__records_save_checkpoint(sr__trainer *t) {
     sr__buf_free(&b);
     if (rc != 0) return -1;
     if (t->rank == 0)
-        printf("shardrun: saved %s/checkpoint-%lld (%s)\n", a->output_dir, step, sr__state_dict_name(t->cfg->state_dict));
+        printf("shardrun: saved %s/checkpoint-%lld (%s)\n", a->output_dir, step,
+               sr__state_dict_name(t->cfg->state_dict));
     write_outputs(t);
     rotate(t);
     fflush(stdout);
@@ -312,9 +321,11 @@ int sr__records_finish(sr__trainer *t, double runtime) {
     double v[6] = {round(runtime * 1e4) / 1e4,
                    runtime > 0 ? round((double)t->samples_done * t->ws / runtime * 1e3) / 1e3 : 0,
                    runtime > 0 ? round((double)steps_run / runtime * 1e3) / 1e3 : 0,
-                   steps_run ? t->loss_sum / (double)steps_run : NAN, epoch, (double)step};
-    const char *names[6] = {"train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss",
-                            "epoch", "step"};
+                   steps_run ? t->loss_sum / (double)steps_run : NAN,
+                   epoch,
+                   (double)step};
+    const char *names[6] = {
+        "train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss", "epoch", "step"};
     sr__history_add(&t->hist, 6, names, v);
     if (t->rank == 0) {
         const sr__hist_entry *e = &t->hist.e[t->hist.n - 1];
@@ -330,7 +341,9 @@ int sr__records_finish(sr__trainer *t, double runtime) {
     int rc = 0;
     if (t->a.load_best_model_at_end) {
         if (!t->hist.best_checkpoint) {
-            if (t->rank == 0) printf("shardrun: note: load_best_model_at_end: no checkpoint had an evaluation; the model is the last step's\n");
+            if (t->rank == 0)
+                printf("shardrun: note: load_best_model_at_end: no checkpoint had an evaluation; the model is the last "
+                       "step's\n");
         } else {
             sr__train_state ts = {0};
             rc = sr__ckpt_load(t->e, t->hist.best_checkpoint, &ts);

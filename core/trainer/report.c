@@ -41,7 +41,8 @@ int sr__trainer_report(sr__trainer *t, double runtime) {
     sr_report_int(ctx, "engine_persistent_bytes", (long long)mem.persistent);
     sr_report_int(ctx, "engine_pool_bytes", (long long)mem.pool);
     sr_report_num(ctx, "peak_rss_gb", peak_rss_gb());
-    if (t->a.init_weights && !t->a.resume_from_checkpoint) sr_report_int(ctx, "init_weights_bytes_read", t->weights_bytes);
+    if (t->a.init_weights && !t->a.resume_from_checkpoint)
+        sr_report_int(ctx, "init_weights_bytes_read", t->weights_bytes);
     if (t->eval_step >= 0) { /* the last evaluation: the same on every rank */
         if (t->neval) sr_report_num(ctx, "eval_loss", t->eval_metric);
         if (t->choice.n) sr_report_num(ctx, "eval_accuracy", t->eval_accuracy); /* eval_files */

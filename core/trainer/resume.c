@@ -18,10 +18,24 @@
 /* [task] keys that only say where and how often to save, log and evaluate, or how to start: a
    resumed run may change them freely.  init_weights and seed have notes of their own (trainer.c):
    the checkpoint's parameters and data order are kept. */
-static const char *const FREE_KEYS[] = {
-    "output_dir", "overwrite_output_dir", "resume_from_checkpoint", "resume_allow_changes", "logging_steps",
-    "save_steps", "save_final", "save_total_limit", "eval_strategy", "eval_steps", "per_device_eval_batch_size",
-    "eval_on_start", "metric_for_best_model", "load_best_model_at_end", "init_weights", "seed", "nan_policy", NULL};
+static const char *const FREE_KEYS[] = {"output_dir",
+                                        "overwrite_output_dir",
+                                        "resume_from_checkpoint",
+                                        "resume_allow_changes",
+                                        "logging_steps",
+                                        "save_steps",
+                                        "save_final",
+                                        "save_total_limit",
+                                        "eval_strategy",
+                                        "eval_steps",
+                                        "per_device_eval_batch_size",
+                                        "eval_on_start",
+                                        "metric_for_best_model",
+                                        "load_best_model_at_end",
+                                        "init_weights",
+                                        "seed",
+                                        "nan_policy",
+                                        NULL};
 /* Keys a resume may change to train longer or shorter: the schedule is recomputed for the new
    step count, with a note. */
 static const char *const LENGTH_KEYS[] = {"max_steps", "num_train_epochs", NULL};
@@ -50,7 +64,7 @@ static void mixed_precision(char *out, size_t len) {
 /* What every checkpoint of this run records of its configuration (members of
    stateful_callbacks.shardrun). */
 static char *settings_json(const sr__trainer *t) {
-    sr_buf b = {0};
+    sr__buf b = {0};
     char mp[16];
     const char *key, *value;
     mixed_precision(mp, sizeof mp);
@@ -105,7 +119,7 @@ static long long global_batch_now(const sr__trainer *t) {
 
 /* One setting compared: a refusal appended to *refused, or a note printed (rank 0). */
 static void compare_one(const sr__trainer *t, const sr__ckpt_ident *id, const char *key, const char *was,
-                        const char *now, sr_buf *refused) {
+                        const char *now, sr__buf *refused) {
     was = effective(key, was), now = effective(key, now);
     const char *w = was ? was : "(not set)", *n = now ? now : "(not set)";
     if (!strcmp(w, n) || listed(FREE_KEYS, key)) return;
@@ -116,15 +130,18 @@ static void compare_one(const sr__trainer *t, const sr__ckpt_ident *id, const ch
     if (listed(BATCH_KEYS, key) && gb && gb == global_batch_now(t)) {
         if (t->rank == 0)
             printf("shardrun: note: %s was %s in the checkpoint and is %s now; the global batch is the same, "
-                   "%lld samples per step\n", shown, w, n, gb);
+                   "%lld samples per step\n",
+                   shown, w, n, gb);
     } else if (listed(LENGTH_KEYS, key)) {
         if (t->rank == 0)
             printf("shardrun: note: %s was %s in the checkpoint and is %s now: the run's length and its learning-rate "
-                   "schedule are computed for the new value\n", shown, w, n);
+                   "schedule are computed for the new value\n",
+                   shown, w, n);
     } else if (allowed(t, key)) {
         if (t->rank == 0)
             printf("shardrun: warning: %s changes from %s to %s (allowed by resume_allow_changes): the resumed run "
-                   "no longer reproduces the uninterrupted one\n", shown, w, n);
+                   "no longer reproduces the uninterrupted one\n",
+                   shown, w, n);
     } else {
         sr__buf_printf(refused, "\n    %s: %s in the checkpoint, %s now", shown, w, n);
     }
@@ -134,11 +151,12 @@ static void compare_one(const sr__trainer *t, const sr__ckpt_ident *id, const ch
 static int compare_settings(const sr__trainer *t, const char *dir, const sr__ckpt_ident *id) {
     char mp[16];
     const char *key, *value;
-    sr_buf refused = {0};
+    sr__buf refused = {0};
     if (!id->has_settings) {
         if (t->rank == 0)
             printf("shardrun: note: %s records no settings (an older shardrun wrote it): a change of settings since "
-                   "cannot be detected\n", dir);
+                   "cannot be detected\n",
+                   dir);
         return SR_EXIT_OK;
     }
     mixed_precision(mp, sizeof mp);
@@ -154,17 +172,19 @@ static int compare_settings(const sr__trainer *t, const char *dir, const sr__ckp
     long long gb = global_batch_was(id), now = global_batch_now(t);
     if (id->world_size > 0 && id->world_size != t->ws && t->rank == 0) {
         printf("shardrun: note: %s was saved by %d ranks and this run has %d (a resharded resume): the parameters, the "
-               "optimizer state, the step and the seed are kept; the data order from here on follows %d ranks", dir,
-               id->world_size, t->ws, t->ws);
+               "optimizer state, the step and the seed are kept; the data order from here on follows %d ranks",
+               dir, id->world_size, t->ws, t->ws);
         if (gb && gb != now) printf(", and a step now takes %lld samples instead of %lld", now, gb);
         printf("\n");
     }
     if (!refused.n) return SR_EXIT_OK;
-    sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s was trained with other settings than this run's:%s\n"
-                    "A resumed run reproduces the uninterrupted one only with the settings it was trained with; nothing "
-                    "was trained.  Restore them; or list the keys in [task] resume_allow_changes (a comma-separated "
-                    "list, or all) to continue with the new values; or start a new run (another output_dir, or "
-                    "overwrite_output_dir = true)", dir, refused.s);
+    sr__log(SR_LOG_ERROR,
+            "resume_from_checkpoint: %s was trained with other settings than this run's:%s\n"
+            "A resumed run reproduces the uninterrupted one only with the settings it was trained with; nothing "
+            "was trained.  Restore them; or list the keys in [task] resume_allow_changes (a comma-separated "
+            "list, or all) to continue with the new values; or start a new run (another output_dir, or "
+            "overwrite_output_dir = true)",
+            dir, refused.s);
     sr__buf_free(&refused);
     return SR_EXIT_CONFIG;
 }
@@ -177,8 +197,9 @@ static char *restart_checkpoint(sr__trainer *t, int n) {
                                              : sr__ckpt_latest_of_job(a->output_dir, "requeue_key", t->ts.requeue_key);
     if (t->rank == 0) {
         if (dir) printf("shardrun: restart %d: resuming from this job's newest checkpoint, %s\n", n, dir);
-        else printf("shardrun: restart %d: no checkpoint in %s yet; starting from %s\n", n, a->output_dir,
-                    a->resume_from_checkpoint ? a->resume_from_checkpoint : "the beginning");
+        else
+            printf("shardrun: restart %d: no checkpoint in %s yet; starting from %s\n", n, a->output_dir,
+                   a->resume_from_checkpoint ? a->resume_from_checkpoint : "the beginning");
     }
     return dir;
 }
@@ -199,16 +220,19 @@ static char *named_checkpoint(const sr__trainer *t, int *rc) {
         char *dir = n ? sr__fmt("%s/%s", a->output_dir, l[n - 1].name) : NULL;
         sr__ckpt_list_free(l, n);
         if (!dir)
-            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: no checkpoint-N folder in %s; train without "
-                            "resume_from_checkpoint first, or name a checkpoint folder", a->output_dir);
+            sr__log(SR_LOG_ERROR,
+                    "resume_from_checkpoint: no checkpoint-N folder in %s; train without "
+                    "resume_from_checkpoint first, or name a checkpoint folder",
+                    a->output_dir);
         return dir;
     }
     struct stat st;
     int found = stat(a->resume_from_checkpoint, &st) == 0;
     if (!found || !S_ISDIR(st.st_mode)) {
-        sr__log(SR_LOG_ERROR, "[task] resume_from_checkpoint = %s: %s; nothing was trained; name a checkpoint-N "
-                        "folder a run wrote (or latest, for output_dir's newest)", a->resume_from_checkpoint,
-                found ? "not a folder" : "no such folder");
+        sr__log(SR_LOG_ERROR,
+                "[task] resume_from_checkpoint = %s: %s; nothing was trained; name a checkpoint-N "
+                "folder a run wrote (or latest, for output_dir's newest)",
+                a->resume_from_checkpoint, found ? "not a folder" : "no such folder");
         return NULL;
     }
     return sr__strdup(a->resume_from_checkpoint);
@@ -220,14 +244,17 @@ static int check_identity(const char *dir, const sr__ckpt_ident *id, const char 
     base = base && base[1] ? base + 1 : dir;
     long long named = sr__ckpt_name_step(base);
     if (why) {
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s is not a shardrun checkpoint folder (%s); nothing was "
-                        "trained; name a checkpoint-N folder a run wrote", dir, why);
+        sr__log(SR_LOG_ERROR,
+                "resume_from_checkpoint: %s is not a shardrun checkpoint folder (%s); nothing was "
+                "trained; name a checkpoint-N folder a run wrote",
+                dir, why);
         return SR_EXIT_CONFIG;
     }
     if (named == -2 || (named >= 0 && named != id->step)) {
-        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s holds step %lld, which its name does not say; the step "
-                        "inside a checkpoint is what a resume continues from, and a run writes checkpoint-<step>: "
-                        "rename the folder to checkpoint-%lld (or move it out of the way); nothing was trained",
+        sr__log(SR_LOG_ERROR,
+                "resume_from_checkpoint: %s holds step %lld, which its name does not say; the step "
+                "inside a checkpoint is what a resume continues from, and a run writes checkpoint-<step>: "
+                "rename the folder to checkpoint-%lld (or move it out of the way); nothing was trained",
                 dir, id->step, id->step);
         return SR_EXIT_CONFIG;
     }
@@ -248,18 +275,22 @@ static int other_runs(const sr__trainer *t, const char *lineage) {
     }
     int rc = SR_EXIT_OK;
     if (n && !a->overwrite_output_dir) {
-        sr_buf list = {0};
+        sr__buf list = {0};
         for (size_t i = 0; i < n; i++) sr__buf_printf(&list, "%s%s/%s", i ? ", " : "", a->output_dir, names[i]);
         if (!lineage)
-            sr__log(SR_LOG_ERROR, "[task] output_dir = %s already holds checkpoints of an earlier run (%s); this run "
-                            "would overwrite them and restart its train_log.jsonl: set resume_from_checkpoint = latest "
-                            "to continue that run, or overwrite_output_dir = true to start again (which removes them), "
-                            "or choose another output_dir", a->output_dir, list.s);
+            sr__log(SR_LOG_ERROR,
+                    "[task] output_dir = %s already holds checkpoints of an earlier run (%s); this run "
+                    "would overwrite them and restart its train_log.jsonl: set resume_from_checkpoint = latest "
+                    "to continue that run, or overwrite_output_dir = true to start again (which removes them), "
+                    "or choose another output_dir",
+                    a->output_dir, list.s);
         else
-            sr__log(SR_LOG_ERROR, "[task] output_dir = %s holds checkpoints of another training run (%s) beside those "
-                            "of the run being resumed (run %s): save_total_limit would count them and latest could take "
-                            "them; move them out, choose another output_dir, or set overwrite_output_dir = true to "
-                            "remove them; nothing was trained", a->output_dir, list.s, lineage);
+            sr__log(SR_LOG_ERROR,
+                    "[task] output_dir = %s holds checkpoints of another training run (%s) beside those "
+                    "of the run being resumed (run %s): save_total_limit would count them and latest could take "
+                    "them; move them out, choose another output_dir, or set overwrite_output_dir = true to "
+                    "remove them; nothing was trained",
+                    a->output_dir, list.s, lineage);
         sr__buf_free(&list);
         rc = SR_EXIT_CONFIG;
     }
@@ -317,17 +348,18 @@ int sr__resume_choose(sr__trainer *t) {
 
 int sr__resume_check_plan(const sr__trainer *t) {
     if (!t->resume_dir || t->ts.global_step < t->plan.total_steps) return SR_EXIT_OK;
-    sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s holds step %lld and this run plans %lld steps (max_steps, or "
-                    "num_train_epochs = %g at %lld steps per epoch): nothing is left to train; raise max_steps or "
-                    "num_train_epochs to train further, or start a new run", t->resume_dir, t->ts.global_step,
-            t->plan.total_steps, t->a.num_train_epochs, t->plan.steps_per_epoch);
+    sr__log(SR_LOG_ERROR,
+            "resume_from_checkpoint: %s holds step %lld and this run plans %lld steps (max_steps, or "
+            "num_train_epochs = %g at %lld steps per epoch): nothing is left to train; raise max_steps or "
+            "num_train_epochs to train further, or start a new run",
+            t->resume_dir, t->ts.global_step, t->plan.total_steps, t->a.num_train_epochs, t->plan.steps_per_epoch);
     return SR_EXIT_CONFIG;
 }
 
 int sr__resume_data(sr__trainer *t) {
     const char *detail, *now = sr__ctx_data_identity(t->ctx, &detail);
     if (now) { /* checkpoints record it from here on */
-        sr_buf b = {0};
+        sr__buf b = {0};
         sr__buf_printf(&b, "%s, \"data_identity\": ", t->settings);
         sr__buf_json_str(&b, now);
         if (detail) {
@@ -342,15 +374,17 @@ int sr__resume_data(sr__trainer *t) {
     if (allowed(t, "data")) {
         if (t->rank == 0)
             printf("shardrun: warning: the data changed since %s (%s then, %s now; allowed by resume_allow_changes): "
-                   "the resumed run no longer reproduces the uninterrupted one\n", t->resume_dir, t->resume_data, n);
+                   "the resumed run no longer reproduces the uninterrupted one\n",
+                   t->resume_dir, t->resume_data, n);
         return SR_EXIT_OK;
     }
-    sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s was trained on other data than this run's:\n    data: %s in the "
-                          "checkpoint (its trainer_state.json lists the files under data_files), %s now\n"
-                          "A resumed run continues with the samples the uninterrupted run would have seen only on the "
-                          "same data; nothing was trained.  Restore the data; or add data to [task] "
-                          "resume_allow_changes to continue on the new data; or start a new run", t->resume_dir,
-            t->resume_data, n);
+    sr__log(SR_LOG_ERROR,
+            "resume_from_checkpoint: %s was trained on other data than this run's:\n    data: %s in the "
+            "checkpoint (its trainer_state.json lists the files under data_files), %s now\n"
+            "A resumed run continues with the samples the uninterrupted run would have seen only on the "
+            "same data; nothing was trained.  Restore the data; or add data to [task] "
+            "resume_allow_changes to continue on the new data; or start a new run",
+            t->resume_dir, t->resume_data, n);
     return SR_EXIT_CONFIG;
 }
 
@@ -358,5 +392,6 @@ void sr__resume_note_strategy(const sr__trainer *t) {
     const char *now = sr__strategy_name(t->cfg->strategy);
     if (t->resume_dir && t->resume_strategy[0] && strcmp(t->resume_strategy, now) && t->rank == 0)
         printf("shardrun: note: %s was saved under %s and this run shards with %s: the parameters and the optimizer "
-               "state are resharded; the arithmetic of a step is the same\n", t->resume_dir, t->resume_strategy, now);
+               "state are resharded; the arithmetic of a step is the same\n",
+               t->resume_dir, t->resume_strategy, now);
 }

@@ -20,7 +20,7 @@ void sr__sampler_free(sr__sampler *s) { free(s->perm), s->perm = NULL; }
 static void shuffle(sr__sampler *s, int64_t epoch) {
     for (int64_t i = 0; i < s->n; i++) s->perm[i] = i;
     uint64_t key = sr__mix64(s->seed + (uint64_t)epoch); /* DistributedSampler seeds with seed + epoch */
-    for (int64_t i = s->n - 1; i > 0; i--) { /* Fisher-Yates */
+    for (int64_t i = s->n - 1; i > 0; i--) {             /* Fisher-Yates */
         int64_t j = (int64_t)(sr__mix64(key ^ (uint64_t)i) % (uint64_t)(i + 1));
         int64_t t = s->perm[i];
         s->perm[i] = s->perm[j], s->perm[j] = t;

@@ -10,12 +10,12 @@
 #include <stdint.h>
 
 typedef struct sr__sampler {
-    int64_t n;         /* samples in the dataset */
-    int ranks, rank;   /* data-parallel ranks */
+    int64_t n;       /* samples in the dataset */
+    int ranks, rank; /* data-parallel ranks */
     uint64_t seed;
-    int64_t epoch;     /* the permutation below belongs to this epoch (-1: none yet) */
+    int64_t epoch; /* the permutation below belongs to this epoch (-1: none yet) */
     int64_t *perm;
-    int64_t per_rank;  /* ceil(n / ranks) */
+    int64_t per_rank; /* ceil(n / ranks) */
 } sr__sampler;
 
 /* 0, or -1 when the permutation (n x 8 bytes) cannot be allocated (s->perm NULL; freeing is safe). */

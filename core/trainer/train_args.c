@@ -106,20 +106,25 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     if (r && *r) {
         /* a boolean (true: the latest checkpoint in output_dir), or a checkpoint folder */
         a->resume_from_checkpoint = sr__parse_bool(r, &yes) == 0 ? (yes ? "latest" : NULL)
-                                    : !strcmp(r, "latest")      ? r
-                                                                : sr_config_path(c, "resume_from_checkpoint");
+                                    : !strcmp(r, "latest")       ? r
+                                                                 : sr_config_path(c, "resume_from_checkpoint");
         if (a->resume_from_checkpoint && !strcmp(a->resume_from_checkpoint, "latest") && !a->output_dir) {
-            sr__log(SR_LOG_ERROR, "[task] resume_from_checkpoint = %s needs output_dir (where the latest "
-                            "checkpoint-N folder is looked for)", r);
+            sr__log(SR_LOG_ERROR,
+                    "[task] resume_from_checkpoint = %s needs output_dir (where the latest "
+                    "checkpoint-N folder is looked for)",
+                    r);
             rc = -1;
         }
     }
     if (a->load_best_model_at_end &&
         (a->eval_strategy != SR_EVAL_STEPS || a->save_steps <= 0 || a->save_steps % a->eval_steps != 0)) {
-        sr__log(SR_LOG_ERROR, "[task] load_best_model_at_end = true needs an evaluation at every checkpoint: "
-                        "eval_strategy = steps and save_steps a multiple of eval_steps (now eval_strategy = %s, "
-                        "save_steps = %lld, eval_steps = %lld), as transformers' Trainer requires",
-                a->eval_strategy == SR_EVAL_STEPS ? "steps" : a->eval_strategy == SR_EVAL_EPOCH ? "epoch" : "no",
+        sr__log(SR_LOG_ERROR,
+                "[task] load_best_model_at_end = true needs an evaluation at every checkpoint: "
+                "eval_strategy = steps and save_steps a multiple of eval_steps (now eval_strategy = %s, "
+                "save_steps = %lld, eval_steps = %lld), as transformers' Trainer requires",
+                a->eval_strategy == SR_EVAL_STEPS   ? "steps"
+                : a->eval_strategy == SR_EVAL_EPOCH ? "epoch"
+                                                    : "no",
                 a->save_steps, a->eval_steps);
         rc = -1;
     }

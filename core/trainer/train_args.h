@@ -12,9 +12,9 @@
 /* Bounds of the step and batch keys, so that the samples a run plans (steps x per-device batch x
    accumulation x ranks, at most SR_TRAIN_MAX_SAMPLES) and their tokens fit in 64 bits however long
    a sample is (up to 2^23 tokens), and a micro-batch's buffers stay allocatable. */
-#define SR_TRAIN_MAX_STEPS 1000000000LL    /* max_steps, and the steps num_train_epochs may give */
-#define SR_TRAIN_MAX_BATCH 1048576LL       /* per_device_train_batch_size, gradient_accumulation_steps: 2^20 */
-#define SR_TRAIN_MAX_SAMPLES (1LL << 40)   /* samples a run may plan in all ranks together */
+#define SR_TRAIN_MAX_STEPS 1000000000LL  /* max_steps, and the steps num_train_epochs may give */
+#define SR_TRAIN_MAX_BATCH 1048576LL     /* per_device_train_batch_size, gradient_accumulation_steps: 2^20 */
+#define SR_TRAIN_MAX_SAMPLES (1LL << 40) /* samples a run may plan in all ranks together */
 
 typedef enum { SR_SCHED_LINEAR = 0, SR_SCHED_COSINE, SR_SCHED_CONSTANT, SR_SCHED_CONSTANT_WARMUP } sr__schedule;
 
@@ -40,11 +40,11 @@ typedef struct sr__train_args {
     int overwrite_output_dir;           /* an output_dir holding checkpoints may be written over */
     /* evaluation and the records (eval.c, records.c) */
     sr__eval_strategy eval_strategy;
-    long long eval_steps;                  /* logging_steps unless given */
+    long long eval_steps; /* logging_steps unless given */
     long long per_device_eval_batch_size;
     int eval_on_start;
-    long long save_total_limit;            /* 0: keep every checkpoint */
-    int track_best;                        /* metric_for_best_model is set (eval_loss: lower is better) */
+    long long save_total_limit; /* 0: keep every checkpoint */
+    int track_best;             /* metric_for_best_model is set (eval_loss: lower is better) */
     int load_best_model_at_end;
     sr__nan_policy nan_policy;
 } sr__train_args;

@@ -7,7 +7,8 @@
 /* [task] keys the trainer reads when the task is a model task: transformers' TrainingArguments
    names and defaults (save_steps excepted: nothing is saved unless asked). */
 const sr_key sr__trainer_keys[] = {
-    {"num_train_epochs", SR_KEY_FLOAT, "3", NULL, 0, NOLIM, NULL, "epochs over the dataset (when max_steps is not set)"},
+    {"num_train_epochs", SR_KEY_FLOAT, "3", NULL, 0, NOLIM, NULL,
+     "epochs over the dataset (when max_steps is not set)"},
     {"max_steps", SR_KEY_INT, "-1", NULL, 0, -1, SR_TRAIN_MAX_STEPS, NULL,
      "optimizer steps to train; overrides num_train_epochs when > 0 (at most 10^9)"},
     {"per_device_train_batch_size", SR_KEY_INT, "8", NULL, 0, 1, SR_TRAIN_MAX_BATCH, NULL,
@@ -26,7 +27,8 @@ const sr_key sr__trainer_keys[] = {
     {"max_grad_norm", SR_KEY_FLOAT, "1", NULL, 0, NOLIM, NULL, "gradient clipping by global norm; 0 disables it"},
     {"logging_steps", SR_KEY_INT, "500", NULL, 0, 1, LLONG_MAX, NULL,
      "rank 0 prints step, loss, learning rate, grad norm, tokens/s and memory every N steps"},
-    {"seed", SR_KEY_INT, "42", NULL, 0, 0, LLONG_MAX, NULL, "parameter initialisation and data order (DistributedSampler: seed + epoch)"},
+    {"seed", SR_KEY_INT, "42", NULL, 0, 0, LLONG_MAX, NULL,
+     "parameter initialisation and data order (DistributedSampler: seed + epoch)"},
     {"init_weights", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
      "a safetensors file to start from (HF model.safetensors, or a FULL checkpoint's): parameters by name, "
      "fp32/bf16/fp16; with cpu_ram_efficient_loading only rank 0 reads it"},
@@ -37,7 +39,8 @@ const sr_key sr__trainer_keys[] = {
      "an output_dir that holds checkpoint-N folders may be written over (its train_log.jsonl restarts); without it, "
      "or resume_from_checkpoint, such a run is refused before it starts"},
     {"save_steps", SR_KEY_INT, "0", NULL, 0, 0, LLONG_MAX, NULL, "save a checkpoint every N steps (0: never)"},
-    {"save_final", SR_KEY_BOOL, NULL, NULL, 0, NOLIM, NULL, "save a checkpoint after the last step; default: true when output_dir is set"},
+    {"save_final", SR_KEY_BOOL, NULL, NULL, 0, NOLIM, NULL,
+     "save a checkpoint after the last step; default: true when output_dir is set"},
     {"resume_from_checkpoint", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
      "a checkpoint folder, or true for the latest checkpoint-N in output_dir"},
     {"resume_allow_changes", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
@@ -50,7 +53,8 @@ const sr_key sr__trainer_keys[] = {
      "with eval_strategy = steps: evaluate every N steps; default: logging_steps"},
     {"per_device_eval_batch_size", SR_KEY_INT, "8", NULL, 0, 1, SR_TRAIN_MAX_BATCH, NULL,
      "eval samples per forward on each rank (at most 2^20)"},
-    {"eval_on_start", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL, "also evaluate before the first step (a sanity check)"},
+    {"eval_on_start", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL,
+     "also evaluate before the first step (a sanity check)"},
     {"save_total_limit", SR_KEY_INT, NULL, NULL, 0, 1, LLONG_MAX, NULL,
      "keep only the newest N checkpoint-N folders (and the best one when metric_for_best_model is set); "
      "default: keep all"},

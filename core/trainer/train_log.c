@@ -27,8 +27,8 @@ static void progress(long long step, long long total, double elapsed, double los
    rest is not read: a record an older shardrun wrote of a step whose loss was inf or nan (bare
    words, not JSON) is still that step's record. */
 static long long line_step(const char *line, size_t len) {
-    sr_json j;
-    sr_json_num num;
+    sr__json j;
+    sr__json_num num;
     const char *key;
     size_t klen;
     long long step = -1;
@@ -45,7 +45,7 @@ FILE *sr__train_log_open(const sr__train_args *a, int rank, long long resumed_st
     if (!a->output_dir || rank != 0) return NULL;
     if (sr__make_output_dir(a->output_dir) != 0) return NULL;
     char *p = sr__fmt("%s/train_log.jsonl", a->output_dir);
-    sr_buf kept = {0};
+    sr__buf kept = {0};
     FILE *old = resumed_step > 0 ? fopen(p, "r") : NULL;
     if (old) {
         char *line = NULL;
@@ -72,7 +72,7 @@ void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r)
     if (!r->withheld) t->loss_sum += loss, t->loss_steps++; /* the summary's train_loss: applied steps */
     if (t->rank == 0 && t->tty) progress(step, total, sr__now_s() - t->t0, loss);
     if (step % t->a.logging_steps != 0 && !last) return;
-    sr__records_train_entry(t, loss, r); /* log_history, on every rank */
+    sr__records_train_entry(t, loss, r);      /* log_history, on every rank */
     if (t->rank == 0 && t->tty) printf("\r"); /* the log line replaces the bar; the bar is drawn again below it */
     double now = sr__now_s();
     if (t->rank == 0) {
@@ -81,7 +81,9 @@ void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r)
         sr__engine_memory(t->e, &mem);
         printf("step %lld/%lld  loss %.4f  lr %.3e  grad_norm %.4f  %.0f tokens/s  mem %.3f GB%s  epoch %.2f\n", step,
                total, loss, t->o.lr, r->grad_norm, tok_s, (double)mem.peak / 1e9,
-               r->skipped ? "  (fp16 overflow: step skipped)" : r->withheld ? "  (not finite: step skipped)" : "",
+               r->skipped    ? "  (fp16 overflow: step skipped)"
+               : r->withheld ? "  (not finite: step skipped)"
+                             : "",
                (double)step / (double)t->plan.steps_per_epoch);
         if (t->log) {
             /* JSON has no NaN or infinity: such a number is null, and its name is listed in
@@ -90,13 +92,16 @@ void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r)
             const char *names[4] = {"loss", "learning_rate", "grad_norm", "loss_scale"};
             double v[4] = {loss, t->o.lr, r->grad_norm, r->loss_scale};
             char num[4][32];
-            sr_buf nf = {0};
+            sr__buf nf = {0};
             for (int i = 0; i < 4; i++) {
                 if (isfinite(v[i])) snprintf(num[i], sizeof num[i], "%.9g", v[i]);
-                else snprintf(num[i], sizeof num[i], "null"), sr__buf_printf(&nf, "%s\"%s\"", nf.n ? ", " : "", names[i]);
+                else
+                    snprintf(num[i], sizeof num[i], "null"),
+                        sr__buf_printf(&nf, "%s\"%s\"", nf.n ? ", " : "", names[i]);
             }
-            fprintf(t->log, "{\"step\": %lld, \"loss\": %s, \"learning_rate\": %s, \"grad_norm\": %s, "
-                            "\"skipped\": %d, \"loss_scale\": %s%s%s%s}\n",
+            fprintf(t->log,
+                    "{\"step\": %lld, \"loss\": %s, \"learning_rate\": %s, \"grad_norm\": %s, "
+                    "\"skipped\": %d, \"loss_scale\": %s%s%s%s}\n",
                     step, num[0], num[1], num[2], r->skipped || r->withheld, num[3], nf.n ? ", \"nonfinite\": [" : "",
                     nf.n ? nf.s : "", nf.n ? "]" : "");
             sr__buf_free(&nf);

@@ -80,7 +80,8 @@ static int start_params(sr__trainer *t) {
     if (sr__ckpt_load(t->e, t->resume_dir, &t->ts) != 0) return SR_EXIT_FAILED;
     if (t->rank == 0) printf("shardrun: resumed from %s at step %lld\n", t->resume_dir, t->ts.global_step);
     if (t->ts.seed != a->seed && t->rank == 0)
-        printf("shardrun: note: the checkpoint was trained with seed %lld; continuing with its data order\n", t->ts.seed);
+        printf("shardrun: note: the checkpoint was trained with seed %lld; continuing with its data order\n",
+               t->ts.seed);
     a->seed = t->ts.seed;
     if (a->init_weights && t->rank == 0)
         printf("shardrun: note: init_weights is not read: the checkpoint holds the parameters\n");
@@ -147,9 +148,10 @@ static int plan_run(sr__trainer *t) {
     /* at least 1: train_args requires max_steps or num_train_epochs to be positive */
     double steps = a->max_steps > 0 ? (double)a->max_steps : ceil(a->num_train_epochs * (double)p->steps_per_epoch);
     if (steps > (double)SR_TRAIN_MAX_STEPS) {
-        sr__log(SR_LOG_ERROR, "[task] num_train_epochs = %g makes %.4g steps (%lld per epoch), more than the %lld a run "
-                        "may have; lower num_train_epochs or set max_steps", a->num_train_epochs, steps,
-                p->steps_per_epoch, SR_TRAIN_MAX_STEPS);
+        sr__log(SR_LOG_ERROR,
+                "[task] num_train_epochs = %g makes %.4g steps (%lld per epoch), more than the %lld a run "
+                "may have; lower num_train_epochs or set max_steps",
+                a->num_train_epochs, steps, p->steps_per_epoch, SR_TRAIN_MAX_STEPS);
         return SR_EXIT_CONFIG;
     }
     p->total_steps = (long long)steps;
@@ -157,9 +159,10 @@ static int plan_run(sr__trainer *t) {
     if (__builtin_mul_overflow(p->total_steps, bs, &planned) ||
         __builtin_mul_overflow(planned, a->gradient_accumulation_steps, &planned) ||
         __builtin_mul_overflow(planned, (long long)t->ws, &planned) || planned > SR_TRAIN_MAX_SAMPLES) {
-        sr__log(SR_LOG_ERROR, "[task] %lld steps x per_device_train_batch_size %lld x gradient_accumulation_steps %lld "
-                        "x %d ranks is more than the %lld samples (2^40) a run may plan, so that its sample and "
-                        "token counts stay within 64 bits; lower max_steps (or num_train_epochs) or the batch",
+        sr__log(SR_LOG_ERROR,
+                "[task] %lld steps x per_device_train_batch_size %lld x gradient_accumulation_steps %lld "
+                "x %d ranks is more than the %lld samples (2^40) a run may plan, so that its sample and "
+                "token counts stay within 64 bits; lower max_steps (or num_train_epochs) or the batch",
                 p->total_steps, bs, a->gradient_accumulation_steps, t->ws, SR_TRAIN_MAX_SAMPLES);
         return SR_EXIT_CONFIG;
     }
@@ -177,9 +180,9 @@ static int plan_run(sr__trainer *t) {
     if (t->rank == 0) {
         printf("shardrun: %s\n", desc);
         printf("shardrun: %lld samples, %lld per rank per epoch, batch %lld x %lld accumulation x %d rank%s = %lld per "
-               "step; %lld steps (%lld per epoch)\n", (long long)t->nsamples, (long long)t->smp.per_rank, bs,
-               a->gradient_accumulation_steps, t->ws, t->ws == 1 ? "" : "s", bs * a->gradient_accumulation_steps * t->ws,
-               p->total_steps, p->steps_per_epoch);
+               "step; %lld steps (%lld per epoch)\n",
+               (long long)t->nsamples, (long long)t->smp.per_rank, bs, a->gradient_accumulation_steps, t->ws,
+               t->ws == 1 ? "" : "s", bs * a->gradient_accumulation_steps * t->ws, p->total_steps, p->steps_per_epoch);
     }
     t->log = sr__train_log_open(a, t->rank, t->ts.global_step);
     t->o = (sr__optim){0, a->adam_beta1, a->adam_beta2, a->adam_epsilon, a->weight_decay, a->max_grad_norm, 0, 0};
@@ -238,7 +241,7 @@ static int train_step(sr__trainer *t, long long step, double *loss, sr__step_res
 
 /* Writes checkpoint-<global_step> (with trainer_state.json, loss.svg, save_total_limit), tells the
    agent.  0 or -1. */
-static int save_now(sr__trainer *t, sr_progress_kind kind) {
+static int save_now(sr__trainer *t, sr__progress_kind kind) {
     const sr__train_args *a = &t->a;
     long long step = t->ts.global_step;
     sr__watch_phase(SR_PHASE_CHECKPOINT);
@@ -277,8 +280,8 @@ static int stop_preempted(sr__trainer *t) {
     sr_report_str(t->ctx, "checkpoint", what + strcspn(what, " ") + 1);
     if (t->rank == 0)
         printf("shardrun: preempted (%s) after step %lld of %lld: %s/checkpoint-%lld holds it; the same job with "
-               "resume_from_checkpoint = latest continues from there\n", sig, step, t->plan.total_steps,
-               t->a.output_dir, step);
+               "resume_from_checkpoint = latest continues from there\n",
+               sig, step, t->plan.total_steps, t->a.output_dir, step);
     return SR_EXIT_SIGNAL_BASE + SIGTERM;
 }
 

@@ -60,12 +60,12 @@ typedef struct sr__trainer {
                            the first nst steps' only) */
     long long nst, st_cap;
     int skipped;
-    long long saved_step; /* the step of the last checkpoint this run wrote, -1: none */
-    char *resume_dir;     /* the checkpoint this run starts from (owned; resume.c), or NULL */
-    long long resume_step; /* the step it holds */
+    long long saved_step;     /* the step of the last checkpoint this run wrote, -1: none */
+    char *resume_dir;         /* the checkpoint this run starts from (owned; resume.c), or NULL */
+    long long resume_step;    /* the step it holds */
     char resume_strategy[32]; /* the sharding strategy it was saved under ("": not recorded) */
     char resume_data[256];    /* the data identity it records ("": none) */
-    char *settings;       /* what checkpoints record of the configuration (owned; resume.c) */
+    char *settings;           /* what checkpoints record of the configuration (owned; resume.c) */
     /* evaluation and the records (eval.c, records.c) */
     sr__history hist;
     int64_t neval;     /* eval samples (0: no evaluation) */

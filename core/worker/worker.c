@@ -26,7 +26,7 @@ static void write_all(int fd, const char *s, size_t n) {
     }
 }
 
-static _Noreturn void run_main_task(sr_run *run, int local_rank, int results_fd) {
+static _Noreturn void run_main_task(sr__run *run, int local_rank, int results_fd) {
     /* Output goes through a pipe to the agent: line-buffer it so lines arrive whole and in time. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     void *h = dlopen(run->task.path, RTLD_NOW | RTLD_LOCAL);
@@ -36,7 +36,9 @@ static _Noreturn void run_main_task(sr_run *run, int local_rank, int results_fd)
     }
     const sr_task *t = dlsym(h, SR_TASK_SYMBOL);
     if (!t || t->abi_version != SR_TASK_ABI_VERSION || !SR__REACHES(sr_task, t->struct_size, model) ||
-        (t->kind == SR_TASK_MAIN ? !t->main : t->kind == SR_TASK_MODEL ? !t->model : 1)) {
+        (t->kind == SR_TASK_MAIN    ? !t->main
+         : t->kind == SR_TASK_MODEL ? !t->model
+                                    : 1)) {
         /* the agent checked the file; this only fires if it changed since */
         sr__log(SR_LOG_ERROR, "task %s no longer has a valid %s", run->task.path, SR_TASK_SYMBOL);
         _exit(SR_EXIT_CONFIG);
@@ -60,17 +62,17 @@ static _Noreturn void run_main_task(sr_run *run, int local_rank, int results_fd)
     _exit(code);
 }
 
-_Noreturn void sr__worker_run(sr_run *run, int local_rank, int results_fd) {
+_Noreturn void sr__worker_run(sr__run *run, int local_rank, int results_fd) {
     sr__progress_set_fd(results_fd);
-    sr_diag diag = {0};
-    sr_env_block block = {0};
+    sr__diag diag = {0};
+    sr__env_block block = {0};
     if (sr__run_build_env(run, local_rank, &block, &diag) != 0) {
         sr__diag_flush(&diag);
         _exit(SR_EXIT_CONFIG);
     }
     for (size_t i = 0; i < block.n; i++)
-        sr__log(SR_LOG_DEBUG, "%s %s %s%s%s", block.v[i].setter, block.v[i].value ? "sets" : "unsets",
-                block.v[i].name, block.v[i].value ? "=" : "", block.v[i].value ? block.v[i].value : "");
+        sr__log(SR_LOG_DEBUG, "%s %s %s%s%s", block.v[i].setter, block.v[i].value ? "sets" : "unsets", block.v[i].name,
+                block.v[i].value ? "=" : "", block.v[i].value ? block.v[i].value : "");
     if (sr__env_block_apply(&block) != 0) {
         sr__log(SR_LOG_ERROR, "cannot apply the environment: %s", strerror(errno));
         _exit(SR_EXIT_CONFIG);

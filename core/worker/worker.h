@@ -8,6 +8,6 @@
 #include "run/run.h"
 
 /* results_fd: where this rank's JSON result goes (close-on-exec, so exec tasks drop it). */
-_Noreturn void sr__worker_run(sr_run *run, int local_rank, int results_fd);
+_Noreturn void sr__worker_run(sr__run *run, int local_rank, int results_fd);
 
 #endif

@@ -48,13 +48,16 @@ static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
     for (size_t i = 0; i < sizeof SIZES / sizeof SIZES[0]; i++)
         if (!strcmp(size ? size : "tiny", SIZES[i].name)) s = &SIZES[i];
     if (!s) {
-        fprintf(stderr, "bloom: error: [task] size = %s is not a BLOOM size; use tiny, bloom-560m, bloom-1b1, bloom-3b "
-                        "or bloom-7b1 (n_layer, n_head, hidden_size, vocab_size override its figures)\n", size);
+        fprintf(stderr,
+                "bloom: error: [task] size = %s is not a BLOOM size; use tiny, bloom-560m, bloom-1b1, bloom-3b "
+                "or bloom-7b1 (n_layer, n_head, hidden_size, vocab_size override its figures)\n",
+                size);
         return -1;
     }
     if (sr_config(ctx, "n_embd") || sr_config(ctx, "n_positions")) {
-        fprintf(stderr, "bloom: error: [task] %s is a GPT-2 key; BLOOM's width is hidden_size, and it has no "
-                        "position table (ALiBi): max_length alone sets the tokens per sample\n",
+        fprintf(stderr,
+                "bloom: error: [task] %s is a GPT-2 key; BLOOM's width is hidden_size, and it has no "
+                "position table (ALiBi): max_length alone sets the tokens per sample\n",
                 sr_config(ctx, "n_embd") ? "n_embd" : "n_positions");
         return -1;
     }
@@ -88,10 +91,12 @@ static int declare(const tf_lm_dims *dm, sr_model *model) {
         if (P1(NAME("input_layernorm.weight"), C, SR_ONES, ND) || P1(NAME("input_layernorm.bias"), C, SR_ZEROS, ND) ||
             P2(NAME("self_attention.query_key_value.weight"), 3 * C, C, W) ||
             P1(NAME("self_attention.query_key_value.bias"), 3 * C, SR_ZEROS, ND) ||
-            P2(NAME("self_attention.dense.weight"), C, C, W) || P1(NAME("self_attention.dense.bias"), C, SR_ZEROS, ND) ||
+            P2(NAME("self_attention.dense.weight"), C, C, W) ||
+            P1(NAME("self_attention.dense.bias"), C, SR_ZEROS, ND) ||
             P1(NAME("post_attention_layernorm.weight"), C, SR_ONES, ND) ||
             P1(NAME("post_attention_layernorm.bias"), C, SR_ZEROS, ND) ||
-            P2(NAME("mlp.dense_h_to_4h.weight"), 4 * C, C, W) || P1(NAME("mlp.dense_h_to_4h.bias"), 4 * C, SR_ZEROS, ND) ||
+            P2(NAME("mlp.dense_h_to_4h.weight"), 4 * C, C, W) ||
+            P1(NAME("mlp.dense_h_to_4h.bias"), 4 * C, SR_ZEROS, ND) ||
             P2(NAME("mlp.dense_4h_to_h.weight"), C, 4 * C, W) || P1(NAME("mlp.dense_4h_to_h.bias"), C, SR_ZEROS, ND))
             return -1;
 #undef NAME

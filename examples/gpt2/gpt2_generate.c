@@ -111,8 +111,23 @@ static int num(const char *flag, const char *v, double lo, double hi, int intege
     return 0;
 }
 
-enum { OPT_PROMPT = 256, OPT_PROMPT_IDS, OPT_MAX_NEW, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED, OPT_VOCAB,
-       OPT_MERGES, OPT_SIZE, OPT_N_HEAD, OPT_OUTPUT, OPT_LOGITS, OPT_IGNORE_EOS, OPT_NO_KV_CACHE };
+enum {
+    OPT_PROMPT = 256,
+    OPT_PROMPT_IDS,
+    OPT_MAX_NEW,
+    OPT_TEMPERATURE,
+    OPT_TOP_K,
+    OPT_TOP_P,
+    OPT_SEED,
+    OPT_VOCAB,
+    OPT_MERGES,
+    OPT_SIZE,
+    OPT_N_HEAD,
+    OPT_OUTPUT,
+    OPT_LOGITS,
+    OPT_IGNORE_EOS,
+    OPT_NO_KV_CACHE
+};
 
 static const struct option long_opts[] = {
     {"help", no_argument, NULL, 'h'},
@@ -156,10 +171,12 @@ static int take_flag(opts *o, int c, const char *flag, const char *v) {
         break;
     case OPT_TEMPERATURE:
         if (real(v, &d) != 0 || !(d == 0 || (d >= GPT2_MIN_TEMPERATURE && d <= GPT2_MAX_TEMPERATURE)))
-            return usage_error("--temperature %s: expected 0 (greedy) or a number from " GPT2_STR(
-                               GPT2_MIN_TEMPERATURE) " to " GPT2_STR(GPT2_MAX_TEMPERATURE) " (below "
-                               GPT2_STR(GPT2_MIN_TEMPERATURE) " sampling picks the most likely token anyway: "
-                               "use 0)", v);
+            return usage_error("--temperature %s: expected 0 (greedy) or a number from " GPT2_STR(GPT2_MIN_TEMPERATURE) " to " GPT2_STR(
+                                   GPT2_MAX_TEMPERATURE) " (below " GPT2_STR(GPT2_MIN_TEMPERATURE) " sampling picks "
+                                                                                                   "the most likely "
+                                                                                                   "token anyway: "
+                                                                                                   "use 0)",
+                               v);
         o->temperature = d;
         break;
     case OPT_TOP_K:
@@ -169,7 +186,8 @@ static int take_flag(opts *o, int c, const char *flag, const char *v) {
     case OPT_TOP_P:
         if (real(v, &d) != 0 || !(d > 0 && d <= 1))
             return usage_error("--top-p %s: expected a number in (0, 1], above 0 and at most 1 (1 turns top-p "
-                               "off)", v);
+                               "off)",
+                               v);
         o->top_p = (float)d;
         break;
     case OPT_SEED:
@@ -215,8 +233,7 @@ static int parse(int argc, char **argv, opts *o) {
     }
     if (!o->model) return usage_error("name the MODEL: a checkpoint-N folder or a model.safetensors");
     if (o->prompt && o->prompt_ids) return usage_error("--prompt or --prompt-ids, not both");
-    if (!o->vocab != !o->merges)
-        return usage_error("--vocab and --merges go together: both (GPT-2 BPE) or neither");
+    if (!o->vocab != !o->merges) return usage_error("--vocab and --merges go together: both (GPT-2 BPE) or neither");
     return 0;
 }
 
@@ -263,8 +280,10 @@ static int prompt_ids(const opts *o, tf_tokenizer *tok, const gpt2_weights *w, i
             errno = 0;
             long v = strtol(p, &end, 10);
             if (end == p || errno || v < 0 || v >= w->V) {
-                fprintf(stderr, "gpt2_generate: error: --prompt-ids: \"%.20s\" is not a token id in [0, %d) (the "
-                        "model's vocabulary); give ids separated by spaces or commas\n", p, w->V);
+                fprintf(stderr,
+                        "gpt2_generate: error: --prompt-ids: \"%.20s\" is not a token id in [0, %d) (the "
+                        "model's vocabulary); give ids separated by spaces or commas\n",
+                        p, w->V);
                 return EXIT_CONFIG;
             }
             int32_t id = (int32_t)v;
@@ -288,9 +307,10 @@ static int prompt_ids(const opts *o, tf_tokenizer *tok, const gpt2_weights *w, i
         *n = 1;
     }
     if (*n >= (size_t)w->P) {
-        fprintf(stderr, "gpt2_generate: error: the prompt is %zu tokens but the model's context (n_positions of %s) is "
-                "%d, which leaves no room for a new token; shorten the prompt to at most %d tokens\n", *n, w->file,
-                w->P, w->P - 1);
+        fprintf(stderr,
+                "gpt2_generate: error: the prompt is %zu tokens but the model's context (n_positions of %s) is "
+                "%d, which leaves no room for a new token; shorten the prompt to at most %d tokens\n",
+                *n, w->file, w->P, w->P - 1);
         return EXIT_CONFIG;
     }
     return 0;
@@ -355,9 +375,11 @@ int main(int argc, char **argv) {
     if (!tok) goto out;
     int tv = tf_tokenizer_vocab_size(tok);
     if (tv > w.V) {
-        fprintf(stderr, "gpt2_generate: error: the tokenizer (%s) has %d tokens but %s has embeddings for %d: the "
+        fprintf(stderr,
+                "gpt2_generate: error: the tokenizer (%s) has %d tokens but %s has embeddings for %d: the "
                 "model was trained with other tokens; give the --vocab and --merges it was trained with (or none, "
-                "for byte-level tokens)\n", tokwhat, tv, w.file, w.V);
+                "for byte-level tokens)\n",
+                tokwhat, tv, w.file, w.V);
         goto out;
     }
     if ((rc = prompt_ids(&o, tok, &w, &ids, &n)) != 0) goto out;
@@ -365,15 +387,19 @@ int main(int argc, char **argv) {
     char step[48] = "", sampling[160];
     if (w.step >= 0) snprintf(step, sizeof step, " (global_step %lld)", w.step);
     if (o.temperature == 0.0) snprintf(sampling, sizeof sampling, "greedy");
-    else snprintf(sampling, sizeof sampling, "sampling with temperature %g, top-k %d, top-p %g, seed %llu",
-                  (double)o.temperature, o.top_k, (double)o.top_p, o.seed);
-    fprintf(stderr, "gpt2_generate: %s%s: %d layers, %d heads (%s), n_embd %d, context %d, vocab %d; %s; %s; fp32 on "
-            "the CPU, %d thread%s%s\n", w.file, step, w.L, w.NH, w.heads_from, w.C, w.P, w.V, tokwhat, sampling,
-            tf_cpu_threads(), tf_cpu_threads() == 1 ? "" : "s", o.no_cache ? ", no KV cache" : "");
+    else
+        snprintf(sampling, sizeof sampling, "sampling with temperature %g, top-k %d, top-p %g, seed %llu",
+                 (double)o.temperature, o.top_k, (double)o.top_p, o.seed);
+    fprintf(stderr,
+            "gpt2_generate: %s%s: %d layers, %d heads (%s), n_embd %d, context %d, vocab %d; %s; %s; fp32 on "
+            "the CPU, %d thread%s%s\n",
+            w.file, step, w.L, w.NH, w.heads_from, w.C, w.P, w.V, tokwhat, sampling, tf_cpu_threads(),
+            tf_cpu_threads() == 1 ? "" : "s", o.no_cache ? ", no KV cache" : "");
     if (tv < w.V)
-        fprintf(stderr, "gpt2_generate: note: the model has %d token embeddings, the tokenizer %d tokens: ids from %d "
-                "on are never picked. If the model was trained with GPT-2 BPE, give --vocab and --merges\n", w.V, tv,
-                tv);
+        fprintf(stderr,
+                "gpt2_generate: note: the model has %d token embeddings, the tokenizer %d tokens: ids from %d "
+                "on are never picked. If the model was trained with GPT-2 BPE, give --vocab and --merges\n",
+                w.V, tv, tv);
 
     rc = 1;
     long room = w.P - (long)n; /* new tokens that still get a position to be fed back at, plus the last */
@@ -407,10 +433,11 @@ int main(int argc, char **argv) {
         if (id < 0) {
             putchar('\n');
             fflush(stdout);
-            fprintf(stderr, "gpt2_generate: error: step %ld (position %zu): the logit of token %d is %g: the model "
+            fprintf(stderr,
+                    "gpt2_generate: error: step %ld (position %zu): the logit of token %d is %g: the model "
                     "computes non-finite values (its weights hold NaN or inf: a diverged training run, or a damaged "
-                    "file); no token was picked. Use an earlier checkpoint or a lower learning_rate\n", made, n, s.bad,
-                    (double)logits[s.bad]);
+                    "file); no token was picked. Use an earlier checkpoint or a lower learning_rate\n",
+                    made, n, s.bad, (double)logits[s.bad]);
             rc = 1;
             goto out;
         }
@@ -430,9 +457,13 @@ int main(int argc, char **argv) {
     putchar('\n');
     fflush(stdout);
     double rate = made > 0 && t2 > t1 ? (double)made / (t2 - t1) : 0.0;
-    fprintf(stderr, "gpt2_generate: model read in %.3f s; prompt %zu tokens in %.3f s; %ld new tokens in %.3f s "
-            "(%.1f tokens/s)%s\n", t_load, prompt_n, t1 - t0, made, t2 - t1, rate,
-            stop ? "; stopped at <|endoftext|>" : made < o.max_new ? "; stopped: the model's context is full" : "");
+    fprintf(stderr,
+            "gpt2_generate: model read in %.3f s; prompt %zu tokens in %.3f s; %ld new tokens in %.3f s "
+            "(%.1f tokens/s)%s\n",
+            t_load, prompt_n, t1 - t0, made, t2 - t1, rate,
+            stop               ? "; stopped at <|endoftext|>"
+            : made < o.max_new ? "; stopped: the model's context is full"
+                               : "");
     rc = 0;
     if (all) {
         int32_t pl = (int32_t)prompt_n;

@@ -10,8 +10,8 @@
 struct gpt2_infer {
     const gpt2_weights *w;
     const tf_kernels *k;
-    void **params; /* L * GPT2_BLOCK_PARAMS, as tf_block_forward takes them */
-    int len;       /* positions in the cache */
+    void **params;  /* L * GPT2_BLOCK_PARAMS, as tf_block_forward takes them */
+    int len;        /* positions in the cache */
     float *kc, *vc; /* [L][P][C] keys and values */
     /* one token's activations */
     float *x, *ln, *qkv, *att, *res2, *fch, *stats, *scratch, *logits;

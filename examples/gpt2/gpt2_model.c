@@ -24,8 +24,10 @@ static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
     const char *size = sr_config(ctx, "size");
     const gpt2_size *s = gpt2_size_named(size ? size : "tiny");
     if (!s) {
-        fprintf(stderr, "gpt2: error: [task] size = %s is not a GPT-2 size; use tiny, gpt2, gpt2-medium, gpt2-large "
-                        "or gpt2-xl (n_layer, n_head, n_embd, n_positions, vocab_size override its figures)\n", size);
+        fprintf(stderr,
+                "gpt2: error: [task] size = %s is not a GPT-2 size; use tiny, gpt2, gpt2-medium, gpt2-large "
+                "or gpt2-xl (n_layer, n_head, n_embd, n_positions, vocab_size override its figures)\n",
+                size);
         return -1;
     }
     *vocab_default = s->vocab_size;

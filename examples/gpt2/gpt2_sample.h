@@ -23,10 +23,10 @@ typedef struct gpt2_sampler {
     double temperature;
     float top_p;
     int top_k;
-    int V;            /* logits per row */
-    int allowed;      /* only ids < allowed are picked (the tokenizer's vocabulary) */
+    int V;                  /* logits per row */
+    int allowed;            /* only ids < allowed are picked (the tokenizer's vocabulary) */
     struct gpt2_cand *cand; /* V candidates (scratch) */
-    int bad;          /* after gpt2_sample returned -1: the id whose logit is not finite */
+    int bad;                /* after gpt2_sample returned -1: the id whose logit is not finite */
 } gpt2_sampler;
 
 /* 0, or -1 when out of memory.  temperature: 0 (greedy) or from GPT2_MIN_TEMPERATURE to

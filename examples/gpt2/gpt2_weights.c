@@ -15,10 +15,9 @@
 #include "io/safetensors.h"
 #include "gpt2_sizes.h"
 
-
 static const char *const BLOCK_NAMES[GPT2_BLOCK_PARAMS] = {
     "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias",
-    "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight",    "mlp.c_fc.bias",    "mlp.c_proj.weight", "mlp.c_proj.bias",
+    "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight",    "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias",
 };
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -55,11 +54,11 @@ static void find_named(const char *dir, const char *prefix, const char *suffix, 
     closedir(d);
 }
 
-#define SHARDED_HOWTO                                                                                                 \
-    "gpt2_generate reads whole models: a FULL_STATE_DICT checkpoint (its model.safetensors) or a HuggingFace "        \
-    "model.safetensors. Save FULL checkpoints with [accelerate] fsdp.state_dict_type = FULL_STATE_DICT, or convert "  \
-    "this one: resume from it for one more step with that setting, e.g. build/shardrun JOB --set "                    \
-    "task.resume_from_checkpoint=%s --set accelerate.fsdp.state_dict_type=FULL_STATE_DICT --set task.max_steps=N+1, " \
+#define SHARDED_HOWTO                                                                                                  \
+    "gpt2_generate reads whole models: a FULL_STATE_DICT checkpoint (its model.safetensors) or a HuggingFace "         \
+    "model.safetensors. Save FULL checkpoints with [accelerate] fsdp.state_dict_type = FULL_STATE_DICT, or convert "   \
+    "this one: resume from it for one more step with that setting, e.g. build/shardrun JOB --set "                     \
+    "task.resume_from_checkpoint=%s --set accelerate.fsdp.state_dict_type=FULL_STATE_DICT --set task.max_steps=N+1, "  \
     "and generate from the checkpoint-N+1 it writes"
 
 /* A folder without model.safetensors: say what it is instead. */
@@ -67,24 +66,31 @@ static int folder_problem(const char *dir, char *err, size_t errlen) {
     char name[256];
     find_named(dir, "shard-", ".safetensors", name, sizeof name);
     if (name[0])
-        return fail(err, errlen, "%s is a SHARDED_STATE_DICT checkpoint (%s holds one rank's slice of the flat "
-                    "parameters, not a model). " SHARDED_HOWTO, dir, name, dir);
+        return fail(err, errlen,
+                    "%s is a SHARDED_STATE_DICT checkpoint (%s holds one rank's slice of the flat "
+                    "parameters, not a model). " SHARDED_HOWTO,
+                    dir, name, dir);
     find_named(dir, "", ".distcp", name, sizeof name);
     if (name[0] || exists(dir, ".metadata"))
-        return fail(err, errlen, "%s is a PyTorch distributed (DCP) checkpoint (%s), not a model.safetensors; convert "
+        return fail(err, errlen,
+                    "%s is a PyTorch distributed (DCP) checkpoint (%s), not a model.safetensors; convert "
                     "it in Python: torch.distributed.checkpoint.format_utils.dcp_to_torch_save, then save the "
-                    "model's state_dict with safetensors.torch.save_file as model.safetensors", dir,
-                    name[0] ? name : ".metadata");
+                    "model's state_dict with safetensors.torch.save_file as model.safetensors",
+                    dir, name[0] ? name : ".metadata");
     if (exists(dir, "pytorch_model.bin"))
-        return fail(err, errlen, "%s has pytorch_model.bin but no model.safetensors; convert it in Python: "
-                    "safetensors.torch.save_file(torch.load('pytorch_model.bin'), 'model.safetensors')", dir);
-    return fail(err, errlen, "%s has no model.safetensors; name a checkpoint-N folder written with "
-                "fsdp.state_dict_type = FULL_STATE_DICT, or a model.safetensors file", dir);
+        return fail(err, errlen,
+                    "%s has pytorch_model.bin but no model.safetensors; convert it in Python: "
+                    "safetensors.torch.save_file(torch.load('pytorch_model.bin'), 'model.safetensors')",
+                    dir);
+    return fail(err, errlen,
+                "%s has no model.safetensors; name a checkpoint-N folder written with "
+                "fsdp.state_dict_type = FULL_STATE_DICT, or a model.safetensors file",
+                dir);
 }
 
 /* The tensor called name, with or without HF's "transformer." prefix; NULL if neither. */
-static const sr_st_tensor *find(const sr_st_file *f, const char *name, const void **data, int *used, size_t n) {
-    const sr_st_tensor *t = sr__st_find(f, name, data);
+static const sr__st_tensor *find(const sr__st_file *f, const char *name, const void **data, int *used, size_t n) {
+    const sr__st_tensor *t = sr__st_find(f, name, data);
     if (!t && !strncmp(name, "transformer.", 12)) t = sr__st_find(f, name + 12, data);
     if (t)
         for (size_t i = 0; i < n; i++)
@@ -125,7 +131,7 @@ static int config_json_heads(const char *dir) {
     return v > 0 && v < 100000 ? (int)v : 0;
 }
 
-static int pick_heads(gpt2_weights *w, const gpt2_weights_opts *o, const sr_st_file *f, char *err, size_t errlen) {
+static int pick_heads(gpt2_weights *w, const gpt2_weights_opts *o, const sr__st_file *f, char *err, size_t errlen) {
     const char *meta = sr__st_metadata(f, "n_head");
     int cfg = config_json_heads(w->dir);
     if (o->n_head > 0) {
@@ -148,65 +154,80 @@ static int pick_heads(gpt2_weights *w, const gpt2_weights_opts *o, const sr_st_f
                 snprintf(w->heads_from, sizeof w->heads_from, "GPT-2's for n_embd %d; --n-head to change", w->C);
             }
         if (!w->NH)
-            return fail(err, errlen, "%s: n_embd is %d, which is no GPT-2 size's, and nothing says how many attention "
-                        "heads the model has (no n_head metadata, no config.json); give --n-head N", w->file, w->C);
+            return fail(err, errlen,
+                        "%s: n_embd is %d, which is no GPT-2 size's, and nothing says how many attention "
+                        "heads the model has (no n_head metadata, no config.json); give --n-head N",
+                        w->file, w->C);
     }
     if (w->C % w->NH)
-        return fail(err, errlen, "%s: n_embd %d is not a multiple of n_head %d (from %s); give the n_head the model "
-                    "was trained with (--n-head N)", w->file, w->C, w->NH, w->heads_from);
+        return fail(err, errlen,
+                    "%s: n_embd %d is not a multiple of n_head %d (from %s); give the n_head the model "
+                    "was trained with (--n-head N)",
+                    w->file, w->C, w->NH, w->heads_from);
     return 0;
 }
 
 /* --size against the shapes: every figure that differs, in one message */
 static int check_size(const gpt2_weights *w, const char *size, char *err, size_t errlen) {
     const gpt2_size *s = gpt2_size_named(size);
-    if (!s) return fail(err, errlen, "--size %s is not a GPT-2 size; use tiny, gpt2, gpt2-medium, gpt2-large or gpt2-xl, "
-                        "or leave it out to take the file's shapes", size);
+    if (!s)
+        return fail(err, errlen,
+                    "--size %s is not a GPT-2 size; use tiny, gpt2, gpt2-medium, gpt2-large or gpt2-xl, "
+                    "or leave it out to take the file's shapes",
+                    size);
     char diff[512] = "";
     size_t n = 0;
-#define DIFF(what, want, have)                                                                                      \
-    if ((want) && (want) != (have))                                                                                 \
-        n += (size_t)snprintf(diff + n, sizeof diff - n, "%s%s %d in --size, %d in the file", n ? "; " : "", what, \
-                              want, have)
+#define DIFF(what, want, have)                                                                                         \
+    if ((want) && (want) != (have))                                                                                    \
+    n += (size_t)snprintf(diff + n, sizeof diff - n, "%s%s %d in --size, %d in the file", n ? "; " : "", what, want,   \
+                          have)
     DIFF("n_layer", s->n_layer, w->L);
     DIFF("n_embd", s->n_embd, w->C);
     DIFF("n_positions (context)", s->n_positions, w->P);
     DIFF("vocab_size", s->vocab_size, w->V);
 #undef DIFF
-    if (n) return fail(err, errlen, "%s is not a %s model: %s. Leave --size out to take the file's shapes, or name "
-                       "the checkpoint of that size", w->file, size, diff);
+    if (n)
+        return fail(err, errlen,
+                    "%s is not a %s model: %s. Leave --size out to take the file's shapes, or name "
+                    "the checkpoint of that size",
+                    w->file, size, diff);
     return 0;
 }
 
 /* A shardrun checkpoint file lists a hash of every tensor's bytes: check them all (~1/10 s per GB),
    so a damaged checkpoint is refused instead of generating nonsense. */
-static int check_hashes(const gpt2_weights *w, const sr_st_file *f, char *err, size_t errlen) {
+static int check_hashes(const gpt2_weights *w, const sr__st_file *f, char *err, size_t errlen) {
     for (size_t i = 0; i < sr__st_count(f); i++) {
-        const sr_st_tensor *t = sr__st_at(f, i);
+        const sr__st_tensor *t = sr__st_at(f, i);
         const void *data;
         sr__st_find(f, t->name, &data);
         char key[600], hex[17];
         snprintf(key, sizeof key, "hash:%s", t->name);
         const char *want = sr__st_metadata(f, key);
         if (!want)
-            return fail(err, errlen, "%s says it is a shardrun checkpoint but has no \"%s\" entry: the file was "
-                        "altered; use another checkpoint", w->file, key);
+            return fail(err, errlen,
+                        "%s says it is a shardrun checkpoint but has no \"%s\" entry: the file was "
+                        "altered; use another checkpoint",
+                        w->file, key);
         if (strcmp(sr__hash64_hex(sr__hash64(data, (size_t)t->nbytes, 0), hex), want))
-            return fail(err, errlen, "%s: the data of tensor \"%s\" does not match its hash (%s, expected %s): the file "
-                        "is damaged; use another checkpoint", w->file, t->name, hex, want);
+            return fail(err, errlen,
+                        "%s: the data of tensor \"%s\" does not match its hash (%s, expected %s): the file "
+                        "is damaged; use another checkpoint",
+                        w->file, t->name, hex, want);
     }
     return 0;
 }
 
 /* Points *dst at tensor name's fp32 data, converting when the file stores another float type. */
-static int take(gpt2_weights *w, const sr_st_file *f, const char *name, int ndim, int64_t d0, int64_t d1,
+static int take(gpt2_weights *w, const sr__st_file *f, const char *name, int ndim, int64_t d0, int64_t d1,
                 const float **dst, int *used, char *err, size_t errlen) {
     const void *data;
-    const sr_st_tensor *t = find(f, name, &data, used, sr__st_count(f));
+    const sr__st_tensor *t = find(f, name, &data, used, sr__st_count(f));
     char want[64], have[64];
     int64_t shape[2] = {d0, d1};
-    if (!t) return fail(err, errlen, "%s has no tensor %s (nor %s): not a GPT-2 LM model (HF's GPT2LMHeadModel names)",
-                        w->file, name, strncmp(name, "transformer.", 12) ? name : name + 12);
+    if (!t)
+        return fail(err, errlen, "%s has no tensor %s (nor %s): not a GPT-2 LM model (HF's GPT2LMHeadModel names)",
+                    w->file, name, strncmp(name, "transformer.", 12) ? name : name + 12);
     if (t->ndim != ndim || t->shape[0] != d0 || (ndim == 2 && t->shape[1] != d1))
         return fail(err, errlen, "%s: tensor %s has shape %s; a GPT-2 with n_embd %d, vocab %d, context %d has %s",
                     w->file, t->name, sr__st_shape_str(have, sizeof have, t->ndim, t->shape), w->C, w->V, w->P,
@@ -249,27 +270,31 @@ static int load(const char *path, const gpt2_weights_opts *o, gpt2_weights *w, c
         else snprintf(w->dir, sizeof w->dir, ".");
     }
     char why[1024];
-    sr_st_file *f = sr__st_open(w->file, why, sizeof why);
+    sr__st_file *f = sr__st_open(w->file, why, sizeof why);
     if (!f) return fail(err, errlen, "%s; name an intact model.safetensors (or its checkpoint folder)", why);
     w->st = f;
     const char *fmt = sr__st_metadata(f, "format"), *role = sr__st_metadata(f, "file");
     if ((fmt && !strncmp(fmt, "shardrun-sharded", 16)) || (role && !strcmp(role, "shard")))
-        return fail(err, errlen, "%s is one rank's file of a SHARDED_STATE_DICT checkpoint, not a model. " SHARDED_HOWTO,
-                    w->file, w->dir);
+        return fail(err, errlen,
+                    "%s is one rank's file of a SHARDED_STATE_DICT checkpoint, not a model. " SHARDED_HOWTO, w->file,
+                    w->dir);
     if (role && !strcmp(role, "optimizer"))
-        return fail(err, errlen, "%s is a checkpoint's optimizer state; name model.safetensors (or the folder)", w->file);
+        return fail(err, errlen, "%s is a checkpoint's optimizer state; name model.safetensors (or the folder)",
+                    w->file);
     const char *ck = sr__st_metadata(f, "shardrun_checkpoint"), *gs = sr__st_metadata(f, "global_step");
     w->step = ck && gs ? atoll(gs) : -1;
     if (ck && strcmp(ck, "3")) /* the format's version: its hashes are XXH3 (docs/checkpoint-format.md) */
-        return fail(err, errlen, "%s is shardrun checkpoint format %s; this gpt2_generate checks format 3 only "
+        return fail(err, errlen,
+                    "%s is shardrun checkpoint format %s; this gpt2_generate checks format 3 only "
                     "(XXH3 hashes; format 2 used an earlier shardrun's own hash, which this version no longer has): "
-                    "use the gpt2_generate of the shardrun that wrote it", w->file, ck);
+                    "use the gpt2_generate of the shardrun that wrote it",
+                    w->file, ck);
     if (ck && check_hashes(w, f, err, errlen) != 0) return -1;
     if (!ck) { /* bring every page of the mapped file in now (the hashes did for a checkpoint), so the
                   first token does not pay for the page faults */
         volatile unsigned char sink = 0;
         for (size_t i = 0; i < sr__st_count(f); i++) {
-            const sr_st_tensor *t = sr__st_at(f, i);
+            const sr__st_tensor *t = sr__st_at(f, i);
             const unsigned char *d;
             sr__st_find(f, t->name, (const void **)&d);
             for (uint64_t b = 0; b < t->nbytes; b += 4096) sink ^= d[b];
@@ -283,11 +308,13 @@ static int load(const char *path, const gpt2_weights_opts *o, gpt2_weights *w, c
     int rc = -1;
     /* the configuration, from the shapes */
     const void *data;
-    const sr_st_tensor *wte = find(f, "transformer.wte.weight", &data, used, nt),
-                       *wpe = find(f, "transformer.wpe.weight", &data, used, nt);
+    const sr__st_tensor *wte = find(f, "transformer.wte.weight", &data, used, nt),
+                        *wpe = find(f, "transformer.wpe.weight", &data, used, nt);
     if (!wte || !wpe || wte->ndim != 2 || wpe->ndim != 2 || wte->shape[1] != wpe->shape[1]) {
-        fail(err, errlen, "%s has no transformer.wte.weight [vocab, n_embd] and transformer.wpe.weight [context, "
-             "n_embd] (with or without the \"transformer.\" prefix): not a GPT-2 model", w->file);
+        fail(err, errlen,
+             "%s has no transformer.wte.weight [vocab, n_embd] and transformer.wpe.weight [context, "
+             "n_embd] (with or without the \"transformer.\" prefix): not a GPT-2 model",
+             w->file);
         goto out;
     }
     w->V = (int)wte->shape[0], w->C = (int)wte->shape[1], w->P = (int)wpe->shape[0];

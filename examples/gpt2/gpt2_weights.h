@@ -22,14 +22,14 @@ typedef struct gpt2_weights {
     int L, NH, C, P, V;     /* layers, heads, n_embd, positions (context), vocabulary rows */
     const float *wte, *wpe; /* [V, C], [P, C] */
     const float *lnf_w, *lnf_b;
-    const float *head;      /* lm_head.weight [V, C]: wte unless the file has its own */
-    const float **block;    /* L * GPT2_BLOCK_PARAMS pointers, layer-major, gpt2_block.h's order */
-    char file[4096];        /* the safetensors file read */
-    char dir[4096];         /* its folder (where config.json, vocab.json and merges.txt may be) */
-    char heads_from[96];    /* where NH came from, for the banner */
-    long long step;         /* the checkpoint's global_step, -1 when the file is no shardrun checkpoint */
-    void *st;               /* the mapped file */
-    float **owned;          /* converted (non-F32) tensors */
+    const float *head;   /* lm_head.weight [V, C]: wte unless the file has its own */
+    const float **block; /* L * GPT2_BLOCK_PARAMS pointers, layer-major, gpt2_block.h's order */
+    char file[4096];     /* the safetensors file read */
+    char dir[4096];      /* its folder (where config.json, vocab.json and merges.txt may be) */
+    char heads_from[96]; /* where NH came from, for the banner */
+    long long step;      /* the checkpoint's global_step, -1 when the file is no shardrun checkpoint */
+    void *st;            /* the mapped file */
+    float **owned;       /* converted (non-F32) tensors */
     int nowned;
 } gpt2_weights;
 

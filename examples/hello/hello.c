@@ -15,9 +15,8 @@ static int by_string(const void *a, const void *b) { return strcmp(*(char *const
 static int hello_main(sr_ctx *ctx, int argc, char **argv) {
     (void)argc, (void)argv;
     const char *greeting = sr_config(ctx, "greeting");
-    printf("%s from rank %d of %d (local rank %d of %d, node %d of %d)\n", greeting ? greeting : "hello",
-           sr_rank(ctx), sr_world_size(ctx), sr_local_rank(ctx), sr_local_world_size(ctx), sr_node_rank(ctx),
-           sr_num_nodes(ctx));
+    printf("%s from rank %d of %d (local rank %d of %d, node %d of %d)\n", greeting ? greeting : "hello", sr_rank(ctx),
+           sr_world_size(ctx), sr_local_rank(ctx), sr_local_world_size(ctx), sr_node_rank(ctx), sr_num_nodes(ctx));
     size_t n = 0;
     for (char **e = environ; *e; e++) n++;
     char **fsdp = calloc(n + 1, sizeof *fsdp);
@@ -41,7 +40,8 @@ static int hello_main(sr_ctx *ctx, int argc, char **argv) {
         }
         sr_report_int(ctx, "rank_sum", sum);
     }
-    sr_report_str(ctx, "sharding_strategy", getenv("FSDP_SHARDING_STRATEGY") ? getenv("FSDP_SHARDING_STRATEGY") : "none");
+    sr_report_str(ctx, "sharding_strategy",
+                  getenv("FSDP_SHARDING_STRATEGY") ? getenv("FSDP_SHARDING_STRATEGY") : "none");
     sr_report_int(ctx, "fsdp_vars", (long long)k);
     free(fsdp);
     return 0;

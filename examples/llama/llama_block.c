@@ -19,8 +19,8 @@ int llama_block_use(const llama_config *c, int positions) {
     cfg = c;
     nparams = 0;
     for (int i = 0; i < LB_SLOTS; i++) {
-        int bias = i == LB_Q_B || i == LB_K_B || i == LB_V_B ? c->qkv_bias
-                   : i == LB_O_B                             ? c->o_bias
+        int bias = i == LB_Q_B || i == LB_K_B || i == LB_V_B          ? c->qkv_bias
+                   : i == LB_O_B                                      ? c->o_bias
                    : i == LB_GATE_B || i == LB_UP_B || i == LB_DOWN_B ? c->mlp_bias
                                                                       : 1;
         slot_index[i] = bias ? nparams++ : -1;
@@ -76,8 +76,8 @@ typedef struct acts {
 static size_t acts_bytes(const tf_shape *s) {
     widths w = widths_of(s);
     size_t N = (size_t)s->Bcap * s->T;
-    return sizeof(float) * (2 * N + N * (4 * (size_t)w.C + w.W + 3 * (size_t)w.F) +
-                            (size_t)s->Bcap * s->NH * s->T * s->T);
+    return sizeof(float) *
+           (2 * N + N * (4 * (size_t)w.C + w.W + 3 * (size_t)w.F) + (size_t)s->Bcap * s->NH * s->T * s->T);
 }
 
 static acts acts_at(const tf_shape *s, void *buf) {
@@ -145,7 +145,8 @@ static void block_backward(const tf_shape *s, void *const *p, void *const *d, co
     s->k->copy(dx, dy, (size_t)N * C, s->dt); /* the residual around the MLP: dx = d(res2) from here on */
     tf_linear_backward(s, TF_WEIGHT_OUT_IN, dup, 0.0f, D(LB_DOWN_W), D(LB_DOWN_B), dy, a.h, P(LB_DOWN_W), N, w.F, C);
     llama_swiglu_backward(dgate, dup, a.gate, a.up, dup, (size_t)N * w.F);
-    tf_linear_backward(s, TF_WEIGHT_OUT_IN, dc, 0.0f, D(LB_GATE_W), D(LB_GATE_B), dgate, a.ln2, P(LB_GATE_W), N, C, w.F);
+    tf_linear_backward(s, TF_WEIGHT_OUT_IN, dc, 0.0f, D(LB_GATE_W), D(LB_GATE_B), dgate, a.ln2, P(LB_GATE_W), N, C,
+                       w.F);
     tf_linear_backward(s, TF_WEIGHT_OUT_IN, dc, 1.0f, D(LB_UP_W), D(LB_UP_B), dup, a.ln2, P(LB_UP_W), N, C, w.F);
     llama_rmsnorm_backward(dx, D(LB_LN2), dc, a.res2, a.rstd2, P(LB_LN2), N, C);
     tf_linear_backward(s, TF_WEIGHT_OUT_IN, dc, 0.0f, D(LB_O_W), D(LB_O_B), dx, a.atty, P(LB_O_W), N, C, C);

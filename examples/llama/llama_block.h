@@ -19,10 +19,21 @@
 /* a block's parameters, in declaration order; the biases only when the config has them */
 enum {
     LB_LN1,
-    LB_Q_W, LB_Q_B, LB_K_W, LB_K_B, LB_V_W, LB_V_B,
-    LB_O_W, LB_O_B,
+    LB_Q_W,
+    LB_Q_B,
+    LB_K_W,
+    LB_K_B,
+    LB_V_W,
+    LB_V_B,
+    LB_O_W,
+    LB_O_B,
     LB_LN2,
-    LB_GATE_W, LB_GATE_B, LB_UP_W, LB_UP_B, LB_DOWN_W, LB_DOWN_B,
+    LB_GATE_W,
+    LB_GATE_B,
+    LB_UP_W,
+    LB_UP_B,
+    LB_DOWN_W,
+    LB_DOWN_B,
     LB_SLOTS
 };
 

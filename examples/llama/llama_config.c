@@ -19,21 +19,72 @@ static const struct {
     const char *name;
     llama_config c;
 } SIZES[] = {
-    {"tiny", {.n_layer = 4, .n_head = 4, .n_kv_head = 2, .hidden = 128, .intermediate = 352, .vocab = 0,
-              .max_positions = 2048, .rope_theta = 10000.0, .rms_eps = 1e-5, .tie = 0, LLAMA_DEFAULTS}},
-    {"smollm2-135m", {.n_layer = 30, .n_head = 9, .n_kv_head = 3, .hidden = 576, .intermediate = 1536,
-                      .vocab = 49152, .max_positions = 8192, .rope_theta = 100000.0, .rms_eps = 1e-5, .tie = 1,
-                      LLAMA_DEFAULTS}},
-    {"smollm2-360m", {.n_layer = 32, .n_head = 15, .n_kv_head = 5, .hidden = 960, .intermediate = 2560,
-                      .vocab = 49152, .max_positions = 8192, .rope_theta = 100000.0, .rms_eps = 1e-5, .tie = 1,
-                      LLAMA_DEFAULTS}},
-    {"qwen2.5-0.5b", {.n_layer = 24, .n_head = 14, .n_kv_head = 2, .hidden = 896, .intermediate = 4864,
-                      .vocab = 151936, .max_positions = 32768, .rope_theta = 1000000.0, .rms_eps = 1e-6, .tie = 1,
-                      .qkv_bias = 1, LLAMA_DEFAULTS}},
-    {"llama-3.2-1b", {.n_layer = 16, .n_head = 32, .n_kv_head = 8, .hidden = 2048, .intermediate = 8192,
-                      .vocab = 128256, .max_positions = 131072, .rope_theta = 500000.0, .rms_eps = 1e-5, .tie = 1,
-                      .llama3 = 1, .rope_factor = 32.0, .low_freq_factor = 1.0, .high_freq_factor = 4.0,
-                      .original_max_positions = 8192, LLAMA_DEFAULTS}},
+    {"tiny",
+     {.n_layer = 4,
+      .n_head = 4,
+      .n_kv_head = 2,
+      .hidden = 128,
+      .intermediate = 352,
+      .vocab = 0,
+      .max_positions = 2048,
+      .rope_theta = 10000.0,
+      .rms_eps = 1e-5,
+      .tie = 0,
+      LLAMA_DEFAULTS}},
+    {"smollm2-135m",
+     {.n_layer = 30,
+      .n_head = 9,
+      .n_kv_head = 3,
+      .hidden = 576,
+      .intermediate = 1536,
+      .vocab = 49152,
+      .max_positions = 8192,
+      .rope_theta = 100000.0,
+      .rms_eps = 1e-5,
+      .tie = 1,
+      LLAMA_DEFAULTS}},
+    {"smollm2-360m",
+     {.n_layer = 32,
+      .n_head = 15,
+      .n_kv_head = 5,
+      .hidden = 960,
+      .intermediate = 2560,
+      .vocab = 49152,
+      .max_positions = 8192,
+      .rope_theta = 100000.0,
+      .rms_eps = 1e-5,
+      .tie = 1,
+      LLAMA_DEFAULTS}},
+    {"qwen2.5-0.5b",
+     {.n_layer = 24,
+      .n_head = 14,
+      .n_kv_head = 2,
+      .hidden = 896,
+      .intermediate = 4864,
+      .vocab = 151936,
+      .max_positions = 32768,
+      .rope_theta = 1000000.0,
+      .rms_eps = 1e-6,
+      .tie = 1,
+      .qkv_bias = 1,
+      LLAMA_DEFAULTS}},
+    {"llama-3.2-1b",
+     {.n_layer = 16,
+      .n_head = 32,
+      .n_kv_head = 8,
+      .hidden = 2048,
+      .intermediate = 8192,
+      .vocab = 128256,
+      .max_positions = 131072,
+      .rope_theta = 500000.0,
+      .rms_eps = 1e-5,
+      .tie = 1,
+      .llama3 = 1,
+      .rope_factor = 32.0,
+      .low_freq_factor = 1.0,
+      .high_freq_factor = 4.0,
+      .original_max_positions = 8192,
+      LLAMA_DEFAULTS}},
 };
 
 const llama_config *llama_size(const char *name, const char **names) {
@@ -67,7 +118,7 @@ void llama_inv_freq(const llama_config *c, int hd, float *inv_freq) {
 /* ---- config.json --------------------------------------------------------------------------------- */
 
 typedef struct reader {
-    sr_json j;
+    sr__json j;
     const char *path;
     const char *field; /* the member being read, for messages */
 } reader;
@@ -78,7 +129,7 @@ static int bad(reader *r, const char *what) {
 }
 
 static int read_num(reader *r, double *out) {
-    sr_json_num n;
+    sr__json_num n;
     if (sr__json_peek(&r->j) != SR_JSON_NUMBER || sr__json_number(&r->j, &n) != 0) return bad(r, "expected a number");
     *out = n.value;
     return 0;
@@ -105,7 +156,8 @@ static int read_bool(reader *r, int *out) {
 static int read_string_is(reader *r, const char *const *want, const char *why) {
     const char *s;
     size_t n;
-    if (sr__json_peek(&r->j) != SR_JSON_STRING || sr__json_string(&r->j, &s, &n) != 0) return bad(r, "expected a string");
+    if (sr__json_peek(&r->j) != SR_JSON_STRING || sr__json_string(&r->j, &s, &n) != 0)
+        return bad(r, "expected a string");
     for (; *want; want++)
         if (sr__json_key_is(s, n, *want)) return 0;
     char m[256];
@@ -115,13 +167,13 @@ static int read_string_is(reader *r, const char *const *want, const char *why) {
 
 /* a value that must be null (or false / 0 / 0.0 where that means the same: off) */
 static int read_off(reader *r, const char *why) {
-    sr_json_type t = sr__json_peek(&r->j);
+    sr__json_type t = sr__json_peek(&r->j);
     if (t == SR_JSON_NULL) return sr__json_null(&r->j);
     if (t == SR_JSON_BOOL) {
         int b;
         if (sr__json_bool(&r->j, &b) == 0 && !b) return 0;
     } else if (t == SR_JSON_NUMBER) {
-        sr_json_num n;
+        sr__json_num n;
         if (sr__json_number(&r->j, &n) == 0 && n.value == 0.0) return 0;
     }
     char m[256];
@@ -134,7 +186,8 @@ static int read_rope_scaling(reader *r, llama_config *c) {
         c->llama3 = 0;
         return sr__json_null(&r->j);
     }
-    if (sr__json_peek(&r->j) != SR_JSON_OBJECT || sr__json_object(&r->j) != 0) return bad(r, "expected an object or null");
+    if (sr__json_peek(&r->j) != SR_JSON_OBJECT || sr__json_object(&r->j) != 0)
+        return bad(r, "expected an object or null");
     const char *key;
     size_t klen;
     int rc, type_seen = 0, have[4] = {0};
@@ -176,10 +229,19 @@ static int read_rope_scaling(reader *r, llama_config *c) {
 
 /* Fields that do not change the model's computation here: tokens' ids, the dtype the weights were
    saved in, generation and bookkeeping. */
-static const char *const HARMLESS[] = {"architectures", "bos_token_id", "eos_token_id", "pad_token_id",
-                                       "torch_dtype", "transformers_version", "use_cache", "_name_or_path",
-                                       "is_llama_config", "transformers.js_config", "max_window_layers",
-                                       "dtype", NULL};
+static const char *const HARMLESS[] = {"architectures",
+                                       "bos_token_id",
+                                       "eos_token_id",
+                                       "pad_token_id",
+                                       "torch_dtype",
+                                       "transformers_version",
+                                       "use_cache",
+                                       "_name_or_path",
+                                       "is_llama_config",
+                                       "transformers.js_config",
+                                       "max_window_layers",
+                                       "dtype",
+                                       NULL};
 
 static int member(reader *r, const char *key, size_t klen, llama_config *c, int *model_type, int *sliding_on,
                   int *head_dim) {
@@ -201,8 +263,9 @@ static int member(reader *r, const char *key, size_t klen, llama_config *c, int 
     }
     if (IS("num_hidden_layers")) return read_int(r, 1, 4096, &c->n_layer);
     if (IS("num_attention_heads")) return read_int(r, 1, 4096, &c->n_head);
-    if (IS("num_key_value_heads")) return sr__json_peek(&r->j) == SR_JSON_NULL ? (c->n_kv_head = 0, sr__json_null(&r->j))
-                                                                                : read_int(r, 1, 4096, &c->n_kv_head);
+    if (IS("num_key_value_heads"))
+        return sr__json_peek(&r->j) == SR_JSON_NULL ? (c->n_kv_head = 0, sr__json_null(&r->j))
+                                                    : read_int(r, 1, 4096, &c->n_kv_head);
     if (IS("hidden_size")) return read_int(r, 1, 1 << 16, &c->hidden);
     if (IS("intermediate_size")) return read_int(r, 1, 1 << 20, &c->intermediate);
     if (IS("vocab_size")) return read_int(r, 1, 1 << 24, &c->vocab);
@@ -218,7 +281,8 @@ static int member(reader *r, const char *key, size_t klen, llama_config *c, int 
         return 0;
     }
     if (IS("mlp_bias")) return read_bool(r, &c->mlp_bias);
-    if (IS("head_dim")) return sr__json_peek(&r->j) == SR_JSON_NULL ? sr__json_null(&r->j) : read_int(r, 1, 1 << 16, head_dim);
+    if (IS("head_dim"))
+        return sr__json_peek(&r->j) == SR_JSON_NULL ? sr__json_null(&r->j) : read_int(r, 1, 1 << 16, head_dim);
     if (IS("rope_scaling")) return read_rope_scaling(r, c);
     if (IS("hidden_act")) {
         static const char *const acts[] = {"silu", NULL};
@@ -229,8 +293,9 @@ static int member(reader *r, const char *key, size_t klen, llama_config *c, int 
     if (IS("pretraining_tp")) {
         int tp;
         if (read_int(r, 1, 1 << 20, &tp) != 0) return -1;
-        return tp == 1 ? 0 : bad(r, "only 1 is implemented (it computes the same model as 1 in exact arithmetic; "
-                                    "set it to 1)");
+        return tp == 1 ? 0
+                       : bad(r, "only 1 is implemented (it computes the same model as 1 in exact arithmetic; "
+                                "set it to 1)");
     }
     if (IS("use_sliding_window")) {
         int on;

@@ -36,8 +36,8 @@ static void col_range(int C, int t, int nt, int *c0, int *c1) {
     *c1 = (int)((long long)C * (t + 1) / nt);
 }
 
-void llama_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *rstd,
-                            const float *w, int N, int C) {
+void llama_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *rstd, const float *w,
+                            int N, int C) {
 #pragma omp parallel if ((size_t)N * C >= PAR_MIN)
     {
         int c0, c1;

@@ -18,8 +18,8 @@
    saved in rstd[N] */
 void llama_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int N, int C, float eps);
 /* dx += d out / d x applied to dout (dx NULL: skipped), dw += sum over rows of dout * x * rstd */
-void llama_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *rstd,
-                            const float *w, int N, int C);
+void llama_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *rstd, const float *w,
+                            int N, int C);
 
 /* Rotary embeddings in HF's rotate-half convention, in place on `heads` heads of hd columns
    starting at column 0 of each row of x (rows strided by ld; row n is position n % T):

@@ -36,8 +36,10 @@ static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
     const char *size = sr_config(ctx, "size"), *names;
     const llama_config *s = llama_size(size ? size : "tiny", &names);
     if (!s) {
-        fprintf(stderr, "llama: error: [task] size = %s is not a llama size; use %s, or config = path/to/config.json "
-                        "(an HF Llama, Qwen2 or Mistral config)\n", size, names);
+        fprintf(stderr,
+                "llama: error: [task] size = %s is not a llama size; use %s, or config = path/to/config.json "
+                "(an HF Llama, Qwen2 or Mistral config)\n",
+                size, names);
         return -1;
     }
     config = *s;
@@ -45,9 +47,11 @@ static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
     if (path && *path && llama_config_read(path, &config) != 0) return -1;
     for (const char *const *k = (const char *const[]){"n_layer", "n_head", "n_embd", "n_positions", NULL}; *k; k++)
         if (sr_config(ctx, *k)) {
-            fprintf(stderr, "llama: error: [task] %s is a GPT-2 key; the llama task takes HF's names: "
-                            "num_hidden_layers, num_attention_heads, num_key_value_heads, hidden_size, "
-                            "intermediate_size, vocab_size (or config = config.json)\n", *k);
+            fprintf(stderr,
+                    "llama: error: [task] %s is a GPT-2 key; the llama task takes HF's names: "
+                    "num_hidden_layers, num_attention_heads, num_key_value_heads, hidden_size, "
+                    "intermediate_size, vocab_size (or config = config.json)\n",
+                    *k);
             return -1;
         }
     llama_config *c = &config;
@@ -64,13 +68,17 @@ static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
         return -1;
     }
     if (c->hidden % c->n_head == 0 && (c->hidden / c->n_head) % 2) {
-        fprintf(stderr, "llama: error: the head size hidden_size / num_attention_heads = %d / %d is odd; rotary "
-                        "embeddings rotate pairs of channels (%s)\n", c->hidden, c->n_head, from);
+        fprintf(stderr,
+                "llama: error: the head size hidden_size / num_attention_heads = %d / %d is odd; rotary "
+                "embeddings rotate pairs of channels (%s)\n",
+                c->hidden, c->n_head, from);
         return -1;
     }
     if (!(c->rms_eps > 0) || !(c->rope_theta > 1) || !(c->init_range >= 0)) {
-        fprintf(stderr, "llama: error: rms_norm_eps = %g, rope_theta = %g, initializer_range = %g: want eps > 0, "
-                        "theta > 1, range >= 0 (%s)\n", c->rms_eps, c->rope_theta, c->init_range, from);
+        fprintf(stderr,
+                "llama: error: rms_norm_eps = %g, rope_theta = %g, initializer_range = %g: want eps > 0, "
+                "theta > 1, range >= 0 (%s)\n",
+                c->rms_eps, c->rope_theta, c->init_range, from);
         return -1;
     }
     *vocab_default = c->vocab;
@@ -79,9 +87,12 @@ static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
     if (c->hidden % c->n_head) return 0; /* lm_task says so */
     if (sr_rank(ctx) == 0)
         printf("llama: %s: %d heads on %d key/value heads, intermediate_size %d, rope_theta %g%s, rms_norm_eps %g, "
-               "%s lm_head%s%s\n", path && *path ? path : size ? size : "tiny", c->n_head, c->n_kv_head,
-               c->intermediate, c->rope_theta, c->llama3 ? " (llama3 scaling)" : "", c->rms_eps,
-               c->tie ? "tied" : "untied", c->qkv_bias ? ", q/k/v biases" : "",
+               "%s lm_head%s%s\n",
+               path && *path ? path
+               : size        ? size
+                             : "tiny",
+               c->n_head, c->n_kv_head, c->intermediate, c->rope_theta, c->llama3 ? " (llama3 scaling)" : "",
+               c->rms_eps, c->tie ? "tied" : "untied", c->qkv_bias ? ", q/k/v biases" : "",
                c->mlp_bias ? ", MLP biases" : "");
     if ((d->block_params = llama_block_use(c, d->P)) < 0) {
         fprintf(stderr, "llama: error: out of memory for the rotary tables of %d positions\n", d->P);

@@ -77,8 +77,8 @@ static int pgbench_main(sr_ctx *ctx, int argc, char **argv) {
     if (r == 0)
         printf("# pgbench: %d ranks, %s over %s, fp32, %lld iterations (+%lld warm-up)\n"
                "#%13s %12s %-15s %12s %12s %12s %8s\n",
-               n, sr_pg_backend(pg), sr_pg_transport(pg), iters, warmup, "size(B)", "count", "op", "time(us)", "algbw(GB/s)", "busbw(GB/s)",
-               "errors");
+               n, sr_pg_backend(pg), sr_pg_transport(pg), iters, warmup, "size(B)", "count", "op", "time(us)",
+               "algbw(GB/s)", "busbw(GB/s)", "errors");
     long long total_errors = 0;
     double best[PGB_NOPS] = {0, 0, 0}, last[PGB_NOPS] = {0, 0, 0}; /* last: at the largest size */
     for (int op = 0; op < PGB_NOPS; op++) {

@@ -35,11 +35,11 @@ typedef struct pgb_mem {
 extern const pgb_mem pgb_host_mem;
 
 typedef struct pgb_point {
-    size_t count;       /* fp32 elements of the whole buffer */
-    double bytes;       /* count * 4 */
-    double time_s;      /* the slowest rank's mean time per operation */
+    size_t count;        /* fp32 elements of the whole buffer */
+    double bytes;        /* count * 4 */
+    double time_s;       /* the slowest rank's mean time per operation */
     double algbw, busbw; /* GB/s (1e9 bytes) */
-    long long errors;   /* wrong elements of the checked run, summed over ranks */
+    long long errors;    /* wrong elements of the checked run, summed over ranks */
 } pgb_point;
 
 /* Bus bandwidth from algorithm bandwidth on n ranks. */

@@ -186,7 +186,8 @@ void prep_pool_stop(prep_pool *p) {
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->work);
     pthread_cond_destroy(&p->done);
-    for (size_t i = 0; p->chunk && i < p->nslot; i++) free(p->chunk[i].text), free(p->chunk[i].seg), free(p->chunk[i].ids);
+    for (size_t i = 0; p->chunk && i < p->nslot; i++)
+        free(p->chunk[i].text), free(p->chunk[i].seg), free(p->chunk[i].ids);
     for (int k = 0; p->tok && k < p->nthreads; k++) tf_tokenizer_free(p->tok[k]);
     free(p->chunk), free(p->state), free(p->thread), free(p->tok);
     free(p);

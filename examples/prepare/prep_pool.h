@@ -31,7 +31,7 @@ typedef struct {
     size_t nseg, seg_cap;
     int32_t *ids; /* the result: every segment's ids in order */
     size_t nids, ids_cap;
-    int failed; /* out of memory while encoding */
+    int failed;        /* out of memory while encoding */
     uint64_t in_bytes; /* input bytes read up to the end of this chunk (progress) */
 } prep_chunk;
 

@@ -38,7 +38,8 @@ static cur_shard cur; /* one prep_shards per process */
 static int open_writer(prep_shards *s, char *err, size_t errlen) {
     const char *slash = strrchr(cur.path, '/');
     int dirlen = slash ? (int)(slash - cur.path + 1) : 0;
-    if (snprintf(tmp_path, sizeof tmp_path, "%.*s.%s.partial-%ld", dirlen, cur.path, cur.path + dirlen, (long)getpid()) < 0)
+    if (snprintf(tmp_path, sizeof tmp_path, "%.*s.%s.partial-%ld", dirlen, cur.path, cur.path + dirlen,
+                 (long)getpid()) < 0)
         tmp_path[0] = 0;
     tmp_live = 1;
     if (!(cur.w = sr_shard_writer_open(cur.path, sr_shard_token_bytes(s->vocab_size), err, errlen))) {

@@ -100,7 +100,8 @@ static int parse_count(const char *flag, const char *v, uint64_t min, uint64_t m
     unsigned long long x = strtoull(v, &end, 10);
     if (!*v || *end || errno || v[0] == '-' || x < min || x > max) {
         char range[96];
-        snprintf(range, sizeof range, "a whole number from %llu to %llu", (unsigned long long)min, (unsigned long long)max);
+        snprintf(range, sizeof range, "a whole number from %llu to %llu", (unsigned long long)min,
+                 (unsigned long long)max);
         fprintf(stderr, "shardrun_prepare: error: %s %s: expected %s (see shardrun_prepare --help)\n", flag, v, range);
         return -1;
     }
@@ -192,8 +193,10 @@ static int parse(int argc, char **argv, opts *o) {
             while (++i < argc) argv[o->ninputs++] = argv[i];
             break;
         }
-        static const char *const with_value[] = {"-o", "--output", "--job", "--vocab", "--merges", "--tokenizer-json", "--text-field",
-                                                 "--shard-tokens", "--val-tokens", "--threads", "--chunk-bytes", "--format", "--progress"};
+        static const char *const with_value[] = {"-o",           "--output",         "--job",         "--vocab",
+                                                 "--merges",     "--tokenizer-json", "--text-field",  "--shard-tokens",
+                                                 "--val-tokens", "--threads",        "--chunk-bytes", "--format",
+                                                 "--progress"};
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(a, with_value[k]);
         if (!known) return bad("unknown option %s%s", a, "");
@@ -247,7 +250,8 @@ static int check_paths(const opts *o, uint64_t *total) {
     for (int i = 0; i < o->ninputs; i++) {
         struct stat st;
         if (stat(o->inputs[i], &st) != 0)
-            return fprintf(stderr, "shardrun_prepare: error: input %s: %s\n", o->inputs[i], strerror(errno)), EXIT_CONFIG;
+            return fprintf(stderr, "shardrun_prepare: error: input %s: %s\n", o->inputs[i], strerror(errno)),
+                   EXIT_CONFIG;
         if (!S_ISREG(st.st_mode))
             return fprintf(stderr, "shardrun_prepare: error: input %s is %s; expected a text or JSON Lines file\n",
                            o->inputs[i], tf_file_kind(st.st_mode)),
@@ -260,7 +264,9 @@ static int check_paths(const opts *o, uint64_t *total) {
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0)
         return fprintf(stderr, "shardrun_prepare: error: -o %s: the folder %s %s; create it first\n", o->out, dir,
-                       stat(dir, &st) != 0 ? "does not exist" : !S_ISDIR(st.st_mode) ? "is not a folder" : "is not writable"),
+                       stat(dir, &st) != 0    ? "does not exist"
+                       : !S_ISDIR(st.st_mode) ? "is not a folder"
+                                              : "is not writable"),
                EXIT_CONFIG;
     return 0;
 }
@@ -283,7 +289,9 @@ static int take_one(run *r) {
     prep_chunk *c = prep_pool_next_done(r->pool);
     if (!c) return 0;
     if (c->failed)
-        return snprintf(r->err, sizeof r->err, "out of memory while tokenizing (or a tokenizer file changed while loading)"), -1;
+        return snprintf(r->err, sizeof r->err,
+                        "out of memory while tokenizing (or a tokenizer file changed while loading)"),
+               -1;
     if (prep_shards_push(&r->shards, c->ids, c->nids, r->err, sizeof r->err)) return -1;
     r->done_bytes = c->in_bytes;
     prep_pool_release(r->pool);
@@ -394,16 +402,19 @@ int main(int argc, char **argv) {
            (unsigned long long)r.shards.tokens, (unsigned long long)r.docs, (double)r.text_bytes / 1e6,
            (double)total / 1e6, s, o.threads, s > 0 ? (double)r.text_bytes / 1e6 / s : 0,
            s > 0 ? (double)r.shards.tokens / 1e6 / s : 0, t_load);
-    printf("shards: %d written, %d already complete and identical (kept); vocabulary %d, %s tokens\n",
-           r.shards.written, r.shards.kept, vocab, sr_shard_token_bytes(vocab) == 2 ? "uint16" : "uint32");
+    printf("shards: %d written, %d already complete and identical (kept); vocabulary %d, %s tokens\n", r.shards.written,
+           r.shards.kept, vocab, sr_shard_token_bytes(vocab) == 2 ? "uint16" : "uint32");
     char name[4096];
     prep_shards_name(&r.shards, 0, r.shards.index + (r.shards.n == 0 ? 0 : 1), name, sizeof name);
     if (access(name, F_OK) == 0)
-        fprintf(stderr, "shardrun_prepare: warning: %s (and maybe more) is left from an earlier run that wrote more "
-                        "shards; it is not part of this data: remove it\n", name);
+        fprintf(stderr,
+                "shardrun_prepare: warning: %s (and maybe more) is left from an earlier run that wrote more "
+                "shards; it is not part of this data: remove it\n",
+                name);
     if (r.shards.tokens && r.shards.tokens <= o.val_tokens)
-        fprintf(stderr, "shardrun_prepare: warning: all %llu tokens went to the val split (--val-tokens %llu): "
-                        "there is no train shard; give a smaller --val-tokens\n",
+        fprintf(stderr,
+                "shardrun_prepare: warning: all %llu tokens went to the val split (--val-tokens %llu): "
+                "there is no train shard; give a smaller --val-tokens\n",
                 (unsigned long long)r.shards.tokens, (unsigned long long)o.val_tokens);
     return 0;
 }

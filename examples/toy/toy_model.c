@@ -51,12 +51,12 @@ typedef struct toy {
     float **out;
     float **saved;
     float *scratch;
-    int *have; /* per module: 0 no intermediates, 1 saved by forward, 2 recomputed */
-    float *dlogits;       /* d(loss)/d(logits) * grad_scale, from loss() */
-    float *dy, *dx;       /* gradient w.r.t. the current module's output / input (B*T*C) */
-    float *dtmp;          /* backward temporaries (B*T*(H+C)) */
-    float *check;         /* a recomputed output, compared with the stored one */
-    float *pbuf, *gbuf;   /* float copies of one module's params; its gradient deltas */
+    int *have;              /* per module: 0 no intermediates, 1 saved by forward, 2 recomputed */
+    float *dlogits;         /* d(loss)/d(logits) * grad_scale, from loss() */
+    float *dy, *dx;         /* gradient w.r.t. the current module's output / input (B*T*C) */
+    float *dtmp;            /* backward temporaries (B*T*(H+C)) */
+    float *check;           /* a recomputed output, compared with the stored one */
+    float *pbuf, *gbuf;     /* float copies of one module's params; its gradient deltas */
     int next_fwd, next_bwd; /* call-order checks: what the engine must call next */
 
     long long nforward, nrecompute, nbackward, ninject;
@@ -86,8 +86,8 @@ static void round_to(float *x, size_t n, sr_dtype dt) {
 
 /* ---- layers: forward ------------------------------------------------------------------------ */
 
-static void layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w,
-                              const float *b, int N, int C) {
+static void layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                              int N, int C) {
     for (int n = 0; n < N; n++) {
         const float *xi = x + (size_t)n * C;
         float m = 0.0f, v = 0.0f;
@@ -139,8 +139,8 @@ static void mix_forward(float *out, const float *x, const float *W, int B, int T
 
 /* ---- layers: backward (all ADD into dx and the parameter gradients) -------------------------- */
 
-static void layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
-                               const float *mean, const float *rstd, const float *w, int N, int C) {
+static void layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *mean,
+                               const float *rstd, const float *w, int N, int C) {
     for (int n = 0; n < N; n++) {
         const float *xi = x + (size_t)n * C, *di = dout + (size_t)n * C;
         float m = mean[n], s = rstd[n], dmean = 0.0f, dnorm_norm = 0.0f;
@@ -160,8 +160,8 @@ static void layernorm_backward(float *dx, float *dw, float *db, const float *dou
     }
 }
 
-static void linear_backward(float *dx, float *dw, float *db, const float *dout, const float *x,
-                            const float *w, int N, int I, int O) {
+static void linear_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w, int N,
+                            int I, int O) {
     for (int n = 0; n < N; n++) {
         const float *xi = x + (size_t)n * I, *d = dout + (size_t)n * O;
         float *dxi = dx ? dx + (size_t)n * I : NULL;
@@ -187,8 +187,7 @@ static void gelu_backward(float *dx, const float *x, const float *dout, size_t n
     }
 }
 
-static void mix_backward(float *dx, float *dW, const float *dout, const float *x, const float *W, int B,
-                         int T, int C) {
+static void mix_backward(float *dx, float *dW, const float *dout, const float *x, const float *W, int B, int T, int C) {
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             const float *d = dout + ((size_t)b * T + t) * C;
@@ -307,8 +306,8 @@ static int toy_eval_batch(void *state, const int64_t *samples, int n, long long 
 #ifndef TOY_EVAL_SIZE /* tests/tasks/eval_*.c: a struct from a newer or a broken header */
 #define TOY_EVAL_SIZE sizeof(sr_model_eval)
 #endif
-static const sr_model_eval toy_eval = {.struct_size = TOY_EVAL_SIZE, .num_samples = toy_eval_num_samples,
-                                       .batch = toy_eval_batch, .cross_entropy = 1};
+static const sr_model_eval toy_eval = {
+    .struct_size = TOY_EVAL_SIZE, .num_samples = toy_eval_num_samples, .batch = toy_eval_batch, .cross_entropy = 1};
 
 static void *toy_create(sr_ctx *ctx, sr_model *model) {
     toy *st = calloc(1, sizeof *st);
@@ -355,8 +354,7 @@ static void *toy_create(sr_ctx *ctx, sr_model *model) {
             goto fail;
     }
 #undef P
-    if (module(st, model, "norm_f", "LayerNorm", K_NORM) ||
-        param(st, model, "norm_f.weight", 1, C, 0, SR_ONES, ND) ||
+    if (module(st, model, "norm_f", "LayerNorm", K_NORM) || param(st, model, "norm_f.weight", 1, C, 0, SR_ONES, ND) ||
         param(st, model, "norm_f.bias", 1, C, 0, SR_ZEROS, ND) || module(st, model, "head", "LMHead", K_HEAD) ||
         sr_model_tie(model, "head.weight", "embed.weight") != 0)
         goto fail;
@@ -505,9 +503,7 @@ static void module_forward(toy *st, int m, const float *const *P, const float *x
         for (size_t i = 0; i < NC; i++) out[i] += x[i];
         break;
     }
-    case K_NORM:
-        layernorm_forward(out, I, I + N, x, P[0], P[1], N, C);
-        break;
+    case K_NORM: layernorm_forward(out, I, I + N, x, P[0], P[1], N, C); break;
     case K_HEAD: /* P: head.weight (= embed.weight, [V,C]), head.bias */
         linear_forward(out, x, P[0], P[1], N, C, V);
         break;
@@ -528,7 +524,8 @@ static int toy_forward(void *state, const sr_module_call *call) {
     if (call->recompute ? st->next_bwd < 0 || m > st->next_bwd : m != st->next_fwd && m != 0) {
         fprintf(stderr, "toy_model: %s of %s out of order (expected %s %d)\n",
                 call->recompute ? "recompute" : "forward", call->name,
-                call->recompute ? "after the loss, a module <=" : "module", call->recompute ? st->next_bwd : st->next_fwd);
+                call->recompute ? "after the loss, a module <=" : "module",
+                call->recompute ? st->next_bwd : st->next_fwd);
         return -1;
     }
     /* buffers are sized for the largest batch (Bcap) */
@@ -555,8 +552,10 @@ static int toy_forward(void *state, const sr_module_call *call) {
     if (call->recompute) {
         st->nrecompute++;
         if (memcmp(out, st->out[m], nout * sizeof(float)) != 0) {
-            fprintf(stderr, "toy_model: recomputed output of %s differs from its forward output "
-                            "(parameters or input changed in between)\n", call->name);
+            fprintf(stderr,
+                    "toy_model: recomputed output of %s differs from its forward output "
+                    "(parameters or input changed in between)\n",
+                    call->name);
             return -1;
         }
     } else {
@@ -605,8 +604,10 @@ static int toy_backward(void *state, const sr_module_call *call) {
     if (inter_per_token(st, kind)) {
         if (st->have[m]) I = st->saved[m];
         else {
-            fprintf(stderr, "toy_model: backward of %s without its activations (forward had save_activations = 0 "
-                            "and no recompute came before this backward)\n", call->name);
+            fprintf(stderr,
+                    "toy_model: backward of %s without its activations (forward had save_activations = 0 "
+                    "and no recompute came before this backward)\n",
+                    call->name);
             return -1;
         }
     }

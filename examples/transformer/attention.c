@@ -19,8 +19,7 @@
 
 static int imin(int a, int b) { return a < b ? a : b; }
 
-void tf_attention_forward(const tf_shape *s, const tf_qkv_layout *l, int alibi, const void *qkv, void *att_,
-                          void *y_) {
+void tf_attention_forward(const tf_shape *s, const tf_qkv_layout *l, int alibi, const void *qkv, void *att_, void *y_) {
     const int T = s->T, C = s->C, NH = s->NH, hs = C / NH, hst = l->head_stride, W = l->row, G = l->kv_heads,
               rep = NH / G;
     const long long TT = (long long)T * T;
@@ -52,8 +51,8 @@ void tf_attention_forward(const tf_shape *s, const tf_qkv_layout *l, int alibi, 
     }
 }
 
-void tf_attention_backward(const tf_shape *s, const tf_qkv_layout *l, const void *qkv, const void *att_, const void *dy_,
-                           void *dqkv, void *datt) {
+void tf_attention_backward(const tf_shape *s, const tf_qkv_layout *l, const void *qkv, const void *att_,
+                           const void *dy_, void *dqkv, void *datt) {
     const int T = s->T, C = s->C, NH = s->NH, hs = C / NH, hst = l->head_stride, W = l->row, G = l->kv_heads,
               rep = NH / G;
     const long long TT = (long long)T * T;

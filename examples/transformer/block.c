@@ -36,7 +36,8 @@ size_t tf_block_work_bytes(const tf_shape *s) {
     return s->es * (N * 8 * (size_t)s->C + (size_t)s->NH * s->T * s->T);
 }
 
-void tf_block_forward(const tf_shape *s, const tf_block_style *st, void *const *p, const void *x, const tf_block_acts *a, void *out) {
+void tf_block_forward(const tf_shape *s, const tf_block_style *st, void *const *p, const void *x,
+                      const tf_block_acts *a, void *out) {
     const int N = s->B * s->T, C = s->C;
     s->k->layernorm_forward(a->ln1, a->mean1, a->rstd1, x, p[TF_BLOCK_LN1_W], p[TF_BLOCK_LN1_B], N, C, s->dt);
     tf_linear_forward(s, st->weights, a->qkv, a->ln1, p[TF_BLOCK_QKV_W], p[TF_BLOCK_QKV_B], N, C, 3 * C);
@@ -53,20 +54,24 @@ void tf_block_forward(const tf_shape *s, const tf_block_style *st, void *const *
 }
 
 void tf_block_backward(const tf_shape *s, const tf_block_style *st, void *const *p, void *const *d, const void *x,
-                         const tf_block_acts *a, const void *dy, void *dx, void *work) {
+                       const tf_block_acts *a, const void *dy, void *dx, void *work) {
     const int N = s->B * s->T, C = s->C;
     char *dfch = work, *dqkv = AT(dfch, (size_t)N * 4 * C), *dc = AT(dqkv, (size_t)N * 3 * C),
          *datt = AT(dc, (size_t)N * C);
     s->k->copy(dx, dy, (size_t)N * C, s->dt); /* the residual around the MLP: dx = d(res2) from here on */
-    tf_linear_backward(s, st->weights, dfch, 0.0f, d[TF_BLOCK_DOWN_W], d[TF_BLOCK_DOWN_B], dy, a->fchg, p[TF_BLOCK_DOWN_W], N, 4 * C, C);
+    tf_linear_backward(s, st->weights, dfch, 0.0f, d[TF_BLOCK_DOWN_W], d[TF_BLOCK_DOWN_B], dy, a->fchg,
+                       p[TF_BLOCK_DOWN_W], N, 4 * C, C);
     /* the up projection's bias gradient comes out of GELU's backward pass, not a second pass over dfch */
     s->k->gelu_backward(dfch, d[TF_BLOCK_UP_B], a->fch, dfch, N, 4 * C, s->dt);
     tf_linear_backward(s, st->weights, dc, 0.0f, d[TF_BLOCK_UP_W], NULL, dfch, a->ln2, p[TF_BLOCK_UP_W], N, C, 4 * C);
-    s->k->layernorm_backward(dx, d[TF_BLOCK_LN2_W], d[TF_BLOCK_LN2_B], dc, a->res2, a->mean2, a->rstd2, p[TF_BLOCK_LN2_W], N, C,
-                             s->dt);
-    tf_linear_backward(s, st->weights, dc, 0.0f, d[TF_BLOCK_OUT_W], d[TF_BLOCK_OUT_B], dx, a->atty, p[TF_BLOCK_OUT_W], N, C, C);
+    s->k->layernorm_backward(dx, d[TF_BLOCK_LN2_W], d[TF_BLOCK_LN2_B], dc, a->res2, a->mean2, a->rstd2,
+                             p[TF_BLOCK_LN2_W], N, C, s->dt);
+    tf_linear_backward(s, st->weights, dc, 0.0f, d[TF_BLOCK_OUT_W], d[TF_BLOCK_OUT_B], dx, a->atty, p[TF_BLOCK_OUT_W],
+                       N, C, C);
     tf_qkv_layout l = st->qkv_per_head ? tf_qkv_per_head(C, s->NH) : tf_qkv_blocks(C, s->NH);
     tf_attention_backward(s, &l, a->qkv, a->att, dc, dqkv, datt);
-    tf_linear_backward(s, st->weights, dc, 0.0f, d[TF_BLOCK_QKV_W], d[TF_BLOCK_QKV_B], dqkv, a->ln1, p[TF_BLOCK_QKV_W], N, C, 3 * C);
-    s->k->layernorm_backward(dx, d[TF_BLOCK_LN1_W], d[TF_BLOCK_LN1_B], dc, x, a->mean1, a->rstd1, p[TF_BLOCK_LN1_W], N, C, s->dt);
+    tf_linear_backward(s, st->weights, dc, 0.0f, d[TF_BLOCK_QKV_W], d[TF_BLOCK_QKV_B], dqkv, a->ln1, p[TF_BLOCK_QKV_W],
+                       N, C, 3 * C);
+    s->k->layernorm_backward(dx, d[TF_BLOCK_LN1_W], d[TF_BLOCK_LN1_B], dc, x, a->mean1, a->rstd1, p[TF_BLOCK_LN1_W], N,
+                             C, s->dt);
 }

@@ -21,12 +21,18 @@
 
 /* a block's parameters, in the order a family declares them (names: the family's) */
 enum {
-    TF_BLOCK_LN1_W, TF_BLOCK_LN1_B,   /* LayerNorm 1 [C], [C] */
-    TF_BLOCK_QKV_W, TF_BLOCK_QKV_B,   /* fused q/k/v projection C -> 3C */
-    TF_BLOCK_OUT_W, TF_BLOCK_OUT_B,   /* attention output projection C -> C */
-    TF_BLOCK_LN2_W, TF_BLOCK_LN2_B,   /* LayerNorm 2 */
-    TF_BLOCK_UP_W, TF_BLOCK_UP_B,     /* MLP C -> 4C */
-    TF_BLOCK_DOWN_W, TF_BLOCK_DOWN_B, /* MLP 4C -> C */
+    TF_BLOCK_LN1_W,
+    TF_BLOCK_LN1_B, /* LayerNorm 1 [C], [C] */
+    TF_BLOCK_QKV_W,
+    TF_BLOCK_QKV_B, /* fused q/k/v projection C -> 3C */
+    TF_BLOCK_OUT_W,
+    TF_BLOCK_OUT_B, /* attention output projection C -> C */
+    TF_BLOCK_LN2_W,
+    TF_BLOCK_LN2_B, /* LayerNorm 2 */
+    TF_BLOCK_UP_W,
+    TF_BLOCK_UP_B, /* MLP C -> 4C */
+    TF_BLOCK_DOWN_W,
+    TF_BLOCK_DOWN_B, /* MLP 4C -> C */
     TF_BLOCK_PARAMS
 };
 

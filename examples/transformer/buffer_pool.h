@@ -22,7 +22,7 @@
 typedef struct tf_buffer_pool {
     void *(*alloc)(size_t bytes); /* NULL when out of memory */
     void (*free)(void *p);
-    size_t bytes; /* of each buffer */
+    size_t bytes;        /* of each buffer */
     int held, held_peak; /* buffers lent now, and the most at once */
     /* the pool's own */
     void **idle;

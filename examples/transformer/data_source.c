@@ -9,7 +9,8 @@ static void text_describe(const tf_dataset *d, char *out, size_t len) {
     snprintf(out, len, "from %lld texts of %lld files (%lld shorter texts dropped", d->texts_read - d->texts_dropped,
              d->files, d->texts_dropped);
     size_t k = strlen(out);
-    if (d->tokens_left && k < len) snprintf(out + k, len - k, "; packed, the last %lld tokens fill no block", d->tokens_left);
+    if (d->tokens_left && k < len)
+        snprintf(out + k, len - k, "; packed, the last %lld tokens fill no block", d->tokens_left);
     k = strlen(out);
     if (k < len) snprintf(out + k, len - k, ")");
 }
@@ -20,8 +21,9 @@ static int shards_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, 
     (void)tok;
     memset(d, 0, sizeof *d);
     if (!o->packing) {
-        snprintf(err, errlen, "packing = false needs texts, and token shards hold one stream of tokens; leave "
-                              "packing out (token shards are packed) or give text or JSON Lines files");
+        snprintf(err, errlen,
+                 "packing = false needs texts, and token shards hold one stream of tokens; leave "
+                 "packing out (token shards are packed) or give text or JSON Lines files");
         return -1;
     }
     if (!(d->shards = calloc(1, sizeof *d->shards))) {
@@ -41,8 +43,10 @@ static int shards_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, 
     d->tokens_left = d->shards->ntokens - d->n * d->T;
     d->files = d->shards->n;
     if (!d->n) {
-        snprintf(err, errlen, "the %d token shards (\"%s\") hold %lld tokens, fewer than one block of max_length = %d; "
-                              "add shards or lower max_length", d->shards->n, o->patterns, (long long)d->shards->ntokens, d->T);
+        snprintf(err, errlen,
+                 "the %d token shards (\"%s\") hold %lld tokens, fewer than one block of max_length = %d; "
+                 "add shards or lower max_length",
+                 d->shards->n, o->patterns, (long long)d->shards->ntokens, d->T);
         tf_dataset_free(d);
         return -1;
     }

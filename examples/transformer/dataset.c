@@ -88,8 +88,9 @@ static int expand(const char *pat, data_file **files, size_t *n, size_t *cap, ch
         }
         if (S_ISDIR(st.st_mode)) continue;
         if (!S_ISREG(st.st_mode)) {
-            rc = fail(err, errlen, "data file %s (matched by \"%s\") is %s, not a regular file; give regular text files",
-                      p, pat, tf_file_kind((unsigned)st.st_mode));
+            rc =
+                fail(err, errlen, "data file %s (matched by \"%s\") is %s, not a regular file; give regular text files",
+                     p, pat, tf_file_kind((unsigned)st.st_mode));
             break;
         }
         if (*n == *cap) {
@@ -107,14 +108,15 @@ static int expand(const char *pat, data_file **files, size_t *n, size_t *cap, ch
             rc = fail(err, errlen, "out of memory listing the data files");
             break;
         }
-        (*files)[*n] = (data_file){.path = copy, .dev = st.st_dev, .ino = st.st_ino, .order = *n,
-                                   .size = (unsigned long long)st.st_size};
+        (*files)[*n] = (data_file){
+            .path = copy, .dev = st.st_dev, .ino = st.st_ino, .order = *n, .size = (unsigned long long)st.st_size};
         ++*n;
         taken++;
     }
     if (!rc && !taken)
-        rc = fail(err, errlen, "the data pattern \"%s\" matches only directories; name the files in them (like \"%s/*\")",
-                  pat, g.gl_pathv[0]);
+        rc = fail(err, errlen,
+                  "the data pattern \"%s\" matches only directories; name the files in them (like \"%s/*\")", pat,
+                  g.gl_pathv[0]);
     globfree(&g);
     return rc ? -1 : 0;
 }
@@ -163,8 +165,10 @@ static int list_files(const char *patterns, const char *base_dir, data_file **ou
     unsigned long long total = 0;
     for (size_t k = 0; k < kept; k++) total += files[k].size;
     if (total > TF_DATA_MAX) {
-        fail(err, errlen, "the data files hold %llu bytes together (%zu files, from \"%s\"), more than the %llu "
-             "bytes (4 GiB) the gpt2 task reads; name fewer files", total, kept, patterns, TF_DATA_MAX);
+        fail(err, errlen,
+             "the data files hold %llu bytes together (%zu files, from \"%s\"), more than the %llu "
+             "bytes (4 GiB) the gpt2 task reads; name fewer files",
+             total, kept, patterns, TF_DATA_MAX);
         free_files(files, kept);
         return -1;
     }
@@ -181,8 +185,8 @@ typedef struct {
     tf_tokenizer *tok;
     int32_t *tmp; /* the current text's ids */
     size_t tmp_n, tmp_cap;
-    long long cap; /* samples d->ids and d->lengths hold */
-    sr_packer pack; /* packing: every text so far, joined by eos */
+    long long cap;    /* samples d->ids and d->lengths hold */
+    sr_packer pack;   /* packing: every text so far, joined by eos */
     const char *file; /* the file being read, for messages */
     char *err;
     size_t errlen;
@@ -266,7 +270,7 @@ static int cut_blocks(loader *L) {
     tf_dataset *d = L->d;
     long long n = sr_packer_blocks(&L->pack);
     d->tokens_left = L->pack.n - n * d->T;
-    if (!n) return 0; /* no sample: said by the caller */
+    if (!n) return 0;     /* no sample: said by the caller */
     d->ids = L->pack.ids; /* rows of T are the stream itself: no copy */
     L->pack.ids = NULL;
     if (!(d->lengths = malloc((size_t)n * sizeof *d->lengths))) return fail(L->err, L->errlen, "out of memory");
@@ -332,7 +336,8 @@ int tf_dataset_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, cha
     if (!o->patterns) return fail(err, errlen, "no data files given: set the data patterns");
     if (o->max_length < 1) return fail(err, errlen, "max_length must be at least 1 token (it is %d)", o->max_length);
     if (o->min_chars < 0) return fail(err, errlen, "min_chars must be 0 or more (it is %d)", o->min_chars);
-    if (o->max_samples < 0) return fail(err, errlen, "max_samples must be 0 (all) or more (it is %lld)", o->max_samples);
+    if (o->max_samples < 0)
+        return fail(err, errlen, "max_samples must be 0 (all) or more (it is %lld)", o->max_samples);
     if ((unsigned)o->split > TF_SPLIT_FILE) return fail(err, errlen, "unknown split mode %d", (int)o->split);
     data_file *files = NULL;
     size_t nfiles = 0;
@@ -345,7 +350,7 @@ int tf_dataset_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, cha
     for (size_t k = 0; k < nfiles && !rc; k++) {
         size_t len;
         char *text = tf_read_file_max(files[k].path, "data file", (size_t)budget,
-                                        "what is left of the 4 GiB all data files may hold together", &len, err, errlen);
+                                      "what is left of the 4 GiB all data files may hold together", &len, err, errlen);
         if (!text) {
             rc = -1;
             break;
@@ -356,14 +361,15 @@ int tf_dataset_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, cha
         if (o->format == TF_FORMAT_JSONL)
             rc = sr_jsonl_each(text, len, files[k].path, 1, o->text_field ? o->text_field : "text", take_record, &L,
                                err, errlen);
-        else
-            rc = split(&L, text, len);
+        else rc = split(&L, text, len);
         free(text);
     }
     if (rc >= 0 && o->packing && cut_blocks(&L) != 0) rc = -1;
     if (rc >= 0 && o->packing && !d->n && d->texts_read > d->texts_dropped) {
-        fail(err, errlen, "packing: the %lld texts hold %lld tokens together, fewer than one block of max_length = %d; "
-             "add data or lower max_length", d->texts_read - d->texts_dropped, (long long)L.pack.n, d->T);
+        fail(err, errlen,
+             "packing: the %lld texts hold %lld tokens together, fewer than one block of max_length = %d; "
+             "add data or lower max_length",
+             d->texts_read - d->texts_dropped, (long long)L.pack.n, d->T);
         rc = -1;
     }
     sr_packer_free(&L.pack);

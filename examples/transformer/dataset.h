@@ -29,10 +29,10 @@ typedef struct tf_data_opts {
        backslash keeps a space in a name ("my\ file.txt") */
     const char *patterns;
     const char *base_dir; /* relative patterns are relative to this folder (the job file's); NULL: the current one */
-    tf_split split;      /* how files become texts: paragraphs (separated by blank lines; the default), lines, whole files */
-    int min_chars;         /* texts with fewer non-whitespace characters (UTF-8 code points) are dropped */
-    int max_length;        /* tokens per sample: truncated to it, padded with eos */
-    long long max_samples; /* 0 = all; else keep the first max_samples texts (after filtering, in file order) */
+    tf_split split; /* how files become texts: paragraphs (separated by blank lines; the default), lines, whole files */
+    int min_chars;  /* texts with fewer non-whitespace characters (UTF-8 code points) are dropped */
+    int max_length; /* tokens per sample: truncated to it, padded with eos */
+    long long max_samples;  /* 0 = all; else keep the first max_samples texts (after filtering, in file order) */
     tf_format format;       /* text or JSON Lines here; shards: tf_data_source_shards */
     const char *text_field; /* JSON Lines: the member holding the text ("text") */
     int packing;            /* 1: texts joined by eos and cut into full blocks of max_length (group_texts),
@@ -40,13 +40,13 @@ typedef struct tf_data_opts {
 } tf_data_opts;
 
 typedef struct tf_dataset {
-    long long n;      /* samples */
-    int T;            /* = max_length */
-    int32_t *ids;     /* n*T input ids (padding = eos) */
-    int32_t *lengths; /* n: real tokens in each sample (the rest is padding) */
+    long long n;                                /* samples */
+    int T;                                      /* = max_length */
+    int32_t *ids;                               /* n*T input ids (padding = eos) */
+    int32_t *lengths;                           /* n: real tokens in each sample (the rest is padding) */
     long long files, texts_read, texts_dropped; /* for a log line: files read, non-empty texts seen, dropped */
-    long long tokens; /* sum of lengths */
-    long long tokens_left; /* packed: the stream's last tokens that fill no block (dropped) */
+    long long tokens;                           /* sum of lengths */
+    long long tokens_left;                      /* packed: the stream's last tokens that fill no block (dropped) */
     /* token shards (tf_data_source_shards): ids and lengths are NULL, and sample i is the stream's
        tokens (block0 + i) * T .. + T of shards, all real */
     sr_shard_set *shards;

@@ -32,7 +32,7 @@ int tf_dump_write(const char *path, const tf_dump_tensor *t, int n) {
     }
     len += (size_t)snprintf(h + len, cap - len, "}");
     while (len % 8) h[len++] = ' ';
-    sr_out o;
+    sr__out o;
     char why[4600];
     int ok = sr__out_open(&o, path, why, sizeof why) == 0;
     if (ok) {
@@ -43,8 +43,7 @@ int tf_dump_write(const char *path, const tf_dump_tensor *t, int n) {
         if (!ok) snprintf(why, sizeof why, "cannot write %s: %s", path, strerror(errno)), sr__out_abort(&o);
         else ok = sr__out_close(&o, why, sizeof why) == 0;
     }
-    if (!ok)
-        fprintf(stderr, "gpt2: error: the dump: %s; check that its directory exists and is writable\n", why);
+    if (!ok) fprintf(stderr, "gpt2: error: the dump: %s; check that its directory exists and is writable\n", why);
     free(h);
     return ok ? 0 : -1;
 }

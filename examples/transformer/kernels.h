@@ -95,8 +95,7 @@ typedef struct tf_kernels {
        alibi_heads is 0; else matrix i is head i % alibi_heads and m = tf_alibi_slope(that head,
        alibi_heads) (kernel_math.h): ALiBi's linear bias on the key position.  The bias needs no
        term in the backward: it does not depend on the scores. */
-    void (*softmax_causal_forward)(void *P, const void *S, int T, float scale, int alibi_heads, int count,
-                                   sr_dtype dt);
+    void (*softmax_causal_forward)(void *P, const void *S, int T, float scale, int alibi_heads, int count, sr_dtype dt);
     /* dS[t, j] = scale * P[t, j] * (dP[t, j] - sum_i P[t, i] dP[t, i]); dS may alias dP */
     void (*softmax_causal_backward)(void *dS, const void *P, const void *dP, int T, float scale, int count,
                                     sr_dtype dt);
@@ -106,8 +105,7 @@ typedef struct tf_kernels {
        logits[n, :] = (softmax(logits[n]) - onehot(target)) * dscale (0 for ignored rows).
        CUDA makes two passes over a row (its max and sum of exponentials together, online per
        thread with tf_softmax_merge, then the gradient); the CPU three (kernels_cpu.c says why). */
-    void (*cross_entropy)(void *logits, float *losses, const int32_t *targets, int N, int V, float dscale,
-                          sr_dtype dt);
+    void (*cross_entropy)(void *logits, float *losses, const int32_t *targets, int N, int V, float dscale, sr_dtype dt);
 
     /* Generation (gpt2_infer.c): y[m] = alpha * op(A) x + beta * y, op(A) m x k column-major as in
        gemm (transa = 1: A is k x m), x [k] and y [m] contiguous.  gemm with n = 1 computes the same,

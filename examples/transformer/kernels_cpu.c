@@ -61,8 +61,8 @@ static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const voi
 }
 
 static void cpu_gemm_batched(int ta, int tb, int m, int n, int k, float alpha, const void *A, int lda, long long sA,
-                             const void *B, int ldb, long long sB, float beta, void *C, int ldc, long long sC, int batch,
-                             sr_dtype dt) {
+                             const void *B, int ldb, long long sB, float beta, void *C, int ldc, long long sC,
+                             int batch, sr_dtype dt) {
     (void)dt;
 #pragma omp parallel for schedule(static) if (batch > 1)
     for (int i = 0; i < batch; i++)
@@ -118,7 +118,8 @@ HOT static float sum_lanes(const float *x, int n) {
     return s;
 }
 
-HOT static void layernorm_row(float *o, float *mean, float *rstd, const float *x, const float *w, const float *b, int C) {
+HOT static void layernorm_row(float *o, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                              int C) {
     float m = sum_lanes(x, C) / (float)C;
     float acc[LANES] = {0};
     int i = 0;
@@ -257,11 +258,11 @@ HOT static void gelu_grad_cols(float *dx, float *db, const float *x, const float
 }
 
 /* Splits [0, n) into one contiguous chunk per thread and runs f on it. */
-#define PARALLEL_CHUNKS(n, body)                                                                 \
-    _Pragma("omp parallel if ((n) >= PAR_MIN)") {                                                \
-        size_t nt_ = (size_t)omp_get_num_threads(), t_ = (size_t)omp_get_thread_num();          \
-        size_t lo = (n) * t_ / nt_, hi = (n) * (t_ + 1) / nt_;                                   \
-        body;                                                                                    \
+#define PARALLEL_CHUNKS(n, body)                                                                                       \
+    _Pragma("omp parallel if ((n) >= PAR_MIN)") {                                                                      \
+        size_t nt_ = (size_t)omp_get_num_threads(), t_ = (size_t)omp_get_thread_num();                                 \
+        size_t lo = (n)*t_ / nt_, hi = (n) * (t_ + 1) / nt_;                                                           \
+        body;                                                                                                          \
     }
 
 static void cpu_gelu_forward(void *out, const void *x, size_t n, sr_dtype dt) {

@@ -75,7 +75,7 @@ constexpr int THREADS = 256;
 constexpr int ROWS_PER_BLOCK = THREADS / 32; /* kernels that give each row one warp */
 constexpr int CE_THREADS = 1024;             /* cross-entropy: one block per row of V logits */
 
-#define GRID_STRIDE(i, n) \
+#define GRID_STRIDE(i, n)                                                                                              \
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
 unsigned grid_for(size_t n) { /* elementwise kernels: grid-stride beyond 65536 blocks */
@@ -86,16 +86,16 @@ unsigned grid_rows(size_t rows) { return (unsigned)((rows + ROWS_PER_BLOCK - 1) 
 
 /* Instantiates `kern` for dt and launches it on stream 0; an empty grid launches nothing (CUDA
    rejects it).  Launch errors are recorded under the kernel's name. */
-#define LAUNCH(dt, kern, grid, block, ...)                                            \
-    do {                                                                              \
-        if ((grid) == 0) break;                                                       \
-        switch (dt) {                                                                 \
-        case SR_FLOAT32: kern<float><<<(grid), (block)>>>(__VA_ARGS__); break;        \
-        case SR_BFLOAT16: kern<bf16_t><<<(grid), (block)>>>(__VA_ARGS__); break;      \
-        case SR_FLOAT16: kern<f16_t><<<(grid), (block)>>>(__VA_ARGS__); break;        \
-        default: fail(#kern, "unsupported dtype (fp32, bf16, fp16 only)"); break;     \
-        }                                                                             \
-        cuda_ok(cudaGetLastError(), #kern);                                           \
+#define LAUNCH(dt, kern, grid, block, ...)                                                                             \
+    do {                                                                                                               \
+        if ((grid) == 0) break;                                                                                        \
+        switch (dt) {                                                                                                  \
+        case SR_FLOAT32: kern<float><<<(grid), (block)>>>(__VA_ARGS__); break;                                         \
+        case SR_BFLOAT16: kern<bf16_t><<<(grid), (block)>>>(__VA_ARGS__); break;                                       \
+        case SR_FLOAT16: kern<f16_t><<<(grid), (block)>>>(__VA_ARGS__); break;                                         \
+        default: fail(#kern, "unsupported dtype (fp32, bf16, fp16 only)"); break;                                      \
+        }                                                                                                              \
+        cuda_ok(cudaGetLastError(), #kern);                                                                            \
     } while (0)
 
 /* Butterfly reductions: every lane ends with the same value (a + b == b + a exactly). */
@@ -122,8 +122,7 @@ template <bool MAX> __device__ float block_reduce(float v) {
 /* ---- kernels ---------------------------------------------------------------------------------- */
 
 template <class E>
-__global__ void k_embed_fwd(void *out, const int32_t *ids, const void *wte, const void *wpe, int T, int C,
-                            size_t n) {
+__global__ void k_embed_fwd(void *out, const int32_t *ids, const void *wte, const void *wpe, int T, int C, size_t n) {
     GRID_STRIDE(i, n) {
         size_t row = i / C, c = i % C;
         float pos = wpe ? ld<E>(wpe, (row % T) * C + c) : 0.0f;
@@ -160,8 +159,8 @@ template <class E> __global__ void k_embed_bwd_wte(void *dwte, const int32_t *id
 
 /* One warp per row; the variance is the two-pass mean of squared deviations. */
 template <class E>
-__global__ void k_layernorm_fwd(void *out, float *mean, float *rstd, const void *x, const void *w, const void *b,
-                                int N, int C) {
+__global__ void k_layernorm_fwd(void *out, float *mean, float *rstd, const void *x, const void *w, const void *b, int N,
+                                int C) {
     int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= N) return; /* the whole warp leaves together, so the shuffles stay full-warp */
     size_t base = (size_t)row * C;
@@ -208,8 +207,8 @@ __global__ void k_layernorm_bwd_dx(void *dx, const void *dout, const void *x, co
 constexpr int SLICES = 32;
 enum colsum_kind { CS_BIAS, CS_LN, CS_GELU };
 template <class E, colsum_kind K>
-__device__ void colsum(void *dw, void *db, const void *dout, const void *x, const float *mean, const float *rstd,
-                       int N, int C) {
+__device__ void colsum(void *dw, void *db, const void *dout, const void *x, const float *mean, const float *rstd, int N,
+                       int C) {
     __shared__ float sw[SLICES][32], sb[SLICES][32];
     int c = blockIdx.x * 32 + threadIdx.x;
     float aw = 0.0f, ab = 0.0f;
@@ -232,14 +231,16 @@ __device__ void colsum(void *dw, void *db, const void *dout, const void *x, cons
     if constexpr (K == CS_LN) acc<E>(dw, c, aw);
     acc<E>(db, c, ab);
 }
-template <class E> __global__ void k_layernorm_bwd_dwdb(void *dw, void *db, const void *dout, const void *x,
-                                                        const float *mean, const float *rstd, int N, int C) {
+template <class E>
+__global__ void k_layernorm_bwd_dwdb(void *dw, void *db, const void *dout, const void *x, const float *mean,
+                                     const float *rstd, int N, int C) {
     colsum<E, CS_LN>(dw, db, dout, x, mean, rstd, N, C);
 }
 template <class E> __global__ void k_bias_bwd(void *dbias, const void *dout, int N, int O) {
     colsum<E, CS_BIAS>(nullptr, dbias, dout, nullptr, nullptr, nullptr, N, O);
 }
-template <class E> __global__ void k_gelu_bwd_bias(void *dx, void *dbias, const void *x, const void *dout, int N, int O) {
+template <class E>
+__global__ void k_gelu_bwd_bias(void *dx, void *dbias, const void *x, const void *dout, int N, int O) {
     colsum<E, CS_GELU>(dx, dbias, dout, x, nullptr, nullptr, N, O);
 }
 
@@ -364,7 +365,8 @@ int ids_upload(int32_t *dev_dst, const int32_t *host_src, size_t n) {
     return report();
 }
 int floats_download(float *host_dst, const float *dev_src, size_t n) {
-    if (!n || cuda_ok(cudaMemcpy(host_dst, dev_src, n * sizeof *dev_src, cudaMemcpyDeviceToHost), "cudaMemcpy (floats)"))
+    if (!n ||
+        cuda_ok(cudaMemcpy(host_dst, dev_src, n * sizeof *dev_src, cudaMemcpyDeviceToHost), "cudaMemcpy (floats)"))
         return 0;
     return report();
 }
@@ -412,9 +414,9 @@ void gemm(int transa, int transb, int m, int n, int k, float alpha, const void *
                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             "cublasGemmEx");
 }
-void gemm_batched(int transa, int transb, int m, int n, int k, float alpha, const void *A, int lda,
-                  long long strideA, const void *B, int ldb, long long strideB, float beta, void *C, int ldc,
-                  long long strideC, int batch, sr_dtype dt) {
+void gemm_batched(int transa, int transb, int m, int n, int k, float alpha, const void *A, int lda, long long strideA,
+                  const void *B, int ldb, long long strideB, float beta, void *C, int ldc, long long strideC, int batch,
+                  sr_dtype dt) {
     cublasHandle_t h = blas();
     cudaDataType t;
     if (!h || !blas_type(dt, &t)) return;
@@ -424,8 +426,7 @@ void gemm_batched(int transa, int transb, int m, int n, int k, float alpha, cons
             "cublasGemmStridedBatchedEx");
 }
 
-void embed_forward(void *out, const int32_t *ids, const void *wte, const void *wpe, int B, int T, int C,
-                   sr_dtype dt) {
+void embed_forward(void *out, const int32_t *ids, const void *wte, const void *wpe, int B, int T, int C, sr_dtype dt) {
     size_t n = (size_t)B * T * C;
     LAUNCH(dt, k_embed_fwd, grid_for(n), THREADS, out, ids, wte, wpe, T, C, n);
 }
@@ -434,8 +435,8 @@ void embed_backward(void *dwte, void *dwpe, const int32_t *ids, const void *dout
     int threads = C <= 32 ? 32 : C < 1024 ? (C + 31) / 32 * 32 : 1024; /* one column per thread when C allows */
     LAUNCH(dt, k_embed_bwd_wte, (unsigned)(B * T), threads, dwte, ids, dout, B * T, C);
 }
-void layernorm_forward(void *out, float *mean, float *rstd, const void *x, const void *w, const void *b, int N,
-                       int C, sr_dtype dt) {
+void layernorm_forward(void *out, float *mean, float *rstd, const void *x, const void *w, const void *b, int N, int C,
+                       sr_dtype dt) {
     LAUNCH(dt, k_layernorm_fwd, grid_rows(N), THREADS, out, mean, rstd, x, w, b, N, C);
 }
 void layernorm_backward(void *dx, void *dw, void *db, const void *dout, const void *x, const float *mean,
@@ -484,17 +485,31 @@ void attention_cached(void *y, const void *q, int ldq, const void *kc, const voi
 
 /* In the declaration order of tf_kernels (C++17 has no designated initialisers). */
 const tf_kernels table = {
-    "cuda", (1u << SR_FLOAT32) | (1u << SR_BFLOAT16) | (1u << SR_FLOAT16),
-    dev_alloc, dev_free, dev_zero, ids_upload, floats_download, dev_sync, dev_copy,
-    gemm, gemm_batched,
-    embed_forward, embed_backward,
-    layernorm_forward, layernorm_backward,
-    bias_fill, bias_backward,
-    gelu_forward, gelu_backward,
+    "cuda",
+    (1u << SR_FLOAT32) | (1u << SR_BFLOAT16) | (1u << SR_FLOAT16),
+    dev_alloc,
+    dev_free,
+    dev_zero,
+    ids_upload,
+    floats_download,
+    dev_sync,
+    dev_copy,
+    gemm,
+    gemm_batched,
+    embed_forward,
+    embed_backward,
+    layernorm_forward,
+    layernorm_backward,
+    bias_fill,
+    bias_backward,
+    gelu_forward,
+    gelu_backward,
     add,
-    softmax_causal_forward, softmax_causal_backward,
+    softmax_causal_forward,
+    softmax_causal_backward,
     cross_entropy,
-    gemv, attention_cached,
+    gemv,
+    attention_cached,
 };
 
 } // namespace

@@ -20,10 +20,10 @@ static const tf_kernels *inner;
 static tf_kernels table;
 
 #define BEGIN double t0_ = sr_profile_clock()
-#define END(cls, flops, bytes)                                                                   \
-    do {                                                                                         \
-        inner->sync();                                                                           \
-        sr_profile_kernel((cls), sr_profile_clock() - t0_, (double)(flops), (double)(bytes));    \
+#define END(cls, flops, bytes)                                                                                         \
+    do {                                                                                                               \
+        inner->sync();                                                                                                 \
+        sr_profile_kernel((cls), sr_profile_clock() - t0_, (double)(flops), (double)(bytes));                          \
     } while (0)
 
 static void p_zero(void *p, size_t bytes) {

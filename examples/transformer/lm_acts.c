@@ -15,8 +15,9 @@ void tf__lm_free_acts(tf_lm *g) {
         g->inter[m] = NULL;
     }
     tf_buffer_pool_resize(&g->pool, 0); /* the idle buffers; the lent ones were inter[]'s */
-    void **bufs[] = {(void **)&g->ids_d, (void **)&g->tgt_d, (void **)&g->losses_d, (void **)&g->lnf_stats,
-                     &g->dy, &g->dx, &g->work, &g->embed_acts};
+    void **bufs[] = {
+        (void **)&g->ids_d, (void **)&g->tgt_d, (void **)&g->losses_d, (void **)&g->lnf_stats, &g->dy, &g->dx,
+        &g->work,           &g->embed_acts};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         g->k->free(*bufs[i]);
         *bufs[i] = NULL;
@@ -43,9 +44,11 @@ int tf__lm_alloc_acts(tf_lm *g, int B) {
     for (int m = 0; !bad && m < g->nmod; m++)
         bad = !(g->out[m] = g->k->alloc(N * (size_t)(tf__lm_kind(g, m) == M_HEAD ? g->d.V : g->d.C) * es));
     if (bad) {
-        tf__lm_error(g, "out of %s memory for the activations of a micro-batch of %d samples of %d "
-                        "tokens; lower per_device_train_batch_size or max_length, or turn on "
-                        "fsdp.activation_checkpointing\n", g->k->name, B, g->T);
+        tf__lm_error(g,
+                     "out of %s memory for the activations of a micro-batch of %d samples of %d "
+                     "tokens; lower per_device_train_batch_size or max_length, or turn on "
+                     "fsdp.activation_checkpointing\n",
+                     g->k->name, B, g->T);
         tf__lm_free_acts(g);
         return -1;
     }

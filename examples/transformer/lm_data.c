@@ -69,8 +69,8 @@ static int first_is_shard(const char *patterns, const char *base_dir) {
     }
     word[n] = 0;
     if (!n) return 0;
-    snprintf(path, sizeof path, "%s%s%s", word[0] == '/' || !base_dir ? "" : base_dir, word[0] == '/' || !base_dir ? "" : "/",
-             word);
+    snprintf(path, sizeof path, "%s%s%s", word[0] == '/' || !base_dir ? "" : base_dir,
+             word[0] == '/' || !base_dir ? "" : "/", word);
     glob_t gl;
     int is = 0;
     if (glob(path, 0, NULL, &gl) == 0) {
@@ -80,7 +80,8 @@ static int first_is_shard(const char *patterns, const char *base_dir) {
             FILE *f = stat(gl.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode) ? fopen(gl.gl_pathv[i], "rb") : NULL;
             if (!f) continue;
             if (fread(h, 1, 4, f) == 4) {
-                int32_t m = (int32_t)((uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24);
+                int32_t m =
+                    (int32_t)((uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24);
                 is = m == SR_SHARD_MAGIC_U16 || m == SR_SHARD_MAGIC_U32;
             }
             fclose(f);
@@ -96,8 +97,9 @@ static int first_is_shard(const char *patterns, const char *base_dir) {
 static int data_format(tf_lm *g, const char *key, const char *patterns, tf_format *out) {
     const char *f = sr_config(g->ctx, "data_format");
     if (!f || !strcmp(f, "auto")) {
-        *out = all_end_in(patterns, "|.bin|") ? TF_FORMAT_SHARDS :
-               all_end_in(patterns, "|.jsonl|.json|") ? TF_FORMAT_JSONL : TF_FORMAT_TEXT;
+        *out = all_end_in(patterns, "|.bin|")           ? TF_FORMAT_SHARDS
+               : all_end_in(patterns, "|.jsonl|.json|") ? TF_FORMAT_JSONL
+                                                        : TF_FORMAT_TEXT;
         if (*out == TF_FORMAT_TEXT && first_is_shard(patterns, sr_config_base_dir(g->ctx, key)))
             *out = TF_FORMAT_SHARDS; /* a folder glob of shards: known by their magic, not read as text */
         return 0;
@@ -106,8 +108,10 @@ static int data_format(tf_lm *g, const char *key, const char *patterns, tf_forma
     else if (!strcmp(f, "jsonl")) *out = TF_FORMAT_JSONL;
     else if (!strcmp(f, "shards")) *out = TF_FORMAT_SHARDS;
     else {
-        tf__lm_error(g, "[task] data_format = %s; expected auto (from the file names: .bin token shards, .jsonl "
-                        "JSON Lines, else text), text, jsonl or shards (for %s)\n", f, key);
+        tf__lm_error(g,
+                     "[task] data_format = %s; expected auto (from the file names: .bin token shards, .jsonl "
+                     "JSON Lines, else text), text, jsonl or shards (for %s)\n",
+                     f, key);
         return -1;
     }
     return 0;
@@ -181,11 +185,14 @@ static int load_eval_data(tf_lm *g, const tf_data_opts *train) {
     } else if (pct) {
         long long n = g->data.n * pct / 100;
         if (tf_dataset_split_tail(&g->data, n, &g->eval, err, sizeof err) != 0) {
-            tf__lm_error(g, "[task] validation_split_percentage = %d of %lld texts: %s; raise it, or add "
-                            "data, or give eval_data\n", pct, g->data.n, err);
+            tf__lm_error(g,
+                         "[task] validation_split_percentage = %d of %lld texts: %s; raise it, or add "
+                         "data, or give eval_data\n",
+                         pct, g->data.n, err);
             return -1;
         }
-        snprintf(g->eval_desc, sizeof g->eval_desc, "the last %d%% of the %s", pct, g->data.shards ? "blocks" : "texts");
+        snprintf(g->eval_desc, sizeof g->eval_desc, "the last %d%% of the %s", pct,
+                 g->data.shards ? "blocks" : "texts");
         g->eval_from = g->eval_desc;
     }
     return 0;
@@ -234,7 +241,8 @@ int tf__lm_check_vocab(tf_lm *g) {
     if (!sr_world(g->ctx)) return 0;
     const tf_dataset *sets[2] = {&g->data, &g->eval};
     for (int k = 0; k < 2; k++) {
-        if (sets[k]->shards && sets[k]->owns_shards && sr_shard_set_check_vocab(sets[k]->shards, g->d.V, err, sizeof err)) {
+        if (sets[k]->shards && sets[k]->owns_shards &&
+            sr_shard_set_check_vocab(sets[k]->shards, g->d.V, err, sizeof err)) {
             tf__lm_error(g, "%s%s\n", k ? "eval_data: " : "", err);
             return -1;
         }

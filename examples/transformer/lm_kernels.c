@@ -21,8 +21,10 @@ static const tf_kernels *load_cuda_kernels(const tf_lm *g) {
     snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "transformer_cuda.so");
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        tf__lm_error(g, "this run uses NCCL (GPUs) but the CUDA kernels cannot be loaded: %s; build "
-                        "shardrun with nvcc available (-DSHARDRUN_CUDA=ON)\n", dlerror());
+        tf__lm_error(g,
+                     "this run uses NCCL (GPUs) but the CUDA kernels cannot be loaded: %s; build "
+                     "shardrun with nvcc available (-DSHARDRUN_CUDA=ON)\n",
+                     dlerror());
         return NULL;
     }
     const tf_kernels *(*get)(void) = (const tf_kernels *(*)(void))dlsym(h, "tf_kernels_cuda");
@@ -56,8 +58,8 @@ void tf__lm_blas_note(const tf_lm *g) {
     const char *core = tf_cpu_blas();
     if (getenv("OPENBLAS_CORETYPE") || !core || (strcmp(core, "Haswell") && strcmp(core, "Zen"))) return;
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl"))
         printf("%s: note: this CPU has AVX-512 but OpenBLAS runs its %s (AVX2) kernels; OPENBLAS_CORETYPE=SkylakeX "
                "in shardrun's environment selects its AVX-512 ones (up to 1.85x faster GEMMs; docs/gpt2.md)\n",
                g->arch->name, core);

@@ -76,7 +76,8 @@ static int declare_head(const tf_lm_dims *d, const tf_lm_arch *arch, sr_model *m
     if (sr_model_module(model, "transformer.ln_f", "LayerNorm") < 0 ||
         tf_param1(model, "transformer.ln_f.weight", d->C, SR_ONES, SR_PARAM_NO_DECAY) ||
         tf_param1(model, "transformer.ln_f.bias", d->C, SR_ZEROS, SR_PARAM_NO_DECAY) ||
-        sr_model_module(model, "lm_head", "Linear") < 0 || sr_model_tie(model, "lm_head.weight", arch->token_table) != 0)
+        sr_model_module(model, "lm_head", "Linear") < 0 ||
+        sr_model_tie(model, "lm_head.weight", arch->token_table) != 0)
         return -1;
     return 0;
 }
@@ -85,9 +86,9 @@ static int declare_head(const tf_lm_dims *d, const tf_lm_arch *arch, sr_model *m
 static void log_model(const tf_lm *g, int cuda) {
     const tf_lm_arch *arch = g->arch;
     const tf_lm_layers *ly = arch->layers;
-    double params = arch->embed_param_count(&g->d) +
-                    (ly ? g->d.L * ly->block_param_count(&g->d) + ly->tail_param_count(&g->d)
-                        : g->d.L * tf_block_param_count(g->d.C) + 2.0 * g->d.C);
+    double params =
+        arch->embed_param_count(&g->d) + (ly ? g->d.L * ly->block_param_count(&g->d) + ly->tail_param_count(&g->d)
+                                             : g->d.L * tf_block_param_count(g->d.C) + 2.0 * g->d.C);
     char threads[96] = "", from[160];
     if (!cuda) tf__lm_cpu_desc(threads, sizeof threads);
     printf("%s: %d layers, %d heads, n_embd %d, vocab %d, positions %d: %.2fM parameters; %s kernels%s\n", arch->name,
@@ -95,8 +96,8 @@ static void log_model(const tf_lm *g, int cuda) {
     g->source->describe(&g->data, from, sizeof from);
     printf("%s: data: %lld samples of %d tokens (%lld real tokens, %.1f%% padding) %s; %s tokenizer, %d tokens\n",
            arch->name, g->data.n, g->T, g->data.tokens,
-           100.0 * (1.0 - (double)g->data.tokens / ((double)g->data.n * g->T)), from,
-           g->tok_desc, tf_tokenizer_vocab_size(g->tok));
+           100.0 * (1.0 - (double)g->data.tokens / ((double)g->data.n * g->T)), from, g->tok_desc,
+           tf_tokenizer_vocab_size(g->tok));
     if (g->eval.n)
         printf("%s: eval data: %lld samples (%lld real tokens) from %s\n", arch->name, g->eval.n, g->eval.tokens,
                g->eval_from);
@@ -128,8 +129,10 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
     sr_pg *world = sr_world(ctx);
     int cuda = world && !strcmp(sr_pg_backend(world), "nccl");
     if (cuda && arch->cpu_only) {
-        tf__lm_error(g, "the %s family is not supported on GPU yet (it has CPU kernels only); run it with "
-                        "the gloo backend\n", arch->name);
+        tf__lm_error(g,
+                     "the %s family is not supported on GPU yet (it has CPU kernels only); run it with "
+                     "the gloo backend\n",
+                     arch->name);
         goto fail;
     }
     if (!(g->k = tf__lm_kernels(g, cuda))) goto fail;
@@ -137,8 +140,10 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
     g->dt = compute_dtype();
     g->es = sr_dtype_size(g->dt);
     if (!(g->k->dtypes & (1u << g->dt))) {
-        tf__lm_error(g, "the %s kernels compute in fp32 only, but mixed_precision asks for %s; set "
-                        "[accelerate] mixed_precision = no on CPUs\n", g->k->name, sr_dtype_name(g->dt));
+        tf__lm_error(g,
+                     "the %s kernels compute in fp32 only, but mixed_precision asks for %s; set "
+                     "[accelerate] mixed_precision = no on CPUs\n",
+                     g->k->name, sr_dtype_name(g->dt));
         goto fail;
     }
     g->nmod = g->d.L + 3;

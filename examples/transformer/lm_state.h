@@ -41,7 +41,7 @@ typedef struct tf_lm {
     const char *tok_desc; /* for the log line: which tokenizer */
     const tf_data_source *source;
     tf_dataset data;
-    tf_dataset eval; /* held-out samples (eval_data or validation_split_percentage); n = 0: none */
+    tf_dataset eval;       /* held-out samples (eval_data or validation_split_percentage); n = 0: none */
     const char *eval_from; /* for the log line: "eval_data" or "validation_split_percentage = N" */
     char eval_desc[64];
     char *dump_path;

@@ -22,7 +22,7 @@ static int load_batch(tf_lm *g, const tf_dataset *d, const int64_t *samples, int
     for (int b = 0; b < n; b++) {
         if (samples[b] < 0 || samples[b] >= d->n) {
             tf__lm_error(g, "%ssample index %lld out of range [0, %lld)\n", d == &g->eval ? "eval " : "",
-                    (long long)samples[b], d->n);
+                         (long long)samples[b], d->n);
             return -1;
         }
         int32_t *ids = g->ids_h + (size_t)b * T;
@@ -35,8 +35,9 @@ static int load_batch(tf_lm *g, const tf_dataset *d, const int64_t *samples, int
         if (d->shards) /* checked before step 0; a shard rewritten since must not index past the embedding */
             for (int t = 0; t < T; t++)
                 if (ids[t] < 0 || ids[t] >= g->d.V) {
-                    tf__lm_error(g, "sample %lld holds token id %d, not below the vocabulary of %d: a token shard "
-                                    "changed while training (do not rewrite shards a run reads)\n",
+                    tf__lm_error(g,
+                                 "sample %lld holds token id %d, not below the vocabulary of %d: a token shard "
+                                 "changed while training (do not rewrite shards a run reads)\n",
                                  (long long)samples[b], ids[t], g->d.V);
                     return -1;
                 }
@@ -120,19 +121,21 @@ static int choice_losses(void *state, double *losses, int n) {
 }
 
 /* vocab_size and max_tokens are the run's: lm_setup.c fills them in a copy */
-const sr_model_eval tf__lm_eval = {sizeof(sr_model_eval), eval_num_samples, eval_batch, 1 /* cross-entropy */,
-                                   0, 0, choice_batch, choice_losses};
+const sr_model_eval tf__lm_eval = {sizeof(sr_model_eval), eval_num_samples, eval_batch, 1 /* cross-entropy */, 0, 0,
+                                   choice_batch,          choice_losses};
 
 /* ---- forward ----------------------------------------------------------------------------------- */
 
 static int check_call(const tf_lm *g, const sr_module_call *call, const char *what) {
     const tf_lm_layers *ly = g->arch->layers;
-    const int nparams[] = {g->arch->embed_params, ly ? g->d.block_params : TF_BLOCK_PARAMS, ly ? ly->norm_params : 2, 1};
+    const int nparams[] = {g->arch->embed_params, ly ? g->d.block_params : TF_BLOCK_PARAMS, ly ? ly->norm_params : 2,
+                           1};
     if (call->module < 0 || call->module >= g->nmod || call->nparams != nparams[tf__lm_kind(g, call->module)] ||
         call->dtype != g->dt || call->batch_size != g->B || g->Bcap == 0) {
-        tf__lm_error(g, "%s of module %d (%s) does not match the model: %d params, dtype %s, batch %d "
-                        "(loaded %d)\n", what, call->module, call->name, call->nparams, sr_dtype_name(call->dtype),
-                call->batch_size, g->B);
+        tf__lm_error(g,
+                     "%s of module %d (%s) does not match the model: %d params, dtype %s, batch %d "
+                     "(loaded %d)\n",
+                     what, call->module, call->name, call->nparams, sr_dtype_name(call->dtype), call->batch_size, g->B);
         return -1;
     }
     return 0;
@@ -247,8 +250,7 @@ int tf_lm_backward(void *state, const sr_module_call *call) {
         break;
     case M_BLOCK: {
         if (!g->inter[m]) {
-            tf__lm_error(g, "backward of %s without its activations (no recompute came first)\n",
-                    call->name);
+            tf__lm_error(g, "backward of %s without its activations (no recompute came first)\n", call->name);
             return -1;
         }
         if (g->arch->layers) {
@@ -261,9 +263,7 @@ int tf_lm_backward(void *state, const sr_module_call *call) {
         g->inter[m] = NULL;
         break;
     }
-    case M_EMBED:
-        g->arch->embed_backward(&sh, p, d, g->ids_d, g->embed_acts, g->dy, g->dx);
-        break;
+    case M_EMBED: g->arch->embed_backward(&sh, p, d, g->ids_d, g->embed_acts, g->dy, g->dx); break;
     }
     void *t = g->dy; /* this module's input gradient is the previous module's output gradient */
     g->dy = g->dx;

@@ -35,9 +35,9 @@
 
 /* The sizes the family's configure() sets (the rest is lm_task's) */
 typedef struct tf_lm_dims {
-    int L, NH, C; /* layers, heads, channels */
-    int P;        /* the most tokens per sample (max_length's upper bound) */
-    int V;        /* vocabulary (set by lm_task from vocab_size or the tokenizer) */
+    int L, NH, C;     /* layers, heads, channels */
+    int P;            /* the most tokens per sample (max_length's upper bound) */
+    int V;            /* vocabulary (set by lm_task from vocab_size or the tokenizer) */
     int block_params; /* parameters each block declares: set by a family with arch->layers */
 } tf_lm_dims;
 
@@ -52,8 +52,8 @@ typedef struct tf_lm_layers {
     /* out: the block's output; NULL for a recompute (only the intermediates are needed) */
     void (*block_forward)(const tf_shape *s, void *const *p, const void *x, void *acts, void *out);
     /* dx (overwritten) from dy; parameter gradients added into d */
-    void (*block_backward)(const tf_shape *s, void *const *p, void *const *d, const void *x, void *acts,
-                           const void *dy, void *dx, void *work);
+    void (*block_backward)(const tf_shape *s, void *const *p, void *const *d, const void *x, void *acts, const void *dy,
+                           void *dx, void *work);
     /* Declares the final norm's module and the head's after the blocks; the head's parameter
        lm_head.weight [V, C] (nn.Linear), tied to arch->token_table or not.  The parameters of both
        and how many the norm declares (norm_params). */
@@ -67,10 +67,10 @@ typedef struct tf_lm_layers {
 } tf_lm_layers;
 
 typedef struct tf_lm_arch {
-    const char *name;        /* the task's name: log prefix and messages ("gpt2") */
-    const char *width_key;   /* the [task] key of the channels, for messages ("n_embd", "hidden_size") */
-    const char *token_table; /* the token embedding's parameter, which lm_head.weight is tied to */
-    int embed_params; /* parameters the embedding module declares */
+    const char *name;           /* the task's name: log prefix and messages ("gpt2") */
+    const char *width_key;      /* the [task] key of the channels, for messages ("n_embd", "hidden_size") */
+    const char *token_table;    /* the token embedding's parameter, which lm_head.weight is tied to */
+    int embed_params;           /* parameters the embedding module declares */
     tf_block_style block_style; /* the blocks' conventions; each declares TF_BLOCK_PARAMS parameters */
     const tf_lm_layers *layers; /* NULL: block.h's blocks in block_style (above) */
     /* 1: no CUDA kernels for this family yet; a run under NCCL is refused at create() */
@@ -115,12 +115,12 @@ int tf_lm_loss(void *state, const sr_module_call *call, double *loss);
 int tf_lm_backward(void *state, const sr_module_call *call);
 
 /* A family's sr_model_ops: every dtype and device the kernel tables have, lm_task's callbacks */
-#define TF_LM_OPS(create_fn)                                                                             \
-    {                                                                                                    \
-        .dtypes = (1u << SR_FLOAT32) | (1u << SR_BFLOAT16) | (1u << SR_FLOAT16),                         \
-        .devices = (1u << SR_DEVICE_CPU) | (1u << SR_DEVICE_CUDA), .create = (create_fn),                \
-        .destroy = tf_lm_destroy, .num_samples = tf_lm_num_samples, .batch = tf_lm_batch,                 \
-        .forward = tf_lm_forward, .loss = tf_lm_loss, .backward = tf_lm_backward,                        \
+#define TF_LM_OPS(create_fn)                                                                                           \
+    {                                                                                                                  \
+        .dtypes = (1u << SR_FLOAT32) | (1u << SR_BFLOAT16) | (1u << SR_FLOAT16),                                       \
+        .devices = (1u << SR_DEVICE_CPU) | (1u << SR_DEVICE_CUDA), .create = (create_fn), .destroy = tf_lm_destroy,    \
+        .num_samples = tf_lm_num_samples, .batch = tf_lm_batch, .forward = tf_lm_forward, .loss = tf_lm_loss,          \
+        .backward = tf_lm_backward,                                                                                    \
     }
 
 #endif

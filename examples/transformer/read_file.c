@@ -12,12 +12,16 @@
 
 const char *tf_file_kind(unsigned mode) {
     mode_t m = (mode_t)mode;
-    return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
-         : S_ISFIFO(m) ? "a pipe (FIFO)" : S_ISSOCK(m) ? "a socket" : "a special file";
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISFIFO(m) ? "a pipe (FIFO)"
+           : S_ISSOCK(m) ? "a socket"
+                         : "a special file";
 }
 
 char *tf_read_file_max(const char *path, const char *what, size_t max, const char *cap_why, size_t *len, char *err,
-                         size_t errlen) {
+                       size_t errlen) {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a pipe must not block the open */
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
@@ -51,7 +55,9 @@ char *tf_read_file_max(const char *path, const char *what, size_t max, const cha
             char *b = c > cap ? realloc(buf, c) : NULL;
             if (!b) {
                 if (c > cap) snprintf(err, errlen, "out of memory for %s %s (%zu bytes)", what, path, c);
-                else snprintf(err, errlen, "%s %s grew beyond %s (%zu bytes) while it was read", what, path, cap_why, max);
+                else
+                    snprintf(err, errlen, "%s %s grew beyond %s (%zu bytes) while it was read", what, path, cap_why,
+                             max);
                 free(buf);
                 close(fd);
                 return NULL;

@@ -18,7 +18,7 @@ char *tf_read_file(const char *path, const char *what, size_t *len, char *err, s
 /* The same with a cap of `max` bytes; `cap_why` (e.g. "the 4 GiB all data files may hold
    together") says in the message where the cap comes from. */
 char *tf_read_file_max(const char *path, const char *what, size_t max, const char *cap_why, size_t *len, char *err,
-                         size_t errlen);
+                       size_t errlen);
 /* "a directory", "a character device", ... for a file type that is not a regular file. */
 const char *tf_file_kind(unsigned mode);
 

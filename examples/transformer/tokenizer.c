@@ -133,7 +133,6 @@ int tf__fail(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
-
 /* OpenAI's bytes_to_unicode: the printable bytes '!'..'~', 0xA1..0xAC and 0xAE..0xFF stand for
    themselves; the 68 others, in increasing order, for U+0100, U+0101, ...  Writes the UTF-8 of
    byte b's symbol to out (2 bytes at most): its length. */
@@ -174,15 +173,17 @@ int tf__vocab_check_ids(tf_tokenizer *t, const char *path, const char *text, con
     }
     for (size_t k = 0; k < t->vocab.cap; k++) { /* a second entry with an id already used */
         const tf__str_slot *s = &t->vocab.slots[k];
-        if (s->off != TF__SLOT_FREE && s->a < t->vocab_size && first[s->a] != s->b + 1 && (!bad || s->b < bad->b)) bad = s;
+        if (s->off != TF__SLOT_FREE && s->a < t->vocab_size && first[s->a] != s->b + 1 && (!bad || s->b < bad->b))
+            bad = s;
     }
     int rc = 0;
     if (bad && bad->a >= t->vocab_size)
         rc = tf__fail(err, errlen, "%s:%d: id %d is out of range: %s %d entries, so ids must be 0..%d (byte offset %d)",
                       path, tf__line_at(text, (size_t)bad->b), bad->a, have, t->vocab_size, t->vocab_size - 1, bad->b);
     else if (bad)
-        rc = tf__fail(err, errlen, "%s:%d: id %d is also the id of the entry at line %d; ids must be distinct (byte offset %d)",
-                      path, tf__line_at(text, (size_t)bad->b), bad->a, tf__line_at(text, (size_t)first[bad->a] - 1), bad->b);
+        rc = tf__fail(
+            err, errlen, "%s:%d: id %d is also the id of the entry at line %d; ids must be distinct (byte offset %d)",
+            path, tf__line_at(text, (size_t)bad->b), bad->a, tf__line_at(text, (size_t)first[bad->a] - 1), bad->b);
     free(first);
     return rc;
 }
@@ -193,15 +194,17 @@ int tf__vocab_bytes(tf_tokenizer *t, const char *path, char *err, size_t errlen)
         size_t k = tf__byte_symbol(b, sym);
         const tf__str_slot *s = tf__strmap_find(&t->vocab, sym, k);
         if (!s)
-            return tf__fail(err, errlen, "%s: no entry for byte 0x%02X (\"%.*s\"); a byte-level BPE vocabulary has a symbol for each of the 256 bytes",
+            return tf__fail(err, errlen,
+                            "%s: no entry for byte 0x%02X (\"%.*s\"); a byte-level BPE vocabulary has a symbol for "
+                            "each of the 256 bytes",
                             path, b, (int)k, sym);
         t->byte_id[b] = s->a;
     }
     return 0;
 }
 
-int tf__merge_add(tf_tokenizer *t, const char *left, size_t ll, const char *right, size_t rl, int32_t rank,
-                  char **buf, size_t *cap) {
+int tf__merge_add(tf_tokenizer *t, const char *left, size_t ll, const char *right, size_t rl, int32_t rank, char **buf,
+                  size_t *cap) {
     const tf__str_slot *a = tf__strmap_find(&t->vocab, left, ll), *b = tf__strmap_find(&t->vocab, right, rl);
     if (!a) return 1;
     if (!b) return 2;
@@ -255,7 +258,8 @@ int tf_tokenizer_decode(tf_tokenizer *t, int32_t id, char *out, size_t cap) {
         unsigned c = *p++;
         int b = -1; /* byte symbols are all below U+0800: one or two bytes of UTF-8 */
         if (c < 0x80) b = symbol_byte(c);
-        else if (c >= 0xC2 && c < 0xE0 && p < end && (*p & 0xC0) == 0x80) b = symbol_byte((c & 0x1F) << 6 | (*p++ & 0x3F));
+        else if (c >= 0xC2 && c < 0xE0 && p < end && (*p & 0xC0) == 0x80)
+            b = symbol_byte((c & 0x1F) << 6 | (*p++ & 0x3F));
         if (b < 0) bytes = 0;
         else if (n < cap) out[n] = (char)b;
     }
@@ -314,7 +318,8 @@ static uint64_t heap_pop(uint64_t *h, size_t *n) {
 static int scratch(tf_tokenizer *t, size_t n) {
     if (n <= t->scratch_cap) return 0;
     size_t cap = n > 2 * t->scratch_cap ? n : 2 * t->scratch_cap;
-    int32_t *a = realloc(t->sym, cap * 4), *b = a ? realloc(t->next, cap * 4) : NULL, *c = b ? realloc(t->prev, cap * 4) : NULL;
+    int32_t *a = realloc(t->sym, cap * 4), *b = a ? realloc(t->next, cap * 4) : NULL,
+            *c = b ? realloc(t->prev, cap * 4) : NULL;
     t->sym = a ? a : t->sym;
     t->next = b ? b : t->next;
     t->prev = c ? c : t->prev;
@@ -355,7 +360,7 @@ static long bpe_word(tf_tokenizer *t, const unsigned char *w, size_t n) {
         while (hn && heap[0] >> 32 == round) {
             int32_t p = (int32_t)(heap_pop(heap, &hn) & 0xFFFFFFFF), q = next[p];
             if (sym[p] < 0 || q < 0 || (uint64_t)rank_of(t, sym[p], sym[q], &id) != round) continue; /* stale */
-            sym[p] = id; /* q joins p */
+            sym[p] = id;                                                                             /* q joins p */
             sym[q] = -1;
             next[p] = next[q];
             if (next[q] >= 0) prev[next[q]] = p;

@@ -18,8 +18,8 @@
 
 static int load_vocab(tf_tokenizer *t, const char *path, char *err, size_t errlen) {
     size_t n;
-    char *text = tf_read_file_max(path, "vocab.json", TF__TOKENIZER_FILE_MAX, TF__TOKENIZER_FILE_CAP_WHY, &n, err,
-                                  errlen);
+    char *text =
+        tf_read_file_max(path, "vocab.json", TF__TOKENIZER_FILE_MAX, TF__TOKENIZER_FILE_CAP_WHY, &n, err, errlen);
     if (!text) return -1;
     if (n >= INT32_MAX) { /* entries keep 32-bit offsets */
         free(text);
@@ -47,8 +47,8 @@ out:
 
 static int load_merges(tf_tokenizer *t, const char *path, const char *vocab_path, char *err, size_t errlen) {
     size_t n;
-    char *text = tf_read_file_max(path, "merges.txt", TF__TOKENIZER_FILE_MAX, TF__TOKENIZER_FILE_CAP_WHY, &n, err,
-                                  errlen);
+    char *text =
+        tf_read_file_max(path, "merges.txt", TF__TOKENIZER_FILE_MAX, TF__TOKENIZER_FILE_CAP_WHY, &n, err, errlen);
     if (!text) return -1;
     int rc = -1, rank = 0;
     char *both = NULL;
@@ -62,8 +62,9 @@ static int load_merges(tf_tokenizer *t, const char *path, const char *vocab_path
         if (e == a || (line == 0 && e - a >= 8 && !memcmp(a, "#version", 8))) continue;
         char *sp = memchr(a, ' ', (size_t)(e - a));
         if (!sp || sp == a || sp + 1 == e || memchr(sp + 1, ' ', (size_t)(e - sp - 1))) {
-            tf__fail(err, errlen, "%s:%d: expected two symbols separated by one space (like \"\xC4\xA0 t\"), found \"%.*s\"",
-                     path, line + 1, (int)(e - a > 60 ? 60 : e - a), a);
+            tf__fail(err, errlen,
+                     "%s:%d: expected two symbols separated by one space (like \"\xC4\xA0 t\"), found \"%.*s\"", path,
+                     line + 1, (int)(e - a > 60 ? 60 : e - a), a);
             goto out;
         }
         size_t la = (size_t)(sp - a), lb = (size_t)(e - sp - 1);
@@ -74,8 +75,8 @@ static int load_merges(tf_tokenizer *t, const char *path, const char *vocab_path
             goto out;
         }
         if (r == 3) {
-            tf__fail(err, errlen, "%s:%d: the merged symbol \"%.*s\" is not in %s", path, line + 1, (int)(la + lb), both,
-                     vocab_path);
+            tf__fail(err, errlen, "%s:%d: the merged symbol \"%.*s\" is not in %s", path, line + 1, (int)(la + lb),
+                     both, vocab_path);
             goto out;
         }
         if (r) {

@@ -101,8 +101,8 @@ int tf__vocab_bytes(tf_tokenizer *t, const char *path, char *err, size_t errlen)
 /* Adds the merge (left, right) with the given rank; both and their concatenation must be vocabulary
    symbols.  buf and cap: a scratch buffer the caller frees.  0; 1, 2 or 3 when the left symbol, the
    right one or the merged one is not in the vocabulary; -1 when out of memory. */
-int tf__merge_add(tf_tokenizer *t, const char *left, size_t ll, const char *right, size_t rl, int32_t rank,
-                  char **buf, size_t *cap);
+int tf__merge_add(tf_tokenizer *t, const char *left, size_t ll, const char *right, size_t rl, int32_t rank, char **buf,
+                  size_t *cap);
 
 /* ---- pre-tokenizers (tokenizer_pretok.c) ------------------------------------------------------ */
 
@@ -127,9 +127,9 @@ typedef struct {
     size_t slen;
     size_t key_at; /* the byte offset of the last object key read by tf__json_more (its '"') */
     /* the cursor's own */
-    sr_json r;     /* core/io/json.c, reading s[base ..] */
+    sr__json r; /* core/io/json.c, reading s[base ..] */
     size_t base;
-    char *arena;   /* n + 1 bytes for the reader's decoded strings, reused after every seek */
+    char *arena;    /* n + 1 bytes for the reader's decoded strings, reused after every seek */
     size_t line_at; /* the line of byte offset line_at is line (lines are counted from the last one asked) */
     int line;
 } tf__json;

@@ -18,7 +18,8 @@
 #include <string.h>
 
 /* BLOOM's Split pattern, as the JSON string decodes */
-static const char bloom_regex[] = " ?[^(\\s|[.,!?\xE2\x80\xA6\xE3\x80\x82\xEF\xBC\x8C\xE3\x80\x81\xE0\xA5\xA4\xDB\x94\xD8\x8C])]+";
+static const char bloom_regex[] =
+    " ?[^(\\s|[.,!?\xE2\x80\xA6\xE3\x80\x82\xEF\xBC\x8C\xE3\x80\x81\xE0\xA5\xA4\xDB\x94\xD8\x8C])]+";
 
 /* where a member's value starts */
 typedef struct {
@@ -45,8 +46,8 @@ static mark here(loader *l) {
 
 /* "<file>:<line>: <jpath> is <what was found>: not supported yet (<supported>)" */
 static int unsupported(loader *l, int line, const char *jpath, const char *found, const char *supported) {
-    return tf__fail(l->err, l->errlen, "%s:%d: %s is %s: not supported yet (supported: %s)", l->path, line, jpath, found,
-                    supported);
+    return tf__fail(l->err, l->errlen, "%s:%d: %s is %s: not supported yet (supported: %s)", l->path, line, jpath,
+                    found, supported);
 }
 
 /* The value at the cursor, for a message: a string quoted (cut at 60 bytes), an object by its type
@@ -90,12 +91,13 @@ static int members(loader *l, const char *jpath, const char *const *names, mark 
             char list[400] = "";
             for (int q = 0; names[q]; q++)
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", q ? ", " : "", names[q]);
-            return tf__fail(l->err, l->errlen, "%s:%d: %s has a member \"%.*s\": not supported yet (known: %s)", l->path,
-                            tf__json_line(&l->j, l->j.key_at), jpath, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str, list);
+            return tf__fail(l->err, l->errlen, "%s:%d: %s has a member \"%.*s\": not supported yet (known: %s)",
+                            l->path, tf__json_line(&l->j, l->j.key_at), jpath, (int)(l->j.slen > 60 ? 60 : l->j.slen),
+                            l->j.str, list);
         }
         if (m[k].set)
-            return tf__fail(l->err, l->errlen, "%s:%d: %s has \"%s\" twice", l->path,
-                            tf__json_line(&l->j, l->j.key_at), jpath, names[k]);
+            return tf__fail(l->err, l->errlen, "%s:%d: %s has \"%s\" twice", l->path, tf__json_line(&l->j, l->j.key_at),
+                            jpath, names[k]);
         m[k] = here(l);
         if (tf__json_skip(&l->j)) return -1;
     }
@@ -159,7 +161,8 @@ static int must_be(loader *l, const mark *m, const char *jpath, int dflt, int wa
 
 /* The "type" of the object at m (not an object, or without a type: refused, naming `supported`)
    into buf, and where it is into *tm. */
-static int type_of(loader *l, const mark *m, const char *jpath, const char *supported, char *buf, size_t cap, mark *tm) {
+static int type_of(loader *l, const mark *m, const char *jpath, const char *supported, char *buf, size_t cap,
+                   mark *tm) {
     char q[96], p[160];
     int count = 0, r;
     *tm = (mark){0};
@@ -167,9 +170,7 @@ static int type_of(loader *l, const mark *m, const char *jpath, const char *supp
     if (tf__json_peek(&l->j) != '{') return unsupported(l, m->line, jpath, found_value(l, q, sizeof q), supported);
     tf__json_open(&l->j, '{', "");
     while ((r = tf__json_more(&l->j, '}', &count)) > 0) {
-        if (tf__json_str_is(&l->j, "type") && !tm->set) {
-            *tm = here(l);
-        }
+        if (tf__json_str_is(&l->j, "type") && !tm->set) { *tm = here(l); }
         if (tf__json_skip(&l->j)) return -1;
     }
     if (r < 0) return -1;
@@ -207,8 +208,8 @@ static int bytelevel(loader *l, const mark *m, const char *jpath, int prefix, in
     return literal_at(l, &f[REGEX], p, 1, &v);
 }
 
-#define PRETOK_SUPPORTED                                                                                             \
-    "ByteLevel with add_prefix_space false and use_regex true (GPT-2), or BLOOM's Sequence of Split(its pattern, " \
+#define PRETOK_SUPPORTED                                                                                               \
+    "ByteLevel with add_prefix_space false and use_regex true (GPT-2), or BLOOM's Sequence of Split(its pattern, "     \
     "Isolated, invert false) and ByteLevel(add_prefix_space false, use_regex false)"
 
 /* BLOOM's Split at m (its type already checked) */
@@ -250,7 +251,8 @@ static int pre_tokenizer(loader *l, const mark *m) {
     const char *jp = "pre_tokenizer";
     char type[64], found[64];
     mark tm, f[2] = {{0}}, item[2] = {{0}};
-    if (!m->set) return tf__fail(l->err, l->errlen, "%s: no \"pre_tokenizer\" (supported: %s)", l->path, PRETOK_SUPPORTED);
+    if (!m->set)
+        return tf__fail(l->err, l->errlen, "%s: no \"pre_tokenizer\" (supported: %s)", l->path, PRETOK_SUPPORTED);
     if (type_of(l, m, jp, PRETOK_SUPPORTED, type, sizeof type, &tm)) return -1;
     if (!strcmp(type, "ByteLevel")) {
         if (bytelevel(l, m, jp, 0, 1, PRETOK_SUPPORTED)) return -1;
@@ -304,8 +306,17 @@ static int byte_level_or_null(loader *l, const mark *m, const char *jpath, int n
 
 /* ---- model -------------------------------------------------------------------------------------- */
 
-static const char *const model_keys[] = {"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix",
-                                         "fuse_unk", "byte_fallback", "ignore_merges", "vocab", "merges", NULL};
+static const char *const model_keys[] = {"type",
+                                         "dropout",
+                                         "unk_token",
+                                         "continuing_subword_prefix",
+                                         "end_of_word_suffix",
+                                         "fuse_unk",
+                                         "byte_fallback",
+                                         "ignore_merges",
+                                         "vocab",
+                                         "merges",
+                                         NULL};
 enum { M_TYPE, M_DROPOUT, M_UNK, M_PREFIX, M_SUFFIX, M_FUSE, M_BYTE_FALLBACK, M_IGNORE_MERGES, M_VOCAB, M_MERGES, M_N };
 
 /* model's members and options; its vocab and merges are read later */
@@ -315,7 +326,8 @@ static int model_options(loader *l, const mark *m, mark *f) {
     if (!m->set) return tf__fail(l->err, l->errlen, "%s: no \"model\" (a BPE model is expected)", l->path);
     seek(l, m);
     if (members(l, "model", model_keys, f)) return -1;
-    if (!f[M_TYPE].set) return tf__fail(l->err, l->errlen, "%s:%d: model has no \"type\" (\"BPE\" is expected)", l->path, m->line);
+    if (!f[M_TYPE].set)
+        return tf__fail(l->err, l->errlen, "%s:%d: model has no \"type\" (\"BPE\" is expected)", l->path, m->line);
     if (string_at(l, &f[M_TYPE], "model.type", type, sizeof type)) return -1;
     if (strcmp(type, "BPE")) return unsupported_type(l, &f[M_TYPE], "model", "\"BPE\"");
     if (must_be_null(l, &f[M_DROPOUT], "model.dropout", "null") ||
@@ -338,7 +350,8 @@ static int model_options(loader *l, const mark *m, mark *f) {
 /* added_tokens[k] at item: {id, content, ...}; a content model.vocab has must have the same id
    there, the others join the vocabulary (b: the offset of the content, for messages). */
 static int added_token(loader *l, const mark *item, int k) {
-    static const char *const keys[] = {"id", "content", "single_word", "lstrip", "rstrip", "normalized", "special", NULL};
+    static const char *const keys[] = {"id",     "content",    "single_word", "lstrip",
+                                       "rstrip", "normalized", "special",     NULL};
     enum { ID, CONTENT };
     char jp[48];
     mark f[sizeof keys / sizeof *keys - 1] = {{0}};
@@ -346,7 +359,8 @@ static int added_token(loader *l, const mark *item, int k) {
     seek(l, item);
     if (members(l, jp, keys, f)) return -1;
     if (!f[ID].set || !f[CONTENT].set)
-        return tf__fail(l->err, l->errlen, "%s:%d: %s has no \"%s\"", l->path, item->line, jp, f[ID].set ? "content" : "id");
+        return tf__fail(l->err, l->errlen, "%s:%d: %s has no \"%s\"", l->path, item->line, jp,
+                        f[ID].set ? "content" : "id");
     int32_t id;
     seek(l, &f[ID]);
     if (tf__json_id(&l->j, &id)) return -1;
@@ -358,7 +372,8 @@ static int added_token(loader *l, const mark *item, int k) {
                         l->path, f[CONTENT].line, jp, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str, (int)id,
                         (int)s->a);
     if (!s) {
-        if (!(s = tf__strmap_add(&l->t->vocab, l->j.str, l->j.slen))) return tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
+        if (!(s = tf__strmap_add(&l->t->vocab, l->j.str, l->j.slen)))
+            return tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
         s->a = id;
         s->b = (int32_t)f[CONTENT].at;
     }
@@ -408,8 +423,11 @@ static int merges(loader *l, const mark *m) {
         if (c == '"') { /* "left right" */
             if (tf__json_string(&l->j)) goto out;
             char *sp = memchr(l->j.str, ' ', l->j.slen);
-            if (!sp || sp == l->j.str || sp + 1 == l->j.str + l->j.slen || memchr(sp + 1, ' ', l->j.slen - (size_t)(sp - l->j.str) - 1)) {
-                tf__fail(l->err, l->errlen, "%s:%d: model.merges[%d]: expected two symbols separated by one space (like \"\xC4\xA0 t\"), found \"%.*s\"",
+            if (!sp || sp == l->j.str || sp + 1 == l->j.str + l->j.slen ||
+                memchr(sp + 1, ' ', l->j.slen - (size_t)(sp - l->j.str) - 1)) {
+                tf__fail(l->err, l->errlen,
+                         "%s:%d: model.merges[%d]: expected two symbols separated by one space (like \"\xC4\xA0 t\"), "
+                         "found \"%.*s\"",
                          l->path, line, count - 1, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str);
                 goto out;
             }
@@ -439,13 +457,13 @@ static int merges(loader *l, const mark *m) {
         }
         int e = tf__merge_add(l->t, a, la, b, lb, count - 1, &both, &bcap);
         if (e == 1 || e == 2) {
-            tf__fail(l->err, l->errlen, "%s:%d: model.merges[%d]: \"%.*s\" is not in model.vocab", l->path, line, count - 1,
-                     (int)(e == 1 ? la : lb), e == 1 ? a : b);
+            tf__fail(l->err, l->errlen, "%s:%d: model.merges[%d]: \"%.*s\" is not in model.vocab", l->path, line,
+                     count - 1, (int)(e == 1 ? la : lb), e == 1 ? a : b);
             goto out;
         }
         if (e == 3) {
-            tf__fail(l->err, l->errlen, "%s:%d: model.merges[%d]: the merged symbol \"%.*s\" is not in model.vocab", l->path,
-                     line, count - 1, (int)(la + lb), both);
+            tf__fail(l->err, l->errlen, "%s:%d: model.merges[%d]: the merged symbol \"%.*s\" is not in model.vocab",
+                     l->path, line, count - 1, (int)(la + lb), both);
             goto out;
         }
         if (e) {
@@ -467,8 +485,8 @@ out:
 
 /* ---- the file ----------------------------------------------------------------------------------- */
 
-static const char *const top_keys[] = {"version", "truncation", "padding", "added_tokens", "normalizer", "pre_tokenizer",
-                                       "post_processor", "decoder", "model", NULL};
+static const char *const top_keys[] = {"version",       "truncation",     "padding", "added_tokens", "normalizer",
+                                       "pre_tokenizer", "post_processor", "decoder", "model",        NULL};
 enum { T_VERSION, T_TRUNCATION, T_PADDING, T_ADDED, T_NORMALIZER, T_PRE, T_POST, T_DECODER, T_MODEL, T_N };
 
 static int load(loader *l, const char *text) {
@@ -476,8 +494,8 @@ static int load(loader *l, const char *text) {
     /* the whole file's syntax first, then the small parts that decide how text is cut */
     if (members(l, "the file", top_keys, top) || tf__json_end(&l->j) ||
         must_be_null(l, &top[T_NORMALIZER], "normalizer", "null") || pre_tokenizer(l, &top[T_PRE]) ||
-        byte_level_or_null(l, &top[T_POST], "post_processor", 1) || byte_level_or_null(l, &top[T_DECODER], "decoder", 0) ||
-        model_options(l, &top[T_MODEL], model))
+        byte_level_or_null(l, &top[T_POST], "post_processor", 1) ||
+        byte_level_or_null(l, &top[T_DECODER], "decoder", 0) || model_options(l, &top[T_MODEL], model))
         return -1;
     seek(l, &model[M_VOCAB]);
     if (tf__vocab_object(l->t, &l->j, "model.vocab") || added_tokens(l, &top[T_ADDED]) ||
@@ -494,10 +512,11 @@ static int load(loader *l, const char *text) {
     const tf__str_slot *eos = tf__strmap_find(&l->t->vocab, "</s>", 4);
     if (!eos) eos = tf__strmap_find(&l->t->vocab, "<|endoftext|>", 13);
     if (!eos)
-        return tf__fail(l->err, l->errlen,
-                        "%s: neither \"</s>\" (BLOOM's end of text) nor \"<|endoftext|>\" (GPT-2's) is in model.vocab or "
-                        "added_tokens; the tasks need one to end each text",
-                        l->path);
+        return tf__fail(
+            l->err, l->errlen,
+            "%s: neither \"</s>\" (BLOOM's end of text) nor \"<|endoftext|>\" (GPT-2's) is in model.vocab or "
+            "added_tokens; the tasks need one to end each text",
+            l->path);
     l->t->eos = eos->a;
     return merges(l, &model[M_MERGES]);
 }
@@ -505,8 +524,8 @@ static int load(loader *l, const char *text) {
 tf_tokenizer *tf_tokenizer_load_json(const char *path, char *err, size_t errlen) {
     size_t n;
     if (err && errlen) err[0] = 0;
-    char *text = tf_read_file_max(path, "tokenizer.json", TF__TOKENIZER_FILE_MAX, TF__TOKENIZER_FILE_CAP_WHY, &n, err,
-                                  errlen);
+    char *text =
+        tf_read_file_max(path, "tokenizer.json", TF__TOKENIZER_FILE_MAX, TF__TOKENIZER_FILE_CAP_WHY, &n, err, errlen);
     if (!text) return NULL;
     tf_tokenizer *t = calloc(1, sizeof *t);
     int rc = -1;
@@ -514,7 +533,8 @@ tf_tokenizer *tf_tokenizer_load_json(const char *path, char *err, size_t errlen)
     if (!t) tf__fail(err, errlen, "%s: out of memory", path);
     else if (n >= INT32_MAX) /* entries keep 32-bit offsets */
         tf__fail(err, errlen, "%s: too large for a tokenizer.json (%zu bytes)", path, n);
-    else if (tf__json_init(&l.j, text, n, n >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0, /* a UTF-8 byte order mark */
+    else if (tf__json_init(&l.j, text, n,
+                           n >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0, /* a UTF-8 byte order mark */
                            path, err, errlen) == 0)
         rc = load(&l, text);
     tf__json_free(&l.j);

@@ -123,7 +123,7 @@ int tf__json_string(tf__json *j) {
 int tf__json_id(tf__json *j, int32_t *out) {
     int c = tf__json_peek(j);
     size_t start = tf__json_offset(j);
-    sr_json_num v;
+    sr__json_num v;
     if (c == '-') return tf__json_fail(j, "a non-negative integer id");
     if (c < '0' || c > '9' || sr__json_number(&j->r, &v) != 0 || !v.is_uint) return fail_at(j, start, "an integer id");
     if (v.uint > INT32_MAX) return fail_at(j, start, "an integer id below 2^31");
@@ -132,7 +132,7 @@ int tf__json_id(tf__json *j, int32_t *out) {
 }
 
 int tf__json_literal(tf__json *j, int *out, const char *what) {
-    sr_json_type t = sr__json_peek(&j->r);
+    sr__json_type t = sr__json_peek(&j->r);
     size_t start = tf__json_offset(j);
     if (t == SR_JSON_BOOL && sr__json_bool(&j->r, out) == 0) return 0;
     if (t == SR_JSON_NULL && sr__json_null(&j->r) == 0) return *out = -1, 0;
@@ -181,8 +181,7 @@ int tf__vocab_object(tf_tokenizer *t, tf__json *j, const char *what) {
         if (tf__json_id(j, &id)) return -1;
         if (tf__strmap_find(&t->vocab, j->str, j->slen))
             return tf__fail(j->err, j->errlen, "%s:%d: the key \"%.*s\" appears twice", j->path,
-                            tf__json_line(j, j->key_at),
-                            (int)(j->slen > 60 ? 60 : j->slen), j->str);
+                            tf__json_line(j, j->key_at), (int)(j->slen > 60 ? 60 : j->slen), j->str);
         tf__str_slot *s = tf__strmap_add(&t->vocab, j->str, j->slen);
         if (!s) return tf__fail(j->err, j->errlen, "%s: out of memory", j->path);
         s->a = id;

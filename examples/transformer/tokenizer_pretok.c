@@ -16,8 +16,8 @@
    set of code points. */
 static int white_space(uint32_t cp) {
     if (cp < 0x80) return cp == ' ' || (cp >= 0x09 && cp <= 0x0D);
-    return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
-           cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+    return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
+           cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 /* The code point at s[i] (i < n) and its length in bytes.  UTF-8 is decoded strictly (no overlong
@@ -109,8 +109,20 @@ static int bloom_word_char(int32_t c) {
     uint32_t cp = (uint32_t)c;
     if (white_space(cp)) return 0;
     switch (cp) {
-    case '(': case ')': case '|': case '.': case ',': case '!': case '?':
-    case 0x2026: case 0x3002: case 0xFF0C: case 0x3001: case 0x0964: case 0x06D4: case 0x060C: return 0;
+    case '(':
+    case ')':
+    case '|':
+    case '.':
+    case ',':
+    case '!':
+    case '?':
+    case 0x2026:
+    case 0x3002:
+    case 0xFF0C:
+    case 0x3001:
+    case 0x0964:
+    case 0x06D4:
+    case 0x060C: return 0;
     default: return 1;
     }
 }

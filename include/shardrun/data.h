@@ -54,9 +54,9 @@ extern "C" {
 
 typedef struct sr_shard {
     char *path;
-    int token_bytes;   /* 2 (uint16) or 4 (uint32) */
-    int64_t ntokens;   /* header[2]; the file is exactly SR_SHARD_HEADER_BYTES + ntokens * token_bytes */
-    int64_t bytes;     /* the file's size at open */
+    int token_bytes; /* 2 (uint16) or 4 (uint32) */
+    int64_t ntokens; /* header[2]; the file is exactly SR_SHARD_HEADER_BYTES + ntokens * token_bytes */
+    int64_t bytes;   /* the file's size at open */
     /* the reader's own */
     int fd;
     const unsigned char *map;
@@ -88,11 +88,9 @@ typedef struct sr_shard_set {
 /* patterns: whitespace-separated file names or glob(3) patterns (a backslash keeps a space: "my\
    file.bin"); relative ones are relative to base_dir (NULL: the current folder).  Every pattern
    must match; a file matched twice is taken once.  0, or -1 with the pattern or file at fault. */
-SR_API int sr_shard_set_open(sr_shard_set *set, const char *patterns, const char *base_dir, char *err,
-                             size_t errlen);
+SR_API int sr_shard_set_open(sr_shard_set *set, const char *patterns, const char *base_dir, char *err, size_t errlen);
 /* out[0 .. n) = the stream's tokens first .. first+n-1, across shard boundaries.  0 or -1. */
-SR_API int sr_shard_set_read(const sr_shard_set *set, int64_t first, int64_t n, int32_t *out, char *err,
-                             size_t errlen);
+SR_API int sr_shard_set_read(const sr_shard_set *set, int64_t first, int64_t n, int32_t *out, char *err, size_t errlen);
 /* sr_shard_check_vocab for every shard (the first failure names its file). */
 SR_API int sr_shard_set_check_vocab(const sr_shard_set *set, int64_t vocab, char *err, size_t errlen);
 /* A cheap identity of the set for checkpoints, written into out[len] (NUL-terminated, truncated

@@ -34,7 +34,7 @@ SR_HD float sr_bf16_to_f32(uint16_t h) { return sr_bits_to_f32((uint32_t)h << 16
 SR_HD uint16_t sr_f32_to_bf16(float f) {
     uint32_t u = sr_f32_to_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* NaN stays NaN */
-    u += 0x7fffu + ((u >> 16) & 1u);                                           /* round to nearest even */
+    u += 0x7fffu + ((u >> 16) & 1u);                                          /* round to nearest even */
     return (uint16_t)(u >> 16);
 }
 
@@ -54,9 +54,9 @@ SR_HD uint16_t sr_f32_to_f16(float f) {
     uint32_t u = sr_f32_to_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);   /* NaN */
-    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  /* rounds to >= 65520: inf */
-    if (a < 0x38800000u) {                                     /* below the smallest normal */
+    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);  /* NaN */
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to >= 65520: inf */
+    if (a < 0x38800000u) {                                   /* below the smallest normal */
         /* round a * 2^24 to an integer, ties to even */
         float v = sr_bits_to_f32(a) * 16777216.0f;
         uint32_t i = (uint32_t)v;

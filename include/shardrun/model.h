@@ -71,8 +71,7 @@ SR_API int sr_model_module(sr_model *m, const char *name, const char *class_name
 /* Declares a parameter of the last declared module: its full dotted name
    ("transformer.h.3.attn.c_attn.weight"), `ndim` (1..4) sizes, initialiser and flags.  The
    module's call->params[i] is its i-th declared (or tied) parameter.  Returns 0 or -1. */
-SR_API int sr_model_param(sr_model *m, const char *name, int ndim, const int64_t *shape, sr_init init,
-                          unsigned flags);
+SR_API int sr_model_param(sr_model *m, const char *name, int ndim, const int64_t *shape, sr_init init, unsigned flags);
 
 /* Declares that the last declared module also uses the earlier parameter `target` under the
    name `name` (lm_head.weight tied to transformer.wte.weight): one storage, one gradient (both
@@ -107,7 +106,7 @@ typedef struct sr_module_call {
                              skipped for an overflow */
     int micro_step;       /* micro-batch within the step, from 0 (evaluation: the eval batch, from 0) */
     /* Appended later (a task built against an older header never reads it): */
-    int eval;             /* 1: an evaluation pass (sr_model_eval_data): forward and loss only, on eval
+    int eval; /* 1: an evaluation pass (sr_model_eval_data): forward and loss only, on eval
                              batches, nothing backward; loss() gets grad_scale 0 and need not seed a
                              gradient.  0 in training. */
 } sr_module_call;
@@ -220,9 +219,9 @@ SR_API double sr_profile_clock(void);
 SR_API void sr_profile_kernel(sr_kernel_class cls, double seconds, double flops, double bytes);
 
 /* Defines the exported symbol for a model task (ops: a `const sr_model_ops` object). */
-#define SR_MODEL_TASK(task_name, ops)                                                            \
-    __attribute__((visibility("default"))) const sr_task shardrun_task = {                       \
-        SR_TASK_ABI_VERSION, sizeof(sr_task), SR_TASK_MODEL, (task_name), 0, &(ops)}
+#define SR_MODEL_TASK(task_name, ops)                                                                                  \
+    __attribute__((visibility("default")))                                                                             \
+    const sr_task shardrun_task = {SR_TASK_ABI_VERSION, sizeof(sr_task), SR_TASK_MODEL, (task_name), 0, &(ops)}
 
 #ifdef __cplusplus
 }

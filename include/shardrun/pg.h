@@ -52,8 +52,8 @@ SR_API const char *sr_pg_error(const sr_pg *pg);
 /* recv[r*count .. (r+1)*count) receives rank r's send[0 .. count) */
 SR_API int sr_pg_all_gather(sr_pg *pg, const void *send, void *recv, size_t count, sr_dtype dtype, sr_work **work);
 /* recv[0 .. count) = op over ranks of send[rank*count .. (rank+1)*count) */
-SR_API int sr_pg_reduce_scatter(sr_pg *pg, const void *send, void *recv, size_t count, sr_dtype dtype,
-                                sr_redop op, sr_work **work);
+SR_API int sr_pg_reduce_scatter(sr_pg *pg, const void *send, void *recv, size_t count, sr_dtype dtype, sr_redop op,
+                                sr_work **work);
 SR_API int sr_pg_all_reduce(sr_pg *pg, void *buf, size_t count, sr_dtype dtype, sr_redop op, sr_work **work);
 SR_API int sr_pg_broadcast(sr_pg *pg, void *buf, size_t count, sr_dtype dtype, int root, sr_work **work);
 SR_API int sr_pg_barrier(sr_pg *pg, sr_work **work);

@@ -49,7 +49,7 @@ typedef enum sr_key_type {
 
 /* One key of a plugin's INI section.  An array of these ends with an entry whose name is NULL. */
 typedef struct sr_key {
-    const char *name;    /* canonical spelling, e.g. "fsdp.sharding_strategy" */
+    const char *name; /* canonical spelling, e.g. "fsdp.sharding_strategy" */
     sr_key_type type;
     const char *def;     /* default as text; NULL: unset unless given */
     const char *choices; /* SR_KEY_ENUM: "A|B|C" */
@@ -81,8 +81,7 @@ typedef struct sr_host sr_host; /* opaque, owned by the host */
 typedef struct sr_host_api {
     uint32_t abi_version;
     uint32_t struct_size;
-    void (*log)(sr_host *h, sr_log_level level, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+    void (*log)(sr_host *h, sr_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
     /* Resolved value of a key of this plugin's section (after overrides and defaults), in the
        canonical spelling of its type; NULL when unset. */
     const char *(*get)(sr_host *h, const char *key);
@@ -90,8 +89,7 @@ typedef struct sr_host_api {
     int (*given)(sr_host *h, const char *key);
     /* Report a validation error about `key` (NULL: the section).  The host prefixes where the
        value came from (file:line, variable or flag).  validate() should then return non-zero. */
-    void (*reject)(sr_host *h, const char *key, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+    void (*reject)(sr_host *h, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
     const sr_topology *(*topology)(sr_host *h);
     /* The worker's environment as it stands: what earlier plugins wrote, else what the worker
        inherited.  NULL when unset. */

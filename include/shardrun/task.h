@@ -52,9 +52,9 @@ typedef struct sr_task {
 } sr_task;
 
 /* Defines the exported symbol for a main task. */
-#define SR_MAIN_TASK(task_name, main_fn)                                                         \
-    __attribute__((visibility("default"))) const sr_task shardrun_task = {                       \
-        SR_TASK_ABI_VERSION, sizeof(sr_task), SR_TASK_MAIN, (task_name), (main_fn), 0}
+#define SR_MAIN_TASK(task_name, main_fn)                                                                               \
+    __attribute__((visibility("default")))                                                                             \
+    const sr_task shardrun_task = {SR_TASK_ABI_VERSION, sizeof(sr_task), SR_TASK_MAIN, (task_name), (main_fn), 0}
 
 /* Topology of this worker. */
 SR_API int sr_rank(const sr_ctx *ctx);

@@ -11,7 +11,6 @@
 
 #include "shardrun/plugin.h"
 
-
 /* applies_to: 0 both versions, 1 FSDP_VERSION 1 only, 2 version 2 only */
 typedef struct fsdp_key_rule {
     const char *key;
@@ -59,7 +58,7 @@ static const sr_key accel_keys[] = {
 };
 
 static const fsdp_key_rule version_rules[] = {
-    {"fsdp.sharding_strategy", 1}, {"fsdp.backward_prefetch", 1}, {"fsdp.forward_prefetch", 1},
+    {"fsdp.sharding_strategy", 1}, {"fsdp.backward_prefetch", 1},  {"fsdp.forward_prefetch", 1},
     {"fsdp.use_orig_params", 1},   {"fsdp.sync_module_states", 1}, {"fsdp.reshard_after_forward", 2},
 };
 
@@ -102,12 +101,14 @@ static int accel_validate(const sr_host_api *api, sr_host *h) {
             api->reject(h, k->name, "is an FSDP version 1 key, but fsdp.version = 2%s; remove it",
                         !strcmp(k->name, "fsdp.sharding_strategy") ? " (use fsdp.reshard_after_forward)" : "");
         else
-            api->reject(h, k->name, "is an FSDP version 2 key, but fsdp.version = 1; use fsdp.sharding_strategy "
+            api->reject(h, k->name,
+                        "is an FSDP version 2 key, but fsdp.version = 1; use fsdp.sharding_strategy "
                         "or set fsdp.version = 2");
         bad = 1;
     }
     if (version == 2 && is(api, h, "fsdp.state_dict_type", "LOCAL_STATE_DICT")) {
-        api->reject(h, "fsdp.state_dict_type", "LOCAL_STATE_DICT does not exist in FSDP version 2; use "
+        api->reject(h, "fsdp.state_dict_type",
+                    "LOCAL_STATE_DICT does not exist in FSDP version 2; use "
                     "SHARDED_STATE_DICT or FULL_STATE_DICT");
         bad = 1;
     }
@@ -120,18 +121,22 @@ static int accel_validate(const sr_host_api *api, sr_host *h) {
         bad = 1;
     }
     if (!size_wrap && mnp) {
-        api->reject(h, "fsdp.min_num_params", "only applies to auto_wrap_policy = SIZE_BASED_WRAP; remove it or "
+        api->reject(h, "fsdp.min_num_params",
+                    "only applies to auto_wrap_policy = SIZE_BASED_WRAP; remove it or "
                     "change the policy");
         bad = 1;
     }
-    if (api->get(h, "fsdp.transformer_layer_cls_to_wrap") && !is(api, h, "fsdp.auto_wrap_policy", "TRANSFORMER_BASED_WRAP")) {
-        api->reject(h, "fsdp.transformer_layer_cls_to_wrap", "only applies to auto_wrap_policy = "
+    if (api->get(h, "fsdp.transformer_layer_cls_to_wrap") &&
+        !is(api, h, "fsdp.auto_wrap_policy", "TRANSFORMER_BASED_WRAP")) {
+        api->reject(h, "fsdp.transformer_layer_cls_to_wrap",
+                    "only applies to auto_wrap_policy = "
                     "TRANSFORMER_BASED_WRAP; remove it or change the policy");
         bad = 1;
     }
     if (version == 1 && is(api, h, "fsdp.cpu_ram_efficient_loading", "true") &&
         !is(api, h, "fsdp.sync_module_states", "true")) {
-        api->reject(h, "fsdp.cpu_ram_efficient_loading", "is true%s, which requires fsdp.sync_module_states = true "
+        api->reject(h, "fsdp.cpu_ram_efficient_loading",
+                    "is true%s, which requires fsdp.sync_module_states = true "
                     "(only rank 0 loads weights; the others receive them by broadcast); set fsdp.sync_module_states = "
                     "true or fsdp.cpu_ram_efficient_loading = false",
                     api->given(h, "fsdp.cpu_ram_efficient_loading") ? "" : " (the default)");

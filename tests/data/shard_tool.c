@@ -86,7 +86,8 @@ int main(int argc, char **argv) {
                     x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
                     buf[j] = (int32_t)(x % (unsigned long long)vocab);
                 }
-                if (sr_shard_writer_append(w, buf, (size_t)m, err, sizeof err) != 0) return sr_shard_writer_abort(w), fail();
+                if (sr_shard_writer_append(w, buf, (size_t)m, err, sizeof err) != 0)
+                    return sr_shard_writer_abort(w), fail();
             }
             if (sr_shard_writer_close(w, err, sizeof err) != 0) return fail();
             done += n;

@@ -7,7 +7,10 @@ struct grown_plugin {
     void (*appended_later)(void);
 };
 
-__attribute__((visibility("default"))) const struct grown_plugin shardrun_plugin = {
-    {.abi_version = SR_PLUGIN_ABI_VERSION, .struct_size = sizeof(struct grown_plugin), .name = "grown_struct",
-     .version = "1", .description = "an sr_plugin with a field appended"},
-    0};
+__attribute__((visibility("default")))
+const struct grown_plugin shardrun_plugin = {{.abi_version = SR_PLUGIN_ABI_VERSION,
+                                              .struct_size = sizeof(struct grown_plugin),
+                                              .name = "grown_struct",
+                                              .version = "1",
+                                              .description = "an sr_plugin with a field appended"},
+                                             0};

@@ -9,9 +9,9 @@
 #include "device/device.h"
 #include "examples/transformer/kernels.h"
 
-static const sr_device *cpu_dev;
+static const sr__device *cpu_dev;
 static const tf_kernels *cpu_k;
-static sr_device dev;
+static sr__device dev;
 static tf_kernels k;
 
 static void add_off_by_one(void *out, const void *a, const void *b, size_t n, sr_dtype dt) {
@@ -29,7 +29,7 @@ static void accumulate_shifted(float *acc, const void *src, sr_dtype st, size_t 
     if (n > 1) cpu_dev->accumulate(acc + 1, src, st, n - 1);
 }
 
-__attribute__((visibility("default"))) const sr_device *selftest_dut_device(const sr_device *cpu) {
+__attribute__((visibility("default"))) const sr__device *selftest_dut_device(const sr__device *cpu) {
     cpu_dev = cpu;
     dev = *cpu;
     dev.name = "broken";

@@ -115,7 +115,8 @@ static int hybrid(sr_pg *world, size_t count) {
         return 1;
     }
     checks++;
-    if (sr_pg_size(shard) != 2 || sr_pg_rank(shard) != r % 2 || sr_pg_size(replicate) != 2 || sr_pg_rank(replicate) != r / 2) {
+    if (sr_pg_size(shard) != 2 || sr_pg_rank(shard) != r % 2 || sr_pg_size(replicate) != 2 ||
+        sr_pg_rank(replicate) != r / 2) {
         printf("split gave shard %d/%d replicate %d/%d\n", sr_pg_rank(shard), sr_pg_size(shard), sr_pg_rank(replicate),
                sr_pg_size(replicate));
         failures++;
@@ -174,7 +175,8 @@ static int collectives_main(sr_ctx *ctx, int argc, char **argv) {
     /* a misuse is an error, not a crash */
     long long x = 1;
     checks++;
-    if (sr_pg_all_reduce(pg, &x, 1, SR_INT64, SR_AVG, NULL) == 0 || !strstr(sr_pg_error(pg), "avg needs a floating-point dtype"))
+    if (sr_pg_all_reduce(pg, &x, 1, SR_INT64, SR_AVG, NULL) == 0 ||
+        !strstr(sr_pg_error(pg), "avg needs a floating-point dtype"))
         failures++;
     printf("collectives: %d checks, %d failed on rank %d of %d\n", checks, failures, sr_rank(ctx), sr_world_size(ctx));
     sr_report_int(ctx, "checks", checks);

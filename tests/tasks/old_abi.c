@@ -6,4 +6,5 @@ static int old_main(sr_ctx *ctx, int argc, char **argv) {
     return 0;
 }
 
-__attribute__((visibility("default"))) const sr_task shardrun_task = {7, sizeof(sr_task), SR_TASK_MAIN, "old", old_main, 0};
+__attribute__((visibility("default")))
+const sr_task shardrun_task = {7, sizeof(sr_task), SR_TASK_MAIN, "old", old_main, 0};

@@ -12,24 +12,24 @@
 static char path[256];
 
 /* A file whose metadata is the n entries kv (one small tensor): open, or NULL. */
-static sr_st_file *file_with(const sr_st_kv *kv, size_t n) {
+static sr__st_file *file_with(const sr__st_kv *kv, size_t n) {
     char err[512];
-    sr_st_tensor t = {.name = "u0.param", .dtype = SR_FLOAT32, .ndim = 1, .shape = {2}};
+    sr__st_tensor t = {.name = "u0.param", .dtype = SR_FLOAT32, .ndim = 1, .shape = {2}};
     float v[2] = {1, 2};
-    sr_st_writer *w = sr__st_create(path, &t, 1, kv, n, err, sizeof err);
+    sr__st_writer *w = sr__st_create(path, &t, 1, kv, n, err, sizeof err);
     if (!w || sr__st_write(w, 0, 0, v, sizeof v, err, sizeof err) || sr__st_finish(w, err, sizeof err)) {
         fprintf(stderr, "writing %s: %s\n", path, err);
         return NULL;
     }
-    sr_st_file *f = sr__st_open(path, err, sizeof err);
+    sr__st_file *f = sr__st_open(path, err, sizeof err);
     if (!f) fprintf(stderr, "reading %s: %s\n", path, err);
     return f;
 }
 
 static void good(void) {
-    const sr_st_kv kv[] = {{"format", "shardrun-sharded-2"}, {"unit:0", "10 12 6"}, {"unit:1", "4 4 2"},
-                           {"param:a", "0 0 6 [2, 3]"}, {"param:b", "0 6 4 [4]"}, {"param:c", "1 0 4 [2, 2]"}};
-    sr_st_file *f = file_with(kv, sizeof kv / sizeof *kv);
+    const sr__st_kv kv[] = {{"format", "shardrun-sharded-2"}, {"unit:0", "10 12 6"},    {"unit:1", "4 4 2"},
+                            {"param:a", "0 0 6 [2, 3]"},      {"param:b", "0 6 4 [4]"}, {"param:c", "1 0 4 [2, 2]"}};
+    sr__st_file *f = file_with(kv, sizeof kv / sizeof *kv);
     sr__ckpt_index ix;
     char why[256] = "";
     CHECK(f && sr__ckpt_index_parse(f, &ix, why, sizeof why) == 0);
@@ -50,8 +50,8 @@ static void good(void) {
 
 /* one malformed entry beside good ones: refused, the message quoting it */
 static void bad(const char *key, const char *value, const char *what) {
-    const sr_st_kv kv[] = {{"unit:0", "10 12 6"}, {"param:a", "0 0 6 [2, 3]"}, {key, value}};
-    sr_st_file *f = file_with(kv, 3);
+    const sr__st_kv kv[] = {{"unit:0", "10 12 6"}, {"param:a", "0 0 6 [2, 3]"}, {key, value}};
+    sr__st_file *f = file_with(kv, 3);
     sr__ckpt_index ix;
     char why[256] = "", want[128];
     snprintf(want, sizeof want, "\"%s\" = \"%s\"", key, value);

@@ -12,13 +12,13 @@ static const char *fake_getenv(const char *name) {
     return NULL;
 }
 
-static void detect(sr_cluster *c, const char *const *vars) {
+static void detect(sr__cluster *c, const char *const *vars) {
     fake = vars;
     sr__cluster_detect(c, fake_getenv);
 }
 
 int main(void) {
-    sr_cluster c;
+    sr__cluster c;
     char host[64];
     CHECK(sr__slurm_first_host("gpu[07-09,12],cpu1", host, sizeof host) == 0);
     CHECK_STR(host, "gpu07");
@@ -33,8 +33,9 @@ int main(void) {
     detect(&c, none);
     CHECK(c.source == NULL);
 
-    const char *tr[] = {"RANK", "5", "WORLD_SIZE", "8", "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "4", "GROUP_RANK", "1",
-                        "MASTER_ADDR", "h0", "MASTER_PORT", "1234", NULL};
+    const char *tr[] = {
+        "RANK", "5",           "WORLD_SIZE", "8",           "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "4", "GROUP_RANK",
+        "1",    "MASTER_ADDR", "h0",         "MASTER_PORT", "1234",       NULL};
     detect(&c, tr);
     CHECK_STR(c.source, "torchrun");
     CHECK(c.per_process && c.rank == 5 && c.world_size == 8 && c.local_rank == 1 && c.local_world_size == 4);
@@ -42,8 +43,21 @@ int main(void) {
     CHECK_STR(c.master_addr, "h0");
 
     /* srun step, 2 nodes x 2 tasks */
-    const char *srun[] = {"SLURM_PROCID", "3", "SLURM_NTASKS", "4", "SLURM_LOCALID", "1", "SLURM_NODEID", "1",
-                          "SLURM_NNODES", "2", "SLURM_STEP_ID", "0", "SLURM_JOB_NODELIST", "gpu[3-4]", NULL};
+    const char *srun[] = {"SLURM_PROCID",
+                          "3",
+                          "SLURM_NTASKS",
+                          "4",
+                          "SLURM_LOCALID",
+                          "1",
+                          "SLURM_NODEID",
+                          "1",
+                          "SLURM_NNODES",
+                          "2",
+                          "SLURM_STEP_ID",
+                          "0",
+                          "SLURM_JOB_NODELIST",
+                          "gpu[3-4]",
+                          NULL};
     detect(&c, srun);
     CHECK_STR(c.source, "Slurm");
     CHECK(c.per_process && c.rank == 3 && c.local_rank == 1 && c.local_world_size == 2 && c.node_rank == 1);
@@ -51,25 +65,67 @@ int main(void) {
     CHECK(c.error[0] == 0);
 
     /* one task per node: node mode */
-    const char *node_mode[] = {"SLURM_PROCID", "1", "SLURM_NTASKS", "2", "SLURM_LOCALID", "0", "SLURM_NODEID", "1",
-                               "SLURM_NNODES", "2", "SLURM_STEP_ID", "0", "SLURM_JOB_NODELIST", "a,b", NULL};
+    const char *node_mode[] = {"SLURM_PROCID",
+                               "1",
+                               "SLURM_NTASKS",
+                               "2",
+                               "SLURM_LOCALID",
+                               "0",
+                               "SLURM_NODEID",
+                               "1",
+                               "SLURM_NNODES",
+                               "2",
+                               "SLURM_STEP_ID",
+                               "0",
+                               "SLURM_JOB_NODELIST",
+                               "a,b",
+                               NULL};
     detect(&c, node_mode);
     CHECK(!c.per_process && c.node_rank == 1 && c.nnodes == 2);
     CHECK_STR(c.master_addr, "a");
 
     /* batch script (no step): node mode even with several tasks */
-    const char *batch[] = {"SLURM_PROCID", "0", "SLURM_NTASKS", "8", "SLURM_LOCALID", "0", "SLURM_NODEID", "0",
-                           "SLURM_NNODES", "2", "SLURM_JOB_NODELIST", "x[1-2]", NULL};
+    const char *batch[] = {"SLURM_PROCID",
+                           "0",
+                           "SLURM_NTASKS",
+                           "8",
+                           "SLURM_LOCALID",
+                           "0",
+                           "SLURM_NODEID",
+                           "0",
+                           "SLURM_NNODES",
+                           "2",
+                           "SLURM_JOB_NODELIST",
+                           "x[1-2]",
+                           NULL};
     detect(&c, batch);
     CHECK(!c.per_process && c.nnodes == 2);
 
-    const char *uneven[] = {"SLURM_PROCID", "0", "SLURM_NTASKS", "3", "SLURM_LOCALID", "0", "SLURM_NODEID", "0",
-                            "SLURM_NNODES", "2", "SLURM_STEP_ID", "0", NULL};
+    const char *uneven[] = {"SLURM_PROCID",
+                            "0",
+                            "SLURM_NTASKS",
+                            "3",
+                            "SLURM_LOCALID",
+                            "0",
+                            "SLURM_NODEID",
+                            "0",
+                            "SLURM_NNODES",
+                            "2",
+                            "SLURM_STEP_ID",
+                            "0",
+                            NULL};
     detect(&c, uneven);
     CHECK(c.error[0] != 0);
 
-    const char *ompi[] = {"OMPI_COMM_WORLD_RANK", "2", "OMPI_COMM_WORLD_SIZE", "4", "OMPI_COMM_WORLD_LOCAL_RANK",
-                          "0", "OMPI_COMM_WORLD_LOCAL_SIZE", "2", NULL};
+    const char *ompi[] = {"OMPI_COMM_WORLD_RANK",
+                          "2",
+                          "OMPI_COMM_WORLD_SIZE",
+                          "4",
+                          "OMPI_COMM_WORLD_LOCAL_RANK",
+                          "0",
+                          "OMPI_COMM_WORLD_LOCAL_SIZE",
+                          "2",
+                          NULL};
     detect(&c, ompi);
     CHECK_STR(c.source, "Open MPI");
     CHECK(c.per_process && c.node_rank == 1 && c.nnodes == 2 && c.local_rank == 0);
@@ -91,8 +147,15 @@ int main(void) {
     const char *ompi0[] = {"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "0", NULL};
     detect(&c, ompi0);
     CHECK(strstr(c.error, "OMPI_COMM_WORLD_SIZE=\"0\"") != NULL);
-    const char *ompi_l0[] = {"OMPI_COMM_WORLD_RANK", "1", "OMPI_COMM_WORLD_SIZE", "2", "OMPI_COMM_WORLD_LOCAL_RANK", "0",
-                             "OMPI_COMM_WORLD_LOCAL_SIZE", "0", NULL};
+    const char *ompi_l0[] = {"OMPI_COMM_WORLD_RANK",
+                             "1",
+                             "OMPI_COMM_WORLD_SIZE",
+                             "2",
+                             "OMPI_COMM_WORLD_LOCAL_RANK",
+                             "0",
+                             "OMPI_COMM_WORLD_LOCAL_SIZE",
+                             "0",
+                             NULL};
     detect(&c, ompi_l0);
     CHECK(strstr(c.error, "OMPI_COMM_WORLD_LOCAL_SIZE=\"0\"") != NULL);
     const char *tr0[] = {"RANK", "1", "WORLD_SIZE", "0", "LOCAL_RANK", "1", NULL};
@@ -119,7 +182,8 @@ int main(void) {
     detect(&c, partial);
     CHECK(c.source == NULL && c.error[0] == 0);
     CHECK_STR(c.partial, "RANK and WORLD_SIZE are set but LOCAL_RANK is not");
-    const char *partial_slurm[] = {"LOCAL_RANK", "0", "SLURM_PROCID", "0", "SLURM_NODEID", "0", "SLURM_NNODES", "1", NULL};
+    const char *partial_slurm[] = {"LOCAL_RANK", "0", "SLURM_PROCID", "0", "SLURM_NODEID", "0", "SLURM_NNODES",
+                                   "1",          NULL};
     detect(&c, partial_slurm);
     CHECK_STR(c.source, "Slurm");
     CHECK(c.partial[0] == 0 && c.error[0] == 0);

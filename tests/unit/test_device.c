@@ -8,7 +8,7 @@
 #include "check.h"
 #include "device/device.h"
 
-static const sr_device *cpu;
+static const sr__device *cpu;
 
 static uint32_t bits(float f) {
     uint32_t u;
@@ -19,12 +19,12 @@ static int same_float(float a, float b) { return bits(a) == bits(b) || (isnan(a)
 
 /* 1.0, -2.5, 65504, 1e-8, 6e-8, ties to even at bf16 / fp16 precision, inf, -inf, NaN */
 #define NV 11
-static const float in[NV] = {1.0f, -2.5f, 65504.0f, 1e-8f, 6e-8f, 1.00390625f, 1.01171875f, 1.00146484375f,
-                             INFINITY, -INFINITY, NAN};
-static const uint16_t want_bf16[NV] = {0x3f80, 0xc020, 0x4780, 0x322c, 0x3381, 0x3f80, 0x3f82, 0x3f80,
-                                       0x7f80, 0xff80, 0x7fc0};
-static const uint16_t want_f16[NV] = {0x3c00, 0xc100, 0x7bff, 0x0000, 0x0001, 0x3c04, 0x3c0c, 0x3c02,
-                                      0x7c00, 0xfc00, 0x7e00};
+static const float in[NV] = {1.0f,        -2.5f,          65504.0f, 1e-8f,     6e-8f, 1.00390625f,
+                             1.01171875f, 1.00146484375f, INFINITY, -INFINITY, NAN};
+static const uint16_t want_bf16[NV] = {0x3f80, 0xc020, 0x4780, 0x322c, 0x3381, 0x3f80,
+                                       0x3f82, 0x3f80, 0x7f80, 0xff80, 0x7fc0};
+static const uint16_t want_f16[NV] = {0x3c00, 0xc100, 0x7bff, 0x0000, 0x0001, 0x3c04,
+                                      0x3c0c, 0x3c02, 0x7c00, 0xfc00, 0x7e00};
 
 static void test_cast(void) {
     uint16_t h[NV], b[NV];
@@ -36,10 +36,11 @@ static void test_cast(void) {
         CHECK(h[i] == want_f16[i]);
     }
     /* back to fp32: 65504 became 65536 in bf16, 1e-8 underflowed to 0 in fp16, 6e-8 became 2^-24 */
-    const float from_bf16[NV] = {1.0f, -2.5f, 65536.0f, 1.00117177e-8f, 6.00703061e-8f, 1.0f, 1.015625f, 1.0f,
+    const float from_bf16[NV] = {1.0f,     -2.5f,     65536.0f, 1.00117177e-8f, 6.00703061e-8f, 1.0f, 1.015625f, 1.0f,
                                  INFINITY, -INFINITY, NAN};
-    const float from_f16[NV] = {1.0f, -2.5f, 65504.0f, 0.0f, 5.9604644775390625e-8f, 1.00390625f, 1.01171875f,
-                                1.001953125f, INFINITY, -INFINITY, NAN};
+    const float from_f16[NV] = {1.0f,        -2.5f,       65504.0f,     0.0f,     5.9604644775390625e-8f,
+                                1.00390625f, 1.01171875f, 1.001953125f, INFINITY, -INFINITY,
+                                NAN};
     cpu->cast(back, SR_FLOAT32, b, SR_BFLOAT16, NV);
     for (int i = 0; i < NV; i++) CHECK(same_float(back[i], from_bf16[i]));
     CHECK(bits(back[3]) == 0x322c0000u);
@@ -91,7 +92,7 @@ static void test_memory(void) {
 static void test_elementwise(void) {
     float acc[5] = {1, 2, 3, 4, 5};
     const float f32[5] = {0.5f, -1, 0, 2, 1e-3f};
-    const uint16_t bf[5] = {0x3f80, 0xc020, 0, 0x4780, 0x3f82}; /* 1, -2.5, 0, 65536, 1.015625 */
+    const uint16_t bf[5] = {0x3f80, 0xc020, 0, 0x4780, 0x3f82};      /* 1, -2.5, 0, 65536, 1.015625 */
     const uint16_t hf[5] = {0x3c00, 0xc100, 0x0001, 0x7bff, 0x3c04}; /* 1, -2.5, 2^-24, 65504, 1.00390625 */
     cpu->accumulate(acc, f32, SR_FLOAT32, 5);
     CHECK(acc[0] == 1.5f && acc[1] == 1 && acc[2] == 3 && acc[3] == 6 && acc[4] == 5 + 1e-3f);
@@ -138,7 +139,6 @@ static void test_reductions(void) {
     free(x);
 }
 
-
 /* torch.optim.AdamW's formula in double, from the same (float) scalars the device gets */
 typedef struct {
     double lr, beta1, beta2, eps, wd, grad_mul;
@@ -167,11 +167,12 @@ static int within(double got, double want, double tol) { return fabs(got - want)
 static void test_adamw(void) {
     enum { N = 37, STEPS = 12 };
     /* lr, beta1, beta2, eps, weight_decay, grad_mul; eps 1e-3 makes its place in the formula matter */
-    const float cfg[][6] = {{1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 1.0f},
-                            {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f},
-                            {3e-2f, 0.8f, 0.95f, 1e-3f, 0.1f, 0.37f},
-                            {1e-2f, 0.4f, 0.99f, 1e-8f, 0.05f, 1.0f / 1024}, /* beta1 <= 0.5: the other form of torch's lerp */
-                            {5e-3f, 0.9f, 0.999f, 1e-6f, 0.0f, 2.5f}};
+    const float cfg[][6] = {
+        {1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 1.0f},
+        {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f},
+        {3e-2f, 0.8f, 0.95f, 1e-3f, 0.1f, 0.37f},
+        {1e-2f, 0.4f, 0.99f, 1e-8f, 0.05f, 1.0f / 1024}, /* beta1 <= 0.5: the other form of torch's lerp */
+        {5e-3f, 0.9f, 0.999f, 1e-6f, 0.0f, 2.5f}};
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
         const float *k = cfg[c];
         ref_args r = {k[0], k[1], k[2], k[3], k[4], k[5]};
@@ -182,8 +183,8 @@ static void test_adamw(void) {
         for (int t = 1; t <= STEPS; t++) {
             float gscale = t % 3 == 0 ? 1e-4f : 1.0f; /* small gradients: eps matters */
             for (int i = 0; i < N; i++) g[i] = uniform(-gscale, gscale) + (i % 5 == 0 ? 0.5f * gscale : 0.0f);
-            sr_adamw_args a = {k[0], k[1], k[2], k[3], k[4], (float)(1 - pow(k[1], t)), (float)(1 - pow(k[2], t)),
-                               k[5]};
+            sr__adamw_args a = {k[0], k[1], k[2], k[3], k[4], (float)(1 - pow(k[1], t)), (float)(1 - pow(k[2], t)),
+                                k[5]};
             cpu->adamw(p, g, m, v, N, &a);
             ref_adamw(rp, g, rm, rv, N, &r, t);
             /* relative 1e-6, against the scale of the terms that were added (cancellation) */
@@ -200,7 +201,7 @@ static void test_adamw(void) {
 
     /* one element by hand, first step: m = 0.1 g, v = 0.001 g^2, m_hat / sqrt(v_hat) = sign(g) */
     float p = 1, g = -0.5f, m = 0, v = 0;
-    sr_adamw_args a = {0.1f, 0.9f, 0.999f, 0, 0.5f, 1 - 0.9f, 1 - 0.999f, 2};
+    sr__adamw_args a = {0.1f, 0.9f, 0.999f, 0, 0.5f, 1 - 0.9f, 1 - 0.999f, 2};
     cpu->adamw(&p, &g, &m, &v, 1, &a);
     CHECK(within(p, 1 * (1 - 0.05) + 0.1, 1e-6));
     CHECK(within(m, -0.1, 1e-7) && within(v, 0.001, 1e-7));
@@ -214,7 +215,7 @@ static void test_lookup(void) {
     CHECK(sr__device_get("cpu", NULL, 0) == cpu);
     /* no GPU here: a message, not a crash; with a GPU, the CUDA device */
     err[0] = 0;
-    const sr_device *cuda = sr__device_get("cuda", err, sizeof err);
+    const sr__device *cuda = sr__device_get("cuda", err, sizeof err);
     if (cuda) {
         CHECK_STR(cuda->name, "cuda");
         CHECK(cuda->kind == SR_DEVICE_CUDA);

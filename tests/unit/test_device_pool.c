@@ -15,7 +15,7 @@
 #include "device/device.h"
 #include "device/pool.h"
 
-static const sr_device *cpu;
+static const sr__device *cpu;
 
 typedef struct outputs {
     float *param, *m, *v, *acc, *back;
@@ -47,7 +47,7 @@ static void run_all(outputs *o, size_t n, int threads) {
         o->acc[i] = uniform();
         o->zeroed[i] = 0xab;
     }
-    sr_adamw_args a = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.002f, 0.5f};
+    sr__adamw_args a = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.002f, 0.5f};
     for (int step = 0; step < 3; step++) cpu->adamw(o->param, g, o->m, o->v, n, &a);
     o->sumsq = cpu->sumsq(g, n);
     cpu->cast(o->bf16, SR_BFLOAT16, g, SR_FLOAT32, n);
@@ -75,7 +75,13 @@ static void free_outputs(outputs *o) {
 static int same(const void *a, const void *b, size_t bytes) { return bytes == 0 || memcmp(a, b, bytes) == 0; }
 
 static void test_same_bits(void) {
-    const size_t sizes[] = {0, 1, 7, SR__POOL_GRAIN - 1, SR__POOL_GRAIN, SR__POOL_GRAIN + 1, 3 * SR__POOL_GRAIN + 17,
+    const size_t sizes[] = {0,
+                            1,
+                            7,
+                            SR__POOL_GRAIN - 1,
+                            SR__POOL_GRAIN,
+                            SR__POOL_GRAIN + 1,
+                            3 * SR__POOL_GRAIN + 17,
                             10 * SR__POOL_GRAIN + 5};
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
         size_t n = sizes[s];
@@ -148,8 +154,7 @@ static long long counts[2][256];
 static void count_part(void *arg, size_t part) {
     long long *c = arg;
     c[part]++;
-    for (volatile int i = 0; i < 20000; i++) {
-    }
+    for (volatile int i = 0; i < 20000; i++) {}
 }
 static void *other_caller(void *arg) {
     (void)arg;

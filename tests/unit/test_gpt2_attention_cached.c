@@ -69,8 +69,9 @@ int main(void) {
         for (int threads = 1; threads <= 2; threads++) {
             double w = worst_case(cases[c][0], cases[c][1], cases[c][2], cases[c][3], threads, 1);
             /* values are O(1) (v in [-2, 2]): float rounding is ~1e-6 */
-            if (w > 1e-5) fprintf(stderr, "pos0 %d nq %d C %d NH %d, %d threads: off by %.3g\n", cases[c][0],
-                                  cases[c][1], cases[c][2], cases[c][3], threads, w);
+            if (w > 1e-5)
+                fprintf(stderr, "pos0 %d nq %d C %d NH %d, %d threads: off by %.3g\n", cases[c][0], cases[c][1],
+                        cases[c][2], cases[c][3], threads, w);
             CHECK(w <= 1e-5);
         }
     return CHECK_DONE();

@@ -89,8 +89,11 @@ static void pretokenizer(void) {
     CHECK_STR(pretokens("a1 23 ++ x\t\ty"), "a|1| 23| ++| x|\t|\t|y");
     CHECK_STR(pretokens("I'M 'll''"), "I|'|M| '|ll|''");
     CHECK_STR(pretokens("caf\xc3\xa9 \xe2\x80\x94x"), "caf\xc3\xa9| \xe2\x80\x94|x");
-    CHECK_STR(pretokens("  a \n b\xc2\xa0\xc2\xa0" "c"), " | a| \n| b|\xc2\xa0|\xc2\xa0|c");
-    CHECK_STR(pretokens("x\xe0\x81\x81y \xce\xb1\xce\xb2\xc2\xb2 it'll"), "x|\xe0\x81\x81|y| \xce\xb1\xce\xb2|\xc2\xb2| it|'ll");
+    CHECK_STR(pretokens("  a \n b\xc2\xa0\xc2\xa0"
+                        "c"),
+              " | a| \n| b|\xc2\xa0|\xc2\xa0|c");
+    CHECK_STR(pretokens("x\xe0\x81\x81y \xce\xb1\xce\xb2\xc2\xb2 it'll"),
+              "x|\xe0\x81\x81|y| \xce\xb1\xce\xb2|\xc2\xb2| it|'ll");
     CHECK_STR(pretokens(" "), " ");
     CHECK_STR(pretokens("'"), "'");
 }
@@ -129,8 +132,8 @@ static const char *write_vocab(const char *name, int skip, const char *extra) {
 
 /* ids 256.. of the hand-made vocabulary */
 enum { AA = 256, AAA, AAAA, AB, SP_A, EOS, SMILE, NVOCAB };
-#define EXTRA                                                                                                  \
-    ",\n  \"aa\": 256, \"aaa\": 257, \"aaaa\": 258,\n  \"ab\": 259, \"\\u0120a\": 260,\n"                       \
+#define EXTRA                                                                                                          \
+    ",\n  \"aa\": 256, \"aaa\": 257, \"aaaa\": 258,\n  \"ab\": 259, \"\\u0120a\": 260,\n"                              \
     "  \"<|endoftext|>\": 261, \"\\ud83d\\ude00\": 262"
 
 static tf_tokenizer *handmade(void) {
@@ -217,7 +220,8 @@ static void load_errors(void) {
     BAD_VOCAB("{\"a\": 0,\n \"a\": 1}", ":2: the key \"a\" appears twice");
     /* strict JSON, as libshardrun's reader (core/io/json.c) and Python's json read it: a string must
        be UTF-8, a number has no leading zero */
-    BAD_VOCAB("{\"a\": 0,\n \"b\xff\": 1}", ":2: expected a string character (a string must be UTF-8), found byte 0xFF");
+    BAD_VOCAB("{\"a\": 0,\n \"b\xff\": 1}",
+              ":2: expected a string character (a string must be UTF-8), found byte 0xFF");
     BAD_VOCAB("{\"a\": 0,\n \"b\": 01}", ":2: expected an integer id, found '0' (byte offset 15)");
     BAD_VOCAB("{\"a\": 0,\n \"b\": 2}", ":2: id 2 is out of range: the file has 2 entries, so ids must be 0..1");
     BAD_VOCAB("{\"a\": 1,\n \"b\": 1}", ":2: id 1 is also the id of the entry at line 1");
@@ -281,8 +285,8 @@ static int load(tf_dataset *d, tf_tokenizer *t, const char *patterns, tf_split s
     for (const char *p = patterns; *p && o < sizeof pat - 300; p++)
         o += *p == '@' ? (size_t)sprintf(pat + o, "%s/data", dir) : (size_t)(pat[o] = *p, 1);
     pat[o] = 0;
-    tf_data_opts opts = {.patterns = pat, .split = split, .min_chars = min_chars, .max_length = T,
-                           .max_samples = max_samples};
+    tf_data_opts opts = {
+        .patterns = pat, .split = split, .min_chars = min_chars, .max_length = T, .max_samples = max_samples};
     err[0] = 0;
     int rc = tf_dataset_load(d, &opts, t, err, 512);
     if (rc != want) fprintf(stderr, "  (load \"%s\": %s)\n", patterns, rc ? err : "success");

@@ -12,7 +12,7 @@
 /* Reads text[0 .. n) as one value (skipped) and the end: NULL when valid, else "what at byte N". */
 static const char *verdict_n(const char *text, size_t n, int max_depth) {
     static char msg[256];
-    sr_json j;
+    sr__json j;
     size_t at;
     sr__json_init(&j, text, n, NULL);
     if (max_depth >= 0) j.max_depth = max_depth;
@@ -79,7 +79,7 @@ static void syntax_errors(void) {
 /* The decoded value of the one string `text`, or its error. */
 static const char *decode(const char *text, size_t *len) {
     static char out[256];
-    sr_json j;
+    sr__json j;
     const char *s;
     size_t at;
     sr__json_init(&j, text, strlen(text), NULL);
@@ -120,12 +120,12 @@ static void strings(void) {
     CHECK_STR(decode("\"\\ud800\\ud800\"", &len), "error: unpaired surrogate in a \\u escape at byte 1");
     CHECK_STR(decode("\"x\\udc00\"", &len), "error: unpaired surrogate in a \\u escape at byte 2");
     CHECK_STR(decode("\"\xff\"", &len), "error: invalid UTF-8 in a string at byte 1");
-    CHECK_STR(decode("\"\xc0\xae\"", &len), "error: invalid UTF-8 in a string at byte 1");     /* overlong '.' */
-    CHECK_STR(decode("\"\xe0\x80\xaf\"", &len), "error: invalid UTF-8 in a string at byte 1"); /* overlong '/' */
-    CHECK_STR(decode("\"\xed\xa0\x80\"", &len), "error: invalid UTF-8 in a string at byte 1"); /* a surrogate */
+    CHECK_STR(decode("\"\xc0\xae\"", &len), "error: invalid UTF-8 in a string at byte 1");         /* overlong '.' */
+    CHECK_STR(decode("\"\xe0\x80\xaf\"", &len), "error: invalid UTF-8 in a string at byte 1");     /* overlong '/' */
+    CHECK_STR(decode("\"\xed\xa0\x80\"", &len), "error: invalid UTF-8 in a string at byte 1");     /* a surrogate */
     CHECK_STR(decode("\"\xf4\x90\x80\x80\"", &len), "error: invalid UTF-8 in a string at byte 1"); /* > U+10FFFF */
-    CHECK_STR(decode("\"ab\xe2\x82\"", &len), "error: invalid UTF-8 in a string at byte 3");     /* cut short */
-    CHECK_STR(decode("\"\x80\"", &len), "error: invalid UTF-8 in a string at byte 1");          /* a lone continuation */
+    CHECK_STR(decode("\"ab\xe2\x82\"", &len), "error: invalid UTF-8 in a string at byte 3");       /* cut short */
+    CHECK_STR(decode("\"\x80\"", &len), "error: invalid UTF-8 in a string at byte 1"); /* a lone continuation */
     CHECK_STR(decode("1", &len), "error: expected a string at byte 0");
 
     CHECK(sr__json_utf8_valid("", 0));
@@ -136,8 +136,8 @@ static void strings(void) {
 }
 
 /* The one number `text`: 0 with *out, or -1 with the error in msg. */
-static int number(const char *text, sr_json_num *out, char *msg, size_t len) {
-    sr_json j;
+static int number(const char *text, sr__json_num *out, char *msg, size_t len) {
+    sr__json j;
     size_t at;
     sr__json_init(&j, text, strlen(text), NULL);
     int rc = sr__json_number(&j, out);
@@ -149,7 +149,7 @@ static int number(const char *text, sr_json_num *out, char *msg, size_t len) {
 }
 
 static void numbers(void) {
-    sr_json_num v;
+    sr__json_num v;
     char msg[128];
     CHECK(number("0", &v, msg, sizeof msg) == 0 && v.is_uint && v.uint == 0 && v.value == 0);
     CHECK(number("-0", &v, msg, sizeof msg) == 0 && !v.is_uint && v.value == 0 && signbit(v.value));
@@ -239,10 +239,10 @@ static void nesting(void) {
 static void walk(void) {
     const char *doc = "{\"name\": \"gpt2\", \"shape\": [768, 3072], \"lr\": 6.25e-5, \"ok\": true, \"none\": null, "
                       "\"skip\": {\"x\": [1, {\"y\": \"z\"}]}, \"k\\u00e9y\": false}";
-    sr_json j;
+    sr__json j;
     const char *key, *s = NULL;
     size_t klen, slen;
-    sr_json_num num;
+    sr__json_num num;
     long long shape[4];
     int nshape = 0, ok = -1, no = -1, seen_null = 0, r, e;
     double lr = 0;
@@ -286,7 +286,7 @@ static void walk(void) {
 
 /* Calls out of order fail cleanly, and an error sticks. */
 static void misuse(void) {
-    sr_json j;
+    sr__json j;
     const char *key;
     size_t klen, at;
     int b;
@@ -342,11 +342,12 @@ static void arena_bound(void) {
     char doc[2048];
     size_t n = 0;
     n += (size_t)snprintf(doc + n, sizeof doc - n, "{");
-    for (int i = 0; i < 100; i++) n += (size_t)snprintf(doc + n, sizeof doc - n, "%s\"\":[\"\",\"\\u0000\"]", i ? "," : "");
+    for (int i = 0; i < 100; i++)
+        n += (size_t)snprintf(doc + n, sizeof doc - n, "%s\"\":[\"\",\"\\u0000\"]", i ? "," : "");
     n += (size_t)snprintf(doc + n, sizeof doc - n, "}");
     char *arena = malloc(n + 1 + 16);
     memset(arena, 0x5a, n + 1 + 16);
-    sr_json j;
+    sr__json j;
     sr__json_init(&j, doc, n, arena);
     CHECK(sr__json_skip(&j) == 0 && sr__json_end(&j) == 0);
     int intact = 1;
@@ -365,13 +366,15 @@ static void arena_bound(void) {
 
 /* nonfinite (opt-in): NaN, Infinity and -Infinity as Python's json writes them, nothing looser */
 static double nonfinite_number(const char *text, const char **err) {
-    sr_json j;
-    sr_json_num num = {0};
+    sr__json j;
+    sr__json_num num = {0};
     size_t at;
     sr__json_init(&j, text, strlen(text), NULL);
     j.nonfinite = 1;
     int rc = sr__json_array(&j) == 0 && sr__json_element(&j) == 1 && sr__json_number(&j, &num) == 0 &&
-             sr__json_element(&j) == 0 && sr__json_end(&j) == 0 ? 0 : -1;
+                     sr__json_element(&j) == 0 && sr__json_end(&j) == 0
+                 ? 0
+                 : -1;
     *err = sr__json_error(&j, &at);
     sr__json_free(&j);
     return rc == 0 ? num.value : -12345;
@@ -383,13 +386,14 @@ static void nonfinite(void) {
     CHECK(nonfinite_number("[Infinity]", &err) == INFINITY && !err);
     CHECK(nonfinite_number("[ -Infinity ]", &err) == -INFINITY && !err);
     CHECK(nonfinite_number("[-2.5]", &err) == -2.5 && !err);
-    static const char *const bad[] = {"[-NaN]", "[nan]", "[Nan]", "[NaNa]", "[Inf]", "[inf]", "[+Infinity]", "[Infinit]"};
+    static const char *const bad[] = {"[-NaN]", "[nan]", "[Nan]",       "[NaNa]",
+                                      "[Inf]",  "[inf]", "[+Infinity]", "[Infinit]"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         nonfinite_number(bad[i], &err);
         CHECK(err != NULL);
     }
     /* skipped as numbers too; a strict reader (the default) still refuses them */
-    sr_json j;
+    sr__json j;
     const char *doc = "{\"a\": [NaN, -Infinity], \"b\": Infinity}";
     sr__json_init(&j, doc, strlen(doc), NULL);
     j.nonfinite = 1;

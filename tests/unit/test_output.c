@@ -13,7 +13,7 @@
 
 static void result_json(void) {
     sr_topology topo = {.struct_size = sizeof topo, .rank = 3, .world_size = 4};
-    sr_job cfg = {0};
+    sr__job cfg = {0};
     sr_ctx *ctx = sr__ctx_new(&topo, &cfg);
     sr_report_num(ctx, "train_runtime", 0.011761408);
     sr_report_num(ctx, "final_loss", NAN);
@@ -38,8 +38,8 @@ static const char *relay(int tty, const char *const *pieces, int n) {
     static char out[4096];
     int p[2];
     if (pipe(p) != 0) return "";
-    sr_tail tail = {0};
-    sr_relay r = {.rank = 1, .out_fd = p[1], .tail = &tail, .tty = tty};
+    sr__tail tail = {0};
+    sr__relay r = {.rank = 1, .out_fd = p[1], .tail = &tail, .tty = tty};
     for (int i = 0; i < n; i++) sr__relay_feed(&r, pieces[i], strlen(pieces[i]));
     sr__relay_flush(&r);
     close(p[1]);

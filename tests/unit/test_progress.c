@@ -12,8 +12,8 @@
 
 /* Feeds `stream` to the parser in pieces of `piece` bytes, as the agent's reads would; returns what
    remains (the result text), and fills *p. */
-static char *feed(const char *stream, size_t piece, sr_progress *p) {
-    sr_buf b = {0};
+static char *feed(const char *stream, size_t piece, sr__progress *p) {
+    sr__buf b = {0};
     sr__progress_init(p);
     for (size_t at = 0, n = strlen(stream); at < n; at += piece) {
         sr__buf_add(&b, stream + at, at + piece < n ? piece : n - at);
@@ -24,10 +24,11 @@ static char *feed(const char *stream, size_t piece, sr_progress *p) {
 }
 
 int main(void) {
-    const char *stream = "\x1eStraining\n\x1eP1\n\x1eP2\n\x1e" "C2 /out/checkpoint-2\n\x1eZfuture kind\n\x1eP3\n"
+    const char *stream = "\x1eStraining\n\x1eP1\n\x1eP2\n\x1e"
+                         "C2 /out/checkpoint-2\n\x1eZfuture kind\n\x1eP3\n"
                          "{\"rank\": 0, \"exit_code\": 0}";
     for (size_t piece = 1; piece <= strlen(stream); piece++) {
-        sr_progress p;
+        sr__progress p;
         char *rest = feed(stream, piece, &p);
         CHECK_STR(rest, "{\"rank\": 0, \"exit_code\": 0}");
         CHECK(p.started == 1);
@@ -39,7 +40,7 @@ int main(void) {
     }
 
     /* nothing reported: a worker that died before its work began */
-    sr_progress p;
+    sr__progress p;
     char *rest = feed("", 1, &p);
     CHECK(p.started == 0 && p.step == -1 && p.ckpt_step == -1);
     free(rest);
@@ -50,7 +51,10 @@ int main(void) {
     size_t n = strlen(buf);
     sr__progress_take(&p, buf, &n);
     CHECK(p.step == 4 && n == 3 && !memcmp(buf, "\x1eP5", 3));
-    rest = feed("\x1e" "Cno-step\n\x1e" "E9 /o/checkpoint-9\n", 5, &p);
+    rest = feed("\x1e"
+                "Cno-step\n\x1e"
+                "E9 /o/checkpoint-9\n",
+                5, &p);
     CHECK(p.preempted == 1 && p.ckpt_step == 9);
     CHECK_STR(p.ckpt_path, "/o/checkpoint-9");
     CHECK_STR(rest, "");
@@ -70,6 +74,7 @@ int main(void) {
     ssize_t k = read(fds[0], got, sizeof got - 1);
     close(fds[0]);
     got[k > 0 ? k : 0] = 0;
-    CHECK_STR(got, "\x1eStraining\n\x1eP12\n\x1e" "E12 /tmp/out/checkpoint-12\n");
+    CHECK_STR(got, "\x1eStraining\n\x1eP12\n\x1e"
+                   "E12 /tmp/out/checkpoint-12\n");
     return CHECK_DONE();
 }

@@ -13,7 +13,7 @@
 #include "run/layout.h"
 #include "store/rdzv.h"
 
-static sr_rdzv host;
+static sr__rdzv host;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int stop;
 
@@ -35,7 +35,7 @@ static void *serve(void *arg) {
 }
 
 /* Agent 1's side of the poll loop, until `done(r)` or 5 s. */
-static int pump(sr_rdzv *r, int (*done)(sr_rdzv *r)) {
+static int pump(sr__rdzv *r, int (*done)(sr__rdzv *r)) {
     for (double t0 = sr__now_s(); sr__now_s() - t0 < 5;) {
         if (done(r)) return 1;
         struct pollfd pfds[4];
@@ -45,8 +45,8 @@ static int pump(sr_rdzv *r, int (*done)(sr_rdzv *r)) {
     }
     return done(r);
 }
-static int decided(sr_rdzv *r) { return r->phase != SR_RDZV_RUNNING; }
-static int restart_ready(sr_rdzv *r) { return sr__rdzv_restart_ready(r) != 0; }
+static int decided(sr__rdzv *r) { return r->phase != SR_RDZV_RUNNING; }
+static int restart_ready(sr__rdzv *r) { return sr__rdzv_restart_ready(r) != 0; }
 
 /* Waits (5 s at most) until the host's store holds `key` = `want`. */
 static void check_key(const char *key, const char *want, int line) {
@@ -69,19 +69,28 @@ static void check_key(const char *key, const char *want, int line) {
 
 static char port_value[16];
 
-static sr_rdzv_args args(int agent_id, const char *fingerprint) {
-    return (sr_rdzv_args){.nagents = 2, .agent_id = agent_id, .need_store = 1, .master_addr = "127.0.0.1",
-                          .master_port = 29500, .port_value = port_value, .port_where = "test", .timeout_s = 5,
-                          .launcher_job_id = "unit-rdzv", .fingerprint = fingerprint, .ack_timeout_s = 5,
-                          .max_restarts = 1, .restart_delay_s = 0};
+static sr__rdzv_args args(int agent_id, const char *fingerprint) {
+    return (sr__rdzv_args){.nagents = 2,
+                           .agent_id = agent_id,
+                           .need_store = 1,
+                           .master_addr = "127.0.0.1",
+                           .master_port = 29500,
+                           .port_value = port_value,
+                           .port_where = "test",
+                           .timeout_s = 5,
+                           .launcher_job_id = "unit-rdzv",
+                           .fingerprint = fingerprint,
+                           .ack_timeout_s = 5,
+                           .max_restarts = 1,
+                           .restart_delay_s = 0};
 }
 
 /* Node 0's agent, serving from a thread until stop_host. */
 static pthread_t start_host(void) {
-    sr_diag diag = {0};
+    sr__diag diag = {0};
     stop = 0;
     snprintf(port_value, sizeof port_value, "%d", sr__free_port());
-    sr_rdzv_args a = args(0, "task=hello\n#node=0\n");
+    sr__rdzv_args a = args(0, "task=hello\n#node=0\n");
     CHECK(sr__rdzv_prepare(&host, &a, &diag) == 0);
     sr__diag_clear(&diag);
     pthread_t th;
@@ -96,9 +105,9 @@ static void stop_host(pthread_t th) {
 }
 
 /* Agent 1 joins with `fingerprint`: sr__rdzv_prepare's result, what it said in diag (cleared). */
-static int join_agent(sr_rdzv *agent, const char *fingerprint, char *said, size_t slen) {
-    sr_diag diag = {0};
-    sr_rdzv_args a = args(1, fingerprint);
+static int join_agent(sr__rdzv *agent, const char *fingerprint, char *said, size_t slen) {
+    sr__diag diag = {0};
+    sr__rdzv_args a = args(1, fingerprint);
     int rc = sr__rdzv_prepare(agent, &a, &diag);
     snprintf(said, slen, "%s", diag.n ? diag.msgs[0] : "");
     sr__diag_clear(&diag);
@@ -108,7 +117,7 @@ static int join_agent(sr_rdzv *agent, const char *fingerprint, char *said, size_
 /* Join, restart, the next attempt, success. */
 static void restart_then_succeed(void) {
     pthread_t th = start_host();
-    sr_rdzv agent;
+    sr__rdzv agent;
     char said[1000];
     CHECK(join_agent(&agent, "task=hello\n#node=1\n", said, sizeof said) == 0);
     char want[200];
@@ -166,7 +175,7 @@ static void restart_then_succeed(void) {
 /* Agent 1 goes away while the job runs, and comes back while it restarts. */
 static void lost_and_back(void) {
     pthread_t th = start_host();
-    sr_rdzv agent;
+    sr__rdzv agent;
     char said[1000];
     CHECK(join_agent(&agent, "task=hello\n#node=1\n", said, sizeof said) == 0);
     usleep(100000); /* the host sees its "alive" wait */
@@ -186,7 +195,7 @@ static void lost_and_back(void) {
     pthread_mutex_unlock(&lock);
 
     /* a third join while the job runs is refused */
-    sr_rdzv again;
+    sr__rdzv again;
     CHECK(join_agent(&again, "task=hello\n#node=1\n", said, sizeof said) != 0);
     CHECK(strstr(said, "is already part of this run; start each node's shardrun once") != NULL);
     sr__rdzv_free(&again);
@@ -198,7 +207,7 @@ static void lost_and_back(void) {
 /* Agent 1 started another job: refused, and the run fails as a configuration error. */
 static void refused(void) {
     pthread_t th = start_host();
-    sr_rdzv agent;
+    sr__rdzv agent;
     char said[1000];
     CHECK(join_agent(&agent, "task=other\n#node=1\n", said, sizeof said) != 0);
     CHECK(strstr(said, "task") != NULL);

@@ -57,7 +57,7 @@ static void bad_n(const char *header, size_t hsize, size_t datalen, const char *
     char err[512] = "";
     const char *path = at("bad.safetensors");
     write_raw(path, header, hsize, -1, datalen);
-    sr_st_file *f = sr__st_open(path, err, sizeof err);
+    sr__st_file *f = sr__st_open(path, err, sizeof err);
     char what[128];
     snprintf(what, sizeof what, "header %.80s", header);
     check_rejected(f != NULL, err, path, want, what, __FILE__, line, strlen(dir) + 1);
@@ -66,11 +66,11 @@ static void bad_n(const char *header, size_t hsize, size_t datalen, const char *
 #define BAD(header, datalen, want) bad_n(header, strlen(header), datalen, want, __LINE__)
 
 /* The file is accepted. */
-static sr_st_file *good_n(const char *header, size_t datalen, int line) {
+static sr__st_file *good_n(const char *header, size_t datalen, int line) {
     char err[512] = "";
     const char *path = at("good.safetensors");
     write_raw(path, header, strlen(header), -1, datalen);
-    sr_st_file *f = sr__st_open(path, err, sizeof err);
+    sr__st_file *f = sr__st_open(path, err, sizeof err);
     check_count++;
     if (!f) check_failures++, fprintf(stderr, "%s:%d: header %.80s rejected: %s\n", __FILE__, line, header, err);
     return f;
@@ -97,7 +97,7 @@ static void round_trip(const char *path) {
     static const int64_t i64[2] = {-5, (int64_t)1 << 40}, r[2] = {-1, -2};
     static const float s = 3.25f;
     static const int32_t e = 42;
-    sr_st_tensor t[9] = {
+    sr__st_tensor t[9] = {
         {.name = "w", .dtype = SR_FLOAT32, .ndim = 2, .shape = {2, 3}},
         {.name = "h", .dtype = SR_FLOAT16, .ndim = 1, .shape = {4}},
         {.name = "b", .dtype = SR_BFLOAT16, .ndim = 2, .shape = {2, 2}},
@@ -110,10 +110,10 @@ static void round_trip(const char *path) {
     };
     const void *data[9] = {w, h, bf, i32, NULL, i64, &s, &e, r};
     const size_t sizes[9] = {24, 8, 8, 12, 0, 16, 4, 4, 16};
-    sr_st_kv meta[3] = {{"format", "pt"}, {"note", "quote\" back\\ nl\n \xc3\xa9"}, {"k\"ey", ""}};
+    sr__st_kv meta[3] = {{"format", "pt"}, {"note", "quote\" back\\ nl\n \xc3\xa9"}, {"k\"ey", ""}};
     char err[512] = "";
 
-    sr_st_writer *wr = sr__st_create(path, t, 9, meta, 3, err, sizeof err);
+    sr__st_writer *wr = sr__st_create(path, t, 9, meta, 3, err, sizeof err);
     CHECK(wr != NULL);
     if (!wr) {
         fprintf(stderr, "create: %s\n", err);
@@ -147,7 +147,7 @@ static void round_trip(const char *path) {
     free(hdr);
     CHECK(file_size(path) == 8 + hlen + 92);
 
-    sr_st_file *f = sr__st_open(path, err, sizeof err);
+    sr__st_file *f = sr__st_open(path, err, sizeof err);
     CHECK(f != NULL);
     if (!f) {
         fprintf(stderr, "open: %s\n", err);
@@ -156,7 +156,7 @@ static void round_trip(const char *path) {
     CHECK(sr__st_count(f) == 9);
     uint64_t off = 0;
     for (size_t k = 0; k < 9; k++) {
-        const sr_st_tensor *g = sr__st_at(f, k);
+        const sr__st_tensor *g = sr__st_at(f, k);
         const void *d = NULL;
         CHECK_STR(g->name, t[k].name);
         CHECK(sr__st_find(f, t[k].name, &d) == g);
@@ -180,27 +180,27 @@ static void round_trip(const char *path) {
 /* ~1000 tensors: back-to-back offsets and lookups by name. */
 static void many(void) {
     enum { N = 1000 };
-    static sr_st_tensor t[N];
+    static sr__st_tensor t[N];
     static char names[N][48];
     char err[512] = "";
     const char *path = at("many.safetensors");
     for (int k = 0; k < N; k++) {
         snprintf(names[k], sizeof names[k], "model.layers.%d.mlp.weight", k);
-        t[k] = (sr_st_tensor){.name = names[k], .dtype = SR_INT32, .ndim = 1, .shape = {k % 5}};
+        t[k] = (sr__st_tensor){.name = names[k], .dtype = SR_INT32, .ndim = 1, .shape = {k % 5}};
     }
-    sr_st_writer *w = sr__st_create(path, t, N, NULL, 0, err, sizeof err);
+    sr__st_writer *w = sr__st_create(path, t, N, NULL, 0, err, sizeof err);
     CHECK(w != NULL);
     for (int k = 0; w && k < N; k++) {
         int32_t v[4] = {k, k, k, k};
         CHECK(sr__st_write(w, (size_t)k, 0, v, sizeof(int32_t) * (size_t)(k % 5), err, sizeof err) == 0);
     }
     CHECK(w && sr__st_finish(w, err, sizeof err) == 0);
-    sr_st_file *f = sr__st_open(path, err, sizeof err);
+    sr__st_file *f = sr__st_open(path, err, sizeof err);
     CHECK(f && sr__st_count(f) == N);
     int ok = 1;
     for (int k = N - 1; f && k >= 0; k--) {
         const void *d;
-        const sr_st_tensor *g = sr__st_find(f, names[k], &d);
+        const sr__st_tensor *g = sr__st_find(f, names[k], &d);
         int32_t v = -1;
         if (g && g->nbytes) memcpy(&v, d, 4);
         ok &= g == sr__st_at(f, (size_t)k) && (k % 5 == 0 || v == k);
@@ -213,11 +213,11 @@ static void many(void) {
 static void writer_errors(void) {
     char err[512] = "";
     const char *path = at("w.safetensors");
-    sr_st_tensor t[2] = {{.name = "a", .dtype = SR_FLOAT32, .ndim = 1, .shape = {2}},
-                         {.name = "b", .dtype = SR_INT64, .ndim = 1, .shape = {2}}};
+    sr__st_tensor t[2] = {{.name = "a", .dtype = SR_FLOAT32, .ndim = 1, .shape = {2}},
+                          {.name = "b", .dtype = SR_INT64, .ndim = 1, .shape = {2}}};
 
     /* finish with a tensor not fully written: the tensor is named, the file removed */
-    sr_st_writer *w = sr__st_create(path, t, 2, NULL, 0, err, sizeof err);
+    sr__st_writer *w = sr__st_create(path, t, 2, NULL, 0, err, sizeof err);
     CHECK(w && exists(path));
     float a[2] = {1, 2};
     int64_t b[2] = {3, 4};
@@ -251,7 +251,7 @@ static void writer_errors(void) {
     write_bytes(path, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", 80);
     w = sr__st_create(path, t, 1, NULL, 0, err, sizeof err);
     CHECK(w && sr__st_write(w, 0, 0, a, 8, err, sizeof err) == 0 && sr__st_finish(w, err, sizeof err) == 0);
-    sr_st_file *f = sr__st_open(path, err, sizeof err);
+    sr__st_file *f = sr__st_open(path, err, sizeof err);
     CHECK(f && sr__st_count(f) == 1);
     CHECK(file_size(path) % 8 == 0 && file_size(path) < 80);
     sr__st_close(f);
@@ -268,7 +268,7 @@ static void writer_errors(void) {
 
     /* bad arguments: refused before any file is created */
     struct {
-        sr_st_tensor t;
+        sr__st_tensor t;
         const char *want;
     } bad[] = {
         {{.name = "", .dtype = SR_FLOAT32}, "tensor 1: name is empty"},
@@ -283,14 +283,14 @@ static void writer_errors(void) {
         {{.name = "c", .dtype = SR_INT64, .ndim = 2, .shape = {INT64_MAX, 2}}, "shape [9223372036854775807, 2] is"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        sr_st_tensor two[2] = {t[0], bad[k].t};
+        sr__st_tensor two[2] = {t[0], bad[k].t};
         err[0] = 0;
         CHECK(sr__st_create(path, two, 2, NULL, 0, err, sizeof err) == NULL);
         if (!strstr(err, bad[k].want)) fprintf(stderr, "bad tensor %zu: got \"%s\"\n", k, err);
         CHECK(strstr(err, bad[k].want) != NULL);
         CHECK(!exists(path));
     }
-    sr_st_kv dupmeta[2] = {{"k", "1"}, {"k", "2"}}, nullmeta[1] = {{"k", NULL}};
+    sr__st_kv dupmeta[2] = {{"k", "1"}, {"k", "2"}}, nullmeta[1] = {{"k", NULL}};
     CHECK(sr__st_create(path, t, 2, dupmeta, 2, err, sizeof err) == NULL);
     CHECK(strstr(err, "metadata key \"k\" is given twice") != NULL);
     CHECK(sr__st_create(path, t, 2, nullmeta, 1, err, sizeof err) == NULL);
@@ -306,9 +306,9 @@ static void large(void) {
     char err[512] = "";
     const char *path = at("large.safetensors");
     if (sizeof(size_t) < 8) return;
-    sr_st_tensor t[2] = {{.name = "big", .dtype = SR_FLOAT32, .ndim = 1, .shape = {(int64_t)(big / 4)}},
-                         {.name = "after", .dtype = SR_INT32, .ndim = 0}};
-    sr_st_writer *w = sr__st_create(path, t, 2, NULL, 0, err, sizeof err);
+    sr__st_tensor t[2] = {{.name = "big", .dtype = SR_FLOAT32, .ndim = 1, .shape = {(int64_t)(big / 4)}},
+                          {.name = "after", .dtype = SR_INT32, .ndim = 0}};
+    sr__st_writer *w = sr__st_create(path, t, 2, NULL, 0, err, sizeof err);
     CHECK(w != NULL);
     if (!w) return;
     int32_t v = 42, tail = 7;
@@ -321,10 +321,10 @@ static void large(void) {
     if (rename(path, copy) == 0 && link(copy, path) == 0) {
         CHECK(sr__st_finish(w, err, sizeof err) == -1);
         CHECK(strstr(err, "tensor \"big\": only 4 of its 5368709120 bytes were written") != NULL);
-        sr_st_file *f = sr__st_open(copy, err, sizeof err);
+        sr__st_file *f = sr__st_open(copy, err, sizeof err);
         CHECK(f != NULL);
         const void *d;
-        const sr_st_tensor *g = sr__st_find(f, "after", &d);
+        const sr__st_tensor *g = sr__st_find(f, "after", &d);
         CHECK(g && g->offset == big && !memcmp(d, &v, 4));
         g = sr__st_find(f, "big", &d);
         CHECK(g && g->nbytes == big && !memcmp((const char *)d + big - 4, &tail, 4));
@@ -345,9 +345,9 @@ static void large(void) {
 static void set_metadata(void) {
     char err[512] = "";
     const char *path = at("meta.safetensors");
-    sr_st_tensor t = {.name = "x", .dtype = SR_FLOAT32, .ndim = 1, .shape = {3}};
-    sr_st_kv meta[] = {{"first", "1"}, {"hash:x", "0000000000000000"}, {"q\"uote", "ab"}};
-    sr_st_writer *w = sr__st_create(path, &t, 1, meta, 3, err, sizeof err);
+    sr__st_tensor t = {.name = "x", .dtype = SR_FLOAT32, .ndim = 1, .shape = {3}};
+    sr__st_kv meta[] = {{"first", "1"}, {"hash:x", "0000000000000000"}, {"q\"uote", "ab"}};
+    sr__st_writer *w = sr__st_create(path, &t, 1, meta, 3, err, sizeof err);
     float v[3] = {1, 2, 3};
     char hex[17];
     CHECK(w && sr__st_write(w, 0, 0, v, sizeof v, err, sizeof err) == 0);
@@ -356,11 +356,11 @@ static void set_metadata(void) {
     CHECK(strstr(err, "metadata \"q\\\"uote\": the new value takes 5 bytes in the header, the placeholder 4"));
     CHECK(sr__st_set_metadata(w, "q\"uote", "cd", err, sizeof err) == 0);
     CHECK(sr__st_set_metadata(w, "first", "12", err, sizeof err) == -1 && strstr(err, "takes 4 bytes in the header, "
-                                                                                 "the placeholder 3"));
+                                                                                      "the placeholder 3"));
     CHECK(sr__st_set_metadata(w, "nope", "1", err, sizeof err) == -1 && strstr(err, "no metadata key \"nope\" to set"));
     CHECK(sr__st_set_metadata(w, "first", "\xff", err, sizeof err) == -1 && strstr(err, "is not valid UTF-8"));
     CHECK(sr__st_finish(w, err, sizeof err) == 0);
-    sr_st_file *f = sr__st_open(path, err, sizeof err);
+    sr__st_file *f = sr__st_open(path, err, sizeof err);
     CHECK(f != NULL);
     CHECK_STR(sr__st_metadata(f, "hash:x"), hex);
     CHECK_STR(sr__st_metadata(f, "q\"uote"), "cd");
@@ -368,7 +368,8 @@ static void set_metadata(void) {
     CHECK(sr__st_metadata_count(f) == 3 && sr__st_metadata_at(f, 3) == NULL);
     CHECK(f && !strcmp(sr__st_metadata_at(f, 0)->key, "first") && !strcmp(sr__st_metadata_at(f, 2)->key, "q\"uote"));
     const void *d;
-    CHECK(f && sr__st_find(f, "x", &d) && !strcmp(sr__hash64_hex(sr__hash64(d, 12, 0), hex), sr__st_metadata(f, "hash:x")));
+    CHECK(f && sr__st_find(f, "x", &d) &&
+          !strcmp(sr__hash64_hex(sr__hash64(d, 12, 0), hex), sr__st_metadata(f, "hash:x")));
     sr__st_close(f);
     unlink(path);
 }
@@ -501,7 +502,7 @@ static void corrupt(void) {
     BAD("{\"a\x01\":{}}", 0, "control character in a string");
     BAD("{\"a\\q\":{}}", 0, "unknown escape in a string");
     BAD("{\"\xff\":{}}", 0, "invalid UTF-8 in a string");
-    BAD("{\"\xc0\xae\":{}}", 0, "invalid UTF-8 in a string"); /* overlong '.' */
+    BAD("{\"\xc0\xae\":{}}", 0, "invalid UTF-8 in a string");     /* overlong '.' */
     BAD("{\"\xed\xa0\x80\":{}}", 0, "invalid UTF-8 in a string"); /* a surrogate in UTF-8 */
     BAD("{\"\\ud800\":{}}", 0, "unpaired surrogate");
     BAD("{\"\\udc00x\":{}}", 0, "unpaired surrogate");
@@ -575,17 +576,17 @@ static void corrupt(void) {
         "5 bytes follow the last tensor's data (the data section is 9 bytes, the tensors end at 4)");
     BAD("{}", 1, "1 bytes follow the last tensor's data");
     BAD("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]},"
-        "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[2,2]}}", 12,
-        "4 bytes follow the last tensor's data (the data section is 12 bytes, the tensors end at 8)");
+        "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[2,2]}}",
+        12, "4 bytes follow the last tensor's data (the data section is 12 bytes, the tensors end at 8)");
 }
 
 /* Files other writers may produce, accepted. */
 static void lenient(void) {
     const void *d;
     /* HuggingFace's own layout for {"a": zeros(2)} with metadata, padded */
-    sr_st_file *f = GOOD("{\"__metadata__\":{\"format\":\"pt\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2],"
-                         "\"data_offsets\":[0,8]}}    ",
-                         8);
+    sr__st_file *f = GOOD("{\"__metadata__\":{\"format\":\"pt\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2],"
+                          "\"data_offsets\":[0,8]}}    ",
+                          8);
     CHECK(f && sr__st_count(f) == 1 && sr__st_find(f, "a", &d) && ((const unsigned char *)d)[7] == 7);
     CHECK_STR(sr__st_metadata(f, "format"), "pt");
     sr__st_close(f);
@@ -593,7 +594,7 @@ static void lenient(void) {
     f = GOOD(" {\n \"__metadata__\" : null ,\n\t\"a\" : { \"data_offsets\" : [ 2 , 6 ] , \"x\": {\"y\": [1, -2.5e3, "
              "true, false, null, \"s\"]}, \"shape\":[ ],\"dtype\":\"I32\" } }\r\n",
              6);
-    const sr_st_tensor *t = f ? sr__st_find(f, "a", &d) : NULL;
+    const sr__st_tensor *t = f ? sr__st_find(f, "a", &d) : NULL;
     CHECK(t && t->ndim == 0 && t->offset == 2 && t->nbytes == 4 && ((const unsigned char *)d)[0] == 2);
     sr__st_close(f);
     /* escapes decoded: \/ \u00e9 and a surrogate pair; zero-element tensors anywhere, even at the end

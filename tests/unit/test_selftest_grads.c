@@ -21,9 +21,9 @@ static char dir[64];
 static void save(const char *name, const float *a, const float *b, int with_b) {
     char path[128], err[256];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    sr_st_tensor t[2] = {{.name = "a", .dtype = SR_FLOAT32, .ndim = 2, .shape = {40, 25}},
-                         {.name = "b", .dtype = SR_FLOAT32, .ndim = 1, .shape = {NB}}};
-    sr_st_writer *w = sr__st_create(path, t, with_b ? 2 : 1, NULL, 0, err, sizeof err);
+    sr__st_tensor t[2] = {{.name = "a", .dtype = SR_FLOAT32, .ndim = 2, .shape = {40, 25}},
+                          {.name = "b", .dtype = SR_FLOAT32, .ndim = 1, .shape = {NB}}};
+    sr__st_writer *w = sr__st_create(path, t, with_b ? 2 : 1, NULL, 0, err, sizeof err);
     CHECK(w != NULL);
     if (!w) return;
     CHECK(sr__st_write(w, 0, 0, a, NA * 4, err, sizeof err) == 0);
@@ -36,7 +36,7 @@ static void step(float *p1, const float *p0, const double *g, int n) {
     for (int i = 0; i < n; i++) p1[i] = (float)(p0[i] - g[i] / (fabs(g[i]) + 1.0));
 }
 
-static int compare(const char *run, const sr_selftest_tols *t, sr_selftest_diff *d) {
+static int compare(const char *run, const sr__selftest_tols *t, sr__selftest_diff *d) {
     char p0[128], ref[128], cand[128], err[600] = "";
     snprintf(p0, sizeof p0, "%s/p0", dir);
     snprintf(ref, sizeof ref, "%s/ref", dir);
@@ -58,8 +58,8 @@ int main(void) {
     save("p0", a0, b0, 1);
     step(a1, a0, ga, NA), step(b1, b0, gb, NB);
     save("ref", a1, b1, 1);
-    const sr_selftest_tols fp32 = {1e-5, 1e-4, 1e-4, 1e-4}, bf16 = {2e-2, 5e-2, 5e-2, 0};
-    sr_selftest_diff d;
+    const sr__selftest_tols fp32 = {1e-5, 1e-4, 1e-4, 1e-4}, bf16 = {2e-2, 5e-2, 5e-2, 0};
+    sr__selftest_diff d;
 
     /* the same gradients, stored again: nothing off; the recovery is exact to fp32's rounding */
     save("same", a1, b1, 1);

@@ -14,7 +14,7 @@
 #include "store/store.h"
 #include "store/wire.h"
 
-static sr_store_server *server;
+static sr__store_server *server;
 static volatile int stop;
 
 static void *serve(void *arg) {
@@ -34,12 +34,14 @@ static void raw(const void *data, size_t len, int read_reply) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sr__store_server_port(server))};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
-        if (write(fd, data, len) < 0) { /* the server may already have closed it */ }
+        if (write(fd, data, len) < 0) { /* the server may already have closed it */
+        }
         if (read_reply) {
             char buf[256];
             struct timeval tv = {1, 0};
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-            if (read(fd, buf, sizeof buf) < 0) { /* closed */ }
+            if (read(fd, buf, sizeof buf) < 0) { /* closed */
+            }
         }
     }
     close(fd);
@@ -61,7 +63,7 @@ int main(void) {
     pthread_create(&th, NULL, serve, NULL);
     int port = sr__store_server_port(server);
 
-    sr_store *c = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
+    sr__store *c = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
     CHECK(c != NULL);
     CHECK(sr__store_set(c, "a", "hello", 5) == 0);
     void *v = NULL;
@@ -80,7 +82,7 @@ int main(void) {
     CHECK_STR(missing, "x,y");
 
     /* a wait completed by another client's set */
-    sr_store *c2 = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
+    sr__store *c2 = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
     CHECK(sr__store_wait_send(c2, "later") == 0);
     CHECK(sr__store_set(c, "later", "1", 1) == 0);
     struct pollfd pw = {.fd = sr__store_fd(c2), .events = POLLIN};
@@ -110,7 +112,7 @@ int main(void) {
     CHECK(sr__store_server_rejected(server) >= 5);
     CHECK(sr__store_get(c, "z", &v, &len) == 1); /* the unauthenticated SET did not land */
 
-    sr_store *bad = sr__store_connect("127.0.0.1", port, "wrong", 2, err, sizeof err);
+    sr__store *bad = sr__store_connect("127.0.0.1", port, "wrong", 2, err, sizeof err);
     CHECK(bad == NULL && strstr(err, "wrong or missing token"));
 
     /* still serving */
@@ -124,7 +126,7 @@ int main(void) {
     stop = 1;
     pthread_join(th, NULL);
     sr__store_server_free(server);
-    sr_store *none = sr__store_connect("127.0.0.1", port, "secret", 0.3, err, sizeof err);
+    sr__store *none = sr__store_connect("127.0.0.1", port, "secret", 0.3, err, sizeof err);
     CHECK(none == NULL && strstr(err, "gave up after 0.3s"));
     return CHECK_DONE();
 }

@@ -14,7 +14,7 @@
 #include "store/store.h"
 #include "store/wire.h"
 
-static sr_store_server *server;
+static sr__store_server *server;
 static volatile int stop;
 
 static void *serve(void *arg) {
@@ -29,7 +29,7 @@ static void *serve(void *arg) {
     return NULL;
 }
 
-static int readable(sr_store *c, int ms) {
+static int readable(sr__store *c, int ms) {
     struct pollfd p = {.fd = sr__store_fd(c), .events = POLLIN};
     return poll(&p, 1, ms) == 1;
 }
@@ -42,7 +42,7 @@ int main(void) {
     pthread_t th;
     pthread_create(&th, NULL, serve, NULL);
     int port = sr__store_server_port(server);
-    sr_store *c = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
+    sr__store *c = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
     CHECK(c != NULL);
     if (!c) return CHECK_DONE();
 
@@ -69,14 +69,14 @@ int main(void) {
     CHECK(sr__store_fetch_pieces(c, pq, 2, 3, 3, 1, v, len, missing, sizeof missing) == -1); /* no part 3 of 3 */
 
     /* a FETCH that waits is answered, with the value, when its key is set */
-    sr_store *w = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
-    sr_store *other = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
+    sr__store *w = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
+    sr__store *other = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
     CHECK(w && other);
     CHECK(sr__store_wait_send(other, "never") == 0);
     pid_t kid = fork();
     if (kid == 0) {
         usleep(100000);
-        sr_store *s = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
+        sr__store *s = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
         _exit(s && sr__store_set(s, "later", "v", 1) == 0 ? 0 : 1);
     }
     const char *later[1] = {"later"};
@@ -94,7 +94,7 @@ int main(void) {
     setrlimit(RLIMIT_NOFILE, &rl);
     int many = rl.rlim_cur >= 2 * 4200 + 100 ? 4200 : 0;
     CHECK(many > 0); /* the test needs 8,500 descriptors: ulimit -Hn */
-    sr_store **cs = calloc((size_t)many, sizeof *cs);
+    sr__store **cs = calloc((size_t)many, sizeof *cs);
     int connected = 0;
     for (int i = 0; i < many; i++) {
         char key[32];

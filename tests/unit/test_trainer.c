@@ -70,8 +70,8 @@ static void sampler(int64_t n, int ranks) {
         }
         int64_t pad = per * ranks - n, twice = 0, missing = 0;
         for (int64_t i = 0; i < n; i++) twice += seen[i] == 2, missing += seen[i] == 0;
-        CHECK(missing == 0);      /* every sample is trained on */
-        CHECK(twice == pad);      /* only the padding repeats */
+        CHECK(missing == 0);                             /* every sample is trained on */
+        CHECK(twice == pad);                             /* only the padding repeats */
         if (epoch == 1 && n > 3) CHECK(!same_as_epoch0); /* reshuffled */
     }
     free(seen), free(first), free(buf);

@@ -209,8 +209,7 @@ static void run_free(net *n, run *r) {
 }
 
 static void run_zero_grads(net *n, run *r) {
-    for (int p = 0; p < n->model.np; p++)
-        memset(r->g[p], 0, n->model.params[p].numel * (r->dt == SR_FLOAT32 ? 4 : 2));
+    for (int p = 0; p < n->model.np; p++) memset(r->g[p], 0, n->model.params[p].numel * (r->dt == SR_FLOAT32 ? 4 : 2));
 }
 
 static sr_module_call make_call(net *n, run *r, int m, int bwd, void **pv, void **gv) {
@@ -219,9 +218,16 @@ static sr_module_call make_call(net *n, run *r, int m, int bwd, void **pv, void 
         gv[i] = r->g[n->model.mods[m].storage[i]];
     }
     toy *st = n->st;
-    return (sr_module_call){.module = m, .name = n->model.mods[m].name, .nparams = n->model.mods[m].np,
-                            .params = pv, .grads = bwd ? gv : NULL, .dtype = r->dt, .device = SR_DEVICE_CPU,
-                            .batch_size = st->B, .save_activations = 1, .grad_scale = 1.0f};
+    return (sr_module_call){.module = m,
+                            .name = n->model.mods[m].name,
+                            .nparams = n->model.mods[m].np,
+                            .params = pv,
+                            .grads = bwd ? gv : NULL,
+                            .dtype = r->dt,
+                            .device = SR_DEVICE_CPU,
+                            .batch_size = st->B,
+                            .save_activations = 1,
+                            .grad_scale = 1.0f};
 }
 
 static int load_batch(net *n, int first, int count) {
@@ -389,9 +395,10 @@ static void half_check(net *n, const char *label, int B) {
             double rel = sqrt(num / (den + 1e-30));
             if (rel > worst) worst = rel, worst_name = n->model.params[p].name;
         }
-        printf("%s: %s: loss %.5f (fp32 %.5f), worst relative gradient error %.4f (%s)\n", label,
-               d ? "fp16" : "bf16", l, l32, worst, worst_name);
-        if (worst > tols[d] || fabs(l - l32) > 0.02) fail("%s: %s gradients too far from fp32", label, d ? "fp16" : "bf16");
+        printf("%s: %s: loss %.5f (fp32 %.5f), worst relative gradient error %.4f (%s)\n", label, d ? "fp16" : "bf16",
+               l, l32, worst, worst_name);
+        if (worst > tols[d] || fabs(l - l32) > 0.02)
+            fail("%s: %s gradients too far from fp32", label, d ? "fp16" : "bf16");
         run_free(n, &r);
     }
     run_free(n, &r32);
@@ -471,8 +478,21 @@ static void counters_check(net *n, const char *label) {
 
 int main(void) {
     static const char *const defaults[] = {"inject_overflow_step", "7", NULL};
-    static const char *const odd[] = {"vocab", "11", "dim", "6", "seq", "5", "blocks", "3", "samples", "40",
-                                      "data_seed", "99", "inject_overflow_step", "7", NULL};
+    static const char *const odd[] = {"vocab",
+                                      "11",
+                                      "dim",
+                                      "6",
+                                      "seq",
+                                      "5",
+                                      "blocks",
+                                      "3",
+                                      "samples",
+                                      "40",
+                                      "data_seed",
+                                      "99",
+                                      "inject_overflow_step",
+                                      "7",
+                                      NULL};
     static const char *const bad[] = {"dim", "x16", NULL};
     struct {
         const char *label;

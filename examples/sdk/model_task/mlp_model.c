@@ -17,10 +17,10 @@ enum { IN = 16, OUT = 4, EVAL_SAMPLES = 128 };
 typedef struct mlp {
     int hidden;
     int64_t samples;
-    int n;                /* samples in the current micro-batch */
-    float *x, *t;         /* its inputs [n][IN] and targets [n][OUT] */
-    float *h, *y;         /* fc1's output [n][hidden] (after tanh) and fc2's [n][OUT] */
-    float *dy, *dh;       /* the loss's gradient of y, and fc2's of h */
+    int n;          /* samples in the current micro-batch */
+    float *x, *t;   /* its inputs [n][IN] and targets [n][OUT] */
+    float *h, *y;   /* fc1's output [n][hidden] (after tanh) and fc2's [n][OUT] */
+    float *dy, *dh; /* the loss's gradient of y, and fc2's of h */
 } mlp;
 
 /* Sample i's inputs, from a counter-based hash (the same on every rank), and its target. */
@@ -39,7 +39,10 @@ static void sample(int64_t i, float *x, float *t) {
 }
 
 static int64_t num_samples(void *state) { return ((mlp *)state)->samples; }
-static int64_t num_eval(void *state) { (void)state; return EVAL_SAMPLES; }
+static int64_t num_eval(void *state) {
+    (void)state;
+    return EVAL_SAMPLES;
+}
 
 /* The micro-batch of these samples (offset: where the index space starts) into the buffers, which
    grow to the batch's size. */
@@ -158,6 +161,6 @@ static void destroy(void *state) {
     free(m->x), free(m->t), free(m->h), free(m->y), free(m->dy), free(m->dh), free(m);
 }
 
-static const sr_model_ops ops = {1u << SR_FLOAT32, 1u << SR_DEVICE_CPU, create, destroy, num_samples, batch,
-                                 forward, loss, backward};
+static const sr_model_ops ops = {
+    1u << SR_FLOAT32, 1u << SR_DEVICE_CPU, create, destroy, num_samples, batch, forward, loss, backward};
 SR_MODEL_TASK("mlp", ops);

@@ -36,6 +36,17 @@ static int write_env(const sr_host_api *api, sr_host *h) {
 }
 
 __attribute__((visibility("default"))) const sr_plugin shardrun_plugin = {
-    SR_PLUGIN_ABI_VERSION, sizeof(sr_plugin), "mylab", "1.0", "a lab's own variables in every worker", NULL, keys,
-    writes, NULL, validate, write_env, NULL, NULL,
+    SR_PLUGIN_ABI_VERSION,
+    sizeof(sr_plugin),
+    "mylab",
+    "1.0",
+    "a lab's own variables in every worker",
+    NULL,
+    keys,
+    writes,
+    NULL,
+    validate,
+    write_env,
+    NULL,
+    NULL,
 };

@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "tokenizer_impl.h"
+#include "base/hash64.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,9 +23,9 @@
 
 /* ---- hash tables ---------------------------------------------------------------------------- */
 
+/* FNV-1a (the project's one copy), its high bits folded into the low ones the tables index by */
 static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    uint64_t h = sr__fnv1a64(SR_FNV1A64_BASIS, s, n);
     return h ^ h >> 29;
 }
 

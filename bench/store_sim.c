@@ -386,6 +386,7 @@ static void *agent_main(void *arg) {
         if (world != WORLD_NONE && scenario == SC_RUN) world_rank(g);
         for (int p = 1; p < (scenario == SC_RESTART ? 3 : 2); p++) pthread_barrier_wait(&phase_barrier);
         sr__store_close(g->rank);
+        g->rank = NULL;
         return NULL;
     }
     /* phase 1: join (the agent with another job comes once every other agent is in, so that they
@@ -593,6 +594,9 @@ int main(int argc, char **argv) {
     int want_exit = scenario == SC_REFUSED ? 1 : 0;
     int ok = !atomic_load(&failures) && WIFEXITED(status) && WEXITSTATUS(status) == want_exit;
     printf("sim: %s (%d agent failures)\n", ok ? "ok" : "FAILED", atomic_load(&failures));
+    for (int a = 0; a < nagents; a++) /* what each agent still held when its thread ended */
+        sr__store_close(g[a].ctl), sr__store_close(g[a].alive), sr__store_close(g[a].watch),
+            sr__store_close(g[a].rank);
     free(g);
     free(th);
     return ok ? 0 : 1;

@@ -425,7 +425,11 @@ static void close_conn(sr__store_server *s, conn *c) {
     if (c->dead) return;
     c->dead = 1;
     clear_wait(s, c);
-    close(c->fd); /* also leaves the epoll set */
+    /* out of the epoll set first: close() alone leaves it there while a forked worker (a restart
+       forks new ones while connections are open) still holds a copy of the descriptor, and epoll
+       would go on reporting a connection this server has freed */
+    epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
     if (c->prev) c->prev->next = c->next;
     else s->conns = c->next;
     if (c->next) c->next->prev = c->prev;

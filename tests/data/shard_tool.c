@@ -46,7 +46,9 @@ int main(int argc, char **argv) {
             if (ids) ids[n++] = (int32_t)v;
         }
         if (!ids) return fprintf(stderr, "shard_tool: out of memory\n"), 1;
-        return sr_shard_write(argv[2], atoi(argv[3]), ids, n, err, sizeof err) ? fail() : 0;
+        int rc = sr_shard_write(argv[2], atoi(argv[3]), ids, n, err, sizeof err);
+        free(ids);
+        return rc ? fail() : 0;
     }
     if (argc >= 3 && (!strcmp(argv[1], "read") || !strcmp(argv[1], "identity"))) {
         sr_shard_set s;
@@ -103,7 +105,9 @@ int main(int argc, char **argv) {
         sr_shard_set_identity(&s, id, sizeof id, NULL, NULL);
         printf("identity after the shrink: %s\n", id);
         fflush(stdout);
-        return sr_shard_set_read(&s, s.ntokens - 1, 1, &last, err, sizeof err) ? fail() : 0;
+        int rc = sr_shard_set_read(&s, s.ntokens - 1, 1, &last, err, sizeof err);
+        sr_shard_set_close(&s);
+        return rc ? fail() : 0;
     }
     if (argc >= 4 && !strcmp(argv[1], "jsonl"))
         return sr_jsonl_file_each(argv[2], argv[3], print_text, NULL, err, sizeof err) ? fail() : 0;

@@ -595,8 +595,7 @@ int main(int argc, char **argv) {
     int ok = !atomic_load(&failures) && WIFEXITED(status) && WEXITSTATUS(status) == want_exit;
     printf("sim: %s (%d agent failures)\n", ok ? "ok" : "FAILED", atomic_load(&failures));
     for (int a = 0; a < nagents; a++) /* what each agent still held when its thread ended */
-        sr__store_close(g[a].ctl), sr__store_close(g[a].alive), sr__store_close(g[a].watch),
-            sr__store_close(g[a].rank);
+        sr__store_close(g[a].ctl), sr__store_close(g[a].alive), sr__store_close(g[a].watch), sr__store_close(g[a].rank);
     free(g);
     free(th);
     return ok ? 0 : 1;

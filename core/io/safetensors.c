@@ -284,7 +284,13 @@ sr__st_writer *sr__st_create(const char *path, const sr__st_tensor *tensors, siz
     }
     sr__buf_add(&h, "}", 1);
     /* Spaces up to a multiple of 8 keep the data 8-byte aligned in the file (and in a mapping). */
-    while (h.n % 8) sr__buf_add(&h, " ", 1);
+    while (h.n % 8 && !h.oom) sr__buf_add(&h, " ", 1); /* a buffer out of memory grows no more */
+    if (h.oom) {
+        seterr(err, errlen, "%s: out of memory for the header of %zu tensors", path, ntensors);
+        sr__buf_free(&h);
+        free(mpos), free(mlen);
+        return NULL;
+    }
     if (h.n > ST_MAX_HEADER || (uint64_t)h.n + 8 > (uint64_t)INT64_MAX - total) {
         seterr(err, errlen, "%s: the header would be %zu bytes, over the %u-byte limit of safetensors readers", path,
                h.n, ST_MAX_HEADER);

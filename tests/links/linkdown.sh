@@ -33,9 +33,9 @@ t_1=$(($(now_ms) - t0))
 expect_eq "${rc[0]}/${rc[1]}" "1/1" "both agents exit 1 after the link went down (124: still running, killed by the test)"
 [ "$t_0" -le $((LIMIT * 1000)) ] && pass || fail "node 0 ended ${t_0} ms after the link went down (limit ${LIMIT} s)"
 [ "$t_1" -le $((LIMIT * 1000)) ] && pass || fail "node 1 ended ${t_1} ms after the link went down (limit ${LIMIT} s): $(tail -4 "$T/n1.err")"
-grep -qE "rank 1 did not arrive|rank 1 \(node 1|node 1 \(host" "$T/n0.out" "$T/n0.err" && pass ||
+grep -qE "rank 1 did not arrive|rank 1 \(node 1|node 1 \(host|node 1's shardrun" "$T/n0.out" "$T/n0.err" && pass ||
     fail "node 0 names rank 1 / node 1: $(tail -4 "$T/n0.err")"
-grep -qE "rank 0 did not arrive|rank 0 \(node 0|node 0 \(host" "$T/n1.out" "$T/n1.err" && pass ||
+grep -qE "rank 0 did not arrive|rank 0 \(node 0|node 0 \(host|node 0's shardrun" "$T/n1.out" "$T/n1.err" && pass ||
     fail "node 1 names rank 0 / node 0: $(tail -4 "$T/n1.err")"
 link_up_again
 

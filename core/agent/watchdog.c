@@ -442,7 +442,10 @@ static const char *host_of(sr__watchdog *wd, int agent, char *buf, size_t len) {
     if (agent == wd->agent_id) return wd->host;
     unsigned long long c;
     int node;
-    snprintf(buf, len, "?");
+    /* never heard from: node 0's agent is at least known by the address this one reached it at */
+    const char *reached = agent == 0 && !wd->hosting && wd->store_host[0] ? wd->store_host : "?";
+    size_t n = strnlen(reached, len - 1);
+    memcpy(buf, reached, n), buf[n] = 0;
     parse_record(wd->peers[agent].rec, agent, NULL, 0, &c, &node, buf, len);
     return buf;
 }

@@ -10,8 +10,11 @@ the logits that picked token prompt_length + i).  Run as /usr/bin/python3 (torch
         Hub's files are: names without "transformer.", F16, h.N.attn.bias buffers, no n_head.
 
     generate_check.py greedy RUN.safetensors WEIGHTS.safetensors --n_head H
-        The training forward's logits (tests/gpt2/gpt2_torch.py's GPT-2, float64, one forward over
-        the whole sequence) at every position that picked a token: each continuation token must be
+                             [--family gpt2|bloom|llama] [--config CONFIG.json]
+        The training forward's logits (the family's PyTorch reference in float64, one forward over
+        the whole sequence: tests/gpt2/gpt2_torch.py's GPT-2, tests/bloom/bloom_torch.py's BLOOM
+        with --n_head, tests/llama/llama_torch.py's Llama from --config) at every position that
+        picked a token: each continuation token must be
         their argmax.  A position where torch's two best logits are within 1e-5 of the largest
         logit is a tie either answer may take (counted, printed).  Also checks that the C logits
         of every step match torch's within --tol of the largest.  Exit 1 on any difference.
@@ -58,12 +61,28 @@ def cmd_init(a):
     return 0
 
 
+def reference_model(a):
+    """the family's PyTorch model (float64) holding a.weights"""
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if a.family == "gpt2":
+        return ref.model_from_file(a.weights, a.n_head, torch.float64)
+    if a.family == "bloom":
+        sys.path.insert(0, os.path.join(tests, "bloom"))
+        import bloom_torch
+        return bloom_torch.model_from_file(a.weights, a.n_head, torch.float64)
+    if not a.config:
+        raise ValueError("--family llama needs --config CONFIG.json")
+    sys.path.insert(0, os.path.join(tests, "llama"))
+    import llama_torch
+    return llama_torch.builder(a.config)(ref.read_safetensors(a.weights), None, torch.float64)[0]
+
+
 def cmd_greedy(a):
     ids, pl, c_logits = load_run(a.run)
     new = len(ids) - pl
     if new < 1:
         raise ValueError(f"{a.run}: no generated token")
-    model = ref.model_from_file(a.weights, a.n_head, torch.float64)
+    model = reference_model(a)
     with torch.no_grad():
         logits, _ = model(torch.from_numpy(ids).view(1, -1))
     logits = logits[0].numpy()
@@ -82,7 +101,7 @@ def cmd_greedy(a):
             ties += 1
             continue
         bad += 1
-        print(f"position {pl - 1 + i}: gpt2_generate picked {got} (torch logit {row[got]:.6g}), torch's argmax is "
+        print(f"position {pl - 1 + i}: the generator picked {got} (torch logit {row[got]:.6g}), torch's argmax is "
               f"{want} ({row[want]:.6g})")
     ok = bad == 0 and worst <= a.tol
     print(f"greedy: {new} tokens after a {pl}-token prompt, {new - bad - ties} equal to torch's argmax, {ties} ties, "
@@ -125,7 +144,9 @@ def main():
     p = sub.add_parser("greedy")
     p.add_argument("run")
     p.add_argument("weights")
-    p.add_argument("--n_head", type=int, required=True)
+    p.add_argument("--n_head", type=int)
+    p.add_argument("--family", choices=("gpt2", "bloom", "llama"), default="gpt2")
+    p.add_argument("--config", help="the Llama family's config.json")
     p.add_argument("--tol", type=float, default=1e-4)
     p = sub.add_parser("same")
     p.add_argument("a")

@@ -105,7 +105,7 @@ static int configure(llama_gen *g, gen_model *m, const gen_opts *o, char *err, s
                    -1;
         if (!g->c.n_head) { /* --n-head alone: HF's defaults for the rest */
             g->c = *llama_size("tiny", &names);
-            snprintf(g->config_from, sizeof g->config_from, "--n-head, HF's defaults");
+            snprintf(g->config_from, sizeof g->config_from, "--n-head; RoPE and norm as the tiny size's");
         }
     }
     if (cfg) {
@@ -290,7 +290,7 @@ static int gen_prompt(gen_model *m, const int32_t *ids, int n, float *logits) {
 
 static int gen_full(gen_model *m, const int32_t *ids, int n, float *logits) {
     llama_gen *g = m->impl;
-    return n < 1 || n > g->cap + 1 || n > m->P ? -1 : forward(g, ids, n, logits, 0);
+    return n < 1 || n > g->cap ? -1 : forward(g, ids, n, logits, 0); /* the RoPE tables: cap positions */
 }
 
 /* out[O] = W x (+ b), W an nn.Linear weight [O, I] */

@@ -5,60 +5,65 @@
 #    and the Hub's (no "transformer." prefix); the check fails for a model read with other heads;
 #  - the key/value cache (ALiBi as one more key column) gives the logits of a full recomputation
 #    (the task's training forward, --no-kv-cache) within 1e-4 of the largest, the same tokens;
-#  - a BLOOM the bloom task trained (FULL_STATE_DICT) generates from its checkpoint-N folder, its
-#    heads BLOOM's for its width.
-# Environment: SHARDRUN_GENERATE (default $BUILD/shardrun_generate).
+#  - the heads come from --n-head or the file's metadata; a BLOOM the bloom task trained
+#    (FULL_STATE_DICT) generates from its checkpoint-N folder, its heads BLOOM's for its width.
+# PyTorch starts twice (generate_check.py batch): once for the weights, once for every check.
+# Environment: GENERATE (default $BUILD/shardrun_generate).
 . "$(dirname "$0")/lib.sh"
-GEN=${SHARDRUN_GENERATE:-$BUILD/shardrun_generate}
+GEN=${GENERATE:-$BUILD/shardrun_generate}
 CHECK="/usr/bin/python3 $SRC/tests/gpt2/generate_check.py"
-[ -x "$GEN" ] || { echo "FAIL: no shardrun_generate at $GEN (build the tree, or set SHARDRUN_GENERATE)"; exit 1; }
+[ -x "$GEN" ] || { echo "FAIL: no shardrun_generate at $GEN (build the tree, or set GENERATE)"; exit 1; }
 export OMP_NUM_THREADS=2
 PROMPT="5 17 200 3 99 42 7"
 
-# family NAME HEADS [init flags...]: random weights, greedy vs torch, the cache vs recomputation.
-# bloom_torch.py's weights, with the attention's and the MLP's output projections 4 times larger: with
-# its tied head and normalised embeddings a tiny random BLOOM repeats the last token whatever its
-# attention computes, which would leave ALiBi and the cache untested.
-family() {
-    local name=$1 heads=$2
-    shift 2
-    /usr/bin/python3 "$SRC/tests/bloom/bloom_torch.py" init "$T/$name.init.safetensors" --n_layer 2 --n_head "$heads" \
-        --hidden_size 48 --vocab_size 257 --seed 5 "$@" >/dev/null || fail "$name: bloom_torch.py init"
-    /usr/bin/python3 - "$T/$name.init.safetensors" "$T/$name.safetensors" "$SRC/tests/gpt2" <<'PY' || fail "$name: scaling"
+# ---- random weights --------------------------------------------------------------------------------
+for h in 4 6; do
+    prefix=""
+    [ $h = 6 ] && prefix=--no-prefix
+    echo "h$h bloom_torch init $T/h$h.init.safetensors --n_layer 2 --n_head $h --hidden_size 48 --vocab_size 257 --seed 5 $prefix"
+done >"$T/init.batch"
+r=$($CHECK batch "$T/init.batch" 2>&1)
+expect_eq "$(grep -c 'rc=0$' <<<"$r")" 2 "bloom_torch.py init, 2 models: $r"
+# the attention's and the MLP's output projections 4 times larger: with its tied head and normalised
+# embeddings a tiny random BLOOM repeats the last token whatever its attention computes, which would
+# leave ALiBi and the cache untested
+/usr/bin/python3 - "$T" "$SRC/tests/gpt2" <<'PY' || fail "scaling the weights"
 import sys
-sys.path.insert(0, sys.argv[3])
+sys.path.insert(0, sys.argv[2])
 from gpt2_torch import read_safetensors, write_safetensors
-t, meta = read_safetensors(sys.argv[1], with_metadata=True)
-write_safetensors(sys.argv[2], {k: v * 4 if k.endswith(("dense.weight", "dense_4h_to_h.weight")) else v
-                                for k, v in t.items()}, meta)
+for h in (4, 6):
+    t, meta = read_safetensors(f"{sys.argv[1]}/h{h}.init.safetensors", with_metadata=True)
+    write_safetensors(f"{sys.argv[1]}/h{h}.safetensors",
+                      {k: v * 4 if k.endswith(("dense.weight", "dense_4h_to_h.weight")) else v for k, v in t.items()},
+                      meta)
 PY
-    run "$GEN" "$T/$name.safetensors" --n-head "$heads" --prompt-ids "$PROMPT" --temperature 0 --max-new-tokens 24 \
+
+# ---- generation: the cache and recomputation --------------------------------------------------------
+declare -A want
+for h in 4 6; do
+    name=h$h
+    run "$GEN" "$T/$name.safetensors" --n-head $h --prompt-ids "$PROMPT" --temperature 0 --max-new-tokens 24 \
         --ignore-eos --output ids --logits "$T/$name.kv.st"
     expect_rc 0 "$name: greedy with the key/value cache"
-    expect_in "$err" "2 layers, $heads heads (--n-head), hidden_size 48, ALiBi, vocab 257; the bloom family" \
+    expect_in "$err" "2 layers, $h heads (--n-head), hidden_size 48, ALiBi, vocab 257; the bloom family" \
         "$name: the banner"
-    kv_ids=$out
-    r=$($CHECK greedy "$T/$name.kv.st" "$T/$name.safetensors" --family bloom --n_head "$heads" 2>&1) &&
-        pass || fail "$name: greedy vs torch's argmax: $r"
-    echo "$name: $r"
-    expect_in "$r" "24 equal to torch's argmax, 0 ties" "$name: every token torch's, no tie needed"
-    run "$GEN" "$T/$name.safetensors" --n-head "$heads" --prompt-ids "$PROMPT" --temperature 0 --max-new-tokens 24 \
+    want[$name]=$out
+    run "$GEN" "$T/$name.safetensors" --n-head $h --prompt-ids "$PROMPT" --temperature 0 --max-new-tokens 24 \
         --ignore-eos --output ids --no-kv-cache --logits "$T/$name.full.st"
     expect_rc 0 "$name: greedy recomputing the prefix every token"
-    expect_eq "$out" "$kv_ids" "$name: the same tokens without the cache"
-    r=$($CHECK same "$T/$name.kv.st" "$T/$name.full.st" --tol 1e-4 2>&1) && pass || fail "$name: cache vs recomputation: $r"
-    echo "$name: $r"
-}
-family h4 4
-family h6 6 --no-prefix
+    expect_eq "$out" "${want[$name]}" "$name: the same tokens without the cache"
+    {
+        echo "$name.greedy generate_check greedy $T/$name.kv.st $T/$name.safetensors --family bloom --n_head $h"
+        echo "$name.same generate_check same $T/$name.kv.st $T/$name.full.st --tol 1e-4"
+    } >>"$T/check.batch"
+done
 # the check can fail: h4's tokens against the model read with 2 heads
-r=$($CHECK greedy "$T/h4.kv.st" "$T/h4.safetensors" --family bloom --n_head 2 2>&1) &&
-    fail "the greedy check passes a model read with 2 heads: $r" || pass
+echo "wrong generate_check greedy $T/h4.kv.st $T/h4.safetensors --family bloom --n_head 2" >>"$T/check.batch"
 # the heads from the file's metadata (bloom_torch.py writes n_head), as without --n-head
 run "$GEN" "$T/h6.safetensors" --prompt-ids "$PROMPT" --temperature 0 --max-new-tokens 24 --ignore-eos --output ids
 expect_rc 0 "the heads from the metadata"
 expect_in "$err" "6 heads (the file's n_head metadata)" "the metadata's heads"
-expect_eq "$out" "$kv_ids" "the metadata's heads: the same tokens"
+expect_eq "$out" "${want[h6]}" "the metadata's heads: the same tokens"
 
 # ---- a tiny BLOOM the task trained: checkpoint-N in one command ---------------------------------
 corpus
@@ -76,7 +81,19 @@ run "$GEN" "$T/train/checkpoint-2" --prompt "the model" --temperature 0 --max-ne
     --logits "$T/ck.st"
 expect_rc 0 "shardrun_generate checkpoint-2"
 expect_in "$err" "(global_step 2): 4 layers, 4 heads (BLOOM's for hidden_size 128" "checkpoint-2: BLOOM's heads"
-r=$($CHECK greedy "$T/ck.st" "$T/train/checkpoint-2/model.safetensors" --family bloom --n_head 4 2>&1) &&
-    pass || fail "checkpoint-2 greedy vs torch: $r"
-echo "checkpoint-2: $r"
+echo "checkpoint generate_check greedy $T/ck.st $T/train/checkpoint-2/model.safetensors --family bloom --n_head 4" \
+    >>"$T/check.batch"
+
+# ---- every check against PyTorch, in one process ------------------------------------------------
+r=$($CHECK batch "$T/check.batch" 2>&1)
+echo "$r" | grep -v 'rc=0$'
+for name in h4 h6; do
+    expect_in "$r" "[$name.greedy] greedy: 24 tokens after a 7-token prompt, 24 equal to torch's argmax, 0 ties, 0 different" \
+        "$name: every token torch's argmax, no tie needed"
+    expect_in "$r" "[$name.greedy] rc=0" "$name: the C logits torch's"
+    expect_in "$r" "[$name.same] rc=0" "$name: the cache's logits those of recomputation"
+done
+expect_in "$r" "[wrong] rc=1" "the greedy check fails for a model read with other heads"
+expect_in "$r" "[checkpoint] greedy: 16 tokens after a 9-token prompt, 16 equal to torch's argmax" "checkpoint-2 vs torch"
+expect_in "$r" "[checkpoint] rc=0" "checkpoint-2: the C logits torch's"
 done_checks

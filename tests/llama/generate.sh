@@ -12,70 +12,79 @@
 #    command, its size found from its widths, greedy as the reference;
 #  - a Llama without a config.json whose widths are no named size's, and a --config that is not the
 #    file's model, exit 2 with one message naming what to give.
-# Environment: SHARDRUN_GENERATE (default $BUILD/shardrun_generate).
+# PyTorch starts twice (generate_check.py batch): once for the weights, once for every check.
+# Environment: GENERATE (default $BUILD/shardrun_generate).
 . "$(dirname "$0")/lib.sh"
-GEN=${SHARDRUN_GENERATE:-$BUILD/shardrun_generate}
+GEN=${GENERATE:-$BUILD/shardrun_generate}
 CHECK="/usr/bin/python3 $SRC/tests/gpt2/generate_check.py"
-[ -x "$GEN" ] || { echo "FAIL: no shardrun_generate at $GEN (build the tree, or set SHARDRUN_GENERATE)"; exit 1; }
+[ -x "$GEN" ] || { echo "FAIL: no shardrun_generate at $GEN (build the tree, or set GENERATE)"; exit 1; }
 export OMP_NUM_THREADS=2
 PROMPT="5 17 200 3 99 42 7"
 R3='"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 16}'
+FAMILIES="mha gqa qwen2 biases"
 
-# family NAME HEADS KV_HEADS [config members...]: random weights in $T/NAME/ (model.safetensors and
-# config.json), greedy vs torch, the cache vs recomputation
-family() {
+# ---- random weights for each configuration, in one PyTorch process --------------------------------
+# config NAME HEADS KV_HEADS [config members...]: $T/NAME/config.json, and its init line
+config() {
     local name=$1 heads=$2 kv=$3
     shift 3
     mkdir -p "$T/$name"
     llama_config "$name/config.json" "$heads" "$kv" "$@"
-    $TORCH_LLAMA init "$T/$name/model.safetensors" --config "$T/$name/config.json" --vocab_size 257 --seed 5 \
-        >/dev/null || fail "$name: llama_torch.py init"
+    echo "$name llama_torch init $T/$name/model.safetensors --config $T/$name/config.json --vocab_size 257 --seed 5" \
+        >>"$T/init.batch"
+}
+config mha 4 4
+config gqa 6 2 "$R3"
+config qwen2 4 1 '"model_type": "qwen2"' '"tie_word_embeddings": true'
+config biases 8 2 '"attention_bias": true' '"mlp_bias": true'
+r=$($CHECK batch "$T/init.batch" 2>&1)
+expect_eq "$(grep -c 'rc=0$' <<<"$r")" 4 "llama_torch.py init, 4 configurations: $r"
+
+# ---- generation: the cache and recomputation, each configuration --------------------------------
+declare -A want
+for name in $FAMILIES; do
     run "$GEN" "$T/$name" --prompt-ids "$PROMPT" --temperature 0 --max-new-tokens 24 --ignore-eos --output ids \
         --logits "$T/$name.kv.st"
     expect_rc 0 "$name: greedy with the key/value cache"
+    heads=$(grep -o '"num_attention_heads": [0-9]*' "$T/$name/config.json" | grep -o '[0-9]*$')
+    kv=$(grep -o '"num_key_value_heads": [0-9]*' "$T/$name/config.json" | grep -o '[0-9]*$')
     expect_in "$err" "2 layers, $heads heads on $kv key/value heads ($T/$name/config.json)" "$name: the banner"
     expect_in "$err" "the llama family" "$name: the family"
     expect_in "$err" "24 new tokens" "$name: 24 tokens"
-    kv_ids=$out
-    r=$($CHECK greedy "$T/$name.kv.st" "$T/$name/model.safetensors" --family llama --config "$T/$name/config.json" 2>&1) &&
-        pass || fail "$name: greedy vs torch's argmax: $r"
-    echo "$name: $r"
-    expect_in "$r" "24 equal to torch's argmax, 0 ties" "$name: every token torch's, no tie needed"
+    case $name in
+    gqa) expect_in "$err" "(llama3 scaling)" "gqa: rope_scaling read" ;;
+    qwen2) expect_in "$err" "tied lm_head, q/k/v biases" "qwen2: biases and the tied head" ;;
+    biases) expect_in "$err" "q/k/v biases, o_proj bias, MLP biases" "biases: every bias" ;;
+    esac
+    want[$name]=$out
     run "$GEN" "$T/$name" --prompt-ids "$PROMPT" --temperature 0 --max-new-tokens 24 --ignore-eos --output ids \
         --no-kv-cache --logits "$T/$name.full.st"
     expect_rc 0 "$name: greedy recomputing the prefix every token"
-    expect_eq "$out" "$kv_ids" "$name: the same tokens without the cache"
-    r=$($CHECK same "$T/$name.kv.st" "$T/$name.full.st" --tol 1e-4 2>&1) && pass || fail "$name: cache vs recomputation: $r"
-    echo "$name: $r"
-}
-family mha 4 4
-family gqa 6 2 "$R3"
-expect_in "$err" "(llama3 scaling)" "gqa: rope_scaling read"
-family qwen2 4 1 '"model_type": "qwen2"' '"tie_word_embeddings": true'
-expect_in "$err" "tied lm_head, q/k/v biases" "qwen2: biases and the tied head"
-family biases 8 2 '"attention_bias": true' '"mlp_bias": true'
-expect_in "$err" "q/k/v biases, o_proj bias, MLP biases" "biases: every bias"
-
-# the check can fail: gqa's tokens against the model read as 6 heads on 6 key/value heads (a
-# wrong grouping) -- its shapes differ, so compare mha's tokens with the gqa config's heads instead
+    expect_eq "$out" "${want[$name]}" "$name: the same tokens without the cache"
+    {
+        echo "$name.greedy generate_check greedy $T/$name.kv.st $T/$name/model.safetensors --family llama --config $T/$name/config.json"
+        echo "$name.same generate_check same $T/$name.kv.st $T/$name.full.st --tol 1e-4"
+    } >>"$T/check.batch"
+done
+# the check can fail: mha's tokens against the model read with 2 heads instead of 4
 llama_config wrong.json 2 2
-r=$($CHECK greedy "$T/mha.kv.st" "$T/mha/model.safetensors" --family llama --config "$T/wrong.json" 2>&1) &&
-    fail "the greedy check passes a model read with 2 heads instead of 4: $r" || pass
+echo "wrong generate_check greedy $T/mha.kv.st $T/mha/model.safetensors --family llama --config $T/wrong.json" \
+    >>"$T/check.batch"
 
 # gpt2_generate is the same program
 run "$BUILD/gpt2_generate" "$T/gqa" --prompt-ids "$PROMPT" --temperature 0 --max-new-tokens 24 --ignore-eos --output ids
 expect_rc 0 "gpt2_generate on a Llama"
-r=$(cat "$T/gqa.kv.st" >/dev/null; "$GEN" "$T/gqa" --prompt-ids "$PROMPT" --temperature 0 --max-new-tokens 24 \
-    --ignore-eos --output ids 2>/dev/null)
-expect_eq "$out" "$r" "gpt2_generate: the same tokens"
+expect_eq "$out" "${want[gqa]}" "gpt2_generate: the same tokens"
 # --config names the config.json when the file stands alone; sampling works as for GPT-2
 cp "$T/gqa/model.safetensors" "$T/alone.safetensors"
 run "$GEN" "$T/alone.safetensors" --config "$T/gqa/config.json" --prompt-ids "$PROMPT" --temperature 0 \
     --max-new-tokens 24 --ignore-eos --output ids
 expect_rc 0 "--config"
-expect_eq "$out" "$r" "--config: the same tokens"
-run "$GEN" "$T/alone.safetensors" --config "$T/gqa/config.json" --prompt-ids "$PROMPT" --seed 3 --max-new-tokens 8
+expect_eq "$out" "${want[gqa]}" "--config: the same tokens"
+run "$GEN" "$T/alone.safetensors" --config "$T/gqa/config.json" --prompt-ids "$PROMPT" --seed 3 --top-k 0 \
+    --max-new-tokens 24 --ignore-eos --output ids
 expect_rc 0 "sampling"
+[ "$out" != "${want[gqa]}" ] && pass || fail "sampling gave the greedy tokens"
 
 # ---- bad input: one message, exit 2 -------------------------------------------------------------
 run "$GEN" "$T/alone.safetensors" --prompt-ids "$PROMPT"
@@ -109,7 +118,19 @@ cat >"$T/tiny.json" <<EOF2
  "hidden_size": 128, "intermediate_size": 352, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
  "tie_word_embeddings": false, "max_position_embeddings": 2048}
 EOF2
-r=$($CHECK greedy "$T/ck.st" "$T/train/checkpoint-2/model.safetensors" --family llama --config "$T/tiny.json" 2>&1) &&
-    pass || fail "checkpoint-2 greedy vs torch: $r"
-echo "checkpoint-2: $r"
+echo "checkpoint generate_check greedy $T/ck.st $T/train/checkpoint-2/model.safetensors --family llama --config $T/tiny.json" \
+    >>"$T/check.batch"
+
+# ---- every check against PyTorch, in one process ------------------------------------------------
+r=$($CHECK batch "$T/check.batch" 2>&1)
+echo "$r" | grep -v 'rc=0$'
+for name in $FAMILIES; do
+    expect_in "$r" "[$name.greedy] greedy: 24 tokens after a 7-token prompt, 24 equal to torch's argmax, 0 ties, 0 different" \
+        "$name: every token torch's argmax, no tie needed"
+    expect_in "$r" "[$name.greedy] rc=0" "$name: the C logits torch's"
+    expect_in "$r" "[$name.same] rc=0" "$name: the cache's logits those of recomputation"
+done
+expect_in "$r" "[wrong] rc=1" "the greedy check fails for a model read with other heads"
+expect_in "$r" "[checkpoint] greedy: 16 tokens after a 9-token prompt, 16 equal to torch's argmax" "checkpoint-2 vs torch"
+expect_in "$r" "[checkpoint] rc=0" "checkpoint-2: the C logits torch's"
 done_checks

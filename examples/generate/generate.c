@@ -27,6 +27,7 @@
 
 #include "dump.h"
 #include "kernels.h"
+#include "gen_job.h"
 #include "gen_model.h"
 #include "gen_sample.h"
 #include "tokenizer.h"
@@ -63,6 +64,8 @@ static const char USAGE[] =
     "                         Default: vocab.json and merges.txt next to the model when both are there,\n"
     "                         else its tokenizer.json, else byte-level tokens (one per byte, as the tasks\n"
     "                         without a tokenizer)\n"
+    "  --job FILE             the job file the model was trained with: its task (the family), [task] size,\n"
+    "                         config, heads and tokenizer keys, where these flags do not say otherwise\n"
     "  --family NAME          gpt2, bloom or llama: when the file does not say\n"
     "  --config FILE          an HF config.json (the llama task's [task] config; default: config.json next\n"
     "                         to the model)\n"
@@ -83,7 +86,7 @@ static const char USAGE[] =
     "on stderr.\n";
 
 typedef struct opts {
-    const char *model, *prompt, *prompt_ids, *vocab, *merges, *tokenizer, *family, *config, *size, *logits;
+    const char *model, *prompt, *prompt_ids, *vocab, *merges, *tokenizer, *family, *config, *size, *logits, *job;
     long max_new;
     double temperature;
     float top_p;
@@ -152,7 +155,8 @@ enum {
     OPT_TOKENIZER,
     OPT_FAMILY,
     OPT_CONFIG,
-    OPT_N_KV_HEAD
+    OPT_N_KV_HEAD,
+    OPT_JOB
 };
 
 static const struct option long_opts[] = {
@@ -176,6 +180,7 @@ static const struct option long_opts[] = {
     {"family", required_argument, NULL, OPT_FAMILY},
     {"config", required_argument, NULL, OPT_CONFIG},
     {"n-kv-head", required_argument, NULL, OPT_N_KV_HEAD},
+    {"job", required_argument, NULL, OPT_JOB},
     {NULL, 0, NULL, 0},
 };
 
@@ -191,6 +196,7 @@ static int take_flag(opts *o, int c, const char *flag, const char *v) {
     case OPT_TOKENIZER: o->tokenizer = v; break;
     case OPT_FAMILY: o->family = v; break;
     case OPT_CONFIG: o->config = v; break;
+    case OPT_JOB: o->job = v; break;
     case OPT_LOGITS: o->logits = v; break;
     case OPT_IGNORE_EOS: o->ignore_eos = 1; break;
     case OPT_NO_KV_CACHE: o->no_cache = 1; break;
@@ -240,6 +246,26 @@ static int take_flag(opts *o, int c, const char *flag, const char *v) {
     return 0;
 }
 
+/* The job file's values where the flags left a figure open (gen_job.h); 0 or EXIT_CONFIG. */
+static int take_job(opts *o) {
+    static gen_job j; /* o points into it */
+    char err[4600];
+    if (!o->job) return 0;
+    if (gen_job_read(o->job, &j, err, sizeof err) != 0) return usage_error("%s", err);
+    if (!o->family && j.family[0]) o->family = j.family;
+    if (!o->size && !o->config) { /* the job's config.json, else its size */
+        if (j.config[0]) o->config = j.config;
+        else if (j.size[0]) o->size = j.size;
+    }
+    if (!o->n_head && j.n_head) o->n_head = j.n_head;
+    if (!o->n_kv_head && j.n_kv_head) o->n_kv_head = j.n_kv_head;
+    if (!o->vocab && !o->tokenizer) {
+        if (j.tokenizer[0]) o->tokenizer = j.tokenizer;
+        else if (j.vocab[0] && j.merges[0]) o->vocab = j.vocab, o->merges = j.merges;
+    }
+    return 0;
+}
+
 /* getopt_long with "-": MODEL may come before or after the flags, each argument read in order;
    opterr = 0: the messages are the generator's own. */
 static int parse(int argc, char **argv, opts *o) {
@@ -275,7 +301,7 @@ static int parse(int argc, char **argv, opts *o) {
     if (o->vocab && o->tokenizer)
         return usage_error(
             "--tokenizer or --vocab and --merges, not both: name the tokenizer the model was trained with");
-    return 0;
+    return take_job(o);
 }
 
 static double now(void) {
@@ -307,8 +333,8 @@ static tf_tokenizer *load_tokenizer(const opts *o, const gen_model *gm, char *wh
         say("error: %s\n", err);
         return NULL;
     }
-    if (json) snprintf(what, len, "tokens from %s", json);
-    else if (vocab) snprintf(what, len, "GPT-2 BPE tokens from %s and %s", vocab, merges);
+    if (json) snprintf(what, len, "tokens from %.4000s", json);
+    else if (vocab) snprintf(what, len, "GPT-2 BPE tokens from %.4000s and %.4000s", vocab, merges);
     else snprintf(what, len, "byte-level tokens");
     return t;
 }
@@ -389,8 +415,9 @@ static int check_logits_output(const opts *o) {
     static const char *const names[] = {"model.safetensors", "config.json", "vocab.json", "merges.txt",
                                         "tokenizer.json"};
     for (int i = 0; i < 5; i++) snprintf(in[i], sizeof in[i], "%s/%s", dir, names[i]);
-    const char *inputs[] = {o->model, in[0], in[1], in[2], in[3], in[4], o->vocab, o->merges, o->tokenizer, o->config};
-    if (sr__out_check(o->logits, inputs, 10, why, sizeof why) != 0)
+    const char *inputs[] = {o->model, in[0],     in[1],        in[2],     in[3], in[4],
+                            o->vocab, o->merges, o->tokenizer, o->config, o->job};
+    if (sr__out_check(o->logits, inputs, 11, why, sizeof why) != 0)
         return usage_error("--logits: %s (checked before the model is read)", why);
     return 0;
 }
@@ -416,7 +443,6 @@ int main(int argc, char **argv) {
     int32_t *ids = NULL;
     size_t n = 0;
     float *logits = NULL, *all = NULL;
-    int started = 0;
     gen_sampler s = {0};
     rc = EXIT_CONFIG;
     if (!tok) goto out;
@@ -450,7 +476,7 @@ int main(int argc, char **argv) {
     if (grown) ids = grown;
     /* the cache: the prompt, and the new tokens fed back (the last is not) */
     long positions = (long)n + (max_new > 0 ? max_new - 1 : 0);
-    if (!grown || w.start(&w, (int)(positions < w.P ? positions : w.P)) != 0 || !(started = 1) ||
+    if (!grown || w.start(&w, (int)(positions < w.P ? positions : w.P)) != 0 ||
         !(logits = malloc((size_t)w.V * sizeof *logits)) ||
         gen_sampler_init(&s, o.seed, w.V, tv, o.temperature, o.top_k, o.top_p) != 0 ||
         (o.logits && !(all = malloc(((size_t)max_new + 1) * (size_t)w.V * sizeof *all)))) {
@@ -524,7 +550,6 @@ oom:
     rc = 1;
 out:
     gen_sampler_free(&s);
-    (void)started;
     free(all);
     free(logits);
     free(ids);

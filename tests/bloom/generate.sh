@@ -5,6 +5,8 @@
 #    and the Hub's (no "transformer." prefix); the check fails for a model read with other heads;
 #  - the key/value cache (ALiBi as one more key column) gives the logits of a full recomputation
 #    (the task's training forward, --no-kv-cache) within 1e-4 of the largest, the same tokens;
+#  - a tokenizer.json next to the model (or --tokenizer) tokenizes the prompt: its ids are
+#    tests/bloom/tokenizer_reference.py's;
 #  - the heads come from --n-head or the file's metadata; a BLOOM the bloom task trained
 #    (FULL_STATE_DICT) generates from its checkpoint-N folder, its heads BLOOM's for its width.
 # PyTorch starts twice (generate_check.py batch): once for the weights, once for every check.
@@ -16,14 +18,24 @@ CHECK="/usr/bin/python3 $SRC/tests/gpt2/generate_check.py"
 export OMP_NUM_THREADS=2
 PROMPT="5 17 200 3 99 42 7"
 
+# ---- a BLOOM-layout tokenizer.json (tests/bloom/tokenizer.sh's reference) --------------------------
+corpus
+REF="/usr/bin/python3 $SRC/tests/bloom/tokenizer_reference.py"
+mkdir -p "$T/tok"
+$REF train --bloom "$T/bv.json" "$T/bm.txt" 200 "$T/corpus.txt" >/dev/null &&
+    $REF make-json bloom "$T/bv.json" "$T/bm.txt" "$T/tok/tokenizer.json" >/dev/null || fail "writing a tokenizer.json"
+nv=$($REF info "$T/tok/tokenizer.json" | head -1 | awk '{print $2}')
+
 # ---- random weights --------------------------------------------------------------------------------
 for h in 4 6; do
     prefix=""
     [ $h = 6 ] && prefix=--no-prefix
     echo "h$h bloom_torch init $T/h$h.init.safetensors --n_layer 2 --n_head $h --hidden_size 48 --vocab_size 257 --seed 5 $prefix"
 done >"$T/init.batch"
+echo "tok bloom_torch init $T/tok/model.safetensors --n_layer 2 --n_head 4 --hidden_size 48 --vocab_size $nv --seed 6" \
+    >>"$T/init.batch"
 r=$($CHECK batch "$T/init.batch" 2>&1)
-expect_eq "$(grep -c 'rc=0$' <<<"$r")" 2 "bloom_torch.py init, 2 models: $r"
+expect_eq "$(grep -c 'rc=0$' <<<"$r")" 3 "bloom_torch.py init, 3 models: $r"
 # the attention's and the MLP's output projections 4 times larger: with its tied head and normalised
 # embeddings a tiny random BLOOM repeats the last token whatever its attention computes, which would
 # leave ALiBi and the cache untested
@@ -65,8 +77,24 @@ expect_rc 0 "the heads from the metadata"
 expect_in "$err" "6 heads (the file's n_head metadata)" "the metadata's heads"
 expect_eq "$out" "${want[h6]}" "the metadata's heads: the same tokens"
 
+# ---- the tokenizer.json next to the model, or --tokenizer ---------------------------------------
+text="the optimizer updates only local shards"
+printf '%s' "$text" >"$T/prompt.txt"
+want_ids=$($REF encode "$T/tok/tokenizer.json" "$T/prompt.txt" | tr '\n' ' ')
+run "$GEN" "$T/tok" --prompt "$text" --temperature 0 --max-new-tokens 8 --ignore-eos --output ids
+expect_rc 0 "a tokenizer.json next to the model"
+expect_in "$err" "tokens from $T/tok/tokenizer.json" "the folder's tokenizer.json is used"
+case "$out " in "$want_ids"*) pass ;; *) fail "the prompt's ids: [$out], expected to start with [$want_ids]" ;; esac
+tok_ids=$out
+run "$GEN" "$T/tok/model.safetensors" --tokenizer "$T/tok/tokenizer.json" --prompt "$text" --temperature 0 \
+    --max-new-tokens 8 --ignore-eos --output ids
+expect_rc 0 "--tokenizer"
+expect_eq "$out" "$tok_ids" "--tokenizer: the same ids"
+run "$GEN" "$T/tok" --prompt "$text" --max-new-tokens 8 --seed 1
+expect_rc 0 "text out"
+case $out in "$text"*) pass ;; *) fail "the text does not start with the prompt: $out" ;; esac
+
 # ---- a tiny BLOOM the task trained: checkpoint-N in one command ---------------------------------
-corpus
 bloom_job job.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = BloomBlock" \
     "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
 size = tiny

@@ -7,9 +7,10 @@
 #  - the key/value cache gives the logits of a full recomputation (the task's training forward,
 #    --no-kv-cache) within 1e-4 of the largest, the same tokens;
 #  - gpt2_generate, the command's first name, is the same program;
-#  - the family and its figures come from the config.json next to the model, or --config; a tiny
-#    Llama the llama task trained (FULL_STATE_DICT) generates from its checkpoint-N folder in one
-#    command, its size found from its widths, greedy as the reference;
+#  - the family and its figures come from the config.json next to the model, --config, or the job
+#    file's [task] config (a path relative to the job file) or size (--job); a tiny Llama the llama
+#    task trained (FULL_STATE_DICT) generates from its checkpoint-N folder in one command, its size
+#    found from its widths (or its job), greedy as the reference;
 #  - a Llama without a config.json whose widths are no named size's, and a --config that is not the
 #    file's model, exit 2 with one message naming what to give.
 # PyTorch starts twice (generate_check.py batch): once for the weights, once for every check.
@@ -86,7 +87,21 @@ run "$GEN" "$T/alone.safetensors" --config "$T/gqa/config.json" --prompt-ids "$P
 expect_rc 0 "sampling"
 [ "$out" != "${want[gqa]}" ] && pass || fail "sampling gave the greedy tokens"
 
+# --job: the job's [task] config, relative to the job file's folder
+mkdir -p "$T/cfgjob"
+printf '[shardrun]\ntask = llama\n\n[task]\nconfig = ../gqa/config.json\n' >"$T/cfgjob/job.ini"
+run "$GEN" "$T/alone.safetensors" --job "$T/cfgjob/job.ini" --prompt-ids "$PROMPT" --temperature 0 \
+    --max-new-tokens 24 --ignore-eos --output ids
+expect_rc 0 "--job with [task] config"
+expect_in "$err" "6 heads on 2 key/value heads ($T/cfgjob/../gqa/config.json)" "--job: the job's config.json"
+expect_eq "$out" "${want[gqa]}" "--job: the same tokens"
+
 # ---- bad input: one message, exit 2 -------------------------------------------------------------
+printf '[task]\nnum_attention_heads = six\n' >"$T/badjob.ini"
+run "$GEN" "$T/alone.safetensors" --job "$T/badjob.ini"
+expect_rc 2 "a job file with a bad head count"
+expect_in "$err" "--job $T/badjob.ini: [task] num_attention_heads = six: expected a positive whole number" \
+    "a bad job: the key named"
 run "$GEN" "$T/alone.safetensors" --prompt-ids "$PROMPT"
 expect_rc 2 "a Llama without config.json, widths of no named size"
 expect_in "$err" "give --config CONFIG.json" "no config: what to give"
@@ -113,6 +128,12 @@ expect_rc 0 "shardrun_generate checkpoint-2"
 expect_in "$err" "model.safetensors (global_step 2): 4 layers, 4 heads on 2 key/value heads (the tiny size's, as its widths)" \
     "checkpoint-2: the size from the widths"
 case $out in "the model"?*) pass ;; *) fail "no continuation of the prompt: $out" ;; esac
+ck_text=$out
+run "$GEN" "$T/train/checkpoint-2" --job "$T/job.ini" --prompt "the model" --temperature 0 --max-new-tokens 16 \
+    --ignore-eos
+expect_rc 0 "checkpoint-2 with its job file"
+expect_in "$err" "4 layers, 4 heads on 2 key/value heads (--size tiny)" "--job: the job's size"
+expect_eq "$out" "$ck_text" "--job: the same text"
 cat >"$T/tiny.json" <<EOF2
 {"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
  "hidden_size": 128, "intermediate_size": 352, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,

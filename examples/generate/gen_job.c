@@ -52,6 +52,10 @@ static int handler(void *user, const char *section, const char *key, const char 
     else if (!strcmp(key, "tokenizer_json")) path_into(r, v, j->tokenizer, sizeof j->tokenizer);
     else if (!strcmp(key, "n_head") || !strcmp(key, "num_attention_heads")) return heads(r, key, v, &j->n_head);
     else if (!strcmp(key, "num_key_value_heads")) return heads(r, key, v, &j->n_kv_head);
+    static const char *const widths[] = {
+        "n_layer", "n_embd", "n_positions", "hidden_size", "num_hidden_layers", "intermediate_size", "vocab_size"};
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
+        if (!strcmp(key, widths[i])) j->resized = 1;
     return 1;
 }
 

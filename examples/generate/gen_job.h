@@ -19,6 +19,8 @@ typedef struct gen_job {
     char vocab[8200], merges[8200]; /* [task] vocab_json, merges_txt */
     char tokenizer[8200];           /* [task] tokenizer_json */
     int n_head, n_kv_head;          /* [task] n_head or num_attention_heads; num_key_value_heads */
+    int resized; /* a [task] key changes one of size's widths (n_layer, ...): the size no longer describes
+                    the model, its shapes do */
 } gen_job;
 
 /* 0; -1 with a message in err (an unreadable file, a line that is not INI, a head count that is no

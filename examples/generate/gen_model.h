@@ -2,9 +2,9 @@
  * gen model: one decoder checkpoint as the generator sees it, whatever its family -- the figures
  * the generator checks prompts against, and the family's forward with a key/value cache.
  *
- * Lifecycle: gen_model_load() opens the file (gen_file.h), tells the family from config.json's
- * model_type next to the model (or --family), else from the tensors' names (transformer.wte:
- * GPT-2; word_embeddings: BLOOM; model.embed_tokens: the Llama family) and hands it to the family's
+ * Lifecycle: gen_model_load() opens the file (gen_file.h), tells the family from --family, else
+ * from the tensors' names (transformer.wte: GPT-2; word_embeddings: BLOOM; model.embed_tokens: the
+ * Llama family), else from config.json's model_type next to the model, and hands it to the family's
  * loader (gpt2_gen_load in examples/gpt2, bloom_gen_load in examples/bloom, llama_gen_load in
  * examples/llama), which fills the figures and the ops -> start(positions) allocates the cache for
  * that many positions -> prompt() once -> next() per new token (or full() without the cache) ->

@@ -255,7 +255,7 @@ static int take_job(opts *o) {
     if (!o->family && j.family[0]) o->family = j.family;
     if (!o->size && !o->config) { /* the job's config.json, else its size */
         if (j.config[0]) o->config = j.config;
-        else if (j.size[0]) o->size = j.size;
+        else if (j.size[0] && !j.resized) o->size = j.size;
     }
     if (!o->n_head && j.n_head) o->n_head = j.n_head;
     if (!o->n_kv_head && j.n_kv_head) o->n_kv_head = j.n_kv_head;

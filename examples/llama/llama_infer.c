@@ -118,7 +118,7 @@ static int configure(llama_gen *g, gen_model *m, const gen_opts *o, char *err, s
     llama_config *c = &g->c;
     if (o->n_head) c->n_head = o->n_head;
     if (o->n_kv_head) c->n_kv_head = o->n_kv_head;
-    else if (o->n_head && c->hidden != g->C) c->n_kv_head = 0;
+    else if (o->n_head) c->n_kv_head = 0; /* from the shapes, for these heads */
     if (c->n_head <= 0 || g->C % c->n_head || (g->C / c->n_head) % 2)
         return snprintf(err, errlen,
                         "%s: hidden_size %d does not split into %d heads of an even size (from %s); give the heads "

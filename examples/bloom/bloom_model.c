@@ -23,30 +23,15 @@
 #include <string.h>
 
 #include "block.h"
+#include "bloom_sizes.h"
 #include "lm_task.h"
-
-/* HF's configurations (bigscience/bloom-*); tiny is ours, for tests and the demo */
-typedef struct bloom_size {
-    const char *name;
-    int n_layer, n_head, hidden_size, vocab_size; /* vocab_size 0: the tokenizer's */
-} bloom_size;
-
-static const bloom_size SIZES[] = {
-    {"tiny", 4, 4, 128, 0},
-    {"bloom-560m", 24, 16, 1024, 250880},
-    {"bloom-1b1", 24, 16, 1536, 250880},
-    {"bloom-3b", 30, 32, 2560, 250880},
-    {"bloom-7b1", 30, 32, 4096, 250880},
-};
 
 /* ALiBi has no position table: max_length is bounded only by memory; this cap keeps T*T in int */
 #define BLOOM_MAX_TOKENS 32768
 
 static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
     const char *size = sr_config(ctx, "size");
-    const bloom_size *s = NULL;
-    for (size_t i = 0; i < sizeof SIZES / sizeof SIZES[0]; i++)
-        if (!strcmp(size ? size : "tiny", SIZES[i].name)) s = &SIZES[i];
+    const bloom_size *s = bloom_size_named(size ? size : "tiny");
     if (!s) {
         fprintf(stderr,
                 "bloom: error: [task] size = %s is not a BLOOM size; use tiny, bloom-560m, bloom-1b1, bloom-3b "

@@ -49,6 +49,13 @@ int llama_block_use(const llama_config *c, int positions) {
 
 int llama_block_has(int slot) { return slot_index[slot] >= 0; }
 
+const llama_config *llama_block_config(void) { return cfg; }
+
+void llama_block_rope_at(float *x, int heads, int pos) {
+    int half = cfg->hidden / cfg->n_head / 2;
+    llama_rope(x, 1, 1, 0, heads, 2 * half, rope_cos + (size_t)pos * half, rope_sin + (size_t)pos * half, 0);
+}
+
 /* widths: C hidden, A = NH * hd attention (= C), KVd = KV * hd, W = the fused q/k/v row, F the MLP's */
 typedef struct widths {
     int C, hd, KV, W, F;
@@ -58,7 +65,7 @@ static widths widths_of(const tf_shape *s) {
     return (widths){s->C, hd, cfg->n_kv_head, s->C + 2 * cfg->n_kv_head * hd, cfg->intermediate};
 }
 
-static double block_param_count(const tf_lm_dims *d) {
+double llama_block_param_count(const tf_lm_dims *d) {
     double C = d->C, KVd = (double)cfg->n_kv_head * (d->C / d->NH), F = cfg->intermediate;
     double n = 2 * C + 2 * C * C + 2 * C * KVd + 3 * C * F;
     if (cfg->qkv_bias) n += C + 2 * KVd;
@@ -73,7 +80,7 @@ typedef struct acts {
     float *rstd1, *rstd2, *ln1, *qkv, *att, *atty, *res2, *ln2, *gate, *up, *h;
 } acts;
 
-static size_t acts_bytes(const tf_shape *s) {
+size_t llama_block_acts_bytes(const tf_shape *s) {
     widths w = widths_of(s);
     size_t N = (size_t)s->Bcap * s->T;
     return sizeof(float) *
@@ -93,7 +100,7 @@ static acts acts_at(const tf_shape *s, void *buf) {
 }
 
 /* backward scratch: dgate, dup [N,F], dqkv [N,W], dc [N,C], one sample's datt [NH,T,T] */
-static size_t work_bytes(const tf_shape *s) {
+size_t llama_block_work_bytes(const tf_shape *s) {
     widths w = widths_of(s);
     size_t N = (size_t)s->Bcap * s->T;
     return sizeof(float) * (N * (2 * (size_t)w.F + w.W + w.C) + (size_t)s->NH * s->T * s->T);
@@ -116,7 +123,7 @@ static void lin_backward(const tf_shape *s, float *dx, float beta, void *dW, voi
 #define P(slot) (slot_index[slot] >= 0 ? p[slot_index[slot]] : NULL)
 #define D(slot) (slot_index[slot] >= 0 ? d[slot_index[slot]] : NULL)
 
-static void block_forward(const tf_shape *s, void *const *p, const void *x, void *buf, void *out) {
+void llama_block_forward(const tf_shape *s, void *const *p, const void *x, void *buf, void *out) {
     widths w = widths_of(s);
     const int N = s->B * s->T, C = w.C, KVd = w.KV * w.hd;
     acts a = acts_at(s, buf);
@@ -135,8 +142,8 @@ static void block_forward(const tf_shape *s, void *const *p, const void *x, void
     if (out) tf_linear_forward_residual(s, TF_WEIGHT_OUT_IN, out, a.h, P(LB_DOWN_W), P(LB_DOWN_B), a.res2, N, w.F, C);
 }
 
-static void block_backward(const tf_shape *s, void *const *p, void *const *d, const void *x, void *buf, const void *dy,
-                           void *dx_, void *work) {
+void llama_block_backward(const tf_shape *s, void *const *p, void *const *d, const void *x, void *buf, const void *dy,
+                          void *dx_, void *work) {
     widths w = widths_of(s);
     const int N = s->B * s->T, C = w.C, KVd = w.KV * w.hd;
     acts a = acts_at(s, buf);
@@ -159,39 +166,4 @@ static void block_backward(const tf_shape *s, void *const *p, void *const *d, co
     llama_rmsnorm_backward(dx, D(LB_LN1), dc, x, a.rstd1, P(LB_LN1), N, C);
 }
 
-/* ---- model.norm and lm_head ------------------------------------------------------------------- */
-
-static int declare_tail(const tf_lm_dims *d, sr_model *model) {
-    if (sr_model_module(model, "model.norm", "LlamaRMSNorm") < 0 ||
-        tf_param1(model, "model.norm.weight", d->C, SR_ONES, SR_PARAM_NO_DECAY) ||
-        sr_model_module(model, "lm_head", "Linear") < 0)
-        return -1;
-    if (cfg->tie) return sr_model_tie(model, "lm_head.weight", "model.embed_tokens.weight") != 0 ? -1 : 0;
-    return tf_param2(model, "lm_head.weight", d->V, d->C, SR_NORMAL((float)cfg->init_range));
-}
-
-static double tail_param_count(const tf_lm_dims *d) { return d->C + (cfg->tie ? 0.0 : (double)d->V * d->C); }
-
-static void norm_forward(const tf_shape *s, void *const *p, const void *x, float *stats, void *out) {
-    llama_rmsnorm_forward(out, stats, x, p[0], s->B * s->T, s->C, (float)cfg->rms_eps);
-}
-
-static void norm_backward(const tf_shape *s, void *const *p, void *const *d, const void *x, const float *stats,
-                          const void *dy, void *dx) {
-    size_t n = (size_t)s->B * s->T * s->C;
-    memset(dx, 0, n * sizeof(float));
-    llama_rmsnorm_backward(dx, d[0], dy, x, stats, p[0], s->B * s->T, s->C);
-}
-
-const tf_lm_layers llama_layers = {
-    .block_param_count = block_param_count,
-    .block_acts_bytes = acts_bytes,
-    .block_work_bytes = work_bytes,
-    .block_forward = block_forward,
-    .block_backward = block_backward,
-    .declare_tail = declare_tail,
-    .tail_param_count = tail_param_count,
-    .norm_params = 1,
-    .norm_forward = norm_forward,
-    .norm_backward = norm_backward,
-};
+float *llama_block_qkv(const tf_shape *s, void *buf) { return acts_at(s, buf).qkv; }

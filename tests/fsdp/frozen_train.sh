@@ -10,7 +10,8 @@
 #  - persistent bytes per rank = (frozen x 4 + trainable x 16) / ranks (results
 #    engine_persistent_bytes, engine_persistent_formula_bytes), smaller than unfrozen training's;
 #  - a unit entirely frozen does no reduce-scatter (engine_reduce_scatter_bytes);
-#  - SHARDED_STATE_DICT: a run resumed from step 6 matches the uninterrupted one; resuming with
+#  - FULL_STATE_DICT and SHARDED_STATE_DICT: a run resumed from step 6 matches the uninterrupted one;
+#    resuming with
 #    another frozen set is refused: [task] freeze as a changed setting (exit 2), and, when
 #    resume_allow_changes lets it change, by the checkpoint's load naming the parameters (exit 1, as
 #    a checkpoint of another model is refused).
@@ -91,6 +92,15 @@ tra=$(result trainable_params)
 # only the root (embeddings, ln_f; trainable elements padded to 2 ranks) is reduced, at each of 12 steps
 expect_eq "$(result engine_reduce_scatter_bytes)" $(((tra + tra % 2) * 4 * 12)) "reduce-scatter bytes: the root's only"
 [ "$rs_all" -gt "$(result engine_reduce_scatter_bytes)" ] && pass || fail "unfrozen training reduces more ($rs_all)"
+
+echo "== FULL_STATE_DICT: resume with the same frozen set"
+train fu 2 --set task.save_steps=6 --set task.freeze="$FREEZE"
+sum=$(result param_sum)
+cp -r "$T/fu" "$T/fur" && rm -r "$T/fur/checkpoint-12"
+train fur 2 --set task.save_steps=6 --set task.freeze="$FREEZE" --set task.resume_from_checkpoint=true
+expect_in "$out" "resumed from $T/fur/checkpoint-6 at step 6" "the run resumed"
+r=$($CMP "$T/fur/train_log.jsonl" "$T/fu/train_log.jsonl" 1e-6) && pass || fail "resumed vs uninterrupted: $r"
+expect_eq "$(result param_sum)" "$sum" "resumed and uninterrupted runs end with the same parameters (param_sum)"
 
 echo "== SHARDED_STATE_DICT: resume with the same frozen set, refuse another"
 train sh 2 --set accelerate.fsdp.state_dict_type=SHARDED_STATE_DICT --set task.save_steps=6 --set task.freeze="$FREEZE"

@@ -24,6 +24,7 @@
 
 #include "block.h"
 #include "lm_task.h"
+#include "lora.h"
 
 /* HF's configurations (bigscience/bloom-*); tiny is ours, for tests and the demo */
 typedef struct bloom_size {
@@ -97,7 +98,8 @@ static int declare(const tf_lm_dims *dm, sr_model *model) {
             P1(NAME("post_attention_layernorm.bias"), C, SR_ZEROS, ND) ||
             P2(NAME("mlp.dense_h_to_4h.weight"), 4 * C, C, W) ||
             P1(NAME("mlp.dense_h_to_4h.bias"), 4 * C, SR_ZEROS, ND) ||
-            P2(NAME("mlp.dense_4h_to_h.weight"), C, 4 * C, W) || P1(NAME("mlp.dense_4h_to_h.bias"), C, SR_ZEROS, ND))
+            P2(NAME("mlp.dense_4h_to_h.weight"), C, 4 * C, W) || P1(NAME("mlp.dense_4h_to_h.bias"), C, SR_ZEROS, ND) ||
+            tf_lora_declare(dm->lora, model, mod, C))
             return -1;
 #undef NAME
     }
@@ -135,6 +137,10 @@ static void embed_backward(const tf_shape *s, void *const *p, void *const *d, co
     s->k->embed_backward(d[0], NULL, ids, scratch, s->B, s->T, s->C, s->dt);
 }
 
+/* block.h's linear layers under their BLOOM paths, for LoRA's target_modules */
+static const char *const LORA_LINEARS[TF_LINEARS] = {"self_attention.query_key_value", "self_attention.dense",
+                                                     "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"};
+
 static const tf_lm_arch bloom_arch = {
     .name = "bloom",
     .width_key = "hidden_size",
@@ -147,6 +153,8 @@ static const tf_lm_arch bloom_arch = {
     .embed_acts_bytes = embed_acts_bytes,
     .embed_forward = embed_forward,
     .embed_backward = embed_backward,
+    .lora_linears = LORA_LINEARS,
+    .lora_default = "query_key_value", /* PEFT's default for bloom */
 };
 
 static void *bloom_create(sr_ctx *ctx, sr_model *model) { return tf_lm_create(&bloom_arch, ctx, model); }

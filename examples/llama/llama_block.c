@@ -109,7 +109,7 @@ static void lin_forward(const tf_shape *s, float *out, int ld, const float *x, c
 static void lin_backward(const tf_shape *s, float *dx, float beta, void *dW, void *db, const float *dout, int ld,
                          const float *x, const void *W, int N, int I, int O) {
     if (db) llama_bias_backward_strided(db, dout, ld, N, O);
-    s->k->gemm(0, 1, I, O, N, 1.0f, x, I, dout, ld, 1.0f, dW, I, s->dt);
+    if (dW) s->k->gemm(0, 1, I, O, N, 1.0f, x, I, dout, ld, 1.0f, dW, I, s->dt); /* NULL: frozen */
     if (dx) s->k->gemm(0, 0, I, N, O, 1.0f, W, I, dout, ld, beta, dx, I, s->dt);
 }
 

@@ -29,9 +29,6 @@
 #include "shardrun/model.h"
 #include "shardrun/task.h"
 
-#ifndef SR_PARAM_FROZEN
-#define SR_PARAM_FROZEN 2u /* the engine's flag (shardrun/model.h): no gradient, no optimizer state */
-#endif
 
 /* block.h's four linear layers, in forward order */
 enum { TF_LIN_QKV, TF_LIN_OUT, TF_LIN_UP, TF_LIN_DOWN, TF_LINEARS };

@@ -77,6 +77,7 @@ struct sr__engine {
     long long adam_steps; /* updates taken (skipped fp16 steps do not count), AdamW's t */
     /* accounting */
     size_t persistent, pool_peak, peak;
+    double rs_bytes; /* bytes this rank sent into reduce-scatters (frozen units send none) */
     /* per-call pointer arrays */
     void **pptr, **gptr;
     int max_mod_params;

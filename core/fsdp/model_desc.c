@@ -116,6 +116,17 @@ size_t sr__model_numel(const sr_model *m) {
     return n;
 }
 
+int sr__param_frozen(const sr_model *m, int i) {
+    return (m->params[sr__param_owner(m, i)].flags & SR_PARAM_FROZEN) != 0;
+}
+
+size_t sr__model_frozen_numel(const sr_model *m) {
+    size_t n = 0;
+    for (int i = 0; i < m->nparams; i++)
+        if (m->params[i].tied_to < 0 && sr__param_frozen(m, i)) n += m->params[i].numel;
+    return n;
+}
+
 int sr__model_check(const sr_model *m, const char *task) {
     if (m->errors) {
         sr__log(SR_LOG_ERROR, "task %s: %d error(s) in its model description (above); fix the task", task, m->errors);

@@ -29,7 +29,6 @@
 #include "shardrun/model.h"
 #include "shardrun/task.h"
 
-
 /* block.h's four linear layers, in forward order */
 enum { TF_LIN_QKV, TF_LIN_OUT, TF_LIN_UP, TF_LIN_DOWN, TF_LINEARS };
 

@@ -99,7 +99,7 @@ static int declare(const tf_lm_dims *dm, sr_model *model) {
             P2(NAME("mlp.dense_h_to_4h.weight"), 4 * C, C, W) ||
             P1(NAME("mlp.dense_h_to_4h.bias"), 4 * C, SR_ZEROS, ND) ||
             P2(NAME("mlp.dense_4h_to_h.weight"), C, 4 * C, W) || P1(NAME("mlp.dense_4h_to_h.bias"), C, SR_ZEROS, ND) ||
-            tf_lora_declare(dm->lora, model, mod, C))
+            tf_lora_declare(dm->lora, model, mod))
             return -1;
 #undef NAME
     }

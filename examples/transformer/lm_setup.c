@@ -128,9 +128,17 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
     int vocab_default;
     if (arch->configure(ctx, &g->d, &vocab_default) != 0) goto fail;
     if (arch->lora_linears) {
-        if (tf_lora_configure(ctx, arch->name, arch->lora_linears, arch->lora_default,
-                              arch->block_style.weights == TF_WEIGHT_IN_OUT, TF_BLOCK_PARAMS, &g->lora) != 0)
+        int nlin = arch->lora_nlin ? arch->lora_nlin : TF_LINEARS;
+        if (tf_lora_configure(ctx, arch->name, arch->lora_linears, nlin, arch->lora_default,
+                              !arch->layers && arch->block_style.weights == TF_WEIGHT_IN_OUT,
+                              arch->layers ? g->d.block_params : TF_BLOCK_PARAMS, &g->lora) != 0)
             goto fail;
+        if (arch->lora_dims) {
+            arch->lora_dims(&g->d, g->lora.in, g->lora.out);
+        } else { /* block.h's: q/k/v C -> 3C, output C -> C, up C -> 4C, down 4C -> C */
+            static const int in[] = {1, 1, 1, 4}, out[] = {3, 1, 4, 1};
+            for (int k = 0; k < TF_LINEARS; k++) g->lora.in[k] = in[k] * g->d.C, g->lora.out[k] = out[k] * g->d.C;
+        }
         g->d.lora = g->lora.r ? &g->lora : NULL;
     } else if (sr_config(ctx, "lora_r")) {
         tf__lm_error(g,

@@ -78,11 +78,14 @@ typedef struct tf_lm_arch {
     const tf_lm_layers *layers; /* NULL: block.h's blocks in block_style (above) */
     /* 1: no CUDA kernels for this family yet; a run under NCCL is refused at create() */
     int cpu_only;
-    /* LoRA (lora.h): the path of each of block.h's four linear layers inside a block, in forward
-       order ("attn.c_attn", ...), and PEFT's default target_modules for the family.  NULL: the
-       family takes no adapters ([task] lora_r is refused). */
+    /* LoRA (lora.h): the path of each linear layer inside a block, in forward order ("attn.c_attn",
+       ...; block.h's four, or lora_nlin of a family's own blocks), and PEFT's default target_modules
+       for the family.  NULL: the family takes no adapters ([task] lora_r is refused). */
     const char *const *lora_linears;
     const char *lora_default;
+    int lora_nlin; /* 0: block.h's four */
+    /* in and out features of each of them (NULL: block.h's, from the width) */
+    void (*lora_dims)(const tf_lm_dims *d, int *in, int *out);
 
     /* Reads the family's size keys from [task] into d (all but V), and *vocab_default: the size's
        vocabulary (0: the tokenizer's).  0, or -1 after printing an error naming the key. */

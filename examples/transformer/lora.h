@@ -29,30 +29,37 @@
 #include "shardrun/model.h"
 #include "shardrun/task.h"
 
-/* block.h's four linear layers, in forward order */
+/* block.h's four linear layers, in forward order (a family with its own blocks numbers its own,
+   up to TF_LORA_MAX_LINEARS) */
 enum { TF_LIN_QKV, TF_LIN_OUT, TF_LIN_UP, TF_LIN_DOWN, TF_LINEARS };
+#define TF_LORA_MAX_LINEARS 8
 
 typedef struct tf_lora {
-    int r;                    /* rank; 0: LoRA off */
-    double alpha;             /* lora_alpha */
-    double dropout;           /* lora_dropout (0) */
-    float scale;              /* alpha / r */
-    unsigned targets;         /* bit TF_LIN_*: the linear carries an adapter */
-    int fan_in_fan_out;       /* the family's weights are [in, out] (GPT-2's Conv1D) */
-    int first;                /* the block's parameter index of the first adapter (TF_BLOCK_PARAMS) */
-    char target_list[256];    /* what PEFT's config lists: the names matched, comma separated */
+    int r;                                                 /* rank; 0: LoRA off */
+    double alpha;                                          /* lora_alpha */
+    double dropout;                                        /* lora_dropout (0) */
+    float scale;                                           /* alpha / r */
+    unsigned targets;                                      /* bit k: linear k carries an adapter */
+    int fan_in_fan_out;                                    /* the family's weights are [in, out] (GPT-2's Conv1D) */
+    int first;                                             /* the block's parameter index of the first adapter */
+    int nlin;                                              /* the block's linear layers */
+    int in[TF_LORA_MAX_LINEARS], out[TF_LORA_MAX_LINEARS]; /* their features (the family sets them) */
+    char target_list[256];    /* what PEFT's config lists: the names given, comma separated */
     const char *const *names; /* the family's path of each linear in a block ("attn.c_attn") */
 } tf_lora;
 
-/* Reads the [task] keys (prefix: the task's name, for messages).  names: the family's four linear
-   paths; def: PEFT's default target_modules for the family; fan_in_fan_out: 1 for [in, out]
-   weights.  *l is zeroed when lora_r is 0.  0, or -1 after an error naming the key. */
-int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names, const char *def, int fan_in_fan_out,
-                      int first, tf_lora *l);
+/* Reads the [task] keys (prefix: the task's name, for messages).  names: the family's nlin linear
+   paths in a block; def: PEFT's default target_modules for the family; fan_in_fan_out: 1 for
+   [in, out] weights; first: the block's parameter index of the first adapter.  *l is zeroed when
+   lora_r is 0.  The caller then sets l->in[] and l->out[].  0, or -1 after an error naming the key. */
+int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names, int nlin, const char *def,
+                      int fan_in_fan_out, int first, tf_lora *l);
 
-/* Adapters of the block in `module` ("transformer.h.3") of C channels: lora_A then lora_B of each
+/* Adapters of the block in `module` ("transformer.h.3"): lora_A [r, in] then lora_B [out, r] of each
    targeted linear, in forward order.  0, or -1. */
-int tf_lora_declare(const tf_lora *l, sr_model *m, const char *module, int C);
+int tf_lora_declare(const tf_lora *l, sr_model *m, const char *module);
+/* the adapters' parameters per block */
+double tf_lora_block_params(const tf_lora *l);
 
 /* parameters an adapted block declares beyond its own */
 static inline int tf_lora_params(const tf_lora *l) { return l && l->r ? 2 * __builtin_popcount(l->targets) : 0; }
@@ -66,13 +73,13 @@ size_t tf_lora_work_elems(const tf_shape *s);
 /* where linear `lin`'s x A^T lives in the intermediates that start at `base` */
 void *tf_lora_h(const tf_shape *s, void *base, int lin);
 
-/* h = x A^T [N, r]; out (when not NULL) += scale * h B^T.  A [r, I], B [O, r]. */
-void tf_lora_forward(const tf_shape *s, void *out, void *h, const void *x, const void *A, const void *B, int N, int I,
-                     int O);
-/* dB += scale * dout^T h, dh = scale * dout B, dA += dh^T x, dx += dh A (dx NULL: not wanted).
-   dA / dB NULL: that gradient is not wanted. */
-void tf_lora_backward(const tf_shape *s, void *dx, void *dA, void *dB, void *dh, const void *dout, const void *x,
-                      const void *h, const void *A, const void *B, int N, int I, int O);
+/* h = x A^T [N, r]; out (when not NULL; rows ldo apart) += scale * h B^T.  A [r, I], B [O, r]. */
+void tf_lora_forward(const tf_shape *s, void *out, int ldo, void *h, const void *x, const void *A, const void *B, int N,
+                     int I, int O);
+/* dB += scale * dout^T h, dh = scale * dout B, dA += dh^T x, dx += dh A (dx NULL: not wanted; dout's
+   rows ldo apart).  dA / dB NULL: that gradient is not wanted. */
+void tf_lora_backward(const tf_shape *s, void *dx, void *dA, void *dB, void *dh, const void *dout, int ldo,
+                      const void *x, const void *h, const void *A, const void *B, int N, int I, int O);
 
 /* PEFT's adapter_config.json for these adapters (base: base_model_name_or_path, may be NULL):
    a malloc'ed string, or NULL */

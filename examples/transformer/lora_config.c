@@ -15,8 +15,8 @@ static int matches(const char *path, const char *name, size_t n) {
     return p > n && path[p - n - 1] == '.' && !strncmp(path + p - n, name, n);
 }
 
-int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names, const char *def, int fan_in_fan_out,
-                      int first, tf_lora *l) {
+int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names, int nlin, const char *def,
+                      int fan_in_fan_out, int first, tf_lora *l) {
     memset(l, 0, sizeof *l);
     long long r;
     if (sr_config_int(ctx, "lora_r", 0, &r) != 0) return -1;
@@ -56,6 +56,7 @@ int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names,
     l->fan_in_fan_out = fan_in_fan_out;
     l->first = first;
     l->names = names;
+    l->nlin = nlin < TF_LORA_MAX_LINEARS ? nlin : TF_LORA_MAX_LINEARS;
     const char *list = sr_config(ctx, "lora_target_modules");
     if (!list || !*list) list = def;
     size_t used = 0;
@@ -67,14 +68,17 @@ int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names,
         while (n && (p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
         if (n) {
             unsigned hit = 0;
-            for (int k = 0; k < TF_LINEARS; k++)
+            for (int k = 0; k < l->nlin; k++)
                 if (matches(names[k], p, n)) hit |= 1u << k;
             if (!hit) {
+                char all[512] = "";
+                for (int k = 0, u = 0; k < l->nlin; k++)
+                    u += snprintf(all + u, sizeof all - (size_t)u, "%s%s", k ? ", " : "", names[k]);
                 fprintf(stderr,
                         "%s: error: [task] lora_target_modules: '%.*s' names no linear layer of a block; the "
-                        "block's are %s, %s, %s and %s (a name matches a layer's path or its last parts, as "
-                        "PEFT's target_modules does)\n",
-                        prefix, (int)n, p, names[0], names[1], names[2], names[3]);
+                        "block's are %s (a name matches a layer's path or its last parts, as PEFT's "
+                        "target_modules does)\n",
+                        prefix, (int)n, p, all);
                 return -1;
             }
             l->targets |= hit;
@@ -94,19 +98,19 @@ int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names,
     return 0;
 }
 
-/* in and out features of each linear of a block of C channels */
-static void lin_dims(int lin, int C, int *I, int *O) {
-    static const int in[] = {1, 1, 1, 4}, out[] = {3, 1, 4, 1};
-    *I = in[lin] * C, *O = out[lin] * C;
+double tf_lora_block_params(const tf_lora *l) {
+    double n = 0;
+    for (int k = 0; l && l->r && k < l->nlin; k++)
+        if (l->targets & (1u << k)) n += (double)l->r * (l->in[k] + l->out[k]);
+    return n;
 }
 
-int tf_lora_declare(const tf_lora *l, sr_model *m, const char *module, int C) {
+int tf_lora_declare(const tf_lora *l, sr_model *m, const char *module) {
     if (!l || !l->r) return 0;
     char n[256];
-    for (int k = 0; k < TF_LINEARS; k++) {
+    for (int k = 0; k < l->nlin; k++) {
         if (!(l->targets & (1u << k))) continue;
-        int I, O;
-        lin_dims(k, C, &I, &O);
+        const int I = l->in[k], O = l->out[k];
         /* kaiming_uniform_(a = sqrt(5)) on [r, I]: gain sqrt(2 / (1 + 5)), bound gain * sqrt(3 / I) = 1/sqrt(I) */
         snprintf(n, sizeof n, "%s.%s.lora_A.weight", module, l->names[k]);
         if (sr_model_param(m, n, 2, (int64_t[]){l->r, I}, SR_UNIFORM(1.0f / sqrtf((float)I)), SR_PARAM_ADAPTER) != 0)

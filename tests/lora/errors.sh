@@ -1,6 +1,6 @@
 # The LoRA keys refuse what they cannot do, before any work (exit 2, naming the key): a target name
 # that matches no linear layer, lora_dropout > 0 (not implemented), a negative rank, lora_alpha <= 0,
-# lora_* keys with lora_r = 0, and LoRA on the Llama family (no adapters there yet).
+# and lora_* keys with lora_r = 0.
 . "$(dirname "$0")/lib.sh"
 corpus
 gpt2_job g.ini <<EOF2
@@ -25,13 +25,4 @@ bad "lora keys without lora_r" "lora_alpha is set but lora_r is 0" --set task.lo
 run "$SHARDRUN" "$T/g.ini" --nproc-per-node 1 --set task.lora_r=2 --set task.lora_target_modules=attn.c_proj
 expect_rc 0 "a path suffix (attn.c_proj) targets one projection only"
 expect_in "$out" "on attn.c_proj: 512 trainable parameters" "attn.c_proj alone: r (C + C) per block, 2 blocks"
-if [ -f "$BUILD/examples/llama.so" ]; then
-    {
-        printf '[shardrun]\ntask = %s\nplugins = torch,accelerate\n\n[task]\n' "$BUILD/examples/llama.so"
-        printf 'size = tiny\nmax_length = 64\ndata = %s\nmax_steps = 1\noutput_dir = %s\nlora_r = 4\n' "$T/corpus.txt" "$T/l"
-    } >"$T/l.ini"
-    run "$SHARDRUN" "$T/l.ini" --nproc-per-node 1
-    expect_rc 2 "LoRA on Llama"
-    expect_in "$err$out" "LoRA adapters are not supported for the llama family yet" "Llama: the message"
-fi
 done_checks

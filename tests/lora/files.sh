@@ -31,7 +31,7 @@ run "$SHARDRUN" "$T/g.ini" --nproc-per-node 2
 expect_rc 0 "LoRA fine-tune on 2 ranks"
 ck=$T/out/checkpoint-6
 expect_in "$out" "LoRA r 4, alpha 8 (scale 2) on c_attn" "PEFT's defaults: lora_alpha 8, c_attn for GPT-2"
-r=$($LORA_TORCH adapter "$ck" --family gpt2 --n_layer 2 --hidden 64 --r 4 --alpha 8 --targets c_attn 2>&1) && pass ||
+r=$($LORA_TORCH adapter "$ck" --family gpt2 --n_layer 2 --r 4 --alpha 8 --targets c_attn 2>&1) && pass ||
     fail "adapter files as PEFT writes them: $r"
 tail -1 <<<"$r"
 grep -q '"base_model_name_or_path": ".*base.safetensors"' "$ck/adapter_config.json" && pass ||

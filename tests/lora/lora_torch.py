@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """Reference LoRA in PyTorch for the LoRA tests, written from HF PEFT's formulas (peft/tuners/lora:
 a LoRA "Linear" layer, LoraModel's target matching, get_delta_weight; peft/utils/save_and_load's
-adapter names) over the GPT-2 and BLOOM references (tests/gpt2/gpt2_torch.py,
-tests/bloom/bloom_torch.py).  Run it as /usr/bin/python3 (Debian's torch 1.13 CPU + numpy).
+adapter names) over the GPT-2, BLOOM and Llama references (tests/gpt2/gpt2_torch.py,
+tests/bloom/bloom_torch.py, tests/llama/llama_torch.py; Llama's config.json with --config).  Run it as /usr/bin/python3 (Debian's torch 1.13 CPU + numpy).
 
-A targeted linear layer (GPT-2's Conv1D, weight [in, out]; BLOOM's nn.Linear, weight [out, in]):
+A targeted linear layer (GPT-2's Conv1D, weight [in, out]; BLOOM's and Llama's nn.Linear, weight
+[out, in]):
     y = base(x) + lora_B(lora_A(x)) * scaling,   scaling = lora_alpha / r
     lora_A = nn.Linear(in, r, bias=False)  (weight [r, in]),  lora_B = nn.Linear(r, out, bias=False)
 Merged: W += transpose(B @ A, fan_in_fan_out) * scaling  (fan_in_fan_out: Conv1D's [in, out]).
@@ -17,7 +18,7 @@ PEFT saves "base_model.model.<module path>.lora_A.weight" / ".lora_B.weight" (no
         sqrt(5)) and lora_B ~ N(0, 0.1) -- not PEFT's zeros, so that lora_A's gradient is not 0.
 
     lora_torch.py check DUMP.safetensors WEIGHTS.safetensors --family F --n_head H --alpha A
-                        [--grads OPTIM.safetensors [--frozen]] [--tol 1e-4]
+                        [--grads OPTIM.safetensors [--frozen]] [--tol 1e-4] [--config CONFIG.json]
         The C task's dump (input_ids, labels, logits, loss) against the model of WEIGHTS (base +
         adapters; r from the shapes), float64 reference, as gpt2_torch.py check.  With --grads: each
         adapter's gradient against OPTIM's "<name>.exp_avg" (one AdamW step, beta1 = 0); with
@@ -26,7 +27,7 @@ PEFT saves "base_model.model.<module path>.lora_A.weight" / ".lora_B.weight" (no
     lora_torch.py merge WEIGHTS.safetensors --family F --alpha A --out MERGED.safetensors
         PEFT's merge_and_unload: the base weights with every adapter folded in, adapters dropped.
 
-    lora_torch.py adapter DIR --family F --n_layer L --hidden H --r R --alpha A --targets NAMES
+    lora_torch.py adapter DIR --family F --n_layer L --r R --alpha A --targets NAMES
         DIR's adapter_model.safetensors holds exactly PEFT's names and shapes for these adapters, equal
         to the lora_* tensors of DIR's model.safetensors, and DIR's adapter_config.json says what PEFT's
         LoraConfig would (peft_type LORA, r, lora_alpha, target_modules, fan_in_fan_out, bias none,
@@ -46,17 +47,22 @@ import torch.nn as nn
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "gpt2"))
 sys.path.insert(0, os.path.join(HERE, "..", "bloom"))
+sys.path.insert(0, os.path.join(HERE, "..", "llama"))
 import gpt2_torch as g  # noqa: E402
 import bloom_torch as b  # noqa: E402
+import llama_torch as lt  # noqa: E402
 
-# each family's four block linears, as (path in the block, in, out) multiples of the width C, and
-# whether the weight is stored [in, out] (PEFT's fan_in_fan_out)
+# each family's block linears (path in the block), where its blocks are, and whether its weights
+# are stored [in, out] (PEFT's fan_in_fan_out)
 FAMILIES = {
-    "gpt2": ([("attn.c_attn", 1, 3), ("attn.c_proj", 1, 1), ("mlp.c_fc", 1, 4), ("mlp.c_proj", 4, 1)], True),
-    "bloom": ([("self_attention.query_key_value", 1, 3), ("self_attention.dense", 1, 1),
-               ("mlp.dense_h_to_4h", 1, 4), ("mlp.dense_4h_to_h", 4, 1)], False),
+    "gpt2": (["attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"], True),
+    "bloom": (["self_attention.query_key_value", "self_attention.dense", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"],
+              False),
+    "llama": (["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
+               "mlp.up_proj", "mlp.down_proj"], False),
 }
-LORA = re.compile(r"^(transformer\.h\.\d+\..+)\.lora_([AB])\.weight$")
+BLOCKS = {"gpt2": "transformer.h", "bloom": "transformer.h", "llama": "model.layers"}
+LORA = re.compile(r"^(.+)\.lora_([AB])\.weight$")
 PEFT_PREFIX = "base_model.model."
 
 
@@ -65,7 +71,12 @@ def peft_matches(path, name):
 
 
 def targeted(family, names):
-    return [p for p, _, _ in FAMILIES[family][0] if any(peft_matches(p, n) for n in names)]
+    return [p for p in FAMILIES[family][0] if any(peft_matches(p, n) for n in names)]
+
+
+def in_out(family, weight):
+    """(in, out) features of a linear's weight: Conv1D [in, out], nn.Linear [out, in]"""
+    return tuple(weight.shape) if FAMILIES[family][1] else tuple(reversed(weight.shape))
 
 
 class LoraLinear(nn.Module):
@@ -92,10 +103,13 @@ def split(tensors):
     return base, lora
 
 
-def build(family, tensors, n_head, alpha, dtype, freeze=True):
-    """(model with adapters, config) from base + lora tensors"""
+def build(family, tensors, n_head, alpha, dtype, freeze=True, config=None):
+    """(model with adapters, config) from base + lora tensors (config: Llama's config.json)"""
     base, lora = split(tensors)
-    model, cfg = (g._gpt2_from if family == "gpt2" else b.model_from_tensors)(base, n_head, dtype)
+    if family == "llama":
+        model, cfg = lt.builder(config)(base, n_head, dtype)
+    else:
+        model, cfg = (g._gpt2_from if family == "gpt2" else b.model_from_tensors)(base, n_head, dtype)
     fan = FAMILIES[family][1]
     paths = sorted({LORA.match(k).group(1) for k in lora})
     for p in paths:
@@ -120,19 +134,16 @@ def cmd_init(a):
     if not paths:
         raise ValueError(f"--targets {a.targets} names no {a.family} linear")
     gen = torch.Generator().manual_seed(a.seed)
-    emb = "transformer.wte.weight" if a.family == "gpt2" else "transformer.word_embeddings.weight"
-    C = g._canonical(t, ignored=None)[emb].shape[1]
-    L = g.layer_count(g._canonical(t, ignored=None))
-    dims = {p: (i * C, o * C) for p, i, o in FAMILIES[a.family][0]}
+    L = len({k.split(".")[2] for k in t if k.startswith(BLOCKS[a.family] + ".")})
     out = dict(t)
     for layer in range(L):
         for p in paths:
-            n_in, n_out = dims[p]
+            n_in, n_out = in_out(a.family, t[f"{BLOCKS[a.family]}.{layer}.{p}.weight"])
             bound = 1.0 / math.sqrt(n_in)  # kaiming_uniform_(a=sqrt(5)) on [r, in]
             A = (torch.rand(a.r, n_in, generator=gen, dtype=torch.float64) * 2 - 1) * bound
             B = 0.1 * torch.randn(n_out, a.r, generator=gen, dtype=torch.float64)
-            out[f"transformer.h.{layer}.{p}.lora_A.weight"] = A.numpy().astype(np.float32)
-            out[f"transformer.h.{layer}.{p}.lora_B.weight"] = B.numpy().astype(np.float32)
+            out[f"{BLOCKS[a.family]}.{layer}.{p}.lora_A.weight"] = A.numpy().astype(np.float32)
+            out[f"{BLOCKS[a.family]}.{layer}.{p}.lora_B.weight"] = B.numpy().astype(np.float32)
     g.write_safetensors(a.out, out)
     print(f"wrote {a.out}: {len(out) - len(t)} adapter tensors on {', '.join(paths)} of {L} layers")
     return 0
@@ -143,7 +154,7 @@ def cmd_check(a):
     ids, labels = g._dump_inputs(dump, a.dump)
     runs = {}
     for dt in (torch.float64, torch.float32):
-        m, cfg = build(a.family, weights, a.n_head, a.alpha, dt)
+        m, cfg = build(a.family, weights, a.n_head, a.alpha, dt, config=a.config)
         g._check_range(ids, cfg)
         logits, loss = m(ids, labels)
         if a.grads:
@@ -204,12 +215,11 @@ def cmd_adapter(a):
     st, meta = g.read_safetensors(os.path.join(a.dir, "adapter_model.safetensors"), with_metadata=True)
     model = g.read_safetensors(os.path.join(a.dir, "model.safetensors"))
     names = [n for n in a.targets.split(",") if n]
-    dims = {p: (i * a.hidden, o * a.hidden) for p, i, o in FAMILIES[a.family][0]}
     want = {}
     for layer in range(a.n_layer):
         for p in targeted(a.family, names):
-            path = f"transformer.h.{layer}.{p}"
-            n_in, n_out = dims[p]
+            path = f"{BLOCKS[a.family]}.{layer}.{p}"
+            n_in, n_out = in_out(a.family, model[path + ".weight"])
             want[f"{PEFT_PREFIX}{path}.lora_A.weight"] = (a.r, n_in)
             want[f"{PEFT_PREFIX}{path}.lora_B.weight"] = (n_out, a.r)
     if set(st) != set(want):
@@ -257,6 +267,7 @@ def main(argv=None):
     p.add_argument("--alpha", type=float, required=True)
     p.add_argument("--grads")
     p.add_argument("--frozen", action="store_true")
+    p.add_argument("--config", help="Llama: the HF config.json")
     p.add_argument("--tol", type=float, default=1e-4)
     p = sub.add_parser("merge")
     p.add_argument("weights")
@@ -267,7 +278,6 @@ def main(argv=None):
     p.add_argument("dir")
     p.add_argument("--family", **fam)
     p.add_argument("--n_layer", type=int, required=True)
-    p.add_argument("--hidden", type=int, required=True)
     p.add_argument("--r", type=int, required=True)
     p.add_argument("--alpha", type=float, required=True)
     p.add_argument("--targets", required=True)

@@ -263,8 +263,9 @@ static int check_frozen(const sr__engine *e, const sr__ckpt_source *s) {
                 "state saved)%s%s%s%s.  A resume continues the same training: keep [task] freeze (and the task's "
                 "SR_PARAM_FROZEN flags) as they were, or start a new run from the checkpoint's model.safetensors "
                 "with init_weights (FULL_STATE_DICT), without its optimizer state",
-                s->dir, nf, nf ? " (" : "", nf ? now_frozen.s : "", nf > 3 ? ", ..." : "", nf ? ")" : "", nt,
-                nt ? " (" : "", nt ? now_trained.s : "", nt > 3 ? ", ..." : "", nt ? ")" : "");
+                s->dir, nf, nf ? " (" : "", nf && now_frozen.s ? now_frozen.s : "", nf > 3 ? ", ..." : "",
+                nf ? ")" : "", nt, nt ? " (" : "", nt && now_trained.s ? now_trained.s : "", nt > 3 ? ", ..." : "",
+                nt ? ")" : "");
     }
     sr__buf_free(&now_frozen), sr__buf_free(&now_trained);
     return nf || nt ? -1 : 0;

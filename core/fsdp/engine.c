@@ -64,6 +64,11 @@ static void pool_drain(sr__engine *e, sr__pool *p) {
 
 static int is_root(const sr__engine *e, int u) { return e->units.u[u].root; }
 
+/* where wrapped unit u's gathered buffer comes from */
+static sr__pool *param_pool_of(sr__engine *e, int u) {
+    return e->units.u[u].owner >= 0 ? &e->companion_pool : &e->param_pool;
+}
+
 /* where unit u's shard-sized temporaries come from */
 static sr__pool *temp_pool_of(sr__engine *e, int u) { return is_root(e, u) ? &e->root_temp_pool : &e->temp_pool; }
 
@@ -108,7 +113,7 @@ static int issue_gather_one(sr__engine *e, int u) {
     sr__uslot *s = &e->slot[u];
     if (s->st != SR_U_RELEASED) return 0;
     const sr__unit *un = &e->units.u[u];
-    if (!s->full) s->full = pool_get(e, &e->param_pool);
+    if (!s->full) s->full = pool_get(e, param_pool_of(e, u));
     if (!s->full) return -1;
     if (!e->shard_pg) { /* one shard holds everything: a cast is the gather */
         cast_shard(e, s->full, s->master, un->shard);
@@ -175,7 +180,7 @@ static void release_one(sr__engine *e, int u) {
     if (s->st != SR_U_GATHERED) return;
     s->st = SR_U_RELEASED;
     if (!is_root(e, u)) { /* the root keeps its own buffer */
-        pool_put(&e->param_pool, s->full);
+        pool_put(param_pool_of(e, u), s->full);
         s->full = NULL;
     }
 }
@@ -723,7 +728,7 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
         sr__log(SR_LOG_ERROR, "out of memory for the FSDP engine's tables (%d units, %d modules)", nu, model->nmods);
         goto fail;
     }
-    size_t max_padded = 0, max_grad_padded = 0, max_shard = 0, max_block_shard = 0, root_shard = 0;
+    size_t max_padded = 0, max_comp_padded = 0, max_grad_padded = 0, max_shard = 0, max_block_shard = 0, root_shard = 0;
     for (int mi = 0; mi < model->nmods; mi++) {
         int u = model->mods[mi].unit;
         e->mod_pos[mi] = -1;
@@ -757,13 +762,15 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
         if (un->shard > max_shard) max_shard = un->shard;
         if (un->root && un->shard > root_shard) root_shard = un->shard;
         if (!un->root && un->shard > max_block_shard) max_block_shard = un->shard;
-        if (!un->root && un->padded > max_padded) max_padded = un->padded;
+        if (!un->root && un->owner < 0 && un->padded > max_padded) max_padded = un->padded;
+        if (!un->root && un->owner >= 0 && un->padded > max_comp_padded) max_comp_padded = un->padded;
         if (!un->root && !un->frozen && un->padded > max_grad_padded) max_grad_padded = un->padded;
     }
     e->peak = e->persistent;
     /* pools: FULL_SHARD holds at most two units (current + prefetched); SHARD_GRAD_OP keeps every
        unit gathered from its forward to its backward */
     e->param_pool.bytes = max_padded * e->dsize;
+    e->companion_pool.bytes = max_comp_padded * e->dsize;
     e->grad_pool.bytes = max_grad_padded * e->dsize;
     e->temp_pool.bytes = max_block_shard * e->dsize;
     e->root_temp_pool.bytes = root_shard * e->dsize; /* the root's and its frozen companion's */
@@ -801,9 +808,10 @@ void sr__engine_free(sr__engine *e) {
             if (s->st == SR_U_GATHERING) wait_gather_one(e, u);
             e->hdev->free(s->master), e->hdev->free(s->grad), e->hdev->free(s->exp_avg), e->hdev->free(s->exp_avg_sq);
             if (e->units.u[u].root) e->dev->free(s->full), e->dev->free(s->gfull);
-            else pool_put(&e->param_pool, s->full);
+            else pool_put(param_pool_of(e, u), s->full);
         }
         pool_drain(e, &e->param_pool), pool_drain(e, &e->grad_pool), pool_drain(e, &e->temp_pool);
+        pool_drain(e, &e->companion_pool);
         pool_drain(e, &e->root_temp_pool);
         e->dev->free(e->scalar);
         e->dev->free(e->xfer);

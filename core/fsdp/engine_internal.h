@@ -65,7 +65,9 @@ struct sr__engine {
     /* pools */
     /* temp_pool: shard-sized buffers of the wrapped units; root_temp_pool: the root's, sized for its
        shard alone (a root holding the token embedding can be 20x a block's) */
-    sr__pool param_pool, grad_pool, temp_pool, root_temp_pool;
+    /* companion_pool: the gathered buffers of frozen companions (units.h), sized for them alone: a
+       LoRA unit's adapters and its frozen base would otherwise both take the larger size */
+    sr__pool param_pool, companion_pool, grad_pool, temp_pool, root_temp_pool;
     int grad_limit;  /* full-gradient buffers at most (see get_grad_buffer) */
     int *pending_rs; /* FIFO of units with a reduce-scatter in flight */
     int npending;

@@ -17,7 +17,7 @@ static int new_unit(sr__units *us, int root, const char *label) {
     sr__unit *u = &us->u[us->n];
     memset(u, 0, sizeof *u);
     u->root = root;
-    u->companion = -1;
+    u->companion = u->owner = -1;
     u->label = sr__strdup(label);
     return u->label ? us->n++ : -1;
 }
@@ -121,6 +121,7 @@ static int split_frozen(sr_model *m, const sr__fsdp_config *c, sr__units *us, in
             return 0;
         }
         us->u[k].frozen = 1;
+        us->u[k].owner = u;
         us->u[u].companion = k;
     }
     return rc;

@@ -27,6 +27,7 @@ typedef struct sr__unit {
        companion is a root too).  A frozen unit has no gradient, no optimizer state, no reduction. */
     int frozen;
     int companion; /* the frozen companion's index, or -1 */
+    int owner;     /* a companion: the unit it belongs to; else -1 */
 } sr__unit;
 
 typedef struct sr__units {

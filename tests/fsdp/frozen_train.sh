@@ -1,14 +1,17 @@
 # Frozen parameters ([task] freeze, SR_PARAM_FROZEN) on the tiny GPT-2: the attention of every block
 # and the position embedding frozen, so each GPT2Block unit and the root mix frozen and trainable
 # parameters (FSDP_USE_ORIG_PARAMS = true, accelerate's default).  Checks:
-#  - 2 ranks FULL_SHARD match 1 rank (per-step loss and grad norm, final parameters), as
-#    tests/transformer/parity_lib.sh checks unfrozen training;
-#  - in both FULL checkpoints the frozen parameters are bit-identical to their initial values, the
-#    others changed, and optimizer.safetensors holds moments for the trained parameters only;
+#  - 2 ranks FULL_SHARD, SHARD_GRAD_OP, NO_SHARD and FULL_SHARD with activation checkpointing match 1
+#    rank (per-step loss and grad norm, final parameters), as tests/transformer/parity_lib.sh checks
+#    unfrozen training; offloaded shards (the staging path) give the same parameters bit for bit;
+#  - in every FULL checkpoint the frozen parameters are bit-identical to their
+#    initial values, the others changed, and optimizer.safetensors holds moments for the trained
+#    parameters only;
 #  - persistent bytes per rank = (frozen x 4 + trainable x 16) / ranks (results
 #    engine_persistent_bytes, engine_persistent_formula_bytes), smaller than unfrozen training's;
 #  - a unit entirely frozen does no reduce-scatter (engine_reduce_scatter_bytes);
-#  - SHARDED_STATE_DICT: a run resumed from step 6 matches the uninterrupted one; resuming with
+#  - FULL_STATE_DICT and SHARDED_STATE_DICT: a run resumed from step 6 matches the uninterrupted one;
+#    resuming with
 #    another frozen set is refused: [task] freeze as a changed setting (exit 2), and, when
 #    resume_allow_changes lets it change, by the checkpoint's load naming the parameters (exit 1, as
 #    a checkpoint of another model is refused).
@@ -48,18 +51,35 @@ expect_eq "$(result frozen_params)" 49664 "frozen elements: 2 x (64x192 + 192 + 
 expect_in "$out" "132928 parameters, 49664 of them frozen" "the engine's description counts the frozen parameters"
 train ws2 2 --set accelerate.fsdp.sharding_strategy=FULL_SHARD --set task.freeze="$FREEZE"
 expect_in "$out" "6 units (2 wrapped + root)" "each mixed unit has a frozen companion (3 units + 3)"
+fro=$(result frozen_params) tra=$(result trainable_params) pers=$(result engine_persistent_bytes)
+formula=$(result engine_persistent_formula_bytes)
 r=$($CMP "$T/ws2/train_log.jsonl" "$T/base/train_log.jsonl" 1e-5) && pass || fail "2 ranks vs 1: $r"
 echo "  loss and grad norm, 2 ranks vs 1: $(head -1 <<<"$r")"
 p=$($PCMP 1e-5 1e-6 "$T/base/checkpoint-12/model.safetensors" "$T/ws2/checkpoint-12/model.safetensors") && pass ||
     fail "2 ranks: final parameters differ from 1 rank's: $p"
-for d in base ws2; do
+# the other strategies, activation checkpointing and offloading's staging path match too
+same() { # NAME
+    local r p
+    r=$($CMP "$T/$1/train_log.jsonl" "$T/base/train_log.jsonl" 1e-5) && pass || fail "$1 vs 1 rank: $r"
+    p=$($PCMP 1e-5 1e-6 "$T/base/checkpoint-12/model.safetensors" "$T/$1/checkpoint-12/model.safetensors") && pass ||
+        fail "$1: final parameters differ from 1 rank's: $p"
+}
+for s in SHARD_GRAD_OP NO_SHARD; do
+    train "ws2-$s" 2 --set accelerate.fsdp.sharding_strategy=$s --set task.freeze="$FREEZE"
+    same "ws2-$s"
+done
+train ws2-ckpt 2 --set accelerate.fsdp.activation_checkpointing=true --set task.freeze="$FREEZE"
+same ws2-ckpt
+SHARDRUN_DEBUG_OFFLOAD_STAGING=1 train ws2-offload 2 --set accelerate.fsdp.offload_params=true --set task.freeze="$FREEZE"
+p=$($PCMP 0 1e-30 "$T/ws2/checkpoint-12/model.safetensors" "$T/ws2-offload/checkpoint-12/model.safetensors") && pass ||
+    fail "offloaded shards (staging path): parameters differ from ws2's: $p"
+for d in base ws2 ws2-SHARD_GRAD_OP ws2-NO_SHARD ws2-ckpt; do
     f=$($FCHK "$T/init/checkpoint-1/model.safetensors" "$T/$d/checkpoint-12" "$FREEZE") && pass || fail "$f"
     echo "  $f"
 done
 
 echo "== memory: (frozen x 4 + trainable x 16) / ranks"
-fro=$(result frozen_params) tra=$(result trainable_params) pers=$(result engine_persistent_bytes)
-expect_eq "$(result engine_persistent_formula_bytes)" $(((fro * 4 + tra * 16) / 2)) "the report's formula at 2 ranks"
+expect_eq "$formula" $(((fro * 4 + tra * 16) / 2)) "the report's formula at 2 ranks"
 expect_eq "$pers" $(((fro * 4 + tra * 16) / 2)) "persistent bytes per rank at 2 ranks (no padding at this size)"
 train full 2 --set accelerate.fsdp.sharding_strategy=FULL_SHARD
 expect_eq "$(result engine_persistent_bytes)" $(((fro + tra) * 16 / 2)) "unfrozen training: 16 x P / ranks"
@@ -72,6 +92,15 @@ tra=$(result trainable_params)
 # only the root (embeddings, ln_f; trainable elements padded to 2 ranks) is reduced, at each of 12 steps
 expect_eq "$(result engine_reduce_scatter_bytes)" $(((tra + tra % 2) * 4 * 12)) "reduce-scatter bytes: the root's only"
 [ "$rs_all" -gt "$(result engine_reduce_scatter_bytes)" ] && pass || fail "unfrozen training reduces more ($rs_all)"
+
+echo "== FULL_STATE_DICT: resume with the same frozen set"
+train fu 2 --set task.save_steps=6 --set task.freeze="$FREEZE"
+sum=$(result param_sum)
+cp -r "$T/fu" "$T/fur" && rm -r "$T/fur/checkpoint-12"
+train fur 2 --set task.save_steps=6 --set task.freeze="$FREEZE" --set task.resume_from_checkpoint=true
+expect_in "$out" "resumed from $T/fur/checkpoint-6 at step 6" "the run resumed"
+r=$($CMP "$T/fur/train_log.jsonl" "$T/fu/train_log.jsonl" 1e-6) && pass || fail "resumed vs uninterrupted: $r"
+expect_eq "$(result param_sum)" "$sum" "resumed and uninterrupted runs end with the same parameters (param_sum)"
 
 echo "== SHARDED_STATE_DICT: resume with the same frozen set, refuse another"
 train sh 2 --set accelerate.fsdp.state_dict_type=SHARDED_STATE_DICT --set task.save_steps=6 --set task.freeze="$FREEZE"

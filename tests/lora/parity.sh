@@ -39,10 +39,15 @@ train() { # NAME NPROC [shardrun args...]
         --set task.output_dir="$T/$name" "$@"
     expect_rc 0 "$name trains"
     r=$(/usr/bin/python3 -c "
-import sys; sys.path.insert(0, '$SRC/tests/gpt2')
-import gpt2_torch as g, numpy as np
-base, ck = g.read_safetensors('$T/base.safetensors'), g.read_safetensors('$T/$name/checkpoint-12/model.safetensors')
-moved = [k for k in base if not np.array_equal(base[k].view(np.uint32), ck[k].view(np.uint32))]
+import json, struct, sys
+import numpy as np  # numpy only: no torch to import
+def load(path):
+    raw = open(path, 'rb').read()
+    n = struct.unpack('<Q', raw[:8])[0]
+    h = json.loads(raw[8:8 + n]); h.pop('__metadata__', None)
+    return {k: np.frombuffer(raw[8 + n + v['data_offsets'][0]:8 + n + v['data_offsets'][1]], '<u4') for k, v in h.items()}
+base, ck = load('$T/base.safetensors'), load('$T/$name/checkpoint-12/model.safetensors')
+moved = [k for k in base if not np.array_equal(base[k], ck[k])]
 print('base unchanged' if not moved else f'{len(moved)} base tensors changed: {moved[:3]}')
 sys.exit(1 if moved else 0)" 2>&1) && pass || fail "$name: $r"
 }

@@ -1,6 +1,7 @@
 # What `cmake --install build --prefix P` puts under P, and the Debian packages `cpack -G DEB` makes
 # of it (docs/sdk.md).  The tree is relocatable: nothing in it names P.
 #   bin/shardrun, bin/shardrun_prepare,      RPATH
+#   bin/shardrun_merge
 #   bin/gpt2_generate, bin/shardrun_generate  $ORIGIN/../<libdir>: run with no LD_LIBRARY_PATH
 #   <libdir>/libshardrun.so (+ _cuda)         where the runtime looks for plugins and tasks:
 #   <libdir>/shardrun/plugins, .../tasks      (base/lib_dir.c: relative to libshardrun.so)
@@ -23,6 +24,7 @@ install(TARGETS shardrun EXPORT shardrunTargets LIBRARY DESTINATION ${CMAKE_INST
 install(TARGETS shardrun_exe RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 set_property(TARGET shardrun_prepare PROPERTY INSTALL_RPATH "$ORIGIN/${bin_to_lib}")
 install(TARGETS shardrun_prepare RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+install(TARGETS shardrun_merge RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 install(TARGETS shardrun_plugin_torch shardrun_plugin_accelerate LIBRARY DESTINATION ${SHARDRUN_INSTALL_PLUGINDIR}
         COMPONENT runtime)
 install(TARGETS shardrun_task_hello shardrun_task_pgbench shardrun_task_toy LIBRARY DESTINATION ${SHARDRUN_INSTALL_TASKDIR}

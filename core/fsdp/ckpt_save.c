@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/progress.h"
 #include "base/strbuf.h"
+#include "fsdp/ckpt_adapter.h"
 #include "fsdp/ckpt_file.h"
 #include "fsdp/ckpt_format.h"
 #include "fsdp/ckpt_id.h"
@@ -239,6 +240,9 @@ int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) 
     if (rc == 0) rc = sr__ckpt_make_meta(e, ts, &cm, &tm);
     if (rc == 0) {
         failed = (e->cfg.state_dict == SR_SD_FULL ? save_full(e, tmp, &cm, &tm) : save_sharded(e, tmp, &cm, &tm)) != 0;
+        /* PEFT's adapter files, out of the model.safetensors rank 0 just wrote */
+        if (!failed && e->cfg.state_dict == SR_SD_FULL && e->rank == 0)
+            failed = sr__ckpt_save_adapter(e->model, tmp) != 0;
         rc = sr__engine_agree(e, e->world, failed);
     }
     if (rc == 0 && e->rank == 0) {

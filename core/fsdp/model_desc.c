@@ -16,7 +16,7 @@ void sr__model_free(sr_model *m) {
     if (!m) return;
     for (int i = 0; i < m->nmods; i++) free(m->mods[i].name), free(m->mods[i].cls), free(m->mods[i].params);
     for (int i = 0; i < m->nparams; i++) free(m->params[i].name);
-    free(m->mods), free(m->params), free(m);
+    free(m->mods), free(m->params), free(m->adapter_prefix), free(m->adapter_config), free(m);
 }
 
 static int find_param(const sr_model *m, const char *name) {
@@ -170,5 +170,14 @@ int sr_model_eval_data(sr_model *m, const sr_model_eval *eval) {
         m->eval.choice_batch = eval->choice_batch;
         m->eval.choice_losses = eval->choice_losses;
     }
+    return 0;
+}
+
+int sr_model_adapter(sr_model *m, const char *prefix, const char *config_json) {
+    if (!m || !prefix || !config_json) return m ? fail(m, "sr_model_adapter: NULL prefix or config") : -1;
+    if (m->adapter_config) return fail(m, "sr_model_adapter: called twice (one adapter per model)");
+    m->adapter_prefix = sr__strdup(prefix);
+    m->adapter_config = sr__strdup(config_json);
+    if (!m->adapter_prefix || !m->adapter_config) return fail(m, "sr_model_adapter: out of memory");
     return 0;
 }

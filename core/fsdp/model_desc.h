@@ -38,8 +38,9 @@ struct sr_model {
     int nmods;
     sr__param *params;
     int nparams;
-    int errors;         /* declaration errors already printed */
-    sr_model_eval eval; /* sr_model_eval_data(); num_samples NULL: no eval data */
+    int errors;                            /* declaration errors already printed */
+    sr_model_eval eval;                    /* sr_model_eval_data(); num_samples NULL: no eval data */
+    char *adapter_prefix, *adapter_config; /* sr_model_adapter(); NULL: no adapter files */
 };
 
 sr_model *sr__model_new(void);

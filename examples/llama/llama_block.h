@@ -40,6 +40,9 @@ enum {
     LB_SLOTS
 };
 
+/* the block's linear layers for LoRA (lora.h), in forward order */
+enum { LL_Q, LL_K, LL_V, LL_O, LL_GATE, LL_UP, LL_DOWN, LL_LINEARS };
+
 /* the config the layers compute with, for samples of up to `positions` tokens; returns the
    parameters a block declares, or -1 when out of memory for the RoPE tables */
 int llama_block_use(const llama_config *c, int positions);

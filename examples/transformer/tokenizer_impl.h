@@ -70,6 +70,9 @@ tf__regex *tf__regex_compile(const char *pattern, size_t n, char *err, size_t er
 /* The first match in text[start..len) (valid UTF-8; start at a character): 1 with [*ms, *me), 0 for
    none, -1 when PCRE2 fails (its memory or match limits). */
 int tf__regex_find(tf__regex *r, const char *text, size_t len, size_t start, size_t *ms, size_t *me);
+/* Drops the matches found ahead (tf__regex_find returns them while the caller asks from where the
+   last one ended): a walk over a new text starts with it. */
+void tf__regex_forget(tf__regex *r);
 void tf__regex_free(tf__regex *r);
 
 /* What a Split step keeps of its pattern's matches (HF's SplitDelimiterBehavior); the text between

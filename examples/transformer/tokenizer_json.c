@@ -258,6 +258,21 @@ static int split_step(loader *l, const mark *m, const char *jpath) {
     return 0;
 }
 
+/* The Digits at m (its type already checked): numbers (Rust's char::is_numeric: \p{N}) apart from the
+   rest, each alone (individual_digits) or in runs, as a Split step */
+static int digits_step(loader *l, const mark *m, const char *jpath) {
+    static const char *const keys[] = {"type", "individual_digits", NULL};
+    char p[160];
+    int v;
+    mark f[2] = {{0}};
+    seek(l, m);
+    if (members(l, jpath, keys, f)) return -1;
+    snprintf(p, sizeof p, "%.100s.individual_digits", jpath);
+    if (literal_at(l, &f[1], p, 0, &v)) return -1;
+    const char *re = v == 1 ? "\\p{N}" : "\\p{N}+";
+    return tf__split_add(l->t, re, strlen(re), TF_SPLIT_ISOLATED, jpath, l->err, l->errlen);
+}
+
 /* The ByteLevel that ends the pre-tokenizer (at m, `jpath`): use_regex true adds GPT-2's pattern. */
 static int bytelevel_step(loader *l, const mark *m, const char *jpath) {
     static const char *const keys[] = {"type", "add_prefix_space", "trim_offsets", "use_regex", NULL};
@@ -307,11 +322,15 @@ static int pre_tokenizer(loader *l, const mark *m) {
         snprintf(ip, sizeof ip, "pre_tokenizer.pretokenizers[%d]", k);
         if (type_of(l, &item[k], ip, PRETOK_SUPPORTED, type, sizeof type, &tm)) return -1;
         if (k == n - 1 && !strcmp(type, "ByteLevel")) return bytelevel_step(l, &item[k], ip);
+        if (!strcmp(type, "Digits")) {
+            if (digits_step(l, &item[k], ip)) return -1;
+            continue;
+        }
         if (strcmp(type, "Split"))
             return unsupported_type(l, &tm, ip,
-                                    k == n - 1
-                                        ? "Split steps, then ByteLevel last (a byte-level BPE's pieces are bytes)"
-                                        : "Split (before the last step, ByteLevel)");
+                                    k == n - 1 ? "Split and Digits steps, then ByteLevel last (a byte-level BPE's "
+                                                 "pieces are bytes)"
+                                               : "Split or Digits (before the last step, ByteLevel)");
         if (split_step(l, &item[k], ip)) return -1;
     }
     return unsupported_type(l, &tm, ip, "ByteLevel as the last step (a byte-level BPE's pieces are bytes)");

@@ -142,7 +142,7 @@ ms=$((($(date +%s%N) - start) / 1000000))
 rm -f "$T/huge.json"
 printf '{"version": "1.0",\n "model": {"type": "BPE"\n' >"$T/cut.json"
 refused "cut short" "$T/cut.json" "cut.json:3: expected ',' or '}' after an entry, found the end of the file"
-for v in syntax truncated metaspace other-regex split-merged digits-first nfkc lstrip wordpiece byte-fallback dropout \
+for v in syntax truncated metaspace other-regex split-merged whitespace-first nfkc lstrip wordpiece byte-fallback dropout \
     roberta suffix no-decoder unknown-key unknown-merge unknown-merged bad-merge duplicate-id gap-id added-id no-eos \
     missing-byte unk-missing twice; do variant $v; done
 variant bad-pair bloom_pairs
@@ -153,7 +153,7 @@ refused "key twice" "$T/twice.json" "the file has \"model\" twice"
 refused "Metaspace" "$T/metaspace.json" "pre_tokenizer.type is \"Metaspace\": not supported yet"
 refused "nested [^...]" "$T/other-regex.json" "pre_tokenizer.pretokenizers[0].pattern.Regex \" ?[^(\\s|[^.,!?])]+\": a negated class inside a class (at pattern byte 8) is not supported"
 refused "Split merged" "$T/split-merged.json" "pre_tokenizer.pretokenizers[0].behavior is \"MergedWithPrevious\": not supported yet"
-refused "Digits first" "$T/digits-first.json" "pre_tokenizer.pretokenizers[0].type is \"Digits\": not supported yet"
+refused "Whitespace first" "$T/whitespace-first.json" "pre_tokenizer.pretokenizers[0].type is \"Whitespace\": not supported yet"
 refused "prefix space" "$T/prefix-space.json" "pre_tokenizer.add_prefix_space is true: not supported yet"
 refused "NFKC normalizer" "$T/nfkc.json" "normalizer.type is \"NFKC\": not supported yet (supported: null or NFC)"
 refused "lstrip" "$T/lstrip.json" "added_tokens[0].lstrip is true: not supported yet (supported: false)"

@@ -170,8 +170,8 @@ def variant(name, src, out):
         tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = " ?[^(\\s|[^.,!?])]+"
     elif name == "split-merged":
         tok["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "MergedWithPrevious"
-    elif name == "digits-first":
-        tok["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Digits", "individual_digits": True})
+    elif name == "whitespace-first":
+        tok["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Whitespace"})
     elif name == "prefix-space":
         tok["pre_tokenizer"]["add_prefix_space"] = True
     elif name == "nfkc":

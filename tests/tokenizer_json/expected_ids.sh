@@ -6,6 +6,7 @@
 #             special and added tokens)
 #   llama3    variant.py llama3 of it: Llama 3's pattern and ignore_merges
 #   sequence  variant.py sequence of it: GPT-2's ByteLevel pattern after a Split that removes "\r\n"
+#   smollm    variant.py smollm of it: SmolLM2's pre-tokenizer (Digits, then ByteLevel's pattern)
 # Run it after changing the corpus (make_corpus.py), the variants or the tokenizer file, and commit
 # the result.  Needs node and npm (apt-get install nodejs npm) and the npm registry: the package is
 # installed into bench/.node (ignored by git, shared with bench/tokenize_speed.sh) on first use.
@@ -33,8 +34,8 @@ export NODE_PATH=$mods/node_modules
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 xz -dc "$here/qwen3-tokenizer.json.xz" >"$T/qwen3.json"
-for v in llama3 sequence; do /usr/bin/python3 "$here/variant.py" $v "$T/qwen3.json" "$T/$v.json"; done
-for v in qwen3 llama3 sequence; do
+for v in llama3 sequence smollm; do /usr/bin/python3 "$here/variant.py" $v "$T/qwen3.json" "$T/$v.json"; done
+for v in qwen3 llama3 sequence smollm; do
     node "$here/expected_ids.js" "$T/$v.json" "$here"/corpus/*.txt >"$T/$v.ids"
     xz -9 -T1 -c "$T/$v.ids" >"$here/expected/$v.ids.xz"
     echo "expected/$v.ids.xz: $(wc -l <"$T/$v.ids") ids"

@@ -7,6 +7,7 @@
 #   qwen3     Qwen3's tokenizer.json (qwen3-tokenizer.json.xz; NFC, Qwen's Split pattern, special tokens)
 #   llama3    Llama 3's pattern and ignore_merges on it (variant.py llama3)
 #   sequence  GPT-2's ByteLevel pattern after a Split that removes "\r\n" (variant.py sequence)
+#   smollm    SmolLM2's pre-tokenizer on it: Digits, then ByteLevel's pattern (variant.py smollm)
 # Needs no network; xz and /usr/bin/python3 (for variant.py).
 # Environment: GPT2_TOKENIZE (default $BUILD/gpt2_tokenize), PYTHON (default /usr/bin/python3).
 set -u
@@ -18,12 +19,12 @@ trap 'rm -rf "$T"' EXIT
 [ -x "$TOK" ] || { echo "FAIL: no gpt2_tokenize executable at $TOK (set GPT2_TOKENIZE)"; exit 1; }
 command -v xz >/dev/null || { echo "FAIL: xz is needed (apt-get install xz-utils)"; exit 1; }
 xz -dc "$HERE/qwen3-tokenizer.json.xz" >"$T/qwen3.json" || { echo "FAIL: cannot decompress qwen3-tokenizer.json.xz"; exit 1; }
-for v in llama3 sequence; do
+for v in llama3 sequence smollm; do
     "$PY" "$HERE/variant.py" $v "$T/qwen3.json" "$T/$v.json" || { echo "FAIL: variant.py $v"; exit 1; }
 done
 corpus=("$HERE"/corpus/*.txt)
 failed=0
-for v in qwen3 llama3 sequence; do
+for v in qwen3 llama3 sequence smollm; do
     xz -dc "$HERE/expected/$v.ids.xz" >"$T/$v.want"
     if ! "$TOK" --tokenizer-json "$T/$v.json" "${corpus[@]}" >"$T/$v.got" 2>"$T/$v.err"; then
         failed=$((failed + 1))
@@ -47,5 +48,5 @@ for v in qwen3 llama3 sequence; do
     diff <(sed -n "$((${line:-1} > 3 ? ${line:-1} - 3 : 1)),$((${line:-1} + 3))p" "$T/$v.want") \
         <(sed -n "$((${line:-1} > 3 ? ${line:-1} - 3 : 1)),$((${line:-1} + 3))p" "$T/$v.got") | sed 's/^/      /'
 done
-echo "3 tokenizers checked against HF's ids: $failed failed"
+echo "4 tokenizers checked against HF's ids: $failed failed"
 [ "$failed" -eq 0 ]

@@ -13,6 +13,7 @@ committed vocabulary checks each way a tokenizer.json cuts text against HF's lib
             the file says.
   sequence  GPT-2's layout: a ByteLevel pre-tokenizer with use_regex true (GPT-2's pattern), after
             a Split that removes each "\\r\\n" (a String pattern, behavior Removed).
+  smollm    SmolLM2's pre-tokenizer: Digits (each digit alone), then ByteLevel with use_regex true.
 """
 import json
 import sys
@@ -54,6 +55,10 @@ elif name == "sequence":
     tok["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
         {"type": "Split", "pattern": {"String": "\r\n"}, "behavior": "Removed", "invert": False},
         {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}]}
+elif name == "smollm":
+    tok["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": True},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}]}
 else:
-    sys.exit(f"variant.py: unknown variant {name!r} (llama3, sequence)")
+    sys.exit(f"variant.py: unknown variant {name!r} (llama3, sequence, smollm)")
 json.dump(tok, open(out, "w", encoding="utf-8"), ensure_ascii=False)

@@ -1,7 +1,8 @@
 /*
  * The transformer tasks' tokenizer: text -> token ids, with a byte-level BPE read from HF's GPT-2
- * files (vocab.json + merges.txt) or from an HF tokenizers `tokenizer.json` (GPT-2's, BLOOM's), or,
- * without vocabulary files, a byte-level fallback (id = byte value, <|endoftext|> = 256).
+ * files (vocab.json + merges.txt) or from an HF tokenizers `tokenizer.json` (GPT-2's, BLOOM's,
+ * Llama 3's, Qwen's, SmolLM2's), or, without vocabulary files, a byte-level fallback (id = byte
+ * value, <|endoftext|> = 256).
  *
  * Lifecycle: tf_tokenizer_load() or tf_tokenizer_load_json() once (reads and checks the files) ->
  * tf_tokenizer_encode() and tf_tokenizer_decode() any number of times (they fill caches, so one
@@ -30,7 +31,7 @@ typedef struct tf_tokenizer tf_tokenizer;
 tf_tokenizer *tf_tokenizer_load(const char *vocab_json, const char *merges_txt, char *err, size_t errlen);
 /* A tokenizer.json as HF's tokenizers library saves it.  Accepted, and anything else refused with
    "not supported yet", the file, its line and the JSON path of what was found (e.g.
-   "pre_tokenizer.pretokenizers[0].type is \"Digits\""):
+   "pre_tokenizer.pretokenizers[0].type is \"Whitespace\""):
      model          type "BPE" with `vocab` (object symbol -> id) and `merges` (each "left right",
                     or ["left", "right"]; best first); dropout null; continuing_subword_prefix and
                     end_of_word_suffix null or ""; byte_fallback false or absent; ignore_merges
@@ -44,8 +45,9 @@ tf_tokenizer *tf_tokenizer_load(const char *vocab_json, const char *merges_txt, 
      normalizer     null, or {"type": "NFC"} (Qwen's)
      pre_tokenizer  ByteLevel (add_prefix_space false; use_regex true: GPT-2's pattern), or a
                     Sequence of Split steps ({"Regex": pattern} or {"String": text}, behavior
-                    Isolated or Removed, invert false) ending with that ByteLevel (use_regex true or
-                    false): GPT-2's, BLOOM's, Llama 3's, Qwen2's and Qwen3's
+                    Isolated or Removed, invert false) and Digits (\p{N} apart) ending with that
+                    ByteLevel (use_regex true or false): GPT-2's, BLOOM's, Llama 3's, Qwen2's,
+                    Qwen3's and SmolLM2's
      post_processor null, ByteLevel, TemplateProcessing or a Sequence of them: ignored (the tasks add
                     eos themselves; HF's encode with add_special_tokens=False gives the same ids)
      decoder        ByteLevel

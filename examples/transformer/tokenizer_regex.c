@@ -163,7 +163,8 @@ static int repeatable(const char *p) {
 /* rep: REPEAT consecutive matches of p */
 static void compile_repeat(tf__regex *r, const char *p) {
     uint32_t groups = 0;
-    if (!r->jit || !repeatable(p) || pcre2_pattern_info(r->code, PCRE2_INFO_CAPTURECOUNT, &groups)) return;
+    if (!r->jit || !repeatable(p) || pcre2_pattern_info(r->code, PCRE2_INFO_CAPTURECOUNT, &groups))
+        return;
     size_t lp = strlen(p);
     char *q = malloc(REPEAT * (lp + 8) + 1), *o = q;
     if (!q) return; /* P alone, slower */
@@ -225,8 +226,9 @@ int tf__regex_find(tf__regex *r, const char *text, size_t len, size_t start, siz
         return 1;
     }
     r->q_n = r->q_i = 0;
-    int rc = r->rep ? pcre2_jit_match(r->rep, (PCRE2_SPTR)text, len, start, 0, r->rmd, r->js ? r->mc : NULL) : -1;
-    if (rc == PCRE2_ERROR_NOMATCH) return 0;
+    int rc = r->rep ? pcre2_jit_match(r->rep, (PCRE2_SPTR)text, len, start, 0, r->rmd, r->js ? r->mc : NULL)
+                    : PCRE2_ERROR_JIT_STACKLIMIT; /* (not NOMATCH: P alone below) */
+    if (r->rep && rc == PCRE2_ERROR_NOMATCH) return 0;
     if (rc >= 0) {
         PCRE2_SIZE *v = pcre2_get_ovector_pointer(r->rmd);
         for (int k = 0; k < REPEAT; k++) {

@@ -175,11 +175,16 @@ refused "no eos" "$T/no-eos.json" "neither \"</s>\" (BLOOM's end of text) nor \"
 refused "missing byte" "$T/missing-byte.json" "no entry for byte 0x20"
 refused "unk_token" "$T/unk-missing.json" "model.unk_token \"<nope>\" is not in model.vocab"
 
-# accepted variants: the members in another order give the same ids; eos is </s> also when
+# accepted variants: the members in another order give the same ids, and so does BLOOM's pattern
+# in a named group (which PCRE2 runs match by match instead of several at a call); eos is </s> also when
 # <|endoftext|> is there; unk_token naming a symbol is fine
 echo "accepted:"
 variant reordered
 ids "special.txt (model first)" "$T/reordered.json" "$T/special.txt"
+variant named-group
+for f in special.txt fuzz.txt; do
+    same "$f (named group)" ids "$TOK" --tokenizer-json "$T/named-group.json" "$T/$f" -- "$TOK" --tokenizer-json "$T/bloom.json" "$T/$f"
+done
 variant both-eos
 variant unk
 for v in both-eos unk; do

@@ -170,6 +170,9 @@ def variant(name, src, out):
         tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = " ?[^(\\s|[^.,!?])]+"
     elif name == "split-merged":
         tok["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "MergedWithPrevious"
+    elif name == "named-group":  # the same pattern in a named group: matched alone, not repeated
+        split = tok["pre_tokenizer"]["pretokenizers"][0]
+        split["pattern"]["Regex"] = "(?<w>" + split["pattern"]["Regex"] + ")"
     elif name == "whitespace-first":
         tok["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Whitespace"})
     elif name == "prefix-space":

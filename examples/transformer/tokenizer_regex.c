@@ -163,8 +163,7 @@ static int repeatable(const char *p) {
 /* rep: REPEAT consecutive matches of p */
 static void compile_repeat(tf__regex *r, const char *p) {
     uint32_t groups = 0;
-    if (!r->jit || !repeatable(p) || pcre2_pattern_info(r->code, PCRE2_INFO_CAPTURECOUNT, &groups))
-        return;
+    if (!r->jit || !repeatable(p) || pcre2_pattern_info(r->code, PCRE2_INFO_CAPTURECOUNT, &groups)) return;
     size_t lp = strlen(p);
     char *q = malloc(REPEAT * (lp + 8) + 1), *o = q;
     if (!q) return; /* P alone, slower */

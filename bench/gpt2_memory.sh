@@ -20,20 +20,23 @@
 #             and the spread across ranks ((max - min) / max over the ranks, for peak_mem_gb and
 #             peak_rss_gb; flagged with "!" above 5%).
 #   checks:   N ranks, exit code 0, 2 steps, the strategy the results name, one model_params on
-#             every rank; persistent = 16 bytes x P / shards within 2% (shards = 1 for NO_SHARD,
+#             every rank; persistent = 16 bytes x P / shards within 2% (with --freeze GLOBS, passed as
+#             [task] freeze: (frozen x 4 + trainable x 16) bytes / shards; shards = 1 for NO_SHARD,
 #             N otherwise; the rest is each unit's padding to a multiple of N) -- the script fails
 #             otherwise.
 #   output:   a markdown table; a CSV (strategy,world_size,peak_mem_gb,peak_rss_gb; rank 0's values)
 #             at --csv (default: the SVG's path with .csv); an SVG bar chart of peak_mem_gb by
 #             bench/memory_plot.py at --svg (default bench/gpt2_memory.svg).
-# Usage: bench/gpt2_memory.sh [BUILD_DIR] [--svg PATH] [--csv PATH]   (default: the source tree's build/)
+# Usage: bench/gpt2_memory.sh [BUILD_DIR] [--svg PATH] [--csv PATH] [--freeze GLOBS]   (default: the source
+#        tree's build/; --freeze: parameters not trained, e.g. 'transformer.h.*.attn.*')
 #        exits non-zero if any run fails or a check does not hold
 set -euo pipefail
-usage="usage: $0 [BUILD_DIR] [--svg PATH] [--csv PATH]"
+usage="usage: $0 [BUILD_DIR] [--svg PATH] [--csv PATH] [--freeze GLOBS]"
 here=$(cd "$(dirname "$0")" && pwd)
-build_arg="" svg=$here/gpt2_memory.svg csv=""
+build_arg="" svg=$here/gpt2_memory.svg csv="" freeze=""
 while [ $# -gt 0 ]; do
     case "$1" in
+        --freeze) freeze=${2:?--freeze needs glob patterns}; shift 2 ;;
         --svg) svg=${2:?--svg needs a path}; shift 2 ;;
         --csv) csv=${2:?--csv needs a path}; shift 2 ;;
         -*) echo "$usage" >&2; exit 2 ;;
@@ -74,10 +77,10 @@ EOF
 
 cd "$tmp"
 export OMP_NUM_THREADS=1
-/usr/bin/python3 - "$build/shardrun" "$csv" <<'PY'
+/usr/bin/python3 - "$build/shardrun" "$csv" "$freeze" <<'PY'
 import csv, json, os, subprocess, sys, time
 
-shardrun, csv_path = sys.argv[1], sys.argv[2]
+shardrun, csv_path, freeze = sys.argv[1], sys.argv[2], sys.argv[3]
 STRATEGIES = ("NO_SHARD", "SHARD_GRAD_OP", "FULL_SHARD")
 SIZES = (1, 2, 4)
 STEPS = 2
@@ -90,7 +93,7 @@ rows = []
 for n in SIZES:
     for s in STRATEGIES:
         cmd = [shardrun, "job.ini", "--nproc-per-node", str(n), "--results", "results.json",
-               "--set", f"accelerate.fsdp.sharding_strategy={s}"]
+               "--set", f"accelerate.fsdp.sharding_strategy={s}"] + (["--set", f"task.freeze={freeze}"] if freeze else [])
         if os.path.exists("results.json"):
             os.remove("results.json")
         t = time.perf_counter()
@@ -103,10 +106,10 @@ for n in SIZES:
                 or len({r["model_params"] for r in ranks}) != 1):
             sys.exit(f"FAILED: unexpected shardrun results: {' '.join(cmd)}\n{p.stdout}\n{ranks}")
         r0 = ranks[0]
-        P = r0["model_params"]
+        P, F = r0["model_params"], r0.get("frozen_params", 0)
         shards = 1 if s == "NO_SHARD" else n
-        expect = 16 * P / shards
-        row = {"strategy": s, "n": n, "P": P, "persist": r0["engine_persistent_bytes"], "expect": expect,
+        expect = (4 * F + 16 * (P - F)) / shards  # a frozen parameter keeps its fp32 shard only
+        row = {"strategy": s, "n": n, "P": P, "F": F, "persist": r0["engine_persistent_bytes"], "expect": expect,
                "pool": r0["engine_pool_bytes"], "peak": r0["peak_mem_gb"], "rss": r0["peak_rss_gb"],
                "spread_peak": spread([r["peak_mem_gb"] for r in ranks]),
                "spread_rss": spread([r["peak_rss_gb"] for r in ranks]), "secs": time.perf_counter() - t}
@@ -115,16 +118,23 @@ for n in SIZES:
         for r in ranks:
             if abs(r["engine_persistent_bytes"] / expect - 1) > 0.02:
                 sys.exit(f"FAILED: {s} at world size {n}, rank {r.get('rank')}: engine_persistent_bytes "
-                         f"{r['engine_persistent_bytes']} is not 16 x {P} / {shards} = {expect:.0f} within 2%")
+                         f"{r['engine_persistent_bytes']} is not (4 x {F} + 16 x {P - F}) / {shards} = {expect:.0f} "
+                         "within 2%")
 
 GB = 1e9
 P = rows[0]["P"]
+F = rows[0].get("F", 0)
 print(f"GPT-2 124M ({P} parameters, wte tied), max_length 128, batch 1 per rank, 2 steps, fp32 AdamW, "
       f"OMP_NUM_THREADS=1; rank 0's figures, GB = 1e9 bytes")
-print("expected persistent = 16 bytes x P / shards (fp32 parameter + gradient + 2 AdamW moments; shards = 1 for "
-      "NO_SHARD, N otherwise)")
+if freeze:
+    print(f"[task] freeze = {freeze}: {F} parameters frozen, {P - F} trained")
+    print("expected persistent = (4 x frozen + 16 x trained) bytes / shards (fp32 parameter; + gradient + 2 AdamW "
+          "moments when trained; shards = 1 for NO_SHARD, N otherwise)")
+else:
+    print("expected persistent = 16 bytes x P / shards (fp32 parameter + gradient + 2 AdamW moments; shards = 1 for "
+          "NO_SHARD, N otherwise)")
 print()
-print("| strategy | N | persistent GB | 16P/shards GB | ratio | pool GB | engine peak GB | peak RSS GB "
+print(f"| strategy | N | persistent GB | {'expected' if freeze else '16P/shards'} GB | ratio | pool GB | engine peak GB | peak RSS GB "
       "| rank spread (peak / RSS) |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 flag = lambda x: f"{100 * x:.1f}%" + (" !" if x > 0.05 else "")

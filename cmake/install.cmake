@@ -1,7 +1,8 @@
 # What `cmake --install build --prefix P` puts under P, and the Debian packages `cpack -G DEB` makes
 # of it (docs/sdk.md).  The tree is relocatable: nothing in it names P.
 #   bin/shardrun, bin/shardrun_prepare,      RPATH
-#   bin/gpt2_generate                         $ORIGIN/../<libdir>: run with no LD_LIBRARY_PATH
+#   bin/shardrun_merge
+#   bin/gpt2_generate, bin/shardrun_generate  $ORIGIN/../<libdir>: run with no LD_LIBRARY_PATH
 #   <libdir>/libshardrun.so (+ _cuda)         where the runtime looks for plugins and tasks:
 #   <libdir>/shardrun/plugins, .../tasks      (base/lib_dir.c: relative to libshardrun.so)
 #   include/shardrun/                         the public API
@@ -23,6 +24,7 @@ install(TARGETS shardrun EXPORT shardrunTargets LIBRARY DESTINATION ${CMAKE_INST
 install(TARGETS shardrun_exe RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 set_property(TARGET shardrun_prepare PROPERTY INSTALL_RPATH "$ORIGIN/${bin_to_lib}")
 install(TARGETS shardrun_prepare RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+install(TARGETS shardrun_merge RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 install(TARGETS shardrun_plugin_torch shardrun_plugin_accelerate LIBRARY DESTINATION ${SHARDRUN_INSTALL_PLUGINDIR}
         COMPONENT runtime)
 install(TARGETS shardrun_task_hello shardrun_task_pgbench shardrun_task_toy LIBRARY DESTINATION ${SHARDRUN_INSTALL_TASKDIR}
@@ -30,8 +32,8 @@ install(TARGETS shardrun_task_hello shardrun_task_pgbench shardrun_task_toy LIBR
 if(SHARDRUN_HAVE_GPT2)
   install(TARGETS shardrun_task_gpt2 shardrun_task_bloom shardrun_task_selftest
           LIBRARY DESTINATION ${SHARDRUN_INSTALL_TASKDIR} COMPONENT runtime)
-  set_property(TARGET gpt2_generate APPEND PROPERTY INSTALL_RPATH "$ORIGIN/${bin_to_lib}")
-  install(TARGETS gpt2_generate RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+  set_property(TARGET gpt2_generate shardrun_generate APPEND PROPERTY INSTALL_RPATH "$ORIGIN/${bin_to_lib}")
+  install(TARGETS gpt2_generate shardrun_generate RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 endif()
 if(SHARDRUN_HAVE_CUDA)
   # next to libshardrun.so, where it looks (device/cuda_lib.c); transformer_cuda.so next to gpt2.so

@@ -23,6 +23,7 @@ int sr__cmd_env(sr__run *run, const sr__run_args *args, int rank, int explain);
 int sr__cmd_selftest(int argc, char **argv); /* agent/selftest_cmd.c */
 int sr__cmd_plot(int argc, char **argv);
 int sr__cmd_prepare(int argc, char **argv); /* agent/cmd_prepare.c: runs shardrun_prepare */
+int sr__cmd_merge(int argc, char **argv);   /* agent/cmd_prepare.c: runs shardrun_merge */
 
 typedef struct cli {
     const char *command; /* "run", "env", "plugins", "reference" */
@@ -59,6 +60,9 @@ static void usage(FILE *out) {
                  "       shardrun prepare -o PREFIX [--job JOB.ini | --vocab F --merges F] INPUT...\n"
                  "                                         text or JSON Lines into llm.c token shards with the\n"
                  "                                         job's tokenizer, on every core (prepare --help)\n"
+                 "       shardrun merge CHECKPOINT_DIR [-o OUT.safetensors] [--base BASE.safetensors]\n"
+                 "                                         fold a FULL checkpoint's LoRA adapters into its base\n"
+                 "                                         weights: a model.safetensors for LoRA-off runs\n"
                  "       shardrun plot OUTPUT_DIR [--compare OTHER_DIR ...] [-o FILE]\n"
                  "                                         the loss curves of runs (their trainer_state.json) as SVG\n"
                  "\n"
@@ -116,7 +120,8 @@ static size_t command_distance(const char *a, const char *b) {
 /* A first word that is no file but a command misspelt ("evn"): the command it is close to (at most
    two edits, fewer than its length), or NULL. */
 static const char *misspelt_command(const char *word) {
-    static const char *const commands[] = {"run", "env", "plugins", "reference", "selftest", "plot", "prepare"};
+    static const char *const commands[] = {"run",      "env",  "plugins", "reference",
+                                           "selftest", "plot", "prepare", "merge"};
     if (strchr(word, '/') || access(word, F_OK) == 0) return NULL;
     const char *best = NULL;
     size_t best_d = 3;
@@ -202,7 +207,7 @@ static int parse(int argc, char **argv, cli *c, sr__job *cfg) {
         if (cmd) {
             sr__log(SR_LOG_ERROR,
                     "unknown command %s; did you mean %s? (commands: run, env, plugins, reference, selftest, plot, "
-                    "prepare; "
+                    "prepare, merge; "
                     "or give a job file: shardrun JOB.ini)",
                     a, cmd);
             return SR_EXIT_CONFIG;
@@ -230,6 +235,7 @@ int sr_main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "selftest")) return sr__cmd_selftest(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "plot")) return sr__cmd_plot(argc - 1, argv + 1); /* no job file */
     if (argc > 1 && !strcmp(argv[1], "prepare")) return sr__cmd_prepare(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "merge")) return sr__cmd_merge(argc - 1, argv + 1);
     cli c = {0};
     sr__run run = {0};
     int rc = parse(argc, argv, &c, &run.cfg);

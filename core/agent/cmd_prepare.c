@@ -1,4 +1,4 @@
-/* `shardrun prepare ARGS...`: runs shardrun_prepare (examples/prepare: text or JSON Lines into
+/* `shardrun prepare ARGS...` and `shardrun merge ARGS...`.  prepare runs shardrun_prepare (examples/prepare: text or JSON Lines into
    llm.c token shards; its own --help) from the folder the shardrun executable is in -- build/ in
    the build tree, bin/ where installed -- with the same arguments.  The tokenizer it needs lives
    with the transformer tasks, not in libshardrun: so a program of its own, and this its door. */
@@ -11,25 +11,38 @@
 
 #include "base/log.h"
 
-int sr__cmd_prepare(int argc, char **argv) {
+/* Runs program `prog` from the shardrun executable's folder with argv (argv[0] replaced); returns
+   only when it cannot (exit code 2, after saying why).  `cmd` names the subcommand in messages. */
+static int exec_next_to_self(const char *cmd, const char *prog, char **argv) {
     char self[PATH_MAX], path[PATH_MAX + 32];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) {
         sr__log(SR_LOG_ERROR,
-                "prepare: cannot find the shardrun executable's folder (/proc/self/exe: %s); run "
-                "shardrun_prepare directly",
-                strerror(errno));
+                "%s: cannot find the shardrun executable's folder (/proc/self/exe: %s); run "
+                "%s directly",
+                cmd, strerror(errno), prog);
         return SR_EXIT_CONFIG;
     }
     self[n] = 0;
     char *slash = strrchr(self, '/');
-    snprintf(path, sizeof path, "%.*s/shardrun_prepare", slash ? (int)(slash - self) : 1, slash ? self : ".");
-    argv[0] = path; /* argv: "prepare", then its arguments */
-    (void)argc;
+    snprintf(path, sizeof path, "%.*s/%s", slash ? (int)(slash - self) : 1, slash ? self : ".", prog);
+    argv[0] = path; /* argv: the subcommand, then its arguments */
     execv(path, argv);
     sr__log(SR_LOG_ERROR,
-            "prepare: cannot run %s: %s; it is built with shardrun (cmake --build build --target "
-            "shardrun_prepare) and installed next to it",
-            path, strerror(errno));
+            "%s: cannot run %s: %s; it is built with shardrun (cmake --build build --target "
+            "%s) and installed next to it",
+            cmd, path, strerror(errno), prog);
     return SR_EXIT_CONFIG;
+}
+
+int sr__cmd_prepare(int argc, char **argv) {
+    (void)argc;
+    return exec_next_to_self("prepare", "shardrun_prepare", argv);
+}
+
+/* `shardrun merge ARGS...`: runs shardrun_merge (examples/merge: a FULL checkpoint's LoRA adapters
+   folded into its base weights) the same way */
+int sr__cmd_merge(int argc, char **argv) {
+    (void)argc;
+    return exec_next_to_self("merge", "shardrun_merge", argv);
 }

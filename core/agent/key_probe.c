@@ -37,6 +37,10 @@ static _Noreturn void probe(sr__run *run, int local_rank, const sr__env_block *e
         _exit(SR_EXIT_CONFIG);
     }
     int bad = sr__ctx_check_task_keys(ctx, name, sr__trainer_keys) != 0;
+    /* [task] freeze's patterns against the described model: one that matches nothing is a
+       configuration error found here, before any worker starts (a faulty description is left to the
+       workers, which report it as before) */
+    if (!bad && !model->errors && model->nparams) bad = sr__model_freeze(model, args.freeze, name) != 0;
     if (t->model->destroy) t->model->destroy(state);
     fflush(NULL);
     _exit(bad ? SR_EXIT_CONFIG : SR_EXIT_OK);

@@ -69,8 +69,9 @@ static int start_worker(sr__run *run, sr__worker *w, sr__worker *all, int nstart
     sigset_t every, old;
     sigfillset(&every);
     sigprocmask(SIG_BLOCK, &every, &old);
+    int held = sr__watchdog_fork_begin(watchdog);
     pid_t pid = fork();
-    if (pid != 0) sigprocmask(SIG_SETMASK, &old, NULL);
+    if (pid != 0) sr__watchdog_fork_end(watchdog, held), sigprocmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) return -1;
     if (pid == 0) {
         setpgid(0, 0);

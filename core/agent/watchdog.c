@@ -15,6 +15,9 @@
 #include "base/strbuf.h"
 #include "store/store.h"
 
+/* the exchange thread's store calls end within this (a reply that does not come: reconnect) */
+#define SR_WD_IO_TIMEOUT_S 5.0
+
 /* Where one rank is, as this agent knows it (its own workers, or another agent's record). */
 typedef struct wd_rank {
     int rank, node, agent, pid;
@@ -50,7 +53,9 @@ struct sr__watchdog {
     double next_check;
     /* the exchange through node 0's store */
     pthread_mutex_t mu;
-    char *mine; /* this agent's record */
+    pthread_mutex_t gate; /* held by the exchange thread while it works (it may allocate), not while
+                             it sleeps: the agent takes it around fork() (sr__watchdog_fork_begin) */
+    char *mine;           /* this agent's record */
     unsigned long long counter;
     wd_peer *peers; /* by agent index */
     double began;
@@ -214,6 +219,43 @@ static void take_record(sr__watchdog *wd, int a, char *rec) {
     wd->peers[a].heard_at = sr__now_s();
 }
 
+/* One exchange: this agent's record sent, the others' fetched; returns the connection to keep
+   (NULL after an error: the next one connects again). */
+static sr__store *exchange_once(sr__watchdog *wd, sr__store *c) {
+    char err[256], key[64];
+    if (!c) {
+        c = sr__store_connect(wd->store_host, wd->port, wd->token, 1.0, err, sizeof err);
+        if (!c || sr__store_set_io_timeout(c, SR_WD_IO_TIMEOUT_S) != 0) {
+            if (c) sr__store_close(c);
+            return NULL;
+        }
+    }
+    pthread_mutex_lock(&wd->mu);
+    char *mine = wd->mine ? sr__strdup(wd->mine) : NULL;
+    int attempt = wd->attempt;
+    pthread_mutex_unlock(&wd->mu);
+    int bad = 0;
+    if (mine) {
+        wd_key(key, sizeof key, attempt, wd->agent_id);
+        bad = sr__store_set(c, key, mine, strlen(mine)) != 0;
+        free(mine);
+    }
+    for (int a = 0; a < wd->nagents && !bad; a++) {
+        if (a == wd->agent_id) continue;
+        void *v = NULL;
+        size_t len = 0;
+        wd_key(key, sizeof key, attempt, a);
+        int rc = sr__store_get(c, key, &v, &len);
+        if (rc < 0) bad = 1;
+        pthread_mutex_lock(&wd->mu);
+        if (rc == 0 && attempt == wd->attempt) take_record(wd, a, v);
+        else free(v);
+        pthread_mutex_unlock(&wd->mu);
+    }
+    if (bad) sr__store_close(c), c = NULL;
+    return c;
+}
+
 /* The agents that do not host the store: send this agent's record and fetch the others', about
    once a second, from this thread, whose store calls may block for good (node 0 stopped, a link
    down) without holding up the agent. */
@@ -225,34 +267,29 @@ static void *exchange(void *arg) {
     struct timespec pause = {(time_t)period, (long)((period - (double)(time_t)period) * 1e9)};
     while (1) {
         nanosleep(&pause, NULL);
-        char err[256], key[64];
-        if (!c) c = sr__store_connect(wd->store_host, wd->port, wd->token, 1.0, err, sizeof err);
-        if (!c) continue;
-        pthread_mutex_lock(&wd->mu);
-        char *mine = wd->mine ? sr__strdup(wd->mine) : NULL;
-        int attempt = wd->attempt;
-        pthread_mutex_unlock(&wd->mu);
-        int bad = 0;
-        if (mine) {
-            wd_key(key, sizeof key, attempt, wd->agent_id);
-            bad = sr__store_set(c, key, mine, strlen(mine)) != 0;
-            free(mine);
-        }
-        for (int a = 0; a < wd->nagents && !bad; a++) {
-            if (a == wd->agent_id) continue;
-            void *v = NULL;
-            size_t len = 0;
-            wd_key(key, sizeof key, attempt, a);
-            int rc = sr__store_get(c, key, &v, &len);
-            if (rc < 0) bad = 1;
-            pthread_mutex_lock(&wd->mu);
-            if (rc == 0 && attempt == wd->attempt) take_record(wd, a, v);
-            else free(v);
-            pthread_mutex_unlock(&wd->mu);
-        }
-        if (bad) sr__store_close(c), c = NULL;
+        pthread_mutex_lock(&wd->gate);
+        c = exchange_once(wd, c);
+        pthread_mutex_unlock(&wd->gate);
     }
     return NULL;
+}
+
+/* A forked child inherits every lock as it was at the fork, and has none of the threads that
+   would release them: a child forked while the exchange thread was inside malloc() finds the
+   allocator locked for good when the allocator has no fork handlers of its own (ASan's has none:
+   such workers hung at their first thread).  So the agent forks only while that thread sleeps.
+   Its store calls end within SR_WD_IO_TIMEOUT_S (a dead link, node 0 stopped), so this waits that
+   long at most; should it still be busy after twice that, the fork goes ahead. */
+int sr__watchdog_fork_begin(sr__watchdog *wd) {
+    if (!wd || !wd->thread_started) return 0;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2 * (time_t)SR_WD_IO_TIMEOUT_S + 2;
+    return pthread_mutex_timedlock(&wd->gate, &until) == 0;
+}
+
+void sr__watchdog_fork_end(sr__watchdog *wd, int held) {
+    if (held) pthread_mutex_unlock(&wd->gate);
 }
 
 /* ---- set-up ------------------------------------------------------------------------------------- */
@@ -289,6 +326,7 @@ sr__watchdog *sr__watchdog_new(sr__run *run) {
     for (char *p = wd->host; *p; p++)
         if (*p == ' ' || *p == '\n') *p = '_';
     pthread_mutex_init(&wd->mu, NULL);
+    pthread_mutex_init(&wd->gate, NULL);
     wd->began = sr__now_s();
     if (wd->nagents > 1 && !wd->hosting) {
         snprintf(wd->store_host, sizeof wd->store_host, "%s", run->rdzv.host);
@@ -404,7 +442,10 @@ static const char *host_of(sr__watchdog *wd, int agent, char *buf, size_t len) {
     if (agent == wd->agent_id) return wd->host;
     unsigned long long c;
     int node;
-    snprintf(buf, len, "?");
+    /* never heard from: node 0's agent is at least known by the address this one reached it at */
+    const char *reached = agent == 0 && !wd->hosting && wd->store_host[0] ? wd->store_host : "?";
+    size_t n = strnlen(reached, len - 1);
+    memcpy(buf, reached, n), buf[n] = 0;
     parse_record(wd->peers[agent].rec, agent, NULL, 0, &c, &node, buf, len);
     return buf;
 }
@@ -524,10 +565,23 @@ int sr__watchdog_check(sr__watchdog *wd, const int *reaped, sr__hang *h) {
                  busy(r), wait_text, r->age, T);
     } else {
         /* no rank behind: those outside a collective, or the collective itself */
-        int culprit = -1;
+        int culprit = -1, held = -1;
         for (int i = 0; i < n && culprit < 0; i++)
             if (!rs[i].in) culprit = i;
-        if (culprit >= 0) {
+        /* every rank entered the collective, but one cannot run to finish it: stopped (SIGSTOP, a
+           debugger) or held in the kernel; a stopped one is named before one in the kernel */
+        for (int i = 0; culprit < 0 && waiting >= 0 && i < n; i++)
+            if (!rs[i].stale && (rs[i].state == 'T' || rs[i].state == 'D') &&
+                (held < 0 || (rs[i].state == 'T' && rs[held].state != 'T')))
+                held = i;
+        if (held >= 0) {
+            const wd_rank *r = &rs[held];
+            snprintf(h->what, sizeof h->what,
+                     "rank %d (node %d, host %s, pid %d) is behind: %s%s; it entered %s #%llu but cannot "
+                     "run to finish it (no progress for %.0fs, hang_timeout = %gs)",
+                     r->rank, r->node, host_of(wd, r->agent, host, sizeof host), r->pid, state_text(r, st, sizeof st),
+                     busy(r), sr__watch_coll_names[r->kind % 5], r->seq, r->age, T);
+        } else if (culprit >= 0) {
             const wd_rank *r = &rs[culprit];
             snprintf(h->what, sizeof h->what,
                      "rank %d (node %d, host %s, pid %d) made no progress for %.0fs: %s%s%s%s "

@@ -51,6 +51,10 @@ int sr__watchdog_check(sr__watchdog *wd, const int *reaped, sr__hang *h);
    0's verdict: 1 when node 0's agent has sent nothing new for hang_timeout (the verdict will not
    come).  Keeps this agent's record going meanwhile, so node 0 does not take it for silent. */
 int sr__watchdog_host_silent(sr__watchdog *wd);
+/* Around each fork() of a worker: waits until the exchange thread sleeps and holds it there
+   (see watchdog.c for why); returns what sr__watchdog_fork_end() wants back. */
+int sr__watchdog_fork_begin(sr__watchdog *wd);
+void sr__watchdog_fork_end(sr__watchdog *wd, int held);
 /* Milliseconds until the next check is due (-1: never). */
 int sr__watchdog_timeout_ms(const sr__watchdog *wd);
 void sr__watchdog_free(sr__watchdog *wd);

@@ -1,13 +1,13 @@
 /* A set of token shards named by globs: one token stream (shardrun/data.h). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "base/alloc.h"
+#include "base/glob_each.h"
 #include "shardrun/data.h"
 
 typedef struct names {
@@ -42,74 +42,33 @@ static void free_names(names *l) {
     free(l->v), free(l->dev), free(l->ino);
 }
 
-/* The next whitespace-separated word of *p, backslashes keeping the next character: malloc'd, or NULL at the end. */
-static char *next_word(const char **p) {
-    const char *s = *p;
-    while (*s == ' ' || *s == '\t' || *s == '\n') s++;
-    if (!*s) return NULL;
-    char *w = sr__malloc(strlen(s) + 1), *o = w;
-    if (!w) return NULL;
-    for (; *s && *s != ' ' && *s != '\t' && *s != '\n'; s++) {
-        if (*s == '\\' && s[1] && (s[1] == ' ' || s[1] == '\t' || s[1] == '\\')) s++;
-        *o++ = *s;
+typedef struct {
+    names *out;
+    char *err;
+    size_t errlen;
+} expand_ctx;
+
+static int add_match(const char *path, void *arg) {
+    expand_ctx *x = arg;
+    struct stat st;
+    /* stat, not lstat: a link to a shard is a shard; what is not a regular file is refused by sr_shard_open */
+    if (stat(path, &st) != 0) {
+        snprintf(x->err, x->errlen, "%s: %s", path, strerror(errno));
+        return -1;
     }
-    *o = 0;
-    *p = s;
-    return w;
+    if (add_name(x->out, path, &st) != 0) {
+        snprintf(x->err, x->errlen, "out of memory listing the shards");
+        return -1;
+    }
+    return 0;
 }
 
 /* Every file the patterns name, in order; each pattern must match. */
 static int expand(names *out, const char *patterns, const char *base_dir, char *err, size_t errlen) {
-    const char *p = patterns;
-    char *word;
-    int any = 0;
-    while ((word = next_word(&p))) {
-        char *full = word[0] == '/' || !base_dir ? sr__strdup(word) : NULL;
-        if (!full && base_dir) { /* the base folder's own glob characters escaped */
-            size_t b = strlen(base_dir), k = 0;
-            if ((full = sr__malloc(2 * b + 2 + strlen(word)))) {
-                for (size_t i = 0; i < b; i++) {
-                    if (strchr("*?[\\", base_dir[i])) full[k++] = '\\';
-                    full[k++] = base_dir[i];
-                }
-                full[k++] = '/';
-                strcpy(full + k, word);
-            }
-        }
-        glob_t g;
-        int r = full ? glob(full, GLOB_ERR, NULL, &g) : GLOB_NOSPACE;
-        if (r != 0) {
-            if (r == GLOB_NOMATCH) snprintf(err, errlen, "%s: no such shard (the pattern matches no file)", full);
-            else
-                snprintf(err, errlen, "%s: cannot list the matches: %s", full ? full : word,
-                         r == GLOB_NOSPACE ? "out of memory" : strerror(errno));
-            if (r != GLOB_NOSPACE) globfree(&g);
-            free(full), free(word);
-            return -1;
-        }
-        for (size_t i = 0; i < g.gl_pathc; i++) {
-            struct stat st;
-            /* stat, not lstat: a link to a shard is a shard; what is not a regular file is refused by sr_shard_open */
-            if (stat(g.gl_pathv[i], &st) != 0) {
-                snprintf(err, errlen, "%s: %s", g.gl_pathv[i], strerror(errno));
-                globfree(&g), free(full), free(word);
-                return -1;
-            }
-            if (add_name(out, g.gl_pathv[i], &st) != 0) {
-                snprintf(err, errlen, "out of memory listing the shards");
-                globfree(&g), free(full), free(word);
-                return -1;
-            }
-        }
-        globfree(&g);
-        free(full), free(word);
-        any = 1;
-    }
-    if (!any) {
-        snprintf(err, errlen, "no shard named (the list of files is empty)");
-        return -1;
-    }
-    return 0;
+    expand_ctx x = {out, err, errlen};
+    int n = sr__glob_each(patterns, base_dir, "shard", add_match, &x, err, errlen);
+    if (n == 0) snprintf(err, errlen, "no shard named (the list of files is empty)");
+    return n > 0 ? 0 : -1;
 }
 
 int sr_shard_set_open(sr_shard_set *set, const char *patterns, const char *base_dir, char *err, size_t errlen) {

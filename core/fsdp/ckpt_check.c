@@ -85,8 +85,9 @@ void sr__ckpt_checks_plan(const sr__engine *e, sr__ckpt_source *s) {
         want[f] = sr__calloc(n * (size_t)S, sizeof **want);
     }
     for (int i = 0; i < m->nparams; i++)
-        if (m->params[i].tied_to < 0)
-            for (int k = 0; k < SR_CKPT_KINDS; k++) count_param(e, s, &m->params[i], k, want);
+        if (m->params[i].tied_to < 0) /* a frozen parameter's values only: it has no moments */
+            for (int k = 0; k < (sr__param_frozen(m, i) ? 1 : SR_CKPT_KINDS); k++)
+                count_param(e, s, &m->params[i], k, want);
     int turn = 0;
     for (int f = 0; f < nf; f++)
         for (size_t t = 0; t < sr__st_count(sr__ckpt_source_file(s, f)); t++) {

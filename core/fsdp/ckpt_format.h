@@ -21,7 +21,8 @@
 /* The three fp32 arrays saved per parameter, and their names in tensor names ("u3.exp_avg"). */
 enum { SR_CKPT_PARAM = 0, SR_CKPT_EXP_AVG, SR_CKPT_EXP_AVG_SQ, SR_CKPT_KINDS };
 extern const char *const sr__ckpt_kind[SR_CKPT_KINDS];
-/* The engine's shard of a unit (fsdp/engine_internal.h) that a kind is saved from and loaded into. */
+/* The engine's shard of a unit (fsdp/engine_internal.h) that a kind is saved from and loaded into;
+   NULL for the moments of a frozen unit, which has none (and saves none). */
 struct sr__uslot;
 float *sr__ckpt_kind_shard(struct sr__uslot *s, int kind);
 

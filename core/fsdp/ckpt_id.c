@@ -33,6 +33,7 @@ static int state_hash(sr__engine *e, const sr__train_state *ts, uint64_t *out, s
         for (int k = 0; k < SR_CKPT_KINDS; k++) {
             const float *src = sr__ckpt_kind_shard(&e->slot[u], k);
             size_t bytes = e->units.u[u].shard * sizeof(float);
+            if (!src) continue; /* a frozen unit's moments: none */
             if (host) {
                 e->hdev->to_host(host, src, bytes);
                 src = host;

@@ -82,6 +82,7 @@ static int copy_shards(sr__engine *e, sr__ckpt_source *s) {
         size_t lo = (size_t)e->shard_rank * un->shard, a, b;
         float *host = sr__malloc(un->shard * sizeof *host + 1);
         for (int k = 0; k < SR_CKPT_KINDS && !failed; k++) {
+            if (!sr__ckpt_kind_shard(&e->slot[u], k)) continue; /* a frozen unit: values only */
             memset(host, 0, un->shard * sizeof *host);
             for (int j = 0; j < un->nparams && !failed; j++) {
                 const sr__param *p = &e->model->params[un->params[j]];

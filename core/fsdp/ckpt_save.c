@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/progress.h"
 #include "base/strbuf.h"
+#include "fsdp/ckpt_adapter.h"
 #include "fsdp/ckpt_file.h"
 #include "fsdp/ckpt_format.h"
 #include "fsdp/ckpt_id.h"
@@ -58,13 +59,16 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
         free(t), free(names);
         return -1;
     }
-    int oom = 0;
+    /* uU.param for every unit, uU.exp_avg and uU.exp_avg_sq for the trainable ones: a frozen unit has
+       no optimizer state, and the missing moments say it was frozen (ckpt_verify.c) */
+    int oom = 0, nt = 0;
     for (int u = 0; u < nu; u++)
         for (int k = 0; k < SR_CKPT_KINDS; k++) {
-            sr__st_tensor *x = &t[u * SR_CKPT_KINDS + k];
-            names[u * SR_CKPT_KINDS + k] = sr__fmt("u%d.%s", u, sr__ckpt_kind[k]);
-            x->name = names[u * SR_CKPT_KINDS + k] ? names[u * SR_CKPT_KINDS + k] : "";
-            oom |= !names[u * SR_CKPT_KINDS + k];
+            if (!sr__ckpt_kind_shard(&e->slot[u], k)) continue;
+            sr__st_tensor *x = &t[nt];
+            names[nt] = sr__fmt("u%d.%s", u, sr__ckpt_kind[k]);
+            x->name = names[nt] ? names[nt] : "";
+            oom |= !names[nt++];
             x->dtype = SR_FLOAT32;
             x->ndim = 1;
             x->shape[0] = (int64_t)e->units.u[u].shard;
@@ -94,12 +98,12 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
         else l.oom = 1;
         free(k);
     }
-    sr__ckpt_add_hashes(&l, t, (size_t)nu * SR_CKPT_KINDS);
+    sr__ckpt_add_hashes(&l, t, (size_t)nt);
     sr__ckpt_out o;
     char name[64];
     rc = sr__ckpt_out_create(
-        &o, sr__fmt("%s/%s", tmp, sr__ckpt_shard_name(name, sizeof name, e->shard_rank, e->shard_size)), t,
-        (size_t)nu * SR_CKPT_KINDS, &l, tm);
+        &o, sr__fmt("%s/%s", tmp, sr__ckpt_shard_name(name, sizeof name, e->shard_rank, e->shard_size)), t, (size_t)nt,
+        &l, tm);
     size_t maxs = 0;
     for (int u = 0; u < nu; u++) maxs = e->units.u[u].shard > maxs ? e->units.u[u].shard : maxs;
     float *host = rc ? NULL : sr__malloc(maxs * sizeof *host + 1);
@@ -107,17 +111,19 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
         sr__log(SR_LOG_ERROR, "checkpoint: out of memory for a unit's shard (%zu bytes)", maxs * sizeof *host + 1);
         rc = -1;
     }
-    for (int u = 0; u < nu && !rc; u++) {
+    for (int u = 0, ti = 0; u < nu && !rc; u++) {
         size_t n = e->units.u[u].shard;
         for (int k = 0; k < SR_CKPT_KINDS && !rc; k++) {
-            e->hdev->to_host(host, sr__ckpt_kind_shard(&e->slot[u], k), n * sizeof *host);
-            rc = sr__ckpt_out_put(&o, (size_t)(u * SR_CKPT_KINDS + k), host, n * sizeof *host);
+            const float *src = sr__ckpt_kind_shard(&e->slot[u], k);
+            if (!src) continue;
+            e->hdev->to_host(host, src, n * sizeof *host);
+            rc = sr__ckpt_out_put(&o, (size_t)ti++, host, n * sizeof *host);
         }
         debug_delay();
     }
     rc = sr__ckpt_out_close(&o, rc == 0);
     free(host);
-    for (int i = 0; i < nu * SR_CKPT_KINDS; i++) free(names[i]);
+    for (int i = 0; i < nt; i++) free(names[i]);
     sr__ckpt_kv_free(&l);
     free(names), free(t);
     return rc;
@@ -128,22 +134,26 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
     if (e->rep_rank != 0) return 0;
     int me = e->rank == 0, rc = 0, np = e->model->nparams;
     sr__ckpt_out mo = {0}, oo = {0};
-    int *idx = me ? sr__calloc((size_t)np, sizeof *idx) : NULL; /* param -> tensor index in both files */
+    /* param -> tensor index in model.safetensors, and in optimizer.safetensors (-1: frozen, no state) */
+    int *idx = me ? sr__calloc((size_t)np * 2, sizeof *idx) : NULL, *oidx = idx ? idx + np : NULL;
     if (me) {
         sr__st_tensor *mt = sr__calloc((size_t)np, sizeof *mt), *ot = sr__calloc((size_t)np * 2, sizeof *ot);
         char **onames = sr__calloc((size_t)np * 2, sizeof *onames);
-        int n = 0, oom = !idx || !mt || !ot || !onames;
+        int n = 0, on = 0, oom = !idx || !mt || !ot || !onames;
         for (int i = 0; i < np && !oom; i++) {
             const sr__param *p = &e->model->params[i];
             if (p->tied_to >= 0) continue; /* tied names are saved once, under the owner (as HF does) */
             idx[i] = n;
+            oidx[i] = -1;
             mt[n] = (sr__st_tensor){.name = p->name, .dtype = SR_FLOAT32, .ndim = p->ndim};
             memcpy(mt[n].shape, p->shape, sizeof p->shape);
-            for (int k = 0; k < 2; k++) {
-                onames[2 * n + k] = sr__fmt("%s.%s", p->name, sr__ckpt_kind[1 + k]);
-                ot[2 * n + k] = mt[n];
-                ot[2 * n + k].name = onames[2 * n + k] ? onames[2 * n + k] : "";
-                oom |= !onames[2 * n + k];
+            /* a frozen parameter has no optimizer state, as in torch's optimizer state_dict */
+            for (int k = 0; k < 2 && !sr__param_frozen(e->model, i); k++) {
+                oidx[i] = on / 2;
+                onames[on] = sr__fmt("%s.%s", p->name, sr__ckpt_kind[1 + k]);
+                ot[on] = mt[n];
+                ot[on].name = onames[on] ? onames[on] : "";
+                oom |= !onames[on++];
             }
             n++;
         }
@@ -152,11 +162,11 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
         sr__ckpt_add_common(&ml, cm, "model");
         sr__ckpt_add_hashes(&ml, mt, (size_t)n);
         sr__ckpt_add_common(&ol, cm, "optimizer");
-        sr__ckpt_add_hashes(&ol, ot, (size_t)n * 2);
+        sr__ckpt_add_hashes(&ol, ot, (size_t)on);
         rc = sr__ckpt_out_create(&mo, sr__fmt("%s/model.safetensors", tmp), mt, (size_t)n, &ml, tm);
-        if (!rc) rc = sr__ckpt_out_create(&oo, sr__fmt("%s/optimizer.safetensors", tmp), ot, (size_t)n * 2, &ol, tm);
+        if (!rc) rc = sr__ckpt_out_create(&oo, sr__fmt("%s/optimizer.safetensors", tmp), ot, (size_t)on, &ol, tm);
         sr__ckpt_kv_free(&ml), sr__ckpt_kv_free(&ol);
-        for (int i = 0; onames && i < 2 * n + 2 && i < 2 * np; i++) free(onames[i]);
+        for (int i = 0; onames && i < 2 * np; i++) free(onames[i]);
         free(onames), free(mt), free(ot);
     }
     /* rank 0's failure to create the files must stop the whole shard group before any gather */
@@ -173,7 +183,8 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
         const sr__unit *un = &e->units.u[u];
         for (int k = 0; k < SR_CKPT_KINDS && !rc; k++) {
             float *src = sr__ckpt_kind_shard(&e->slot[u], k);
-            if (e->offload) { /* collectives and the copy below read device memory */
+            if (!src) continue; /* a frozen unit's moments: none, on every rank alike */
+            if (e->offload) {   /* collectives and the copy below read device memory */
                 sr__engine_shard_to_dev(e, e->xfer, src, un->shard);
                 src = e->xfer;
             }
@@ -192,7 +203,7 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
                 const float *data = host + p->offset;
                 size_t bytes = p->numel * sizeof(float);
                 if (k == SR_CKPT_PARAM) rc = sr__ckpt_out_put(&mo, (size_t)idx[un->params[j]], data, bytes);
-                else rc = sr__ckpt_out_put(&oo, (size_t)(2 * idx[un->params[j]] + k - 1), data, bytes);
+                else rc = sr__ckpt_out_put(&oo, (size_t)(2 * oidx[un->params[j]] + k - 1), data, bytes);
             }
         }
         debug_delay();
@@ -229,6 +240,9 @@ int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) 
     if (rc == 0) rc = sr__ckpt_make_meta(e, ts, &cm, &tm);
     if (rc == 0) {
         failed = (e->cfg.state_dict == SR_SD_FULL ? save_full(e, tmp, &cm, &tm) : save_sharded(e, tmp, &cm, &tm)) != 0;
+        /* PEFT's adapter files, out of the model.safetensors rank 0 just wrote */
+        if (!failed && e->cfg.state_dict == SR_SD_FULL && e->rank == 0)
+            failed = sr__ckpt_save_adapter(e->model, tmp) != 0;
         rc = sr__engine_agree(e, e->world, failed);
     }
     if (rc == 0 && e->rank == 0) {

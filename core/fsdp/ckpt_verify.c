@@ -225,6 +225,52 @@ static int check_model(const sr__engine *e, const sr__ckpt_source *s, const char
     return bad ? -1 : 0;
 }
 
+/* Whether the checkpoint saved parameter p frozen: it holds no optimizer state for it (FULL: no
+   NAME.exp_avg in optimizer.safetensors; SHARDED: no uU.exp_avg for its saved unit). */
+static int saved_frozen(const sr__ckpt_source *s, const sr__param *p) {
+    if (s->full) {
+        char name[1024];
+        snprintf(name, sizeof name, "%s.%s", p->name, sr__ckpt_kind[SR_CKPT_EXP_AVG]);
+        return sr__st_find(s->optim, name, NULL) == NULL;
+    }
+    const sr__ckpt_param *cp = sr__ckpt_index_find(&s->index, p->name);
+    char tname[64];
+    if (!cp) return 0;
+    snprintf(tname, sizeof tname, "u%d.%s", cp->unit, sr__ckpt_kind[SR_CKPT_EXP_AVG]);
+    return sr__st_find(s->shards[0], tname, NULL) == NULL;
+}
+
+/* The frozen parameters (SR_PARAM_FROZEN, [task] freeze) must be the ones the checkpoint saved
+   frozen: a parameter trainable now but frozen then has no optimizer state to resume, and one frozen
+   now but trained then would drop its state.  0, or -1 after printing the first few that differ. */
+static int check_frozen(const sr__engine *e, const sr__ckpt_source *s) {
+    const sr_model *m = e->model;
+    sr__buf now_frozen = {0}, now_trained = {0};
+    int nf = 0, nt = 0;
+    for (int i = 0; i < m->nparams; i++) {
+        const sr__param *p = &m->params[i];
+        if (p->tied_to >= 0) continue;
+        int was = saved_frozen(s, p), is = sr__param_frozen(m, i);
+        if (was == is) continue;
+        sr__buf *b = is ? &now_frozen : &now_trained;
+        int *n = is ? &nf : &nt;
+        if ((*n)++ < 3) sr__buf_printf(b, "%s%s", b->n ? ", " : "", p->name);
+    }
+    if (nf || nt) {
+        sr__log(SR_LOG_ERROR,
+                "resume_from_checkpoint: %s was trained with other frozen parameters than this run's: %d frozen now "
+                "but trained in the checkpoint%s%s%s%s, %d trained now but frozen in the checkpoint (no optimizer "
+                "state saved)%s%s%s%s.  A resume continues the same training: keep [task] freeze (and the task's "
+                "SR_PARAM_FROZEN flags) as they were, or start a new run from the checkpoint's model.safetensors "
+                "with init_weights (FULL_STATE_DICT), without its optimizer state",
+                s->dir, nf, nf ? " (" : "", nf && now_frozen.s ? now_frozen.s : "", nf > 3 ? ", ..." : "",
+                nf ? ")" : "", nt, nt ? " (" : "", nt && now_trained.s ? now_trained.s : "", nt > 3 ? ", ..." : "",
+                nt ? ")" : "");
+    }
+    sr__buf_free(&now_frozen), sr__buf_free(&now_trained);
+    return nf || nt ? -1 : 0;
+}
+
 /* SHARDED: shard 0's index, once its index_hash is verified.  0, or -1 after printing why. */
 static int parse_index(sr__ckpt_source *s) {
     char why[600], name[64];
@@ -249,6 +295,7 @@ int sr__ckpt_verify(const sr__engine *e, sr__ckpt_source *s, const char *sid, lo
     if (!bad) bad = check_files(s->dir, v, n, sid, sstep) != 0;
     if (!bad) bad = parse_index(s) != 0;
     if (!bad) bad = check_model(e, s, v[0].digest) != 0;
+    if (!bad) bad = check_frozen(e, s) != 0;
     if (!bad) sr__ckpt_checks_plan(e, s);
     if (!bad) bad = sr__ckpt_check_unowned(e, s) != 0;
     for (int i = 0; i < n; i++) free(v[i].name);

@@ -64,6 +64,11 @@ static void pool_drain(sr__engine *e, sr__pool *p) {
 
 static int is_root(const sr__engine *e, int u) { return e->units.u[u].root; }
 
+/* where wrapped unit u's gathered buffer comes from */
+static sr__pool *param_pool_of(sr__engine *e, int u) {
+    return e->units.u[u].owner >= 0 ? &e->companion_pool : &e->param_pool;
+}
+
 /* where unit u's shard-sized temporaries come from */
 static sr__pool *temp_pool_of(sr__engine *e, int u) { return is_root(e, u) ? &e->root_temp_pool : &e->temp_pool; }
 
@@ -102,11 +107,13 @@ void sr__engine_shard_from_dev(sr__engine *e, float *shard, const float *dev_src
     else if (shard != dev_src) e->dev->cast(shard, SR_FLOAT32, dev_src, SR_FLOAT32, n);
 }
 
-static int issue_gather(sr__engine *e, int u) {
+static int is_frozen(const sr__engine *e, int u) { return e->units.u[u].frozen; }
+
+static int issue_gather_one(sr__engine *e, int u) {
     sr__uslot *s = &e->slot[u];
     if (s->st != SR_U_RELEASED) return 0;
     const sr__unit *un = &e->units.u[u];
-    if (!s->full) s->full = pool_get(e, &e->param_pool);
+    if (!s->full) s->full = pool_get(e, param_pool_of(e, u));
     if (!s->full) return -1;
     if (!e->shard_pg) { /* one shard holds everything: a cast is the gather */
         cast_shard(e, s->full, s->master, un->shard);
@@ -136,7 +143,7 @@ static void wait_done(double issued, double t0, size_t bytes) {
     sr__prof_add(SR__PROF_COLL_WAIT, t0, 0, (double)bytes);
 }
 
-static int wait_gather(sr__engine *e, int u) {
+static int wait_gather_one(sr__engine *e, int u) {
     sr__uslot *s = &e->slot[u];
     if (s->st != SR_U_GATHERING) return 0;
     double t0 = sr__prof_now();
@@ -150,19 +157,37 @@ static int wait_gather(sr__engine *e, int u) {
     return 0;
 }
 
+/* A unit and its frozen companion (units.h) are gathered, waited for and released together. */
+static int issue_gather(sr__engine *e, int u) {
+    int c = e->units.u[u].companion;
+    if (issue_gather_one(e, u) != 0) return -1;
+    return c >= 0 ? issue_gather_one(e, c) : 0;
+}
+
+static int wait_gather(sr__engine *e, int u) {
+    int c = e->units.u[u].companion, rc = wait_gather_one(e, u);
+    if (c >= 0 && wait_gather_one(e, c) != 0) rc = -1;
+    return rc;
+}
+
 static int ensure_gathered(sr__engine *e, int u) {
     if (issue_gather(e, u) != 0) return -1;
     return wait_gather(e, u);
 }
 
-static void release_params(sr__engine *e, int u) {
+static void release_one(sr__engine *e, int u) {
     sr__uslot *s = &e->slot[u];
     if (s->st != SR_U_GATHERED) return;
     s->st = SR_U_RELEASED;
     if (!is_root(e, u)) { /* the root keeps its own buffer */
-        pool_put(&e->param_pool, s->full);
+        pool_put(param_pool_of(e, u), s->full);
         s->full = NULL;
     }
+}
+
+static void release_params(sr__engine *e, int u) {
+    release_one(e, u);
+    if (e->units.u[u].companion >= 0) release_one(e, e->units.u[u].companion);
 }
 
 /* ---- reducing gradients ------------------------------------------------------------------------ */
@@ -206,6 +231,10 @@ static int grads_direct(const sr__engine *e, int u) {
    the oldest reduce-scatter is finished first (that bounds memory, as limit_all_gathers does). */
 static int get_grad_buffer(sr__engine *e, int u) {
     sr__uslot *s = &e->slot[u];
+    if (is_frozen(e, u)) { /* no gradient at all: the task gets NULL for every parameter */
+        s->gdst = NULL;
+        return 0;
+    }
     if (complete_reduce(e, u) != 0) return -1; /* its previous micro-batch's reduction */
     if (grads_direct(e, u)) {
         s->gdst = s->grad;
@@ -228,6 +257,7 @@ static int get_grad_buffer(sr__engine *e, int u) {
 static int issue_reduce(sr__engine *e, int u) {
     sr__uslot *s = &e->slot[u];
     const sr__unit *un = &e->units.u[u];
+    if (is_frozen(e, u)) return 0;            /* nothing to reduce: a frozen unit does no reduce-scatter */
     if (s->gdst == (void *)s->grad) return 0; /* the task added into the shard itself */
     if (!e->shard_pg) {
         accumulate_shard(e, s->grad, s->gfull, un->shard);
@@ -245,6 +275,7 @@ static int issue_reduce(sr__engine *e, int u) {
     void *recv = direct ? (void *)s->grad : s->rs_recv;
     if (sr_pg_reduce_scatter(e->shard_pg, s->gfull, recv, un->shard, e->dtype, SR_AVG, &s->rs_work) != 0)
         return pg_fail(e->shard_pg, "reduce-scatter");
+    e->rs_bytes += (double)(un->padded * e->dsize);
     s->rs_pending = 1;
     e->pending_rs[e->npending++] = u;
     return 0;
@@ -254,11 +285,12 @@ static int issue_reduce(sr__engine *e, int u) {
 
 static void module_call(sr__engine *e, int mi, sr_module_call *c, int with_grads) {
     const sr__module *m = &e->model->mods[mi];
-    const sr__uslot *s = &e->slot[m->unit];
     for (int k = 0; k < m->nparams; k++) {
         const sr__param *p = &e->model->params[sr__param_owner(e->model, m->params[k])];
+        const sr__uslot *s = &e->slot[p->unit]; /* the module's unit, or its frozen companion */
         e->pptr[k] = (char *)s->full + p->offset * e->dsize;
-        e->gptr[k] = with_grads ? (char *)s->gdst + p->offset * e->dsize : NULL;
+        /* a frozen parameter's gradient pointer is NULL (shardrun/model.h) */
+        e->gptr[k] = with_grads && !is_frozen(e, p->unit) ? (char *)s->gdst + p->offset * e->dsize : NULL;
     }
     c->module = mi;
     c->name = m->name;
@@ -480,16 +512,18 @@ int sr__engine_avg(sr__engine *e, double *v) {
 
 double sr__engine_mean(sr__engine *e, double v) { return sr__engine_avg(e, &v) == 0 ? v : NAN; }
 
-/* bytes of this rank's fp32 gradient shards (the profile's traffic figures) */
+/* bytes of this rank's fp32 gradient shards (the profile's traffic figures); frozen units have none */
 static double shard_bytes(const sr__engine *e) {
     double b = 0;
-    for (int u = 0; u < e->units.n; u++) b += (double)(e->units.u[u].shard * sizeof(float));
+    for (int u = 0; u < e->units.n; u++)
+        if (!is_frozen(e, u)) b += (double)(e->units.u[u].shard * sizeof(float));
     return b;
 }
 
 static void zero_grads(sr__engine *e) {
     double t0 = sr__prof_now();
     for (int u = 0; u < e->units.n; u++) {
+        if (is_frozen(e, u)) continue;
         e->hdev->zero(e->slot[u].grad, e->units.u[u].shard * sizeof(float));
         e->slot[u].grad_clean = 1;
     }
@@ -518,6 +552,7 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
     if (e->rep_pg && e->offload) { /* host shards go through the device, one at a time */
         for (int u = 0; u < e->units.n; u++) {
             size_t n = e->units.u[u].shard;
+            if (is_frozen(e, u)) continue;
             sr__engine_shard_to_dev(e, e->xfer, e->slot[u].grad, n);
             e->dev->sync();
             if (sr_pg_all_reduce(e->rep_pg, e->xfer, n, SR_FLOAT32, SR_AVG, NULL) != 0)
@@ -530,7 +565,8 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
         if (!w) sr__log(SR_LOG_ERROR, "out of memory for %d all-reduce handles", e->units.n);
         double t0 = sr__prof_now();
         for (int u = 0; u < e->units.n && !rc; u++)
-            rc = sr_pg_all_reduce(e->rep_pg, e->slot[u].grad, e->units.u[u].shard, SR_FLOAT32, SR_AVG, &w[u]);
+            if (!is_frozen(e, u))
+                rc = sr_pg_all_reduce(e->rep_pg, e->slot[u].grad, e->units.u[u].shard, SR_FLOAT32, SR_AVG, &w[u]);
         for (int u = 0; w && u < e->units.n; u++)
             if (w[u] && sr_work_wait(w[u]) != 0) rc = -1;
         if (sr__prof.on) sr__prof_add(SR__PROF_COLL_WAIT, t0, 0, shard_bytes(e));
@@ -540,7 +576,8 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
     out->loss_scale = e->loss_scale;
     if (e->dtype == SR_FLOAT16) { /* every rank decides together whether this step overflowed */
         double bad = 0, t0 = sr__prof_now();
-        for (int u = 0; u < e->units.n && !bad; u++) bad = e->hdev->nonfinite(e->slot[u].grad, e->units.u[u].shard);
+        for (int u = 0; u < e->units.n && !bad; u++)
+            if (!is_frozen(e, u)) bad = e->hdev->nonfinite(e->slot[u].grad, e->units.u[u].shard);
         if (sr__prof.on) sr__prof_add(SR__PROF_CLIP, t0, 0, shard_bytes(e));
         if (reduce_scalar(e, e->world, &bad, SR_MAX) != 0) return -1;
         if (bad) {
@@ -553,7 +590,8 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
         }
     }
     double inv = 1.0 / e->loss_scale, sq = 0, t0 = sr__prof_now();
-    for (int u = 0; u < e->units.n; u++) sq += e->hdev->sumsq(e->slot[u].grad, e->units.u[u].shard);
+    for (int u = 0; u < e->units.n; u++) /* frozen parameters have no place in the norm */
+        if (!is_frozen(e, u)) sq += e->hdev->sumsq(e->slot[u].grad, e->units.u[u].shard);
     if (sr__prof.on) sr__prof_add(SR__PROF_CLIP, t0, 2 * shard_bytes(e) / sizeof(float), shard_bytes(e));
     if (reduce_scalar(e, e->shard_pg, &sq, SR_SUM) != 0) return -1;
     double norm = sqrt(sq) * inv, coef = 1.0;
@@ -578,7 +616,8 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
     a.bias_correction2 = (float)(1.0 - pow(o->beta2, (double)e->adam_steps));
     a.grad_mul = (float)(coef * inv);
     t0 = sr__prof_now();
-    for (int u = 0; u < e->units.n; u++) adamw_unit(e, u, o, &a);
+    for (int u = 0; u < e->units.n; u++)
+        if (!is_frozen(e, u)) adamw_unit(e, u, o, &a);
     /* reads param, grad and both moments, writes param and both moments */
     if (sr__prof.on) e->hdev->sync(), sr__prof_add(SR__PROF_OPTIM, t0, 0, 7 * shard_bytes(e));
     zero_grads(e);
@@ -689,7 +728,7 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
         sr__log(SR_LOG_ERROR, "out of memory for the FSDP engine's tables (%d units, %d modules)", nu, model->nmods);
         goto fail;
     }
-    size_t max_padded = 0, max_shard = 0, max_block_shard = 0;
+    size_t max_padded = 0, max_comp_padded = 0, max_grad_padded = 0, max_shard = 0, max_block_shard = 0, root_shard = 0;
     for (int mi = 0; mi < model->nmods; mi++) {
         int u = model->mods[mi].unit;
         e->mod_pos[mi] = -1;
@@ -709,32 +748,40 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
         const sr__unit *un = &e->units.u[u];
         sr__uslot *s = &e->slot[u];
         size_t b = un->shard * sizeof(float);
-        s->master = e->hdev->alloc(b), s->grad = e->hdev->alloc(b);
-        s->exp_avg = e->hdev->alloc(b), s->exp_avg_sq = e->hdev->alloc(b);
-        if (!s->master || !s->grad || !s->exp_avg || !s->exp_avg_sq) {
+        s->master = e->hdev->alloc(b);
+        if (!un->frozen) { /* a frozen unit keeps its values only: no gradient, no AdamW moments */
+            s->grad = e->hdev->alloc(b);
+            s->exp_avg = e->hdev->alloc(b), s->exp_avg_sq = e->hdev->alloc(b);
+        }
+        if (!s->master || (!un->frozen && (!s->grad || !s->exp_avg || !s->exp_avg_sq))) {
             sr__log(SR_LOG_ERROR, "out of memory allocating the shards of unit %s (%zu bytes each)", un->label, b);
             goto fail;
         }
         s->grad_clean = 1; /* alloc zero-fills (device.h) */
-        e->persistent += 4 * b;
+        e->persistent += (un->frozen ? 1 : 4) * b;
         if (un->shard > max_shard) max_shard = un->shard;
+        if (un->root && un->shard > root_shard) root_shard = un->shard;
         if (!un->root && un->shard > max_block_shard) max_block_shard = un->shard;
-        if (!un->root && un->padded > max_padded) max_padded = un->padded;
+        if (!un->root && un->owner < 0 && un->padded > max_padded) max_padded = un->padded;
+        if (!un->root && un->owner >= 0 && un->padded > max_comp_padded) max_comp_padded = un->padded;
+        if (!un->root && !un->frozen && un->padded > max_grad_padded) max_grad_padded = un->padded;
     }
     e->peak = e->persistent;
     /* pools: FULL_SHARD holds at most two units (current + prefetched); SHARD_GRAD_OP keeps every
        unit gathered from its forward to its backward */
-    e->param_pool.bytes = e->grad_pool.bytes = max_padded * e->dsize;
+    e->param_pool.bytes = max_padded * e->dsize;
+    e->companion_pool.bytes = max_comp_padded * e->dsize;
+    e->grad_pool.bytes = max_grad_padded * e->dsize;
     e->temp_pool.bytes = max_block_shard * e->dsize;
-    if (e->units.root >= 0) e->root_temp_pool.bytes = e->units.u[e->units.root].shard * e->dsize;
+    e->root_temp_pool.bytes = root_shard * e->dsize; /* the root's and its frozen companion's */
     e->grad_limit = 2;
-    if (e->units.root >= 0) { /* the root unit's buffers live for the whole run */
-        int r = e->units.root;
+    for (int r = 0; r < nu; r++) { /* the root unit's buffers (and its companion's) live for the whole run */
+        if (!e->units.u[r].root) continue;
         sr__pool rp = {e->units.u[r].padded * e->dsize, NULL, 0, 0};
         e->slot[r].full = pool_get(e, &rp);
-        e->slot[r].gfull = pool_get(e, &rp);
+        if (!e->units.u[r].frozen) e->slot[r].gfull = pool_get(e, &rp);
         free(rp.free);
-        if (!e->slot[r].full || !e->slot[r].gfull) goto fail;
+        if (!e->slot[r].full || (!e->units.u[r].frozen && !e->slot[r].gfull)) goto fail;
     }
     e->scalar = e->dev->alloc(16);
     if (!e->scalar) {
@@ -758,12 +805,13 @@ void sr__engine_free(sr__engine *e) {
         while (e->npending) complete_reduce(e, e->pending_rs[0]);
         for (int u = 0; e->slot && u < e->units.n; u++) { /* no slots: out of memory making them */
             sr__uslot *s = &e->slot[u];
-            if (s->st == SR_U_GATHERING) wait_gather(e, u);
+            if (s->st == SR_U_GATHERING) wait_gather_one(e, u);
             e->hdev->free(s->master), e->hdev->free(s->grad), e->hdev->free(s->exp_avg), e->hdev->free(s->exp_avg_sq);
             if (e->units.u[u].root) e->dev->free(s->full), e->dev->free(s->gfull);
-            else pool_put(&e->param_pool, s->full);
+            else pool_put(param_pool_of(e, u), s->full);
         }
         pool_drain(e, &e->param_pool), pool_drain(e, &e->grad_pool), pool_drain(e, &e->temp_pool);
+        pool_drain(e, &e->companion_pool);
         pool_drain(e, &e->root_temp_pool);
         e->dev->free(e->scalar);
         e->dev->free(e->xfer);
@@ -812,7 +860,7 @@ int sr__engine_fill_master(sr__engine *e, sr__unit_filler fill, void *arg, int f
                it rather than into a second copy of what may be the token embedding */
             int borrow = un->root && e->dsize == sizeof(float) && e->slot[u].full;
             if (borrow) { /* what it held is stale from here on: the next use gathers again */
-                if (wait_gather(e, u) != 0) {
+                if (wait_gather_one(e, u) != 0) {
                     free(host);
                     return -1;
                 }
@@ -868,6 +916,9 @@ void sr__engine_memory(const sr__engine *e, sr__engine_mem *m) {
     m->pool = e->pool_peak;
     m->peak = e->peak;
     m->params = sr__model_numel(e->model);
+    m->frozen = sr__model_frozen_numel(e->model);
+    m->rs_bytes = e->rs_bytes;
+    m->expected = (m->frozen * sizeof(float) + (m->params - m->frozen) * 4 * sizeof(float)) / (size_t)e->shard_size;
 }
 
 int sr__engine_param_stats(sr__engine *e, double *sum, double *sumsq) {
@@ -893,19 +944,23 @@ int sr__engine_param_stats(sr__engine *e, double *sum, double *sumsq) {
 
 void sr__engine_describe(const sr__engine *e, char *buf, size_t len) {
     int wrapped = e->nfwd;
+    char frozen[96] = "";
+    size_t nf = sr__model_frozen_numel(e->model);
+    if (nf) snprintf(frozen, sizeof frozen, ", %zu of them frozen", nf);
     if (!e->cfg.enabled) {
         snprintf(buf, len,
                  "replicated on %d rank%s (ACCELERATE_USE_FSDP is not true): gradients all-reduced, %s, "
-                 "%zu parameters",
-                 e->world_size, e->world_size == 1 ? "" : "s", sr_dtype_name(e->dtype), sr__model_numel(e->model));
+                 "%zu parameters%s",
+                 e->world_size, e->world_size == 1 ? "" : "s", sr_dtype_name(e->dtype), sr__model_numel(e->model),
+                 frozen);
         return;
     }
     snprintf(buf, len,
-             "FSDP %s on %d rank%s (shard group %d, replicas %d): %d unit%s (%d wrapped%s), %zu parameters, "
+             "FSDP %s on %d rank%s (shard group %d, replicas %d): %d unit%s (%d wrapped%s), %zu parameters%s, "
              "%s compute, backward prefetch %s, forward prefetch %s%s%s",
              sr__strategy_name(e->cfg.strategy), e->world_size, e->world_size == 1 ? "" : "s", e->shard_size,
              e->rep_size, e->units.n, e->units.n == 1 ? "" : "s", wrapped, e->units.root >= 0 ? " + root" : "",
-             sr__model_numel(e->model), sr_dtype_name(e->dtype), sr__prefetch_name(e->cfg.backward_prefetch),
+             sr__model_numel(e->model), frozen, sr_dtype_name(e->dtype), sr__prefetch_name(e->cfg.backward_prefetch),
              e->cfg.forward_prefetch ? "on" : "off",
              e->cfg.activation_checkpointing ? ", activation checkpointing" : "",
              e->offload ? ", shards offloaded to host memory" : "");

@@ -46,10 +46,15 @@ typedef struct sr__step_result {
 } sr__step_result;
 
 typedef struct sr__engine_mem {
-    size_t persistent; /* master + grad + 2 moment shards, bytes */
+    size_t persistent; /* master + grad + 2 moment shards of trainable units, master of frozen ones, bytes */
     size_t pool;       /* high-water mark of gathered-parameter, full-gradient and transfer buffers */
     size_t peak;       /* high-water mark of persistent + pool in use */
-    size_t params;     /* parameters the model trains */
+    size_t params;     /* parameters of the model, frozen ones included */
+    size_t frozen;     /* of them frozen (SR_PARAM_FROZEN) */
+    /* what persistent should be: (frozen x 4 + trainable x 16) bytes / shard-group size (fp32 shards;
+       padding to the group size aside) */
+    size_t expected;
+    double rs_bytes; /* gradient bytes this rank put into reduce-scatters so far */
 } sr__engine_mem;
 
 /* NULL after printing why (bad FSDP_* value, unknown wrap class, unsupported dtype, ...). */

@@ -65,7 +65,9 @@ struct sr__engine {
     /* pools */
     /* temp_pool: shard-sized buffers of the wrapped units; root_temp_pool: the root's, sized for its
        shard alone (a root holding the token embedding can be 20x a block's) */
-    sr__pool param_pool, grad_pool, temp_pool, root_temp_pool;
+    /* companion_pool: the gathered buffers of frozen companions (units.h), sized for them alone: a
+       LoRA unit's adapters and its frozen base would otherwise both take the larger size */
+    sr__pool param_pool, companion_pool, grad_pool, temp_pool, root_temp_pool;
     int grad_limit;  /* full-gradient buffers at most (see get_grad_buffer) */
     int *pending_rs; /* FIFO of units with a reduce-scatter in flight */
     int npending;
@@ -77,6 +79,7 @@ struct sr__engine {
     long long adam_steps; /* updates taken (skipped fp16 steps do not count), AdamW's t */
     /* accounting */
     size_t persistent, pool_peak, peak;
+    double rs_bytes; /* bytes this rank sent into reduce-scatters (frozen units send none) */
     /* per-call pointer arrays */
     void **pptr, **gptr;
     int max_mod_params;

@@ -112,10 +112,9 @@ static int read_fsdp(sr__fsdp_config *c) {
         if (read_enum("FSDP_BACKWARD_PREFETCH", PREFETCHES, 0, SR_PREFETCH_NONE, &v) < 0) rc = -1;
         c->backward_prefetch = (sr__prefetch)v;
         if (read_bool("FSDP_FORWARD_PREFETCH", 0, &c->forward_prefetch) < 0) rc = -1;
-        /* FSDP_USE_ORIG_PARAMS is checked (accelerate rejects a malformed value too) and has no
-           effect: the engine never shows a task flat parameters, only each parameter's own array */
-        int orig_params;
-        if (read_bool("FSDP_USE_ORIG_PARAMS", 0, &orig_params) < 0) rc = -1;
+        /* FSDP_USE_ORIG_PARAMS: the engine never shows a task flat parameters, only each parameter's
+           own array; false refuses a unit mixing frozen and trainable parameters (units.c) */
+        if (read_bool("FSDP_USE_ORIG_PARAMS", 0, &c->use_orig_params) < 0) rc = -1;
     } else {
         /* version 2 has no strategy names: reshard_after_forward says FULL_SHARD or SHARD_GRAD_OP, and
            prefetching is always on (FSDP2 prefetches the next unit in both passes) */
@@ -123,6 +122,7 @@ static int read_fsdp(sr__fsdp_config *c) {
         c->strategy = c->reshard_after_forward ? SR_FULL_SHARD : SR_SHARD_GRAD_OP;
         c->backward_prefetch = SR_PREFETCH_PRE;
         c->forward_prefetch = 1;
+        c->use_orig_params = 1; /* FSDP2 shards each parameter on its own: mixed units are fine */
     }
     if (read_enum("FSDP_AUTO_WRAP_POLICY", WRAPS, 0, SR_WRAP_NONE, &v) < 0) rc = -1;
     c->wrap = (sr__wrap)v;

@@ -30,6 +30,10 @@ typedef struct sr__fsdp_config {
     int forward_prefetch;
     sr__state_dict state_dict;
     int offload_params, sync_module_states, cpu_ram_efficient_loading, activation_checkpointing;
+    /* FSDP_USE_ORIG_PARAMS (version 1; version 2 always keeps the original parameters): the engine
+       never shows a task flat parameters, but without it a wrap unit must be uniformly frozen or
+       trainable, as torch's FlatParameter must (units.c) */
+    int use_orig_params;
 } sr__fsdp_config;
 
 /* Reads every variable; 0, or -1 with one message per problem printed to stderr. */

@@ -16,7 +16,7 @@ void sr__model_free(sr_model *m) {
     if (!m) return;
     for (int i = 0; i < m->nmods; i++) free(m->mods[i].name), free(m->mods[i].cls), free(m->mods[i].params);
     for (int i = 0; i < m->nparams; i++) free(m->params[i].name);
-    free(m->mods), free(m->params), free(m);
+    free(m->mods), free(m->params), free(m->adapter_prefix), free(m->adapter_config), free(m);
 }
 
 static int find_param(const sr_model *m, const char *name) {
@@ -116,6 +116,17 @@ size_t sr__model_numel(const sr_model *m) {
     return n;
 }
 
+int sr__param_frozen(const sr_model *m, int i) {
+    return (m->params[sr__param_owner(m, i)].flags & SR_PARAM_FROZEN) != 0;
+}
+
+size_t sr__model_frozen_numel(const sr_model *m) {
+    size_t n = 0;
+    for (int i = 0; i < m->nparams; i++)
+        if (m->params[i].tied_to < 0 && sr__param_frozen(m, i)) n += m->params[i].numel;
+    return n;
+}
+
 int sr__model_check(const sr_model *m, const char *task) {
     if (m->errors) {
         sr__log(SR_LOG_ERROR, "task %s: %d error(s) in its model description (above); fix the task", task, m->errors);
@@ -159,5 +170,14 @@ int sr_model_eval_data(sr_model *m, const sr_model_eval *eval) {
         m->eval.choice_batch = eval->choice_batch;
         m->eval.choice_losses = eval->choice_losses;
     }
+    return 0;
+}
+
+int sr_model_adapter(sr_model *m, const char *prefix, const char *config_json) {
+    if (!m || !prefix || !config_json) return m ? fail(m, "sr_model_adapter: NULL prefix or config") : -1;
+    if (m->adapter_config) return fail(m, "sr_model_adapter: called twice (one adapter per model)");
+    m->adapter_prefix = sr__strdup(prefix);
+    m->adapter_config = sr__strdup(config_json);
+    if (!m->adapter_prefix || !m->adapter_config) return fail(m, "sr_model_adapter: out of memory");
     return 0;
 }

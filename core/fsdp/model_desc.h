@@ -38,16 +38,26 @@ struct sr_model {
     int nmods;
     sr__param *params;
     int nparams;
-    int errors;         /* declaration errors already printed */
-    sr_model_eval eval; /* sr_model_eval_data(); num_samples NULL: no eval data */
+    int errors;                            /* declaration errors already printed */
+    sr_model_eval eval;                    /* sr_model_eval_data(); num_samples NULL: no eval data */
+    char *adapter_prefix, *adapter_config; /* sr_model_adapter(); NULL: no adapter files */
 };
 
 sr_model *sr__model_new(void);
 void sr__model_free(sr_model *m);
 /* Owner of parameter i (itself, or the parameter it is tied to). */
 int sr__param_owner(const sr_model *m, int i);
-/* Parameters a model trains (tied names counted once). */
+/* Parameters a model has (tied names counted once), frozen ones included. */
 size_t sr__model_numel(const sr_model *m);
+/* Whether parameter i is frozen (SR_PARAM_FROZEN on its owner: a tied name follows its target). */
+int sr__param_frozen(const sr_model *m, int i);
+/* Elements of the frozen parameters (tied names counted once); sr__model_numel() minus it trains. */
+size_t sr__model_frozen_numel(const sr_model *m);
+/* [task] freeze: `patterns` (comma-separated fnmatch globs on the full dotted names; NULL: none) set
+   SR_PARAM_FROZEN on every parameter one matches (a tied name freezes its target).  A pattern that
+   matches nothing, or a model left with nothing to train (patterns or the task's own flags), is
+   printed; -1 then, else 0. */
+int sr__model_freeze(sr_model *m, const char *patterns, const char *task);
 /* Checks the finished description (at least one module and one parameter); prints why not. */
 int sr__model_check(const sr_model *m, const char *task);
 

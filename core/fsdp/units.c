@@ -17,6 +17,7 @@ static int new_unit(sr__units *us, int root, const char *label) {
     sr__unit *u = &us->u[us->n];
     memset(u, 0, sizeof *u);
     u->root = root;
+    u->companion = u->owner = -1;
     u->label = sr__strdup(label);
     return u->label ? us->n++ : -1;
 }
@@ -80,6 +81,52 @@ static int module_tied(const sr_model *m, int mi) {
     return 0;
 }
 
+/* Unit u's first frozen (want 1) or trainable (want 0) owned parameter, or -1. */
+static int first_param(const sr_model *m, int u, int want) {
+    for (int i = 0; i < m->nparams; i++)
+        if (m->params[i].tied_to < 0 && m->mods[m->params[i].module].unit == u && sr__param_frozen(m, i) == want)
+            return i;
+    return -1;
+}
+
+/* Marks the units whose parameters are all frozen, and gives each unit mixing frozen and trainable
+   parameters a frozen companion -- or, under FSDP_USE_ORIG_PARAMS=false (FSDP version 1), refuses it
+   as torch refuses a FlatParameter of mixed requires_grad.  0, or -1 after printing why. */
+static int split_frozen(sr_model *m, const sr__fsdp_config *c, sr__units *us, int *oom) {
+    int n = us->n, rc = 0;
+    for (int u = 0; u < n; u++) {
+        int fi = first_param(m, u, 1), ti = first_param(m, u, 0);
+        if (fi < 0) continue;
+        if (ti < 0) {
+            us->u[u].frozen = 1;
+            continue;
+        }
+        if (c->enabled && !c->use_orig_params) {
+            sr__log(SR_LOG_ERROR,
+                    "FSDP unit %s mixes frozen and trainable parameters (\"%s\" is frozen, \"%s\" is trained), and "
+                    "FSDP_USE_ORIG_PARAMS is false: torch's FSDP flattens a unit into one FlatParameter, which "
+                    "needs a uniform requires_grad, and refuses it too.  Set [accelerate] fsdp.use_orig_params = "
+                    "true (accelerate's default), or wrap so that frozen and trainable parameters fall in "
+                    "different units (fsdp.transformer_layer_cls_to_wrap), or change [task] freeze so that the "
+                    "unit is all frozen or all trained",
+                    us->u[u].label, m->params[fi].name, m->params[ti].name);
+            rc = -1;
+            continue;
+        }
+        char *label = sr__fmt("%s (frozen part)", us->u[u].label);
+        int k = label ? new_unit(us, us->u[u].root, label) : -1;
+        free(label);
+        if (k < 0) {
+            *oom = 1;
+            return 0;
+        }
+        us->u[k].frozen = 1;
+        us->u[k].owner = u;
+        us->u[u].companion = k;
+    }
+    return rc;
+}
+
 int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__units *us) {
     memset(us, 0, sizeof *us);
     us->root = -1;
@@ -121,14 +168,14 @@ int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__u
         if (us->root < 0) us->root = new_unit(us, 1, "(root)");
         oom = add_module(m, us, us->root, i) != 0;
     }
+    int rc = oom ? 0 : split_frozen(m, c, us, &oom);
     /* owned parameters get their place in the flat buffer; ties must stay inside a unit */
-    int rc = 0;
-    for (int i = 0; i < m->nparams && !oom; i++) {
+    for (int i = 0; i < m->nparams && !oom && !rc; i++) {
         sr__param *p = &m->params[i];
         int ui = m->mods[p->module].unit;
         if (p->tied_to >= 0) {
             sr__param *o = &m->params[p->tied_to];
-            if (o->unit != ui) {
+            if (m->mods[o->module].unit != ui) {
                 sr__log(SR_LOG_ERROR,
                         "parameter \"%s\" (module %s) is tied to \"%s\" (module %s), but the wrap "
                         "policy puts the two modules in different FSDP units; wrap them together or leave both "
@@ -138,6 +185,7 @@ int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__u
             }
             continue;
         }
+        if (sr__param_frozen(m, i) && !us->u[ui].frozen) ui = us->u[ui].companion;
         sr__unit *u = &us->u[ui];
         p->unit = ui;
         p->offset = u->numel;

@@ -21,6 +21,13 @@ typedef struct sr__unit {
     size_t padded; /* numel rounded up to a multiple of the shard-group size */
     size_t shard;  /* padded / shard-group size: elements each rank keeps */
     char *label;   /* the first module's name, or "(root)" */
+    /* Frozen parameters (SR_PARAM_FROZEN).  A unit is uniformly frozen or trainable: the frozen
+       parameters of a wrap unit that also trains some (FSDP_USE_ORIG_PARAMS) go to a companion unit,
+       which has no modules of its own and is gathered, released and kept with it (the root's
+       companion is a root too).  A frozen unit has no gradient, no optimizer state, no reduction. */
+    int frozen;
+    int companion; /* the frozen companion's index, or -1 */
+    int owner;     /* a companion: the unit it belongs to; else -1 */
 } sr__unit;
 
 typedef struct sr__units {
@@ -39,7 +46,8 @@ static inline int sr__param_in_range(const sr__param *p, size_t lo, size_t n, si
     return *a < *b;
 }
 
-/* Applies the policy; every unknown class name and cross-unit tie is reported.  0 or -1. */
+/* Applies the policy; every unknown class name, cross-unit tie and (FSDP_USE_ORIG_PARAMS=false) unit
+   mixing frozen and trainable parameters is reported.  0 or -1. */
 int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__units *out);
 void sr__units_free(sr__units *us);
 

@@ -11,6 +11,7 @@ int sr__pg_fault(void) {
         known = !v                                       ? SR_PG_FAULT_NONE
                 : !strcmp(v, "shm_reduce_scatter_index") ? SR_PG_FAULT_SHM_RS_INDEX
                 : !strcmp(v, "gloo_avg_divisor")         ? SR_PG_FAULT_GLOO_AVG_DIVISOR
+                : !strcmp(v, "stop_in_collective")       ? SR_PG_FAULT_STOP_IN_COLLECTIVE
                                                          : SR_PG_FAULT_NONE;
     }
     return known;

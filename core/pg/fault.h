@@ -6,11 +6,14 @@
 
      shm_reduce_scatter_index   the shm backend's reduce-scatter: ranks above 0 fold another
                                 rank's slice (an index bug only ranks > 0 hit)
-     gloo_avg_divisor           the gloo backend (TCP) divides averages by the group size + 1 */
+     gloo_avg_divisor           the gloo backend (TCP) divides averages by the group size + 1
+     stop_in_collective         rank 1 stops itself (SIGSTOP) inside its 40th collective, after
+                                entering it: the hang watchdog must name it though every rank
+                                entered that collective (tests/hang/stop.sh) */
 #ifndef SR_CORE_PG_FAULT_H
 #define SR_CORE_PG_FAULT_H
 
-enum { SR_PG_FAULT_NONE, SR_PG_FAULT_SHM_RS_INDEX, SR_PG_FAULT_GLOO_AVG_DIVISOR };
+enum { SR_PG_FAULT_NONE, SR_PG_FAULT_SHM_RS_INDEX, SR_PG_FAULT_GLOO_AVG_DIVISOR, SR_PG_FAULT_STOP_IN_COLLECTIVE };
 
 int sr__pg_fault(void);
 

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "base/alloc.h"
 #include "pg/backend.h"
+#include "pg/fault.h"
 #include "pg/hier.h"
 #include "pg/shm.h"
 #include "pg/world.h"
@@ -154,6 +156,7 @@ static int run_op(sr_pg *pg, sr_work *w) {
     char err[768] = "";
     int stuck = -1, rc;
     sr__watch_collective_begin((int)w->kind); /* op_kind's order is sr__watch_coll_names' */
+    if (sr__pg_fault() == SR_PG_FAULT_STOP_IN_COLLECTIVE && pg->rank == 1 && w->seq == 40) raise(SIGSTOP);
     switch (w->kind) {
     case OP_ALL_GATHER:
         rc = ops->all_gather(pg->impl, w->send, w->recv, w->count, w->dt, &stuck, err, sizeof err);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -294,6 +295,16 @@ int sr__store_wait_send(sr__store *c, const char *key) { return wait_request(c, 
 int sr__store_fd(const sr__store *c) { return c->fd; }
 
 const char *sr__store_error(const sr__store *c) { return c->error; }
+
+int sr__store_set_io_timeout(sr__store *c, double timeout_s) {
+    struct timeval tv = {(time_t)timeout_s, (suseconds_t)((timeout_s - (double)(time_t)timeout_s) * 1e6)};
+    if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+        setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
+        snprintf(c->error, sizeof c->error, "cannot set the store connection's timeout: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
 
 void sr__store_close(sr__store *c) {
     if (!c) return;

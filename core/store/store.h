@@ -69,6 +69,8 @@ int sr__store_fetch_pieces(sr__store *c, const char *const *keys, int n, int pie
 int sr__store_wait_send(sr__store *c, const char *key);
 int sr__store_fd(const sr__store *c);
 const char *sr__store_error(const sr__store *c);
+/* Every later call on c fails (the connection lost) when a send or a reply takes longer than this. */
+int sr__store_set_io_timeout(sr__store *c, double timeout_s);
 void sr__store_close(sr__store *c);
 
 #ifdef __cplusplus

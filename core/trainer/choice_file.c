@@ -2,9 +2,9 @@
 #define _GNU_SOURCE
 #include "trainer/choice_file.h"
 #include "base/alloc.h"
+#include "base/glob_each.h"
 
 #include <errno.h>
-#include <glob.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,44 +185,26 @@ static int load_file(sr__choice_set *s, const char *path, int64_t vocab, int64_t
     return parse(s, path, b, size, vocab, max_tokens, err, len);
 }
 
+typedef struct {
+    sr__choice_set *s;
+    int64_t vocab, max_tokens;
+    char *err;
+    size_t errlen;
+} load_ctx;
+
+static int load_match(const char *path, void *arg) {
+    load_ctx *x = arg;
+    return load_file(x->s, path, x->vocab, x->max_tokens, x->err, x->errlen);
+}
+
 int sr__choice_load(sr__choice_set *s, const char *patterns, const char *base_dir, int64_t vocab, int64_t max_tokens,
                     char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
-    size_t len = strlen(patterns), blen = base_dir ? strlen(base_dir) : 0;
-    char *pat = sr__malloc(2 * blen + 2 + len + 1);
-    if (!pat) return fail(err, errlen, "out of memory");
-    int rc = 0, nfiles = 0;
-    for (size_t i = 0; !rc;) {
-        while (i < len && strchr(" \t\r\n", patterns[i])) i++;
-        if (i == len) break;
-        size_t k = 0;
-        if (blen && patterns[i] != '/') { /* relative: under base_dir, its glob characters escaped */
-            for (size_t c = 0; c < blen; c++) {
-                if (strchr("*?[\\", base_dir[c])) pat[k++] = '\\';
-                pat[k++] = base_dir[c];
-            }
-            pat[k++] = '/';
-        }
-        for (; i < len && !strchr(" \t\r\n", patterns[i]); i++) {
-            if (patterns[i] == '\\' && i + 1 < len) pat[k++] = patterns[i++];
-            pat[k++] = patterns[i];
-        }
-        pat[k] = 0;
-        glob_t g;
-        int gr = glob(pat, GLOB_NOCHECK, NULL, &g); /* no match: the pattern itself, reported as missing */
-        if (gr) {
-            rc = fail(err, errlen, "the pattern \"%s\" cannot be expanded", pat);
-            if (gr != GLOB_NOSPACE) globfree(&g);
-            break;
-        }
-        for (size_t m = 0; m < g.gl_pathc && !rc; m++, nfiles++)
-            rc = load_file(s, g.gl_pathv[m], vocab, max_tokens, err, errlen);
-        globfree(&g);
-    }
-    free(pat);
-    if (!rc && !nfiles) rc = fail(err, errlen, "no file named: the list of eval files is empty");
-    if (rc) sr__choice_free(s);
-    return rc;
+    load_ctx x = {s, vocab, max_tokens, err, errlen};
+    int n = sr__glob_each(patterns, base_dir, "eval file", load_match, &x, err, errlen);
+    if (n == 0) fail(err, errlen, "no file named: the list of eval files is empty");
+    if (n <= 0) sr__choice_free(s);
+    return n > 0 ? 0 : -1;
 }
 
 void sr__choice_free(sr__choice_set *s) {

@@ -39,6 +39,11 @@ int sr__trainer_report(sr__trainer *t, double runtime) {
     if (t->a.nan_policy == SR_NAN_SKIP_STEP) sr_report_int(ctx, "nan_steps_skipped", t->nan_skipped);
     sr_report_num(ctx, "step_time_ms", t->nst ? t->step_times[t->nst / 2] * 1e3 : 0); /* the median */
     sr_report_int(ctx, "engine_persistent_bytes", (long long)mem.persistent);
+    /* (frozen x 4 + trainable x 16) / shards: what persistent bytes should be (docs/model-tasks.md) */
+    sr_report_int(ctx, "engine_persistent_formula_bytes", (long long)mem.expected);
+    sr_report_int(ctx, "frozen_params", (long long)mem.frozen);
+    sr_report_int(ctx, "trainable_params", (long long)(mem.params - mem.frozen));
+    sr_report_int(ctx, "engine_reduce_scatter_bytes", (long long)mem.rs_bytes);
     sr_report_int(ctx, "engine_pool_bytes", (long long)mem.pool);
     sr_report_num(ctx, "peak_rss_gb", peak_rss_gb());
     if (t->a.init_weights && !t->a.resume_from_checkpoint)

@@ -94,6 +94,7 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     if (a->eval_files && !*a->eval_files) a->eval_files = NULL;
     a->output_dir = sr_config_path(c, "output_dir");
     a->resume_allow_changes = sr_config(c, "resume_allow_changes");
+    a->freeze = sr_config(c, "freeze"); /* applied to the model once the task described it (model_freeze.c) */
     if (a->output_dir && !*a->output_dir) a->output_dir = NULL;
     a->save_final = save_final ? !strcmp(save_final, "true") : a->output_dir != NULL;
     free(save_final);

@@ -36,6 +36,7 @@ typedef struct sr__train_args {
     const char *output_dir;             /* NULL: nothing is written */
     const char *resume_from_checkpoint; /* NULL, "latest", or a checkpoint folder */
     const char *resume_allow_changes;   /* [task] keys a resume may change, comma-separated, "all", or NULL */
+    const char *freeze;                 /* [task] freeze: globs of the parameters not trained, or NULL */
     int save_final;                     /* a checkpoint after the last step (default: when output_dir is set) */
     int overwrite_output_dir;           /* an output_dir holding checkpoints may be written over */
     /* evaluation and the records (eval.c, records.c) */

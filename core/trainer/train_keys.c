@@ -68,6 +68,10 @@ const sr_key sr__trainer_keys[] = {
     {"load_best_model_at_end", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL,
      "after training, load the best checkpoint's parameters (the results' param_sum describe it) and keep that "
      "checkpoint under save_total_limit; needs eval_strategy = steps and save_steps a multiple of eval_steps"},
+    {"freeze", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "parameters not to train (requires_grad = False): comma-separated fnmatch globs on the full dotted names, such "
+     "as transformer.h.*.attn.*; each must match a parameter. Frozen parameters get no gradient, no optimizer state "
+     "and no place in the gradient norm (docs/model-tasks.md)"},
     {"nan_policy", SR_KEY_ENUM, "stop", "stop|skip_step|warn", 0, NOLIM, NULL,
      "a step whose loss or gradient norm is NaN or infinite: stop (exit 1 before its update, naming the step and "
      "the last checkpoint), skip_step (no update; more than 10 such steps in a row stop), or warn (update anyway; "

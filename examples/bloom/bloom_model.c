@@ -23,30 +23,16 @@
 #include <string.h>
 
 #include "block.h"
+#include "bloom_sizes.h"
 #include "lm_task.h"
-
-/* HF's configurations (bigscience/bloom-*); tiny is ours, for tests and the demo */
-typedef struct bloom_size {
-    const char *name;
-    int n_layer, n_head, hidden_size, vocab_size; /* vocab_size 0: the tokenizer's */
-} bloom_size;
-
-static const bloom_size SIZES[] = {
-    {"tiny", 4, 4, 128, 0},
-    {"bloom-560m", 24, 16, 1024, 250880},
-    {"bloom-1b1", 24, 16, 1536, 250880},
-    {"bloom-3b", 30, 32, 2560, 250880},
-    {"bloom-7b1", 30, 32, 4096, 250880},
-};
+#include "lora.h"
 
 /* ALiBi has no position table: max_length is bounded only by memory; this cap keeps T*T in int */
 #define BLOOM_MAX_TOKENS 32768
 
 static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
     const char *size = sr_config(ctx, "size");
-    const bloom_size *s = NULL;
-    for (size_t i = 0; i < sizeof SIZES / sizeof SIZES[0]; i++)
-        if (!strcmp(size ? size : "tiny", SIZES[i].name)) s = &SIZES[i];
+    const bloom_size *s = bloom_size_named(size ? size : "tiny");
     if (!s) {
         fprintf(stderr,
                 "bloom: error: [task] size = %s is not a BLOOM size; use tiny, bloom-560m, bloom-1b1, bloom-3b "
@@ -97,7 +83,8 @@ static int declare(const tf_lm_dims *dm, sr_model *model) {
             P1(NAME("post_attention_layernorm.bias"), C, SR_ZEROS, ND) ||
             P2(NAME("mlp.dense_h_to_4h.weight"), 4 * C, C, W) ||
             P1(NAME("mlp.dense_h_to_4h.bias"), 4 * C, SR_ZEROS, ND) ||
-            P2(NAME("mlp.dense_4h_to_h.weight"), C, 4 * C, W) || P1(NAME("mlp.dense_4h_to_h.bias"), C, SR_ZEROS, ND))
+            P2(NAME("mlp.dense_4h_to_h.weight"), C, 4 * C, W) || P1(NAME("mlp.dense_4h_to_h.bias"), C, SR_ZEROS, ND) ||
+            tf_lora_declare(dm->lora, model, mod))
             return -1;
 #undef NAME
     }
@@ -135,6 +122,10 @@ static void embed_backward(const tf_shape *s, void *const *p, void *const *d, co
     s->k->embed_backward(d[0], NULL, ids, scratch, s->B, s->T, s->C, s->dt);
 }
 
+/* block.h's linear layers under their BLOOM paths, for LoRA's target_modules */
+static const char *const LORA_LINEARS[TF_LINEARS] = {"self_attention.query_key_value", "self_attention.dense",
+                                                     "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"};
+
 static const tf_lm_arch bloom_arch = {
     .name = "bloom",
     .width_key = "hidden_size",
@@ -147,6 +138,8 @@ static const tf_lm_arch bloom_arch = {
     .embed_acts_bytes = embed_acts_bytes,
     .embed_forward = embed_forward,
     .embed_backward = embed_backward,
+    .lora_linears = LORA_LINEARS,
+    .lora_default = "query_key_value", /* PEFT's default for bloom */
 };
 
 static void *bloom_create(sr_ctx *ctx, sr_model *model) { return tf_lm_create(&bloom_arch, ctx, model); }

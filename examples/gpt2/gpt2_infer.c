@@ -2,9 +2,11 @@
 #include "gpt2_infer.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_model.h"
 #include "gpt2_block.h"
 
 struct gpt2_infer {
@@ -68,7 +70,7 @@ static int forward(gpt2_infer *g, const int32_t *ids, int n, float *logits, int 
     const gpt2_weights *w = g->w;
     const tf_kernels *k = g->k;
     const int C = w->C;
-    tf_shape s = {k, SR_FLOAT32, sizeof(float), 1, 1, n, C, w->NH};
+    tf_shape s = {k, SR_FLOAT32, sizeof(float), 1, 1, n, C, w->NH, NULL};
     void *acts = k->alloc(tf_block_acts_bytes(&s));
     float *x = k->alloc(F((size_t)n * C)), *y = k->alloc(F((size_t)n * C));
     int32_t *ids_d = k->alloc((size_t)n * sizeof *ids_d);
@@ -135,4 +137,50 @@ int gpt2_infer_next(gpt2_infer *g, int32_t id, float *logits) {
     }
     g->len = pos + 1;
     return head(g, g->x, logits);
+}
+
+/* ---- the generator's view (examples/generate/gen_model.h) ------------------------------------- */
+
+typedef struct gpt2_gen {
+    gpt2_weights w;
+    gpt2_infer *g;
+} gpt2_gen;
+
+static int gen_start(gen_model *m, int positions) {
+    gpt2_gen *x = m->impl;
+    (void)positions; /* the cache holds the whole context (n_positions is small for GPT-2) */
+    return (x->g = gpt2_infer_new(&x->w, tf_kernels_cpu())) ? 0 : -1;
+}
+static int gen_prompt(gen_model *m, const int32_t *ids, int n, float *logits) {
+    return gpt2_infer_prompt(((gpt2_gen *)m->impl)->g, ids, n, logits);
+}
+static int gen_next(gen_model *m, int32_t id, float *logits) {
+    return gpt2_infer_next(((gpt2_gen *)m->impl)->g, id, logits);
+}
+static int gen_full(gen_model *m, const int32_t *ids, int n, float *logits) {
+    return gpt2_infer_full(((gpt2_gen *)m->impl)->g, ids, n, logits);
+}
+static void gen_free(gen_model *m) {
+    gpt2_gen *x = m->impl;
+    if (!x) return;
+    gpt2_infer_free(x->g);
+    gpt2_weights_free(&x->w);
+    free(x);
+}
+
+int gpt2_gen_load(gen_model *m, const gen_opts *o, char *err, size_t errlen) {
+    gpt2_gen *x = calloc(1, sizeof *x);
+    if (!x) return snprintf(err, errlen, "out of memory"), -2;
+    int rc = gpt2_weights_read(&m->f, o, &x->w, err, errlen);
+    if (rc) {
+        free(x);
+        return rc;
+    }
+    const gpt2_weights *w = &x->w;
+    m->impl = x, m->free_impl = gen_free;
+    m->start = gen_start, m->prompt = gen_prompt, m->next = gen_next, m->full = gen_full;
+    m->V = w->V, m->P = w->P;
+    snprintf(m->what, sizeof m->what, "%d layers, %d heads (%s), n_embd %d, context %d, vocab %d", w->L, w->NH,
+             w->heads_from, w->C, w->P, w->V);
+    return 0;
 }

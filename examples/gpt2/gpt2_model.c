@@ -19,6 +19,7 @@
 #include "gpt2_block.h"
 #include "gpt2_sizes.h"
 #include "lm_task.h"
+#include "lora.h"
 
 static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
     const char *size = sr_config(ctx, "size");
@@ -60,7 +61,8 @@ static int declare(const tf_lm_dims *dm, sr_model *model) {
             P2(NAME("attn.c_proj.weight"), C, C, WP) || P1(NAME("attn.c_proj.bias"), C, SR_ZEROS, ND) ||
             P1(NAME("ln_2.weight"), C, SR_ONES, ND) || P1(NAME("ln_2.bias"), C, SR_ZEROS, ND) ||
             P2(NAME("mlp.c_fc.weight"), C, 4 * C, W) || P1(NAME("mlp.c_fc.bias"), 4 * C, SR_ZEROS, ND) ||
-            P2(NAME("mlp.c_proj.weight"), 4 * C, C, WP) || P1(NAME("mlp.c_proj.bias"), C, SR_ZEROS, ND))
+            P2(NAME("mlp.c_proj.weight"), 4 * C, C, WP) || P1(NAME("mlp.c_proj.bias"), C, SR_ZEROS, ND) ||
+            tf_lora_declare(dm->lora, model, mod))
             return -1;
 #undef NAME
     }
@@ -82,6 +84,10 @@ static void embed_backward(const tf_shape *s, void *const *p, void *const *d, co
     s->k->embed_backward(d[0], d[1], ids, dy, s->B, s->T, s->C, s->dt);
 }
 
+/* block.h's linear layers under their GPT-2 paths, for LoRA's target_modules ("c_proj" names both
+   projections, as in PEFT) */
+static const char *const LORA_LINEARS[TF_LINEARS] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
+
 static const tf_lm_arch gpt2_arch = {
     .name = "gpt2",
     .width_key = "n_embd",
@@ -93,6 +99,8 @@ static const tf_lm_arch gpt2_arch = {
     .embed_param_count = embed_param_count,
     .embed_forward = embed_forward,
     .embed_backward = embed_backward,
+    .lora_linears = LORA_LINEARS,
+    .lora_default = "c_attn", /* PEFT's default for gpt2 */
 };
 
 static void *gpt2_create(sr_ctx *ctx, sr_model *model) { return tf_lm_create(&gpt2_arch, ctx, model); }

@@ -1,11 +1,11 @@
 /*
- * gpt2 weights: a GPT-2 model's parameters read for generation, from a HuggingFace
- * model.safetensors or a shardrun FULL_STATE_DICT checkpoint folder (whose model.safetensors is
- * one), with the model's configuration taken from the tensors' shapes.
+ * gpt2 weights: a GPT-2 model's parameters read for generation from an opened model file
+ * (examples/generate/gen_file.h: a HuggingFace model.safetensors or a shardrun FULL_STATE_DICT
+ * checkpoint), with the model's configuration taken from the tensors' shapes.
  *
- * Lifecycle: gpt2_weights_load() maps the file and checks every tensor (names with or without
- * HF's "transformer." prefix; F32 used in place, F16/BF16 converted to fp32) -> the pointers stay
- * valid -> gpt2_weights_free().
+ * Lifecycle: gpt2_weights_read() checks every tensor (names with or without HF's "transformer."
+ * prefix; F32 used in place, F16/BF16 converted to fp32) -> the pointers stay valid while the file
+ * is open -> gpt2_weights_free().
  *
  * What the shapes do not say, n_head, comes from (first that applies) the caller's n_head, the
  * caller's size name, the file's "n_head" metadata, the folder's HF config.json, else GPT-2's own
@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 
+#include "gen_model.h"
 #include "gpt2_block.h" /* GPT2_BLOCK_PARAMS and their order */
 
 typedef struct gpt2_weights {
@@ -24,24 +25,12 @@ typedef struct gpt2_weights {
     const float *lnf_w, *lnf_b;
     const float *head;   /* lm_head.weight [V, C]: wte unless the file has its own */
     const float **block; /* L * GPT2_BLOCK_PARAMS pointers, layer-major, gpt2_block.h's order */
-    char file[4096];     /* the safetensors file read */
-    char dir[4096];      /* its folder (where config.json, vocab.json and merges.txt may be) */
     char heads_from[96]; /* where NH came from, for the banner */
-    long long step;      /* the checkpoint's global_step, -1 when the file is no shardrun checkpoint */
-    void *st;            /* the mapped file */
-    float **owned;       /* converted (non-F32) tensors */
-    int nowned;
 } gpt2_weights;
 
-typedef struct gpt2_weights_opts {
-    const char *size; /* "tiny", "gpt2", ...: checked against the shapes; NULL: none */
-    int n_head;       /* 0: see above */
-} gpt2_weights_opts;
-
-/* path: a safetensors file or a folder holding model.safetensors.  0; -1 with a message in err
-   naming the file and what to do (a missing or damaged file, a SHARDED checkpoint, a size that
-   differs from the shapes, a tensor missing or of the wrong shape); -2 when out of memory. */
-int gpt2_weights_load(const char *path, const gpt2_weights_opts *o, gpt2_weights *w, char *err, size_t errlen);
+/* 0; -1 with a message in err naming the file and what to do (a size that differs from the shapes,
+   a tensor missing or of the wrong shape); -2 when out of memory.  o->size, o->n_head: see above. */
+int gpt2_weights_read(gen_file *f, const gen_opts *o, gpt2_weights *w, char *err, size_t errlen);
 void gpt2_weights_free(gpt2_weights *w);
 
 #endif

@@ -42,7 +42,7 @@ void llama_rmsnorm_backward(float *dx, float *dw, const float *dout, const float
     {
         int c0, c1;
         col_range(C, omp_get_thread_num(), omp_get_num_threads(), &c0, &c1);
-        for (int n = 0; n < N; n++) { /* dw: each column on one thread, rows in order */
+        for (int n = 0; dw && n < N; n++) { /* dw (NULL: frozen): each column on one thread, rows in order */
             const float *d = dout + (size_t)n * C, *xi = x + (size_t)n * C;
             float r = rstd[n];
             for (int c = c0; c < c1; c++) dw[c] += d[c] * (xi[c] * r);

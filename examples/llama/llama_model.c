@@ -26,6 +26,7 @@
 #include "llama_block.h"
 #include "llama_config.h"
 #include "lm_task.h"
+#include "lora.h"
 
 static llama_config config; /* the run's (one model per process) */
 
@@ -124,7 +125,8 @@ static int declare(const tf_lm_dims *dm, sr_model *model) {
             BIAS(LB_O_B, "self_attn.o_proj.bias", C) || P1(NAME("post_attention_layernorm.weight"), C, SR_ONES, ND) ||
             P2(NAME("mlp.gate_proj.weight"), F, C, W) || BIAS(LB_GATE_B, "mlp.gate_proj.bias", F) ||
             P2(NAME("mlp.up_proj.weight"), F, C, W) || BIAS(LB_UP_B, "mlp.up_proj.bias", F) ||
-            P2(NAME("mlp.down_proj.weight"), C, F, W) || BIAS(LB_DOWN_B, "mlp.down_proj.bias", C))
+            P2(NAME("mlp.down_proj.weight"), C, F, W) || BIAS(LB_DOWN_B, "mlp.down_proj.bias", C) ||
+            tf_lora_declare(dm->lora, model, mod))
             return -1;
 #undef BIAS
 #undef NAME
@@ -145,6 +147,17 @@ static void embed_backward(const tf_shape *s, void *const *p, void *const *d, co
     s->k->embed_backward(d[0], NULL, ids, dy, s->B, s->T, s->C, s->dt);
 }
 
+/* the block's linear layers under HF's paths, for LoRA's target_modules (llama_block.h's LL_*) */
+static const char *const LORA_LINEARS[LL_LINEARS] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                                     "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
+                                                     "mlp.down_proj"};
+
+static void lora_dims(const tf_lm_dims *d, int *in, int *out) {
+    const int C = d->C, KVd = config.n_kv_head * (C / d->NH), F = config.intermediate;
+    const int I[LL_LINEARS] = {C, C, C, C, C, C, F}, O[LL_LINEARS] = {C, KVd, KVd, C, F, F, C};
+    for (int k = 0; k < LL_LINEARS; k++) in[k] = I[k], out[k] = O[k];
+}
+
 static const tf_lm_arch llama_arch = {
     .name = "llama",
     .width_key = "hidden_size",
@@ -157,6 +170,10 @@ static const tf_lm_arch llama_arch = {
     .embed_param_count = embed_param_count,
     .embed_forward = embed_forward,
     .embed_backward = embed_backward,
+    .lora_linears = LORA_LINEARS,
+    .lora_default = "q_proj,v_proj", /* PEFT's default for llama (and qwen2) */
+    .lora_nlin = LL_LINEARS,
+    .lora_dims = lora_dims,
 };
 
 static void *llama_create(sr_ctx *ctx, sr_model *model) { return tf_lm_create(&llama_arch, ctx, model); }

@@ -663,11 +663,12 @@ static int toy_backward(void *state, const sr_module_call *call) {
         linear_backward(dx, G[0], G[1], dy, x, P[0], N, C, V);
         break;
     }
-    /* ADD into the engine's buffers, in their dtype (the tied embedding gets both modules' share) */
+    /* ADD into the engine's buffers, in their dtype (the tied embedding gets both modules' share);
+       a frozen parameter has no buffer (NULL: SR_PARAM_FROZEN) */
     for (int i = 0; i < mod->np; i++)
-        for (size_t k = 0; k < mod->numel[i]; k++)
+        for (size_t k = 0; call->grads[i] && k < mod->numel[i]; k++)
             store_el(call->grads[i], k, call->dtype, load_el(call->grads[i], k, call->dtype) + G[i][k]);
-    if (kind == K_HEAD && call->step == st->inject_step && sr_rank(st->ctx) == st->inject_rank) {
+    if (kind == K_HEAD && call->grads[1] && call->step == st->inject_step && sr_rank(st->ctx) == st->inject_rank) {
         store_el(call->grads[1], 0, call->dtype, INFINITY); /* a gradient overflow the engine must skip */
         st->ninject++;
     }

@@ -46,6 +46,7 @@ typedef struct tf_block_style {
 typedef struct tf_block_acts {
     float *mean1, *rstd1, *mean2, *rstd2; /* LayerNorm statistics, N each */
     char *ln1, *qkv, *att, *atty, *res2, *ln2, *fch, *fchg;
+    char *lora_h; /* with LoRA (s->lora): each linear's x A^T (lora.h); NULL without */
 } tf_block_acts;
 
 /* the parameters of one block of C channels: 2 LayerNorms (2C each), q/k/v (3C^2 + 3C), the output
@@ -56,7 +57,8 @@ size_t tf_block_acts_bytes(const tf_shape *s);
 tf_block_acts tf_block_acts_at(const tf_shape *s, void *buf);
 size_t tf_block_work_bytes(const tf_shape *s);
 
-/* p: the block's gathered parameters.  out = the block's output; NULL for a recompute, which
+/* p: the block's gathered parameters (with LoRA, the adapters after the block's own, lora.h);
+   d: their gradients, NULL for a frozen parameter (no gradient is computed for it).  out = the block's output; NULL for a recompute, which
    stops before the MLP's down projection (backward needs the intermediates, not the output). */
 void tf_block_forward(const tf_shape *s, const tf_block_style *st, void *const *p, const void *x,
                       const tf_block_acts *a, void *out);

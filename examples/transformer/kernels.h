@@ -5,7 +5,7 @@
  * (tf_kernels_cpu() from kernels_cpu.c; tf_kernels_cuda() from kernels_cuda.cu, in its own
  * transformer_cuda.so that only GPU runs load) -> alloc activation buffers -> per micro-batch:
  * ids_upload, then the layer kernels below in forward order, cross_entropy, then the backward
- * kernels in reverse -> free.  Generation (gpt2_generate, gpt2_infer.c) runs the same forward
+ * kernels in reverse -> free.  Generation (shardrun_generate, each family's *_infer.c) runs the same forward
  * kernels, plus gemv and attention_cached for one new token against its key/value cache.
  *
  * Conventions, the same on every device:
@@ -107,12 +107,12 @@ typedef struct tf_kernels {
        thread with tf_softmax_merge, then the gradient); the CPU three (kernels_cpu.c says why). */
     void (*cross_entropy)(void *logits, float *losses, const int32_t *targets, int N, int V, float dscale, sr_dtype dt);
 
-    /* Generation (gpt2_infer.c): y[m] = alpha * op(A) x + beta * y, op(A) m x k column-major as in
+    /* Generation (*_infer.c): y[m] = alpha * op(A) x + beta * y, op(A) m x k column-major as in
        gemm (transa = 1: A is k x m), x [k] and y [m] contiguous.  gemm with n = 1 computes the same,
        but BLAS's gemm packs A first, which for one column costs 2-4x a matrix-vector product. */
     void (*gemv)(int transa, int m, int k, float alpha, const void *A, int lda, const void *x, float beta, void *y,
                  sr_dtype dt);
-    /* Generation (gpt2_infer.c): attention of nq new queries against a key/value cache.  kc and vc
+    /* Generation (*_infer.c): attention of nq new queries against a key/value cache.  kc and vc
        are [positions, C] (row = position, head h in columns h*hs ..), rows [0, pos0 + nq) filled,
        the new tokens' at pos0 ..; query i (row i of q, rows strided by ldq) sits at position pos0 + i
        and sees keys 0 .. pos0 + i.  Per head: y[i, h] = sum_j softmax_j(scale * q_i . k_j) v_j,

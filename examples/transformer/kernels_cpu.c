@@ -98,8 +98,10 @@ static void cpu_embed_backward(void *dwte_, void *dwpe_, const int32_t *ids, con
     const float *dout = dout_;
     for (int n = 0; n < B * T; n++) {
         const float *d = dout + (size_t)n * C;
-        float *e = dwte + (size_t)ids[n] * C;
-        for (int c = 0; c < C; c++) e[c] += d[c];
+        if (dwte) { /* NULL: a frozen embedding */
+            float *e = dwte + (size_t)ids[n] * C;
+            for (int c = 0; c < C; c++) e[c] += d[c];
+        }
         if (!dwpe) continue;
         float *p = dwpe + (size_t)(n % T) * C;
         for (int c = 0; c < C; c++) p[c] += d[c];
@@ -162,15 +164,23 @@ HOT static void layernorm_dx_row(float *dx, const float *d, const float *x, floa
     for (int c = 0; c < C; c++) dx[c] += tf_ln_dx(d[c] * w[c], tf_ln_norm(x[c], m, s), s1, s2, s);
 }
 
-/* dw[c] += sum_n d[n,c] * norm[n,c] and db[c] += sum_n d[n,c], columns [c0, c1), rows in order */
+/* dw[c] += sum_n d[n,c] * norm[n,c] and db[c] += sum_n d[n,c], columns [c0, c1), rows in order.
+   dw or db NULL: a frozen parameter (shardrun/model.h), whose sum is not made. */
 HOT static void layernorm_dwdb_cols(float *dw, float *db, const float *dout, const float *x, const float *mean,
                                     const float *rstd, int N, int C, int c0, int c1) {
+    if (!dw && !db) return;
     for (int n = 0; n < N; n++) {
         const float *d = dout + (size_t)n * C, *xi = x + (size_t)n * C;
         float m = mean[n], s = rstd[n];
-        for (int c = c0; c < c1; c++) {
-            dw[c] += d[c] * tf_ln_norm(xi[c], m, s);
-            db[c] += d[c];
+        if (dw && db) {
+            for (int c = c0; c < c1; c++) {
+                dw[c] += d[c] * tf_ln_norm(xi[c], m, s);
+                db[c] += d[c];
+            }
+        } else if (dw) {
+            for (int c = c0; c < c1; c++) dw[c] += d[c] * tf_ln_norm(xi[c], m, s);
+        } else {
+            for (int c = c0; c < c1; c++) db[c] += d[c];
         }
     }
 }

@@ -228,8 +228,10 @@ __device__ void colsum(void *dw, void *db, const void *dout, const void *x, cons
     __syncthreads();
     if (threadIdx.y != 0 || c >= C) return;
     for (int s = 1; s < SLICES; s++) aw += sw[s][threadIdx.x], ab += sb[s][threadIdx.x];
-    if constexpr (K == CS_LN) acc<E>(dw, c, aw);
-    acc<E>(db, c, ab);
+    if constexpr (K == CS_LN) {
+        if (dw) acc<E>(dw, c, aw); /* NULL: a frozen LayerNorm weight (shardrun/model.h) */
+    }
+    if (db) acc<E>(db, c, ab);
 }
 template <class E>
 __global__ void k_layernorm_bwd_dwdb(void *dw, void *db, const void *dout, const void *x, const float *mean,
@@ -433,7 +435,7 @@ void embed_forward(void *out, const int32_t *ids, const void *wte, const void *w
 void embed_backward(void *dwte, void *dwpe, const int32_t *ids, const void *dout, int B, int T, int C, sr_dtype dt) {
     if (dwpe) LAUNCH(dt, k_embed_bwd_wpe, grid_for((size_t)T * C), THREADS, dwpe, dout, B, T, C);
     int threads = C <= 32 ? 32 : C < 1024 ? (C + 31) / 32 * 32 : 1024; /* one column per thread when C allows */
-    LAUNCH(dt, k_embed_bwd_wte, (unsigned)(B * T), threads, dwte, ids, dout, B * T, C);
+    if (dwte) LAUNCH(dt, k_embed_bwd_wte, (unsigned)(B * T), threads, dwte, ids, dout, B * T, C); /* NULL: frozen */
 }
 void layernorm_forward(void *out, float *mean, float *rstd, const void *x, const void *w, const void *b, int N, int C,
                        sr_dtype dt) {
@@ -442,7 +444,9 @@ void layernorm_forward(void *out, float *mean, float *rstd, const void *x, const
 void layernorm_backward(void *dx, void *dw, void *db, const void *dout, const void *x, const float *mean,
                         const float *rstd, const void *w, int N, int C, sr_dtype dt) {
     LAUNCH(dt, k_layernorm_bwd_dx, grid_rows(N), THREADS, dx, dout, x, mean, rstd, w, N, C);
-    LAUNCH(dt, k_layernorm_bwd_dwdb, (unsigned)((C + 31) / 32), dim3(32, SLICES), dw, db, dout, x, mean, rstd, N, C);
+    if (dw || db) /* both NULL: a frozen LayerNorm */
+        LAUNCH(dt, k_layernorm_bwd_dwdb, (unsigned)((C + 31) / 32), dim3(32, SLICES), dw, db, dout, x, mean, rstd, N,
+               C);
 }
 void bias_fill(void *out, const void *bias, const void *res, int N, int O, sr_dtype dt) {
     size_t n = (size_t)N * O;

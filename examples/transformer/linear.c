@@ -22,10 +22,10 @@ void tf_linear_backward(const tf_shape *s, tf_weight_layout wl, void *dx, float 
                         const void *dout, const void *x, const void *W, int N, int I, int O) {
     if (db) s->k->bias_backward(db, dout, N, O, s->dt);
     if (wl == TF_WEIGHT_IN_OUT) {
-        s->k->gemm(0, 1, O, I, N, 1.0f, dout, O, x, I, 1.0f, dW, O, s->dt);         /* dW [O x I] += dout x^T */
+        if (dW) s->k->gemm(0, 1, O, I, N, 1.0f, dout, O, x, I, 1.0f, dW, O, s->dt); /* dW [O x I] += dout x^T */
         if (dx) s->k->gemm(1, 0, I, N, O, 1.0f, W, O, dout, O, beta, dx, I, s->dt); /* dx = W^T dout */
     } else {
-        s->k->gemm(0, 1, I, O, N, 1.0f, x, I, dout, O, 1.0f, dW, I, s->dt);         /* dW [I x O] += x dout^T */
+        if (dW) s->k->gemm(0, 1, I, O, N, 1.0f, x, I, dout, O, 1.0f, dW, I, s->dt); /* dW [I x O] += x dout^T */
         if (dx) s->k->gemm(0, 0, I, N, O, 1.0f, W, I, dout, O, beta, dx, I, s->dt); /* dx = W dout */
     }
 }

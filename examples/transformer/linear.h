@@ -22,8 +22,9 @@ void tf_linear_forward(const tf_shape *s, tf_weight_layout wl, void *out, const 
    pass that writes the bias (res NULL: tf_linear_forward; res may be out itself) */
 void tf_linear_forward_residual(const tf_shape *s, tf_weight_layout wl, void *out, const void *x, const void *W,
                                 const void *b, const void *res, int N, int I, int O);
-/* dW += x^T dout (in W's layout), db += column sums of dout (db NULL: no bias), and, when dx is not
-   NULL, dx = dout W^T + beta dx (beta 0: overwrite, 1: add) */
+/* dW += x^T dout (in W's layout), db += column sums of dout (db NULL: no bias, or a frozen one), and,
+   when dx is not NULL, dx = dout W^T + beta dx (beta 0: overwrite, 1: add).  dW NULL: a frozen weight
+   (shardrun/model.h, SR_PARAM_FROZEN): its GEMM is skipped, dx is still computed. */
 void tf_linear_backward(const tf_shape *s, tf_weight_layout wl, void *dx, float beta, void *dW, void *db,
                         const void *dout, const void *x, const void *W, int N, int I, int O);
 

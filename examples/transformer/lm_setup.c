@@ -11,6 +11,8 @@
 
 #include "lm_state.h"
 
+unsigned tf_lm_param_flags;
+
 void tf__lm_error(const tf_lm *g, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -93,6 +95,20 @@ static void log_model(const tf_lm *g, int cuda) {
     if (!cuda) tf__lm_cpu_desc(threads, sizeof threads);
     printf("%s: %d layers, %d heads, n_embd %d, vocab %d, positions %d: %.2fM parameters; %s kernels%s\n", arch->name,
            g->d.L, g->d.NH, g->d.C, g->d.V, g->d.P, params / 1e6, g->k->name, threads);
+    if (g->lora.r) {
+        double per = 0;
+        for (int k = 0; k < TF_LINEARS; k++)
+            if (g->lora.targets & (1u << k))
+                per += (double)g->lora.r *
+                       (k == TF_LIN_DOWN  ? 5
+                        : k == TF_LIN_UP  ? 5
+                        : k == TF_LIN_QKV ? 4
+                                          : 2) *
+                       g->d.C;
+        printf("%s: LoRA r %d, alpha %g (scale %g) on %s: %.0f trainable parameters (%.3f%%), the base frozen\n",
+               arch->name, g->lora.r, g->lora.alpha, (double)g->lora.scale, g->lora.target_list, per * g->d.L,
+               100.0 * per * g->d.L / (params + per * g->d.L));
+    }
     g->source->describe(&g->data, from, sizeof from);
     printf("%s: data: %lld samples of %d tokens (%lld real tokens, %.1f%% padding) %s; %s tokenizer, %d tokens\n",
            arch->name, g->data.n, g->T, g->data.tokens,
@@ -111,6 +127,26 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
     g->ctx = ctx;
     int vocab_default;
     if (arch->configure(ctx, &g->d, &vocab_default) != 0) goto fail;
+    if (arch->lora_linears) {
+        int nlin = arch->lora_nlin ? arch->lora_nlin : TF_LINEARS;
+        if (tf_lora_configure(ctx, arch->name, arch->lora_linears, nlin, arch->lora_default,
+                              !arch->layers && arch->block_style.weights == TF_WEIGHT_IN_OUT,
+                              arch->layers ? g->d.block_params : TF_BLOCK_PARAMS, &g->lora) != 0)
+            goto fail;
+        if (arch->lora_dims) {
+            arch->lora_dims(&g->d, g->lora.in, g->lora.out);
+        } else { /* block.h's: q/k/v C -> 3C, output C -> C, up C -> 4C, down 4C -> C */
+            static const int in[] = {1, 1, 1, 4}, out[] = {3, 1, 4, 1};
+            for (int k = 0; k < TF_LINEARS; k++) g->lora.in[k] = in[k] * g->d.C, g->lora.out[k] = out[k] * g->d.C;
+        }
+        g->d.lora = g->lora.r ? &g->lora : NULL;
+    } else if (sr_config(ctx, "lora_r")) {
+        tf__lm_error(g,
+                     "[task] lora_r: LoRA adapters are not supported for the %s family yet (GPT-2 and BLOOM have "
+                     "them); remove the lora_* keys\n",
+                     arch->name);
+        goto fail;
+    }
     if (g->d.C % g->d.NH) {
         tf__lm_error(g, "[task] %s = %d is not a multiple of n_head = %d\n", arch->width_key, g->d.C, g->d.NH);
         goto fail;
@@ -149,9 +185,19 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
     g->nmod = g->d.L + 3;
     if (!(g->out = calloc((size_t)g->nmod, sizeof *g->out)) || !(g->inter = calloc((size_t)g->nmod, sizeof *g->inter)))
         goto fail;
-    if (arch->declare(&g->d, model) != 0 ||
-        (arch->layers ? arch->layers->declare_tail(&g->d, model) : declare_head(&g->d, arch, model)) != 0)
-        goto fail;
+    /* with LoRA every parameter the family declares is frozen; only the adapters train */
+    tf_lm_param_flags = g->lora.r ? SR_PARAM_FROZEN : 0;
+    int declared = arch->declare(&g->d, model) == 0 &&
+                   (arch->layers ? arch->layers->declare_tail(&g->d, model) : declare_head(&g->d, arch, model)) == 0;
+    tf_lm_param_flags = 0;
+    if (!declared) goto fail;
+    if (g->lora.r) { /* FULL checkpoints then hold PEFT's adapter files too */
+        const char *base = sr_config(ctx, "base_model_name_or_path");
+        char *json = tf_lora_adapter_json(&g->lora, base ? base : sr_config(ctx, "init_weights"));
+        int rc = json ? sr_model_adapter(model, "base_model.model.", json) : -1;
+        free(json);
+        if (rc != 0) goto fail;
+    }
     /* held-out samples, or multiple-choice files ([task] eval_files, which the trainer reads): the
        eval callbacks, with what the trainer checks the files against */
     if (g->eval.n || sr_config(ctx, "eval_files")) {

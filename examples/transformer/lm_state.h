@@ -23,6 +23,7 @@
 #include "dataset.h"
 #include "kernels.h"
 #include "lm_task.h"
+#include "lora.h"
 #include "tokenizer.h"
 
 enum { M_EMBED, M_BLOCK, M_LNF, M_HEAD };
@@ -33,8 +34,9 @@ typedef struct tf_lm {
     tf_lm_dims d; /* layers, heads, channels, positions, vocabulary */
     int T;        /* tokens per sample */
     const tf_kernels *k;
-    sr_dtype dt; /* compute dtype (fp32 on the CPU) */
-    size_t es;   /* its element size */
+    sr_dtype dt;  /* compute dtype (fp32 on the CPU) */
+    size_t es;    /* its element size */
+    tf_lora lora; /* [task] lora_*: r = 0 when off */
 
     /* data (lm_data.c) */
     tf_tokenizer *tok;
@@ -82,7 +84,7 @@ static inline size_t tf__lm_block_work_bytes(const tf_lm *g, const tf_shape *s) 
 }
 
 static inline tf_shape tf__lm_shape(const tf_lm *g) {
-    return (tf_shape){g->k, g->dt, g->es, g->B, g->Bcap, g->T, g->d.C, g->d.NH};
+    return (tf_shape){g->k, g->dt, g->es, g->B, g->Bcap, g->T, g->d.C, g->d.NH, g->lora.r ? &g->lora : NULL};
 }
 
 /* [task] key as an int in [lo, hi] (tf_lm_config_int under the task's name) */

@@ -128,8 +128,8 @@ const sr_model_eval tf__lm_eval = {sizeof(sr_model_eval), eval_num_samples, eval
 
 static int check_call(const tf_lm *g, const sr_module_call *call, const char *what) {
     const tf_lm_layers *ly = g->arch->layers;
-    const int nparams[] = {g->arch->embed_params, ly ? g->d.block_params : TF_BLOCK_PARAMS, ly ? ly->norm_params : 2,
-                           1};
+    const int nparams[] = {g->arch->embed_params, (ly ? g->d.block_params : TF_BLOCK_PARAMS) + tf_lora_params(&g->lora),
+                           ly ? ly->norm_params : 2, 1};
     if (call->module < 0 || call->module >= g->nmod || call->nparams != nparams[tf__lm_kind(g, call->module)] ||
         call->dtype != g->dt || call->batch_size != g->B || g->Bcap == 0) {
         tf__lm_error(g,

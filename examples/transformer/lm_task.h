@@ -39,6 +39,9 @@ typedef struct tf_lm_dims {
     int P;            /* the most tokens per sample (max_length's upper bound) */
     int V;            /* vocabulary (set by lm_task from vocab_size or the tokenizer) */
     int block_params; /* parameters each block declares: set by a family with arch->layers */
+    /* LoRA adapters ([task] lora_r, lora.h) on block.h's blocks, NULL: none.  A family's declare()
+       adds each block's adapters after its own parameters with tf_lora_declare(). */
+    const struct tf_lora *lora;
 } tf_lm_dims;
 
 /* A family's own blocks, final norm and head (tf_lm_arch.layers; NULL: block.h's blocks in
@@ -75,6 +78,14 @@ typedef struct tf_lm_arch {
     const tf_lm_layers *layers; /* NULL: block.h's blocks in block_style (above) */
     /* 1: no CUDA kernels for this family yet; a run under NCCL is refused at create() */
     int cpu_only;
+    /* LoRA (lora.h): the path of each linear layer inside a block, in forward order ("attn.c_attn",
+       ...; block.h's four, or lora_nlin of a family's own blocks), and PEFT's default target_modules
+       for the family.  NULL: the family takes no adapters ([task] lora_r is refused). */
+    const char *const *lora_linears;
+    const char *lora_default;
+    int lora_nlin; /* 0: block.h's four */
+    /* in and out features of each of them (NULL: block.h's, from the width) */
+    void (*lora_dims)(const tf_lm_dims *d, int *in, int *out);
 
     /* Reads the family's size keys from [task] into d (all but V), and *vocab_default: the size's
        vocabulary (0: the tokenizer's).  0, or -1 after printing an error naming the key. */
@@ -94,12 +105,16 @@ typedef struct tf_lm_arch {
                            const void *dy, void *scratch);
 } tf_lm_arch;
 
+/* Flags every tf_param1/tf_param2 declaration gets besides its own: SR_PARAM_FROZEN while lm_task
+   declares a model whose base LoRA freezes (lora.h), else 0 */
+extern unsigned tf_lm_param_flags;
+
 /* A parameter of 1 or 2 dimensions (sr_model_param): 0, or -1 */
 static inline int tf_param1(sr_model *m, const char *name, int64_t n, sr_init init, unsigned flags) {
-    return sr_model_param(m, name, 1, (int64_t[]){n}, init, flags) != 0 ? -1 : 0;
+    return sr_model_param(m, name, 1, (int64_t[]){n}, init, flags | tf_lm_param_flags) != 0 ? -1 : 0;
 }
 static inline int tf_param2(sr_model *m, const char *name, int64_t rows, int64_t cols, sr_init init) {
-    return sr_model_param(m, name, 2, (int64_t[]){rows, cols}, init, 0) != 0 ? -1 : 0;
+    return sr_model_param(m, name, 2, (int64_t[]){rows, cols}, init, tf_lm_param_flags) != 0 ? -1 : 0;
 }
 
 /* `[task] name = value` as an int in [lo, hi] (default def): 0, or -1 after an error naming it */

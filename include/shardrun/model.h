@@ -62,6 +62,15 @@ typedef struct sr_init {
 
 /* sr_model_param flags */
 #define SR_PARAM_NO_DECAY 1u /* AdamW applies no weight decay (biases, norm weights), as HF's Trainer */
+/* The parameter is not trained (torch's requires_grad = False): it is sharded, gathered for forward
+   and backward and saved like the others, but has no gradient, no optimizer state and takes no part
+   in the gradient norm.  In backward, call->grads[i] is NULL for it.  [task] freeze sets it by name
+   pattern too (docs/model-tasks.md, "Frozen parameters").  A tied name is frozen with its target. */
+#define SR_PARAM_FROZEN 2u
+#define SR_MODEL_HAS_FROZEN 1 /* this header has SR_PARAM_FROZEN */
+/* An adapter's weight (HF PEFT's LoRA A and B): FULL checkpoints also write it to
+   adapter_model.safetensors (sr_model_adapter below). */
+#define SR_PARAM_ADAPTER 4u
 
 /* Declares the next module, in forward order.  `name` is its dotted name ("transformer.h.3"),
    `class_name` what FSDP_TRANSFORMER_CLS_TO_WRAP matches ("GPT2Block").  Returns the module's
@@ -79,6 +88,14 @@ SR_API int sr_model_param(sr_model *m, const char *name, int ndim, const int64_t
    same wrap unit, or the run fails before the first step saying so. */
 SR_API int sr_model_tie(sr_model *m, const char *name, const char *target);
 
+/* Declares that the parameters flagged SR_PARAM_ADAPTER are adapters in HF PEFT's sense (LoRA): every
+   FULL_STATE_DICT checkpoint then also holds adapter_model.safetensors -- those parameters alone,
+   fp32, each named `prefix` + its name ("base_model.model." + "transformer.h.0.attn.c_attn.lora_A.weight")
+   -- and adapter_config.json with `config_json` as its text, which PEFT's PeftModel.from_pretrained
+   reads.  Both strings are copied.  Call it in create(), at most once.  0, or -1 with a message. */
+#define SR_MODEL_HAS_ADAPTER 1 /* this header has sr_model_adapter and SR_PARAM_ADAPTER */
+SR_API int sr_model_adapter(sr_model *m, const char *prefix, const char *config_json);
+
 typedef enum sr_device_kind { SR_DEVICE_CPU = 0, SR_DEVICE_CUDA } sr_device_kind;
 
 /* What a callback gets.  Pointers are valid only during the call. */
@@ -88,7 +105,9 @@ typedef struct sr_module_call {
     int nparams;         /* declared + tied parameters of the module */
     void *const *params; /* gathered parameter values, in declaration order */
     void *const *grads;  /* backward: gradient buffers to ADD into (+=; the engine zeroes them);
-                            NULL in forward and loss */
+                            NULL in forward and loss.  grads[i] is NULL for a frozen parameter
+                            (SR_PARAM_FROZEN): write no gradient for it, skip computing it (the
+                            weight-gradient GEMM), and still compute the input's gradient */
     sr_dtype dtype;      /* element type of params and grads */
     sr_device_kind device;
     int batch_size;       /* samples in this micro-batch */

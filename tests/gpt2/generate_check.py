@@ -10,11 +10,19 @@ the logits that picked token prompt_length + i).  Run as /usr/bin/python3 (torch
         Hub's files are: names without "transformer.", F16, h.N.attn.bias buffers, no n_head.
 
     generate_check.py greedy RUN.safetensors WEIGHTS.safetensors --n_head H
-        The training forward's logits (tests/gpt2/gpt2_torch.py's GPT-2, float64, one forward over
-        the whole sequence) at every position that picked a token: each continuation token must be
+                             [--family gpt2|bloom|llama] [--config CONFIG.json]
+        The training forward's logits (the family's PyTorch reference in float64, one forward over
+        the whole sequence: tests/gpt2/gpt2_torch.py's GPT-2, tests/bloom/bloom_torch.py's BLOOM
+        with --n_head, tests/llama/llama_torch.py's Llama from --config) at every position that
+        picked a token: each continuation token must be
         their argmax.  A position where torch's two best logits are within 1e-5 of the largest
         logit is a tie either answer may take (counted, printed).  Also checks that the C logits
         of every step match torch's within --tol of the largest.  Exit 1 on any difference.
+
+    generate_check.py batch FILE
+        Each line of FILE, "LABEL PROGRAM ARGS...", in this one process (one start of torch for many
+        checks; PROGRAM: generate_check, llama_torch or bloom_torch, as if run with ARGS): every line
+        of its output printed after "[LABEL] ", then "[LABEL] rc=N", N its exit code.  Exit 0.
 
     generate_check.py same A.safetensors B.safetensors [--tol 1e-4]
         A and B generated the same ids, and every step's logits agree: max|a - b| <= tol * max|b|
@@ -58,12 +66,28 @@ def cmd_init(a):
     return 0
 
 
+def reference_model(a):
+    """the family's PyTorch model (float64) holding a.weights"""
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if a.family == "gpt2":
+        return ref.model_from_file(a.weights, a.n_head, torch.float64)
+    if a.family == "bloom":
+        sys.path.insert(0, os.path.join(tests, "bloom"))
+        import bloom_torch
+        return bloom_torch.model_from_file(a.weights, a.n_head, torch.float64)
+    if not a.config:
+        raise ValueError("--family llama needs --config CONFIG.json")
+    sys.path.insert(0, os.path.join(tests, "llama"))
+    import llama_torch
+    return llama_torch.builder(a.config)(ref.read_safetensors(a.weights), None, torch.float64)[0]
+
+
 def cmd_greedy(a):
     ids, pl, c_logits = load_run(a.run)
     new = len(ids) - pl
     if new < 1:
         raise ValueError(f"{a.run}: no generated token")
-    model = ref.model_from_file(a.weights, a.n_head, torch.float64)
+    model = reference_model(a)
     with torch.no_grad():
         logits, _ = model(torch.from_numpy(ids).view(1, -1))
     logits = logits[0].numpy()
@@ -82,7 +106,7 @@ def cmd_greedy(a):
             ties += 1
             continue
         bad += 1
-        print(f"position {pl - 1 + i}: gpt2_generate picked {got} (torch logit {row[got]:.6g}), torch's argmax is "
+        print(f"position {pl - 1 + i}: the generator picked {got} (torch logit {row[got]:.6g}), torch's argmax is "
               f"{want} ({row[want]:.6g})")
     ok = bad == 0 and worst <= a.tol
     print(f"greedy: {new} tokens after a {pl}-token prompt, {new - bad - ties} equal to torch's argmax, {ties} ties, "
@@ -112,7 +136,36 @@ def cmd_same(a):
     return 0 if ok else 1
 
 
-def main():
+def cmd_batch(a):
+    import contextlib
+    import io
+    import shlex
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(tests, "llama"))
+    sys.path.insert(0, os.path.join(tests, "bloom"))
+    import bloom_torch
+    import llama_torch
+    programs = {"generate_check": main, "llama_torch": llama_torch.main, "bloom_torch": bloom_torch.main}
+    with open(a.file) as f:
+        lines = [shlex.split(ln) for ln in f if ln.strip()]
+    for words in lines:
+        label, prog, argv = words[0], words[1], words[2:]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            try:
+                rc = programs[prog](argv)
+            except SystemExit as e:  # argparse's errors
+                rc = e.code if isinstance(e.code, int) else 2
+            except KeyError:
+                print(f"unknown program {prog!r}")
+                rc = 2
+        for ln in out.getvalue().splitlines():
+            print(f"[{label}] {ln}")
+        print(f"[{label}] rc={rc}", flush=True)
+    return 0
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("init")
@@ -125,16 +178,20 @@ def main():
     p = sub.add_parser("greedy")
     p.add_argument("run")
     p.add_argument("weights")
-    p.add_argument("--n_head", type=int, required=True)
+    p.add_argument("--n_head", type=int)
+    p.add_argument("--family", choices=("gpt2", "bloom", "llama"), default="gpt2")
+    p.add_argument("--config", help="the Llama family's config.json")
     p.add_argument("--tol", type=float, default=1e-4)
     p = sub.add_parser("same")
     p.add_argument("a")
     p.add_argument("b")
     p.add_argument("--tol", type=float, default=1e-4)
-    a = ap.parse_args()
+    p = sub.add_parser("batch")
+    p.add_argument("file")
+    a = ap.parse_args(argv)
     torch.set_num_threads(1)
     try:
-        return {"init": cmd_init, "greedy": cmd_greedy, "same": cmd_same}[a.cmd](a)
+        return {"init": cmd_init, "greedy": cmd_greedy, "same": cmd_same, "batch": cmd_batch}[a.cmd](a)
     except (OSError, ValueError, KeyError, ref.SafetensorsError) as e:
         print(f"generate_check.py {a.cmd}: {e}", file=sys.stderr)
         return 2

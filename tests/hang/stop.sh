@@ -27,6 +27,22 @@ expect_in "$err" "the run hung: rank 1" "the summary says the run hung"
 kill -0 "$r1" 2>/dev/null && fail "the stopped rank $r1 is still there" || pass
 kill -CONT "$r1" 2>/dev/null
 
+# Rank 1 stopped INSIDE a collective that every rank has entered (SIGSTOP raised by the rank
+# itself, right after it entered its 40th collective): still rank 1 is named, as the rank that
+# cannot run to finish the collective, not "the collective itself does not complete".
+SHARDRUN_DEBUG_PG_FAULT=stop_in_collective start_bg inside "$SHARDRUN" "$SRC/examples/gpt2/fsdp_cpu.ini" --set task.output_dir="$T/inside" \
+    --set shardrun.hang_timeout=$HT --set task.logging_steps=1
+agent=$bg
+wait_for "$T/inside.err" "started 2 workers" 60 || true
+r1=$(worker_pid "$agent" 1) || true
+finish "$agent" 120
+err=$(cat "$T/inside.err")
+expect_rc 1 "the demo with rank 1 stopped inside a collective"
+expect_in "$err" "shardrun: hang: rank 1 (node 0, host $HOST, pid $r1) is behind: stopped" "the report names rank 1 stopped inside the collective"
+grep -Eq "it entered [a-z_]+ #40 but cannot run to finish it" <<<"$err" && pass || fail "the report says rank 1 entered collective #40: $err"
+expect_in "$err" "the run hung: rank 1" "the summary names rank 1"
+kill -CONT "$r1" 2>/dev/null
+
 # hang_timeout is checked like every duration
 run "$SHARDRUN" "$SRC/examples/hello/hello.ini" --set shardrun.hang_timeout=-1
 expect_rc 2 "a negative hang_timeout"

@@ -81,8 +81,8 @@ static void linear_back(const float *in, const float *w, const float *d, float *
     for (int s = 0; s < n; s++)
         for (int o = 0; o < no; o++) {
             float g = d[s * no + o];
-            gb[o] += g;
-            for (int i = 0; i < ni; i++) gw[o * ni + i] += g * in[s * ni + i];
+            if (gb) gb[o] += g; /* NULL: a frozen parameter ([task] freeze) */
+            for (int i = 0; gw && i < ni; i++) gw[o * ni + i] += g * in[s * ni + i];
         }
     if (din)
         for (int s = 0; s < n; s++)

@@ -1,15 +1,15 @@
-/* gpt2 sample: greedy, temperature, top-k and top-p over a row of logits (see gpt2_sample.h). */
-#include "gpt2_sample.h"
+/* gen sample: greedy, temperature, top-k and top-p over a row of logits (see gen_sample.h). */
+#include "gen_sample.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-typedef struct gpt2_cand {
+typedef struct gen_cand {
     double logit; /* logit / temperature, in double: finite for every accepted temperature */
     int32_t id;
-} gpt2_cand;
+} gen_cand;
 
-int gpt2_sampler_init(gpt2_sampler *s, uint64_t seed, int V, int allowed, double temperature, int top_k, float top_p) {
+int gen_sampler_init(gen_sampler *s, uint64_t seed, int V, int allowed, double temperature, int top_k, float top_p) {
     s->state = seed;
     s->V = V;
     s->allowed = allowed < V ? allowed : V;
@@ -18,13 +18,13 @@ int gpt2_sampler_init(gpt2_sampler *s, uint64_t seed, int V, int allowed, double
     return s->cand ? 0 : -1;
 }
 
-void gpt2_sampler_free(gpt2_sampler *s) {
+void gen_sampler_free(gen_sampler *s) {
     free(s->cand);
     s->cand = NULL;
 }
 
 /* splitmix64 -> a double in [0, 1) */
-static double uniform(gpt2_sampler *s) {
+static double uniform(gen_sampler *s) {
     uint64_t z = (s->state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -34,12 +34,12 @@ static double uniform(gpt2_sampler *s) {
 
 /* larger logit first; equal logits: smaller id first (so top-k 1 is the greedy token) */
 static int by_logit(const void *a, const void *b) {
-    const gpt2_cand *x = a, *y = b;
+    const gen_cand *x = a, *y = b;
     if (x->logit != y->logit) return x->logit > y->logit ? -1 : 1;
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-int32_t gpt2_sample(gpt2_sampler *s, const float *logits) {
+int32_t gen_sample(gen_sampler *s, const float *logits) {
     const int n = s->allowed;
     for (int v = 0; v < n; v++)
         if (!isfinite(logits[v])) { /* NaN or inf weights (a diverged run): no token can be drawn */
@@ -52,7 +52,7 @@ int32_t gpt2_sample(gpt2_sampler *s, const float *logits) {
             if (logits[v] > logits[best]) best = v;
         return best;
     }
-    gpt2_cand *c = s->cand;
+    gen_cand *c = s->cand;
     for (int v = 0; v < n; v++) c[v].logit = (double)logits[v] / s->temperature, c[v].id = v;
     int keep = n;
     if ((s->top_k > 0 && s->top_k < n) || s->top_p < 1.0f) {

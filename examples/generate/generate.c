@@ -1,11 +1,13 @@
 /*
- * gpt2_generate: text from a GPT-2 the gpt2 task trained (a FULL_STATE_DICT checkpoint-N folder)
- * or any HF GPT-2 model.safetensors.  Run it with --help for the flags.
+ * shardrun_generate (also installed as gpt2_generate, its first name): text from a decoder the
+ * project trains -- GPT-2, BLOOM or the Llama family (Llama, Qwen2, Mistral) -- from a
+ * FULL_STATE_DICT checkpoint-N folder or an HF model.safetensors.  Run it with --help for the flags.
  *
- * Lifecycle: parse the flags -> load the weights (gpt2_weights.c: configuration from the shapes)
- * and the tokenizer (tokenizer.c: the one the model was trained with) -> tokenize the prompt -> run
- * it through the model once, filling the key/value cache (gpt2_infer.c) -> per new token: pick it
- * (gpt2_sample.c), print it, run it through the model at the next position -> free.
+ * Lifecycle: parse the flags -> load the model (gen_model.c: the family from config.json or the
+ * tensors' names, then the family's loader: its configuration from the shapes and config) and the
+ * tokenizer (the one the model was trained with) -> tokenize the prompt -> run it through the
+ * model once, filling the key/value cache (the family's *_infer.c) -> per new token: pick it
+ * (gen_sample.c), print it, run it through the model at the next position -> free.
  *
  * Exit codes as shardrun's: 0 done, 2 a bad flag, file or prompt (one message saying what to do,
  * before any work), 1 a failure while running (out of memory, a model computing NaN or inf).
@@ -24,28 +26,30 @@
 #include "base/out_file.h"
 
 #include "dump.h"
-#include "gpt2_infer.h"
 #include "kernels.h"
-#include "gpt2_sample.h"
-#include "gpt2_weights.h"
+#include "gen_job.h"
+#include "gen_model.h"
+#include "gen_sample.h"
 #include "tokenizer.h"
 
 #define EXIT_CONFIG 2
-#define GPT2_STR_(x) #x
-#define GPT2_STR(x) GPT2_STR_(x) /* a macro's value as text */
+#define GEN_STR_(x) #x
+#define GEN_STR(x) GEN_STR_(x) /* a macro's value as text */
 
 static const char USAGE[] =
-    "usage: gpt2_generate MODEL [--prompt TEXT] [options]\n"
+    "usage: shardrun_generate MODEL [--prompt TEXT] [options]   (gpt2_generate: the same command)\n"
     "\n"
-    "Continues a prompt with a GPT-2: MODEL is a checkpoint-N folder the gpt2 task saved with\n"
-    "fsdp.state_dict_type = FULL_STATE_DICT, a folder holding a model.safetensors, or a HuggingFace GPT-2\n"
-    "model.safetensors (names with or without \"transformer.\"; F32, F16 or BF16). The model's size comes\n"
-    "from the tensors' shapes. Runs in fp32 on the CPU (OMP_NUM_THREADS threads), with a key/value\n"
-    "cache: each new token costs one token's matrix products and attention over the positions so far.\n"
+    "Continues a prompt with a decoder: GPT-2, BLOOM or the Llama family (Llama, Qwen2, Mistral). MODEL is\n"
+    "a checkpoint-N folder a task saved with fsdp.state_dict_type = FULL_STATE_DICT, a folder holding a\n"
+    "model.safetensors, or a HuggingFace model.safetensors (F32, F16 or BF16). The family comes from the\n"
+    "tensors' names (or config.json's model_type, or --family); the sizes from the shapes, plus what shapes\n"
+    "do not say (heads, RoPE, norms) from a config.json next to the model or --config. Runs in fp32 on\n"
+    "the CPU (OMP_NUM_THREADS threads), with a key/value cache: each new token costs one token's matrix\n"
+    "products and attention over the positions so far.\n"
     "\n"
-    "  --prompt TEXT          the text to continue (default: none: start from <|endoftext|>)\n"
+    "  --prompt TEXT          the text to continue (default: none: start from the end-of-text token)\n"
     "  --prompt-ids 'I I ..'  the prompt as token ids instead of text\n"
-    "  --max-new-tokens N     tokens to generate (default 50; fewer when <|endoftext|> comes first or the\n"
+    "  --max-new-tokens N     tokens to generate (default 50; fewer when end-of-text comes first or the\n"
     "                         context is full)\n"
     "  --temperature T        0: greedy, the most likely token every time; else (from 1e-30 to 1e6)\n"
     "                         sample from softmax(logits / T) (default 1.0)\n"
@@ -53,15 +57,24 @@ static const char USAGE[] =
     "  --top-p P              ... and among the fewest most likely whose probabilities add up to P,\n"
     "                         in (0, 1] (default 1.0: off)\n"
     "  --seed S               the sampling seed: the same seed gives the same text (default 42)\n"
-    "  --ignore-eos           go on after <|endoftext|> instead of stopping\n"
+    "  --ignore-eos           go on after the end-of-text token instead of stopping\n"
     "  --vocab FILE --merges FILE\n"
-    "                         GPT-2 BPE tokens (the vocab_json and merges_txt the model was trained with).\n"
+    "                         GPT-2 BPE tokens (the vocab_json and merges_txt the model was trained with)\n"
+    "  --tokenizer FILE       an HF tokenizer.json (the tokenizer_json the model was trained with).\n"
     "                         Default: vocab.json and merges.txt next to the model when both are there,\n"
-    "                         else byte-level tokens (one per byte, as the task without vocab_json)\n"
-    "  --size NAME            check that the model is this size (tiny, gpt2, gpt2-medium, gpt2-large,\n"
-    "                         gpt2-xl); its n_head is then the size's\n"
-    "  --n-head N             attention heads (default: the file's n_head metadata, a config.json next to\n"
-    "                         it, or GPT-2's for that n_embd)\n"
+    "                         else its tokenizer.json, else byte-level tokens (one per byte, as the tasks\n"
+    "                         without a tokenizer)\n"
+    "  --job FILE             the job file the model was trained with: its task (the family), [task] size,\n"
+    "                         config, heads and tokenizer keys, where these flags do not say otherwise\n"
+    "  --family NAME          gpt2, bloom or llama: when the file does not say\n"
+    "  --config FILE          an HF config.json (the llama task's [task] config; default: config.json next\n"
+    "                         to the model)\n"
+    "  --size NAME            check that the model is this size of its family (GPT-2: tiny, gpt2, ...,\n"
+    "                         gpt2-xl; BLOOM: tiny, bloom-560m, ...; Llama: tiny, smollm2-135m, ...) and\n"
+    "                         take the heads from it\n"
+    "  --n-head N             attention heads (default: --config, config.json, the file's n_head metadata,\n"
+    "                         or the family's size of that width)\n"
+    "  --n-kv-head N          key/value heads (the Llama family's num_key_value_heads)\n"
     "  --output text|ids      print the text (default), or the token ids of prompt and continuation\n"
     "  --no-kv-cache          recompute the whole prefix for every token (slow; to compare)\n"
     "  --logits FILE          also write the ids and every step's logits to FILE (safetensors; a file\n"
@@ -73,21 +86,33 @@ static const char USAGE[] =
     "on stderr.\n";
 
 typedef struct opts {
-    const char *model, *prompt, *prompt_ids, *vocab, *merges, *size, *logits;
+    const char *model, *prompt, *prompt_ids, *vocab, *merges, *tokenizer, *family, *config, *size, *logits, *job;
     long max_new;
     double temperature;
     float top_p;
-    int top_k, n_head, ignore_eos, ids_out, no_cache;
+    int top_k, n_head, n_kv_head, ignore_eos, ids_out, no_cache;
     unsigned long long seed;
 } opts;
+
+static const char *prog = "shardrun_generate"; /* argv[0]'s name: messages say which command it was */
+
+/* "prog: " and the message, on stderr */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", prog);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "gpt2_generate: error: ");
+    fprintf(stderr, "%s: error: ", prog);
     vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(gpt2_generate --help lists the flags)\n");
+    fprintf(stderr, "\n(%s --help lists the flags)\n", prog);
     va_end(ap);
     return EXIT_CONFIG;
 }
@@ -126,7 +151,12 @@ enum {
     OPT_OUTPUT,
     OPT_LOGITS,
     OPT_IGNORE_EOS,
-    OPT_NO_KV_CACHE
+    OPT_NO_KV_CACHE,
+    OPT_TOKENIZER,
+    OPT_FAMILY,
+    OPT_CONFIG,
+    OPT_N_KV_HEAD,
+    OPT_JOB
 };
 
 static const struct option long_opts[] = {
@@ -146,6 +176,11 @@ static const struct option long_opts[] = {
     {"logits", required_argument, NULL, OPT_LOGITS},
     {"ignore-eos", no_argument, NULL, OPT_IGNORE_EOS},
     {"no-kv-cache", no_argument, NULL, OPT_NO_KV_CACHE},
+    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+    {"family", required_argument, NULL, OPT_FAMILY},
+    {"config", required_argument, NULL, OPT_CONFIG},
+    {"n-kv-head", required_argument, NULL, OPT_N_KV_HEAD},
+    {"job", required_argument, NULL, OPT_JOB},
     {NULL, 0, NULL, 0},
 };
 
@@ -158,6 +193,10 @@ static int take_flag(opts *o, int c, const char *flag, const char *v) {
     case OPT_VOCAB: o->vocab = v; break;
     case OPT_MERGES: o->merges = v; break;
     case OPT_SIZE: o->size = v; break;
+    case OPT_TOKENIZER: o->tokenizer = v; break;
+    case OPT_FAMILY: o->family = v; break;
+    case OPT_CONFIG: o->config = v; break;
+    case OPT_JOB: o->job = v; break;
     case OPT_LOGITS: o->logits = v; break;
     case OPT_IGNORE_EOS: o->ignore_eos = 1; break;
     case OPT_NO_KV_CACHE: o->no_cache = 1; break;
@@ -170,13 +209,14 @@ static int take_flag(opts *o, int c, const char *flag, const char *v) {
         o->max_new = (long)d;
         break;
     case OPT_TEMPERATURE:
-        if (real(v, &d) != 0 || !(d == 0 || (d >= GPT2_MIN_TEMPERATURE && d <= GPT2_MAX_TEMPERATURE)))
-            return usage_error("--temperature %s: expected 0 (greedy) or a number from " GPT2_STR(GPT2_MIN_TEMPERATURE) " to " GPT2_STR(
-                                   GPT2_MAX_TEMPERATURE) " (below " GPT2_STR(GPT2_MIN_TEMPERATURE) " sampling picks "
-                                                                                                   "the most likely "
-                                                                                                   "token anyway: "
-                                                                                                   "use 0)",
-                               v);
+        if (real(v, &d) != 0 || !(d == 0 || (d >= GEN_MIN_TEMPERATURE && d <= GEN_MAX_TEMPERATURE)))
+            return usage_error(
+                "--temperature %s: expected 0 (greedy) or a number from " GEN_STR(GEN_MIN_TEMPERATURE) " to " GEN_STR(
+                    GEN_MAX_TEMPERATURE) " (below " GEN_STR(GEN_MIN_TEMPERATURE) " sampling picks "
+                                                                                 "the most likely "
+                                                                                 "token anyway: "
+                                                                                 "use 0)",
+                v);
         o->temperature = d;
         break;
     case OPT_TOP_K:
@@ -198,12 +238,36 @@ static int take_flag(opts *o, int c, const char *flag, const char *v) {
         if (num(flag, v, 1, 100000, 1, &d)) return EXIT_CONFIG;
         o->n_head = (int)d;
         break;
+    case OPT_N_KV_HEAD:
+        if (num(flag, v, 1, 100000, 1, &d)) return EXIT_CONFIG;
+        o->n_kv_head = (int)d;
+        break;
+    }
+    return 0;
+}
+
+/* The job file's values where the flags left a figure open (gen_job.h); 0 or EXIT_CONFIG. */
+static int take_job(opts *o) {
+    static gen_job j; /* o points into it */
+    char err[4600];
+    if (!o->job) return 0;
+    if (gen_job_read(o->job, &j, err, sizeof err) != 0) return usage_error("%s", err);
+    if (!o->family && j.family[0]) o->family = j.family;
+    if (!o->size && !o->config) { /* the job's config.json, else its size */
+        if (j.config[0]) o->config = j.config;
+        else if (j.size[0] && !j.resized) o->size = j.size;
+    }
+    if (!o->n_head && j.n_head) o->n_head = j.n_head;
+    if (!o->n_kv_head && j.n_kv_head) o->n_kv_head = j.n_kv_head;
+    if (!o->vocab && !o->tokenizer) {
+        if (j.tokenizer[0]) o->tokenizer = j.tokenizer;
+        else if (j.vocab[0] && j.merges[0]) o->vocab = j.vocab, o->merges = j.merges;
     }
     return 0;
 }
 
 /* getopt_long with "-": MODEL may come before or after the flags, each argument read in order;
-   opterr = 0: the messages are gpt2_generate's own. */
+   opterr = 0: the messages are the generator's own. */
 static int parse(int argc, char **argv, opts *o) {
     *o = (opts){.max_new = 50, .temperature = 1.0f, .top_p = 1.0f, .top_k = 50, .seed = 42};
     optind = 0, opterr = 0;
@@ -234,7 +298,10 @@ static int parse(int argc, char **argv, opts *o) {
     if (!o->model) return usage_error("name the MODEL: a checkpoint-N folder or a model.safetensors");
     if (o->prompt && o->prompt_ids) return usage_error("--prompt or --prompt-ids, not both");
     if (!o->vocab != !o->merges) return usage_error("--vocab and --merges go together: both (GPT-2 BPE) or neither");
-    return 0;
+    if (o->vocab && o->tokenizer)
+        return usage_error(
+            "--tokenizer or --vocab and --merges, not both: name the tokenizer the model was trained with");
+    return take_job(o);
 }
 
 static double now(void) {
@@ -252,24 +319,29 @@ static int file_exists(const char *dir, const char *name, char *path, size_t len
 
 /* The tokenizer the model was trained with: --vocab/--merges, else the model's folder's, else
    byte-level.  *what describes it for the banner. */
-static tf_tokenizer *load_tokenizer(const opts *o, const gpt2_weights *w, char *what, size_t len) {
-    char v[4200], m[4200], err[1024];
-    const char *vocab = o->vocab, *merges = o->merges;
-    if (!vocab && file_exists(w->dir, "vocab.json", v, sizeof v) && file_exists(w->dir, "merges.txt", m, sizeof m))
-        vocab = v, merges = m;
-    tf_tokenizer *t = tf_tokenizer_load(vocab, merges, err, sizeof err);
+static tf_tokenizer *load_tokenizer(const opts *o, const gen_model *gm, char *what, size_t len) {
+    char v[4200], m[4200], j[4200], err[1024];
+    const char *vocab = o->vocab, *merges = o->merges, *json = o->tokenizer, *dir = gm->f.dir;
+    if (!vocab && !json) {
+        if (file_exists(dir, "vocab.json", v, sizeof v) && file_exists(dir, "merges.txt", m, sizeof m))
+            vocab = v, merges = m;
+        else if (file_exists(dir, "tokenizer.json", j, sizeof j)) json = j;
+    }
+    tf_tokenizer *t =
+        json ? tf_tokenizer_load_json(json, err, sizeof err) : tf_tokenizer_load(vocab, merges, err, sizeof err);
     if (!t) {
-        fprintf(stderr, "gpt2_generate: error: %s\n", err);
+        say("error: %s\n", err);
         return NULL;
     }
-    if (vocab) snprintf(what, len, "GPT-2 BPE tokens from %s and %s", vocab, merges);
+    if (json) snprintf(what, len, "tokens from %.4000s", json);
+    else if (vocab) snprintf(what, len, "GPT-2 BPE tokens from %.4000s and %.4000s", vocab, merges);
     else snprintf(what, len, "byte-level tokens");
     return t;
 }
 
 /* ids of the prompt (--prompt-ids, or --prompt through the tokenizer); an empty prompt is
    <|endoftext|>, as HF starts GPT-2 without one.  Exit code, 0 when fine. */
-static int prompt_ids(const opts *o, tf_tokenizer *tok, const gpt2_weights *w, int32_t **ids, size_t *n) {
+static int prompt_ids(const opts *o, tf_tokenizer *tok, const gen_model *w, int32_t **ids, size_t *n) {
     size_t cap = 0;
     *ids = NULL, *n = 0;
     if (o->prompt_ids) {
@@ -280,10 +352,9 @@ static int prompt_ids(const opts *o, tf_tokenizer *tok, const gpt2_weights *w, i
             errno = 0;
             long v = strtol(p, &end, 10);
             if (end == p || errno || v < 0 || v >= w->V) {
-                fprintf(stderr,
-                        "gpt2_generate: error: --prompt-ids: \"%.20s\" is not a token id in [0, %d) (the "
-                        "model's vocabulary); give ids separated by spaces or commas\n",
-                        p, w->V);
+                say("error: --prompt-ids: \"%.20s\" is not a token id in [0, %d) (the "
+                    "model's vocabulary); give ids separated by spaces or commas\n",
+                    p, w->V);
                 return EXIT_CONFIG;
             }
             int32_t id = (int32_t)v;
@@ -297,7 +368,7 @@ static int prompt_ids(const opts *o, tf_tokenizer *tok, const gpt2_weights *w, i
             p = end;
         }
     } else if (o->prompt && *o->prompt && tf_tokenizer_encode(tok, o->prompt, strlen(o->prompt), ids, n, &cap) != 0) {
-        fprintf(stderr, "gpt2_generate: error: out of memory tokenizing the prompt\n");
+        say("error: out of memory tokenizing the prompt\n");
         return 1;
     }
     if (*n == 0) {
@@ -307,10 +378,9 @@ static int prompt_ids(const opts *o, tf_tokenizer *tok, const gpt2_weights *w, i
         *n = 1;
     }
     if (*n >= (size_t)w->P) {
-        fprintf(stderr,
-                "gpt2_generate: error: the prompt is %zu tokens but the model's context (n_positions of %s) is "
-                "%d, which leaves no room for a new token; shorten the prompt to at most %d tokens\n",
-                *n, w->file, w->P, w->P - 1);
+        say("error: the prompt is %zu tokens but the model's context (n_positions of %s) is "
+            "%d, which leaves no room for a new token; shorten the prompt to at most %d tokens\n",
+            *n, w->f.file, w->P, w->P - 1);
         return EXIT_CONFIG;
     }
     return 0;
@@ -335,33 +405,37 @@ static void put_token(tf_tokenizer *tok, int32_t id, int ids_out) {
 static int check_logits_output(const opts *o) {
     if (!o->logits) return 0;
     struct stat st;
-    char dir[4096], in[5][4200], why[4600];
+    char dir[4096], in[6][4200], why[4600];
     snprintf(dir, sizeof dir, "%s", o->model);
     if (stat(o->model, &st) != 0 || !S_ISDIR(st.st_mode)) { /* a file: its folder */
         char *slash = strrchr(dir, '/');
         if (slash) slash[slash == dir] = 0;
         else snprintf(dir, sizeof dir, ".");
     }
-    static const char *const names[] = {"model.safetensors", "config.json", "vocab.json", "merges.txt"};
-    for (int i = 0; i < 4; i++) snprintf(in[i], sizeof in[i], "%s/%s", dir, names[i]);
-    const char *inputs[] = {o->model, in[0], in[1], in[2], in[3], o->vocab, o->merges};
-    if (sr__out_check(o->logits, inputs, 7, why, sizeof why) != 0)
+    static const char *const names[] = {"model.safetensors", "config.json", "vocab.json", "merges.txt",
+                                        "tokenizer.json"};
+    for (int i = 0; i < 5; i++) snprintf(in[i], sizeof in[i], "%s/%s", dir, names[i]);
+    const char *inputs[] = {o->model, in[0],     in[1],        in[2],     in[3], in[4],
+                            o->vocab, o->merges, o->tokenizer, o->config, o->job};
+    if (sr__out_check(o->logits, inputs, 11, why, sizeof why) != 0)
         return usage_error("--logits: %s (checked before the model is read)", why);
     return 0;
 }
 
 int main(int argc, char **argv) {
+    const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
+    if (argc > 0) prog = slash ? slash + 1 : argv[0];
     opts o;
     int rc = parse(argc, argv, &o);
     if (!rc) rc = check_logits_output(&o);
     if (rc) return rc;
 
-    gpt2_weights w;
+    gen_model w;
     char err[2048], tokwhat[9000];
-    gpt2_weights_opts wo = {o.size, o.n_head};
+    gen_opts wo = {o.family, o.size, o.config, o.n_head, o.n_kv_head};
     double t_load = now();
-    if ((rc = gpt2_weights_load(o.model, &wo, &w, err, sizeof err)) != 0) {
-        fprintf(stderr, "gpt2_generate: error: %s\n", err);
+    if ((rc = gen_model_load(o.model, &wo, &w, err, sizeof err)) != 0) {
+        say("error: %s\n", err);
         return rc == -2 ? 1 : EXIT_CONFIG;
     }
     t_load = now() - t_load;
@@ -369,47 +443,44 @@ int main(int argc, char **argv) {
     int32_t *ids = NULL;
     size_t n = 0;
     float *logits = NULL, *all = NULL;
-    gpt2_infer *g = NULL;
-    gpt2_sampler s = {0};
+    gen_sampler s = {0};
     rc = EXIT_CONFIG;
     if (!tok) goto out;
     int tv = tf_tokenizer_vocab_size(tok);
     if (tv > w.V) {
-        fprintf(stderr,
-                "gpt2_generate: error: the tokenizer (%s) has %d tokens but %s has embeddings for %d: the "
-                "model was trained with other tokens; give the --vocab and --merges it was trained with (or none, "
-                "for byte-level tokens)\n",
-                tokwhat, tv, w.file, w.V);
+        say("error: the tokenizer (%s) has %d tokens but %s has embeddings for %d: the "
+            "model was trained with other tokens; give the --vocab and --merges it was trained with (or none, "
+            "for byte-level tokens)\n",
+            tokwhat, tv, w.f.file, w.V);
         goto out;
     }
     if ((rc = prompt_ids(&o, tok, &w, &ids, &n)) != 0) goto out;
 
     char step[48] = "", sampling[160];
-    if (w.step >= 0) snprintf(step, sizeof step, " (global_step %lld)", w.step);
+    if (w.f.step >= 0) snprintf(step, sizeof step, " (global_step %lld)", w.f.step);
     if (o.temperature == 0.0) snprintf(sampling, sizeof sampling, "greedy");
     else
         snprintf(sampling, sizeof sampling, "sampling with temperature %g, top-k %d, top-p %g, seed %llu",
                  (double)o.temperature, o.top_k, (double)o.top_p, o.seed);
-    fprintf(stderr,
-            "gpt2_generate: %s%s: %d layers, %d heads (%s), n_embd %d, context %d, vocab %d; %s; %s; fp32 on "
-            "the CPU, %d thread%s%s\n",
-            w.file, step, w.L, w.NH, w.heads_from, w.C, w.P, w.V, tokwhat, sampling, tf_cpu_threads(),
-            tf_cpu_threads() == 1 ? "" : "s", o.no_cache ? ", no KV cache" : "");
+    say("%s%s: %s; the %s family; %s; %s; fp32 on the CPU, %d thread%s%s\n", w.f.file, step, w.what, w.family, tokwhat,
+        sampling, tf_cpu_threads(), tf_cpu_threads() == 1 ? "" : "s", o.no_cache ? ", no KV cache" : "");
     if (tv < w.V)
-        fprintf(stderr,
-                "gpt2_generate: note: the model has %d token embeddings, the tokenizer %d tokens: ids from %d "
-                "on are never picked. If the model was trained with GPT-2 BPE, give --vocab and --merges\n",
-                w.V, tv, tv);
+        say("note: the model has %d token embeddings, the tokenizer %d tokens: ids from %d "
+            "on are never picked. Give the tokenizer it was trained with (--tokenizer, or --vocab and --merges)\n",
+            w.V, tv, tv);
 
     rc = 1;
     long room = w.P - (long)n; /* new tokens that still get a position to be fed back at, plus the last */
     long max_new = o.max_new < room + 1 ? o.max_new : room + 1;
     int32_t *grown = realloc(ids, (n + (size_t)max_new + 1) * sizeof *ids);
     if (grown) ids = grown;
-    if (!grown || !(g = gpt2_infer_new(&w, tf_kernels_cpu())) || !(logits = malloc((size_t)w.V * sizeof *logits)) ||
-        gpt2_sampler_init(&s, o.seed, w.V, tv, o.temperature, o.top_k, o.top_p) != 0 ||
+    /* the cache: the prompt, and the new tokens fed back (the last is not) */
+    long positions = (long)n + (max_new > 0 ? max_new - 1 : 0);
+    if (!grown || w.start(&w, (int)(positions < w.P ? positions : w.P)) != 0 ||
+        !(logits = malloc((size_t)w.V * sizeof *logits)) ||
+        gen_sampler_init(&s, o.seed, w.V, tv, o.temperature, o.top_k, o.top_p) != 0 ||
         (o.logits && !(all = malloc(((size_t)max_new + 1) * (size_t)w.V * sizeof *all)))) {
-        fprintf(stderr, "gpt2_generate: error: out of memory for the model's key/value cache and buffers\n");
+        say("error: out of memory for the model's key/value cache and buffers\n");
         goto out;
     }
     if (o.ids_out) {
@@ -425,19 +496,18 @@ int main(int argc, char **argv) {
     double t0 = now(), t1 = t0;
     long made = 0;
     int eos = tf_tokenizer_eos(tok), stop = 0;
-    if (gpt2_infer_prompt(g, ids, (int)n, logits) != 0) goto oom;
+    if (w.prompt(&w, ids, (int)n, logits) != 0) goto oom;
     t1 = now();
     while (made < max_new) {
         if (all) memcpy(all + (size_t)made * w.V, logits, (size_t)w.V * sizeof *all);
-        int32_t id = gpt2_sample(&s, logits);
+        int32_t id = gen_sample(&s, logits);
         if (id < 0) {
             putchar('\n');
             fflush(stdout);
-            fprintf(stderr,
-                    "gpt2_generate: error: step %ld (position %zu): the logit of token %d is %g: the model "
-                    "computes non-finite values (its weights hold NaN or inf: a diverged training run, or a damaged "
-                    "file); no token was picked. Use an earlier checkpoint or a lower learning_rate\n",
-                    made, n, s.bad, (double)logits[s.bad]);
+            say("error: step %ld (position %zu): the logit of token %d is %g: the model "
+                "computes non-finite values (its weights hold NaN or inf: a diverged training run, or a damaged "
+                "file); no token was picked. Use an earlier checkpoint or a lower learning_rate\n",
+                made, n, s.bad, (double)logits[s.bad]);
             rc = 1;
             goto out;
         }
@@ -450,20 +520,19 @@ int main(int argc, char **argv) {
         put_token(tok, id, o.ids_out);
         fflush(stdout);
         if (made == max_new) break;
-        int r = o.no_cache ? gpt2_infer_full(g, ids, (int)n, logits) : gpt2_infer_next(g, id, logits);
+        int r = o.no_cache ? w.full(&w, ids, (int)n, logits) : w.next(&w, id, logits);
         if (r != 0) goto oom;
     }
     double t2 = now();
     putchar('\n');
     fflush(stdout);
     double rate = made > 0 && t2 > t1 ? (double)made / (t2 - t1) : 0.0;
-    fprintf(stderr,
-            "gpt2_generate: model read in %.3f s; prompt %zu tokens in %.3f s; %ld new tokens in %.3f s "
-            "(%.1f tokens/s)%s\n",
-            t_load, prompt_n, t1 - t0, made, t2 - t1, rate,
-            stop               ? "; stopped at <|endoftext|>"
-            : made < o.max_new ? "; stopped: the model's context is full"
-                               : "");
+    say("model read in %.3f s; prompt %zu tokens in %.3f s; %ld new tokens in %.3f s "
+        "(%.1f tokens/s)%s\n",
+        t_load, prompt_n, t1 - t0, made, t2 - t1, rate,
+        stop               ? "; stopped at <|endoftext|>"
+        : made < o.max_new ? "; stopped: the model's context is full"
+                           : "");
     rc = 0;
     if (all) {
         int32_t pl = (int32_t)prompt_n;
@@ -477,15 +546,14 @@ int main(int argc, char **argv) {
     }
     goto out;
 oom:
-    fprintf(stderr, "gpt2_generate: error: out of memory running the model\n");
+    say("error: out of memory running the model\n");
     rc = 1;
 out:
-    gpt2_sampler_free(&s);
-    gpt2_infer_free(g);
+    gen_sampler_free(&s);
     free(all);
     free(logits);
     free(ids);
     if (tok) tf_tokenizer_free(tok);
-    gpt2_weights_free(&w);
+    gen_model_free(&w);
     return rc;
 }

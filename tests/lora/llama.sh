@@ -1,0 +1,55 @@
+# LoRA on the Llama family against the PyTorch reference (tests/lora/lora_torch.py over
+# tests/llama/llama_torch.py): grouped-query attention (4 query heads on 2 key/value heads) with
+# q/k/v biases, adapters on all seven linear layers (q/k/v write strided into the fused buffer and add
+# before RoPE; gate/up before SwiGLU; lora_B not zero), then PEFT's default for Llama (q_proj,
+# v_proj): logits, loss and every adapter's gradient within 1e-4, no optimizer state for the frozen
+# base, on 1 rank.
+. "$(dirname "$0")/../llama/lib.sh"
+LORA_TORCH="/usr/bin/python3 $SRC/tests/lora/lora_torch.py"
+/usr/bin/python3 - "$T/mixed.txt" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(16):
+        f.write(("Paragraph %d says something short." % i) if i % 2 else ("A much longer paragraph %d " % i) * 6)
+        f.write("\n\n")
+PY
+llama_config c.json 4 2 '"attention_bias": true'
+$TORCH_LLAMA init "$T/base.safetensors" --config "$T/c.json" --vocab_size 300 --seed 7 >/dev/null && pass ||
+    fail "llama_torch.py init"
+for targets in q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj q_proj,v_proj; do
+    $LORA_TORCH init "$T/w.safetensors" --family llama --base "$T/base.safetensors" --r 4 --targets $targets --seed 8 \
+        >/dev/null && pass || fail "lora_torch.py init ($targets)"
+    tm="lora_target_modules = $targets"
+    [ "$targets" = q_proj,v_proj ] && tm="" # PEFT's default for Llama
+    llama_job l.ini "fsdp.sharding_strategy = NO_SHARD" "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
+config = $T/c.json
+vocab_size = 300
+max_length = 100
+min_chars = 10
+data = $T/mixed.txt
+init_weights = $T/w.safetensors
+max_steps = 1
+per_device_train_batch_size = 6
+adam_beta1 = 0
+max_grad_norm = 0
+weight_decay = 0
+dump = $T/dump.safetensors
+output_dir = $T/out
+lora_r = 4
+lora_alpha = 6
+$tm
+EOF2
+    for n in 1; do
+        rm -rf "$T/out" "$T/dump.safetensors"
+        extra=() grads=()
+        [ "$n" -eq 2 ] && extra=(--set accelerate.fsdp.sharding_strategy=FULL_SHARD --set accelerate.fsdp.auto_wrap_policy=TRANSFORMER_BASED_WRAP --set accelerate.fsdp.transformer_layer_cls_to_wrap=LlamaDecoderLayer)
+        [ "$n" -eq 1 ] && grads=(--grads "$T/out/checkpoint-1/optimizer.safetensors" --frozen)
+        run "$SHARDRUN" "$T/l.ini" --nproc-per-node $n "${extra[@]}"
+        expect_rc 0 "$targets: one step on $n rank(s)"
+        expect_in "$out" "LoRA r 4, alpha 6 (scale 1.5) on $targets" "$targets: the start-up line"
+        r=$($LORA_TORCH check "$T/dump.safetensors" "$T/w.safetensors" --family llama --config "$T/c.json" --n_head 4 \
+            --alpha 6 "${grads[@]}" 2>&1) && pass || fail "$targets: C vs torch on $n rank(s): $r"
+        echo "$targets, $n rank(s): $(tail -1 <<<"$r")"
+    done
+done
+done_checks

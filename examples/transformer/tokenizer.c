@@ -273,6 +273,12 @@ int tf_tokenizer_decode(tf_tokenizer *t, int32_t id, char *out, size_t cap) {
 
 void tf_tokenizer_free(tf_tokenizer *t) {
     if (!t) return;
+    for (int k = 0; k < t->nsplits; k++) tf__regex_free(t->splits[k].re);
+    free(t->added);
+    free(t->added_text);
+    free(t->clean);
+    free(t->norm);
+    free(t->symbols);
     free(t->by_id);
     strmap_free(&t->vocab);
     strmap_free(&t->cache);
@@ -396,13 +402,47 @@ static int append(int32_t **ids, size_t *n, size_t *cap, const int32_t *src, siz
     return 0;
 }
 
-size_t tf_tokenizer_piece_end(const tf_tokenizer *t, const char *text, size_t len, size_t i) {
-    switch (t->pretok) {
-    case TF_PRETOK_GPT2: return tf_tokenizer_pretoken_end(text, len, i);
-    case TF_PRETOK_BLOOM: return tf__bloom_piece_end(text, len, i);
-    case TF_PRETOK_BYTES: break;
+typedef struct {
+    int32_t **ids;
+    size_t *n, *cap;
+} sink;
+
+/* The ids of one piece: an added token's id, a cached piece's ids, the whole piece as one symbol
+   (ignore_merges), or the merges of its bytes. */
+static int encode_piece(void *ctx, tf_tokenizer *t, const char *text, size_t k, int32_t id) {
+    sink *o = ctx;
+    const unsigned char *s = (const unsigned char *)text;
+    if (id >= 0) return append(o->ids, o->n, o->cap, &id, 1);
+    if (k == 1) return append(o->ids, o->n, o->cap, &t->byte_id[s[0]], 1);
+    const tf__str_slot *hit = k <= CACHE_MAX_KEY ? tf__strmap_find(&t->cache, text, k) : NULL;
+    if (hit) return append(o->ids, o->n, o->cap, t->cache_ids + hit->a, (size_t)hit->b);
+    long m = -1;
+    if (t->ignore_merges) { /* the piece's byte symbols (2 bytes each at most), as the vocabulary spells them */
+        if (2 * k > t->symbols_cap) {
+            char *p = realloc(t->symbols, 2 * k);
+            if (!p) return -1;
+            t->symbols = p;
+            t->symbols_cap = 2 * k;
+        }
+        size_t sl = 0;
+        for (size_t i = 0; i < k; i++) sl += tf__byte_symbol(s[i], t->symbols + sl);
+        const tf__str_slot *whole = tf__strmap_find(&t->vocab, t->symbols, sl);
+        if (whole) {
+            if (scratch(t, 1)) return -1;
+            t->sym[0] = whole->a, m = 1;
+        }
     }
-    return i + 1;
+    if (m < 0 && (m = bpe_word(t, s, k)) < 0) return -1;
+    if (append(o->ids, o->n, o->cap, t->sym, (size_t)m)) return -1;
+    if (k <= CACHE_MAX_KEY && t->cache.n < CACHE_MAX_ENTRIES) {
+        size_t off = t->cache_n;
+        if (append(&t->cache_ids, &t->cache_n, &t->cache_cap, t->sym, (size_t)m)) return -1;
+        tf__str_slot *slot = tf__strmap_add(&t->cache, text, k);
+        if (!slot) return t->cache_n = off, -1;
+        slot->a = (int32_t)off;
+        slot->b = (int32_t)m;
+    }
+    return 0;
 }
 
 int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n, size_t *cap) {
@@ -412,28 +452,29 @@ int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, int32_t *
         for (size_t i = 0; i < len; i++) (*ids)[(*n)++] = s[i];
         return 0;
     }
-    for (size_t i = 0, j; i < len; i = j) {
-        j = tf_tokenizer_piece_end(t, text, len, i);
-        size_t k = j - i;
-        if (k == 1) {
-            if (append(ids, n, cap, &t->byte_id[s[i]], 1)) return -1;
-            continue;
+    sink o = {ids, n, cap};
+    return tf__pieces(t, text, len, encode_piece, &o) ? -1 : 0;
+}
+
+typedef struct {
+    tf_tokenizer_piece_fn fn;
+    void *ctx;
+} piece_cb;
+
+static int report_piece(void *ctx, tf_tokenizer *t, const char *piece, size_t n, int32_t id) {
+    (void)t;
+    piece_cb *c = ctx;
+    return c->fn(c->ctx, piece, n, id);
+}
+
+int tf_tokenizer_pieces(tf_tokenizer *t, const char *text, size_t len, tf_tokenizer_piece_fn fn, void *ctx) {
+    if (t->pretok == TF_PRETOK_BYTES) {
+        for (size_t i = 0; i < len; i++) {
+            int rc = fn(ctx, text + i, 1, -1);
+            if (rc) return rc;
         }
-        const tf__str_slot *hit = k <= CACHE_MAX_KEY ? tf__strmap_find(&t->cache, text + i, k) : NULL;
-        if (hit) {
-            if (append(ids, n, cap, t->cache_ids + hit->a, (size_t)hit->b)) return -1;
-            continue;
-        }
-        long m = bpe_word(t, s + i, k);
-        if (m < 0 || append(ids, n, cap, t->sym, (size_t)m)) return -1;
-        if (k <= CACHE_MAX_KEY && t->cache.n < CACHE_MAX_ENTRIES) {
-            size_t off = t->cache_n;
-            if (append(&t->cache_ids, &t->cache_n, &t->cache_cap, t->sym, (size_t)m)) return -1;
-            tf__str_slot *slot = tf__strmap_add(&t->cache, text + i, k);
-            if (!slot) return t->cache_n = off, -1;
-            slot->a = (int32_t)off;
-            slot->b = (int32_t)m;
-        }
+        return 0;
     }
-    return 0;
+    piece_cb c = {fn, ctx};
+    return tf__pieces(t, text, len, report_piece, &c);
 }

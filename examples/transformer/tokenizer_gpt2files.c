@@ -105,8 +105,9 @@ tf_tokenizer *tf_tokenizer_load(const char *vocab_json, const char *merges_txt, 
         for (int b = 0; b < 256; b++) t->byte_id[b] = b;
         return t;
     }
-    t->pretok = TF_PRETOK_GPT2;
-    if (load_vocab(t, vocab_json, err, errlen) || load_merges(t, merges_txt, vocab_json, err, errlen)) {
+    if (tf__split_add(t, tf__gpt2_pattern, strlen(tf__gpt2_pattern), TF_SPLIT_ISOLATED, "GPT-2's pattern", err,
+                      errlen) ||
+        load_vocab(t, vocab_json, err, errlen) || load_merges(t, merges_txt, vocab_json, err, errlen)) {
         tf_tokenizer_free(t);
         return NULL;
     }

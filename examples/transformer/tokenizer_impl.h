@@ -1,7 +1,9 @@
 /*
  * The tokenizer's insides, shared by its files (nothing here is for the tasks; they use tokenizer.h):
  *   tokenizer.c           the tables, the tokenizer object, the merge loop, encode/decode/free
- *   tokenizer_pretok.c    the pre-tokenizers (GPT-2's pattern, BLOOM's split), written by hand
+ *   tokenizer_pretok.c    the pre-tokenizer: bytes that are not UTF-8, NFC, the Split steps
+ *   tokenizer_regex.c     the Split patterns (and GPT-2's) through PCRE2
+ *   tokenizer_added.c     added and special tokens found inside a text
  *   tokenizer_jsonread.c  the JSON cursor both loaders walk their files with (over core/io/json.c)
  *   tokenizer_gpt2files.c tf_tokenizer_load: byte-level, or vocab.json + merges.txt
  *   tokenizer_json.c      tf_tokenizer_load_json: HF tokenizers' tokenizer.json
@@ -57,9 +59,38 @@ typedef struct {
 /* How encode cuts a text into the pieces BPE merges separately. */
 typedef enum {
     TF_PRETOK_BYTES, /* no BPE: one id per byte (the byte-level fallback) */
-    TF_PRETOK_GPT2,  /* GPT-2's pattern (tf_tokenizer_pretoken_end) */
-    TF_PRETOK_BLOOM  /* BLOOM's Split regex, Isolated (tf__bloom_piece_end) */
+    TF_PRETOK_SPLIT  /* the Split steps (splits[0..nsplits)), each applied to the pieces of the one before */
 } tf__pretok;
+
+/* PCRE2 behind a small interface (tokenizer_regex.c) */
+typedef struct tf__regex tf__regex;
+/* Compiles an HF tokenizers (Oniguruma) pattern of n bytes: NULL with a message when PCRE2 refuses
+   it or it uses what the two engines read differently and is not rewritten (see the file). */
+tf__regex *tf__regex_compile(const char *pattern, size_t n, char *err, size_t errlen);
+/* The first match in text[start..len) (valid UTF-8; start at a character): 1 with [*ms, *me), 0 for
+   none, -1 when PCRE2 fails (its memory or match limits). */
+int tf__regex_find(tf__regex *r, const char *text, size_t len, size_t start, size_t *ms, size_t *me);
+/* Drops the matches found ahead (tf__regex_find returns them while the caller asks from where the
+   last one ended): a walk over a new text starts with it. */
+void tf__regex_forget(tf__regex *r);
+void tf__regex_free(tf__regex *r);
+
+/* What a Split step keeps of its pattern's matches (HF's SplitDelimiterBehavior); the text between
+   matches is always a piece of its own. */
+typedef enum { TF_SPLIT_ISOLATED, TF_SPLIT_REMOVED } tf__split_behavior;
+typedef struct {
+    tf__regex *re;
+    tf__split_behavior behavior;
+} tf__split;
+#define TF__SPLITS_MAX 8
+
+/* An added token (tokenizer.json's added_tokens): found in a text before the pre-tokenizer runs */
+typedef struct {
+    uint32_t off, len; /* its content: added_text[off, off+len) */
+    int32_t id;
+    int normalized;      /* matched in the normalized text (after NFC) rather than the text as given */
+    unsigned char first; /* its first byte */
+} tf__added;
 
 struct tf_tokenizer {
     int vocab_size, eos;
@@ -76,6 +107,20 @@ struct tf_tokenizer {
     uint64_t *heap, *pending;
     size_t scratch_cap;
     const tf__str_slot **by_id; /* decode: id -> its vocab entry, built on first use */
+    /* tokenizer.json's options (tokenizer_json.c); vocab.json + merges.txt: GPT-2's pattern only */
+    tf__split splits[TF__SPLITS_MAX];
+    int nsplits;
+    int nfc;           /* normalizer NFC */
+    int ignore_merges; /* a piece that is a vocabulary symbol as a whole is that symbol, unmerged */
+    tf__added *added;  /* sorted by first byte, then longest first (tf__added_index) */
+    size_t nadded;
+    char *added_text;
+    size_t added_len;
+    uint32_t added_at[257]; /* added[added_at[b] .. added_at[b+1]): the tokens that start with byte b */
+    int added_normalized;   /* some token has `normalized` (and there is a normalizer) */
+    /* scratch of encode: the text with its bad bytes replaced, NFC, a piece as byte symbols */
+    char *clean, *norm, *symbols;
+    size_t clean_cap, norm_cap, symbols_cap;
 };
 
 /* vsnprintf into err; -1 */
@@ -104,10 +149,28 @@ int tf__vocab_bytes(tf_tokenizer *t, const char *path, char *err, size_t errlen)
 int tf__merge_add(tf_tokenizer *t, const char *left, size_t ll, const char *right, size_t rl, int32_t rank, char **buf,
                   size_t *cap);
 
-/* ---- pre-tokenizers (tokenizer_pretok.c) ------------------------------------------------------ */
+/* ---- pre-tokenizer and added tokens (tokenizer_pretok.c, tokenizer_added.c) ------------------- */
 
-/* The end of the piece that starts at text[i] (i < len) under BLOOM's pre-tokenizer (tokenizer.h). */
-size_t tf__bloom_piece_end(const char *text, size_t len, size_t i);
+/* GPT-2's pattern (ByteLevel's use_regex) */
+extern const char tf__gpt2_pattern[];
+/* Adds a Split step of `pattern` to t: 0, or -1 with a message naming `what` (a JSON path). */
+int tf__split_add(tf_tokenizer *t, const char *pattern, size_t n, tf__split_behavior behavior, const char *what,
+                  char *err, size_t errlen);
+/* Called for each piece of a text, in order: id >= 0 for an added token (the piece is its content),
+   else a piece for BPE.  Nonzero stops the walk and is returned. */
+typedef int (*tf__piece_fn)(void *ctx, tf_tokenizer *t, const char *piece, size_t n, int32_t id);
+/* Walks text[0..len) as encode does: added tokens, NFC, the Split steps.  0, the callback's nonzero
+   value, or -1 when out of memory. */
+int tf__pieces(tf_tokenizer *t, const char *text, size_t len, tf__piece_fn fn, void *ctx);
+
+/* Adds an added token (content of n bytes): 0, or -1 when out of memory. */
+int tf__added_add(tf_tokenizer *t, const char *content, size_t n, int32_t id, int normalized);
+/* After the last tf__added_add: sorts them and builds added_at.  0, or -1 when out of memory. */
+int tf__added_index(tf_tokenizer *t);
+/* The leftmost-longest added token in s[from..n) with normalized == `normalized` (HF's
+   AddedVocabulary): its start in *at and the token, or NULL when there is none. */
+const tf__added *tf__added_find(const tf_tokenizer *t, const char *s, size_t n, size_t from, int normalized,
+                                size_t *at);
 
 /* ---- the JSON cursor (tokenizer_jsonread.c) --------------------------------------------------- */
 

@@ -17,10 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* BLOOM's Split pattern, as the JSON string decodes */
-static const char bloom_regex[] =
-    " ?[^(\\s|[.,!?\xE2\x80\xA6\xE3\x80\x82\xEF\xBC\x8C\xE3\x80\x81\xE0\xA5\xA4\xDB\x94\xD8\x8C])]+";
-
 /* where a member's value starts */
 typedef struct {
     size_t at;
@@ -209,15 +205,15 @@ static int bytelevel(loader *l, const mark *m, const char *jpath, int prefix, in
 }
 
 #define PRETOK_SUPPORTED                                                                                               \
-    "ByteLevel with add_prefix_space false and use_regex true (GPT-2), or BLOOM's Sequence of Split(its pattern, "     \
-    "Isolated, invert false) and ByteLevel(add_prefix_space false, use_regex false)"
+    "ByteLevel (add_prefix_space false), or a Sequence of Split steps (a Regex or String pattern, behavior Isolated "  \
+    "or Removed, invert false) ending with ByteLevel"
 
-/* BLOOM's Split at m (its type already checked) */
-static int bloom_split(loader *l, const mark *m, const char *jpath) {
+/* The Split at m (its type already checked): a step of the pre-tokenizer */
+static int split_step(loader *l, const mark *m, const char *jpath) {
     static const char *const keys[] = {"type", "pattern", "behavior", "invert", NULL};
     static const char *const pattern_keys[] = {"Regex", "String", NULL};
     enum { TYPE, PATTERN, BEHAVIOR, INVERT, N };
-    char p[160], s[256], q[96];
+    char p[160], s[64], q[96];
     mark f[N] = {{0}}, pat[2] = {{0}};
     seek(l, m);
     if (members(l, jpath, keys, f)) return -1;
@@ -225,40 +221,86 @@ static int bloom_split(loader *l, const mark *m, const char *jpath) {
     if (!f[PATTERN].set) return tf__fail(l->err, l->errlen, "%s:%d: %s has no \"pattern\"", l->path, m->line, jpath);
     seek(l, &f[PATTERN]);
     if (members(l, p, pattern_keys, pat)) return -1;
-    if (!pat[0].set) {
+    if (!pat[0].set == !pat[1].set) {
         seek(l, &f[PATTERN]);
-        return unsupported(l, f[PATTERN].line, p, found_value(l, q, sizeof q), "{\"Regex\": BLOOM's pattern}");
-    }
-    snprintf(p, sizeof p, "%.100s.pattern.Regex", jpath);
-    if (string_at(l, &pat[0], p, s, sizeof s)) return -1;
-    if (strcmp(s, bloom_regex)) {
-        seek(l, &pat[0]);
-        return unsupported(l, pat[0].line, p, found_value(l, q, sizeof q), "BLOOM's pattern only");
+        return unsupported(l, f[PATTERN].line, p, found_value(l, q, sizeof q), "{\"Regex\": ...} or {\"String\": ...}");
     }
     snprintf(p, sizeof p, "%.100s.behavior", jpath);
     if (!f[BEHAVIOR].set) return tf__fail(l->err, l->errlen, "%s:%d: %s has no \"behavior\"", l->path, m->line, jpath);
     if (string_at(l, &f[BEHAVIOR], p, s, sizeof s)) return -1;
-    if (strcmp(s, "Isolated")) {
+    tf__split_behavior behavior = TF_SPLIT_ISOLATED;
+    if (!strcmp(s, "Removed")) behavior = TF_SPLIT_REMOVED;
+    else if (strcmp(s, "Isolated")) {
         seek(l, &f[BEHAVIOR]);
-        return unsupported(l, f[BEHAVIOR].line, p, found_value(l, q, sizeof q), "\"Isolated\"");
+        return unsupported(l, f[BEHAVIOR].line, p, found_value(l, q, sizeof q), "\"Isolated\" or \"Removed\"");
     }
     snprintf(p, sizeof p, "%.100s.invert", jpath);
-    return must_be(l, &f[INVERT], p, 0, 0, "false");
+    if (must_be(l, &f[INVERT], p, 0, 0, "false")) return -1;
+    const mark *pm = pat[0].set ? &pat[0] : &pat[1];
+    snprintf(p, sizeof p, "%.100s.pattern.%s", jpath, pat[0].set ? "Regex" : "String");
+    seek(l, pm);
+    if (tf__json_peek(&l->j) != '"') return tf__json_fail(&l->j, "a string (the pattern)");
+    if (tf__json_string(&l->j)) return -1;
+    char *re = malloc(2 * l->j.slen + 1), where[240], why[600];
+    if (!re) return tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
+    size_t n = 0;
+    for (size_t i = 0; i < l->j.slen; i++) { /* a String pattern: its punctuation escaped */
+        char c = l->j.str[i];
+        if (pat[1].set && (unsigned char)c < 0x80 && !(c >= '0' && c <= '9') &&
+            !((c | 0x20) >= 'a' && (c | 0x20) <= 'z'))
+            re[n++] = '\\';
+        re[n++] = c;
+    }
+    snprintf(where, sizeof where, "%s:%d: %s", l->path, pm->line, p);
+    int rc = tf__split_add(l->t, re, n, behavior, where, why, sizeof why);
+    free(re);
+    if (rc) return tf__fail(l->err, l->errlen, "%s (the patterns run on PCRE2)", why);
+    return 0;
+}
+
+/* The Digits at m (its type already checked): numbers (Rust's char::is_numeric: \p{N}) apart from the
+   rest, each alone (individual_digits) or in runs, as a Split step */
+static int digits_step(loader *l, const mark *m, const char *jpath) {
+    static const char *const keys[] = {"type", "individual_digits", NULL};
+    char p[160];
+    int v;
+    mark f[2] = {{0}};
+    seek(l, m);
+    if (members(l, jpath, keys, f)) return -1;
+    snprintf(p, sizeof p, "%.100s.individual_digits", jpath);
+    if (literal_at(l, &f[1], p, 0, &v)) return -1;
+    const char *re = v == 1 ? "\\p{N}" : "\\p{N}+";
+    return tf__split_add(l->t, re, strlen(re), TF_SPLIT_ISOLATED, jpath, l->err, l->errlen);
+}
+
+/* The ByteLevel that ends the pre-tokenizer (at m, `jpath`): use_regex true adds GPT-2's pattern. */
+static int bytelevel_step(loader *l, const mark *m, const char *jpath) {
+    static const char *const keys[] = {"type", "add_prefix_space", "trim_offsets", "use_regex", NULL};
+    enum { TYPE, PREFIX, TRIM, REGEX, N };
+    char p[160];
+    int v;
+    mark f[N] = {{0}};
+    if (bytelevel(l, m, jpath, 0, -1, PRETOK_SUPPORTED)) return -1;
+    seek(l, m);
+    if (members(l, jpath, keys, f)) return -1;
+    snprintf(p, sizeof p, "%.100s.use_regex", jpath);
+    if (literal_at(l, &f[REGEX], p, 1, &v)) return -1;
+    if (v == 1 && tf__split_add(l->t, tf__gpt2_pattern, strlen(tf__gpt2_pattern), TF_SPLIT_ISOLATED, "GPT-2's pattern",
+                                l->err, l->errlen))
+        return -1;
+    l->t->pretok = TF_PRETOK_SPLIT; /* use_regex false: the whole text is one piece unless a Split cut it */
+    return 0;
 }
 
 static int pre_tokenizer(loader *l, const mark *m) {
     static const char *const keys[] = {"type", "pretokenizers", NULL};
     const char *jp = "pre_tokenizer";
-    char type[64], found[64];
-    mark tm, f[2] = {{0}}, item[2] = {{0}};
+    char type[64], found[64], ip[64];
+    mark tm, f[2] = {{0}}, item[TF__SPLITS_MAX + 1] = {{0}};
     if (!m->set)
         return tf__fail(l->err, l->errlen, "%s: no \"pre_tokenizer\" (supported: %s)", l->path, PRETOK_SUPPORTED);
     if (type_of(l, m, jp, PRETOK_SUPPORTED, type, sizeof type, &tm)) return -1;
-    if (!strcmp(type, "ByteLevel")) {
-        if (bytelevel(l, m, jp, 0, 1, PRETOK_SUPPORTED)) return -1;
-        l->t->pretok = TF_PRETOK_GPT2;
-        return 0;
-    }
+    if (!strcmp(type, "ByteLevel")) return bytelevel_step(l, m, jp);
     if (strcmp(type, "Sequence")) return unsupported_type(l, &tm, jp, PRETOK_SUPPORTED);
     seek(l, m);
     if (members(l, jp, keys, f)) return -1;
@@ -267,41 +309,92 @@ static int pre_tokenizer(loader *l, const mark *m) {
     if (tf__json_open(&l->j, '[', "'[' (pre_tokenizer.pretokenizers is an array)")) return -1;
     int n = 0, count = 0, r;
     while ((r = tf__json_more(&l->j, ']', &count)) > 0) {
-        if (n < 2) item[n] = here(l);
+        if (n <= TF__SPLITS_MAX) item[n] = here(l);
         n++;
         if (tf__json_skip(&l->j)) return -1;
     }
     if (r < 0) return -1;
-    if (n != 2) {
+    if (n < 1 || n > TF__SPLITS_MAX) {
         snprintf(found, sizeof found, "a list of %d", n);
         return unsupported(l, f[1].line, "pre_tokenizer.pretokenizers", found, PRETOK_SUPPORTED);
     }
-    const char *p0 = "pre_tokenizer.pretokenizers[0]", *p1 = "pre_tokenizer.pretokenizers[1]";
-    if (type_of(l, &item[0], p0, PRETOK_SUPPORTED, type, sizeof type, &tm)) return -1;
-    if (strcmp(type, "Split")) return unsupported_type(l, &tm, p0, PRETOK_SUPPORTED);
-    if (bloom_split(l, &item[0], p0)) return -1;
-    if (type_of(l, &item[1], p1, PRETOK_SUPPORTED, type, sizeof type, &tm)) return -1;
-    if (strcmp(type, "ByteLevel")) return unsupported_type(l, &tm, p1, PRETOK_SUPPORTED);
-    if (bytelevel(l, &item[1], p1, 0, 0, PRETOK_SUPPORTED)) return -1;
-    l->t->pretok = TF_PRETOK_BLOOM;
+    for (int k = 0; k < n; k++) {
+        snprintf(ip, sizeof ip, "pre_tokenizer.pretokenizers[%d]", k);
+        if (type_of(l, &item[k], ip, PRETOK_SUPPORTED, type, sizeof type, &tm)) return -1;
+        if (k == n - 1 && !strcmp(type, "ByteLevel")) return bytelevel_step(l, &item[k], ip);
+        if (!strcmp(type, "Digits")) {
+            if (digits_step(l, &item[k], ip)) return -1;
+            continue;
+        }
+        if (strcmp(type, "Split"))
+            return unsupported_type(l, &tm, ip,
+                                    k == n - 1 ? "Split and Digits steps, then ByteLevel last (a byte-level BPE's "
+                                                 "pieces are bytes)"
+                                               : "Split or Digits (before the last step, ByteLevel)");
+        if (split_step(l, &item[k], ip)) return -1;
+    }
+    return unsupported_type(l, &tm, ip, "ByteLevel as the last step (a byte-level BPE's pieces are bytes)");
+}
+
+/* normalizer: null or NFC */
+static int normalizer(loader *l, const mark *m) {
+    static const char *const keys[] = {"type", NULL};
+    char type[64];
+    mark tm, f[1] = {{0}};
+    if (!m->set) return 0;
+    seek(l, m);
+    if (tf__json_peek(&l->j) == 'n') return must_be_null(l, m, "normalizer", "null or NFC");
+    if (type_of(l, m, "normalizer", "null or NFC", type, sizeof type, &tm)) return -1;
+    if (strcmp(type, "NFC")) return unsupported_type(l, &tm, "normalizer", "null or NFC");
+    seek(l, m);
+    if (members(l, "normalizer", keys, f)) return -1;
+    l->t->nfc = 1;
     return 0;
 }
 
-/* post_processor (null or ByteLevel: offsets only) and decoder (ByteLevel) */
-static int byte_level_or_null(loader *l, const mark *m, const char *jpath, int null_ok) {
+/* post_processor: null, ByteLevel (offsets only), TemplateProcessing (the special tokens
+   add_special_tokens=True adds: the tasks add eos themselves), or a Sequence of them */
+static int post_processor(loader *l, const mark *m, const char *jpath, int depth) {
+    static const char *const keys[] = {"type", "processors", NULL};
+    const char *supported = "null, ByteLevel, TemplateProcessing or a Sequence of them";
+    char type[64], ip[96];
+    mark tm, f[2] = {{0}};
+    if (!m->set) return 0;
+    seek(l, m);
+    if (!depth && tf__json_peek(&l->j) == 'n') return must_be_null(l, m, jpath, supported);
+    if (type_of(l, m, jpath, supported, type, sizeof type, &tm)) return -1;
+    if (!strcmp(type, "ByteLevel")) return bytelevel(l, m, jpath, -1, -1, supported);
+    if (!strcmp(type, "TemplateProcessing")) return 0; /* its content adds tokens only around a text */
+    if (strcmp(type, "Sequence") || depth) return unsupported_type(l, &tm, jpath, supported);
+    seek(l, m);
+    if (members(l, jpath, keys, f)) return -1;
+    if (!f[1].set) return 0;
+    seek(l, &f[1]);
+    if (tf__json_open(&l->j, '[', "'[' (post_processor.processors is an array)")) return -1;
+    mark item[16];
+    int n = 0, count = 0, r;
+    while ((r = tf__json_more(&l->j, ']', &count)) > 0) {
+        if (n == 16) return tf__fail(l->err, l->errlen, "%s: post_processor.processors: more than 16", l->path);
+        item[n++] = here(l);
+        if (tf__json_skip(&l->j)) return -1;
+    }
+    if (r < 0) return -1;
+    for (int k = 0; k < n; k++) {
+        snprintf(ip, sizeof ip, "post_processor.processors[%d]", k);
+        if (post_processor(l, &item[k], ip, 1)) return -1;
+    }
+    return 0;
+}
+
+/* decoder: ByteLevel */
+static int decoder(loader *l, const mark *m) {
     char type[64];
     mark tm;
-    const char *supported = null_ok ? "null or ByteLevel" : "ByteLevel";
-    if (!m->set) {
-        if (null_ok) return 0;
-        return tf__fail(l->err, l->errlen, "%s: no \"%s\" (supported: %s)", l->path, jpath, supported);
-    }
-    seek(l, m);
-    if (null_ok && tf__json_peek(&l->j) == 'n') return must_be_null(l, m, jpath, supported);
-    if (type_of(l, m, jpath, supported, type, sizeof type, &tm)) return -1;
-    if (strcmp(type, "ByteLevel")) return unsupported_type(l, &tm, jpath, supported);
-    /* add_prefix_space and use_regex of a post-processor or decoder change no id or byte */
-    return bytelevel(l, m, jpath, -1, -1, supported);
+    if (!m->set) return tf__fail(l->err, l->errlen, "%s: no \"decoder\" (supported: ByteLevel)", l->path);
+    if (type_of(l, m, "decoder", "ByteLevel", type, sizeof type, &tm)) return -1;
+    if (strcmp(type, "ByteLevel")) return unsupported_type(l, &tm, "decoder", "ByteLevel");
+    /* add_prefix_space and use_regex of a decoder change no byte */
+    return bytelevel(l, m, "decoder", -1, -1, "ByteLevel");
 }
 
 /* ---- model -------------------------------------------------------------------------------------- */
@@ -335,8 +428,9 @@ static int model_options(loader *l, const mark *m, mark *f) {
         null_or_empty(l, &f[M_SUFFIX], "model.end_of_word_suffix") ||
         literal_at(l, &f[M_FUSE], "model.fuse_unk", 0, &v) ||
         must_be(l, &f[M_BYTE_FALLBACK], "model.byte_fallback", 0, 0, "false") ||
-        must_be(l, &f[M_IGNORE_MERGES], "model.ignore_merges", 0, 0, "false"))
+        literal_at(l, &f[M_IGNORE_MERGES], "model.ignore_merges", 0, &v))
         return -1;
+    l->t->ignore_merges = v == 1;
     if (f[M_UNK].set) { /* null, or a string: checked against the vocabulary once it is read */
         seek(l, &f[M_UNK]);
         if (tf__json_peek(&l->j) == 'n') f[M_UNK].set = 0;
@@ -352,8 +446,9 @@ static int model_options(loader *l, const mark *m, mark *f) {
 static int added_token(loader *l, const mark *item, int k) {
     static const char *const keys[] = {"id",     "content",    "single_word", "lstrip",
                                        "rstrip", "normalized", "special",     NULL};
-    enum { ID, CONTENT };
-    char jp[48];
+    enum { ID, CONTENT, SINGLE_WORD, LSTRIP, RSTRIP, NORMALIZED, SPECIAL };
+    char jp[48], p[80];
+    int normalized, v;
     mark f[sizeof keys / sizeof *keys - 1] = {{0}};
     snprintf(jp, sizeof jp, "added_tokens[%d]", k);
     seek(l, item);
@@ -361,6 +456,14 @@ static int added_token(loader *l, const mark *item, int k) {
     if (!f[ID].set || !f[CONTENT].set)
         return tf__fail(l->err, l->errlen, "%s:%d: %s has no \"%s\"", l->path, item->line, jp,
                         f[ID].set ? "content" : "id");
+    for (int o = SINGLE_WORD; o <= RSTRIP; o++) { /* these change where a token matches: not implemented */
+        snprintf(p, sizeof p, "%s.%s", jp, keys[o]);
+        if (must_be(l, &f[o], p, 0, 0, "false")) return -1;
+    }
+    snprintf(p, sizeof p, "%s.special", jp);
+    if (literal_at(l, &f[SPECIAL], p, 0, &v)) return -1;
+    snprintf(p, sizeof p, "%s.normalized", jp);
+    if (literal_at(l, &f[NORMALIZED], p, 0, &normalized)) return -1;
     int32_t id;
     seek(l, &f[ID]);
     if (tf__json_id(&l->j, &id)) return -1;
@@ -377,6 +480,9 @@ static int added_token(loader *l, const mark *item, int k) {
         s->a = id;
         s->b = (int32_t)f[CONTENT].at;
     }
+    /* normalized only matters after a normalizer: without one both are found in the text as given */
+    if (tf__added_add(l->t, l->j.str, l->j.slen, id, normalized == 1 && l->t->nfc))
+        return tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
     return 0;
 }
 
@@ -406,6 +512,7 @@ static int added_tokens(loader *l, const mark *m) {
     }
     for (int k = 0; r == 0 && k < count; k++) r = added_token(l, &items[k], k);
     free(items);
+    if (!r && tf__added_index(l->t)) r = tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
     return r;
 }
 
@@ -492,10 +599,9 @@ enum { T_VERSION, T_TRUNCATION, T_PADDING, T_ADDED, T_NORMALIZER, T_PRE, T_POST,
 static int load(loader *l, const char *text) {
     mark top[T_N] = {{0}}, model[M_N] = {{0}};
     /* the whole file's syntax first, then the small parts that decide how text is cut */
-    if (members(l, "the file", top_keys, top) || tf__json_end(&l->j) ||
-        must_be_null(l, &top[T_NORMALIZER], "normalizer", "null") || pre_tokenizer(l, &top[T_PRE]) ||
-        byte_level_or_null(l, &top[T_POST], "post_processor", 1) ||
-        byte_level_or_null(l, &top[T_DECODER], "decoder", 0) || model_options(l, &top[T_MODEL], model))
+    if (members(l, "the file", top_keys, top) || tf__json_end(&l->j) || normalizer(l, &top[T_NORMALIZER]) ||
+        pre_tokenizer(l, &top[T_PRE]) || post_processor(l, &top[T_POST], "post_processor", 0) ||
+        decoder(l, &top[T_DECODER]) || model_options(l, &top[T_MODEL], model))
         return -1;
     seek(l, &model[M_VOCAB]);
     if (tf__vocab_object(l->t, &l->j, "model.vocab") || added_tokens(l, &top[T_ADDED]) ||
@@ -511,12 +617,13 @@ static int load(loader *l, const char *text) {
     }
     const tf__str_slot *eos = tf__strmap_find(&l->t->vocab, "</s>", 4);
     if (!eos) eos = tf__strmap_find(&l->t->vocab, "<|endoftext|>", 13);
+    if (!eos) eos = tf__strmap_find(&l->t->vocab, "<|end_of_text|>", 15);
     if (!eos)
-        return tf__fail(
-            l->err, l->errlen,
-            "%s: neither \"</s>\" (BLOOM's end of text) nor \"<|endoftext|>\" (GPT-2's) is in model.vocab or "
-            "added_tokens; the tasks need one to end each text",
-            l->path);
+        return tf__fail(l->err, l->errlen,
+                        "%s: neither \"</s>\" (BLOOM's end of text) nor \"<|endoftext|>\" (GPT-2's, Qwen's) nor "
+                        "\"<|end_of_text|>\" (Llama 3's) is in model.vocab or added_tokens; the tasks need one to end "
+                        "each text",
+                        l->path);
     l->t->eos = eos->a;
     return merges(l, &model[M_MERGES]);
 }

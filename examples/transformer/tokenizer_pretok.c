@@ -1,148 +1,193 @@
 /*
- * The tokenizer's pre-tokenizers (see tokenizer.h), written by hand instead of run through a regex
- * engine: GPT-2's pattern and BLOOM's Split.  Both decode UTF-8 the same strict way; a byte that is
- * not part of valid UTF-8 is one character of its own, in no class (not a letter, number or space,
- * and not one of BLOOM's punctuation marks).
+ * How encode cuts a text into pieces (see tokenizer.h), as HF's tokenizers library does: the added
+ * tokens first (tokenizer_added.c), then, between them, the normalizer (NFC, through utf8proc), more
+ * added tokens (those marked `normalized`), then the Split steps one after the other, each on the
+ * pieces of the one before (a Sequence of pre-tokenizers; ByteLevel's use_regex is a Split of GPT-2's
+ * pattern), their patterns run by PCRE2 (tokenizer_regex.c).
  *
- * Lifecycle: none; pure functions of the text.
+ * Bytes that are not valid UTF-8 (HF's library never sees any: a Rust string is UTF-8) are each one
+ * character in no class for the patterns -- not a letter, number or space -- which PCRE2 reads as
+ * U+0001: the patterns run over a copy of the text with each such byte replaced by 0x01, the pieces
+ * keep the real bytes.  Text with such bytes is not normalized.
+ *
+ * Lifecycle: none of its own; scratch buffers in the tokenizer (freed with it).
  */
 #include "tokenizer_impl.h"
 
-#include "unicode_classes.h"
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
 
-/* Unicode White_Space (PropList.txt): U+0009-000D U+0020 U+0085 U+00A0 U+1680 U+2000-200A U+2028
-   U+2029 U+202F U+205F U+3000.  GPT-2's \s (Python's `regex` module) is this property; BLOOM's \s
-   (Oniguruma's, Unicode case: U+0009-000D, U+0085 and the general categories Zs Zl Zp) is the same
-   set of code points. */
-static int white_space(uint32_t cp) {
-    if (cp < 0x80) return cp == ' ' || (cp >= 0x09 && cp <= 0x0D);
-    return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
-           cp == 0x202F || cp == 0x205F || cp == 0x3000;
+/* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ with its contractions
+   factored (the same matches; PCRE2 tries one alternative instead of seven before the others) */
+const char tf__gpt2_pattern[] = "'(?:[stmd]|re|ve|ll)| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+int tf__split_add(tf_tokenizer *t, const char *pattern, size_t n, tf__split_behavior behavior, const char *what,
+                  char *err, size_t errlen) {
+    char why[400];
+    if (t->nsplits == TF__SPLITS_MAX)
+        return tf__fail(err, errlen, "%s: more than %d Split steps are not supported", what, TF__SPLITS_MAX);
+    tf__regex *re = tf__regex_compile(pattern, n, why, sizeof why);
+    if (!re) return tf__fail(err, errlen, "%s \"%.*s\": %s", what, (int)(n > 120 ? 120 : n), pattern, why);
+    t->splits[t->nsplits++] = (tf__split){.re = re, .behavior = behavior};
+    t->pretok = TF_PRETOK_SPLIT;
+    return 0;
 }
 
-/* The code point at s[i] (i < n) and its length in bytes.  UTF-8 is decoded strictly (no overlong
-   forms, surrogates or code points past U+10FFFF), as Python does; each byte of a malformed sequence
-   is one character, returned as -1. */
-static int32_t char_at(const unsigned char *s, size_t n, size_t i, size_t *len) {
+static int grow(char **buf, size_t *cap, size_t n) {
+    if (n <= *cap) return 0;
+    size_t c = n > 2 * *cap ? n : 2 * *cap;
+    char *p = realloc(*buf, c);
+    if (!p) return -1;
+    *buf = p;
+    *cap = c;
+    return 0;
+}
+
+/* The length of the valid UTF-8 character at s[i] (strict: no overlong forms, surrogates or code
+   points past U+10FFFF), or 0 when the byte does not start one. */
+static size_t utf8_len(const unsigned char *s, size_t n, size_t i) {
     unsigned c = s[i], lo = 0x80, hi = 0xBF;
     size_t need;
-    uint32_t cp;
-    *len = 1;
-    if (c < 0x80) return (int32_t)c;
-    if (c >= 0xC2 && c <= 0xDF) need = 1, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) need = 2, cp = c & 0x0F, lo = c == 0xE0 ? 0xA0 : lo, hi = c == 0xED ? 0x9F : hi;
-    else if (c >= 0xF0 && c <= 0xF4) need = 3, cp = c & 0x07, lo = c == 0xF0 ? 0x90 : lo, hi = c == 0xF4 ? 0x8F : hi;
-    else return -1;
-    if (n - i - 1 < need) return -1;
-    for (size_t k = 1; k <= need; k++) {
-        if (s[i + k] < lo || s[i + k] > hi) return -1;
-        cp = cp << 6 | (s[i + k] & 0x3F);
-        lo = 0x80, hi = 0xBF;
-    }
-    *len = need + 1;
-    return (int32_t)cp;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) need = 1;
+    else if (c >= 0xE0 && c <= 0xEF) need = 2, lo = c == 0xE0 ? 0xA0 : lo, hi = c == 0xED ? 0x9F : hi;
+    else if (c >= 0xF0 && c <= 0xF4) need = 3, lo = c == 0xF0 ? 0x90 : lo, hi = c == 0xF4 ? 0x8F : hi;
+    else return 0;
+    if (n - i - 1 < need) return 0;
+    for (size_t k = 1; k <= need; k++, lo = 0x80, hi = 0xBF)
+        if (s[i + k] < lo || s[i + k] > hi) return 0;
+    return need + 1;
 }
 
-/* ---- GPT-2 -------------------------------------------------------------------------------------- */
-
-enum { CL_LETTER, CL_NUMBER, CL_SPACE, CL_OTHER };
-
-static int in_ranges(const uint32_t *r, size_t pairs, uint32_t cp) {
-    size_t lo = 0, hi = pairs; /* the first range whose end is >= cp is in [lo, hi] */
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (r[2 * mid + 1] < cp) lo = mid + 1;
-        else hi = mid;
+/* The offset of the first byte of s[0..n) that is not part of valid UTF-8, or n. */
+static size_t first_bad(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        while (i + 8 <= n) { /* ASCII eight bytes at a time */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (w & 0x8080808080808080ull) break;
+            i += 8;
+        }
+        if (i == n) break;
+        size_t k = utf8_len(s, n, i);
+        if (!k) return i;
+        i += k;
     }
-    return lo < pairs && r[2 * lo] <= cp;
+    return n;
 }
 
-static int classify(int32_t c) {
-    if (c < 0) return CL_OTHER;
-    uint32_t cp = (uint32_t)c;
-    if (white_space(cp)) return CL_SPACE;
-    if (cp < 0x80) {
-        if ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z') return CL_LETTER;
-        return cp >= '0' && cp <= '9' ? CL_NUMBER : CL_OTHER;
+typedef struct {
+    tf_tokenizer *t;
+    tf__piece_fn fn;
+    void *ctx;
+} walk;
+
+/* Split step k on piece (orig: the bytes, clean: the same with bad bytes as 0x01) and down */
+static int split(walk *w, int k, const char *orig, const char *clean, size_t n) {
+    if (!n) return 0;
+    if (k == w->t->nsplits) return w->fn(w->ctx, w->t, orig, n, -1);
+    const tf__split *sp = &w->t->splits[k];
+    size_t pos = 0, from = 0, ms, me;
+    int rc;
+    tf__regex_forget(sp->re); /* this text may sit where another one was */
+    while (from < n) {
+        int f = tf__regex_find(sp->re, clean, n, from, &ms, &me);
+        if (f < 0) return -1;
+        if (!f) break;
+        if (me == ms) { /* an empty match splits nothing: look again one character on */
+            size_t c = utf8_len((const unsigned char *)clean, n, ms);
+            from = ms + (c ? c : 1);
+            continue;
+        }
+        if (ms > pos && (rc = split(w, k + 1, orig + pos, clean + pos, ms - pos))) return rc;
+        if (sp->behavior == TF_SPLIT_ISOLATED) { /* the last step's pieces go straight to the callback */
+            rc = k + 1 == w->t->nsplits ? w->fn(w->ctx, w->t, orig + ms, me - ms, -1)
+                                        : split(w, k + 1, orig + ms, clean + ms, me - ms);
+            if (rc) return rc;
+        }
+        pos = from = me;
     }
-    if (in_ranges(tf_letter_ranges, sizeof tf_letter_ranges / sizeof *tf_letter_ranges / 2, cp)) return CL_LETTER;
-    if (in_ranges(tf_number_ranges, sizeof tf_number_ranges / sizeof *tf_number_ranges / 2, cp)) return CL_NUMBER;
-    return CL_OTHER;
+    return split(w, k + 1, orig + pos, clean + pos, n - pos);
 }
 
-static int class_at(const unsigned char *s, size_t n, size_t i, size_t *len) { return classify(char_at(s, n, i, len)); }
-
-/* The end of the pre-token starting at s[i] (i < n): GPT-2's pattern, tried alternative by
-   alternative as the regex engine does. */
-size_t tf_tokenizer_pretoken_end(const char *text, size_t n, size_t i) {
-    const unsigned char *s = (const unsigned char *)text;
-    if (s[i] == '\'' && i + 1 < n) { /* 's|'t|'re|'ve|'m|'ll|'d */
-        unsigned char c = s[i + 1], d = i + 2 < n ? s[i + 2] : 0;
-        if (c == 's' || c == 't' || c == 'm' || c == 'd') return i + 2;
-        if ((c == 'r' && d == 'e') || (c == 'v' && d == 'e') || (c == 'l' && d == 'l')) return i + 3;
-    }
-    size_t len, j = i;
-    int cl = class_at(s, n, i, &len);
-    if (s[i] == ' ' && i + 1 < n) { /* " ?" before a letter, number or other character */
-        size_t len1;
-        int cl1 = class_at(s, n, i + 1, &len1);
-        if (cl1 != CL_SPACE) cl = cl1, j = i + 1, len = len1;
-    }
-    if (cl != CL_SPACE) { /* \p{L}+ | \p{N}+ | [^\s\p{L}\p{N}]+ */
-        for (j += len; j < n && class_at(s, n, j, &len) == cl;) j += len;
-        return j;
-    }
-    /* \s+(?!\S): the whitespace run, less its last character when a non-space follows it;
-       \s+ when that would leave nothing (a single whitespace character before a non-space) */
-    size_t last = i;
-    for (j = i + len; j < n && class_at(s, n, j, &len) == CL_SPACE; j += len) last = j;
-    return j == n || last == i ? j : last;
+/* Whether NFC may change s[0..n): only code points from U+0300 on (lead bytes from 0xCC) compose,
+   decompose or reorder. */
+static int may_change(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] >= 0xCC) return 1;
+    return 0;
 }
 
-/* ---- BLOOM -------------------------------------------------------------------------------------- */
-
-/* BLOOM's pattern  ` ?[^(\s|[.,!?…。，、।۔،])]+`  is, in Oniguruma's syntax, an optional space and a
-   run of characters of ONE negated class (the inner [...] is a class nested in it): anything but
-   ( ) | whitespace . , ! ? and U+2026 … U+3002 。 U+FF0C ， U+3001 、 U+0964 । U+06D4 ۔ U+060C ،. */
-static int bloom_word_char(int32_t c) {
-    if (c < 0) return 1; /* a byte outside valid UTF-8: a character like any other */
-    uint32_t cp = (uint32_t)c;
-    if (white_space(cp)) return 0;
-    switch (cp) {
-    case '(':
-    case ')':
-    case '|':
-    case '.':
-    case ',':
-    case '!':
-    case '?':
-    case 0x2026:
-    case 0x3002:
-    case 0xFF0C:
-    case 0x3001:
-    case 0x0964:
-    case 0x06D4:
-    case 0x060C: return 0;
-    default: return 1;
+/* A stretch between two added tokens of the first pass: normalize, the `normalized` added tokens,
+   then the Split steps. */
+static int segment(walk *w, const char *orig, const char *clean, size_t n) {
+    tf_tokenizer *t = w->t;
+    if (!n) return 0;
+    if (t->nfc && orig == clean && may_change((const unsigned char *)orig, n)) {
+        /* valid UTF-8 (orig == clean): NFC into t->norm */
+        utf8proc_uint8_t *out = NULL;
+        utf8proc_ssize_t m = utf8proc_map((const utf8proc_uint8_t *)orig, (utf8proc_ssize_t)n, &out,
+                                          (utf8proc_option_t)(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+        if (m == UTF8PROC_ERROR_NOMEM) return -1;
+        if (m >= 0) {
+            int bad = grow(&t->norm, &t->norm_cap, (size_t)m + 1);
+            if (!bad) memcpy(t->norm, out, (size_t)m);
+            free(out);
+            if (bad) return -1;
+            orig = clean = t->norm;
+            n = (size_t)m;
+        }
     }
+    if (t->added_normalized) {
+        size_t pos = 0, at;
+        const tf__added *a;
+        int rc;
+        while ((a = tf__added_find(t, clean, n, pos, 1, &at))) {
+            if ((rc = split(w, 0, orig + pos, clean + pos, at - pos))) return rc;
+            if ((rc = w->fn(w->ctx, t, t->added_text + a->off, a->len, a->id))) return rc;
+            pos = at + a->len;
+        }
+        return split(w, 0, orig + pos, clean + pos, n - pos);
+    }
+    return split(w, 0, orig, clean, n);
 }
 
-/* Whether a match of the pattern starts at s[i]: a word character, or a space before one. */
-static int bloom_match_at(const unsigned char *s, size_t n, size_t i, size_t *len) {
-    if (bloom_word_char(char_at(s, n, i, len))) return 1;
-    size_t len1;
-    return s[i] == ' ' && i + 1 < n && bloom_word_char(char_at(s, n, i + 1, &len1));
+int tf__pieces(tf_tokenizer *t, const char *text, size_t len, tf__piece_fn fn, void *ctx) {
+    walk w = {.t = t, .fn = fn, .ctx = ctx};
+    const char *clean = text;
+    size_t bad = first_bad((const unsigned char *)text, len);
+    if (bad < len) { /* the copy the patterns read: each byte outside valid UTF-8 as 0x01 */
+        if (grow(&t->clean, &t->clean_cap, len)) return -1;
+        memcpy(t->clean, text, bad);
+        for (size_t i = bad; i < len;) { /* a bad byte, then the valid run after it */
+            t->clean[i++] = 0x01;
+            size_t run = first_bad((const unsigned char *)text + i, len - i);
+            memcpy(t->clean + i, text + i, run);
+            i += run;
+        }
+        clean = t->clean;
+    }
+    if (!t->nadded) return segment(&w, text, clean, len);
+    size_t pos = 0, at;
+    const tf__added *a;
+    int rc;
+    while ((a = tf__added_find(t, text, len, pos, 0, &at))) {
+        if ((rc = segment(&w, text + pos, clean + pos, at - pos))) return rc;
+        if ((rc = fn(ctx, t, t->added_text + a->off, a->len, a->id))) return rc;
+        pos = at + a->len;
+    }
+    return segment(&w, text + pos, clean + pos, len - pos);
 }
 
-/* Split(pattern, behavior Isolated): the matches, and every stretch of text between two matches (or
-   before the first, after the last), are the pieces. */
-size_t tf__bloom_piece_end(const char *text, size_t n, size_t i) {
-    const unsigned char *s = (const unsigned char *)text;
-    size_t len, j;
-    if (bloom_match_at(s, n, i, &len)) { /* the match: " ?" then the longest run of word characters */
-        for (j = s[i] == ' ' ? i + 1 : i; j < n && bloom_word_char(char_at(s, n, j, &len));) j += len;
-        return j;
+tf_tokenizer *tf_tokenizer_gpt2_pattern(char *err, size_t errlen) {
+    tf_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return tf__fail(err, errlen, "out of memory"), NULL;
+    if (tf__split_add(t, tf__gpt2_pattern, strlen(tf__gpt2_pattern), TF_SPLIT_ISOLATED, "GPT-2's pattern", err,
+                      errlen)) {
+        tf_tokenizer_free(t);
+        return NULL;
     }
-    for (j = i + len; j < n && !bloom_match_at(s, n, j, &len);) j += len; /* up to the next match */
-    return j;
+    return t;
 }

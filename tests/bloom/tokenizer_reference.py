@@ -166,15 +166,21 @@ def variant(name, src, out):
     if name == "metaspace":
         tok["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always"}
     elif name == "other-regex":
-        tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = " ?[^(\\s|[.,!?])]+"
-    elif name == "split-removed":
-        tok["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed"
-    elif name == "digits-first":
-        tok["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Digits", "individual_digits": True})
+        # a negated class inside a class: read differently by HF's regex engine and PCRE2
+        tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = " ?[^(\\s|[^.,!?])]+"
+    elif name == "split-merged":
+        tok["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "MergedWithPrevious"
+    elif name == "named-group":  # the same pattern in a named group: matched alone, not repeated
+        split = tok["pre_tokenizer"]["pretokenizers"][0]
+        split["pattern"]["Regex"] = "(?<w>" + split["pattern"]["Regex"] + ")"
+    elif name == "whitespace-first":
+        tok["pre_tokenizer"]["pretokenizers"].insert(0, {"type": "Whitespace"})
     elif name == "prefix-space":
         tok["pre_tokenizer"]["add_prefix_space"] = True
-    elif name == "nfc":
-        tok["normalizer"] = {"type": "NFC"}
+    elif name == "nfkc":
+        tok["normalizer"] = {"type": "NFKC"}
+    elif name == "lstrip":
+        tok["added_tokens"][0]["lstrip"] = True
     elif name == "wordpiece":
         model["type"] = "WordPiece"
     elif name == "byte-fallback":
@@ -183,8 +189,8 @@ def variant(name, src, out):
         model["dropout"] = 0.1
     elif name == "suffix":
         model["end_of_word_suffix"] = "</w>"
-    elif name == "template":
-        tok["post_processor"] = {"type": "TemplateProcessing", "single": [], "pair": [], "special_tokens": {}}
+    elif name == "roberta":
+        tok["post_processor"] = {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 1]}
     elif name == "no-decoder":
         tok["decoder"] = None
     elif name == "unknown-key":

@@ -14,13 +14,11 @@
   bpe_reference.py boundary-text OUT
       writes a text with the first and last code point of every letter, number and space range
       (and their neighbours) in contexts where each class gives different pre-tokens.
-  bpe_reference.py unicode-table OUT
-      writes examples/transformer/unicode_classes.h, the letter/number tables tokenizer.c uses.
 
 Pre-tokenization runs GPT-2's own pattern through the stdlib `re` (the `regex` module is not
 installed), with \\p{L}, \\p{N} expanded into explicit classes from unicodedata (general categories
-L* and N*) and \\s into the Unicode White_Space code points.  So this checks the C code's hand-written
-pattern logic against real regex semantics, with the same character classes the C tables hold.
+L* and N*) and \\s into the Unicode White_Space code points.  So this checks the C code's pattern
+(run by PCRE2, with its own Unicode tables) against a second regex engine, class by class.
 Files are decoded with surrogateescape: a byte that is not valid UTF-8 becomes a lone surrogate
 (category Cs, so neither letter, number nor space) and is encoded back to the same byte.
 """
@@ -199,37 +197,6 @@ def train(vocab_out, merges_out, num_merges, paths, lines=False):
     return len(merges)
 
 
-def unicode_table(out):
-    def rows(ranges):
-        cells = ["0x%05X,0x%05X," % r for r in ranges if r[1] >= 0x80]  # ASCII is classified in code
-        return "\n".join("    " + " ".join(cells[i:i + 6]) for i in range(0, len(cells), 6))
-    L, N = category_ranges("L"), category_ranges("N")
-    with open(out, "w") as f:
-        f.write(f"""/*
- * Unicode letters (\\p{{L}}: general categories Lu Ll Lt Lm Lo) and numbers (\\p{{N}}: Nd Nl No)
- * above ASCII, as sorted inclusive ranges [lo, hi] flattened into pairs, for the GPT-2
- * pre-tokenizer in tokenizer.c.
- *
- * Lifecycle: none; constant data.  Generated from Python's unicodedata (Unicode
- * {unicodedata.unidata_version}) by `tests/gpt2/bpe_reference.py unicode-table`; do not edit by hand.
- */
-#ifndef TF_UNICODE_CLASSES_H
-#define TF_UNICODE_CLASSES_H
-
-#include <stdint.h>
-
-static const uint32_t tf_letter_ranges[] = {{
-{rows(L)}
-}};
-
-static const uint32_t tf_number_ranges[] = {{
-{rows(N)}
-}};
-
-#endif
-""")
-
-
 def boundary_text(out):
     points = set()
     for lo, hi in category_ranges("L") + category_ranges("N") + WHITE_SPACE:
@@ -253,8 +220,6 @@ def main(argv):
         sys.stdout.write("".join(t.encode("utf-8", "surrogateescape").hex() + "\n" for t in toks))
     elif len(argv) == 3 and argv[1] == "boundary-text":
         boundary_text(argv[2])
-    elif len(argv) == 3 and argv[1] == "unicode-table":
-        unicode_table(argv[2])
     else:
         sys.exit(__doc__)
 

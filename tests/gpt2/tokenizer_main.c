@@ -32,31 +32,32 @@ static char *slurp(const char *path, size_t *len) {
     return text;
 }
 
-static int pretokens(const char *path) {
-    size_t len;
-    char *text = slurp(path, &len);
-    if (!text) return 1;
-    for (size_t i = 0, j; i < len; i = j) {
-        j = tf_tokenizer_pretoken_end(text, len, i);
-        for (size_t k = i; k < j; k++) printf("%02x", (unsigned char)text[k]);
-        putchar('\n');
-    }
-    free(text);
+static int print_piece(void *ctx, const char *piece, size_t n, int32_t id) {
+    (void)ctx, (void)id;
+    for (size_t k = 0; k < n; k++) printf("%02x", (unsigned char)piece[k]);
+    putchar('\n');
     return 0;
 }
 
-/* the pieces of FILE under t's pre-tokenizer, one per line, in hex */
-static int pieces(const tf_tokenizer *t, const char *path) {
+/* the pieces of FILE under t's pre-tokenizer (added tokens too), one per line, in hex */
+static int pieces(tf_tokenizer *t, const char *path) {
     size_t len;
     char *text = slurp(path, &len);
     if (!text) return 1;
-    for (size_t i = 0, j; i < len; i = j) {
-        j = tf_tokenizer_piece_end(t, text, len, i);
-        for (size_t k = i; k < j; k++) printf("%02x", (unsigned char)text[k]);
-        putchar('\n');
-    }
+    int rc = tf_tokenizer_pieces(t, text, len, print_piece, NULL);
     free(text);
-    return 0;
+    if (rc) fprintf(stderr, "gpt2_tokenize: out of memory\n");
+    return rc ? 1 : 0;
+}
+
+/* the pre-tokens of FILE under GPT-2's pattern alone */
+static int pretokens(const char *path) {
+    char err[512];
+    tf_tokenizer *t = tf_tokenizer_gpt2_pattern(err, sizeof err);
+    if (!t) return fprintf(stderr, "gpt2_tokenize: %s\n", err), 1;
+    int rc = pieces(t, path);
+    tf_tokenizer_free(t);
+    return rc;
 }
 
 static int info(tf_tokenizer *t) {

@@ -71,15 +71,28 @@ static void byte_level(void) {
 }
 
 /* text cut into pre-tokens, joined by '|' */
+typedef struct {
+    char *out;
+    size_t o, cap;
+} joined;
+
+static int join_piece(void *ctx, const char *piece, size_t n, int32_t id) {
+    joined *j = ctx;
+    (void)id;
+    if (j->o && j->o + 2 < j->cap) j->out[j->o++] = '|';
+    for (size_t k = 0; k < n && j->o + 2 < j->cap; k++) j->out[j->o++] = piece[k];
+    return 0;
+}
+
 static const char *pretokens(const char *text) {
     static char out[256];
-    size_t len = strlen(text), o = 0;
-    for (size_t i = 0, j; i < len && o + 2 < sizeof out; i = j) {
-        j = tf_tokenizer_pretoken_end(text, len, i);
-        if (i) out[o++] = '|';
-        for (size_t k = i; k < j && o + 2 < sizeof out; k++) out[o++] = text[k];
-    }
-    out[o] = 0;
+    char err[256];
+    joined j = {out, 0, sizeof out};
+    tf_tokenizer *t = tf_tokenizer_gpt2_pattern(err, sizeof err);
+    CHECK(t != NULL);
+    if (t) tf_tokenizer_pieces(t, text, strlen(text), join_piece, &j);
+    tf_tokenizer_free(t);
+    out[j.o] = 0;
     return out;
 }
 

@@ -34,7 +34,7 @@ done
 if [ -x "$BUILD/gpt2_generate" ]; then
     run "$BUILD/gpt2_generate" "$T/v2-full/model.safetensors" --prompt x
     expect_eq "$rc" 2 "gpt2_generate, format 2: refused"
-    expect_in "$err" "is shardrun checkpoint format 2; this gpt2_generate checks format 3 only" "gpt2_generate, format 2: says which"
+    expect_in "$err" "is shardrun checkpoint format 2; this generator checks format 3 only" "gpt2_generate, format 2: says which"
 fi
 
 # the advice: a format-2 model.safetensors starts a new run

@@ -57,17 +57,9 @@ typedef struct bloom_gen {
 
 #define F(n) ((size_t)(n) * sizeof(float))
 
-static int layer_of(const char *name) {
-    if (!strncmp(name, "transformer.", 12)) name += 12;
-    if (strncmp(name, "h.", 2) || name[2] < '0' || name[2] > '9') return -1;
-    char *end;
-    long i = strtol(name + 2, &end, 10);
-    return *end == '.' && i < 100000 ? (int)i : -1;
-}
-
 static int heads(bloom_gen *g, gen_model *m, const gen_opts *o, char *err, size_t errlen) {
-    const char *meta = gen_file_meta(&m->f, "n_head");
-    int cfg = gen_config_int(o->config ? o->config : m->f.dir, "n_head");
+    const char *recorded_from = NULL;
+    int recorded = gen_recorded_heads(&m->f, o->config, &recorded_from);
     if (o->n_head > 0) {
         g->NH = o->n_head;
         snprintf(g->heads_from, sizeof g->heads_from, "--n-head");
@@ -82,12 +74,9 @@ static int heads(bloom_gen *g, gen_model *m, const gen_opts *o, char *err, size_
                    -1;
         g->NH = s->n_head;
         snprintf(g->heads_from, sizeof g->heads_from, "--size %s", o->size);
-    } else if (meta && atoi(meta) > 0) {
-        g->NH = atoi(meta);
-        snprintf(g->heads_from, sizeof g->heads_from, "the file's n_head metadata");
-    } else if (cfg > 0) {
-        g->NH = cfg;
-        snprintf(g->heads_from, sizeof g->heads_from, "config.json");
+    } else if (recorded > 0) {
+        g->NH = recorded;
+        snprintf(g->heads_from, sizeof g->heads_from, "%s", recorded_from);
     } else {
         for (int i = 0; i < BLOOM_NSIZES; i++)
             if (BLOOM_SIZES[i].hidden_size == g->C) {
@@ -274,7 +263,7 @@ int bloom_gen_load(gen_model *m, const gen_opts *o, char *err, size_t errlen) {
                -1;
     g->V = (int)e[0], g->C = (int)e[1];
     for (size_t i = 0; gen_file_name(&m->f, i); i++) {
-        int l = layer_of(gen_file_name(&m->f, i));
+        int l = gen_layer_of(gen_file_name(&m->f, i));
         if (l + 1 > g->L) g->L = l + 1;
     }
     if (!g->L) return snprintf(err, errlen, "%s has no transformer.h.0.* tensors: not a %s", m->f.file, FAMILY), -1;

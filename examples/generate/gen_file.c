@@ -272,6 +272,22 @@ static const char *value_of(const char *buf, const char *key) {
     return p;
 }
 
+int gen_recorded_heads(const gen_file *f, const char *config, const char **from) {
+    const char *meta = gen_file_meta(f, "n_head");
+    if (meta && atoi(meta) > 0) return *from = "the file's n_head metadata", atoi(meta);
+    int cfg = gen_config_int(config ? config : f->dir, "n_head");
+    if (cfg > 0) *from = "config.json";
+    return cfg > 0 ? cfg : 0;
+}
+
+int gen_layer_of(const char *name) {
+    if (!strncmp(name, "transformer.", 12)) name += 12;
+    if (strncmp(name, "h.", 2) || name[2] < '0' || name[2] > '9') return -1;
+    char *end;
+    long i = strtol(name + 2, &end, 10);
+    return *end == '.' && i < 100000 ? (int)i : -1;
+}
+
 int gen_config_int(const char *dir, const char *key) {
     static char buf[65536];
     if (config_text(dir, buf, sizeof buf) != 0) return 0;

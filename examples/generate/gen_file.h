@@ -54,6 +54,11 @@ void gen_file_close(gen_file *f);
    integer value (0 when absent, unreadable or not a positive integer below 100000), or, with
    str, its string value copied into str (returns 1 when found). */
 int gen_config_int(const char *dir, const char *key);
+/* The attention heads the model itself records: the file's n_head metadata, else config.json's
+   (next to the file, or `config`); 0 when neither says.  *from: which, for messages. */
+int gen_recorded_heads(const gen_file *f, const char *config, const char **from);
+/* "h.<i>." (after an optional "transformer.") -> i, else -1: the layer of a GPT-2 or BLOOM tensor */
+int gen_layer_of(const char *name);
 int gen_config_str(const char *dir, const char *key, char *str, size_t len);
 
 #endif

@@ -24,25 +24,17 @@ static const char *const BLOCK_NAMES[GPT2_BLOCK_PARAMS] = {
     "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias",
     "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight",    "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias",
 };
-/* "h.<i>." (after an optional "transformer.") -> i, else -1 */
-static int layer_of(const char *name) {
-    if (!strncmp(name, "transformer.", 12)) name += 12;
-    if (strncmp(name, "h.", 2) || name[2] < '0' || name[2] > '9') return -1;
-    char *end;
-    long i = strtol(name + 2, &end, 10);
-    return *end == '.' && i < 100000 ? (int)i : -1;
-}
 
 /* HF's attention mask buffers, which older files carry */
 static int ignorable(const char *name) {
     size_t n = strlen(name);
-    return layer_of(name) >= 0 && ((n > 10 && !strcmp(name + n - 10, ".attn.bias")) ||
-                                   (n > 17 && !strcmp(name + n - 17, ".attn.masked_bias")));
+    return gen_layer_of(name) >= 0 && ((n > 10 && !strcmp(name + n - 10, ".attn.bias")) ||
+                                       (n > 17 && !strcmp(name + n - 17, ".attn.masked_bias")));
 }
 
 static int pick_heads(gpt2_weights *w, const gen_opts *o, const gen_file *f, char *err, size_t errlen) {
-    const char *meta = gen_file_meta(f, "n_head");
-    int cfg = gen_config_int(o->config ? o->config : f->dir, "n_head");
+    const char *recorded_from = NULL;
+    int recorded = gen_recorded_heads(f, o->config, &recorded_from);
     if (o->n_head > 0) {
         w->NH = o->n_head;
         snprintf(w->heads_from, sizeof w->heads_from, "--n-head");
@@ -50,12 +42,9 @@ static int pick_heads(gpt2_weights *w, const gen_opts *o, const gen_file *f, cha
         const gpt2_size *s = gpt2_size_named(o->size);
         if (s) w->NH = s->n_head;
         snprintf(w->heads_from, sizeof w->heads_from, "--size %s", o->size);
-    } else if (meta && atoi(meta) > 0) {
-        w->NH = atoi(meta);
-        snprintf(w->heads_from, sizeof w->heads_from, "the file's n_head metadata");
-    } else if (cfg > 0) {
-        w->NH = cfg;
-        snprintf(w->heads_from, sizeof w->heads_from, "config.json");
+    } else if (recorded > 0) {
+        w->NH = recorded;
+        snprintf(w->heads_from, sizeof w->heads_from, "%s", recorded_from);
     } else {
         for (int i = 0; i < GPT2_NSIZES; i++)
             if (GPT2_SIZES[i].n_embd == w->C) {
@@ -113,7 +102,7 @@ static int read_all(gen_file *f, const gen_opts *o, gpt2_weights *w, char *err, 
                     f->file);
     w->V = (int)wte[0], w->C = (int)wte[1], w->P = (int)wpe[0];
     for (size_t i = 0; gen_file_name(f, i); i++) {
-        int l = layer_of(gen_file_name(f, i));
+        int l = gen_layer_of(gen_file_name(f, i));
         if (l + 1 > w->L) w->L = l + 1;
     }
     if (w->L == 0) return fail(err, errlen, "%s has no transformer.h.0.* tensors: not a GPT-2 model", f->file);

@@ -3,7 +3,9 @@
 #include "base/alloc.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,7 @@ struct sr__watchdog {
     wd_peer *peers; /* by agent index */
     double began;
     int thread_started;
+    sem_t thread_entered; /* posted by the exchange thread once it runs its own code (see sr__watchdog_new) */
     char store_host[256], token[128];
     int port;
 };
@@ -261,6 +264,7 @@ static sr__store *exchange_once(sr__watchdog *wd, sr__store *c) {
    down) without holding up the agent. */
 static void *exchange(void *arg) {
     sr__watchdog *wd = arg;
+    sem_post(&wd->thread_entered);
     sr__store *c = NULL;
     double period = wd->T / 4 < 1.0 ? wd->T / 4 : 1.0;
     if (period < 0.1) period = 0.1;
@@ -333,9 +337,14 @@ sr__watchdog *sr__watchdog_new(sr__run *run) {
         snprintf(wd->token, sizeof wd->token, "%s", run->rdzv.token);
         wd->port = run->rdzv.port;
         pthread_t t;
+        sem_init(&wd->thread_entered, 0, 0);
         if (pthread_create(&t, NULL, exchange, wd) == 0) {
             pthread_detach(t);
             wd->thread_started = 1;
+            /* A new thread allocates before it runs exchange() (the sanitizers' thread set-up
+               does), outside the gate: a worker forked then inherits the allocator locked.  So
+               the agent forks nothing until the thread is in its own code. */
+            while (sem_wait(&wd->thread_entered) != 0 && errno == EINTR) {}
         } else {
             sr__log(SR_LOG_WARN, "the hang watchdog cannot compare this node with the others (no thread): it "
                                  "watches this node's ranks only");

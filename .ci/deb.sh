@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Debian packages as a user gets them (run by .ci/run, as root, on a fresh machine):
-# `cpack -G DEB` of a Release build for /usr, `apt-get install ./shardrun_*.deb ./shardrun-dev_*.deb`
+# `cpack -G DEB` of a build for /usr with Debian's flags as debhelper sets them (dpkg-buildflags,
+# CMAKE_BUILD_TYPE=None; warnings are errors, so this is also the packager matrix's GCC build), `apt-get install ./shardrun_*.deb ./shardrun-dev_*.deb`
 # (apt pulls the runtime dependencies), `shardrun selftest --quick` from the installed package, then
 # the three SDK examples as installed under /usr/share/shardrun/examples/sdk, built against the
 # package with pkg-config and with CMake and run from an unrelated folder; the packages are removed
@@ -9,9 +10,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build-deb
 rm -rf "$build"
+. .ci/debian_flags.sh
 (
+    debian_flags gcc
+    echo ".ci/deb.sh: CFLAGS='$CFLAGS' CXXFLAGS='$CXXFLAGS' LDFLAGS='$LDFLAGS'"
     set -x
-    cmake -S . -B "$build" -DSHARDRUN_WERROR=ON -DSHARDRUN_CUDA=OFF -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr
+    CC=gcc CXX=g++ cmake -S . -B "$build" -DSHARDRUN_WERROR=ON -DSHARDRUN_CUDA=OFF -DCMAKE_BUILD_TYPE=None -DCMAKE_INSTALL_PREFIX=/usr
     cmake --build "$build" -j2
     cd "$build" && cpack -G DEB
 )

@@ -74,6 +74,7 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL runtime dev)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_STRIP_FILES ON) # as dh_strip does: the build may carry -g (Debian's flags do)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON) # the runtime's library dependencies, found by dpkg-shlibdeps
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME shardrun)

@@ -28,6 +28,9 @@
  *                       prints only cblas_sgemm's GFLOP/s (the best of the reps) on the c_attn forward shape
  *                       768 x 512 x 256 (NN, the GEMM of 2 m n k = 201 MFLOP the model makes most
  *                       often among the large ones), the "ceiling" bench/gpt2_vs_torch.sh uses
+ *        gemm_throughput --ceiling --shape OxNxI
+ *                       the same on another linear layer's forward, O outputs, N token rows, I
+ *                       inputs (NN, beta 1, as conv1d_forward): bench/llama_vs_torch.sh's ceiling
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
@@ -159,16 +162,25 @@ static double measure(const shape *s, int ours, double min_time) {
 
 int main(int argc, char **argv) {
     double min_time = 0.3;
-    int ceiling_only = 0, reps = 3;
+    int ceiling_only = 0, reps = 3, so = 0, sn = 0, si = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ceiling")) ceiling_only = 1;
+        else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            char end = 0;
+            if (sscanf(argv[++i], "%dx%dx%d%c", &so, &sn, &si, &end) != 3 || so < 1 || sn < 1 || si < 1) {
+                fprintf(stderr, "%s: --shape %s: expected OxNxI, three positive sizes (1536x128x576)\n", argv[0],
+                        argv[i]);
+                return 2;
+            }
+        }
         else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) min_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "gpt2"))
             L = 12, C = 768, NH = 12, HS = 64, V = 50257, i++;
         else if (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "small")) i++;
         else {
-            fprintf(stderr, "usage: %s [--ceiling] [--model small|gpt2] [--min-time SECONDS] [--reps R]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--ceiling [--shape OxNxI]] [--model small|gpt2] [--min-time SECONDS] [--reps R]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -176,8 +188,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: --min-time and --reps must be positive\n", argv[0]);
         return 2;
     }
+    if (so && !ceiling_only) {
+        fprintf(stderr, "%s: --shape goes with --ceiling\n", argv[0]);
+        return 2;
+    }
     set_shapes();
     const shape *ceil_shape = &SHAPES[0]; /* c_attn fwd: 768 x 512 x 256, NN (small model) */
+    const shape linear_fwd = {"linear fwd", 0, 0, 0, so, sn, si, so, si, so, 0, 0, 0, 1, 1.0f, 1}; /* as CONV's fwd */
+    if (so) ceil_shape = &linear_fwd;
     if (ceiling_only) {
         double best = 0;
         for (int i = 0; i < reps; i++) {

@@ -30,18 +30,21 @@
 #        --ceiling: print only "THREADS GFLOPS" lines, 1 and 2 threads,
 #        cblas_sgemm on the c_attn forward shape 768 x 512 x 256 (NN), the best of --reps timings
 #        of >= --min-time each -- gpt2_vs_torch.sh's ceiling.
+#        --shape OxNxI (with --ceiling): that linear layer's forward instead (O outputs, N rows,
+#        I inputs; NN) -- llama_vs_torch.sh's ceiling, SmolLM2's MLP 1536x128x576.
 #        Exits non-zero if the program is missing or a run fails.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
-build_arg="" min_time=0.3 reps=3 ceiling=0 model=small
-usage="usage: $0 [BUILD_DIR] [--min-time S] [--reps R] [--ceiling] [--model small|gpt2]"
+build_arg="" min_time=0.3 reps=3 ceiling=0 model=small shape=()
+usage="usage: $0 [BUILD_DIR] [--min-time S] [--reps R] [--ceiling [--shape OxNxI]] [--model small|gpt2]"
 while [ $# -gt 0 ]; do
     case "$1" in
         --min-time) min_time=${2:?--min-time needs a value}; shift 2 ;;
         --reps) reps=${2:?--reps needs a value}; shift 2 ;;
         --ceiling) ceiling=1; shift ;;
         --model) model=${2:?--model needs small or gpt2}; shift 2 ;;
+        --shape) shape=(--shape "${2:?--shape needs OxNxI}"); shift 2 ;;
         -*) echo "$usage" >&2; exit 2 ;;
         *) [ -z "$build_arg" ] || { echo "$usage" >&2; exit 2; }
            build_arg=$1; shift ;;
@@ -56,7 +59,7 @@ unset OMP_WAIT_POLICY
 
 if [ "$ceiling" = 1 ]; then
     for t in 1 2; do
-        echo "$t $(OMP_NUM_THREADS=$t "$prog" --ceiling --model "$model" --min-time "$min_time" --reps "$reps")"
+        echo "$t $(OMP_NUM_THREADS=$t "$prog" --ceiling --model "$model" "${shape[@]}" --min-time "$min_time" --reps "$reps")"
     done
     exit 0
 fi

@@ -11,6 +11,11 @@
 #             --warmup 2 --steps STEPS-2 --threads 2 (its own per-step timing, median).
 # Each of ROUNDS rounds runs both, the order reversed every other round.  The machine's load
 # average is printed before and after: other work on the machine slows both sides.
+# The summary puts each side's median over the rounds against OpenBLAS's sgemm ceiling, measured
+# first in the same run (bench/gemm_throughput.sh --ceiling --shape 1536x128x576: cblas_sgemm on
+# the MLP's gate/up forward at 128 token rows, the shape most of the step's FLOP run at), as
+# bench/gpt2_vs_torch.sh does for GPT-2: model FLOP per token = 6 x parameters + 12 x n_layer x T x
+# hidden (the attention's QK^T and PV products; 30 x 128 x 576 for SmolLM2-135M).
 #   bench/llama_vs_torch.sh [BUILD_DIR] [ROUNDS] [STEPS]     (defaults: build 2 8)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +25,9 @@ STEPS=${3:-8}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+CEIL=$(bench/gemm_throughput.sh "$BUILD" --ceiling --shape 1536x128x576)
+echo "sgemm ceiling (cblas_sgemm 1536 x 128 x 576 NN), THREADS GFLOP/s:" $CEIL
+: >"$T/medians"
 ours() {
     OMP_NUM_THREADS=2 "$BUILD/shardrun" examples/llama/fsdp_cpu.ini --nproc-per-node 1 \
         --set accelerate.fsdp.sharding_strategy=NO_SHARD --set task.size=smollm2-135m --set task.max_length=128 \
@@ -31,11 +39,12 @@ ours() {
     grep -q "0.0% padding" "$T/ours.txt" || { echo "the samples are padded:"; grep "data:" "$T/ours.txt"; exit 1; }
     grep -o '[0-9]* tokens/s' "$T/ours.txt" | awk '{print $1}' | tail -n +3 | sort -n |
         awk '{a[NR] = $1} END {m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2;
-                              printf "shardrun: median %.1f tokens/s over steps 3-%d\n", m, NR + 2}'
+                              printf "shardrun: median %.1f tokens/s over steps 3-%d\n", m, NR + 2}' |
+        tee -a "$T/medians"
 }
 theirs() {
     OMP_NUM_THREADS=2 /usr/bin/python3 bench/llama_torch_peer.py --batch 1 --seq 128 --warmup 2 \
-        --steps $((STEPS - 2)) --threads 2
+        --steps $((STEPS - 2)) --threads 2 | tee -a "$T/medians"
 }
 for r in $(seq "$ROUNDS"); do
     echo "round $r"
@@ -43,3 +52,18 @@ for r in $(seq "$ROUNDS"); do
 done
 grep -m1 "parameters" "$T/ours.txt" || true
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+/usr/bin/python3 - "$T/medians" $CEIL <<'PY'
+import re, statistics, sys
+lines = open(sys.argv[1]).read().splitlines()
+ceil = dict(zip(sys.argv[2::2], map(float, sys.argv[3::2])))
+params = int(re.search(r"torch: (\d+) parameters", "\n".join(lines)).group(1))
+flop = 6 * params + 12 * 30 * 128 * 576
+print(f"model FLOP per token = 6 x {params} + 12 x 30 x 128 x 576 = {flop / 1e6:.2f} M; "
+      f"sgemm ceiling: {ceil['2']:.1f} GFLOP/s at 2 threads, {ceil['1']:.1f} at 1 thread")
+for side, pat in (("shardrun", r"^shardrun: median ([\d.]+)"), ("torch", r"tokens/s$")):
+    vals = [float(re.search(pat, l).group(1)) if side == "shardrun" else float(l.split()[-2])
+            for l in lines if re.search(pat, l)]
+    m = statistics.median(vals)
+    g = m * flop / 1e9
+    print(f"{side:9s} median {m:7.1f} tokens/s {vals} = {g:6.1f} GFLOP/s = {g / ceil['2']:.3f} of the 2-thread ceiling")
+PY

@@ -172,14 +172,14 @@ int main(int argc, char **argv) {
                         argv[i]);
                 return 2;
             }
-        }
-        else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) min_time = atof(argv[++i]);
+        } else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) min_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "gpt2"))
             L = 12, C = 768, NH = 12, HS = 64, V = 50257, i++;
         else if (!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "small")) i++;
         else {
-            fprintf(stderr, "usage: %s [--ceiling [--shape OxNxI]] [--model small|gpt2] [--min-time SECONDS] [--reps R]\n",
+            fprintf(stderr,
+                    "usage: %s [--ceiling [--shape OxNxI]] [--model small|gpt2] [--min-time SECONDS] [--reps R]\n",
                     argv[0]);
             return 2;
         }

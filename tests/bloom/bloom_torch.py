@@ -19,8 +19,9 @@ comparison report are tests/gpt2/gpt2_torch.py's.
         As gpt2_torch.py's (same inputs, per-tensor lines, exit codes 0 / 1 on a failed comparison
         / 2 on bad input), with BLOOM built from WEIGHTS (config from the shapes and --n_head).
 
-    bloom_torch.py alibi-slopes N
-        HF's ALiBi slopes for N heads, one line per head: "HEAD SLOPE" (the float32 value, %.9g).
+    bloom_torch.py alibi-slopes N [N...] [--dir DIR]
+        HF's ALiBi slopes for N heads, one line per head: "HEAD SLOPE" (the float32 value, %.9g); with
+        --dir, into DIR/sN.txt for each N (one Python start for all of them).
 
 The model (HF's formulas; hd = C / H):
     x = word_embeddings_layernorm(word_embeddings[ids])
@@ -238,15 +239,24 @@ def cmd_init(a):
 
 
 def cmd_slopes(a):
-    for h, s in enumerate(alibi_slopes(a.n).tolist()):
-        print(f"{h} {s:.9g}")
+    if len(a.n) > 1 and not a.dir:
+        print("bloom_torch.py alibi-slopes: several N need --dir DIR", file=sys.stderr)
+        return 2
+    for n in a.n:
+        lines = "".join(f"{h} {s:.9g}\n" for h, s in enumerate(alibi_slopes(n).tolist()))
+        if a.dir:
+            with open(os.path.join(a.dir, f"s{n}.txt"), "w") as f:
+                f.write(lines)
+        else:
+            sys.stdout.write(lines)
     return 0
 
 
 def main(argv=None):
     ap, sub = g.command_line(__doc__, ("n_layer", "n_head", "hidden_size", "vocab_size"))
     p = sub.add_parser("alibi-slopes", help="HF's ALiBi slopes for N heads")
-    p.add_argument("n", type=int)
+    p.add_argument("n", type=int, nargs="+")
+    p.add_argument("--dir", help="write DIR/sN.txt for each N")
     a = ap.parse_args(argv)
     return g.run_command("bloom_torch.py", a, {
         "init": cmd_init, "alibi-slopes": cmd_slopes,

@@ -59,7 +59,7 @@ static int handler(void *user, const char *section, const char *key, const char 
     return 1;
 }
 
-int gen_job_read(const char *path, gen_job *j, char *err, size_t errlen) {
+int gen_job_read(const char *path, const char *const *sets, int nsets, gen_job *j, char *err, size_t errlen) {
     memset(j, 0, sizeof *j);
     reading r = {.j = j};
     snprintf(r.dir, sizeof r.dir, "%s", path);
@@ -80,6 +80,26 @@ int gen_job_read(const char *path, gen_job *j, char *err, size_t errlen) {
     if (r.bad[0]) {
         snprintf(err, errlen, "--job %s: %s", path, r.bad);
         return -1;
+    }
+    r.dir[0] = 0; /* --set paths: from the current folder, as shardrun takes them */
+    for (int i = 0; i < nsets; i++) {
+        char section[64], key[256];
+        const char *dot = strchr(sets[i], '.'), *eq = dot ? strchr(dot + 1, '=') : NULL;
+        if (!dot || !eq || dot == sets[i] || eq == dot + 1 || (size_t)(dot - sets[i]) >= sizeof section ||
+            (size_t)(eq - dot - 1) >= sizeof key) {
+            snprintf(err, errlen,
+                     "--set %s: expected SECTION.KEY=VALUE, as the training command took it "
+                     "(--set task.size=gpt2)",
+                     sets[i]);
+            return -1;
+        }
+        snprintf(section, sizeof section, "%.*s", (int)(dot - sets[i]), sets[i]);
+        snprintf(key, sizeof key, "%.*s", (int)(eq - dot - 1), dot + 1);
+        handler(&r, section, key, eq + 1);
+        if (r.bad[0]) {
+            snprintf(err, errlen, "--set %s: %s", sets[i], r.bad);
+            return -1;
+        }
     }
     return 0;
 }

@@ -4,7 +4,8 @@
  * size it and name its tokenizer, as the task read them (a relative path: from the job file's
  * folder, as shardrun takes it).
  *
- * Lifecycle: gen_job_read() once, before the model is opened; the strings live in the gen_job.
+ * Lifecycle: gen_job_read() once, before the model is opened, with the --set overrides the
+ * training command had; the strings live in the gen_job.
  * The command's own flags win over the job's values (generate.c).
  */
 #ifndef GEN_JOB_H
@@ -23,8 +24,10 @@ typedef struct gen_job {
                     the model, its shapes do */
 } gen_job;
 
-/* 0; -1 with a message in err (an unreadable file, a line that is not INI, a head count that is no
-   positive integer) */
-int gen_job_read(const char *path, gen_job *j, char *err, size_t errlen);
+/* The job file, then nsets overrides "SECTION.KEY=VALUE" as shardrun's --set takes them (the
+   training command's own, repeated: the last value of a key wins; a relative path in one is from
+   the current folder).  0; -1 with a message in err (an unreadable file, a line that is not INI, an
+   override not of that form, a head count that is no positive integer). */
+int gen_job_read(const char *path, const char *const *sets, int nsets, gen_job *j, char *err, size_t errlen);
 
 #endif

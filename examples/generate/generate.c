@@ -66,6 +66,9 @@ static const char USAGE[] =
     "                         without a tokenizer)\n"
     "  --job FILE             the job file the model was trained with: its task (the family), [task] size,\n"
     "                         config, heads and tokenizer keys, where these flags do not say otherwise\n"
+    "  --set SECTION.KEY=VALUE\n"
+    "                         with --job: the training command's --set overrides of that job, repeated\n"
+    "                         (--set task.size=smollm2-135m); the last value of a key wins\n"
     "  --family NAME          gpt2, bloom or llama: when the file does not say\n"
     "  --config FILE          an HF config.json (the llama task's [task] config; default: config.json next\n"
     "                         to the model)\n"
@@ -87,6 +90,8 @@ static const char USAGE[] =
 
 typedef struct opts {
     const char *model, *prompt, *prompt_ids, *vocab, *merges, *tokenizer, *family, *config, *size, *logits, *job;
+    const char *sets[64]; /* --set, in order */
+    int nsets;
     long max_new;
     double temperature;
     float top_p;
@@ -156,7 +161,8 @@ enum {
     OPT_FAMILY,
     OPT_CONFIG,
     OPT_N_KV_HEAD,
-    OPT_JOB
+    OPT_JOB,
+    OPT_SET
 };
 
 static const struct option long_opts[] = {
@@ -181,6 +187,7 @@ static const struct option long_opts[] = {
     {"config", required_argument, NULL, OPT_CONFIG},
     {"n-kv-head", required_argument, NULL, OPT_N_KV_HEAD},
     {"job", required_argument, NULL, OPT_JOB},
+    {"set", required_argument, NULL, OPT_SET},
     {NULL, 0, NULL, 0},
 };
 
@@ -197,6 +204,11 @@ static int take_flag(opts *o, int c, const char *flag, const char *v) {
     case OPT_FAMILY: o->family = v; break;
     case OPT_CONFIG: o->config = v; break;
     case OPT_JOB: o->job = v; break;
+    case OPT_SET:
+        if (o->nsets == (int)(sizeof o->sets / sizeof o->sets[0]))
+            return usage_error("--set %s: more than %d --set flags", v, (int)(sizeof o->sets / sizeof o->sets[0]));
+        o->sets[o->nsets++] = v;
+        break;
     case OPT_LOGITS: o->logits = v; break;
     case OPT_IGNORE_EOS: o->ignore_eos = 1; break;
     case OPT_NO_KV_CACHE: o->no_cache = 1; break;
@@ -250,8 +262,9 @@ static int take_flag(opts *o, int c, const char *flag, const char *v) {
 static int take_job(opts *o) {
     static gen_job j; /* o points into it */
     char err[4600];
-    if (!o->job) return 0;
-    if (gen_job_read(o->job, &j, err, sizeof err) != 0) return usage_error("%s", err);
+    if (!o->job)
+        return o->nsets ? usage_error("--set %s: --set changes a job file's keys; give --job too", o->sets[0]) : 0;
+    if (gen_job_read(o->job, o->sets, o->nsets, &j, err, sizeof err) != 0) return usage_error("%s", err);
     if (!o->family && j.family[0]) o->family = j.family;
     if (!o->size && !o->config) { /* the job's config.json, else its size */
         if (j.config[0]) o->config = j.config;

@@ -95,6 +95,19 @@ run "$GEN" "$T/alone.safetensors" --job "$T/cfgjob/job.ini" --prompt-ids "$PROMP
 expect_rc 0 "--job with [task] config"
 expect_in "$err" "6 heads on 2 key/value heads ($T/cfgjob/../gqa/config.json)" "--job: the job's config.json"
 expect_eq "$out" "${want[gqa]}" "--job: the same tokens"
+# --set: the training command's overrides of its job, a relative path from the current folder
+printf '[shardrun]\ntask = llama\n\n[task]\nconfig = nowhere/config.json\n' >"$T/cfgjob/set.ini"
+run bash -c 'cd "$1" && shift && exec "$@"' _ "$T" "$GEN" "$T/alone.safetensors" --job "$T/cfgjob/set.ini" \
+    --set task.config=gqa/config.json --prompt-ids "$PROMPT" --temperature 0 --max-new-tokens 24 --ignore-eos --output ids
+expect_rc 0 "--job with --set task.config"
+expect_in "$err" "6 heads on 2 key/value heads (gqa/config.json)" "--set: the override's config.json, from the current folder"
+expect_eq "$out" "${want[gqa]}" "--set: the same tokens"
+run "$GEN" "$T/alone.safetensors" --job "$T/cfgjob/set.ini" --set task.config
+expect_rc 2 "--set without a value"
+expect_in "$err" "--set task.config: expected SECTION.KEY=VALUE" "--set without a value: the form named"
+run "$GEN" "$T/alone.safetensors" --set task.size=tiny
+expect_rc 2 "--set without --job"
+expect_in "$err" "give --job too" "--set without --job: what to give"
 
 # ---- bad input: one message, exit 2 -------------------------------------------------------------
 printf '[task]\nnum_attention_heads = six\n' >"$T/badjob.ini"

@@ -99,6 +99,26 @@ int sr_shard_writer_append(sr_shard_writer *w, const int32_t *ids, size_t n, cha
     return 0;
 }
 
+int sr_shard_writer_append_encoded(sr_shard_writer *w, const void *tokens, size_t n, char *err, size_t errlen) {
+    if ((int64_t)n > SR_SHARD_MAX_TOKENS - w->ntokens) {
+        snprintf(err, errlen,
+                 "%s: more than %lld tokens for one shard (the header counts them in an int32); "
+                 "split the data into more shards",
+                 w->path, SR_SHARD_MAX_TOKENS);
+        return -1;
+    }
+    const unsigned char *b = tokens;
+    size_t left = n * (size_t)w->token_bytes;
+    while (left) { /* through the buffer: the file is written in large pieces whatever n is */
+        if (w->used == BUF_BYTES && flush(w, err, errlen) != 0) return -1;
+        size_t k = BUF_BYTES - w->used < left ? BUF_BYTES - w->used : left;
+        memcpy(w->buf + w->used, b, k);
+        w->used += k, b += k, left -= k;
+    }
+    w->ntokens += (int64_t)n;
+    return 0;
+}
+
 int64_t sr_shard_writer_tokens(const sr_shard_writer *w) { return w->ntokens; }
 
 void sr_shard_writer_abort(sr_shard_writer *w) {

@@ -1,11 +1,14 @@
-/* The tokenizing pool (prep_pool.h): a ring of chunks, each EMPTY -> FILLED (main thread) ->
+/* The prepare command's pool (prep_pool.h): a ring of jobs, each EMPTY -> FILLED (main thread) ->
    WORKING -> DONE (a worker) -> EMPTY again (main thread, in submission order).  One mutex and two
-   condition variables: workers wait for FILLED chunks, the main thread for the oldest one DONE. */
+   condition variables: workers wait for FILLED jobs, the main thread for the oldest one DONE. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "shardrun/data.h"
 
 #include "prep_pool.h"
 
@@ -14,62 +17,91 @@ enum { SLOT_EMPTY, SLOT_FILLED, SLOT_WORKING, SLOT_DONE };
 struct prep_pool {
     pthread_mutex_t mu;
     pthread_cond_t work, done;
-    prep_chunk *chunk;
+    prep_job *job;
     int *state;
     size_t nslot;
     size_t fill, take, next_work; /* counters; slot = counter % nslot */
     int stopping;
     int nthreads, started;
     pthread_t *thread;
-    tf_tokenizer **tok;
-    prep_tokenizer_files files;
+    tf_tokenizer **tok; /* tok[0] loaded, the others its clones */
+    const char *text_field;
+    int token_bytes;
+    double cpu_s; /* the threads' CPU seconds, added by each as it ends (under mu) */
 };
-
-int prep_chunk_add(prep_chunk *c, const char *text, size_t len, int eot_first) {
-    if (c->len + len > c->cap) {
-        size_t cap = c->cap ? c->cap : 1 << 16;
-        while (cap < c->len + len) cap *= 2;
-        char *t = realloc(c->text, cap);
-        if (!t) return -1;
-        c->text = t, c->cap = cap;
-    }
-    if (c->nseg == c->seg_cap) {
-        size_t cap = c->seg_cap ? 2 * c->seg_cap : 64;
-        prep_seg *s = realloc(c->seg, cap * sizeof *s);
-        if (!s) return -1;
-        c->seg = s, c->seg_cap = cap;
-    }
-    if (len) memcpy(c->text + c->len, text, len); /* an empty document: c->text may still be NULL */
-    c->seg[c->nseg++] = (prep_seg){c->len, len, eot_first};
-    c->len += len;
-    return 0;
-}
 
 tf_tokenizer *prep_tokenizer_load(const prep_tokenizer_files *f, char *err, size_t errlen) {
     if (f->tokenizer_json) return tf_tokenizer_load_json(f->tokenizer_json, err, errlen);
     return tf_tokenizer_load(f->vocab_json, f->merges_txt, err, errlen);
 }
 
-static void encode_chunk(tf_tokenizer *t, prep_chunk *c) {
-    c->nids = 0;
-    c->failed = 0;
-    int32_t eot = tf_tokenizer_eos(t);
-    for (size_t i = 0; i < c->nseg && !c->failed; i++) {
-        const prep_seg *s = &c->seg[i];
-        if (s->eot_first) {
-            if (c->nids == c->ids_cap) {
-                size_t cap = c->ids_cap ? 2 * c->ids_cap : 1 << 14;
-                int32_t *ids = realloc(c->ids, cap * sizeof *ids);
-                if (!ids) {
-                    c->failed = 1;
-                    break;
-                }
-                c->ids = ids, c->ids_cap = cap;
-            }
-            c->ids[c->nids++] = eot;
+/* ---- a worker's job ------------------------------------------------------------------------------ */
+
+typedef struct {
+    tf_tokenizer *t;
+    prep_job *j;
+    size_t nids;
+    int32_t eot;
+} encoder;
+
+/* one document: the end-of-text token, then its ids */
+static int encode_doc(encoder *e, const char *text, size_t len, int eot_first) {
+    prep_job *j = e->j;
+    if (eot_first) {
+        if (e->nids == j->ids_cap) {
+            size_t cap = j->ids_cap ? 2 * j->ids_cap : 1 << 14;
+            int32_t *ids = realloc(j->ids, cap * sizeof *ids);
+            if (!ids) return -1;
+            j->ids = ids, j->ids_cap = cap;
         }
-        if (tf_tokenizer_encode(t, c->text + s->off, s->len, &c->ids, &c->nids, &c->ids_cap)) c->failed = 1;
+        j->ids[e->nids++] = e->eot;
+        j->docs++;
     }
+    j->text_bytes += len;
+    return tf_tokenizer_encode(e->t, text, len, &j->ids, &e->nids, &j->ids_cap);
+}
+
+static int on_record(void *user, const char *text, size_t len, long long line) {
+    (void)line;
+    return encode_doc(user, text, len, 1) ? 1 : 0;
+}
+
+/* ids[0 .. n) into the shard's layout, in place (token i's bytes end at or before id i's start, so
+   nothing is overwritten before it is read): 0, or -1 for an id the width cannot hold. */
+static int pack(prep_job *j, size_t n, int token_bytes) {
+    unsigned char *b = (unsigned char *)j->ids;
+    const uint64_t limit = token_bytes == 2 ? 65536u : 4294967296u;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = j->ids[i];
+        uint32_t t = (uint32_t)id;
+        if (id < 0 || (uint64_t)t >= limit) {
+            snprintf(j->err, sizeof j->err, "the tokenizer gave id %d, which a %s shard cannot hold", (int)id,
+                     token_bytes == 2 ? "uint16" : "uint32");
+            return -1;
+        }
+        unsigned char *p = b + i * (size_t)token_bytes;
+        p[0] = (unsigned char)t, p[1] = (unsigned char)(t >> 8);
+        if (token_bytes == 4) p[2] = (unsigned char)(t >> 16), p[3] = (unsigned char)(t >> 24);
+    }
+    return 0;
+}
+
+static void run_job(prep_pool *p, tf_tokenizer *t, prep_job *j) {
+    encoder e = {t, j, 0, tf_tokenizer_eos(t)};
+    j->docs = j->text_bytes = 0;
+    j->status = PREP_OK;
+    j->err[0] = 0;
+    if (j->kind == PREP_JOB_TEXT) {
+        if (encode_doc(&e, j->in, j->in_len, j->eot_first)) j->status = PREP_FAIL_MEMORY;
+    } else {
+        /* line numbers from 1 within the job: the main thread names the file's line (prep_pool.h) */
+        int rc = sr_jsonl_each(j->in, j->in_len, j->name, 1, p->text_field, on_record, &e, j->err, sizeof j->err);
+        if (rc < 0) j->status = PREP_FAIL_INPUT;
+        else if (rc) j->status = PREP_FAIL_MEMORY;
+    }
+    if (j->status == PREP_OK && pack(j, e.nids, p->token_bytes)) j->status = PREP_FAIL_TOKEN;
+    j->out = (const unsigned char *)j->ids;
+    j->ntokens = j->status == PREP_OK ? e.nids : 0;
 }
 
 typedef struct {
@@ -79,13 +111,8 @@ typedef struct {
 
 static void *worker(void *arg) {
     prep_pool *p = ((worker_arg *)arg)->p;
-    int k = ((worker_arg *)arg)->k;
+    tf_tokenizer *t = p->tok[((worker_arg *)arg)->k];
     free(arg);
-    /* thread 0's tokenizer was loaded (and the files checked) before the threads started; the
-       others load theirs here, at the same time (GPT-2's takes tenths of a second each) */
-    char err[512];
-    if (!p->tok[k]) p->tok[k] = prep_tokenizer_load(&p->files, err, sizeof err);
-    tf_tokenizer *t = p->tok[k];
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (!p->stopping && p->next_work == p->fill) pthread_cond_wait(&p->work, &p->mu);
@@ -93,47 +120,55 @@ static void *worker(void *arg) {
         size_t s = p->next_work++ % p->nslot;
         p->state[s] = SLOT_WORKING;
         pthread_mutex_unlock(&p->mu);
-        if (t) encode_chunk(t, &p->chunk[s]);
-        else p->chunk[s].failed = 1; /* no tokenizer: out of memory, or the files changed meanwhile */
+        run_job(p, t, &p->job[s]);
         pthread_mutex_lock(&p->mu);
         p->state[s] = SLOT_DONE;
         pthread_cond_broadcast(&p->done);
     }
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) p->cpu_s += (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
     pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
-prep_pool *prep_pool_start(const prep_tokenizer_files *f, int nthreads, char *err, size_t errlen) {
+prep_pool *prep_pool_start(const prep_tokenizer_files *f, int nthreads, const char *text_field, char *err,
+                           size_t errlen) {
     prep_pool *p = calloc(1, sizeof *p);
     if (!p) return snprintf(err, errlen, "out of memory"), NULL;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done, NULL);
     p->nthreads = nthreads;
+    p->text_field = text_field;
     p->nslot = 4 * (size_t)nthreads;
-    p->chunk = calloc(p->nslot, sizeof *p->chunk);
+    p->job = calloc(p->nslot, sizeof *p->job);
     p->state = calloc(p->nslot, sizeof *p->state);
     p->thread = calloc((size_t)nthreads, sizeof *p->thread);
     p->tok = calloc((size_t)nthreads, sizeof *p->tok);
-    if (!p->chunk || !p->state || !p->thread || !p->tok) {
+    if (!p->job || !p->state || !p->thread || !p->tok) {
         snprintf(err, errlen, "out of memory");
-        prep_pool_stop(p);
+        prep_pool_stop(p, NULL);
         return NULL;
     }
     /* the first tokenizer before any thread starts: a bad tokenizer file is reported once, and
-       before any input is read */
-    p->files = *f;
+       before any input is read; the others share its tables */
     if (!(p->tok[0] = prep_tokenizer_load(f, err, errlen))) {
-        prep_pool_stop(p);
+        prep_pool_stop(p, NULL);
         return NULL;
     }
+    for (int k = 1; k < nthreads; k++)
+        if (!(p->tok[k] = tf_tokenizer_clone(p->tok[0], err, errlen))) {
+            prep_pool_stop(p, NULL);
+            return NULL;
+        }
+    p->token_bytes = sr_shard_token_bytes(tf_tokenizer_vocab_size(p->tok[0]));
     for (int k = 0; k < nthreads; k++) {
         worker_arg *a = malloc(sizeof *a);
         if (a) *a = (worker_arg){p, k};
         if (!a || pthread_create(&p->thread[k], NULL, worker, a)) {
             free(a);
             snprintf(err, errlen, "cannot start tokenizing thread %d of %d", k + 1, nthreads);
-            prep_pool_stop(p);
+            prep_pool_stop(p, NULL);
             return NULL;
         }
         p->started++;
@@ -142,12 +177,17 @@ prep_pool *prep_pool_start(const prep_tokenizer_files *f, int nthreads, char *er
 }
 
 int prep_pool_vocab_size(const prep_pool *p) { return tf_tokenizer_vocab_size(p->tok[0]); }
+int prep_pool_token_bytes(const prep_pool *p) { return p->token_bytes; }
 
-prep_chunk *prep_pool_free_slot(prep_pool *p) {
+prep_job *prep_pool_free_slot(prep_pool *p) {
     if (p->fill - p->take == p->nslot) return NULL;
-    prep_chunk *c = &p->chunk[p->fill % p->nslot];
-    c->len = c->nseg = c->nids = 0;
-    return c;
+    prep_job *j = &p->job[p->fill % p->nslot];
+    j->out = NULL;
+    j->ntokens = 0;
+    j->docs = j->text_bytes = 0;
+    j->status = PREP_OK;
+    j->source = NULL;
+    return j;
 }
 
 void prep_pool_submit(prep_pool *p) {
@@ -158,13 +198,13 @@ void prep_pool_submit(prep_pool *p) {
     pthread_mutex_unlock(&p->mu);
 }
 
-prep_chunk *prep_pool_next_done(prep_pool *p) {
+prep_job *prep_pool_next_done(prep_pool *p) {
     if (p->take == p->fill) return NULL;
     size_t s = p->take % p->nslot;
     pthread_mutex_lock(&p->mu);
     while (p->state[s] != SLOT_DONE) pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
-    return &p->chunk[s];
+    return &p->job[s];
 }
 
 void prep_pool_release(prep_pool *p) {
@@ -174,7 +214,7 @@ void prep_pool_release(prep_pool *p) {
     pthread_mutex_unlock(&p->mu);
 }
 
-void prep_pool_stop(prep_pool *p) {
+void prep_pool_stop(prep_pool *p, double *worker_cpu_s) {
     if (!p) return;
     if (p->started) {
         pthread_mutex_lock(&p->mu);
@@ -183,12 +223,12 @@ void prep_pool_stop(prep_pool *p) {
         pthread_mutex_unlock(&p->mu);
         for (int k = 0; k < p->started; k++) pthread_join(p->thread[k], NULL);
     }
+    if (worker_cpu_s) *worker_cpu_s = p->cpu_s;
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->work);
     pthread_cond_destroy(&p->done);
-    for (size_t i = 0; p->chunk && i < p->nslot; i++)
-        free(p->chunk[i].text), free(p->chunk[i].seg), free(p->chunk[i].ids);
-    for (int k = 0; p->tok && k < p->nthreads; k++) tf_tokenizer_free(p->tok[k]);
-    free(p->chunk), free(p->state), free(p->thread), free(p->tok);
+    for (size_t i = 0; p->job && i < p->nslot; i++) free(p->job[i].ids);
+    for (int k = p->nthreads - 1; p->tok && k >= 0; k--) tf_tokenizer_free(p->tok[k]); /* the clones first */
+    free(p->job), free(p->state), free(p->thread), free(p->tok);
     free(p);
 }

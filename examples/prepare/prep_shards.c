@@ -1,9 +1,13 @@
 /* The prepare command's shards (prep_shards.h), written with libshardrun's shard writer
    (shardrun/data.h).  While a shard's file already exists and every token so far equals its
-   tokens, nothing is written: the tokens are compared with the file (mapped) instead.  At the first
-   difference a writer opens, takes the equal prefix from the old file, and the rest from the
-   stream; the rename replaces the old file only when the new one is complete. */
+   tokens, nothing is written: the tokens (already in the shard's layout) are compared with the
+   file's bytes instead.  At the first difference a writer opens, takes the equal prefix from the old
+   file, and the rest from the stream; the rename replaces the old file only when the new one is
+   complete.  The old file is read with pread, never mapped: one that shrinks meanwhile is a short
+   read, an error, not a fault. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,12 +32,37 @@ void prep_shards_name(const prep_shards *s, int val, int index, char *out, size_
 }
 
 typedef struct {
-    sr_shard old;
-    int have_old;
+    int old_fd; /* the file already there when it is a valid shard of this width with tokens to
+                   compare, else -1 */
+    uint64_t old_tokens;
     sr_shard_writer *w;
     char path[4096];
 } cur_shard;
 static cur_shard cur; /* one prep_shards per process */
+
+static void close_old(void) {
+    if (cur.old_fd >= 0) close(cur.old_fd);
+    cur.old_fd = -1;
+}
+
+/* tokens first .. first+n-1 of the old file, as bytes: 0, or -1 when the file no longer holds them */
+static int read_old(const prep_shards *s, uint64_t first, uint64_t n, unsigned char *out, char *err, size_t errlen) {
+    size_t want = (size_t)n * (size_t)s->token_bytes, got = 0;
+    off_t at = (off_t)(SR_SHARD_HEADER_BYTES + first * (uint64_t)s->token_bytes);
+    while (got < want) {
+        ssize_t k = pread(cur.old_fd, out + got, want - got, at + (off_t)got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            snprintf(err, errlen,
+                     "%s: the file shrank or cannot be read while it was compared (%s); is another run "
+                     "writing it?",
+                     cur.path, k < 0 ? strerror(errno) : "end of file");
+            return -1;
+        }
+        got += (size_t)k;
+    }
+    return 0;
+}
 
 static int open_writer(prep_shards *s, char *err, size_t errlen) {
     const char *slash = strrchr(cur.path, '/');
@@ -42,20 +71,20 @@ static int open_writer(prep_shards *s, char *err, size_t errlen) {
                  (long)getpid()) < 0)
         tmp_path[0] = 0;
     tmp_live = 1;
-    if (!(cur.w = sr_shard_writer_open(cur.path, sr_shard_token_bytes(s->vocab_size), err, errlen))) {
+    if (!(cur.w = sr_shard_writer_open(cur.path, s->token_bytes, err, errlen))) {
         tmp_live = 0;
         return -1;
     }
     /* the prefix that equalled the old file: from it */
-    int32_t buf[1 << 14];
+    unsigned char buf[1 << 16];
+    const uint64_t per = sizeof buf / (size_t)s->token_bytes;
     for (uint64_t at = 0; at < s->n;) {
-        uint64_t k = s->n - at < (uint64_t)(sizeof buf / sizeof *buf) ? s->n - at : sizeof buf / sizeof *buf;
-        if (sr_shard_read(&cur.old, (int64_t)at, (int64_t)k, buf, err, errlen) ||
-            sr_shard_writer_append(cur.w, buf, (size_t)k, err, errlen))
+        uint64_t k = s->n - at < per ? s->n - at : per;
+        if (read_old(s, at, k, buf, err, errlen) || sr_shard_writer_append_encoded(cur.w, buf, (size_t)k, err, errlen))
             return -1;
         at += k;
     }
-    if (cur.have_old) sr_shard_close(&cur.old), cur.have_old = 0;
+    close_old();
     return 0;
 }
 
@@ -63,9 +92,15 @@ static void start_shard(prep_shards *s) {
     prep_shards_name(s, s->in_val, s->index, cur.path, sizeof cur.path);
     char err[512];
     /* an existing file that is no valid shard (a leftover, another format) is simply replaced */
-    cur.have_old = sr_shard_open(&cur.old, cur.path, err, sizeof err) == 0;
-    if (cur.have_old && cur.old.token_bytes != sr_shard_token_bytes(s->vocab_size))
-        sr_shard_close(&cur.old), cur.have_old = 0;
+    sr_shard old;
+    cur.old_fd = -1;
+    if (sr_shard_open(&old, cur.path, err, sizeof err) == 0) {
+        if (old.token_bytes == s->token_bytes) {
+            cur.old_tokens = (uint64_t)old.ntokens;
+            cur.old_fd = open(cur.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        }
+        sr_shard_close(&old);
+    }
     cur.w = NULL;
     s->n = 0;
 }
@@ -78,16 +113,18 @@ int prep_shards_init(prep_shards *s, const char *prefix, uint64_t shard_tokens, 
     s->shard_tokens = shard_tokens;
     s->val_tokens = val_tokens;
     s->vocab_size = vocab_size;
+    s->token_bytes = sr_shard_token_bytes(vocab_size);
     s->in_val = val_tokens > 0;
     s->index = 0;
     memset(&cur, 0, sizeof cur);
+    cur.old_fd = -1;
     start_shard(s);
     return 0;
 }
 
 static int end_shard(prep_shards *s, char *err, size_t errlen) {
-    if (!cur.w && cur.have_old && s->n == (uint64_t)cur.old.ntokens) {
-        sr_shard_close(&cur.old), cur.have_old = 0;
+    if (!cur.w && cur.old_fd >= 0 && s->n == cur.old_tokens) {
+        close_old();
         s->kept++;
         return 0;
     }
@@ -100,15 +137,17 @@ static int end_shard(prep_shards *s, char *err, size_t errlen) {
     return 0;
 }
 
-/* tokens ids[0 .. n) into the current shard, which has room for them */
-static int put(prep_shards *s, const int32_t *ids, uint64_t n, char *err, size_t errlen) {
-    if (!cur.w && cur.have_old && s->n + n <= (uint64_t)cur.old.ntokens) {
-        int32_t buf[1 << 14];
+/* tokens[0 .. n) into the current shard, which has room for them */
+static int put(prep_shards *s, const unsigned char *tokens, uint64_t n, char *err, size_t errlen) {
+    const size_t tb = (size_t)s->token_bytes;
+    if (!cur.w && cur.old_fd >= 0 && s->n + n <= cur.old_tokens) {
+        unsigned char buf[1 << 16];
+        const uint64_t per = sizeof buf / tb;
         uint64_t at = 0;
-        for (; at < n; at += sizeof buf / sizeof *buf) {
-            uint64_t k = n - at < (uint64_t)(sizeof buf / sizeof *buf) ? n - at : sizeof buf / sizeof *buf;
-            if (sr_shard_read(&cur.old, (int64_t)(s->n + at), (int64_t)k, buf, err, errlen)) return -1;
-            if (memcmp(buf, ids + at, k * sizeof *buf)) break;
+        for (; at < n; at += per) {
+            uint64_t k = n - at < per ? n - at : per;
+            if (read_old(s, s->n + at, k, buf, err, errlen)) return -1;
+            if (memcmp(buf, tokens + at * tb, (size_t)k * tb)) break;
         }
         if (at >= n) {
             s->n += n;
@@ -116,17 +155,17 @@ static int put(prep_shards *s, const int32_t *ids, uint64_t n, char *err, size_t
         }
     }
     if (!cur.w && open_writer(s, err, errlen)) return -1;
-    if (sr_shard_writer_append(cur.w, ids, (size_t)n, err, errlen)) return -1;
+    if (sr_shard_writer_append_encoded(cur.w, tokens, (size_t)n, err, errlen)) return -1;
     s->n += n;
     return 0;
 }
 
-int prep_shards_push(prep_shards *s, const int32_t *ids, size_t n, char *err, size_t errlen) {
+int prep_shards_push(prep_shards *s, const unsigned char *tokens, size_t n, char *err, size_t errlen) {
     while (n) {
         uint64_t cap = (s->in_val ? s->val_tokens : s->shard_tokens) - s->n;
         uint64_t k = n < cap ? n : cap;
-        if (put(s, ids, k, err, errlen)) return -1;
-        ids += k, n -= (size_t)k;
+        if (put(s, tokens, k, err, errlen)) return -1;
+        tokens += k * (uint64_t)s->token_bytes, n -= (size_t)k;
         s->tokens += k;
         if (s->n == (s->in_val ? s->val_tokens : s->shard_tokens)) {
             if (end_shard(s, err, errlen)) return -1;
@@ -141,6 +180,6 @@ int prep_shards_push(prep_shards *s, const int32_t *ids, size_t n, char *err, si
 int prep_shards_finish(prep_shards *s, char *err, size_t errlen) {
     int rc = 0;
     if (s->n) rc = end_shard(s, err, errlen);
-    else if (cur.have_old) sr_shard_close(&cur.old), cur.have_old = 0;
+    else close_old();
     return rc;
 }

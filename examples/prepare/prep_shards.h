@@ -19,11 +19,10 @@
 typedef struct {
     const char *prefix;
     uint64_t shard_tokens, val_tokens;
-    int vocab_size;
+    int vocab_size, token_bytes;
     /* the state */
     int index; /* the shard being filled */
     int in_val;
-    int32_t *buf;
     uint64_t n;
     /* what happened */
     int written, kept;
@@ -33,8 +32,9 @@ typedef struct {
 /* 0, or -1 with a message (out of memory). */
 int prep_shards_init(prep_shards *s, const char *prefix, uint64_t shard_tokens, uint64_t val_tokens, int vocab_size,
                      char *err, size_t errlen);
-/* 0, or -1 with a message (a shard that cannot be written: the file and why). */
-int prep_shards_push(prep_shards *s, const int32_t *ids, size_t n, char *err, size_t errlen);
+/* n tokens already in the shards' layout (token_bytes each, little-endian: prep_pool's workers pack
+   them): 0, or -1 with a message (a shard that cannot be written: the file and why). */
+int prep_shards_push(prep_shards *s, const unsigned char *tokens, size_t n, char *err, size_t errlen);
 /* Writes the last, partial shard; frees. 0 or -1 as above. */
 int prep_shards_finish(prep_shards *s, char *err, size_t errlen);
 /* Async-signal-safe: removes the temporary being written, if any. */

@@ -2,11 +2,14 @@
  * shardrun_prepare: text files or JSON Lines into llm.c token shards with a model's tokenizer, on
  * every core.  Run it with --help for the flags; docs/data.md, "Preparing shards".
  *
- * Lifecycle: parse and check every flag and input (exit 2 before any work) -> load one tokenizer
- * per thread (prep_pool.c) -> read the inputs in order, cut them into chunks of whole documents or
- * pieces of long ones (prep_cut.c), hand the chunks to the threads -> take the ids back in input
- * order into the shards (prep_shards.c), drawing the progress (prep_progress.c) -> print the
- * throughput.
+ * Lifecycle: parse and check every flag and input (exit 2 before any work) -> load the tokenizer
+ * and start the threads (prep_pool.c) -> map or read the inputs in order and hand them out as jobs:
+ * whole lines of JSON Lines, or pieces of a text file cut where the ids cannot change (prep_cut.c);
+ * the threads do all the per-byte work (JSON, tokenizing, packing the ids into the shard's layout)
+ * -> take the finished bytes back in input order into the shards (prep_shards.c), drawing the
+ * progress (prep_progress.c) -> print the throughput.  The main thread touches each input byte
+ * only where a job ends (a newline to find, a cut point) and each output byte once (a copy into the
+ * shard's write buffer), so it is never what the threads wait for.
  *
  * Exit codes as shardrun's: 0 done, 2 a bad flag, tokenizer or input (a JSON Lines line that is no
  * object or lacks the field: the file and line; reported when the reader reaches it, shards
@@ -20,7 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ini.h>
@@ -35,8 +42,8 @@
 
 #define EXIT_FAILED 1
 #define EXIT_CONFIG 2
-/* a chunk: the unit of work of one thread (large enough that handing it over costs nothing);
-   --chunk-bytes changes it (the tests cut documents at many places with a small one) */
+/* a job's input: the unit of work of one thread (large enough that handing it over costs nothing);
+   --chunk-bytes changes it (the tests cut documents and JSON Lines at many places with a small one) */
 static size_t chunk_bytes = (size_t)1 << 18;
 /* one plain-text file is one document, read whole: at most this much */
 #define TEXT_FILE_MAX ((size_t)4 << 30)
@@ -63,8 +70,9 @@ static const char USAGE[] =
     "  --val-tokens N          tokens of the val split, the first ones (default 1000000; 0: no val split,\n"
     "                          the train shards start at 000000)\n"
     "  --threads N             tokenizing threads (default: the cores this process may use)\n"
-    "  --chunk-bytes N         text per unit of work of a thread (default 262144); a longer document is\n"
-    "                          cut where the ids cannot change (\"end.\\nNext\": after the newline)\n"
+    "  --chunk-bytes N         input per unit of work of a thread (default 262144): whole lines of JSON\n"
+    "                          Lines; a longer text file is cut where the ids cannot change (\"end.\\nNext\":\n"
+    "                          after the newline)\n"
     "  --format auto|text|jsonl\n"
     "                          how to read the inputs (default auto: by the file name's ending)\n"
     "  --progress auto|bar|lines|none\n"
@@ -273,60 +281,160 @@ static int check_paths(const opts *o, uint64_t *total) {
 
 /* ---- the run ---------------------------------------------------------------------------------- */
 
+/* What jobs point into: a JSON Lines file mapped, or a text file read whole.  Freed when its last
+   job is taken back (jobs come back in input order, so the sources go in order too). */
+typedef struct {
+    char *mem;
+    size_t len;
+    int mapped;
+    size_t pending; /* jobs handed out and not taken back */
+    int complete;   /* every job of it handed out */
+} source;
+
+static void source_free(source *src) {
+    if (src->mapped) munmap(src->mem, src->len);
+    else free(src->mem);
+    free(src);
+}
+
+/* one job of src taken back (or, with done, the last one handed out) */
+static void source_put(source *src, int done) {
+    if (done) src->complete = 1;
+    else src->pending--;
+    if (src->complete && !src->pending) source_free(src);
+}
+
 typedef struct {
     prep_pool *pool;
-    prep_chunk *fill; /* the chunk being filled, or NULL */
+    const char *text_field;
     prep_shards shards;
     prep_progress progress;
-    uint64_t text_bytes, done_bytes; /* text handed to the threads; text whose ids were written */
-    uint64_t docs;
-    int failed; /* an error was reported: stop */
+    uint64_t files_before; /* input bytes of the files before the one being handed out */
+    uint64_t done_bytes;   /* input bytes whose tokens were written */
+    uint64_t text_bytes, docs;
+    int config_error; /* the failure is the input's fault: exit 2 */
     char err[1024];
 } run;
 
-/* The oldest chunk's ids into the shards. */
+static int ignore_record(void *user, const char *text, size_t len, long long line) {
+    (void)user, (void)text, (void)len, (void)line;
+    return 0;
+}
+
+/* A job that failed, into r->err.  A JSON Lines line's message names the line within the job: the
+   job's lines are read again with their line numbers in the file (counted only now, on this error). */
+static int job_failed(run *r, const prep_job *j) {
+    if (j->status == PREP_FAIL_MEMORY) return snprintf(r->err, sizeof r->err, "out of memory while tokenizing"), -1;
+    if (j->status != PREP_FAIL_INPUT) return snprintf(r->err, sizeof r->err, "%s: %s", j->name, j->err), -1;
+    r->config_error = 1;
+    const source *src = j->source;
+    long long line = 1;
+    for (const char *p = src->mem, *end = src->mem + j->in_off; (p = memchr(p, '\n', (size_t)(end - p))); p++) line++;
+    if (sr_jsonl_each(j->in, j->in_len, j->name, line, r->text_field, ignore_record, NULL, r->err, sizeof r->err) >= 0)
+        snprintf(r->err, sizeof r->err, "%s", j->err); /* (not found again: the job's own message) */
+    return -1;
+}
+
+/* The oldest job's tokens into the shards (waits for it); 0 also when none is in flight. */
 static int take_one(run *r) {
-    prep_chunk *c = prep_pool_next_done(r->pool);
-    if (!c) return 0;
-    if (c->failed)
-        return snprintf(r->err, sizeof r->err,
-                        "out of memory while tokenizing (or a tokenizer file changed while loading)"),
-               -1;
-    if (prep_shards_push(&r->shards, c->ids, c->nids, r->err, sizeof r->err)) return -1;
-    r->done_bytes = c->in_bytes;
+    prep_job *j = prep_pool_next_done(r->pool);
+    if (!j) return 0;
+    if (j->status != PREP_OK) return job_failed(r, j);
+    if (prep_shards_push(&r->shards, j->out, j->ntokens, r->err, sizeof r->err)) return -1;
+    r->done_bytes = j->in_end;
+    r->text_bytes += j->text_bytes;
+    r->docs += j->docs;
+    source_put(j->source, 0);
     prep_pool_release(r->pool);
     prep_progress_update(&r->progress, r->done_bytes, r->shards.tokens, 0);
     return 0;
 }
 
-static int submit(run *r) {
-    if (!r->fill) return 0;
-    r->fill->in_bytes = r->text_bytes;
+/* src->mem[off, off + len) to a thread (once one is free: finished jobs are written meanwhile) */
+static int hand_out(run *r, source *src, prep_job_kind kind, const char *name, size_t off, size_t len, int eot_first) {
+    prep_job *j;
+    while (!(j = prep_pool_free_slot(r->pool)))
+        if (take_one(r)) return -1;
+    j->kind = kind;
+    j->in = src->mem + off;
+    j->in_len = len;
+    j->eot_first = eot_first;
+    j->name = name;
+    j->in_off = off;
+    j->in_end = r->files_before + off + len;
+    j->source = src;
+    src->pending++;
     prep_pool_submit(r->pool);
-    r->fill = NULL;
     return 0;
 }
 
-/* One document (or nothing, at the end of a file: len 0 and doc 0), cut into chunks. */
-static int add_doc(run *r, const char *text, size_t len) {
-    r->docs++;
-    for (size_t at = 0, first = 1; first || at < len; first = 0) {
-        while (!r->fill && !(r->fill = prep_pool_free_slot(r->pool)))
-            if (take_one(r)) return -1;
-        size_t room = r->fill->len < chunk_bytes ? chunk_bytes - r->fill->len : 0;
-        size_t end = len - at <= room ? len : prep_cut_point(text, len, at, at + (room ? room : 1));
-        if (prep_chunk_add(r->fill, text + at, end - at, (int)first))
-            return snprintf(r->err, sizeof r->err, "out of memory"), -1;
-        r->text_bytes += end - at;
-        at = end;
-        if (r->fill->len >= chunk_bytes && submit(r)) return -1;
+/* A JSON Lines file, mapped (never copied), in jobs of whole lines of about chunk_bytes: the main
+   thread only looks for the newline at each job's end.  (A single line longer than that is one
+   job: its record is tokenized by one thread.) */
+static int hand_out_jsonl(run *r, const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(r->err, sizeof r->err, "%s: cannot open it as a JSON Lines file: %s", path,
+                 fd < 0 ? strerror(errno) : "not a regular file");
+        if (fd >= 0) close(fd);
+        return r->config_error = 1, -1;
     }
+    source *src = calloc(1, sizeof *src);
+    if (!src) return close(fd), snprintf(r->err, sizeof r->err, "out of memory"), -1;
+    src->len = (size_t)st.st_size;
+    if (src->len) {
+        void *m = mmap(NULL, src->len, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            snprintf(r->err, sizeof r->err, "%s: cannot map: %s", path, strerror(errno));
+            close(fd), free(src);
+            return -1;
+        }
+        madvise(m, src->len, MADV_SEQUENTIAL);
+        src->mem = m, src->mapped = 1;
+    }
+    close(fd);
+    const char *t = src->mem;
+    for (size_t at = 0; at < src->len;) {
+        size_t end = src->len;
+        if (src->len - at > chunk_bytes) {
+            const char *nl = memchr(t + at + chunk_bytes - 1, '\n', src->len - (at + chunk_bytes - 1));
+            if (nl) end = (size_t)(nl - t) + 1;
+        }
+        if (hand_out(r, src, PREP_JOB_JSONL, path, at, end - at, 0)) return -1;
+        at = end;
+    }
+    r->files_before += src->len;
+    source_put(src, 1);
     return 0;
 }
 
-static int on_record(void *user, const char *text, size_t len, long long line) {
-    (void)line;
-    return add_doc(user, text, len) ? 1 : 0;
+/* A text file, one document, read whole and cut into jobs of about chunk_bytes where the ids cannot
+   change (prep_cut.h); an empty file is a document too (its end-of-text token). */
+static int hand_out_text(run *r, const char *path) {
+    source *src = calloc(1, sizeof *src);
+    if (!src) return snprintf(r->err, sizeof r->err, "out of memory"), -1;
+    src->mem = tf_read_file_max(path, "text file", TEXT_FILE_MAX,
+                                "the 4 GiB one text file may hold (it is one document, read whole; split it, or "
+                                "write it as JSON Lines)",
+                                &src->len, r->err, sizeof r->err);
+    if (!src->mem) return free(src), r->config_error = 1, -1;
+    for (size_t at = 0, first = 1; first || at < src->len; first = 0) {
+        size_t end = src->len - at <= chunk_bytes ? src->len : prep_cut_point(src->mem, src->len, at, at + chunk_bytes);
+        if (hand_out(r, src, PREP_JOB_TEXT, path, at, end - at, (int)first)) return -1;
+        at = end;
+    }
+    r->files_before += src->len;
+    source_put(src, 1);
+    return 0;
+}
+
+/* the calling thread's CPU seconds in user mode (*sys: in the kernel: the shards' writes and syncs) */
+static double thread_user_s(double *sys) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0) return *sys = 0, 0;
+    *sys = (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec;
 }
 
 static void on_signal(int sig) {
@@ -350,9 +458,10 @@ int main(int argc, char **argv) {
     }
     run r;
     memset(&r, 0, sizeof r);
+    r.text_field = o.text_field;
     double t0 = prep_now();
     char err[1024];
-    if (!(r.pool = prep_pool_start(&o.tok, o.threads, err, sizeof err)))
+    if (!(r.pool = prep_pool_start(&o.tok, o.threads, o.text_field, err, sizeof err)))
         return fprintf(stderr, "shardrun_prepare: error: %s\n", err), EXIT_CONFIG;
     int vocab = prep_pool_vocab_size(r.pool);
     double t_load = prep_now() - t0;
@@ -364,44 +473,33 @@ int main(int argc, char **argv) {
     sigaction(SIGHUP, &sa, NULL);
     prep_shards_init(&r.shards, o.out, o.shard_tokens, o.val_tokens, vocab, err, sizeof err);
     prep_progress_init(&r.progress, o.progress, total, 10);
-    double t1 = prep_now();
-    int config_error = 0;
+    double sys0, t1 = prep_now(), user0 = thread_user_s(&sys0);
     for (int i = 0; i < o.ninputs && !rc; i++) {
         const char *path = o.inputs[i];
-        if (is_jsonl(&o, path)) {
-            int w = sr_jsonl_file_each(path, o.text_field, on_record, &r, r.err, sizeof r.err);
-            if (w < 0) config_error = 1; /* the file's fault: its line named */
-            if (w) rc = -1;
-        } else {
-            size_t len;
-            char *text = tf_read_file_max(path, "text file", TEXT_FILE_MAX,
-                                          "the 4 GiB one text file may hold (it is one document, read whole; split it, "
-                                          "or write it as JSON Lines)",
-                                          &len, r.err, sizeof r.err);
-            if (!text) config_error = 1, rc = -1;
-            else rc = add_doc(&r, text, len);
-            free(text);
-        }
+        rc = is_jsonl(&o, path) ? hand_out_jsonl(&r, path) : hand_out_text(&r, path);
     }
-    if (!rc) submit(&r);
     while (!rc && prep_pool_next_done(r.pool)) rc = take_one(&r);
     if (!rc) rc = prep_shards_finish(&r.shards, r.err, sizeof r.err);
-    double t2 = prep_now();
-    /* bytes count text (JSON Lines: decoded), the total files: the end is 100% */
+    double sys2, t2 = prep_now(), main_user = thread_user_s(&sys2) - user0, main_sys = sys2 - sys0;
+    /* bytes count the input files: the end is 100% */
     prep_progress_update(&r.progress, rc ? r.done_bytes : total, r.shards.tokens, 1);
     prep_progress_break(&r.progress);
     if (rc) {
         prep_shards_abort();
         fprintf(stderr, "shardrun_prepare: error: %s\n", r.err);
-        _exit(config_error ? EXIT_CONFIG : EXIT_FAILED); /* threads may still be busy: leave now */
+        _exit(r.config_error ? EXIT_CONFIG : EXIT_FAILED); /* threads may still be busy: leave now */
     }
-    prep_pool_stop(r.pool);
+    double worker_cpu;
+    prep_pool_stop(r.pool, &worker_cpu);
     double s = t2 - t1;
     printf("prepared %llu tokens from %llu documents (%.1f MB of text in %.1f MB of input) in %.2f s with %d "
            "threads: %.2f MB/s, %.2f M tokens/s (tokenizer load %.2f s)\n",
            (unsigned long long)r.shards.tokens, (unsigned long long)r.docs, (double)r.text_bytes / 1e6,
            (double)total / 1e6, s, o.threads, s > 0 ? (double)r.text_bytes / 1e6 / s : 0,
            s > 0 ? (double)r.shards.tokens / 1e6 / s : 0, t_load);
+    printf("CPU: %.3f s in the tokenizing threads; the main thread (handing out input, writing shards) %.3f s user, "
+           "%.3f s system\n",
+           worker_cpu, main_user, main_sys);
     printf("shards: %d written, %d already complete and identical (kept); vocabulary %d, %s tokens\n", r.shards.written,
            r.shards.kept, vocab, sr_shard_token_bytes(vocab) == 2 ? "uint16" : "uint32");
     char name[4096];

@@ -274,15 +274,18 @@ int tf_tokenizer_decode(tf_tokenizer *t, int32_t id, char *out, size_t cap) {
 void tf_tokenizer_free(tf_tokenizer *t) {
     if (!t) return;
     for (int k = 0; k < t->nsplits; k++) tf__regex_free(t->splits[k].re);
-    free(t->added);
-    free(t->added_text);
+    if (!t->base) { /* the tables: a clone's are its base's */
+        free(t->added);
+        free(t->added_text);
+        strmap_free(&t->vocab);
+        free(t->merges.slots);
+        tf__shared_cache_free(t->shared);
+    }
     free(t->clean);
     free(t->norm);
     free(t->symbols);
     free(t->by_id);
-    strmap_free(&t->vocab);
     strmap_free(&t->cache);
-    free(t->merges.slots);
     free(t->cache_ids);
     free(t->sym);
     free(t->next);
@@ -290,6 +293,32 @@ void tf_tokenizer_free(tf_tokenizer *t) {
     free(t->heap);
     free(t->pending);
     free(t);
+}
+
+tf_tokenizer *tf_tokenizer_clone(tf_tokenizer *t, char *err, size_t errlen) {
+    if (t->base) t = (tf_tokenizer *)t->base; /* a clone of a clone is one of the base's */
+    if (t->pretok != TF_PRETOK_BYTES && !t->shared &&
+        !(t->shared = tf__shared_cache_new(CACHE_MAX_ENTRIES, CACHE_MAX_KEY)))
+        return tf__fail(err, errlen, "out of memory for the tokenizer's shared cache"), NULL;
+    tf_tokenizer *c = malloc(sizeof *c);
+    if (!c) return tf__fail(err, errlen, "out of memory"), NULL;
+    *c = *t; /* the tables and options by value: c reads t's memory, never writes or frees it */
+    c->base = t;
+    memset(&c->cache, 0, sizeof c->cache);
+    c->cache_ids = NULL, c->cache_n = c->cache_cap = 0;
+    c->sym = c->next = c->prev = NULL;
+    c->heap = c->pending = NULL;
+    c->scratch_cap = 0;
+    c->by_id = NULL;
+    c->clean = c->norm = c->symbols = NULL;
+    c->clean_cap = c->norm_cap = c->symbols_cap = 0;
+    for (int k = 0; k < c->nsplits; k++) c->splits[k].re = NULL;
+    for (int k = 0; k < t->nsplits; k++)
+        if (!(c->splits[k].re = tf__regex_clone(t->splits[k].re))) {
+            tf_tokenizer_free(c);
+            return tf__fail(err, errlen, "out of memory"), NULL;
+        }
+    return c;
 }
 
 /* ---- merges ------------------------------------------------------------------------------------- */
@@ -414,8 +443,14 @@ static int encode_piece(void *ctx, tf_tokenizer *t, const char *text, size_t k, 
     const unsigned char *s = (const unsigned char *)text;
     if (id >= 0) return append(o->ids, o->n, o->cap, &id, 1);
     if (k == 1) return append(o->ids, o->n, o->cap, &t->byte_id[s[0]], 1);
-    const tf__str_slot *hit = k <= CACHE_MAX_KEY ? tf__strmap_find(&t->cache, text, k) : NULL;
-    if (hit) return append(o->ids, o->n, o->cap, t->cache_ids + hit->a, (size_t)hit->b);
+    if (t->shared) {
+        uint32_t count;
+        const int32_t *ids = k <= CACHE_MAX_KEY ? tf__shared_cache_find(t->shared, text, k, &count) : NULL;
+        if (ids) return append(o->ids, o->n, o->cap, ids, count);
+    } else {
+        const tf__str_slot *hit = k <= CACHE_MAX_KEY ? tf__strmap_find(&t->cache, text, k) : NULL;
+        if (hit) return append(o->ids, o->n, o->cap, t->cache_ids + hit->a, (size_t)hit->b);
+    }
     long m = -1;
     if (t->ignore_merges) { /* the piece's byte symbols (2 bytes each at most), as the vocabulary spells them */
         if (2 * k > t->symbols_cap) {
@@ -434,7 +469,9 @@ static int encode_piece(void *ctx, tf_tokenizer *t, const char *text, size_t k, 
     }
     if (m < 0 && (m = bpe_word(t, s, k)) < 0) return -1;
     if (append(o->ids, o->n, o->cap, t->sym, (size_t)m)) return -1;
-    if (k <= CACHE_MAX_KEY && t->cache.n < CACHE_MAX_ENTRIES) {
+    if (t->shared) {
+        tf__shared_cache_add(t->shared, text, k, t->sym, (uint32_t)m);
+    } else if (k <= CACHE_MAX_KEY && t->cache.n < CACHE_MAX_ENTRIES) {
         size_t off = t->cache_n;
         if (append(&t->cache_ids, &t->cache_n, &t->cache_cap, t->sym, (size_t)m)) return -1;
         tf__str_slot *slot = tf__strmap_add(&t->cache, text, k);

@@ -58,6 +58,13 @@ tf_tokenizer *tf_tokenizer_load(const char *vocab_json, const char *merges_txt, 
    "<|endoftext|>" (GPT-2, Qwen, SmolLM), else of "<|end_of_text|>" (Llama 3), else an error.  NULL
    with a message in err on failure. */
 tf_tokenizer *tf_tokenizer_load_json(const char *tokenizer_json, char *err, size_t errlen);
+/* Another tokenizer for another thread, made in microseconds: it reads t's tables (vocabulary,
+   merges, patterns' compiled code; t must outlive it and is freed after it) and, with t and every
+   other clone of t, shares one cache of encoded pieces that all of them fill and read at once
+   without locks (tokenizer_cache.c).  Each keeps its own scratch and match state, so t and its
+   clones encode in parallel, one thread each.  Make the clones before any thread encodes with t.
+   NULL with a message in err when out of memory. */
+tf_tokenizer *tf_tokenizer_clone(tf_tokenizer *t, char *err, size_t errlen);
 int tf_tokenizer_vocab_size(const tf_tokenizer *t);
 int tf_tokenizer_eos(const tf_tokenizer *t);
 /* Appends the ids of text[0..len) to *ids (realloc'ed; *n and *cap updated): 0, or -1 when out of

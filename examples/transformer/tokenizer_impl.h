@@ -4,6 +4,7 @@
  *   tokenizer_pretok.c    the pre-tokenizer: bytes that are not UTF-8, NFC, the Split steps
  *   tokenizer_regex.c     the Split patterns (and GPT-2's) through PCRE2
  *   tokenizer_added.c     added and special tokens found inside a text
+ *   tokenizer_cache.c     the cache of encoded pieces a tokenizer shares with its clones
  *   tokenizer_jsonread.c  the JSON cursor both loaders walk their files with (over core/io/json.c)
  *   tokenizer_gpt2files.c tf_tokenizer_load: byte-level, or vocab.json + merges.txt
  *   tokenizer_json.c      tf_tokenizer_load_json: HF tokenizers' tokenizer.json
@@ -56,6 +57,21 @@ typedef struct {
     size_t cap, n;
 } tf__pairmap;
 
+/* Encoded pieces (piece bytes -> ids) shared by a tokenizer and its clones (tokenizer_cache.c): an
+   insert-only open-addressing table of fixed size over an append-only arena, read and filled by
+   every thread at once, without locks (C11 atomics: a slot is published with release, read with
+   acquire).  Once full it stops taking pieces; it never shrinks or moves, so a reader needs no lock.
+   Two threads that add the same piece at once may both store it (the second copy is never found);
+   either gives the same ids. */
+typedef struct tf__shared_cache tf__shared_cache;
+/* Room for max_entries pieces of at most max_key bytes: NULL when out of memory. */
+tf__shared_cache *tf__shared_cache_new(size_t max_entries, size_t max_key);
+/* The ids of piece k[0 .. n) (*count of them), or NULL when it is not in the cache. */
+const int32_t *tf__shared_cache_find(const tf__shared_cache *c, const char *k, size_t n, uint32_t *count);
+/* Adds the piece and its ids (nothing when the cache is full or n > max_key). */
+void tf__shared_cache_add(tf__shared_cache *c, const char *k, size_t n, const int32_t *ids, uint32_t count);
+void tf__shared_cache_free(tf__shared_cache *c);
+
 /* How encode cuts a text into the pieces BPE merges separately. */
 typedef enum {
     TF_PRETOK_BYTES, /* no BPE: one id per byte (the byte-level fallback) */
@@ -70,6 +86,9 @@ tf__regex *tf__regex_compile(const char *pattern, size_t n, char *err, size_t er
 /* The first match in text[start..len) (valid UTF-8; start at a character): 1 with [*ms, *me), 0 for
    none, -1 when PCRE2 fails (its memory or match limits). */
 int tf__regex_find(tf__regex *r, const char *text, size_t len, size_t start, size_t *ms, size_t *me);
+/* Another match state over r's compiled pattern (shared, read only: r must outlive it), for another
+   thread: NULL when out of memory. */
+tf__regex *tf__regex_clone(const tf__regex *r);
 /* Drops the matches found ahead (tf__regex_find returns them while the caller asks from where the
    last one ended): a walk over a new text starts with it. */
 void tf__regex_forget(tf__regex *r);
@@ -93,6 +112,9 @@ typedef struct {
 } tf__added;
 
 struct tf_tokenizer {
+    /* a clone (tf_tokenizer_clone): base's; the tables below are base's, read only, not freed here */
+    const tf_tokenizer *base;
+    tf__shared_cache *shared; /* the cache of base and its clones (base owns it), or NULL: `cache` */
     int vocab_size, eos;
     tf__pretok pretok;
     int32_t byte_id[256];

@@ -21,7 +21,8 @@
  * matching skips PCRE2's own UTF check, which would otherwise read the whole text at every match.
  *
  * Lifecycle: tf__regex_compile -> tf__regex_find any number of times (one thread at a time: the
- * match data is the regex's own) -> tf__regex_free.
+ * match data is the regex's own; tf__regex_clone gives another thread its own match data over the
+ * same compiled code, which PCRE2 lets threads share) -> tf__regex_free (the clones first).
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenizer_impl.h"
@@ -43,7 +44,8 @@ struct tf__regex {
     pcre2_match_data *md;
     pcre2_match_context *mc; /* with js: a JIT stack from the heap, larger than the default 32 KiB */
     pcre2_jit_stack *js;
-    int jit; /* pcre2_jit_compile succeeded: pcre2_jit_match */
+    int jit;      /* pcre2_jit_compile succeeded: pcre2_jit_match */
+    int borrowed; /* code and rep are another regex's (tf__regex_clone): not freed here */
 };
 
 /* Unicode White_Space, as a class body.  The ASCII space (in \p{Z} already) is also named, and so
@@ -251,15 +253,31 @@ int tf__regex_find(tf__regex *r, const char *text, size_t len, size_t start, siz
     return 1;
 }
 
+tf__regex *tf__regex_clone(const tf__regex *r) {
+    tf__regex *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->code = r->code, c->rep = r->rep, c->group_step = r->group_step, c->jit = r->jit;
+    c->borrowed = 1;
+    if (c->jit && (c->mc = pcre2_match_context_create(NULL)) &&
+        (c->js = pcre2_jit_stack_create(32 << 10, 1 << 20, NULL)))
+        pcre2_jit_stack_assign(c->mc, NULL, c->js);
+    c->md = pcre2_match_data_create_from_pattern(c->code, NULL);
+    if (c->rep && !(c->rmd = pcre2_match_data_create_from_pattern(c->rep, NULL))) c->rep = NULL; /* P alone */
+    if (!c->md) {
+        tf__regex_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 void tf__regex_forget(tf__regex *r) { r->q_n = r->q_i = 0; }
 
 void tf__regex_free(tf__regex *r) {
     if (!r) return;
     pcre2_match_data_free(r->md);
     pcre2_match_data_free(r->rmd);
-    pcre2_code_free(r->rep);
     pcre2_jit_stack_free(r->js);
     pcre2_match_context_free(r->mc);
-    pcre2_code_free(r->code);
+    if (!r->borrowed) pcre2_code_free(r->rep), pcre2_code_free(r->code);
     free(r);
 }

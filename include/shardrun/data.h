@@ -115,6 +115,10 @@ SR_API sr_shard_writer *sr_shard_writer_open(const char *path, int token_bytes, 
 /* Appends ids[0 .. n): each in [0, 2^16) or [0, 2^32) for the width, and at most
    SR_SHARD_MAX_TOKENS in all.  0, or -1 (the writer stays open: abort it). */
 SR_API int sr_shard_writer_append(sr_shard_writer *w, const int32_t *ids, size_t n, char *err, size_t errlen);
+/* Appends n tokens already in the shard's layout: n * token_bytes bytes, little-endian uint16 or
+   uint32 (every value fits its width, so nothing is checked but the count).  For writers that pack
+   ids in other threads (shardrun_prepare).  0, or -1 (the writer stays open: abort it). */
+SR_API int sr_shard_writer_append_encoded(sr_shard_writer *w, const void *tokens, size_t n, char *err, size_t errlen);
 /* Tokens appended so far. */
 SR_API int64_t sr_shard_writer_tokens(const sr_shard_writer *w);
 /* Writes the header, syncs and renames the temporary to path; frees w in any case.  A shard of no

@@ -10,7 +10,7 @@
  * ckpt_save.c (saving), ckpt_id.c (the checkpoint id), ckpt_load.c (loading), ckpt_verify.c and
  * ckpt_check.c (verification), ckpt_index.c (the shard index), ckpt_state.c (trainer_state.json),
  * ckpt_file.c (writing one file), ckpt_format.c (names and digests), ckpt_source.c (the opened
- * folder); ckpt_dir.c: the checkpoint-N folders of an output_dir.  [shardrun] log_level = debug prints each rank's save and
+ * folder), ckpt_frozen.c (the frozen base a SHARDED checkpoint leaves out, and its digest); ckpt_dir.c: the checkpoint-N folders of an output_dir.  [shardrun] log_level = debug prints each rank's save and
  * load time and its hashing time.
  */
 #ifndef SR_FSDP_CHECKPOINT_H
@@ -31,12 +31,20 @@ typedef struct sr__train_state {
     /* Saving: the members transformers' TrainerState has (global_step, epoch, log_history, ...), as
        a JSON fragment ("\"a\": 1, \"b\": [...]"), from the trainer; NULL: global_step only. */
     const char *hf_members;
+    /* Loading: the checkpoint's frozen_digest when it holds no frozen base and this run's base matched
+       it (fsdp/ckpt_frozen.h), else "". */
+    char frozen_digest[17];
 } sr__train_state;
 
 /* Collective: every rank calls it.  Writes output_dir/checkpoint-<step>.  0 or -1. */
 int sr__ckpt_save(sr__engine *e, const char *output_dir, const sr__train_state *ts);
-/* Collective: loads `dir` (any world size) into the engine's shards; fills *ts.  0 or -1. */
+/* Collective: loads `dir` (any world size) into the engine's shards; fills *ts.  A SHARDED checkpoint
+   saved without its frozen base (sr__ckpt_without_base) needs this run's base in place first (as a
+   fresh run initialises it), which must match the checkpoint's frozen_digest.  0, -1, or -2 on every
+   rank when the base is another one (a configuration error: rank 0 said what to do). */
 int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts);
+/* Whether dir is a SHARDED checkpoint saved without its frozen base (fsdp/ckpt_frozen.h).  Quiet. */
+int sr__ckpt_without_base(const char *dir);
 /* Creates output_dir and its missing parents (mkdir -p).  0, or -1 after printing why. */
 int sr__make_output_dir(const char *dir);
 #endif

@@ -29,6 +29,7 @@ typedef struct sr__ckpt_times {
 typedef struct sr__ckpt_meta {
     char id[33];     /* the checkpoint id, 32 hex digits */
     char digest[17]; /* the model digest */
+    char frozen[17]; /* SHARDED with frozen parameters: the frozen base's digest (fsdp/ckpt_frozen.h), else "" */
     long long step;
     int world_size, shard_group_size;
 } sr__ckpt_meta;

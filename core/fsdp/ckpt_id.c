@@ -11,6 +11,7 @@
 #include "base/hash64.h"
 #include "base/log.h"
 #include "fsdp/ckpt_format.h"
+#include "fsdp/ckpt_frozen.h"
 #include "fsdp/engine_internal.h"
 
 /* This rank's part of the checkpoint id: a hash of the state it saves (its master, exp_avg and
@@ -91,6 +92,13 @@ int sr__ckpt_make_meta(sr__engine *e, const sr__train_state *ts, sr__ckpt_meta *
         checkpoint_id(&mine, 1, m->id);
     }
     sr__ckpt_model_digest(e->model, m->digest);
+    /* SHARDED files leave the frozen units out and say which base they were trained on instead */
+    m->frozen[0] = 0;
+    if (e->cfg.state_dict != SR_SD_FULL && sr__model_frozen_numel(e->model) > 0) {
+        uint64_t d;
+        if (sr__frozen_digest(e, &d) != 0) return -1;
+        sr__hash64_hex(d, m->frozen);
+    }
     m->step = ts->global_step, m->world_size = e->world_size, m->shard_group_size = e->shard_size;
     return 0;
 }

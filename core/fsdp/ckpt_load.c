@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "fsdp/ckpt_check.h"
 #include "fsdp/ckpt_format.h"
+#include "fsdp/ckpt_frozen.h"
 #include "fsdp/ckpt_source.h"
 #include "fsdp/ckpt_state.h"
 #include "fsdp/ckpt_verify.h"
@@ -74,11 +75,13 @@ static int read_sharded(sr__ckpt_source *s, const sr__param *p, int kind, size_t
     return 0;
 }
 
-/* This rank's shard of every unit, each kind in turn, through one host buffer. */
-static int copy_shards(sr__engine *e, sr__ckpt_source *s) {
+/* This rank's shard of every unit, each kind in turn, through one host buffer; not the frozen units
+   when skip_frozen (the checkpoint holds no frozen base: this run's own is in place). */
+static int copy_shards(sr__engine *e, sr__ckpt_source *s, int skip_frozen) {
     int failed = 0;
     for (int u = 0; u < e->units.n && !failed; u++) {
         const sr__unit *un = &e->units.u[u];
+        if (skip_frozen && un->frozen) continue;
         size_t lo = (size_t)e->shard_rank * un->shard, a, b;
         float *host = sr__malloc(un->shard * sizeof *host + 1);
         for (int k = 0; k < SR_CKPT_KINDS && !failed; k++) {
@@ -102,11 +105,22 @@ int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts) {
     double t0 = sr__now_s();
     int failed = sr__ckpt_state_read(e, dir, ts, sid) != 0 || sr__ckpt_source_open(&src, dir) != 0;
     if (!failed) failed = sr__ckpt_verify(e, &src, sid, ts->global_step) != 0;
-    if (!failed) failed = copy_shards(e, &src) != 0;
+    /* the frozen base's check is collective: every rank gets there, or none */
+    int rc = sr__engine_agree(e, e->world, failed), skip = 0;
+    if (rc == 0) rc = sr__ckpt_frozen_check(e, &src, ts->seed, &skip, ts->frozen_digest);
+    if (rc != 0) { /* -2: another frozen base (a configuration error), said before any copy */
+        sr__ckpt_source_close(&src);
+        return rc;
+    }
+    failed = copy_shards(e, &src, skip) != 0;
     if (!failed) failed = sr__ckpt_checks_finish(&src) != 0;
     sr__ckpt_times tm = src.times;
     sr__ckpt_source_close(&src);
-    int rc = sr__engine_agree(e, e->world, failed);
+    if (!skip) { /* the frozen values, if any, came from the files */
+        e->frozen_digest_known = 0;
+        snprintf(e->base_from, sizeof e->base_from, "resume_from_checkpoint = %s", dir);
+    }
+    rc = sr__engine_agree(e, e->world, failed);
     if (rc == 0)
         sr__log(SR_LOG_DEBUG,
                 "checkpoint: rank %d loaded %s in %.3f s, %.3f s of it hashing %lld bytes on their own "

@@ -25,6 +25,7 @@
 #include "fsdp/ckpt_adapter.h"
 #include "fsdp/ckpt_file.h"
 #include "fsdp/ckpt_format.h"
+#include "fsdp/ckpt_frozen.h"
 #include "fsdp/ckpt_id.h"
 #include "fsdp/ckpt_state.h"
 #include "fsdp/engine_internal.h"
@@ -49,6 +50,13 @@ static void debug_delay(void) {
     if (ms > 0) nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
 }
 
+/* Whether a SHARDED file holds unit u's `kind`: not a frozen unit's moments (it has none), nor its
+   values when the checkpoint leaves the frozen base out (cm->frozen names its digest instead). */
+static int saved(sr__engine *e, const sr__ckpt_meta *cm, int u, int kind) {
+    if (!sr__ckpt_kind_shard(&e->slot[u], kind)) return 0;
+    return !(cm->frozen[0] && e->units.u[u].frozen);
+}
+
 static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr__ckpt_times *tm) {
     if (e->rep_rank != 0) return 0; /* one replica writes */
     int nu = e->units.n, rc = 0;
@@ -59,12 +67,13 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
         free(t), free(names);
         return -1;
     }
-    /* uU.param for every unit, uU.exp_avg and uU.exp_avg_sq for the trainable ones: a frozen unit has
-       no optimizer state, and the missing moments say it was frozen (ckpt_verify.c) */
+    /* uU.param, uU.exp_avg and uU.exp_avg_sq for the trainable units; nothing of a frozen unit, whose
+       values a resume rebuilds from the run's own initialisation and checks against frozen_digest
+       (fsdp/ckpt_frozen.h); the missing moments say it was frozen (ckpt_verify.c) */
     int oom = 0, nt = 0;
     for (int u = 0; u < nu; u++)
         for (int k = 0; k < SR_CKPT_KINDS; k++) {
-            if (!sr__ckpt_kind_shard(&e->slot[u], k)) continue;
+            if (!saved(e, cm, u, k)) continue;
             sr__st_tensor *x = &t[nt];
             names[nt] = sr__fmt("u%d.%s", u, sr__ckpt_kind[k]);
             x->name = names[nt] ? names[nt] : "";
@@ -78,6 +87,7 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
     sr__ckpt_kv_add(&l, "format", sr__fmt("shardrun-sharded-2"));
     sr__ckpt_add_common(&l, cm, "shard");
     sr__ckpt_kv_add(&l, "shard_rank", sr__fmt("%d", e->shard_rank));
+    if (cm->frozen[0]) sr__ckpt_kv_add(&l, SR_CKPT_FROZEN_KEY, sr__fmt("%s", cm->frozen));
     for (int u = 0; u < nu; u++) {
         char *k = sr__fmt("unit:%d", u);
         if (k)
@@ -115,7 +125,7 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
         size_t n = e->units.u[u].shard;
         for (int k = 0; k < SR_CKPT_KINDS && !rc; k++) {
             const float *src = sr__ckpt_kind_shard(&e->slot[u], k);
-            if (!src) continue;
+            if (!saved(e, cm, u, k)) continue;
             e->hdev->to_host(host, src, n * sizeof *host);
             rc = sr__ckpt_out_put(&o, (size_t)ti++, host, n * sizeof *host);
         }

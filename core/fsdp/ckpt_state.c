@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/progress.h"
 #include "base/strbuf.h"
+#include "fsdp/ckpt_frozen.h"
 #include "fsdp/engine_internal.h"
 #include "io/json.h"
 
@@ -65,11 +66,12 @@ int sr__ckpt_state_write(const sr__engine *e, const char *dir, const sr__train_s
     else fprintf(f, "{\"global_step\": %lld, ", ts->global_step);
     fprintf(f,
             "\"stateful_callbacks\": {\"shardrun\": {\"global_step\": %lld, \"adam_steps\": %lld, \"seed\": %lld, "
-            "\"loss_scale\": %.17g, \"good_steps\": %d, \"checkpoint_id\": \"%s\", \"model_digest\": \"%s\", "
+            "\"loss_scale\": %.17g, \"good_steps\": %d, \"checkpoint_id\": \"%s\", \"model_digest\": \"%s\", %s%s%s"
             "\"world_size\": %d, \"shard_group_size\": %d, \"sharding_strategy\": \"%s\", \"state_dict_type\": \"%s\", "
             "\"model_params\": %zu, "
             "\"job_id\": %s, \"requeue_key\": %s, \"run_id\": %s%s%s}}%s}\n",
-            ts->global_step, e->adam_steps, ts->seed, e->loss_scale, e->good_steps, m->id, m->digest, e->world_size,
+            ts->global_step, e->adam_steps, ts->seed, e->loss_scale, e->good_steps, m->id, m->digest,
+            m->frozen[0] ? "\"" SR_CKPT_FROZEN_KEY "\": \"" : "", m->frozen, m->frozen[0] ? "\", " : "", e->world_size,
             e->shard_size, sr__strategy_name(e->cfg.strategy), sr__state_dict_name(e->cfg.state_dict),
             sr__model_numel(e->model), job.s ? job.s : "\"\"", requeue.s ? requeue.s : "\"\"", run.s ? run.s : "\"\"",
             ts->settings ? ", " : "", ts->settings ? ts->settings : "", ts->hf_members ? "\n" : "");

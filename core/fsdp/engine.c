@@ -846,6 +846,7 @@ static int init_oom(const sr__unit *un, size_t n) {
 
 int sr__engine_fill_master(sr__engine *e, sr__unit_filler fill, void *arg, int from_rank0) {
     from_rank0 = from_rank0 && e->world && e->world_size > 1;
+    e->frozen_digest_known = 0; /* new values: the frozen base's digest is computed again when needed */
     for (int u = 0; u < e->units.n; u++) {
         const sr__unit *un = &e->units.u[u];
         size_t lo = (size_t)e->shard_rank * un->shard;
@@ -892,6 +893,8 @@ static void init_filler(sr__engine *e, int u, float *dst, size_t lo, size_t n, v
 }
 
 int sr__engine_init_params(sr__engine *e) {
+    snprintf(e->base_from, sizeof e->base_from, "the task's initialisers with seed %llu (no init_weights)",
+             (unsigned long long)e->seed);
     return sr__engine_fill_master(e, init_filler, NULL, e->cfg.enabled && e->cfg.sync_module_states);
 }
 

@@ -83,6 +83,12 @@ struct sr__engine {
     /* per-call pointer arrays */
     void **pptr, **gptr;
     int max_mod_params;
+    /* The frozen base (fsdp/ckpt_frozen.h): where its values came from, for messages ("" until the
+       master shards are filled), and its digest, computed once it is needed and kept (frozen values
+       never change; filling the shards or loading them from a checkpoint forgets it). */
+    char base_from[600];
+    uint64_t frozen_digest;
+    int frozen_digest_known;
 };
 
 /* Fills elements [lo, lo + n) of unit u's flat buffer (host memory, padding zeroed). */

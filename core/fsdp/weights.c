@@ -107,6 +107,7 @@ int sr__engine_load_weights(sr__engine *e, const char *path, long long *bytes_re
     int failed = reader && open_weights(e, path, &w) != 0;
     int rc = sr__engine_agree(e, from_rank0 ? e->world : NULL, failed);
     if (rc == 0) rc = sr__engine_fill_master(e, fill_from_file, &w, from_rank0);
+    snprintf(e->base_from, sizeof e->base_from, "init_weights = %s", path);
     if (w.f) sr__st_close(w.f);
     free(w.t), free(w.data);
     *bytes_read = w.bytes;

@@ -66,24 +66,38 @@ static void release_stderr(held_stderr *h, int failed) {
    (init_weights) or the task's initialisers.  An exit code. */
 static int start_params(sr__trainer *t) {
     sr__train_args *a = &t->a;
-    if (!t->resume_dir) {
-        if (!a->init_weights) return sr__engine_init_params(t->e) == 0 ? SR_EXIT_OK : SR_EXIT_FAILED;
-        if (sr__engine_load_weights(t->e, a->init_weights, &t->weights_bytes) != 0) return SR_EXIT_FAILED;
-        if (t->rank == 0) printf("shardrun: initial weights from %s\n", a->init_weights);
-        return SR_EXIT_OK;
+    /* a SHARDED checkpoint of a run with frozen parameters holds the trainable ones only: the frozen
+       base comes from this run's own initialisation, as at the start of a fresh run, and the load
+       checks it is the base the checkpoint was trained on (fsdp/ckpt_frozen.h) */
+    int base = !t->resume_dir || (sr__model_frozen_numel(t->model) > 0 && sr__ckpt_without_base(t->resume_dir)), rc;
+    if (t->resume_dir) {
+        /* log_history and the best checkpoint first: a best checkpoint that load_best_model_at_end
+           needs and cannot have is refused before the parameters are read */
+        t->ts.global_step = t->resume_step;
+        if ((rc = sr__records_resume(t, t->resume_dir)) != SR_EXIT_OK) return rc;
     }
-    /* log_history and the best checkpoint first: a best checkpoint that load_best_model_at_end
-       needs and cannot have is refused before the parameters are read */
-    t->ts.global_step = t->resume_step;
-    int rc = sr__records_resume(t, t->resume_dir);
-    if (rc != SR_EXIT_OK) return rc;
-    if (sr__ckpt_load(t->e, t->resume_dir, &t->ts) != 0) return SR_EXIT_FAILED;
+    if (base) {
+        if (!a->init_weights) {
+            if (sr__engine_init_params(t->e) != 0) return SR_EXIT_FAILED;
+        } else {
+            if (sr__engine_load_weights(t->e, a->init_weights, &t->weights_bytes) != 0) return SR_EXIT_FAILED;
+            if (t->rank == 0)
+                printf("shardrun: %s from %s\n", t->resume_dir ? "the frozen base" : "initial weights",
+                       a->init_weights);
+        }
+    }
+    if (!t->resume_dir) return SR_EXIT_OK;
+    rc = sr__ckpt_load(t->e, t->resume_dir, &t->ts);
+    if (rc != 0) return rc == -2 ? SR_EXIT_CONFIG : SR_EXIT_FAILED;
     if (t->rank == 0) printf("shardrun: resumed from %s at step %lld\n", t->resume_dir, t->ts.global_step);
+    if (t->rank == 0 && t->ts.frozen_digest[0])
+        printf("shardrun: the frozen base (%s) is the checkpoint's: frozen_digest %s\n",
+               a->init_weights ? a->init_weights : "the task's initialisers", t->ts.frozen_digest);
     if (t->ts.seed != a->seed && t->rank == 0)
         printf("shardrun: note: the checkpoint was trained with seed %lld; continuing with its data order\n",
                t->ts.seed);
     a->seed = t->ts.seed;
-    if (a->init_weights && t->rank == 0)
+    if (a->init_weights && !base && t->rank == 0)
         printf("shardrun: note: init_weights is not read: the checkpoint holds the parameters\n");
     return SR_EXIT_OK;
 }

@@ -1,9 +1,10 @@
 # Resuming a LoRA fine-tune: GPT-2 tiny with adapters (r 4) on 2 ranks under FULL_SHARD, 8 steps
 # saving at 4, against the same run resumed from its checkpoint-4, with FULL_STATE_DICT and with
 # SHARDED_STATE_DICT checkpoints: steps 5-8 log byte-identical lines and end on the same parameters.
-# The checkpoints hold the frozen base too (full state) and no optimizer state for it; the resumed
-# run continues on the checkpoint's base, also when init_weights names another one (a note says it
-# is not read).
+# FULL checkpoints hold the frozen base too (no optimizer state for it): the resumed run continues on
+# the checkpoint's base, also when init_weights names another one (a note says it is not read).
+# SHARDED checkpoints hold the adapters only, the base coming from init_weights again
+# (tests/lora/sharded_base.sh: the files, another base refused, another world size).
 . "$(dirname "$0")/lib.sh"
 corpus
 $TORCH_GPT2 init "$T/base.safetensors" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 96 --vocab_size 300 --seed 3 \
@@ -31,6 +32,7 @@ for sd in FULL_STATE_DICT SHARDED_STATE_DICT; do
     run "$SHARDRUN" "$T/job.ini" --nproc-per-node 2 --set accelerate.fsdp.state_dict_type=$sd --set task.output_dir="$T/u-$sd"
     expect_rc 0 "$sd: uninterrupted"
     u_sum=$(result param_sum)
+    [ $sd = FULL_STATE_DICT ] && full_sum=$u_sum
     run "$SHARDRUN" "$T/job.ini" --nproc-per-node 2 --set accelerate.fsdp.state_dict_type=$sd --set task.output_dir="$T/r-$sd" \
         --set task.resume_from_checkpoint="$T/u-$sd/checkpoint-4"
     expect_rc 0 "$sd: resumed"
@@ -41,12 +43,12 @@ for sd in FULL_STATE_DICT SHARDED_STATE_DICT; do
     [ -n "$a" ] && [ "$a" == "$b" ] && pass || fail "$sd: steps 5-8 differ: $(diff <(echo "$a") <(echo "$b") | head -4)"
 done
 $TORCH_GPT2 init "$T/other.safetensors" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 96 --vocab_size 300 --seed 4 >/dev/null
-run "$SHARDRUN" "$T/job.ini" --nproc-per-node 2 --set accelerate.fsdp.state_dict_type=SHARDED_STATE_DICT \
+run "$SHARDRUN" "$T/job.ini" --nproc-per-node 2 --set accelerate.fsdp.state_dict_type=FULL_STATE_DICT \
     --set task.output_dir="$T/o" --set task.init_weights="$T/other.safetensors" \
-    --set task.resume_from_checkpoint="$T/u-SHARDED_STATE_DICT/checkpoint-4"
+    --set task.resume_from_checkpoint="$T/u-FULL_STATE_DICT/checkpoint-4"
 expect_rc 0 "resumed with init_weights naming another base"
 expect_in "$out" "init_weights is not read: the checkpoint holds the parameters" "the other base is not read"
-expect_eq "$(result param_sum)" "$u_sum" "it continues on the checkpoint's base"
+expect_eq "$(result param_sum)" "$full_sum" "it continues on the checkpoint's base"
 # FULL: the optimizer state is the adapters' alone
 n=$(/usr/bin/python3 -c "
 import sys; sys.path.insert(0, '$SRC/tests/gpt2')

@@ -196,6 +196,38 @@ static void elementwise(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
     acc_line(r, "kernel", "gpt2.zero", dt, &zero, ST_EXACT);
 }
 
+/* ---- LoRA dropout: lora.h's hashed mask times the input, written or added ------------------------ */
+
+static void lora_drop(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
+    const tf_kernels *k = d->k, *c = d->cpu_k;
+    /* N rows of F features, T positions a sample: a last sample cut short, F no multiple of a warp */
+    const int shapes[][3] = {{0, 5, 1}, {1, 1, 1}, {7, 33, 3}, {130, 100, 13}};
+    int ns = quick ? 3 : 4;
+    const uint64_t threshold = (uint64_t)(0.3 * 9007199254740992.0); /* p = 0.3 */
+    const float keep = (float)(1.0 / 0.7);
+    BEGIN(a);
+    for (int s = 0; s < ns; s++) {
+        int N = shapes[s][0], F = shapes[s][1], T = shapes[s][2], B = (N + T - 1) / T;
+        size_t n = (size_t)N * F;
+        float *x = rnd(n, 2.0f, 300 + n, dt), *y = rnd(n, 1.0f, 400 + n, dt), *w = malloc(n * 4 + 4);
+        int32_t *keys = malloc(2 * (size_t)B * 4 + 4);
+        st_rng g = {500 + n};
+        for (int i = 0; i < 2 * B; i++) keys[i] = (int32_t)(uint32_t)st_next(&g);
+        acc_shape(&a, "%dx%d/%d", N, F, T);
+        void *dx = up(k, x, n, dt), *dy = up(k, y, n, dt), *dk = up_i32(k, keys, 2 * (size_t)B);
+        int all = dx && dy && dk;
+        for (int accumulate = 0; accumulate < 2; accumulate++) { /* y = drop(x), then y += drop(x) */
+            if (all) k->lora_dropout(dy, dx, N, F, T, (const uint32_t *)dk, 259, threshold, keep, accumulate, dt);
+            c->lora_dropout(w, x, N, F, T, (const uint32_t *)keys, 259, threshold, keep, accumulate, SR_FLOAT32);
+            for (size_t i = 0; i < n; i++) w[i] = st_round(w[i], dt);
+            cmp(&a, k, accumulate ? "y (+=)" : "y", all ? dy : NULL, w, n, dt, st_tol_for(dt, ST_EXACT, 1));
+        }
+        FREE_D(dx, dy, dk);
+        free(x), free(y), free(w), free(keys);
+    }
+    acc_line(r, "kernel", "gpt2.lora_dropout", dt, &a, st_tol_for(dt, ST_EXACT, 1));
+}
+
 /* ---- rows: embeddings, LayerNorm, biases ----------------------------------------------------------- */
 
 static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
@@ -431,6 +463,7 @@ void st_check_kernels(st_report *r, const st_dut *d, int quick) {
     for (int dt = SR_FLOAT32; dt <= SR_BFLOAT16; dt++) {
         if (!(d->k->dtypes & (1u << dt))) continue;
         elementwise(r, d, (sr_dtype)dt, quick);
+        lora_drop(r, d, (sr_dtype)dt, quick);
         rows(r, d, (sr_dtype)dt, quick);
         softmax_ce(r, d, (sr_dtype)dt, quick);
         gemms(r, d, (sr_dtype)dt, quick);

@@ -44,7 +44,7 @@ static void lora_fwd(const tf_shape *s, void *const *p, const tf_block_acts *a, 
                      int I, int O) {
     int i = tf_lora_index(s->lora, lin);
     if (i < 0) return;
-    tf_lora_forward(s, out, O, tf_lora_h(s, a->lora_h, lin), x, p[i], p[i + 1], s->B * s->T, I, O);
+    tf_lora_forward(s, lin, out, O, tf_lora_h(s, a->lora_h, lin), x, p[i], p[i + 1], s->B * s->T, I, O);
 }
 
 /* its backward: the adapters' gradients, and dx += its share (dx of the base linear written first) */
@@ -52,8 +52,8 @@ static void lora_bwd(const tf_shape *s, void *const *p, void *const *d, const tf
                      const void *dout, const void *x, void *dh, int I, int O) {
     int i = tf_lora_index(s->lora, lin);
     if (i < 0) return;
-    tf_lora_backward(s, dx, d[i], d[i + 1], dh, dout, O, x, tf_lora_h(s, a->lora_h, lin), p[i], p[i + 1], s->B * s->T,
-                     I, O);
+    tf_lora_backward(s, lin, dx, d[i], d[i + 1], dh, dout, O, x, tf_lora_h(s, a->lora_h, lin), p[i], p[i + 1],
+                     s->B * s->T, I, O);
 }
 
 void tf_block_forward(const tf_shape *s, const tf_block_style *st, void *const *p, const void *x,

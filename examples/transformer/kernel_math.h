@@ -103,4 +103,20 @@ SR_HD void tf_softmax_merge(float *m, float *s, float m2, float s2) {
 /* Softmax backward for one score: scale * p * (dp - sum_i p_i dp_i) */
 SR_HD float tf_softmax_grad(float p, float dp, float dot, float scale) { return scale * p * (dp - dot); }
 
+/* LoRA dropout's counter hash (lora.h, "Dropout", defines it): m(z), splitmix64's output for state z */
+SR_HD uint64_t tf_mix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+/* a row's key: m(m(sample_key ^ position) ^ site) */
+SR_HD uint64_t tf_drop_row_key(uint64_t sample_key, int position, uint32_t site) {
+    return tf_mix64(tf_mix64(sample_key ^ (uint64_t)position) ^ site);
+}
+/* the multiplier of feature f in that row: 0 (dropped) or keep_scale (1 / (1 - p)) */
+SR_HD float tf_drop_factor(uint64_t row_key, int f, uint64_t threshold, float keep_scale) {
+    return (tf_mix64(row_key ^ (uint64_t)f) >> 11) < threshold ? 0.0f : keep_scale;
+}
+
 #endif

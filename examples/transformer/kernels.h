@@ -120,6 +120,14 @@ typedef struct tf_kernels {
        floats (device). */
     void (*attention_cached)(void *y, const void *q, int ldq, const void *kc, const void *vc, int pos0, int nq, int C,
                              int NH, float scale, float *scratch, sr_dtype dt);
+
+    /* LoRA dropout (lora.h, "Dropout"): y[n, i] = (accumulate ? y[n, i] : 0) + f * x[n, i] over
+       [N, F] (both contiguous, rows F apart), f = tf_drop_factor(row key, i, threshold, keep_scale)
+       (kernel_math.h) with row n's key tf_drop_row_key(sample key, n % T, site), the sample key of
+       row n being keys[2 (n / T)] (low word) and keys[2 (n / T) + 1] (high word).  x and y do not
+       overlap. */
+    void (*lora_dropout)(void *y, const void *x, int N, int F, int T, const uint32_t *keys, uint32_t site,
+                         uint64_t threshold, float keep_scale, int accumulate, sr_dtype dt);
 } tf_kernels;
 
 const tf_kernels *tf_kernels_cpu(void);

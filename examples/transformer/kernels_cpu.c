@@ -441,6 +441,25 @@ static void cpu_attention_cached(void *y, const void *q, int ldq, const void *kc
     }
 }
 
+/* one row's key per row; the element loop is the hash and a select, which the compiler vectorises */
+HOT static void cpu_lora_dropout(void *y_, const void *x_, int N, int F, int T, const uint32_t *keys, uint32_t site,
+                                 uint64_t threshold, float keep_scale, int accumulate, sr_dtype dt) {
+    (void)dt;
+    float *y = y_;
+    const float *x = x_;
+#pragma omp parallel for schedule(static) if ((size_t)N * F >= PAR_MIN)
+    for (int n = 0; n < N; n++) {
+        const int b = n / T;
+        const uint64_t key = tf_drop_row_key(keys[2 * b] | ((uint64_t)keys[2 * b + 1] << 32), n % T, site);
+        float *yr = y + (size_t)n * F;
+        const float *xr = x + (size_t)n * F;
+        if (accumulate)
+            for (int i = 0; i < F; i++) yr[i] += tf_drop_factor(key, i, threshold, keep_scale) * xr[i];
+        else
+            for (int i = 0; i < F; i++) yr[i] = tf_drop_factor(key, i, threshold, keep_scale) * xr[i];
+    }
+}
+
 static const tf_kernels cpu_kernels = {
     .name = "cpu",
     .dtypes = 1u << SR_FLOAT32,
@@ -467,6 +486,7 @@ static const tf_kernels cpu_kernels = {
     .cross_entropy = cpu_cross_entropy,
     .gemv = cpu_gemv,
     .attention_cached = cpu_attention_cached,
+    .lora_dropout = cpu_lora_dropout,
 };
 
 const tf_kernels *tf_kernels_cpu(void) { return &cpu_kernels; }

@@ -262,6 +262,20 @@ template <class E> __global__ void k_add(void *out, const void *a, const void *b
     GRID_STRIDE(i, n) st<E>(out, i, ld<E>(a, i) + ld<E>(b, i));
 }
 
+/* LoRA dropout: one thread per element; each recomputes its row's key (two hashes), which costs
+   less than a pass to store them */
+template <class E>
+__global__ void k_lora_dropout(void *y, const void *x, int F, int T, const uint32_t *keys, uint32_t site,
+                               uint64_t threshold, float keep_scale, int accumulate, size_t n) {
+    GRID_STRIDE(j, n) {
+        const size_t row = j / (size_t)F;
+        const int i = (int)(j % (size_t)F), b = (int)(row / (size_t)T);
+        const uint64_t key = tf_drop_row_key(keys[2 * b] | ((uint64_t)keys[2 * b + 1] << 32), (int)(row % T), site);
+        const float v = tf_drop_factor(key, i, threshold, keep_scale) * ld<E>(x, j);
+        st<E>(y, j, accumulate ? ld<E>(y, j) + v : v);
+    }
+}
+
 /* Causal softmax, one warp per row of T (row t of its matrix uses columns 0..t).  The last pass
    recomputes each exponential from S: with P aliasing S, a lane reads S[j] just before it writes
    P[j], and no other lane touches j. */
@@ -487,6 +501,12 @@ void attention_cached(void *y, const void *q, int ldq, const void *kc, const voi
     LAUNCH(dt, k_attention_cached, (unsigned)(nq * NH), THREADS, y, q, ldq, kc, vc, pos0, C, NH, scale, scratch);
 }
 
+void lora_dropout(void *y, const void *x, int N, int F, int T, const uint32_t *keys, uint32_t site, uint64_t threshold,
+                  float keep_scale, int accumulate, sr_dtype dt) {
+    size_t n = (size_t)N * F;
+    LAUNCH(dt, k_lora_dropout, grid_for(n), THREADS, y, x, F, T, keys, site, threshold, keep_scale, accumulate, n);
+}
+
 /* In the declaration order of tf_kernels (C++17 has no designated initialisers). */
 const tf_kernels table = {
     "cuda",
@@ -514,6 +534,7 @@ const tf_kernels table = {
     cross_entropy,
     gemv,
     attention_cached,
+    lora_dropout,
 };
 
 } // namespace

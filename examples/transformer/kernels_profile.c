@@ -10,8 +10,8 @@
  *
  * Classes: gemm = the layers (GEMM); gemm_batched and the causal softmax = attention (this task
  * uses batched GEMMs only there); cross_entropy = softmax/cross-entropy; LayerNorm, GELU, bias,
- * residual add, embeddings = norms/activations; copy and zero = casts/copies.  Traffic counts each
- * array read or written once (what a kernel must move at least).
+ * residual add, embeddings, LoRA dropout = norms/activations; copy and zero = casts/copies.
+ * Traffic counts each array read or written once (what a kernel must move at least).
  */
 #include "kernels.h"
 #include "shardrun/model.h"
@@ -131,6 +131,13 @@ static void p_cross_entropy(void *logits, float *losses, const int32_t *targets,
     END(SR_KERNEL_SOFTMAX_CE, 0, 2.0 * N * V * (double)sr_dtype_size(dt)); /* logits read, gradient written */
 }
 
+static void p_lora_dropout(void *y, const void *x, int N, int F, int T, const uint32_t *keys, uint32_t site,
+                           uint64_t threshold, float keep_scale, int accumulate, sr_dtype dt) {
+    BEGIN;
+    inner->lora_dropout(y, x, N, F, T, keys, site, threshold, keep_scale, accumulate, dt);
+    END(SR_KERNEL_NORM_ACT, 0, (2.0 + accumulate) * N * F * (double)sr_dtype_size(dt));
+}
+
 const tf_kernels *tf_kernels_profiled(const tf_kernels *k) {
     inner = k;
     table = *k; /* every entry this file does not time (alloc, uploads, sync, newer ones) as it is */
@@ -150,5 +157,6 @@ const tf_kernels *tf_kernels_profiled(const tf_kernels *k) {
     table.softmax_causal_forward = p_softmax_forward;
     table.softmax_causal_backward = p_softmax_backward;
     table.cross_entropy = p_cross_entropy;
+    table.lora_dropout = p_lora_dropout;
     return &table;
 }

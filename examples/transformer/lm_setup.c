@@ -105,8 +105,10 @@ static void log_model(const tf_lm *g, int cuda) {
                         : k == TF_LIN_QKV ? 4
                                           : 2) *
                        g->d.C;
-        printf("%s: LoRA r %d, alpha %g (scale %g) on %s: %.0f trainable parameters (%.3f%%), the base frozen\n",
-               arch->name, g->lora.r, g->lora.alpha, (double)g->lora.scale, g->lora.target_list, per * g->d.L,
+        char dropout[64] = "";
+        if (g->lora.dropout > 0) snprintf(dropout, sizeof dropout, ", dropout %g in training", g->lora.dropout);
+        printf("%s: LoRA r %d, alpha %g (scale %g) on %s%s: %.0f trainable parameters (%.3f%%), the base frozen\n",
+               arch->name, g->lora.r, g->lora.alpha, (double)g->lora.scale, g->lora.target_list, dropout, per * g->d.L,
                100.0 * per * g->d.L / (params + per * g->d.L));
     }
     g->source->describe(&g->data, from, sizeof from);
@@ -140,6 +142,13 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
             for (int k = 0; k < TF_LINEARS; k++) g->lora.in[k] = in[k] * g->d.C, g->lora.out[k] = out[k] * g->d.C;
         }
         g->d.lora = g->lora.r ? &g->lora : NULL;
+        if (g->lora.r && g->lora.dropout > 0) { /* the masks' counters start from the trainer's seed (lora.h) */
+            long long seed;
+            if (sr_config_int(ctx, "seed", 42, &seed) != 0) goto fail;
+            g->seed = (uint64_t)seed;
+            g->drop.threshold = tf_lora_drop_threshold(g->lora.dropout);
+            g->drop.keep_scale = (float)(1.0 / (1.0 - g->lora.dropout));
+        }
     } else if (sr_config(ctx, "lora_r")) {
         tf__lm_error(g,
                      "[task] lora_r: LoRA adapters are not supported for the %s family yet (GPT-2 and BLOOM have "

@@ -37,6 +37,10 @@ typedef struct tf_lm {
     sr_dtype dt;  /* compute dtype (fp32 on the CPU) */
     size_t es;    /* its element size */
     tf_lora lora; /* [task] lora_*: r = 0 when off */
+    /* LoRA dropout (lora.h, "Dropout"), when lora.dropout > 0: [task] seed, and drop's threshold,
+       keep_scale, keys (drop_keys_d) and work set up for every training call of a block */
+    uint64_t seed;
+    tf_lora_drop drop;
 
     /* data (lm_data.c) */
     tf_tokenizer *tok;
@@ -54,6 +58,8 @@ typedef struct tf_lm {
     int32_t *ids_d, *tgt_d; /* device copies */
     long long ntargets;
     long long samples_read, sample_index_sum; /* reported: which part of the data this rank trained on */
+    int64_t *samples_h;                       /* with LoRA dropout: the training micro-batch's sample indices */
+    uint32_t *drop_keys_h, *drop_keys_d;      /* and their keys for the step (lora.h), host and device */
     float *losses_d, *losses_h;
 
     /* activations (device; see the top of this file) */
@@ -84,7 +90,7 @@ static inline size_t tf__lm_block_work_bytes(const tf_lm *g, const tf_shape *s) 
 }
 
 static inline tf_shape tf__lm_shape(const tf_lm *g) {
-    return (tf_shape){g->k, g->dt, g->es, g->B, g->Bcap, g->T, g->d.C, g->d.NH, g->lora.r ? &g->lora : NULL};
+    return (tf_shape){g->k, g->dt, g->es, g->B, g->Bcap, g->T, g->d.C, g->d.NH, g->lora.r ? &g->lora : NULL, NULL};
 }
 
 /* [task] key as an int in [lo, hi] (tf_lm_config_int under the task's name) */

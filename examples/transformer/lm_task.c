@@ -60,6 +60,8 @@ int tf_lm_batch(void *state, const int64_t *samples, int n, long long *tokens) {
     tf_lm *g = state;
     if (load_batch(g, &g->data, samples, n, tokens) != 0) return -1;
     for (int b = 0; b < n; b++) g->samples_read++, g->sample_index_sum += samples[b]; /* training samples only */
+    if (g->samples_h) /* LoRA dropout keys its masks on them (lora.h) */
+        for (int b = 0; b < n; b++) g->samples_h[b] = samples[b];
     return 0;
 }
 
@@ -141,6 +143,22 @@ static int check_call(const tf_lm *g, const sr_module_call *call, const char *wh
     return 0;
 }
 
+/* LoRA dropout (lora.h, "Dropout"): at a training micro-batch's first forward, each sample's key for
+   this step, uploaded for the blocks' calls; then the shape of a block's training call points at
+   the dropout's state.  Evaluation (call->eval) runs without dropout, as PEFT's eval mode. */
+static int drop_keys(tf_lm *g, const sr_module_call *call) {
+    for (int b = 0; b < g->B; b++) {
+        uint64_t k = tf_lora_sample_key(g->seed, (uint64_t)call->step, (uint64_t)g->samples_h[b]);
+        g->drop_keys_h[2 * b] = (uint32_t)k, g->drop_keys_h[2 * b + 1] = (uint32_t)(k >> 32);
+    }
+    return g->k->ids_upload((int32_t *)g->drop_keys_d, (const int32_t *)g->drop_keys_h, 2 * (size_t)g->B);
+}
+static void with_dropout(tf_lm *g, const sr_module_call *call, tf_shape *sh) {
+    if (!g->drop.work || call->eval || tf__lm_kind(g, call->module) != M_BLOCK) return;
+    g->drop.block = call->module - 1;
+    sh->drop = &g->drop;
+}
+
 int tf_lm_forward(void *state, const sr_module_call *call) {
     tf_lm *g = state;
     if (check_call(g, call, "forward") != 0) return -1;
@@ -151,9 +169,11 @@ int tf_lm_forward(void *state, const sr_module_call *call) {
     }
     void *const *p = call->params;
     const void *x = m > 0 ? g->out[m - 1] : NULL;
-    const tf_shape sh = tf__lm_shape(g);
+    tf_shape sh = tf__lm_shape(g);
+    with_dropout(g, call, &sh);
     switch (kind) {
     case M_EMBED:
+        if (!call->recompute && g->drop.work && !call->eval && drop_keys(g, call) != 0) return -1;
         if (!call->recompute) g->arch->embed_forward(&sh, p, g->ids_d, g->embed_acts, g->out[m]);
         break;
     case M_BLOCK: {
@@ -235,7 +255,8 @@ int tf_lm_backward(void *state, const sr_module_call *call) {
     }
     void *const *p = call->params, *const *d = call->grads;
     const void *x = m > 0 ? g->out[m - 1] : NULL;
-    const tf_shape sh = tf__lm_shape(g);
+    tf_shape sh = tf__lm_shape(g);
+    with_dropout(g, call, &sh);
     switch (kind) {
     case M_HEAD: /* dlogits is in out[m]: dx = dlogits W, dW += dlogits^T h */
         tf_linear_backward(&sh, TF_WEIGHT_OUT_IN, g->dx, 0.0f, d[0], NULL, g->out[m], x, p[0], N, C, g->d.V);

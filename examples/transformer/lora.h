@@ -10,20 +10,49 @@
  * without its "base_model.model." prefix and adapter name).  Every other parameter is frozen
  * (SR_PARAM_FROZEN): only the adapters get gradients and optimizer state.
  *
- * [task] keys: lora_r (0: off), lora_alpha (PEFT's default 8), lora_dropout (0 only, for now),
- * lora_target_modules (PEFT's names, comma separated; a name targets a linear whose path in the
- * block is that name or ends with "." + it, as PEFT matches; default: the family's, as PEFT's
- * mapping has it).
+ * [task] keys: lora_r (0: off), lora_alpha (PEFT's default 8), lora_dropout (in [0, 1), PEFT's
+ * default 0; "Dropout" below), lora_target_modules (PEFT's names, comma separated; a name targets
+ * a linear whose path in the block is that name or ends with "." + it, as PEFT matches; default:
+ * the family's, as PEFT's mapping has it).
  *
  * Lifecycle: tf_lora_configure() at create() -> tf_lora_declare() after each block's own parameters
  * -> per targeted linear, tf_lora_forward() after the base linear's output and tf_lora_backward()
- * after its input gradient (block.c) -> tf_lora_adapter_json() for the FULL checkpoint's
+ * after its input gradient (block.c, llama_block.c) -> tf_lora_adapter_json() for the FULL checkpoint's
  * adapter_config.json.
+ *
+ * Dropout (lora_dropout = p > 0), PEFT's nn.Dropout(p) on the adapter's input, in training only:
+ *
+ *   y = x W + b + scale * (drop(x) A^T) B^T,   drop(x) = mask * x / (1 - p)   (evaluation: drop(x) = x)
+ *
+ * Each mask element comes from a counter-based hash, so that it depends on nothing but what it
+ * names -- not on how the global batch is split over ranks and micro-batches, nor on what ran
+ * before -- and 1, 2 or 4 ranks, with or without gradient accumulation or activation
+ * checkpointing, train the same.  THE DEFINITION (tests/lora/lora_torch.py implements it too):
+ *
+ *   m(z)  = splitmix64's output for state z, in 64-bit unsigned arithmetic:
+ *           z += 0x9e3779b97f4a7c15; z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9;
+ *           z = (z ^ z >> 27) * 0x94d049bb133111eb; m = z ^ z >> 31
+ *   u     = m(m(m(m(m(m(seed) ^ step) ^ sample) ^ position) ^ site) ^ feature)
+ *           seed: [task] seed (the trainer's, default 42); step: the optimizer step from 0
+ *           (call->step); sample: the sample's index in the training data (the index the trainer
+ *           hands batch(), which names the sample whichever rank and micro-batch gets it); position:
+ *           the token's position in the sample, 0..T-1; site = block * 256 + linear (the block's
+ *           index from 0, the linear's in the family's forward order: TF_LIN_*, llama's LL_*);
+ *           feature: the input feature, 0..in-1
+ *   the element is dropped when (u >> 11) < floor(p * 2^53) (a uniform 53-bit fraction below p),
+ *   else kept and multiplied by 1 / (1 - p) (float)
+ *
+ * The mask is not stored: forward draws drop(x) into a scratch buffer shared by every block
+ * (tf_lora_drop.work), and backward draws the same elements again from the same counters, for
+ * dA (which needs drop(x)) and for dx (which gets mask / (1 - p) * (dh A)).  Keeping drop(x) per
+ * targeted linear until backward would cost as much as another copy of each adapted layer's input
+ * activations; drawing it again costs one elementwise pass.
  */
 #ifndef TF_LORA_H
 #define TF_LORA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "shape.h"
 #include "shardrun/model.h"
@@ -37,7 +66,7 @@ enum { TF_LIN_QKV, TF_LIN_OUT, TF_LIN_UP, TF_LIN_DOWN, TF_LINEARS };
 typedef struct tf_lora {
     int r;                                                 /* rank; 0: LoRA off */
     double alpha;                                          /* lora_alpha */
-    double dropout;                                        /* lora_dropout (0) */
+    double dropout;                                        /* lora_dropout, in [0, 1) */
     float scale;                                           /* alpha / r */
     unsigned targets;                                      /* bit k: linear k carries an adapter */
     int fan_in_fan_out;                                    /* the family's weights are [in, out] (GPT-2's Conv1D) */
@@ -47,6 +76,23 @@ typedef struct tf_lora {
     char target_list[256];    /* what PEFT's config lists: the names given, comma separated */
     const char *const *names; /* the family's path of each linear in a block ("attn.c_attn") */
 } tf_lora;
+
+/* LoRA dropout's state for one training call of a block (tf_shape.drop; NULL: no dropout -- p = 0,
+   evaluation, generation) */
+typedef struct tf_lora_drop {
+    const uint32_t *keys; /* device: per sample of the micro-batch, m(m(m(seed) ^ step) ^ sample) as
+                             two words, low then high (tf_lora_sample_key) */
+    uint64_t threshold;   /* floor(p * 2^53): u >> 11 below it drops the element */
+    float keep_scale;     /* 1 / (1 - p) */
+    int block;            /* the block's index from 0 */
+    void *work;           /* device scratch of [B*T, the largest targeted in] elements */
+} tf_lora_drop;
+
+/* a sample's key, m(m(m(seed) ^ step) ^ sample) (see "Dropout" above; m is kernel_math.h's tf_mix64) */
+uint64_t tf_lora_sample_key(uint64_t seed, uint64_t step, uint64_t sample);
+/* the dropout's threshold, floor(p * 2^53), and the largest input of a targeted linear */
+uint64_t tf_lora_drop_threshold(double p);
+int tf_lora_max_in(const tf_lora *l);
 
 /* Reads the [task] keys (prefix: the task's name, for messages).  names: the family's nlin linear
    paths in a block; def: PEFT's default target_modules for the family; fan_in_fan_out: 1 for
@@ -73,12 +119,15 @@ size_t tf_lora_work_elems(const tf_shape *s);
 /* where linear `lin`'s x A^T lives in the intermediates that start at `base` */
 void *tf_lora_h(const tf_shape *s, void *base, int lin);
 
-/* h = x A^T [N, r]; out (when not NULL; rows ldo apart) += scale * h B^T.  A [r, I], B [O, r]. */
-void tf_lora_forward(const tf_shape *s, void *out, int ldo, void *h, const void *x, const void *A, const void *B, int N,
-                     int I, int O);
-/* dB += scale * dout^T h, dh = scale * dout B, dA += dh^T x, dx += dh A (dx NULL: not wanted; dout's
-   rows ldo apart).  dA / dB NULL: that gradient is not wanted. */
-void tf_lora_backward(const tf_shape *s, void *dx, void *dA, void *dB, void *dh, const void *dout, int ldo,
+/* Linear `lin` (the family's forward-order index, for the dropout's site): h = drop(x) A^T [N, r];
+   out (when not NULL; rows ldo apart) += scale * h B^T.  A [r, I], B [O, r].  drop(x) = x unless
+   s->drop. */
+void tf_lora_forward(const tf_shape *s, int lin, void *out, int ldo, void *h, const void *x, const void *A,
+                     const void *B, int N, int I, int O);
+/* dB += scale * dout^T h, dh = scale * dout B, dA += dh^T drop(x), dx += drop'(dh A) (dx NULL: not
+   wanted; dout's rows ldo apart).  dA / dB NULL: that gradient is not wanted.  With s->drop the
+   dropout's mask is drawn again from its counters (same lin as forward). */
+void tf_lora_backward(const tf_shape *s, int lin, void *dx, void *dA, void *dB, void *dh, const void *dout, int ldo,
                       const void *x, const void *h, const void *A, const void *B, int N, int I, int O);
 
 /* PEFT's adapter_config.json for these adapters (base: base_model_name_or_path, may be NULL):

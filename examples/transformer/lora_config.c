@@ -45,10 +45,11 @@ int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names,
                 l->alpha);
         return -1;
     }
-    if (l->dropout != 0.0) {
+    if (!(l->dropout >= 0.0 && l->dropout < 1.0)) {
         fprintf(stderr,
-                "%s: error: [task] lora_dropout = %g: dropout on the adapters' input is not implemented yet; "
-                "set lora_dropout = 0 (PEFT's default)\n",
+                "%s: error: [task] lora_dropout = %g is out of range [0, 1): it is the probability of dropping each "
+                "element of the adapters' input in training (1 would drop them all); set lora_dropout = 0.05, "
+                "say, or 0 (PEFT's default) for none\n",
                 prefix, l->dropout);
         return -1;
     }
@@ -121,6 +122,17 @@ int tf_lora_declare(const tf_lora *l, sr_model *m, const char *module) {
     return 0;
 }
 
+/* v as Python's json.dumps writes a float: the shortest digits that read back as v, with ".0" when
+   they have no point or exponent (0.05 stays 0.05, 0 is 0.0) */
+static void json_float(char *out, size_t len, double v) {
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, len, "%.*g", prec, v);
+        if (strtod(out, NULL) == v) break;
+    }
+    size_t n = strlen(out);
+    if (!strpbrk(out, ".eEn") && n + 3 <= len) memcpy(out + n, ".0", 3);
+}
+
 char *tf_lora_adapter_json(const tf_lora *l, const char *base) {
     char targets[600] = "", *t = targets;
     size_t left = sizeof targets;
@@ -132,7 +144,8 @@ char *tf_lora_adapter_json(const tf_lora *l, const char *base) {
         t += w, left -= (size_t)w;
         p += n + (e ? 1 : 0);
     }
-    char alpha[32], basejson[1100];
+    char alpha[32], dropout[32], basejson[1100];
+    json_float(dropout, sizeof dropout, l->dropout);
     if (l->alpha == floor(l->alpha) && l->alpha < 1e9) snprintf(alpha, sizeof alpha, "%.0f", l->alpha);
     else snprintf(alpha, sizeof alpha, "%.17g", l->alpha);
     if (!base) {
@@ -158,7 +171,7 @@ char *tf_lora_adapter_json(const tf_lora *l, const char *base) {
                       "  \"layers_pattern\": null,\n"
                       "  \"layers_to_transform\": null,\n"
                       "  \"lora_alpha\": %s,\n"
-                      "  \"lora_dropout\": %.1f,\n"
+                      "  \"lora_dropout\": %s,\n"
                       "  \"modules_to_save\": null,\n"
                       "  \"peft_type\": \"LORA\",\n"
                       "  \"r\": %d,\n"
@@ -171,6 +184,6 @@ char *tf_lora_adapter_json(const tf_lora *l, const char *base) {
                       "}\n";
     size_t cap = strlen(fmt) + strlen(basejson) + strlen(targets) + 128;
     char *out = malloc(cap);
-    if (out) snprintf(out, cap, fmt, basejson, l->fan_in_fan_out ? "true" : "false", alpha, l->dropout, l->r, targets);
+    if (out) snprintf(out, cap, fmt, basejson, l->fan_in_fan_out ? "true" : "false", alpha, dropout, l->r, targets);
     return out;
 }

@@ -18,7 +18,8 @@ typedef struct tf_shape {
     int B;       /* samples in this micro-batch */
     int Bcap;    /* samples the buffers are laid out for */
     int T, C, NH;
-    const struct tf_lora *lora; /* LoRA adapters on the blocks' linear layers (lora.h); NULL: none */
+    const struct tf_lora *lora;      /* LoRA adapters on the blocks' linear layers (lora.h); NULL: none */
+    const struct tf_lora_drop *drop; /* their dropout in this training call of a block (lora.h); NULL: none */
 } tf_shape;
 
 /* element i of a compute-dtype array */

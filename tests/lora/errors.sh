@@ -1,6 +1,6 @@
 # The LoRA keys refuse what they cannot do, before any work (exit 2, naming the key): a target name
-# that matches no linear layer, lora_dropout > 0 (not implemented), a negative rank, lora_alpha <= 0,
-# and lora_* keys with lora_r = 0.
+# that matches no linear layer, lora_dropout outside [0, 1) (1, -0.1) or not a number, a negative
+# rank, lora_alpha <= 0, and lora_* keys with lora_r = 0.
 . "$(dirname "$0")/lib.sh"
 corpus
 gpt2_job g.ini <<EOF2
@@ -18,7 +18,10 @@ bad() { # WHAT NEEDLE --set ...
     expect_in "$err$out" "$needle" "$what: the message"
 }
 bad "unknown target" "lora_target_modules: 'q_proj' names no linear layer of a block" --set task.lora_r=4 --set task.lora_target_modules=q_proj
-bad "dropout" "lora_dropout = 0.1: dropout on the adapters' input is not implemented yet" --set task.lora_r=4 --set task.lora_dropout=0.1
+bad "dropout 1" "lora_dropout = 1 is out of range [0, 1)" --set task.lora_r=4 --set task.lora_dropout=1
+bad "dropout -0.1" "lora_dropout = -0.1 is out of range [0, 1)" --set task.lora_r=4 --set task.lora_dropout=-0.1
+bad "dropout nan" "lora_dropout" --set task.lora_r=4 --set task.lora_dropout=nan
+bad "dropout not a number" "lora_dropout" --set task.lora_r=4 --set task.lora_dropout=half
 bad "negative rank" "lora_r = -1 is out of range" --set task.lora_r=-1
 bad "alpha 0" "lora_alpha = 0 must be a positive number" --set task.lora_r=4 --set task.lora_alpha=0
 bad "lora keys without lora_r" "lora_alpha is set but lora_r is 0" --set task.lora_alpha=16

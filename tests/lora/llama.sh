@@ -2,8 +2,9 @@
 # tests/llama/llama_torch.py): grouped-query attention (4 query heads on 2 key/value heads) with
 # q/k/v biases, adapters on all seven linear layers (q/k/v write strided into the fused buffer and add
 # before RoPE; gate/up before SwiGLU; lora_B not zero), then PEFT's default for Llama (q_proj,
-# v_proj): logits, loss and every adapter's gradient within 1e-4, no optimizer state for the frozen
-# base, on 1 rank.
+# v_proj), then all seven with lora_dropout = 0.1 (lora.h's masks, which the reference draws too):
+# logits, loss and every adapter's gradient within 1e-4, no optimizer state for the frozen base, on
+# 1 rank.
 . "$(dirname "$0")/../llama/lib.sh"
 LORA_TORCH="/usr/bin/python3 $SRC/tests/lora/lora_torch.py"
 /usr/bin/python3 - "$T/mixed.txt" <<'PY'
@@ -16,7 +17,9 @@ PY
 llama_config c.json 4 2 '"attention_bias": true'
 $TORCH_LLAMA init "$T/base.safetensors" --config "$T/c.json" --vocab_size 300 --seed 7 >/dev/null && pass ||
     fail "llama_torch.py init"
-for targets in q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj q_proj,v_proj; do
+all=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj
+for v in $all:0 q_proj,v_proj:0 $all:0.1; do
+    targets=${v%:*} dropout=${v#*:}
     $LORA_TORCH init "$T/w.safetensors" --family llama --base "$T/base.safetensors" --r 4 --targets $targets --seed 8 \
         >/dev/null && pass || fail "lora_torch.py init ($targets)"
     tm="lora_target_modules = $targets"
@@ -37,6 +40,7 @@ dump = $T/dump.safetensors
 output_dir = $T/out
 lora_r = 4
 lora_alpha = 6
+lora_dropout = $dropout
 $tm
 EOF2
     for n in 1; do
@@ -48,8 +52,9 @@ EOF2
         expect_rc 0 "$targets: one step on $n rank(s)"
         expect_in "$out" "LoRA r 4, alpha 6 (scale 1.5) on $targets" "$targets: the start-up line"
         r=$($LORA_TORCH check "$T/dump.safetensors" "$T/w.safetensors" --family llama --config "$T/c.json" --n_head 4 \
-            --alpha 6 "${grads[@]}" 2>&1) && pass || fail "$targets: C vs torch on $n rank(s): $r"
-        echo "$targets, $n rank(s): $(tail -1 <<<"$r")"
+            --alpha 6 --dropout "$dropout" "${grads[@]}" 2>&1) && pass ||
+            fail "$targets, dropout $dropout: C vs torch on $n rank(s): $r"
+        echo "$targets, dropout $dropout, $n rank(s): $(tail -1 <<<"$r")"
     done
 done
 done_checks

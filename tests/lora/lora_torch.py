@@ -8,6 +8,12 @@ A targeted linear layer (GPT-2's Conv1D, weight [in, out]; BLOOM's and Llama's n
 [out, in]):
     y = base(x) + lora_B(lora_A(x)) * scaling,   scaling = lora_alpha / r
     lora_A = nn.Linear(in, r, bias=False)  (weight [r, in]),  lora_B = nn.Linear(r, out, bias=False)
+With lora_dropout = p > 0, in training (PEFT's nn.Dropout(p), inverted):
+    y = base(x) + lora_B(lora_A(dropout(x))) * scaling,   dropout(x) = mask * x / (1 - p)
+where the mask is not torch's random one but the C task's counter hash, implemented here from its
+definition in examples/transformer/lora.h ("Dropout"): u = m(m(m(m(m(m(seed) ^ step) ^ sample) ^
+position) ^ site) ^ feature), m = splitmix64's output, site = block * 256 + the linear's index in
+the family's list below; dropped when (u >> 11) < floor(p * 2^53).  So the same elements drop.
 Merged: W += transpose(B @ A, fan_in_fan_out) * scaling  (fan_in_fan_out: Conv1D's [in, out]).
 PEFT saves "base_model.model.<module path>.lora_A.weight" / ".lora_B.weight" (no adapter name).
 
@@ -22,16 +28,18 @@ PEFT saves "base_model.model.<module path>.lora_A.weight" / ".lora_B.weight" (no
         The C task's dump (input_ids, labels, logits, loss) against the model of WEIGHTS (base +
         adapters; r from the shapes), float64 reference, as gpt2_torch.py check.  With --grads: each
         adapter's gradient against OPTIM's "<name>.exp_avg" (one AdamW step, beta1 = 0); with
-        --frozen, OPTIM must hold no state for any base parameter.  Exit 1 on a failure, 2 on bad input.
+        --frozen, OPTIM must hold no state for any base parameter.  With --dropout P (and --seed S,
+        the job's seed, default 42): the adapters' input dropped as the C task drops it at step 0,
+        from the dump's sample_index.  Exit 1 on a failure, 2 on bad input.
 
     lora_torch.py merge WEIGHTS.safetensors --family F --alpha A --out MERGED.safetensors
         PEFT's merge_and_unload: the base weights with every adapter folded in, adapters dropped.
 
-    lora_torch.py adapter DIR --family F --n_layer L --r R --alpha A --targets NAMES
+    lora_torch.py adapter DIR --family F --n_layer L --r R --alpha A --targets NAMES [--dropout P]
         DIR's adapter_model.safetensors holds exactly PEFT's names and shapes for these adapters, equal
         to the lora_* tensors of DIR's model.safetensors, and DIR's adapter_config.json says what PEFT's
-        LoraConfig would (peft_type LORA, r, lora_alpha, target_modules, fan_in_fan_out, bias none,
-        task_type CAUSAL_LM).  Exit 1 on a mismatch.
+        LoraConfig would (peft_type LORA, r, lora_alpha, lora_dropout (P, default 0.0), target_modules,
+        fan_in_fan_out, bias none, task_type CAUSAL_LM).  Exit 1 on a mismatch.
 """
 import argparse
 import json
@@ -79,12 +87,40 @@ def in_out(family, weight):
     return tuple(weight.shape) if FAMILIES[family][1] else tuple(reversed(weight.shape))
 
 
+# The dropout's hash (examples/transformer/lora.h, "Dropout"), in numpy's wrapping uint64 arithmetic
+U64 = np.uint64
+
+
+def mix64(z):
+    """m(z): splitmix64's output for state z (uint64 arrays)"""
+    with np.errstate(over="ignore"):
+        z = z + U64(0x9e3779b97f4a7c15)
+        z = (z ^ (z >> U64(30))) * U64(0xbf58476d1ce4e5b9)
+        z = (z ^ (z >> U64(27))) * U64(0x94d049bb133111eb)
+        return z ^ (z >> U64(31))
+
+
+def dropout_factors(p, seed, step, samples, T, site, n_in):
+    """[B, T, in] float64: 0 where lora.h's hash drops the element, 1 / (1 - p) where it keeps it"""
+    key = mix64(mix64(mix64(np.array([seed], U64)) ^ U64(step)) ^ np.asarray(samples, np.int64).astype(U64))
+    row = mix64(mix64(key[:, None] ^ np.arange(T, dtype=U64)[None, :]) ^ U64(site))
+    u = mix64(row[:, :, None] ^ np.arange(n_in, dtype=U64)[None, None, :])
+    threshold = U64(int(p * 2.0**53))  # p * 2^53 is exact; int() truncates as C's cast does
+    return np.where((u >> U64(11)) < threshold, 0.0, 1.0 / (1.0 - p))
+
+
+# the dropout of the next forward: dict(p, seed, step, samples), or None (no dropout: eval, p = 0)
+DROPOUT = None
+
+
 class LoraLinear(nn.Module):
     """A base Conv1D / nn.Linear with PEFT's LoRA beside it; parameters weight, bias, lora_A.weight,
-    lora_B.weight (the base's tensors are shared, not copied)"""
+    lora_B.weight (the base's tensors are shared, not copied).  site: the dropout's block * 256 +
+    linear index."""
 
-    def __init__(self, base, r, alpha, fan_in_fan_out):
+    def __init__(self, base, r, alpha, fan_in_fan_out, site=0):
         super().__init__()
+        self.site = site
         self.weight, self.bias = base.weight, base.bias
         n_in, n_out = base.weight.shape if fan_in_fan_out else reversed(base.weight.shape)
         dt = base.weight.dtype
@@ -93,8 +129,15 @@ class LoraLinear(nn.Module):
         self.scaling = alpha / r
         object.__setattr__(self, "_base", base)  # called, not registered: its parameters are ours
 
+    def dropout(self, x):
+        if DROPOUT is None:
+            return x
+        d = DROPOUT
+        f = dropout_factors(d["p"], d["seed"], d["step"], d["samples"], x.shape[1], self.site, x.shape[2])
+        return x * torch.from_numpy(f).to(x.dtype)
+
     def forward(self, x):
-        return self._base(x) + self.lora_B(self.lora_A(x)) * self.scaling
+        return self._base(x) + self.lora_B(self.lora_A(self.dropout(x))) * self.scaling
 
 
 def split(tensors):
@@ -116,7 +159,9 @@ def build(family, tensors, n_head, alpha, dtype, freeze=True, config=None):
         parent_name, _, leaf = p.rpartition(".")
         parent = model.get_submodule(parent_name)
         a, bb = lora[p + ".lora_A.weight"], lora[p + ".lora_B.weight"]
-        wrap = LoraLinear(getattr(parent, leaf), a.shape[0], alpha, fan)
+        block, _, linear = p[len(BLOCKS[family]) + 1:].partition(".")
+        site = int(block) * 256 + FAMILIES[family][0].index(linear)
+        wrap = LoraLinear(getattr(parent, leaf), a.shape[0], alpha, fan, site)
         with torch.no_grad():
             wrap.lora_A.weight.copy_(torch.from_numpy(np.asarray(a, np.float64)))
             wrap.lora_B.weight.copy_(torch.from_numpy(np.asarray(bb, np.float64)))
@@ -152,6 +197,12 @@ def cmd_init(a):
 def cmd_check(a):
     dump, weights = g.read_safetensors(a.dump), g.read_safetensors(a.weights)
     ids, labels = g._dump_inputs(dump, a.dump)
+    global DROPOUT
+    if a.dropout:
+        samples = np.asarray(g._get(dump, "sample_index", a.dump)).astype(np.int64).reshape(-1)
+        if samples.shape[0] != ids.shape[0] or (samples < 0).any():
+            raise ValueError(f"{a.dump}: sample_index {samples.tolist()} does not fit {ids.shape[0]} samples")
+        DROPOUT = dict(p=a.dropout, seed=a.seed, step=0, samples=samples)
     runs = {}
     for dt in (torch.float64, torch.float32):
         m, cfg = build(a.family, weights, a.n_head, a.alpha, dt, config=a.config)
@@ -235,7 +286,7 @@ def cmd_adapter(a):
     with open(os.path.join(a.dir, "adapter_config.json")) as f:
         cfg = json.load(f)
     expect = {"peft_type": "LORA", "r": a.r, "lora_alpha": a.alpha, "bias": "none", "task_type": "CAUSAL_LM",
-              "fan_in_fan_out": FAMILIES[a.family][1], "lora_dropout": 0.0, "inference_mode": True,
+              "fan_in_fan_out": FAMILIES[a.family][1], "lora_dropout": a.dropout, "inference_mode": True,
               "modules_to_save": None}
     for k, v in expect.items():
         if k not in cfg or cfg[k] != v:
@@ -269,6 +320,8 @@ def main(argv=None):
     p.add_argument("--frozen", action="store_true")
     p.add_argument("--config", help="Llama: the HF config.json")
     p.add_argument("--tol", type=float, default=1e-4)
+    p.add_argument("--dropout", type=float, default=0.0, help="lora_dropout (the job's)")
+    p.add_argument("--seed", type=int, default=42, help="the job's seed (its default: 42)")
     p = sub.add_parser("merge")
     p.add_argument("weights")
     p.add_argument("--family", **fam)
@@ -281,6 +334,7 @@ def main(argv=None):
     p.add_argument("--r", type=int, required=True)
     p.add_argument("--alpha", type=float, required=True)
     p.add_argument("--targets", required=True)
+    p.add_argument("--dropout", type=float, default=0.0)
     a = ap.parse_args(argv)
     return g.run_command("lora_torch.py", a, {"init": cmd_init, "check": cmd_check, "merge": cmd_merge,
                                               "adapter": cmd_adapter})

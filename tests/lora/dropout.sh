@@ -97,20 +97,10 @@ grep -q '"lora_dropout": 0.05,' "$T/e05/checkpoint-1/adapter_config.json" && pas
 
 # ---- parity over world sizes and micro-batches ----
 corpus
-$TORCH_GPT2 init "$T/base.safetensors" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 96 --vocab_size 300 --seed 3 \
-    >/dev/null && pass || fail "gpt2_torch.py init"
+lora_base "$T/base.safetensors"
 gpt2_job p.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = GPT2Block" \
     "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
-size = tiny
-n_layer = 2
-n_embd = 64
-n_head = 4
-n_positions = 96
-vocab_size = 300
-max_length = 96
-min_chars = 100
-data = $T/corpus.txt
-init_weights = $T/base.safetensors
+$LORA_GPT2_TASK
 max_steps = 12
 learning_rate = 1e-2
 warmup_steps = 2

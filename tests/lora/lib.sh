@@ -26,3 +26,21 @@ n_layer = 2
 hidden_size = 48
 n_head = 4
 vocab_size = 300"
+# The GPT-2 LoRA jobs' model and data: lora_base FILE [SEED] writes tiny GPT-2 weights (2 blocks, 4
+# heads, 64 channels, 96 positions, vocabulary 300; seed 3 unless given); LORA_GPT2_TASK is that
+# model as [task] lines, from $T/base.safetensors on $T/corpus.txt (corpus), texts of 100 characters
+# or more in 96 tokens.
+lora_base() {
+    $TORCH_GPT2 init "$1" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 96 --vocab_size 300 --seed "${2:-3}" \
+        >/dev/null && pass || fail "gpt2_torch.py init $1"
+}
+LORA_GPT2_TASK="size = tiny
+n_layer = 2
+n_embd = 64
+n_head = 4
+n_positions = 96
+vocab_size = 300
+max_length = 96
+min_chars = 100
+data = $T/corpus.txt
+init_weights = $T/base.safetensors"

@@ -8,20 +8,10 @@
 . "$(dirname "$0")/lib.sh"
 CMP="/usr/bin/python3 $SRC/tests/fsdp/compare_logs.py"
 corpus
-$TORCH_GPT2 init "$T/base.safetensors" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 96 --vocab_size 300 --seed 3 \
-    >/dev/null && pass || fail "gpt2_torch.py init"
+lora_base "$T/base.safetensors"
 gpt2_job job.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = GPT2Block" \
     "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
-size = tiny
-n_layer = 2
-n_embd = 64
-n_head = 4
-n_positions = 96
-vocab_size = 300
-max_length = 96
-min_chars = 100
-data = $T/corpus.txt
-init_weights = $T/base.safetensors
+$LORA_GPT2_TASK
 max_steps = 12
 learning_rate = 1e-2
 warmup_steps = 2

@@ -7,19 +7,9 @@
 # (tests/lora/sharded_base.sh: the files, another base refused, another world size).
 . "$(dirname "$0")/lib.sh"
 corpus
-$TORCH_GPT2 init "$T/base.safetensors" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 96 --vocab_size 300 --seed 3 \
-    >/dev/null && pass || fail "gpt2_torch.py init"
+lora_base "$T/base.safetensors"
 gpt2_job job.ini <<EOF2
-size = tiny
-n_layer = 2
-n_embd = 64
-n_head = 4
-n_positions = 96
-vocab_size = 300
-max_length = 96
-min_chars = 100
-data = $T/corpus.txt
-init_weights = $T/base.safetensors
+$LORA_GPT2_TASK
 max_steps = 8
 save_steps = 4
 per_device_train_batch_size = 4

@@ -12,22 +12,11 @@
 #    world size or wrap policy) and trains on.
 . "$(dirname "$0")/lib.sh"
 corpus
-$TORCH_GPT2 init "$T/base.safetensors" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 96 --vocab_size 300 --seed 3 \
-    >/dev/null && pass || fail "gpt2_torch.py init"
-$TORCH_GPT2 init "$T/other.safetensors" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 96 --vocab_size 300 --seed 4 \
-    >/dev/null && pass || fail "gpt2_torch.py init (the other base)"
+lora_base "$T/base.safetensors"
+lora_base "$T/other.safetensors" 4
 gpt2_job job.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = GPT2Block" \
     "fsdp.state_dict_type = SHARDED_STATE_DICT" <<EOF2
-size = tiny
-n_layer = 2
-n_embd = 64
-n_head = 4
-n_positions = 96
-vocab_size = 300
-max_length = 96
-min_chars = 100
-data = $T/corpus.txt
-init_weights = $T/base.safetensors
+$LORA_GPT2_TASK
 max_steps = 8
 save_steps = 4
 per_device_train_batch_size = 4

@@ -1,7 +1,9 @@
 # A LoRA fine-tune under FSDP matches one on one rank: GPT-2 tiny (2 blocks) with adapters on all
 # four linear layers (r 4), 12 steps on a global batch of 8, trained on world size 1 without
-# sharding, then on 2 ranks under FULL_SHARD, SHARD_GRAD_OP, and FULL_SHARD with activation
-# checkpointing (the recompute path: the MLP's down projection adapter input is recomputed too).  Each
+# sharding, then on 2 ranks under FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, and FULL_SHARD with
+# activation checkpointing (the recompute path: the MLP's down projection adapter input is
+# recomputed too), on 4 ranks under FULL_SHARD and SHARD_GRAD_OP, and under HYBRID_SHARD on 2 nodes
+# x 2 ranks (two agents on loopback: sharded within a node, replicated across).  Each
 # GPT2Block unit mixes frozen base weights and trainable adapters.  The same per-step loss and grad
 # norm (rtol 1e-5), the same final parameters, and in every run the base weights of the checkpoint
 # are the initial ones bit for bit.
@@ -22,11 +24,24 @@ lora_r = 4
 lora_alpha = 16
 lora_target_modules = c_attn, c_proj, c_fc
 EOF2
-train() { # NAME NPROC [shardrun args...]
-    local name=$1 n=$2
+train() { # NAME NPROC [shardrun args...]   (NAME hybrid-*: 2 agents of NPROC / 2 ranks each)
+    local name=$1 n=$2 P pid
     shift 2
-    run "$SHARDRUN" "$T/job.ini" --nproc-per-node "$n" --set task.per_device_train_batch_size=$((8 / n)) \
-        --set task.output_dir="$T/$name" "$@"
+    if [[ $name == hybrid-* ]]; then
+        P=$(free_port_pair)
+        SHARDRUN_RDZV_TOKEN=lora-parity-$$ "$SHARDRUN" "$T/job.ini" --nnodes 2 --node-rank 1 --nproc-per-node $((n / 2)) \
+            --master-addr 127.0.0.1 --master-port "$P" --set task.per_device_train_batch_size=$((8 / n)) \
+            --set task.output_dir="$T/$name" "$@" >"$T/$name.n1.out" 2>"$T/$name.n1.err" &
+        pid=$!
+        run env SHARDRUN_RDZV_TOKEN=lora-parity-$$ "$SHARDRUN" "$T/job.ini" --nnodes 2 --node-rank 0 \
+            --nproc-per-node $((n / 2)) --master-addr 127.0.0.1 --master-port "$P" \
+            --set task.per_device_train_batch_size=$((8 / n)) --set task.output_dir="$T/$name" "$@"
+        wait "$pid" || { rc=1 err="$err; node 1: $(tail -n 3 "$T/$name.n1.err")"; }
+        expect_in "$out" "shard group 2, replicas 2" "$name: shards within a node, replicas across nodes"
+    else
+        run "$SHARDRUN" "$T/job.ini" --nproc-per-node "$n" --set task.per_device_train_batch_size=$((8 / n)) \
+            --set task.output_dir="$T/$name" "$@"
+    fi
     expect_rc 0 "$name trains"
     r=$(/usr/bin/python3 -c "
 import json, struct, sys
@@ -44,13 +59,15 @@ sys.exit(1 if moved else 0)" 2>&1) && pass || fail "$name: $r"
 train base 1 --set accelerate.fsdp.sharding_strategy=NO_SHARD
 falling=$(/usr/bin/python3 -c "import json,sys; L=[json.loads(l)['loss'] for l in open(sys.argv[1])]; print(int(L[-1] < L[0] - 0.3), L[0], L[-1])" "$T/base/train_log.jsonl")
 expect_eq "${falling%% *}" 1 "the loss falls over 12 steps with the adapters alone (first, last: ${falling#* })"
-for v in "fs:FULL_SHARD" "sgo:SHARD_GRAD_OP" "ckpt:FULL_SHARD:--set accelerate.fsdp.activation_checkpointing=true"; do
-    IFS=: read -r name strategy extra <<<"$v"
+for v in "ws2-fs:2:FULL_SHARD" "ws2-sgo:2:SHARD_GRAD_OP" "ws2-ns:2:NO_SHARD" \
+    "ws2-ckpt:2:FULL_SHARD:--set accelerate.fsdp.activation_checkpointing=true" "ws4-fs:4:FULL_SHARD" \
+    "ws4-sgo:4:SHARD_GRAD_OP" "hybrid-2x2:4:HYBRID_SHARD"; do
+    IFS=: read -r name n strategy extra <<<"$v"
     # shellcheck disable=SC2086
-    train "ws2-$name" 2 --set accelerate.fsdp.sharding_strategy="$strategy" $extra
-    r=$($CMP "$T/ws2-$name/train_log.jsonl" "$T/base/train_log.jsonl" 1e-5) && pass || fail "ws2-$name vs world size 1: $r"
-    p=$($PCMP 1e-5 1e-6 "$T/base/checkpoint-12/model.safetensors" "$T/ws2-$name/checkpoint-12/model.safetensors") && pass ||
-        fail "ws2-$name: final parameters differ from world size 1's: $p"
-    printf '  %-14s %s; %s\n' "ws2-$name" "$(head -1 <<<"$r")" "$(tail -1 <<<"$p")"
+    train "$name" "$n" --set accelerate.fsdp.sharding_strategy="$strategy" $extra
+    r=$($CMP "$T/$name/train_log.jsonl" "$T/base/train_log.jsonl" 1e-5) && pass || fail "$name vs world size 1: $r"
+    p=$($PCMP 1e-5 1e-6 "$T/base/checkpoint-12/model.safetensors" "$T/$name/checkpoint-12/model.safetensors") && pass ||
+        fail "$name: final parameters differ from world size 1's: $p"
+    printf '  %-14s %s; %s\n' "$name" "$(head -1 <<<"$r")" "$(tail -1 <<<"$p")"
 done
 done_checks

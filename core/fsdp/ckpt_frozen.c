@@ -70,33 +70,12 @@ int sr__frozen_digest(sr__engine *e, uint64_t *out) {
         *out = e->frozen_digest;
         return 0;
     }
-    uint64_t mine = 0, total = 0;
+    uint64_t mine = 0, total = 0, *all;
+    size_t n;
     int failed = local_sum(e, &mine) != 0;
-    size_t n = e->world ? (size_t)e->world_size : 1;
-    uint64_t *all = sr__malloc(n * sizeof *all);
-    void *send = e->world ? e->dev->alloc(sizeof mine) : NULL, *recv = e->world ? e->dev->alloc(n * sizeof mine) : NULL;
-    if (!all || (e->world && (!send || !recv))) {
-        sr__log(SR_LOG_ERROR, "checkpoint: out of memory for the frozen base's digest");
-        failed = 1;
-    }
-    /* every rank takes part in the gather, or none */
-    int rc = sr__engine_agree(e, e->world, failed);
-    if (rc == 0 && e->world) {
-        e->dev->to_device(send, &mine, sizeof mine);
-        if (sr_pg_all_gather(e->world, send, recv, 2, SR_INT32, NULL) != 0) {
-            sr__log(SR_LOG_ERROR, "checkpoint: %s", sr_pg_error(e->world));
-            rc = -1;
-        } else {
-            e->dev->to_host(all, recv, n * sizeof mine);
-            for (size_t r = 0; r < n; r++) total += all[r];
-        }
-    } else if (rc == 0) {
-        total = mine;
-    }
-    if (send) e->dev->free(send);
-    if (recv) e->dev->free(recv);
+    if (sr__engine_gather_u64(e, failed, mine, "the frozen base's digest", &all, &n) != 0) return -1;
+    for (size_t r = 0; r < n; r++) total += all[r];
     free(all);
-    if (rc) return -1;
     e->frozen_digest = total, e->frozen_digest_known = 1;
     *out = total;
     return 0;

@@ -64,33 +64,13 @@ static void checkpoint_id(const uint64_t *h, size_t n, char out[33]) {
    file of another run or another step (other weights, other moments, another step number) still
    carries another id and is refused on resume.  Collective; 0 or -1. */
 int sr__ckpt_make_meta(sr__engine *e, const sr__train_state *ts, sr__ckpt_meta *m, sr__ckpt_times *tm) {
-    uint64_t mine = 0;
-    /* every rank takes part in the gather below, also one that failed: agree first */
-    if (sr__engine_agree(e, e->world, state_hash(e, ts, &mine, tm) != 0) != 0) return -1;
-    if (e->world) {
-        size_t n = (size_t)e->world_size;
-        uint64_t *all = sr__malloc(n * sizeof *all);
-        void *send = e->dev->alloc(sizeof mine), *recv = e->dev->alloc(n * sizeof mine);
-        int rc = all && send && recv ? 0 : -1;
-        if (rc == 0) {
-            e->dev->to_device(send, &mine, sizeof mine);
-            if (sr_pg_all_gather(e->world, send, recv, 2, SR_INT32, NULL) != 0) {
-                sr__log(SR_LOG_ERROR, "checkpoint: %s", sr_pg_error(e->world));
-                rc = -1;
-            } else {
-                e->dev->to_host(all, recv, n * sizeof mine);
-                checkpoint_id(all, n, m->id);
-            }
-        } else {
-            sr__log(SR_LOG_ERROR, "checkpoint: out of memory for the checkpoint id");
-        }
-        if (send) e->dev->free(send);
-        if (recv) e->dev->free(recv);
-        free(all);
-        if (rc) return -1;
-    } else {
-        checkpoint_id(&mine, 1, m->id);
-    }
+    uint64_t mine = 0, *all;
+    size_t n;
+    /* every rank takes part in the gather, also one that failed (sr__engine_gather_u64 agrees first) */
+    int failed = state_hash(e, ts, &mine, tm) != 0;
+    if (sr__engine_gather_u64(e, failed, mine, "the checkpoint id", &all, &n) != 0) return -1;
+    checkpoint_id(all, n, m->id);
+    free(all);
     sr__ckpt_model_digest(e->model, m->digest);
     /* SHARDED files leave the frozen units out and say which base they were trained on instead */
     m->frozen[0] = 0;

@@ -912,6 +912,36 @@ int sr__engine_agree(sr__engine *e, sr_pg *pg, int failed) {
     return v ? -1 : 0;
 }
 
+/* Every rank's `mine`, in rank order, into a malloc'ed *all of *n entries (1 without a process group).
+   Collective: the ranks first agree on `failed` and on their own allocations, so that one that
+   cannot take part makes every rank return -1 instead of leaving the others in the gather. */
+int sr__engine_gather_u64(sr__engine *e, int failed, uint64_t mine, const char *what, uint64_t **all, size_t *n) {
+    *n = e->world ? (size_t)e->world_size : 1;
+    *all = sr__malloc(*n * sizeof **all);
+    void *send = e->world ? e->dev->alloc(sizeof mine) : NULL,
+         *recv = e->world ? e->dev->alloc(*n * sizeof mine) : NULL;
+    if (!*all || (e->world && (!send || !recv))) {
+        sr__log(SR_LOG_ERROR, "checkpoint: out of memory for %s", what);
+        failed = 1;
+    }
+    int rc = sr__engine_agree(e, e->world, failed);
+    if (rc == 0 && e->world) {
+        e->dev->to_device(send, &mine, sizeof mine);
+        if (sr_pg_all_gather(e->world, send, recv, 2, SR_INT32, NULL) != 0) {
+            sr__log(SR_LOG_ERROR, "checkpoint: %s", sr_pg_error(e->world));
+            rc = -1;
+        } else {
+            e->dev->to_host(*all, recv, *n * sizeof mine);
+        }
+    } else if (rc == 0) {
+        (*all)[0] = mine;
+    }
+    if (send) e->dev->free(send);
+    if (recv) e->dev->free(recv);
+    if (rc) free(*all), *all = NULL;
+    return rc;
+}
+
 /* ---- reporting ------------------------------------------------------------------------------------ */
 
 void sr__engine_memory(const sr__engine *e, sr__engine_mem *m) {

@@ -100,6 +100,8 @@ int sr__engine_fill_master(sr__engine *e, sr__unit_filler fill, void *arg, int f
 /* Every rank of `pg` learns whether any of them failed (a checkpoint, a weights file: all or
    nothing).  0 when none did; collective over pg (NULL: just this rank). */
 int sr__engine_agree(sr__engine *e, sr_pg *pg, int failed);
+/* every rank's `mine` in rank order (engine.c); collective, agreeing on `failed` first; 0 or -1 */
+int sr__engine_gather_u64(sr__engine *e, int failed, uint64_t mine, const char *what, uint64_t **all, size_t *n);
 /* Copies a shard-sized fp32 array from the shards' memory (hdev) to device memory, or back. */
 void sr__engine_shard_to_dev(sr__engine *e, float *dev_dst, const float *shard, size_t n);
 void sr__engine_shard_from_dev(sr__engine *e, float *shard, const float *dev_src, size_t n);

@@ -71,15 +71,19 @@ static int flush(sr_shard_writer *w, char *err, size_t errlen) {
     return 0;
 }
 
+/* whether n more tokens would overflow the header's int32 count (then err says so) */
+static int no_room(const sr_shard_writer *w, size_t n, char *err, size_t errlen) {
+    if ((int64_t)n <= SR_SHARD_MAX_TOKENS - w->ntokens) return 0;
+    snprintf(err, errlen,
+             "%s: more than %lld tokens for one shard (the header counts them in an int32); "
+             "split the data into more shards",
+             w->path, SR_SHARD_MAX_TOKENS);
+    return 1;
+}
+
 int sr_shard_writer_append(sr_shard_writer *w, const int32_t *ids, size_t n, char *err, size_t errlen) {
     const uint64_t limit = w->token_bytes == 2 ? 65536u : 4294967296u;
-    if ((int64_t)n > SR_SHARD_MAX_TOKENS - w->ntokens) {
-        snprintf(err, errlen,
-                 "%s: more than %lld tokens for one shard (the header counts them in an int32); "
-                 "split the data into more shards",
-                 w->path, SR_SHARD_MAX_TOKENS);
-        return -1;
-    }
+    if (no_room(w, n, err, errlen)) return -1;
     for (size_t i = 0; i < n; i++) {
         uint32_t t = (uint32_t)ids[i];
         if (ids[i] < 0 || (uint64_t)t >= limit) {
@@ -100,13 +104,7 @@ int sr_shard_writer_append(sr_shard_writer *w, const int32_t *ids, size_t n, cha
 }
 
 int sr_shard_writer_append_encoded(sr_shard_writer *w, const void *tokens, size_t n, char *err, size_t errlen) {
-    if ((int64_t)n > SR_SHARD_MAX_TOKENS - w->ntokens) {
-        snprintf(err, errlen,
-                 "%s: more than %lld tokens for one shard (the header counts them in an int32); "
-                 "split the data into more shards",
-                 w->path, SR_SHARD_MAX_TOKENS);
-        return -1;
-    }
+    if (no_room(w, n, err, errlen)) return -1;
     const unsigned char *b = tokens;
     size_t left = n * (size_t)w->token_bytes;
     while (left) { /* through the buffer: the file is written in large pieces whatever n is */

@@ -24,7 +24,8 @@ struct prep_pool {
     int stopping;
     int nthreads, started;
     pthread_t *thread;
-    tf_tokenizer **tok; /* tok[0] loaded, the others its clones */
+    tf_tokenizer *base; /* loaded: its tables and cache are shared by the threads' clones */
+    tf_tokenizer **tok; /* thread k's clone of base (one thread too: the same code at every count) */
     const char *text_field;
     int token_bytes;
     double cpu_s; /* the threads' CPU seconds, added by each as it ends (under mu) */
@@ -150,18 +151,18 @@ prep_pool *prep_pool_start(const prep_tokenizer_files *f, int nthreads, const ch
         prep_pool_stop(p, NULL);
         return NULL;
     }
-    /* the first tokenizer before any thread starts: a bad tokenizer file is reported once, and
-       before any input is read; the others share its tables */
-    if (!(p->tok[0] = prep_tokenizer_load(f, err, errlen))) {
+    /* the tokenizer before any thread starts: a bad tokenizer file is reported once, and before
+       any input is read; the threads' clones share its tables and its cache */
+    if (!(p->base = prep_tokenizer_load(f, err, errlen))) {
         prep_pool_stop(p, NULL);
         return NULL;
     }
-    for (int k = 1; k < nthreads; k++)
-        if (!(p->tok[k] = tf_tokenizer_clone(p->tok[0], err, errlen))) {
+    for (int k = 0; k < nthreads; k++)
+        if (!(p->tok[k] = tf_tokenizer_clone(p->base, err, errlen))) {
             prep_pool_stop(p, NULL);
             return NULL;
         }
-    p->token_bytes = sr_shard_token_bytes(tf_tokenizer_vocab_size(p->tok[0]));
+    p->token_bytes = sr_shard_token_bytes(tf_tokenizer_vocab_size(p->base));
     for (int k = 0; k < nthreads; k++) {
         worker_arg *a = malloc(sizeof *a);
         if (a) *a = (worker_arg){p, k};
@@ -176,7 +177,7 @@ prep_pool *prep_pool_start(const prep_tokenizer_files *f, int nthreads, const ch
     return p;
 }
 
-int prep_pool_vocab_size(const prep_pool *p) { return tf_tokenizer_vocab_size(p->tok[0]); }
+int prep_pool_vocab_size(const prep_pool *p) { return tf_tokenizer_vocab_size(p->base); }
 int prep_pool_token_bytes(const prep_pool *p) { return p->token_bytes; }
 
 prep_job *prep_pool_free_slot(prep_pool *p) {
@@ -228,7 +229,8 @@ void prep_pool_stop(prep_pool *p, double *worker_cpu_s) {
     pthread_cond_destroy(&p->work);
     pthread_cond_destroy(&p->done);
     for (size_t i = 0; p->job && i < p->nslot; i++) free(p->job[i].ids);
-    for (int k = p->nthreads - 1; p->tok && k >= 0; k--) tf_tokenizer_free(p->tok[k]); /* the clones first */
+    for (int k = 0; p->tok && k < p->nthreads; k++) tf_tokenizer_free(p->tok[k]);
+    tf_tokenizer_free(p->base); /* after its clones */
     free(p->job), free(p->state), free(p->thread), free(p->tok);
     free(p);
 }

@@ -17,9 +17,10 @@
 #include <string.h>
 
 #define BYTE_EOS 256
-#define CACHE_MAX_KEY 64          /* longer pieces are rare and not worth the memory */
-#define CACHE_MAX_ENTRIES 1000000 /* bounds the cache when a long corpus is tokenized */
-#define PAIR_FREE UINT64_MAX      /* ids are below 2^31, so no real pair key has all bits set */
+#define CACHE_MAX_KEY 64                    /* longer pieces are rare and not worth the memory */
+#define CACHE_MAX_ENTRIES 1000000           /* bounds the cache when a long corpus is tokenized */
+#define CACHE_FIRST_SLOTS ((size_t)1 << 18) /* the shared cache's first table: 2 MiB, one huge page */
+#define PAIR_FREE UINT64_MAX                /* ids are below 2^31, so no real pair key has all bits set */
 
 /* ---- hash tables ---------------------------------------------------------------------------- */
 
@@ -298,7 +299,7 @@ void tf_tokenizer_free(tf_tokenizer *t) {
 tf_tokenizer *tf_tokenizer_clone(tf_tokenizer *t, char *err, size_t errlen) {
     if (t->base) t = (tf_tokenizer *)t->base; /* a clone of a clone is one of the base's */
     if (t->pretok != TF_PRETOK_BYTES && !t->shared &&
-        !(t->shared = tf__shared_cache_new(CACHE_MAX_ENTRIES, CACHE_MAX_KEY)))
+        !(t->shared = tf__shared_cache_new(CACHE_FIRST_SLOTS, CACHE_MAX_ENTRIES, CACHE_MAX_KEY)))
         return tf__fail(err, errlen, "out of memory for the tokenizer's shared cache"), NULL;
     tf_tokenizer *c = malloc(sizeof *c);
     if (!c) return tf__fail(err, errlen, "out of memory"), NULL;

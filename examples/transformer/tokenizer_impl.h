@@ -58,17 +58,20 @@ typedef struct {
 } tf__pairmap;
 
 /* Encoded pieces (piece bytes -> ids) shared by a tokenizer and its clones (tokenizer_cache.c): an
-   insert-only open-addressing table of fixed size over an append-only arena, read and filled by
-   every thread at once, without locks (C11 atomics: a slot is published with release, read with
-   acquire).  Once full it stops taking pieces; it never shrinks or moves, so a reader needs no lock.
-   Two threads that add the same piece at once may both store it (the second copy is never found);
-   either gives the same ids. */
+   insert-only open-addressing table over an append-only arena, read and filled by every thread at
+   once (C11 atomics: a slot is published with release, read with acquire; one lock, taken with
+   trylock, for growing the table, which no reader waits for).  The table doubles when half full,
+   up to room for max_entries; it then stops taking pieces.  Entries never move, so a reader needs
+   no lock.  Two threads that add the same piece at once may both store it, and a piece added while
+   the table grows may be dropped (it is then computed again when it comes back); the ids are the
+   same either way. */
 typedef struct tf__shared_cache tf__shared_cache;
-/* Room for max_entries pieces of at most max_key bytes: NULL when out of memory. */
-tf__shared_cache *tf__shared_cache_new(size_t max_entries, size_t max_key);
+/* A table of first_slots (a power of two; the smaller of it and the largest is taken), room for
+   max_entries pieces of at most max_key bytes: NULL when out of memory. */
+tf__shared_cache *tf__shared_cache_new(size_t first_slots, size_t max_entries, size_t max_key);
 /* The ids of piece k[0 .. n) (*count of them), or NULL when it is not in the cache. */
 const int32_t *tf__shared_cache_find(const tf__shared_cache *c, const char *k, size_t n, uint32_t *count);
-/* Adds the piece and its ids (nothing when the cache is full or n > max_key). */
+/* Adds the piece and its ids (nothing when the cache is full, grows meanwhile, or n > max_key). */
 void tf__shared_cache_add(tf__shared_cache *c, const char *k, size_t n, const int32_t *ids, uint32_t count);
 void tf__shared_cache_free(tf__shared_cache *c);
 

@@ -96,15 +96,7 @@ static void log_model(const tf_lm *g, int cuda) {
     printf("%s: %d layers, %d heads, n_embd %d, vocab %d, positions %d: %.2fM parameters; %s kernels%s\n", arch->name,
            g->d.L, g->d.NH, g->d.C, g->d.V, g->d.P, params / 1e6, g->k->name, threads);
     if (g->lora.r) {
-        double per = 0;
-        for (int k = 0; k < TF_LINEARS; k++)
-            if (g->lora.targets & (1u << k))
-                per += (double)g->lora.r *
-                       (k == TF_LIN_DOWN  ? 5
-                        : k == TF_LIN_UP  ? 5
-                        : k == TF_LIN_QKV ? 4
-                                          : 2) *
-                       g->d.C;
+        double per = tf_lora_block_params(&g->lora); /* r (in + out) per targeted linear, the family's shapes */
         char dropout[64] = "";
         if (g->lora.dropout > 0) snprintf(dropout, sizeof dropout, ", dropout %g in training", g->lora.dropout);
         printf("%s: LoRA r %d, alpha %g (scale %g) on %s%s: %.0f trainable parameters (%.3f%%), the base frozen\n",

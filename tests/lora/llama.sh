@@ -51,6 +51,15 @@ EOF2
         run "$SHARDRUN" "$T/l.ini" --nproc-per-node $n "${extra[@]}"
         expect_rc 0 "$targets: one step on $n rank(s)"
         expect_in "$out" "LoRA r 4, alpha 6 (scale 1.5) on $targets" "$targets: the start-up line"
+        want=$(/usr/bin/python3 - "$T/w.safetensors" <<'PY'
+import json, math, struct, sys
+with open(sys.argv[1], "rb") as f:
+    head = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+print(sum(math.prod(v["shape"]) for k, v in head.items() if ".lora_" in k))
+PY
+)
+        expect_in "$out" ": $want trainable parameters" \
+            "$targets: the start-up line counts the adapters' elements in the reference's file ($want)"
         r=$($LORA_TORCH check "$T/dump.safetensors" "$T/w.safetensors" --family llama --config "$T/c.json" --n_head 4 \
             --alpha 6 --dropout "$dropout" "${grads[@]}" 2>&1) && pass ||
             fail "$targets, dropout $dropout: C vs torch on $n rank(s): $r"

@@ -1,6 +1,7 @@
 /*
- * The engine's state, shared by engine.c (the step), ckpt_*.c (saving and loading shards) and
- * weights.c (initial weights from a safetensors file).
+ * The engine's state, shared by its own pieces (engine_*.c, listed below with what each holds),
+ * ckpt_*.c (saving and loading shards) and weights.c (initial weights from a safetensors file);
+ * and the sr__engine_* internals the pieces share (compiled hidden, as every sr__ internal).
  */
 #ifndef SR_FSDP_ENGINE_INTERNAL_H
 #define SR_FSDP_ENGINE_INTERNAL_H
@@ -28,7 +29,7 @@ typedef struct sr__uslot {
     sr_work *gather_work;
     void *gfull;    /* full gradients, param dtype */
     void *gdst;     /* what the task adds this micro-batch's gradients into: gfull, or grad
-                             itself when get_grad_buffer can skip the separate buffer */
+                             itself when sr__engine_get_grad_buffer can skip the separate buffer */
     int grad_clean; /* grad holds zeros (zero_grads ran, nothing was added since): the first
                              micro-batch's gradients can go into it without an addition pass */
     void *rs_recv;  /* reduce-scatter result, shard-sized, param dtype: a temporary, or NULL when
@@ -68,7 +69,7 @@ struct sr__engine {
     /* companion_pool: the gathered buffers of frozen companions (units.h), sized for them alone: a
        LoRA unit's adapters and its frozen base would otherwise both take the larger size */
     sr__pool param_pool, companion_pool, grad_pool, temp_pool, root_temp_pool;
-    int grad_limit;  /* full-gradient buffers at most (see get_grad_buffer) */
+    int grad_limit;  /* full-gradient buffers at most (see sr__engine_get_grad_buffer) */
     int *pending_rs; /* FIFO of units with a reduce-scatter in flight */
     int npending;
     /* scalars for collectives (device memory) */
@@ -100,12 +101,72 @@ int sr__engine_fill_master(sr__engine *e, sr__unit_filler fill, void *arg, int f
 /* Every rank of `pg` learns whether any of them failed (a checkpoint, a weights file: all or
    nothing).  0 when none did; collective over pg (NULL: just this rank). */
 int sr__engine_agree(sr__engine *e, sr_pg *pg, int failed);
-/* every rank's `mine` in rank order (engine.c); collective, agreeing on `failed` first; 0 or -1 */
+/* every rank's `mine` in rank order (engine_failure.c); collective, agreeing on `failed` first; 0 or -1 */
 int sr__engine_gather_u64(sr__engine *e, int failed, uint64_t mine, const char *what, uint64_t **all, size_t *n);
 /* Copies a shard-sized fp32 array from the shards' memory (hdev) to device memory, or back. */
 void sr__engine_shard_to_dev(sr__engine *e, float *dev_dst, const float *shard, size_t n);
 void sr__engine_shard_from_dev(sr__engine *e, float *shard, const float *dev_src, size_t n);
 /* The initialisers' values of elements [lo, lo + n) of unit u. */
 void sr__engine_init_range(const sr__engine *e, int u, float *dst, size_t lo, size_t n);
+
+/* ---- what the engine's pieces share -------------------------------------------------------------
+
+   engine_setup.c        sr__engine_create, sr__engine_free
+   engine_init_params.c  the master shards' first values (sr__engine_init_params, _fill_master)
+   engine_passes.c       a micro-batch's forward, loss and backward through the task
+   engine_gather.c       the buffer pools; gathering a unit's parameters, releasing them
+   engine_reduce.c       the full-gradient buffers; reduce-scattering gradients into the shards
+   engine_step.c         the optimizer step; scalars reduced over a group
+   engine_eval.c         evaluation batches; sums over every rank
+   engine_failure.c      error messages; the ranks agreeing on failure
+   engine_report.c       memory figures, parameter statistics, the description */
+
+static inline int sr__engine_is_root(const sr__engine *e, int u) { return e->units.u[u].root; }
+static inline int sr__engine_is_frozen(const sr__engine *e, int u) { return e->units.u[u].frozen; }
+
+/* where wrapped unit u's gathered buffer comes from */
+static inline sr__pool *sr__engine_param_pool_of(sr__engine *e, int u) {
+    return e->units.u[u].owner >= 0 ? &e->companion_pool : &e->param_pool;
+}
+
+/* where unit u's shard-sized temporaries come from */
+static inline sr__pool *sr__engine_temp_pool_of(sr__engine *e, int u) {
+    return sr__engine_is_root(e, u) ? &e->root_temp_pool : &e->temp_pool;
+}
+
+/* engine_failure.c: log that a collective over pg failed ("FSDP <what> failed: ..."), or that the
+   task's <what> of module mi (-1: the loss) did; both return -1 */
+int sr__engine_pg_fail(sr_pg *pg, const char *what);
+int sr__engine_task_fail(sr__engine *e, const char *what, int mi);
+
+/* engine_gather.c: a buffer from the pool (allocated, and counted in the peak, when none is free;
+   NULL after logging when out of memory), one given back (NULL: nothing), every free one freed */
+void *sr__engine_pool_get(sr__engine *e, sr__pool *p);
+void sr__engine_pool_put(sr__pool *p, void *b);
+void sr__engine_pool_drain(sr__engine *e, sr__pool *p);
+/* engine_gather.c: the profile of a collective issued at `issued`, waited for from t0 until now */
+void sr__engine_wait_done(double issued, double t0, size_t bytes);
+/* engine_gather.c: unit u's gather (and its companion's) issued, waited for, both, or released;
+   sr__engine_wait_gather_one waits for u alone.  0 or -1 */
+int sr__engine_issue_gather(sr__engine *e, int u);
+int sr__engine_wait_gather(sr__engine *e, int u);
+int sr__engine_wait_gather_one(sr__engine *e, int u);
+int sr__engine_ensure_gathered(sr__engine *e, int u);
+void sr__engine_release_params(sr__engine *e, int u);
+
+/* engine_reduce.c: unit u's full-gradient buffer, zeroed, before its backward; its reduce-scatter
+   issued after it; a pending reduce-scatter finished into the gradient shard.  0 or -1 */
+int sr__engine_get_grad_buffer(sr__engine *e, int u);
+int sr__engine_issue_reduce(sr__engine *e, int u);
+int sr__engine_complete_reduce(sr__engine *e, int u);
+
+/* engine_passes.c: the task's call for module mi (parameter and, with_grads, gradient pointers),
+   and the forward over every module (keep_root, keep_wrapped: activations kept; reshard: wrapped
+   units released after their last module).  0 or -1 */
+void sr__engine_module_call(sr__engine *e, int mi, sr_module_call *c, int with_grads);
+int sr__engine_forward_pass(sr__engine *e, sr_module_call *c, int keep_root, int keep_wrapped, int reshard);
+
+/* engine_step.c: *v reduced with op over pg (NULL: unchanged) through device memory; 0 or -1 */
+int sr__engine_reduce_scalar(sr__engine *e, sr_pg *pg, double *v, sr_redop op);
 
 #endif

@@ -9,7 +9,7 @@
  * -> tf_buffer_pool_drain (frees the idle buffers; the pool can be used again, e.g. after
  * tf_buffer_pool_resize).
  *
- * Why this is not the engine's pool (core/fsdp/engine.c, sr__pool): the same idea, but libshardrun
+ * Why this is not the engine's pool (core/fsdp/engine_gather.c, sr__pool): the same idea, but libshardrun
  * keeps it internal (a task sees include/shardrun/ only) and it allocates through the engine's
  * device table and counts into the engine's memory figures; a task allocates through its own
  * kernel table.  core/device/pool.c, despite its name, is a thread pool.

@@ -11,6 +11,7 @@
 
 #include "base/alloc.h"
 #include "data/fault_guard.h"
+#include "data/shard_check.h"
 #include "shardrun/data.h"
 
 static const char *kind_of(mode_t m) {
@@ -187,13 +188,20 @@ static void scan_max(void *arg) {
     j->max = m;
 }
 
-int sr_shard_check_vocab(const sr_shard *s, int64_t vocab, char *err, size_t errlen) {
+int sr__shard_check_vocab_range(const sr_shard *s, int64_t vocab, int64_t first, int64_t n_check, char *err,
+                                size_t errlen) {
     /* chunks of 16 MiB: read ahead within a chunk, then dropped from this process (the page cache keeps
        them for the other ranks), so the check leaves the resident set as it found it */
     const int64_t chunk = ((int64_t)16 << 20) / s->token_bytes;
+    if (first < 0 || n_check < 0 || first + n_check > s->ntokens) {
+        snprintf(err, errlen, "%s: tokens %lld..%lld are outside the shard's %lld", s->path, (long long)first,
+                 (long long)(first + n_check), (long long)s->ntokens);
+        return -1;
+    }
     if (s->token_bytes == 2 && vocab >= 65536) return 0; /* nothing a uint16 can hold is out of range */
-    for (int64_t at = 0; at < s->ntokens; at += chunk) {
-        int64_t n = s->ntokens - at < chunk ? s->ntokens - at : chunk;
+    const int64_t end = first + n_check;
+    for (int64_t at = first; at < end; at += chunk) {
+        int64_t n = end - at < chunk ? end - at : chunk;
         int64_t off = SR_SHARD_HEADER_BYTES + at * s->token_bytes;
         size_t pg = (size_t)sysconf(_SC_PAGESIZE), a0 = (size_t)off / pg * pg, a1 = (size_t)(off + n * s->token_bytes);
         madvise((void *)(s->map + a0), a1 - a0, MADV_WILLNEED);
@@ -219,6 +227,10 @@ int sr_shard_check_vocab(const sr_shard *s, int64_t vocab, char *err, size_t err
         }
     }
     return 0;
+}
+
+int sr_shard_check_vocab(const sr_shard *s, int64_t vocab, char *err, size_t errlen) {
+    return sr__shard_check_vocab_range(s, vocab, 0, s->ntokens, err, errlen);
 }
 
 void sr_shard_close(sr_shard *s) {

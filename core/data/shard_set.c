@@ -8,6 +8,7 @@
 
 #include "base/alloc.h"
 #include "base/glob_each.h"
+#include "data/shard_check.h"
 #include "shardrun/data.h"
 
 typedef struct names {
@@ -127,6 +128,31 @@ int sr_shard_set_check_vocab(const sr_shard_set *set, int64_t vocab, char *err, 
     for (int i = 0; i < set->n; i++)
         if (sr_shard_check_vocab(&set->shards[i], vocab, err, errlen) != 0) return -1;
     return 0;
+}
+
+int sr_shard_set_check_vocab_range(const sr_shard_set *set, int64_t vocab, int64_t first, int64_t n, char *err,
+                                   size_t errlen) {
+    if (first < 0 || n < 0 || first + n > set->ntokens) {
+        snprintf(err, errlen, "tokens %lld..%lld are outside the shards' %lld", (long long)first,
+                 (long long)(first + n), (long long)set->ntokens);
+        return -1;
+    }
+    while (n > 0) { /* the range's part in each shard it touches, in stream order */
+        int i = shard_of(set, first);
+        int64_t at = first - set->first[i], k = set->first[i + 1] - first;
+        if (k > n) k = n;
+        if (sr__shard_check_vocab_range(&set->shards[i], vocab, at, k, err, errlen) != 0) return -1;
+        first += k, n -= k;
+    }
+    return 0;
+}
+
+void sr_shard_set_share(const sr_shard_set *set, int rank, int size, int64_t *first, int64_t *n) {
+    /* token-balanced: the shares differ by at most one token, whatever the shards' sizes; a share
+       may start or end inside a shard, so one big shard is split as well as many small ones */
+    int64_t a = size > 0 ? set->ntokens / size * rank + set->ntokens % size * rank / size : 0;
+    int64_t b = size > 0 ? set->ntokens / size * (rank + 1) + set->ntokens % size * (rank + 1) / size : 0;
+    *first = a, *n = b - a;
 }
 
 void sr_shard_set_close(sr_shard_set *set) {

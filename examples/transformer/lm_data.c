@@ -231,21 +231,63 @@ int tf__lm_load_data(tf_lm *g) {
     return record_identity(g) != 0 ? -1 : load_eval_data(g, &o);
 }
 
+/* v[0 .. n) through the world group and the kernels' device memory (NCCL reads device memory only):
+   root < 0: the MAX over the ranks (all-reduce), else root's values (broadcast).  The values come
+   back as the int32s' bytes, copied as they are (floats_download is a plain copy on every device).
+   0, or -1 after an error. */
+static int exchange(tf_lm *g, sr_pg *world, int32_t *v, size_t n, int root) {
+    int32_t *d = g->k->alloc(n * sizeof *d);
+    float *back = malloc(n * sizeof *back);
+    int rc = !d || !back || g->k->ids_upload(d, v, n) != 0 ||
+             (root < 0 ? sr_pg_all_reduce(world, d, n, SR_INT32, SR_MAX, NULL)
+                       : sr_pg_broadcast(world, d, n, SR_INT32, root, NULL)) != 0 ||
+             g->k->floats_download(back, (const float *)(const void *)d, n) != 0;
+    if (!rc) memcpy(v, back, n * sizeof *v);
+    if (d) g->k->free(d);
+    free(back);
+    if (rc)
+        tf__lm_error(g, "the ranks could not agree on the vocabulary check: %s\n",
+                     d && back ? sr_pg_error(world) : "out of memory");
+    return rc ? -1 : 0;
+}
+
 /* Every token id below the model's vocabulary, before step 0: shards are read through once (mapped,
    nothing kept); texts were tokenized by the model's tokenizer, whose ids the vocabulary covers
-   (tf_lm_create checks vocab_size against it). */
+   (tf_lm_create checks vocab_size against it).  The ranks share the reading: each checks its
+   sr_shard_set_share of each set's tokens, then they agree (an all-reduce), so the data is read
+   once in all, not once per rank.  The first bad id in stream order (train data before eval data)
+   is reported: its rank sends the message to every rank, and every rank fails create() with it, as
+   when each rank read everything (the trainer prints one node's copy, local rank 0's). */
 int tf__lm_check_vocab(tf_lm *g) {
-    char err[1024];
+    int32_t msg[256]; /* the message, as int32s for the exchange */
+    char err[sizeof msg];
     /* the agent's dry run of create() (its key check, before any worker: no process group) has opened
-       the shards and checked their headers; reading them through is for the workers, once */
-    if (!sr_world(g->ctx)) return 0;
+       the shards and checked their headers; reading them through is for the workers, once in all */
+    sr_pg *world = sr_world(g->ctx);
+    if (!world) return 0;
     const tf_dataset *sets[2] = {&g->data, &g->eval};
-    for (int k = 0; k < 2; k++) {
-        if (sets[k]->shards && sets[k]->owns_shards &&
-            sr_shard_set_check_vocab(sets[k]->shards, g->d.V, err, sizeof err)) {
-            tf__lm_error(g, "%s%s\n", k ? "eval_data: " : "", err);
-            return -1;
-        }
+    int rank = sr_pg_rank(world), size = sr_pg_size(world), failed = -1; /* the set a bad id is in */
+    long long checked = 0;
+    for (int k = 0; k < 2 && failed < 0; k++) {
+        if (!sets[k]->shards || !sets[k]->owns_shards) continue;
+        int64_t first, n;
+        sr_shard_set_share(sets[k]->shards, rank, size, &first, &n);
+        if (sr_shard_set_check_vocab_range(sets[k]->shards, g->d.V, first, n, err, sizeof err) != 0) failed = k;
+        checked += n;
     }
-    return 0;
+    /* the lowest (set, rank) that failed wins: the first bad id in stream order */
+    int32_t v = failed < 0 ? 0 : 2 * size - (failed * size + rank);
+    if (exchange(g, world, &v, 1, -1) != 0) return -1;
+    if (v == 0) {
+        sr_report_int(g->ctx, "vocab_checked_tokens", checked);
+        return 0;
+    }
+    int key = 2 * size - v, set = key / size, winner = key % size;
+    memset(msg, 0, sizeof msg);
+    if (rank == winner) memcpy(msg, err, sizeof err);
+    if (exchange(g, world, msg, sizeof msg / sizeof *msg, winner) != 0) return -1;
+    memcpy(err, msg, sizeof err);
+    err[sizeof err - 1] = 0;
+    tf__lm_error(g, "%s%s\n", set ? "eval_data: " : "", err);
+    return -1;
 }

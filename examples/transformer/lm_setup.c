@@ -159,7 +159,6 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
         tf__lm_error(g, "[task] vocab_size = %d is smaller than the tokenizer's %d tokens\n", g->d.V, tv);
         goto fail;
     }
-    if (tf__lm_check_vocab(g) != 0) goto fail;
     const char *dump = sr_config_path(ctx, "dump");
     if (dump && *dump && !(g->dump_path = strdup(dump))) goto fail;
 
@@ -173,6 +172,7 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
         goto fail;
     }
     if (!(g->k = tf__lm_kernels(g, cuda))) goto fail;
+    if (tf__lm_check_vocab(g) != 0) goto fail; /* after the kernels: the ranks agree through their memory */
     tf_buffer_pool_init(&g->pool, g->k->alloc, g->k->free, 0); /* sized by tf__lm_alloc_acts */
     g->dt = compute_dtype();
     g->es = sr_dtype_size(g->dt);

@@ -99,8 +99,9 @@ int tf__lm_config_int(const tf_lm *g, const char *key, long long def, long long 
 /* lm_data.c: the tokenizer ([task] tokenizer_json, or vocab_json + merges_txt, or bytes), max_length
    into g->T, the training samples and the eval samples.  0, or -1 after an error naming the key. */
 int tf__lm_load_data(tf_lm *g);
-/* lm_data.c: every token id of the data below g->d.V (token shards are read through): 0, or -1 after
-   an error naming the file and offset. */
+/* lm_data.c: every token id of the data below g->d.V (token shards are read through, each rank its
+   share; collective over the world group, after g->k is set): 0, or -1 on every rank after an error
+   naming the file and offset (printed by the rank that found it). */
 int tf__lm_check_vocab(tf_lm *g);
 
 /* lm_kernels.c: the CPU table, or (cuda) the one in transformer_cuda.so next to the task; NULL

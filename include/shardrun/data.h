@@ -14,7 +14,8 @@
  *                       any thread -> sr_shard_close
  *   a set of shards:    sr_shard_set_open (whitespace-separated globs, matches sorted) -> the set is
  *                       one token stream, the shards' tokens in order: sr_shard_set_read,
- *                       sr_shard_set_check_vocab, sr_shard_set_identity -> sr_shard_set_close
+ *                       sr_shard_set_check_vocab (or _range over a rank's sr_shard_set_share),
+ *                       sr_shard_set_identity -> sr_shard_set_close
  *   writing a shard:    sr_shard_writer_open (a hidden temporary next to the path) ->
  *                       sr_shard_writer_append, any number -> sr_shard_writer_close (header, fsync,
  *                       rename: the path appears complete or not at all) or sr_shard_writer_abort;
@@ -93,6 +94,17 @@ SR_API int sr_shard_set_open(sr_shard_set *set, const char *patterns, const char
 SR_API int sr_shard_set_read(const sr_shard_set *set, int64_t first, int64_t n, int32_t *out, char *err, size_t errlen);
 /* sr_shard_check_vocab for every shard (the first failure names its file). */
 SR_API int sr_shard_set_check_vocab(const sr_shard_set *set, int64_t vocab, char *err, size_t errlen);
+/* The same check over the stream's tokens first .. first+n-1 only, across shard boundaries; a bad
+   id's message is sr_shard_check_vocab's (the file, the byte offset, the token's index in its
+   shard).  The ranks of a run share the check this way: each checks its sr_shard_set_share and they
+   agree on the outcome (an all-reduce), so the set is read once in all, not once per rank.  0, or
+   -1 (also for a range outside the stream). */
+SR_API int sr_shard_set_check_vocab_range(const sr_shard_set *set, int64_t vocab, int64_t first, int64_t n, char *err,
+                                          size_t errlen);
+/* Rank's share of the stream among size ranks (0 <= rank < size): *first, *n tokens.  The shares
+   are consecutive, cover every token once and differ by at most one token (a share may start or
+   end inside a shard). */
+SR_API void sr_shard_set_share(const sr_shard_set *set, int rank, int size, int64_t *first, int64_t *n);
 /* A cheap identity of the set for checkpoints, written into out[len] (NUL-terminated, truncated
    when longer): "<N> shards, <bytes> bytes, xxh3 <16 hex>", the hash over each shard's base name,
    size, header and a few pages sampled from it (not every byte: a rewrite that keeps all of those

@@ -5,6 +5,8 @@
  *   shard_tool read PATTERNS [VOCAB]   the set's tokens, one per line (after the vocabulary check when VOCAB > 0)
  *   shard_tool gen DIR PREFIX TOKENS PER_SHARD VOCAB SEED   shards of pseudo-random ids, PREFIX_train_NNNNNN.bin
  *   shard_tool identity PATTERNS       the set's identity line
+ *   shard_tool check PATTERNS VOCAB RANK SIZE   the vocabulary check of rank's share of SIZE ranks
+ *                                      (sr_shard_set_share): "checked tokens FIRST..END of N" on success
  *   shard_tool jsonl FILE FIELD        each record: LINE<TAB>BYTES<TAB>text (newlines as \n)
  *   shard_tool shrink PATH             opens the shard, cuts the file to 1100 bytes, then hashes it (a
  *                                      read of vanished pages: must not fault) and reads its last token
@@ -109,9 +111,21 @@ int main(int argc, char **argv) {
         sr_shard_set_close(&s);
         return rc ? fail() : 0;
     }
+    if (argc >= 6 && !strcmp(argv[1], "check")) {
+        sr_shard_set s;
+        int64_t first, n;
+        if (sr_shard_set_open(&s, argv[2], NULL, err, sizeof err) != 0) return fail();
+        sr_shard_set_share(&s, atoi(argv[4]), atoi(argv[5]), &first, &n);
+        int rc = sr_shard_set_check_vocab_range(&s, atoll(argv[3]), first, n, err, sizeof err);
+        if (rc == 0)
+            printf("checked tokens %lld..%lld of %lld\n", (long long)first, (long long)(first + n),
+                   (long long)s.ntokens);
+        sr_shard_set_close(&s);
+        return rc ? fail() : 0;
+    }
     if (argc >= 4 && !strcmp(argv[1], "jsonl"))
         return sr_jsonl_file_each(argv[2], argv[3], print_text, NULL, err, sizeof err) ? fail() : 0;
     fprintf(stderr, "usage: shard_tool write PATH WIDTH | read PATTERNS [VOCAB] | gen DIR PREFIX TOKENS PER_SHARD "
-                    "VOCAB SEED | identity PATTERNS | jsonl FILE FIELD\n");
+                    "VOCAB SEED | identity PATTERNS | check PATTERNS VOCAB RANK SIZE | jsonl FILE FIELD\n");
     return 2;
 }

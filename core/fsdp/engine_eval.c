@@ -12,13 +12,7 @@
 /* The forward and loss() of an eval batch the task has loaded (n samples). */
 static int eval_forward(sr__engine *e, long long step, int batch, int n, double *loss) {
     sr__watch_phase(SR_PHASE_EVAL);
-    sr_module_call c = {0};
-    c.dtype = e->dtype;
-    c.device = e->dev->kind;
-    c.batch_size = n;
-    c.step = step;
-    c.micro_step = batch;
-    c.eval = 1;
+    sr_module_call c = sr__engine_call_of(e, n, step, batch, 1);
     int root = e->units.root, nm = e->model->nmods;
     /* the training forward's gathers and prefetches, no activations kept; every unit is resharded
        after its forward (whatever the strategy: no backward will come for it) */

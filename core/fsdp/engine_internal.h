@@ -134,6 +134,19 @@ static inline sr__pool *sr__engine_temp_pool_of(sr__engine *e, int u) {
     return sr__engine_is_root(e, u) ? &e->root_temp_pool : &e->temp_pool;
 }
 
+/* The call a training micro-batch (micro) or an eval batch (eval = 1, micro: the eval batch) of n
+   samples starts from at `step`; the passes fill in the module, parameters and flags. */
+static inline sr_module_call sr__engine_call_of(const sr__engine *e, int n, long long step, int micro, int eval) {
+    sr_module_call c = {0};
+    c.dtype = e->dtype;
+    c.device = e->dev->kind;
+    c.batch_size = n;
+    c.step = step;
+    c.micro_step = micro;
+    c.eval = eval;
+    return c;
+}
+
 /* engine_failure.c: log that a collective over pg failed ("FSDP <what> failed: ..."), or that the
    task's <what> of module mi (-1: the loss) did; both return -1 */
 int sr__engine_pg_fail(sr_pg *pg, const char *what);

@@ -77,12 +77,7 @@ int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, 
         return -1;
     }
     if (sr__prof.on) e->dev->sync(), sr__prof_add(SR__PROF_DATA, t0, 0, 0);
-    sr_module_call c = {0};
-    c.dtype = e->dtype;
-    c.device = e->dev->kind;
-    c.batch_size = n;
-    c.step = step;
-    c.micro_step = micro;
+    sr_module_call c = sr__engine_call_of(e, n, step, micro, 0);
     int root = e->units.root, nm = e->model->nmods, ckpt = e->cfg.enabled && e->cfg.activation_checkpointing;
     const sr__fsdp_config *cfg = &e->cfg;
 

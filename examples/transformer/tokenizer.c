@@ -9,7 +9,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "tokenizer_impl.h"
-#include "base/hash64.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,15 +23,9 @@
 
 /* ---- hash tables ---------------------------------------------------------------------------- */
 
-/* FNV-1a (the project's one copy), its high bits folded into the low ones the tables index by */
-static uint64_t hash_bytes(const char *s, size_t n) {
-    uint64_t h = sr__fnv1a64(SR_FNV1A64_BASIS, s, n);
-    return h ^ h >> 29;
-}
-
 tf__str_slot *tf__strmap_find(const tf__strmap *m, const char *k, size_t n) {
     if (!m->cap) return NULL;
-    for (size_t i = hash_bytes(k, n) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    for (size_t i = tf__hash_bytes(k, n) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
         tf__str_slot *s = &m->slots[i];
         if (s->off == TF__SLOT_FREE) return NULL;
         if (s->len == n && !memcmp(m->keys + s->off, k, n)) return s;
@@ -46,7 +39,7 @@ static int strmap_grow(tf__strmap *m) {
     for (size_t i = 0; i < cap; i++) s[i].off = TF__SLOT_FREE;
     for (size_t j = 0; j < m->cap; j++) {
         if (m->slots[j].off == TF__SLOT_FREE) continue;
-        size_t i = hash_bytes(m->keys + m->slots[j].off, m->slots[j].len) & (cap - 1);
+        size_t i = tf__hash_bytes(m->keys + m->slots[j].off, m->slots[j].len) & (cap - 1);
         while (s[i].off != TF__SLOT_FREE) i = (i + 1) & (cap - 1);
         s[i] = m->slots[j];
     }
@@ -67,7 +60,7 @@ tf__str_slot *tf__strmap_add(tf__strmap *m, const char *k, size_t n) {
         m->kcap = cap;
     }
     if (n) memcpy(m->keys + m->klen, k, n);
-    size_t i = hash_bytes(k, n) & (m->cap - 1);
+    size_t i = tf__hash_bytes(k, n) & (m->cap - 1);
     while (m->slots[i].off != TF__SLOT_FREE) i = (i + 1) & (m->cap - 1);
     m->slots[i] = (tf__str_slot){.off = (uint32_t)m->klen, .len = (uint32_t)n};
     m->klen += n;

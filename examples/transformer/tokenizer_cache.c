@@ -34,7 +34,6 @@
  */
 #define _DEFAULT_SOURCE /* madvise, MAP_ANONYMOUS */
 #include "tokenizer_impl.h"
-#include "base/hash64.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -67,11 +66,6 @@ typedef struct {
     uint32_t len, count;
 } entry_head;
 
-static uint64_t hash(const char *s, size_t n) {
-    uint64_t h = sr__fnv1a64(SR_FNV1A64_BASIS, s, n);
-    return h ^ h >> 29;
-}
-
 static size_t ids_at(size_t key_len) { return (sizeof(entry_head) + key_len + 3) & ~(size_t)3; }
 
 static size_t huge_round(size_t n) { return (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1); }
@@ -87,6 +81,12 @@ static void *map_huge(size_t bytes) {
     madvise(m + head, bytes, MADV_HUGEPAGE); /* a hint: where it is refused, small pages */
 #endif
     return m + head;
+}
+
+static void table_free(table *t) {
+    if (!t) return;
+    munmap((void *)t->slots, t->bytes);
+    free(t);
 }
 
 static table *table_new(size_t cap) {
@@ -117,8 +117,7 @@ tf__shared_cache *tf__shared_cache_new(size_t first_slots, size_t max_entries, s
     while (first < first_slots && first < c->max_cap) first *= 2;
     table *t = table_new(first);
     if (!t || !(c->arena = map_huge(c->arena_bytes))) {
-        if (t) munmap((void *)t->slots, t->bytes);
-        free(t);
+        table_free(t);
         free(c);
         return NULL;
     }
@@ -132,8 +131,7 @@ void tf__shared_cache_free(tf__shared_cache *c) {
     if (!c) return;
     for (table *t = atomic_load(&c->cur), *o; t; t = o) {
         o = t->older;
-        munmap((void *)t->slots, t->bytes);
-        free(t);
+        table_free(t);
     }
     munmap(c->arena, c->arena_bytes);
     pthread_mutex_destroy(&c->grow);
@@ -153,7 +151,7 @@ static const entry_head *entry_of(const tf__shared_cache *c, uint64_t v, uint64_
 
 const int32_t *tf__shared_cache_find(const tf__shared_cache *c, const char *k, size_t n, uint32_t *count) {
     const table *t = atomic_load_explicit(&c->cur, memory_order_acquire);
-    uint64_t h = hash(k, n), tag = h >> 48;
+    uint64_t h = tf__hash_bytes(k, n), tag = h >> 48;
     for (size_t i = (size_t)h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
         uint64_t v = atomic_load_explicit(&t->slots[i], memory_order_acquire);
         if (!v) return NULL;
@@ -178,7 +176,7 @@ static void grow(tf__shared_cache *c, table *t) {
             uint64_t v = atomic_load_explicit(&t->slots[i], memory_order_acquire);
             if (!v) continue;
             const entry_head *e = entry_at(c, v);
-            size_t j = (size_t)hash((const char *)(e + 1), e->len) & (n->cap - 1);
+            size_t j = (size_t)tf__hash_bytes((const char *)(e + 1), e->len) & (n->cap - 1);
             while (atomic_load_explicit(&n->slots[j], memory_order_relaxed)) j = (j + 1) & (n->cap - 1);
             atomic_store_explicit(&n->slots[j], v, memory_order_relaxed);
             copied++;
@@ -212,7 +210,7 @@ void tf__shared_cache_add(tf__shared_cache *c, const char *k, size_t n, const in
     memcpy(p, &head, sizeof head);
     memcpy(p + sizeof head, k, n);
     memcpy(p + ids_at(n), ids, (size_t)count * sizeof *ids);
-    uint64_t h = hash(k, n), tag = h >> 48, v = (uint64_t)(off / 8 + 1) << 16 | tag;
+    uint64_t h = tf__hash_bytes(k, n), tag = h >> 48, v = (uint64_t)(off / 8 + 1) << 16 | tag;
     for (size_t i = (size_t)h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
         uint64_t cur = atomic_load_explicit(&t->slots[i], memory_order_acquire);
         if (!cur && atomic_compare_exchange_strong_explicit(&t->slots[i], &cur, v, memory_order_release,

@@ -19,7 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/json.h" /* core/io/json.h: the tokenizer's sources compile core/io/json.c in */
+#include "base/hash64.h" /* core/base/hash64.h: FNV-1a, header-only */
+#include "io/json.h"     /* core/io/json.h: the tokenizer's sources compile core/io/json.c in */
 #include "tokenizer.h"
 
 /* The largest tokenizer file read (tokenizer.json, vocab.json, merges.txt): the largest tokenizers
@@ -56,6 +57,13 @@ typedef struct {
     tf__pair_slot *slots;
     size_t cap, n;
 } tf__pairmap;
+
+/* FNV-1a (the project's one copy, base/hash64.h) with its high bits folded into the low ones the
+   tokenizer's tables index by: the string maps and the shared cache */
+static inline uint64_t tf__hash_bytes(const char *s, size_t n) {
+    uint64_t h = sr__fnv1a64(SR_FNV1A64_BASIS, s, n);
+    return h ^ h >> 29;
+}
 
 /* Encoded pieces (piece bytes -> ids) shared by a tokenizer and its clones (tokenizer_cache.c): an
    insert-only open-addressing table over an append-only arena, read and filled by every thread at

@@ -17,19 +17,6 @@
 CMP="/usr/bin/python3 $SRC/tests/fsdp/compare_logs.py"
 CHK="/usr/bin/python3 $SRC/tests/fsdp/check_records.py"
 mixed_text
-common="max_length = 100
-min_chars = 10
-data = $T/mixed.txt
-max_steps = 1
-per_device_train_batch_size = 6
-adam_beta1 = 0
-max_grad_norm = 0
-weight_decay = 0
-dump = $T/dump.safetensors
-output_dir = $T/out
-lora_r = 4
-lora_alpha = 6
-lora_dropout = 0.1"
 
 # the reference's hash is splitmix64's: m(0) is its first output from state 0
 r=$(cd "$SRC/tests/lora" &&
@@ -51,28 +38,10 @@ vs_torch() { # FAMILY JOB WEIGHTS [without: also check that the reference withou
         --grads "$T/out/checkpoint-1/optimizer.safetensors" 2>&1)
     grep -q "FAILED" <<<"$r" && pass || fail "$fam: the reference without dropout should not agree: $r"
 }
-$TORCH_GPT2 init "$T/gbase.safetensors" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 128 --vocab_size 300 --seed 3 \
-    >/dev/null && pass || fail "gpt2_torch.py init"
-$LORA_TORCH init "$T/g.safetensors" --family gpt2 --base "$T/gbase.safetensors" --r 4 --targets c_attn,c_proj,c_fc \
-    --seed 5 >/dev/null && pass || fail "lora_torch.py init (gpt2)"
-gpt2_job g.ini "fsdp.sharding_strategy = NO_SHARD" "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
-$GPT2_TINY
-$common
-init_weights = $T/g.safetensors
-lora_target_modules = c_attn,c_proj,c_fc
-EOF2
+lora_ref_gpt2 "lora_dropout = 0.1"
 vs_torch gpt2 g.ini "$T/g.safetensors" without
-$TORCH_BLOOM init "$T/bbase.safetensors" --n_layer 2 --n_head 4 --hidden_size 48 --vocab_size 300 --seed 4 \
-    >/dev/null && pass || fail "bloom_torch.py init"
-targets=query_key_value,dense,dense_h_to_4h,dense_4h_to_h
-$LORA_TORCH init "$T/b.safetensors" --family bloom --base "$T/bbase.safetensors" --r 4 --targets $targets --seed 6 \
-    >/dev/null && pass || fail "lora_torch.py init (bloom)"
-bloom_job b.ini "fsdp.sharding_strategy = NO_SHARD" "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
-$BLOOM_TINY
-$common
-init_weights = $T/b.safetensors
-lora_target_modules = $targets
-EOF2
+lora_ref_bloom_base
+lora_ref_bloom query_key_value,dense,dense_h_to_4h,dense_4h_to_h "lora_dropout = 0.1"
 vs_torch bloom b.ini "$T/b.safetensors"
 
 # ---- evaluation without dropout; PEFT's adapter_config.json ----

@@ -44,3 +44,51 @@ max_length = 96
 min_chars = 100
 data = $T/corpus.txt
 init_weights = $T/base.safetensors"
+# The one-step runs checked against the reference (vs_torch.sh, dropout.sh), as [task] lines: the
+# first micro-batch dumped, one AdamW step with beta1 = 0 (exp_avg is then the gradient), nothing
+# clipped or decayed, r 4 and alpha 6, on $T/mixed.txt (mixed_text).
+LORA_REF_STEP="max_length = 100
+min_chars = 10
+data = $T/mixed.txt
+max_steps = 1
+per_device_train_batch_size = 6
+adam_beta1 = 0
+max_grad_norm = 0
+weight_decay = 0
+dump = $T/dump.safetensors
+output_dir = $T/out
+lora_r = 4
+lora_alpha = 6"
+# lora_ref_gpt2 [LINES]: the reference's tiny GPT-2 ($T/gbase.safetensors) with adapters on c_attn,
+# c_proj and c_fc whose lora_B is not zero ($T/g.safetensors), and $T/g.ini training them one step
+# (LORA_REF_STEP and LINES) on 1 rank with the FULL state dict.
+lora_ref_gpt2() {
+    $TORCH_GPT2 init "$T/gbase.safetensors" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 128 --vocab_size 300 \
+        --seed 3 >/dev/null && pass || fail "gpt2_torch.py init"
+    $LORA_TORCH init "$T/g.safetensors" --family gpt2 --base "$T/gbase.safetensors" --r 4 \
+        --targets c_attn,c_proj,c_fc --seed 5 >/dev/null && pass || fail "lora_torch.py init (gpt2)"
+    gpt2_job g.ini "fsdp.sharding_strategy = NO_SHARD" "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
+$GPT2_TINY
+$LORA_REF_STEP
+${1:-}
+init_weights = $T/g.safetensors
+lora_target_modules = c_attn,c_proj,c_fc
+EOF2
+}
+# lora_ref_bloom_base: the reference's tiny BLOOM ($T/bbase.safetensors); lora_ref_bloom TARGETS
+# [LINES]: adapters on TARGETS over it ($T/b.safetensors) and $T/b.ini, as lora_ref_gpt2.
+lora_ref_bloom_base() {
+    $TORCH_BLOOM init "$T/bbase.safetensors" --n_layer 2 --n_head 4 --hidden_size 48 --vocab_size 300 --seed 4 \
+        >/dev/null && pass || fail "bloom_torch.py init"
+}
+lora_ref_bloom() {
+    $LORA_TORCH init "$T/b.safetensors" --family bloom --base "$T/bbase.safetensors" --r 4 --targets "$1" --seed 6 \
+        >/dev/null && pass || fail "lora_torch.py init (bloom, $1)"
+    bloom_job b.ini "fsdp.sharding_strategy = NO_SHARD" "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
+$BLOOM_TINY
+$LORA_REF_STEP
+${2:-}
+init_weights = $T/b.safetensors
+lora_target_modules = $1
+EOF2
+}

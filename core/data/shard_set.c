@@ -124,12 +124,6 @@ int sr_shard_set_read(const sr_shard_set *set, int64_t first, int64_t n, int32_t
     return 0;
 }
 
-int sr_shard_set_check_vocab(const sr_shard_set *set, int64_t vocab, char *err, size_t errlen) {
-    for (int i = 0; i < set->n; i++)
-        if (sr_shard_check_vocab(&set->shards[i], vocab, err, errlen) != 0) return -1;
-    return 0;
-}
-
 int sr_shard_set_check_vocab_range(const sr_shard_set *set, int64_t vocab, int64_t first, int64_t n, char *err,
                                    size_t errlen) {
     if (first < 0 || n < 0 || first + n > set->ntokens) {
@@ -145,6 +139,10 @@ int sr_shard_set_check_vocab_range(const sr_shard_set *set, int64_t vocab, int64
         first += k, n -= k;
     }
     return 0;
+}
+
+int sr_shard_set_check_vocab(const sr_shard_set *set, int64_t vocab, char *err, size_t errlen) {
+    return sr_shard_set_check_vocab_range(set, vocab, 0, set->ntokens, err, errlen);
 }
 
 void sr_shard_set_share(const sr_shard_set *set, int rank, int size, int64_t *first, int64_t *n) {

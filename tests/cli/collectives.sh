@@ -44,22 +44,23 @@ done
 run "$SHARDRUN" "$T/c.ini" --nproc-per-node 3 --set torch.transport=shm --set task.sizes=1048579
 expect_rc 0 "odd large sizes over shm"
 [ "$(grep -c "checks, 0 failed on rank" <<<"$out")" -eq 3 ] && pass || fail "odd large sizes over shm: $out"
-# SIGKILL of a worker while the others wait in a collective: the run fails, no segment stays
+# SIGKILL of a worker while the others wait in a collective (rank 2 sleeps 30 s instead of joining):
+# the run fails at once, long before rank 2 would come, and no segment stays
+t0=$(date +%s%N)
 "$SHARDRUN" "$T/c.ini" --nproc-per-node 3 --set task.stall_rank=2 --set torch.transport=shm >"$T/k.out" 2>"$T/k.err" &
 spid=$!
 victim=""
-for _ in $(seq 1 300); do
-    victim=$(pgrep -P "$spid" | head -1)
-    [ -n "$victim" ] && grep -q "world over shm" "$T/k.out" && break
-    sleep 0.02
-done
+wait_for "$T/k.out" "[rank0]: joining all_reduce #1" 60 && victim=$(worker_of "$spid" 0)
+[ -n "$victim" ] && pass || fail "rank 0 of the run reached the all_reduce and its pid was found: $(cat "$T/k.out" "$T/k.err")"
 sleep 0.3
 [ -n "$victim" ] && kill -KILL "$victim"
 wait "$spid"
 rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
 expect_rc 1 "a worker killed during a collective fails the run"
+[ "$ms" -lt 15000 ] && pass || fail "the killed worker ended the run after ${ms} ms, not before the stalled rank's 30 s"
 # (which failure the summary names first races: the kill, or a peer that noticed it)
-grep -qE "killed by signal SIGKILL|shm: rank [0-9] \(pid [0-9]+\) exited" "$T/k.err" && pass \
+grep -qE "rank 0 \(local rank 0, pid $victim\) (was )?killed by signal SIGKILL|shm: rank 0 \(pid $victim\) exited" "$T/k.err" && pass \
     || fail "the summary names the killed worker or a peer that saw it go: $(cat "$T/k.err")"
 segments >"$T/shm.after"
 left=$(comm -13 "$T/shm.before" "$T/shm.after")

@@ -72,6 +72,14 @@ done_checks() {
     echo "$(basename "$0"): $checks checks, $failed failed"
     [ "$failed" -eq 0 ]
 }
+# worker_of AGENT LOCAL_RANK: the pid of the agent's worker of that local rank: the agent forks them
+# in local-rank order, each the leader of its own process group (its guardian, forked first, is none)
+worker_of() {
+    local c
+    for c in $(pgrep -P "$1"); do
+        awk -v p="$c" '{ sub(/.*\) /, ""); if ($3 == p) print $20, p }' "/proc/$c/stat" 2>/dev/null
+    done | sort -k1,1n -k2,2n | awk -v i="$2" 'NR == i + 1 { print $2 }'
+}
 # A port P such that P and P+1 (the rendezvous store's default across nodes) are free now.
 free_port_pair() {
     /usr/bin/python3 - <<'PY'

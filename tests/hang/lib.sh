@@ -25,13 +25,10 @@ wait_for() {
     return 1
 }
 
-# worker_pid AGENT LOCAL_RANK: the pid of the agent's worker of that local rank: the agent forks them
-# in local-rank order, each the leader of its own process group (the guardian is none)
+# worker_pid AGENT LOCAL_RANK: tests/cli/lib.sh's worker_of, failing when there is none (yet)
 worker_pid() {
-    local p pick
-    pick=$(for p in $(pgrep -P "$1"); do
-        awk -v p="$p" '{ sub(/.*\) /, ""); if ($3 == p) print $20, p }' "/proc/$p/stat" 2>/dev/null
-    done | sort -n | awk -v i="$2" 'NR == i + 1 { print $2 }')
+    local pick
+    pick=$(worker_of "$1" "$2")
     [ -n "$pick" ] && echo "$pick"
 }
 

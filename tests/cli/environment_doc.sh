@@ -27,7 +27,9 @@ done
 sed -n '/^<!-- test-command:begin -->$/,/^<!-- test-command:end -->$/p' "$README" | sed '1d;$d' |
     grep -v '^```' | grep -v '^[[:space:]]*$' >"$T/test_cmd"
 expect_eq "$(wc -l <"$T/test_cmd")" 1 "README.md has one command line between the test-command markers [$(cat "$T/test_cmd")]"
-expect_in "$(cat "$T/test_cmd")" "ctest --test-dir build" "the README's test command runs the tests"
+# every tier of the normal build (tests/tiers.sh without tiers runs them all), and the sanitizer build's
+expect_in "$(cat "$T/test_cmd")" "bash tests/tiers.sh build &&" "the README's test command runs every tier of the normal build"
+expect_in "$(cat "$T/test_cmd")" "bash tests/tiers.sh build-asan " "the README's test command runs the sanitizer build's tiers"
 # .ci/run runs what the README says by reading it between the markers, not from a copy of its own
 expect_in "$(cat "$SRC/.ci/run")" "test-command:begin" ".ci/run reads the README's test-command markers"
 done_checks

@@ -3,12 +3,16 @@
 #define _GNU_SOURCE
 #include "trainer/preempt.h"
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "base/clock.h"
+#include "base/log.h"
 #include "base/progress.h"
 
 /* the signal that asked this rank to stop (SIGTERM or SIGUSR1), 0: none */
@@ -53,6 +57,25 @@ void sr__debug_kill_at(int rank, int restart_count, long long step) {
         fflush(NULL);
         raise(stop ? SIGSTOP : SIGKILL);
     }
+}
+
+/* how long SHARDRUN_DEBUG_PAUSE_AT waits for a stop request before it gives up and goes on */
+enum { PAUSE_LIMIT_S = 120 };
+
+void sr__debug_pause_at(int rank, int restart_count, long long step) {
+    const char *v = getenv("SHARDRUN_DEBUG_PAUSE_AT");
+    int r, at = 0;
+    long long s;
+    if (!v || sscanf(v, "%d:%lld%n", &r, &s, &at) != 2 || v[at] || r != rank || s != step || restart_count) return;
+    /* the step's line is out before the test, which waits for it, sends its signal */
+    if (fflush(NULL) != 0) sr__log(SR_LOG_WARN, "SHARDRUN_DEBUG_PAUSE_AT: flushing the output: %s", strerror(errno));
+    const struct timespec nap = {0, 5 * 1000 * 1000};
+    double until = sr__now_s() + PAUSE_LIMIT_S;
+    while (!asked && sr__now_s() < until)
+        if (nanosleep(&nap, NULL) != 0 && errno != EINTR) break; /* EINTR: the signal we wait for, or another */
+    if (!asked)
+        sr__log(SR_LOG_WARN, "SHARDRUN_DEBUG_PAUSE_AT=%s: the pause ran out (no stop request within %d s); going on", v,
+                PAUSE_LIMIT_S);
 }
 
 int sr__preempt_agreed(sr__engine *e) {

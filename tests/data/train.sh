@@ -59,18 +59,22 @@ PY
 train resumed 1 6 --set accelerate.fsdp.sharding_strategy=NO_SHARD --set task.resume_from_checkpoint="$T/base/checkpoint-10"
 expect_same_file "$T/resumed/checkpoint-30/model.safetensors" "$T/base/checkpoint-30/model.safetensors" "resumed at step 10: model.safetensors"
 # SIGTERM after step 5: a checkpoint, then resume.  A step of this model takes about 1.5 ms, less
-# than wait_for's poll: the run saves at every step (checkpoints do not change what it trains) so that
-# the 25 steps after step 5 outlast the poll and the signal lands mid-run
-"$SHARDRUN" "$T/job.ini" --set task.per_device_train_batch_size=6 --set accelerate.fsdp.sharding_strategy=NO_SHARD \
-    --set task.save_steps=1 --set task.output_dir="$T/term" >"$T/term.out" 2>"$T/term.err" &
+# than wait_for's poll, so rank 0 waits after its step 5 line until the signal asks it to stop
+# (SHARDRUN_DEBUG_PAUSE_AT): the run stops after exactly step 5, however fast its steps are
+SHARDRUN_DEBUG_PAUSE_AT=0:5 "$SHARDRUN" "$T/job.ini" --set task.per_device_train_batch_size=6 \
+    --set accelerate.fsdp.sharding_strategy=NO_SHARD --set task.output_dir="$T/term" >"$T/term.out" 2>"$T/term.err" &
 p=$!
 wait_for "$T/term.out" "step 5/30" 120 && pass || fail "the run reached step 5 ($(cat "$T/term.err"))"
 kill -TERM $p
 wait $p
 rc=$?
 expect_eq "$rc" 143 "SIGTERM: the run stops with a checkpoint ($(tail -2 "$T/term.out"))"
+expect_in "$(cat "$T/term.out")" "preempted (SIGTERM) after step 5 of 30" "the run stops after step 5"
+expect_not_in "$(cat "$T/term.out")" "step 6/30" "no step after step 5"
+expect_eq "$(ls "$T/term" | grep -x 'checkpoint-[0-9]*' | tr '\n' ' ')" "checkpoint-5 " \
+    "the preemption's checkpoint is checkpoint-5, the only one"
 train term 1 6 --set accelerate.fsdp.sharding_strategy=NO_SHARD --set task.resume_from_checkpoint=latest
-expect_in "$out" "resumed from $T/term/checkpoint-" "it resumes from the preemption's checkpoint"
+expect_in "$out" "resumed from $T/term/checkpoint-5 at step 5" "it resumes from the preemption's checkpoint"
 expect_same_file "$T/term/checkpoint-30/model.safetensors" "$T/base/checkpoint-30/model.safetensors" "after SIGTERM and resume: model.safetensors"
 
 # other data under the same names: refused, or allowed by resume_allow_changes

@@ -43,9 +43,12 @@ done
 expect_in "$(cat "$T/n0.out")" "[rank0]: shardrun: resumed from $T/b/checkpoint-5 at step 5" "the job resumes from checkpoint-5"
 expect_same_file "$T/b/checkpoint-30/model.safetensors" "$T/ref/checkpoint-30/model.safetensors" "(b) the final model.safetensors"
 
-# (f) node 1's agent SIGKILLed after step 8 and started again: it rejoins, the job continues
+# (f) node 1's agent SIGKILLed after step 8 and started again: it rejoins, the job continues.  Node
+# 0's rank waits after its step 8 line (SHARDRUN_DEBUG_PAUSE_AT) until its agent stops it, so the
+# kill lands after step 8 however fast the steps are, and only node 0's agent can see what happened
+# (rank 1 waits for rank 0 where the ranks agree whether to stop; rank 0 is in no collective)
 P=$(free_port_pair)
-start_node 0 "$T/f"
+SHARDRUN_DEBUG_PAUSE_AT=0:8 start_node 0 "$T/f"
 start_node 1 "$T/f"
 wait_for "$T/n0.out" "step 8/30" 120 && pass || fail "the run reached step 8 ($(cat "$T/n0.err"))"
 kill -KILL "${pid[1]}"
@@ -57,12 +60,12 @@ wait_node 1
 expect_eq "${rc[0]}/${rc[1]}" "0/0" "both agents succeed after node 1's agent was killed and started again ($(cat "$T/n0.err" "$T/n1.err"))"
 expect_in "$(cat "$T/n0.err")" "restarting the job (restart 1 of max_restarts 1): node 1's shardrun (agent 1) went away before the run ended" "node 0 restarts when node 1's agent went away"
 expect_in "$(cat "$T/n1.err")" "started 1 worker (rank 1 of 2, restart 1)" "the new agent of node 1 joins the restart"
-expect_in "$(cat "$T/n0.out")" "[rank0]: shardrun: resumed from $T/f/checkpoint-" "the job resumes from a checkpoint"
+expect_in "$(cat "$T/n0.out")" "[rank0]: shardrun: resumed from $T/f/checkpoint-5 at step 5" "the job resumes from checkpoint-5"
 expect_same_file "$T/f/checkpoint-30/model.safetensors" "$T/ref/checkpoint-30/model.safetensors" "(f) the final model.safetensors"
 
 # node 1's agent killed and never started again: node 0 fails within rdzv_timeout, naming node 1
 P=$(free_port_pair)
-start_node 0 "$T/g" --set shardrun.rdzv_timeout=3
+SHARDRUN_DEBUG_PAUSE_AT=0:3 start_node 0 "$T/g" --set shardrun.rdzv_timeout=3
 start_node 1 "$T/g" --set shardrun.rdzv_timeout=3
 wait_for "$T/n0.out" "step 3/30" 120 && pass || fail "the run reached step 3"
 kill -KILL "${pid[1]}"

@@ -15,21 +15,23 @@ save_steps = 100000
 EOF
 sed -i 's/^plugins = torch,accelerate$/&\nnproc_per_node = 2/' "$T/job.ini"
 
-# start NAME: a run into $T/NAME (output in $T/NAME.out, .err, results in $T/NAME.json, pid in $p)
-# until rank 0 logged step 5
+# start NAME RANK: a run into $T/NAME (output in $T/NAME.out, .err, results in $T/NAME.json, pid in
+# $p) until rank 0 logged step 5; rank RANK waits there until a signal asks it to stop
+# (SHARDRUN_DEBUG_PAUSE_AT), so the run stops after exactly step 5 however fast the toy's steps are:
+# the other rank waits for it where the ranks agree whether to stop
 start() {
-    "$SHARDRUN" "$T/job.ini" --set task.output_dir="$T/$1" --results "$T/$1.json" >"$T/$1.out" 2>"$T/$1.err" &
+    SHARDRUN_DEBUG_PAUSE_AT=$2:5 "$SHARDRUN" "$T/job.ini" --set task.output_dir="$T/$1" --results "$T/$1.json" \
+        >"$T/$1.out" 2>"$T/$1.err" &
     p=$!
     wait_for "$T/$1.out" "step 5/" 60 && pass || fail "$1: the run reached step 5 ($(cat "$T/$1.err"))"
 }
-
-# preempted NAME RC BY: exit RC, the agent's message naming BY, rank 0's, a complete checkpoint,
-# and both ranks preempted at that step in the results list (stdout and --results)
+# preempted NAME RC BY: exit RC, the agent's message naming BY and step 5, rank 0's, a complete
+# checkpoint-5, and both ranks preempted at step 5 in the results list (stdout and --results)
 preempted() {
     local name=$1 rc=$2 by=$3 step
     expect_eq "$rc" "143" "$name: exit 143 ($(cat "$T/$name.err"))"
     step=$(sed -n 's/.*preempted by .*: every rank stopped after step \([0-9]*\) and.*/\1/p' "$T/$name.err")
-    [ -n "$step" ] && pass || fail "$name: the agent names the step: $(cat "$T/$name.err")"
+    expect_eq "$step" 5 "$name: the agent names the step the run stopped after"
     expect_in "$(cat "$T/$name.err")" "preempted by $by: every rank stopped after step $step and $T/$name/checkpoint-$step holds it" "$name: the agent says where the checkpoint is"
     [ -f "$T/$name/checkpoint-$step/model.safetensors" ] && [ ! -e "$T/$name/checkpoint-$step.tmp" ] && pass ||
         fail "$name: checkpoint-$step is complete: $(ls "$T/$name")"
@@ -44,24 +46,27 @@ assert [x["exit_code"] for x in r] == [143, 143] and all(x["preempted"] and x["g
 }
 
 # (a) SIGUSR1 to the agent
-start agent
+start agent 0
 kill -USR1 $p
 wait $p
 preempted agent $? SIGUSR1
-expect_in "$(cat "$T/agent.out")" "[rank0]: shardrun: preempted (SIGUSR1) after step" "rank 0 names SIGUSR1"
+expect_in "$(cat "$T/agent.out")" "[rank0]: shardrun: preempted (SIGUSR1) after step 5 of " "rank 0 names SIGUSR1"
 expect_in "$(cat "$T/agent.err")" "SIGUSR1: asking every rank to finish its step and write a checkpoint" "the agent says what it does"
 
 # (b) SIGUSR1 to every process of the job at once, the agent, its guardian and the workers, as
 # Slurm's --signal=USR1@120 does to the processes of a step
-start all
+start all 0
 kill -USR1 $p $(pgrep -P $p)
 wait $p
 preempted all $? SIGUSR1
 
 # (c) SIGUSR1 to one worker only: every rank stops after the same step (they agree), and the agent
-# takes it for the preemption it is instead of a failure that stops the others at once
-start worker
-kill -USR1 "$(pgrep -P $p -x shardrun | tail -1)"
+# takes it for the preemption it is instead of a failure that stops the others at once.  The rank
+# that waits after step 5 is the one signalled (local rank 1): nothing asks the other one to stop
+start worker 1
+w=$(worker_of $p 1)
+[ -n "$w" ] && pass || fail "no worker of local rank 1 under the agent $p: $(pgrep -P $p | tr '\n' ' ')"
+kill -USR1 "$w"
 wait $p
 preempted worker $? "a signal to a worker"
 expect_in "$(cat "$T/worker.err")" "a worker was asked to stop by a signal" "the agent says why the ranks stopped"

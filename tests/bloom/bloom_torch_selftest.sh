@@ -13,10 +13,14 @@
 #    prefix-less (Hub) names load to the same logits; `logits` round-trips.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-PY=/usr/bin/python3
-B="$PY $HERE/bloom_torch.py"
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
+# every Python command below in one Python process, torch imported once (torch_py,
+# tests/transformer/torch_server.sh, which keeps its files in $T and stops the server at exit)
+T=$W SRC=$(cd "$HERE/../.." && pwd)
+. "$SRC/tests/transformer/torch_server.sh"
+PY=torch_py
+B="$PY $HERE/bloom_torch.py"
 fail() { echo "SELFTEST FAIL: $*" >&2; exit 1; }
 
 echo "--- ALiBi slopes"

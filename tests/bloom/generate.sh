@@ -9,18 +9,18 @@
 #    tests/bloom/tokenizer_reference.py's;
 #  - the heads come from --n-head or the file's metadata; a BLOOM the bloom task trained
 #    (FULL_STATE_DICT) generates from its checkpoint-N folder, its heads BLOOM's for its width.
-# PyTorch starts twice (generate_check.py batch): once for the weights, once for every check.
+# One Python process for every PyTorch call (torch_py, tests/transformer/torch_server.sh).
 # Environment: GENERATE (default $BUILD/shardrun_generate).
 . "$(dirname "$0")/lib.sh"
 GEN=${GENERATE:-$BUILD/shardrun_generate}
-CHECK="/usr/bin/python3 $SRC/tests/gpt2/generate_check.py"
+CHECK="torch_py $SRC/tests/gpt2/generate_check.py"
 [ -x "$GEN" ] || { echo "FAIL: no shardrun_generate at $GEN (build the tree, or set GENERATE)"; exit 1; }
 export OMP_NUM_THREADS=2
 PROMPT="5 17 200 3 99 42 7"
 
 # ---- a BLOOM-layout tokenizer.json (tests/bloom/tokenizer.sh's reference) --------------------------
 corpus
-REF="/usr/bin/python3 $SRC/tests/bloom/tokenizer_reference.py"
+REF="torch_py $SRC/tests/bloom/tokenizer_reference.py"
 mkdir -p "$T/tok"
 $REF train --bloom "$T/bv.json" "$T/bm.txt" 200 "$T/corpus.txt" >/dev/null &&
     $REF make-json bloom "$T/bv.json" "$T/bm.txt" "$T/tok/tokenizer.json" >/dev/null || fail "writing a tokenizer.json"
@@ -28,18 +28,17 @@ nv=$($REF info "$T/tok/tokenizer.json" | head -1 | awk '{print $2}')
 
 # ---- random weights --------------------------------------------------------------------------------
 for h in 4 6; do
-    prefix=""
-    [ $h = 6 ] && prefix=--no-prefix
-    echo "h$h bloom_torch init $T/h$h.init.safetensors --n_layer 2 --n_head $h --hidden_size 48 --vocab_size 257 --seed 5 $prefix"
-done >"$T/init.batch"
-echo "tok bloom_torch init $T/tok/model.safetensors --n_layer 2 --n_head 4 --hidden_size 48 --vocab_size $nv --seed 6" \
-    >>"$T/init.batch"
-r=$($CHECK batch "$T/init.batch" 2>&1)
-expect_eq "$(grep -c 'rc=0$' <<<"$r")" 3 "bloom_torch.py init, 3 models: $r"
+    prefix=()
+    [ $h = 6 ] && prefix=(--no-prefix)
+    r=$($TORCH_BLOOM init "$T/h$h.init.safetensors" --n_layer 2 --n_head $h --hidden_size 48 --vocab_size 257 --seed 5 \
+        "${prefix[@]}" 2>&1) && pass || fail "bloom_torch.py init, $h heads: $r"
+done
+r=$($TORCH_BLOOM init "$T/tok/model.safetensors" --n_layer 2 --n_head 4 --hidden_size 48 --vocab_size "$nv" --seed 6 2>&1) &&
+    pass || fail "bloom_torch.py init, the tokenizer's vocabulary: $r"
 # the attention's and the MLP's output projections 4 times larger: with its tied head and normalised
 # embeddings a tiny random BLOOM repeats the last token whatever its attention computes, which would
 # leave ALiBi and the cache untested
-/usr/bin/python3 - "$T" "$SRC/tests/gpt2" <<'PY' || fail "scaling the weights"
+torch_py - "$T" "$SRC/tests/gpt2" <<'PY' || fail "scaling the weights"
 import sys
 sys.path.insert(0, sys.argv[2])
 from gpt2_torch import read_safetensors, write_safetensors
@@ -64,13 +63,17 @@ for h in 4 6; do
         --ignore-eos --output ids --no-kv-cache --logits "$T/$name.full.st"
     expect_rc 0 "$name: greedy recomputing the prefix every token"
     expect_eq "$out" "${want[$name]}" "$name: the same tokens without the cache"
-    {
-        echo "$name.greedy generate_check greedy $T/$name.kv.st $T/$name.safetensors --family bloom --n_head $h"
-        echo "$name.same generate_check same $T/$name.kv.st $T/$name.full.st --tol 1e-4"
-    } >>"$T/check.batch"
+    r=$($CHECK greedy "$T/$name.kv.st" "$T/$name.safetensors" --family bloom --n_head $h 2>&1) && pass ||
+        fail "$name: the C logits torch's: $r"
+    expect_in "$r" "greedy: 24 tokens after a 7-token prompt, 24 equal to torch's argmax, 0 ties, 0 different" \
+        "$name: every token torch's argmax, no tie needed"
+    echo "$name: $r"
+    r=$($CHECK same "$T/$name.kv.st" "$T/$name.full.st" --tol 1e-4 2>&1) && pass ||
+        fail "$name: the cache's logits those of recomputation: $r"
 done
 # the check can fail: h4's tokens against the model read with 2 heads
-echo "wrong generate_check greedy $T/h4.kv.st $T/h4.safetensors --family bloom --n_head 2" >>"$T/check.batch"
+run $CHECK greedy "$T/h4.kv.st" "$T/h4.safetensors" --family bloom --n_head 2
+expect_rc 1 "the greedy check fails for a model read with other heads"
 # the heads from the file's metadata (bloom_torch.py writes n_head), as without --n-head
 run "$GEN" "$T/h6.safetensors" --prompt-ids "$PROMPT" --temperature 0 --max-new-tokens 24 --ignore-eos --output ids
 expect_rc 0 "the heads from the metadata"
@@ -109,19 +112,8 @@ run "$GEN" "$T/train/checkpoint-2" --prompt "the model" --temperature 0 --max-ne
     --logits "$T/ck.st"
 expect_rc 0 "shardrun_generate checkpoint-2"
 expect_in "$err" "(global_step 2): 4 layers, 4 heads (BLOOM's for hidden_size 128" "checkpoint-2: BLOOM's heads"
-echo "checkpoint generate_check greedy $T/ck.st $T/train/checkpoint-2/model.safetensors --family bloom --n_head 4" \
-    >>"$T/check.batch"
-
-# ---- every check against PyTorch, in one process ------------------------------------------------
-r=$($CHECK batch "$T/check.batch" 2>&1)
-echo "$r" | grep -v 'rc=0$'
-for name in h4 h6; do
-    expect_in "$r" "[$name.greedy] greedy: 24 tokens after a 7-token prompt, 24 equal to torch's argmax, 0 ties, 0 different" \
-        "$name: every token torch's argmax, no tie needed"
-    expect_in "$r" "[$name.greedy] rc=0" "$name: the C logits torch's"
-    expect_in "$r" "[$name.same] rc=0" "$name: the cache's logits those of recomputation"
-done
-expect_in "$r" "[wrong] rc=1" "the greedy check fails for a model read with other heads"
-expect_in "$r" "[checkpoint] greedy: 16 tokens after a 9-token prompt, 16 equal to torch's argmax" "checkpoint-2 vs torch"
-expect_in "$r" "[checkpoint] rc=0" "checkpoint-2: the C logits torch's"
+r=$($CHECK greedy "$T/ck.st" "$T/train/checkpoint-2/model.safetensors" --family bloom --n_head 4 2>&1) && pass ||
+    fail "checkpoint-2: the C logits torch's: $r"
+expect_in "$r" "greedy: 16 tokens after a 9-token prompt, 16 equal to torch's argmax" "checkpoint-2 vs torch"
+echo "checkpoint-2: $r"
 done_checks

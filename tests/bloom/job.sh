@@ -4,7 +4,7 @@
 # vocabulary; and bad [task] input fails before the first step naming the key.
 . "$(dirname "$0")/lib.sh"
 corpus
-REF="/usr/bin/python3 $SRC/tests/bloom/tokenizer_reference.py"
+REF="torch_py $SRC/tests/bloom/tokenizer_reference.py"
 
 # the shipped demo job, shortened
 run "$SHARDRUN" "$SRC/examples/bloom/fsdp_cpu.ini" --set "task.output_dir=$T/demo" --set task.max_steps=6 \
@@ -14,7 +14,7 @@ expect_in "$out" "bloom: 4 layers, 4 heads, n_embd 128, vocab 257" "the tiny siz
 expect_in "$out" "FSDP FULL_SHARD on 2 ranks (shard group 2, replicas 1): 5 units (4 wrapped + root)" "one unit per BloomBlock"
 expect_in "$out" "'eval_loss':" "it evaluates"
 ck="$T/demo/checkpoint-6/model.safetensors"
-names=$(/usr/bin/python3 "$SRC/tests/interop/read_safetensors.py" "$ck" 2>&1 | awk '{print $1}' | sort | tr '\n' ' ')
+names=$($READ_ST "$ck" 2>&1 | awk '{print $1}' | sort | tr '\n' ' ')
 expect_in "$names" "transformer.h.3.self_attention.query_key_value.weight" "the checkpoint holds HF's names"
 expect_in "$names" "transformer.word_embeddings_layernorm.bias" "and the embedding LayerNorm"
 expect_not_in "$names" "lm_head.weight" "lm_head is tied, not stored"

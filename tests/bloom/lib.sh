@@ -5,7 +5,7 @@ if [ ! -f "$BUILD/examples/bloom.so" ]; then
     echo "FAIL: no BLOOM task at $BUILD/examples/bloom.so; build the whole tree (cmake --build $BUILD)" >&2
     exit 1
 fi
-TORCH_BLOOM="/usr/bin/python3 $SRC/tests/bloom/bloom_torch.py"
+TORCH_BLOOM="torch_py $SRC/tests/bloom/bloom_torch.py"
 
 # bloom_job FILE [accelerate key lines...] < [task] lines: a job training examples/bloom with the
 # torch and accelerate plugins, by default FULL_SHARD with one unit per BloomBlock

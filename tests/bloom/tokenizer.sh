@@ -8,15 +8,18 @@
 # GPT-2 tokenizer.json must give the ids its vocab.json + merges.txt give.  Then damaged and
 # unsupported files must be refused with the file, the line and what is wrong, and a 1 GiB one at
 # once, from its size.
-# Environment: GPT2_TOKENIZE (default $BUILD/gpt2_tokenize), PYTHON (default /usr/bin/python3).
+# Environment: GPT2_TOKENIZE (default $BUILD/gpt2_tokenize), PYTHON (default:
+# /usr/bin/python3, every call in one process: torch_py, tests/transformer/torch_server.sh).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOK=${GPT2_TOKENIZE:-${BUILD:-build}/gpt2_tokenize}
-PY=${PYTHON:-/usr/bin/python3}
 REF="$HERE/tokenizer_reference.py"
 LICENSES=/usr/share/common-licenses
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+SRC=$(cd "$HERE/../.." && pwd)
+. "$SRC/tests/transformer/torch_server.sh"
+PY=${PYTHON:-torch_py}
 [ -x "$TOK" ] || { echo "FAIL: no gpt2_tokenize executable at $TOK (set GPT2_TOKENIZE)"; exit 1; }
 [ -f "$LICENSES/GPL-3" ] || { echo "FAIL: no $LICENSES/GPL-3 to train on"; exit 1; }
 failed=0 files=0

@@ -2,7 +2,7 @@
 # and the position embedding frozen, so each GPT2Block unit and the root mix frozen and trainable
 # parameters (FSDP_USE_ORIG_PARAMS = true, accelerate's default).  Checks:
 #  - 2 ranks FULL_SHARD, SHARD_GRAD_OP, NO_SHARD and FULL_SHARD with activation checkpointing match 1
-#    rank (per-step loss and grad norm, final parameters), as tests/transformer/parity_lib.sh checks
+#    rank (per-step loss and grad norm, final parameters), as tests/transformer/parity.sh checks
 #    unfrozen training; offloaded shards (the staging path) give the same parameters bit for bit;
 #  - in every FULL checkpoint the frozen parameters are bit-identical to their
 #    initial values, the others changed, and optimizer.safetensors holds moments for the trained

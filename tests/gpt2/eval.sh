@@ -6,7 +6,7 @@
 # differently when texts differ in length), and the same whether each eval batch holds one sample
 # or all of them (a mean of batch means would differ), within 1e-6 relative.
 . "$(dirname "$0")/lib.sh"
-CHK="/usr/bin/python3 $SRC/tests/fsdp/check_records.py"
+CHK="torch_py $SRC/tests/fsdp/check_records.py"
 gpt2_job g.ini <<EOF2
 size = tiny
 data = /usr/share/common-licenses/*

@@ -11,7 +11,7 @@
 #  - a task without choice callbacks, or built against the older sr_model_eval, cannot be given
 #    eval_files (exit 2), and the older one still evaluates its eval data.
 . "$(dirname "$0")/lib.sh"
-EV="/usr/bin/python3 $SRC/tests/gpt2/evalfile.py"
+EV="torch_py $SRC/tests/gpt2/evalfile.py"
 corpus
 $EV demo "$T/easy.bin" "$T/corpus.txt" 21 1 && $EV demo "$T/hard.bin" "$T/corpus.txt" 26 2 --real-words &&
     pass || fail "evalfile.py demo"
@@ -57,7 +57,7 @@ for k in 2-FULL_SHARD 3-SHARD_GRAD_OP 2-NO_SHARD; do
 done
 # trainer_state.json: every eval entry has eval_accuracy; the first (random weights) near chance
 # or below, the last far above it
-r=$(/usr/bin/python3 - "$T/ws1-FULL_SHARD/trainer_state.json" <<'PY'
+r=$(torch_py - "$T/ws1-FULL_SHARD/trainer_state.json" <<'PY'
 import json, sys
 h = [e for e in json.load(open(sys.argv[1]))["log_history"] if "eval_loss" in e]
 assert [e["step"] for e in h] == [0, 4], h
@@ -72,11 +72,11 @@ echo "  trainer_state.json eval_accuracy at steps 0 and 4: $r"
 ref=$($EV reference "$T/ws1-FULL_SHARD/checkpoint-4/model.safetensors" "$T/easy.bin" "$T/hard.bin" --n_head 4 2>&1) &&
     pass || fail "the torch reference: $ref"
 echo "  torch: $ref"
-/usr/bin/python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-12)" \
+torch_py -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > 1e-12)" \
     "${acc[1-FULL_SHARD]}" "$(awk '{print $2}' <<<"$ref")" && pass ||
     fail "eval_accuracy ${acc[1-FULL_SHARD]} differs from torch's: $ref"
 margin=$(awk '{print $NF}' <<<"$ref")
-/usr/bin/python3 -c "import sys; sys.exit(float(sys.argv[1]) < 1e-4)" "$margin" && pass ||
+torch_py -c "import sys; sys.exit(float(sys.argv[1]) < 1e-4)" "$margin" && pass ||
     fail "the reference's smallest margin $margin is too small to compare with fp32"
 
 # eval_files alone: evaluations without eval data

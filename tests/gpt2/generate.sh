@@ -22,7 +22,7 @@
 # Environment: GPT2_GENERATE (default $BUILD/gpt2_generate).
 . "$(dirname "$0")/lib.sh"
 GEN=${GPT2_GENERATE:-$BUILD/gpt2_generate}
-CHECK="/usr/bin/python3 $SRC/tests/gpt2/generate_check.py"
+CHECK="torch_py $SRC/tests/gpt2/generate_check.py"
 [ -x "$GEN" ] || { echo "FAIL: no gpt2_generate at $GEN (build the tree, or set GPT2_GENERATE)"; exit 1; }
 export OMP_NUM_THREADS=2
 
@@ -97,9 +97,9 @@ short_error "n_embd 64 and no n_head anywhere" "give --n-head N"
 
 # ---- GPT-2 BPE: vocab.json and merges.txt next to the model are used; ids -> bytes as GPT-2 decodes ---
 corpus
-/usr/bin/python3 "$SRC/tests/gpt2/bpe_reference.py" train "$T/vocab.json" "$T/merges.txt" 300 "$T/corpus.txt" \
+torch_py "$SRC/tests/gpt2/bpe_reference.py" train "$T/vocab.json" "$T/merges.txt" 300 "$T/corpus.txt" \
     >/dev/null || fail "training a test vocabulary"
-nv=$(/usr/bin/python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))))" "$T/vocab.json")
+nv=$(torch_py -c "import json,sys; print(len(json.load(open(sys.argv[1]))))" "$T/vocab.json")
 mkdir -p "$T/bpe"
 $CHECK init "$T/bpe/model.safetensors" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 96 --vocab_size "$nv" \
     --seed 4 --std 0.1 >/dev/null || fail "writing BPE-sized weights"
@@ -110,11 +110,11 @@ expect_rc 0 "BPE, ids"
 expect_in "$err" "GPT-2 BPE tokens from $T/bpe/vocab.json and $T/bpe/merges.txt" "the folder's BPE files are used"
 bpe_ids=$out
 printf '%s' "$bpe_prompt" >"$T/bpe_prompt.txt"
-want=$(/usr/bin/python3 "$SRC/tests/gpt2/bpe_reference.py" encode "$T/vocab.json" "$T/merges.txt" "$T/bpe_prompt.txt" | tr '\n' ' ')
+want=$(torch_py "$SRC/tests/gpt2/bpe_reference.py" encode "$T/vocab.json" "$T/merges.txt" "$T/bpe_prompt.txt" | tr '\n' ' ')
 case "$bpe_ids " in "$want"*) pass ;; *) fail "the prompt's BPE ids: [$bpe_ids], expected to start with [$want]" ;; esac
 "$GEN" "$T/bpe" --prompt "$bpe_prompt" --temperature 0 --max-new-tokens 30 --ignore-eos >"$T/bpe_text.out" 2>/dev/null
 "$GEN" "$T/bpe" --prompt-ids "$bpe_ids" --max-new-tokens 0 >"$T/bpe_ids.out" 2>/dev/null
-r=$(/usr/bin/python3 - "$T/vocab.json" "$T/bpe_text.out" "$T/bpe_ids.out" "$bpe_ids" "$SRC/tests/gpt2" <<'PY'
+r=$(torch_py - "$T/vocab.json" "$T/bpe_text.out" "$T/bpe_ids.out" "$bpe_ids" "$SRC/tests/gpt2" <<'PY'
 import json, sys
 sys.path.insert(0, sys.argv[5])
 from bpe_reference import bytes_to_unicode
@@ -167,7 +167,7 @@ long=$(head -c 300 /dev/zero | tr '\0' a)
 run "$GEN" "$T/train/checkpoint-4" --prompt "$long"
 short_error "a prompt longer than the context" "the prompt is 300 tokens but the model's context (n_positions"
 # a tensor GPT-2 lacks, and one of the wrong shape
-/usr/bin/python3 - "$T/w.safetensors" "$T/extra.safetensors" "$T/shape.safetensors" "$SRC/tests/gpt2" <<'PY'
+torch_py - "$T/w.safetensors" "$T/extra.safetensors" "$T/shape.safetensors" "$SRC/tests/gpt2" <<'PY'
 import sys
 import numpy as np
 sys.path.insert(0, sys.argv[4])

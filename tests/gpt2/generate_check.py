@@ -19,11 +19,6 @@ the logits that picked token prompt_length + i).  Run as /usr/bin/python3 (torch
         logit is a tie either answer may take (counted, printed).  Also checks that the C logits
         of every step match torch's within --tol of the largest.  Exit 1 on any difference.
 
-    generate_check.py batch FILE
-        Each line of FILE, "LABEL PROGRAM ARGS...", in this one process (one start of torch for many
-        checks; PROGRAM: generate_check, llama_torch or bloom_torch, as if run with ARGS): every line
-        of its output printed after "[LABEL] ", then "[LABEL] rc=N", N its exit code.  Exit 0.
-
     generate_check.py same A.safetensors B.safetensors [--tol 1e-4]
         A and B generated the same ids, and every step's logits agree: max|a - b| <= tol * max|b|
         per step.  Exit 1 otherwise.
@@ -136,35 +131,6 @@ def cmd_same(a):
     return 0 if ok else 1
 
 
-def cmd_batch(a):
-    import contextlib
-    import io
-    import shlex
-    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    sys.path.insert(0, os.path.join(tests, "llama"))
-    sys.path.insert(0, os.path.join(tests, "bloom"))
-    import bloom_torch
-    import llama_torch
-    programs = {"generate_check": main, "llama_torch": llama_torch.main, "bloom_torch": bloom_torch.main}
-    with open(a.file) as f:
-        lines = [shlex.split(ln) for ln in f if ln.strip()]
-    for words in lines:
-        label, prog, argv = words[0], words[1], words[2:]
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            try:
-                rc = programs[prog](argv)
-            except SystemExit as e:  # argparse's errors
-                rc = e.code if isinstance(e.code, int) else 2
-            except KeyError:
-                print(f"unknown program {prog!r}")
-                rc = 2
-        for ln in out.getvalue().splitlines():
-            print(f"[{label}] {ln}")
-        print(f"[{label}] rc={rc}", flush=True)
-    return 0
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -186,12 +152,10 @@ def main(argv=None):
     p.add_argument("a")
     p.add_argument("b")
     p.add_argument("--tol", type=float, default=1e-4)
-    p = sub.add_parser("batch")
-    p.add_argument("file")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     try:
-        return {"init": cmd_init, "greedy": cmd_greedy, "same": cmd_same, "batch": cmd_batch}[a.cmd](a)
+        return {"init": cmd_init, "greedy": cmd_greedy, "same": cmd_same}[a.cmd](a)
     except (OSError, ValueError, KeyError, ref.SafetensorsError) as e:
         print(f"generate_check.py {a.cmd}: {e}", file=sys.stderr)
         return 2

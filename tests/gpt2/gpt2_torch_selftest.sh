@@ -11,10 +11,14 @@
 #    a wrong shape is refused, and `logits` round-trips the dump's logits.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-PY=/usr/bin/python3
-G="$PY $HERE/gpt2_torch.py"
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
+# every Python command below in one Python process, torch imported once (torch_py,
+# tests/transformer/torch_server.sh, which keeps its files in $T and stops the server at exit)
+T=$W SRC=$(cd "$HERE/../.." && pwd)
+. "$SRC/tests/transformer/torch_server.sh"
+PY=torch_py
+G="$PY $HERE/gpt2_torch.py"
 fail() { echo "SELFTEST FAIL: $*" >&2; exit 1; }
 
 $G init "$W/w.safetensors" --n_layer 2 --n_head 4 --n_embd 32 --n_positions 16 --vocab_size 97 --seed 7

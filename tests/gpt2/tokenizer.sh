@@ -4,15 +4,17 @@
 # ids they give with a BPE vocabulary trained on /usr/share/common-licenses (and with two vocabularies
 # trained on whole lines, whose merges cross pre-token boundaries).
 # Environment: GPT2_TOKENIZE (the gpt2_tokenize executable; default $BUILD/gpt2_tokenize),
-# PYTHON (default /usr/bin/python3), MERGES (merges to train; default 300).
+# PYTHON (default: /usr/bin/python3, every call in one process: torch_py, tests/transformer/torch_server.sh), MERGES (merges to train; default 300).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOK=${GPT2_TOKENIZE:-${BUILD:-build}/gpt2_tokenize}
-PY=${PYTHON:-/usr/bin/python3}
 REF="$HERE/bpe_reference.py"
 LICENSES=/usr/share/common-licenses
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+SRC=$(cd "$HERE/../.." && pwd)
+. "$SRC/tests/transformer/torch_server.sh"
+PY=${PYTHON:-torch_py}
 [ -x "$TOK" ] || { echo "FAIL: no gpt2_tokenize executable at $TOK (set GPT2_TOKENIZE)"; exit 1; }
 failed=0 files=0
 

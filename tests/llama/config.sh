@@ -24,7 +24,7 @@ while read -r size heads kv C F tie line; do
     expect_rc 0 "$size (1 layer) trains a step"
     expect_in "$out" "llama: $size: $heads heads on $kv key/value heads, intermediate_size $F, $line" "$size's figures"
     hd=$((C / heads))
-    params=$(/usr/bin/python3 -c "
+    params=$(torch_py -c "
 C, KV, F, V, tie = $C, $kv * $hd, $F, 300, $tie
 bias = 'q/k/v biases' in '''$line'''
 n = V * C + (2 * C + 2 * C * C + 2 * C * KV + 3 * C * F + (C + 2 * KV if bias else 0)) + C + (0 if tie else V * C)

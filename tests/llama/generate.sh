@@ -13,33 +13,31 @@
 #    found from its widths (or its job), greedy as the reference;
 #  - a Llama without a config.json whose widths are no named size's, and a --config that is not the
 #    file's model, exit 2 with one message naming what to give.
-# PyTorch starts twice (generate_check.py batch): once for the weights, once for every check.
+# One Python process for every PyTorch call (torch_py, tests/transformer/torch_server.sh).
 # Environment: GENERATE (default $BUILD/shardrun_generate).
 . "$(dirname "$0")/lib.sh"
 GEN=${GENERATE:-$BUILD/shardrun_generate}
-CHECK="/usr/bin/python3 $SRC/tests/gpt2/generate_check.py"
+CHECK="torch_py $SRC/tests/gpt2/generate_check.py"
 [ -x "$GEN" ] || { echo "FAIL: no shardrun_generate at $GEN (build the tree, or set GENERATE)"; exit 1; }
 export OMP_NUM_THREADS=2
 PROMPT="5 17 200 3 99 42 7"
 R3='"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 16}'
 FAMILIES="mha gqa qwen2 biases"
 
-# ---- random weights for each configuration, in one PyTorch process --------------------------------
-# config NAME HEADS KV_HEADS [config members...]: $T/NAME/config.json, and its init line
+# ---- random weights for each configuration ---------------------------------------------------------
+# config NAME HEADS KV_HEADS [config members...]: $T/NAME/config.json and the reference's weights
 config() {
-    local name=$1 heads=$2 kv=$3
+    local name=$1 heads=$2 kv=$3 r
     shift 3
     mkdir -p "$T/$name"
     llama_config "$name/config.json" "$heads" "$kv" "$@"
-    echo "$name llama_torch init $T/$name/model.safetensors --config $T/$name/config.json --vocab_size 257 --seed 5" \
-        >>"$T/init.batch"
+    r=$($TORCH_LLAMA init "$T/$name/model.safetensors" --config "$T/$name/config.json" --vocab_size 257 --seed 5 2>&1) &&
+        pass || fail "llama_torch.py init, $name: $r"
 }
 config mha 4 4
 config gqa 6 2 "$R3"
 config qwen2 4 1 '"model_type": "qwen2"' '"tie_word_embeddings": true'
 config biases 8 2 '"attention_bias": true' '"mlp_bias": true'
-r=$($CHECK batch "$T/init.batch" 2>&1)
-expect_eq "$(grep -c 'rc=0$' <<<"$r")" 4 "llama_torch.py init, 4 configurations: $r"
 
 # ---- generation: the cache and recomputation, each configuration --------------------------------
 declare -A want
@@ -62,15 +60,18 @@ for name in $FAMILIES; do
         --no-kv-cache --logits "$T/$name.full.st"
     expect_rc 0 "$name: greedy recomputing the prefix every token"
     expect_eq "$out" "${want[$name]}" "$name: the same tokens without the cache"
-    {
-        echo "$name.greedy generate_check greedy $T/$name.kv.st $T/$name/model.safetensors --family llama --config $T/$name/config.json"
-        echo "$name.same generate_check same $T/$name.kv.st $T/$name.full.st --tol 1e-4"
-    } >>"$T/check.batch"
+    r=$($CHECK greedy "$T/$name.kv.st" "$T/$name/model.safetensors" --family llama --config "$T/$name/config.json" 2>&1) &&
+        pass || fail "$name: the C logits torch's: $r"
+    expect_in "$r" "greedy: 24 tokens after a 7-token prompt, 24 equal to torch's argmax, 0 ties, 0 different" \
+        "$name: every token torch's argmax, no tie needed"
+    echo "$name: $r"
+    r=$($CHECK same "$T/$name.kv.st" "$T/$name.full.st" --tol 1e-4 2>&1) && pass ||
+        fail "$name: the cache's logits those of recomputation: $r"
 done
 # the check can fail: mha's tokens against the model read with 2 heads instead of 4
 llama_config wrong.json 2 2
-echo "wrong generate_check greedy $T/mha.kv.st $T/mha/model.safetensors --family llama --config $T/wrong.json" \
-    >>"$T/check.batch"
+run $CHECK greedy "$T/mha.kv.st" "$T/mha/model.safetensors" --family llama --config "$T/wrong.json"
+expect_rc 1 "the greedy check fails for a model read with other heads"
 
 # gpt2_generate is the same program
 run "$BUILD/gpt2_generate" "$T/gqa" --prompt-ids "$PROMPT" --temperature 0 --max-new-tokens 24 --ignore-eos --output ids
@@ -152,19 +153,8 @@ cat >"$T/tiny.json" <<EOF2
  "hidden_size": 128, "intermediate_size": 352, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
  "tie_word_embeddings": false, "max_position_embeddings": 2048}
 EOF2
-echo "checkpoint generate_check greedy $T/ck.st $T/train/checkpoint-2/model.safetensors --family llama --config $T/tiny.json" \
-    >>"$T/check.batch"
-
-# ---- every check against PyTorch, in one process ------------------------------------------------
-r=$($CHECK batch "$T/check.batch" 2>&1)
-echo "$r" | grep -v 'rc=0$'
-for name in $FAMILIES; do
-    expect_in "$r" "[$name.greedy] greedy: 24 tokens after a 7-token prompt, 24 equal to torch's argmax, 0 ties, 0 different" \
-        "$name: every token torch's argmax, no tie needed"
-    expect_in "$r" "[$name.greedy] rc=0" "$name: the C logits torch's"
-    expect_in "$r" "[$name.same] rc=0" "$name: the cache's logits those of recomputation"
-done
-expect_in "$r" "[wrong] rc=1" "the greedy check fails for a model read with other heads"
-expect_in "$r" "[checkpoint] greedy: 16 tokens after a 9-token prompt, 16 equal to torch's argmax" "checkpoint-2 vs torch"
-expect_in "$r" "[checkpoint] rc=0" "checkpoint-2: the C logits torch's"
+r=$($CHECK greedy "$T/ck.st" "$T/train/checkpoint-2/model.safetensors" --family llama --config "$T/tiny.json" 2>&1) &&
+    pass || fail "checkpoint-2: the C logits torch's: $r"
+expect_in "$r" "greedy: 16 tokens after a 9-token prompt, 16 equal to torch's argmax" "checkpoint-2 vs torch"
+echo "checkpoint-2: $r"
 done_checks

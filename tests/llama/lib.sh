@@ -6,7 +6,7 @@ if [ ! -f "$BUILD/examples/llama.so" ]; then
     echo "FAIL: no Llama task at $BUILD/examples/llama.so; build the whole tree (cmake --build $BUILD)" >&2
     exit 1
 fi
-TORCH_LLAMA="/usr/bin/python3 $SRC/tests/llama/llama_torch.py"
+TORCH_LLAMA="torch_py $SRC/tests/llama/llama_torch.py"
 
 # llama_job FILE [accelerate key lines...] < [task] lines: a job training examples/llama with the
 # torch and accelerate plugins, by default FULL_SHARD with one unit per LlamaDecoderLayer

@@ -22,7 +22,7 @@ cat >c.json <<'EOF2'
                   "original_max_position_embeddings": 16}}
 EOF2
 PYTHONPATH="$HERE:$HERE/../gpt2" /usr/bin/python3 - <<'PY'
-import math, subprocess, sys
+import contextlib, io, math, sys, types
 import numpy as np, torch
 import llama_torch as L, gpt2_torch as g
 torch.manual_seed(0)
@@ -77,7 +77,11 @@ check(abs(s1 - s2) < 1e-5 and abs(s1 - s3) > 1e-3, f"q.k at (12, 3) = (17, 8) !=
 m32 = L.load_state(L.Llama(cfg).float(), L.state_tensors(m))
 g.write_safetensors("w.safetensors", L.state_tensors(m))
 g.write_check_files(m32, "model.layers.1.self_attn.k_proj.weight")
-run = lambda *a: subprocess.run([sys.executable, L.__file__, *a], capture_output=True, text=True)
+def run(*a):  # llama_torch.py's command line, in this process (torch imported once)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = L.main(list(a))
+    return types.SimpleNamespace(returncode=rc, stdout=out.getvalue())
 r = run("check", "dump.safetensors", "w.safetensors", "--config", "c.json", "--grads", "optim.safetensors")
 check(r.returncode == 0, "check passes torch's own float32 run: " + r.stdout.strip().splitlines()[-1])
 r = run("check", "dump.safetensors", "w.safetensors", "--config", "c.json", "--grads", "optim_bad.safetensors")

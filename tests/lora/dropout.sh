@@ -14,13 +14,12 @@
 #    the same bits with lora_dropout = 0.05 as with 0, while the first training loss differs;
 #  - adapter_config.json holds lora_dropout 0.05 as given (PEFT's LoraConfig value).
 . "$(dirname "$0")/lib.sh"
-CMP="/usr/bin/python3 $SRC/tests/fsdp/compare_logs.py"
-CHK="/usr/bin/python3 $SRC/tests/fsdp/check_records.py"
+CHK="torch_py $SRC/tests/fsdp/check_records.py"
 mixed_text
 
 # the reference's hash is splitmix64's: m(0) is its first output from state 0
 r=$(cd "$SRC/tests/lora" &&
-    /usr/bin/python3 -c "import numpy as np, lora_torch as L; print(hex(int(L.mix64(np.array([0], L.U64))[0])))" 2>&1)
+    torch_py -c "import numpy as np, lora_torch as L; print(hex(int(L.mix64(np.array([0], L.U64))[0])))" 2>&1)
 expect_eq "$r" 0xe220a8397b1dcdaf "lora_torch.py's m(0)"
 
 # ---- against the PyTorch reference, 1 rank ----

@@ -38,7 +38,7 @@ grep -q '"base_model_name_or_path": ".*base.safetensors"' "$ck/adapter_config.js
     fail "adapter_config.json names the base (init_weights): $(grep base_model "$ck/adapter_config.json")"
 
 # the base is the initial weights bit for bit; the adapters trained (B moved from zeros)
-r=$(/usr/bin/python3 -c "
+r=$(torch_py -c "
 import sys; sys.path.insert(0, '$SRC/tests/gpt2')
 import gpt2_torch as g, numpy as np
 base, ck = g.read_safetensors('$T/base.safetensors'), g.read_safetensors('$ck/model.safetensors')
@@ -57,7 +57,7 @@ $LORA_TORCH merge "$ck/model.safetensors" --family gpt2 --alpha 8 --out "$T/ref_
     fail "lora_torch.py merge"
 r=$($PCMP 1e-6 1e-7 "$T/ref_merged.safetensors" "$ck/merged/model.safetensors" 2>&1) && pass ||
     fail "merged weights differ from the reference's merge: $r"
-r=$(/usr/bin/python3 -c "
+r=$(torch_py -c "
 import sys; sys.path.insert(0, '$SRC/tests/gpt2')
 import gpt2_torch as g
 m, b = g.read_safetensors('$ck/merged/model.safetensors'), g.read_safetensors('$T/base.safetensors')
@@ -83,7 +83,7 @@ EOF2
     expect_rc 0 "one step from the $v weights"
     expect_not_in "$err$out" "init_weights:" "$v weights load with no missing or unused tensor"
 done
-r=$(/usr/bin/python3 -c "
+r=$(torch_py -c "
 import sys; sys.path.insert(0, '$SRC/tests/gpt2')
 import gpt2_torch as g, numpy as np
 a, b = g.read_safetensors('$T/lora.dump'), g.read_safetensors('$T/merged.dump')

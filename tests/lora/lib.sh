@@ -1,19 +1,8 @@
 # Shared by the LoRA tests: the BLOOM and GPT-2 test helpers (tests/bloom/lib.sh sources
-# tests/gpt2/lib.sh: gpt2_job, bloom_job, corpus, result, the integration-test helpers), the LoRA
-# reference (tests/lora/lora_torch.py) and a small mixed-length text.
+# tests/gpt2/lib.sh: gpt2_job, bloom_job, corpus, mixed_text, result, torch_py, $PCMP, the
+# integration-test helpers) and the LoRA reference (tests/lora/lora_torch.py).
 . "$(dirname "$0")/../bloom/lib.sh"
-LORA_TORCH="/usr/bin/python3 $SRC/tests/lora/lora_torch.py"
-PCMP="/usr/bin/python3 $SRC/tests/fsdp/compare_params.py"
-# $T/mixed.txt: 16 paragraphs, short ones padded and long ones truncated at max_length 100
-mixed_text() {
-    /usr/bin/python3 - "$T/mixed.txt" <<'PY'
-import sys
-with open(sys.argv[1], "w") as f:
-    for i in range(16):
-        f.write(("Paragraph %d says something short." % i) if i % 2 else ("A much longer paragraph %d " % i) * 6)
-        f.write("\n\n")
-PY
-}
+LORA_TORCH="torch_py $SRC/tests/lora/lora_torch.py"
 # the tiny GPT-2 of these tests as [task] lines: 2 blocks, 4 heads, 64 channels, vocabulary 300
 GPT2_TINY="size = tiny
 n_layer = 2
@@ -44,19 +33,10 @@ max_length = 96
 min_chars = 100
 data = $T/corpus.txt
 init_weights = $T/base.safetensors"
-# The one-step runs checked against the reference (vs_torch.sh, dropout.sh), as [task] lines: the
-# first micro-batch dumped, one AdamW step with beta1 = 0 (exp_avg is then the gradient), nothing
-# clipped or decayed, r 4 and alpha 6, on $T/mixed.txt (mixed_text).
-LORA_REF_STEP="max_length = 100
-min_chars = 10
-data = $T/mixed.txt
-max_steps = 1
-per_device_train_batch_size = 6
-adam_beta1 = 0
-max_grad_norm = 0
-weight_decay = 0
-dump = $T/dump.safetensors
-output_dir = $T/out
+# The one-step runs checked against the reference (vs_torch.sh, dropout.sh), as [task] lines:
+# tests/gpt2/lib.sh's REF_STEP (the first micro-batch dumped, one AdamW step with beta1 = 0: exp_avg
+# is then the gradient; on $T/mixed.txt, mixed_text) with r 4 and alpha 6.
+LORA_REF_STEP="$REF_STEP
 lora_r = 4
 lora_alpha = 6"
 # lora_ref_gpt2 [LINES]: the reference's tiny GPT-2 ($T/gbase.safetensors) with adapters on c_attn,

@@ -6,14 +6,8 @@
 # logits, loss and every adapter's gradient within 1e-4, no optimizer state for the frozen base, on
 # 1 rank.
 . "$(dirname "$0")/../llama/lib.sh"
-LORA_TORCH="/usr/bin/python3 $SRC/tests/lora/lora_torch.py"
-/usr/bin/python3 - "$T/mixed.txt" <<'PY'
-import sys
-with open(sys.argv[1], "w") as f:
-    for i in range(16):
-        f.write(("Paragraph %d says something short." % i) if i % 2 else ("A much longer paragraph %d " % i) * 6)
-        f.write("\n\n")
-PY
+LORA_TORCH="torch_py $SRC/tests/lora/lora_torch.py"
+mixed_text
 llama_config c.json 4 2 '"attention_bias": true'
 $TORCH_LLAMA init "$T/base.safetensors" --config "$T/c.json" --vocab_size 300 --seed 7 >/dev/null && pass ||
     fail "llama_torch.py init"
@@ -27,17 +21,8 @@ for v in $all:0 q_proj,v_proj:0 $all:0.1; do
     llama_job l.ini "fsdp.sharding_strategy = NO_SHARD" "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
 config = $T/c.json
 vocab_size = 300
-max_length = 100
-min_chars = 10
-data = $T/mixed.txt
+$REF_STEP
 init_weights = $T/w.safetensors
-max_steps = 1
-per_device_train_batch_size = 6
-adam_beta1 = 0
-max_grad_norm = 0
-weight_decay = 0
-dump = $T/dump.safetensors
-output_dir = $T/out
 lora_r = 4
 lora_alpha = 6
 lora_dropout = $dropout
@@ -51,7 +36,7 @@ EOF2
         run "$SHARDRUN" "$T/l.ini" --nproc-per-node $n "${extra[@]}"
         expect_rc 0 "$targets: one step on $n rank(s)"
         expect_in "$out" "LoRA r 4, alpha 6 (scale 1.5) on $targets" "$targets: the start-up line"
-        want=$(/usr/bin/python3 - "$T/w.safetensors" <<'PY'
+        want=$(torch_py - "$T/w.safetensors" <<'PY'
 import json, math, struct, sys
 with open(sys.argv[1], "rb") as f:
     head = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))

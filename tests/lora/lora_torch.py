@@ -198,6 +198,7 @@ def cmd_check(a):
     dump, weights = g.read_safetensors(a.dump), g.read_safetensors(a.weights)
     ids, labels = g._dump_inputs(dump, a.dump)
     global DROPOUT
+    DROPOUT = None  # (main() may run several checks in one process)
     if a.dropout:
         samples = np.asarray(g._get(dump, "sample_index", a.dump)).astype(np.int64).reshape(-1)
         if samples.shape[0] != ids.shape[0] or (samples < 0).any():

@@ -8,7 +8,6 @@
 # norm (rtol 1e-5), the same final parameters, and in every run the base weights of the checkpoint
 # are the initial ones bit for bit.
 . "$(dirname "$0")/lib.sh"
-CMP="/usr/bin/python3 $SRC/tests/fsdp/compare_logs.py"
 corpus
 lora_base "$T/base.safetensors"
 gpt2_job job.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = GPT2Block" \
@@ -43,7 +42,7 @@ train() { # NAME NPROC [shardrun args...]   (NAME hybrid-*: 2 agents of NPROC / 
             --set task.output_dir="$T/$name" "$@"
     fi
     expect_rc 0 "$name trains"
-    r=$(/usr/bin/python3 -c "
+    r=$(torch_py -c "
 import json, struct, sys
 import numpy as np  # numpy only: no torch to import
 def load(path):
@@ -57,7 +56,7 @@ print('base unchanged' if not moved else f'{len(moved)} base tensors changed: {m
 sys.exit(1 if moved else 0)" 2>&1) && pass || fail "$name: $r"
 }
 train base 1 --set accelerate.fsdp.sharding_strategy=NO_SHARD
-falling=$(/usr/bin/python3 -c "import json,sys; L=[json.loads(l)['loss'] for l in open(sys.argv[1])]; print(int(L[-1] < L[0] - 0.3), L[0], L[-1])" "$T/base/train_log.jsonl")
+falling=$(torch_py -c "import json,sys; L=[json.loads(l)['loss'] for l in open(sys.argv[1])]; print(int(L[-1] < L[0] - 0.3), L[0], L[-1])" "$T/base/train_log.jsonl")
 expect_eq "${falling%% *}" 1 "the loss falls over 12 steps with the adapters alone (first, last: ${falling#* })"
 for v in "ws2-fs:2:FULL_SHARD" "ws2-sgo:2:SHARD_GRAD_OP" "ws2-ns:2:NO_SHARD" \
     "ws2-ckpt:2:FULL_SHARD:--set accelerate.fsdp.activation_checkpointing=true" "ws4-fs:4:FULL_SHARD" \

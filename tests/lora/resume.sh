@@ -40,7 +40,7 @@ expect_rc 0 "resumed with init_weights naming another base"
 expect_in "$out" "init_weights is not read: the checkpoint holds the parameters" "the other base is not read"
 expect_eq "$(result param_sum)" "$full_sum" "it continues on the checkpoint's base"
 # FULL: the optimizer state is the adapters' alone
-n=$(/usr/bin/python3 -c "
+n=$(torch_py -c "
 import sys; sys.path.insert(0, '$SRC/tests/gpt2')
 import gpt2_torch as g
 o = g.read_safetensors('$T/u-FULL_STATE_DICT/checkpoint-4/optimizer.safetensors')

@@ -34,7 +34,7 @@ u_sum=$(result param_sum)
 C="$T/u/checkpoint-4"
 # every tensor of the shard files: uU.param with its moments (a trainable unit), nothing else; the
 # index still names every parameter; the files' sizes against the base's; frozen_digest everywhere
-r=$(/usr/bin/python3 - "$C" "$T/base.safetensors" <<'PY' 2>&1
+r=$(torch_py - "$C" "$T/base.safetensors" <<'PY' 2>&1
 import glob, json, os, struct, sys
 ckpt, base = sys.argv[1], sys.argv[2]
 def header(path):
@@ -72,7 +72,7 @@ D=${r#ok }
 [ "${r%% *}" = ok ] && pass || fail "the SHARDED checkpoint: $r"
 # frozen_digest as docs/checkpoint-format.md defines it, from the base file alone (every tensor of it
 # is frozen; Debian's libxxhash, which the build links, for XXH3-64)
-d=$(/usr/bin/python3 - "$T/base.safetensors" <<'PY' 2>&1
+d=$(torch_py - "$T/base.safetensors" <<'PY' 2>&1
 import ctypes, json, struct, sys
 import numpy as np
 xxh = ctypes.CDLL("libxxhash.so.0")

@@ -73,23 +73,13 @@ toy_job() {
 }
 toy_job toy.ini
 
-# the checkpoint the resume loads, saved once without failures
-run "$SHARDRUN" "$T/toy.ini" --nproc-per-node 1 --set task.output_dir="$T/saved"
-expect_rc 0 "the checkpoint to resume from"
-[ -d "$T/saved/checkpoint-2" ] && pass || fail "no checkpoint-2 in $T/saved: $err"
-
-sweep "toy, 1 rank, saving" 6000 "$SHARDRUN" "$T/toy.ini" --nproc-per-node 1 --set task.output_dir="$T/work/out"
-sweep "toy, 2 ranks, saving" 6000 "$SHARDRUN" "$T/toy.ini" --nproc-per-node 2 --set task.output_dir="$T/work/out"
-sweep "toy, 1 rank, resuming" 6000 "$SHARDRUN" "$T/toy.ini" --nproc-per-node 1 --set task.output_dir="$T/work/out" \
-    --set task.max_steps=3 --set task.resume_from_checkpoint="$T/saved/checkpoint-2"
-
 # two agents, node 0 hosting the store: node 0's allocations fail, and node 1 must end too (exit 1;
-# within its rendezvous timeout when node 0 failed before its store was up)
+# within its rendezvous timeout, 3 s here, when node 0 failed before its store was up)
 two_nodes() {
     local p rc0 rc1
     p=$(free_port_pair)
     SR_TEST_FAIL_ALLOC= timeout -k 5 30 "$SHARDRUN" "$SRC/examples/hello/hello.ini" --nnodes 2 --node-rank 1 \
-        --nproc-per-node 1 --master-addr 127.0.0.1 --master-port "$p" --set shardrun.rdzv_timeout=6 \
+        --nproc-per-node 1 --master-addr 127.0.0.1 --master-port "$p" --set shardrun.rdzv_timeout=3 \
         >"$T/work/n1.out" 2>"$T/work/n1.err" &
     local pid1=$!
     timeout -k 5 30 "$SHARDRUN" "$SRC/examples/hello/hello.ini" --nnodes 2 --node-rank 0 --nproc-per-node 1 \
@@ -100,7 +90,29 @@ two_nodes() {
     check "two agents, node 1 (node 0 failing)" "$SR_TEST_FAIL_ALLOC" "$rc1" "$T/work/n1.err"
     return "$rc0"
 }
-sweep "two agents, node 0 (the store)" 4000 two_nodes
+
+# The commands, each a part of its own (ctest runs them as four tests, side by side): the arguments
+# name the parts to run, all of them by default.
+[ $# -gt 0 ] || set -- one_rank two_ranks resume two_agents
+for part in "$@"; do
+    case $part in
+    one_rank) sweep "toy, 1 rank, saving" 6000 "$SHARDRUN" "$T/toy.ini" --nproc-per-node 1 --set task.output_dir="$T/work/out" ;;
+    two_ranks) sweep "toy, 2 ranks, saving" 6000 "$SHARDRUN" "$T/toy.ini" --nproc-per-node 2 --set task.output_dir="$T/work/out" ;;
+    resume)
+        # the checkpoint the resume loads, saved once without failures
+        run "$SHARDRUN" "$T/toy.ini" --nproc-per-node 1 --set task.output_dir="$T/saved"
+        expect_rc 0 "the checkpoint to resume from"
+        [ -d "$T/saved/checkpoint-2" ] && pass || fail "no checkpoint-2 in $T/saved: $err"
+        sweep "toy, 1 rank, resuming" 6000 "$SHARDRUN" "$T/toy.ini" --nproc-per-node 1 --set task.output_dir="$T/work/out" \
+            --set task.max_steps=3 --set task.resume_from_checkpoint="$T/saved/checkpoint-2"
+        ;;
+    two_agents) sweep "two agents, node 0 (the store)" 4000 two_nodes ;;
+    *)
+        echo "FAIL: no part '$part' (one_rank, two_ranks, resume, two_agents)" >&2
+        exit 2
+        ;;
+    esac
+done
 
 echo "$runs runs, $checks checks"
 [ "$failed" -eq 0 ] || { echo "FAIL: $failed of $checks checks"; exit 1; }

@@ -19,12 +19,7 @@
 #          declared nor saved); the 2 ranks under FULL_SHARD log the losses and gradient norms
 #          (within 1e-5) and end on the parameters (within 1e-4) of 1 rank without sharding on the
 #          same global batch.
-family=${1:-}
-case $family in
-gpt2 | bloom | llama) ;;
-*) echo "FAIL: usage: bash $0 gpt2|bloom|llama" >&2 && exit 2 ;;
-esac
-. "$(dirname "$0")/../$family/lib.sh"
+. "$(dirname "$0")/family_lib.sh" "$@"
 corpus
 
 # Each family: its cases and `setup CASE`, which sets `label`, `ref` (the reference's command) and

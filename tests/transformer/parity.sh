@@ -13,12 +13,7 @@
 #          under FULL_SHARD
 #   llama  6 heads on 2 key/value heads, untied head, Llama 3's rope_scaling; 2 under FULL_SHARD and
 #          SHARD_GRAD_OP, 4 under FULL_SHARD
-family=${1:-}
-case $family in
-gpt2 | bloom | llama) ;;
-*) echo "FAIL: usage: bash $0 gpt2|bloom|llama" >&2 && exit 2 ;;
-esac
-. "$(dirname "$0")/../$family/lib.sh"
+. "$(dirname "$0")/family_lib.sh" "$@"
 corpus
 case $family in
 gpt2)

@@ -21,12 +21,7 @@
 #          (llama3) and a tied head, 6 on 2 as a Qwen2 config (q/k/v biases) and 4 on 2 with
 #          attention_bias and mlp_bias (every bias); GQA and llama3 on 1 and 2 ranks, the others on 1.
 # One Python process for every PyTorch call (torch_py, tests/transformer/torch_server.sh).
-family=${1:-}
-case $family in
-gpt2 | bloom | llama) ;;
-*) echo "FAIL: usage: bash $0 gpt2|bloom|llama" >&2 && exit 2 ;;
-esac
-. "$(dirname "$0")/../$family/lib.sh"
+. "$(dirname "$0")/family_lib.sh" "$@"
 mixed_text
 
 # Each family: its cases ("NAME RANKS ARGS..." with RANKS as 1,2, then |-separated config.json members

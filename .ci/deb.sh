@@ -4,10 +4,12 @@
 # CMAKE_BUILD_TYPE=None; warnings are errors, so this is also the packager matrix's GCC build), `apt-get install ./shardrun_*.deb ./shardrun-dev_*.deb`
 # (apt pulls the runtime dependencies), `shardrun selftest --quick` from the installed package, then
 # the three SDK examples as installed under /usr/share/shardrun/examples/sdk, built against the
-# package with pkg-config and with CMake and run from an unrelated folder; the packages are removed
+# package with pkg-config and with CMake and run from an unrelated folder, every example job file the
+# package ships (its task installed, the CPU ones run: tests/installed_examples.sh); the packages are removed
 # at the end.  Nothing here points into a build tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo=$PWD
 build=build-deb
 rm -rf "$build"
 . .ci/debian_flags.sh
@@ -39,6 +41,8 @@ cd "$work/elsewhere"
     make -C ../sdk/plugin
     shardrun ../sdk/plugin/job.ini
     shardrun /usr/share/shardrun/examples/hello/hello.ini
+    bash "$repo/tests/installed_examples.sh" /usr/bin/shardrun /usr/share/shardrun/examples \
+        "$(pkg-config --variable=tasksdir shardrun)"
     shardrun prepare -o ./lic --val-tokens 1000 --progress none /usr/share/common-licenses/GPL-3
     ls lic_val_000000.bin lic_train_000001.bin
 ) >"$work/log" 2>&1 || { cat "$work/log"; echo ".ci/deb.sh: FAILED (log above)" >&2; exit 1; }
@@ -46,4 +50,4 @@ grep -q "pi is about 3.1415926535" "$work/log" || { cat "$work/log"; echo ".ci/d
 grep -q "rank 1: tag baseline, seed 101" "$work/log" || { cat "$work/log"; echo ".ci/deb.sh: the plugin's variables are missing" >&2; exit 1; }
 grep -q "^prepared .* tokens from 1 documents" "$work/log" || { cat "$work/log"; echo ".ci/deb.sh: shardrun prepare's line is missing" >&2; exit 1; }
 rm -rf "$work"
-echo ".ci/deb.sh: the packages install, selftest --quick passes, the SDK examples build and run against them, shardrun prepare writes shards"
+echo ".ci/deb.sh: the packages install, selftest --quick passes, every example job file's task is installed and the CPU ones run, the SDK examples build and run against them, shardrun prepare writes shards"

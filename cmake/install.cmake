@@ -30,7 +30,7 @@ install(TARGETS shardrun_plugin_torch shardrun_plugin_accelerate LIBRARY DESTINA
 install(TARGETS shardrun_task_hello shardrun_task_pgbench shardrun_task_toy LIBRARY DESTINATION ${SHARDRUN_INSTALL_TASKDIR}
         COMPONENT runtime)
 if(SHARDRUN_HAVE_GPT2)
-  install(TARGETS shardrun_task_gpt2 shardrun_task_bloom shardrun_task_selftest
+  install(TARGETS shardrun_task_gpt2 shardrun_task_bloom shardrun_task_llama shardrun_task_selftest
           LIBRARY DESTINATION ${SHARDRUN_INSTALL_TASKDIR} COMPONENT runtime)
   set_property(TARGET gpt2_generate shardrun_generate APPEND PROPERTY INSTALL_RPATH "$ORIGIN/${bin_to_lib}")
   install(TARGETS gpt2_generate shardrun_generate RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)

@@ -31,6 +31,11 @@ run shardrun "$P/share/shardrun/examples/hello/hello.ini"
 expect_rc 0 "the installed hello.ini runs (its task a bare name, found in lib/shardrun/tasks)"
 expect_in "$out" '"rank_sum": 1' "hello's all-reduce"
 
+echo "== every installed example job file: its task installed, the CPU ones run (tests/installed_examples.sh)"
+run bash "$SRC/tests/installed_examples.sh" "$P/bin/shardrun" "$P/share/shardrun/examples" "$P/lib/shardrun/tasks"
+expect_rc 0 "every installed example job file names an installed task, and the CPU ones run: $out"
+echo "$out" | tail -1
+
 echo "== out-of-tree examples, built against the prefix"
 cp -r "$P/share/shardrun/examples/sdk" "$T/sdk"
 run make -C "$T/sdk/main_task"

@@ -45,7 +45,6 @@ for frozen in 1 0; do
     expect_in "$err" "shardrun: hang: node $frozen's shardrun (host $HOST) has not answered for" "node $other names node $frozen"
     expect_in "$err" "it is stopped, or the link to it is down" "and says what that means"
     [ "$other" = 1 ] && expect_in "$err" "node 0's shardrun does not answer: this node ends the run on its own" "node 1 does not wait for node 0's verdict"
-    cp "$T/n$other.err" /tmp/i25wd/last-n$other.err
     kill -KILL $procs 2>/dev/null
     wait "${pid[$frozen]}" 2>/dev/null
 done

@@ -15,6 +15,12 @@ build=$1
 shift
 [ $# -gt 0 ] || set -- quick behaviour reference system
 jobs=${SR_TEST_JOBS:-2}
+# a fresh build tree gets the suite's measured costs (tests/test_costs.txt, its comments left out), so
+# that ctest starts each pass's longest tests first; ctest updates them after each run
+costs=$build/Testing/Temporary/CTestCostData.txt
+if [ ! -s "$costs" ]; then
+    mkdir -p "$(dirname "$costs")" && grep -v '^#' "$(dirname "$0")/test_costs.txt" >"$costs"
+fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

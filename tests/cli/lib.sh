@@ -35,6 +35,10 @@ for v in $(env | sed -n 's/^\(SHARDRUN_[A-Z0-9_]*\|FSDP_[A-Z0-9_]*\|ACCELERATE_[
     unset "$v"
 done
 unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE GROUP_RANK MASTER_ADDR MASTER_PORT OMP_NUM_THREADS
+# OpenMP threads that wait by sleeping, not spinning: two tests run side by side on 2 cores, and two
+# ranks' spinning threads there made a step take seconds (two single-rank GPT-2 runs started together
+# took 9 s each instead of 0.3 s); alone, the GPT-2 demo takes the same time either way (6.5 s)
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # TEST_TORCH_TRANSPORT=shm|tcp runs every test's gloo groups over that transport ([torch] transport),
 # unless a test sets it itself: `TEST_TORCH_TRANSPORT=tcp ctest --test-dir build` checks the suite on Gloo's TCP
 [ -n "${TEST_TORCH_TRANSPORT:-}" ] && export SHARDRUN_TORCH_TRANSPORT=$TEST_TORCH_TRANSPORT

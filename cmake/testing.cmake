@@ -1,7 +1,7 @@
 # The test suite's one registration function and its shared environment (CONTRIBUTING.md, "Test").
 #
-#   sr_test(NAME TIER quick|behaviour|reference|system [SERIAL] [TIMEOUT SECONDS] [ENV VAR=VALUE...]
-#           COMMAND command [args...])
+#   sr_test(NAME TIER quick|behaviour|reference|system [SERIAL|DEADLINE] [TIMEOUT SECONDS]
+#           [ENV VAR=VALUE...] COMMAND command [args...])
 #
 # TIER becomes the test's ctest label, so `ctest -L '^quick$'` runs one tier and tests/tiers.sh runs
 # them in turn, timing each:

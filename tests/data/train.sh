@@ -5,8 +5,6 @@
 # resume_allow_changes lists data; _val_ shards as eval_data.
 . "$(dirname "$0")/../gpt2/lib.sh"
 export OMP_NUM_THREADS=1
-CMP="/usr/bin/python3 $SRC/tests/fsdp/compare_logs.py"
-PCMP="/usr/bin/python3 $SRC/tests/fsdp/compare_params.py"
 REF=$SRC/tests/data/llmc_shards.py
 
 # two train shards and a val shard, written the llm.c way (uint16; byte-level ids 0..256)

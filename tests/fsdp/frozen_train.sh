@@ -16,8 +16,6 @@
 #    resume_allow_changes lets it change, by the checkpoint's load naming the parameters (exit 1, as
 #    a checkpoint of another model is refused).
 . "$(dirname "$0")/../gpt2/lib.sh"
-CMP="/usr/bin/python3 $SRC/tests/fsdp/compare_logs.py"
-PCMP="/usr/bin/python3 $SRC/tests/fsdp/compare_params.py"
 FCHK="/usr/bin/python3 $SRC/tests/fsdp/frozen_check.py"
 FREEZE='transformer.h.*.attn.*,transformer.wpe.weight'
 corpus

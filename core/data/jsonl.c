@@ -63,7 +63,10 @@ int sr_jsonl_each(const char *text, size_t n, const char *name, long long first_
     size_t cap = 0;
     long long line = first_line;
     int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; line++) {
+    size_t i0 = 0;
+    /* a byte order mark, which editors on Windows put first; JSON itself has none */
+    if (first_line == 1 && n >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) i0 = 3;
+    for (size_t i = i0; i < n && rc == 0; line++) {
         const char *nl = memchr(text + i, '\n', n - i);
         size_t end = nl ? (size_t)(nl - text) : n, len = end - i;
         const char *s = text + i;
@@ -89,6 +92,64 @@ int sr_jsonl_each(const char *text, size_t n, const char *name, long long first_
         sr__json_free(&j);
     }
     free(arena);
+    return rc;
+}
+
+/* sr_jsonl_each's callback for the start check: the first record is enough */
+static int first_only(void *user, const char *text, size_t len, long long line) {
+    (void)user, (void)text, (void)len, (void)line;
+    return 1;
+}
+
+int sr_jsonl_check_start(const char *path, const char *field, char *err, size_t errlen) {
+    enum { HEAD = 1 << 20 };
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    char *buf = sr__malloc(HEAD);
+    size_t n = 0;
+    ssize_t k = 0;
+    while (buf && n < HEAD && (k = read(fd, buf + n, HEAD - n)) != 0) {
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) break;
+        n += (size_t)k;
+    }
+    int e = errno;
+    close(fd);
+    if (!buf || k < 0) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, buf ? strerror(e) : "out of memory");
+        free(buf);
+        return -1;
+    }
+    /* the first record's line: past the mark and the blank lines */
+    size_t at = n >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3) ? 3 : 0;
+    long long line = 1;
+    while (at < n && (buf[at] == ' ' || buf[at] == '\t' || buf[at] == '\r' || buf[at] == '\n'))
+        line += buf[at++] == '\n';
+    int rc = 0;
+    if (at == n && n < HEAD) {
+        snprintf(err, errlen,
+                 "%s: no text: the file is %s; a JSON Lines file has one object per line, e.g. {\"%s\": \"...\"}", path,
+                 n ? "only blank lines" : "empty", field);
+        rc = 1;
+    } else if (at < n && buf[at] != '{') {
+        snprintf(err, errlen,
+                 "%s:%lld: not a JSON object (it starts with byte 0x%02x); a JSON Lines file has one object per line, "
+                 "e.g. {\"%s\": \"...\"}",
+                 path, line, (unsigned char)buf[at], field);
+        rc = -1;
+    } else if (at < n && memchr(buf + at, '\n', n - at)) {
+        const char *nl = memchr(buf + at, '\n', n - at);
+        /* the whole first line is here: checked as sr_jsonl_each will check it */
+        rc = sr_jsonl_each(buf + at, (size_t)(nl - (buf + at)), path, line, field, first_only, NULL, err, errlen) < 0
+                 ? -1
+                 : 0;
+    } else if (at < n && n < HEAD) { /* the file's one line, without its newline */
+        rc = sr_jsonl_each(buf + at, n - at, path, line, field, first_only, NULL, err, errlen) < 0 ? -1 : 0;
+    }
+    free(buf);
     return rc;
 }
 

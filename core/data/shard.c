@@ -12,6 +12,7 @@
 #include "base/alloc.h"
 #include "data/fault_guard.h"
 #include "data/shard_check.h"
+#include "data/shard_tokenizer.h"
 #include "shardrun/data.h"
 
 static const char *kind_of(mode_t m) {
@@ -30,7 +31,7 @@ int sr_shard_open(sr_shard *s, const char *path, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     s->fd = -1;
     struct stat st;
-    unsigned char h[12];
+    unsigned char h[SR__SHARD_TOKENIZER_END];
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* NONBLOCK: a FIFO must not hang the open */
     if (fd < 0) {
         snprintf(err, errlen, "%s: cannot open the token shard: %s", path, strerror(errno));
@@ -92,6 +93,7 @@ int sr_shard_open(sr_shard *s, const char *path, char *err, size_t errlen) {
                  st.st_size < want ? "truncated" : "extra bytes after the tokens");
         goto fail;
     }
+    if (sr__shard_tokenizer_get(h, &s->tokenizer, path, err, errlen) != 0) goto fail;
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
         snprintf(err, errlen, "%s: cannot map the shard: %s", path, strerror(errno));

@@ -64,6 +64,27 @@ static int add_match(const char *path, void *arg) {
     return 0;
 }
 
+/* Every shard holds the first one's token width and tokenizer: a set mixing two tokenizers' ids
+   (a prefix prepared again with another tokenizer, a glob over two corpora) would train on ids that
+   mean other tokens, with nothing to show for it but a worse loss. */
+static int check_alike(const sr_shard_set *set, char *err, size_t errlen) {
+    const sr_shard *a = &set->shards[0];
+    for (int i = 1; i < set->n; i++) {
+        const sr_shard *b = &set->shards[i];
+        if (b->token_bytes == a->token_bytes && sr_shard_tokenizer_same(&a->tokenizer, &b->tokenizer)) continue;
+        char da[256], db[256];
+        sr_shard_tokenizer_describe(&a->tokenizer, da, sizeof da);
+        sr_shard_tokenizer_describe(&b->tokenizer, db, sizeof db);
+        snprintf(err, errlen,
+                 "the shards mix tokenizers: %s holds uint%d tokens, %s, but %s holds uint%d tokens, %s. "
+                 "The ids of one tokenizer are other tokens in another: name one tokenizer's shards only "
+                 "(narrow the pattern, or remove the others and prepare them again with the model's tokenizer)",
+                 a->path, 8 * a->token_bytes, da, b->path, 8 * b->token_bytes, db);
+        return -1;
+    }
+    return 0;
+}
+
 /* Every file the patterns name, in order; each pattern must match. */
 static int expand(names *out, const char *patterns, const char *base_dir, char *err, size_t errlen) {
     expand_ctx x = {out, err, errlen};
@@ -89,6 +110,9 @@ int sr_shard_set_open(sr_shard_set *set, const char *patterns, const char *base_
         set->bytes += set->shards[i].bytes;
     }
     set->ntokens = set->first[set->n];
+    if (check_alike(set, err, errlen) != 0) goto fail;
+    set->token_bytes = set->shards[0].token_bytes;
+    set->tokenizer = set->shards[0].tokenizer;
     free_names(&l);
     return 0;
 fail:

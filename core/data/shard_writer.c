@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "data/shard_tokenizer.h"
 #include "shardrun/data.h"
 
 #define BUF_BYTES (1 << 20)
@@ -16,6 +17,7 @@ struct sr_shard_writer {
     char *path, *tmp;
     int fd, token_bytes;
     int64_t ntokens;
+    sr_shard_tokenizer tokenizer; /* recorded in the header (hash 0: nothing) */
     size_t used;
     unsigned char buf[BUF_BYTES];
 };
@@ -117,6 +119,8 @@ int sr_shard_writer_append_encoded(sr_shard_writer *w, const void *tokens, size_
     return 0;
 }
 
+void sr_shard_writer_set_tokenizer(sr_shard_writer *w, const sr_shard_tokenizer *t) { w->tokenizer = *t; }
+
 int64_t sr_shard_writer_tokens(const sr_shard_writer *w) { return w->ntokens; }
 
 void sr_shard_writer_abort(sr_shard_writer *w) {
@@ -127,11 +131,12 @@ void sr_shard_writer_abort(sr_shard_writer *w) {
 }
 
 int sr_shard_writer_close(sr_shard_writer *w, char *err, size_t errlen) {
-    unsigned char h[12];
+    unsigned char h[SR__SHARD_TOKENIZER_END];
     int32_t v[3] = {w->token_bytes == 2 ? SR_SHARD_MAGIC_U16 : SR_SHARD_MAGIC_U32,
                     w->token_bytes == 2 ? SR_SHARD_VERSION_U16 : SR_SHARD_VERSION_U32, (int32_t)w->ntokens};
     for (int i = 0; i < 3; i++)
         for (int b = 0; b < 4; b++) h[4 * i + b] = (unsigned char)((uint32_t)v[i] >> (8 * b));
+    sr__shard_tokenizer_put(h, &w->tokenizer);
     if (w->ntokens == 0) {
         snprintf(err, errlen, "%s: no tokens: an empty shard is not written (readers refuse it)", w->path);
         sr_shard_writer_abort(w);

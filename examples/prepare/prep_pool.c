@@ -95,8 +95,10 @@ static void run_job(prep_pool *p, tf_tokenizer *t, prep_job *j) {
     if (j->kind == PREP_JOB_TEXT) {
         if (encode_doc(&e, j->in, j->in_len, j->eot_first)) j->status = PREP_FAIL_MEMORY;
     } else {
-        /* line numbers from 1 within the job: the main thread names the file's line (prep_pool.h) */
-        int rc = sr_jsonl_each(j->in, j->in_len, j->name, 1, p->text_field, on_record, &e, j->err, sizeof j->err);
+        /* line numbers within the job: the main thread names the file's line (prep_pool.h).  Line 1
+           only for the file's first job: sr_jsonl_each skips a byte order mark there, and only there */
+        int rc = sr_jsonl_each(j->in, j->in_len, j->name, j->in_off == 0 ? 1 : 2, p->text_field, on_record, &e, j->err,
+                               sizeof j->err);
         if (rc < 0) j->status = PREP_FAIL_INPUT;
         else if (rc) j->status = PREP_FAIL_MEMORY;
     }

@@ -75,6 +75,7 @@ static int open_writer(prep_shards *s, char *err, size_t errlen) {
         tmp_live = 0;
         return -1;
     }
+    sr_shard_writer_set_tokenizer(cur.w, &s->tokenizer);
     /* the prefix that equalled the old file: from it */
     unsigned char buf[1 << 16];
     const uint64_t per = sizeof buf / (size_t)s->token_bytes;
@@ -106,9 +107,11 @@ static void start_shard(prep_shards *s) {
 }
 
 int prep_shards_init(prep_shards *s, const char *prefix, uint64_t shard_tokens, uint64_t val_tokens, int vocab_size,
-                     char *err, size_t errlen) {
+                     const sr_shard_tokenizer *t, char *err, size_t errlen) {
     (void)err, (void)errlen;
     memset(s, 0, sizeof *s);
+    s->tokenizer = *t;
+    s->train_last = -1;
     s->prefix = prefix;
     s->shard_tokens = shard_tokens;
     s->val_tokens = val_tokens;
@@ -122,7 +125,13 @@ int prep_shards_init(prep_shards *s, const char *prefix, uint64_t shard_tokens, 
     return 0;
 }
 
+int prep_shards_wrote(const prep_shards *s, int val, long index) {
+    return val ? index == 0 && s->val_done : index >= (s->val_tokens > 0) && index <= s->train_last;
+}
+
 static int end_shard(prep_shards *s, char *err, size_t errlen) {
+    if (s->in_val) s->val_done = 1;
+    else s->train_last = s->index;
     if (!cur.w && cur.old_fd >= 0 && s->n == cur.old_tokens) {
         close_old();
         s->kept++;

@@ -16,22 +16,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shardrun/data.h"
+
 typedef struct {
     const char *prefix;
     uint64_t shard_tokens, val_tokens;
     int vocab_size, token_bytes;
+    sr_shard_tokenizer tokenizer; /* recorded in every shard's header */
     /* the state */
     int index; /* the shard being filled */
     int in_val;
     uint64_t n;
     /* what happened */
     int written, kept;
+    int val_done;   /* the val shard is complete */
+    int train_last; /* the last train shard completed, -1: none */
     uint64_t tokens;
 } prep_shards;
 
-/* 0, or -1 with a message (out of memory). */
+/* t: the tokenizer, recorded in each shard's header.  0, or -1 with a message (out of memory). */
 int prep_shards_init(prep_shards *s, const char *prefix, uint64_t shard_tokens, uint64_t val_tokens, int vocab_size,
-                     char *err, size_t errlen);
+                     const sr_shard_tokenizer *t, char *err, size_t errlen);
 /* n tokens already in the shards' layout (token_bytes each, little-endian: prep_pool's workers pack
    them): 0, or -1 with a message (a shard that cannot be written: the file and why). */
 int prep_shards_push(prep_shards *s, const unsigned char *tokens, size_t n, char *err, size_t errlen);
@@ -39,6 +44,8 @@ int prep_shards_push(prep_shards *s, const unsigned char *tokens, size_t n, char
 int prep_shards_finish(prep_shards *s, char *err, size_t errlen);
 /* Async-signal-safe: removes the temporary being written, if any. */
 void prep_shards_abort(void);
+/* Whether this run completed (wrote or kept) shard index of the split. */
+int prep_shards_wrote(const prep_shards *s, int val, long index);
 /* The shard name of split/index (for messages and the tests). */
 void prep_shards_name(const prep_shards *s, int val, int index, char *out, size_t cap);
 

@@ -36,6 +36,7 @@
 
 #include "prep_cut.h"
 #include "prep_pool.h"
+#include "prep_prefix.h"
 #include "prep_progress.h"
 #include "prep_shards.h"
 #include "read_file.h"
@@ -252,6 +253,48 @@ static int parse(int argc, char **argv, opts *o) {
     return 0;
 }
 
+/* Whether a text file holds a non-whitespace byte: 1, 0 (empty or only whitespace), -1 (unreadable,
+   errno).  Reads only up to the first such byte: the first, in any file with text. */
+static int has_text(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return -1;
+    char buf[1 << 16];
+    ssize_t k;
+    int found = 0;
+    while (!found && (k = read(fd, buf, sizeof buf)) != 0) {
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) break;
+        for (ssize_t i = 0; i < k && !found; i++) found = !strchr(" \t\n\r\v\f", buf[i]) || !buf[i];
+    }
+    int e = errno;
+    close(fd);
+    errno = e;
+    return found ? 1 : k < 0 ? -1 : 0;
+}
+
+/* An input that holds no document, or JSON Lines bad from its first line: refused at once, before
+   the inputs before it are tokenized (and, for the agent, before a large file is read whole). */
+static int check_content(const opts *o, const char *path) {
+    char err[1024];
+    if (is_jsonl(o, path)) {
+        int rc = sr_jsonl_check_start(path, o->text_field, err, sizeof err);
+        if (rc < 0) return fprintf(stderr, "shardrun_prepare: error: %s\n", err), EXIT_CONFIG;
+        if (rc > 0)
+            return fprintf(stderr, "shardrun_prepare: error: %s; remove it from the inputs or fill it\n", err),
+                   EXIT_CONFIG;
+        return 0;
+    }
+    int rc = has_text(path);
+    if (rc < 0) return fprintf(stderr, "shardrun_prepare: error: input %s: %s\n", path, strerror(errno)), EXIT_CONFIG;
+    if (rc == 0)
+        return fprintf(stderr,
+                       "shardrun_prepare: error: input %s: no text: the file is empty or only whitespace, no "
+                       "document to tokenize; remove it from the inputs or fill it\n",
+                       path),
+               EXIT_CONFIG;
+    return 0;
+}
+
 /* every input a readable regular file, the output folder there: before any work */
 static int check_paths(const opts *o, uint64_t *total) {
     *total = 0;
@@ -265,6 +308,10 @@ static int check_paths(const opts *o, uint64_t *total) {
                            o->inputs[i], tf_file_kind(st.st_mode)),
                    EXIT_CONFIG;
         *total += (uint64_t)st.st_size;
+    }
+    for (int i = 0; i < o->ninputs; i++) {
+        int rc = check_content(o, o->inputs[i]);
+        if (rc) return rc;
     }
     char dir[4096];
     const char *slash = strrchr(o->out, '/');
@@ -465,13 +512,25 @@ int main(int argc, char **argv) {
         return fprintf(stderr, "shardrun_prepare: error: %s\n", err), EXIT_CONFIG;
     int vocab = prep_pool_vocab_size(r.pool);
     double t_load = prep_now() - t0;
+    /* which tokenizer writes the shards: recorded in each, and the prefix must hold no other's */
+    const char *tok_files[2] = {o.tok.tokenizer_json ? o.tok.tokenizer_json : o.tok.vocab_json, o.tok.merges_txt};
+    sr_shard_tokenizer tok_id;
+    if (sr_shard_tokenizer_of_files(&tok_id, tok_files,
+                                    o.tok.tokenizer_json ? 1
+                                    : o.tok.vocab_json   ? 2
+                                                         : 0,
+                                    vocab, err, sizeof err) != 0 ||
+        prep_prefix_check(o.out, &tok_id, sr_shard_token_bytes(vocab), err, sizeof err) != 0) {
+        fprintf(stderr, "shardrun_prepare: error: %s\n", err);
+        _exit(EXIT_CONFIG); /* the threads wait for work: leave now */
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    prep_shards_init(&r.shards, o.out, o.shard_tokens, o.val_tokens, vocab, err, sizeof err);
+    prep_shards_init(&r.shards, o.out, o.shard_tokens, o.val_tokens, vocab, &tok_id, err, sizeof err);
     prep_progress_init(&r.progress, o.progress, total, 10);
     double sys0, t1 = prep_now(), user0 = thread_user_s(&sys0);
     for (int i = 0; i < o.ninputs && !rc; i++) {
@@ -480,6 +539,12 @@ int main(int argc, char **argv) {
     }
     while (!rc && prep_pool_next_done(r.pool)) rc = take_one(&r);
     if (!rc) rc = prep_shards_finish(&r.shards, r.err, sizeof r.err);
+    /* the prefix holds exactly the new set: this tokenizer's shards left from an earlier run go */
+    int removed = 0, invalid = 0;
+    char removed_first[4096] = "", invalid_first[4096] = "";
+    if (!rc)
+        rc = prep_prefix_clean(&r.shards, &tok_id, &removed, removed_first, &invalid, invalid_first,
+                               sizeof removed_first, r.err, sizeof r.err);
     double sys2, t2 = prep_now(), main_user = thread_user_s(&sys2) - user0, main_sys = sys2 - sys0;
     /* bytes count the input files: the end is 100% */
     prep_progress_update(&r.progress, rc ? r.done_bytes : total, r.shards.tokens, 1);
@@ -500,15 +565,19 @@ int main(int argc, char **argv) {
     printf("CPU: %.3f s in the tokenizing threads; the main thread (handing out input, writing shards) %.3f s user, "
            "%.3f s system\n",
            worker_cpu, main_user, main_sys);
-    printf("shards: %d written, %d already complete and identical (kept); vocabulary %d, %s tokens\n", r.shards.written,
-           r.shards.kept, vocab, sr_shard_token_bytes(vocab) == 2 ? "uint16" : "uint32");
-    char name[4096];
-    prep_shards_name(&r.shards, 0, r.shards.index + (r.shards.n == 0 ? 0 : 1), name, sizeof name);
-    if (access(name, F_OK) == 0)
+    char desc[256];
+    sr_shard_tokenizer_describe(&tok_id, desc, sizeof desc);
+    printf("shards: %d written, %d already complete and identical (kept); vocabulary %d, %s tokens; %s\n",
+           r.shards.written, r.shards.kept, vocab, sr_shard_token_bytes(vocab) == 2 ? "uint16" : "uint32", desc);
+    if (removed)
+        printf("shards: %d removed (%s%s), left from an earlier run with this tokenizer that wrote more; not part of "
+               "this data\n",
+               removed, removed_first, removed > 1 ? ", ..." : "");
+    if (invalid)
         fprintf(stderr,
-                "shardrun_prepare: warning: %s (and maybe more) is left from an earlier run that wrote more "
-                "shards; it is not part of this data: remove it\n",
-                name);
+                "shardrun_prepare: warning: %s%s is named like a shard of this prefix but is no valid shard (%d "
+                "such file%s); it is not part of this data, and training refuses it: remove it\n",
+                invalid_first, invalid > 1 ? " (and more)" : "", invalid, invalid > 1 ? "s" : "");
     if (r.shards.tokens && r.shards.tokens <= o.val_tokens)
         fprintf(stderr,
                 "shardrun_prepare: warning: all %llu tokens went to the val split (--val-tokens %llu): "

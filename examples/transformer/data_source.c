@@ -54,9 +54,12 @@ static int shards_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, 
 }
 
 static void shards_describe(const tf_dataset *d, char *out, size_t len) {
-    snprintf(out, len, "packed from %lld tokens of %lld token shards, %.1f MB mapped (the last %lld tokens unused)",
-             d->shards ? (long long)d->shards->ntokens : 0, d->files, d->shards ? d->shards->bytes / 1e6 : 0.0,
-             d->tokens_left);
+    /* which tokenizer wrote them: the one a job that names no tokenizer learns it from */
+    const sr_shard_tokenizer *t = d->shards ? &d->shards->tokenizer : NULL;
+    snprintf(
+        out, len, "packed from %lld tokens of %lld token shards %s%s, %.1f MB mapped (the last %lld tokens unused)",
+        d->shards ? (long long)d->shards->ntokens : 0, d->files, t && t->hash ? "of tokenizer " : "",
+        t && t->hash ? t->name : "that record no tokenizer", d->shards ? d->shards->bytes / 1e6 : 0.0, d->tokens_left);
 }
 
 const tf_data_source tf_data_source_shards = {"token shards", shards_load, shards_describe};

@@ -342,6 +342,13 @@ int tf_dataset_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, cha
     data_file *files = NULL;
     size_t nfiles = 0;
     if (list_files(o->patterns, o->base_dir, &files, &nfiles, err, errlen)) return -1;
+    /* a JSON Lines file that is bad from its first line is refused now, not after the files before it
+       and it are read whole (gigabytes of a wrong file: a minute and its size in memory) */
+    for (size_t k = 0; k < nfiles && o->format == TF_FORMAT_JSONL; k++)
+        if (sr_jsonl_check_start(files[k].path, o->text_field ? o->text_field : "text", err, errlen) < 0) {
+            free_files(files, nfiles);
+            return -1;
+        }
     d->T = o->max_length;
     loader L = {.d = d, .o = o, .tok = tok, .err = err, .errlen = errlen};
     sr_packer_init(&L.pack, o->max_length, tf_tokenizer_eos(tok));

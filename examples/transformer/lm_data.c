@@ -219,6 +219,50 @@ static int record_identity(tf_lm *g) {
     return rc;
 }
 
+/* Token shards record which tokenizer wrote them (shardrun prepare): the train and eval shards must
+   agree, and a job that names a tokenizer must name that one -- another tokenizer's ids are other
+   tokens, and a model trained on them learns nonsense without a word.  A job that names none (the
+   byte-level default, which shards do not use) is told in the data line (data_source.c). */
+static int check_shard_tokenizer(tf_lm *g) {
+    const sr_shard_set *train = g->data.shards, *eval = g->eval.owns_shards ? g->eval.shards : NULL;
+    char a[256], b[256], err[1024];
+    if (train && eval &&
+        (train->token_bytes != eval->token_bytes || !sr_shard_tokenizer_same(&train->tokenizer, &eval->tokenizer))) {
+        sr_shard_tokenizer_describe(&train->tokenizer, a, sizeof a);
+        sr_shard_tokenizer_describe(&eval->tokenizer, b, sizeof b);
+        tf__lm_error(g,
+                     "[task] data and eval_data were written by different tokenizers: %s holds uint%d tokens, %s; "
+                     "%s holds uint%d tokens, %s. Give eval shards of the training shards' tokenizer\n",
+                     train->shards[0].path, 8 * train->token_bytes, a, eval->shards[0].path, 8 * eval->token_bytes, b);
+        return -1;
+    }
+    const char *tj = sr_config_path(g->ctx, "tokenizer_json"), *vocab = sr_config_path(g->ctx, "vocab_json");
+    const char *files[2] = {tj ? tj : vocab, sr_config_path(g->ctx, "merges_txt")};
+    const sr_shard_set *sets[2] = {train, eval};
+    sr_shard_tokenizer job;
+    int have_job = 0;
+    for (int k = 0; k < 2; k++) {
+        if (!sets[k] || !sets[k]->tokenizer.hash || (!tj && !vocab)) continue;
+        if (!have_job && sr_shard_tokenizer_of_files(&job, files, tj ? 1 : 2, tf_tokenizer_vocab_size(g->tok), err,
+                                                     sizeof err) != 0) {
+            tf__lm_error(g, "%s\n", err);
+            return -1;
+        }
+        have_job = 1;
+        if (sr_shard_tokenizer_same(&job, &sets[k]->tokenizer)) continue;
+        sr_shard_tokenizer_describe(&sets[k]->tokenizer, a, sizeof a);
+        sr_shard_tokenizer_describe(&job, b, sizeof b);
+        tf__lm_error(g,
+                     "[task] %s: the token shards (%s, ...) were written by %s, but the job's tokenizer (%s) is %s: "
+                     "their ids would be read as other tokens. Name the tokenizer that wrote the shards, or "
+                     "prepare them again with this one (shardrun prepare --job JOB.ini)\n",
+                     k ? "eval_data" : "data", sets[k]->shards[0].path, a,
+                     tj ? "tokenizer_json" : "vocab_json + merges_txt", b);
+        return -1;
+    }
+    return 0;
+}
+
 int tf__lm_load_data(tf_lm *g) {
     tf_data_opts o = {0};
     char err[1024];
@@ -228,7 +272,8 @@ int tf__lm_load_data(tf_lm *g) {
         tf__lm_error(g, "%s\n", err);
         return -1;
     }
-    return record_identity(g) != 0 ? -1 : load_eval_data(g, &o);
+    if (record_identity(g) != 0 || load_eval_data(g, &o) != 0) return -1;
+    return check_shard_tokenizer(g);
 }
 
 /* v[0 .. n) through the world group and the kernels' device memory (NCCL reads device memory only):

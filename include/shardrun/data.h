@@ -6,7 +6,9 @@
  * Token shards are llm.c's format (its dev/data/data_common.py writes them, llmc/dataloader.h reads
  * them): a header of 256 little-endian int32 -- [0] magic, [1] version, [2] the token count -- then
  * the tokens, little-endian uint16 (magic 20240520, version 1: GPT-2's vocabulary) or uint32 (magic
- * 20240801, version 7: larger vocabularies).  Nothing else is in a shard.
+ * 20240801, version 7: larger vocabularies).  shardrun's writer may also record which tokenizer
+ * wrote the tokens, in header words 3..23, which llm.c's writer leaves zero and its readers ignore
+ * (sr_shard_tokenizer below); nothing else is in a shard.
  *
  * Lifecycles:
  *   reading one shard:  sr_shard_open (checks the header against the file's size; maps the file,
@@ -51,13 +53,42 @@ extern "C" {
 /* header[2] is an int32: at most this many tokens per shard (llm.c asserts fewer than 2^31) */
 #define SR_SHARD_MAX_TOKENS 2147483647LL
 
+/* ---- which tokenizer wrote a shard ---------------------------------------------------------- */
+
+/* The record in header words 3..23: [3] SR_SHARD_TOKENIZER_TAG, [4] SR_SHARD_TOKENIZER_VERSION, [5]
+   and [6] the hash (low, high 32 bits), [7] the tokenizer's vocabulary, [8..23] its name (64 bytes,
+   NUL-padded).  A header whose word 3 is 0 records no tokenizer (llm.c's writer, sr_shard_write). */
+#define SR_SHARD_TOKENIZER_TAG 0x4b545253 /* "SRTK" */
+#define SR_SHARD_TOKENIZER_VERSION 1
+#define SR_SHARD_TOKENIZER_NAME 64
+
+typedef struct sr_shard_tokenizer {
+    uint64_t hash; /* XXH3 of the tokenizer's files (sr_shard_tokenizer_of_files); 0: not recorded */
+    int64_t vocab; /* the ids the tokenizer gives */
+    char name[SR_SHARD_TOKENIZER_NAME]; /* for people: "byte-level", "gpt2/vocab.json+merges.txt" */
+} sr_shard_tokenizer;
+
+/* The identity of the tokenizer loaded from files[0 .. n) (n = 0: byte-level tokens, no file) with
+   vocab ids: the hash is XXH3 over each file's size and bytes, in order (the same files give the same
+   hash on every machine, wherever they are), and the name is the first file's folder and the files'
+   names, "Llama-3.2-1B/tokenizer.json", "gpt2/vocab.json+merges.txt" (its last 63 bytes).  0, or -1
+   with the file that cannot be read in err. */
+SR_API int sr_shard_tokenizer_of_files(sr_shard_tokenizer *t, const char *const *files, int n, int64_t vocab, char *err,
+                                       size_t errlen);
+/* Whether a and b are the same tokenizer (both unrecorded counts as the same). */
+SR_API int sr_shard_tokenizer_same(const sr_shard_tokenizer *a, const sr_shard_tokenizer *b);
+/* For messages: "tokenizer NAME (xxh3 HASH, vocabulary V)", or "no tokenizer record (llm.c's
+   writer ...)" */
+SR_API void sr_shard_tokenizer_describe(const sr_shard_tokenizer *t, char *out, size_t len);
+
 /* ---- one shard ------------------------------------------------------------------------------- */
 
 typedef struct sr_shard {
     char *path;
-    int token_bytes; /* 2 (uint16) or 4 (uint32) */
-    int64_t ntokens; /* header[2]; the file is exactly SR_SHARD_HEADER_BYTES + ntokens * token_bytes */
-    int64_t bytes;   /* the file's size at open */
+    int token_bytes;              /* 2 (uint16) or 4 (uint32) */
+    int64_t ntokens;              /* header[2]; the file is exactly SR_SHARD_HEADER_BYTES + ntokens * token_bytes */
+    int64_t bytes;                /* the file's size at open */
+    sr_shard_tokenizer tokenizer; /* header words 3..23: which tokenizer wrote it (hash 0: not recorded) */
     /* the reader's own */
     int fd;
     const unsigned char *map;
@@ -79,16 +110,20 @@ SR_API void sr_shard_close(sr_shard *s);
 /* ---- a set of shards: one token stream ------------------------------------------------------- */
 
 typedef struct sr_shard_set {
-    int n;            /* shards */
-    sr_shard *shards; /* in pattern order, each pattern's matches sorted */
-    int64_t *first;   /* n + 1: shards[i] holds the stream's tokens first[i] .. first[i+1]-1 */
-    int64_t ntokens;  /* = first[n] */
-    int64_t bytes;    /* the files' sizes together */
+    int n;                        /* shards */
+    sr_shard *shards;             /* in pattern order, each pattern's matches sorted */
+    int64_t *first;               /* n + 1: shards[i] holds the stream's tokens first[i] .. first[i+1]-1 */
+    int64_t ntokens;              /* = first[n] */
+    int64_t bytes;                /* the files' sizes together */
+    int token_bytes;              /* every shard's (a set of mixed widths is refused) */
+    sr_shard_tokenizer tokenizer; /* every shard's (a set of mixed tokenizers is refused) */
 } sr_shard_set;
 
 /* patterns: whitespace-separated file names or glob(3) patterns (a backslash keeps a space: "my\
    file.bin"); relative ones are relative to base_dir (NULL: the current folder).  Every pattern
-   must match; a file matched twice is taken once.  0, or -1 with the pattern or file at fault. */
+   must match; a file matched twice is taken once.  Every shard must hold tokens of the same width
+   and record the same tokenizer (or all none): a set that mixes them is refused, naming two files
+   that disagree.  0, or -1 with the pattern or file at fault. */
 SR_API int sr_shard_set_open(sr_shard_set *set, const char *patterns, const char *base_dir, char *err, size_t errlen);
 /* out[0 .. n) = the stream's tokens first .. first+n-1, across shard boundaries.  0 or -1. */
 SR_API int sr_shard_set_read(const sr_shard_set *set, int64_t first, int64_t n, int32_t *out, char *err, size_t errlen);
@@ -131,6 +166,9 @@ SR_API int sr_shard_writer_append(sr_shard_writer *w, const int32_t *ids, size_t
    uint32 (every value fits its width, so nothing is checked but the count).  For writers that pack
    ids in other threads (shardrun_prepare).  0, or -1 (the writer stays open: abort it). */
 SR_API int sr_shard_writer_append_encoded(sr_shard_writer *w, const void *tokens, size_t n, char *err, size_t errlen);
+/* Records t (sr_shard_tokenizer_of_files) in the header written at close; without it the header's
+   words 3.. stay zero, as llm.c writes them. */
+SR_API void sr_shard_writer_set_tokenizer(sr_shard_writer *w, const sr_shard_tokenizer *t);
 /* Tokens appended so far. */
 SR_API int64_t sr_shard_writer_tokens(const sr_shard_writer *w);
 /* Writes the header, syncs and renames the temporary to path; frees w in any case.  A shard of no
@@ -150,11 +188,19 @@ typedef int (*sr_jsonl_fn)(void *user, const char *text, size_t len, long long l
 
 /* Walks text[0 .. n): one JSON object per line, as datasets' Dataset.to_json writes them; blank
    lines are skipped.  name: the file's name for messages; first_line: the line number of text[0]
-   (1 for a whole file; for a chunk of a file, its first line's).  A line that is not a JSON object,
+   (1 for a whole file or its first chunk: a UTF-8 byte order mark there is skipped; for a later
+   chunk of a file, its first line's).  A line that is not a JSON object,
    or lacks field or holds something other than a string there, stops the walk with -1 and
    "<name>:<line>: ..." in err.  0 when every record was handed over. */
 SR_API int sr_jsonl_each(const char *text, size_t n, const char *name, long long first_line, const char *field,
                          sr_jsonl_fn fn, void *user, char *err, size_t errlen);
+/* Checks the start of a JSON Lines file, reading at most its first 1 MiB: after a byte order mark
+   and blank lines, the first record must be a JSON object with field holding a string (checked in
+   full when its line ends within that MiB, else its first byte must be "{").  For callers that would
+   read a large file whole before sr_jsonl_each reaches its line 1.  0; 1 when the file holds no
+   record (empty or only blank lines: "<path>: no text: ..." in err); -1 with "<path>:<line>: ..." in
+   err. */
+SR_API int sr_jsonl_check_start(const char *path, const char *field, char *err, size_t errlen);
 /* sr_jsonl_each over a whole regular file, mapped (never copied). */
 SR_API int sr_jsonl_file_each(const char *path, const char *field, sr_jsonl_fn fn, void *user, char *err,
                               size_t errlen);

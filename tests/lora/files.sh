@@ -9,7 +9,8 @@
 #   - `shardrun merge` writes model.safetensors = W + B A scale (transposed for Conv1D), the same as
 #     the PyTorch reference's merge, with no adapters in it; a LoRA-off run from it loads it with no
 #     warning and computes the logits of the LoRA run from the checkpoint (base + adapters);
-#   - merge refuses a base the adapters do not fit, and a checkpoint without adapters.
+#   - merge refuses (exit 2) a base the adapters do not fit, and a checkpoint without adapters
+#     (tests/lora/merge.sh has its other refusals).
 . "$(dirname "$0")/lib.sh"
 mixed_text
 $TORCH_GPT2 init "$T/base.safetensors" --n_layer 2 --n_head 4 --n_embd 64 --n_positions 128 --vocab_size 300 --seed 3 \
@@ -95,14 +96,14 @@ echo "$r"
 
 # refusals
 run "$SHARDRUN" merge "$ck" --base "$T/mixed.txt" -o "$T/x.safetensors"
-expect_rc 1 "merge with a base that is no safetensors file"
+expect_rc 2 "merge with a base that is no safetensors file"
 $TORCH_GPT2 init "$T/other.safetensors" --n_layer 2 --n_head 4 --n_embd 32 --n_positions 128 --vocab_size 300 --seed 3 >/dev/null
 run "$SHARDRUN" merge "$ck" --base "$T/other.safetensors" -o "$T/x.safetensors"
 expect_rc 2 "merge with a base of another width"
 expect_in "$err" "disagree on transformer.h.0.attn.c_attn.weight" "merge names the weight the adapters do not fit"
 mkdir -p "$T/plain" && cp "$T/base.safetensors" "$T/plain/model.safetensors"
 run "$SHARDRUN" merge "$T/plain"
-expect_rc 1 "merge of a checkpoint without adapters"
+expect_rc 2 "merge of a checkpoint without adapters"
 expect_in "$err" "adapter_config.json" "merge says which file is missing"
 [ ! -e "$T/x.safetensors" ] && pass || fail "a refused merge writes nothing"
 done_checks

@@ -122,8 +122,7 @@ static const char *stale_because(const sr__lock_owner *o, const struct stat *st,
     if (!strcmp(o->host, me->host)) {
         if (!pid_gone(o)) return NULL;
         snprintf(why, len, "pid %ld on this host is gone", o->pid);
-    } else if (o->requeue_key[0] && !strcmp(o->requeue_key, me->requeue_key) &&
-               me->requeue_count > o->requeue_count) {
+    } else if (o->requeue_key[0] && !strcmp(o->requeue_key, me->requeue_key) && me->requeue_count > o->requeue_count) {
         snprintf(why, len, "it is this Slurm job's earlier run (SLURM_RESTART_COUNT %d, now %d), which ended",
                  o->requeue_count < 0 ? 0 : o->requeue_count, me->requeue_count);
     } else if (age > SR__OUTPUT_LOCK_STALE_S) {
@@ -206,8 +205,8 @@ static int start(const char *lockp, sr__output_lock **out, char *err, size_t err
     return 0;
 }
 
-int sr__output_lock_take(const char *dir, const sr__lock_owner *me, sr__output_lock **out, char *note,
-                         size_t notelen, char *err, size_t errlen) {
+int sr__output_lock_take(const char *dir, const sr__lock_owner *me, sr__output_lock **out, char *note, size_t notelen,
+                         char *err, size_t errlen) {
     char *lockp = sr__fmt("%s/%s", dir, SR__OUTPUT_LOCK_NAME);
     char *cand = sr__fmt("%s/%s.%s.%ld", dir, SR__OUTPUT_LOCK_NAME, me->host, me->pid);
     char *gone = sr__fmt("%s/%s.stale.%s.%ld", dir, SR__OUTPUT_LOCK_NAME, me->host, me->pid);
@@ -286,7 +285,8 @@ int sr__output_lock_take(const char *dir, const sr__lock_owner *me, sr__output_l
         unlink(gone);
         free(held), free(moved_text);
     }
-    if (!err[0]) snprintf(err, errlen, "[task] output_dir = %s: its lock %s changed hands too often; try again", dir, lockp);
+    if (!err[0])
+        snprintf(err, errlen, "[task] output_dir = %s: its lock %s changed hands too often; try again", dir, lockp);
     unlink(cand);
 done:
     free(lockp), free(cand), free(gone), free(mine);

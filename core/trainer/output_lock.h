@@ -52,8 +52,8 @@ void sr__lock_owner_self(sr__lock_owner *me, const char *launch, const char *req
 /* Takes dir's lock for me: 0 with *out (the heartbeat runs until release), or -1 with err[] (the
    holder named, or why the lock cannot be made).  note[] is "" or says which stale lock was taken
    over and why it was stale.  dir must exist. */
-int sr__output_lock_take(const char *dir, const sr__lock_owner *me, sr__output_lock **out, char *note,
-                         size_t notelen, char *err, size_t errlen);
+int sr__output_lock_take(const char *dir, const sr__lock_owner *me, sr__output_lock **out, char *note, size_t notelen,
+                         char *err, size_t errlen);
 
 /* Stops the heartbeat and removes the lock.  0, or -1 with err[] when the lock is no longer this
    process's (another run took it over meanwhile: it is left to that run).  NULL: nothing to do. */

@@ -25,10 +25,9 @@ int sr__run_lock_take(sr__run *run, sr__output_lock **out) {
         return SR_EXIT_CONFIG;
     }
     int rc = SR_EXIT_OK;
-    if (sr__output_dir_prepare(dir, why, sizeof why) != 0) {
-        sr__log(SR_LOG_ERROR, "%s", why);
-        rc = SR_EXIT_CONFIG;
-    } else {
+    /* a folder this run cannot make or write in needs no lock: every rank checks it too and
+       fails before step 0, in the results list as a configuration error */
+    if (sr__output_dir_prepare(dir, why, sizeof why) == 0) {
         sr__lock_owner me;
         sr__lock_owner_self(&me, run->rdzv.job_id, run->rdzv.requeue_key);
         if (sr__output_lock_take(dir, &me, out, note, sizeof note, why, sizeof why) != 0) {

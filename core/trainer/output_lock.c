@@ -26,8 +26,9 @@ struct sr__output_lock {
     int stop;
 };
 
-/* The start time of pid (field 22 of /proc/PID/stat, in clock ticks since boot), 0 when unknown. */
-static unsigned long long pid_start(long pid) {
+/* The start time of pid (field 22 of /proc/PID/stat, in clock ticks since boot), 0 when unknown;
+   *zombie: whether it has ended and only waits to be reaped. */
+static unsigned long long pid_start_of(long pid, int *zombie) {
     char p[64], buf[1024];
     snprintf(p, sizeof p, "/proc/%ld/stat", pid);
     FILE *f = fopen(p, "re");
@@ -37,10 +38,12 @@ static unsigned long long pid_start(long pid) {
     buf[n] = 0;
     const char *s = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
     unsigned long long v = 0;
+    if (zombie) *zombie = s && s[1] == ' ' && s[2] == 'Z';
     for (int field = 2; s && *s && field < 22; s++)
         if (*s == ' ') field++;
     return s && sscanf(s, "%llu", &v) == 1 ? v : 0;
 }
+static unsigned long long pid_start(long pid) { return pid_start_of(pid, NULL); }
 
 void sr__lock_owner_self(sr__lock_owner *me, const char *launch, const char *requeue_key) {
     const char *count = getenv("SLURM_RESTART_COUNT");
@@ -103,11 +106,13 @@ static int owner_read(const char *path, sr__lock_owner *o, char **text, struct s
     return 0;
 }
 
-/* Whether pid on this host is gone: no such process, or another process now has its number. */
+/* Whether pid on this host is gone: no such process, one that ended (a zombie), or another
+   process now has its number. */
 static int pid_gone(const sr__lock_owner *o) {
     if (kill((pid_t)o->pid, 0) != 0 && errno == ESRCH) return 1;
-    unsigned long long now = pid_start(o->pid);
-    return o->pid_start && now && now != o->pid_start;
+    int zombie = 0;
+    unsigned long long now = pid_start_of(o->pid, &zombie);
+    return zombie || (o->pid_start && now && now != o->pid_start);
 }
 
 static double age_s(const struct timespec *newer, const struct timespec *older) {

@@ -299,8 +299,8 @@ static int other_runs(const sr__trainer *t, const char *lineage) {
             sr__log(SR_LOG_ERROR, "overwrite_output_dir: %s; nothing was trained", why);
             rc = SR_EXIT_FAILED;
         } else if (t->rank == 0) {
-            printf("shardrun: overwrite_output_dir: removed %s/%s (a checkpoint of another run)\n",
-                   a->output_dir, names[i]);
+            printf("shardrun: overwrite_output_dir: removed %s/%s (a checkpoint of another run)\n", a->output_dir,
+                   names[i]);
         }
     }
     for (size_t i = 0; i < n; i++) free(names[i]);

@@ -11,6 +11,7 @@
 #include "shardrun/task.h"
 #include "agent/catalog.h"
 #include "agent/key_probe.h"
+#include "agent/run_lock.h"
 #include "agent/supervisor.h"
 #include "base/log.h"
 #include "config/env_table.h"
@@ -260,6 +261,7 @@ int sr_main(int argc, char **argv) {
         return rc < 0 ? 0 : rc;
     }
     sr__run_args args = {.job = c.job, .nextra = c.nextra, .extra = c.extra};
+    sr__output_lock *lock = NULL;
     if (!strcmp(c.command, "env")) {
         rc = sr__cmd_env(&run, &args, c.rank, c.explain);
     } else if (sr__run_prepare(&run, &args) != 0) {
@@ -269,8 +271,10 @@ int sr_main(int argc, char **argv) {
     } else if ((rc = sr__run_prepare_rdzv(&run)) != 0) {
         sr__diag_flush(&run.cfg.diag);
         rc = rc == SR__RDZV_UNREACHABLE ? SR_EXIT_FAILED : SR_EXIT_CONFIG;
+    } else if ((rc = sr__run_lock_take(&run, &lock)) != 0) {
+        sr__rdzv_free(&run.rdzv); /* another run holds output_dir: no worker starts */
     } else {
-        rc = sr__launch(&run, c.results);
+        rc = sr__run_lock_release(lock, sr__launch(&run, c.results));
     }
     sr__run_free(&run);
     return rc;

@@ -56,16 +56,33 @@ int sr__output_dir_others(const char *dir, const char *lineage, char ***names, s
         snprintf(err, errlen, "out of memory listing %s", dir);
         return -1;
     }
-    for (size_t i = 0; i < k; i++) {
+    int rc = 0;
+    for (size_t i = 0; i < k && rc == 0; i++) {
         char *p = sr__fmt("%s/%s", dir, l[i].name);
         sr__ckpt_ident id = {0};
-        int mine =
-            lineage && sr__ckpt_ident_read(p, &id, why, sizeof why) == 0 && !strcmp(sr__ckpt_lineage(&id), lineage);
+        int known = p && sr__ckpt_ident_read(p, &id, why, sizeof why) == 0;
+        int mine = known && lineage && !strcmp(sr__ckpt_lineage(&id), lineage);
         sr__ckpt_ident_free(&id);
+        /* a folder without a readable identity may be anything a user keeps there (notes, a copy
+           being made): it is never taken for another run's checkpoint, never removed */
+        if (!known)
+            snprintf(err, errlen,
+                     "[task] output_dir = %s holds %s, which is not a checkpoint shardrun can read (%s): shardrun "
+                     "removes only checkpoints it can prove belong to another run, and does not write beside "
+                     "this one; move it out of output_dir (or remove it yourself), or choose another "
+                     "output_dir; nothing was trained",
+                     dir, p ? p : l[i].name, p ? why : "out of memory"),
+                rc = -1;
+        else if (!mine) v[(*n)++] = l[i].name, l[i].name = NULL; /* taken */
         free(p);
-        if (!mine) v[(*n)++] = l[i].name, l[i].name = NULL; /* taken */
     }
     sr__ckpt_list_free(l, k);
+    if (rc != 0) {
+        for (size_t i = 0; i < *n; i++) free(v[i]);
+        free(v);
+        *n = 0;
+        return -1;
+    }
     *names = v;
     return 0;
 }

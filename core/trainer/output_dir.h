@@ -15,9 +15,11 @@ int sr__output_dir_prepare(const char *dir, char *err, size_t errlen);
 
 /* The checkpoint-N folders of dir that do not belong to the training run `lineage` (NULL: a new
    run, to which none belongs): their names in *names (a NULL-terminated array: free each name
-   and the array) and their count in *n.  A folder whose trainer_state.json cannot be read is
-   another run's.  0, or -1 when dir cannot be listed or holds a name that is not a checkpoint
-   name shardrun writes (fsdp/ckpt_dir.h). */
+   and the array) and their count in *n.  Each is a checkpoint another run wrote and finished
+   with: this run holds the folder's lock (output_lock.h), so no run still writes there.  0, or -1
+   when dir cannot be listed, holds a name that is not a checkpoint name shardrun writes
+   (fsdp/ckpt_dir.h), or a checkpoint-N folder whose trainer_state.json cannot be read (not
+   provably a checkpoint: never another run's to remove). */
 int sr__output_dir_others(const char *dir, const char *lineage, char ***names, size_t *n, char *err, size_t errlen);
 
 /* Removes dir/name (a checkpoint folder): renamed to name.deleting first (no checkpoint name), then

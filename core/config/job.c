@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <ini.h>
+#include <pwd.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,7 +336,25 @@ static const char *canonical(sr_key_normalizer norm, const char *key, char *buf,
     return norm ? norm(key, buf, len) : key;
 }
 
+/* The user's home folder ("/" as ""), or NULL when none is known. */
+static const char *home_dir(void) {
+    const char *home = getenv("HOME");
+    if (!home || !*home) {
+        const struct passwd *pw = getpwuid(getuid());
+        home = pw ? pw->pw_dir : NULL;
+    }
+    if (!home || !*home) return NULL;
+    return strcmp(home, "/") ? home : "";
+}
+
+int sr__config_names_home(const char *p) { return p[0] == '~' && (!p[1] || p[1] == '/'); }
+
 char *sr__config_absolute(const sr__job *cfg, sr__from from, const char *p) {
+    /* "~" and "~/..." are under the user's home, as HF's TrainingArguments expands output_dir
+       (os.path.expanduser): one job file shared between users, such as the shipped demos, names a
+       folder of each user's own */
+    const char *home = sr__config_names_home(p) ? home_dir() : NULL;
+    if (home) return sr__fmt("%s%s", home, p + 1);
     if (p[0] == '/') return sr__strdup(p);
     char cwd[PATH_MAX];
     const char *base = from == SR_FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");

@@ -89,9 +89,12 @@ void sr__config_resolve_free(sr__job *cfg, const char *section);
 void sr__config_check_leftovers(sr__job *cfg, const char *const *known_sections, size_t n);
 
 sr__setting *sr__config_get(sr__job *cfg, const char *section, const char *key);
-/* A path made absolute (a new string): a relative one against the job file's folder when it came
-   from the file (`from`), against the working directory otherwise. */
+/* A path made absolute (a new string): "~" or "~/..." under the user's home ($HOME, else the
+   password database's), a relative one against the job file's folder when it came from the file
+   (`from`), against the working directory otherwise. */
 char *sr__config_absolute(const sr__job *cfg, sr__from from, const char *p);
+/* Whether path p starts with the user's home ("~" or "~/..."). */
+int sr__config_names_home(const char *p);
 const char *sr__config_value(sr__job *cfg, const char *section, const char *key);
 
 void sr__config_free(sr__job *cfg);

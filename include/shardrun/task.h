@@ -77,7 +77,8 @@ SR_API int sr_config_double(const sr_ctx *ctx, const char *key, double def, doub
 SR_API int sr_config_bool(const sr_ctx *ctx, const char *key, int def, int *out);
 /* Paths: a relative path written in the job file is relative to the job file's folder, one given
    on the command line (--set) or in the environment (SHARDRUN_TASK_KEY) to the current folder
-   (docs/sdk.md).  sr_config_path: the value of `key` resolved that way (NULL when absent; valid as
+   (docs/sdk.md); "~" and "~/..." are under the user's home ($HOME), as HF's TrainingArguments
+   expands output_dir.  sr_config_path: the value of `key` resolved that way (NULL when absent; valid as
    long as the ctx).  sr_config_base_dir: the folder a relative value of `key` is relative to (the
    job file's, or "."), for a key that holds several paths or patterns. */
 SR_API const char *sr_config_path(const sr_ctx *ctx, const char *key);

@@ -12,6 +12,8 @@
 void st_check_device(st_report *r, const st_dut *d, int quick);
 /* the GPT-2 kernel table (gpt2.*), and its GEMMs against cblas_sgemm (gemm.*) */
 void st_check_kernels(st_report *r, const st_dut *d, int quick);
+/* the math itself: the device's fp32 kernels and AdamW against float64 references (math.*) */
+void st_check_math(st_report *r, const st_dut *d);
 /* buffers past 2^31 bytes (n elements; chunked through the host): device.cast, gpt2.add */
 void st_check_large(st_report *r, const st_dut *d, size_t n);
 /* the world group: every collective x dtype x op (collective.*), bus bandwidth (bandwidth.*).

@@ -62,6 +62,8 @@ int st_dut_load(st_dut *d, sr_pg *world, char *err, size_t errlen) {
         }
         d->dev = dev(d->cpu_dev);
         d->k = k(d->cpu_k);
+        const int *shared = (const int *)dlsym(h, "selftest_dut_shared");
+        if (shared && *shared) d->cpu_dev = d->dev, d->cpu_k = d->k;
         const char *base = strrchr(test, '/');
         snprintf(d->label, sizeof d->label, "test:%s", base ? base + 1 : test);
         return 0;

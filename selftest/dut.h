@@ -10,7 +10,10 @@
  * testing aid) takes both tables from a test library instead, which exports
  *   const sr__device *selftest_dut_device(const sr__device *cpu);
  *   const tf_kernels *selftest_dut_kernels(const tf_kernels *cpu);
- * so the tests can hand the harness deliberately broken kernels and check that it fails.
+ * so the tests can hand the harness deliberately broken kernels and check that it fails.  A library
+ * that also exports `const int selftest_dut_shared = 1` stands for a build whose formulas both
+ * devices share: its tables replace the CPU's as well, so the device is compared with itself as in
+ * the CPU half, and only the float64 references (check_math.c) can tell a wrong formula.
  */
 #ifndef SELFTEST_DUT_H
 #define SELFTEST_DUT_H

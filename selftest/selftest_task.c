@@ -5,7 +5,7 @@
  * collectives and bandwidth; each rank writes its lines to LINES.rankR.tsv for the agent to merge.
  *
  * [task] lines (path prefix, required; relative to the working directory, which the agent sets, so
- * the key is the same on every node), quick (0/1), parts ("device,kernels,large,pg": which checks).
+ * the key is the same on every node), quick (0/1), parts ("device,kernels,math,large,pg": which checks).
  * A failed check is a line, not an exit code: the task exits 0 once its lines are written, so no
  * rank is stopped half-way by another's failure; 1 only when it could not check at all.
  */
@@ -23,7 +23,7 @@ static int selftest_main(sr_ctx *ctx, int argc, char **argv) {
         fprintf(stderr, "selftest: [task] lines is required (shardrun selftest writes this job)\n");
         return 2;
     }
-    if (!parts) parts = "device,kernels,large,pg";
+    if (!parts) parts = "device,kernels,math,large,pg";
     sr_pg *pg = sr_world(ctx);
     char path[4200], err[4600] = "";
     snprintf(path, sizeof path, "%s.rank%d.tsv", lines, sr_rank(ctx));
@@ -42,6 +42,7 @@ static int selftest_main(sr_ctx *ctx, int argc, char **argv) {
                 sr_local_rank(ctx));
     if (mine && strstr(parts, "device")) st_check_device(&r, &d, (int)quick);
     if (mine && strstr(parts, "kernels")) st_check_kernels(&r, &d, (int)quick);
+    if (mine && strstr(parts, "math")) st_check_math(&r, &d);
     /* past 2^31 bytes on a GPU; on the CPU the same chunked code on 2 chunks and a bit (CI runs it) */
     if (mine && !quick && strstr(parts, "large"))
         st_check_large(&r, &d, !strcmp(d.label, "cuda") ? ((size_t)1 << 29) + 3 : ((size_t)2 << 22) + 5);

@@ -71,6 +71,9 @@ static inline sr__adamw_coef sr_adamw_prepare(const sr__adamw_args *a) {
     c.beta2 = a->beta2;
     c.w2 = (float)(1.0 - (double)a->beta2);
     c.bc2_sqrt = (float)sqrt((double)a->bias_correction2);
+#ifdef SR__TEST_FAULT_ADAMW_BC2 /* a wrong formula for tests/selftest/broken_math.c only: 1 - beta1^t for bc2 */
+    c.bc2_sqrt = (float)sqrt((double)a->bias_correction1);
+#endif
     c.eps = a->eps;
     c.neg_step = (float)(-(double)a->lr / (double)a->bias_correction1);
     return c;

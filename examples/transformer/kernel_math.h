@@ -56,7 +56,11 @@ SR_HD float tf_gelu_grad(float x) {
     float u = TF_GELU_K * (x + TF_GELU_C * x * x * x);
     float th = tf_tanh(u);
     float du = TF_GELU_K * (1.0f + 3.0f * TF_GELU_C * x * x);
+#ifndef TF_TEST_FAULT_GELU_GRAD
     return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
+#else /* a wrong formula for tests/selftest/broken_math.c only: 1 - th for 1 - th^2 */
+    return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th) * du;
+#endif
 }
 
 /* ALiBi's slope for head h of nh (BLOOM; HF's build_alibi_tensor): with p the largest power of two

@@ -41,7 +41,8 @@ int sr__ckpt_save(sr__engine *e, const char *output_dir, const sr__train_state *
 /* Collective: loads `dir` (any world size) into the engine's shards; fills *ts.  A SHARDED checkpoint
    saved without its frozen base (sr__ckpt_without_base) needs this run's base in place first (as a
    fresh run initialises it), which must match the checkpoint's frozen_digest.  0, -1, or -2 on every
-   rank when the base is another one (a configuration error: rank 0 said what to do). */
+   rank when the checkpoint holds another model or the base is another one (a configuration error,
+   said before any value is copied). */
 int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts);
 /* Whether dir is a SHARDED checkpoint saved without its frozen base (fsdp/ckpt_frozen.h).  Quiet. */
 int sr__ckpt_without_base(const char *dir);

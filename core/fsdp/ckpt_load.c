@@ -104,9 +104,10 @@ int sr__ckpt_load(sr__engine *e, const char *dir, sr__train_state *ts) {
     char sid[33] = "";
     double t0 = sr__now_s();
     int failed = sr__ckpt_state_read(e, dir, ts, sid) != 0 || sr__ckpt_source_open(&src, dir) != 0;
-    if (!failed) failed = sr__ckpt_verify(e, &src, sid, ts->global_step) != 0;
-    /* the frozen base's check is collective: every rank gets there, or none */
-    int rc = sr__engine_agree(e, e->world, failed), skip = 0;
+    int verified = failed ? -1 : sr__ckpt_verify(e, &src, sid, ts->global_step);
+    /* the frozen base's check is collective: every rank gets there, or none; -2 (another model)
+       on any rank is a configuration error on every rank */
+    int rc = sr__engine_agree_rc(e, e->world, verified), skip = 0;
     if (rc == 0) rc = sr__ckpt_frozen_check(e, &src, ts->seed, &skip, ts->frozen_digest);
     if (rc != 0) { /* -2: another frozen base (a configuration error), said before any copy */
         sr__ckpt_source_close(&src);

@@ -222,7 +222,7 @@ static int check_model(const sr__engine *e, const sr__ckpt_source *s, const char
         sr__buf_free(&msg);
     }
     sr__buf_free(&missing), sr__buf_free(&extra), sr__buf_free(&shapes);
-    return bad ? -1 : 0;
+    return bad ? -2 : 0; /* the job names another model: its configuration, not the files, is wrong */
 }
 
 /* Whether the checkpoint saved parameter p frozen: it holds no optimizer state for it (FULL: no
@@ -294,11 +294,12 @@ int sr__ckpt_verify(const sr__engine *e, sr__ckpt_source *s, const char *sid, lo
     }
     if (!bad) bad = check_files(s->dir, v, n, sid, sstep) != 0;
     if (!bad) bad = parse_index(s) != 0;
-    if (!bad) bad = check_model(e, s, v[0].digest) != 0;
+    int another = !bad && check_model(e, s, v[0].digest) != 0;
+    bad |= another;
     if (!bad) bad = check_frozen(e, s) != 0;
     if (!bad) sr__ckpt_checks_plan(e, s);
     if (!bad) bad = sr__ckpt_check_unowned(e, s) != 0;
     for (int i = 0; i < n; i++) free(v[i].name);
     free(v);
-    return bad ? -1 : 0;
+    return another ? -2 : bad ? -1 : 0;
 }

@@ -14,8 +14,8 @@
 #include "fsdp/ckpt_source.h"
 #include "fsdp/engine_internal.h"
 
-/* sid and sstep: the checkpoint_id and global_step trainer_state.json holds.  0, or -1 after
-   printing why. */
+/* sid and sstep: the checkpoint_id and global_step trainer_state.json holds.  0, or after printing
+   why -2 (the checkpoint holds another model: the job's error) or -1 (a damaged or foreign file). */
 int sr__ckpt_verify(const sr__engine *e, sr__ckpt_source *s, const char *sid, long long sstep);
 
 #endif

@@ -69,7 +69,9 @@ int sr__engine_init_params(sr__engine *e);
    name, F32/BF16/F16.  With FSDP_CPU_RAM_EFFICIENT_LOADING (several ranks, FSDP on) only rank 0
    reads the file and broadcasts it unit by unit; otherwise each rank reads its shard's ranges.
    Parameters the file lacks keep their initialiser (a warning lists them); a shape mismatch is an
-   error.  *bytes_read: bytes of tensor data this rank read.  Collective; 0 or -1. */
+   error, and so is a NaN or infinite value (the first one is named).  *bytes_read: bytes of tensor
+   data this rank read.  Collective; 0, -2 (the file does not fit the model or holds non-finite
+   values: bad input, before any step) or -1. */
 int sr__engine_load_weights(sr__engine *e, const char *path, long long *bytes_read);
 /* One micro-batch of `step`: *loss = this rank's mean loss.  accum: micro-batches per step. */
 int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, const int64_t *samples, int n,

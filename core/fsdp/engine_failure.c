@@ -24,16 +24,19 @@ int sr__engine_task_fail(sr__engine *e, const char *what, int mi) {
 
 /* ---- agreeing on failure -------------------------------------------------------------------------- */
 
-int sr__engine_agree(sr__engine *e, sr_pg *pg, int failed) {
-    if (!pg) return failed ? -1 : 0;
-    int v = failed ? 1 : 0, *d = (int *)e->scalar;
+int sr__engine_agree(sr__engine *e, sr_pg *pg, int failed) { return sr__engine_agree_rc(e, pg, failed ? -1 : 0); }
+
+int sr__engine_agree_rc(sr__engine *e, sr_pg *pg, int rc) {
+    if (rc < -2 || rc > 0) rc = -1;
+    if (!pg) return rc;
+    int v = -rc, *d = (int *)e->scalar; /* 2 (bad input) outranks 1 (failed) */
     e->dev->to_device(d, &v, sizeof v);
     if (sr_pg_all_reduce(pg, d, 1, SR_INT32, SR_MAX, NULL) != 0) {
         sr__log(SR_LOG_ERROR, "%s", sr_pg_error(pg));
         return -1;
     }
     e->dev->to_host(&v, d, sizeof v);
-    return v ? -1 : 0;
+    return -v;
 }
 
 /* Every rank's `mine`, in rank order, into a malloc'ed *all of *n entries (1 without a process group).

@@ -101,6 +101,9 @@ int sr__engine_fill_master(sr__engine *e, sr__unit_filler fill, void *arg, int f
 /* Every rank of `pg` learns whether any of them failed (a checkpoint, a weights file: all or
    nothing).  0 when none did; collective over pg (NULL: just this rank). */
 int sr__engine_agree(sr__engine *e, sr_pg *pg, int failed);
+/* The same for a return code: 0, -1 (failed) or -2 (bad input: the run's configuration or files);
+   every rank gets -2 when any rank had it, else -1 when any failed, else 0. */
+int sr__engine_agree_rc(sr__engine *e, sr_pg *pg, int rc);
 /* every rank's `mine` in rank order (engine_failure.c); collective, agreeing on `failed` first; 0 or -1 */
 int sr__engine_gather_u64(sr__engine *e, int failed, uint64_t mine, const char *what, uint64_t **all, size_t *n);
 /* Copies a shard-sized fp32 array from the shards' memory (hdev) to device memory, or back. */

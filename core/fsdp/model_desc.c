@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "fsdp/model_desc.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,8 @@ int sr_model_param(sr_model *m, const char *name, int ndim, const int64_t *shape
         numel *= (size_t)shape[d];
     }
     if (init.kind > SR_INIT_UNIFORM) return fail(m, "parameter \"%s\": unknown initialiser", name);
+    if (!isfinite(init.a)) /* it would start the model from NaN or infinity */
+        return fail(m, "parameter \"%s\": the initialiser's value is %g, not a finite number", name, (double)init.a);
     int i = add_param(m, name, -1);
     if (i < 0) return -1;
     sr__param *p = &m->params[i];

@@ -1,5 +1,6 @@
 /* Initial weights from a safetensors file (see sr__engine_load_weights in engine.h). */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,20 @@ typedef struct weights {
     long long bytes;
     int stripped;             /* parameters found without their first name component */
     const char *stripped_one; /* one of them */
+    /* non-finite values among those this rank loaded, and the first of them */
+    long long nonfinite;
+    int bad_param;
+    size_t bad_index;
+    float bad_value;
 } weights;
+
+/* NaN or infinity in what was just converted (elements first.. of parameter i): a file with them
+   is no model to start from, and a value that the data never reaches (a position row beyond
+   max_length, a token never seen) would survive training into every checkpoint unnoticed. */
+static void check_finite(weights *w, int i, size_t first, const float *v, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (!isfinite(v[k]) && w->nonfinite++ == 0) w->bad_param = i, w->bad_index = first + k, w->bad_value = v[k];
+}
 
 /* The initialisers first (padding, parameters the file lacks), then what the file holds. */
 static void fill_from_file(sr__engine *e, int u, float *dst, size_t lo, size_t n, void *arg) {
@@ -30,6 +44,7 @@ static void fill_from_file(sr__engine *e, int u, float *dst, size_t lo, size_t n
         const sr__param *p = &e->model->params[i];
         if (!w->t[i] || !sr__param_in_range(p, lo, n, &a, &b)) continue;
         sr__st_to_f32(w->t[i], w->data[i], a - p->offset, b - a, dst + (a - lo));
+        check_finite(w, i, a - p->offset, dst + (a - lo), b - a);
         w->bytes += (long long)((b - a) * sr_dtype_size(w->t[i]->dtype));
     }
 }
@@ -41,13 +56,13 @@ static int same_shape(const sr__param *p, const sr__st_tensor *t) {
     return 1;
 }
 
-/* Opens and checks the file against the model: 0, or -1 after printing every problem. */
+/* Opens and checks the file against the model: 0, or -2 (bad input) after printing every problem. */
 static int open_weights(sr__engine *e, const char *path, weights *w) {
     char err[512];
     w->f = sr__st_open(path, err, sizeof err);
     if (!w->f) {
         sr__log(SR_LOG_ERROR, "init_weights: %s", err);
-        return -1;
+        return -2;
     }
     int bad = 0, nmodel = e->model->nparams, nmissing = 0; /* the lists name the first 8 */
     sr__buf missing = {0}, extra = {0};
@@ -95,8 +110,57 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
                 "(e.g. \"%s\" as \"%s\"), as HF base-model checkpoints name them",
                 path, w->stripped, w->stripped_one, strchr(w->stripped_one, '.') + 1);
     sr__buf_free(&missing), sr__buf_free(&extra);
-    return bad ? -1 : 0;
+    return bad ? -2 : 0;
 }
+
+/* The first non-finite value of the file, in the model's parameter order, whichever rank read it:
+   each rank's first (parameter << 40 | element, or none) and count (<< 2 | NaN, inf or -inf) are
+   gathered, and rank 0 names it.  Collective.  0 (none), -2 (some: said) or -1 (the gather failed). */
+#define SR__NONE UINT64_MAX
+static int agree_finite(sr__engine *e, const char *path, const weights *w) {
+    int kind = isnan(w->bad_value) ? 0 : w->bad_value > 0 ? 1 : 2;
+    uint64_t first = w->nonfinite ? (uint64_t)w->bad_param << 40 | (w->bad_index & ((1ull << 40) - 1)) : SR__NONE;
+    uint64_t count = (uint64_t)w->nonfinite << 2 | (uint64_t)kind, *firsts = NULL, *counts = NULL;
+    size_t n = 0, m = 0;
+    if (sr__engine_gather_u64(e, 0, first, "the weights' check", &firsts, &n) != 0 ||
+        sr__engine_gather_u64(e, 0, count, "the weights' check", &counts, &m) != 0) {
+        free(firsts);
+        return -1;
+    }
+    size_t at = 0;
+    unsigned long long total = 0;
+    for (size_t r = 0; r < n; r++) {
+        total += counts[r] >> 2;
+        if (firsts[r] < firsts[at]) at = r;
+    }
+    int rc = firsts[at] == SR__NONE ? 0 : -2;
+    if (rc && e->rank == 0) {
+        int i = (int)(firsts[at] >> 40);
+        size_t index = (size_t)(firsts[at] & ((1ull << 40) - 1));
+        const sr__param *p = &e->model->params[i];
+        char pos[160] = "", shape[128], more[96] = "";
+        size_t rest = index;
+        for (int d = p->ndim - 1; d >= 0; d--) { /* row-major: the last dimension varies fastest */
+            char one[24];
+            int len = snprintf(one, sizeof one, "%zu%s", rest % (size_t)p->shape[d], d == p->ndim - 1 ? "" : ", ");
+            memmove(pos + len, pos, strlen(pos) + 1);
+            memcpy(pos, one, (size_t)len);
+            rest /= (size_t)p->shape[d];
+        }
+        sr__st_shape_str(shape, sizeof shape, p->ndim, p->shape);
+        if (total > 1) snprintf(more, sizeof more, ", the first of %llu non-finite values", total);
+        static const char *const what[] = {"NaN", "inf", "-inf"};
+        sr__log(SR_LOG_ERROR,
+                "init_weights: %s: tensor \"%s\" %s holds %s at [%s] (element %zu)%s; a model with NaN or infinite "
+                "weights cannot be trained (a value no batch reaches would stay in every checkpoint), so nothing "
+                "was trained.  Start from another file (a checkpoint saved before the values went bad), or repair "
+                "the tensor",
+                path, w->t[i] ? w->t[i]->name : p->name, shape, what[counts[at] & 3], pos, index, more);
+    }
+    free(firsts), free(counts);
+    return rc;
+}
+#undef SR__NONE
 
 int sr__engine_load_weights(sr__engine *e, const char *path, long long *bytes_read) {
     int from_rank0 = e->cfg.enabled && e->cfg.cpu_ram_efficient_loading && e->world && e->world_size > 1;
@@ -104,9 +168,13 @@ int sr__engine_load_weights(sr__engine *e, const char *path, long long *bytes_re
     weights w = {0};
     w.t = sr__calloc((size_t)e->model->nparams, sizeof *w.t);
     w.data = sr__calloc((size_t)e->model->nparams, sizeof *w.data);
-    int failed = reader && open_weights(e, path, &w) != 0;
-    int rc = sr__engine_agree(e, from_rank0 ? e->world : NULL, failed);
-    if (rc == 0) rc = sr__engine_fill_master(e, fill_from_file, &w, from_rank0);
+    int rc = !w.t || !w.data ? -1 : reader ? open_weights(e, path, &w) : 0;
+    if (rc == -1) sr__log(SR_LOG_ERROR, "init_weights: out of memory for the list of %d parameters", e->model->nparams);
+    /* over every rank, readers or not: the collectives below are taken by all of them or by none */
+    rc = sr__engine_agree_rc(e, e->world, rc);
+    if (rc == 0) rc = sr__engine_agree_rc(e, e->world, sr__engine_fill_master(e, fill_from_file, &w, from_rank0));
+    /* each rank checked only what it filled */
+    if (rc == 0) rc = agree_finite(e, path, &w);
     snprintf(e->base_from, sizeof e->base_from, "init_weights = %s", path);
     if (w.f) sr__st_close(w.f);
     free(w.t), free(w.data);

@@ -44,10 +44,47 @@ static void said(sr__trainer *t) {
     sr__engine_avg(t->e, &sync); /* it fails only when a rank is gone already: the exit is the same */
 }
 
+/* Every step of this run so far was non-finite and none was applied: the parameters it started from
+   give a non-finite loss or gradient before any update, which no learning rate changes. */
+static int before_any_update(const sr__trainer *t, int in_a_row) {
+    long long first = t->resume_dir ? t->resume_step : 0;
+    return t->ts.global_step - first == in_a_row;
+}
+
+/* The stop's message when the parameters were broken before this run's first update. */
+static void say_broken_start(const sr__trainer *t, double loss, const sr__step_result *r, const char *row) {
+    const sr__train_args *a = &t->a;
+    char from[2200], l[32], g[32];
+    if (t->resume_dir)
+        snprintf(from, sizeof from,
+                 "resume_from_checkpoint = %s: its parameters had diverged already; start from an earlier "
+                 "checkpoint (with a lower learning_rate) or from other weights",
+                 t->resume_dir);
+    else if (a->init_weights)
+        snprintf(from, sizeof from,
+                 "init_weights = %s: check its values (finite ones too large for the forward pass overflow)",
+                 a->init_weights);
+    else
+        snprintf(from, sizeof from,
+                 "the task's initialisers with seed %lld: check the task's initialiser scales and model settings",
+                 a->seed);
+    sr__log(SR_LOG_ERROR,
+            "[task] nan_policy = %s: step %lld of %lld has a non-finite %s (loss %s, grad_norm %s)%s before this run "
+            "applied any update: the parameters it started from give it, whatever the learning_rate.  They came "
+            "from %s; or the step's batch holds bad data",
+            a->nan_policy == SR_NAN_SKIP_STEP ? "skip_step" : "stop", t->ts.global_step, t->plan.total_steps,
+            !isfinite(loss) ? "loss" : "gradient norm", num(loss, l, sizeof l), num(r->grad_norm, g, sizeof g), row,
+            from);
+}
+
 static int stop(sr__trainer *t, double loss, const sr__step_result *r, int in_a_row) {
     const sr__train_args *a = &t->a;
     long long step = t->ts.global_step;
-    if (t->rank == 0) {
+    if (t->rank == 0 && before_any_update(t, in_a_row)) {
+        char row[96] = "";
+        if (in_a_row > 1) snprintf(row, sizeof row, " (%d non-finite steps in a row, all skipped)", in_a_row);
+        say_broken_start(t, loss, r, row);
+    } else if (t->rank == 0) {
         char *good = last_checkpoint(t), row[96] = "", where[2400], l[32], g[32];
         if (in_a_row > 1)
             snprintf(row, sizeof row, " (%d non-finite steps in a row; skip_step skips at most %d)", in_a_row,

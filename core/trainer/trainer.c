@@ -80,7 +80,8 @@ static int start_params(sr__trainer *t) {
         if (!a->init_weights) {
             if (sr__engine_init_params(t->e) != 0) return SR_EXIT_FAILED;
         } else {
-            if (sr__engine_load_weights(t->e, a->init_weights, &t->weights_bytes) != 0) return SR_EXIT_FAILED;
+            if ((rc = sr__engine_load_weights(t->e, a->init_weights, &t->weights_bytes)) != 0)
+                return rc == -2 ? SR_EXIT_CONFIG : SR_EXIT_FAILED;
             if (t->rank == 0)
                 printf("shardrun: %s from %s\n", t->resume_dir ? "the frozen base" : "initial weights",
                        a->init_weights);

@@ -131,6 +131,8 @@ static int bad(reader *r, const char *what) {
 static int read_num(reader *r, double *out) {
     sr__json_num n;
     if (sr__json_peek(&r->j) != SR_JSON_NUMBER || sr__json_number(&r->j, &n) != 0) return bad(r, "expected a number");
+    if (!isfinite(n.value)) /* 1e400: no double holds it, and no model is built from it */
+        return bad(r, "is beyond the range of a double (not a finite number)");
     *out = n.value;
     return 0;
 }
@@ -243,15 +245,32 @@ static const char *const HARMLESS[] = {"architectures",
                                        "dtype",
                                        NULL};
 
+/* The fields HF's config classes give a default when the file lacks them (bits of `seen`). */
+enum {
+    SR__LF_LAYERS = 1 << 0,
+    SR__LF_HEADS = 1 << 1,
+    SR__LF_KV_HEADS = 1 << 2,
+    SR__LF_HIDDEN = 1 << 3,
+    SR__LF_INTERMEDIATE = 1 << 4,
+    SR__LF_VOCAB = 1 << 5,
+    SR__LF_POSITIONS = 1 << 6,
+    SR__LF_THETA = 1 << 7,
+    SR__LF_EPS = 1 << 8,
+    SR__LF_INIT = 1 << 9,
+    SR__LF_TIE = 1 << 10,
+    SR__LF_SLIDING = 1 << 11,
+};
+
 static int member(reader *r, const char *key, size_t klen, llama_config *c, int *model_type, int *sliding_on,
-                  int *head_dim) {
+                  int *head_dim, unsigned *seen) {
 #define IS(k) sr__json_key_is(key, klen, k)
+#define SR__LF_SEEN(bit, read) (*seen |= (bit), (read))
     if (IS("model_type")) {
         static const char *const types[] = {"llama", "qwen2", "mistral", NULL};
         const char *s;
         size_t n;
         if (sr__json_peek(&r->j) == SR_JSON_STRING && sr__json_string(&r->j, &s, &n) == 0) {
-            *model_type = sr__json_key_is(s, n, "qwen2") ? 2 : 1;
+            *model_type = sr__json_key_is(s, n, "qwen2") ? 2 : sr__json_key_is(s, n, "mistral") ? 3 : 1;
             for (const char *const *t = types; *t; t++)
                 if (sr__json_key_is(s, n, *t)) return 0;
             char m[160];
@@ -261,19 +280,25 @@ static int member(reader *r, const char *key, size_t klen, llama_config *c, int 
         }
         return bad(r, "expected a string");
     }
-    if (IS("num_hidden_layers")) return read_int(r, 1, 4096, &c->n_layer);
-    if (IS("num_attention_heads")) return read_int(r, 1, 4096, &c->n_head);
-    if (IS("num_key_value_heads"))
-        return sr__json_peek(&r->j) == SR_JSON_NULL ? (c->n_kv_head = 0, sr__json_null(&r->j))
-                                                    : read_int(r, 1, 4096, &c->n_kv_head);
-    if (IS("hidden_size")) return read_int(r, 1, 1 << 16, &c->hidden);
-    if (IS("intermediate_size")) return read_int(r, 1, 1 << 20, &c->intermediate);
-    if (IS("vocab_size")) return read_int(r, 1, 1 << 24, &c->vocab);
-    if (IS("max_position_embeddings")) return read_int(r, 1, 1 << 30, &c->max_positions);
-    if (IS("rope_theta")) return read_num(r, &c->rope_theta);
-    if (IS("rms_norm_eps")) return read_num(r, &c->rms_eps);
-    if (IS("initializer_range")) return read_num(r, &c->init_range);
-    if (IS("tie_word_embeddings")) return read_bool(r, &c->tie);
+    if (IS("num_hidden_layers")) return SR__LF_SEEN(SR__LF_LAYERS, read_int(r, 1, 4096, &c->n_layer));
+    if (IS("num_attention_heads")) return SR__LF_SEEN(SR__LF_HEADS, read_int(r, 1, 4096, &c->n_head));
+    if (IS("num_key_value_heads")) /* null: as many as the attention heads, in every config class */
+        return SR__LF_SEEN(SR__LF_KV_HEADS, sr__json_peek(&r->j) == SR_JSON_NULL
+                                                ? (c->n_kv_head = 0, sr__json_null(&r->j))
+                                                : read_int(r, 1, 4096, &c->n_kv_head));
+    if (IS("hidden_size")) return SR__LF_SEEN(SR__LF_HIDDEN, read_int(r, 1, 1 << 16, &c->hidden));
+    if (IS("intermediate_size")) return SR__LF_SEEN(SR__LF_INTERMEDIATE, read_int(r, 1, 1 << 20, &c->intermediate));
+    if (IS("vocab_size")) return SR__LF_SEEN(SR__LF_VOCAB, read_int(r, 1, 1 << 24, &c->vocab));
+    if (IS("max_position_embeddings")) return SR__LF_SEEN(SR__LF_POSITIONS, read_int(r, 1, 1 << 30, &c->max_positions));
+    if (IS("rope_theta")) return SR__LF_SEEN(SR__LF_THETA, read_num(r, &c->rope_theta));
+    if (IS("rms_norm_eps")) return SR__LF_SEEN(SR__LF_EPS, read_num(r, &c->rms_eps));
+    if (IS("initializer_range")) { /* HF's LlamaConfig refuses a range outside [0, 1] too */
+        if (SR__LF_SEEN(SR__LF_INIT, read_num(r, &c->init_range)) != 0) return -1;
+        return c->init_range >= 0 && c->init_range <= 1
+                   ? 0
+                   : bad(r, "the standard deviation of the initial weights must be in [0, 1] (HF's default: 0.02)");
+    }
+    if (IS("tie_word_embeddings")) return SR__LF_SEEN(SR__LF_TIE, read_bool(r, &c->tie));
     if (IS("attention_bias")) { /* Llama's: q, k, v and o */
         int b;
         if (read_bool(r, &b) != 0) return -1;
@@ -304,6 +329,7 @@ static int member(reader *r, const char *key, size_t klen, llama_config *c, int 
         return 0;
     }
     if (IS("sliding_window")) { /* Mistral: null for none; Qwen2: set, and off unless use_sliding_window */
+        *seen |= SR__LF_SLIDING;
         if (sr__json_peek(&r->j) == SR_JSON_NULL) return sr__json_null(&r->j);
         int w;
         if (read_int(r, 0, 1 << 30, &w) != 0) return -1;
@@ -312,8 +338,55 @@ static int member(reader *r, const char *key, size_t klen, llama_config *c, int 
     }
     for (const char *const *h = HARMLESS; *h; h++)
         if (IS(*h)) return sr__json_skip(&r->j);
+#undef SR__LF_SEEN
 #undef IS
     return bad(r, "not implemented by the llama task; remove it if it does not change the model");
+}
+
+/* HF's config classes' defaults, for the fields a config.json lacks (transformers'
+   configuration_llama.py, configuration_qwen2.py, configuration_mistral.py); docs/llama.md's table */
+typedef struct sr__llama_hf_class {
+    const char *cls;
+    int n_layer, n_head, n_kv_head, hidden, intermediate, vocab, max_positions;
+    double rope_theta, rms_eps, init_range;
+} sr__llama_hf_class;
+static const sr__llama_hf_class HF_DEFAULTS[] = {
+    /* n_kv_head 0: as many as num_attention_heads */
+    [1] = {"LlamaConfig", 32, 32, 0, 4096, 11008, 32000, 2048, 10000.0, 1e-6, 0.02},
+    [2] = {"Qwen2Config", 32, 32, 32, 4096, 22016, 151936, 32768, 10000.0, 1e-6, 0.02},
+    [3] = {"MistralConfig", 32, 32, 8, 4096, 14336, 32000, 131072, 10000.0, 1e-6, 0.02},
+};
+
+/* Fills the fields the file lacks with model_type's class defaults, naming them in c->defaulted. */
+static void hf_defaults(llama_config *c, int model_type, unsigned seen) {
+    const sr__llama_hf_class *d = &HF_DEFAULTS[model_type];
+    char list[sizeof c->defaulted] = "";
+    size_t at = 0;
+#define SR__LF_DEFAULT(bit, field, value, fmt, key)                                                                    \
+    if (!(seen & (bit))) {                                                                                             \
+        c->field = value;                                                                                              \
+        if (at < sizeof list)                                                                                          \
+            at += (size_t)snprintf(list + at, sizeof list - at, "%s" key " " fmt, at ? ", " : "", c->field);           \
+    }
+    SR__LF_DEFAULT(SR__LF_LAYERS, n_layer, d->n_layer, "%d", "num_hidden_layers")
+    SR__LF_DEFAULT(SR__LF_HEADS, n_head, d->n_head, "%d", "num_attention_heads")
+    SR__LF_DEFAULT(SR__LF_KV_HEADS, n_kv_head, d->n_kv_head ? d->n_kv_head : c->n_head, "%d", "num_key_value_heads")
+    SR__LF_DEFAULT(SR__LF_HIDDEN, hidden, d->hidden, "%d", "hidden_size")
+    SR__LF_DEFAULT(SR__LF_INTERMEDIATE, intermediate, d->intermediate, "%d", "intermediate_size")
+    SR__LF_DEFAULT(SR__LF_VOCAB, vocab, d->vocab, "%d", "vocab_size")
+    SR__LF_DEFAULT(SR__LF_POSITIONS, max_positions, d->max_positions, "%d", "max_position_embeddings")
+    SR__LF_DEFAULT(SR__LF_THETA, rope_theta, d->rope_theta, "%g", "rope_theta")
+    SR__LF_DEFAULT(SR__LF_EPS, rms_eps, d->rms_eps, "%g", "rms_norm_eps")
+    SR__LF_DEFAULT(SR__LF_INIT, init_range, d->init_range, "%g", "initializer_range")
+#undef SR__LF_DEFAULT
+    if (!(seen & SR__LF_TIE)) {
+        c->tie = 0;
+        if (at < sizeof list)
+            at += (size_t)snprintf(list + at, sizeof list - at, "%stie_word_embeddings false", at ? ", " : "");
+    }
+    if (at >= sizeof list) memcpy(list + sizeof list - 4, "...", 4);
+    c->defaulted[0] = 0;
+    if (at) snprintf(c->defaulted, sizeof c->defaulted, "%s's defaults: %s", d->cls, list);
 }
 
 int llama_config_read(const char *path, llama_config *c) {
@@ -327,6 +400,7 @@ int llama_config_read(const char *path, llama_config *c) {
     reader r = {.path = path, .field = "(the document)"};
     sr__json_init(&r.j, text, n, NULL);
     int rc = sr__json_object(&r.j), model_type = 0, sliding = 0, head_dim = 0;
+    unsigned seen = 0;
     const char *key;
     size_t klen;
     char name[96];
@@ -336,7 +410,7 @@ int llama_config_read(const char *path, llama_config *c) {
     while (rc == 0 && (rc = sr__json_member(&r.j, &key, &klen)) > 0) {
         snprintf(name, sizeof name, "%.*s", (int)(klen < 80 ? klen : 80), key);
         r.field = name;
-        rc = member(&r, key, klen, c, &model_type, &sliding, &head_dim) != 0 ? -1 : 0;
+        rc = member(&r, key, klen, c, &model_type, &sliding, &head_dim, &seen) != 0 ? -1 : 0;
     }
     if (rc == 0 && sr__json_end(&r.j) != 0) rc = -1;
     size_t at;
@@ -347,6 +421,14 @@ int llama_config_read(const char *path, llama_config *c) {
     if (rc < 0) return -1;
     r.field = "model_type";
     if (!model_type) return bad(&r, "missing: the llama task reads configs of model_type llama, qwen2 or mistral");
+    /* what the file lacks is what HF's class for its model_type would take, not the figures of a
+       size: a config.json describes the model by itself */
+    hf_defaults(c, model_type, seen);
+    if (model_type == 3 && !(seen & SR__LF_SLIDING)) {
+        r.field = "sliding_window";
+        return bad(&r, "missing, and MistralConfig's default is 4096: sliding-window attention, which is not "
+                       "implemented; set it to null");
+    }
     if (model_type == 2) c->qkv_bias = 1, c->o_bias = 0; /* Qwen2: q/k/v biases, none elsewhere */
     /* Qwen2 turns its window on with use_sliding_window; Mistral by setting sliding_window */
     if ((model_type == 2 && (sliding & 1) && (sliding & 2)) || (model_type != 2 && (sliding & 2))) {

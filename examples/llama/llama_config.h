@@ -21,13 +21,17 @@ typedef struct llama_config {
     int llama3;
     double rope_factor, low_freq_factor, high_freq_factor;
     int original_max_positions;
+    /* a config.json's fields it lacked, with the HF class defaults they took ("" for none) */
+    char defaulted[320];
 } llama_config;
 
 /* a named size: HF's figures for the model's config.json, or NULL; *names: the list for messages */
 const llama_config *llama_size(const char *name, const char **names);
 
-/* Reads an HF config.json into c over the figures already there: 0, or -1 after an error naming the
-   file and the field (a field this task does not implement, a value out of range, malformed JSON) */
+/* Reads an HF config.json into c: the fields it lacks take the defaults of HF's config class for its
+   model_type (LlamaConfig, Qwen2Config, MistralConfig), never the figures c held.  0, or -1 after
+   an error naming the file and the field (a field this task does not implement, a value out of
+   range or not finite, malformed JSON, a missing model_type) */
 int llama_config_read(const char *path, llama_config *c);
 
 /* HF's inverse frequencies of head size hd (hd/2 floats): theta^(-2i/hd), computed as HF computes

@@ -46,6 +46,8 @@ static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
     config = *s;
     const char *path = sr_config_path(ctx, "config");
     if (path && *path && llama_config_read(path, &config) != 0) return -1;
+    if (path && *path && config.defaulted[0] && sr_rank(ctx) == 0)
+        printf("llama: %s lacks fields, which take HF's %s\n", path, config.defaulted);
     for (const char *const *k = (const char *const[]){"n_layer", "n_head", "n_embd", "n_positions", NULL}; *k; k++)
         if (sr_config(ctx, *k)) {
             fprintf(stderr,
@@ -64,8 +66,12 @@ static int configure(sr_ctx *ctx, tf_lm_dims *d, int *vocab_default) {
         return -1;
     const char *from = path && *path ? path : "the size";
     if (c->n_head % c->n_kv_head) {
-        fprintf(stderr, "llama: error: num_attention_heads = %d is not a multiple of num_key_value_heads = %d (%s)\n",
-                c->n_head, c->n_kv_head, from);
+        /* a head count the file lacks is the config class's (Qwen2Config: 32 key/value heads): say so */
+        int defaulted = strstr(c->defaulted, "_heads ") != NULL;
+        fprintf(stderr,
+                "llama: error: num_attention_heads = %d is not a multiple of num_key_value_heads = %d (%s%s%s)\n",
+                c->n_head, c->n_kv_head, from, defaulted ? "; it lacks fields, which take HF's " : "",
+                defaulted ? c->defaulted : "");
         return -1;
     }
     if (c->hidden % c->n_head == 0 && (c->hidden / c->n_head) % 2) {

@@ -79,7 +79,8 @@ SR_API int sr_model_module(sr_model *m, const char *name, const char *class_name
 
 /* Declares a parameter of the last declared module: its full dotted name
    ("transformer.h.3.attn.c_attn.weight"), `ndim` (1..4) sizes, initialiser and flags.  The
-   module's call->params[i] is its i-th declared (or tied) parameter.  Returns 0 or -1. */
+   module's call->params[i] is its i-th declared (or tied) parameter.  Returns 0 or -1 (an
+   initialiser value that is not finite is refused: the model would start from NaN). */
 SR_API int sr_model_param(sr_model *m, const char *name, int ndim, const int64_t *shape, sr_init init, unsigned flags);
 
 /* Declares that the last declared module also uses the earlier parameter `target` under the

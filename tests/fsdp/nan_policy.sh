@@ -3,7 +3,9 @@
 # parameters near 1e30, and every later step's loss is NaN.
 #   stop (the default): exit 1 at step 3 before its update, naming the step and the last
 #     checkpoint; nothing of step 3 is saved; the checkpoints resume (checkpoint-1, before the
-#     update that diverged, with a sane learning rate to the end; checkpoint-2 to the same stop)
+#     update that diverged, with a sane learning rate to the end; checkpoint-2 to the same stop,
+#     whose message then blames the checkpoint, not the learning rate); initial weights that
+#     overflow at step 1 stop it with a message naming the weights, not the learning rate
 #   skip_step: no update (parameters and AdamW moments byte-identical across the skipped steps), the
 #     steps count, results say how many; more than 10 in a row stop the run as stop does
 #   warn: the updates are applied (the parameters become NaN), a warning per step, exit 1 at the end
@@ -72,6 +74,29 @@ train stop-again --set task.resume_from_checkpoint="$T/stop/checkpoint-2"
 expect_rc 1 "stop: checkpoint-2 resumes and stops at the same step"
 expect_in "$out" "resumed from $T/stop/checkpoint-2 at step 2" "stop: checkpoint-2 loads"
 expect_in "$err" "nan_policy = stop: step 3 of 6 has a non-finite loss" "stop: the same step stops again"
+# its first step, before any update of this run: the checkpoint's parameters are the cause, not the
+# learning rate of this run, and resuming from that checkpoint again is no advice
+expect_in "$err" "before this run applied any update: the parameters it started from give it, whatever the learning_rate.  They came from resume_from_checkpoint = $T/stop/checkpoint-2: its parameters had diverged already" \
+    "stop at a resumed run's first step: the message blames the checkpoint"
+expect_not_in "$err" "continue from it" "stop at a resumed run's first step: no advice to continue from the same checkpoint"
+# initial weights that overflow at step 1 (every value of checkpoint-1 times 1e36: finite, but no
+# forward pass survives them): the learning rate is no cause, and the message does not suggest it
+$PY - "$T/stop/checkpoint-1/model.safetensors" "$T/huge.safetensors" <<'PYEOF' && pass || fail "writing huge weights"
+import json, struct, sys
+import numpy as np
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+data = (np.frombuffer(b[8 + n:], "<f4").astype(np.float64) * 1e36).astype("<f4")
+assert np.isfinite(data).all()
+open(sys.argv[2], "wb").write(b[:8 + n] + data.tobytes())
+PYEOF
+run "$SHARDRUN" "$T/toy.ini" --nproc-per-node 2 --set task.save_steps=0 --set task.learning_rate=1e-3 \
+    --set task.warmup_steps=0 --set task.init_weights="$T/huge.safetensors"
+expect_rc 1 "stop at step 1 of a run from huge weights"
+expect_in "$err" "[task] nan_policy = stop: step 1 of 6 has a non-finite gradient norm" "huge weights: step 1 stops"
+expect_in "$err" "before this run applied any update: the parameters it started from give it, whatever the learning_rate.  They came from init_weights = $T/huge.safetensors: check its values" \
+    "huge weights: the message names the weights file as the cause"
+expect_not_in "$err" "with a lower learning_rate" "huge weights: no advice to lower the learning rate"
 # a stop is not retried: the same checkpoint and data order give the same step again
 train stop-restarts --set shardrun.max_restarts=2
 expect_rc 1 "stop with max_restarts = 2"

@@ -4,7 +4,8 @@
 # checkpoint-4, a shard of another run, a flipped byte in a weight, bytes appended, a changed
 # index, trainer_state.json of another step, a checkpoint of an older shardrun; FULL: a flipped
 # byte and appended bytes in model.safetensors, optimizer.safetensors of another checkpoint; an
-# 8-block checkpoint resumed into a 6-block or a 10-block model.  An untouched copy resumes.
+# 8-block checkpoint resumed into a 6-block or a 10-block model (exit 2: the job names another
+# model).  An untouched copy resumes.
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 toy_job toy.ini <<EOF
@@ -44,7 +45,8 @@ refused() {
     [ $# -gt 0 ] && shift && args=("$@")
     run "$SHARDRUN" "$T/toy.ini" --nproc-per-node 2 --set task.output_dir="$T/out-$name" \
         --set task.resume_from_checkpoint="$T/$name" "${args[@]}"
-    expect_eq "$rc" 1 "$what: refused (exit 1)"
+    local want=${REFUSED_RC:-1} # 1: a damaged or foreign file; 2: the job's error (another model)
+    expect_eq "$rc" "$want" "$what: refused (exit $want)"
     echo "  $what: $(grep -m1 'error: resume_from_checkpoint' <<<"$err" | sed 's/.*error: //')"
     for n in "${needles[@]}"; do expect_in "$err" "$n" "$what: the message says \"$n\""; done
     expect_not_in "$out" "step 5/" "$what: no step was trained"
@@ -150,18 +152,19 @@ cp "$T/fswap/optimizer.safetensors" "$T/fswap/model.safetensors"
 refused fswap "optimizer.safetensors copied over model.safetensors" \
     "$T/fswap/model.safetensors holds a checkpoint's optimizer file, not its model file"
 
-# another model: 8 blocks resumed into 6 (unused tensors) and into 10 (missing ones).  The resume's
+# another model: 8 blocks resumed into 6 (unused tensors) and into 10 (missing ones): exit 2, the
+# job's configuration names another model than the checkpoint's.  The resume's
 # settings check refuses a changed [task] blocks by itself (tests/restarts/identity.sh); allowing the
 # change reaches the engine's own check of the model against the checkpoint, which these cases test.
 case_dir m-sh8 "$T/sh8/checkpoint-4"
-refused m-sh8 "SHARDED 8 blocks into 6" "$T/m-sh8 holds another model than the one being resumed" \
+REFUSED_RC=2 refused m-sh8 "SHARDED 8 blocks into 6" "$T/m-sh8 holds another model than the one being resumed" \
     "only in the checkpoint (unused): blocks.6." -- --set task.blocks=6 --set task.resume_allow_changes=blocks
-refused m-sh8 "SHARDED 8 blocks into 10" "$T/m-sh8 holds another model" "missing from the checkpoint: blocks.8." \
+REFUSED_RC=2 refused m-sh8 "SHARDED 8 blocks into 10" "$T/m-sh8 holds another model" "missing from the checkpoint: blocks.8." \
     -- --set task.blocks=10 --set task.resume_allow_changes=blocks
 case_dir m-full8 "$T/full8/checkpoint-4"
-refused m-full8 "FULL 8 blocks into 6" "$T/m-full8 holds another model" "only in the checkpoint (unused): blocks.6." \
+REFUSED_RC=2 refused m-full8 "FULL 8 blocks into 6" "$T/m-full8 holds another model" "only in the checkpoint (unused): blocks.6." \
     -- --set task.blocks=6 --set task.resume_allow_changes=blocks
-refused m-full8 "FULL 8 blocks into 10" "$T/m-full8 holds another model" "missing from the checkpoint: blocks.8." \
+REFUSED_RC=2 refused m-full8 "FULL 8 blocks into 10" "$T/m-full8 holds another model" "missing from the checkpoint: blocks.8." \
     -- --set task.blocks=10 --set task.resume_allow_changes=blocks
 # and the same 8 blocks resume
 run "$SHARDRUN" "$T/toy.ini" --nproc-per-node 2 --set task.output_dir="$T/out-8" --set task.blocks=8 \

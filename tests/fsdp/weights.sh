@@ -1,7 +1,8 @@
 # Starting from a weights file (init_weights): the parameters of a FULL checkpoint load back
 # exactly at any world size; with cpu_ram_efficient_loading only rank 0 reads the file (the others
 # read 0 bytes), without it every rank reads only its shard's part; bf16 files are converted;
-# missing and unknown tensors are reported; a shape mismatch stops the run before the first step.
+# missing and unknown tensors are reported; a shape mismatch, a missing file and a NaN or infinite
+# value stop the run before the first step with exit code 2 (bad input).
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 toy_job toy.ini "fsdp.auto_wrap_policy = TRANSFORMER_BASED_WRAP" "fsdp.transformer_layer_cls_to_wrap = MLPBlock,MixerBlock" \
@@ -75,6 +76,15 @@ write(out + "/bf16.safetensors", {k: ("BF16", bf16(v)) for k, v in t.items()})
 write(out + "/partial.safetensors", dict({k: ("F32", v) for k, v in t.items() if not k.startswith("blocks.5.")},
                                           **{"extra.weight": ("F32", np.zeros(3, "<f4"))}))
 write(out + "/wrong.safetensors", dict({k: ("F32", v) for k, v in t.items()}, **{"embed.pos": ("F32", np.zeros((4, 16), "<f4"))}))
+# one NaN in a position row (row 5 of 8), one -inf in the last block's fc2 weight (in bf16 too)
+nan = {k: v.copy() for k, v in t.items()}
+nan["embed.pos"][5, 3] = np.nan
+write(out + "/nan.safetensors", {k: ("F32", v) for k, v in nan.items()})
+inf = {k: v.copy() for k, v in t.items()}
+last = sorted(k for k in t if k.endswith(".weight") and t[k].ndim == 2 and k.startswith("blocks."))[-1]
+inf[last][1, 2] = -np.inf
+write(out + "/inf.safetensors", {k: ("BF16", bf16(v)) for k, v in inf.items()})
+open(out + "/inf_name", "w").write("%s %s" % (last, list(t[last].shape)))
 PYEOF
 
 load 2 true "$T/bf16.safetensors"
@@ -89,9 +99,31 @@ expect_in "$err" "start from the task's initialisers" "missing tensors: what hap
 expect_in "$err" "has tensors the model does not use: extra.weight" "unknown tensors are listed"
 
 load 2 true "$T/wrong.safetensors"
-[ "$rc" -ne 0 ] && pass || fail "a shape mismatch is refused"
+expect_rc 2 "a shape mismatch is refused as bad input"
 expect_in "$err" 'tensor "embed.pos" is F32 [4, 16], but the model'"'"'s parameter is [8, 16] (floating point); the file belongs to another model or size' \
     "the shape mismatch names the tensor and both shapes"
 expect_not_in "$out" "step 1/" "a shape mismatch stops the run before the first step"
+load 2 false "$T/none.safetensors" --set accelerate.fsdp.sync_module_states=false
+expect_rc 2 "a missing weights file is refused as bad input"
+expect_in "$err" "init_weights: $T/none.safetensors" "a missing weights file: the message names it"
+
+# a NaN or an infinity anywhere in the file is refused before step 1 (exit 2), naming the tensor and
+# the element, whichever rank read it: rank 0 alone (cpu_ram_efficient_loading), or each rank its
+# shard (the NaN is in one rank's part only); a value no batch reaches would otherwise be trained
+# around and saved in every checkpoint
+for eff in true false; do
+    load 2 "$eff" "$T/nan.safetensors" --set accelerate.fsdp.sync_module_states="$eff"
+    expect_rc 2 "a NaN in the file (cpu_ram_efficient_loading $eff)"
+    expect_in "$err" "init_weights: $T/nan.safetensors: tensor \"embed.pos\" [8, 16] holds NaN at [5, 3] (element 83)" \
+        "a NaN (cpu_ram_efficient_loading $eff): the tensor and the element are named"
+    expect_not_in "$out" "step 1/" "a NaN (cpu_ram_efficient_loading $eff): no step"
+    expect_not_in "$err" "learning_rate" "a NaN (cpu_ram_efficient_loading $eff): nothing about the learning rate"
+done
+read -r inf_name inf_shape <<<"$(cat "$T/inf_name")"
+load 4 false "$T/inf.safetensors" --set accelerate.fsdp.sync_module_states=false
+expect_rc 2 "an infinity in a bf16 file, 4 ranks each reading its shard"
+expect_in "$err" "tensor \"$inf_name\"" "an infinity: the tensor is named"
+expect_in "$err" "holds -inf at [1, 2]" "an infinity: the value and the element are named"
+expect_eq "$(grep -c '^\[rank.*holds -inf' <<<"$err")" 1 "an infinity: one message (rank 0's), whichever rank read it"
 
 done_checks

@@ -1,5 +1,5 @@
 # Bad [task] input to the GPT-2 task fails before the first step with a message that names the key
-# (or file) and says what is expected; and the GPT-2 BPE path works end to end (a vocab.json +
+# (or file) and says what is expected (a NaN in init_weights: exit 2, naming the tensor and element); and the GPT-2 BPE path works end to end (a vocab.json +
 # merges.txt trained by tests/gpt2/bpe_reference.py: the task reports the BPE tokenizer, its
 # vocabulary becomes the model's, and 3 steps train).
 . "$(dirname "$0")/lib.sh"
@@ -39,6 +39,30 @@ fails "a misspelt key" "[task] max_lenght is read by neither; check its spelling
 fails "vocab_size below the tokenizer's" "[task] vocab_size = 100 is smaller than the tokenizer's 257 tokens" \
     --set task.vocab_size=100
 fails "a missing vocab.json" "/nonexistent.json" --set task.vocab_json=/nonexistent.json --set task.merges_txt=/nonexistent.txt
+
+# A NaN in init_weights where no batch reaches (position row 100; max_length is 32) would be
+# trained around and saved in every checkpoint: refused before step 1 (exit 2), naming the tensor
+# and the element
+run "$SHARDRUN" "$T/g.ini" --nproc-per-node 2 --set task.max_steps=1 --set task.output_dir="$T/ck" \
+    --set accelerate.fsdp.state_dict_type=FULL_STATE_DICT
+expect_rc 0 "a FULL checkpoint to start from"
+/usr/bin/python3 - "$T/ck/checkpoint-1/model.safetensors" "$T/nan.safetensors" <<'PYEOF' && pass || fail "planting a NaN"
+import json, struct, sys
+import numpy as np
+b = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+t = json.loads(b[8:8 + n])["transformer.wpe.weight"]
+assert t["dtype"] == "F32" and t["shape"][1] == 32, t
+at = 8 + n + t["data_offsets"][0] + 4 * (100 * 32 + 7)
+b[at:at + 4] = np.float32(np.nan).tobytes()
+open(sys.argv[2], "wb").write(b)
+PYEOF
+run "$SHARDRUN" "$T/g.ini" --nproc-per-node 2 --set task.init_weights="$T/nan.safetensors" --set task.output_dir="$T/nan-out"
+expect_rc 2 "a NaN in init_weights is bad input"
+expect_in "$err" 'init_weights: '"$T"'/nan.safetensors: tensor "transformer.wpe.weight" [256, 32] holds NaN at [100, 7] (element 3207)' \
+    "a NaN in init_weights: the tensor and the element are named"
+expect_not_in "$out" "step 1/" "a NaN in init_weights: no step"
+[ ! -e "$T/nan-out/checkpoint-1" ] && pass || fail "a NaN in init_weights: no checkpoint"
 
 # one rank gets the threads it is given
 run env OMP_NUM_THREADS=2 "$SHARDRUN" "$T/g.ini" --nproc-per-node 1

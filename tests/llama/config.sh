@@ -1,8 +1,9 @@
 # The llama task's sizes: the named ones have their models' real dimensions (the parameter count
 # the task logs equals the one computed from HF's config.json figures, with one layer and a
 # 300-token vocabulary so each runs one step in seconds); `config = config.json` reads an HF config
-# (Llama, Qwen2, Mistral without a sliding window) and refuses, before any step and with exit code
-# 2, a field it does not implement, naming the file and the field.
+# (Llama, Qwen2, Mistral without a sliding window), the fields it lacks taking HF's config class
+# defaults (LlamaConfig, Qwen2Config, MistralConfig), and refuses, before any step and with exit
+# code 2, a field it does not implement or a number that is not finite, naming the file and the field.
 . "$(dirname "$0")/lib.sh"
 corpus
 llama_job job.ini <<EOF2
@@ -74,6 +75,52 @@ run "$SHARDRUN" "$T/job.ini" --nproc-per-node 1 --set task.config="$T/m.json"
 expect_rc 0 "a Mistral config.json without sliding window"
 expect_in "$out" "llama: $T/m.json: 4 heads on 1 key/value heads, intermediate_size 72, rope_theta 10000, rms_norm_eps 1e-05, untied lm_head" "the config.json's figures"
 
+# A field the file lacks takes the default of HF's config class for its model_type, never a size's
+# figures: LlamaConfig's num_key_value_heads is num_attention_heads (4 heads here, not the tiny
+# size's 2), and the log names what was taken
+llama_config nokv.json 4 4
+sed -i 's/"num_key_value_heads": 4, //' "$T/nokv.json"
+run "$SHARDRUN" "$T/job.ini" --nproc-per-node 1 --set task.config="$T/nokv.json"
+expect_rc 0 "a config.json without num_key_value_heads trains"
+expect_in "$out" "llama: $T/nokv.json: 4 heads on 4 key/value heads" "without num_key_value_heads: as many as the heads"
+expect_in "$out" "llama: $T/nokv.json lacks fields, which take HF's LlamaConfig's defaults: num_key_value_heads 4, initializer_range 0.02" \
+    "the fields taken from LlamaConfig are named"
+# every other figure, for each class: the log names them; one step trains with the widths and depth
+# overridden by [task] keys (a 4096-wide model of 32 layers would take minutes)
+defaults() { # WHAT JSON [--set ...] -- EXPECTED-LINES...
+    local what=$1 args=()
+    printf '%s\n' "$2" >"$T/d.json"
+    shift 2
+    while [ "$1" != -- ]; do args+=("$1"); shift; done
+    shift
+    run "$SHARDRUN" "$T/job.ini" --nproc-per-node 1 --set task.config="$T/d.json" --set task.num_hidden_layers=1 \
+        --set task.hidden_size=64 --set task.intermediate_size=64 "${args[@]}"
+    expect_rc 0 "$what: one step trains"
+    for l in "$@"; do expect_in "$out" "$l" "$what"; done
+}
+defaults "LlamaConfig's defaults" '{"model_type": "llama"}' -- \
+    "llama: $T/d.json lacks fields, which take HF's LlamaConfig's defaults: num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32, hidden_size 4096, intermediate_size 11008, vocab_size 32000, max_position_embeddings 2048, rope_theta 10000, rms_norm_eps 1e-06, initializer_range 0.02, tie_word_embeddings false" \
+    "llama: $T/d.json: 32 heads on 32 key/value heads, intermediate_size 64, rope_theta 10000, rms_norm_eps 1e-06, untied lm_head" \
+    "llama: 1 layers, 32 heads, n_embd 64, vocab 32000, positions 2048:"
+defaults "Qwen2Config's defaults" '{"model_type": "qwen2"}' --set task.vocab_size=300 -- \
+    "HF's Qwen2Config's defaults: num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32, hidden_size 4096, intermediate_size 22016, vocab_size 151936, max_position_embeddings 32768, rope_theta 10000, rms_norm_eps 1e-06, initializer_range 0.02, tie_word_embeddings false" \
+    "llama: $T/d.json: 32 heads on 32 key/value heads, intermediate_size 64, rope_theta 10000, rms_norm_eps 1e-06, untied lm_head, q/k/v biases" \
+    "positions 32768:"
+defaults "MistralConfig's defaults" '{"model_type": "mistral", "sliding_window": null}' --set task.vocab_size=300 -- \
+    "HF's MistralConfig's defaults: num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8, hidden_size 4096, intermediate_size 14336, vocab_size 32000, max_position_embeddings 131072, rope_theta 10000, rms_norm_eps 1e-06, initializer_range 0.02, tie_word_embeddings false" \
+    "llama: $T/d.json: 32 heads on 8 key/value heads, intermediate_size 64"
+# Qwen2Config's num_key_value_heads is 32 when missing (null: as many as the heads), as HF has it
+llama_config q.json 4 4 '"model_type": "qwen2"'
+sed -i 's/"num_key_value_heads": 4, //' "$T/q.json"
+run "$SHARDRUN" "$T/job.ini" --nproc-per-node 1 --set task.config="$T/q.json"
+expect_rc 2 "Qwen2 without num_key_value_heads: 32 of them, which 4 heads cannot share"
+expect_in "$err" "num_attention_heads = 4 is not a multiple of num_key_value_heads = 32 ($T/q.json; it lacks fields, which take HF's Qwen2Config's defaults: num_key_value_heads 32" \
+    "Qwen2 without num_key_value_heads: the message names the default"
+llama_config q.json 4 null '"model_type": "qwen2"'
+run "$SHARDRUN" "$T/job.ini" --nproc-per-node 1 --set task.config="$T/q.json"
+expect_rc 0 "Qwen2 with num_key_value_heads null trains"
+expect_in "$out" "llama: $T/q.json: 4 heads on 4 key/value heads" "num_key_value_heads null: as many as the heads"
+
 # refused: exit code 2 before the first step, the message names the file and the field
 refused() { # WHAT MESSAGE MEMBERS...
     local what=$1 msg=$2
@@ -97,6 +144,14 @@ refused "a head_dim of its own" 'head_dim": only hidden_size / num_attention_hea
 refused "dropout" 'attention_dropout": dropout is not implemented' '"attention_dropout": 0.1'
 refused "interleaved RoPE" 'rope_interleaved": interleaved rotary pairs' '"rope_interleaved": true'
 refused "a string for a count" 'num_hidden_layers": expected a number' '"num_hidden_layers": "2"'
+refused "Mistral without sliding_window" 'sliding_window": missing, and MistralConfig'"'"'s default is 4096' \
+    '"model_type": "mistral"'
+# numbers no double holds, and initial weights no model starts from: refused before any weight is drawn
+refused "initializer_range = 1e400" 'initializer_range": is beyond the range of a double' '"initializer_range": 1e400'
+refused "initializer_range = 2" 'initializer_range": the standard deviation of the initial weights must be in [0, 1]' \
+    '"initializer_range": 2'
+refused "initializer_range = -1e400" 'initializer_range": is beyond the range of a double' '"initializer_range": -1e400'
+refused "rope_theta = 1e999" 'rope_theta": is beyond the range of a double' '"rope_theta": 1e999'
 llama_config bad.json 6 4
 run "$SHARDRUN" "$T/job.ini" --nproc-per-node 1 --set task.config="$T/bad.json"
 expect_rc 2 "kv heads that do not divide the heads"

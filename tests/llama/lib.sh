@@ -23,7 +23,8 @@ llama_job() {
 }
 
 # llama_config FILE HEADS KV_HEADS [extra JSON members...]: a small HF config.json (2 layers,
-# hidden 48 unless an extra member says otherwise, intermediate 72, untied head)
+# hidden 48 unless an extra member says otherwise, intermediate 72, untied head, the test
+# tokenizer's 257 tokens: a missing vocab_size would be LlamaConfig's 32000)
 llama_config() {
     local f=$1 heads=$2 kv=$3
     shift 3
@@ -33,7 +34,8 @@ llama_config() {
 {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 2,
  "num_attention_heads": $heads, "num_key_value_heads": $kv, "hidden_size": 48, "intermediate_size": 72,
  "hidden_act": "silu", "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": false,
- "attention_bias": false, "mlp_bias": false, "max_position_embeddings": 2048, "torch_dtype": "float32"$extra}
+ "attention_bias": false, "mlp_bias": false, "max_position_embeddings": 2048, "vocab_size": 257,
+ "torch_dtype": "float32"$extra}
 EOF2
     # later members win in both readers (Python's json and the task's), so extra ones override
 }

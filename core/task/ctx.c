@@ -9,6 +9,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/strbuf.h"
+#include "base/watch.h"
 #include "config/env_table.h"
 #include "config/value.h"
 #include "pg/world.h"
@@ -75,6 +76,11 @@ int sr_local_world_size(const sr_ctx *c) { return c->topo.local_world_size; }
 int sr_node_rank(const sr_ctx *c) { return c->topo.node_rank; }
 int sr_num_nodes(const sr_ctx *c) { return c->topo.nnodes; }
 int sr_restart_count(const sr_ctx *c) { return c->topo.restart_count; }
+
+void sr_progress(sr_ctx *c) {
+    (void)c; /* one watch slot per worker process */
+    sr__watch_progress();
+}
 
 static int was_asked(const sr_ctx *c, const char *key) {
     for (size_t i = 0; i < c->nasked; i++)

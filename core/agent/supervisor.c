@@ -512,17 +512,49 @@ static int poll_timeout_ms(const sr__attempt *st, sr__rdzv *r, const sr__watch *
         int k = (int)((st->kill_at - sr__now_s()) * 1000) + 1;
         timeout = timeout < 0 || k < timeout ? (k > 0 ? k : 0) : timeout;
     }
-    int wd = r->phase == SR_RDZV_RUNNING ? sr__watchdog_timeout_ms(watchdog) : -1;
+    /* a preemption is watched too (watch_preemption) */
+    int watched = r->phase == SR_RDZV_RUNNING || (st->preempting && r->phase == SR_RDZV_PREEMPTED && !st->hang[0]);
+    int wd = watched ? sr__watchdog_timeout_ms(watchdog) : -1;
     if (wd >= 0 && (timeout < 0 || wd < timeout)) timeout = wd;
     /* workers gone, pipes still open: check back soon (node 0 may wait long for other nodes) */
     if (wt->all_reaped_at && !pipes_closed(st) && (timeout < 0 || timeout > 50)) timeout = 50;
     return timeout;
 }
 
+/* A preemption waits up to preempt_grace for every rank to finish its step and write its part of
+   the checkpoint.  A rank that cannot (stopped by SIGSTOP when the SIGTERM came, held in the
+   kernel) never does, and its peers wait for it in a collective: the watchdog goes on watching,
+   and a hang found then is reported and stops every rank now (shutdown_grace), not when
+   preempt_grace runs out.  The exit stays the preemption's (143); the summary names the hang. */
+static void watch_preemption(sr__attempt *st, sr__run *run) {
+    if (st->hang[0] || st->killed) return;
+    int *reaped = sr__calloc((size_t)st->n + 1, sizeof *reaped);
+    if (!reaped) return; /* next turn */
+    for (int i = 0; i < st->n; i++) reaped[i] = st->ws[i].reaped;
+    static sr__hang h;
+    int hung = sr__watchdog_check(watchdog, reaped, &h);
+    free(reaped);
+    if (!hung) return;
+    fputs(h.report, stderr);
+    fflush(stderr);
+    snprintf(st->hang, sizeof st->hang, "%s", h.what);
+    sr__log(SR_LOG_ERROR,
+            "the preemption cannot finish: a rank that makes no progress writes no checkpoint; stopping every "
+            "rank now (shutdown_grace %gs) instead of waiting out preempt_grace (%gs)",
+            run->grace, run->preempt_grace);
+    signal_groups(st->ws, st->n, SIGTERM, 1);
+    double kill_at = sr__now_s() + run->grace;
+    if (!st->kill_at || kill_at < st->kill_at) st->kill_at = kill_at;
+}
+
 /* The hang watchdog (agent/watchdog.h), while the attempt runs and nothing stops it yet: a hang
    ends the attempt like a failure, with one report.  Another agent that finds node 0 silent ends
    on its own: the verdict would have to come through node 0's store. */
 static void watch_for_hang(sr__attempt *st, sr__run *run) {
+    if (watchdog && st->preempting && (run->rdzv.phase == SR_RDZV_RUNNING || run->rdzv.phase == SR_RDZV_PREEMPTED)) {
+        watch_preemption(st, run);
+        if (run->rdzv.phase != SR_RDZV_RUNNING) return;
+    }
     if (!watchdog || run->rdzv.phase != SR_RDZV_RUNNING) return;
     if (st->kill_at || st->failed >= 0 || st->failed_elsewhere || st->agent_signal || st->preempting || st->hang[0]) {
         /* ending already (a failure here: a collective timed out on a dead link), waiting for node

@@ -111,6 +111,13 @@ const char *sr__ctx_task_setting(const sr_ctx *c, size_t i, const char **value) 
     return NULL;
 }
 
+const char *sr__ctx_asked_key(const sr_ctx *c, size_t i) { return i < c->nasked ? c->asked[i] : NULL; }
+
+const char *sr__ctx_task_where(const sr_ctx *c, const char *key) {
+    const sr__setting *s = key ? sr__config_get(c->cfg, "task", key) : NULL;
+    return s && s->value ? s->where : NULL;
+}
+
 /* The setting of [task] key when it came from the job file, else NULL. */
 static const sr__setting *from_file(const sr_ctx *c, const char *key) {
     const sr__setting *s = key ? sr__config_get(c->cfg, "task", key) : NULL;

@@ -787,6 +787,44 @@ static int exit_code(const sr__attempt *st, const sr__run *run) {
     return SR_EXIT_OK;
 }
 
+/* A main task's [task] keys that no rank of this agent read (sr_config*) when main() returned: a
+   misspelt key, or one of another section (`[task] hang_timeout` is [shardrun]'s), did nothing.
+   A model task's are checked before any worker starts (key_probe.c); a main task's can be known
+   only once it ran.  With one agent the run fails (exit 2); with several, each knows only its own
+   ranks (a key read by another node's rank only is no error), so it warns.  1: the run fails. */
+static int unread_task_keys(const sr__attempt *st, const sr__run *run) {
+    if (run->task.type != SR_TASK_SO || run->task.kind != SR_TASK_MAIN || st->n < 1) return 0;
+    int fatal = run->rdzv.nagents < 2, any = 0;
+    const char *list = st->ws[0].progress.unread;
+    if (!st->ws[0].progress.keys_said) return 0;
+    for (const char *p = list; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p), klen = strcspn(p, " ");
+        int everywhere = 1;
+        for (int i = 1; i < st->n && everywhere; i++) {
+            const sr__progress *q = &st->ws[i].progress;
+            if (!q->keys_said) continue;
+            int found = 0;
+            for (const char *r = q->unread; *r && !found;) {
+                found = !strncmp(r, p, klen) && r[klen] == ' ';
+                r = strchr(r, '\n');
+                r = r ? r + 1 : "";
+            }
+            everywhere = found;
+        }
+        if (everywhere) {
+            const char *k = run->rdzv.nagents < 2 ? "" : " of this node";
+            sr__log(fatal ? SR_LOG_ERROR : SR_LOG_WARN,
+                    "%.*s: [task] %.*s was never read by the task (no rank%s asked for it with sr_config): check its "
+                    "spelling, or whether it belongs to another section ([shardrun] hang_timeout, say)",
+                    (int)(len - klen > 0 ? len - klen - 1 : 0), p + klen + 1, (int)klen, p, k);
+            any = 1;
+        }
+        p = nl ? nl + 1 : p + len;
+    }
+    return fatal && any;
+}
+
 int sr__launch(sr__run *run, const char *results_path) {
     char why[4600];
     if (results_path && (run->rdzv.nagents < 2 || run->rdzv.hosting) &&
@@ -825,6 +863,7 @@ int sr__launch(sr__run *run, const char *results_path) {
     }
     if (code >= 0) clear_leftovers(&st, run, 1); /* interrupted between attempts */
     if (code < 0) code = exit_code(&st, run);
+    if (code == SR_EXIT_OK && unread_task_keys(&st, run)) code = SR_EXIT_CONFIG;
     sr__print_summary(&st, run);
     /* the results list, with every rank's exit code, also when the run failed (not when agents
        started with different jobs were refused: that run never was) */

@@ -8,6 +8,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/progress.h"
 #include "base/strbuf.h"
 #include "base/watch.h"
 #include "config/env_table.h"
@@ -109,6 +110,19 @@ const char *sr__ctx_task_setting(const sr_ctx *c, size_t i, const char **value) 
         }
     }
     return NULL;
+}
+
+void sr__ctx_send_unread(const sr_ctx *c) {
+    sr__progress_send(SR_PROGRESS_UNREAD, "");
+    for (size_t i = 0; i < c->cfg->nset; i++) {
+        const sr__setting *s = &c->cfg->set[i];
+        if (strcmp(s->section, "task") || !s->value || was_asked(c, s->key)) continue;
+        char text[700];
+        snprintf(text, sizeof text, "%s %s", s->key, s->where ? s->where : "?");
+        for (char *p = text; *p; p++)
+            if (*p == '\n') *p = ' ';
+        sr__progress_send(SR_PROGRESS_UNREAD, text);
+    }
 }
 
 const char *sr__ctx_asked_key(const sr_ctx *c, size_t i) { return i < c->nasked ? c->asked[i] : NULL; }

@@ -11,6 +11,7 @@
 #include "fsdp/model_desc.h"
 #include "shardrun/model.h"
 #include "task/ctx.h"
+#include "trainer/resume.h"
 #include "trainer/train_args.h"
 
 static _Noreturn void probe(sr__run *run, int local_rank, const sr__env_block *env) {
@@ -37,6 +38,7 @@ static _Noreturn void probe(sr__run *run, int local_rank, const sr__env_block *e
         _exit(SR_EXIT_CONFIG);
     }
     int bad = sr__ctx_check_task_keys(ctx, name, sr__trainer_keys) != 0;
+    if (!bad) bad = sr__resume_check_allow_names(ctx, args.resume_allow_changes) != 0;
     /* [task] freeze's patterns against the described model: one that matches nothing is a
        configuration error found here, before any worker starts (a faulty description is left to the
        workers, which report it as before) */

@@ -73,6 +73,7 @@ static void print_preempted(const sr__attempt *st, sr__run *run) {
 void sr__print_summary(const sr__attempt *st, sr__run *run) {
     char what[128], name[32];
     if (st->preempting) {
+        if (st->hang[0]) sr__log(SR_LOG_ERROR, "the run hung while it was preempted: %s", st->hang);
         print_preempted(st, run);
     } else if (st->hang[0]) {
         sr__log(SR_LOG_ERROR, "the run hung: %s", st->hang);
@@ -105,7 +106,8 @@ void sr__print_summary(const sr__attempt *st, sr__run *run) {
         fprintf(stderr, "shardrun: stopped the %s%d worker%s of this node (%s, then SIGKILL after %gs)%s\n",
                 st->failed >= 0 ? "other " : "", st->stopped, st->stopped > 1 ? "s" : "",
                 sr__signal_name(st->signal_sent ? st->signal_sent : SIGTERM, name, sizeof name),
-                st->preempting ? run->preempt_grace : run->grace, st->needed_kill ? "; some needed SIGKILL" : "");
+                st->preempting && !st->hang[0] ? run->preempt_grace : run->grace,
+                st->needed_kill ? "; some needed SIGKILL" : "");
     /* a job that may restart, but did not: why (a rank of this node that said a restart cannot
        fix its failure names the cause: a full disk, with its path) */
     char unfixable_buf[800];

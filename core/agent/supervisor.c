@@ -512,17 +512,49 @@ static int poll_timeout_ms(const sr__attempt *st, sr__rdzv *r, const sr__watch *
         int k = (int)((st->kill_at - sr__now_s()) * 1000) + 1;
         timeout = timeout < 0 || k < timeout ? (k > 0 ? k : 0) : timeout;
     }
-    int wd = r->phase == SR_RDZV_RUNNING ? sr__watchdog_timeout_ms(watchdog) : -1;
+    /* a preemption is watched too (watch_preemption) */
+    int watched = r->phase == SR_RDZV_RUNNING || (st->preempting && r->phase == SR_RDZV_PREEMPTED && !st->hang[0]);
+    int wd = watched ? sr__watchdog_timeout_ms(watchdog) : -1;
     if (wd >= 0 && (timeout < 0 || wd < timeout)) timeout = wd;
     /* workers gone, pipes still open: check back soon (node 0 may wait long for other nodes) */
     if (wt->all_reaped_at && !pipes_closed(st) && (timeout < 0 || timeout > 50)) timeout = 50;
     return timeout;
 }
 
+/* A preemption waits up to preempt_grace for every rank to finish its step and write its part of
+   the checkpoint.  A rank that cannot (stopped by SIGSTOP when the SIGTERM came, held in the
+   kernel) never does, and its peers wait for it in a collective: the watchdog goes on watching,
+   and a hang found then is reported and stops every rank now (shutdown_grace), not when
+   preempt_grace runs out.  The exit stays the preemption's (143); the summary names the hang. */
+static void watch_preemption(sr__attempt *st, sr__run *run) {
+    if (st->hang[0] || st->killed) return;
+    int *reaped = sr__calloc((size_t)st->n + 1, sizeof *reaped);
+    if (!reaped) return; /* next turn */
+    for (int i = 0; i < st->n; i++) reaped[i] = st->ws[i].reaped;
+    static sr__hang h;
+    int hung = sr__watchdog_check(watchdog, reaped, &h);
+    free(reaped);
+    if (!hung) return;
+    fputs(h.report, stderr);
+    fflush(stderr);
+    snprintf(st->hang, sizeof st->hang, "%s", h.what);
+    sr__log(SR_LOG_ERROR,
+            "the preemption cannot finish: a rank that makes no progress writes no checkpoint; stopping every "
+            "rank now (shutdown_grace %gs) instead of waiting out preempt_grace (%gs)",
+            run->grace, run->preempt_grace);
+    signal_groups(st->ws, st->n, SIGTERM, 1);
+    double kill_at = sr__now_s() + run->grace;
+    if (!st->kill_at || kill_at < st->kill_at) st->kill_at = kill_at;
+}
+
 /* The hang watchdog (agent/watchdog.h), while the attempt runs and nothing stops it yet: a hang
    ends the attempt like a failure, with one report.  Another agent that finds node 0 silent ends
    on its own: the verdict would have to come through node 0's store. */
 static void watch_for_hang(sr__attempt *st, sr__run *run) {
+    if (watchdog && st->preempting && (run->rdzv.phase == SR_RDZV_RUNNING || run->rdzv.phase == SR_RDZV_PREEMPTED)) {
+        watch_preemption(st, run);
+        if (run->rdzv.phase != SR_RDZV_RUNNING) return;
+    }
     if (!watchdog || run->rdzv.phase != SR_RDZV_RUNNING) return;
     if (st->kill_at || st->failed >= 0 || st->failed_elsewhere || st->agent_signal || st->preempting || st->hang[0]) {
         /* ending already (a failure here: a collective timed out on a dead link), waiting for node
@@ -755,6 +787,44 @@ static int exit_code(const sr__attempt *st, const sr__run *run) {
     return SR_EXIT_OK;
 }
 
+/* A main task's [task] keys that no rank of this agent read (sr_config*) when main() returned: a
+   misspelt key, or one of another section (`[task] hang_timeout` is [shardrun]'s), did nothing.
+   A model task's are checked before any worker starts (key_probe.c); a main task's can be known
+   only once it ran.  With one agent the run fails (exit 2); with several, each knows only its own
+   ranks (a key read by another node's rank only is no error), so it warns.  1: the run fails. */
+static int unread_task_keys(const sr__attempt *st, const sr__run *run) {
+    if (run->task.type != SR_TASK_SO || run->task.kind != SR_TASK_MAIN || st->n < 1) return 0;
+    int fatal = run->rdzv.nagents < 2, any = 0;
+    const char *list = st->ws[0].progress.unread;
+    if (!st->ws[0].progress.keys_said) return 0;
+    for (const char *p = list; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p), klen = strcspn(p, " ");
+        int everywhere = 1;
+        for (int i = 1; i < st->n && everywhere; i++) {
+            const sr__progress *q = &st->ws[i].progress;
+            if (!q->keys_said) continue;
+            int found = 0;
+            for (const char *r = q->unread; *r && !found;) {
+                found = !strncmp(r, p, klen) && r[klen] == ' ';
+                r = strchr(r, '\n');
+                r = r ? r + 1 : "";
+            }
+            everywhere = found;
+        }
+        if (everywhere) {
+            const char *k = run->rdzv.nagents < 2 ? "" : " of this node";
+            sr__log(fatal ? SR_LOG_ERROR : SR_LOG_WARN,
+                    "%.*s: [task] %.*s was never read by the task (no rank%s asked for it with sr_config): check its "
+                    "spelling, or whether it belongs to another section ([shardrun] hang_timeout, say)",
+                    (int)(len - klen > 0 ? len - klen - 1 : 0), p + klen + 1, (int)klen, p, k);
+            any = 1;
+        }
+        p = nl ? nl + 1 : p + len;
+    }
+    return fatal && any;
+}
+
 int sr__launch(sr__run *run, const char *results_path) {
     char why[4600];
     if (results_path && (run->rdzv.nagents < 2 || run->rdzv.hosting) &&
@@ -793,6 +863,7 @@ int sr__launch(sr__run *run, const char *results_path) {
     }
     if (code >= 0) clear_leftovers(&st, run, 1); /* interrupted between attempts */
     if (code < 0) code = exit_code(&st, run);
+    if (code == SR_EXIT_OK && unread_task_keys(&st, run)) code = SR_EXIT_CONFIG;
     sr__print_summary(&st, run);
     /* the results list, with every rank's exit code, also when the run failed (not when agents
        started with different jobs were refused: that run never was) */

@@ -28,6 +28,7 @@ typedef struct wd_rank {
     double age; /* seconds since it last made progress */
     unsigned long long seq;
     int in, kind, micro, phase, unit, ever;
+    int said; /* a main task's rank that called sr_progress() */
     long long step;
     int stale; /* its agent went silent: this is what it said last */
     int local; /* one of this agent's workers (its /proc is here) */
@@ -166,14 +167,14 @@ static const char *busy(const wd_rank *r) {
 /* ---- the records agents exchange ---------------------------------------------------------------- */
 
 /* "wd COUNTER NODE HOST" then one line per rank: "RANK PID STATE AGE_MS SEQ IN KIND STEP MICRO PHASE
-   UNIT EVER". */
+   UNIT EVER SAID". */
 static void format_record(sr__watchdog *wd, const wd_rank *rs, int n, sr__buf *b) {
     sr__buf_printf(b, "wd %llu %d %s\n", wd->counter, wd->node, wd->host);
     for (int i = 0; i < n; i++) {
         const wd_rank *r = &rs[i];
-        sr__buf_printf(b, "%d %d %c %lld %llu %d %d %lld %d %d %d %d\n", r->rank, r->pid, r->state,
+        sr__buf_printf(b, "%d %d %c %lld %llu %d %d %lld %d %d %d %d %d\n", r->rank, r->pid, r->state,
                        (long long)(r->age * 1000), r->seq, r->in, r->kind, r->step, r->micro, r->phase, r->unit,
-                       r->ever);
+                       r->ever, r->said);
     }
 }
 
@@ -191,8 +192,8 @@ static int parse_record(const char *rec, int a, wd_rank *rs, int max, unsigned l
         wd_rank *r = &rs[n];
         long long age_ms;
         memset(r, 0, sizeof *r);
-        if (sscanf(p + 1, "%d %d %c %lld %llu %d %d %lld %d %d %d %d", &r->rank, &r->pid, &r->state, &age_ms, &r->seq,
-                   &r->in, &r->kind, &r->step, &r->micro, &r->phase, &r->unit, &r->ever) != 12)
+        if (sscanf(p + 1, "%d %d %c %lld %llu %d %d %lld %d %d %d %d %d", &r->rank, &r->pid, &r->state, &age_ms,
+                   &r->seq, &r->in, &r->kind, &r->step, &r->micro, &r->phase, &r->unit, &r->ever, &r->said) != 13)
             break;
         r->age = (double)age_ms / 1000.0;
         r->node = *node;
@@ -364,7 +365,7 @@ void sr__watchdog_begin(sr__watchdog *wd, int n, int attempt) {
         sr__watch_slot *s = &wd->slots[i];
         atomic_store(&s->beat, 0), atomic_store(&s->step, -1), atomic_store(&s->micro, 0);
         atomic_store(&s->phase, 0), atomic_store(&s->unit, -1), atomic_store(&s->coll_seq, 0);
-        atomic_store(&s->coll_kind, 0), atomic_store(&s->in_coll, 0);
+        atomic_store(&s->coll_kind, 0), atomic_store(&s->in_coll, 0), atomic_store(&s->said, 0);
         wd->pid[i] = 0, wd->beat[i] = 0, wd->changed[i] = now;
     }
     for (int a = 0; a < wd->nagents; a++) {
@@ -442,7 +443,7 @@ static int local_ranks(sr__watchdog *wd, const int *reaped, wd_rank *rs, double 
         r->state = r->age >= 1.0 ? proc_state(wd->pid[i], r->wchan, sizeof r->wchan) : 'R';
         r->seq = atomic_load(&s->coll_seq), r->in = atomic_load(&s->in_coll), r->kind = atomic_load(&s->coll_kind);
         r->step = atomic_load(&s->step), r->micro = atomic_load(&s->micro), r->phase = atomic_load(&s->phase);
-        r->unit = atomic_load(&s->unit), r->ever = beat != 0;
+        r->unit = atomic_load(&s->unit), r->ever = beat != 0, r->said = atomic_load(&s->said);
     }
     return n;
 }
@@ -522,17 +523,18 @@ int sr__watchdog_check(sr__watchdog *wd, const int *reaped, sr__hang *h) {
     }
 
     /* the collective waited in longest, the ranks that have not entered it, whether all are quiet */
-    int waiting = -1, behind = -1, all_quiet = !unheard, ever = 0;
+    int waiting = -1, behind = -1, all_quiet = !unheard, ever = 0, said = 0;
     for (int i = 0; i < n; i++) {
         int quiet = rs[i].age >= T;
         all_quiet &= quiet;
         ever |= rs[i].ever;
+        said |= rs[i].said;
         if (rs[i].in && quiet && !rs[i].stale && (waiting < 0 || rs[i].seq > rs[waiting].seq)) waiting = i;
     }
     for (int i = 0; waiting >= 0 && i < n; i++)
         if (rs[i].age >= T && rs[i].seq < rs[waiting].seq && (behind < 0 || rs[i].seq < rs[behind].seq)) behind = i;
     int hung = (waiting >= 0 && behind >= 0) || (waiting >= 0 && all_quiet) ||
-               (wd->model_task && all_quiet && ever && n > 0) || (waiting >= 0 && silent >= 0);
+               ((wd->model_task || said) && all_quiet && ever && n > 0) || (waiting >= 0 && silent >= 0);
     if (!hung) {
         pthread_mutex_unlock(&wd->mu);
         return 0;
@@ -592,11 +594,14 @@ int sr__watchdog_check(sr__watchdog *wd, const int *reaped, sr__hang *h) {
                      busy(r), sr__watch_coll_names[r->kind % 5], r->seq, r->age, T);
         } else if (culprit >= 0) {
             const wd_rank *r = &rs[culprit];
+            /* every rank quiet outside a collective: each is stuck on its own (the list names them) */
+            const char *none =
+                waiting < 0 && all_quiet && n > 1 ? "; nor did any other rank, none in a collective" : "";
             snprintf(h->what, sizeof h->what,
-                     "rank %d (node %d, host %s, pid %d) made no progress for %.0fs: %s%s%s%s "
+                     "rank %d (node %d, host %s, pid %d) made no progress for %.0fs: %s%s%s%s%s "
                      "(hang_timeout = %gs)",
                      r->rank, r->node, host_of(wd, r->agent, host, sizeof host), r->pid, r->age,
-                     state_text(r, st, sizeof st), busy(r), wait_text[0] ? "; " : "", wait_text, T);
+                     state_text(r, st, sizeof st), busy(r), wait_text[0] ? "; " : "", wait_text, none, T);
         } else {
             snprintf(h->what, sizeof h->what,
                      "every rank waits in %s #%llu and none is behind: the collective itself "

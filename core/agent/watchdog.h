@@ -5,7 +5,8 @@
  *   - ranks wait in a collective that another rank has not entered (it is behind), or
  *   - no rank made progress while one waits in a collective (a peer that never answers: a rank in
  *     another node whose agent went silent, a link that died without a FIN), or
- *   - no rank of a model task made progress at all (every rank stuck outside a collective).
+ *   - no rank of a model task, or of a main task that calls sr_progress(), made progress at all
+ *     (every rank stuck outside a collective).
  * It then writes one report: which rank is behind (host, pid, its state from /proc: stopped, in
  * the kernel, running), or which node went silent, and where every rank is.
  *

@@ -46,6 +46,10 @@ static void apply(sr__progress *p, char kind, const char *text) {
             if (kind == SR_PROGRESS_PREEMPTED) p->preempted = 1;
         }
         break;
+    case SR_PROGRESS_UNREAD:
+        p->keys_said = 1;
+        if (*text && strlen(p->unread) + strlen(text) + 2 < sizeof p->unread) strcat(strcat(p->unread, text), "\n");
+        break;
     case SR_PROGRESS_UNFIXABLE:
         if (!p->unfixable[0]) snprintf(p->unfixable, sizeof p->unfixable, "%s", text); /* the first cause */
         break;

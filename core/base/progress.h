@@ -24,6 +24,7 @@ typedef enum sr__progress_kind {
     SR_PROGRESS_STEP = 'P',       /* text: the optimizer steps done */
     SR_PROGRESS_CHECKPOINT = 'C', /* text: "STEP PATH" of a checkpoint just written */
     SR_PROGRESS_PREEMPTED = 'E',  /* text: "STEP PATH": stopped on request after writing this checkpoint */
+    SR_PROGRESS_UNREAD = 'K',     /* a main task returned: "" first, then "KEY WHERE" per [task] key it never read */
     SR_PROGRESS_UNFIXABLE = 'U'   /* text: why the worker fails in a way a restart cannot fix, and what to do
                                      (a full disk; a loss that is not finite); the agent does not restart */
 } sr__progress_kind;
@@ -52,6 +53,8 @@ typedef struct sr__progress {
     char ckpt_path[1024];
     int preempted;       /* stopped on request, after writing ckpt_path */
     char unfixable[512]; /* SR_PROGRESS_UNFIXABLE's text ("": none) */
+    int keys_said;       /* SR_PROGRESS_UNREAD came: unread[] lists the [task] keys the task never read */
+    char unread[2048];   /* "KEY WHERE\n" each (what fits) */
 } sr__progress;
 
 void sr__progress_init(sr__progress *p);

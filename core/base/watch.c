@@ -65,3 +65,9 @@ void sr__watch_collective_end(void) {
     PUT(in_coll, 0);
     BEAT();
 }
+
+void sr__watch_progress(void) {
+    if (!mine) return;
+    PUT(said, 1);
+    BEAT();
+}

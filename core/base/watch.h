@@ -6,7 +6,8 @@
  * watchdog (agent/watchdog.c) reads the slots about once a second and compares them.
  *
  * Lifecycle: agent sr__watch_map() before forking -> child sr__watch_attach(slot) -> pg.c
- * sr__watch_collective_begin/end, the FSDP engine and trainer sr__watch_phase/unit -> agent reads
+ * sr__watch_collective_begin/end, the FSDP engine and trainer sr__watch_phase/unit, a main task's
+ * sr_progress() sr__watch_progress -> agent reads
  * `beat` (it changes with every mark) and the fields -> sr__watch_unmap().  A process without a
  * slot (an exec: program, a tool) marks nothing: each call is one load and a branch.
  */
@@ -35,6 +36,7 @@ typedef struct sr__watch_slot {
     atomic_ullong coll_seq; /* collectives entered by this process, over all its groups */
     atomic_int coll_kind;   /* the last one's kind (an index into sr__watch_coll_names) */
     atomic_int in_coll;     /* 1 while inside collective coll_seq */
+    atomic_int said;        /* a main task called sr_progress(): its silence is a hang (agent/watchdog.c) */
 } sr__watch_slot;
 
 extern const char *const sr__watch_coll_names[]; /* all_gather, reduce_scatter, all_reduce, broadcast, barrier */
@@ -53,5 +55,7 @@ void sr__watch_phase(sr__phase phase);
 void sr__watch_unit(int unit);
 void sr__watch_collective_begin(int kind);
 void sr__watch_collective_end(void);
+/* Worker: a main task's sr_progress() (shardrun/task.h). */
+void sr__watch_progress(void);
 
 #endif

@@ -86,7 +86,8 @@ const sr_var sr__host_reads[] = {
      "FSDP_IGNORED_MODULES is "
      "refused (not supported by the engine yet)"},
     {"SHARDRUN_PROFILE",
-     "1: the step profile. Rank 0 of a model task prints, at every logging step and at the end, where the "
+     "1: the step profile (0: none; any other value is refused). Rank 0 of a model task prints, at every logging step "
+     "and at the end, where the "
      "optimizer steps went (GEMM, attention, softmax/cross-entropy, norms/activations, optimizer, clipping, "
      "casts/copies, collectives waited on and overlapped, data) in ms, % of the step and GFLOP/s or GB/s, and "
      "every rank reports it in its results (profile_*_ms); docs/model-tasks.md (The step profile). Kernels are timed "
@@ -94,7 +95,7 @@ const sr_var sr__host_reads[] = {
      "(on a GPU each is waited for), so a profiled step is a little slower"},
     {"SHARDRUN_DEBUG_OFFLOAD_STAGING",
      "testing aid: 1 makes FSDP_OFFLOAD_PARAMS=true take the GPU's path on a CPU (shards in one allocation, "
-     "gathers and reductions through staging copies), so the tests check it without a GPU"},
+     "gathers and reductions through staging copies), so the tests check it without a GPU (0: off)"},
     {"SHARDRUN_SELFTEST_DUT",
      "testing aid: a library whose selftest_dut_device() and selftest_dut_kernels() replace the tables "
      "`shardrun selftest` checks against the CPU's (tests/selftest/broken_kernels.c: deliberately broken "

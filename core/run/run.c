@@ -15,6 +15,7 @@
 #include "base/hash64.h"
 #include "base/strbuf.h"
 #include "config/env_table.h"
+#include "config/env_values.h"
 #include "config/value.h"
 
 extern char **environ;
@@ -73,6 +74,7 @@ static void load_plugins(sr__run *run) {
    SHARDRUN_PROFILE, ...) are known. */
 static void check_stray_env(sr__run *run) {
     char var[300];
+    sr__env_values_check(&run->cfg.diag); /* the known ones' values, SHARDRUN_TASK_* names */
     for (char **e = environ; *e; e++) {
         if (strncmp(*e, "SHARDRUN_", 9) || !strncmp(*e, "SHARDRUN_TASK_", 14)) continue;
         size_t len = (size_t)(strchr(*e, '=') - *e);

@@ -8,7 +8,9 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/progress.h"
 #include "base/strbuf.h"
+#include "base/watch.h"
 #include "config/env_table.h"
 #include "config/value.h"
 #include "pg/world.h"
@@ -76,6 +78,11 @@ int sr_node_rank(const sr_ctx *c) { return c->topo.node_rank; }
 int sr_num_nodes(const sr_ctx *c) { return c->topo.nnodes; }
 int sr_restart_count(const sr_ctx *c) { return c->topo.restart_count; }
 
+void sr_progress(sr_ctx *c) {
+    (void)c; /* one watch slot per worker process */
+    sr__watch_progress();
+}
+
 static int was_asked(const sr_ctx *c, const char *key) {
     for (size_t i = 0; i < c->nasked; i++)
         if (!strcmp(c->asked[i], key)) return 1;
@@ -103,6 +110,26 @@ const char *sr__ctx_task_setting(const sr_ctx *c, size_t i, const char **value) 
         }
     }
     return NULL;
+}
+
+void sr__ctx_send_unread(const sr_ctx *c) {
+    sr__progress_send(SR_PROGRESS_UNREAD, "");
+    for (size_t i = 0; i < c->cfg->nset; i++) {
+        const sr__setting *s = &c->cfg->set[i];
+        if (strcmp(s->section, "task") || !s->value || was_asked(c, s->key)) continue;
+        char text[700];
+        snprintf(text, sizeof text, "%s %s", s->key, s->where ? s->where : "?");
+        for (char *p = text; *p; p++)
+            if (*p == '\n') *p = ' ';
+        sr__progress_send(SR_PROGRESS_UNREAD, text);
+    }
+}
+
+const char *sr__ctx_asked_key(const sr_ctx *c, size_t i) { return i < c->nasked ? c->asked[i] : NULL; }
+
+const char *sr__ctx_task_where(const sr_ctx *c, const char *key) {
+    const sr__setting *s = key ? sr__config_get(c->cfg, "task", key) : NULL;
+    return s && s->value ? s->where : NULL;
 }
 
 /* The setting of [task] key when it came from the job file, else NULL. */

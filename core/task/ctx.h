@@ -23,6 +23,14 @@ int sr__ctx_tty(const sr_ctx *ctx);
    the trainer, through sr_config*), so a misspelt key is an error rather than silently unused.
    0, or -1 after naming each unread key and where it was set. */
 int sr__ctx_check_task_keys(const sr_ctx *ctx, const char *task_name, const sr_key *runtime_keys);
+/* A main task returned: tells the agent which [task] keys it never read (SR_PROGRESS_UNREAD). */
+void sr__ctx_send_unread(const sr_ctx *ctx);
+/* The i-th [task] key read through sr_config*() so far (by the task or the trainer); NULL after the
+   last. */
+const char *sr__ctx_asked_key(const sr_ctx *ctx, size_t i);
+/* Where [task] key's value was set ("job.ini:12", "command line --set ...", "environment ..."), or
+   NULL when it was not. */
+const char *sr__ctx_task_where(const sr_ctx *ctx, const char *key);
 /* The i-th [task] key that has a value (job file, override or default), with *value; NULL after
    the last.  What a checkpoint records of the run's configuration (trainer/resume.c). */
 const char *sr__ctx_task_setting(const sr_ctx *ctx, size_t i, const char **value);

@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/strbuf.h"
+#include "config/value.h"
 #include "fsdp/ckpt_dir.h"
 #include "task/ctx.h"
 #include "trainer/output_dir.h"
@@ -39,11 +40,54 @@ static const char *const FREE_KEYS[] = {"output_dir",
 /* Keys a resume may change to train longer or shorter: the schedule is recomputed for the new
    step count, with a note. */
 static const char *const LENGTH_KEYS[] = {"max_steps", "num_train_epochs", NULL};
+/* What resume_allow_changes takes besides [task] keys: the compute precision
+   (ACCELERATE_MIXED_PRECISION), the data the task trains on (sr_data_identity), every setting. */
+static const char *const ALLOW_NAMES[] = {"mixed_precision", "data", "all", NULL};
 
 static int listed(const char *const *keys, const char *key) {
     for (; *keys; keys++)
         if (!strcmp(*keys, key)) return 1;
     return 0;
+}
+
+/* Whether name is one resume_allow_changes may list. */
+static int allowable(const sr_ctx *ctx, const char *name) {
+    if (listed(ALLOW_NAMES, name) || sr__find_key(sr__trainer_keys, name) || sr__ctx_task_where(ctx, name)) return 1;
+    const char *k;
+    for (size_t i = 0; (k = sr__ctx_asked_key(ctx, i)); i++)
+        if (!strcmp(k, name)) return 1;
+    return 0;
+}
+
+int sr__resume_check_allow_names(const sr_ctx *ctx, const char *list) {
+    int bad = 0;
+    for (const char *p = list ? list : ""; *p;) {
+        p += strspn(p, " ,");
+        size_t l = strcspn(p, " ,");
+        if (!l) break;
+        char *name = sr__strndup(p, l);
+        p += l;
+        if (!name) return -1;
+        if (!allowable(ctx, name)) {
+            /* the nearest of every name it takes */
+            const char *cands[512], *k;
+            size_t n = 0;
+            for (size_t i = 0; ALLOW_NAMES[i]; i++) cands[n++] = ALLOW_NAMES[i];
+            for (const sr_key *tk = sr__trainer_keys; tk->name && n < 511; tk++) cands[n++] = tk->name;
+            for (size_t i = 0; (k = sr__ctx_asked_key(ctx, i)) && n < 511; i++) cands[n++] = k;
+            for (size_t i = 0; (k = sr__ctx_task_setting(ctx, i, &(const char *){0})) && n < 511; i++) cands[n++] = k;
+            const char *best = sr__closest(name, cands, n);
+            const char *where = sr__ctx_task_where(ctx, "resume_allow_changes");
+            sr__log(SR_LOG_ERROR,
+                    "%s: [task] resume_allow_changes names \"%s\", which is no [task] key of this run%s%s%s; it takes "
+                    "[task] keys, mixed_precision, data or all, comma-separated",
+                    where ? where : "[task]", name, best ? " (did you mean \"" : "", best ? best : "",
+                    best ? "\"?)" : "");
+            bad = 1;
+        }
+        free(name);
+    }
+    return bad ? -1 : 0;
 }
 
 int sr__resume_restarts(const sr__trainer *t) {

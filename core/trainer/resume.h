@@ -36,5 +36,9 @@ int sr__resume_data(sr__trainer *t);
 void sr__resume_note_strategy(const sr__trainer *t);
 /* How many times this job was started again (shardrun's restarts or Slurm's requeues). */
 int sr__resume_restarts(const sr__trainer *t);
+/* After the task's create(): every name in [task] resume_allow_changes (the list, or NULL) must be
+   a [task] key of this run (the trainer's, one the task read, or one set), mixed_precision, data,
+   or all.  0, or -1 after naming each unknown one with the nearest name. */
+int sr__resume_check_allow_names(const sr_ctx *ctx, const char *list);
 
 #endif

@@ -44,8 +44,9 @@ const sr_key sr__trainer_keys[] = {
     {"resume_from_checkpoint", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
      "a checkpoint folder, or true for the latest checkpoint-N in output_dir"},
     {"resume_allow_changes", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
-     "[task] keys (comma-separated, or all) whose value may differ from the one the resumed checkpoint was trained "
-     "with; any other change of a training setting is refused on resume (docs/clusters.md)"},
+     "[task] keys (comma-separated; also mixed_precision and data, or all) whose value may differ from the one the "
+     "resumed checkpoint was trained with; any other change of a training setting is refused on resume "
+     "(docs/clusters.md); a name that is no [task] key of the run is refused before it starts"},
     {"eval_strategy", SR_KEY_ENUM, "no", "no|steps|epoch", 0, NOLIM, NULL,
      "evaluate on the task's eval data: never, every eval_steps steps, or after every epoch (the task must have "
      "eval data: gpt2's eval_data or validation_split_percentage)"},

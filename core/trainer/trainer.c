@@ -126,7 +126,8 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
            before any step */
         return SR_EXIT_CONFIG;
     }
-    if (sr__ctx_check_task_keys(ctx, task, sr__trainer_keys) != 0 || sr__model_check(t->model, task) != 0 ||
+    if (sr__ctx_check_task_keys(ctx, task, sr__trainer_keys) != 0 ||
+        sr__resume_check_allow_names(ctx, t->a.resume_allow_changes) != 0 || sr__model_check(t->model, task) != 0 ||
         sr__model_freeze(t->model, t->a.freeze, task) != 0)
         return SR_EXIT_CONFIG;
     if ((rc = sr__resume_data(t)) != SR_EXIT_OK) return rc;

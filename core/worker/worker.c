@@ -52,6 +52,7 @@ static _Noreturn void run_main_task(sr__run *run, int local_rank, int results_fd
     int rc = t->kind == SR_TASK_MAIN ? t->main(ctx, run->task.argc, run->task.argv)
                                      : sr__trainer_run(ctx, t->name ? t->name : run->task.path, t->model);
     int code = rc >= 0 && rc <= 255 ? rc : 1;
+    if (t->kind == SR_TASK_MAIN) sr__ctx_send_unread(ctx); /* the agent names keys no rank read */
     char *json = sr__ctx_result_json(ctx, code);
     write_all(results_fd, json, strlen(json));
     free(json);

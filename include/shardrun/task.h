@@ -84,6 +84,15 @@ SR_API int sr_config_bool(const sr_ctx *ctx, const char *key, int def, int *out)
 SR_API const char *sr_config_path(const sr_ctx *ctx, const char *key);
 SR_API const char *sr_config_base_dir(const sr_ctx *ctx, const char *key);
 
+/* Progress, for the hang watchdog ([shardrun] hang_timeout, docs/clusters.md "Hangs").  A main task
+   calls it at least once per hang_timeout while it works, e.g. once per iteration of its loop:
+   once any rank of the run has called it, the run hangs when for hang_timeout seconds no rank
+   called it nor entered or left a collective (every rank stuck outside a collective: pause(), a
+   dead NFS mount).  A main task that never calls it is named only by the collectives it waits in.
+   A few stores to memory the agent shares, no system call; a model task's trainer marks its own
+   progress and need not call it. */
+SR_API void sr_progress(sr_ctx *ctx);
+
 /* Named results, printed by the agent as one JSON object per rank.  Reporting a name again
    replaces the earlier value.  Names may not be "rank" or "exit_code" (the host's). */
 SR_API int sr_report_num(sr_ctx *ctx, const char *name, double value);

@@ -4,7 +4,9 @@
    (default 20), does what [task] how says instead of joining it:
      loop   spins in a loop that never ends (a bug of the task)
      sleep  sleeps without end (a rank blocked outside any collective)
-   The other ranks wait in the all_reduce it never enters.  Without hang_rank every rank finishes. */
+   The other ranks wait in the all_reduce it never enters.  Without hang_rank every rank finishes.
+   hang_rank = all: every rank does it (none waits in a collective); [task] progress = 1: every
+   rank calls sr_progress() once per round. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +24,12 @@ static int hang_main(sr_ctx *ctx, int argc, char **argv) {
     (void)argc, (void)argv;
     sr_pg *pg = sr_world(ctx);
     int rounds = key_int(ctx, "rounds", 40), hang_rank = key_int(ctx, "hang_rank", 1), at = key_int(ctx, "hang_at", 20);
+    const char *hr = sr_config(ctx, "hang_rank");
+    if (hr && !strcmp(hr, "all")) hang_rank = sr_rank(ctx);
+    int progress = key_int(ctx, "progress", 0);
     const char *how = sr_config(ctx, "how") ? sr_config(ctx, "how") : "loop";
     for (int i = 0; i < rounds; i++) {
+        if (progress) sr_progress(ctx);
         if (i == at && sr_rank(ctx) == hang_rank) {
             printf("rank %d hangs before round %d (%s)\n", hang_rank, i, how);
             fflush(stdout);

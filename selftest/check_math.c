@@ -20,8 +20,8 @@
  *  - DROPOUT: 2u of the largest + 2u relative: one product and one sum, each rounded once.
  *  - ADAMW: 16u of the magnitude of the terms that make each result (|p| plus the step made of
  *    |m| and |g|; |m| and |g|; v and g^2): about ten roundings, and the cancellation when m and g
- *    differ in sign.  The reference gets the hyperparameters as the kernel does (sr__adamw_args
- *    holds floats), with bias corrections 1 - beta^t of them.
+ *    differ in sign.  The kernel gets the settings and the step (sr__adamw_args) and derives the
+ *    bias corrections itself (sr_adamw_prepare); the reference computes 1 - beta^t on its own.
  *  - sumsq: 1e-10 relative; the device sums exact squares in double, within n 2^-53.
  */
 #include <math.h>
@@ -339,7 +339,8 @@ static void adamw(st_report *r, const sr__device *dev) {
     /* one step from random moments at steps 1, 3 and 1000 (bias corrections far from 1, and near),
        weight decay large enough to show, the gradient scaled as clipping does.  The reference gets
        the hyperparameters as the kernel does */
-    const float lr = 1e-2f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.1f, gmul = 0.5f;
+    const double lr = 1e-2, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.1;
+    const float gmul = 0.5f;
     const int steps[] = {1, 3, 1000};
     const size_t n = 1023;
     int ok = 1;
@@ -347,7 +348,7 @@ static void adamw(st_report *r, const sr__device *dev) {
     char where[240] = "";
     for (int s = 0; s < 3 && ok; s++) {
         int t = steps[s];
-        const sr__adamw_args a = {lr, b1, b2, eps, wd, (float)(1.0 - pow(b1, t)), (float)(1.0 - pow(b2, t)), gmul};
+        const sr__adamw_args a = {lr, b1, b2, eps, wd, t, gmul};
         float *h[4], *got = malloc(n * 4);
         void *d[4];
         st_rng g = {110 + (uint64_t)t};

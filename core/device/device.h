@@ -19,12 +19,14 @@
 #include "shardrun/dtype.h"
 #include "shardrun/model.h"
 
-/* One AdamW step's scalars (torch.optim.AdamW's update, decoupled weight decay). */
+/* One AdamW step (torch.optim.AdamW's update, decoupled weight decay): the settings in double, as
+   torch holds them (Python floats), and the 1-based step, from which sr_adamw_prepare derives the
+   bias corrections 1 - beta^step; so the derivation is the kernels' own and the self-test's float64
+   reference checks it (a wrong correction fails `math device.adamw`). */
 typedef struct sr__adamw_args {
-    float lr, beta1, beta2, eps, weight_decay;
-    float bias_correction1; /* 1 - beta1^t, t = 1-based step */
-    float bias_correction2; /* 1 - beta2^t */
-    float grad_mul;         /* the gradient is multiplied by this first (clip coefficient / loss scale) */
+    double lr, beta1, beta2, eps, weight_decay;
+    long long step; /* 1-based */
+    float grad_mul; /* the gradient is multiplied by this first (clip coefficient / loss scale) */
 } sr__adamw_args;
 
 typedef struct sr__device {

@@ -65,17 +65,19 @@ typedef struct sr__adamw_coef {
 
 static inline sr__adamw_coef sr_adamw_prepare(const sr__adamw_args *a) {
     sr__adamw_coef c;
-    c.grad_mul = a->grad_mul;
-    c.decay = (float)(1.0 - (double)a->lr * (double)a->weight_decay);
-    c.w1 = (float)(1.0 - (double)a->beta1);
-    c.beta2 = a->beta2;
-    c.w2 = (float)(1.0 - (double)a->beta2);
-    c.bc2_sqrt = (float)sqrt((double)a->bias_correction2);
-#ifdef SR__TEST_FAULT_ADAMW_BC2 /* a wrong formula for tests/selftest/broken_math.c only: 1 - beta1^t for bc2 */
-    c.bc2_sqrt = (float)sqrt((double)a->bias_correction1);
+    double t = (double)a->step;
+    double bias_correction1 = 1.0 - pow(a->beta1, t), bias_correction2 = 1.0 - pow(a->beta2, t);
+#ifdef SR__TEST_FAULT_ADAMW_BC2 /* a wrong formula for tests/selftest/broken_math.c only: from beta1 */
+    bias_correction2 = 1.0 - pow(a->beta1, t);
 #endif
-    c.eps = a->eps;
-    c.neg_step = (float)(-(double)a->lr / (double)a->bias_correction1);
+    c.grad_mul = a->grad_mul;
+    c.decay = (float)(1.0 - a->lr * a->weight_decay);
+    c.w1 = (float)(1.0 - a->beta1);
+    c.beta2 = (float)a->beta2;
+    c.w2 = (float)(1.0 - a->beta2);
+    c.bc2_sqrt = (float)sqrt(bias_correction2);
+    c.eps = (float)a->eps;
+    c.neg_step = (float)(-a->lr / bias_correction1);
     return c;
 }
 

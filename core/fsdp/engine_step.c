@@ -62,7 +62,7 @@ static void adamw_unit(sr__engine *e, int u, const sr__optim *o, const sr__adamw
         const sr__param *p = &e->model->params[un->params[k]];
         if (!sr__param_in_range(p, lo, un->shard, &a, &b)) continue;
         sr__adamw_args args = *base;
-        args.weight_decay = (p->flags & SR_PARAM_NO_DECAY) ? 0.0f : (float)o->weight_decay;
+        args.weight_decay = (p->flags & SR_PARAM_NO_DECAY) ? 0.0 : o->weight_decay;
         size_t off = a - lo;
         e->hdev->adamw(s->master + off, s->grad + off, s->exp_avg + off, s->exp_avg_sq + off, b - a, &args);
     }
@@ -132,12 +132,11 @@ int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
     }
     e->adam_steps++;
     sr__adamw_args a = {0};
-    a.lr = (float)o->lr;
-    a.beta1 = (float)o->beta1;
-    a.beta2 = (float)o->beta2;
-    a.eps = (float)o->eps;
-    a.bias_correction1 = (float)(1.0 - pow(o->beta1, (double)e->adam_steps));
-    a.bias_correction2 = (float)(1.0 - pow(o->beta2, (double)e->adam_steps));
+    a.lr = o->lr;
+    a.beta1 = o->beta1;
+    a.beta2 = o->beta2;
+    a.eps = o->eps;
+    a.step = e->adam_steps;
     a.grad_mul = (float)(coef * inv);
     t0 = sr__prof_now();
     for (int u = 0; u < e->units.n; u++)

@@ -47,7 +47,7 @@ static void run_all(outputs *o, size_t n, int threads) {
         o->acc[i] = uniform();
         o->zeroed[i] = 0xab;
     }
-    sr__adamw_args a = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.002f, 0.5f};
+    sr__adamw_args a = {1e-3, 0.9, 0.999, 1e-8, 0.01, 1, 0.5f};
     for (int step = 0; step < 3; step++) cpu->adamw(o->param, g, o->m, o->v, n, &a);
     o->sumsq = cpu->sumsq(g, n);
     cpu->cast(o->bf16, SR_BFLOAT16, g, SR_FLOAT32, n);

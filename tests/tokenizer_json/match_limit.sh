@@ -4,12 +4,16 @@
 # each say so, naming the tokenizer.json, where the pattern is written in it, the pattern and the
 # limit, and exit 2 (the tokenizer file is at fault), not "out of memory"; prepare leaves no shard
 # and training runs no step.  The same file on text the pattern matches at once is fine.
-# Environment: GPT2_TOKENIZE, SHARDRUN_PREPARE (default: in $BUILD), PYTHON (default /usr/bin/python3).
+# generate, on a model trained one step with that file, refuses such a prompt the same way.
+# Environment: GPT2_TOKENIZE, SHARDRUN_PREPARE, GENERATE (default: in $BUILD), PYTHON (default
+# /usr/bin/python3).
 . "$(dirname "$0")/../gpt2/lib.sh"
 HERE=$SRC/tests/tokenizer_json
 PREP=${SHARDRUN_PREPARE:-$BUILD/shardrun_prepare}
+GEN=${GENERATE:-$BUILD/shardrun_generate}
 PY=${PYTHON:-/usr/bin/python3}
 [ -x "$PREP" ] || { echo "FAIL: no shardrun_prepare at $PREP (set SHARDRUN_PREPARE)"; exit 1; }
+[ -x "$GEN" ] || { echo "FAIL: no shardrun_generate at $GEN (set GENERATE)"; exit 1; }
 command -v xz >/dev/null || { echo "FAIL: xz is needed (apt-get install xz-utils)"; exit 1; }
 xz -dc "$HERE/qwen3-tokenizer.json.xz" >"$T/qwen3.json" &&
     "$PY" "$HERE/variant.py" backtrack "$T/qwen3.json" "$T/tokenizer.json" || { echo "FAIL: variant.py backtrack"; exit 1; }
@@ -55,4 +59,12 @@ expect_in "$err" "gpt2: error: $T/stuck.txt: $msg 101 bytes $limit" "training: t
 expect_in "$err" "$todo" "training: what to do"
 expect_not_in "$err" "out of memory" "training: not reported as memory"
 expect_not_in "$out" "step 1/" "training: no step ran"
+
+run "$SHARDRUN" "$T/job.ini" --nproc-per-node 1 --set task.data="$T/fine.txt"
+expect_rc 0 "training on text the pattern matches at once"
+run "$GEN" "$T/out/checkpoint-1" --n-head 2 --tokenizer "$T/tokenizer.json" --prompt "$(cat "$T/stuck.txt")" \
+    --max-new-tokens 2
+expect_rc 2 "generate: a prompt past the match limit"
+expect_in "$err" "shardrun_generate: error: tokenizing the prompt: $msg 101 bytes $limit" "generate: the pattern, the limit"
+expect_in "$err" "$todo" "generate: what to do"
 done_checks

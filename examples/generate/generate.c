@@ -380,9 +380,12 @@ static int prompt_ids(const opts *o, tf_tokenizer *tok, const gen_model *w, int3
             (*ids)[(*n)++] = id;
             p = end;
         }
-    } else if (o->prompt && *o->prompt && tf_tokenizer_encode(tok, o->prompt, strlen(o->prompt), ids, n, &cap) != 0) {
-        say("error: out of memory tokenizing the prompt\n");
-        return 1;
+    } else if (o->prompt && *o->prompt) {
+        int rc = tf_tokenizer_encode(tok, o->prompt, strlen(o->prompt), ids, n, &cap);
+        if (rc) {
+            say("error: tokenizing the prompt: %s\n", tf_tokenizer_error(tok));
+            return rc == TF_TOKENIZER_PATTERN_LIMIT ? EXIT_CONFIG : 1;
+        }
     }
     if (*n == 0) {
         free(*ids);

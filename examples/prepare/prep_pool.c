@@ -43,6 +43,7 @@ typedef struct {
     prep_job *j;
     size_t nids;
     int32_t eot;
+    int failed; /* encode's failure (TF_TOKENIZER_*) */
 } encoder;
 
 /* one document: the end-of-text token, then its ids */
@@ -59,7 +60,7 @@ static int encode_doc(encoder *e, const char *text, size_t len, int eot_first) {
         j->docs++;
     }
     j->text_bytes += len;
-    return tf_tokenizer_encode(e->t, text, len, &j->ids, &e->nids, &j->ids_cap);
+    return e->failed = tf_tokenizer_encode(e->t, text, len, &j->ids, &e->nids, &j->ids_cap);
 }
 
 static int on_record(void *user, const char *text, size_t len, long long line) {
@@ -88,7 +89,7 @@ static int pack(prep_job *j, size_t n, int token_bytes) {
 }
 
 static void run_job(prep_pool *p, tf_tokenizer *t, prep_job *j) {
-    encoder e = {t, j, 0, tf_tokenizer_eos(t)};
+    encoder e = {t, j, 0, tf_tokenizer_eos(t), 0};
     j->docs = j->text_bytes = 0;
     j->status = PREP_OK;
     j->err[0] = 0;
@@ -101,6 +102,10 @@ static void run_job(prep_pool *p, tf_tokenizer *t, prep_job *j) {
                                sizeof j->err);
         if (rc < 0) j->status = PREP_FAIL_INPUT;
         else if (rc) j->status = PREP_FAIL_MEMORY;
+    }
+    if (e.failed == TF_TOKENIZER_PATTERN_LIMIT) {
+        j->status = PREP_FAIL_PATTERN;
+        snprintf(j->err, sizeof j->err, "%s", tf_tokenizer_error(t));
     }
     if (j->status == PREP_OK && pack(j, e.nids, p->token_bytes)) j->status = PREP_FAIL_TOKEN;
     j->out = (const unsigned char *)j->ids;
@@ -181,6 +186,10 @@ prep_pool *prep_pool_start(const prep_tokenizer_files *f, int nthreads, const ch
 
 int prep_pool_vocab_size(const prep_pool *p) { return tf_tokenizer_vocab_size(p->base); }
 int prep_pool_token_bytes(const prep_pool *p) { return p->token_bytes; }
+int prep_pool_eos(const prep_pool *p, const char **from) {
+    *from = tf_tokenizer_eos_from(p->base);
+    return tf_tokenizer_eos(p->base);
+}
 
 prep_job *prep_pool_free_slot(prep_pool *p) {
     if (p->fill - p->take == p->nslot) return NULL;

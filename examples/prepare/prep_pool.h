@@ -31,7 +31,8 @@ typedef enum {
     PREP_OK,
     PREP_FAIL_MEMORY, /* out of memory while encoding */
     PREP_FAIL_INPUT,  /* a JSON Lines line that is no object or lacks the field (err: its line within the job) */
-    PREP_FAIL_TOKEN   /* an id the shard's width cannot hold (err says which) */
+    PREP_FAIL_TOKEN,  /* an id the shard's width cannot hold (err says which) */
+    PREP_FAIL_PATTERN /* a Split pattern of the tokenizer.json past PCRE2's match limit (err: which; exit 2) */
 } prep_job_status;
 
 typedef struct {
@@ -51,7 +52,7 @@ typedef struct {
     size_t ntokens;
     uint64_t docs, text_bytes; /* documents begun here; their text (JSON Lines: decoded) */
     prep_job_status status;
-    char err[512];
+    char err[1024];
 } prep_job;
 
 /* What the threads load their tokenizer from: tokenizer_json, or vocab_json + merges_txt, or none
@@ -71,6 +72,8 @@ prep_pool *prep_pool_start(const prep_tokenizer_files *f, int nthreads, const ch
                            size_t errlen);
 /* The tokenizer's vocabulary size; the bytes a token takes in the shards (2 or 4). */
 int prep_pool_vocab_size(const prep_pool *p);
+/* The end-of-text id written before each document, and where it came from (tf_tokenizer_eos_from). */
+int prep_pool_eos(const prep_pool *p, const char **from);
 int prep_pool_token_bytes(const prep_pool *p);
 /* The next job to fill (its result fields cleared), or NULL when all are in flight (take one back
    first). */

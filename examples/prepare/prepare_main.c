@@ -360,7 +360,7 @@ typedef struct {
     uint64_t done_bytes;   /* input bytes whose tokens were written */
     uint64_t text_bytes, docs;
     int config_error; /* the failure is the input's fault: exit 2 */
-    char err[1024];
+    char err[1600];   /* a job's name and its err */
 } run;
 
 static int ignore_record(void *user, const char *text, size_t len, long long line) {
@@ -372,6 +372,7 @@ static int ignore_record(void *user, const char *text, size_t len, long long lin
    job's lines are read again with their line numbers in the file (counted only now, on this error). */
 static int job_failed(run *r, const prep_job *j) {
     if (j->status == PREP_FAIL_MEMORY) return snprintf(r->err, sizeof r->err, "out of memory while tokenizing"), -1;
+    if (j->status == PREP_FAIL_PATTERN) r->config_error = 1; /* the tokenizer.json's pattern, named in err */
     if (j->status != PREP_FAIL_INPUT) return snprintf(r->err, sizeof r->err, "%s: %s", j->name, j->err), -1;
     r->config_error = 1;
     const source *src = j->source;
@@ -511,6 +512,10 @@ int main(int argc, char **argv) {
     if (!(r.pool = prep_pool_start(&o.tok, o.threads, o.text_field, err, sizeof err)))
         return fprintf(stderr, "shardrun_prepare: error: %s\n", err), EXIT_CONFIG;
     int vocab = prep_pool_vocab_size(r.pool);
+    const char *eos_from; /* the tokenizer's own string: read before the pool stops */
+    char eos_why[200];
+    int eos = prep_pool_eos(r.pool, &eos_from);
+    snprintf(eos_why, sizeof eos_why, "%s", eos_from);
     double t_load = prep_now() - t0;
     /* which tokenizer writes the shards: recorded in each, and the prefix must hold no other's */
     const char *tok_files[2] = {o.tok.tokenizer_json ? o.tok.tokenizer_json : o.tok.vocab_json, o.tok.merges_txt};
@@ -569,6 +574,7 @@ int main(int argc, char **argv) {
     sr_shard_tokenizer_describe(&tok_id, desc, sizeof desc);
     printf("shards: %d written, %d already complete and identical (kept); vocabulary %d, %s tokens; %s\n",
            r.shards.written, r.shards.kept, vocab, sr_shard_token_bytes(vocab) == 2 ? "uint16" : "uint32", desc);
+    printf("end of text (before each document): id %d, %s\n", eos, eos_why);
     if (removed)
         printf("shards: %d removed (%s%s), left from an earlier run with this tokenizer that wrote more; not part of "
                "this data\n",

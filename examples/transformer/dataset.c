@@ -206,8 +206,9 @@ static int take(loader *L, const char *s, size_t n) {
         return 0;
     }
     L->tmp_n = 0;
-    if (tf_tokenizer_encode(L->tok, s, n, &L->tmp, &L->tmp_n, &L->tmp_cap))
-        return fail(L->err, L->errlen, "out of memory tokenizing the data");
+    int rc = tf_tokenizer_encode(L->tok, s, n, &L->tmp, &L->tmp_n, &L->tmp_cap);
+    if (rc == TF_TOKENIZER_PATTERN_LIMIT) return fail(L->err, L->errlen, "%s: %s", L->file, tf_tokenizer_error(L->tok));
+    if (rc) return fail(L->err, L->errlen, "out of memory tokenizing the data");
     if (L->o->packing) {
         if (sr_packer_add(&L->pack, L->tmp, L->tmp_n) != 0)
             return fail(L->err, L->errlen, "out of memory packing %lld tokens", (long long)L->pack.n);

@@ -119,6 +119,8 @@ static int pairmap_put(tf__pairmap *m, int32_t a, int32_t b, int32_t rank, int32
 
 int tf_tokenizer_vocab_size(const tf_tokenizer *t) { return t->vocab_size; }
 int tf_tokenizer_eos(const tf_tokenizer *t) { return t->eos; }
+const char *tf_tokenizer_eos_from(const tf_tokenizer *t) { return t->eos_from; }
+const char *tf_tokenizer_error(const tf_tokenizer *t) { return t->error[0] ? t->error : "out of memory"; }
 
 int tf__fail(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
@@ -269,6 +271,7 @@ void tf_tokenizer_free(tf_tokenizer *t) {
     if (!t) return;
     for (int k = 0; k < t->nsplits; k++) tf__regex_free(t->splits[k].re);
     if (!t->base) { /* the tables: a clone's are its base's */
+        for (int k = 0; k < t->nsplits; k++) free(t->splits[k].where);
         free(t->added);
         free(t->added_text);
         strmap_free(&t->vocab);
@@ -306,6 +309,7 @@ tf_tokenizer *tf_tokenizer_clone(tf_tokenizer *t, char *err, size_t errlen) {
     c->by_id = NULL;
     c->clean = c->norm = c->symbols = NULL;
     c->clean_cap = c->norm_cap = c->symbols_cap = 0;
+    c->error[0] = 0;
     for (int k = 0; k < c->nsplits; k++) c->splits[k].re = NULL;
     for (int k = 0; k < t->nsplits; k++)
         if (!(c->splits[k].re = tf__regex_clone(t->splits[k].re))) {
@@ -478,13 +482,15 @@ static int encode_piece(void *ctx, tf_tokenizer *t, const char *text, size_t k, 
 
 int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n, size_t *cap) {
     const unsigned char *s = (const unsigned char *)text;
+    t->error[0] = 0;
     if (t->pretok == TF_PRETOK_BYTES) {
         if (reserve(ids, *n, cap, len)) return -1;
         for (size_t i = 0; i < len; i++) (*ids)[(*n)++] = s[i];
         return 0;
     }
     sink o = {ids, n, cap};
-    return tf__pieces(t, text, len, encode_piece, &o) ? -1 : 0;
+    int rc = tf__pieces(t, text, len, encode_piece, &o);
+    return rc == TF_TOKENIZER_PATTERN_LIMIT ? rc : rc ? TF_TOKENIZER_NOMEM : 0;
 }
 
 typedef struct {

@@ -53,10 +53,12 @@ tf_tokenizer *tf_tokenizer_load(const char *vocab_json, const char *merges_txt, 
      decoder        ByteLevel
      version, truncation, padding: ignored (transformers sets truncation and padding per call)
    The vocabulary (vocab plus added tokens) must hold ids 0..size-1, each once, and all 256 byte
-   symbols; every merge's two symbols and their concatenation must be in it.  eos = the id of
-   "</s>" when the vocabulary has it (BLOOM: <unk> 0, <s> 1, </s> 2, <pad> 3), else of
-   "<|endoftext|>" (GPT-2, Qwen, SmolLM), else of "<|end_of_text|>" (Llama 3), else an error.  NULL
-   with a message in err on failure. */
+   symbols; every merge's two symbols and their concatenation must be in it.  eos: a config.json in
+   the same folder names it with eos_token_id (a list: its first), which must be an added token
+   marked special; else the first of "</s>" (BLOOM: <unk> 0, <s> 1, </s> 2, <pad> 3),
+   "<|endoftext|>" (GPT-2, Qwen, SmolLM) and "<|end_of_text|>" (Llama 3) that added_tokens has with
+   "special": true -- never an ordinary model.vocab entry (Qwen's has an ordinary "</s>"); else an
+   error (tokenizer_eos.c).  NULL with a message in err on failure. */
 tf_tokenizer *tf_tokenizer_load_json(const char *tokenizer_json, char *err, size_t errlen);
 /* Another tokenizer for another thread, made in microseconds: it reads t's tables (vocabulary,
    merges, patterns' compiled code; t must outlive it and is freed after it) and, with t and every
@@ -67,9 +69,22 @@ tf_tokenizer *tf_tokenizer_load_json(const char *tokenizer_json, char *err, size
 tf_tokenizer *tf_tokenizer_clone(tf_tokenizer *t, char *err, size_t errlen);
 int tf_tokenizer_vocab_size(const tf_tokenizer *t);
 int tf_tokenizer_eos(const tf_tokenizer *t);
-/* Appends the ids of text[0..len) to *ids (realloc'ed; *n and *cap updated): 0, or -1 when out of
-   memory (then *ids, *n, *cap are still consistent). */
+/* Where eos came from, for the tools' output: "\"<|endoftext|>\", a special token of the
+   tokenizer.json", "\"<|im_end|>\", eos_token_id of the config.json beside the tokenizer.json",
+   "\"<|endoftext|>\" of vocab.json", "<|endoftext|> of the byte-level tokens". */
+const char *tf_tokenizer_eos_from(const tf_tokenizer *t);
+/* encode's and pieces' failures (both negative; 0 is success) */
+#define TF_TOKENIZER_NOMEM (-1) /* out of memory */
+/* A Split pattern ran past PCRE2's match limit on the text (it backtracks without end, like
+   `(a+)+$` on a run of 'a's that does not end the text): the tokenizer.json is at fault, not the
+   memory.  tf_tokenizer_error names the pattern, where it is written, and the limit. */
+#define TF_TOKENIZER_PATTERN_LIMIT (-2)
+/* Appends the ids of text[0..len) to *ids (realloc'ed; *n and *cap updated): 0, TF_TOKENIZER_NOMEM
+   or TF_TOKENIZER_PATTERN_LIMIT (then *ids, *n, *cap are still consistent, the ids of the text
+   partly appended). */
 int tf_tokenizer_encode(tf_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n, size_t *cap);
+/* Why the last encode or pieces of t failed, in one line ("out of memory" or the pattern's message). */
+const char *tf_tokenizer_error(const tf_tokenizer *t);
 /* The bytes token `id` stands for (generation turns ids back into text), as HF's ByteLevel decoder
    gives them: BPE, the symbol's bytes when it is made of byte symbols only (every vocab.json entry
    of GPT-2's and BLOOM's, "<|endoftext|>" and "</s>" too), else its own UTF-8 (an added token like
@@ -82,8 +97,8 @@ void tf_tokenizer_free(tf_tokenizer *t);
 /* Called by tf_tokenizer_pieces for each piece, in order: id >= 0 for an added token, else a piece
    BPE merges (the byte-level fallback: each byte).  Nonzero stops the walk and is returned. */
 typedef int (*tf_tokenizer_piece_fn)(void *ctx, const char *piece, size_t n, int32_t id);
-/* The pieces of text[0..len) as encode cuts them: 0, the callback's nonzero value, or -1 when out of
-   memory. */
+/* The pieces of text[0..len) as encode cuts them: 0, the callback's nonzero value, or encode's
+   failures. */
 int tf_tokenizer_pieces(tf_tokenizer *t, const char *text, size_t len, tf_tokenizer_piece_fn fn, void *ctx);
 /* A tokenizer without a vocabulary, only for tf_tokenizer_pieces with GPT-2's pattern (the tests
    compare its pieces with a regex engine's); NULL with a message. */

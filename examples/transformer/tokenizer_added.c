@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int tf__added_add(tf_tokenizer *t, const char *content, size_t n, int32_t id, int normalized) {
+int tf__added_add(tf_tokenizer *t, const char *content, size_t n, int32_t id, int normalized, int special) {
     if (n > UINT32_MAX - t->added_len) return -1;
     char *text = realloc(t->added_text, t->added_len + n + 1);
     if (!text) return -1;
@@ -25,6 +25,7 @@ int tf__added_add(tf_tokenizer *t, const char *content, size_t n, int32_t id, in
                                         .len = (uint32_t)n,
                                         .id = id,
                                         .normalized = normalized,
+                                        .special = special,
                                         .first = n ? (unsigned char)content[0] : 0};
     t->added_len += n;
     t->added_normalized |= normalized;

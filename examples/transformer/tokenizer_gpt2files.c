@@ -11,6 +11,7 @@
 #include "read_file.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,7 @@ static int load_vocab(tf_tokenizer *t, const char *path, char *err, size_t errle
         goto out;
     }
     t->eos = eos->a;
+    snprintf(t->eos_from, sizeof t->eos_from, "\"<|endoftext|>\" of vocab.json");
     rc = tf__vocab_bytes(t, path, err, errlen);
 out:
     tf__json_free(&j);
@@ -102,6 +104,7 @@ tf_tokenizer *tf_tokenizer_load(const char *vocab_json, const char *merges_txt, 
         t->pretok = TF_PRETOK_BYTES;
         t->vocab_size = 257;
         t->eos = BYTE_EOS;
+        snprintf(t->eos_from, sizeof t->eos_from, "<|endoftext|> of the byte-level tokens");
         for (int b = 0; b < 256; b++) t->byte_id[b] = b;
         return t;
     }

@@ -4,6 +4,7 @@
  *   tokenizer_pretok.c    the pre-tokenizer: bytes that are not UTF-8, NFC, the Split steps
  *   tokenizer_regex.c     the Split patterns (and GPT-2's) through PCRE2
  *   tokenizer_added.c     added and special tokens found inside a text
+ *   tokenizer_eos.c       which token ends a text: config.json's eos_token_id or a special token
  *   tokenizer_cache.c     the cache of encoded pieces a tokenizer shares with its clones
  *   tokenizer_jsonread.c  the JSON cursor both loaders walk their files with (over core/io/json.c)
  *   tokenizer_gpt2files.c tf_tokenizer_load: byte-level, or vocab.json + merges.txt
@@ -95,8 +96,12 @@ typedef struct tf__regex tf__regex;
    it or it uses what the two engines read differently and is not rewritten (see the file). */
 tf__regex *tf__regex_compile(const char *pattern, size_t n, char *err, size_t errlen);
 /* The first match in text[start..len) (valid UTF-8; start at a character): 1 with [*ms, *me), 0 for
-   none, -1 when PCRE2 fails (its memory or match limits). */
+   none, TF_TOKENIZER_NOMEM when PCRE2 runs out of memory, TF_TOKENIZER_PATTERN_LIMIT when the match
+   ran past PCRE2's match, depth or heap limit (a pattern that backtracks without end, `(a+)+$`). */
 int tf__regex_find(tf__regex *r, const char *text, size_t len, size_t start, size_t *ms, size_t *me);
+/* Which of PCRE2's limits the last TF_TOKENIZER_PATTERN_LIMIT of r ran past, with its value, for a
+   message ("PCRE2's match limit (10000000 backtracking steps) ran out"). */
+const char *tf__regex_why(const tf__regex *r);
 /* Another match state over r's compiled pattern (shared, read only: r must outlive it), for another
    thread: NULL when out of memory. */
 tf__regex *tf__regex_clone(const tf__regex *r);
@@ -111,6 +116,8 @@ typedef enum { TF_SPLIT_ISOLATED, TF_SPLIT_REMOVED } tf__split_behavior;
 typedef struct {
     tf__regex *re;
     tf__split_behavior behavior;
+    char *where; /* the pattern and where it is written ("FILE:LINE: JSON path \"pattern\""), for messages;
+                    a clone's is its base's */
 } tf__split;
 #define TF__SPLITS_MAX 8
 
@@ -119,6 +126,7 @@ typedef struct {
     uint32_t off, len; /* its content: added_text[off, off+len) */
     int32_t id;
     int normalized;      /* matched in the normalized text (after NFC) rather than the text as given */
+    int special;         /* "special": true (tokenizer_eos.c takes eos only from these) */
     unsigned char first; /* its first byte */
 } tf__added;
 
@@ -127,6 +135,8 @@ struct tf_tokenizer {
     const tf_tokenizer *base;
     tf__shared_cache *shared; /* the cache of base and its clones (base owns it), or NULL: `cache` */
     int vocab_size, eos;
+    char eos_from[160]; /* where eos came from, for tf_tokenizer_eos_from */
+    char error[640];    /* why the last encode failed (tf_tokenizer_error) */
     tf__pretok pretok;
     int32_t byte_id[256];
     tf__strmap vocab; /* symbol as the file spells it (UTF-8 of byte symbols) -> a = id, b = byte offset of
@@ -193,17 +203,21 @@ int tf__split_add(tf_tokenizer *t, const char *pattern, size_t n, tf__split_beha
    else a piece for BPE.  Nonzero stops the walk and is returned. */
 typedef int (*tf__piece_fn)(void *ctx, tf_tokenizer *t, const char *piece, size_t n, int32_t id);
 /* Walks text[0..len) as encode does: added tokens, NFC, the Split steps.  0, the callback's nonzero
-   value, or -1 when out of memory. */
+   value, TF_TOKENIZER_NOMEM, or TF_TOKENIZER_PATTERN_LIMIT (t->error says which pattern). */
 int tf__pieces(tf_tokenizer *t, const char *text, size_t len, tf__piece_fn fn, void *ctx);
 
 /* Adds an added token (content of n bytes): 0, or -1 when out of memory. */
-int tf__added_add(tf_tokenizer *t, const char *content, size_t n, int32_t id, int normalized);
+int tf__added_add(tf_tokenizer *t, const char *content, size_t n, int32_t id, int normalized, int special);
 /* After the last tf__added_add: sorts them and builds added_at.  0, or -1 when out of memory. */
 int tf__added_index(tf_tokenizer *t);
 /* The leftmost-longest added token in s[from..n) with normalized == `normalized` (HF's
    AddedVocabulary): its start in *at and the token, or NULL when there is none. */
 const tf__added *tf__added_find(const tf_tokenizer *t, const char *s, size_t n, size_t from, int normalized,
                                 size_t *at);
+
+/* Sets t->eos (and eos_from) for the tokenizer.json at path, after its added tokens are in
+   (tokenizer_eos.c has the rule): 0, or -1 with a message. */
+int tf__eos_choose(tf_tokenizer *t, const char *path, char *err, size_t errlen);
 
 /* ---- the JSON cursor (tokenizer_jsonread.c) --------------------------------------------------- */
 

@@ -448,7 +448,7 @@ static int added_token(loader *l, const mark *item, int k) {
                                        "rstrip", "normalized", "special",     NULL};
     enum { ID, CONTENT, SINGLE_WORD, LSTRIP, RSTRIP, NORMALIZED, SPECIAL };
     char jp[48], p[80];
-    int normalized, v;
+    int normalized, special;
     mark f[sizeof keys / sizeof *keys - 1] = {{0}};
     snprintf(jp, sizeof jp, "added_tokens[%d]", k);
     seek(l, item);
@@ -461,7 +461,7 @@ static int added_token(loader *l, const mark *item, int k) {
         if (must_be(l, &f[o], p, 0, 0, "false")) return -1;
     }
     snprintf(p, sizeof p, "%s.special", jp);
-    if (literal_at(l, &f[SPECIAL], p, 0, &v)) return -1;
+    if (literal_at(l, &f[SPECIAL], p, 0, &special)) return -1;
     snprintf(p, sizeof p, "%s.normalized", jp);
     if (literal_at(l, &f[NORMALIZED], p, 0, &normalized)) return -1;
     int32_t id;
@@ -481,7 +481,7 @@ static int added_token(loader *l, const mark *item, int k) {
         s->b = (int32_t)f[CONTENT].at;
     }
     /* normalized only matters after a normalizer: without one both are found in the text as given */
-    if (tf__added_add(l->t, l->j.str, l->j.slen, id, normalized == 1 && l->t->nfc))
+    if (tf__added_add(l->t, l->j.str, l->j.slen, id, normalized == 1 && l->t->nfc, special == 1))
         return tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
     return 0;
 }
@@ -615,16 +615,7 @@ static int load(loader *l, const char *text) {
             return tf__fail(l->err, l->errlen, "%s:%d: model.unk_token \"%.*s\" is not in model.vocab or added_tokens",
                             l->path, model[M_UNK].line, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str);
     }
-    const tf__str_slot *eos = tf__strmap_find(&l->t->vocab, "</s>", 4);
-    if (!eos) eos = tf__strmap_find(&l->t->vocab, "<|endoftext|>", 13);
-    if (!eos) eos = tf__strmap_find(&l->t->vocab, "<|end_of_text|>", 15);
-    if (!eos)
-        return tf__fail(l->err, l->errlen,
-                        "%s: neither \"</s>\" (BLOOM's end of text) nor \"<|endoftext|>\" (GPT-2's, Qwen's) nor "
-                        "\"<|end_of_text|>\" (Llama 3's) is in model.vocab or added_tokens; the tasks need one to end "
-                        "each text",
-                        l->path);
-    l->t->eos = eos->a;
+    if (tf__eos_choose(l->t, l->path, l->err, l->errlen)) return -1;
     return merges(l, &model[M_MERGES]);
 }
 

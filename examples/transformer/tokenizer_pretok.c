@@ -12,8 +12,10 @@
  *
  * Lifecycle: none of its own; scratch buffers in the tokenizer (freed with it).
  */
+#define _GNU_SOURCE /* asprintf */
 #include "tokenizer_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -29,7 +31,12 @@ int tf__split_add(tf_tokenizer *t, const char *pattern, size_t n, tf__split_beha
         return tf__fail(err, errlen, "%s: more than %d Split steps are not supported", what, TF__SPLITS_MAX);
     tf__regex *re = tf__regex_compile(pattern, n, why, sizeof why);
     if (!re) return tf__fail(err, errlen, "%s \"%.*s\": %s", what, (int)(n > 120 ? 120 : n), pattern, why);
-    t->splits[t->nsplits++] = (tf__split){.re = re, .behavior = behavior};
+    char *where = NULL;
+    if (asprintf(&where, "%s \"%.*s%s\"", what, (int)(n > 120 ? 120 : n), pattern, n > 120 ? "..." : "") < 0) {
+        tf__regex_free(re);
+        return tf__fail(err, errlen, "out of memory");
+    }
+    t->splits[t->nsplits++] = (tf__split){.re = re, .behavior = behavior, .where = where};
     t->pretok = TF_PRETOK_SPLIT;
     return 0;
 }
@@ -84,6 +91,21 @@ typedef struct {
     void *ctx;
 } walk;
 
+/* The message of a pattern that ran past PCRE2's limits on s[0..n), into t->error. */
+static int pattern_limit(tf_tokenizer *t, const tf__split *sp, const char *s, size_t n) {
+    char head[40];
+    size_t k = n < 32 ? n : 32;
+    while (k < n && k && ((unsigned char)s[k] & 0xC0) == 0x80) k--; /* whole characters */
+    for (size_t i = 0; i < k; i++) head[i] = (unsigned char)s[i] < 0x20 ? '.' : s[i];
+    head[k] = 0;
+    snprintf(t->error, sizeof t->error,
+             "%s: PCRE2 stopped matching this pattern on a piece of %zu bytes (\"%s%s\"): %s. The pattern "
+             "backtracks without end on such text (nested quantifiers like (a+)+ do): rewrite it in the "
+             "tokenizer.json (e.g. (a+)+$ as a+$)",
+             sp->where, n, head, k < n ? "..." : "", tf__regex_why(sp->re));
+    return TF_TOKENIZER_PATTERN_LIMIT;
+}
+
 /* Split step k on piece (orig: the bytes, clean: the same with bad bytes as 0x01) and down */
 static int split(walk *w, int k, const char *orig, const char *clean, size_t n) {
     if (!n) return 0;
@@ -94,7 +116,8 @@ static int split(walk *w, int k, const char *orig, const char *clean, size_t n) 
     tf__regex_forget(sp->re); /* this text may sit where another one was */
     while (from < n) {
         int f = tf__regex_find(sp->re, clean, n, from, &ms, &me);
-        if (f < 0) return -1;
+        if (f == TF_TOKENIZER_PATTERN_LIMIT) return pattern_limit(w->t, sp, clean + from, n - from);
+        if (f < 0) return TF_TOKENIZER_NOMEM;
         if (!f) break;
         if (me == ms) { /* an empty match splits nothing: look again one character on */
             size_t c = utf8_len((const unsigned char *)clean, n, ms);
@@ -157,6 +180,7 @@ static int segment(walk *w, const char *orig, const char *clean, size_t n) {
 int tf__pieces(tf_tokenizer *t, const char *text, size_t len, tf__piece_fn fn, void *ctx) {
     walk w = {.t = t, .fn = fn, .ctx = ctx};
     const char *clean = text;
+    t->error[0] = 0;
     size_t bad = first_bad((const unsigned char *)text, len);
     if (bad < len) { /* the copy the patterns read: each byte outside valid UTF-8 as 0x01 */
         if (grow(&t->clean, &t->clean_cap, len)) return -1;

@@ -44,8 +44,9 @@ struct tf__regex {
     pcre2_match_data *md;
     pcre2_match_context *mc; /* with js: a JIT stack from the heap, larger than the default 32 KiB */
     pcre2_jit_stack *js;
-    int jit;      /* pcre2_jit_compile succeeded: pcre2_jit_match */
-    int borrowed; /* code and rep are another regex's (tf__regex_clone): not freed here */
+    int jit;       /* pcre2_jit_compile succeeded: pcre2_jit_match */
+    char why[160]; /* the limit the last match ran past (tf__regex_why) */
+    int borrowed;  /* code and rep are another regex's (tf__regex_clone): not freed here */
 };
 
 /* Unicode White_Space, as a class body.  The ASCII space (in \p{Z} already) is also named, and so
@@ -220,6 +221,25 @@ tf__regex *tf__regex_compile(const char *pattern, size_t n, char *err, size_t er
     return r;
 }
 
+/* A failed match (the interpreter's code rc): TF_TOKENIZER_PATTERN_LIMIT with r->why for PCRE2's
+   limits, which a pattern that backtracks without end runs into (its steps grow exponentially with
+   the text: PCRE2 stops it rather than run for ever), else TF_TOKENIZER_NOMEM. */
+static int limit(tf__regex *r, int rc) {
+    uint32_t v = 0;
+    if (rc == PCRE2_ERROR_MATCHLIMIT && pcre2_config(PCRE2_CONFIG_MATCHLIMIT, &v) >= 0)
+        snprintf(r->why, sizeof r->why, "PCRE2's match limit (%u backtracking steps, libpcre2's default) ran out", v);
+    else if (rc == PCRE2_ERROR_DEPTHLIMIT && pcre2_config(PCRE2_CONFIG_DEPTHLIMIT, &v) >= 0)
+        snprintf(r->why, sizeof r->why,
+                 "PCRE2's depth limit (%u nested backtracking points, libpcre2's default) ran out", v);
+    else if (rc == PCRE2_ERROR_HEAPLIMIT && pcre2_config(PCRE2_CONFIG_HEAPLIMIT, &v) >= 0)
+        snprintf(r->why, sizeof r->why,
+                 "PCRE2's heap limit (%u KiB of backtracking memory, libpcre2's default) ran out", v);
+    else return TF_TOKENIZER_NOMEM;
+    return TF_TOKENIZER_PATTERN_LIMIT;
+}
+
+const char *tf__regex_why(const tf__regex *r) { return r->why; }
+
 int tf__regex_find(tf__regex *r, const char *text, size_t len, size_t start, size_t *ms, size_t *me) {
     if (r->q_i < r->q_n && r->q_text == text && r->q_len == len && r->q_start[r->q_i] == start) {
         *ms = r->q_start[r->q_i], *me = r->q_end[r->q_i]; /* the match that follows the last one */
@@ -247,7 +267,8 @@ int tf__regex_find(tf__regex *r, const char *text, size_t len, size_t start, siz
     if (r->jit) rc = pcre2_jit_match(r->code, (PCRE2_SPTR)text, len, start, 0, r->md, r->js ? r->mc : NULL);
     if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) /* no JIT, or its stack ran out: the interpreter, on the heap */
         rc = pcre2_match(r->code, (PCRE2_SPTR)text, len, start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, r->md, NULL);
-    if (rc < 0) return rc == PCRE2_ERROR_NOMATCH ? 0 : -1;
+    if (rc == PCRE2_ERROR_NOMATCH) return 0;
+    if (rc < 0) return limit(r, rc);
     PCRE2_SIZE *v = pcre2_get_ovector_pointer(r->md);
     *ms = v[0], *me = v[1];
     return 1;

@@ -174,7 +174,7 @@ refused "bad pair" "$T/bad-pair.json" "model.merges[2]: expected a pair of two s
 refused "duplicate id" "$T/duplicate-id.json" "id 7 is also the id of the entry at line"
 refused "id gap" "$T/gap-id.json" "is out of range: model.vocab and added_tokens have"
 refused "added id" "$T/added-id.json" "added_tokens[2]: \"</s>\" has id 7 here but 2 in model.vocab"
-refused "no eos" "$T/no-eos.json" "neither \"</s>\" (BLOOM's end of text) nor \"<|endoftext|>\" (GPT-2's, Qwen's) nor \"<|end_of_text|>\" (Llama 3's)"
+refused "no eos" "$T/no-eos.json" "no special end-of-text token: none of \"</s>\", \"<|endoftext|>\", \"<|end_of_text|>\" is in added_tokens with \"special\": true"
 refused "missing byte" "$T/missing-byte.json" "no entry for byte 0x20"
 refused "unk_token" "$T/unk-missing.json" "model.unk_token \"<nope>\" is not in model.vocab"
 

@@ -5,9 +5,12 @@
      gpt2_tokenize -p FILE                    the pre-tokens of FILE (GPT-2's pattern), one per line, in hex
      gpt2_tokenize --tokenizer-json PATH [-t | -p] FILE...
                                               the same with an HF tokenizer.json (-p: the pieces of its
-                                              pre-tokenizer); a load error goes to stderr, exit 1
+                                              pre-tokenizer); a load error goes to stderr, exit 1;
+                                              a Split pattern past PCRE2's match limit, exit 2
      gpt2_tokenize --tokenizer-json PATH --info
                                               "vocab N eos E" and, per id, its decoded bytes in hex
+     gpt2_tokenize --tokenizer-json PATH --eos
+                                              "eos E: " and where eos came from
    Each file is encoded as one text.  Lifecycle: load, encode every file, print, free, exit. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -76,7 +79,7 @@ static void usage(void) {
     fprintf(stderr, "usage: gpt2_tokenize [-t] VOCAB.json MERGES.txt FILE...   (\"- -\": byte-level)\n"
                     "       gpt2_tokenize -p FILE\n"
                     "       gpt2_tokenize --tokenizer-json PATH [-t | -p] FILE...\n"
-                    "       gpt2_tokenize --tokenizer-json PATH --info\n");
+                    "       gpt2_tokenize --tokenizer-json PATH --info | --eos\n");
 }
 
 int main(int argc, char **argv) {
@@ -86,20 +89,26 @@ int main(int argc, char **argv) {
     if (argc > 2 && !strcmp(argv[1], "--tokenizer-json")) json = argv[2], a = 3;
     int summary = a < argc && !strcmp(argv[a], "-t"), split = json && a < argc && !strcmp(argv[a], "-p");
     int show = json && a + 1 == argc && !strcmp(argv[a], "--info");
-    a += summary + split + show;
+    int eos = json && a + 1 == argc && !strcmp(argv[a], "--eos");
+    a += summary + split + show + eos;
     if (!json && a + 2 <= argc) vocab = argv[a], merges = argv[a + 1], a += 2;
-    if ((!json && !vocab) || (a >= argc && !show)) {
+    if ((!json && !vocab) || (a >= argc && !show && !eos)) {
         usage();
         return 2;
     }
     int byte_level = vocab && !strcmp(vocab, "-") && !strcmp(merges, "-");
-    char err[512];
+    char err[1024];
     double t0 = now();
     tf_tokenizer *t = json ? tf_tokenizer_load_json(json, err, sizeof err)
                            : tf_tokenizer_load(byte_level ? NULL : vocab, byte_level ? NULL : merges, err, sizeof err);
     if (!t) {
         fprintf(stderr, "gpt2_tokenize: %s\n", err);
         return 1;
+    }
+    if (eos) {
+        printf("eos %d: %s\n", tf_tokenizer_eos(t), tf_tokenizer_eos_from(t));
+        tf_tokenizer_free(t);
+        return 0;
     }
     if (show || split) {
         int rc = show ? info(t) : 0;
@@ -115,9 +124,10 @@ int main(int argc, char **argv) {
         char *text = slurp(argv[k], &len);
         if (!text) return 1;
         double e0 = now();
-        if (tf_tokenizer_encode(t, text, len, &ids, &n, &cap)) {
-            fprintf(stderr, "gpt2_tokenize: out of memory\n");
-            return 1;
+        int rc = tf_tokenizer_encode(t, text, len, &ids, &n, &cap);
+        if (rc) { /* a pattern PCRE2 gave up on is the tokenizer file's fault: 2, as the tools */
+            fprintf(stderr, "gpt2_tokenize: %s: %s\n", argv[k], tf_tokenizer_error(t));
+            return rc == TF_TOKENIZER_PATTERN_LIMIT ? 2 : 1;
         }
         encode_s += now() - e0;
         bytes += len;

@@ -14,6 +14,15 @@ committed vocabulary checks each way a tokenizer.json cuts text against HF's lib
   sequence  GPT-2's layout: a ByteLevel pre-tokenizer with use_regex true (GPT-2's pattern), after
             a Split that removes each "\\r\\n" (a String pattern, behavior Removed).
   smollm    SmolLM2's pre-tokenizer: Digits (each digit alone), then ByteLevel with use_regex true.
+
+and, for tests/tokenizer_json/eos.sh and match_limit.sh (not compared with HF's ids):
+
+  llama3-eos   Llama 3's special tokens: <|endoftext|> (151643) renamed <|end_of_text|> and
+               <|im_start|> (151644) <|begin_of_text|>, both special; the ordinary "</s>" of Qwen's
+               model.vocab (128247) stays, as a look-alike the end of text must not be taken from.
+  no-eos       <|endoftext|> no longer special: the file has no special end-of-text token.
+  backtrack    the Split pattern (a+)+$, which backtracks without end on a run of 'a's that does
+               not end the text.
 """
 import json
 import sys
@@ -59,6 +68,16 @@ elif name == "smollm":
     tok["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
         {"type": "Digits", "individual_digits": True},
         {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}]}
+elif name in ("llama3-eos", "no-eos"):
+    renames = {"<|endoftext|>": "<|end_of_text|>", "<|im_start|>": "<|begin_of_text|>"}
+    assert tok["model"]["vocab"]["</s>"] == 128247
+    for a in tok["added_tokens"]:
+        if name == "llama3-eos":
+            a["content"] = renames.get(a["content"], a["content"])
+        elif a["content"] == "<|endoftext|>":
+            a["special"] = False
+elif name == "backtrack":
+    tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(a+)+$"
 else:
-    sys.exit(f"variant.py: unknown variant {name!r} (llama3, sequence, smollm)")
+    sys.exit(f"variant.py: unknown variant {name!r} (llama3, sequence, smollm, llama3-eos, no-eos, backtrack)")
 json.dump(tok, open(out, "w", encoding="utf-8"), ensure_ascii=False)

@@ -78,10 +78,13 @@ expect_in "$(cat "$T/n0.err")" "process group world: ranks 2, 3 did not arrive w
 
 # 3c. the store's port is taken: a clear error before anything starts
 P=$(free_port_pair)
-/usr/bin/python3 -c 'import socket,sys,time; s=socket.socket(); s.bind(("",int(sys.argv[1]))); s.listen(); time.sleep(5)' \
-    "$((P + 1))" &
+# the holder says when it listens (a fixed wait lost the race to a loaded machine's slow Python start:
+# node 0 took the port first and waited for node 1 for ever)
+/usr/bin/python3 -c 'import socket,sys,time; s=socket.socket(); s.bind(("",int(sys.argv[1]))); s.listen(); open(sys.argv[2],"w").close(); time.sleep(30)' \
+    "$((P + 1))" "$T/holding" &
 holder=$!
-sleep 0.3
+for _ in $(seq 1 500); do [ -e "$T/holding" ] && break; sleep 0.02; done
+[ -e "$T/holding" ] && pass || fail "the port holder did not start listening within 10 s"
 start_node 0 "$SRC/examples/hello/hello.ini"
 wait_node 0
 kill "$holder" 2>/dev/null

@@ -212,8 +212,7 @@ static void check_adamw(st_report *r, const st_dut *d, const size_t *sizes, int 
     int ok = 1;
     size_t fail_n = 0;
     st_cmp all = {0};
-    const sr__adamw_args a = {
-        1e-3, 0.9, 0.999, 1e-8, 0.01, 3, 0.5f};
+    const sr__adamw_args a = {1e-3, 0.9, 0.999, 1e-8, 0.01, 3, 0.5f};
     for (int s = 0; s < ns && ok; s++) {
         size_t n = sizes[s], b = n * 4 + 4;
         float *p = malloc(b), *gr = malloc(b), *m = malloc(b), *v = malloc(b), *got = malloc(b);

@@ -122,16 +122,22 @@ int main(int argc, char **argv) {
     for (int k = a; k < argc; k++) {
         size_t len;
         char *text = slurp(argv[k], &len);
-        if (!text) return 1;
+        if (!text) {
+            free(ids);
+            tf_tokenizer_free(t);
+            return 1;
+        }
         double e0 = now();
         int rc = tf_tokenizer_encode(t, text, len, &ids, &n, &cap);
+        free(text);
         if (rc) { /* a pattern PCRE2 gave up on is the tokenizer file's fault: 2, as the tools */
             fprintf(stderr, "gpt2_tokenize: %s: %s\n", argv[k], tf_tokenizer_error(t));
+            free(ids);
+            tf_tokenizer_free(t);
             return rc == TF_TOKENIZER_PATTERN_LIMIT ? 2 : 1;
         }
         encode_s += now() - e0;
         bytes += len;
-        free(text);
     }
     if (summary)
         printf("%zu tokens from %zu bytes in %d files; vocab %d; load %.3f s, encode %.3f s\n", n, bytes, argc - a,

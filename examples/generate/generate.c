@@ -361,8 +361,7 @@ static tf_tokenizer *load_tokenizer(const opts *o, const gen_model *gm, char *wh
                             : "Give the job file that trained it, or leave --job out (the checkpoint "
                               "records what generation needs)");
             return NULL;
-        }
-        use = &saved;
+        } /* the same bytes: read from the file named, which the messages then name */
     }
     if (!use->kind && gm->f.step >= 0) {
         say("error: %s does not record which tokenizer trained it (a checkpoint of an earlier shardrun: no "

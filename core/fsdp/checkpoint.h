@@ -2,7 +2,8 @@
  * Checkpoints of a training run, per FSDP_STATE_DICT_TYPE: SHARDED_STATE_DICT (and LOCAL) writes
  * one shard-RRRRR-of-SSSSS.safetensors per rank of one replica, resumable at any world size or wrap
  * policy; FULL_STATE_DICT writes model.safetensors (HF names and shapes) and optimizer.safetensors
- * from rank 0; both add trainer_state.json (transformers' TrainerState, shardrun's own members under
+ * from rank 0, with the task's files (sr_model_file: its tokenizer, config.json) hashed in
+ * model.safetensors' metadata; both add trainer_state.json (transformers' TrainerState, shardrun's own members under
  * stateful_callbacks.shardrun).  Every file proves what it is (checkpoint id, step, model digest,
  * index hash, an XXH3 hash per tensor), verified on every rank before training resumes.
  *
@@ -10,7 +11,7 @@
  * ckpt_save.c (saving), ckpt_id.c (the checkpoint id), ckpt_load.c (loading), ckpt_verify.c and
  * ckpt_check.c (verification), ckpt_index.c (the shard index), ckpt_state.c (trainer_state.json),
  * ckpt_file.c (writing one file), ckpt_format.c (names and digests), ckpt_source.c (the opened
- * folder), ckpt_frozen.c (the frozen base a SHARDED checkpoint leaves out, and its digest); ckpt_dir.c: the checkpoint-N folders of an output_dir.  [shardrun] log_level = debug prints each rank's save and
+ * folder), ckpt_files.c (the task's files: tokenizer, config.json), ckpt_frozen.c (the frozen base a SHARDED checkpoint leaves out, and its digest); ckpt_dir.c: the checkpoint-N folders of an output_dir.  [shardrun] log_level = debug prints each rank's save and
  * load time and its hashing time.
  */
 #ifndef SR_FSDP_CHECKPOINT_H

@@ -1,7 +1,8 @@
 /* Saving a checkpoint (checkpoint.h; the format: docs/checkpoint-format.md).  Every rank: the
    checkpoint id from every rank's state (ckpt_id.c); the files (SHARDED: each rank of the first replica its
    shard file; FULL: rank 0 model.safetensors and optimizer.safetensors, its shard group gathering
-   one unit at a time); rank 0 trainer_state.json last; checkpoint-N.tmp renamed to checkpoint-N
+   one unit at a time; then PEFT's adapter files and the task's files, ckpt_files.h); rank 0
+   trainer_state.json last; checkpoint-N.tmp renamed to checkpoint-N
    once every rank has finished. */
 #define _GNU_SOURCE
 #include "fsdp/checkpoint.h"
@@ -24,6 +25,7 @@
 #include "base/strbuf.h"
 #include "fsdp/ckpt_adapter.h"
 #include "fsdp/ckpt_file.h"
+#include "fsdp/ckpt_files.h"
 #include "fsdp/ckpt_format.h"
 #include "fsdp/ckpt_frozen.h"
 #include "fsdp/ckpt_id.h"
@@ -170,6 +172,7 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
         sr__ckpt_kvlist ml = {.oom = oom}, ol = {.oom = oom};
         sr__ckpt_kv_add(&ml, "format", sr__fmt("pt"));
         sr__ckpt_add_common(&ml, cm, "model");
+        sr__ckpt_add_file_hashes(&ml, e->model); /* the task's files (tokenizer, config.json) */
         sr__ckpt_add_hashes(&ml, mt, (size_t)n);
         sr__ckpt_add_common(&ol, cm, "optimizer");
         sr__ckpt_add_hashes(&ol, ot, (size_t)on);
@@ -253,6 +256,9 @@ int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) 
         /* PEFT's adapter files, out of the model.safetensors rank 0 just wrote */
         if (!failed && e->cfg.state_dict == SR_SD_FULL && e->rank == 0)
             failed = sr__ckpt_save_adapter(e->model, tmp) != 0;
+        /* the task's files, which model.safetensors lists with their hashes; before trainer_state.json */
+        if (!failed && e->cfg.state_dict == SR_SD_FULL && e->rank == 0)
+            failed = sr__ckpt_write_files(e->model, tmp) != 0;
         rc = sr__engine_agree(e, e->world, failed);
     }
     if (rc == 0 && e->rank == 0) {

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "fsdp/ckpt_check.h"
+#include "fsdp/ckpt_files.h"
 #include "fsdp/ckpt_format.h"
 
 /* ---- every file says which checkpoint, step, position and model it belongs to ---------------------- */
@@ -294,6 +295,13 @@ int sr__ckpt_verify(const sr__engine *e, sr__ckpt_source *s, const char *sid, lo
     }
     if (!bad) bad = check_files(s->dir, v, n, sid, sstep) != 0;
     if (!bad) bad = parse_index(s) != 0;
+    if (!bad && s->full) { /* the task's files model.safetensors lists (tokenizer, config.json) */
+        char why[8600];
+        if (sr__ckpt_check_files(s->model, s->dir, why, sizeof why) != 0) {
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s", why);
+            bad = 1;
+        }
+    }
     int another = !bad && check_model(e, s, v[0].digest) != 0;
     bad |= another;
     if (!bad) bad = check_frozen(e, s) != 0;

@@ -17,6 +17,7 @@ void sr__model_free(sr_model *m) {
     if (!m) return;
     for (int i = 0; i < m->nmods; i++) free(m->mods[i].name), free(m->mods[i].cls), free(m->mods[i].params);
     for (int i = 0; i < m->nparams; i++) free(m->params[i].name);
+    sr__model_files_free(m);
     free(m->mods), free(m->params), free(m->adapter_prefix), free(m->adapter_config), free(m);
 }
 

@@ -33,6 +33,13 @@ typedef struct sr__module {
     int unit; /* set by the wrap policy */
 } sr__module;
 
+/* A file FULL checkpoints hold beside the weights (sr_model_file): its name and bytes */
+typedef struct sr__model_file {
+    char *name;
+    void *data;
+    size_t size;
+} sr__model_file;
+
 struct sr_model {
     sr__module *mods;
     int nmods;
@@ -41,10 +48,16 @@ struct sr_model {
     int errors;                            /* declaration errors already printed */
     sr_model_eval eval;                    /* sr_model_eval_data(); num_samples NULL: no eval data */
     char *adapter_prefix, *adapter_config; /* sr_model_adapter(); NULL: no adapter files */
+    sr__model_file *files;                 /* sr_model_file(), in declaration order */
+    int nfiles;
 };
 
 sr_model *sr__model_new(void);
 void sr__model_free(sr_model *m);
+/* model_files.c: frees m->files */
+void sr__model_files_free(sr_model *m);
+/* Whether name is one of the checkpoint's own files (or an adapter's), which sr_model_file refuses */
+int sr__ckpt_own_name(const char *name);
 /* Owner of parameter i (itself, or the parameter it is tied to). */
 int sr__param_owner(const sr_model *m, int i);
 /* Parameters a model has (tied names counted once), frozen ones included. */

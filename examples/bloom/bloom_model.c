@@ -126,6 +126,17 @@ static void embed_backward(const tf_shape *s, void *const *p, void *const *d, co
 static const char *const LORA_LINEARS[TF_LINEARS] = {"self_attention.query_key_value", "self_attention.dense",
                                                      "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"};
 
+/* BloomConfig's members: what the model was built with (no dropout: the task trains without) */
+static int hf_config(const tf_lm_dims *d, char *out, size_t len) {
+    return snprintf(out, len,
+                    "\"architectures\": [\"BloomForCausalLM\"],\n  \"model_type\": \"bloom\",\n  \"n_layer\": %d,\n"
+                    "  \"n_head\": %d,\n  \"hidden_size\": %d,\n  \"layer_norm_epsilon\": 1e-05,\n"
+                    "  \"apply_residual_connection_post_layernorm\": false,\n  \"hidden_dropout\": 0.0,\n"
+                    "  \"attention_dropout\": 0.0,\n  \"pretraining_tp\": 1,\n  \"slow_but_exact\": false,\n"
+                    "  \"initializer_range\": 0.02,\n  \"tie_word_embeddings\": true",
+                    d->L, d->NH, d->C);
+}
+
 static const tf_lm_arch bloom_arch = {
     .name = "bloom",
     .width_key = "hidden_size",
@@ -133,6 +144,7 @@ static const tf_lm_arch bloom_arch = {
     .embed_params = 3,
     .block_style = {TF_WEIGHT_OUT_IN, 1, 1}, /* nn.Linear weights, q/k/v per head, ALiBi */
     .configure = configure,
+    .hf_config = hf_config,
     .declare = declare,
     .embed_param_count = embed_param_count,
     .embed_acts_bytes = embed_acts_bytes,

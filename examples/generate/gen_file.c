@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "base/hash64.h"
+#include "fsdp/ckpt_files.h"
 #include "io/safetensors.h"
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -153,6 +154,10 @@ static int open_file(const char *path, gen_file *g, char *err, size_t errlen) {
                     "use the generator of the shardrun that wrote it",
                     g->file, ck);
     if (ck && check_hashes(g, f, err, errlen) != 0) return -1;
+    /* the tokenizer and config.json it lists (fsdp/ckpt_files.h): read by the generator next */
+    char fwhy[9000];
+    if (ck && !strcmp(role ? role : "", "model") && sr__ckpt_check_files(f, g->dir, fwhy, sizeof fwhy) != 0)
+        return fail(err, errlen, "%s", fwhy);
     if (!ck) { /* bring every page of the mapped file in now (the hashes did for a checkpoint), so the
                   first token does not pay for the page faults */
         volatile unsigned char sink = 0;

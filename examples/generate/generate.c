@@ -31,6 +31,7 @@
 #include "gen_model.h"
 #include "gen_sample.h"
 #include "tokenizer.h"
+#include "tokenizer_saved.h"
 
 #define EXIT_CONFIG 2
 #define GEN_STR_(x) #x
@@ -97,6 +98,8 @@ typedef struct opts {
     float top_p;
     int top_k, n_head, n_kv_head, ignore_eos, ids_out, no_cache;
     unsigned long long seed;
+    int job_bytes; /* --job names no tokenizer: the model was trained on byte-level tokens */
+    int tok_job;   /* the tokenizer (or job_bytes) is --job's, not a flag's */
 } opts;
 
 static const char *prog = "shardrun_generate"; /* argv[0]'s name: messages say which command it was */
@@ -273,8 +276,10 @@ static int take_job(opts *o) {
     if (!o->n_head && j.n_head) o->n_head = j.n_head;
     if (!o->n_kv_head && j.n_kv_head) o->n_kv_head = j.n_kv_head;
     if (!o->vocab && !o->tokenizer) {
+        o->tok_job = 1;
         if (j.tokenizer[0]) o->tokenizer = j.tokenizer;
         else if (j.vocab[0] && j.merges[0]) o->vocab = j.vocab, o->merges = j.merges;
+        else o->job_bytes = 1;
     }
     return 0;
 }
@@ -323,32 +328,61 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int file_exists(const char *dir, const char *name, char *path, size_t len) {
-    snprintf(path, len, "%s/%s", dir, name);
-    FILE *f = fopen(path, "r");
-    if (f) fclose(f);
-    return f != NULL;
-}
-
-/* The tokenizer the model was trained with: --vocab/--merges, else the model's folder's, else
-   byte-level.  *what describes it for the banner. */
+/* The tokenizer the model was trained with (tokenizer_saved.h): the one the flags or --job name, else
+   the one its folder holds (a checkpoint's config.json says which, byte-level too).  A checkpoint's
+   recorded tokenizer refuses another named by a flag or the job; a shardrun checkpoint that records
+   none (an earlier shardrun's) is refused rather than read with a guessed one.  *what describes it
+   for the banner.  NULL after the message. */
 static tf_tokenizer *load_tokenizer(const opts *o, const gen_model *gm, char *what, size_t len) {
-    char v[4200], m[4200], j[4200], err[1024];
-    const char *vocab = o->vocab, *merges = o->merges, *json = o->tokenizer, *dir = gm->f.dir;
-    if (!vocab && !json) {
-        if (file_exists(dir, "vocab.json", v, sizeof v) && file_exists(dir, "merges.txt", m, sizeof m))
-            vocab = v, merges = m;
-        else if (file_exists(dir, "tokenizer.json", j, sizeof j)) json = j;
+    char err[9000], a[9000], b[9000];
+    tf_saved_tok saved, named = {0};
+    if (tf_saved_tokenizer(gm->f.dir, &saved, err, sizeof err) != 0) {
+        say("error: %s\n", err);
+        return NULL;
     }
-    tf_tokenizer *t =
-        json ? tf_tokenizer_load_json(json, err, sizeof err) : tf_tokenizer_load(vocab, merges, err, sizeof err);
+    if (o->tokenizer) named.kind = TF_SAVED_JSON, snprintf(named.json, sizeof named.json, "%s", o->tokenizer);
+    else if (o->vocab) {
+        named.kind = TF_SAVED_GPT2;
+        snprintf(named.vocab, sizeof named.vocab, "%s", o->vocab);
+        snprintf(named.merges, sizeof named.merges, "%s", o->merges);
+    } else if (o->job_bytes) named.kind = TF_SAVED_BYTES;
+    const tf_saved_tok *use = named.kind ? &named : &saved;
+    if (named.kind && saved.recorded) { /* the checkpoint says which: another one is refused */
+        int same = named.kind == saved.kind;
+        if (same && named.kind == TF_SAVED_JSON) same = tf_same_bytes(named.json, saved.json);
+        if (same && named.kind == TF_SAVED_GPT2)
+            same = tf_same_bytes(named.vocab, saved.vocab) && tf_same_bytes(named.merges, saved.merges);
+        if (!same) {
+            tf_saved_describe(&named, a, sizeof a), tf_saved_describe(&saved, b, sizeof b);
+            say("error: %s names %s, but %s was trained with %s (its config.json's shardrun_tokenizer): its "
+                "token ids would mean other text. %s\n",
+                o->tok_job ? o->job : "the command", a, gm->f.dir, b,
+                !o->tok_job ? "Leave the tokenizer flags out (the checkpoint's is the default)"
+                            : "Give the job file that trained it, or leave --job out (the checkpoint "
+                              "records what generation needs)");
+            return NULL;
+        } /* the same bytes: read from the file named, which the messages then name */
+    }
+    if (!use->kind && gm->f.step >= 0) {
+        say("error: %s does not record which tokenizer trained it (a checkpoint of an earlier shardrun: no "
+            "config.json with shardrun_tokenizer, no tokenizer files); give --job with the job file it was trained "
+            "with, or --tokenizer FILE, or --vocab and --merges\n",
+            gm->f.dir);
+        return NULL;
+    }
+    tf_tokenizer *t = use->kind == TF_SAVED_JSON   ? tf_tokenizer_load_json(use->json, err, sizeof err)
+                      : use->kind == TF_SAVED_GPT2 ? tf_tokenizer_load(use->vocab, use->merges, err, sizeof err)
+                                                   : tf_tokenizer_load(NULL, NULL, err, sizeof err);
     if (!t) {
         say("error: %s\n", err);
         return NULL;
     }
-    if (json) snprintf(what, len, "tokens from %.4000s", json);
-    else if (vocab) snprintf(what, len, "GPT-2 BPE tokens from %.4000s and %.4000s", vocab, merges);
-    else snprintf(what, len, "byte-level tokens");
+    if (use->kind == TF_SAVED_JSON) snprintf(what, len, "tokens from %.4000s", use->json);
+    else if (use->kind == TF_SAVED_GPT2)
+        snprintf(what, len, "GPT-2 BPE tokens from %.4000s and %.4000s", use->vocab, use->merges);
+    else
+        snprintf(what, len, "byte-level tokens%s",
+                 use == &saved && saved.recorded ? " (as the checkpoint records)" : "");
     return t;
 }
 

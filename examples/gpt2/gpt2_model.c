@@ -88,6 +88,17 @@ static void embed_backward(const tf_shape *s, void *const *p, void *const *d, co
    projections, as in PEFT) */
 static const char *const LORA_LINEARS[TF_LINEARS] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
 
+/* GPT2Config's members: what the model was built with (no dropout: the task trains without) */
+static int hf_config(const tf_lm_dims *d, char *out, size_t len) {
+    return snprintf(out, len,
+                    "\"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n  \"n_layer\": %d,\n"
+                    "  \"n_head\": %d,\n  \"n_embd\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n"
+                    "  \"n_inner\": null,\n  \"activation_function\": \"gelu_new\",\n  \"layer_norm_epsilon\": 1e-05,\n"
+                    "  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0,\n"
+                    "  \"initializer_range\": 0.02,\n  \"tie_word_embeddings\": true",
+                    d->L, d->NH, d->C, d->P, d->P);
+}
+
 static const tf_lm_arch gpt2_arch = {
     .name = "gpt2",
     .width_key = "n_embd",
@@ -95,6 +106,7 @@ static const tf_lm_arch gpt2_arch = {
     .embed_params = 2,
     .block_style = GPT2_BLOCK_STYLE_INIT,
     .configure = configure,
+    .hf_config = hf_config,
     .declare = declare,
     .embed_param_count = embed_param_count,
     .embed_forward = embed_forward,

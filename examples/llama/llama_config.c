@@ -243,6 +243,7 @@ static const char *const HARMLESS[] = {"architectures",
                                        "transformers.js_config",
                                        "max_window_layers",
                                        "dtype",
+                                       "shardrun_tokenizer", /* which tokenizer trained a checkpoint (lm_files.c) */
                                        NULL};
 
 /* The fields HF's config classes give a default when the file lacks them (bits of `seen`). */

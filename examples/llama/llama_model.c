@@ -164,6 +164,31 @@ static void lora_dims(const tf_lm_dims *d, int *in, int *out) {
     for (int k = 0; k < LL_LINEARS; k++) in[k] = I[k], out[k] = O[k];
 }
 
+/* LlamaConfig's (Qwen2Config's: q/k/v biases without o's) members, from the run's config */
+static int hf_config(const tf_lm_dims *d, char *out, size_t len) {
+    const llama_config *c = &config;
+    int qwen2 = c->qkv_bias && !c->o_bias && !c->mlp_bias;
+    char scaling[320] = "null";
+    if (c->llama3)
+        snprintf(scaling, sizeof scaling,
+                 "{\"rope_type\": \"llama3\", \"factor\": %.17g, \"low_freq_factor\": %.17g, "
+                 "\"high_freq_factor\": %.17g, \"original_max_position_embeddings\": %d}",
+                 c->rope_factor, c->low_freq_factor, c->high_freq_factor, c->original_max_positions);
+    int n = snprintf(out, len,
+                     "\"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n  \"num_hidden_layers\": %d,\n"
+                     "  \"num_attention_heads\": %d,\n  \"num_key_value_heads\": %d,\n  \"hidden_size\": %d,\n"
+                     "  \"intermediate_size\": %d,\n  \"max_position_embeddings\": %d,\n  \"hidden_act\": \"silu\",\n"
+                     "  \"rms_norm_eps\": %.17g,\n  \"rope_theta\": %.17g,\n  \"rope_scaling\": %s,\n"
+                     "  \"initializer_range\": %.17g,\n  \"tie_word_embeddings\": %s",
+                     qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM", qwen2 ? "qwen2" : "llama", d->L, d->NH,
+                     c->n_kv_head, d->C, c->intermediate, c->max_positions, c->rms_eps, c->rope_theta, scaling,
+                     c->init_range, c->tie ? "true" : "false");
+    if (!qwen2 && n >= 0 && (size_t)n < len)
+        n += snprintf(out + n, len - (size_t)n, ",\n  \"attention_bias\": %s,\n  \"mlp_bias\": %s",
+                      c->qkv_bias ? "true" : "false", c->mlp_bias ? "true" : "false");
+    return n;
+}
+
 static const tf_lm_arch llama_arch = {
     .name = "llama",
     .width_key = "hidden_size",
@@ -172,6 +197,7 @@ static const tf_lm_arch llama_arch = {
     .layers = &llama_layers,
     .cpu_only = 1, /* llama_kernels.c has no CUDA version yet */
     .configure = configure,
+    .hf_config = hf_config,
     .declare = declare,
     .embed_param_count = embed_param_count,
     .embed_forward = embed_forward,

@@ -14,6 +14,46 @@
 
 #include "lm_state.h"
 
+/* The checkpoint or model folder this run starts from (resume_from_checkpoint naming a folder, else
+   init_weights' folder) and the tokenizer it records (tokenizer_saved.h): 1 with *ck and *key, 0 when
+   the run starts from none, -1 after an error */
+static int start_folder(tf_lm *g, tf_saved_tok *ck, const char **key) {
+    const char *resume = sr_config_path(g->ctx, "resume_from_checkpoint"),
+               *init = sr_config_path(g->ctx, "init_weights");
+    struct stat st;
+    char dir[4200], err[9000];
+    *key = resume && *resume && stat(resume, &st) == 0 && S_ISDIR(st.st_mode) ? "resume_from_checkpoint"
+           : init && *init                                                    ? "init_weights"
+                                                                              : NULL;
+    if (!*key) return 0;
+    tf_saved_dir(!strcmp(*key, "init_weights") ? init : resume, dir, sizeof dir);
+    if (tf_saved_tokenizer(dir, ck, err, sizeof err) != 0) {
+        tf__lm_error(g, "[task] %s: %s\n", *key, err);
+        return -1;
+    }
+    return ck->kind != TF_SAVED_NONE;
+}
+
+/* The job's tokenizer against the one the starting checkpoint records: the same kind and the same
+   bytes, else the token ids would mean other text to the trained embeddings.  0, or -1 after an
+   error naming both. */
+static int same_as_start(tf_lm *g, const tf_saved_tok *ck, const char *key) {
+    const tf_saved_tok *mine = &g->tok_src;
+    int same = mine->kind == ck->kind;
+    if (same && mine->kind == TF_SAVED_JSON) same = tf_same_bytes(mine->json, ck->json);
+    if (same && mine->kind == TF_SAVED_GPT2)
+        same = tf_same_bytes(mine->vocab, ck->vocab) && tf_same_bytes(mine->merges, ck->merges);
+    if (same) return 0;
+    char a[9000], b[9000];
+    tf_saved_describe(mine, a, sizeof a), tf_saved_describe(ck, b, sizeof b);
+    tf__lm_error(g,
+                 "the job's tokenizer (%s) is not the one %s = %s was trained with (%s): its token ids would mean "
+                 "other text to the trained model. Remove the job's tokenizer keys (tokenizer_json, vocab_json, "
+                 "merges_txt): the run then takes the checkpoint's; or name the very files\n",
+                 a, key, sr_config_path(g->ctx, key), b);
+    return -1;
+}
+
 static int load_tokenizer(tf_lm *g) {
     /* paths: relative to the job file when written there (sr_config_path) */
     const char *vocab = sr_config_path(g->ctx, "vocab_json"), *merges = sr_config_path(g->ctx, "merges_txt");
@@ -27,11 +67,29 @@ static int load_tokenizer(tf_lm *g) {
         tf__lm_error(g, "[task] tokenizer_json and vocab_json + merges_txt each name a tokenizer; keep one\n");
         return -1;
     }
+    tf_saved_tok ck, *src = &g->tok_src;
+    const char *key;
+    int from = start_folder(g, &ck, &key);
+    if (from < 0) return -1;
+    memset(src, 0, sizeof *src);
+    if (tj) src->kind = TF_SAVED_JSON, snprintf(src->json, sizeof src->json, "%s", tj);
+    else if (vocab) {
+        src->kind = TF_SAVED_GPT2;
+        snprintf(src->vocab, sizeof src->vocab, "%s", vocab), snprintf(src->merges, sizeof src->merges, "%s", merges);
+    } else if (from) { /* no tokenizer keys: the checkpoint's own */
+        *src = ck;
+        g->tok_from = key;
+    } else src->kind = TF_SAVED_BYTES;
+    if (from && !g->tok_from && same_as_start(g, &ck, key) != 0) return -1;
     char err[1024];
-    g->tok = tj ? tf_tokenizer_load_json(tj, err, sizeof err) : tf_tokenizer_load(vocab, merges, err, sizeof err);
-    g->tok_desc = tj ? "tokenizer.json BPE" : vocab ? "GPT-2 BPE" : "byte-level";
+    g->tok = src->kind == TF_SAVED_JSON   ? tf_tokenizer_load_json(src->json, err, sizeof err)
+             : src->kind == TF_SAVED_GPT2 ? tf_tokenizer_load(src->vocab, src->merges, err, sizeof err)
+                                          : tf_tokenizer_load(NULL, NULL, err, sizeof err);
+    g->tok_desc = src->kind == TF_SAVED_JSON   ? "tokenizer.json BPE"
+                  : src->kind == TF_SAVED_GPT2 ? "GPT-2 BPE"
+                                               : "byte-level";
     if (!g->tok) {
-        tf__lm_error(g, "%s\n", err);
+        tf__lm_error(g, "%s%s%s\n", g->tok_from ? g->tok_from : "", g->tok_from ? "'s tokenizer: " : "", err);
         return -1;
     }
     return 0;

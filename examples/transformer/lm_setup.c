@@ -108,6 +108,11 @@ static void log_model(const tf_lm *g, int cuda) {
            arch->name, g->data.n, g->T, g->data.tokens,
            100.0 * (1.0 - (double)g->data.tokens / ((double)g->data.n * g->T)), from, g->tok_desc,
            tf_tokenizer_vocab_size(g->tok));
+    if (g->tok_from) { /* the job named none: the checkpoint's (lm_data.c) */
+        char what[9000];
+        tf_saved_describe(&g->tok_src, what, sizeof what);
+        printf("%s: tokenizer: %s, which %s was trained with (the job names none)\n", arch->name, what, g->tok_from);
+    }
     if (g->eval.n)
         printf("%s: eval data: %lld samples (%lld real tokens) from %s\n", arch->name, g->eval.n, g->eval.tokens,
                g->eval_from);
@@ -192,7 +197,8 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
                    (arch->layers ? arch->layers->declare_tail(&g->d, model) : declare_head(&g->d, arch, model)) == 0;
     tf_lm_param_flags = 0;
     if (!declared) goto fail;
-    if (g->lora.r) { /* FULL checkpoints then hold PEFT's adapter files too */
+    if (tf__lm_declare_files(g, model) != 0) goto fail; /* the tokenizer and config.json, in FULL checkpoints */
+    if (g->lora.r) {                                    /* FULL checkpoints then hold PEFT's adapter files too */
         const char *base = sr_config(ctx, "base_model_name_or_path");
         char *json = tf_lora_adapter_json(&g->lora, base ? base : sr_config(ctx, "init_weights"));
         int rc = json ? sr_model_adapter(model, "base_model.model.", json) : -1;

@@ -25,6 +25,7 @@
 #include "lm_task.h"
 #include "lora.h"
 #include "tokenizer.h"
+#include "tokenizer_saved.h"
 
 enum { M_EMBED, M_BLOCK, M_LNF, M_HEAD };
 
@@ -45,6 +46,8 @@ typedef struct tf_lm {
     /* data (lm_data.c) */
     tf_tokenizer *tok;
     const char *tok_desc; /* for the log line: which tokenizer */
+    tf_saved_tok tok_src; /* its files (the job's keys, or the starting checkpoint's), which checkpoints copy */
+    const char *tok_from; /* "init_weights" or "resume_from_checkpoint" when tok_src is that folder's, else NULL */
     const tf_data_source *source;
     tf_dataset data;
     tf_dataset eval;       /* held-out samples (eval_data or validation_split_percentage); n = 0: none */
@@ -103,6 +106,12 @@ int tf__lm_load_data(tf_lm *g);
    share; collective over the world group, after g->k is set): 0, or -1 on every rank after an error
    naming the file and offset (printed by the rank that found it). */
 int tf__lm_check_vocab(tf_lm *g);
+
+/* lm_files.c: the files every FULL checkpoint holds beside the weights (sr_model_file): the
+   tokenizer's (tokenizer.json, or vocab.json and merges.txt, byte for byte), HF's tokenizer_config.json
+   for them, and config.json (the family's members, vocab_size, the end of text as bos/eos_token_id,
+   and shardrun_tokenizer, which says which tokenizer trained the model: byte-level too).  0 or -1. */
+int tf__lm_declare_files(tf_lm *g, sr_model *model);
 
 /* lm_kernels.c: the CPU table, or (cuda) the one in transformer_cuda.so next to the task; NULL
    after an error saying why.  Profiled when SHARDRUN_PROFILE asks. */

@@ -103,6 +103,10 @@ typedef struct tf_lm_arch {
     void (*embed_forward)(const tf_shape *s, void *const *p, const int32_t *ids, void *acts, void *out);
     void (*embed_backward)(const tf_shape *s, void *const *p, void *const *d, const int32_t *ids, void *acts,
                            const void *dy, void *scratch);
+    /* The family's members of HF's config.json for this model (model_type, architectures, its sizes and
+       settings, as "\"model_type\": \"gpt2\", ..."), without vocab_size and the token ids, which lm_task
+       adds (lm_files.c); snprintf's result.  NULL: FULL checkpoints hold no config.json. */
+    int (*hf_config)(const tf_lm_dims *d, char *out, size_t len);
 } tf_lm_arch;
 
 /* Flags every tf_param1/tf_param2 declaration gets besides its own: SR_PARAM_FROZEN while lm_task

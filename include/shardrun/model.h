@@ -25,6 +25,7 @@
 #ifndef SHARDRUN_MODEL_H
 #define SHARDRUN_MODEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "shardrun/api.h"
@@ -96,6 +97,19 @@ SR_API int sr_model_tie(sr_model *m, const char *name, const char *target);
    reads.  Both strings are copied.  Call it in create(), at most once.  0, or -1 with a message. */
 #define SR_MODEL_HAS_ADAPTER 1 /* this header has sr_model_adapter and SR_PARAM_ADAPTER */
 SR_API int sr_model_adapter(sr_model *m, const char *prefix, const char *config_json);
+
+/* Files every FULL_STATE_DICT checkpoint (and the final save) also holds, beside model.safetensors, as
+   HF's save_pretrained lays a model folder out: a tokenizer's files (tokenizer.json, or vocab.json and
+   merges.txt), config.json.  sr_model_file reads the file at `path` now, whole, and the checkpoints
+   get those bytes (what the run trained with, even if the file changes later); sr_model_file_data
+   takes `size` bytes from `data` (copied).  `name` is the file's name in the checkpoint folder: a
+   plain name (no '/'), not one of the checkpoint's own files (model.safetensors, optimizer.safetensors,
+   trainer_state.json, adapter_*, shard-*), each name once.  The checkpoint's model.safetensors lists
+   every such file with its XXH3-64 hash (docs/checkpoint-format.md), so damage to one is caught.
+   Call them in create().  0, or -1 with a message naming the file. */
+#define SR_MODEL_HAS_FILES 1 /* this header has sr_model_file and sr_model_file_data */
+SR_API int sr_model_file(sr_model *m, const char *name, const char *path);
+SR_API int sr_model_file_data(sr_model *m, const char *name, const void *data, size_t size);
 
 typedef enum sr_device_kind { SR_DEVICE_CPU = 0, SR_DEVICE_CUDA } sr_device_kind;
 

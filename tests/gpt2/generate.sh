@@ -146,8 +146,8 @@ run "$SHARDRUN" "$T/g.ini" --nproc-per-node 2 --set task.max_steps=4 --set task.
 expect_rc 0 "the demo-like job trains 4 steps"
 run "$GEN" "$T/train/checkpoint-4" --prompt "the model" --max-new-tokens 30
 expect_rc 0 "gpt2_generate checkpoint-4"
-expect_in "$err" "model.safetensors (global_step 4): 4 layers, 4 heads (GPT-2's for n_embd 128;" "the checkpoint's banner"
-expect_in "$err" "byte-level tokens" "byte-level tokens, as trained"
+expect_in "$err" "model.safetensors (global_step 4): 4 layers, 4 heads (config.json), n_embd 128" "the checkpoint's banner: heads from its config.json"
+expect_in "$err" "byte-level tokens (as the checkpoint records)" "byte-level tokens, as trained and recorded"
 case $out in "the model"?*) pass ;; *) fail "no continuation of the prompt: $out" ;; esac
 echo "checkpoint-4 says: $out"
 run "$GEN" "$T/train/checkpoint-4" --prompt "the model" --temperature 0 --max-new-tokens 30 --ignore-eos \

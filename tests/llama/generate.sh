@@ -139,14 +139,14 @@ expect_rc 0 "the llama task trains tiny for 2 steps"
 run "$GEN" "$T/train/checkpoint-2" --prompt "the model" --temperature 0 --max-new-tokens 16 --ignore-eos \
     --logits "$T/ck.st"
 expect_rc 0 "shardrun_generate checkpoint-2"
-expect_in "$err" "model.safetensors (global_step 2): 4 layers, 4 heads on 2 key/value heads (the tiny size's, as its widths)" \
-    "checkpoint-2: the size from the widths"
+expect_in "$err" "model.safetensors (global_step 2): 4 layers, 4 heads on 2 key/value heads ($T/train/checkpoint-2/config.json)" \
+    "checkpoint-2: the figures of its config.json"
 case $out in "the model"?*) pass ;; *) fail "no continuation of the prompt: $out" ;; esac
 ck_text=$out
 run "$GEN" "$T/train/checkpoint-2" --job "$T/job.ini" --prompt "the model" --temperature 0 --max-new-tokens 16 \
     --ignore-eos
 expect_rc 0 "checkpoint-2 with its job file"
-expect_in "$err" "4 layers, 4 heads on 2 key/value heads (--size tiny)" "--job: the job's size"
+expect_in "$err" "4 layers, 4 heads on 2 key/value heads ($T/train/checkpoint-2/config.json)" "--job: the checkpoint's config.json"
 expect_eq "$out" "$ck_text" "--job: the same text"
 cat >"$T/tiny.json" <<EOF2
 {"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,

@@ -1,5 +1,6 @@
 # What `cmake --install build --prefix P` puts under P, and the Debian packages `cpack -G DEB` makes
-# of it (docs/sdk.md).  The tree is relocatable: nothing in it names P.
+# of it (docs/sdk.md).  The tree is relocatable: nothing in it names P but shardrun.pc, which
+# `pkg-config --define-prefix` relocates.
 #   bin/shardrun, bin/shardrun_prepare,      RPATH
 #   bin/shardrun_merge
 #   bin/gpt2_generate, bin/shardrun_generate  $ORIGIN/../<libdir>: run with no LD_LIBRARY_PATH
@@ -51,11 +52,15 @@ configure_package_config_file(cmake/shardrunConfig.cmake.in ${CMAKE_BINARY_DIR}/
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/shardrunConfigVersion.cmake COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/shardrunConfig.cmake ${CMAKE_BINARY_DIR}/shardrunConfigVersion.cmake
         cmake/shardrunFunctions.cmake DESTINATION ${SHARDRUN_INSTALL_CMAKEDIR} COMPONENT dev)
-# shardrun.pc finds its prefix from where it lies (${pcfiledir}), so the tree stays relocatable
-file(RELATIVE_PATH pc_to_prefix /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
-string(REGEX REPLACE "/$" "" pc_to_prefix "${pc_to_prefix}")
-set(SHARDRUN_PC_PREFIX "\${pcfiledir}/${pc_to_prefix}")
-configure_file(cmake/shardrun.pc.in ${CMAKE_BINARY_DIR}/shardrun.pc @ONLY)
+# shardrun.pc names the prefix it is installed into, known only when installing (`cmake --install
+# --prefix P`, cpack's /usr; DESTDIR not included), so that pkg-config prints clean paths
+# (-IP/include; a prefix worked out from ${pcfiledir} printed -IP/lib/pkgconfig/../../include).
+# A tree moved elsewhere afterwards: `pkg-config --define-prefix` takes the prefix from where the
+# .pc lies.  The first pass fills in all but the prefix, kept as @SHARDRUN_PC_PREFIX@.
+set(SHARDRUN_PC_PREFIX "@SHARDRUN_PC_PREFIX@")
+configure_file(cmake/shardrun.pc.in ${CMAKE_BINARY_DIR}/shardrun.pc.in @ONLY)
+install(CODE "get_filename_component(SHARDRUN_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\" ABSOLUTE)
+configure_file(\"${CMAKE_BINARY_DIR}/shardrun.pc.in\" \"${CMAKE_BINARY_DIR}/shardrun.pc\" @ONLY)" COMPONENT dev)
 install(FILES ${CMAKE_BINARY_DIR}/shardrun.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
 
 # docs and examples

@@ -13,6 +13,7 @@
 #include "agent/workers.h"
 #include "base/log.h"
 #include "base/out_file.h"
+#include "config/value.h"
 
 const char *sr__signal_name(int sig, char *buf, size_t len) {
     const char *abbrev = sigabbrev_np(sig);
@@ -70,6 +71,41 @@ static void print_preempted(const sr__attempt *st, sr__run *run) {
                 by, run->preempt_grace);
 }
 
+/* Ctrl-C (or another signal to this agent): what the model task's ranks of this node had saved
+   and how to go on from there.  The newest checkpoint every rank reported as written is the
+   newest complete one. */
+static void print_interrupted(const sr__attempt *st, sr__run *run) {
+    char name[32];
+    /* a run that started from a checkpoint: resume_from_checkpoint, or a restart's automatic resume */
+    const char *from = sr__config_value(&run->cfg, "task", "resume_from_checkpoint");
+    int yes = 0, resumed = run->rdzv.attempt > 0 || (from && *from && !(sr__parse_bool(from, &yes) == 0 && !yes));
+    const sr__worker *oldest = NULL;
+    long long step = -1;
+    for (int i = 0; i < st->n; i++) {
+        const sr__progress *p = &st->ws[i].progress;
+        if (p->step > step) step = p->step;
+        if (!oldest || p->ckpt_step < oldest->progress.ckpt_step) oldest = &st->ws[i];
+    }
+    fprintf(stderr, "shardrun: interrupted by %s", sr__signal_name(st->agent_signal, name, sizeof name));
+    if (!run->model_task || step < 0) {
+        fprintf(stderr, "\n");
+        return;
+    }
+    fprintf(stderr, " during step %lld; ", step + 1);
+    if (oldest && oldest->progress.ckpt_step >= 0)
+        fprintf(stderr,
+                "the newest complete checkpoint is %s (step %lld): to continue from it, run the same command with "
+                "--set task.resume_from_checkpoint=latest (or resume_from_checkpoint = latest under [task])\n",
+                oldest->progress.ckpt_path, oldest->progress.ckpt_step);
+    else if (resumed)
+        fprintf(stderr,
+                "no checkpoint was saved since it resumed: the one it resumed from (in output_dir) is still the "
+                "newest, and the same command continues from it\n");
+    else
+        fprintf(stderr, "no checkpoint was saved (output_dir with save_steps saves one every N steps): running the job "
+                        "again starts over\n");
+}
+
 void sr__print_summary(const sr__attempt *st, sr__run *run) {
     char what[128], name[32];
     if (st->preempting) {
@@ -93,7 +129,7 @@ void sr__print_summary(const sr__attempt *st, sr__run *run) {
         }
         print_tail(w);
     } else if (st->agent_signal) {
-        fprintf(stderr, "shardrun: interrupted by %s\n", sr__signal_name(st->agent_signal, name, sizeof name));
+        print_interrupted(st, run);
     } else if (st->failed_elsewhere && run->rdzv.refused_at) {
         sr__log(SR_LOG_ERROR, "%s", run->rdzv.failed_elsewhere); /* this agent refused another's job */
     } else if (st->failed_elsewhere) {

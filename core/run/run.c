@@ -14,6 +14,7 @@
 #include "base/alloc.h"
 #include "base/hash64.h"
 #include "base/strbuf.h"
+#include "config/env_foreign.h"
 #include "config/env_table.h"
 #include "config/env_values.h"
 #include "config/value.h"
@@ -101,6 +102,28 @@ static void check_stray_env(sr__run *run) {
     }
 }
 
+/* FSDP_* and ACCELERATE_* variables: the names the loaded plugins write or read are used, the
+   rest named (config/env_foreign.h). */
+static void check_foreign_env(sr__run *run) {
+    size_t n = 0;
+    for (size_t i = 0; i < run->nplugins; i++) {
+        for (const sr_key *k = run->plugins[i].p->keys; k && k->name; k++) n++;
+        for (const sr_var *v = run->plugins[i].p->writes; v && v->name; v++) n++;
+    }
+    const char **used = sr__malloc((n ? n : 1) * sizeof *used);
+    if (!used) {
+        sr__diag_add(&run->cfg.diag, "out of memory checking the environment's FSDP_* and ACCELERATE_* variables");
+        return;
+    }
+    n = 0;
+    for (size_t i = 0; i < run->nplugins; i++) {
+        for (const sr_key *k = run->plugins[i].p->keys; k && k->name; k++) used[n++] = k->env;
+        for (const sr_var *v = run->plugins[i].p->writes; v && v->name; v++) used[n++] = v->name;
+    }
+    sr__env_foreign_check(used, n, &run->cfg.diag);
+    free(used);
+}
+
 /* A [shardrun] duration: a number of seconds, not negative. */
 static double seconds_key(sr__job *cfg, const char *key) {
     double v = atof(sr__config_value(cfg, "shardrun", key));
@@ -149,6 +172,7 @@ int sr__run_prepare(sr__run *run, const sr__run_args *args) {
         if (cfg->diag.n) goto fail;
     }
     check_stray_env(run);
+    check_foreign_env(run);
     if (cfg->diag.n) goto fail;
     return 0;
 fail:

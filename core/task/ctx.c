@@ -156,6 +156,19 @@ const char *sr_config_path(const sr_ctx *c, const char *key) {
     return p;
 }
 
+/* The key nearest to a misspelt one among those the task asked for and the trainer's, or NULL. */
+static const char *closest_task_key(const sr_ctx *c, const sr_key *runtime_keys, const char *key) {
+    size_t n = 0, cap = c->nasked;
+    for (const sr_key *k = runtime_keys; k && k->name; k++) cap++;
+    const char **cands = cap ? sr__malloc(cap * sizeof *cands) : NULL;
+    if (!cands) return NULL; /* no hint: the error itself still stands */
+    for (size_t k = 0; k < c->nasked; k++) cands[n++] = c->asked[k];
+    for (const sr_key *k = runtime_keys; k && k->name; k++) cands[n++] = k->name;
+    const char *best = sr__closest(key, cands, n);
+    free(cands);
+    return best;
+}
+
 int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name, const sr_key *runtime_keys) {
     int bad = 0;
     for (size_t i = 0; i < c->cfg->nset; i++) {
@@ -172,7 +185,10 @@ int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name, const sr_key
                     task_name, keys.n ? keys.s : "(none)");
             sr__buf_free(&keys);
         }
-        sr__log(SR_LOG_ERROR, "%s: [task] %s is read by neither; check its spelling", s->where, s->key);
+        const char *best = closest_task_key(c, runtime_keys, s->key);
+        char hint[300] = "";
+        if (best) snprintf(hint, sizeof hint, " (did you mean \"%s\"?)", best);
+        sr__log(SR_LOG_ERROR, "%s: [task] %s is read by neither; check its spelling%s", s->where, s->key, hint);
         bad = 1;
     }
     return bad ? -1 : 0;

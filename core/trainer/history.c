@@ -44,13 +44,23 @@ void sr__hist_number(char *buf, size_t len, int key, double v) {
         snprintf(buf, len, "%lld", (long long)v);
         return;
     }
-    /* the shortest text that reads back as v (Python's repr), with a ".0" on whole numbers so
-       that a reader sees a float, as HF writes its epochs */
-    for (int p = 1; p <= 17; p++) {
-        snprintf(buf, len, "%.*g", p, v);
-        if (strtod(buf, NULL) == v) break;
+    /* Python's repr of a float, as HF's console dicts and json.dumps write it: the fewest digits
+       that read back as v, fixed notation with at least one decimal ("10.0", "0.0001") while the
+       exponent is within [-4, 16), else "1e-05", "1.5e+16" */
+    char e[40];
+    int p = 1;
+    for (; p < 17; p++) {
+        snprintf(e, sizeof e, "%.*e", p - 1, v);
+        if (strtod(e, NULL) == v) break;
     }
-    if (!strpbrk(buf, ".en")) strncat(buf, ".0", len - strlen(buf) - 1);
+    snprintf(e, sizeof e, "%.*e", p - 1, v);
+    int x = atoi(strchr(e, 'e') + 1);
+    if (x < -4 || x >= 16) {
+        snprintf(buf, len, "%s", e);
+        return;
+    }
+    snprintf(buf, len, "%.*f", p - 1 - x > 0 ? p - 1 - x : 0, v);
+    if (!strchr(buf, '.')) strncat(buf, ".0", len - strlen(buf) - 1);
 }
 
 int sr__history_add(sr__history *h, int n, const char *const *names, const double *values) {
@@ -65,10 +75,12 @@ int sr__history_add(sr__history *h, int n, const char *const *names, const doubl
     for (int i = 0; i < n && e->n < SR__HIST_MAX; i++) {
         int k = sr__hist_key(names[i]);
         if (k < 0) continue;
-        /* kept at the 9 significant digits train_log.jsonl writes: the records agree with it */
+        /* what train_log.jsonl also writes is kept at its 9 significant digits: the records agree
+           with it; the rest (train_loss, epoch, eval_loss) in full, as HF prints them */
         char num[40];
         snprintf(num, sizeof num, "%.9g", values[i]);
-        e->key[e->n] = k, e->v[e->n] = isfinite(values[i]) ? strtod(num, NULL) : NAN;
+        int logged = !strcmp(names[i], "loss") || !strcmp(names[i], "learning_rate") || !strcmp(names[i], "grad_norm");
+        e->key[e->n] = k, e->v[e->n] = !isfinite(values[i]) ? NAN : logged ? strtod(num, NULL) : values[i];
         e->n++;
     }
     h->n++;

@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "config/value.h"
+#include "task/ctx.h"
 
 /* The value of a trainer key: [task] (after overrides), else the table's default.  The agent
    already checked given values (task_spec.c); this re-check covers a task started otherwise. */
@@ -38,6 +39,51 @@ static int get_int(const sr_ctx *c, const char *name, long long *out) {
     return 0;
 }
 
+/* Where [task] key was set ("job.ini:12", "command line --set ..."), for a message. */
+static const char *where(const sr_ctx *c, const char *key) {
+    const char *w = sr__ctx_task_where(c, key);
+    return w ? w : "[task]";
+}
+
+/* transformers' save_strategy and logging_strategy, in terms of save_steps and logging_steps:
+   what shardrun does the same way is taken, the rest refused by name.  0 or -1. */
+static int read_strategies(const sr_ctx *c, sr__train_args *a, const char *save, const char *log) {
+    int rc = 0;
+    const char *steps = sr_config(c, "save_steps");
+    a->save_every = !save || !strcmp(save, "steps") ? SR__EVERY_STEPS
+                    : !strcmp(save, "epoch")        ? SR__EVERY_EPOCH
+                                                    : SR__EVERY_NEVER;
+    if (save && !strcmp(save, "best")) {
+        sr__log(SR_LOG_ERROR,
+                "%s: [task] save_strategy = best (a checkpoint whenever the metric improves) is not supported; "
+                "use save_strategy = steps with save_steps, and metric_for_best_model with save_total_limit to keep "
+                "the best checkpoint",
+                where(c, "save_strategy"));
+        rc = -1;
+    } else if (save && strcmp(save, "steps") && steps) {
+        sr__log(SR_LOG_ERROR,
+                "%s: [task] save_steps = %s has no effect with save_strategy = %s (%s); remove one of the two",
+                where(c, "save_steps"), steps, save, where(c, "save_strategy"));
+        rc = -1;
+    } else if (save && !strcmp(save, "steps")) {
+        if (!steps) a->save_steps = 500; /* transformers' default */
+        if (a->save_steps <= 0) {
+            sr__log(SR_LOG_ERROR, "%s: [task] save_strategy = steps needs save_steps >= 1 (%s: save_steps = %s)",
+                    where(c, "save_strategy"), where(c, "save_steps"), steps);
+            rc = -1;
+        }
+    }
+    const char *lsteps = sr_config(c, "logging_steps");
+    a->log_every = !strcmp(log, "epoch") ? SR__EVERY_EPOCH : !strcmp(log, "no") ? SR__EVERY_NEVER : SR__EVERY_STEPS;
+    if (a->log_every != SR__EVERY_STEPS && lsteps) {
+        sr__log(SR_LOG_ERROR,
+                "%s: [task] logging_steps = %s has no effect with logging_strategy = %s (%s); remove one of the two",
+                where(c, "logging_steps"), lsteps, log, where(c, "logging_strategy"));
+        rc = -1;
+    }
+    return rc;
+}
+
 int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     memset(a, 0, sizeof *a);
     int rc = 0;
@@ -59,7 +105,7 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     rc |= get_int(c, "per_device_eval_batch_size", &a->per_device_eval_batch_size);
     rc |= get_int(c, "save_total_limit", &a->save_total_limit);
     char *sched = NULL, *save_final = NULL, *overwrite = NULL, *eval = NULL, *on_start = NULL, *metric = NULL,
-         *best = NULL, *nan = NULL;
+         *best = NULL, *nan = NULL, *save_strategy = NULL, *log_strategy = NULL;
     rc |= get(c, "lr_scheduler_type", &sched);
     rc |= get(c, "save_final", &save_final);
     rc |= get(c, "overwrite_output_dir", &overwrite);
@@ -68,6 +114,10 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     rc |= get(c, "metric_for_best_model", &metric);
     rc |= get(c, "load_best_model_at_end", &best);
     rc |= get(c, "nan_policy", &nan);
+    rc |= get(c, "save_strategy", &save_strategy);
+    rc |= get(c, "logging_strategy", &log_strategy);
+    if (!rc) rc = read_strategies(c, a, save_strategy, log_strategy);
+    free(save_strategy), free(log_strategy);
     if (!rc) {
         a->nan_policy = !strcmp(nan, "skip_step") ? SR_NAN_SKIP_STEP : !strcmp(nan, "warn") ? SR_NAN_WARN : SR_NAN_STOP;
         a->eval_strategy = !strcmp(eval, "steps") ? SR_EVAL_STEPS : !strcmp(eval, "epoch") ? SR_EVAL_EPOCH : SR_EVAL_NO;
@@ -96,7 +146,8 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     a->resume_allow_changes = sr_config(c, "resume_allow_changes");
     a->freeze = sr_config(c, "freeze"); /* applied to the model once the task described it (model_freeze.c) */
     if (a->output_dir && !*a->output_dir) a->output_dir = NULL;
-    a->save_final = save_final ? !strcmp(save_final, "true") : a->output_dir != NULL;
+    a->save_final =
+        save_final ? !strcmp(save_final, "true") : a->output_dir != NULL && a->save_every != SR__EVERY_NEVER;
     free(save_final);
     if (a->max_steps <= 0 && !(a->num_train_epochs > 0)) {
         sr__log(SR_LOG_ERROR, "[task] neither max_steps nor num_train_epochs is positive: nothing to train");
@@ -133,8 +184,8 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
         sr__log(SR_LOG_ERROR, "[task] metric_for_best_model needs an evaluation: set eval_strategy = steps or epoch");
         rc = -1;
     }
-    if ((a->save_steps > 0 || a->save_final) && !a->output_dir) {
-        sr__log(SR_LOG_ERROR, "[task] save_steps/save_final need output_dir (where checkpoints go)");
+    if ((a->save_steps > 0 || a->save_final || a->save_every == SR__EVERY_EPOCH) && !a->output_dir) {
+        sr__log(SR_LOG_ERROR, "[task] save_steps/save_strategy/save_final need output_dir (where checkpoints go)");
         rc = -1;
     }
     return rc;

@@ -20,6 +20,11 @@ typedef enum { SR_SCHED_LINEAR = 0, SR_SCHED_COSINE, SR_SCHED_CONSTANT, SR_SCHED
 
 typedef enum { SR_EVAL_NO = 0, SR_EVAL_STEPS, SR_EVAL_EPOCH } sr__eval_strategy;
 
+/* When checkpoints are saved and rank 0 logs: transformers' save_strategy and logging_strategy.
+   Every epoch and never are turned into save_steps/logging_steps once the plan knows the steps
+   of an epoch (trainer.c). */
+typedef enum { SR__EVERY_STEPS = 0, SR__EVERY_EPOCH, SR__EVERY_NEVER } sr__every;
+
 /* What a step whose loss or gradient norm is not finite does (nan_policy.h). */
 typedef enum { SR_NAN_STOP = 0, SR_NAN_SKIP_STEP, SR_NAN_WARN } sr__nan_policy;
 
@@ -31,6 +36,7 @@ typedef struct sr__train_args {
     long long warmup_steps;
     sr__schedule lr_scheduler_type;
     long long logging_steps, save_steps, seed;
+    sr__every save_every, log_every;    /* save_strategy, logging_strategy */
     const char *init_weights;           /* safetensors file to start from, or NULL */
     const char *eval_files;             /* [task] eval_files: multiple-choice eval files (choice_file.h), or NULL */
     const char *output_dir;             /* NULL: nothing is written */

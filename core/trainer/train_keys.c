@@ -27,6 +27,9 @@ const sr_key sr__trainer_keys[] = {
     {"max_grad_norm", SR_KEY_FLOAT, "1", NULL, 0, NOLIM, NULL, "gradient clipping by global norm; 0 disables it"},
     {"logging_steps", SR_KEY_INT, "500", NULL, 0, 1, LLONG_MAX, NULL,
      "rank 0 prints step, loss, learning rate, grad norm, tokens/s and memory every N steps"},
+    {"logging_strategy", SR_KEY_ENUM, "steps", "no|steps|epoch", 0, NOLIM, NULL,
+     "transformers' name for when rank 0 logs: steps (every logging_steps steps), epoch (after every epoch), no "
+     "(the last step only); the last step is always logged"},
     {"seed", SR_KEY_INT, "42", NULL, 0, 0, LLONG_MAX, NULL,
      "parameter initialisation and data order (DistributedSampler: seed + epoch)"},
     {"init_weights", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
@@ -39,6 +42,10 @@ const sr_key sr__trainer_keys[] = {
      "an output_dir that holds checkpoint-N folders may be written over (its train_log.jsonl restarts); without it, "
      "or resume_from_checkpoint, such a run is refused before it starts"},
     {"save_steps", SR_KEY_INT, "0", NULL, 0, 0, LLONG_MAX, NULL, "save a checkpoint every N steps (0: never)"},
+    {"save_strategy", SR_KEY_ENUM, NULL, "no|steps|epoch|best", 0, NOLIM, NULL,
+     "transformers' name for when checkpoints are saved: no (none; save_final then defaults to false), steps "
+     "(every save_steps steps; 500 unless save_steps is given, as transformers), epoch (after every epoch); best is "
+     "refused (metric_for_best_model with save_total_limit keeps the best checkpoint); default: save_steps decides"},
     {"save_final", SR_KEY_BOOL, NULL, NULL, 0, NOLIM, NULL,
      "save a checkpoint after the last step; default: true when output_dir is set"},
     {"resume_from_checkpoint", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,

@@ -172,6 +172,10 @@ static int plan_run(sr__trainer *t) {
         return SR_EXIT_CONFIG;
     }
     p->total_steps = (long long)steps;
+    /* save_strategy / logging_strategy = epoch: at the end of every epoch; logging no: the last step */
+    if (a->save_every == SR__EVERY_EPOCH) t->a.save_steps = p->steps_per_epoch;
+    if (a->log_every == SR__EVERY_EPOCH) t->a.logging_steps = p->steps_per_epoch;
+    if (a->log_every == SR__EVERY_NEVER) t->a.logging_steps = p->total_steps > 0 ? p->total_steps : 1;
     long long planned;
     if (__builtin_mul_overflow(p->total_steps, bs, &planned) ||
         __builtin_mul_overflow(planned, a->gradient_accumulation_steps, &planned) ||

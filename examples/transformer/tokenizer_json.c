@@ -596,12 +596,44 @@ static const char *const top_keys[] = {"version",       "truncation",     "paddi
                                        "pre_tokenizer", "post_processor", "decoder", "model",        NULL};
 enum { T_VERSION, T_TRUNCATION, T_PADDING, T_ADDED, T_NORMALIZER, T_PRE, T_POST, T_DECODER, T_MODEL, T_N };
 
+/* Another of a model's tokenizer files given for its tokenizer.json: HF's tokenizer_config.json
+   (settings, no vocabulary) or GPT-2's vocab.json (ids only), named with the file to give instead.
+   A file whose first member is a tokenizer.json's is not looked at further.  0 (the reader back at
+   the start), or -1 with the message. */
+static int other_file(loader *l) {
+    static const char *const config_keys[] = {"tokenizer_class", "model_max_length", "added_tokens_decoder", NULL};
+    size_t start = tf__json_offset(&l->j);
+    int count = 0, n = 0, ints = 0, config = 0, ours = 0, r = -1;
+    if (tf__json_peek(&l->j) == '{' && !tf__json_open(&l->j, '{', "'{'"))
+        while (!ours && !config && (r = tf__json_more(&l->j, '}', &count)) > 0) {
+            for (int k = 0; top_keys[k]; k++) ours |= tf__json_str_is(&l->j, top_keys[k]);
+            for (int k = 0; config_keys[k]; k++) config |= tf__json_str_is(&l->j, config_keys[k]);
+            int c = tf__json_peek(&l->j);
+            n++, ints += c >= '0' && c <= '9';
+            if (tf__json_skip(&l->j)) r = -1, ours = 1; /* a broken file: load() names the fault */
+        }
+    tf__json_seek(&l->j, start); /* whatever failed above, load() reads the file again and says so */
+    if (l->err && l->errlen) l->err[0] = 0;
+    if (!ours && config)
+        return tf__fail(l->err, l->errlen,
+                        "%s is a tokenizer_config.json (the tokenizer's settings, without its vocabulary): give the "
+                        "tokenizer.json beside it (HF's tokenizer file: vocabulary, merges and rules)",
+                        l->path);
+    if (!ours && r == 0 && n && ints == n) /* the whole object read: names and ids */
+        return tf__fail(l->err, l->errlen,
+                        "%s is a vocab.json (token ids only, without the merges): give the model's tokenizer.json, or "
+                        "this file with the merges.txt beside it (vocab_json and merges_txt)",
+                        l->path);
+    return 0;
+}
+
 static int load(loader *l, const char *text) {
     mark top[T_N] = {{0}}, model[M_N] = {{0}};
     /* the whole file's syntax first, then the small parts that decide how text is cut */
-    if (members(l, "the file", top_keys, top) || tf__json_end(&l->j) || normalizer(l, &top[T_NORMALIZER]) ||
-        pre_tokenizer(l, &top[T_PRE]) || post_processor(l, &top[T_POST], "post_processor", 0) ||
-        decoder(l, &top[T_DECODER]) || model_options(l, &top[T_MODEL], model))
+    if (other_file(l) || members(l, "the file", top_keys, top) || tf__json_end(&l->j) ||
+        normalizer(l, &top[T_NORMALIZER]) || pre_tokenizer(l, &top[T_PRE]) ||
+        post_processor(l, &top[T_POST], "post_processor", 0) || decoder(l, &top[T_DECODER]) ||
+        model_options(l, &top[T_MODEL], model))
         return -1;
     seek(l, &model[M_VOCAB]);
     if (tf__vocab_object(l->t, &l->j, "model.vocab") || added_tokens(l, &top[T_ADDED]) ||

@@ -24,7 +24,18 @@ leaks=$(find "$P" -type f \( -name '*.so' -o -path "$P/bin/*" \) -exec sh -c \
 expect_eq "$leaks" "" "no installed binary's RPATH or RUNPATH names the build or source tree"
 expect_eq "$(pkg-config --modversion shardrun)" "$(sed -n 's/^project(shardrun VERSION \([0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")" \
     "pkg-config finds shardrun.pc"
-expect_eq "$(pkg-config --variable=tasksdir shardrun)" "$P/lib/pkgconfig/../../lib/shardrun/tasks" "the .pc is relocatable"
+pc() { pkg-config "$@" | sed 's/ *$//'; } # (pkgconf ends --cflags and --libs with a space)
+expect_eq "$(pc --cflags shardrun)" "-I$P/include" "pkg-config --cflags: a clean path"
+expect_eq "$(pc --libs shardrun)" "-L$P/lib -lshardrun" "pkg-config --libs: a clean path"
+expect_eq "$(pc --variable=tasksdir shardrun)" "$P/lib/shardrun/tasks" "pkg-config --variable=tasksdir: a clean path"
+# a tree moved elsewhere: pkg-config --define-prefix finds the prefix from where the .pc lies
+mkdir "$T/moved"
+cp -a "$P/lib" "$P/include" "$T/moved/"
+expect_eq "$(PKG_CONFIG_PATH=$T/moved/lib/pkgconfig pc --define-prefix --cflags shardrun)" "-I$T/moved/include" \
+    "the .pc of a moved tree, with --define-prefix: --cflags"
+expect_eq "$(PKG_CONFIG_PATH=$T/moved/lib/pkgconfig pc --define-prefix --variable=tasksdir shardrun)" \
+    "$T/moved/lib/shardrun/tasks" "the .pc of a moved tree, with --define-prefix: tasksdir"
+rm -rf "$T/moved"
 mkdir -p "$T/elsewhere"
 cd "$T/elsewhere" || exit 1
 run shardrun "$P/share/shardrun/examples/hello/hello.ini"

@@ -11,7 +11,9 @@
 #include "shardrun/task.h"
 #include "agent/catalog.h"
 #include "agent/key_probe.h"
+#include "agent/metrics.h"
 #include "agent/run_lock.h"
+#include "agent/run_status.h"
 #include "agent/supervisor.h"
 #include "base/log.h"
 #include "config/env_table.h"
@@ -25,6 +27,7 @@ int sr__cmd_selftest(int argc, char **argv); /* agent/selftest_cmd.c */
 int sr__cmd_plot(int argc, char **argv);
 int sr__cmd_prepare(int argc, char **argv); /* agent/cmd_prepare.c: runs shardrun_prepare */
 int sr__cmd_merge(int argc, char **argv);   /* agent/cmd_prepare.c: runs shardrun_merge */
+int sr__cmd_status(int argc, char **argv);  /* agent/cmd_status.c */
 
 typedef struct cli {
     const char *command; /* "run", "env", "plugins", "reference" */
@@ -64,6 +67,8 @@ static void usage(FILE *out) {
                  "       shardrun merge CHECKPOINT_DIR [-o OUT.safetensors] [--base BASE.safetensors]\n"
                  "                                         fold a FULL checkpoint's LoRA adapters into its base\n"
                  "                                         weights: a model.safetensors for LoRA-off runs\n"
+                 "       shardrun status OUTPUT_DIR         a run's state, every rank's step, loss, speed and\n"
+                 "                                         memory, and its ETA, from any host (status --help)\n"
                  "       shardrun plot OUTPUT_DIR [--compare OTHER_DIR ...] [-o FILE]\n"
                  "                                         the loss curves of runs (their trainer_state.json) as SVG\n"
                  "\n"
@@ -121,8 +126,8 @@ static size_t command_distance(const char *a, const char *b) {
 /* A first word that is no file but a command misspelt ("evn"): the command it is close to (at most
    two edits, fewer than its length), or NULL. */
 static const char *misspelt_command(const char *word) {
-    static const char *const commands[] = {"run",      "env",  "plugins", "reference",
-                                           "selftest", "plot", "prepare", "merge"};
+    static const char *const commands[] = {"run",  "env",     "plugins", "reference", "selftest",
+                                           "plot", "prepare", "merge",   "status"};
     if (strchr(word, '/') || access(word, F_OK) == 0) return NULL;
     const char *best = NULL;
     size_t best_d = 3;
@@ -208,7 +213,7 @@ static int parse(int argc, char **argv, cli *c, sr__job *cfg) {
         if (cmd) {
             sr__log(SR_LOG_ERROR,
                     "unknown command %s; did you mean %s? (commands: run, env, plugins, reference, selftest, plot, "
-                    "prepare, merge; "
+                    "prepare, merge, status; "
                     "or give a job file: shardrun JOB.ini)",
                     a, cmd);
             return SR_EXIT_CONFIG;
@@ -230,6 +235,21 @@ static void usr1_as_term(int sig) {
     raise(SIGTERM);
 }
 
+/* [shardrun] metrics_port: listening before the rendezvous, so a port in use wastes nothing.  0, or
+   -1 after saying why. */
+static int start_metrics(sr__run *run) {
+    int port = atoi(sr__config_value(&run->cfg, "shardrun", "metrics_port"));
+    char why[300];
+    if (port <= 0 || sr__metrics_start(port, why, sizeof why) == 0) return 0;
+    const sr__setting *s = sr__config_get(&run->cfg, "shardrun", "metrics_port");
+    sr__log(SR_LOG_ERROR,
+            "%s: metrics_port = %d: cannot serve the metrics there: %s; choose a free port (each shardrun on a host "
+            "needs its own: --set shardrun.metrics_port=P or SHARDRUN_METRICS_PORT), or 0 for none; no worker "
+            "was started",
+            s && s->where ? s->where : "[shardrun]", port, why);
+    return -1;
+}
+
 /* The executable's one entry point into the library (shardrun/main.h). */
 int sr_main(int argc, char **argv) {
     signal(SIGUSR1, usr1_as_term);
@@ -237,6 +257,7 @@ int sr_main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "plot")) return sr__cmd_plot(argc - 1, argv + 1); /* no job file */
     if (argc > 1 && !strcmp(argv[1], "prepare")) return sr__cmd_prepare(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "merge")) return sr__cmd_merge(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "status")) return sr__cmd_status(argc - 1, argv + 1);
     cli c = {0};
     sr__run run = {0};
     int rc = parse(argc, argv, &c, &run.cfg);
@@ -268,14 +289,19 @@ int sr_main(int argc, char **argv) {
         rc = SR_EXIT_CONFIG;
     } else if (sr__probe_run_keys(&run) != 0) {
         rc = SR_EXIT_CONFIG; /* a misspelt model-task key: found before any rendezvous or worker */
+    } else if (start_metrics(&run) != 0) {
+        rc = SR_EXIT_CONFIG;
     } else if ((rc = sr__run_prepare_rdzv(&run)) != 0) {
         sr__diag_flush(&run.cfg.diag);
         rc = rc == SR__RDZV_UNREACHABLE ? SR_EXIT_FAILED : SR_EXIT_CONFIG;
     } else if ((rc = sr__run_lock_take(&run, &lock)) != 0) {
         sr__rdzv_free(&run.rdzv); /* another run holds output_dir: no worker starts */
     } else {
-        rc = sr__run_lock_release(lock, sr__launch(&run, c.results));
+        rc = sr__launch(&run, c.results);
+        sr__run_status_end(rc); /* before the lock goes: a status without its lock is stale */
+        rc = sr__run_lock_release(lock, rc);
     }
+    sr__metrics_stop();
     sr__run_free(&run);
     return rc;
 }

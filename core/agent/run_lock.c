@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/run_status.h"
 #include "base/alloc.h"
 #include "base/log.h"
 #include "trainer/output_dir.h"
@@ -33,8 +34,9 @@ int sr__run_lock_take(sr__run *run, sr__output_lock **out) {
         if (sr__output_lock_take(dir, &me, out, note, sizeof note, why, sizeof why) != 0) {
             sr__log(SR_LOG_ERROR, "%s", why);
             rc = SR_EXIT_CONFIG;
-        } else if (note[0]) {
-            sr__log(SR_LOG_WARN, "%s", note);
+        } else {
+            if (note[0]) sr__log(SR_LOG_WARN, "%s", note);
+            sr__run_status_begin(dir, run->rdzv.job_id); /* `shardrun status DIR` (run_status.h) */
         }
     }
     free(dir);

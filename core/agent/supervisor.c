@@ -22,7 +22,7 @@
 #include "worker/worker.h"
 
 static int self_pipe[2] = {-1, -1};
-static sr__watchdog *watchdog; /* NULL: hang_timeout = 0 */
+static sr__watchdog *watchdog; /* NULL: no memory for it (hang_timeout = 0 still watches, without a verdict) */
 
 static void on_signal(int sig) {
     int saved = errno;

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/metrics.h"
+#include "agent/run_status.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/strbuf.h"
@@ -32,6 +34,10 @@ typedef struct wd_rank {
     long long step;
     int stale; /* its agent went silent: this is what it said last */
     int local; /* one of this agent's workers (its /proc is here) */
+    /* what the trainer said (base/watch.h), passed on to the status file and the metrics */
+    long long total, done;
+    double loss, tok_s, step_s, ckpt_s;
+    unsigned long long mem, ckpt_n, ckpt_bytes;
 } wd_rank;
 
 /* Another agent's newest record. */
@@ -63,7 +69,8 @@ struct sr__watchdog {
     wd_peer *peers; /* by agent index */
     double began;
     int thread_started;
-    sem_t thread_entered; /* posted by the exchange thread once it runs its own code (see sr__watchdog_new) */
+    unsigned long long hangs; /* hangs found in this launch (the metrics' counter) */
+    sem_t thread_entered;     /* posted by the exchange thread once it runs its own code (see sr__watchdog_new) */
     char store_host[256], token[128];
     int port;
 };
@@ -164,17 +171,22 @@ static const char *busy(const wd_rank *r) {
     return buf;
 }
 
+/* How often the ranks are looked at: hang_timeout / 4, at most a second (every second without a
+   hang verdict, hang_timeout = 0, for the status file and the metrics). */
+static double check_period(const sr__watchdog *wd) { return wd->T > 0 && wd->T / 4 < 1.0 ? wd->T / 4 : 1.0; }
+
 /* ---- the records agents exchange ---------------------------------------------------------------- */
 
 /* "wd COUNTER NODE HOST" then one line per rank: "RANK PID STATE AGE_MS SEQ IN KIND STEP MICRO PHASE
-   UNIT EVER SAID". */
+   UNIT EVER SAID TOTAL DONE LOSS TOK_S STEP_S MEM CKPT_N CKPT_S CKPT_BYTES". */
 static void format_record(sr__watchdog *wd, const wd_rank *rs, int n, sr__buf *b) {
     sr__buf_printf(b, "wd %llu %d %s\n", wd->counter, wd->node, wd->host);
     for (int i = 0; i < n; i++) {
         const wd_rank *r = &rs[i];
-        sr__buf_printf(b, "%d %d %c %lld %llu %d %d %lld %d %d %d %d %d\n", r->rank, r->pid, r->state,
-                       (long long)(r->age * 1000), r->seq, r->in, r->kind, r->step, r->micro, r->phase, r->unit,
-                       r->ever, r->said);
+        sr__buf_printf(b, "%d %d %c %lld %llu %d %d %lld %d %d %d %d %d %lld %lld %.9g %.6g %.6g %llu %llu %.6g %llu\n",
+                       r->rank, r->pid, r->state, (long long)(r->age * 1000), r->seq, r->in, r->kind, r->step, r->micro,
+                       r->phase, r->unit, r->ever, r->said, r->total, r->done, r->loss, r->tok_s, r->step_s, r->mem,
+                       r->ckpt_n, r->ckpt_s, r->ckpt_bytes);
     }
 }
 
@@ -192,8 +204,10 @@ static int parse_record(const char *rec, int a, wd_rank *rs, int max, unsigned l
         wd_rank *r = &rs[n];
         long long age_ms;
         memset(r, 0, sizeof *r);
-        if (sscanf(p + 1, "%d %d %c %lld %llu %d %d %lld %d %d %d %d %d", &r->rank, &r->pid, &r->state, &age_ms,
-                   &r->seq, &r->in, &r->kind, &r->step, &r->micro, &r->phase, &r->unit, &r->ever, &r->said) != 13)
+        if (sscanf(p + 1, "%d %d %c %lld %llu %d %d %lld %d %d %d %d %d %lld %lld %lf %lf %lf %llu %llu %lf %llu",
+                   &r->rank, &r->pid, &r->state, &age_ms, &r->seq, &r->in, &r->kind, &r->step, &r->micro, &r->phase,
+                   &r->unit, &r->ever, &r->said, &r->total, &r->done, &r->loss, &r->tok_s, &r->step_s, &r->mem,
+                   &r->ckpt_n, &r->ckpt_s, &r->ckpt_bytes) != 22)
             break;
         r->age = (double)age_ms / 1000.0;
         r->node = *node;
@@ -267,7 +281,7 @@ static void *exchange(void *arg) {
     sr__watchdog *wd = arg;
     sem_post(&wd->thread_entered);
     sr__store *c = NULL;
-    double period = wd->T / 4 < 1.0 ? wd->T / 4 : 1.0;
+    double period = check_period(wd);
     if (period < 0.1) period = 0.1;
     struct timespec pause = {(time_t)period, (long)((period - (double)(time_t)period) * 1e9)};
     while (1) {
@@ -300,7 +314,6 @@ void sr__watchdog_fork_end(sr__watchdog *wd, int held) {
 /* ---- set-up ------------------------------------------------------------------------------------- */
 
 sr__watchdog *sr__watchdog_new(sr__run *run) {
-    if (!(run->hang_timeout > 0)) return NULL;
     int n = run->layout.spawn_count;
     sr__watchdog *wd = sr__calloc(1, sizeof *wd);
     if (wd) {
@@ -366,6 +379,9 @@ void sr__watchdog_begin(sr__watchdog *wd, int n, int attempt) {
         atomic_store(&s->beat, 0), atomic_store(&s->step, -1), atomic_store(&s->micro, 0);
         atomic_store(&s->phase, 0), atomic_store(&s->unit, -1), atomic_store(&s->coll_seq, 0);
         atomic_store(&s->coll_kind, 0), atomic_store(&s->in_coll, 0), atomic_store(&s->said, 0);
+        atomic_store(&s->steps_total, 0), atomic_store(&s->steps_done, 0), atomic_store(&s->loss, 0);
+        atomic_store(&s->tok_s, 0), atomic_store(&s->step_s, 0), atomic_store(&s->mem_bytes, 0);
+        atomic_store(&s->ckpt_count, 0), atomic_store(&s->ckpt_s, 0), atomic_store(&s->ckpt_bytes, 0);
         wd->pid[i] = 0, wd->beat[i] = 0, wd->changed[i] = now;
     }
     for (int a = 0; a < wd->nagents; a++) {
@@ -444,6 +460,11 @@ static int local_ranks(sr__watchdog *wd, const int *reaped, wd_rank *rs, double 
         r->seq = atomic_load(&s->coll_seq), r->in = atomic_load(&s->in_coll), r->kind = atomic_load(&s->coll_kind);
         r->step = atomic_load(&s->step), r->micro = atomic_load(&s->micro), r->phase = atomic_load(&s->phase);
         r->unit = atomic_load(&s->unit), r->ever = beat != 0, r->said = atomic_load(&s->said);
+        r->total = atomic_load(&s->steps_total), r->done = atomic_load(&s->steps_done);
+        r->loss = sr__watch_double(atomic_load(&s->loss)), r->tok_s = sr__watch_double(atomic_load(&s->tok_s));
+        r->step_s = sr__watch_double(atomic_load(&s->step_s)), r->mem = atomic_load(&s->mem_bytes);
+        r->ckpt_n = atomic_load(&s->ckpt_count), r->ckpt_s = sr__watch_double(atomic_load(&s->ckpt_s));
+        r->ckpt_bytes = atomic_load(&s->ckpt_bytes);
     }
     return n;
 }
@@ -460,12 +481,46 @@ static const char *host_of(sr__watchdog *wd, int agent, char *buf, size_t len) {
     return buf;
 }
 
+/* ---- what the ranks say, passed on ----------------------------------------------------------------- */
+
+/* Every rank to the status file (written by the agent holding rank 0 only, run_status.c), this
+   agent's own to its metrics endpoint (metrics.c). */
+static void publish(sr__watchdog *wd, const wd_rank *rs, int n, int nlocal) {
+    enum { MAX = 4096 };
+    static sr__rank_status out[MAX];
+    char host[128];
+    for (int i = 0; i < n && i < MAX; i++) {
+        const wd_rank *r = &rs[i];
+        sr__rank_status *o = &out[i];
+        *o = (sr__rank_status){.rank = r->rank,
+                               .node = r->node,
+                               .pid = r->pid,
+                               .state = r->state,
+                               .steps_done = r->done,
+                               .steps_total = r->total,
+                               .phase = r->phase,
+                               .age = r->age,
+                               .loss = r->loss,
+                               .tok_s = r->tok_s,
+                               .step_s = r->step_s,
+                               .ckpt_s = r->ckpt_s,
+                               .mem_bytes = r->mem,
+                               .ckpt_count = r->ckpt_n,
+                               .ckpt_bytes = r->ckpt_bytes,
+                               .stale = r->stale};
+        snprintf(o->host, sizeof o->host, "%s", host_of(wd, r->agent, host, sizeof host));
+    }
+    n = n < MAX ? n : MAX;
+    sr__run_status_update(out, n, wd->attempt, wd->hangs);
+    sr__metrics_publish(out, nlocal < n ? nlocal : n, wd->node, wd->attempt, wd->hangs);
+}
+
 int sr__watchdog_host_silent(sr__watchdog *wd) {
     if (!wd) return 0;
     double now = sr__now_s();
     if (now < wd->next_check) return 0;
-    wd->next_check = now + (wd->T / 4 < 1.0 ? wd->T / 4 : 1.0);
-    if (wd->hosting || wd->nagents < 2 || wd->agent_id == 0) return 0;
+    wd->next_check = now + check_period(wd);
+    if (wd->hosting || wd->nagents < 2 || wd->agent_id == 0 || wd->T <= 0) return 0;
     sr__buf b = {0};
     pthread_mutex_lock(&wd->mu);
     wd->counter++;
@@ -479,9 +534,11 @@ int sr__watchdog_host_silent(sr__watchdog *wd) {
 
 int sr__watchdog_check(sr__watchdog *wd, const int *reaped, sr__hang *h) {
     if (!wd) return 0;
-    double now = sr__now_s(), T = wd->T;
+    /* hang_timeout = 0: no verdict, the ranks are still watched for the status file and the metrics;
+       a node quiet for SR__STATUS_STALE_S is then shown stale */
+    double now = sr__now_s(), T = wd->T > 0 ? wd->T : SR__STATUS_STALE_S;
     if (now < wd->next_check) return 0;
-    wd->next_check = now + (T / 4 < 1.0 ? T / 4 : 1.0);
+    wd->next_check = now + check_period(wd);
     enum { MAX_RANKS = 4096 };
     static wd_rank rs[MAX_RANKS];
     int n = local_ranks(wd, reaped, rs, now), nlocal = n;
@@ -535,6 +592,9 @@ int sr__watchdog_check(sr__watchdog *wd, const int *reaped, sr__hang *h) {
         if (rs[i].age >= T && rs[i].seq < rs[waiting].seq && (behind < 0 || rs[i].seq < rs[behind].seq)) behind = i;
     int hung = (waiting >= 0 && behind >= 0) || (waiting >= 0 && all_quiet) ||
                ((wd->model_task || said) && all_quiet && ever && n > 0) || (waiting >= 0 && silent >= 0);
+    hung &= wd->T > 0;
+    wd->hangs += (unsigned long long)hung;
+    publish(wd, rs, n, nlocal);
     if (!hung) {
         pthread_mutex_unlock(&wd->mu);
         return 0;

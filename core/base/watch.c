@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "base/watch.h"
 
+#include <string.h>
 #include <sys/mman.h>
 
 const char *const sr__watch_coll_names[] = {"all_gather", "reduce_scatter", "all_reduce", "broadcast", "barrier"};
@@ -69,5 +70,40 @@ void sr__watch_collective_end(void) {
 void sr__watch_progress(void) {
     if (!mine) return;
     PUT(said, 1);
+    BEAT();
+}
+
+unsigned long long sr__watch_bits(double v) {
+    unsigned long long b;
+    memcpy(&b, &v, sizeof b);
+    return b;
+}
+
+double sr__watch_double(unsigned long long bits) {
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+void sr__watch_plan(long long steps_total) {
+    if (!mine) return;
+    PUT(steps_total, steps_total);
+}
+
+void sr__watch_trained(long long steps_done, double loss, double tok_s, double step_s, unsigned long long mem_bytes) {
+    if (!mine) return;
+    PUT(loss, sr__watch_bits(loss));
+    PUT(tok_s, sr__watch_bits(tok_s));
+    PUT(step_s, sr__watch_bits(step_s));
+    PUT(mem_bytes, mem_bytes);
+    PUT(steps_done, steps_done); /* last: a reader that sees the step sees its figures soon after */
+    BEAT();
+}
+
+void sr__watch_checkpoint(double seconds, unsigned long long bytes) {
+    if (!mine) return;
+    PUT(ckpt_s, sr__watch_bits(seconds));
+    PUT(ckpt_bytes, bytes);
+    atomic_fetch_add_explicit(&mine->ckpt_count, 1, memory_order_relaxed);
     BEAT();
 }

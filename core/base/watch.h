@@ -37,6 +37,17 @@ typedef struct sr__watch_slot {
     atomic_int coll_kind;   /* the last one's kind (an index into sr__watch_coll_names) */
     atomic_int in_coll;     /* 1 while inside collective coll_seq */
     atomic_int said;        /* a main task called sr_progress(): its silence is a hang (agent/watchdog.c) */
+    /* What the trainer says of each step and checkpoint, for `shardrun status` and the metrics
+       (agent/run_status.h, agent/metrics.h); doubles as their bits (sr__watch_bits). */
+    atomic_llong steps_total; /* the run's optimizer steps, 0: not a trainer */
+    atomic_llong steps_done;  /* steps finished (global_step) */
+    atomic_ullong loss;       /* the last step's loss (mean over ranks) */
+    atomic_ullong tok_s;      /* its tokens per second, every rank's together */
+    atomic_ullong step_s;     /* its seconds */
+    atomic_ullong mem_bytes;  /* the engine's peak memory */
+    atomic_ullong ckpt_count; /* checkpoints written in this attempt */
+    atomic_ullong ckpt_s;     /* the last one's seconds */
+    atomic_ullong ckpt_bytes; /* its size on disk (rank 0; 0 elsewhere) */
 } sr__watch_slot;
 
 extern const char *const sr__watch_coll_names[]; /* all_gather, reduce_scatter, all_reduce, broadcast, barrier */
@@ -57,5 +68,12 @@ void sr__watch_collective_begin(int kind);
 void sr__watch_collective_end(void);
 /* Worker: a main task's sr_progress() (shardrun/task.h). */
 void sr__watch_progress(void);
+/* Worker (the trainer): the run's length, each step's figures, each checkpoint's. */
+void sr__watch_plan(long long steps_total);
+void sr__watch_trained(long long steps_done, double loss, double tok_s, double step_s, unsigned long long mem_bytes);
+void sr__watch_checkpoint(double seconds, unsigned long long bytes);
+/* A double stored in an atomic_ullong, and back. */
+unsigned long long sr__watch_bits(double v);
+double sr__watch_double(unsigned long long bits);
 
 #endif

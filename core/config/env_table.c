@@ -26,7 +26,10 @@ const sr_key sr__shardrun_keys[] = {
      "seconds without progress after which the run is declared hung: ranks wait in a collective another rank has "
      "not entered, or no rank moved (step, phase, collective); the agent that sees it names the rank behind (host, "
      "pid, process state) and where every rank is, then fails the run (exit 1) or restarts it (max_restarts); "
-     "0: no watchdog (docs/clusters.md, hangs)"},
+     "0: no hang verdict (docs/clusters.md, hangs)"},
+    {"metrics_port", SR_KEY_INT, "0", NULL, 0, 0, 65535, NULL,
+     "port of this node's Prometheus endpoint, GET /metrics (step, loss, tokens/s, step time, memory, checkpoints, "
+     "restarts, hangs); 0: none; a port in use fails the run before any worker starts (docs/clusters.md)"},
     {"standalone", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL,
      "single node, free port on localhost, fresh run id (torchrun --standalone)"},
     {"run_id", SR_KEY_STRING, "none", NULL, 0, NOLIM, NULL,

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "trainer/trainer.h"
 
+#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -230,6 +231,7 @@ static int train_step(sr__trainer *t, long long step, double *loss, sr__step_res
     long long bs = a->per_device_train_batch_size, accum = a->gradient_accumulation_steps;
     long long epoch = step / t->plan.steps_per_epoch, in_epoch = step % t->plan.steps_per_epoch;
     double started = sr__now_s(), loss_sum = 0;
+    long long step_tokens = 0;
     sr__profile_step_begin(&t->prof);
     for (int m = 0; m < accum; m++) {
         long long b = in_epoch * accum + m;
@@ -241,6 +243,7 @@ static int train_step(sr__trainer *t, long long step, double *loss, sr__step_res
         loss_sum += micro_loss;
         t->samples_done += n;
         t->tokens_since_log += tokens;
+        step_tokens += tokens;
     }
     /* the mean loss before the update: with nan_policy stop or skip_step a non-finite one withholds
        it (the same verdict on every rank: the mean is all-reduced) */
@@ -255,9 +258,26 @@ static int train_step(sr__trainer *t, long long step, double *loss, sr__step_res
     if (!r->withheld) t->final_loss = mean; /* skip_step: the last applied step's */
     double seconds = sr__now_s() - started;
     keep_step_time(t, seconds);
+    sr__engine_mem mem;
+    sr__engine_memory(t->e, &mem);
+    /* for `shardrun status` and the metrics: a few stores (base/watch.h) */
+    sr__watch_trained(step + 1, mean, seconds > 0 ? (double)step_tokens * t->ws / seconds : 0, seconds, mem.peak);
     sr__profile_step_end(&t->prof, step + 1, seconds);
     t->ts.global_step = step + 1;
     return 0;
+}
+
+/* The bytes of the files under dir (a checkpoint's size for the metrics); 0 when unreadable. */
+static unsigned long long tree_total;
+static int add_file(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
+    (void)path, (void)ftw;
+    if (type == FTW_F) tree_total += (unsigned long long)sb->st_size;
+    return 0;
+}
+static unsigned long long tree_bytes(const char *dir) {
+    tree_total = 0;
+    if (nftw(dir, add_file, 16, FTW_PHYS) != 0) return 0;
+    return tree_total;
 }
 
 /* Writes checkpoint-<global_step> (with trainer_state.json, loss.svg, save_total_limit), tells the
@@ -266,10 +286,12 @@ static int save_now(sr__trainer *t, sr__progress_kind kind) {
     const sr__train_args *a = &t->a;
     long long step = t->ts.global_step;
     sr__watch_phase(SR_PHASE_CHECKPOINT);
+    double began = sr__now_s();
     if (sr__records_save_checkpoint(t) != 0) return -1;
     t->saved_step = step;
     char what[1100];
     snprintf(what, sizeof what, "%lld %s/checkpoint-%lld", step, a->output_dir, step);
+    sr__watch_checkpoint(sr__now_s() - began, t->rank == 0 ? tree_bytes(what + strcspn(what, " ") + 1) : 0);
     sr__progress_send(kind, what);
     return 0;
 }
@@ -311,6 +333,7 @@ static int train(sr__trainer *t) {
     if (sr__eval_if_due(t, 1) != 0) return SR_EXIT_FAILED; /* eval_on_start */
     sr__progress_send(SR_PROGRESS_STARTED, "training");
     t->saved_step = -1;
+    sr__watch_plan(t->plan.total_steps);
     for (long long step = t->ts.global_step; step < t->plan.total_steps; step++) {
         double loss;
         sr__step_result r;

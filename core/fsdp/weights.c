@@ -66,6 +66,12 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
     }
     int bad = 0, nmodel = e->model->nparams, nmissing = 0; /* the lists name the first 8 */
     sr__buf missing = {0}, extra = {0};
+    /* A base model holds no adapters (LoRA's SR_PARAM_ADAPTER): that they start from the initialisers
+       is the normal start, not worth a warning.  A file holding some adapters but not all is named. */
+    int adapters_in_file = 0;
+    for (int i = 0; i < nmodel && !adapters_in_file; i++)
+        adapters_in_file =
+            (e->model->params[i].flags & SR_PARAM_ADAPTER) && sr__st_find(w->f, e->model->params[i].name, NULL);
     for (int i = 0; i < nmodel; i++) {
         const sr__param *p = &e->model->params[i];
         if (p->tied_to >= 0) continue;
@@ -76,6 +82,7 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
         if (!w->t[i] && dot && (w->t[i] = sr__st_find(w->f, dot + 1, &w->data[i])))
             w->stripped++, w->stripped_one = p->name;
         if (!w->t[i]) {
+            if ((p->flags & SR_PARAM_ADAPTER) && !adapters_in_file) continue;
             if (nmissing++ < 8) sr__buf_printf(&missing, "%s%s", missing.n ? ", " : "", p->name);
             continue;
         }

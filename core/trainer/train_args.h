@@ -32,6 +32,7 @@ typedef struct sr__train_args {
     sr__schedule lr_scheduler_type;
     long long logging_steps, save_steps, seed;
     const char *init_weights;           /* safetensors file to start from, or NULL */
+    const char *init_adapters;          /* PEFT adapter folder the adapters start from, or NULL */
     const char *eval_files;             /* [task] eval_files: multiple-choice eval files (choice_file.h), or NULL */
     const char *output_dir;             /* NULL: nothing is written */
     const char *resume_from_checkpoint; /* NULL, "latest", or a checkpoint folder */

@@ -251,7 +251,7 @@ int sr__merge_open(sr__merge_job *jb, const char *who, const char *cfg_path, con
     char err[1024];
     *jb = (sr__merge_job){
         .who = who, .nothing = "nothing was written", .ad_path = ad_path, .base_path = base_path, .cfg_path = cfg_path};
-    int rc = sr__merge_cfg_read(cfg_path, &jb->cfg);
+    int rc = sr__merge_cfg_read(who, "shardrun merge", cfg_path, &jb->cfg);
     if (rc) return rc;
     jb->ad = sr__st_open(ad_path, err, sizeof err);
     jb->bf = jb->ad ? sr__st_open(base_path, err, sizeof err) : NULL;

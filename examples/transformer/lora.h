@@ -139,6 +139,13 @@ void tf_lora_forward(const tf_shape *s, int lin, void *out, int ldo, void *h, co
 void tf_lora_backward(const tf_shape *s, int lin, void *dx, void *dA, void *dB, void *dh, const void *dout, int ldo,
                       const void *x, const void *h, const void *A, const void *B, int N, int I, int O);
 
+/* [task] init_adapters = dir, a PEFT adapter folder the adapters start from: its adapter_config.json
+   (read by shardrun merge's reader, examples/merge/merge_config.h) must adapt exactly the modules
+   this run does (blocks: as tf_lora_configure's), with this run's r and lora_alpha for each (after
+   rank_pattern, alpha_pattern), without use_rslora.  0, or -1 after naming what differs and the key
+   to set.  (The trainer reads the tensors and checks their names and shapes.) */
+int tf_lora_check_peft(const tf_lora *l, const char *prefix, const char *dir, const char *blocks);
+
 /* PEFT's adapter_config.json for these adapters (base: base_model_name_or_path, may be NULL):
    a malloc'ed string, or NULL */
 char *tf_lora_adapter_json(const tf_lora *l, const char *base);

@@ -24,7 +24,7 @@ int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names,
         fprintf(stderr, "%s: error: [task] lora_r = %lld is out of range [0, 65536] (0: no LoRA)\n", prefix, r);
         return -1;
     }
-    const char *keys[] = {"lora_alpha", "lora_dropout", "lora_target_modules"};
+    const char *keys[] = {"lora_alpha", "lora_dropout", "lora_target_modules", "init_adapters"};
     if (r == 0) {
         for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
             if (sr_config(ctx, keys[i])) {
@@ -107,7 +107,8 @@ int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names,
         fprintf(stderr, "%s: error: [task] lora_target_modules names no layer; for example: %s\n", prefix, def);
         return -1;
     }
-    return 0;
+    const char *peft = sr_config_path(ctx, "init_adapters"); /* a PEFT adapter folder to start from */
+    return peft && *peft ? tf_lora_check_peft(l, prefix, peft, blocks) : 0;
 }
 
 double tf_lora_total_params(const tf_lora *l) {

@@ -1,10 +1,11 @@
 # Generation from a LoRA run's FULL checkpoint: the adapters are folded in memory by shardrun merge's
-# own code, so the text (greedy, temperature 0) and every logit equal (bit for bit) generation from the merged
-# model (`shardrun merge CHECKPOINT`), for GPT-2 (Conv1D weights: fan_in_fan_out) and Llama (q_proj,
-# v_proj); the banner says the adapters were merged.  A checkpoint's model.safetensors without its
-# adapter files, and a PEFT adapter folder without its base, are refused (exit 2) naming
-# `shardrun merge`.  Tiny models from the task's initialisers, adapters trained 4 steps at a high
-# learning rate (lora_alpha 64) so that they change the text; 1 rank.
+# own code, so the text (greedy, temperature 0) and every logit equal, bit for bit, generation from
+# the merged model (`shardrun merge CHECKPOINT`), for GPT-2 (Conv1D weights: fan_in_fan_out), BLOOM
+# (query_key_value) and Llama (q_proj, v_proj); the banner says the adapters were merged, and the base
+# alone gives other logits (a tiny random BLOOM repeats the prompt's last token either way).  A
+# checkpoint's model.safetensors without its adapter files, and a PEFT adapter folder without its
+# base, are refused (exit 2) naming `shardrun merge`.  Tiny models from the task's initialisers,
+# adapters trained 4 steps at a high learning rate (lora_alpha 64); 1 rank.
 # Environment: GENERATE (default $BUILD/shardrun_generate).
 . "$(dirname "$0")/../llama/lib.sh"
 . "$(dirname "$0")/../bloom/lib.sh"
@@ -29,6 +30,14 @@ vocab_size = 300
 $LORA
 output_dir = $T/g
 EOF2
+bloom_job b.ini "fsdp.sharding_strategy = NO_SHARD" "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
+n_layer = 2
+hidden_size = 48
+n_head = 4
+vocab_size = 300
+$LORA
+output_dir = $T/b
+EOF2
 llama_config c.json 4 2
 llama_job l.ini "fsdp.sharding_strategy = NO_SHARD" "fsdp.state_dict_type = FULL_STATE_DICT" <<EOF2
 config = $T/c.json
@@ -44,7 +53,7 @@ gen() {
         --logits "$T/$name.logits" "$@"
     printf '%s\n' "$out" >"$T/$name.ids"
 }
-for fam in g:gpt2:2 l:llama:4; do
+for fam in g:gpt2:2 b:bloom:2 l:llama:4; do
     IFS=: read -r d family nadapted <<<"$fam"
     run "$SHARDRUN" "$T/$d.ini" --nproc-per-node 1
     expect_rc 0 "$family: a LoRA run"

@@ -71,8 +71,12 @@ int sr__engine_init_params(sr__engine *e);
    Parameters the file lacks keep their initialiser (a warning lists them); a shape mismatch is an
    error, and so is a NaN or infinite value (the first one is named).  *bytes_read: bytes of tensor
    data this rank read.  Collective; 0, -2 (the file does not fit the model or holds non-finite
-   values: bad input, before any step) or -1. */
-int sr__engine_load_weights(sr__engine *e, const char *path, long long *bytes_read);
+   values: bad input, before any step) or -1.
+   path NULL: every parameter but the adapters from its initialiser.  adapters (init_adapters; NULL:
+   none): a PEFT adapter file the SR_PARAM_ADAPTER parameters come from instead, under the model's
+   adapter prefix + their names ("base_model.model.transformer.h.0.attn.c_attn.lora_A.weight"); it must
+   hold exactly the model's adapters, with their shapes. */
+int sr__engine_load_weights(sr__engine *e, const char *path, const char *adapters, long long *bytes_read);
 /* One micro-batch of `step`: *loss = this rank's mean loss.  accum: micro-batches per step. */
 int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, const int64_t *samples, int n,
                            double *loss, long long *tokens);

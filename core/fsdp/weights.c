@@ -13,6 +13,8 @@
 
 typedef struct weights {
     sr__st_file *f;
+    sr__st_file *fa;         /* init_adapters' adapter_model.safetensors, or NULL */
+    const char *adapters;    /* its path */
     const sr__st_tensor **t; /* per parameter: its tensor, or NULL (missing: initialiser) */
     const void **data;
     long long bytes;
@@ -56,9 +58,75 @@ static int same_shape(const sr__param *p, const sr__st_tensor *t) {
     return 1;
 }
 
-/* Opens and checks the file against the model: 0, or -2 (bad input) after printing every problem. */
+/* The adapters of a PEFT adapter folder (init_adapters), under PEFT's names (the model's adapter
+   prefix + the parameter's name): every adapter parameter must be there with its shape, and nothing
+   else may be (a folder for other targets or another rank is refused, naming what differs).  0, or -2
+   after printing why. */
+static int open_adapters(sr__engine *e, weights *w) {
+    const sr_model *m = e->model;
+    char err[512];
+    if (!m->adapter_prefix) {
+        sr__log(SR_LOG_ERROR,
+                "init_adapters = %s: this model has no adapters to start from it; set lora_r (and the other lora_* "
+                "keys as the folder's adapter_config.json says) to train LoRA adapters",
+                w->adapters);
+        return -2;
+    }
+    if (!(w->fa = sr__st_open(w->adapters, err, sizeof err))) {
+        sr__log(SR_LOG_ERROR, "init_adapters: %s; name a folder holding adapter_model.safetensors (PEFT's)", err);
+        return -2;
+    }
+    int bad = 0, nmissing = 0;
+    const char *first = NULL;
+    size_t plen = strlen(m->adapter_prefix);
+    for (int i = 0; i < m->nparams; i++) {
+        const sr__param *p = &m->params[i];
+        if (!(p->flags & SR_PARAM_ADAPTER) || p->tied_to >= 0) continue;
+        char *name = sr__fmt("%s%s", m->adapter_prefix, p->name);
+        if (!name) return sr__log(SR_LOG_ERROR, "init_adapters: out of memory"), -2;
+        w->t[i] = sr__st_find(w->fa, name, &w->data[i]);
+        free(name);
+        if (!w->t[i] && !nmissing++) first = p->name;
+        if (w->t[i] && (!same_shape(p, w->t[i]) || w->t[i]->dtype == SR_INT32 || w->t[i]->dtype == SR_INT64)) {
+            char want[128], have[128];
+            sr__st_shape_str(want, sizeof want, p->ndim, p->shape);
+            sr__st_shape_str(have, sizeof have, w->t[i]->ndim, w->t[i]->shape);
+            sr__log(SR_LOG_ERROR,
+                    "init_adapters: %s: tensor \"%s\" is %s %s, but this run's adapter is %s (floating point): the "
+                    "folder's rank is not lora_r = %lld; set lora_r to its adapter_config.json's r",
+                    w->adapters, w->t[i]->name, sr__st_dtype_name(w->t[i]->dtype), have, want,
+                    (long long)p->shape[strstr(p->name, ".lora_A.") ? 0 : 1]);
+            bad = 1;
+        }
+    }
+    if (nmissing) {
+        sr__log(SR_LOG_ERROR,
+                "init_adapters: %s lacks %d of this run's adapter tensors (the first: %s%s): the folder's adapters "
+                "are on other modules; set lora_target_modules to its adapter_config.json's target_modules",
+                w->adapters, nmissing, m->adapter_prefix, first);
+        bad = 1;
+    }
+    for (size_t k = 0; k < sr__st_count(w->fa) && !bad; k++) {
+        const sr__st_tensor *t = sr__st_at(w->fa, k);
+        int known = 0;
+        for (int i = 0; i < m->nparams && !known; i++) known = w->t[i] == t;
+        if (!known) {
+            sr__log(SR_LOG_ERROR,
+                    "init_adapters: %s holds %s, which is no adapter of this run (%s + a lora_A or lora_B "
+                    "parameter's name): its adapters are on other modules, or it holds more than LoRA "
+                    "weights; set lora_target_modules to its adapter_config.json's target_modules",
+                    w->adapters, t->name, plen ? m->adapter_prefix : "\"\"");
+            bad = 1;
+        }
+    }
+    return bad ? -2 : 0;
+}
+
+/* Opens and checks the files against the model: 0, or -2 (bad input) after printing every problem. */
 static int open_weights(sr__engine *e, const char *path, weights *w) {
     char err[512];
+    if (w->adapters && open_adapters(e, w) != 0) return -2;
+    if (!path) return 0;
     w->f = sr__st_open(path, err, sizeof err);
     if (!w->f) {
         sr__log(SR_LOG_ERROR, "init_weights: %s", err);
@@ -66,9 +134,15 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
     }
     int bad = 0, nmodel = e->model->nparams, nmissing = 0; /* the lists name the first 8 */
     sr__buf missing = {0}, extra = {0};
+    /* A base model holds no adapters (LoRA's SR_PARAM_ADAPTER): that they start from the initialisers
+       is the normal start, not worth a warning.  A file holding some adapters but not all is named. */
+    int adapters_in_file = 0;
+    for (int i = 0; i < nmodel && !adapters_in_file; i++)
+        adapters_in_file =
+            (e->model->params[i].flags & SR_PARAM_ADAPTER) && sr__st_find(w->f, e->model->params[i].name, NULL);
     for (int i = 0; i < nmodel; i++) {
         const sr__param *p = &e->model->params[i];
-        if (p->tied_to >= 0) continue;
+        if (p->tied_to >= 0 || (w->fa && w->t[i])) continue; /* the adapter folder's */
         w->t[i] = sr__st_find(w->f, p->name, &w->data[i]);
         /* HF checkpoints saved from a base model (the Hub's gpt2: "h.0.ln_1.weight") lack the
            head model's first name component ("transformer."): look for the rest */
@@ -76,6 +150,7 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
         if (!w->t[i] && dot && (w->t[i] = sr__st_find(w->f, dot + 1, &w->data[i])))
             w->stripped++, w->stripped_one = p->name;
         if (!w->t[i]) {
+            if ((p->flags & SR_PARAM_ADAPTER) && !adapters_in_file) continue;
             if (nmissing++ < 8) sr__buf_printf(&missing, "%s%s", missing.n ? ", " : "", p->name);
             continue;
         }
@@ -97,6 +172,7 @@ static int open_weights(sr__engine *e, const char *path, weights *w) {
         int known = 0;
         /* a tied parameter saved under its own name too (HF's lm_head.weight) is the same tensor */
         for (int i = 0; i < nmodel && !known; i++) known = w->t[i] == t || !strcmp(e->model->params[i].name, t->name);
+        if (!known && w->fa && strstr(t->name, ".lora_")) continue; /* a LoRA checkpoint's own, replaced */
         if (!known && nextra++ < 8) sr__buf_printf(&extra, "%s%s", extra.n ? ", " : "", t->name);
     }
     if (nextra > 8) sr__buf_printf(&extra, " and %d more", nextra - 8);
@@ -150,22 +226,24 @@ static int agree_finite(sr__engine *e, const char *path, const weights *w) {
         sr__st_shape_str(shape, sizeof shape, p->ndim, p->shape);
         if (total > 1) snprintf(more, sizeof more, ", the first of %llu non-finite values", total);
         static const char *const what[] = {"NaN", "inf", "-inf"};
+        int ad = w->fa && (p->flags & SR_PARAM_ADAPTER); /* the adapter folder's tensor */
         sr__log(SR_LOG_ERROR,
-                "init_weights: %s: tensor \"%s\" %s holds %s at [%s] (element %zu)%s; a model with NaN or infinite "
+                "%s: %s: tensor \"%s\" %s holds %s at [%s] (element %zu)%s; a model with NaN or infinite "
                 "weights cannot be trained (a value no batch reaches would stay in every checkpoint), so nothing "
                 "was trained.  Start from another file (a checkpoint saved before the values went bad), or repair "
                 "the tensor",
-                path, w->t[i] ? w->t[i]->name : p->name, shape, what[counts[at] & 3], pos, index, more);
+                ad ? "init_adapters" : "init_weights", ad ? w->adapters : path, w->t[i] ? w->t[i]->name : p->name,
+                shape, what[counts[at] & 3], pos, index, more);
     }
     free(firsts), free(counts);
     return rc;
 }
 #undef SR__NONE
 
-int sr__engine_load_weights(sr__engine *e, const char *path, long long *bytes_read) {
+int sr__engine_load_weights(sr__engine *e, const char *path, const char *adapters, long long *bytes_read) {
     int from_rank0 = e->cfg.enabled && e->cfg.cpu_ram_efficient_loading && e->world && e->world_size > 1;
     int reader = !from_rank0 || e->rank == 0; /* with cpu_ram_efficient_loading, the others never open it */
-    weights w = {0};
+    weights w = {.adapters = adapters};
     w.t = sr__calloc((size_t)e->model->nparams, sizeof *w.t);
     w.data = sr__calloc((size_t)e->model->nparams, sizeof *w.data);
     int rc = !w.t || !w.data ? -1 : reader ? open_weights(e, path, &w) : 0;
@@ -175,8 +253,12 @@ int sr__engine_load_weights(sr__engine *e, const char *path, long long *bytes_re
     if (rc == 0) rc = sr__engine_agree_rc(e, e->world, sr__engine_fill_master(e, fill_from_file, &w, from_rank0));
     /* each rank checked only what it filled */
     if (rc == 0) rc = agree_finite(e, path, &w);
-    snprintf(e->base_from, sizeof e->base_from, "init_weights = %s", path);
+    if (path) snprintf(e->base_from, sizeof e->base_from, "init_weights = %s", path);
+    else
+        snprintf(e->base_from, sizeof e->base_from, "the task's initialisers with seed %llu (no init_weights)",
+                 (unsigned long long)e->seed);
     if (w.f) sr__st_close(w.f);
+    if (w.fa) sr__st_close(w.fa);
     free(w.t), free(w.data);
     *bytes_read = w.bytes;
     return rc;

@@ -17,7 +17,7 @@
 #include "trainer/output_dir.h"
 
 /* [task] keys that only say where and how often to save, log and evaluate, or how to start: a
-   resumed run may change them freely.  init_weights and seed have notes of their own (trainer.c):
+   resumed run may change them freely.  init_weights, init_adapters and seed have notes of their own (trainer.c):
    the checkpoint's parameters and data order are kept. */
 static const char *const FREE_KEYS[] = {"output_dir",
                                         "overwrite_output_dir",
@@ -36,6 +36,7 @@ static const char *const FREE_KEYS[] = {"output_dir",
                                         "metric_for_best_model",
                                         "load_best_model_at_end",
                                         "init_weights",
+                                        "init_adapters",
                                         "seed",
                                         "nan_policy",
                                         NULL};

@@ -140,6 +140,8 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     /* paths: relative to the job file when written there (sr_config_path) */
     a->init_weights = sr_config_path(c, "init_weights");
     if (a->init_weights && !*a->init_weights) a->init_weights = NULL;
+    a->init_adapters = sr_config_path(c, "init_adapters");
+    if (a->init_adapters && !*a->init_adapters) a->init_adapters = NULL;
     a->eval_files = sr_config(c, "eval_files"); /* patterns, relative to sr_config_base_dir (choice_eval.c) */
     if (a->eval_files && !*a->eval_files) a->eval_files = NULL;
     a->output_dir = sr_config_path(c, "output_dir");

@@ -38,6 +38,7 @@ typedef struct sr__train_args {
     long long logging_steps, save_steps, seed;
     sr__every save_every, log_every;    /* save_strategy, logging_strategy */
     const char *init_weights;           /* safetensors file to start from, or NULL */
+    const char *init_adapters;          /* PEFT adapter folder the adapters start from, or NULL */
     const char *eval_files;             /* [task] eval_files: multiple-choice eval files (choice_file.h), or NULL */
     const char *output_dir;             /* NULL: nothing is written */
     const char *resume_from_checkpoint; /* NULL, "latest", or a checkpoint folder */

@@ -35,6 +35,9 @@ const sr_key sr__trainer_keys[] = {
     {"init_weights", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
      "a safetensors file to start from (HF model.safetensors, or a FULL checkpoint's): parameters by name, "
      "fp32/bf16/fp16; with cpu_ram_efficient_loading only rank 0 reads it"},
+    {"init_adapters", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "a PEFT adapter folder (adapter_config.json, adapter_model.safetensors: PEFT's save_pretrained or a LoRA "
+     "checkpoint) the LoRA adapters start from; the base comes from init_weights"},
     {"output_dir", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
      "where checkpoint-N folders and train_log.jsonl go (relative: to the job file's folder, or to the current "
      "folder when given with --set or SHARDRUN_TASK_OUTPUT_DIR)"},

@@ -77,15 +77,21 @@ static int start_params(sr__trainer *t) {
         t->ts.global_step = t->resume_step;
         if ((rc = sr__records_resume(t, t->resume_dir)) != SR_EXIT_OK) return rc;
     }
+    /* a resumed run's adapters are the checkpoint's */
+    const char *adapters = t->resume_dir ? NULL : a->init_adapters;
+    char ad_file[4200] = "";
+    if (adapters) snprintf(ad_file, sizeof ad_file, "%s/adapter_model.safetensors", adapters);
     if (base) {
-        if (!a->init_weights) {
+        if (!a->init_weights && !adapters) {
             if (sr__engine_init_params(t->e) != 0) return SR_EXIT_FAILED;
         } else {
-            if ((rc = sr__engine_load_weights(t->e, a->init_weights, &t->weights_bytes)) != 0)
+            if ((rc = sr__engine_load_weights(t->e, a->init_weights, adapters ? ad_file : NULL, &t->weights_bytes)) !=
+                0)
                 return rc == -2 ? SR_EXIT_CONFIG : SR_EXIT_FAILED;
-            if (t->rank == 0)
+            if (t->rank == 0 && a->init_weights)
                 printf("shardrun: %s from %s\n", t->resume_dir ? "the frozen base" : "initial weights",
                        a->init_weights);
+            if (t->rank == 0 && adapters) printf("shardrun: the adapters from %s\n", ad_file);
         }
     }
     if (!t->resume_dir) return SR_EXIT_OK;
@@ -101,6 +107,8 @@ static int start_params(sr__trainer *t) {
     a->seed = t->ts.seed;
     if (a->init_weights && !base && t->rank == 0)
         printf("shardrun: note: init_weights is not read: the checkpoint holds the parameters\n");
+    if (a->init_adapters && t->rank == 0)
+        printf("shardrun: note: init_adapters is not read: the checkpoint holds the adapters\n");
     return SR_EXIT_OK;
 }
 

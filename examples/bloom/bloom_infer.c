@@ -175,7 +175,7 @@ static void head(bloom_gen *g, const float *h, float *logits) {
 static int forward(bloom_gen *g, const int32_t *ids, int n, float *logits, int fill) {
     const tf_kernels *k = g->k;
     const int C = g->C;
-    tf_shape s = {k, SR_FLOAT32, sizeof(float), 1, 1, n, C, g->NH, NULL, NULL};
+    tf_shape s = {k, SR_FLOAT32, sizeof(float), 1, 1, n, C, g->NH, NULL, NULL, 0};
     void *acts = malloc(tf_block_acts_bytes(&s));
     float *x = malloc(F((size_t)n * C)), *y = malloc(F((size_t)n * C)), *st = malloc(F(2 * (size_t)n));
     int rc = -1;

@@ -84,7 +84,7 @@ static int declare(const tf_lm_dims *dm, sr_model *model) {
             P2(NAME("mlp.dense_h_to_4h.weight"), 4 * C, C, W) ||
             P1(NAME("mlp.dense_h_to_4h.bias"), 4 * C, SR_ZEROS, ND) ||
             P2(NAME("mlp.dense_4h_to_h.weight"), C, 4 * C, W) || P1(NAME("mlp.dense_4h_to_h.bias"), C, SR_ZEROS, ND) ||
-            tf_lora_declare(dm->lora, model, mod))
+            tf_lora_declare(dm->lora, model, mod, i))
             return -1;
 #undef NAME
     }
@@ -152,6 +152,7 @@ static const tf_lm_arch bloom_arch = {
     .embed_backward = embed_backward,
     .lora_linears = LORA_LINEARS,
     .lora_default = "query_key_value", /* PEFT's default for bloom */
+    .lora_blocks = "transformer.h",
 };
 
 static void *bloom_create(sr_ctx *ctx, sr_model *model) { return tf_lm_create(&bloom_arch, ctx, model); }

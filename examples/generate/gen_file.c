@@ -212,6 +212,8 @@ int gen_file_take(gen_file *g, const char *name, int64_t d0, int64_t d1, const f
                     sr__st_shape_str(have, sizeof have, t->ndim, t->shape), model,
                     sr__st_shape_str(want, sizeof want, ndim, shape));
     size_t n = (size_t)d0 * (size_t)(ndim == 2 ? d1 : 1);
+    for (size_t i = 0; g->merged && i < sr__st_count(g->st); i++) /* a LoRA checkpoint's merged weight */
+        if (sr__st_at(g->st, i) == t && g->merged[i]) return *dst = g->merged[i], 0;
     /* F32 is used in place when aligned (a tensor after an odd count of 2-byte elements is not) */
     if (t->dtype == SR_FLOAT32 && (uintptr_t)data % sizeof(float) == 0) {
         *dst = data;
@@ -245,6 +247,8 @@ int gen_file_check_used(const gen_file *g, int (*ignorable)(const char *name), c
 }
 
 void gen_file_close(gen_file *f) {
+    for (size_t i = 0; f->merged && i < sr__st_count(f->st); i++) free(f->merged[i]);
+    free(f->merged), f->merged = NULL;
     for (int i = 0; i < f->nowned; i++) free(f->owned[i]);
     free(f->owned);
     free(f->used);

@@ -28,6 +28,8 @@ typedef struct gen_file {
     int *used;       /* per tensor: taken */
     float **owned;   /* converted (non-F32) tensors */
     int nowned;
+    float **merged; /* per tensor: its values with a LoRA checkpoint's adapters merged in (gen_lora.h), or
+                       NULL; gen_file_take hands these out instead, gen_file_close frees them */
 } gen_file;
 
 /* 0; -1 with a message in err naming the file and what to do; -2 when out of memory */

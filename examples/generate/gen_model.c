@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gen_lora.h"
+
 static const struct {
     const char *family;
     const char *model_types[4]; /* config.json's model_type values */
@@ -45,13 +47,18 @@ static int family_of(const gen_model *m, const gen_opts *o, char *err, size_t er
 
 int gen_model_load(const char *path, const gen_opts *o, gen_model *m, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
-    int rc = gen_file_open(path, &m->f, err, errlen);
+    char lora[4600] = "";
+    int rc = gen_lora_adapter_only(path, err, errlen);
+    if (!rc) rc = gen_file_open(path, &m->f, err, errlen);
     if (rc) return rc;
-    int i = family_of(m, o, err, errlen);
-    if (i < 0) rc = -1;
-    else {
+    /* a LoRA run's checkpoint: its adapters folded into the weights the family's loader takes */
+    int i = (rc = gen_lora_apply(&m->f, lora, sizeof lora, err, errlen)) ? -1 : family_of(m, o, err, errlen);
+    if (i < 0 && !rc) rc = -1;
+    else if (i >= 0) {
         m->family = FAMILIES[i].family;
         rc = FAMILIES[i].load(m, o, err, errlen);
+        size_t n = strlen(m->what);
+        if (!rc && lora[0]) snprintf(m->what + n, sizeof m->what - n, "; %s", lora);
     }
     if (rc) gen_model_free(m);
     return rc;

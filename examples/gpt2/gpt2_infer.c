@@ -70,7 +70,7 @@ static int forward(gpt2_infer *g, const int32_t *ids, int n, float *logits, int 
     const gpt2_weights *w = g->w;
     const tf_kernels *k = g->k;
     const int C = w->C;
-    tf_shape s = {k, SR_FLOAT32, sizeof(float), 1, 1, n, C, w->NH, NULL, NULL};
+    tf_shape s = {k, SR_FLOAT32, sizeof(float), 1, 1, n, C, w->NH, NULL, NULL, 0};
     void *acts = k->alloc(tf_block_acts_bytes(&s));
     float *x = k->alloc(F((size_t)n * C)), *y = k->alloc(F((size_t)n * C));
     int32_t *ids_d = k->alloc((size_t)n * sizeof *ids_d);

@@ -62,7 +62,7 @@ static int declare(const tf_lm_dims *dm, sr_model *model) {
             P1(NAME("ln_2.weight"), C, SR_ONES, ND) || P1(NAME("ln_2.bias"), C, SR_ZEROS, ND) ||
             P2(NAME("mlp.c_fc.weight"), C, 4 * C, W) || P1(NAME("mlp.c_fc.bias"), 4 * C, SR_ZEROS, ND) ||
             P2(NAME("mlp.c_proj.weight"), 4 * C, C, WP) || P1(NAME("mlp.c_proj.bias"), C, SR_ZEROS, ND) ||
-            tf_lora_declare(dm->lora, model, mod))
+            tf_lora_declare(dm->lora, model, mod, i))
             return -1;
 #undef NAME
     }
@@ -113,6 +113,7 @@ static const tf_lm_arch gpt2_arch = {
     .embed_backward = embed_backward,
     .lora_linears = LORA_LINEARS,
     .lora_default = "c_attn", /* PEFT's default for gpt2 */
+    .lora_blocks = "transformer.h",
 };
 
 static void *gpt2_create(sr_ctx *ctx, sr_model *model) { return tf_lm_create(&gpt2_arch, ctx, model); }

@@ -112,12 +112,12 @@ size_t llama_block_work_bytes(const tf_shape *s) {
    apart; NULL: only x A^T) += scale x A^T B^T; and its backward, dx += its share */
 static void lora_fwd(const tf_shape *s, void *const *p, const acts *a, int lin, float *out, int ldo, const float *x,
                      int I, int O) {
-    int i = tf_lora_index(s->lora, lin);
+    int i = tf_lora_index(s->lora, s->block, lin);
     if (i >= 0) tf_lora_forward(s, lin, out, ldo, tf_lora_h(s, a->lora_h, lin), x, p[i], p[i + 1], s->B * s->T, I, O);
 }
 static void lora_bwd(const tf_shape *s, void *const *p, void *const *d, const acts *a, int lin, float *dx, float *dh,
                      const float *dout, int ldo, const float *x, int I, int O) {
-    int i = tf_lora_index(s->lora, lin);
+    int i = tf_lora_index(s->lora, s->block, lin);
     if (i >= 0)
         tf_lora_backward(s, lin, dx, d[i], d[i + 1], dh, dout, ldo, x, tf_lora_h(s, a->lora_h, lin), p[i], p[i + 1],
                          s->B * s->T, I, O);

@@ -254,7 +254,7 @@ static void head(llama_gen *g, const float *h, float *logits) {
 static int forward(llama_gen *g, const int32_t *ids, int n, float *logits, int fill) {
     const tf_kernels *k = g->k;
     const int C = g->C;
-    tf_shape s = {k, SR_FLOAT32, sizeof(float), 1, 1, n, C, g->NH, NULL, NULL};
+    tf_shape s = {k, SR_FLOAT32, sizeof(float), 1, 1, n, C, g->NH, NULL, NULL, 0};
     void *acts = malloc(llama_block_acts_bytes(&s));
     float *x = malloc(F((size_t)n * C)), *y = malloc(F((size_t)n * C));
     int rc = -1;

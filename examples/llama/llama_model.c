@@ -132,7 +132,7 @@ static int declare(const tf_lm_dims *dm, sr_model *model) {
             P2(NAME("mlp.gate_proj.weight"), F, C, W) || BIAS(LB_GATE_B, "mlp.gate_proj.bias", F) ||
             P2(NAME("mlp.up_proj.weight"), F, C, W) || BIAS(LB_UP_B, "mlp.up_proj.bias", F) ||
             P2(NAME("mlp.down_proj.weight"), C, F, W) || BIAS(LB_DOWN_B, "mlp.down_proj.bias", C) ||
-            tf_lora_declare(dm->lora, model, mod))
+            tf_lora_declare(dm->lora, model, mod, i))
             return -1;
 #undef BIAS
 #undef NAME
@@ -204,6 +204,7 @@ static const tf_lm_arch llama_arch = {
     .embed_backward = embed_backward,
     .lora_linears = LORA_LINEARS,
     .lora_default = "q_proj,v_proj", /* PEFT's default for llama (and qwen2) */
+    .lora_blocks = "model.layers",
     .lora_nlin = LL_LINEARS,
     .lora_dims = lora_dims,
 };

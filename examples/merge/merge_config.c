@@ -30,7 +30,7 @@ static const char *const ignored[] = {
 static const char *const plain_inits[] = {"gaussian", "eva", "orthogonal"};
 
 typedef struct reader {
-    const char *path, *text;
+    const char *who, *doer, *path, *text;
     sr__json j;
 } reader;
 
@@ -38,7 +38,7 @@ static int bad(const reader *rd, const char *fmt, ...) __attribute__((format(pri
 static int bad(const reader *rd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "shardrun merge: %s: ", rd->path);
+    fprintf(stderr, "%s: %s: ", rd->who, rd->path);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -193,7 +193,7 @@ static int read_member(reader *rd, sr__merge_cfg *c, int f, const char *field, c
         if (!strcmp(v, "\"none\"")) return 0;
         return bad(rd,
                    "bias = %s: these adapters come with trained biases of the base (PEFT's bias \"all\" or "
-                   "\"lora_only\"), which shardrun merge does not fold in; merge them with PEFT "
+                   "\"lora_only\"), which shardrun does not fold in; merge them with PEFT "
                    "(PeftModel.from_pretrained(base, dir).merge_and_unload())",
                    v);
     default: /* F_INIT */
@@ -213,7 +213,7 @@ static int read_member(reader *rd, sr__merge_cfg *c, int f, const char *field, c
     }
 }
 
-int sr__merge_cfg_read(const char *path, sr__merge_cfg *c) {
+int sr__merge_cfg_read(const char *who, const char *doer, const char *path, sr__merge_cfg *c) {
     *c = (sr__merge_cfg){.r = 8, .alpha = 8}; /* LoraConfig's defaults */
     FILE *f = fopen(path, "rb");
     char *text = NULL;
@@ -229,12 +229,12 @@ int sr__merge_cfg_read(const char *path, sr__merge_cfg *c) {
     }
     if (!text) {
         fprintf(stderr,
-                "shardrun merge: cannot read %s: %s; a checkpoint of a LoRA run (lora_r > 0, FULL_STATE_DICT) "
+                "%s: cannot read %s: %s; a checkpoint of a LoRA run (lora_r > 0, FULL_STATE_DICT) "
                 "holds it next to adapter_model.safetensors, as PEFT's save_pretrained writes them\n",
-                path, strerror(errno));
+                who, path, strerror(errno));
         return 2;
     }
-    reader rd = {.path = path, .text = text};
+    reader rd = {.who = who, .doer = doer, .path = path, .text = text};
     sr__json_init(&rd.j, text, n, NULL);
     rd.j.nonfinite = 1; /* Python's json writes NaN and Infinity: read, then refused by name */
     const char *key;
@@ -250,11 +250,11 @@ int sr__merge_cfg_read(const char *path, sr__merge_cfg *c) {
         else if (in(ignored, sizeof ignored / sizeof *ignored, key, klen) >= 0) rc = sr__json_skip(&rd.j);
         else if ((rc = skip_text(&rd, v, sizeof v)) == 0 && !is_off(v))
             rc = bad(&rd,
-                     "%s = %s: shardrun merge does not do this (a PEFT option that changes the merged model, "
+                     "%s = %s: %s does not do this (a PEFT option that changes the merged model, "
                      "such as modules_to_save, layers_to_transform, use_dora or lora_bias, or a field it does not "
-                     "know); merge these adapters with PEFT (PeftModel.from_pretrained(base, dir)."
-                     "merge_and_unload()). Fields it does not use must be null, false, {} or []",
-                     field, v);
+                     "know); use these adapters with PEFT (PeftModel.from_pretrained(base, dir)). Fields it does "
+                     "not use must be null, false, {} or []",
+                     field, v, rd.doer);
     }
     if (rc < 0 || (!rc && (m < 0 || sr__json_end(&rd.j) != 0))) {
         size_t at = 0;
@@ -262,8 +262,8 @@ int sr__merge_cfg_read(const char *path, sr__merge_cfg *c) {
         rc = bad(&rd, "not PEFT's adapter_config.json: %s at byte %zu", why ? why : "not a JSON object", at);
     }
     if (!rc && (!peft || strcmp(peft, "LORA")))
-        rc = bad(&rd, "peft_type is %s%s%s: shardrun merge folds LoRA adapters (peft_type \"LORA\") only",
-                 peft ? "\"" : "", peft ? peft : "missing", peft ? "\"" : "");
+        rc = bad(&rd, "peft_type is %s%s%s: shardrun reads LoRA adapters (peft_type \"LORA\") only", peft ? "\"" : "",
+                 peft ? peft : "missing", peft ? "\"" : "");
     if (!rc && !c->targets.set)
         rc = bad(&rd, "target_modules is null or missing: PEFT then adapts its defaults for the model type, which "
                       "merge cannot know; name the adapted modules, e.g. \"target_modules\": [\"c_attn\"]");

@@ -49,8 +49,9 @@ typedef struct sr__merge_cfg {
 } sr__merge_cfg;
 
 /* Reads and checks `path`.  0, or the exit code (2: missing, unreadable as PEFT's, or asking for
-   what merge does not do) after printing why. */
-int sr__merge_cfg_read(const char *path, sr__merge_cfg *c);
+   what merge does not do) after printing why, prefixed with `who` ("shardrun merge"); `doer` is what
+   "does not do" an option ("shardrun merge", "LoRA training"). */
+int sr__merge_cfg_read(const char *who, const char *doer, const char *path, sr__merge_cfg *c);
 /* 1 when target_modules names `module` and exclude_modules does not; 0 when not; -1 when a
    pattern could not be matched (PCRE2's limit). */
 int sr__merge_cfg_targets(const sr__merge_cfg *c, const char *module);

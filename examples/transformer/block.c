@@ -42,7 +42,7 @@ size_t tf_block_work_bytes(const tf_shape *s) {
    x A^T, which backward needs) */
 static void lora_fwd(const tf_shape *s, void *const *p, const tf_block_acts *a, int lin, void *out, const void *x,
                      int I, int O) {
-    int i = tf_lora_index(s->lora, lin);
+    int i = tf_lora_index(s->lora, s->block, lin);
     if (i < 0) return;
     tf_lora_forward(s, lin, out, O, tf_lora_h(s, a->lora_h, lin), x, p[i], p[i + 1], s->B * s->T, I, O);
 }
@@ -50,7 +50,7 @@ static void lora_fwd(const tf_shape *s, void *const *p, const tf_block_acts *a, 
 /* its backward: the adapters' gradients, and dx += its share (dx of the base linear written first) */
 static void lora_bwd(const tf_shape *s, void *const *p, void *const *d, const tf_block_acts *a, int lin, void *dx,
                      const void *dout, const void *x, void *dh, int I, int O) {
-    int i = tf_lora_index(s->lora, lin);
+    int i = tf_lora_index(s->lora, s->block, lin);
     if (i < 0) return;
     tf_lora_backward(s, lin, dx, d[i], d[i + 1], dh, dout, O, x, tf_lora_h(s, a->lora_h, lin), p[i], p[i + 1],
                      s->B * s->T, I, O);

@@ -96,12 +96,12 @@ static void log_model(const tf_lm *g, int cuda) {
     printf("%s: %d layers, %d heads, n_embd %d, vocab %d, positions %d: %.2fM parameters; %s kernels%s\n", arch->name,
            g->d.L, g->d.NH, g->d.C, g->d.V, g->d.P, params / 1e6, g->k->name, threads);
     if (g->lora.r) {
-        double per = tf_lora_block_params(&g->lora); /* r (in + out) per targeted linear, the family's shapes */
+        double all = tf_lora_total_params(&g->lora); /* r (in + out) per targeted linear, the family's shapes */
         char dropout[64] = "";
         if (g->lora.dropout > 0) snprintf(dropout, sizeof dropout, ", dropout %g in training", g->lora.dropout);
         printf("%s: LoRA r %d, alpha %g (scale %g) on %s%s: %.0f trainable parameters (%.3f%%), the base frozen\n",
-               arch->name, g->lora.r, g->lora.alpha, (double)g->lora.scale, g->lora.target_list, dropout, per * g->d.L,
-               100.0 * per * g->d.L / (params + per * g->d.L));
+               arch->name, g->lora.r, g->lora.alpha, (double)g->lora.scale, g->lora.target_list, dropout, all,
+               100.0 * all / (params + all));
     }
     g->source->describe(&g->data, from, sizeof from);
     printf("%s: data: %lld samples of %d tokens (%lld real tokens, %.1f%% padding) %s; %s tokenizer, %d tokens\n",
@@ -128,7 +128,7 @@ void *tf_lm_create(const tf_lm_arch *arch, sr_ctx *ctx, sr_model *model) {
     if (arch->configure(ctx, &g->d, &vocab_default) != 0) goto fail;
     if (arch->lora_linears) {
         int nlin = arch->lora_nlin ? arch->lora_nlin : TF_LINEARS;
-        if (tf_lora_configure(ctx, arch->name, arch->lora_linears, nlin, arch->lora_default,
+        if (tf_lora_configure(ctx, arch->name, arch->lora_linears, nlin, arch->lora_blocks, g->d.L, arch->lora_default,
                               !arch->layers && arch->block_style.weights == TF_WEIGHT_IN_OUT,
                               arch->layers ? g->d.block_params : TF_BLOCK_PARAMS, &g->lora) != 0)
             goto fail;

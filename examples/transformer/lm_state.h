@@ -93,7 +93,7 @@ static inline size_t tf__lm_block_work_bytes(const tf_lm *g, const tf_shape *s) 
 }
 
 static inline tf_shape tf__lm_shape(const tf_lm *g) {
-    return (tf_shape){g->k, g->dt, g->es, g->B, g->Bcap, g->T, g->d.C, g->d.NH, g->lora.r ? &g->lora : NULL, NULL};
+    return (tf_shape){g->k, g->dt, g->es, g->B, g->Bcap, g->T, g->d.C, g->d.NH, g->lora.r ? &g->lora : NULL, NULL, 0};
 }
 
 /* [task] key as an int in [lo, hi] (tf_lm_config_int under the task's name) */

@@ -130,7 +130,8 @@ const sr_model_eval tf__lm_eval = {sizeof(sr_model_eval), eval_num_samples, eval
 
 static int check_call(const tf_lm *g, const sr_module_call *call, const char *what) {
     const tf_lm_layers *ly = g->arch->layers;
-    const int nparams[] = {g->arch->embed_params, (ly ? g->d.block_params : TF_BLOCK_PARAMS) + tf_lora_params(&g->lora),
+    const int nparams[] = {g->arch->embed_params,
+                           (ly ? g->d.block_params : TF_BLOCK_PARAMS) + tf_lora_params(&g->lora, call->module - 1),
                            ly ? ly->norm_params : 2, 1};
     if (call->module < 0 || call->module >= g->nmod || call->nparams != nparams[tf__lm_kind(g, call->module)] ||
         call->dtype != g->dt || call->batch_size != g->B || g->Bcap == 0) {
@@ -170,6 +171,7 @@ int tf_lm_forward(void *state, const sr_module_call *call) {
     void *const *p = call->params;
     const void *x = m > 0 ? g->out[m - 1] : NULL;
     tf_shape sh = tf__lm_shape(g);
+    sh.block = m - 1; /* a block's: its adapters (lora.h) */
     with_dropout(g, call, &sh);
     switch (kind) {
     case M_EMBED:
@@ -256,6 +258,7 @@ int tf_lm_backward(void *state, const sr_module_call *call) {
     void *const *p = call->params, *const *d = call->grads;
     const void *x = m > 0 ? g->out[m - 1] : NULL;
     tf_shape sh = tf__lm_shape(g);
+    sh.block = m - 1; /* a block's: its adapters (lora.h) */
     with_dropout(g, call, &sh);
     switch (kind) {
     case M_HEAD: /* dlogits is in out[m]: dx = dlogits W, dW += dlogits^T h */

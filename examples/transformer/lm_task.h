@@ -83,7 +83,8 @@ typedef struct tf_lm_arch {
        for the family.  NULL: the family takes no adapters ([task] lora_r is refused). */
     const char *const *lora_linears;
     const char *lora_default;
-    int lora_nlin; /* 0: block.h's four */
+    const char *lora_blocks; /* the blocks' module path without the index ("transformer.h") */
+    int lora_nlin;           /* 0: block.h's four */
     /* in and out features of each of them (NULL: block.h's, from the width) */
     void (*lora_dims)(const tf_lm_dims *d, int *in, int *out);
 

@@ -7,9 +7,9 @@
 
 #include "kernel_math.h"
 
-int tf_lora_index(const tf_lora *l, int lin) {
-    if (!l || !l->r || !(l->targets & (1u << lin))) return -1;
-    return l->first + 2 * __builtin_popcount(l->targets & ((1u << lin) - 1));
+int tf_lora_index(const tf_lora *l, int block, int lin) {
+    if (!l || !l->r || block < 0 || block >= l->L || !(l->block_targets[block] & (1u << lin))) return -1;
+    return l->first + 2 * __builtin_popcount(l->block_targets[block] & ((1u << lin) - 1));
 }
 
 size_t tf_lora_acts_elems(const tf_shape *s) {

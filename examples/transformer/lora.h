@@ -62,13 +62,16 @@
    up to TF_LORA_MAX_LINEARS) */
 enum { TF_LIN_QKV, TF_LIN_OUT, TF_LIN_UP, TF_LIN_DOWN, TF_LINEARS };
 #define TF_LORA_MAX_LINEARS 8
+#define TF_LORA_MAX_BLOCKS 1024
 
 typedef struct tf_lora {
     int r;                                                 /* rank; 0: LoRA off */
     double alpha;                                          /* lora_alpha */
     double dropout;                                        /* lora_dropout, in [0, 1) */
     float scale;                                           /* alpha / r */
-    unsigned targets;                                      /* bit k: linear k carries an adapter */
+    unsigned targets;                                      /* bit k: linear k carries an adapter in some block */
+    unsigned char block_targets[TF_LORA_MAX_BLOCKS];       /* per block: bit k, its linear k carries one */
+    int L;                                                 /* the blocks */
     int fan_in_fan_out;                                    /* the family's weights are [in, out] (GPT-2's Conv1D) */
     int first;                                             /* the block's parameter index of the first adapter */
     int nlin;                                              /* the block's linear layers */
@@ -95,22 +98,28 @@ uint64_t tf_lora_drop_threshold(double p);
 int tf_lora_max_in(const tf_lora *l);
 
 /* Reads the [task] keys (prefix: the task's name, for messages).  names: the family's nlin linear
-   paths in a block; def: PEFT's default target_modules for the family; fan_in_fan_out: 1 for
-   [in, out] weights; first: the block's parameter index of the first adapter.  *l is zeroed when
-   lora_r is 0.  The caller then sets l->in[] and l->out[].  0, or -1 after an error naming the key. */
-int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names, int nlin, const char *def,
-                      int fan_in_fan_out, int first, tf_lora *l);
+   paths in a block; blocks: the blocks' module path without the index ("transformer.h": block i is
+   "transformer.h.<i>"); L: the blocks; def: PEFT's default target_modules for the family;
+   fan_in_fan_out: 1 for [in, out] weights; first: the block's parameter index of the first adapter.
+   A target names the linears whose full path ("transformer.h.0.attn.c_attn") is it or ends with "."
+   + it, as PEFT's list target_modules matches: "c_attn" every block's, "h.0.attn.c_attn" block 0's.
+   *l is zeroed when lora_r is 0.  The caller then sets l->in[] and l->out[].  0, or -1 after an
+   error naming the key. */
+int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names, int nlin, const char *blocks, int L,
+                      const char *def, int fan_in_fan_out, int first, tf_lora *l);
 
-/* Adapters of the block in `module` ("transformer.h.3"): lora_A [r, in] then lora_B [out, r] of each
-   targeted linear, in forward order.  0, or -1. */
-int tf_lora_declare(const tf_lora *l, sr_model *m, const char *module);
-/* the adapters' parameters per block */
-double tf_lora_block_params(const tf_lora *l);
+/* Adapters of block `block`, the module `module` ("transformer.h.3"): lora_A [r, in] then lora_B
+   [out, r] of each linear it targets, in forward order.  0, or -1. */
+int tf_lora_declare(const tf_lora *l, sr_model *m, const char *module, int block);
+/* the adapters' parameters over all blocks */
+double tf_lora_total_params(const tf_lora *l);
 
-/* parameters an adapted block declares beyond its own */
-static inline int tf_lora_params(const tf_lora *l) { return l && l->r ? 2 * __builtin_popcount(l->targets) : 0; }
-/* the block's parameter index of linear `lin`'s lora_A (lora_B follows), or -1 */
-int tf_lora_index(const tf_lora *l, int lin);
+/* parameters block `block` declares beyond its own */
+static inline int tf_lora_params(const tf_lora *l, int block) {
+    return l && l->r && block >= 0 && block < l->L ? 2 * __builtin_popcount(l->block_targets[block]) : 0;
+}
+/* block `block`'s parameter index of linear `lin`'s lora_A (lora_B follows), or -1 */
+int tf_lora_index(const tf_lora *l, int block, int lin);
 
 /* x A^T, kept per targeted linear from forward to backward: elements of a block's intermediates
    (laid out for s->Bcap samples), and its backward's scratch (d(x A^T)) */
@@ -129,6 +138,13 @@ void tf_lora_forward(const tf_shape *s, int lin, void *out, int ldo, void *h, co
    dropout's mask is drawn again from its counters (same lin as forward). */
 void tf_lora_backward(const tf_shape *s, int lin, void *dx, void *dA, void *dB, void *dh, const void *dout, int ldo,
                       const void *x, const void *h, const void *A, const void *B, int N, int I, int O);
+
+/* [task] init_adapters = dir, a PEFT adapter folder the adapters start from: its adapter_config.json
+   (read by shardrun merge's reader, examples/merge/merge_config.h) must adapt exactly the modules
+   this run does (blocks: as tf_lora_configure's), with this run's r and lora_alpha for each (after
+   rank_pattern, alpha_pattern), without use_rslora.  0, or -1 after naming what differs and the key
+   to set.  (The trainer reads the tensors and checks their names and shapes.) */
+int tf_lora_check_peft(const tf_lora *l, const char *prefix, const char *dir, const char *blocks);
 
 /* PEFT's adapter_config.json for these adapters (base: base_model_name_or_path, may be NULL):
    a malloc'ed string, or NULL */

@@ -15,8 +15,8 @@ static int matches(const char *path, const char *name, size_t n) {
     return p > n && path[p - n - 1] == '.' && !strncmp(path + p - n, name, n);
 }
 
-int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names, int nlin, const char *def,
-                      int fan_in_fan_out, int first, tf_lora *l) {
+int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names, int nlin, const char *blocks, int L,
+                      const char *def, int fan_in_fan_out, int first, tf_lora *l) {
     memset(l, 0, sizeof *l);
     long long r;
     if (sr_config_int(ctx, "lora_r", 0, &r) != 0) return -1;
@@ -24,7 +24,7 @@ int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names,
         fprintf(stderr, "%s: error: [task] lora_r = %lld is out of range [0, 65536] (0: no LoRA)\n", prefix, r);
         return -1;
     }
-    const char *keys[] = {"lora_alpha", "lora_dropout", "lora_target_modules"};
+    const char *keys[] = {"lora_alpha", "lora_dropout", "lora_target_modules", "init_adapters"};
     if (r == 0) {
         for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
             if (sr_config(ctx, keys[i])) {
@@ -36,7 +36,13 @@ int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names,
             }
         return 0;
     }
+    if (L > TF_LORA_MAX_BLOCKS) {
+        fprintf(stderr, "%s: error: [task] lora_r: LoRA takes models of up to %d blocks; this one has %d\n", prefix,
+                TF_LORA_MAX_BLOCKS, L);
+        return -1;
+    }
     l->r = (int)r;
+    l->L = L;
     if (sr_config_double(ctx, "lora_alpha", 8.0, &l->alpha) != 0 ||
         sr_config_double(ctx, "lora_dropout", 0.0, &l->dropout) != 0)
         return -1;
@@ -69,17 +75,22 @@ int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names,
         while (n && (p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
         if (n) {
             unsigned hit = 0;
-            for (int k = 0; k < l->nlin; k++)
-                if (matches(names[k], p, n)) hit |= 1u << k;
+            char path[512];
+            for (int b = 0; b < L; b++) /* the full path, as PEFT matches the model's module names */
+                for (int k = 0; k < l->nlin; k++) {
+                    snprintf(path, sizeof path, "%s.%d.%s", blocks, b, names[k]);
+                    if (matches(path, p, n)) l->block_targets[b] |= (unsigned char)(1u << k), hit |= 1u << k;
+                }
             if (!hit) {
                 char all[512] = "";
                 for (int k = 0, u = 0; k < l->nlin; k++)
                     u += snprintf(all + u, sizeof all - (size_t)u, "%s%s", k ? ", " : "", names[k]);
                 fprintf(stderr,
-                        "%s: error: [task] lora_target_modules: '%.*s' names no linear layer of a block; the "
-                        "block's are %s (a name matches a layer's path or its last parts, as PEFT's "
-                        "target_modules does)\n",
-                        prefix, (int)n, p, all);
+                        "%s: error: [task] lora_target_modules: '%.*s' names no linear layer; a block's are %s, "
+                        "and block i's full path is %s.<i>.%s (a name matches a layer whose full path is that "
+                        "name or ends with \".\" + it, as PEFT's target_modules does: %s every block's, "
+                        "%s.0.%s block 0's only)\n",
+                        prefix, (int)n, p, all, blocks, names[0], names[0], blocks, names[0]);
                 return -1;
             }
             l->targets |= hit;
@@ -96,21 +107,23 @@ int tf_lora_configure(sr_ctx *ctx, const char *prefix, const char *const *names,
         fprintf(stderr, "%s: error: [task] lora_target_modules names no layer; for example: %s\n", prefix, def);
         return -1;
     }
-    return 0;
+    const char *peft = sr_config_path(ctx, "init_adapters"); /* a PEFT adapter folder to start from */
+    return peft && *peft ? tf_lora_check_peft(l, prefix, peft, blocks) : 0;
 }
 
-double tf_lora_block_params(const tf_lora *l) {
+double tf_lora_total_params(const tf_lora *l) {
     double n = 0;
-    for (int k = 0; l && l->r && k < l->nlin; k++)
-        if (l->targets & (1u << k)) n += (double)l->r * (l->in[k] + l->out[k]);
+    for (int b = 0; l && l->r && b < l->L; b++)
+        for (int k = 0; k < l->nlin; k++)
+            if (l->block_targets[b] & (1u << k)) n += (double)l->r * (l->in[k] + l->out[k]);
     return n;
 }
 
-int tf_lora_declare(const tf_lora *l, sr_model *m, const char *module) {
-    if (!l || !l->r) return 0;
+int tf_lora_declare(const tf_lora *l, sr_model *m, const char *module, int block) {
+    if (!l || !l->r || block < 0 || block >= l->L) return 0;
     char n[256];
     for (int k = 0; k < l->nlin; k++) {
-        if (!(l->targets & (1u << k))) continue;
+        if (!(l->block_targets[block] & (1u << k))) continue;
         const int I = l->in[k], O = l->out[k];
         /* kaiming_uniform_(a = sqrt(5)) on [r, I]: gain sqrt(2 / (1 + 5)), bound gain * sqrt(3 / I) = 1/sqrt(I) */
         snprintf(n, sizeof n, "%s.%s.lora_A.weight", module, l->names[k]);

@@ -20,6 +20,7 @@ typedef struct tf_shape {
     int T, C, NH;
     const struct tf_lora *lora;      /* LoRA adapters on the blocks' linear layers (lora.h); NULL: none */
     const struct tf_lora_drop *drop; /* their dropout in this training call of a block (lora.h); NULL: none */
+    int block;                       /* a block's call: the block's index from 0 (which adapters it has) */
 } tf_shape;
 
 /* element i of a compute-dtype array */

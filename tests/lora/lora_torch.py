@@ -175,22 +175,24 @@ def build(family, tensors, n_head, alpha, dtype, freeze=True, config=None):
 def cmd_init(a):
     t = g.read_safetensors(a.base)
     names = [n for n in a.targets.split(",") if n]
-    paths = targeted(a.family, names)
-    if not paths:
-        raise ValueError(f"--targets {a.targets} names no {a.family} linear")
     gen = torch.Generator().manual_seed(a.seed)
     L = len({k.split(".")[2] for k in t if k.startswith(BLOCKS[a.family] + ".")})
-    out = dict(t)
+    out, paths = dict(t), set()
     for layer in range(L):
-        for p in paths:
+        for p in FAMILIES[a.family][0]:  # PEFT matches the module's full name: "c_attn", "h.0.attn.c_attn"
+            if not any(peft_matches(f"{BLOCKS[a.family]}.{layer}.{p}", n) for n in names):
+                continue
+            paths.add(p)
             n_in, n_out = in_out(a.family, t[f"{BLOCKS[a.family]}.{layer}.{p}.weight"])
             bound = 1.0 / math.sqrt(n_in)  # kaiming_uniform_(a=sqrt(5)) on [r, in]
             A = (torch.rand(a.r, n_in, generator=gen, dtype=torch.float64) * 2 - 1) * bound
             B = 0.1 * torch.randn(n_out, a.r, generator=gen, dtype=torch.float64)
             out[f"{BLOCKS[a.family]}.{layer}.{p}.lora_A.weight"] = A.numpy().astype(np.float32)
             out[f"{BLOCKS[a.family]}.{layer}.{p}.lora_B.weight"] = B.numpy().astype(np.float32)
+    if not paths:
+        raise ValueError(f"--targets {a.targets} names no {a.family} linear")
     g.write_safetensors(a.out, out)
-    print(f"wrote {a.out}: {len(out) - len(t)} adapter tensors on {', '.join(paths)} of {L} layers")
+    print(f"wrote {a.out}: {len(out) - len(t)} adapter tensors on {', '.join(sorted(paths))} of {L} layers")
     return 0
 
 

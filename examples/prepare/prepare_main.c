@@ -561,7 +561,7 @@ static void on_signal(int sig) {
 
 int main(int argc, char **argv) {
     opts o;
-    if (argc > 0 && argv[0][0]) prog = basename(argv[0]); /* (GNU's: never modifies its argument) */
+    if (argc > 0 && argv[0][0]) prog = basename(argv[0]); /* (POSIX basename: argv[0] is ours to modify) */
     int rc = parse(argc, argv, &o);
     if (rc) return rc;
     o.inputs = argv;

@@ -11,9 +11,10 @@
 
 #include "base/log.h"
 
-/* Runs program `prog` from the shardrun executable's folder with argv (argv[0] replaced); returns
-   only when it cannot (exit code 2, after saying why).  `cmd` names the subcommand in messages. */
-static int exec_next_to_self(const char *cmd, const char *prog, char **argv) {
+/* Runs program `prog` from the shardrun executable's folder with argv (argv[0] replaced by `shown`,
+   the name its messages give the command, or by its path); returns only when it cannot (exit code
+   2, after saying why).  `cmd` names the subcommand in messages. */
+static int exec_next_to_self(const char *cmd, const char *prog, const char *shown, char **argv) {
     char self[PATH_MAX], path[PATH_MAX + 32];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) {
@@ -26,7 +27,7 @@ static int exec_next_to_self(const char *cmd, const char *prog, char **argv) {
     self[n] = 0;
     char *slash = strrchr(self, '/');
     snprintf(path, sizeof path, "%.*s/%s", slash ? (int)(slash - self) : 1, slash ? self : ".", prog);
-    argv[0] = path; /* argv: the subcommand, then its arguments */
+    argv[0] = shown ? (char *)shown : path; /* argv: the subcommand, then its arguments */
     execv(path, argv);
     sr__log(SR_LOG_ERROR,
             "%s: cannot run %s: %s; it is built with shardrun (cmake --build build --target "
@@ -37,12 +38,13 @@ static int exec_next_to_self(const char *cmd, const char *prog, char **argv) {
 
 int sr__cmd_prepare(int argc, char **argv) {
     (void)argc;
-    return exec_next_to_self("prepare", "shardrun_prepare", argv);
+    /* its messages name the command as typed: "shardrun prepare: error: ..." */
+    return exec_next_to_self("prepare", "shardrun_prepare", "shardrun prepare", argv);
 }
 
 /* `shardrun merge ARGS...`: runs shardrun_merge (examples/merge: a FULL checkpoint's LoRA adapters
    folded into its base weights) the same way */
 int sr__cmd_merge(int argc, char **argv) {
     (void)argc;
-    return exec_next_to_self("merge", "shardrun_merge", argv);
+    return exec_next_to_self("merge", "shardrun_merge", NULL, argv);
 }

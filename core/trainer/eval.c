@@ -31,9 +31,32 @@ static int due(const sr__trainer *t, int start) {
     return 0;
 }
 
+long long sr__evals_left(const sr__trainer *t, long long step) {
+    const sr__train_args *a = &t->a;
+    long long total = t->plan.total_steps, spe = t->plan.steps_per_epoch;
+    if ((!t->neval && !t->choice.n) || step >= total) return 0;
+    if (a->eval_strategy == SR_EVAL_STEPS) return total / a->eval_steps - step / a->eval_steps;
+    if (a->eval_strategy == SR_EVAL_EPOCH) return total / spe - step / spe + (total % spe != 0);
+    return 0;
+}
+
+/* Rank 0 on a terminal, while an evaluation runs: "evaluating 12/40 batches, 3.1s left" in the
+   progress line (at most 5 times a second), the time left from this evaluation's batches so far
+   (before the first: the last evaluation's runtime). */
+static void eval_bar(sr__trainer *t, long long done, long long batches, double t0, double *drawn) {
+    double now = sr__now_s();
+    if (t->rank != 0 || !t->tty || (done > 0 && now - *drawn < 0.2)) return;
+    *drawn = now;
+    double left = done > 0 ? (now - t0) / (double)done * (double)(batches - done) : t->last_eval_s;
+    char doing[96];
+    if (left > 0) snprintf(doing, sizeof doing, "evaluating %lld/%lld batches, %.1fs left", done, batches, left);
+    else snprintf(doing, sizeof doing, "evaluating %lld/%lld batches", done, batches);
+    sr__trainer_bar(t, NAN, doing, left);
+}
+
 /* The console line, as transformers' Trainer prints its logs: a Python dict. */
-static void print_entry(const sr__hist_entry *e, int tty) {
-    if (tty) printf("\r%*s\r", 110, ""); /* over the progress bar */
+static void print_entry(sr__trainer *t, const sr__hist_entry *e) {
+    if (t->tty) printf("\r%*s\r", t->bar_len > 110 ? t->bar_len : 110, ""); /* over the progress bar */
     printf("{");
     for (int i = 0, k = 0; i < e->n; i++) {
         if (!strcmp(sr__hist_keys[e->key[i]], "step")) continue;
@@ -43,14 +66,16 @@ static void print_entry(const sr__hist_entry *e, int tty) {
     }
     printf("}\n");
     fflush(stdout);
+    t->bar_len = 0;
 }
 
 static int evaluate(sr__trainer *t) {
     const long long bs = t->a.per_device_eval_batch_size, ws = t->ws, step = t->ts.global_step;
     const long long per_rank = (t->neval + ws - 1) / ws, batches = t->neval ? (per_rank + bs - 1) / bs : 0;
     double acc[3] = {0, 0, 0}; /* sum of loss x tokens, tokens, samples */
-    double t0 = sr__now_s();
+    double t0 = sr__now_s(), drawn = 0;
     for (long long b = 0; b < batches; b++) {
+        eval_bar(t, b, batches, t0, &drawn);
         int n = 0;
         for (long long k = 0; k < bs; k++) {
             long long i = (b * bs + k) * ws + t->rank;
@@ -65,8 +90,10 @@ static int evaluate(sr__trainer *t) {
     }
     if (sr__engine_sum(t->e, acc, 3) != 0) return -1;
     double accuracy = NAN; /* eval_files (choice_eval.c) */
+    if (t->choice.n && t->rank == 0 && t->tty) sr__trainer_bar(t, NAN, "evaluating eval_files", 0);
     if (t->choice.n && sr__choice_evaluate(t, &accuracy) != 0) return -1;
     double runtime = sr__now_s() - t0;
+    t->eval_s += runtime, t->last_eval_s = runtime; /* the progress line's time left (train_log.c) */
     double loss = acc[1] > 0 ? acc[0] / acc[1] : NAN;
     if (t->neval && acc[1] <= 0 && t->rank == 0)
         sr__log(SR_LOG_WARN, "evaluation at step %lld: the eval batches hold no predicted token; eval_loss is nan",
@@ -106,7 +133,7 @@ static int evaluate(sr__trainer *t) {
     t->eval_metric = loss;
     t->eval_accuracy = accuracy;
     t->eval_step = step;
-    if (t->rank == 0) print_entry(&t->hist.e[t->hist.n - 1], t->tty);
+    if (t->rank == 0) print_entry(t, &t->hist.e[t->hist.n - 1]);
     return 0;
 }
 

@@ -47,6 +47,8 @@ int sr__records_setup(sr__trainer *t) {
         t->neval = 0;
         return SR_EXIT_CONFIG;
     }
+    t->task_neval = t->neval;
+    if (a->max_eval_samples > 0 && a->max_eval_samples < t->neval) t->neval = a->max_eval_samples;
     t->eval_idx = sr__malloc((size_t)a->per_device_eval_batch_size * sizeof *t->eval_idx);
     if (!t->eval_idx) {
         sr__log(SR_LOG_ERROR, "out of memory for an eval batch's sample indices; lower per_device_eval_batch_size");

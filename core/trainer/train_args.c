@@ -104,6 +104,8 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     rc |= get_int(c, "eval_steps", &a->eval_steps);
     rc |= get_int(c, "per_device_eval_batch_size", &a->per_device_eval_batch_size);
     rc |= get_int(c, "save_total_limit", &a->save_total_limit);
+    rc |= get_int(c, "max_train_samples", &a->max_train_samples);
+    rc |= get_int(c, "max_eval_samples", &a->max_eval_samples);
     char *sched = NULL, *save_final = NULL, *overwrite = NULL, *eval = NULL, *on_start = NULL, *metric = NULL,
          *best = NULL, *nan = NULL, *save_strategy = NULL, *log_strategy = NULL;
     rc |= get(c, "lr_scheduler_type", &sched);

@@ -50,6 +50,7 @@ typedef struct sr__train_args {
     sr__eval_strategy eval_strategy;
     long long eval_steps; /* logging_steps unless given */
     long long per_device_eval_batch_size;
+    long long max_train_samples, max_eval_samples; /* the first N samples of each set; 0: all */
     int eval_on_start;
     long long save_total_limit; /* 0: keep every checkpoint */
     int track_best;             /* metric_for_best_model is set (eval_loss: lower is better) */

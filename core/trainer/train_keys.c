@@ -64,6 +64,12 @@ const sr_key sr__trainer_keys[] = {
      "with eval_strategy = steps: evaluate every N steps; default: logging_steps"},
     {"per_device_eval_batch_size", SR_KEY_INT, "8", NULL, 0, 1, SR_TRAIN_MAX_BATCH, NULL,
      "eval samples per forward on each rank (at most 2^20)"},
+    {"max_train_samples", SR_KEY_INT, NULL, NULL, 0, 1, LLONG_MAX, NULL,
+     "train on the first N samples of the task's training data only (HF's max_train_samples; after "
+     "validation_split_percentage took its share); default: all"},
+    {"max_eval_samples", SR_KEY_INT, NULL, NULL, 0, 1, LLONG_MAX, NULL,
+     "evaluate on the first N samples of the task's eval data only (HF's max_eval_samples): a shorter "
+     "evaluation; default: all"},
     {"eval_on_start", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL,
      "also evaluate before the first step (a sanity check)"},
     {"save_total_limit", SR_KEY_INT, NULL, NULL, 0, 1, LLONG_MAX, NULL,

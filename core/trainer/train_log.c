@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -10,15 +11,35 @@
 #include "io/json.h"
 #include "trainer/trainer_internal.h"
 
-/* Rank 0's progress bar, redrawn in place ('\r') when the output reaches a terminal. */
-static void progress(long long step, long long total, double elapsed, double loss) {
+/* Seconds the rest of the run should take after the current step: the steps left at this run's mean
+   training step time (evaluations taken out), plus each evaluation still due at the last one's
+   runtime (none yet: not counted).  Negative: not known yet (no step taken). */
+static double run_left(const sr__trainer *t, double elapsed) {
+    long long step = t->ts.global_step, done = step - t->first_step;
+    if (done <= 0) return -1;
+    double per_step = (elapsed - t->eval_s) / (double)done;
+    if (per_step < 0) per_step = 0;
+    return per_step * (double)(t->plan.total_steps - step) + (double)sr__evals_left(t, step) * t->last_eval_s;
+}
+
+void sr__trainer_bar(sr__trainer *t, double loss, const char *doing, double doing_left) {
     enum { W = 30 };
-    char bar[W + 1];
-    int fill = (int)((double)W * (double)step / (double)total);
+    long long step = t->ts.global_step, total = t->plan.total_steps;
+    char bar[W + 1], line[256];
+    int fill = total > 0 ? (int)((double)W * (double)step / (double)total) : 0;
     for (int i = 0; i < W; i++) bar[i] = i < fill ? '#' : '.';
     bar[W] = 0;
-    double eta = step > 0 ? elapsed / (double)step * (double)(total - step) : 0;
-    printf("\r[%s] %lld/%lld  loss %.4f  %.1fs elapsed, %.1fs left", bar, step, total, loss, elapsed, eta);
+    double elapsed = sr__now_s() - t->t0, left = run_left(t, elapsed);
+    if (left >= 0 && doing_left > 0) left += doing_left;
+    int n = snprintf(line, sizeof line, "[%s] %lld/%lld  ", bar, step, total);
+    if (doing) n += snprintf(line + n, sizeof line - (size_t)n, "%s;", doing);
+    else n += snprintf(line + n, sizeof line - (size_t)n, "loss %.4f ", loss);
+    if (left >= 0) snprintf(line + n, sizeof line - (size_t)n, " %.1fs elapsed, %.1fs left", elapsed, left);
+    else snprintf(line + n, sizeof line - (size_t)n, " %.1fs elapsed", elapsed);
+    int len = (int)strlen(line);
+    /* spaces over what a longer line before it left on the screen */
+    printf("\r%s%*s", line, t->bar_len > len ? t->bar_len - len : 0, "");
+    t->bar_len = len;
     fflush(stdout);
 }
 
@@ -70,10 +91,12 @@ void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r)
     long long step = t->ts.global_step, total = t->plan.total_steps;
     int last = step == total;
     if (!r->withheld) t->loss_sum += loss, t->loss_steps++; /* the summary's train_loss: applied steps */
-    if (t->rank == 0 && t->tty) progress(step, total, sr__now_s() - t->t0, loss);
+    if (t->rank == 0 && t->tty) sr__trainer_bar(t, loss, NULL, 0);
     if (step % t->a.logging_steps != 0 && !last) return;
-    sr__records_train_entry(t, loss, r);      /* log_history, on every rank */
-    if (t->rank == 0 && t->tty) printf("\r"); /* the log line replaces the bar; the bar is drawn again below it */
+    sr__records_train_entry(t, loss, r); /* log_history, on every rank */
+    /* the log line replaces the bar; the bar is drawn again below it */
+    if (t->rank == 0 && t->tty) printf("\r%*s\r", t->bar_len, "");
+    t->bar_len = 0;
     double now = sr__now_s();
     if (t->rank == 0) {
         double tok_s = (double)t->tokens_since_log * t->ws / (now - t->last_log_t);

@@ -148,11 +148,13 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
     rc = sr__records_setup(t); /* the eval data the configuration asks for */
     if (rc == SR_EXIT_OK) rc = start_params(t);
     if (rc != SR_EXIT_OK) return rc;
-    t->nsamples = ops->num_samples(t->state);
+    t->nsamples = t->task_samples = ops->num_samples(t->state);
     if (t->nsamples <= 0) {
         sr__log(SR_LOG_ERROR, "task %s has no training samples", task);
         return SR_EXIT_FAILED;
     }
+    /* max_train_samples: the first N (the sampler permutes 0 .. nsamples-1 only) */
+    if (t->a.max_train_samples > 0 && t->a.max_train_samples < t->nsamples) t->nsamples = t->a.max_train_samples;
     return SR_EXIT_OK;
 }
 
@@ -209,9 +211,12 @@ static int plan_run(sr__trainer *t) {
     sr__engine_describe(t->e, desc, sizeof desc);
     if (t->rank == 0) {
         printf("shardrun: %s\n", desc);
-        printf("shardrun: %lld samples, %lld per rank per epoch, batch %lld x %lld accumulation x %d rank%s = %lld per "
-               "step; %lld steps (%lld per epoch)\n",
-               (long long)t->nsamples, (long long)t->smp.per_rank, bs, a->gradient_accumulation_steps, t->ws,
+        char first[96] = "";
+        if (t->nsamples < t->task_samples)
+            snprintf(first, sizeof first, " (the first of %lld: max_train_samples)", (long long)t->task_samples);
+        printf("shardrun: %lld samples%s, %lld per rank per epoch, batch %lld x %lld accumulation x %d rank%s = %lld "
+               "per step; %lld steps (%lld per epoch)\n",
+               (long long)t->nsamples, first, (long long)t->smp.per_rank, bs, a->gradient_accumulation_steps, t->ws,
                t->ws == 1 ? "" : "s", bs * a->gradient_accumulation_steps * t->ws, p->total_steps, p->steps_per_epoch);
     }
     t->log = sr__train_log_open(a, t->rank, t->ts.global_step);
@@ -342,6 +347,7 @@ static int train(sr__trainer *t) {
     sr__progress_send(SR_PROGRESS_STARTED, "training");
     t->saved_step = -1;
     sr__watch_plan(t->plan.total_steps);
+    t->first_step = t->ts.global_step;
     for (long long step = t->ts.global_step; step < t->plan.total_steps; step++) {
         double loss;
         sr__step_result r;

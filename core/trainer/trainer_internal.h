@@ -47,7 +47,8 @@ typedef struct sr__trainer {
     sr__train_state ts;      /* global_step: optimizer steps done */
     long long weights_bytes; /* read from init_weights */
     /* the data and the optimizer */
-    int64_t nsamples;
+    int64_t nsamples;     /* the samples trained on: the task's, or the first max_train_samples */
+    int64_t task_samples; /* the task's (num_samples) */
     sr__sampler smp;
     sr__plan plan;
     int64_t *idx; /* one micro-batch's sample indices */
@@ -68,11 +69,15 @@ typedef struct sr__trainer {
     char *settings;           /* what checkpoints record of the configuration (owned; resume.c) */
     /* evaluation and the records (eval.c, records.c) */
     sr__history hist;
-    int64_t neval;     /* eval samples (0: no evaluation) */
-    int64_t *eval_idx; /* one eval batch's sample indices */
-    double loss_sum;   /* of the steps this run took: the summary's train_loss */
+    int64_t neval;      /* eval samples evaluated (0: no evaluation): the first max_eval_samples, or all */
+    int64_t task_neval; /* the task's eval samples */
+    int64_t *eval_idx;  /* one eval batch's sample indices */
+    double loss_sum;    /* of the steps this run took: the summary's train_loss */
     long long loss_steps;
-    double eval_metric; /* the last evaluation's eval_loss, and its step (-1: none) */
+    double eval_s, last_eval_s; /* seconds of this run's evaluations, and of the last one (0: none yet) */
+    long long first_step;       /* the global step this run's step loop started from */
+    int bar_len;                /* the length of the progress line last drawn (rank 0, terminal) */
+    double eval_metric;         /* the last evaluation's eval_loss, and its step (-1: none) */
     long long eval_step;
     /* multiple-choice evaluation ([task] eval_files; choice_eval.c): the examples, one batch's
        sequences, their tokens and losses; the last evaluation's accuracy (NaN: none) */
@@ -95,6 +100,10 @@ FILE *sr__train_log_open(const sr__train_args *a, int rank, long long resumed_st
 /* After each step: the progress bar (rank 0, on a terminal), and every logging_steps and at the
    last step the log line and its train_log.jsonl record; the tokens/s window restarts then. */
 void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r);
+/* Rank 0 on a terminal: draws the progress line in place: the bar, the step, then `doing` (e.g.
+   "evaluating 3/40 batches, 2.0s left") or else the loss, and the run's elapsed and remaining time
+   (doing_left: the seconds `doing` still needs, > 0 when known, counted in). */
+void sr__trainer_bar(sr__trainer *t, double loss, const char *doing, double doing_left);
 /* The run's results, as sr_report_* values.  0, or -1 when the parameter statistics (a
    collective) failed. */
 int sr__trainer_report(sr__trainer *t, double runtime);
@@ -127,5 +136,7 @@ void sr__choice_teardown(sr__trainer *t);
 /* Evaluates when eval_strategy says this step is due (start: before the first step, for
    eval_on_start).  0 or -1. */
 int sr__eval_if_due(sr__trainer *t, int start);
+/* The evaluations eval_strategy has due after global step `step`, up to the last step. */
+long long sr__evals_left(const sr__trainer *t, long long step);
 
 #endif

@@ -106,18 +106,21 @@ static void start_shard(prep_shards *s) {
     s->n = 0;
 }
 
-int prep_shards_init(prep_shards *s, const char *prefix, uint64_t shard_tokens, uint64_t val_tokens, int vocab_size,
-                     const sr_shard_tokenizer *t, char *err, size_t errlen) {
+int prep_shards_init(prep_shards *s, const char *prefix, uint64_t shard_tokens, prep_val_mode val_mode,
+                     uint64_t val_tokens, int vocab_size, const sr_shard_tokenizer *t, char *err, size_t errlen) {
     (void)err, (void)errlen;
     memset(s, 0, sizeof *s);
     s->tokenizer = *t;
     s->train_last = -1;
+    s->val_last = -1;
     s->prefix = prefix;
     s->shard_tokens = shard_tokens;
-    s->val_tokens = val_tokens;
+    s->val_mode = val_mode;
+    s->val_auto = val_mode == PREP_VAL_AUTO;
+    s->val_tokens = val_mode == PREP_VAL_TOKENS ? val_tokens : 0;
     s->vocab_size = vocab_size;
     s->token_bytes = sr_shard_token_bytes(vocab_size);
-    s->in_val = val_tokens > 0;
+    s->in_val = val_mode != PREP_VAL_TOKENS || val_tokens > 0; /* (auto: at least 1 token, decided later) */
     s->index = 0;
     memset(&cur, 0, sizeof cur);
     cur.old_fd = -1;
@@ -126,11 +129,12 @@ int prep_shards_init(prep_shards *s, const char *prefix, uint64_t shard_tokens, 
 }
 
 int prep_shards_wrote(const prep_shards *s, int val, long index) {
-    return val ? index == 0 && s->val_done : index >= (s->val_tokens > 0) && index <= s->train_last;
+    return val ? s->val_done && index <= s->val_last
+               : index >= (s->val_mode != PREP_VAL_TOKENS || s->val_tokens > 0) && index <= s->train_last;
 }
 
 static int end_shard(prep_shards *s, char *err, size_t errlen) {
-    if (s->in_val) s->val_done = 1;
+    if (s->in_val) s->val_done = 1, s->val_last = s->index;
     else s->train_last = s->index;
     if (!cur.w && cur.old_fd >= 0 && s->n == cur.old_tokens) {
         close_old();
@@ -169,16 +173,58 @@ static int put(prep_shards *s, const unsigned char *tokens, uint64_t n, char *er
     return 0;
 }
 
+/* The size of the current shard when full */
+static uint64_t shard_cap(const prep_shards *s) {
+    return s->in_val && s->val_mode == PREP_VAL_TOKENS ? s->val_tokens : s->shard_tokens;
+}
+
+/* PREP_VAL_AUTO: the val split is val tokens; the tokens held so far go out */
+static int decide(prep_shards *s, uint64_t val, char *err, size_t errlen) {
+    unsigned char *h = s->held;
+    uint64_t n = s->held_n;
+    s->val_mode = PREP_VAL_TOKENS, s->val_tokens = val, s->in_val = val > 0;
+    s->held = NULL, s->held_n = s->held_cap = 0;
+    s->tokens -= n; /* counted again as they are written */
+    int rc = prep_shards_push(s, h, (size_t)n, err, errlen);
+    free(h);
+    return rc;
+}
+
+/* PREP_VAL_AUTO, undecided: tokens kept until the share reaches its bound */
+static int hold(prep_shards *s, const unsigned char *tokens, size_t n, char *err, size_t errlen) {
+    const size_t tb = (size_t)s->token_bytes;
+    if (s->held_n + n > s->held_cap) {
+        uint64_t cap = s->held_cap ? 2 * s->held_cap : (uint64_t)1 << 16;
+        if (cap < s->held_n + n) cap = s->held_n + n;
+        unsigned char *g = realloc(s->held, (size_t)cap * tb);
+        if (!g) {
+            snprintf(err, errlen,
+                     "out of memory for the %llu tokens held until the val split's size is known (give "
+                     "--val-tokens N to write them at once)",
+                     (unsigned long long)cap);
+            return -1;
+        }
+        s->held = g, s->held_cap = cap;
+    }
+    memcpy(s->held + (size_t)s->held_n * tb, tokens, n * tb);
+    s->held_n += n;
+    s->tokens += n;
+    if (s->held_n * PREP_VAL_AUTO_PERCENT >= (uint64_t)PREP_VAL_AUTO_MAX * 100)
+        return decide(s, PREP_VAL_AUTO_MAX, err, errlen);
+    return 0;
+}
+
 int prep_shards_push(prep_shards *s, const unsigned char *tokens, size_t n, char *err, size_t errlen) {
+    if (s->val_mode == PREP_VAL_AUTO) return hold(s, tokens, n, err, errlen);
     while (n) {
-        uint64_t cap = (s->in_val ? s->val_tokens : s->shard_tokens) - s->n;
+        uint64_t cap = shard_cap(s) - s->n;
         uint64_t k = n < cap ? n : cap;
         if (put(s, tokens, k, err, errlen)) return -1;
         tokens += k * (uint64_t)s->token_bytes, n -= (size_t)k;
         s->tokens += k;
-        if (s->n == (s->in_val ? s->val_tokens : s->shard_tokens)) {
+        if (s->n == shard_cap(s)) {
             if (end_shard(s, err, errlen)) return -1;
-            s->in_val = 0;
+            if (s->val_mode != PREP_VAL_ALL) s->in_val = 0;
             s->index++;
             start_shard(s);
         }
@@ -188,6 +234,9 @@ int prep_shards_push(prep_shards *s, const unsigned char *tokens, size_t n, char
 
 int prep_shards_finish(prep_shards *s, char *err, size_t errlen) {
     int rc = 0;
+    /* the end came first: the share of what there is, rounded up (every input has a token) */
+    if (s->val_mode == PREP_VAL_AUTO && decide(s, (s->held_n * PREP_VAL_AUTO_PERCENT + 99) / 100, err, errlen) != 0)
+        return -1;
     if (s->n) rc = end_shard(s, err, errlen);
     else close_old();
     return rc;

@@ -18,6 +18,9 @@
  */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +35,7 @@
 
 #include <ini.h>
 
+#include "base/fs.h"
 #include "shardrun/data.h"
 
 #include "prep_cut.h"
@@ -50,7 +54,8 @@ static size_t chunk_bytes = (size_t)1 << 18;
 #define TEXT_FILE_MAX ((size_t)4 << 30)
 
 static const char USAGE[] =
-    "usage: shardrun_prepare -o OUT_PREFIX [options] INPUT...\n"
+    " -o OUT_PREFIX [--job JOB.ini | --vocab FILE --merges FILE | --tokenizer-json FILE] [options]\n"
+    "       INPUT...\n"
     "\n"
     "Tokenizes text files or JSON Lines into llm.c token shards (a 256 x int32 header, then uint16 tokens,\n"
     "or uint32 for a vocabulary above 65536): OUT_PREFIX_val_000000.bin with the first --val-tokens tokens,\n"
@@ -58,7 +63,7 @@ static const char USAGE[] =
     "end-of-text token, as llm.c's data scripts write them. INPUT: a .jsonl / .json file (one JSON object\n"
     "per line, its --text-field a document) or any other file (plain text, one document).\n"
     "\n"
-    "  -o, --output PREFIX     where the shards go: PREFIX_val_000000.bin ... (its folder must exist)\n"
+    "  -o, --output PREFIX     where the shards go: PREFIX_val_000000.bin ... (a missing folder is made)\n"
     "  --job JOB.ini           the tokenizer of a job's [task]: vocab_json + merges_txt, or tokenizer_json,\n"
     "                          and its text_field (paths relative to the job file, as shardrun reads them;\n"
     "                          the flags below win)\n"
@@ -68,8 +73,9 @@ static const char USAGE[] =
     "                          neither: byte-level tokens (one per byte, <|endoftext|> 256), the tasks' default\n"
     "  --text-field NAME       the JSON Lines field holding the text (default text)\n"
     "  --shard-tokens N        tokens per train shard (default 100000000, llm.c's)\n"
-    "  --val-tokens N          tokens of the val split, the first ones (default 1000000; 0: no val split,\n"
-    "                          the train shards start at 000000)\n"
+    "  --val-tokens N|auto|all tokens of the val split, the first ones (default auto: 5 percent of the\n"
+    "                          tokens, at most 1000000; 0: no val split, the train shards start at 000000;\n"
+    "                          all: eval-only data, every token in PREFIX_val_000000.bin, ...)\n"
     "  --threads N             tokenizing threads (default: the cores this process may use)\n"
     "  --chunk-bytes N         input per unit of work of a thread (default 262144): whole lines of JSON\n"
     "                          Lines; a longer text file is cut where the ids cannot change (\"end.\\nNext\":\n"
@@ -90,20 +96,37 @@ typedef struct {
     const char *out, *text_field, *format, *job;
     prep_tokenizer_files tok;
     uint64_t shard_tokens, val_tokens;
+    prep_val_mode val_mode;
     int threads;
     prep_progress_mode progress;
     char **inputs;
     int ninputs;
 } opts;
 
+/* The command as the user typed it, in every message: "shardrun prepare" (cmd_prepare.c passes it as
+   argv[0]) or shardrun_prepare run directly. */
+static const char *prog = "shardrun_prepare";
+
+/* A message on stderr, after the command's name */
+static int say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int say(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", prog);
+    int n = vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
 static int bad(const char *fmt, const char *a, const char *b) {
-    fprintf(stderr, "shardrun_prepare: error: ");
+    fprintf(stderr, "%s: error: ", prog);
     fprintf(stderr, fmt, a, b);
-    fprintf(stderr, " (see shardrun_prepare --help)\n");
+    fprintf(stderr, " (see %s --help)\n", prog);
     return EXIT_CONFIG;
 }
 
-static int parse_count(const char *flag, const char *v, uint64_t min, uint64_t max, uint64_t *out) {
+/* also: what else the flag takes, for the message ("", or ", auto or all") */
+static int parse_count(const char *flag, const char *v, uint64_t min, uint64_t max, const char *also, uint64_t *out) {
     char *end;
     errno = 0;
     unsigned long long x = strtoull(v, &end, 10);
@@ -111,7 +134,7 @@ static int parse_count(const char *flag, const char *v, uint64_t min, uint64_t m
         char range[96];
         snprintf(range, sizeof range, "a whole number from %llu to %llu", (unsigned long long)min,
                  (unsigned long long)max);
-        fprintf(stderr, "shardrun_prepare: error: %s %s: expected %s (see shardrun_prepare --help)\n", flag, v, range);
+        say("error: %s %s: expected %s%s (see %s --help)\n", flag, v, range, also, prog);
         return -1;
     }
     *out = x;
@@ -161,12 +184,12 @@ static int read_job(opts *o) {
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - o->job) + (slash == o->job) : 1, slash ? o->job : ".");
     job_keys j = {o, NULL, NULL, NULL, NULL, dir};
     FILE *f = fopen(o->job, "r");
-    if (!f) return fprintf(stderr, "shardrun_prepare: error: --job %s: %s\n", o->job, strerror(errno)), -1;
+    if (!f) return say("error: --job %s: %s\n", o->job, strerror(errno)), -1;
     int rc = ini_parse_file(f, on_job_key, &j);
     fclose(f);
     if (rc) {
-        fprintf(stderr, "shardrun_prepare: error: --job %s:%d: %s\n", o->job, rc,
-                rc > 0 ? "not a valid ini line (expected KEY = VALUE or [section])" : "out of memory");
+        say("error: --job %s:%d: %s\n", o->job, rc,
+            rc > 0 ? "not a valid ini line (expected KEY = VALUE or [section])" : "out of memory");
         return -1;
     }
     /* the job's tokenizer only when no flag names one; the strings live until exit */
@@ -186,11 +209,12 @@ static int parse(int argc, char **argv, opts *o) {
     o->text_field = NULL; /* --text-field, else the job's, else "text" */
     o->format = "auto";
     o->shard_tokens = 100000000;
-    o->val_tokens = 1000000;
+    o->val_mode = PREP_VAL_AUTO;
     o->progress = PREP_PROGRESS_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: %s", prog);
             fputs(USAGE, stdout);
             exit(0);
         }
@@ -219,14 +243,17 @@ static int parse(int argc, char **argv, opts *o) {
         else if (!strcmp(a, "--tokenizer-json")) o->tok.tokenizer_json = v;
         else if (!strcmp(a, "--text-field")) o->text_field = v;
         else if (!strcmp(a, "--shard-tokens")) {
-            if (parse_count(a, v, 1, (uint64_t)SR_SHARD_MAX_TOKENS, &o->shard_tokens)) return EXIT_CONFIG;
+            if (parse_count(a, v, 1, (uint64_t)SR_SHARD_MAX_TOKENS, "", &o->shard_tokens)) return EXIT_CONFIG;
         } else if (!strcmp(a, "--val-tokens")) {
-            if (parse_count(a, v, 0, (uint64_t)SR_SHARD_MAX_TOKENS, &o->val_tokens)) return EXIT_CONFIG;
+            o->val_mode = !strcmp(v, "auto") ? PREP_VAL_AUTO : !strcmp(v, "all") ? PREP_VAL_ALL : PREP_VAL_TOKENS;
+            if (o->val_mode == PREP_VAL_TOKENS &&
+                parse_count(a, v, 0, (uint64_t)SR_SHARD_MAX_TOKENS, ", auto or all", &o->val_tokens))
+                return EXIT_CONFIG;
         } else if (!strcmp(a, "--threads")) {
-            if (parse_count(a, v, 1, 1024, &x)) return EXIT_CONFIG;
+            if (parse_count(a, v, 1, 1024, "", &x)) return EXIT_CONFIG;
             o->threads = (int)x;
         } else if (!strcmp(a, "--chunk-bytes")) {
-            if (parse_count(a, v, 16, (uint64_t)1 << 30, &x)) return EXIT_CONFIG;
+            if (parse_count(a, v, 16, (uint64_t)1 << 30, "", &x)) return EXIT_CONFIG;
             chunk_bytes = (size_t)x;
         } else if (!strcmp(a, "--format")) {
             if (strcmp(v, "auto") && strcmp(v, "text") && strcmp(v, "jsonl"))
@@ -278,34 +305,36 @@ static int check_content(const opts *o, const char *path) {
     char err[1024];
     if (is_jsonl(o, path)) {
         int rc = sr_jsonl_check_start(path, o->text_field, err, sizeof err);
-        if (rc < 0) return fprintf(stderr, "shardrun_prepare: error: %s\n", err), EXIT_CONFIG;
-        if (rc > 0)
-            return fprintf(stderr, "shardrun_prepare: error: %s; remove it from the inputs or fill it\n", err),
-                   EXIT_CONFIG;
+        if (rc < 0) return say("error: %s\n", err), EXIT_CONFIG;
+        if (rc > 0) return say("error: %s; remove it from the inputs or fill it\n", err), EXIT_CONFIG;
         return 0;
     }
     int rc = has_text(path);
-    if (rc < 0) return fprintf(stderr, "shardrun_prepare: error: input %s: %s\n", path, strerror(errno)), EXIT_CONFIG;
+    if (rc < 0) return say("error: input %s: %s\n", path, strerror(errno)), EXIT_CONFIG;
     if (rc == 0)
-        return fprintf(stderr,
-                       "shardrun_prepare: error: input %s: no text: the file is empty or only whitespace, no "
-                       "document to tokenize; remove it from the inputs or fill it\n",
-                       path),
+        return say("error: input %s: no text: the file is empty or only whitespace, no "
+                   "document to tokenize; remove it from the inputs or fill it\n",
+                   path),
                EXIT_CONFIG;
     return 0;
 }
 
-/* every input a readable regular file, the output folder there: before any work */
+/* The folder of an output prefix ("." when it names none) */
+static void out_folder(const char *out, char *dir, size_t cap) {
+    const char *slash = strrchr(out, '/');
+    snprintf(dir, cap, "%.*s", slash ? (int)(slash - out) + (slash == out) : 1, slash ? out : ".");
+}
+
+/* every input a readable regular file, the output folder possible: before any work */
 static int check_paths(const opts *o, uint64_t *total) {
     *total = 0;
     for (int i = 0; i < o->ninputs; i++) {
         struct stat st;
         if (stat(o->inputs[i], &st) != 0)
-            return fprintf(stderr, "shardrun_prepare: error: input %s: %s\n", o->inputs[i], strerror(errno)),
-                   EXIT_CONFIG;
+            return say("error: input %s: %s\n", o->inputs[i], strerror(errno)), EXIT_CONFIG;
         if (!S_ISREG(st.st_mode))
-            return fprintf(stderr, "shardrun_prepare: error: input %s is %s; expected a text or JSON Lines file\n",
-                           o->inputs[i], tf_file_kind(st.st_mode)),
+            return say("error: input %s is %s; expected a text or JSON Lines file\n", o->inputs[i],
+                       tf_file_kind(st.st_mode)),
                    EXIT_CONFIG;
         *total += (uint64_t)st.st_size;
     }
@@ -313,17 +342,30 @@ static int check_paths(const opts *o, uint64_t *total) {
         int rc = check_content(o, o->inputs[i]);
         if (rc) return rc;
     }
+    /* the output folder: made (mkdir -p) once the tokenizer is loaded; here, the nearest folder that
+       exists must be one this process can write in */
     char dir[4096];
-    const char *slash = strrchr(o->out, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - o->out) + (slash == o->out) : 1, slash ? o->out : ".");
+    out_folder(o->out, dir, sizeof dir);
     struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0)
-        return fprintf(stderr, "shardrun_prepare: error: -o %s: the folder %s %s; create it first\n", o->out, dir,
-                       stat(dir, &st) != 0    ? "does not exist"
-                       : !S_ISDIR(st.st_mode) ? "is not a folder"
-                                              : "is not writable"),
+    char *d = dir;
+    while (stat(d, &st) != 0 && (errno == ENOENT || errno == ENOTDIR) && strcmp(d, ".") && strcmp(d, "/"))
+        d = dirname(d);
+    if (stat(d, &st) != 0 || !S_ISDIR(st.st_mode) || access(d, W_OK) != 0)
+        return say("error: -o %s: %s %s; choose another -o\n", o->out, d,
+                   stat(d, &st) != 0      ? strerror(errno)
+                   : !S_ISDIR(st.st_mode) ? "is not a folder"
+                                          : "is not a folder this user can write in"),
                EXIT_CONFIG;
     return 0;
+}
+
+/* -o's folder, made with its missing parents: 0, or -1 after saying why not */
+static int make_out_folder(const opts *o) {
+    char dir[4096], failed[4096];
+    out_folder(o->out, dir, sizeof dir);
+    if (sr__mkdir_p(dir, failed, sizeof failed) == 0) return 0;
+    say("error: -o %s: cannot make the folder %s: %s\n", o->out, failed, strerror(errno));
+    return -1;
 }
 
 /* ---- the run ---------------------------------------------------------------------------------- */
@@ -485,6 +527,31 @@ static double thread_user_s(double *sys) {
     return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec;
 }
 
+/* What the val split holds, and a warning when it leaves little or nothing to train on */
+static void report_val(const opts *o, const prep_shards *s) {
+    unsigned long long all = s->tokens, val = s->val_mode == PREP_VAL_ALL ? all
+                                              : s->val_tokens < all       ? s->val_tokens
+                                                                          : all;
+    double pct = all ? 100.0 * (double)val / (double)all : 0;
+    if (s->val_mode == PREP_VAL_ALL)
+        printf("val split: all %llu tokens (--val-tokens all: eval-only data, no train shard)\n", all);
+    else if (s->val_auto)
+        printf("val split: %llu tokens, %.1f%% of %llu (the default: %d%%, at most %d; --val-tokens N sets it)\n", val,
+               pct, all, PREP_VAL_AUTO_PERCENT, PREP_VAL_AUTO_MAX);
+    else if (val)
+        printf("val split: %llu tokens, %.1f%% of %llu (--val-tokens %llu)\n", val, pct, all,
+               (unsigned long long)o->val_tokens);
+    if (s->val_mode != PREP_VAL_TOKENS || s->val_auto || !all) return;
+    if (all <= o->val_tokens)
+        say("warning: all %llu tokens went to the val split (--val-tokens %llu): there is no train shard; give a "
+            "smaller --val-tokens, or --val-tokens all for eval-only data\n",
+            all, (unsigned long long)o->val_tokens);
+    else if (val * 5 > all) /* more than 20% */
+        say("warning: the val split (--val-tokens %llu) holds %.0f%% of the %llu tokens: they are not trained on, "
+            "and every evaluation reads them all; give a smaller --val-tokens (or leave it out: %d%%, at most %d)\n",
+            (unsigned long long)o->val_tokens, pct, all, PREP_VAL_AUTO_PERCENT, PREP_VAL_AUTO_MAX);
+}
+
 static void on_signal(int sig) {
     /* the temporary of the shard being written goes; then die of the signal (128+N) */
     prep_shards_abort();
@@ -494,6 +561,7 @@ static void on_signal(int sig) {
 
 int main(int argc, char **argv) {
     opts o;
+    if (argc > 0 && argv[0][0]) prog = basename(argv[0]); /* (POSIX basename: argv[0] is ours to modify) */
     int rc = parse(argc, argv, &o);
     if (rc) return rc;
     o.inputs = argv;
@@ -510,7 +578,7 @@ int main(int argc, char **argv) {
     double t0 = prep_now();
     char err[1024];
     if (!(r.pool = prep_pool_start(&o.tok, o.threads, o.text_field, err, sizeof err)))
-        return fprintf(stderr, "shardrun_prepare: error: %s\n", err), EXIT_CONFIG;
+        return say("error: %s\n", err), EXIT_CONFIG;
     int vocab = prep_pool_vocab_size(r.pool);
     const char *eos_from; /* the tokenizer's own string: read before the pool stops */
     char eos_why[200];
@@ -520,13 +588,14 @@ int main(int argc, char **argv) {
     /* which tokenizer writes the shards: recorded in each, and the prefix must hold no other's */
     const char *tok_files[2] = {o.tok.tokenizer_json ? o.tok.tokenizer_json : o.tok.vocab_json, o.tok.merges_txt};
     sr_shard_tokenizer tok_id;
+    if (make_out_folder(&o) != 0) _exit(EXIT_CONFIG); /* the threads wait for work: leave now */
     if (sr_shard_tokenizer_of_files(&tok_id, tok_files,
                                     o.tok.tokenizer_json ? 1
                                     : o.tok.vocab_json   ? 2
                                                          : 0,
                                     vocab, err, sizeof err) != 0 ||
         prep_prefix_check(o.out, &tok_id, sr_shard_token_bytes(vocab), err, sizeof err) != 0) {
-        fprintf(stderr, "shardrun_prepare: error: %s\n", err);
+        say("error: %s\n", err);
         _exit(EXIT_CONFIG); /* the threads wait for work: leave now */
     }
     struct sigaction sa;
@@ -535,7 +604,7 @@ int main(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    prep_shards_init(&r.shards, o.out, o.shard_tokens, o.val_tokens, vocab, &tok_id, err, sizeof err);
+    prep_shards_init(&r.shards, o.out, o.shard_tokens, o.val_mode, o.val_tokens, vocab, &tok_id, err, sizeof err);
     prep_progress_init(&r.progress, o.progress, total, 10);
     double sys0, t1 = prep_now(), user0 = thread_user_s(&sys0);
     for (int i = 0; i < o.ninputs && !rc; i++) {
@@ -556,7 +625,7 @@ int main(int argc, char **argv) {
     prep_progress_break(&r.progress);
     if (rc) {
         prep_shards_abort();
-        fprintf(stderr, "shardrun_prepare: error: %s\n", r.err);
+        say("error: %s\n", r.err);
         _exit(r.config_error ? EXIT_CONFIG : EXIT_FAILED); /* threads may still be busy: leave now */
     }
     double worker_cpu;
@@ -580,14 +649,9 @@ int main(int argc, char **argv) {
                "this data\n",
                removed, removed_first, removed > 1 ? ", ..." : "");
     if (invalid)
-        fprintf(stderr,
-                "shardrun_prepare: warning: %s%s is named like a shard of this prefix but is no valid shard (%d "
-                "such file%s); it is not part of this data, and training refuses it: remove it\n",
-                invalid_first, invalid > 1 ? " (and more)" : "", invalid, invalid > 1 ? "s" : "");
-    if (r.shards.tokens && r.shards.tokens <= o.val_tokens)
-        fprintf(stderr,
-                "shardrun_prepare: warning: all %llu tokens went to the val split (--val-tokens %llu): "
-                "there is no train shard; give a smaller --val-tokens\n",
-                (unsigned long long)r.shards.tokens, (unsigned long long)o.val_tokens);
+        say("warning: %s%s is named like a shard of this prefix but is no valid shard (%d such file%s); it is not "
+            "part of this data, and training refuses it: remove it\n",
+            invalid_first, invalid > 1 ? " (and more)" : "", invalid, invalid > 1 ? "s" : "");
+    report_val(&o, &r.shards);
     return 0;
 }

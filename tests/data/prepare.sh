@@ -3,7 +3,8 @@
 # document, <|endoftext|> first, whatever the threads and however the documents are cut into chunks;
 # the val split and llm.c's names; a re-run keeps identical shards and rewrites changed ones; a
 # killed run leaves no file that looks like a shard and is not one; bad input exits 2 naming the
-# file and line; the progress bar and the plain lines.
+# file and line; the progress bar and the plain lines.  (The val split's default and -o's folder:
+# prepare_val.sh.)
 . "$(dirname "$0")/../cli/lib.sh"
 PREP=${SHARDRUN_PREPARE:-$BUILD/shardrun_prepare}
 TOK=${GPT2_TOKENIZE:-$BUILD/gpt2_tokenize}
@@ -195,9 +196,10 @@ expect_rc 2 "a missing vocabulary"
 expect_in "$err" "missing.json" "the message names the vocabulary file"
 run "$PREP" --vocab "$T/vocab.json" -o "$T/e/x" "$L/BSD"
 expect_rc 2 "--vocab without --merges"
-run "$PREP" -o "$T/nodir/x" "$L/BSD"
-expect_rc 2 "an output folder that does not exist"
-expect_in "$err" "does not exist" "the message says so"
+cp "$L/BSD" "$T/BSD-file"
+run "$PREP" -o "$T/BSD-file/x" "$L/BSD"
+expect_rc 2 "an output folder that is a file"
+expect_in "$err" "is not a folder" "the message says so"
 run "$PREP" --shard-tokens 0 -o "$T/e/x" "$L/BSD"
 expect_rc 2 "--shard-tokens 0"
 run "$PREP" --job "$T/missing.ini" -o "$T/e/x" "$L/BSD"

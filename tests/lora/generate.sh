@@ -85,9 +85,11 @@ PY
     echo "$family: $(cat "$T/$d.ck.ids"); the base alone: $(cat "$T/$d.base.ids")"
 done
 
-# the checkpoint's model.safetensors alone (no adapter files beside it), and the adapters alone
-mkdir -p "$T/alone" "$T/peft"
-cp "$T/g/checkpoint-4/model.safetensors" "$T/alone/"
+# the checkpoint without its adapter files (model.safetensors and the tokenizer and config files
+# it lists), and the adapters alone
+mkdir -p "$T/peft"
+cp -r "$T/g/checkpoint-4" "$T/alone"
+rm "$T/alone/adapter_config.json" "$T/alone/adapter_model.safetensors"
 gen alone "$T/alone" --n-head 4
 expect_rc 2 "a LoRA model.safetensors without adapter_config.json"
 expect_in "$err" "holds 4 LoRA adapter tensors" "the model without its adapter files: what it holds"

@@ -94,25 +94,6 @@ static int parse(char *text, status *s, char *bad, size_t badlen) {
     return 0;
 }
 
-/* The start time of pid (field 22 of /proc/PID/stat), 0 when it is gone (or a zombie: dead, not yet
-   reaped by its parent). */
-static unsigned long long start_of(long pid) {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')');
-    unsigned long long v = 0;
-    if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X') return 0;
-    for (int field = 2; p && *p && field < 22; p++)
-        if (*p == ' ') field++;
-    if (p && sscanf(p, "%llu", &v) != 1) v = 0;
-    return v;
-}
-
 /* Why a status that says "running" is stale, or NULL when its shardrun may well be running. */
 static const char *stale_why(const status *s, const char *dir, double file_age, char *buf, size_t len) {
     char *lock = sr__fmt("%s/%s", dir, SR__OUTPUT_LOCK_NAME);
@@ -122,8 +103,9 @@ static const char *stale_why(const status *s, const char *dir, double file_age, 
     char me[256] = "";
     if (gethostname(me, sizeof me - 1) != 0) me[0] = 0;
     if (!strcmp(me, s->host)) {
-        unsigned long long started = start_of(s->pid);
-        if (!started || (s->pid_start && started != s->pid_start)) {
+        int zombie = 0;
+        unsigned long long started = sr__pid_start_time(s->pid, &zombie);
+        if (!started || zombie || (s->pid_start && started != s->pid_start)) {
             snprintf(buf, len, "its shardrun (pid %ld on this host) is gone", s->pid);
             return buf;
         }

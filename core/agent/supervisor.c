@@ -521,23 +521,29 @@ static int poll_timeout_ms(const sr__attempt *st, sr__rdzv *r, const sr__watch *
     return timeout;
 }
 
+/* Asks the watchdog whether a rank of this attempt is hung; when one is, prints its report, keeps
+   what it names in st->hang and returns 1 with *h filled. */
+static int hang_found(sr__attempt *st, sr__hang *h) {
+    int *reaped = sr__calloc((size_t)st->n + 1, sizeof *reaped);
+    if (!reaped) return 0; /* next turn */
+    for (int i = 0; i < st->n; i++) reaped[i] = st->ws[i].reaped;
+    int hung = sr__watchdog_check(watchdog, reaped, h);
+    free(reaped);
+    if (!hung) return 0;
+    fputs(h->report, stderr);
+    fflush(stderr);
+    snprintf(st->hang, sizeof st->hang, "%s", h->what);
+    return 1;
+}
+
 /* A preemption waits up to preempt_grace for every rank to finish its step and write its part of
    the checkpoint.  A rank that cannot (stopped by SIGSTOP when the SIGTERM came, held in the
    kernel) never does, and its peers wait for it in a collective: the watchdog goes on watching,
    and a hang found then is reported and stops every rank now (shutdown_grace), not when
    preempt_grace runs out.  The exit stays the preemption's (143); the summary names the hang. */
 static void watch_preemption(sr__attempt *st, sr__run *run) {
-    if (st->hang[0] || st->killed) return;
-    int *reaped = sr__calloc((size_t)st->n + 1, sizeof *reaped);
-    if (!reaped) return; /* next turn */
-    for (int i = 0; i < st->n; i++) reaped[i] = st->ws[i].reaped;
     static sr__hang h;
-    int hung = sr__watchdog_check(watchdog, reaped, &h);
-    free(reaped);
-    if (!hung) return;
-    fputs(h.report, stderr);
-    fflush(stderr);
-    snprintf(st->hang, sizeof st->hang, "%s", h.what);
+    if (st->hang[0] || st->killed || !hang_found(st, &h)) return;
     sr__log(SR_LOG_ERROR,
             "the preemption cannot finish: a rank that makes no progress writes no checkpoint; stopping every "
             "rank now (shutdown_grace %gs) instead of waiting out preempt_grace (%gs)",
@@ -572,16 +578,8 @@ static void watch_for_hang(sr__attempt *st, sr__run *run) {
         }
         return;
     }
-    int *reaped = sr__calloc((size_t)st->n + 1, sizeof *reaped);
-    if (!reaped) return; /* next turn */
-    for (int i = 0; i < st->n; i++) reaped[i] = st->ws[i].reaped;
     static sr__hang h;
-    int hung = sr__watchdog_check(watchdog, reaped, &h);
-    free(reaped);
-    if (!hung) return;
-    fputs(h.report, stderr);
-    fflush(stderr);
-    snprintf(st->hang, sizeof st->hang, "%s", h.what);
+    if (!hang_found(st, &h)) return;
     char msg[1000];
     snprintf(msg, sizeof msg, "hang (seen by node %d): %s", run->layout.node_rank, h.what);
     int started = st->n > 0;

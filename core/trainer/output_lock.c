@@ -26,9 +26,7 @@ struct sr__output_lock {
     int stop;
 };
 
-/* The start time of pid (field 22 of /proc/PID/stat, in clock ticks since boot), 0 when unknown;
-   *zombie: whether it has ended and only waits to be reaped. */
-static unsigned long long pid_start_of(long pid, int *zombie) {
+unsigned long long sr__pid_start_time(long pid, int *zombie) {
     char p[64], buf[1024];
     snprintf(p, sizeof p, "/proc/%ld/stat", pid);
     FILE *f = fopen(p, "re");
@@ -43,7 +41,7 @@ static unsigned long long pid_start_of(long pid, int *zombie) {
         if (*s == ' ') field++;
     return s && sscanf(s, "%llu", &v) == 1 ? v : 0;
 }
-static unsigned long long pid_start(long pid) { return pid_start_of(pid, NULL); }
+static unsigned long long pid_start(long pid) { return sr__pid_start_time(pid, NULL); }
 
 void sr__lock_owner_self(sr__lock_owner *me, const char *launch, const char *requeue_key) {
     const char *count = getenv("SLURM_RESTART_COUNT");
@@ -111,7 +109,7 @@ static int owner_read(const char *path, sr__lock_owner *o, char **text, struct s
 static int pid_gone(const sr__lock_owner *o) {
     if (kill((pid_t)o->pid, 0) != 0 && errno == ESRCH) return 1;
     int zombie = 0;
-    unsigned long long now = pid_start_of(o->pid, &zombie);
+    unsigned long long now = sr__pid_start_time(o->pid, &zombie);
     return zombie || (o->pid_start && now && now != o->pid_start);
 }
 

@@ -46,6 +46,11 @@ typedef struct sr__lock_owner {
 
 typedef struct sr__output_lock sr__output_lock;
 
+/* The start time of pid on this host (field 22 of /proc/PID/stat, in clock ticks since boot), 0 when
+   it is gone; with a pid reused since, another value.  *zombie (when not NULL): it has ended and only
+   waits to be reaped. */
+unsigned long long sr__pid_start_time(long pid, int *zombie);
+
 /* This process as an owner for launch and requeue_key (either may be ""). */
 void sr__lock_owner_self(sr__lock_owner *me, const char *launch, const char *requeue_key);
 

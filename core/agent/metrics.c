@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 static int listen_fd = -1;
 static pthread_t thread;
 static atomic_int stopping;
+static sem_t entered; /* posted by the thread once it runs serve() (see sr__metrics_start) */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 /* what the watchdog handed over last (mu), and the thread's copy of it */
 typedef struct snapshot {
@@ -172,6 +174,7 @@ static void serve_one(int c) {
 }
 
 static void *serve(void *arg) {
+    sem_post(&entered);
     (void)arg;
     while (!atomic_load(&stopping)) {
         struct pollfd p = {.fd = listen_fd, .events = POLLIN};
@@ -210,11 +213,15 @@ int sr__metrics_start(int port, char *why, size_t len) {
     listen_fd = fd;
     atomic_store(&stopping, 0);
     if (!atfork && pthread_atfork(NULL, NULL, close_in_child) == 0) atfork = 1;
+    sem_init(&entered, 0, 0);
     if (pthread_create(&thread, NULL, serve, NULL) != 0) {
         snprintf(why, len, "cannot start its thread: %s", strerror(errno));
         close(fd), listen_fd = -1;
         return -1;
     }
+    /* A new thread allocates before it runs serve() (the sanitizers' thread set-up does): a worker
+       forked meanwhile would inherit the allocator locked.  serve() itself never allocates. */
+    while (sem_wait(&entered) != 0 && errno == EINTR) {}
     return 0;
 }
 

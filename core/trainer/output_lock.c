@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@ struct sr__output_lock {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stop;
+    sem_t entered; /* posted by the heartbeat thread once it runs its own code (see start) */
 };
 
 unsigned long long sr__pid_start_time(long pid, int *zombie) {
@@ -147,6 +149,7 @@ static void describe(const sr__lock_owner *o, char *out, size_t len) {
 
 static void *beat(void *arg) {
     sr__output_lock *l = arg;
+    sem_post(&l->entered);
     pthread_mutex_lock(&l->mu);
     while (!l->stop) {
         struct timespec until;
@@ -196,14 +199,19 @@ static int start(const char *lockp, sr__output_lock **out, char *err, size_t err
     int e = errno;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, NULL);
+    sem_init(&l->entered, 0, 0);
     if (l->fd < 0 || (e = pthread_create(&l->beat, NULL, beat, l)) != 0) {
         snprintf(err, errlen, "cannot keep the lock %s: %s", lockp, strerror(e));
         if (l->fd >= 0) close(l->fd);
         unlink(lockp);
-        pthread_mutex_destroy(&l->mu), pthread_cond_destroy(&l->cv);
+        pthread_mutex_destroy(&l->mu), pthread_cond_destroy(&l->cv), sem_destroy(&l->entered);
         free(l->path), free(l);
         return -1;
     }
+    /* A new thread allocates before it runs beat() (the sanitizers' thread set-up does): a worker
+       the agent forks meanwhile inherits the allocator locked and hangs in its first malloc.  So
+       the agent forks nothing until the thread is in its own code, which never allocates. */
+    while (sem_wait(&l->entered) != 0 && errno == EINTR) {}
     *out = l;
     return 0;
 }

@@ -237,12 +237,16 @@ static int compare_settings(const sr__trainer *t, const char *dir, const sr__ckp
     return SR_EXIT_CONFIG;
 }
 
-/* The checkpoint a restart continues from: the newest its own job wrote, or NULL. */
-static char *restart_checkpoint(sr__trainer *t, int n) {
+/* The checkpoint a restart continues from: the newest its own job wrote, or NULL (*oom set when
+   memory ran out looking: the run must not start over). */
+static char *restart_checkpoint(sr__trainer *t, int n, int *oom) {
     const sr__train_args *a = &t->a;
+    *oom = 0;
     if (!n || !a->output_dir) return NULL;
-    char *dir = sr_restart_count(t->ctx) > 0 ? sr__ckpt_latest_of_job(a->output_dir, "job_id", t->ts.job_id)
-                                             : sr__ckpt_latest_of_job(a->output_dir, "requeue_key", t->ts.requeue_key);
+    char *dir = sr_restart_count(t->ctx) > 0
+                    ? sr__ckpt_latest_of_job(a->output_dir, "job_id", t->ts.job_id, oom)
+                    : sr__ckpt_latest_of_job(a->output_dir, "requeue_key", t->ts.requeue_key, oom);
+    if (*oom) return NULL;
     if (t->rank == 0) {
         if (dir) printf("shardrun: restart %d: resuming from this job's newest checkpoint, %s\n", n, dir);
         else
@@ -266,8 +270,13 @@ static char *named_checkpoint(const sr__trainer *t, int *rc) {
             return NULL;
         }
         char *dir = n ? sr__fmt("%s/%s", a->output_dir, l[n - 1].name) : NULL;
+        if (n && !dir) {
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint = latest: out of memory for the name of %s/%s", a->output_dir,
+                    l[n - 1].name);
+            *rc = SR_EXIT_FAILED;
+        }
         sr__ckpt_list_free(l, n);
-        if (!dir)
+        if (!dir && !n)
             sr__log(SR_LOG_ERROR,
                     "resume_from_checkpoint: no checkpoint-N folder in %s; train without "
                     "resume_from_checkpoint first, or name a checkpoint folder",
@@ -367,7 +376,9 @@ int sr__resume_choose(sr__trainer *t) {
     t->settings = settings_json(t);
     snprintf(t->ts.run_id, sizeof t->ts.run_id, "%s", t->ts.job_id); /* a new run, unless it resumes */
     int restarts = sr__resume_restarts(t);
-    char *dir = restart_checkpoint(t, restarts);
+    int oom;
+    char *dir = restart_checkpoint(t, restarts, &oom);
+    if (oom) return SR_EXIT_FAILED;
     if (!dir && a->resume_from_checkpoint && !(dir = named_checkpoint(t, &rc))) return rc;
     if (!dir) return a->output_dir ? other_runs(t, NULL) : SR_EXIT_OK;
     sr__ckpt_ident id = {0};

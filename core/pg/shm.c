@@ -464,13 +464,17 @@ static int store_meet(const sr__pg_setup *s, const char *stage, const char *valu
     char **owned = sr__calloc((size_t)s->size, sizeof *owned);
     int oom = !keys || !owned;
     for (int r = 0; r < s->size && !oom; r++) oom = !(keys[r] = owned[r] = sr__fmt("%s%s/%d", s->prefix, stage, r));
-    if (oom) {
+    snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, s->rank);
+    if (oom) { /* this rank still says it failed ("pid" -1, "mapped" 0), so that the others need not wait for it */
+        const char *failed = !strcmp(stage, "pid") ? "-1" : "0";
+        pthread_mutex_lock(s->store_lock);
+        s->store_ops->set(s->store, key, failed, strlen(failed));
+        pthread_mutex_unlock(s->store_lock);
         for (int r = 0; owned && r < s->size; r++) free(owned[r]);
         free(owned), free(keys);
         snprintf(err, errlen, "shm: out of memory for the store keys of %d ranks", s->size);
         return -1;
     }
-    snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, s->rank);
     pthread_mutex_lock(s->store_lock);
     int rc = s->store_ops->set(s->store, key, value, strlen(value));
     if (rc == 0) rc = s->store_ops->wait(s->store, keys, s->size, s->timeout_s, missing, sizeof missing);

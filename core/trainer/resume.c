@@ -126,6 +126,7 @@ static char *settings_json(const sr__trainer *t) {
         sr__buf_json_str(&b, value);
     }
     sr__buf_printf(&b, "}");
+    if (b.oom) sr__buf_free(&b); /* NULL: the caller says it */
     return b.s;
 }
 
@@ -374,6 +375,10 @@ int sr__resume_choose(sr__trainer *t) {
         return SR_EXIT_CONFIG;
     }
     t->settings = settings_json(t);
+    if (!t->settings) {
+        sr__log(SR_LOG_ERROR, "out of memory for the run's settings, which every checkpoint records");
+        return SR_EXIT_FAILED;
+    }
     snprintf(t->ts.run_id, sizeof t->ts.run_id, "%s", t->ts.job_id); /* a new run, unless it resumes */
     int restarts = sr__resume_restarts(t);
     int oom;
@@ -424,6 +429,12 @@ int sr__resume_data(sr__trainer *t) {
         if (detail) {
             sr__buf_printf(&b, ", \"data_files\": ");
             sr__buf_json_str(&b, detail);
+        }
+        if (b.oom) {
+            sr__log(SR_LOG_ERROR, "out of memory for the run's settings with its data identity, which every "
+                                  "checkpoint records");
+            sr__buf_free(&b);
+            return SR_EXIT_FAILED;
         }
         free(t->settings);
         t->ts.settings = t->settings = b.s;

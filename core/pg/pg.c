@@ -344,13 +344,14 @@ static int meet(pg_shared *sh, const char *name, const char *stage, const char *
 
 /* The world's hosts: every rank published its host identity (sr__shm_host_id) at
    <root>host/<rank> before the world's "arrived" meeting; rank r's index is the lowest world rank
-   with the same identity.  NULL when the store fails. */
-static int *world_hosts(pg_shared *sh, int size) {
+   with the same identity.  NULL when the store fails (*oom 0) or memory ran out (*oom 1). */
+static int *world_hosts(pg_shared *sh, int size, int *oom) {
     char **owned = sr__calloc((size_t)size, sizeof *owned);
     void **ids = sr__calloc((size_t)size, sizeof *ids);
     size_t *lens = sr__calloc((size_t)size, sizeof *lens);
     int *hosts = sr__malloc((size_t)size * sizeof *hosts), ok = owned && ids && lens && hosts;
     for (int r = 0; r < size && ok; r++) ok = (owned[r] = sr__fmt("%shost/%d", sh->root, r)) != NULL;
+    *oom = !ok;
     if (ok) {
         /* every rank's identity in one round trip (the keys exist: every rank set its own before
            the "arrived" meeting) */
@@ -362,6 +363,7 @@ static int *world_hosts(pg_shared *sh, int size) {
     /* rank r's host index: the lowest rank with the same identity (compared with the first rank
        of each host seen so far: ranks x hosts, not ranks^2) */
     int *firsts = ok ? sr__malloc((size_t)size * sizeof *firsts) : NULL, nfirst = 0;
+    if (ok && !firsts) *oom = 1;
     ok = ok && firsts;
     for (int r = 0; r < size && ok; r++) {
         hosts[r] = r;
@@ -389,8 +391,10 @@ static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const
         free(hosts);
         return NULL;
     }
-    if (!hosts && !(hosts = world_hosts(sh, size))) {
-        snprintf(err, errlen, "process group %s: store error: %s", display, sr__store_error(sh->store));
+    int oom = 0;
+    if (!hosts && !(hosts = world_hosts(sh, size, &oom))) {
+        if (oom) snprintf(err, errlen, "process group %s: out of memory for the hosts of %d ranks", display, size);
+        else snprintf(err, errlen, "process group %s: store error: %s", display, sr__store_error(sh->store));
         return NULL;
     }
     /* one host: shm; several, with two ranks or more on one of them: shm inside each, Gloo between */

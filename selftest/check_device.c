@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "checks.h"
 #include "compare.h"
 #include "rng.h"
@@ -49,7 +50,7 @@ static void check_memory(st_report *r, const st_dut *d, const size_t *sizes, int
     size_t bad_n = 0;
     for (int s = 0; s < ns; s++) {
         size_t n = sizes[s];
-        unsigned char *h = malloc(n + 1), *back = malloc(n + 1);
+        unsigned char *h = sr__malloc(n + 1), *back = sr__malloc(n + 1);
         unsigned char *p = dev->alloc(n);
         if (!p || !h || !back) {
             ok_alloc = 0, bad_n = n;
@@ -99,9 +100,15 @@ static void check_cast(st_report *r, const st_dut *d, const size_t *sizes, int n
             size_t fail_n = 0;
             for (int s = 0; s < ns && ok; s++) {
                 size_t n = sizes[s];
-                float *x = malloc(n * 4 + 4), *src = malloc(n * 4 + 4), *want = malloc(n * 4 + 4),
-                      *got = malloc(n * 4 + 4);
-                unsigned char *tmp = malloc(n * 4 + 4);
+                float *x = sr__malloc(n * 4 + 4), *src = sr__malloc(n * 4 + 4), *want = sr__malloc(n * 4 + 4),
+                      *got = sr__malloc(n * 4 + 4);
+                unsigned char *tmp = sr__malloc(n * 4 + 4);
+                if (!x || !src || !want || !got || !tmp) { /* out of memory on the host: the line fails */
+                    st_cmp c = {.n = n, .bad = n ? n : 1};
+                    st_cmp_merge(&all, &c), ok = 0, fail_n = n;
+                    free(x), free(src), free(want), free(got), free(tmp);
+                    break;
+                }
                 fill(x, n, 11 + n);
                 d->cpu_dev->cast(src, st, x, SR_FLOAT32, n); /* the source, in its dtype */
                 d->cpu_dev->cast(tmp, dt, src, st, n);
@@ -136,8 +143,15 @@ static void check_accumulate(st_report *r, const st_dut *d, const size_t *sizes,
         size_t fail_n = 0;
         for (int s = 0; s < ns && ok; s++) {
             size_t n = sizes[s];
-            float *x = malloc(n * 4 + 4), *acc = malloc(n * 4 + 4), *want = malloc(n * 4 + 4), *got = malloc(n * 4 + 4);
-            void *src = malloc(n * 4 + 4);
+            float *x = sr__malloc(n * 4 + 4), *acc = sr__malloc(n * 4 + 4), *want = sr__malloc(n * 4 + 4),
+                  *got = sr__malloc(n * 4 + 4);
+            void *src = sr__malloc(n * 4 + 4);
+            if (!x || !acc || !want || !got || !src) { /* out of memory on the host: the line fails */
+                st_cmp c = {.n = n, .bad = n ? n : 1};
+                st_cmp_merge(&all, &c), ok = 0, fail_n = n;
+                free(x), free(acc), free(want), free(got), free(src);
+                break;
+            }
             st_rng g = {5 + n};
             for (size_t i = 0; i < n; i++) x[i] = st_uniform(&g, 3.0f), acc[i] = st_uniform(&g, 100.0f);
             d->cpu_dev->cast(src, st, x, SR_FLOAT32, n);
@@ -169,10 +183,10 @@ static void check_reductions(st_report *r, const st_dut *d, const size_t *sizes,
     size_t bad_sum = 0, bad_nf = 0;
     for (int s = 0; s < ns; s++) {
         size_t n = sizes[s];
-        float *x = malloc(n * 4 + 4);
+        float *x = sr__malloc(n * 4 + 4);
         st_rng g = {17 + n};
-        for (size_t i = 0; i < n; i++) x[i] = st_uniform(&g, 2.0f);
-        void *dx = upload(d->dev, x, n * 4);
+        for (size_t i = 0; x && i < n; i++) x[i] = st_uniform(&g, 2.0f);
+        void *dx = x ? upload(d->dev, x, n * 4) : NULL; /* NULL: out of memory here or there, the lines fail */
         if (!dx) {
             ok_sum = ok_nf = 0, bad_sum = bad_nf = n;
             free(x);
@@ -215,7 +229,13 @@ static void check_adamw(st_report *r, const st_dut *d, const size_t *sizes, int 
     const sr__adamw_args a = {1e-3, 0.9, 0.999, 1e-8, 0.01, 3, 0.5f};
     for (int s = 0; s < ns && ok; s++) {
         size_t n = sizes[s], b = n * 4 + 4;
-        float *p = malloc(b), *gr = malloc(b), *m = malloc(b), *v = malloc(b), *got = malloc(b);
+        float *p = sr__malloc(b), *gr = sr__malloc(b), *m = sr__malloc(b), *v = sr__malloc(b), *got = sr__malloc(b);
+        if (!p || !gr || !m || !v || !got) { /* out of memory on the host: the line fails */
+            st_cmp c = {.n = n, .bad = n ? n : 1};
+            st_cmp_merge(&all, &c), ok = 0, fail_n = n;
+            free(p), free(gr), free(m), free(v), free(got);
+            break;
+        }
         st_rng g = {23 + n};
         for (size_t i = 0; i < n; i++)
             p[i] = st_uniform(&g, 1.0f), gr[i] = st_uniform(&g, 0.1f), m[i] = st_uniform(&g, 0.01f),

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "checks.h"
 #include "compare.h"
 #include "rng.h"
@@ -26,7 +27,7 @@ static size_t words(size_t n, sr_dtype dt) { return (n * sr_dtype_size(dt) + 3) 
 
 static void *up(const tf_kernels *k, const float *h, size_t n, sr_dtype dt) {
     size_t w = words(n, dt);
-    uint32_t *packed = calloc(w + 1, 4);
+    uint32_t *packed = sr__calloc(w + 1, 4);
     void *d = k->alloc(w * 4);
     if (!packed || !d) {
         free(packed);
@@ -57,7 +58,7 @@ static void *up_i32(const tf_kernels *k, const int32_t *h, size_t n) {
 
 static int down(const tf_kernels *k, float *h, const void *d, size_t n, sr_dtype dt) {
     size_t w = words(n, dt);
-    uint32_t *packed = calloc(w + 1, 4);
+    uint32_t *packed = sr__calloc(w + 1, 4);
     if (!packed) return -1;
     int rc = k->sync();
     if (!rc && w) rc = k->floats_download((float *)packed, d, w);
@@ -71,9 +72,9 @@ static int down(const tf_kernels *k, float *h, const void *d, size_t n, sr_dtype
 }
 
 static float *rnd(size_t n, float a, uint64_t seed, sr_dtype dt) {
-    float *x = malloc(n * 4 + 4);
+    float *x = sr__malloc(n * 4 + 4);
     st_rng g = {seed};
-    for (size_t i = 0; i < n; i++) x[i] = st_round(st_uniform(&g, a), dt);
+    for (size_t i = 0; x && i < n; i++) x[i] = st_round(st_uniform(&g, a), dt);
     return x;
 }
 
@@ -103,12 +104,13 @@ static void acc_shape(acc *a, const char *fmt, ...) {
 /* Compares `n` elements of device buffer d (dtype dt) with want. */
 static void cmp(acc *a, const tf_kernels *k, const char *what, const void *d, const float *want, size_t n, sr_dtype dt,
                 st_tol tol) {
-    float *got = malloc(n * 4 + 4);
+    float *got = sr__malloc(n * 4 + 4);
     st_cmp c;
-    if (!d || down(k, got, d, n, dt) != 0) {
+    if (!d || !got || down(k, got, d, n, dt) != 0) {
         c = (st_cmp){.n = n, .bad = 1};
         if (a->ok)
-            snprintf(a->where, sizeof a->where, "%s %s: the device failed (see its message above)", a->last, what);
+            snprintf(a->where, sizeof a->where, "%s %s: %s", a->last, what,
+                     got ? "the device failed (see its message above)" : "out of memory on the host");
         a->ok = 0;
     } else if (!st_compare(got, want, n, tol, &c) && a->ok) {
         snprintf(a->where, sizeof a->where, "%s %s: %zu of %zu elements off, first [%zu]: got %.7g, want %.7g", a->last,
@@ -131,6 +133,11 @@ static void acc_line(st_report *r, const char *group, const char *name, sr_dtype
 }
 
 #define BEGIN(a) acc a = {.ok = 1}
+/* The shape's host data found no memory: a failure of the line (the shape is not run). */
+static void acc_oom(acc *a) {
+    if (a->ok) snprintf(a->where, sizeof a->where, "%s: out of memory on the host for the test data", a->last);
+    a->ok = 0;
+}
 #define FREE_D(...)                                                                                                    \
     do {                                                                                                               \
         void *ptrs_[] = {__VA_ARGS__};                                                                                 \
@@ -157,10 +164,15 @@ static void elementwise(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
     BEGIN(zero);
     for (int s = 0; s < ns; s++) {
         size_t n = sizes[s];
-        float *x = rnd(n, 4.0f, 100 + n, dt), *y = rnd(n, 2.0f, 200 + n, dt), *w = malloc(n * 4 + 4);
-        void *dx = up(k, x, n, dt), *dy = up(k, y, n, dt), *dz = up(k, y, n, dt);
+        float *x = rnd(n, 4.0f, 100 + n, dt), *y = rnd(n, 2.0f, 200 + n, dt), *w = sr__malloc(n * 4 + 4);
         acc_shape(&copy, "n=%zu", n), acc_shape(&add, "n=%zu", n), acc_shape(&gf, "n=%zu", n);
         acc_shape(&gb, "n=%zu", n), acc_shape(&zero, "n=%zu", n);
+        if (!x || !y || !w) {
+            acc_oom(&copy), acc_oom(&add), acc_oom(&gf), acc_oom(&gb), acc_oom(&zero);
+            free(x), free(y), free(w);
+            continue;
+        }
+        void *dx = up(k, x, n, dt), *dy = up(k, y, n, dt), *dz = up(k, y, n, dt);
         if (dz && dx) k->copy(dz, dx, n, dt);
         cmp(&copy, k, "dst", dz, x, n, dt, ST_EXACT);
         if (dz && dx && dy) k->add(dz, dx, dy, n, dt);
@@ -209,11 +221,16 @@ static void lora_drop(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
     for (int s = 0; s < ns; s++) {
         int N = shapes[s][0], F = shapes[s][1], T = shapes[s][2], B = (N + T - 1) / T;
         size_t n = (size_t)N * F;
-        float *x = rnd(n, 2.0f, 300 + n, dt), *y = rnd(n, 1.0f, 400 + n, dt), *w = malloc(n * 4 + 4);
-        int32_t *keys = malloc(2 * (size_t)B * 4 + 4);
+        float *x = rnd(n, 2.0f, 300 + n, dt), *y = rnd(n, 1.0f, 400 + n, dt), *w = sr__malloc(n * 4 + 4);
+        int32_t *keys = sr__malloc(2 * (size_t)B * 4 + 4);
+        acc_shape(&a, "%dx%d/%d", N, F, T);
+        if (!x || !y || !w || !keys) {
+            acc_oom(&a);
+            free(x), free(y), free(w), free(keys);
+            continue;
+        }
         st_rng g = {500 + n};
         for (int i = 0; i < 2 * B; i++) keys[i] = (int32_t)(uint32_t)st_next(&g);
-        acc_shape(&a, "%dx%d/%d", N, F, T);
         void *dx = up(k, x, n, dt), *dy = up(k, y, n, dt), *dk = up_i32(k, keys, 2 * (size_t)B);
         int all = dx && dy && dk;
         for (int accumulate = 0; accumulate < 2; accumulate++) { /* y = drop(x), then y += drop(x) */
@@ -250,9 +267,20 @@ static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
         float *x = rnd(nc, 3.0f, seed, dt), *w = rnd((size_t)C, 1.5f, seed + 1, dt),
               *b = rnd((size_t)C, 0.5f, seed + 2, dt);
         float *dout = rnd(nc, 1.0f, seed + 3, dt);
-        float *out = malloc(nc * 4 + 4), *mean = malloc((size_t)N * 4 + 4), *rstd = malloc((size_t)N * 4 + 4);
+        float *out = sr__malloc(nc * 4 + 4), *mean = sr__malloc((size_t)N * 4 + 4),
+              *rstd = sr__malloc((size_t)N * 4 + 4);
+        float *gx = rnd(nc, 1.0f, seed + 4, dt), *gw = rnd((size_t)C, 1.0f, seed + 5, dt),
+              *gb = rnd((size_t)C, 1.0f, seed + 6, dt);
+        float *acc_b = rnd((size_t)C, 1.0f, seed + 7, dt);
+        float *acc_g = rnd((size_t)C, 1.0f, seed + 8, dt), *gdx = sr__malloc(nc * 4 + 4);
         acc_shape(&lnf, "%dx%d", N, C), acc_shape(&lnb, "%dx%d", N, C), acc_shape(&bf, "%dx%d", N, C);
         acc_shape(&bb, "%dx%d", N, C), acc_shape(&gbb, "%dx%d", N, C);
+        if (!x || !w || !b || !dout || !out || !mean || !rstd || !gx || !gw || !gb || !acc_b || !acc_g || !gdx) {
+            acc_oom(&lnf), acc_oom(&lnb), acc_oom(&bf), acc_oom(&bb), acc_oom(&gbb);
+            free(x), free(w), free(b), free(dout), free(out), free(mean), free(rstd), free(gx), free(gw), free(gb),
+                free(acc_b), free(acc_g), free(gdx);
+            continue;
+        }
         /* LayerNorm forward: out, and the saved statistics (float) */
         void *dx = up(k, x, nc, dt), *dw = up(k, w, (size_t)C, dt), *db = up(k, b, (size_t)C, dt);
         void *dout_d = up(k, dout, nc, dt), *o = k->alloc(nc * sr_dtype_size(dt) + 4);
@@ -264,8 +292,6 @@ static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
         cmp(&lnf, k, "mean", all ? dmean : NULL, mean, (size_t)N, SR_FLOAT32, t_red);
         cmp(&lnf, k, "rstd", all ? drstd : NULL, rstd, (size_t)N, SR_FLOAT32, t_red);
         /* LayerNorm backward into non-zero dx, dw, db (statistics: the CPU's, uploaded) */
-        float *gx = rnd(nc, 1.0f, seed + 4, dt), *gw = rnd((size_t)C, 1.0f, seed + 5, dt),
-              *gb = rnd((size_t)C, 1.0f, seed + 6, dt);
         void *dgx = up(k, gx, nc, dt), *dgw = up(k, gw, (size_t)C, dt), *dgb = up(k, gb, (size_t)C, dt);
         void *m2 = up(k, mean, (size_t)N, SR_FLOAT32), *r2 = up(k, rstd, (size_t)N, SR_FLOAT32);
         all = all && dgx && dgw && dgb && m2 && r2;
@@ -289,14 +315,12 @@ static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
         c->bias_fill(out, b, x, N, C, SR_FLOAT32);
         cmp(&bf, k, "out (in place)", dres && db ? dres : NULL, out, nc, dt, t_exact);
         /* bias backward (+= column sums) */
-        float *acc_b = rnd((size_t)C, 1.0f, seed + 7, dt);
         void *dacc = up(k, acc_b, (size_t)C, dt);
         if (dacc && dout_d) k->bias_backward(dacc, dout_d, N, C, dt);
         c->bias_backward(acc_b, dout, N, C, SR_FLOAT32);
         cmp(&bb, k, "dbias", dacc && dout_d ? dacc : NULL, acc_b, (size_t)C, dt, t_red);
         /* GELU backward with the bias gradient, in place (dx = dout) as the model calls it, against
            the CPU's GELU backward then bias_backward: dx, and dbias += the column sums of dx */
-        float *acc_g = rnd((size_t)C, 1.0f, seed + 8, dt), *gdx = malloc(nc * 4 + 4);
         void *dacc_g = up(k, acc_g, (size_t)C, dt), *dgd = up(k, dout, nc, dt);
         if (dacc_g && dgd && dx) k->gelu_backward(dgd, dacc_g, dx, dgd, N, C, dt);
         c->gelu_backward(gdx, NULL, x, dout, N, C, SR_FLOAT32);
@@ -313,14 +337,19 @@ static void rows(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
     const int eshapes[][4] = {{1, 1, 1, 3}, {2, 5, 33, 7}, {3, 17, 130, 11}}; /* B, T, C, V */
     for (int s = 0; s < 3; s++) {
         int B = eshapes[s][0], T = eshapes[s][1], C = eshapes[s][2], V = eshapes[s][3], N = B * T;
-        int32_t *ids = malloc((size_t)N * 4);
-        for (int i = 0; i < N; i++) ids[i] = (i * 7 + 3) % V;
+        int32_t *ids = sr__malloc((size_t)N * 4);
         float *wte = rnd((size_t)V * C, 1.0f, 300 + (uint64_t)s, dt),
               *wpe = rnd((size_t)T * C, 1.0f, 310 + (uint64_t)s, dt);
-        float *dout = rnd((size_t)N * C, 1.0f, 320 + (uint64_t)s, dt), *out = malloc((size_t)N * C * 4);
+        float *dout = rnd((size_t)N * C, 1.0f, 320 + (uint64_t)s, dt), *out = sr__malloc((size_t)N * C * 4);
         float *gte = rnd((size_t)V * C, 1.0f, 330 + (uint64_t)s, dt),
               *gpe = rnd((size_t)T * C, 1.0f, 340 + (uint64_t)s, dt);
         acc_shape(&ef, "B%dT%dC%dV%d", B, T, C, V), acc_shape(&eb, "B%dT%dC%dV%d", B, T, C, V);
+        if (!ids || !wte || !wpe || !dout || !out || !gte || !gpe) {
+            acc_oom(&ef), acc_oom(&eb);
+            free(ids), free(wte), free(wpe), free(dout), free(out), free(gte), free(gpe);
+            continue;
+        }
+        for (int i = 0; i < N; i++) ids[i] = (i * 7 + 3) % V;
         void *di = up_i32(k, ids, (size_t)N), *dte = up(k, wte, (size_t)V * C, dt),
              *dpe = up(k, wpe, (size_t)T * C, dt);
         void *ddo = up(k, dout, (size_t)N * C, dt), *o = k->alloc((size_t)N * C * 4);
@@ -360,9 +389,14 @@ static void softmax_ce(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
     for (int s = 0; s < ns; s++) {
         int T = sshapes[s][0], cnt = sshapes[s][1], alibi = sshapes[s][2];
         size_t n = (size_t)T * T * cnt;
-        float *S = rnd(n, 4.0f, 400 + n, dt), *dP = rnd(n, 1.0f, 410 + n, dt), *P = malloc(n * 4 + 4),
-              *dS = malloc(n * 4 + 4);
+        float *S = rnd(n, 4.0f, 400 + n, dt), *dP = rnd(n, 1.0f, 410 + n, dt), *P = sr__malloc(n * 4 + 4),
+              *dS = sr__malloc(n * 4 + 4), *P2 = sr__malloc(n * 4 + 4);
         acc_shape(&sf, alibi ? "T%dx%d alibi" : "T%dx%d", T, cnt), acc_shape(&sb, "T%dx%d", T, cnt);
+        if (!S || !dP || !P || !dS || !P2) {
+            acc_oom(&sf), acc_oom(&sb);
+            free(S), free(dP), free(P), free(dS), free(P2);
+            continue;
+        }
         void *dSin = up(k, S, n, dt), *dPo = k->alloc(n * 4 + 4);
         if (dSin && dPo) k->softmax_causal_forward(dPo, dSin, T, 0.125f, alibi, cnt, dt);
         c->softmax_causal_forward(P, S, T, 0.125f, alibi, cnt, SR_FLOAT32);
@@ -375,7 +409,6 @@ static void softmax_ce(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
         cmp(&sb, k, "dS", dPin && ddP && ddS ? ddS : NULL, dS, n, dt, t);
         /* in place, as the model calls them: P over S, dS over dP */
         void *dSP = up(k, S, n, dt), *ddPS = up(k, dP, n, dt);
-        float *P2 = malloc(n * 4 + 4);
         if (dSP) k->softmax_causal_forward(dSP, dSP, T, 0.125f, alibi, cnt, dt);
         c->softmax_causal_forward(P2, S, T, 0.125f, alibi, cnt, SR_FLOAT32);
         cmp(&sf, k, "P (in place)", dSP, P2, n, dt, t);
@@ -391,10 +424,15 @@ static void softmax_ce(st_report *r, const st_dut *d, sr_dtype dt, int quick) {
     for (int s = 0; s < ns; s++) {
         int N = cshapes[s][0], V = cshapes[s][1];
         size_t n = (size_t)N * V;
-        float *L = rnd(n, 6.0f, 500 + n, dt), *loss = malloc((size_t)N * 4 + 4);
-        int32_t *tg = malloc((size_t)N * 4 + 4);
-        for (int i = 0; i < N; i++) tg[i] = i == 2 ? -1 : i == 0 ? 0 : i == 1 ? V - 1 : (i * 37) % V;
+        float *L = rnd(n, 6.0f, 500 + n, dt), *loss = sr__malloc((size_t)N * 4 + 4);
+        int32_t *tg = sr__malloc((size_t)N * 4 + 4);
         acc_shape(&ce, "%dx%d", N, V);
+        if (!L || !loss || !tg) {
+            acc_oom(&ce);
+            free(L), free(loss), free(tg);
+            continue;
+        }
+        for (int i = 0; i < N; i++) tg[i] = i == 2 ? -1 : i == 0 ? 0 : i == 1 ? V - 1 : (i * 37) % V;
         void *dL = up(k, L, n, dt), *dt_ = up_i32(k, tg, (size_t)N);
         float *dloss = k->alloc((size_t)N * 4 + 4);
         int all = dL && dt_ && dloss;
@@ -424,8 +462,13 @@ static void gemm_case(acc *a, const st_dut *d, sr_dtype dt, int batched, int ta,
     size_t nA = (size_t)(sA * batch), nB = (size_t)(sB * batch), nC = (size_t)(sC * batch);
     uint64_t seed = (uint64_t)(m * 131 + n * 17 + kk + ta * 2 + tb + batch * 7);
     float *A = rnd(nA, 1.0f, seed, dt), *B = rnd(nB, 1.0f, seed + 1, dt), *C = rnd(nC, 1.0f, seed + 2, dt);
-    void *dA = up(k, A, nA, dt), *dB = up(k, B, nB, dt), *dC = up(k, C, nC, dt);
     acc_shape(a, "%dx%dx%d%s", m, n, kk, beta != 0 ? "+C" : "");
+    if (!A || !B || !C) {
+        acc_oom(a);
+        free(A), free(B), free(C);
+        return;
+    }
+    void *dA = up(k, A, nA, dt), *dB = up(k, B, nB, dt), *dC = up(k, C, nC, dt);
     int all = dA && dB && dC;
     if (all && batched) k->gemm_batched(ta, tb, m, n, kk, 1.0f, dA, lda, sA, dB, ldb, sB, beta, dC, ldc, sC, batch, dt);
     else if (all) k->gemm(ta, tb, m, n, kk, 1.0f, dA, lda, dB, ldb, beta, dC, ldc, dt);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "checks.h"
 #include "compare.h"
 
@@ -28,8 +29,8 @@ static void large_cast(st_report *r, const st_dut *d, size_t n) {
         st_skip(r, "device", "device.cast fp32->bf16 large", "not run: the device has no room for %zu bytes", n * 6);
         return;
     }
-    float *x = malloc(CHUNK * 4);
-    uint16_t *want = malloc(CHUNK * 2), *got = malloc(CHUNK * 2);
+    float *x = sr__malloc(CHUNK * 4);
+    uint16_t *want = sr__malloc(CHUNK * 2), *got = sr__malloc(CHUNK * 2);
     int ok = x && want && got;
     for (size_t at = 0; ok && at < n; at += CHUNK) {
         size_t m = n - at < CHUNK ? n - at : CHUNK;
@@ -65,7 +66,8 @@ static void large_add(st_report *r, const st_dut *d, size_t n) {
         st_skip(r, "kernel", "gpt2.add fp32 large", "not run: the device has no room for %zu bytes", n * 12);
         return;
     }
-    float *x = malloc(CHUNK * 4), *y = malloc(CHUNK * 4), *want = malloc(CHUNK * 4), *got = malloc(CHUNK * 4);
+    float *x = sr__malloc(CHUNK * 4), *y = sr__malloc(CHUNK * 4), *want = sr__malloc(CHUNK * 4),
+          *got = sr__malloc(CHUNK * 4);
     int ok = x && y && want && got;
     for (size_t at = 0; ok && at < n; at += CHUNK) {
         size_t m = n - at < CHUNK ? n - at : CHUNK;

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "checks.h"
 #include "compare.h"
 #include "reference.h"
@@ -52,7 +53,7 @@ static void *up(const tf_kernels *k, const float *h, size_t n) {
 }
 
 static float *rnd(size_t n, float a, uint64_t seed) {
-    float *x = malloc(n * 4 + 4);
+    float *x = sr__malloc(n * 4 + 4);
     st_rng g = {seed};
     for (size_t i = 0; x && i < n; i++) x[i] = st_uniform(&g, a);
     return x;
@@ -109,7 +110,7 @@ static void cmp_host(macc *a, const char *what, const float *got, const double *
 
 /* device buffer d (n fp32 values) against want; d NULL: the device failed earlier */
 static void cmp_dev(macc *a, const char *what, const void *d, const double *want, size_t n, st_tol tol) {
-    float *got = malloc(n * 4 + 4);
+    float *got = sr__malloc(n * 4 + 4);
     if (!got || !d || a->k->sync() != 0 || (n && a->k->floats_download(got, d, n) != 0))
         fail_at(a, "%s: the device failed (see its message above)", what);
     else cmp_host(a, what, got, want, n, tol);
@@ -141,8 +142,8 @@ static void gelu(st_report *r, const tf_kernels *k) {
     /* a sweep of [-6, 6] (both tails, the knee, 0) as N x O = 41 x 101, then dbias over its columns */
     const int N = 41, O = 101;
     size_t n = (size_t)N * O;
-    float *x = malloc(n * 4 + 4), *dout = rnd(n, 1.0f, 7), *db0 = rnd((size_t)O, 1.0f, 8);
-    double *want = malloc(n * 8 + 8), *wdb = malloc((size_t)O * 8 + 8);
+    float *x = sr__malloc(n * 4 + 4), *dout = rnd(n, 1.0f, 7), *db0 = rnd((size_t)O, 1.0f, 8);
+    double *want = sr__malloc(n * 8 + 8), *wdb = sr__malloc((size_t)O * 8 + 8);
     if (!x || !dout || !db0 || !want || !wdb) {
         fail_at(&f, "out of memory"), fail_at(&b, "out of memory");
         goto out;
@@ -183,10 +184,10 @@ static void layernorm(st_report *r, const tf_kernels *k) {
         uint64_t seed = 60 + (uint64_t)s * 10;
         float *x = rnd(nc, 3.0f, seed), *w = rnd((size_t)C, 1.5f, seed + 1), *bb = rnd((size_t)C, 0.5f, seed + 2);
         float *dout = rnd(nc, 1.0f, seed + 3), *gx = rnd(nc, 1.0f, seed + 4), *gw = rnd((size_t)C, 1.0f, seed + 5),
-              *gb = rnd((size_t)C, 1.0f, seed + 6), *fm = malloc((size_t)N * 4), *fr = malloc((size_t)N * 4);
-        double *out = malloc(nc * 8), *mean = malloc((size_t)N * 8), *rstd = malloc((size_t)N * 8),
-               *dx = malloc((size_t)C * 8), *wx = malloc(nc * 8), *ww = malloc((size_t)C * 8),
-               *wb = malloc((size_t)C * 8);
+              *gb = rnd((size_t)C, 1.0f, seed + 6), *fm = sr__malloc((size_t)N * 4), *fr = sr__malloc((size_t)N * 4);
+        double *out = sr__malloc(nc * 8), *mean = sr__malloc((size_t)N * 8), *rstd = sr__malloc((size_t)N * 8),
+               *dx = sr__malloc((size_t)C * 8), *wx = sr__malloc(nc * 8), *ww = sr__malloc((size_t)C * 8),
+               *wb = sr__malloc((size_t)C * 8);
         shape(&f, "%dx%d", N, C), shape(&b, "%dx%d", N, C);
         if (!x || !w || !bb || !dout || !gx || !gw || !gb || !fm || !fr || !out || !mean || !rstd || !dx || !wx ||
             !ww || !wb) {
@@ -235,8 +236,8 @@ static void softmax(st_report *r, const tf_kernels *k) {
     for (int s = 0; s < 3; s++) {
         int T = shapes[s][0], cnt = shapes[s][1], nh = shapes[s][2];
         size_t n = (size_t)T * T * cnt;
-        float *S = rnd(n, 32.0f, 80 + n), *dP = rnd(n, 1.0f, 81 + n), *P = malloc(n * 4 + 4);
-        double *want = calloc(n + 1, 8);
+        float *S = rnd(n, 32.0f, 80 + n), *dP = rnd(n, 1.0f, 81 + n), *P = sr__malloc(n * 4 + 4);
+        double *want = sr__calloc(n + 1, 8);
         shape(&f, nh ? "T%dx%d alibi %d" : "T%dx%d", T, cnt, nh), shape(&b, "T%dx%d", T, cnt);
         if (!S || !dP || !P || !want) {
             fail_at(&f, "out of memory"), fail_at(&b, "out of memory");
@@ -275,8 +276,8 @@ static void cross_entropy(st_report *r, const tf_kernels *k) {
         int N = shapes[s][0], V = shapes[s][1];
         size_t n = (size_t)N * V;
         float *L = rnd(n, 6.0f, 90 + n);
-        int32_t *tg = malloc((size_t)N * 4);
-        double *loss = calloc((size_t)N, 8), *dl = calloc(n, 8);
+        int32_t *tg = sr__malloc((size_t)N * 4);
+        double *loss = sr__calloc((size_t)N, 8), *dl = sr__calloc(n, 8);
         shape(&a, "%dx%d", N, V);
         if (!L || !tg || !loss || !dl) {
             fail_at(&a, "out of memory");
@@ -306,8 +307,8 @@ static void lora_dropout(st_report *r, const tf_kernels *k) {
     const float keep = (float)(1.0 / 0.7);
     size_t n = (size_t)N * F;
     float *x = rnd(n, 2.0f, 95), *y = rnd(n, 1.0f, 96);
-    uint32_t *keys = malloc(2 * (size_t)B * 4);
-    double *want = malloc(n * 8);
+    uint32_t *keys = sr__malloc(2 * (size_t)B * 4);
+    double *want = sr__malloc(n * 8);
     shape(&a, "%dx%d/%d", N, F, T);
     if (!x || !y || !keys || !want) {
         fail_at(&a, "out of memory");
@@ -349,10 +350,10 @@ static void adamw(st_report *r, const sr__device *dev) {
     for (int s = 0; s < 3 && ok; s++) {
         int t = steps[s];
         const sr__adamw_args a = {lr, b1, b2, eps, wd, t, gmul};
-        float *h[4], *got = malloc(n * 4);
+        float *h[4], *got = sr__malloc(n * 4);
         void *d[4];
         st_rng g = {110 + (uint64_t)t};
-        for (int i = 0; i < 4; i++) h[i] = malloc(n * 4);
+        for (int i = 0; i < 4; i++) h[i] = sr__malloc(n * 4);
         for (size_t i = 0; h[0] && h[1] && h[2] && h[3] && i < n; i++)
             h[0][i] = st_uniform(&g, 1.0f), h[1][i] = st_uniform(&g, 0.1f), h[2][i] = st_uniform(&g, 0.01f),
             h[3][i] = fabsf(st_uniform(&g, 1e-4f));
@@ -364,8 +365,8 @@ static void adamw(st_report *r, const sr__device *dev) {
         if (io) dev->adamw(d[0], d[1], d[2], d[3], n, &a);
         io = io && dev->sync() == 0;
         /* want[o][i], and the magnitude of the terms that make it (what float rounding scales with) */
-        double *want[3] = {malloc(n * 8), malloc(n * 8), malloc(n * 8)},
-               *mag[3] = {malloc(n * 8), malloc(n * 8), malloc(n * 8)};
+        double *want[3] = {sr__malloc(n * 8), sr__malloc(n * 8), sr__malloc(n * 8)},
+               *mag[3] = {sr__malloc(n * 8), sr__malloc(n * 8), sr__malloc(n * 8)};
         for (int o = 0; o < 3; o++) io = io && want[o] && mag[o];
         for (size_t i = 0; io && i < n; i++) {
             double gr = (double)h[1][i] * gmul;

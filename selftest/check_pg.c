@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "checks.h"
 #include "compare.h"
 #include "pgbench_sweep.h"
@@ -218,8 +219,8 @@ int st_check_pg(st_report *r, const st_dut *d, sr_pg *pg, int quick) {
     c.cap = counts[nc - 1] * (size_t)c.n;
     c.dsend = c.mem->alloc(c.cap * 8);
     c.drecv = c.mem->alloc(c.cap * 8);
-    c.hsend = malloc(c.cap * 8);
-    c.hrecv = malloc(c.cap * 8);
+    c.hsend = sr__malloc(c.cap * 8);
+    c.hrecv = sr__malloc(c.cap * 8);
     int rc = 0;
     if (!c.dsend || !c.drecv || !c.hsend || !c.hrecv) {
         st_line(r, 0, "collective", "buffers", NULL, "cannot allocate %zu bytes", c.cap * 8 * 2);

@@ -75,10 +75,9 @@ static sr__loaded_plugin *find_all(const char *extra, size_t *n) {
                 sr__loaded_plugin *g = sr__realloc(ps, (*n + 1) * sizeof *ps);
                 if (g) ps = g;
                 else sr__log(SR_LOG_ERROR, "out of memory for the list of %zu plugins", *n + 1);
-                char *path = NULL;
-                if (g && asprintf(&path, "%s/%s", *d, e->d_name) >= 0 &&
-                    sr__plugin_load(name, path, dirs, NULL, &ps[*n], &diag) == 0)
-                    (*n)++;
+                char *path = g ? sr__fmt("%s/%s", *d, e->d_name) : NULL;
+                if (g && !path) sr__log(SR_LOG_ERROR, "out of memory for the path of %s/%s", *d, e->d_name);
+                if (path && sr__plugin_load(name, path, dirs, NULL, &ps[*n], &diag) == 0) (*n)++;
                 free(path);
             }
             sr__diag_flush(&diag);

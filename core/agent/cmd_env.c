@@ -30,6 +30,10 @@ int sr__cmd_env(sr__run *run, const sr__run_args *args, int rank, int explain) {
         free(s->value), free(s->where);
         s->value = sr__strdup(v);
         s->where = sr__strdup(where);
+        if (!s->value || !s->where) {
+            sr__log(SR_LOG_ERROR, "out of memory for node_rank = %d (%s)", node, where);
+            return SR_EXIT_FAILED;
+        }
         l->node_rank = node;
     }
     sr__env_block b = {0};

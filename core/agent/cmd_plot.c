@@ -17,15 +17,17 @@
 
 int sr__cmd_plot(int argc, char **argv);
 
+/* `what` NULL: its message found no memory. */
 static int usage_error(const char *what) {
     sr__log(SR_LOG_ERROR, "shardrun plot: %s; usage: shardrun plot OUTPUT_DIR [--compare OTHER_DIR ...] [-o FILE]",
-            what);
+            what ? what : "bad arguments (out of memory for the details)");
     return 2;
 }
 
 /* The legend's name of a run: the folder's last component ("runs/full_shard/" -> "full_shard"). */
 static char *run_name(const char *dir) {
     char *d = sr__strdup(dir);
+    if (!d) return NULL;
     size_t n = strlen(d);
     while (n > 1 && d[n - 1] == '/') d[--n] = 0;
     const char *s = strrchr(d, '/');
@@ -63,9 +65,9 @@ static int parse_flags(int argc, char **argv, const char **dirs, int *n, const c
         case ':': return usage_error("-o needs a file name");
         case 1: {
             char *m = NULL;
-            if (!strcmp(optarg, "-")) m = sr__fmt("unknown option -"); /* no folder */
-            else if (*n > 0 && !compare) m = sr__fmt("a second folder (%s) without --compare before it", optarg);
-            if (m) {
+            if (!strcmp(optarg, "-")) return usage_error("unknown option -"); /* no folder */
+            if (*n > 0 && !compare) {
+                m = sr__fmt("a second folder (%s) without --compare before it", optarg);
                 int rc = usage_error(m);
                 free(m);
                 return rc;
@@ -97,6 +99,10 @@ static int parse_flags(int argc, char **argv, const char **dirs, int *n, const c
 /* argv[0] is "plot". */
 int sr__cmd_plot(int argc, char **argv) {
     const char **dirs = sr__calloc((size_t)argc, sizeof *dirs), *out = NULL;
+    if (!dirs) {
+        sr__log(SR_LOG_ERROR, "shardrun plot: out of memory for %d arguments", argc);
+        return 1;
+    }
     int n = 0, rc = parse_flags(argc, argv, dirs, &n, &out);
     if (rc >= 0) {
         free(dirs);
@@ -111,6 +117,11 @@ int sr__cmd_plot(int argc, char **argv) {
     sr__plot_run *runs = sr__calloc((size_t)n, sizeof *runs);
     char **states = sr__calloc((size_t)n, sizeof *states);
     char why[4600];
+    if (!h || !runs || !states) {
+        sr__log(SR_LOG_ERROR, "shardrun plot: out of memory for %d runs", n);
+        free(h), free(runs), free(states), free(dirs);
+        return 1;
+    }
     for (int k = 0; k < n && !rc; k++) {
         struct stat st;
         if (stat(dirs[k], &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -123,9 +134,17 @@ int sr__cmd_plot(int argc, char **argv) {
         states[k] = sr__fmt("%s/trainer_state.json", dirs[k]);
         runs[k].h = &h[k];
         runs[k].name = run_name(dirs[k]);
+        if (!rc && (!states[k] || !runs[k].name)) {
+            sr__log(SR_LOG_ERROR, "shardrun plot: out of memory for the names of %s", dirs[k]);
+            rc = 1;
+        }
     }
     /* the chart's file, before anything is read: never one of the runs' trainer_state.json */
     char *path = out ? sr__strdup(out) : sr__fmt("%s/%s", dirs[0], n > 1 ? "loss_compare.svg" : "loss.svg");
+    if (!rc && !path) {
+        sr__log(SR_LOG_ERROR, "shardrun plot: out of memory for the chart's file name");
+        rc = 1;
+    }
     if (!rc && sr__out_check(path, (const char *const *)states, n, why, sizeof why) != 0) {
         sr__log(SR_LOG_ERROR, "shardrun plot: %s%s", out ? "-o: " : "", why);
         rc = 2;

@@ -29,9 +29,17 @@ static _Noreturn void probe(sr__run *run, int local_rank, const sr__env_block *e
     sr_topology topo;
     sr__layout_topology(&run->layout, local_rank, &topo);
     sr_ctx *ctx = sr__ctx_new(&topo, &run->cfg);
+    if (!ctx) {
+        sr__log(SR_LOG_ERROR, "out of memory for the task's context");
+        _exit(SR_EXIT_FAILED);
+    }
     sr__train_args args; /* the trainer reads its keys first, as in a worker */
     if (sr__train_args_read(ctx, &args) != 0) _exit(SR_EXIT_CONFIG);
     sr_model *model = sr__model_new();
+    if (!model) {
+        sr__log(SR_LOG_ERROR, "out of memory for the model's description");
+        _exit(SR_EXIT_FAILED);
+    }
     void *state = t->model->create(ctx, model);
     if (!state) {
         sr__log(SR_LOG_ERROR, "task %s: create() failed (see above)", name);

@@ -14,8 +14,11 @@
 
 static void tail_push(sr__tail *t, const char *line, size_t len) {
     enum { KEEP = 400 };
+    char *copy = sr__strndup(line, len > KEEP ? KEEP : len);
+    if (!copy)
+        return; /* out of memory: the tail (what a failure report quotes) misses this line, relayed all the same */
     free(t->lines[t->next]);
-    t->lines[t->next] = sr__strndup(line, len > KEEP ? KEEP : len);
+    t->lines[t->next] = copy;
     t->next = (t->next + 1) % SR_TAIL_LINES;
     if (t->count < SR_TAIL_LINES) t->count++;
 }

@@ -75,6 +75,7 @@ static void write_file(const char *state, int code) {
 void sr__run_status_begin(const char *dir, const char *launch) {
     free(W.dir);
     W.dir = sr__strdup(dir);
+    if (!W.dir) sr__log(SR_LOG_WARN, "out of memory for the name of %s: the run's status file is not written", dir);
     sr__lock_owner_self(&W.me, launch, "");
     W.started = (long long)time(NULL);
     word(W.me.launch);

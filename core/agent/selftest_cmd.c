@@ -110,7 +110,8 @@ static void run_task(sr__selftest_lines *l, const char *dir, const char *half, c
     if ((rc != 0 || files == 0) && !sr__selftest_stopped()) {
         char *why = sr__fmt("the run of the selftest task %s (exit %d); its output: %s",
                             rc == 2 ? "was refused" : "failed", rc, log);
-        sr__selftest_add(l, half, "FAIL", "setup", "selftest task", why, NULL);
+        sr__selftest_add(l, half, "FAIL", "setup", "selftest task", why ? why : "the run of the selftest task failed",
+                         NULL);
         free(why);
         sr__selftest_show_log(log);
     }
@@ -131,6 +132,10 @@ static void print_lines(const sr__selftest_lines *l, size_t from) {
 static void json_metrics(sr__buf *b, const char *m) {
     sr__buf_printf(b, "{");
     char *copy = sr__strdup(m ? m : ""), *save = NULL;
+    if (!copy) {
+        b->oom = 1;
+        return;
+    }
     int first = 1;
     for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
         char *eq = strchr(tok, '=');
@@ -315,7 +320,10 @@ static int verdict(const sr__selftest_lines *l, int ngpu, int *failed) {
     *failed = 0;
     for (size_t i = 0; i < l->n; i++)
         *failed += !strcmp(l->v[i].status, "FAIL"), skipped += !strcmp(l->v[i].status, "SKIP");
-    if (*failed) {
+    if (l->lost) { /* a check it could not keep may be a failure: never a PASS */
+        printf("verdict: FAIL: %d checks could not be recorded (out of memory)\n", l->lost);
+        *failed += l->lost;
+    } else if (*failed) {
         printf("verdict: FAIL: %d of %zu checks failed:", *failed, l->n);
         for (size_t i = 0, shown = 0; i < l->n && shown < 8; i++)
             if (!strcmp(l->v[i].status, "FAIL")) printf("%s %s", shown++ ? "," : "", l->v[i].name);

@@ -16,24 +16,38 @@ void sr__selftest_add(sr__selftest_lines *l, const char *half, const char *statu
         x->ranks++;
         if (!pass && strcmp(x->status, "FAIL")) { /* the first failure (or skip) tells */
             snprintf(x->status, sizeof x->status, "%s", status);
+            char *d = sr__strdup(detail);
+            if (!d) {
+                l->lost++;
+                return;
+            }
             free(x->detail);
-            x->detail = sr__strdup(detail);
+            x->detail = d;
         }
         return;
     }
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 64;
         sr__selftest_line *v = sr__realloc(l->v, cap * sizeof *v);
-        if (!v) return;
+        if (!v) {
+            l->lost++;
+            return;
+        }
         l->v = v, l->cap = cap;
     }
-    sr__selftest_line *x = &l->v[l->n++];
+    sr__selftest_line *x = &l->v[l->n];
     memset(x, 0, sizeof *x);
     snprintf(x->half, sizeof x->half, "%s", half);
     snprintf(x->status, sizeof x->status, "%s", !strcmp(status, "SKIP") ? "SKIP" : pass ? "PASS" : "FAIL");
     x->group = sr__strdup(group), x->name = sr__strdup(name), x->detail = sr__strdup(detail);
     x->metrics = sr__strdup(metrics ? metrics : "");
     x->ranks = 1;
+    if (!x->group || !x->name || !x->detail || !x->metrics) {
+        free(x->group), free(x->name), free(x->detail), free(x->metrics);
+        l->lost++;
+        return;
+    }
+    l->n++;
 }
 
 void sr__selftest_lines_free(sr__selftest_lines *l) {

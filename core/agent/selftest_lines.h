@@ -19,9 +19,11 @@ typedef struct sr__selftest_line {
 typedef struct sr__selftest_lines {
     sr__selftest_line *v;
     size_t n, cap;
+    int lost; /* checks that found no memory to be kept: each counts as failed */
 } sr__selftest_lines;
 
-/* Adds (or merges into the line of the same half, group and name) one check. */
+/* Adds (or merges into the line of the same half, group and name) one check; out of memory, counts
+   it in l->lost instead. */
 void sr__selftest_add(sr__selftest_lines *l, const char *half, const char *status, const char *group, const char *name,
                       const char *detail, const char *metrics);
 

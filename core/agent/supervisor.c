@@ -730,6 +730,13 @@ static void start_attempt(sr__attempt *st, sr__run *run) {
                         .first_rank = run->layout.node_rank * run->layout.nproc_per_node + run->layout.first_local};
     run->layout.restart_count = run->rdzv.attempt; /* TORCHELASTIC_RESTART_COUNT, sr_restart_count() */
     sr__watchdog_begin(watchdog, n, run->rdzv.attempt);
+    if (!st->ws) { /* no worker starts: the run fails here and on every other node */
+        char msg[200];
+        snprintf(msg, sizeof msg, "node %d's shardrun ran out of memory for the records of %d workers (%zu bytes)",
+                 run->layout.node_rank, n, (size_t)n * sizeof(sr__worker));
+        sr__log(SR_LOG_ERROR, "%s; free some memory and run the job again", msg);
+        sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_FINAL);
+    }
     for (int i = 0; st->ws && i < n; i++) {
         sr__worker *w = &st->ws[i];
         w->local_rank = run->layout.first_local + i;

@@ -54,3 +54,24 @@ int sr__alloc_fault(void) {
     return 1;
 }
 #endif
+
+/* The formatter (alloc.h): here, beside sr__malloc, so that every program compiling this file in has it. */
+#include <stdio.h>
+
+char *sr__vfmt(const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *s = n < 0 ? NULL : sr__malloc((size_t)n + 1);
+    if (s) vsnprintf(s, (size_t)n + 1, fmt, again);
+    va_end(again);
+    return s;
+}
+
+char *sr__fmt(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = sr__vfmt(fmt, ap);
+    va_end(ap);
+    return s;
+}

@@ -4,7 +4,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+#include "base/alloc.h"
 
 int sr__log_level = SR_LOG_INFO;
 
@@ -16,15 +19,12 @@ void sr__vlog_as(int level, const char *who, const char *fmt, va_list ap) {
     char *msg = NULL, *line = NULL, msg_fixed[1024], line_fixed[1200];
     va_list again;
     va_copy(again, ap);
-    if (vasprintf(&msg, fmt, ap) < 0) {
-        msg = NULL;
-        vsnprintf(msg_fixed, sizeof msg_fixed, fmt, again);
-    }
+    if (!(msg = sr__vfmt(fmt, ap))) vsnprintf(msg_fixed, sizeof msg_fixed, fmt, again);
     va_end(again);
     const char *text = msg ? msg : msg_fixed;
-    int n = asprintf(&line, "shardrun%s%s: %s%s\n", who ? " " : "", who ? who : "", names[level & 3], text);
-    if (n < 0) {
-        line = NULL;
+    line = sr__fmt("shardrun%s%s: %s%s\n", who ? " " : "", who ? who : "", names[level & 3], text);
+    int n = line ? (int)strlen(line) : -1;
+    if (!line) {
         n = snprintf(line_fixed, sizeof line_fixed, "shardrun%s%s: %s%s\n", who ? " " : "", who ? who : "",
                      names[level & 3], text);
         if (n >= (int)sizeof line_fixed) line_fixed[sizeof line_fixed - 2] = '\n', n = (int)sizeof line_fixed - 1;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/fail.h"
 
 typedef enum out_kind {
     OUT_NEW,     /* nothing there yet: created through a temporary */
@@ -27,15 +28,6 @@ typedef struct resolved {
     int fd;       /* OUT_OWN_FD */
     mode_t mode;  /* OUT_REGULAR: its permissions */
 } resolved;
-
-static int say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int say(char *why, size_t len, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* "/proc/<this pid>/fd/N" or "/proc/<this pid>/task/<tid>/fd/N": N, else -1 */
 static int own_fd(const char *canon) {
@@ -62,32 +54,32 @@ static int canonical(const char *path, const char *cur, char **out, char *why, s
     char *real = dir ? realpath(dir, NULL) : NULL;
     int e = errno;
     if (!real) {
-        int rc = !dir           ? say(why, len, "%s: out of memory", path)
-                 : e == ENOENT  ? say(why, len, "%s: the folder %s does not exist; create it first", path, dir)
-                 : e == ENOTDIR ? say(why, len, "%s: %s is not a folder", path, dir)
-                                : say(why, len, "%s: cannot reach the folder %s: %s", path, dir, strerror(e));
+        int rc = !dir           ? sr__fail(why, len, "%s: out of memory", path)
+                 : e == ENOENT  ? sr__fail(why, len, "%s: the folder %s does not exist; create it first", path, dir)
+                 : e == ENOTDIR ? sr__fail(why, len, "%s: %s is not a folder", path, dir)
+                                : sr__fail(why, len, "%s: cannot reach the folder %s: %s", path, dir, strerror(e));
         free(dir);
         return rc;
     }
     free(dir);
-    if (asprintf(out, "%s%s%s", real, strcmp(real, "/") ? "/" : "", base) < 0) *out = NULL;
+    *out = sr__fmt("%s%s%s", real, strcmp(real, "/") ? "/" : "", base);
     free(real);
-    return *out ? 0 : say(why, len, "%s: out of memory", path);
+    return *out ? 0 : sr__fail(why, len, "%s: out of memory", path);
 }
 
 /* Follows path's symbolic links to what will be written. */
 static int resolve(const char *path, resolved *r, char *why, size_t len) {
     *r = (resolved){.fd = -1};
-    if (!path || !*path) return say(why, len, "an empty file name; name the file to write");
-    if (path[strlen(path) - 1] == '/') return say(why, len, "%s names a folder; name a file in it", path);
+    if (!path || !*path) return sr__fail(why, len, "an empty file name; name the file to write");
+    if (path[strlen(path) - 1] == '/') return sr__fail(why, len, "%s names a folder; name a file in it", path);
     char *cur = sr__strdup(path);
-    if (!cur) return say(why, len, "%s: out of memory", path);
+    if (!cur) return sr__fail(why, len, "%s: out of memory", path);
     for (int hop = 0; hop < 40; hop++) {
         char *canon;
         const char *base = strrchr(cur, '/') ? strrchr(cur, '/') + 1 : cur;
         if (!strcmp(base, ".") || !strcmp(base, "..")) {
             free(cur);
-            return say(why, len, "%s names a folder; name a file in it", path);
+            return sr__fail(why, len, "%s names a folder; name a file in it", path);
         }
         if (canonical(path, cur, &canon, why, len) != 0) {
             free(cur);
@@ -105,7 +97,7 @@ static int resolve(const char *path, resolved *r, char *why, size_t len) {
         if (lstat(canon, &st) != 0) {
             if (errno != ENOENT) {
                 int e = errno;
-                say(why, len, "%s: cannot look at %s: %s", path, canon, strerror(e));
+                sr__fail(why, len, "%s: cannot look at %s: %s", path, canon, strerror(e));
                 free(canon);
                 return -1;
             }
@@ -117,7 +109,7 @@ static int resolve(const char *path, resolved *r, char *why, size_t len) {
             ssize_t n = readlink(canon, link, sizeof link - 1);
             if (n < 0) {
                 int e = errno;
-                say(why, len, "%s: cannot read the link %s: %s", path, canon, strerror(e));
+                sr__fail(why, len, "%s: cannot read the link %s: %s", path, canon, strerror(e));
                 free(canon);
                 return -1;
             }
@@ -126,10 +118,10 @@ static int resolve(const char *path, resolved *r, char *why, size_t len) {
                 cur = sr__strdup(link);
             } else { /* relative to the link's folder */
                 *strrchr(canon, '/') = 0;
-                if (asprintf(&cur, "%s/%s", canon, link) < 0) cur = NULL;
+                cur = sr__fmt("%s/%s", canon, link);
             }
             free(canon);
-            if (!cur) return say(why, len, "%s: out of memory", path);
+            if (!cur) return sr__fail(why, len, "%s: out of memory", path);
             continue;
         }
         r->target = canon;
@@ -141,24 +133,22 @@ static int resolve(const char *path, resolved *r, char *why, size_t len) {
             r->kind = OUT_IN_PLACE;
             return 0;
         }
-        say(why, len, "%s is %s; name a file", path,
-            S_ISDIR(st.st_mode)   ? "a folder"
-            : S_ISBLK(st.st_mode) ? "a block device"
-                                  : "not a file");
+        sr__fail(why, len, "%s is %s; name a file", path,
+                 S_ISDIR(st.st_mode)   ? "a folder"
+                 : S_ISBLK(st.st_mode) ? "a block device"
+                                       : "not a file");
         free(canon);
         r->target = NULL;
         return -1;
     }
     free(cur);
-    return say(why, len, "%s: too many levels of symbolic links", path);
+    return sr__fail(why, len, "%s: too many levels of symbolic links", path);
 }
 
 /* The temporary beside the target: FOLDER/.NAME.tmp-PID */
 static char *temp_name(const char *target) {
     const char *slash = strrchr(target, '/');
-    char *t = NULL;
-    if (asprintf(&t, "%.*s/.%s.tmp-%ld", (int)(slash - target), target, slash + 1, (long)getpid()) < 0) return NULL;
-    return t;
+    return sr__fmt("%.*s/.%s.tmp-%ld", (int)(slash - target), target, slash + 1, (long)getpid());
 }
 
 int sr__out_check(const char *path, const char *const *inputs, int ninputs, char *why, size_t len) {
@@ -171,24 +161,27 @@ int sr__out_check(const char *path, const char *const *inputs, int ninputs, char
             struct stat in;
             if (inputs[i] && stat(inputs[i], &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
                 rc = !strcmp(path, inputs[i])
-                         ? say(why, len,
-                               "%s is a file this command reads: writing it would replace it; name another file", path)
-                         : say(why, len,
-                               "%s is %s, a file this command reads: writing it would replace it; name "
-                               "another file",
-                               path, inputs[i]);
+                         ? sr__fail(why, len,
+                                    "%s is a file this command reads: writing it would replace it; name another file",
+                                    path)
+                         : sr__fail(why, len,
+                                    "%s is %s, a file this command reads: writing it would replace it; name "
+                                    "another file",
+                                    path, inputs[i]);
         }
     if (!rc && (r.kind == OUT_NEW || r.kind == OUT_REGULAR)) { /* the folder must take the temporary */
         char *tmp = temp_name(r.target);
         int fd = tmp ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1, e = errno;
         if (fd >= 0) close(fd), unlink(tmp);
-        else rc = say(why, len, "%s: cannot create a file in its folder (%s): %s", path, tmp ? tmp : "?", strerror(e));
+        else
+            rc = sr__fail(why, len, "%s: cannot create a file in its folder (%s): %s", path, tmp ? tmp : "?",
+                          strerror(e));
         free(tmp);
     } else if (!rc && r.kind == OUT_IN_PLACE && access(r.target, W_OK) != 0) {
-        rc = say(why, len, "%s: cannot write %s: %s", path, r.target, strerror(errno));
+        rc = sr__fail(why, len, "%s: cannot write %s: %s", path, r.target, strerror(errno));
     } else if (!rc && r.kind == OUT_OWN_FD &&
                (fcntl(r.fd, F_GETFL) < 0 || (fcntl(r.fd, F_GETFL) & O_ACCMODE) == O_RDONLY)) {
-        rc = say(why, len, "%s: descriptor %d is not open for writing", path, r.fd);
+        rc = sr__fail(why, len, "%s: descriptor %d is not open for writing", path, r.fd);
     }
     free(r.target);
     return rc;
@@ -213,7 +206,7 @@ int sr__out_open(sr__out *o, const char *path, char *why, size_t len) {
     if (fd >= 0 && !(o->f = fdopen(fd, "w"))) close(fd), fd = -1;
     if (fd < 0) {
         int e = errno;
-        say(why, len, "cannot write %s (%s): %s", path, o->tmp ? o->tmp : r.target, strerror(e));
+        sr__fail(why, len, "cannot write %s (%s): %s", path, o->tmp ? o->tmp : r.target, strerror(e));
         if (o->tmp && e != EEXIST) unlink(o->tmp);
         free(r.target), free(o->tmp), free(o->target);
         *o = (sr__out){0};
@@ -236,7 +229,7 @@ int sr__out_close(sr__out *o, char *why, size_t len) {
         if (d >= 0) (void)fsync(d), close(d);
     }
     if (!ok) {
-        say(why, len, "cannot write %s: %s", o->path, strerror(e));
+        sr__fail(why, len, "cannot write %s: %s", o->path, strerror(e));
         if (o->tmp) unlink(o->tmp);
     }
     free(o->tmp), free(o->target);
@@ -257,7 +250,7 @@ int sr__out_write(const char *path, const void *data, size_t n, char *why, size_
     if (n && fwrite(data, 1, n, o.f) != n) {
         int e = errno;
         sr__out_abort(&o);
-        return say(why, len, "cannot write %s: %s", path, strerror(e));
+        return sr__fail(why, len, "cannot write %s: %s", path, strerror(e));
     }
     return sr__out_close(&o, why, len);
 }

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#include "base/alloc.h" /* sr__fmt */
+
 typedef struct sr__buf {
     char *s;
     size_t n, cap;
@@ -18,8 +20,5 @@ void sr__buf_printf(sr__buf *b, const char *fmt, ...) __attribute__((format(prin
 /* Appends "text" with JSON escapes. */
 void sr__buf_json_str(sr__buf *b, const char *text);
 void sr__buf_free(sr__buf *b);
-/* A new formatted string, to free; NULL when memory is exhausted (base/alloc.h). */
-char *sr__fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-char *sr__vfmt(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 #endif

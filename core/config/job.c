@@ -108,6 +108,7 @@ typedef struct reader_state {
     int too_long;    /* line number of an over-long line, 0 if none */
     const char *last_section, *last_key;
     int last_line;
+    int oom; /* line number where memory ran out (the handler stopped inih), 0 if none */
 } reader_state;
 
 static char *reader(char *str, int num, void *stream) {
@@ -145,8 +146,8 @@ static int handler(void *user, const char *section, const char *name, const char
     if (st->last_key && isspace((unsigned char)*ls) && strcmp(section, st->last_section) == 0 &&
         strcmp(name, st->last_key) == 0) {
         sr__raw *r = &cfg->raw[cfg->nraw - 1];
-        char *joined = NULL;
-        if (asprintf(&joined, "%s %s", r->value, value) < 0) return 0;
+        char *joined = sr__fmt("%s %s", r->value, value);
+        if (!joined) return st->oom = st->line, 0;
         free(r->value);
         r->value = joined;
         return 1;
@@ -164,7 +165,7 @@ static int handler(void *user, const char *section, const char *name, const char
                      section, name, cfg->raw[at - 1].line);
         return 1;
     }
-    if (grow((void **)&cfg->raw, &cfg->rawcap, cfg->nraw, sizeof *cfg->raw) != 0) return 0;
+    if (grow((void **)&cfg->raw, &cfg->rawcap, cfg->nraw, sizeof *cfg->raw) != 0) return st->oom = st->line, 0;
     sr__raw *r = &cfg->raw[cfg->nraw];
     r->section = sr__strdup(section);
     r->key = sr__strdup(name);
@@ -174,7 +175,7 @@ static int handler(void *user, const char *section, const char *name, const char
     if (!r->section || !r->key || !r->value ||
         index_add(&cfg->raw_idx, cfg->raw, cfg->nraw, raw_is, raw_names, cfg->nraw) != 0) {
         free(r->section), free(r->key), free(r->value);
-        return 0; /* inih stops: reported as out of memory */
+        return st->oom = st->line, 0; /* inih stops: reported as out of memory */
     }
     cfg->nraw++;
     st->last_section = r->section;
@@ -268,7 +269,9 @@ int sr__config_load(sr__job *cfg, const char *path) {
 
     reader_state st = {.cfg = cfg, .buf = buf, .pos = buf, .end = buf + len};
     int rc = ini_parse_stream(reader, &st, handler, &st);
-    if (st.too_long) {
+    if (st.oom) {
+        sr__diag_add(&cfg->diag, "%s:%d: out of memory reading the job file", path, st.oom);
+    } else if (st.too_long) {
         sr__diag_add(&cfg->diag,
                      "%s:%d: line longer than %d characters (the INI parser's limit); "
                      "continue a long value on the next line, indented",
@@ -315,8 +318,8 @@ int sr__config_add_set(sr__job *cfg, const char *spec) {
 
 /* ---- resolution ---------------------------------------------------------------------------- */
 
-/* A new setting (section, key), indexed.  Out of memory has no way back here (the callers' callers
-   expect a setting): a message and exit, as the agent would do anyway. */
+/* A new setting (section, key), indexed; NULL when memory ran out, after adding the error to
+   cfg->diag (the run stops at its next check, before reading any setting of the section). */
 static sr__setting *add_setting(sr__job *cfg, const char *section, const char *key) {
     if (grow((void **)&cfg->set, &cfg->setcap, cfg->nset, sizeof *cfg->set) != 0) goto oom;
     sr__setting *s = &cfg->set[cfg->nset];
@@ -328,8 +331,13 @@ static sr__setting *add_setting(sr__job *cfg, const char *section, const char *k
     cfg->nset++;
     return s;
 oom:
-    fprintf(stderr, "shardrun: error: out of memory for the job's settings (%zu of them)\n", cfg->nset + 1);
-    exit(2);
+    if (cfg->nset < cfg->setcap) { /* the entry's copies, when it was reached */
+        sr__setting *s = &cfg->set[cfg->nset];
+        free(s->section), free(s->key);
+        s->section = s->key = NULL;
+    }
+    sr__diag_add(&cfg->diag, "out of memory for the setting [%s] %s (%zu settings)", section, key, cfg->nset + 1);
+    return NULL;
 }
 
 static const char *canonical(sr_key_normalizer norm, const char *key, char *buf, size_t len) {
@@ -388,6 +396,7 @@ static void no_memory_for(sr__job *cfg, const char *section, const char *key) {
 static void resolve_one(sr__job *cfg, const char *section, const sr_key *k, sr_key_normalizer norm) {
     if (sr__config_get(cfg, section, k->name)) return; /* resolved ahead (a plugin's path) */
     sr__setting *s = add_setting(cfg, section, k->name);
+    if (!s) return;
     const char *val = k->def;
     char where[600];
     char buf[256];
@@ -519,6 +528,7 @@ void sr__config_resolve_free(sr__job *cfg, const char *section) {
         if (strcmp(r->section, section)) continue;
         r->used = 1;
         sr__setting *s = add_setting(cfg, section, r->key);
+        if (!s) continue;
         s->value = sr__strdup(r->value);
         s->from = SR_FROM_FILE;
         s->where = sr__fmt("%s:%d", cfg->path, r->line);
@@ -546,6 +556,7 @@ void sr__config_resolve_free(sr__job *cfg, const char *section) {
             for (char *c = key; *c; c++) *c = (char)tolower((unsigned char)*c);
             hit = add_setting(cfg, section, key);
             free(key);
+            if (!hit) continue;
         }
         free(hit->value), free(hit->where);
         hit->value = sr__strdup(eq + 1);
@@ -559,6 +570,7 @@ void sr__config_resolve_free(sr__job *cfg, const char *section) {
         o->used = 1;
         sr__setting *s = sr__config_get(cfg, section, o->key);
         if (!s) s = add_setting(cfg, section, o->key);
+        if (!s) continue;
         free(s->value), free(s->where);
         s->value = sr__strdup(o->value);
         s->from = SR_FROM_CLI;

@@ -45,7 +45,7 @@ sr_shard_writer *sr_shard_writer_open(const char *path, int token_bytes, char *e
     const char *slash = strrchr(path, '/');
     int dirlen = slash ? (int)(slash - path + 1) : 0;
     if (!w || !(w->path = sr__strdup(path)) ||
-        asprintf(&w->tmp, "%.*s.%s.partial-%ld", dirlen, path, path + dirlen, (long)getpid()) < 0) {
+        !(w->tmp = sr__fmt("%.*s.%s.partial-%ld", dirlen, path, path + dirlen, (long)getpid()))) {
         if (w) free(w->path);
         free(w);
         snprintf(err, errlen, "%s: out of memory", path);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "device/cuda_lib.h"
 #include "device/device.h"
 #include "device/optim_math.h"
@@ -28,12 +29,10 @@ static void bad_dtype(const char *op, sr_dtype t) {
 }
 
 static void *cpu_alloc(size_t bytes) {
-    if (bytes > SIZE_MAX - CPU_ALIGN) return NULL;
-    /* aligned_alloc wants a multiple of the alignment; 0 bytes still gets a pointer (NULL means
-       out of memory) */
-    size_t size = bytes ? (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN : CPU_ALIGN;
-    void *p = aligned_alloc(CPU_ALIGN, size);
-    if (p) memset(p, 0, size);
+    /* 0 bytes still gets a pointer (NULL means out of memory); the rounding up to the alignment
+       is zeroed too */
+    void *p = sr__aligned_alloc(CPU_ALIGN, bytes);
+    if (p) memset(p, 0, bytes ? (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN : CPU_ALIGN);
     return p;
 }
 

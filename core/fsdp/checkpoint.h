@@ -32,6 +32,9 @@ typedef struct sr__train_state {
     /* Saving: the members transformers' TrainerState has (global_step, epoch, log_history, ...), as
        a JSON fragment ("\"a\": 1, \"b\": [...]"), from the trainer; NULL: global_step only. */
     const char *hf_members;
+    /* Saving: this rank could not build the above (out of memory, said already): the save fails on
+       every rank, together, before writing anything. */
+    int incomplete;
     /* Loading: the checkpoint's frozen_digest when it holds no frozen base and this run's base matched
        it (fsdp/ckpt_frozen.h), else "". */
     char frozen_digest[17];

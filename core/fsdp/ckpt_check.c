@@ -73,16 +73,24 @@ static void count_param(const sr__engine *e, const sr__ckpt_source *s, const sr_
     }
 }
 
-void sr__ckpt_checks_plan(const sr__engine *e, sr__ckpt_source *s) {
-    int nf = sr__ckpt_source_nfiles(s), S = e->shard_size > 0 ? e->shard_size : 1;
+int sr__ckpt_checks_plan(const sr__engine *e, sr__ckpt_source *s) {
+    int nf = sr__ckpt_source_nfiles(s), S = e->shard_size > 0 ? e->shard_size : 1, oom = 0;
     const sr_model *m = e->model;
     uint64_t **want = sr__calloc((size_t)nf, sizeof *want);
     s->chk = sr__calloc((size_t)nf, sizeof *s->chk);
-    for (int f = 0; f < nf; f++) {
+    for (int f = 0; f < nf && want && s->chk && !oom; f++) {
         size_t n = sr__st_count(sr__ckpt_source_file(s, f)) + 1, bytes = n * sizeof **s->chk;
-        s->chk[f] = aligned_alloc(_Alignof(sr__ckpt_check), bytes); /* sizeof is a multiple of the alignment */
-        memset(s->chk[f], 0, bytes);
+        s->chk[f] = sr__aligned_alloc(_Alignof(sr__ckpt_check), bytes); /* sizeof is a multiple of the alignment */
         want[f] = sr__calloc(n * (size_t)S, sizeof **want);
+        oom = !s->chk[f] || !want[f];
+        if (s->chk[f]) memset(s->chk[f], 0, bytes);
+    }
+    if (!want || !s->chk || oom) { /* sr__ckpt_source_close frees what s->chk holds */
+        for (int f = 0; want && f < nf; f++) free(want[f]);
+        free(want);
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s: out of memory for the plan of its hash checks (%d files)",
+                s->dir, nf);
+        return -1;
     }
     for (int i = 0; i < m->nparams; i++)
         if (m->params[i].tied_to < 0) /* a frozen parameter's values only: it has no moments */
@@ -104,6 +112,7 @@ void sr__ckpt_checks_plan(const sr__engine *e, sr__ckpt_source *s) {
         }
     for (int f = 0; f < nf; f++) free(want[f]);
     free(want);
+    return 0;
 }
 
 void sr__ckpt_copy_checked(sr__ckpt_source *s, int f, const sr__st_tensor *t, const void *data, uint64_t off, void *dst,
@@ -138,10 +147,17 @@ int sr__ckpt_checks_finish(sr__ckpt_source *s) {
             uint64_t got = sr__hash64_final(&c->st);
             s->times.hash_s += sr__now_s() - t0, s->times.hash_bytes += (long long)(t->nbytes - c->done);
             char *key = sr__fmt("hash:%s", t->name), hex[17], fname[64];
-            const char *want = sr__st_metadata(sf, key);
+            const char *want = key ? sr__st_metadata(sf, key) : NULL;
+            int oom = !key;
             free(key);
-            if (want && !strcmp(sr__hash64_hex(got, hex), want)) continue;
             sr__ckpt_source_file_name(s, f, fname, sizeof fname);
+            if (oom) {
+                sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: out of memory for the hash of tensor \"%s\"",
+                        s->dir, fname, t->name);
+                bad = 1;
+                break;
+            }
+            if (want && !strcmp(sr__hash64_hex(got, hex), want)) continue;
             bad = sr__ckpt_hash_mismatch(s->dir, fname, t->name, want ? want : "missing", got) != 0;
         }
     }
@@ -165,8 +181,15 @@ int sr__ckpt_check_unowned(const sr__engine *e, sr__ckpt_source *s) {
             int owner = total ? (int)((double)at / (double)total * W) : 0; /* the bytes split evenly, in file order */
             if (owner >= W) owner = W - 1;
             char *key = sr__fmt("hash:%s", t->name), hex[17];
-            const char *want = sr__st_metadata(f, key);
+            const char *want = key ? sr__st_metadata(f, key) : NULL;
+            int oom = !key;
             free(key);
+            if (oom) {
+                sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: out of memory for the hash of tensor \"%s\"",
+                        s->dir, fname, t->name);
+                bad = 1;
+                break;
+            }
             if (!want) {
                 sr__log(SR_LOG_ERROR,
                         "resume_from_checkpoint: %s/%s: tensor \"%s\" has no \"hash:\" entry in the "

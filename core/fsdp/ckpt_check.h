@@ -24,7 +24,8 @@
 #include "fsdp/ckpt_source.h"
 #include "fsdp/engine_internal.h"
 
-void sr__ckpt_checks_plan(const sr__engine *e, sr__ckpt_source *s);
+/* 0, or -1 after printing that memory ran out. */
+int sr__ckpt_checks_plan(const sr__engine *e, sr__ckpt_source *s);
 /* The tensors no rank copies: every one has a "hash:NAME", this rank's share of the bytes match.
    0, or -1 after printing what differs. */
 int sr__ckpt_check_unowned(const sr__engine *e, sr__ckpt_source *s);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "base/alloc.h"
+#include "base/log.h"
 #include "base/strbuf.h"
 #include "fsdp/ckpt_state.h"
 #include "io/json.h"
@@ -176,6 +177,7 @@ int sr__ckpt_ident_read(const char *dir, sr__ckpt_ident *id, char *why, size_t l
     memset(id, 0, sizeof *id);
     id->step = -1;
     char *p = sr__fmt("%s/trainer_state.json", dir);
+    if (!p) return snprintf(why, len, "%s/trainer_state.json: out of memory for its name", dir), -1;
     size_t n = 0;
     char *text = sr__ckpt_state_text(dir, &n, why, len);
     int rc = -1;
@@ -209,14 +211,20 @@ const char *sr__ckpt_setting(const sr__ckpt_ident *id, const char *key) {
     return NULL;
 }
 
-char *sr__ckpt_latest_of_job(const char *outdir, const char *member, const char *value) {
+char *sr__ckpt_latest_of_job(const char *outdir, const char *member, const char *value, int *oom) {
     sr__ckpt_entry *l;
     size_t n;
     char why[512];
+    *oom = 0;
     if (!value || !*value || sr__ckpt_list(outdir, &l, &n, why, sizeof why) != 0) return NULL;
     char *found = NULL;
     for (size_t i = n; i-- > 0 && !found;) {
         char *dir = sr__fmt("%s/%s", outdir, l[i].name);
+        if (!dir) {
+            sr__log(SR_LOG_ERROR, "out of memory for the name of %s/%s", outdir, l[i].name);
+            *oom = 1;
+            break;
+        }
         sr__ckpt_ident id = {0};
         if (sr__ckpt_ident_read(dir, &id, why, sizeof why) == 0 && id.step == l[i].step &&
             !strcmp(!strcmp(member, "job_id") ? id.job_id : id.requeue_key, value))

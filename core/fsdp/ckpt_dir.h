@@ -67,7 +67,8 @@ const char *sr__ckpt_setting(const sr__ckpt_ident *id, const char *key);
 
 /* output_dir/checkpoint-N (a new string) with the largest N whose trainer_state.json has `member`
    ("job_id" or "requeue_key") equal to `value`: what a restarted or requeued job wrote itself.
-   NULL when there is none, value is empty, or output_dir cannot be listed. */
-char *sr__ckpt_latest_of_job(const char *output_dir, const char *member, const char *value);
+   NULL when there is none, value is empty, or output_dir cannot be listed; NULL with *oom set, after
+   saying so, when memory ran out before the search could tell. */
+char *sr__ckpt_latest_of_job(const char *output_dir, const char *member, const char *value, int *oom);
 
 #endif

@@ -47,14 +47,12 @@ static int state_hash(sr__engine *e, const sr__train_state *ts, uint64_t *out, s
     return 0;
 }
 
-/* XXH3-128 of the ranks' state hashes in rank order, each as 8 little-endian bytes: 32 hex digits,
-   the high half first. */
-static void checkpoint_id(const uint64_t *h, size_t n, char out[33]) {
-    unsigned char *b = sr__malloc(8 * n + 1);
+/* XXH3-128 of the ranks' state hashes in rank order, each as 8 little-endian bytes (into b, which
+   holds 8 * n): 32 hex digits, the high half first. */
+static void checkpoint_id(const uint64_t *h, size_t n, unsigned char *b, char out[33]) {
     for (size_t r = 0; r < n; r++)
         for (int i = 0; i < 8; i++) b[8 * r + (size_t)i] = (unsigned char)(h[r] >> (8 * i));
     XXH128_hash_t id = XXH3_128bits(b, 8 * n);
-    free(b);
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)id.high64, (unsigned long long)id.low64);
 }
 
@@ -68,8 +66,17 @@ int sr__ckpt_make_meta(sr__engine *e, const sr__train_state *ts, sr__ckpt_meta *
     size_t n;
     /* every rank takes part in the gather, also one that failed (sr__engine_gather_u64 agrees first) */
     int failed = state_hash(e, ts, &mine, tm) != 0;
-    if (sr__engine_gather_u64(e, failed, mine, "the checkpoint id", &all, &n) != 0) return -1;
-    checkpoint_id(all, n, m->id);
+    /* the id's bytes, taken before the gather (as many as it returns): out of memory is then a
+       failure the ranks agree on */
+    size_t world = e->world ? (size_t)e->world_size : 1;
+    unsigned char *b = sr__malloc(8 * world + 1);
+    if (!b) sr__log(SR_LOG_ERROR, "checkpoint: out of memory for the checkpoint id of %zu ranks", world);
+    if (sr__engine_gather_u64(e, failed || !b, mine, "the checkpoint id", &all, &n) != 0) {
+        free(b);
+        return -1;
+    }
+    checkpoint_id(all, n, b, m->id); /* n is world: the gather's count, one per rank */
+    free(b);
     free(all);
     sr__ckpt_model_digest(e->model, m->digest);
     /* SHARDED files leave the frozen units out and say which base they were trained on instead */

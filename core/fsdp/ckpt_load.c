@@ -84,6 +84,12 @@ static int copy_shards(sr__engine *e, sr__ckpt_source *s, int skip_frozen) {
         if (skip_frozen && un->frozen) continue;
         size_t lo = (size_t)e->shard_rank * un->shard, a, b;
         float *host = sr__malloc(un->shard * sizeof *host + 1);
+        if (!host) { /* agreed on by the caller: every rank fails the load together */
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s: out of memory for a shard of %zu values", s->dir,
+                    un->shard);
+            failed = 1;
+            break;
+        }
         for (int k = 0; k < SR_CKPT_KINDS && !failed; k++) {
             if (!sr__ckpt_kind_shard(&e->slot[u], k)) continue; /* a frozen unit: values only */
             memset(host, 0, un->shard * sizeof *host);

@@ -239,6 +239,7 @@ int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) 
     sr__ckpt_times tm = {0};
     int failed = !final || !tmp || !old; /* still agreed on below: every rank stops together */
     if (failed) sr__log(SR_LOG_ERROR, "checkpoint: out of memory for the paths under %s", outdir);
+    failed |= ts->incomplete;
     if (e->rank == 0 && !failed) {
         failed = sr__make_output_dir(outdir) != 0;
         sr__remove_tree(tmp); /* a save that was killed earlier */

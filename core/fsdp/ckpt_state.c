@@ -21,6 +21,7 @@
 
 char *sr__ckpt_state_text(const char *dir, size_t *n, char *why, size_t len) {
     char *path = sr__fmt("%s/trainer_state.json", dir);
+    if (!path) return snprintf(why, len, "%s/trainer_state.json: out of memory for its name", dir), NULL;
     struct stat st;
     FILE *f = fopen(path, "r");
     char *text = NULL;
@@ -49,6 +50,10 @@ char *sr__ckpt_state_text(const char *dir, size_t *n, char *why, size_t len) {
 
 int sr__ckpt_state_write(const sr__engine *e, const char *dir, const sr__train_state *ts, const sr__ckpt_meta *m) {
     char *p = sr__fmt("%s/trainer_state.json", dir);
+    if (!p) {
+        sr__log(SR_LOG_ERROR, "checkpoint: out of memory for the name of %s/trainer_state.json", dir);
+        return -1;
+    }
     FILE *f = fopen(p, "w");
     if (!f) {
         sr__progress_io_failed(errno, p);
@@ -172,6 +177,10 @@ static int parse_state(const char *text, size_t n, double v[S_COUNT], long long 
 
 int sr__ckpt_state_read(sr__engine *e, const char *dir, sr__train_state *ts, char id[33]) {
     char *p = sr__fmt("%s/trainer_state.json", dir), why[600] = "";
+    if (!p) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: out of memory for the name of %s/trainer_state.json", dir);
+        return -1;
+    }
     size_t n = 0;
     char *text = sr__ckpt_state_text(dir, &n, why, sizeof why);
     double v[S_COUNT] = {0};

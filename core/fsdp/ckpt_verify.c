@@ -284,10 +284,19 @@ static int parse_index(sr__ckpt_source *s) {
 int sr__ckpt_verify(const sr__engine *e, sr__ckpt_source *s, const char *sid, long long sstep) {
     int n = sr__ckpt_source_nfiles(s), bad = 0;
     vfile *v = sr__calloc((size_t)n, sizeof *v);
+    if (!v) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s: out of memory for the check of its %d files", s->dir, n);
+        return -1;
+    }
     for (int i = 0; i < n; i++) {
         char name[64];
         sr__ckpt_source_file_name(s, i, name, sizeof name);
-        v[i].f = sr__ckpt_source_file(s, i), v[i].name = sr__fmt("%s", name);
+        v[i].f = sr__ckpt_source_file(s, i), v[i].name = sr__strdup(name);
+        if (!v[i].name) {
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s: out of memory for the check of %s", s->dir, name);
+            bad = 1;
+            break;
+        }
         v[i].role = s->full ? (i ? "optimizer" : "model") : "shard", v[i].pos = s->full ? -1 : i;
         int rc = read_vfile(s->dir, &v[i]);
         bad |= rc != 0;
@@ -305,7 +314,7 @@ int sr__ckpt_verify(const sr__engine *e, sr__ckpt_source *s, const char *sid, lo
     int another = !bad && check_model(e, s, v[0].digest) != 0;
     bad |= another;
     if (!bad) bad = check_frozen(e, s) != 0;
-    if (!bad) sr__ckpt_checks_plan(e, s);
+    if (!bad) bad = sr__ckpt_checks_plan(e, s) != 0;
     if (!bad) bad = sr__ckpt_check_unowned(e, s) != 0;
     for (int i = 0; i < n; i++) free(v[i].name);
     free(v);

@@ -59,9 +59,14 @@ static char **split_commas(const char *s) {
     for (const char *p = s; *p; p++) n += *p == ',';
     char **v = sr__calloc(n + 1, sizeof *v);
     const char *p = s;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; v && i < n; i++) {
         const char *e = strchr(p, ',');
         v[i] = e ? sr__strndup(p, (size_t)(e - p)) : sr__strdup(p);
+        if (!v[i]) {
+            while (i-- > 0) free(v[i]);
+            free(v);
+            return NULL;
+        }
         p = e ? e + 1 : p;
     }
     return v;
@@ -135,6 +140,10 @@ static int read_fsdp(sr__fsdp_config *c) {
             rc = -1;
         } else {
             c->wrap_classes = split_commas(cls);
+            if (!c->wrap_classes) {
+                sr__log(SR_LOG_ERROR, "out of memory for FSDP_TRANSFORMER_CLS_TO_WRAP=%s", cls);
+                rc = -1;
+            }
         }
     }
     const char *mnp = getenv("FSDP_MIN_NUM_PARAMS");

@@ -56,7 +56,10 @@ static int check_classes(const sr_model *m, char **classes) {
         sr__log(SR_LOG_ERROR,
                 "FSDP_TRANSFORMER_CLS_TO_WRAP names class \"%s\", which this model does not "
                 "have; its module classes are: %s (names are case-sensitive, comma-separated, no spaces)",
-                *c, have.s);
+                *c,
+                have.oom ? "(out of memory listing them)"
+                : have.s ? have.s
+                         : "");
         free(have.s);
         rc = -1;
     }

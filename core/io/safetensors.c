@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/fail.h"
 #include "base/hash64.h"
 #include "base/strbuf.h"
 #include "io/json.h"
@@ -45,15 +46,6 @@ static const struct {
 #define NDTYPES (sizeof dtypes / sizeof dtypes[0])
 
 const char *sr__st_dtype_name(sr_dtype dtype) { return (unsigned)dtype < NDTYPES ? dtypes[dtype].name : "?"; }
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* A name for a message: in double quotes with JSON escapes (names come from files and may hold
    anything, including quotes and newlines), cut short when long. */
@@ -183,36 +175,37 @@ static int check_tensors(const char *path, const sr__st_tensor *t, size_t n, uin
     for (size_t i = 0; i < n; i++) {
         const char *why = bad_string(t[i].name);
         if (why || !*t[i].name || !strcmp(t[i].name, "__metadata__")) {
-            seterr(err, errlen, "%s: tensor %zu: name %s", path, i,
-                   why          ? why
-                   : *t[i].name ? "\"__metadata__\" is reserved"
-                                : "is empty");
+            sr__fail(err, errlen, "%s: tensor %zu: name %s", path, i,
+                     why          ? why
+                     : *t[i].name ? "\"__metadata__\" is reserved"
+                                  : "is empty");
             return -1;
         }
         const char *nm = quote(&q, t[i].name);
         if ((unsigned)t[i].dtype >= NDTYPES) {
-            seterr(err, errlen, "%s: tensor %s: dtype %d is not one safetensors files hold here", path, nm,
-                   (int)t[i].dtype);
+            sr__fail(err, errlen, "%s: tensor %s: dtype %d is not one safetensors files hold here", path, nm,
+                     (int)t[i].dtype);
             return -1;
         }
         if (t[i].ndim < 0 || t[i].ndim > SR_ST_MAX_DIMS) {
-            seterr(err, errlen, "%s: tensor %s: %d dimensions (0 to %d allowed)", path, nm, t[i].ndim, SR_ST_MAX_DIMS);
+            sr__fail(err, errlen, "%s: tensor %s: %d dimensions (0 to %d allowed)", path, nm, t[i].ndim,
+                     SR_ST_MAX_DIMS);
             return -1;
         }
         uint64_t nb;
         if (tensor_bytes(t[i].dtype, t[i].ndim, t[i].shape, &nb) || nb > (uint64_t)INT64_MAX - *total) {
-            seterr(err, errlen, "%s: tensor %s: shape %s is invalid or too large", path, nm,
-                   sr__st_shape_str(sb, sizeof sb, t[i].ndim, t[i].shape));
+            sr__fail(err, errlen, "%s: tensor %s: shape %s is invalid or too large", path, nm,
+                     sr__st_shape_str(sb, sizeof sb, t[i].ndim, t[i].shape));
             return -1;
         }
         *total += nb;
     }
     if (n) {
         const char **names = sr__malloc(n * sizeof *names);
-        if (!names) return seterr(err, errlen, "%s: out of memory", path), -1;
+        if (!names) return sr__fail(err, errlen, "%s: out of memory", path), -1;
         for (size_t i = 0; i < n; i++) names[i] = t[i].name;
         const char *dup = find_dup(names, n);
-        if (dup) seterr(err, errlen, "%s: tensor %s is given twice", path, quote(&q, dup));
+        if (dup) sr__fail(err, errlen, "%s: tensor %s is given twice", path, quote(&q, dup));
         free(names);
         if (dup) return -1;
     }
@@ -223,16 +216,16 @@ static int check_meta(const char *path, const sr__st_kv *meta, size_t n, char *e
     qbuf q;
     for (size_t i = 0; i < n; i++) {
         const char *why = bad_string(meta[i].key);
-        if (why) return seterr(err, errlen, "%s: metadata key %zu %s", path, i, why), -1;
+        if (why) return sr__fail(err, errlen, "%s: metadata key %zu %s", path, i, why), -1;
         if ((why = bad_string(meta[i].value)))
-            return seterr(err, errlen, "%s: metadata %s: value %s", path, quote(&q, meta[i].key), why), -1;
+            return sr__fail(err, errlen, "%s: metadata %s: value %s", path, quote(&q, meta[i].key), why), -1;
     }
     if (n) {
         const char **keys = sr__malloc(n * sizeof *keys);
-        if (!keys) return seterr(err, errlen, "%s: out of memory", path), -1;
+        if (!keys) return sr__fail(err, errlen, "%s: out of memory", path), -1;
         for (size_t i = 0; i < n; i++) keys[i] = meta[i].key;
         const char *dup = find_dup(keys, n);
-        if (dup) seterr(err, errlen, "%s: metadata key %s is given twice", path, quote(&q, dup));
+        if (dup) sr__fail(err, errlen, "%s: metadata key %s is given twice", path, quote(&q, dup));
         free(keys);
         if (dup) return -1;
     }
@@ -242,9 +235,9 @@ static int check_meta(const char *path, const sr__st_kv *meta, size_t n, char *e
 sr__st_writer *sr__st_create(const char *path, const sr__st_tensor *tensors, size_t ntensors, const sr__st_kv *meta,
                              size_t nmeta, char *err, size_t errlen) {
     uint64_t total;
-    if (!path) return seterr(err, errlen, "sr__st_create: no path"), NULL;
+    if (!path) return sr__fail(err, errlen, "sr__st_create: no path"), NULL;
     if ((ntensors && !tensors) || (nmeta && !meta))
-        return seterr(err, errlen, "%s: sr__st_create: NULL tensor or metadata array", path), NULL;
+        return sr__fail(err, errlen, "%s: sr__st_create: NULL tensor or metadata array", path), NULL;
     if (check_tensors(path, tensors, ntensors, &total, err, errlen) || check_meta(path, meta, nmeta, err, errlen))
         return NULL;
 
@@ -252,7 +245,7 @@ sr__st_writer *sr__st_create(const char *path, const sr__st_tensor *tensors, siz
     uint64_t *mpos = sr__calloc(nmeta ? nmeta : 1, sizeof *mpos), *mlen = sr__calloc(nmeta ? nmeta : 1, sizeof *mlen);
     if (!mpos || !mlen) {
         free(mpos), free(mlen);
-        return seterr(err, errlen, "%s: out of memory", path), NULL;
+        return sr__fail(err, errlen, "%s: out of memory", path), NULL;
     }
     sr__buf_add(&h, "{", 1);
     if (nmeta) {
@@ -273,7 +266,7 @@ sr__st_writer *sr__st_create(const char *path, const sr__st_tensor *tensors, siz
         uint64_t nb = 0;
         if (tensor_bytes(t->dtype, t->ndim, t->shape, &nb) != 0) { /* check_tensors accepted it: cannot happen */
             sr__buf_free(&h);
-            return seterr(err, errlen, "%s: tensor %zu: size overflows", path, i), NULL;
+            return sr__fail(err, errlen, "%s: tensor %zu: size overflows", path, i), NULL;
         }
         if (i || nmeta) sr__buf_add(&h, ",", 1);
         sr__buf_json_str(&h, t->name);
@@ -286,14 +279,14 @@ sr__st_writer *sr__st_create(const char *path, const sr__st_tensor *tensors, siz
     /* Spaces up to a multiple of 8 keep the data 8-byte aligned in the file (and in a mapping). */
     while (h.n % 8 && !h.oom) sr__buf_add(&h, " ", 1); /* a buffer out of memory grows no more */
     if (h.oom) {
-        seterr(err, errlen, "%s: out of memory for the header of %zu tensors", path, ntensors);
+        sr__fail(err, errlen, "%s: out of memory for the header of %zu tensors", path, ntensors);
         sr__buf_free(&h);
         free(mpos), free(mlen);
         return NULL;
     }
     if (h.n > ST_MAX_HEADER || (uint64_t)h.n + 8 > (uint64_t)INT64_MAX - total) {
-        seterr(err, errlen, "%s: the header would be %zu bytes, over the %u-byte limit of safetensors readers", path,
-               h.n, ST_MAX_HEADER);
+        sr__fail(err, errlen, "%s: the header would be %zu bytes, over the %u-byte limit of safetensors readers", path,
+                 h.n, ST_MAX_HEADER);
         sr__buf_free(&h);
         free(mpos), free(mlen);
         return NULL;
@@ -310,12 +303,12 @@ sr__st_writer *sr__st_create(const char *path, const sr__st_tensor *tensors, siz
         mpos = mlen = NULL;
     }
     if (!w || !w->path || !w->t || !w->written || !w->mkey) {
-        seterr(err, errlen, "%s: out of memory", path);
+        sr__fail(err, errlen, "%s: out of memory", path);
         goto fail;
     }
     for (; w->nmeta < nmeta; w->nmeta++)
         if (!(w->mkey[w->nmeta] = sr__strdup(meta[w->nmeta].key))) {
-            seterr(err, errlen, "%s: out of memory", path);
+            sr__fail(err, errlen, "%s: out of memory", path);
             goto fail;
         }
     w->data_start = 8 + (uint64_t)h.n;
@@ -323,7 +316,7 @@ sr__st_writer *sr__st_create(const char *path, const sr__st_tensor *tensors, siz
     for (size_t i = 0; i < ntensors; i++, w->n++) {
         w->t[i] = tensors[i];
         if (!(w->t[i].name = sr__strdup(tensors[i].name))) {
-            seterr(err, errlen, "%s: out of memory", path);
+            sr__fail(err, errlen, "%s: out of memory", path);
             goto fail;
         }
         tensor_bytes(w->t[i].dtype, w->t[i].ndim, w->t[i].shape, &w->t[i].nbytes);
@@ -334,13 +327,13 @@ sr__st_writer *sr__st_create(const char *path, const sr__st_tensor *tensors, siz
 
     w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (w->fd < 0) {
-        seterr(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        sr__fail(err, errlen, "%s: cannot create: %s", path, strerror(errno));
         goto fail;
     }
     unsigned char len[8];
     for (int i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)h.n >> (8 * i));
     if (pwrite_full(w->fd, len, 8, 0) || pwrite_full(w->fd, h.s, h.n, 8)) {
-        seterr(err, errlen, "%s: writing the header: %s", path, strerror(errno));
+        sr__fail(err, errlen, "%s: writing the header: %s", path, strerror(errno));
         sr__buf_free(&h);
         sr__st_abort(w);
         return NULL;
@@ -360,21 +353,21 @@ fail:
 int sr__st_write(sr__st_writer *w, size_t index, uint64_t offset, const void *data, size_t bytes, char *err,
                  size_t errlen) {
     qbuf q;
-    if (!w) return seterr(err, errlen, "sr__st_write: no writer"), -1;
+    if (!w) return sr__fail(err, errlen, "sr__st_write: no writer"), -1;
     if (index >= w->n) {
-        seterr(err, errlen, "%s: no tensor %zu to write (the file has %zu)", w->path, index, w->n);
+        sr__fail(err, errlen, "%s: no tensor %zu to write (the file has %zu)", w->path, index, w->n);
         return -1;
     }
     const sr__st_tensor *t = &w->t[index];
     if (offset > t->nbytes || (uint64_t)bytes > t->nbytes - offset) {
-        seterr(err, errlen, "%s: tensor %s: writing %zu bytes at byte %" PRIu64 " runs past its %" PRIu64 " bytes",
-               w->path, quote(&q, t->name), bytes, offset, t->nbytes);
+        sr__fail(err, errlen, "%s: tensor %s: writing %zu bytes at byte %" PRIu64 " runs past its %" PRIu64 " bytes",
+                 w->path, quote(&q, t->name), bytes, offset, t->nbytes);
         return -1;
     }
     if (!bytes) return 0;
-    if (!data) return seterr(err, errlen, "%s: tensor %s: NULL data", w->path, quote(&q, t->name)), -1;
+    if (!data) return sr__fail(err, errlen, "%s: tensor %s: NULL data", w->path, quote(&q, t->name)), -1;
     if (pwrite_full(w->fd, data, bytes, w->data_start + t->offset + offset)) {
-        seterr(err, errlen, "%s: writing tensor %s: %s", w->path, quote(&q, t->name), strerror(errno));
+        sr__fail(err, errlen, "%s: writing tensor %s: %s", w->path, quote(&q, t->name), strerror(errno));
         return -1;
     }
     atomic_fetch_add(&w->written[index], (uint64_t)bytes);
@@ -383,21 +376,21 @@ int sr__st_write(sr__st_writer *w, size_t index, uint64_t offset, const void *da
 
 int sr__st_set_metadata(sr__st_writer *w, const char *key, const char *value, char *err, size_t errlen) {
     qbuf q;
-    if (!w || !key) return seterr(err, errlen, "sr__st_set_metadata: no writer or key"), -1;
+    if (!w || !key) return sr__fail(err, errlen, "sr__st_set_metadata: no writer or key"), -1;
     size_t i = 0;
     while (i < w->nmeta && strcmp(w->mkey[i], key)) i++;
-    if (i == w->nmeta) return seterr(err, errlen, "%s: no metadata key %s to set", w->path, quote(&q, key)), -1;
+    if (i == w->nmeta) return sr__fail(err, errlen, "%s: no metadata key %s to set", w->path, quote(&q, key)), -1;
     const char *why = bad_string(value);
-    if (why) return seterr(err, errlen, "%s: metadata %s: value %s", w->path, quote(&q, key), why), -1;
+    if (why) return sr__fail(err, errlen, "%s: metadata %s: value %s", w->path, quote(&q, key), why), -1;
     sr__buf v = {0};
     sr__buf_json_str(&v, value);
     int rc = 0;
     if ((uint64_t)v.n != w->mlen[i]) {
-        seterr(err, errlen, "%s: metadata %s: the new value takes %zu bytes in the header, the placeholder %" PRIu64,
-               w->path, quote(&q, key), v.n, w->mlen[i]);
+        sr__fail(err, errlen, "%s: metadata %s: the new value takes %zu bytes in the header, the placeholder %" PRIu64,
+                 w->path, quote(&q, key), v.n, w->mlen[i]);
         rc = -1;
     } else if (pwrite_full(w->fd, v.s, v.n, w->mpos[i])) {
-        seterr(err, errlen, "%s: writing metadata %s: %s", w->path, quote(&q, key), strerror(errno));
+        sr__fail(err, errlen, "%s: writing metadata %s: %s", w->path, quote(&q, key), strerror(errno));
         rc = -1;
     }
     sr__buf_free(&v);
@@ -406,7 +399,7 @@ int sr__st_set_metadata(sr__st_writer *w, const char *key, const char *value, ch
 
 int sr__st_finish(sr__st_writer *w, char *err, size_t errlen) {
     qbuf q;
-    if (!w) return seterr(err, errlen, "sr__st_finish: no writer"), -1;
+    if (!w) return sr__fail(err, errlen, "sr__st_finish: no writer"), -1;
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < w->n; i++)
         if (atomic_load(&w->written[i]) != w->t[i].nbytes && !bad++) first = i;
@@ -415,18 +408,18 @@ int sr__st_finish(sr__st_writer *w, char *err, size_t errlen) {
         char more[64] = "";
         if (bad > 1) snprintf(more, sizeof more, " (and %zu more tensors not fully written)", bad - 1);
         if (got < want)
-            seterr(err, errlen, "%s: tensor %s: only %" PRIu64 " of its %" PRIu64 " bytes were written%s", w->path,
-                   quote(&q, w->t[first].name), got, want, more);
+            sr__fail(err, errlen, "%s: tensor %s: only %" PRIu64 " of its %" PRIu64 " bytes were written%s", w->path,
+                     quote(&q, w->t[first].name), got, want, more);
         else
-            seterr(err, errlen, "%s: tensor %s: %" PRIu64 " bytes written for its %" PRIu64 " (overlapping writes)%s",
-                   w->path, quote(&q, w->t[first].name), got, want, more);
+            sr__fail(err, errlen, "%s: tensor %s: %" PRIu64 " bytes written for its %" PRIu64 " (overlapping writes)%s",
+                     w->path, quote(&q, w->t[first].name), got, want, more);
         sr__st_abort(w);
         return -1;
     }
     int rc = fsync(w->fd);
     while (rc < 0 && errno == EINTR) rc = fsync(w->fd);
     if (rc < 0) {
-        seterr(err, errlen, "%s: fsync: %s", w->path, strerror(errno));
+        sr__fail(err, errlen, "%s: fsync: %s", w->path, strerror(errno));
         sr__st_abort(w);
         return -1;
     }
@@ -436,7 +429,7 @@ int sr__st_finish(sr__st_writer *w, char *err, size_t errlen) {
        and the like, where it may be the first sign of a write error: treat it as one. EINTR still
        leaves the descriptor closed on Linux, and the data was synced. */
     if (close(fd) < 0 && errno != EINTR) {
-        seterr(err, errlen, "%s: close: %s", w->path, strerror(errno));
+        sr__fail(err, errlen, "%s: close: %s", w->path, strerror(errno));
         sr__st_abort(w);
         return -1;
     }
@@ -486,7 +479,7 @@ static int hp_fail(hp *p, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    seterr(p->err, p->errlen, "%s: %s", p->path, msg);
+    sr__fail(p->err, p->errlen, "%s: %s", p->path, msg);
     return -1;
 }
 
@@ -628,7 +621,8 @@ static int parse_header(hp *p, sr__st_file *f) {
     }
     const char *what = sr__json_error(j, &at);
     if (what)
-        seterr(p->err, p->errlen, "%s: the header is not valid JSON: %s at byte %zu of the header", p->path, what, at);
+        sr__fail(p->err, p->errlen, "%s: the header is not valid JSON: %s at byte %zu of the header", p->path, what,
+                 at);
     return rc;
 }
 
@@ -644,16 +638,16 @@ static int check_file(sr__st_file *f, char *err, size_t errlen) {
     qbuf q1, q2;
     size_t m = f->n > f->nmeta ? f->n : f->nmeta;
     void *tmp = sr__malloc((m ? m : 1) * sizeof(void *));
-    if (!tmp) return seterr(err, errlen, "%s: out of memory", f->path), -1;
+    if (!tmp) return sr__fail(err, errlen, "%s: out of memory", f->path), -1;
     const char **names = tmp, *dup;
     for (size_t i = 0; i < f->nmeta; i++) names[i] = f->meta[i].key;
     if ((dup = find_dup(names, f->nmeta))) {
-        seterr(err, errlen, "%s: __metadata__ key %s appears twice", f->path, quote(&q1, dup));
+        sr__fail(err, errlen, "%s: __metadata__ key %s appears twice", f->path, quote(&q1, dup));
         return free(tmp), -1;
     }
     for (size_t i = 0; i < f->n; i++) names[i] = f->t[i].name;
     if ((dup = find_dup(names, f->n))) {
-        seterr(err, errlen, "%s: tensor %s appears twice in the header", f->path, quote(&q1, dup));
+        sr__fail(err, errlen, "%s: tensor %s appears twice in the header", f->path, quote(&q1, dup));
         return free(tmp), -1;
     }
     const sr__st_tensor **byoff = tmp;
@@ -664,9 +658,9 @@ static int check_file(sr__st_file *f, char *err, size_t errlen) {
     for (size_t i = 1; i < k; i++) {
         const sr__st_tensor *a = byoff[i - 1], *b = byoff[i];
         if (b->offset < a->offset + a->nbytes) {
-            seterr(err, errlen, "%s: tensors %s [%" PRIu64 ", %" PRIu64 "] and %s [%" PRIu64 ", %" PRIu64 "] overlap",
-                   f->path, quote(&q1, a->name), a->offset, a->offset + a->nbytes, quote(&q2, b->name), b->offset,
-                   b->offset + b->nbytes);
+            sr__fail(err, errlen, "%s: tensors %s [%" PRIu64 ", %" PRIu64 "] and %s [%" PRIu64 ", %" PRIu64 "] overlap",
+                     f->path, quote(&q1, a->name), a->offset, a->offset + a->nbytes, quote(&q2, b->name), b->offset,
+                     b->offset + b->nbytes);
             return free(tmp), -1;
         }
     }
@@ -674,7 +668,7 @@ static int check_file(sr__st_file *f, char *err, size_t errlen) {
 
     for (f->nslots = 8; f->nslots < 2 * f->n; f->nslots *= 2) {}
     if (!(f->slots = sr__calloc(f->nslots, sizeof *f->slots)))
-        return seterr(err, errlen, "%s: out of memory", f->path), -1;
+        return sr__fail(err, errlen, "%s: out of memory", f->path), -1;
     for (size_t i = 0; i < f->n; i++) {
         size_t s = (size_t)hash_name(f->t[i].name) & (f->nslots - 1);
         while (f->slots[s]) s = (s + 1) & (f->nslots - 1);
@@ -685,30 +679,30 @@ static int check_file(sr__st_file *f, char *err, size_t errlen) {
 
 sr__st_file *sr__st_open(const char *path, char *err, size_t errlen) {
     struct stat st;
-    if (!path) return seterr(err, errlen, "sr__st_open: no path"), NULL;
+    if (!path) return sr__fail(err, errlen, "sr__st_open: no path"), NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return seterr(err, errlen, "%s: %s", path, strerror(errno)), NULL;
+    if (fd < 0) return sr__fail(err, errlen, "%s: %s", path, strerror(errno)), NULL;
     int bad_stat = fstat(fd, &st) < 0;
     if (bad_stat || !S_ISREG(st.st_mode)) {
-        seterr(err, errlen, "%s: %s", path, bad_stat ? strerror(errno) : "not a regular file");
+        sr__fail(err, errlen, "%s: %s", path, bad_stat ? strerror(errno) : "not a regular file");
         close(fd);
         return NULL;
     }
     uint64_t size = (uint64_t)st.st_size;
     if (size < 8) {
-        seterr(err, errlen, "%s: the file is %" PRIu64 " bytes, too short for a safetensors file", path, size);
+        sr__fail(err, errlen, "%s: the file is %" PRIu64 " bytes, too short for a safetensors file", path, size);
         close(fd);
         return NULL;
     }
     if (size > SIZE_MAX) {
-        seterr(err, errlen, "%s: the file is too large to map", path);
+        sr__fail(err, errlen, "%s: the file is too large to map", path);
         close(fd);
         return NULL;
     }
     void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
     int map_errno = errno;
     close(fd); /* the mapping stays valid */
-    if (map == MAP_FAILED) return seterr(err, errlen, "%s: mmap: %s", path, strerror(map_errno)), NULL;
+    if (map == MAP_FAILED) return sr__fail(err, errlen, "%s: mmap: %s", path, strerror(map_errno)), NULL;
 
     const unsigned char *b = map;
     uint64_t hlen = 0;
@@ -725,7 +719,7 @@ sr__st_file *sr__st_open(const char *path, char *err, size_t errlen) {
         bad = why;
     }
     if (bad) {
-        seterr(err, errlen, "%s: %s", path, bad);
+        sr__fail(err, errlen, "%s: %s", path, bad);
         munmap(map, (size_t)size);
         return NULL;
     }
@@ -738,7 +732,7 @@ sr__st_file *sr__st_open(const char *path, char *err, size_t errlen) {
         f->arena = sr__malloc((size_t)hlen + 1);
     }
     if (!f || !f->path || !f->arena) {
-        seterr(err, errlen, "%s: out of memory", path);
+        sr__fail(err, errlen, "%s: out of memory", path);
         if (f) sr__st_close(f);
         else munmap(map, (size_t)size);
         return NULL;
@@ -757,11 +751,11 @@ sr__st_file *sr__st_open(const char *path, char *err, size_t errlen) {
     for (size_t i = 0; i < f->n; i++)
         if (f->t[i].offset + f->t[i].nbytes > end) end = f->t[i].offset + f->t[i].nbytes;
     if (f->datalen > end) { /* HF's writer never leaves any, and its reader refuses them too */
-        seterr(err, errlen,
-               "%s: %" PRIu64 " bytes follow the last tensor's data (the data section is %" PRIu64 " bytes, the "
-               "tensors end at %" PRIu64 "): a safetensors file ends with its last tensor; bytes were appended "
-               "or the header is damaged",
-               path, f->datalen - end, f->datalen, end);
+        sr__fail(err, errlen,
+                 "%s: %" PRIu64 " bytes follow the last tensor's data (the data section is %" PRIu64 " bytes, the "
+                 "tensors end at %" PRIu64 "): a safetensors file ends with its last tensor; bytes were appended "
+                 "or the header is damaged",
+                 path, f->datalen - end, f->datalen, end);
         sr__st_close(f);
         return NULL;
     }

@@ -147,9 +147,7 @@ static int all_ok(const sr__pg_setup *s, const char *stage, int ok, char *err, s
     const char **keys = sr__calloc((size_t)s->size, sizeof *keys);
     char **owned = sr__calloc((size_t)s->size, sizeof *owned);
     int oom = !keys || !owned;
-    for (int r = 0; r < s->size && !oom; r++)
-        if (asprintf(&owned[r], "%s%s/%d", s->prefix, stage, r) >= 0) keys[r] = owned[r];
-        else oom = 1;
+    for (int r = 0; r < s->size && !oom; r++) oom = !(keys[r] = owned[r] = sr__fmt("%s%s/%d", s->prefix, stage, r));
     if (oom && !err[0]) snprintf(err, errlen, "out of memory for the keys of %d ranks", s->size);
     snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, s->rank);
     pthread_mutex_lock(s->store_lock);

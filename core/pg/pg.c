@@ -124,7 +124,7 @@ static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int si
         const char **keys = sr__calloc((size_t)size, sizeof *keys);
         char **owned = sr__calloc((size_t)size, sizeof *owned);
         int ok = keys && owned;
-        for (int r = 0; r < size && ok; r++) ok = asprintf(&owned[r], "%s%d", prefix, r) >= 0 && (keys[r] = owned[r]);
+        for (int r = 0; r < size && ok; r++) ok = (keys[r] = owned[r] = sr__fmt("%s%d", prefix, r)) != NULL;
         rc = ok ? sr__store_wait(sh->store, keys, size, 0, missing, sizeof missing) : -1;
         if (rc == 0) rc = 1, missing[0] = 0; /* they all came just now: still a timeout */
         for (int r = 0; r < size && owned; r++) free(owned[r]);
@@ -344,13 +344,14 @@ static int meet(pg_shared *sh, const char *name, const char *stage, const char *
 
 /* The world's hosts: every rank published its host identity (sr__shm_host_id) at
    <root>host/<rank> before the world's "arrived" meeting; rank r's index is the lowest world rank
-   with the same identity.  NULL when the store fails. */
-static int *world_hosts(pg_shared *sh, int size) {
+   with the same identity.  NULL when the store fails (*oom 0) or memory ran out (*oom 1). */
+static int *world_hosts(pg_shared *sh, int size, int *oom) {
     char **owned = sr__calloc((size_t)size, sizeof *owned);
     void **ids = sr__calloc((size_t)size, sizeof *ids);
     size_t *lens = sr__calloc((size_t)size, sizeof *lens);
     int *hosts = sr__malloc((size_t)size * sizeof *hosts), ok = owned && ids && lens && hosts;
-    for (int r = 0; r < size && ok; r++) ok = asprintf(&owned[r], "%shost/%d", sh->root, r) >= 0;
+    for (int r = 0; r < size && ok; r++) ok = (owned[r] = sr__fmt("%shost/%d", sh->root, r)) != NULL;
+    *oom = !ok;
     if (ok) {
         /* every rank's identity in one round trip (the keys exist: every rank set its own before
            the "arrived" meeting) */
@@ -362,6 +363,7 @@ static int *world_hosts(pg_shared *sh, int size) {
     /* rank r's host index: the lowest rank with the same identity (compared with the first rank
        of each host seen so far: ranks x hosts, not ranks^2) */
     int *firsts = ok ? sr__malloc((size_t)size * sizeof *firsts) : NULL, nfirst = 0;
+    if (ok && !firsts) *oom = 1;
     ok = ok && firsts;
     for (int r = 0; r < size && ok; r++) {
         hosts[r] = r;
@@ -389,8 +391,10 @@ static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const
         free(hosts);
         return NULL;
     }
-    if (!hosts && !(hosts = world_hosts(sh, size))) {
-        snprintf(err, errlen, "process group %s: store error: %s", display, sr__store_error(sh->store));
+    int oom = 0;
+    if (!hosts && !(hosts = world_hosts(sh, size, &oom))) {
+        if (oom) snprintf(err, errlen, "process group %s: out of memory for the hosts of %d ranks", display, size);
+        else snprintf(err, errlen, "process group %s: store error: %s", display, sr__store_error(sh->store));
         return NULL;
     }
     /* one host: shm; several, with two ranks or more on one of them: shm inside each, Gloo between */
@@ -431,6 +435,12 @@ static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const
         return NULL;
     }
     sr_pg *pg = sr__calloc(1, sizeof *pg);
+    if (!pg) {
+        snprintf(err, errlen, "process group %s: out of memory", display);
+        ops->destroy(impl);
+        free(hosts);
+        return NULL;
+    }
     snprintf(pg->name, sizeof pg->name, "%s", display);
     pg->rank = rank;
     pg->size = size;
@@ -463,10 +473,18 @@ sr_pg *sr__pg_create_world(const sr__pg_world_args *a, char *err, size_t errlen)
         return NULL;
     }
     pg_shared *sh = sr__calloc(1, sizeof *sh);
+    const char *iface = getenv("GLOO_SOCKET_IFNAME");
+    char *hostname = sh ? sr__strdup(a->hostname) : NULL, *ifcopy = hostname && iface ? sr__strdup(iface) : NULL;
+    if (!hostname || (iface && !ifcopy)) {
+        snprintf(err, errlen, "process group world: out of memory");
+        free(hostname), free(ifcopy), free(sh);
+        sr__store_close(store);
+        return NULL;
+    }
     sh->store = store;
     pthread_mutex_init(&sh->store_lock, NULL);
-    sh->hostname = sr__strdup(a->hostname);
-    sh->iface = getenv("GLOO_SOCKET_IFNAME") ? sr__strdup(getenv("GLOO_SOCKET_IFNAME")) : NULL;
+    sh->hostname = hostname;
+    sh->iface = ifcopy;
     sh->local_rank = a->local_rank;
     sh->timeout_s = a->timeout_s;
     sh->ops = ops;
@@ -496,6 +514,10 @@ int sr_pg_split(sr_pg *pg, int color, int key, sr_pg **out) {
     if (!pg || pg->failed) return -1;
     int32_t mine[3] = {color, key, pg->rank};
     int32_t *all = sr__malloc(sizeof mine * (size_t)pg->size);
+    if (!all) { /* this rank cannot take part: the group is unusable (the others' gather times out) */
+        fail(pg, "split of group %s: out of memory for the colors of %d ranks", pg->name, pg->size);
+        return -1;
+    }
     if (sr_pg_all_gather(pg, mine, all, 3, SR_INT32, NULL) != 0) {
         free(all);
         return -1;
@@ -507,6 +529,11 @@ int sr_pg_split(sr_pg *pg, int color, int key, sr_pg **out) {
     }
     /* members of my color, ordered by (key, rank), and the host of each */
     int n = 0, me = 0, *hosts = sr__calloc((size_t)pg->size, sizeof *hosts);
+    if (!hosts) {
+        free(all);
+        fail(pg, "split of group %s: out of memory for the hosts of %d ranks", pg->name, pg->size);
+        return -1;
+    }
     for (int r = 0; r < pg->size; r++) {
         if (all[3 * r] != color) continue;
         int pos = 0; /* r's place among the members */

@@ -462,9 +462,19 @@ static int store_meet(const sr__pg_setup *s, const char *stage, const char *valu
     char key[400], missing[2048] = "";
     const char **keys = sr__calloc((size_t)s->size, sizeof *keys);
     char **owned = sr__calloc((size_t)s->size, sizeof *owned);
-    for (int r = 0; r < s->size; r++)
-        if (asprintf(&owned[r], "%s%s/%d", s->prefix, stage, r) >= 0) keys[r] = owned[r];
+    int oom = !keys || !owned;
+    for (int r = 0; r < s->size && !oom; r++) oom = !(keys[r] = owned[r] = sr__fmt("%s%s/%d", s->prefix, stage, r));
     snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, s->rank);
+    if (oom) { /* this rank still says it failed ("pid" -1, "mapped" 0), so that the others need not wait for it */
+        const char *failed = !strcmp(stage, "pid") ? "-1" : "0";
+        pthread_mutex_lock(s->store_lock);
+        s->store_ops->set(s->store, key, failed, strlen(failed));
+        pthread_mutex_unlock(s->store_lock);
+        for (int r = 0; owned && r < s->size; r++) free(owned[r]);
+        free(owned), free(keys);
+        snprintf(err, errlen, "shm: out of memory for the store keys of %d ranks", s->size);
+        return -1;
+    }
     pthread_mutex_lock(s->store_lock);
     int rc = s->store_ops->set(s->store, key, value, strlen(value));
     if (rc == 0) rc = s->store_ops->wait(s->store, keys, s->size, s->timeout_s, missing, sizeof missing);
@@ -512,6 +522,10 @@ static int store_read_all(const sr__pg_setup *s, const char *stage, long long *v
 static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t errlen) {
     (void)parent;
     shm_pg *p = sr__calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "shm: out of memory for the group");
+        return NULL;
+    }
     p->rank = s->rank;
     p->size = s->size;
     p->timeout_s = s->timeout_s;
@@ -528,6 +542,12 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
     p->pid = sr__calloc((size_t)s->size, sizeof *p->pid);
     p->start = sr__calloc((size_t)s->size, sizeof *p->start);
     long long *ok = sr__calloc((size_t)s->size, sizeof *ok);
+    if (!p->base || !p->head || !p->pid || !p->start || !ok) {
+        snprintf(err, errlen, "shm: out of memory for a group of %d ranks", s->size);
+        free(ok);
+        shm_destroy(p);
+        return NULL;
+    }
     char name[160], value[32], mine_err[512] = "";
     seg_name(s, s->rank, getpid(), name, sizeof name);
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);

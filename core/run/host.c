@@ -64,7 +64,7 @@ static char *explain(sr_host *h, const char *because) {
     while (*p && out) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        char *item = sr__strndup(p, len), *piece = NULL;
+        char *item = sr__strndup(p, len);
         if (!item) {
             free(out);
             return NULL;
@@ -76,12 +76,12 @@ static char *explain(sr_host *h, const char *because) {
             s = sec ? sr__config_get(&h->run->cfg, sec, dot + 1) : NULL;
             free(sec);
         }
-        int rc = s ? asprintf(&piece, "%s[%s] %s = %s (%s)", *out ? "; " : "", s->section, s->key,
-                              s->value ? s->value : "unset", s->where)
-                   : asprintf(&piece, "%s%s", *out ? "; " : "", item);
-        char *joined = rc >= 0 ? sr__fmt("%s%s", out, piece) : NULL;
+        char *piece = s ? sr__fmt("%s[%s] %s = %s (%s)", *out ? "; " : "", s->section, s->key,
+                                  s->value ? s->value : "unset", s->where)
+                        : sr__fmt("%s%s", *out ? "; " : "", item);
+        char *joined = piece ? sr__fmt("%s%s", out, piece) : NULL;
         free(out), out = joined; /* NULL: out of memory */
-        if (rc >= 0) free(piece);
+        free(piece);
         free(item);
         p = comma ? comma + 1 : p + len;
     }

@@ -49,6 +49,7 @@ static void put(sr__job *cfg, const char *key, const char *value, sr__from from,
     s->value = sr__strdup(value);
     s->from = from;
     s->where = sr__strdup(where);
+    if (!s->value || !s->where) sr__diag_add(&cfg->diag, "out of memory for the setting [shardrun] %s", key);
 }
 
 static void put_int(sr__job *cfg, const char *key, int v, sr__from from, const char *where) {
@@ -208,6 +209,7 @@ void sr__layout_resolve(sr__job *cfg, sr__layout *out) {
     out->master_addr = sr__strdup(sr__config_value(cfg, "shardrun", "master_addr"));
     out->master_port = int_of(cfg, "master_port");
     out->run_id = sr__strdup(sr__config_value(cfg, "shardrun", "run_id"));
+    if (!out->master_addr || !out->run_id) sr__diag_add(&cfg->diag, "out of memory for master_addr and run_id");
     if (out->spawn_count < 0) {
         out->first_local = 0;
         out->spawn_count = out->nproc_per_node;

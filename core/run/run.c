@@ -85,17 +85,18 @@ static void check_stray_env(sr__run *run) {
         for (size_t i = 0; i < run->cfg.nset && !known; i++) {
             sr__key_env_name(run->cfg.set[i].section, run->cfg.set[i].key, var, sizeof var);
             known = strlen(var) == len && !strncmp(*e, var, len);
-            if (nc < 511) cands[nc++] = sr__strdup(var);
+            char *cand = nc < 511 ? sr__strdup(var) : NULL; /* out of memory: one suggestion fewer */
+            if (cand) cands[nc++] = cand;
         }
         /* the variables shardrun reads that are not keys (SHARDRUN_RDZV_TOKEN, SHARDRUN_DEBUG_*) */
         if (!known) known = sr__config_is_host_var(*e, len);
         if (!known) {
             char *name = sr__strndup(*e, len);
-            const char *best = sr__closest(name, cands, nc);
+            const char *best = name ? sr__closest(name, cands, nc) : NULL;
             sr__diag_add(&run->cfg.diag,
                          "environment variable %s matches no key of this run%s%s%s: fix its name or "
                          "unset it",
-                         name, best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
+                         name ? name : *e, best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
             free(name);
         }
         for (size_t i = 0; i < nc; i++) free((char *)cands[i]);

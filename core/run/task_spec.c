@@ -25,6 +25,11 @@ char **sr__split_words(const char *s, int *count, char *err, size_t errlen) {
     size_t n = 0;
     char **v = sr__calloc(strlen(s) / 2 + 2, sizeof *v);
     char *word = sr__malloc(strlen(s) + 1);
+    if (!v || !word) {
+        snprintf(err, errlen, "out of memory for the words of %zu characters", strlen(s));
+        free(v), free(word);
+        return NULL;
+    }
     const char *p = s;
     while (1) {
         while (isspace((unsigned char)*p)) p++;
@@ -50,22 +55,28 @@ char **sr__split_words(const char *s, int *count, char *err, size_t errlen) {
             free(v), free(word);
             return NULL;
         }
-        v[n++] = sr__strndup(word, w);
+        if (!(v[n++] = sr__strndup(word, w))) {
+            snprintf(err, errlen, "out of memory for a word of %zu characters", w);
+            for (size_t i = 0; i < n; i++) free(v[i]);
+            free(v), free(word);
+            return NULL;
+        }
     }
     free(word);
     *count = (int)n;
     return v;
 }
 
-/* Looks `prog` up like execvp would; returns a new string or NULL. */
-static char *find_in_path(const char *prog) {
+/* Looks `prog` up like execvp would; returns a new string, or NULL (*oom set when memory ran out). */
+static char *find_in_path(const char *prog, int *oom) {
     const char *path = getenv("PATH");
     char **dirs = sr__split_path(path ? path : "/usr/local/bin:/usr/bin:/bin");
     char *found = NULL;
-    for (char **d = dirs; d && *d && !found; d++) { /* dirs NULL: out of memory, as not found */
-        char *cand = NULL;
-        if (asprintf(&cand, "%s/%s", *d, prog) < 0) continue;
-        if (access(cand, X_OK) == 0) found = cand;
+    *oom = !dirs;
+    for (char **d = dirs; d && *d && !found && !*oom; d++) {
+        char *cand = sr__fmt("%s/%s", *d, prog);
+        *oom = !cand;
+        if (cand && access(cand, X_OK) == 0) found = cand;
         else free(cand);
     }
     sr__free_strv(dirs);
@@ -73,11 +84,10 @@ static char *find_in_path(const char *prog) {
 }
 
 static char *relative_to(const sr__setting *s, const sr__job *cfg, const char *p) {
-    char cwd[PATH_MAX], *out = NULL;
+    char cwd[PATH_MAX];
     if (p[0] == '/') return sr__strdup(p);
     const char *base = s->from == SR_FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
-    if (asprintf(&out, "%s/%s", base, p) < 0) return NULL;
-    return out;
+    return sr__fmt("%s/%s", base, p);
 }
 
 static int resolve_exec(sr__job *cfg, const sr__setting *s, sr__task_spec *out) {
@@ -90,8 +100,19 @@ static int resolve_exec(sr__job *cfg, const sr__setting *s, sr__task_spec *out) 
         if (words) free(words);
         return -1;
     }
-    char *prog = strchr(words[0], '/') ? relative_to(s, cfg, words[0]) : find_in_path(words[0]);
+    int oom = 0;
+    char *prog = strchr(words[0], '/') ? relative_to(s, cfg, words[0]) : find_in_path(words[0], &oom);
+    char *prog0 = prog ? sr__strdup(prog) : NULL;
+    if (!prog && strchr(words[0], '/')) oom = 1; /* relative_to fails only for memory */
+    if (!prog0 && (oom || prog)) {
+        sr__diag_add(&cfg->diag, "%s: out of memory for the task program \"%s\"", s->where, words[0]);
+        free(prog);
+        for (int i = 0; i < n; i++) free(words[i]);
+        free(words);
+        return -1;
+    }
     if (!prog || access(prog, X_OK) != 0) {
+        free(prog0);
         sr__diag_add(&cfg->diag, "%s: task program \"%s\" %s; give an absolute path or install it", s->where, words[0],
                      strchr(words[0], '/') ? "is not an executable file" : "is not found in PATH");
         free(prog);
@@ -100,7 +121,7 @@ static int resolve_exec(sr__job *cfg, const sr__setting *s, sr__task_spec *out) 
         return -1;
     }
     free(words[0]);
-    words[0] = sr__strdup(prog);
+    words[0] = prog0;
     out->type = SR_TASK_EXEC;
     out->path = prog;
     out->argv = words;
@@ -143,8 +164,11 @@ static char *find_task_so(sr__job *cfg, const sr__setting *s, char *tried, size_
     dirs = g;
     char *found = NULL;
     for (char **d = dirs; *d && !found; d++) {
-        char *cand = NULL;
-        if (asprintf(&cand, "%s/%s.so", *d, v) < 0) continue;
+        char *cand = sr__fmt("%s/%s.so", *d, v);
+        if (!cand) {
+            if (used < tried_len) used += (size_t)snprintf(tried + used, tried_len - used, "\n    (out of memory)");
+            break;
+        }
         if (access(cand, R_OK) == 0) {
             found = cand;
         } else {

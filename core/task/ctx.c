@@ -60,6 +60,7 @@ int sr__ctx_tty(const sr_ctx *c) { return c->tty; }
 
 sr_ctx *sr__ctx_new(const sr_topology *topo, sr__job *cfg) {
     sr_ctx *c = sr__calloc(1, sizeof *c);
+    if (!c) return NULL;
     c->topo = *topo;
     c->cfg = cfg;
     return c;
@@ -233,7 +234,10 @@ int sr_config_bool(const sr_ctx *c, const char *key, int def, int *out) {
 }
 
 static int report_flagged(sr_ctx *c, const char *name, char *json, int nonfinite) {
-    if (!json) return -1;
+    if (!json) {
+        sr__log(SR_LOG_ERROR, "out of memory for the result \"%s\"", name ? name : "(null)");
+        return -1;
+    }
     if (!name || !*name || !strcmp(name, "rank") || !strcmp(name, "exit_code") || !strcmp(name, "nonfinite")) {
         sr__log(SR_LOG_ERROR, "result name \"%s\" is empty or reserved", name ? name : "(null)");
         free(json);
@@ -250,6 +254,7 @@ static int report_flagged(sr_ctx *c, const char *name, char *json, int nonfinite
     char *copy = r ? sr__strdup(name) : NULL;
     if (r) c->res = r;
     if (!copy) {
+        sr__log(SR_LOG_ERROR, "out of memory for the result \"%s\"", name);
         free(json);
         return -1;
     }
@@ -266,11 +271,7 @@ int sr_report_num(sr_ctx *c, const char *name, double v) {
     return report_flagged(c, name, sr__strdup(sr__fmt_double(v, buf, sizeof buf)), !isfinite(v));
 }
 
-int sr_report_int(sr_ctx *c, const char *name, long long v) {
-    char *j = NULL;
-    if (asprintf(&j, "%lld", v) < 0) return -1;
-    return report(c, name, j);
-}
+int sr_report_int(sr_ctx *c, const char *name, long long v) { return report(c, name, sr__fmt("%lld", v)); }
 
 int sr_report_str(sr_ctx *c, const char *name, const char *v) {
     sr__buf b = {0};

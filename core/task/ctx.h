@@ -11,6 +11,7 @@
 #include "shardrun/data.h"
 #include "config/job.h"
 
+/* NULL when memory is exhausted. */
 sr_ctx *sr__ctx_new(const sr_topology *topo, sr__job *cfg);
 /* {"rank": R, "exit_code": C, <reported values>} */
 char *sr__ctx_result_json(const sr_ctx *ctx, int exit_code);

@@ -183,7 +183,10 @@ int sr__history_read(const char *path, sr__history *h, char *why, size_t len) {
                 size_t sl;
                 if (sr__json_string(&j, &s, &sl) != 0) break;
                 free(h->best_checkpoint);
-                h->best_checkpoint = sr__strndup(s, sl);
+                if (!(h->best_checkpoint = sr__strndup(s, sl))) {
+                    sr__json_fail(&j, "out of memory for best_model_checkpoint");
+                    break;
+                }
             } else if (sr__json_skip(&j) != 0) {
                 break;
             }

@@ -27,6 +27,10 @@ int sr__output_dir_prepare(const char *dir, char *err, size_t errlen) {
         return -1;
     }
     char *probe = sr__fmt("%s/.shardrun-write-test-%ld", dir, (long)getpid());
+    if (!probe) {
+        snprintf(err, errlen, "[task] output_dir = %s: out of memory for the name of a test file in it", dir);
+        return -1;
+    }
     int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     int e = errno;
     if (fd >= 0) close(fd), unlink(probe);

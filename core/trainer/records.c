@@ -120,6 +120,10 @@ static int find_best_again(sr__trainer *t) {
 int sr__records_resume(sr__trainer *t, const char *dir) {
     char *p = sr__fmt("%s/trainer_state.json", dir), why[512];
     sr__history h = {0};
+    if (!p) {
+        sr__log(SR_LOG_ERROR, "out of memory for the name of %s/trainer_state.json", dir);
+        return SR_EXIT_FAILED;
+    }
     if (sr__history_read(p, &h, why, sizeof why) == 0) {
         /* entries after the checkpoint's step belong to a run that went on after it */
         int kept = 0;
@@ -293,17 +297,24 @@ static void rotate(sr__trainer *t) {
 int sr__records_save_checkpoint(sr__trainer *t) {
     const sr__train_args *a = &t->a;
     long long step = t->ts.global_step;
+    int oom = 0;
     /* the best checkpoint, by the evaluation at this very step */
     if (a->track_best && t->eval_step == step && isfinite(t->eval_metric) && !(t->eval_metric >= t->hist.best_metric)) {
         t->hist.best_metric = t->eval_metric;
         free(t->hist.best_checkpoint);
         t->hist.best_checkpoint = sr__fmt("%s/checkpoint-%lld", a->output_dir, step);
+        oom = !t->hist.best_checkpoint;
     }
     sr__buf b = {0};
     hf_members(t, &b);
+    /* out of memory, the save still runs (it is collective) and fails on every rank */
+    t->ts.incomplete = oom || b.oom;
+    if (t->ts.incomplete)
+        sr__log(SR_LOG_ERROR, "out of memory for trainer_state.json's members (checkpoint of step %lld)", step);
     t->ts.hf_members = b.s;
     int rc = sr__ckpt_save(t->e, a->output_dir, &t->ts);
     t->ts.hf_members = NULL;
+    t->ts.incomplete = 0;
     sr__buf_free(&b);
     if (rc != 0) return -1;
     if (t->rank == 0)

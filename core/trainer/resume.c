@@ -126,6 +126,7 @@ static char *settings_json(const sr__trainer *t) {
         sr__buf_json_str(&b, value);
     }
     sr__buf_printf(&b, "}");
+    if (b.oom) sr__buf_free(&b); /* NULL: the caller says it */
     return b.s;
 }
 
@@ -237,12 +238,16 @@ static int compare_settings(const sr__trainer *t, const char *dir, const sr__ckp
     return SR_EXIT_CONFIG;
 }
 
-/* The checkpoint a restart continues from: the newest its own job wrote, or NULL. */
-static char *restart_checkpoint(sr__trainer *t, int n) {
+/* The checkpoint a restart continues from: the newest its own job wrote, or NULL (*oom set when
+   memory ran out looking: the run must not start over). */
+static char *restart_checkpoint(sr__trainer *t, int n, int *oom) {
     const sr__train_args *a = &t->a;
+    *oom = 0;
     if (!n || !a->output_dir) return NULL;
-    char *dir = sr_restart_count(t->ctx) > 0 ? sr__ckpt_latest_of_job(a->output_dir, "job_id", t->ts.job_id)
-                                             : sr__ckpt_latest_of_job(a->output_dir, "requeue_key", t->ts.requeue_key);
+    char *dir = sr_restart_count(t->ctx) > 0
+                    ? sr__ckpt_latest_of_job(a->output_dir, "job_id", t->ts.job_id, oom)
+                    : sr__ckpt_latest_of_job(a->output_dir, "requeue_key", t->ts.requeue_key, oom);
+    if (*oom) return NULL;
     if (t->rank == 0) {
         if (dir) printf("shardrun: restart %d: resuming from this job's newest checkpoint, %s\n", n, dir);
         else
@@ -266,8 +271,13 @@ static char *named_checkpoint(const sr__trainer *t, int *rc) {
             return NULL;
         }
         char *dir = n ? sr__fmt("%s/%s", a->output_dir, l[n - 1].name) : NULL;
+        if (n && !dir) {
+            sr__log(SR_LOG_ERROR, "resume_from_checkpoint = latest: out of memory for the name of %s/%s", a->output_dir,
+                    l[n - 1].name);
+            *rc = SR_EXIT_FAILED;
+        }
         sr__ckpt_list_free(l, n);
-        if (!dir)
+        if (!dir && !n)
             sr__log(SR_LOG_ERROR,
                     "resume_from_checkpoint: no checkpoint-N folder in %s; train without "
                     "resume_from_checkpoint first, or name a checkpoint folder",
@@ -365,9 +375,15 @@ int sr__resume_choose(sr__trainer *t) {
         return SR_EXIT_CONFIG;
     }
     t->settings = settings_json(t);
+    if (!t->settings) {
+        sr__log(SR_LOG_ERROR, "out of memory for the run's settings, which every checkpoint records");
+        return SR_EXIT_FAILED;
+    }
     snprintf(t->ts.run_id, sizeof t->ts.run_id, "%s", t->ts.job_id); /* a new run, unless it resumes */
     int restarts = sr__resume_restarts(t);
-    char *dir = restart_checkpoint(t, restarts);
+    int oom;
+    char *dir = restart_checkpoint(t, restarts, &oom);
+    if (oom) return SR_EXIT_FAILED;
     if (!dir && a->resume_from_checkpoint && !(dir = named_checkpoint(t, &rc))) return rc;
     if (!dir) return a->output_dir ? other_runs(t, NULL) : SR_EXIT_OK;
     sr__ckpt_ident id = {0};
@@ -413,6 +429,12 @@ int sr__resume_data(sr__trainer *t) {
         if (detail) {
             sr__buf_printf(&b, ", \"data_files\": ");
             sr__buf_json_str(&b, detail);
+        }
+        if (b.oom) {
+            sr__log(SR_LOG_ERROR, "out of memory for the run's settings with its data identity, which every "
+                                  "checkpoint records");
+            sr__buf_free(&b);
+            return SR_EXIT_FAILED;
         }
         free(t->settings);
         t->ts.settings = t->settings = b.s;

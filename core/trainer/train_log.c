@@ -66,6 +66,10 @@ FILE *sr__train_log_open(const sr__train_args *a, int rank, long long resumed_st
     if (!a->output_dir || rank != 0) return NULL;
     if (sr__make_output_dir(a->output_dir) != 0) return NULL;
     char *p = sr__fmt("%s/train_log.jsonl", a->output_dir);
+    if (!p) {
+        sr__log(SR_LOG_WARN, "out of memory for the name of %s/train_log.jsonl; it is not written", a->output_dir);
+        return NULL;
+    }
     sr__buf kept = {0};
     FILE *old = resumed_step > 0 ? fopen(p, "r") : NULL;
     if (old) {
@@ -78,6 +82,12 @@ FILE *sr__train_log_open(const sr__train_args *a, int rank, long long resumed_st
         }
         free(line);
         fclose(old);
+    }
+    if (kept.oom) { /* the steps up to the resumed one would be lost: the file stays as it was */
+        sr__log(SR_LOG_WARN, "out of memory keeping the first %lld steps of %s; it is not written", resumed_step, p);
+        sr__buf_free(&kept);
+        free(p);
+        return NULL;
     }
     FILE *f = fopen(p, "w");
     if (!f) sr__log(SR_LOG_WARN, "cannot write %s", p);

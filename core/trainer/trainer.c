@@ -128,6 +128,10 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
     if (rc != SR_EXIT_OK) return rc;
     t->ts.settings = t->settings;
     t->model = sr__model_new();
+    if (!t->model) {
+        sr__log(SR_LOG_ERROR, "task %s: out of memory for the model's description", task);
+        return SR_EXIT_FAILED;
+    }
     t->state = ops->create(ctx, t->model);
     if (!t->state) {
         sr__log(SR_LOG_ERROR, "task %s: create() failed (see above)", task);

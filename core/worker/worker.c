@@ -46,6 +46,10 @@ static _Noreturn void run_main_task(sr__run *run, int local_rank, int results_fd
     sr_topology topo;
     sr__layout_topology(&run->layout, local_rank, &topo);
     sr_ctx *ctx = sr__ctx_new(&topo, &run->cfg);
+    if (!ctx) {
+        sr__log(SR_LOG_ERROR, "out of memory for the task's context (local rank %d)", local_rank);
+        _exit(SR_EXIT_FAILED);
+    }
     sr__ctx_set_tty(ctx, run->stdout_tty);
     /* a model task's trainer says "started" itself, once set-up is over and training begins */
     if (t->kind == SR_TASK_MAIN) sr__progress_send(SR_PROGRESS_STARTED, "main");

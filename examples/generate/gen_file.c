@@ -10,18 +10,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/fail.h"
 #include "base/hash64.h"
 #include "fsdp/ckpt_files.h"
 #include "io/safetensors.h"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static int is_dir(const char *p) {
     struct stat st;
@@ -60,26 +52,26 @@ static int folder_problem(const char *dir, char *err, size_t errlen) {
     char name[256];
     find_named(dir, "shard-", ".safetensors", name, sizeof name);
     if (name[0])
-        return fail(err, errlen,
-                    "%s is a SHARDED_STATE_DICT checkpoint (%s holds one rank's slice of the flat "
-                    "parameters, not a model). " SHARDED_HOWTO,
-                    dir, name, dir);
+        return sr__fail(err, errlen,
+                        "%s is a SHARDED_STATE_DICT checkpoint (%s holds one rank's slice of the flat "
+                        "parameters, not a model). " SHARDED_HOWTO,
+                        dir, name, dir);
     find_named(dir, "", ".distcp", name, sizeof name);
     if (name[0] || exists(dir, ".metadata"))
-        return fail(err, errlen,
-                    "%s is a PyTorch distributed (DCP) checkpoint (%s), not a model.safetensors; convert "
-                    "it in Python: torch.distributed.checkpoint.format_utils.dcp_to_torch_save, then save the "
-                    "model's state_dict with safetensors.torch.save_file as model.safetensors",
-                    dir, name[0] ? name : ".metadata");
+        return sr__fail(err, errlen,
+                        "%s is a PyTorch distributed (DCP) checkpoint (%s), not a model.safetensors; convert "
+                        "it in Python: torch.distributed.checkpoint.format_utils.dcp_to_torch_save, then save the "
+                        "model's state_dict with safetensors.torch.save_file as model.safetensors",
+                        dir, name[0] ? name : ".metadata");
     if (exists(dir, "pytorch_model.bin"))
-        return fail(err, errlen,
-                    "%s has pytorch_model.bin but no model.safetensors; convert it in Python: "
-                    "safetensors.torch.save_file(torch.load('pytorch_model.bin'), 'model.safetensors')",
+        return sr__fail(err, errlen,
+                        "%s has pytorch_model.bin but no model.safetensors; convert it in Python: "
+                        "safetensors.torch.save_file(torch.load('pytorch_model.bin'), 'model.safetensors')",
+                        dir);
+    return sr__fail(err, errlen,
+                    "%s has no model.safetensors; name a checkpoint-N folder written with "
+                    "fsdp.state_dict_type = FULL_STATE_DICT, or a model.safetensors file",
                     dir);
-    return fail(err, errlen,
-                "%s has no model.safetensors; name a checkpoint-N folder written with "
-                "fsdp.state_dict_type = FULL_STATE_DICT, or a model.safetensors file",
-                dir);
 }
 
 /* The tensor called name, or without a leading "transformer."; marked used.  NULL if neither. */
@@ -104,15 +96,15 @@ static int check_hashes(const gen_file *g, const sr__st_file *f, char *err, size
         snprintf(key, sizeof key, "hash:%s", t->name);
         const char *want = sr__st_metadata(f, key);
         if (!want)
-            return fail(err, errlen,
-                        "%s says it is a shardrun checkpoint but has no \"%s\" entry: the file was "
-                        "altered; use another checkpoint",
-                        g->file, key);
+            return sr__fail(err, errlen,
+                            "%s says it is a shardrun checkpoint but has no \"%s\" entry: the file was "
+                            "altered; use another checkpoint",
+                            g->file, key);
         if (strcmp(sr__hash64_hex(sr__hash64(data, (size_t)t->nbytes, 0), hex), want))
-            return fail(err, errlen,
-                        "%s: the data of tensor \"%s\" does not match its hash (%s, expected %s): the file "
-                        "is damaged; use another checkpoint",
-                        g->file, t->name, hex, want);
+            return sr__fail(err, errlen,
+                            "%s: the data of tensor \"%s\" does not match its hash (%s, expected %s): the file "
+                            "is damaged; use another checkpoint",
+                            g->file, t->name, hex, want);
     }
     return 0;
 }
@@ -120,8 +112,8 @@ static int check_hashes(const gen_file *g, const sr__st_file *f, char *err, size
 static int open_file(const char *path, gen_file *g, char *err, size_t errlen) {
     struct stat st;
     if (stat(path, &st) != 0)
-        return fail(err, errlen, "%s: %s; name a checkpoint-N folder (FULL_STATE_DICT) or a model.safetensors file",
-                    path, strerror(errno));
+        return sr__fail(err, errlen, "%s: %s; name a checkpoint-N folder (FULL_STATE_DICT) or a model.safetensors file",
+                        path, strerror(errno));
     if (is_dir(path)) {
         snprintf(g->dir, sizeof g->dir, "%s", path);
         if (!exists(path, "model.safetensors")) return folder_problem(path, err, errlen);
@@ -135,29 +127,30 @@ static int open_file(const char *path, gen_file *g, char *err, size_t errlen) {
     }
     char why[1024];
     sr__st_file *f = sr__st_open(g->file, why, sizeof why);
-    if (!f) return fail(err, errlen, "%s; name an intact model.safetensors (or its checkpoint folder)", why);
+    if (!f) return sr__fail(err, errlen, "%s; name an intact model.safetensors (or its checkpoint folder)", why);
     g->st = f;
     const char *fmt = sr__st_metadata(f, "format"), *role = sr__st_metadata(f, "file");
     if ((fmt && !strncmp(fmt, "shardrun-sharded", 16)) || (role && !strcmp(role, "shard")))
-        return fail(err, errlen,
-                    "%s is one rank's file of a SHARDED_STATE_DICT checkpoint, not a model. " SHARDED_HOWTO, g->file,
-                    g->dir);
+        return sr__fail(err, errlen,
+                        "%s is one rank's file of a SHARDED_STATE_DICT checkpoint, not a model. " SHARDED_HOWTO,
+                        g->file, g->dir);
     if (role && !strcmp(role, "optimizer"))
-        return fail(err, errlen, "%s is a checkpoint's optimizer state; name model.safetensors (or the folder)",
-                    g->file);
+        return sr__fail(err, errlen, "%s is a checkpoint's optimizer state; name model.safetensors (or the folder)",
+                        g->file);
     const char *ck = sr__st_metadata(f, "shardrun_checkpoint"), *gs = sr__st_metadata(f, "global_step");
     g->step = ck && gs ? atoll(gs) : -1;
     if (ck && strcmp(ck, "3")) /* the format's version: its hashes are XXH3 (docs/checkpoint-format.md) */
-        return fail(err, errlen,
-                    "%s is shardrun checkpoint format %s; this generator checks format 3 only "
-                    "(XXH3 hashes; format 2 used an earlier shardrun's own hash, which this version no longer has): "
-                    "use the generator of the shardrun that wrote it",
-                    g->file, ck);
+        return sr__fail(
+            err, errlen,
+            "%s is shardrun checkpoint format %s; this generator checks format 3 only "
+            "(XXH3 hashes; format 2 used an earlier shardrun's own hash, which this version no longer has): "
+            "use the generator of the shardrun that wrote it",
+            g->file, ck);
     if (ck && check_hashes(g, f, err, errlen) != 0) return -1;
     /* the tokenizer and config.json it lists (fsdp/ckpt_files.h): read by the generator next */
     char fwhy[9000];
     if (ck && !strcmp(role ? role : "", "model") && sr__ckpt_check_files(f, g->dir, fwhy, sizeof fwhy) != 0)
-        return fail(err, errlen, "%s", fwhy);
+        return sr__fail(err, errlen, "%s", fwhy);
     if (!ck) { /* bring every page of the mapped file in now (the hashes did for a checkpoint), so the
                   first token does not pay for the page faults */
         volatile unsigned char sink = 0;
@@ -170,7 +163,7 @@ static int open_file(const char *path, gen_file *g, char *err, size_t errlen) {
         (void)sink;
     }
     size_t nt = sr__st_count(f);
-    if (!(g->used = calloc(nt ? nt : 1, sizeof *g->used))) return fail(err, errlen, "out of memory"), -2;
+    if (!(g->used = calloc(nt ? nt : 1, sizeof *g->used))) return sr__fail(err, errlen, "out of memory"), -2;
     return 0;
 }
 
@@ -205,12 +198,12 @@ int gen_file_take(gen_file *g, const char *name, int64_t d0, int64_t d1, const f
     char want[64], have[64];
     int64_t shape[2] = {d0, d1};
     if (!t)
-        return fail(err, errlen, "%s has no tensor %s (nor %s): not a %s", g->file, name,
-                    strncmp(name, "transformer.", 12) ? name : name + 12, family);
+        return sr__fail(err, errlen, "%s has no tensor %s (nor %s): not a %s", g->file, name,
+                        strncmp(name, "transformer.", 12) ? name : name + 12, family);
     if (t->ndim != ndim || t->shape[0] != d0 || (ndim == 2 && t->shape[1] != d1))
-        return fail(err, errlen, "%s: tensor %s has shape %s; %s has %s", g->file, t->name,
-                    sr__st_shape_str(have, sizeof have, t->ndim, t->shape), model,
-                    sr__st_shape_str(want, sizeof want, ndim, shape));
+        return sr__fail(err, errlen, "%s: tensor %s has shape %s; %s has %s", g->file, t->name,
+                        sr__st_shape_str(have, sizeof have, t->ndim, t->shape), model,
+                        sr__st_shape_str(want, sizeof want, ndim, shape));
     size_t n = (size_t)d0 * (size_t)(ndim == 2 ? d1 : 1);
     for (size_t i = 0; g->merged && i < sr__st_count(g->st); i++) /* a LoRA checkpoint's merged weight */
         if (sr__st_at(g->st, i) == t && g->merged[i]) return *dst = g->merged[i], 0;
@@ -224,12 +217,12 @@ int gen_file_take(gen_file *g, const char *name, int64_t d0, int64_t d1, const f
     if (grown) g->owned = grown;
     if (!cvt || !grown) {
         free(cvt);
-        return fail(err, errlen, "out of memory converting %s of %s to fp32", t->name, g->file), -2;
+        return sr__fail(err, errlen, "out of memory converting %s of %s to fp32", t->name, g->file), -2;
     }
     g->owned[g->nowned++] = cvt;
     if (sr__st_to_f32(t, data, 0, n, cvt) != 0)
-        return fail(err, errlen, "%s: tensor %s is %s, not a floating-point type", g->file, t->name,
-                    sr__st_dtype_name(t->dtype));
+        return sr__fail(err, errlen, "%s: tensor %s is %s, not a floating-point type", g->file, t->name,
+                        sr__st_dtype_name(t->dtype));
     *dst = cvt;
     return 0;
 }
@@ -240,8 +233,8 @@ int gen_file_check_used(const gen_file *g, int (*ignorable)(const char *name), c
     for (size_t i = 0; i < nt; i++) {
         const char *name = sr__st_at(g->st, i)->name;
         if (!g->used[i] && !(ignorable && ignorable(name)))
-            return fail(err, errlen, "%s has a tensor %s does not: %s (%zu tensors in all); not a %s", g->file,
-                        family_short, name, nt, family);
+            return sr__fail(err, errlen, "%s has a tensor %s does not: %s (%zu tensors in all); not a %s", g->file,
+                            family_short, name, nt, family);
     }
     return 0;
 }

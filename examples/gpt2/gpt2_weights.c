@@ -7,18 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fail.h"
 #include "gpt2_sizes.h"
 
 #define FAMILY "GPT-2 LM model (HF's GPT2LMHeadModel names)"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static const char *const BLOCK_NAMES[GPT2_BLOCK_PARAMS] = {
     "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias",
@@ -52,16 +44,16 @@ static int pick_heads(gpt2_weights *w, const gen_opts *o, const gen_file *f, cha
                 snprintf(w->heads_from, sizeof w->heads_from, "GPT-2's for n_embd %d; --n-head to change", w->C);
             }
         if (!w->NH)
-            return fail(err, errlen,
-                        "%s: n_embd is %d, which is no GPT-2 size's, and nothing says how many attention "
-                        "heads the model has (no n_head metadata, no config.json); give --n-head N",
-                        f->file, w->C);
+            return sr__fail(err, errlen,
+                            "%s: n_embd is %d, which is no GPT-2 size's, and nothing says how many attention "
+                            "heads the model has (no n_head metadata, no config.json); give --n-head N",
+                            f->file, w->C);
     }
     if (w->C % w->NH)
-        return fail(err, errlen,
-                    "%s: n_embd %d is not a multiple of n_head %d (from %s); give the n_head the model "
-                    "was trained with (--n-head N)",
-                    f->file, w->C, w->NH, w->heads_from);
+        return sr__fail(err, errlen,
+                        "%s: n_embd %d is not a multiple of n_head %d (from %s); give the n_head the model "
+                        "was trained with (--n-head N)",
+                        f->file, w->C, w->NH, w->heads_from);
     return 0;
 }
 
@@ -69,10 +61,10 @@ static int pick_heads(gpt2_weights *w, const gen_opts *o, const gen_file *f, cha
 static int check_size(const gpt2_weights *w, const gen_file *f, const char *size, char *err, size_t errlen) {
     const gpt2_size *s = gpt2_size_named(size);
     if (!s)
-        return fail(err, errlen,
-                    "--size %s is not a GPT-2 size; use tiny, gpt2, gpt2-medium, gpt2-large or gpt2-xl, "
-                    "or leave it out to take the file's shapes",
-                    size);
+        return sr__fail(err, errlen,
+                        "--size %s is not a GPT-2 size; use tiny, gpt2, gpt2-medium, gpt2-large or gpt2-xl, "
+                        "or leave it out to take the file's shapes",
+                        size);
     char diff[512] = "";
     size_t n = 0;
 #define DIFF(what, want, have)                                                                                         \
@@ -85,10 +77,10 @@ static int check_size(const gpt2_weights *w, const gen_file *f, const char *size
     DIFF("vocab_size", s->vocab_size, w->V);
 #undef DIFF
     if (n)
-        return fail(err, errlen,
-                    "%s is not a %s model: %s. Leave --size out to take the file's shapes, or name "
-                    "the checkpoint of that size",
-                    f->file, size, diff);
+        return sr__fail(err, errlen,
+                        "%s is not a %s model: %s. Leave --size out to take the file's shapes, or name "
+                        "the checkpoint of that size",
+                        f->file, size, diff);
     return 0;
 }
 
@@ -96,20 +88,20 @@ static int read_all(gen_file *f, const gen_opts *o, gpt2_weights *w, char *err, 
     int64_t wte[4], wpe[4];
     if (gen_file_shape(f, "transformer.wte.weight", wte) != 2 ||
         gen_file_shape(f, "transformer.wpe.weight", wpe) != 2 || wte[1] != wpe[1])
-        return fail(err, errlen,
-                    "%s has no transformer.wte.weight [vocab, n_embd] and transformer.wpe.weight [context, "
-                    "n_embd] (with or without the \"transformer.\" prefix): not a GPT-2 model",
-                    f->file);
+        return sr__fail(err, errlen,
+                        "%s has no transformer.wte.weight [vocab, n_embd] and transformer.wpe.weight [context, "
+                        "n_embd] (with or without the \"transformer.\" prefix): not a GPT-2 model",
+                        f->file);
     w->V = (int)wte[0], w->C = (int)wte[1], w->P = (int)wpe[0];
     for (size_t i = 0; gen_file_name(f, i); i++) {
         int l = gen_layer_of(gen_file_name(f, i));
         if (l + 1 > w->L) w->L = l + 1;
     }
-    if (w->L == 0) return fail(err, errlen, "%s has no transformer.h.0.* tensors: not a GPT-2 model", f->file);
+    if (w->L == 0) return sr__fail(err, errlen, "%s has no transformer.h.0.* tensors: not a GPT-2 model", f->file);
     if (o->size && check_size(w, f, o->size, err, errlen) != 0) return -1;
     if (pick_heads(w, o, f, err, errlen) != 0) return -1;
     if (!(w->block = calloc((size_t)w->L * GPT2_BLOCK_PARAMS, sizeof *w->block)))
-        return fail(err, errlen, "out of memory"), -2;
+        return sr__fail(err, errlen, "out of memory"), -2;
     const int C = w->C;
     const int64_t dims[GPT2_BLOCK_PARAMS][2] = {{C, 0}, {C, 0}, {C, 3 * C}, {3 * C, 0}, {C, C},     {C, 0},
                                                 {C, 0}, {C, 0}, {C, 4 * C}, {4 * C, 0}, {4 * C, C}, {C, 0}};

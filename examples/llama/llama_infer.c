@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/fail.h"
 #include "gen_model.h"
 #include "kernels.h"
 #include "llama_block.h"
@@ -45,11 +46,6 @@ typedef struct llama_gen {
 } llama_gen;
 
 #define F(n) ((size_t)(n) * sizeof(float))
-
-static int fail(char *err, size_t errlen, const char *what) {
-    snprintf(err, errlen, "%s", what);
-    return -1;
-}
 
 static int file_there(const char *p) {
     struct stat st;
@@ -192,7 +188,8 @@ static int take_all(llama_gen *g, gen_model *m, char *err, size_t errlen) {
              C, g->KV, g->hd, Fd, g->V);
 #define TAKE(n, d0, d1, dst) gen_file_take(&m->f, n, d0, d1, dst, model, FAMILY, err, errlen)
     int r = TAKE("model.embed_tokens.weight", g->V, C, &g->embed);
-    if (!(g->slot = calloc((size_t)g->L * LB_SLOTS, sizeof *g->slot))) return fail(err, errlen, "out of memory"), -2;
+    if (!(g->slot = calloc((size_t)g->L * LB_SLOTS, sizeof *g->slot)))
+        return sr__fail(err, errlen, "out of memory"), -2;
     for (int l = 0; !r && l < g->L; l++)
         for (int i = 0; !r && i < LB_SLOTS; i++)
             if (dims[i][2]) {
@@ -336,7 +333,7 @@ static int gen_next(gen_model *m, int32_t id, float *logits) {
 
 int llama_gen_load(gen_model *m, const gen_opts *o, char *err, size_t errlen) {
     llama_gen *g = calloc(1, sizeof *g);
-    if (!g) return fail(err, errlen, "out of memory"), -2;
+    if (!g) return sr__fail(err, errlen, "out of memory"), -2;
     g->k = tf_kernels_cpu();
     m->impl = g, m->free_impl = gen_free;
     int rc = configure(g, m, o, err, errlen);

@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "dataset.h"
 
+#include "base/fail.h"
 #include "read_file.h"
 
 #include <errno.h>
@@ -18,14 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* ASCII whitespace: what trimming, blank lines and the short-text filter mean by whitespace */
 static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
@@ -69,35 +62,36 @@ static int expand(const char *pat, data_file **files, size_t *n, size_t *cap, ch
     glob_t g;
     int rc = glob(pat, 0, NULL, &g);
     if (rc == GLOB_NOMATCH)
-        return fail(err, errlen,
-                    "the data pattern \"%s\" matches no file; give existing files or glob(3) patterns, separated by "
-                    "whitespace",
-                    pat);
+        return sr__fail(
+            err, errlen,
+            "the data pattern \"%s\" matches no file; give existing files or glob(3) patterns, separated by "
+            "whitespace",
+            pat);
     if (rc) {
         if (rc != GLOB_NOSPACE) globfree(&g);
-        return fail(err, errlen, "the data pattern \"%s\" cannot be expanded: %s", pat,
-                    rc == GLOB_NOSPACE ? "out of memory" : "a directory on its way cannot be read");
+        return sr__fail(err, errlen, "the data pattern \"%s\" cannot be expanded: %s", pat,
+                        rc == GLOB_NOSPACE ? "out of memory" : "a directory on its way cannot be read");
     }
     size_t taken = 0;
     for (size_t k = 0; k < g.gl_pathc; k++) {
         const char *p = g.gl_pathv[k];
         struct stat st;
         if (stat(p, &st)) {
-            rc = fail(err, errlen, "cannot read data file %s (matched by \"%s\"): %s", p, pat, strerror(errno));
+            rc = sr__fail(err, errlen, "cannot read data file %s (matched by \"%s\"): %s", p, pat, strerror(errno));
             break;
         }
         if (S_ISDIR(st.st_mode)) continue;
         if (!S_ISREG(st.st_mode)) {
-            rc =
-                fail(err, errlen, "data file %s (matched by \"%s\") is %s, not a regular file; give regular text files",
-                     p, pat, tf_file_kind((unsigned)st.st_mode));
+            rc = sr__fail(err, errlen,
+                          "data file %s (matched by \"%s\") is %s, not a regular file; give regular text files", p, pat,
+                          tf_file_kind((unsigned)st.st_mode));
             break;
         }
         if (*n == *cap) {
             size_t c = *cap ? 2 * *cap : 64;
             data_file *f = realloc(*files, c * sizeof *f);
             if (!f) {
-                rc = fail(err, errlen, "out of memory listing the data files");
+                rc = sr__fail(err, errlen, "out of memory listing the data files");
                 break;
             }
             *files = f;
@@ -105,7 +99,7 @@ static int expand(const char *pat, data_file **files, size_t *n, size_t *cap, ch
         }
         char *copy = strdup(p);
         if (!copy) {
-            rc = fail(err, errlen, "out of memory listing the data files");
+            rc = sr__fail(err, errlen, "out of memory listing the data files");
             break;
         }
         (*files)[*n] = (data_file){
@@ -114,9 +108,9 @@ static int expand(const char *pat, data_file **files, size_t *n, size_t *cap, ch
         taken++;
     }
     if (!rc && !taken)
-        rc = fail(err, errlen,
-                  "the data pattern \"%s\" matches only directories; name the files in them (like \"%s/*\")", pat,
-                  g.gl_pathv[0]);
+        rc = sr__fail(err, errlen,
+                      "the data pattern \"%s\" matches only directories; name the files in them (like \"%s/*\")", pat,
+                      g.gl_pathv[0]);
     globfree(&g);
     return rc ? -1 : 0;
 }
@@ -127,7 +121,7 @@ static int list_files(const char *patterns, const char *base_dir, data_file **ou
     size_t len = strlen(patterns), n = 0, cap = 0, blen = base_dir ? strlen(base_dir) : 0;
     data_file *files = NULL;
     char *pat = malloc(2 * blen + 2 + len + 1);
-    if (!pat) return fail(err, errlen, "out of memory");
+    if (!pat) return sr__fail(err, errlen, "out of memory");
     int rc = 0;
     for (size_t i = 0; !rc;) {
         while (i < len && is_space(patterns[i])) i++;
@@ -149,7 +143,7 @@ static int list_files(const char *patterns, const char *base_dir, data_file **ou
         rc = expand(pat, &files, &n, &cap, err, errlen);
     }
     free(pat);
-    if (!rc && !n) rc = fail(err, errlen, "no data files given: the list of data patterns is empty");
+    if (!rc && !n) rc = sr__fail(err, errlen, "no data files given: the list of data patterns is empty");
     if (rc) {
         free_files(files, n);
         return -1;
@@ -165,10 +159,10 @@ static int list_files(const char *patterns, const char *base_dir, data_file **ou
     unsigned long long total = 0;
     for (size_t k = 0; k < kept; k++) total += files[k].size;
     if (total > TF_DATA_MAX) {
-        fail(err, errlen,
-             "the data files hold %llu bytes together (%zu files, from \"%s\"), more than the %llu "
-             "bytes (4 GiB) the gpt2 task reads; name fewer files",
-             total, kept, patterns, TF_DATA_MAX);
+        sr__fail(err, errlen,
+                 "the data files hold %llu bytes together (%zu files, from \"%s\"), more than the %llu "
+                 "bytes (4 GiB) the gpt2 task reads; name fewer files",
+                 total, kept, patterns, TF_DATA_MAX);
         free_files(files, kept);
         return -1;
     }
@@ -207,11 +201,12 @@ static int take(loader *L, const char *s, size_t n) {
     }
     L->tmp_n = 0;
     int rc = tf_tokenizer_encode(L->tok, s, n, &L->tmp, &L->tmp_n, &L->tmp_cap);
-    if (rc == TF_TOKENIZER_PATTERN_LIMIT) return fail(L->err, L->errlen, "%s: %s", L->file, tf_tokenizer_error(L->tok));
-    if (rc) return fail(L->err, L->errlen, "out of memory tokenizing the data");
+    if (rc == TF_TOKENIZER_PATTERN_LIMIT)
+        return sr__fail(L->err, L->errlen, "%s: %s", L->file, tf_tokenizer_error(L->tok));
+    if (rc) return sr__fail(L->err, L->errlen, "out of memory tokenizing the data");
     if (L->o->packing) {
         if (sr_packer_add(&L->pack, L->tmp, L->tmp_n) != 0)
-            return fail(L->err, L->errlen, "out of memory packing %lld tokens", (long long)L->pack.n);
+            return sr__fail(L->err, L->errlen, "out of memory packing %lld tokens", (long long)L->pack.n);
         return L->o->max_samples && L->pack.docs >= L->o->max_samples;
     }
     if (d->n == L->cap) {
@@ -220,7 +215,7 @@ static int take(loader *L, const char *s, size_t n) {
         int32_t *ids = realloc(d->ids, (size_t)c * (size_t)d->T * sizeof *ids);
         if (ids) d->ids = ids;
         int32_t *lengths = ids ? realloc(d->lengths, (size_t)c * sizeof *lengths) : NULL;
-        if (!lengths) return fail(L->err, L->errlen, "out of memory: %lld samples of %d tokens", c, d->T);
+        if (!lengths) return sr__fail(L->err, L->errlen, "out of memory: %lld samples of %d tokens", c, d->T);
         d->lengths = lengths;
         L->cap = c;
     }
@@ -274,7 +269,7 @@ static int cut_blocks(loader *L) {
     if (!n) return 0;     /* no sample: said by the caller */
     d->ids = L->pack.ids; /* rows of T are the stream itself: no copy */
     L->pack.ids = NULL;
-    if (!(d->lengths = malloc((size_t)n * sizeof *d->lengths))) return fail(L->err, L->errlen, "out of memory");
+    if (!(d->lengths = malloc((size_t)n * sizeof *d->lengths))) return sr__fail(L->err, L->errlen, "out of memory");
     for (long long i = 0; i < n; i++) d->lengths[i] = d->T;
     d->n = n;
     d->tokens = n * d->T;
@@ -305,8 +300,8 @@ void tf_dataset_free(tf_dataset *d) {
 int tf_dataset_split_tail(tf_dataset *d, long long n, tf_dataset *tail, char *err, size_t errlen) {
     memset(tail, 0, sizeof *tail);
     if (n < 1 || n >= d->n)
-        return fail(err, errlen, "a held-out split of %lld of %lld samples leaves %s", n, d->n,
-                    n < 1 ? "no eval sample" : "no training sample");
+        return sr__fail(err, errlen, "a held-out split of %lld of %lld samples leaves %s", n, d->n,
+                        n < 1 ? "no eval sample" : "no training sample");
     long long keep = d->n - n;
     size_t T = (size_t)d->T;
     if (d->shards) { /* the last blocks of the same mapped stream */
@@ -321,7 +316,7 @@ int tf_dataset_split_tail(tf_dataset *d, long long n, tf_dataset *tail, char *er
     tail->lengths = malloc((size_t)n * sizeof *tail->lengths);
     if (!tail->ids || !tail->lengths) {
         tf_dataset_free(tail);
-        return fail(err, errlen, "out of memory for %lld held-out samples", n);
+        return sr__fail(err, errlen, "out of memory for %lld held-out samples", n);
     }
     memcpy(tail->ids, d->ids + (size_t)keep * T, (size_t)n * T * sizeof *tail->ids);
     memcpy(tail->lengths, d->lengths + keep, (size_t)n * sizeof *tail->lengths);
@@ -334,12 +329,13 @@ int tf_dataset_split_tail(tf_dataset *d, long long n, tf_dataset *tail, char *er
 
 int tf_dataset_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
-    if (!o->patterns) return fail(err, errlen, "no data files given: set the data patterns");
-    if (o->max_length < 1) return fail(err, errlen, "max_length must be at least 1 token (it is %d)", o->max_length);
-    if (o->min_chars < 0) return fail(err, errlen, "min_chars must be 0 or more (it is %d)", o->min_chars);
+    if (!o->patterns) return sr__fail(err, errlen, "no data files given: set the data patterns");
+    if (o->max_length < 1)
+        return sr__fail(err, errlen, "max_length must be at least 1 token (it is %d)", o->max_length);
+    if (o->min_chars < 0) return sr__fail(err, errlen, "min_chars must be 0 or more (it is %d)", o->min_chars);
     if (o->max_samples < 0)
-        return fail(err, errlen, "max_samples must be 0 (all) or more (it is %lld)", o->max_samples);
-    if ((unsigned)o->split > TF_SPLIT_FILE) return fail(err, errlen, "unknown split mode %d", (int)o->split);
+        return sr__fail(err, errlen, "max_samples must be 0 (all) or more (it is %lld)", o->max_samples);
+    if ((unsigned)o->split > TF_SPLIT_FILE) return sr__fail(err, errlen, "unknown split mode %d", (int)o->split);
     data_file *files = NULL;
     size_t nfiles = 0;
     if (list_files(o->patterns, o->base_dir, &files, &nfiles, err, errlen)) return -1;
@@ -374,10 +370,10 @@ int tf_dataset_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, cha
     }
     if (rc >= 0 && o->packing && cut_blocks(&L) != 0) rc = -1;
     if (rc >= 0 && o->packing && !d->n && d->texts_read > d->texts_dropped) {
-        fail(err, errlen,
-             "packing: the %lld texts hold %lld tokens together, fewer than one block of max_length = %d; "
-             "add data or lower max_length",
-             d->texts_read - d->texts_dropped, (long long)L.pack.n, d->T);
+        sr__fail(err, errlen,
+                 "packing: the %lld texts hold %lld tokens together, fewer than one block of max_length = %d; "
+                 "add data or lower max_length",
+                 d->texts_read - d->texts_dropped, (long long)L.pack.n, d->T);
         rc = -1;
     }
     sr_packer_free(&L.pack);
@@ -385,13 +381,14 @@ int tf_dataset_load(tf_dataset *d, const tf_data_opts *o, tf_tokenizer *tok, cha
     free_files(files, nfiles);
     if (rc >= 0 && !d->n) {
         if (!d->texts_read)
-            fail(err, errlen, "no text in the data: the %lld files matched by \"%s\" are empty or only whitespace",
-                 d->files, o->patterns);
+            sr__fail(err, errlen, "no text in the data: the %lld files matched by \"%s\" are empty or only whitespace",
+                     d->files, o->patterns);
         else
-            fail(err, errlen,
-                 "no sample left: all %lld texts read from %lld files have fewer than min_chars = %d non-whitespace "
-                 "characters; lower min_chars, or split into longer texts, or add files",
-                 d->texts_read, d->files, o->min_chars);
+            sr__fail(
+                err, errlen,
+                "no sample left: all %lld texts read from %lld files have fewer than min_chars = %d non-whitespace "
+                "characters; lower min_chars, or split into longer texts, or add files",
+                d->texts_read, d->files, o->min_chars);
         rc = -1;
     }
     if (rc < 0) {

@@ -122,14 +122,6 @@ int tf_tokenizer_eos(const tf_tokenizer *t) { return t->eos; }
 const char *tf_tokenizer_eos_from(const tf_tokenizer *t) { return t->eos_from; }
 const char *tf_tokenizer_error(const tf_tokenizer *t) { return t->error[0] ? t->error : "out of memory"; }
 
-int tf__fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* OpenAI's bytes_to_unicode: the printable bytes '!'..'~', 0xA1..0xAC and 0xAE..0xFF stand for
    themselves; the 68 others, in increasing order, for U+0100, U+0101, ...  Writes the UTF-8 of
    byte b's symbol to out (2 bytes at most): its length. */
@@ -157,7 +149,7 @@ int tf__vocab_check_ids(tf_tokenizer *t, const char *path, const char *text, con
        told apart by their byte offset in the file (HF's vocab.json is a single line). */
     t->vocab_size = (int)t->vocab.n;
     int32_t *first = calloc(t->vocab.n + 1, sizeof *first); /* per id: 1 + the offset of its first entry */
-    if (!first) return tf__fail(err, errlen, "%s: out of memory", path);
+    if (!first) return sr__fail(err, errlen, "%s: out of memory", path);
     const tf__str_slot *bad = NULL; /* the offending entry nearest the top of the file */
     for (size_t k = 0; k < t->vocab.cap; k++) {
         const tf__str_slot *s = &t->vocab.slots[k];
@@ -175,10 +167,10 @@ int tf__vocab_check_ids(tf_tokenizer *t, const char *path, const char *text, con
     }
     int rc = 0;
     if (bad && bad->a >= t->vocab_size)
-        rc = tf__fail(err, errlen, "%s:%d: id %d is out of range: %s %d entries, so ids must be 0..%d (byte offset %d)",
+        rc = sr__fail(err, errlen, "%s:%d: id %d is out of range: %s %d entries, so ids must be 0..%d (byte offset %d)",
                       path, tf__line_at(text, (size_t)bad->b), bad->a, have, t->vocab_size, t->vocab_size - 1, bad->b);
     else if (bad)
-        rc = tf__fail(
+        rc = sr__fail(
             err, errlen, "%s:%d: id %d is also the id of the entry at line %d; ids must be distinct (byte offset %d)",
             path, tf__line_at(text, (size_t)bad->b), bad->a, tf__line_at(text, (size_t)first[bad->a] - 1), bad->b);
     free(first);
@@ -191,7 +183,7 @@ int tf__vocab_bytes(tf_tokenizer *t, const char *path, char *err, size_t errlen)
         size_t k = tf__byte_symbol(b, sym);
         const tf__str_slot *s = tf__strmap_find(&t->vocab, sym, k);
         if (!s)
-            return tf__fail(err, errlen,
+            return sr__fail(err, errlen,
                             "%s: no entry for byte 0x%02X (\"%.*s\"); a byte-level BPE vocabulary has a symbol for "
                             "each of the 256 bytes",
                             path, b, (int)k, sym);
@@ -296,9 +288,9 @@ tf_tokenizer *tf_tokenizer_clone(tf_tokenizer *t, char *err, size_t errlen) {
     if (t->base) t = (tf_tokenizer *)t->base; /* a clone of a clone is one of the base's */
     if (t->pretok != TF_PRETOK_BYTES && !t->shared &&
         !(t->shared = tf__shared_cache_new(CACHE_FIRST_SLOTS, CACHE_MAX_ENTRIES, CACHE_MAX_KEY)))
-        return tf__fail(err, errlen, "out of memory for the tokenizer's shared cache"), NULL;
+        return sr__fail(err, errlen, "out of memory for the tokenizer's shared cache"), NULL;
     tf_tokenizer *c = malloc(sizeof *c);
-    if (!c) return tf__fail(err, errlen, "out of memory"), NULL;
+    if (!c) return sr__fail(err, errlen, "out of memory"), NULL;
     *c = *t; /* the tables and options by value: c reads t's memory, never writes or frees it */
     c->base = t;
     memset(&c->cache, 0, sizeof c->cache);
@@ -314,7 +306,7 @@ tf_tokenizer *tf_tokenizer_clone(tf_tokenizer *t, char *err, size_t errlen) {
     for (int k = 0; k < t->nsplits; k++)
         if (!(c->splits[k].re = tf__regex_clone(t->splits[k].re))) {
             tf_tokenizer_free(c);
-            return tf__fail(err, errlen, "out of memory"), NULL;
+            return sr__fail(err, errlen, "out of memory"), NULL;
         }
     return c;
 }

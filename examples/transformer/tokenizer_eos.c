@@ -114,7 +114,7 @@ int tf__eos_choose(tf_tokenizer *t, const char *path, char *err, size_t errlen) 
             snprintf(what, sizeof what, "an ordinary entry of model.vocab, not a special token");
         else snprintf(what, sizeof what, "not an id of it (the vocabulary has %d)", t->vocab_size);
         specials(t, have, sizeof have);
-        return tf__fail(err, errlen,
+        return sr__fail(err, errlen,
                         "%s:%d: eos_token_id %d is, in %s, %s; the tasks end every text with eos, so it must be a "
                         "special added token (the file's special end-of-text tokens: %s). Correct eos_token_id, or "
                         "move config.json away to use the file's own",
@@ -140,7 +140,7 @@ int tf__eos_choose(tf_tokenizer *t, const char *path, char *err, size_t errlen) 
                      a ? "an added token without \"special\": true" : "an ordinary model.vocab entry");
     }
     if (seen[0]) snprintf(seen + strlen(seen), sizeof seen - strlen(seen), ")");
-    return tf__fail(err, errlen,
+    return sr__fail(err, errlen,
                     "%s: no special end-of-text token: none of \"</s>\", \"<|endoftext|>\", \"<|end_of_text|>\" is "
                     "in added_tokens with \"special\": true%s, and %s %s. Mark the model's end-of-text token "
                     "special in added_tokens, or give its id as eos_token_id in a config.json beside the "

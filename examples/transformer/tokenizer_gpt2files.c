@@ -24,7 +24,7 @@ static int load_vocab(tf_tokenizer *t, const char *path, char *err, size_t errle
     if (!text) return -1;
     if (n >= INT32_MAX) { /* entries keep 32-bit offsets */
         free(text);
-        return tf__fail(err, errlen, "%s: too large for a vocab.json (%zu bytes)", path, n);
+        return sr__fail(err, errlen, "%s: too large for a vocab.json (%zu bytes)", path, n);
     }
     tf__json j;
     int rc = -1;
@@ -35,7 +35,7 @@ static int load_vocab(tf_tokenizer *t, const char *path, char *err, size_t errle
         goto out;
     const tf__str_slot *eos = tf__strmap_find(&t->vocab, "<|endoftext|>", 13);
     if (!eos) {
-        tf__fail(err, errlen, "%s: no \"<|endoftext|>\" entry; GPT-2's end-of-text token is needed", path);
+        sr__fail(err, errlen, "%s: no \"<|endoftext|>\" entry; GPT-2's end-of-text token is needed", path);
         goto out;
     }
     t->eos = eos->a;
@@ -64,7 +64,7 @@ static int load_merges(tf_tokenizer *t, const char *path, const char *vocab_path
         if (e == a || (line == 0 && e - a >= 8 && !memcmp(a, "#version", 8))) continue;
         char *sp = memchr(a, ' ', (size_t)(e - a));
         if (!sp || sp == a || sp + 1 == e || memchr(sp + 1, ' ', (size_t)(e - sp - 1))) {
-            tf__fail(err, errlen,
+            sr__fail(err, errlen,
                      "%s:%d: expected two symbols separated by one space (like \"\xC4\xA0 t\"), found \"%.*s\"", path,
                      line + 1, (int)(e - a > 60 ? 60 : e - a), a);
             goto out;
@@ -72,17 +72,17 @@ static int load_merges(tf_tokenizer *t, const char *path, const char *vocab_path
         size_t la = (size_t)(sp - a), lb = (size_t)(e - sp - 1);
         int r = tf__merge_add(t, a, la, sp + 1, lb, rank++, &both, &both_cap);
         if (r == 1 || r == 2) {
-            tf__fail(err, errlen, "%s:%d: \"%.*s\" is not in %s", path, line + 1, (int)(r == 1 ? la : lb),
+            sr__fail(err, errlen, "%s:%d: \"%.*s\" is not in %s", path, line + 1, (int)(r == 1 ? la : lb),
                      r == 1 ? a : sp + 1, vocab_path);
             goto out;
         }
         if (r == 3) {
-            tf__fail(err, errlen, "%s:%d: the merged symbol \"%.*s\" is not in %s", path, line + 1, (int)(la + lb),
+            sr__fail(err, errlen, "%s:%d: the merged symbol \"%.*s\" is not in %s", path, line + 1, (int)(la + lb),
                      both, vocab_path);
             goto out;
         }
         if (r) {
-            tf__fail(err, errlen, "%s: out of memory", path);
+            sr__fail(err, errlen, "%s: out of memory", path);
             goto out;
         }
     }
@@ -95,11 +95,11 @@ out:
 
 tf_tokenizer *tf_tokenizer_load(const char *vocab_json, const char *merges_txt, char *err, size_t errlen) {
     if (!vocab_json != !merges_txt) {
-        tf__fail(err, errlen, "give both vocab.json and merges.txt (GPT-2 BPE), or neither (byte-level tokens)");
+        sr__fail(err, errlen, "give both vocab.json and merges.txt (GPT-2 BPE), or neither (byte-level tokens)");
         return NULL;
     }
     tf_tokenizer *t = calloc(1, sizeof *t);
-    if (!t) return tf__fail(err, errlen, "out of memory"), NULL;
+    if (!t) return sr__fail(err, errlen, "out of memory"), NULL;
     if (!vocab_json) {
         t->pretok = TF_PRETOK_BYTES;
         t->vocab_size = 257;

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/fail.h"   /* core/base/fail.h: sr__fail, header-only */
 #include "base/hash64.h" /* core/base/hash64.h: FNV-1a, header-only */
 #include "io/json.h"     /* core/io/json.h: the tokenizer's sources compile core/io/json.c in */
 #include "tokenizer.h"
@@ -165,13 +166,6 @@ struct tf_tokenizer {
     char *clean, *norm, *symbols;
     size_t clean_cap, norm_cap, symbols_cap;
 };
-
-/* vsnprintf into err; -1 */
-int tf__fail(char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 /* The UTF-8 of byte b's symbol in OpenAI's bytes_to_unicode (at most 2 bytes): its length. */
 size_t tf__byte_symbol(int b, char *out);

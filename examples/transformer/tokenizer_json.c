@@ -42,7 +42,7 @@ static mark here(loader *l) {
 
 /* "<file>:<line>: <jpath> is <what was found>: not supported yet (<supported>)" */
 static int unsupported(loader *l, int line, const char *jpath, const char *found, const char *supported) {
-    return tf__fail(l->err, l->errlen, "%s:%d: %s is %s: not supported yet (supported: %s)", l->path, line, jpath,
+    return sr__fail(l->err, l->errlen, "%s:%d: %s is %s: not supported yet (supported: %s)", l->path, line, jpath,
                     found, supported);
 }
 
@@ -87,12 +87,12 @@ static int members(loader *l, const char *jpath, const char *const *names, mark 
             char list[400] = "";
             for (int q = 0; names[q]; q++)
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", q ? ", " : "", names[q]);
-            return tf__fail(l->err, l->errlen, "%s:%d: %s has a member \"%.*s\": not supported yet (known: %s)",
+            return sr__fail(l->err, l->errlen, "%s:%d: %s has a member \"%.*s\": not supported yet (known: %s)",
                             l->path, tf__json_line(&l->j, l->j.key_at), jpath, (int)(l->j.slen > 60 ? 60 : l->j.slen),
                             l->j.str, list);
         }
         if (m[k].set)
-            return tf__fail(l->err, l->errlen, "%s:%d: %s has \"%s\" twice", l->path, tf__json_line(&l->j, l->j.key_at),
+            return sr__fail(l->err, l->errlen, "%s:%d: %s has \"%s\" twice", l->path, tf__json_line(&l->j, l->j.key_at),
                             jpath, names[k]);
         m[k] = here(l);
         if (tf__json_skip(&l->j)) return -1;
@@ -170,7 +170,7 @@ static int type_of(loader *l, const mark *m, const char *jpath, const char *supp
         if (tf__json_skip(&l->j)) return -1;
     }
     if (r < 0) return -1;
-    if (!tm->set) return tf__fail(l->err, l->errlen, "%s:%d: %s has no \"type\"", l->path, m->line, jpath);
+    if (!tm->set) return sr__fail(l->err, l->errlen, "%s:%d: %s has no \"type\"", l->path, m->line, jpath);
     snprintf(p, sizeof p, "%.100s.type", jpath);
     return string_at(l, tm, p, buf, cap);
 }
@@ -218,7 +218,7 @@ static int split_step(loader *l, const mark *m, const char *jpath) {
     seek(l, m);
     if (members(l, jpath, keys, f)) return -1;
     snprintf(p, sizeof p, "%.100s.pattern", jpath);
-    if (!f[PATTERN].set) return tf__fail(l->err, l->errlen, "%s:%d: %s has no \"pattern\"", l->path, m->line, jpath);
+    if (!f[PATTERN].set) return sr__fail(l->err, l->errlen, "%s:%d: %s has no \"pattern\"", l->path, m->line, jpath);
     seek(l, &f[PATTERN]);
     if (members(l, p, pattern_keys, pat)) return -1;
     if (!pat[0].set == !pat[1].set) {
@@ -226,7 +226,7 @@ static int split_step(loader *l, const mark *m, const char *jpath) {
         return unsupported(l, f[PATTERN].line, p, found_value(l, q, sizeof q), "{\"Regex\": ...} or {\"String\": ...}");
     }
     snprintf(p, sizeof p, "%.100s.behavior", jpath);
-    if (!f[BEHAVIOR].set) return tf__fail(l->err, l->errlen, "%s:%d: %s has no \"behavior\"", l->path, m->line, jpath);
+    if (!f[BEHAVIOR].set) return sr__fail(l->err, l->errlen, "%s:%d: %s has no \"behavior\"", l->path, m->line, jpath);
     if (string_at(l, &f[BEHAVIOR], p, s, sizeof s)) return -1;
     tf__split_behavior behavior = TF_SPLIT_ISOLATED;
     if (!strcmp(s, "Removed")) behavior = TF_SPLIT_REMOVED;
@@ -242,7 +242,7 @@ static int split_step(loader *l, const mark *m, const char *jpath) {
     if (tf__json_peek(&l->j) != '"') return tf__json_fail(&l->j, "a string (the pattern)");
     if (tf__json_string(&l->j)) return -1;
     char *re = malloc(2 * l->j.slen + 1), where[240], why[600];
-    if (!re) return tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
+    if (!re) return sr__fail(l->err, l->errlen, "%s: out of memory", l->path);
     size_t n = 0;
     for (size_t i = 0; i < l->j.slen; i++) { /* a String pattern: its punctuation escaped */
         char c = l->j.str[i];
@@ -254,7 +254,7 @@ static int split_step(loader *l, const mark *m, const char *jpath) {
     snprintf(where, sizeof where, "%s:%d: %s", l->path, pm->line, p);
     int rc = tf__split_add(l->t, re, n, behavior, where, why, sizeof why);
     free(re);
-    if (rc) return tf__fail(l->err, l->errlen, "%s (the patterns run on PCRE2)", why);
+    if (rc) return sr__fail(l->err, l->errlen, "%s (the patterns run on PCRE2)", why);
     return 0;
 }
 
@@ -298,13 +298,13 @@ static int pre_tokenizer(loader *l, const mark *m) {
     char type[64], found[64], ip[64];
     mark tm, f[2] = {{0}}, item[TF__SPLITS_MAX + 1] = {{0}};
     if (!m->set)
-        return tf__fail(l->err, l->errlen, "%s: no \"pre_tokenizer\" (supported: %s)", l->path, PRETOK_SUPPORTED);
+        return sr__fail(l->err, l->errlen, "%s: no \"pre_tokenizer\" (supported: %s)", l->path, PRETOK_SUPPORTED);
     if (type_of(l, m, jp, PRETOK_SUPPORTED, type, sizeof type, &tm)) return -1;
     if (!strcmp(type, "ByteLevel")) return bytelevel_step(l, m, jp);
     if (strcmp(type, "Sequence")) return unsupported_type(l, &tm, jp, PRETOK_SUPPORTED);
     seek(l, m);
     if (members(l, jp, keys, f)) return -1;
-    if (!f[1].set) return tf__fail(l->err, l->errlen, "%s:%d: %s has no \"pretokenizers\"", l->path, m->line, jp);
+    if (!f[1].set) return sr__fail(l->err, l->errlen, "%s:%d: %s has no \"pretokenizers\"", l->path, m->line, jp);
     seek(l, &f[1]);
     if (tf__json_open(&l->j, '[', "'[' (pre_tokenizer.pretokenizers is an array)")) return -1;
     int n = 0, count = 0, r;
@@ -374,7 +374,7 @@ static int post_processor(loader *l, const mark *m, const char *jpath, int depth
     mark item[16];
     int n = 0, count = 0, r;
     while ((r = tf__json_more(&l->j, ']', &count)) > 0) {
-        if (n == 16) return tf__fail(l->err, l->errlen, "%s: post_processor.processors: more than 16", l->path);
+        if (n == 16) return sr__fail(l->err, l->errlen, "%s: post_processor.processors: more than 16", l->path);
         item[n++] = here(l);
         if (tf__json_skip(&l->j)) return -1;
     }
@@ -390,7 +390,7 @@ static int post_processor(loader *l, const mark *m, const char *jpath, int depth
 static int decoder(loader *l, const mark *m) {
     char type[64];
     mark tm;
-    if (!m->set) return tf__fail(l->err, l->errlen, "%s: no \"decoder\" (supported: ByteLevel)", l->path);
+    if (!m->set) return sr__fail(l->err, l->errlen, "%s: no \"decoder\" (supported: ByteLevel)", l->path);
     if (type_of(l, m, "decoder", "ByteLevel", type, sizeof type, &tm)) return -1;
     if (strcmp(type, "ByteLevel")) return unsupported_type(l, &tm, "decoder", "ByteLevel");
     /* add_prefix_space and use_regex of a decoder change no byte */
@@ -416,11 +416,11 @@ enum { M_TYPE, M_DROPOUT, M_UNK, M_PREFIX, M_SUFFIX, M_FUSE, M_BYTE_FALLBACK, M_
 static int model_options(loader *l, const mark *m, mark *f) {
     char type[64];
     int v;
-    if (!m->set) return tf__fail(l->err, l->errlen, "%s: no \"model\" (a BPE model is expected)", l->path);
+    if (!m->set) return sr__fail(l->err, l->errlen, "%s: no \"model\" (a BPE model is expected)", l->path);
     seek(l, m);
     if (members(l, "model", model_keys, f)) return -1;
     if (!f[M_TYPE].set)
-        return tf__fail(l->err, l->errlen, "%s:%d: model has no \"type\" (\"BPE\" is expected)", l->path, m->line);
+        return sr__fail(l->err, l->errlen, "%s:%d: model has no \"type\" (\"BPE\" is expected)", l->path, m->line);
     if (string_at(l, &f[M_TYPE], "model.type", type, sizeof type)) return -1;
     if (strcmp(type, "BPE")) return unsupported_type(l, &f[M_TYPE], "model", "\"BPE\"");
     if (must_be_null(l, &f[M_DROPOUT], "model.dropout", "null") ||
@@ -436,8 +436,8 @@ static int model_options(loader *l, const mark *m, mark *f) {
         if (tf__json_peek(&l->j) == 'n') f[M_UNK].set = 0;
         else if (tf__json_peek(&l->j) != '"') return tf__json_fail(&l->j, "null or a string (model.unk_token)");
     }
-    if (!f[M_VOCAB].set) return tf__fail(l->err, l->errlen, "%s:%d: model has no \"vocab\"", l->path, m->line);
-    if (!f[M_MERGES].set) return tf__fail(l->err, l->errlen, "%s:%d: model has no \"merges\"", l->path, m->line);
+    if (!f[M_VOCAB].set) return sr__fail(l->err, l->errlen, "%s:%d: model has no \"vocab\"", l->path, m->line);
+    if (!f[M_MERGES].set) return sr__fail(l->err, l->errlen, "%s:%d: model has no \"merges\"", l->path, m->line);
     return 0;
 }
 
@@ -454,7 +454,7 @@ static int added_token(loader *l, const mark *item, int k) {
     seek(l, item);
     if (members(l, jp, keys, f)) return -1;
     if (!f[ID].set || !f[CONTENT].set)
-        return tf__fail(l->err, l->errlen, "%s:%d: %s has no \"%s\"", l->path, item->line, jp,
+        return sr__fail(l->err, l->errlen, "%s:%d: %s has no \"%s\"", l->path, item->line, jp,
                         f[ID].set ? "content" : "id");
     for (int o = SINGLE_WORD; o <= RSTRIP; o++) { /* these change where a token matches: not implemented */
         snprintf(p, sizeof p, "%s.%s", jp, keys[o]);
@@ -471,18 +471,18 @@ static int added_token(loader *l, const mark *item, int k) {
     if (tf__json_string(&l->j)) return -1;
     tf__str_slot *s = tf__strmap_find(&l->t->vocab, l->j.str, l->j.slen);
     if (s && s->a != id)
-        return tf__fail(l->err, l->errlen, "%s:%d: %s: \"%.*s\" has id %d here but %d in model.vocab; ids must agree",
+        return sr__fail(l->err, l->errlen, "%s:%d: %s: \"%.*s\" has id %d here but %d in model.vocab; ids must agree",
                         l->path, f[CONTENT].line, jp, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str, (int)id,
                         (int)s->a);
     if (!s) {
         if (!(s = tf__strmap_add(&l->t->vocab, l->j.str, l->j.slen)))
-            return tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
+            return sr__fail(l->err, l->errlen, "%s: out of memory", l->path);
         s->a = id;
         s->b = (int32_t)f[CONTENT].at;
     }
     /* normalized only matters after a normalizer: without one both are found in the text as given */
     if (tf__added_add(l->t, l->j.str, l->j.slen, id, normalized == 1 && l->t->nfc, special == 1))
-        return tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
+        return sr__fail(l->err, l->errlen, "%s: out of memory", l->path);
     return 0;
 }
 
@@ -499,7 +499,7 @@ static int added_tokens(loader *l, const mark *m) {
         if (count > cap) {
             mark *grown = realloc(items, (size_t)(cap = 2 * cap + 16) * sizeof *items);
             if (!grown) {
-                r = tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
+                r = sr__fail(l->err, l->errlen, "%s: out of memory", l->path);
                 break;
             }
             items = grown;
@@ -512,7 +512,7 @@ static int added_tokens(loader *l, const mark *m) {
     }
     for (int k = 0; r == 0 && k < count; k++) r = added_token(l, &items[k], k);
     free(items);
-    if (!r && tf__added_index(l->t)) r = tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
+    if (!r && tf__added_index(l->t)) r = sr__fail(l->err, l->errlen, "%s: out of memory", l->path);
     return r;
 }
 
@@ -532,7 +532,7 @@ static int merges(loader *l, const mark *m) {
             char *sp = memchr(l->j.str, ' ', l->j.slen);
             if (!sp || sp == l->j.str || sp + 1 == l->j.str + l->j.slen ||
                 memchr(sp + 1, ' ', l->j.slen - (size_t)(sp - l->j.str) - 1)) {
-                tf__fail(l->err, l->errlen,
+                sr__fail(l->err, l->errlen,
                          "%s:%d: model.merges[%d]: expected two symbols separated by one space (like \"\xC4\xA0 t\"), "
                          "found \"%.*s\"",
                          l->path, line, count - 1, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str);
@@ -548,7 +548,7 @@ static int merges(loader *l, const mark *m) {
             if (l->j.slen > lcap) {
                 free(left);
                 if (!(left = malloc(lcap = l->j.slen * 2))) {
-                    tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
+                    sr__fail(l->err, l->errlen, "%s: out of memory", l->path);
                     goto out;
                 }
             }
@@ -564,22 +564,22 @@ static int merges(loader *l, const mark *m) {
         }
         int e = tf__merge_add(l->t, a, la, b, lb, count - 1, &both, &bcap);
         if (e == 1 || e == 2) {
-            tf__fail(l->err, l->errlen, "%s:%d: model.merges[%d]: \"%.*s\" is not in model.vocab", l->path, line,
+            sr__fail(l->err, l->errlen, "%s:%d: model.merges[%d]: \"%.*s\" is not in model.vocab", l->path, line,
                      count - 1, (int)(e == 1 ? la : lb), e == 1 ? a : b);
             goto out;
         }
         if (e == 3) {
-            tf__fail(l->err, l->errlen, "%s:%d: model.merges[%d]: the merged symbol \"%.*s\" is not in model.vocab",
+            sr__fail(l->err, l->errlen, "%s:%d: model.merges[%d]: the merged symbol \"%.*s\" is not in model.vocab",
                      l->path, line, count - 1, (int)(la + lb), both);
             goto out;
         }
         if (e) {
-            tf__fail(l->err, l->errlen, "%s: out of memory", l->path);
+            sr__fail(l->err, l->errlen, "%s: out of memory", l->path);
             goto out;
         }
         continue;
     not_pair:
-        tf__fail(l->err, l->errlen, "%s:%d: model.merges[%d]: expected a pair of two strings [\"left\", \"right\"]",
+        sr__fail(l->err, l->errlen, "%s:%d: model.merges[%d]: expected a pair of two strings [\"left\", \"right\"]",
                  l->path, line, count - 1);
         goto out;
     }
@@ -615,12 +615,12 @@ static int other_file(loader *l) {
     tf__json_seek(&l->j, start); /* whatever failed above, load() reads the file again and says so */
     if (l->err && l->errlen) l->err[0] = 0;
     if (!ours && config)
-        return tf__fail(l->err, l->errlen,
+        return sr__fail(l->err, l->errlen,
                         "%s is a tokenizer_config.json (the tokenizer's settings, without its vocabulary): give the "
                         "tokenizer.json beside it (HF's tokenizer file: vocabulary, merges and rules)",
                         l->path);
     if (!ours && r == 0 && n && ints == n) /* the whole object read: names and ids */
-        return tf__fail(l->err, l->errlen,
+        return sr__fail(l->err, l->errlen,
                         "%s is a vocab.json (token ids only, without the merges): give the model's tokenizer.json, or "
                         "this file with the merges.txt beside it (vocab_json and merges_txt)",
                         l->path);
@@ -644,7 +644,7 @@ static int load(loader *l, const char *text) {
         seek(l, &model[M_UNK]);
         if (tf__json_string(&l->j)) return -1;
         if (!tf__strmap_find(&l->t->vocab, l->j.str, l->j.slen))
-            return tf__fail(l->err, l->errlen, "%s:%d: model.unk_token \"%.*s\" is not in model.vocab or added_tokens",
+            return sr__fail(l->err, l->errlen, "%s:%d: model.unk_token \"%.*s\" is not in model.vocab or added_tokens",
                             l->path, model[M_UNK].line, (int)(l->j.slen > 60 ? 60 : l->j.slen), l->j.str);
     }
     if (tf__eos_choose(l->t, l->path, l->err, l->errlen)) return -1;
@@ -660,9 +660,9 @@ tf_tokenizer *tf_tokenizer_load_json(const char *path, char *err, size_t errlen)
     tf_tokenizer *t = calloc(1, sizeof *t);
     int rc = -1;
     loader l = {.t = t, .path = path, .err = err, .errlen = errlen};
-    if (!t) tf__fail(err, errlen, "%s: out of memory", path);
+    if (!t) sr__fail(err, errlen, "%s: out of memory", path);
     else if (n >= INT32_MAX) /* entries keep 32-bit offsets */
-        tf__fail(err, errlen, "%s: too large for a tokenizer.json (%zu bytes)", path, n);
+        sr__fail(err, errlen, "%s: too large for a tokenizer.json (%zu bytes)", path, n);
     else if (tf__json_init(&l.j, text, n,
                            n >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0, /* a UTF-8 byte order mark */
                            path, err, errlen) == 0)

@@ -17,7 +17,7 @@
 
 int tf__json_init(tf__json *j, const char *text, size_t n, size_t start, const char *path, char *err, size_t errlen) {
     *j = (tf__json){.s = text, .path = path, .n = n, .err = err, .errlen = errlen, .line = 1};
-    if (!(j->arena = malloc(n + 1))) return tf__fail(err, errlen, "%s: out of memory", path);
+    if (!(j->arena = malloc(n + 1))) return sr__fail(err, errlen, "%s: out of memory", path);
     tf__json_seek(j, start);
     return 0;
 }
@@ -51,7 +51,7 @@ static int fail_at(tf__json *j, size_t at, const char *expected) {
     else snprintf(found, sizeof found, "byte 0x%02X", (unsigned char)j->s[at]);
     /* the reader stops too: every later call fails */
     sr__json_fail(&j->r, "the tokenizer's walk failed");
-    return tf__fail(j->err, j->errlen, "%s:%d: expected %s, found %s (byte offset %zu)", j->path, tf__json_line(j, at),
+    return sr__fail(j->err, j->errlen, "%s:%d: expected %s, found %s (byte offset %zu)", j->path, tf__json_line(j, at),
                     expected, found, at);
 }
 
@@ -68,7 +68,7 @@ static int reader_failed(tf__json *j, const char *key_or_value) {
     const char *e = sr__json_error(&j->r, &at);
     if (!e) return -1; /* failed before: already said */
     at += j->base;
-    if (!strcmp(e, "out of memory")) return tf__fail(j->err, j->errlen, "%s: out of memory", j->path);
+    if (!strcmp(e, "out of memory")) return sr__fail(j->err, j->errlen, "%s: out of memory", j->path);
     static const struct {
         const char *reader, *tokenizer;
     } words[] = {
@@ -180,10 +180,10 @@ int tf__vocab_object(tf_tokenizer *t, tf__json *j, const char *what) {
         int32_t id;
         if (tf__json_id(j, &id)) return -1;
         if (tf__strmap_find(&t->vocab, j->str, j->slen))
-            return tf__fail(j->err, j->errlen, "%s:%d: the key \"%.*s\" appears twice", j->path,
+            return sr__fail(j->err, j->errlen, "%s:%d: the key \"%.*s\" appears twice", j->path,
                             tf__json_line(j, j->key_at), (int)(j->slen > 60 ? 60 : j->slen), j->str);
         tf__str_slot *s = tf__strmap_add(&t->vocab, j->str, j->slen);
-        if (!s) return tf__fail(j->err, j->errlen, "%s: out of memory", j->path);
+        if (!s) return sr__fail(j->err, j->errlen, "%s: out of memory", j->path);
         s->a = id;
         s->b = (int32_t)j->key_at;
     }

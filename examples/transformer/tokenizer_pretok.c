@@ -28,13 +28,13 @@ int tf__split_add(tf_tokenizer *t, const char *pattern, size_t n, tf__split_beha
                   char *err, size_t errlen) {
     char why[400];
     if (t->nsplits == TF__SPLITS_MAX)
-        return tf__fail(err, errlen, "%s: more than %d Split steps are not supported", what, TF__SPLITS_MAX);
+        return sr__fail(err, errlen, "%s: more than %d Split steps are not supported", what, TF__SPLITS_MAX);
     tf__regex *re = tf__regex_compile(pattern, n, why, sizeof why);
-    if (!re) return tf__fail(err, errlen, "%s \"%.*s\": %s", what, (int)(n > 120 ? 120 : n), pattern, why);
+    if (!re) return sr__fail(err, errlen, "%s \"%.*s\": %s", what, (int)(n > 120 ? 120 : n), pattern, why);
     char *where = NULL;
     if (asprintf(&where, "%s \"%.*s%s\"", what, (int)(n > 120 ? 120 : n), pattern, n > 120 ? "..." : "") < 0) {
         tf__regex_free(re);
-        return tf__fail(err, errlen, "out of memory");
+        return sr__fail(err, errlen, "out of memory");
     }
     t->splits[t->nsplits++] = (tf__split){.re = re, .behavior = behavior, .where = where};
     t->pretok = TF_PRETOK_SPLIT;
@@ -207,7 +207,7 @@ int tf__pieces(tf_tokenizer *t, const char *text, size_t len, tf__piece_fn fn, v
 
 tf_tokenizer *tf_tokenizer_gpt2_pattern(char *err, size_t errlen) {
     tf_tokenizer *t = calloc(1, sizeof *t);
-    if (!t) return tf__fail(err, errlen, "out of memory"), NULL;
+    if (!t) return sr__fail(err, errlen, "out of memory"), NULL;
     if (tf__split_add(t, tf__gpt2_pattern, strlen(tf__gpt2_pattern), TF_SPLIT_ISOLATED, "GPT-2's pattern", err,
                       errlen)) {
         tf_tokenizer_free(t);

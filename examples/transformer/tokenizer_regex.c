@@ -60,12 +60,12 @@ struct tf__regex {
 static int translate(const char *p, size_t n, char **out, char *err, size_t errlen) {
     size_t cap = 4 * n + 64, o = 0;
     char *s = malloc(cap);
-    if (!s) return tf__fail(err, errlen, "out of memory");
+    if (!s) return sr__fail(err, errlen, "out of memory");
     int depth = 0; /* class nesting */
     for (size_t i = 0; i < n; i++) {
         if (o + 32 > cap) {
             char *g = realloc(s, cap *= 2);
-            if (!g) return free(s), tf__fail(err, errlen, "out of memory");
+            if (!g) return free(s), sr__fail(err, errlen, "out of memory");
             s = g;
         }
         char c = p[i];
@@ -74,7 +74,7 @@ static int translate(const char *p, size_t n, char **out, char *err, size_t errl
             if (e == 's' || e == 'S') {
                 if (depth && e == 'S') {
                     free(s);
-                    return tf__fail(err, errlen, "\\S inside a class (at pattern byte %zu) is not supported", i - 1);
+                    return sr__fail(err, errlen, "\\S inside a class (at pattern byte %zu) is not supported", i - 1);
                 }
                 const char *w = depth      ? WHITE_SPACE_BODY
                                 : e == 's' ? "[" WHITE_SPACE_BODY "]"
@@ -94,7 +94,7 @@ static int translate(const char *p, size_t n, char **out, char *err, size_t errl
             }
             if (e == 'h' || e == 'H') {
                 free(s);
-                return tf__fail(err, errlen,
+                return sr__fail(err, errlen,
                                 "\\%c (at pattern byte %zu) means a hexadecimal digit to HF's regex engine and "
                                 "horizontal space to PCRE2: not supported; write [0-9a-fA-F]",
                                 e, i - 1);
@@ -123,7 +123,7 @@ static int translate(const char *p, size_t n, char **out, char *err, size_t errl
             }
             if (depth && negated) {
                 free(s);
-                return tf__fail(err, errlen, "a negated class inside a class (at pattern byte %zu) is not supported",
+                return sr__fail(err, errlen, "a negated class inside a class (at pattern byte %zu) is not supported",
                                 i);
             }
             if (!depth) {
@@ -141,7 +141,7 @@ static int translate(const char *p, size_t n, char **out, char *err, size_t errl
         }
         if (c == '&' && depth && i + 1 < n && p[i + 1] == '&') {
             free(s);
-            return tf__fail(err, errlen, "a class intersection && (at pattern byte %zu) is not supported", i);
+            return sr__fail(err, errlen, "a class intersection && (at pattern byte %zu) is not supported", i);
         }
         s[o++] = c;
     }
@@ -194,14 +194,14 @@ tf__regex *tf__regex_compile(const char *pattern, size_t n, char *err, size_t er
     char *p = NULL;
     if (translate(pattern, n, &p, err, errlen)) return NULL;
     tf__regex *r = calloc(1, sizeof *r);
-    if (!r) return free(p), tf__fail(err, errlen, "out of memory"), NULL;
+    if (!r) return free(p), sr__fail(err, errlen, "out of memory"), NULL;
     int code;
     PCRE2_SIZE at;
     r->code = pcre2_compile((PCRE2_SPTR)p, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &code, &at, NULL);
     if (!r->code) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(code, msg, sizeof msg);
-        tf__fail(err, errlen, "PCRE2 cannot compile it: %s (at byte %zu of its PCRE2 form \"%.200s\")", (char *)msg,
+        sr__fail(err, errlen, "PCRE2 cannot compile it: %s (at byte %zu of its PCRE2 form \"%.200s\")", (char *)msg,
                  (size_t)at, p);
         free(p);
         free(r);
@@ -214,7 +214,7 @@ tf__regex *tf__regex_compile(const char *pattern, size_t n, char *err, size_t er
     if (!(r->md = pcre2_match_data_create_from_pattern(r->code, NULL))) {
         free(p);
         tf__regex_free(r);
-        return tf__fail(err, errlen, "out of memory"), NULL;
+        return sr__fail(err, errlen, "out of memory"), NULL;
     }
     compile_repeat(r, p);
     free(p);

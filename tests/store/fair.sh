@@ -2,20 +2,22 @@
 # loop that also takes its signals and decides the run's verdict, so a store kept busy by many
 # clients must still leave that loop its turn.  Two agents on loopback (exec: sleep, one rank each)
 # and bench/store_load's 1,024 connections, each keeping a request in flight at node 0's store (a
-# CHECK of 256 keys: far more work for the server than for the client, so it always has more ready
-# connections than it serves in one turn):
+# CHECK of 1,024 keys: far more work for the server than for the client, so it always has more
+# ready connections than it serves in one turn):
 #   - the ranks end: node 0 decides the verdict and both agents exit 0 within a second;
 #   - SIGTERM to node 0's shardrun: its rank is stopped (and reaped) within a second, exit 143
 #     (node 1: 1).
 # Before, the server went on serving as long as epoll returned a full batch of ready connections:
-# under this load node 0's loop came back only now and then (verdicts 1.4-13.8 s late, SIGTERMs
-# acted on 2.7-7.1 s late). CONNS and DEPTH (store_load's --conns, --depth) vary the load.
+# under this load node 0's loop came back only now and then (in three runs: verdicts 3.0-14.8 s
+# late, SIGTERMs acted on 1.8-6.6 s late).  CONNS, DEPTH and KEYS (store_load's --conns, --depth,
+# --keys) vary the load.
 . "$(dirname "$0")/../cli/lib.sh"
 LOAD=${1:?usage: fair.sh path/to/store_load}
 export SHARDRUN_RDZV_TOKEN=store-fair-test
 LIMIT=1.0
 CONNS=${CONNS:-1024}
 DEPTH=${DEPTH:-1}
+KEYS=${KEYS:-1024}
 bgpids=()
 # every process this test started, and their workers (each the leader of its own group)
 cleanup() {
@@ -67,7 +69,7 @@ start_run() {
         exit
     }
     rm -f "$T/rate"
-    "$LOAD" --port $((P + 1)) --token "$SHARDRUN_RDZV_TOKEN" --conns $CONNS --depth $DEPTH --keys 256 --seconds 60 \
+    "$LOAD" --port $((P + 1)) --token "$SHARDRUN_RDZV_TOKEN" --conns $CONNS --depth $DEPTH --keys $KEYS --seconds 60 \
         --rate-file "$T/rate" >"$T/load.out" 2>&1 &
     load=$!
     bgpids+=($!)

@@ -4,7 +4,8 @@
 # [shardrun] hang_timeout = HANG.  Node 0's agent is sampled every second from /proc: its write
 # system calls (one per reply its store sends: the requests it serves), its read calls, and its
 # user + system CPU time.  Prints the means over the seconds in which every rank ran, and the wall
-# time until every agent exited (or CAP seconds, after which every agent is killed).
+# time until every agent exited (or CAP seconds, after which every agent is killed).  SAMPLES=FILE
+# keeps the samples (time, ranks running, write calls, read calls, CPU ticks; one line a second).
 # docs/benchmarks.md ("The hang watchdog at 1,024 agents").
 #   bench/watchdog_agents.sh BUILD_DIR N [HANG=300] [SLEEP=40] [CAP=600]
 set -u
@@ -24,6 +25,7 @@ cleanup() {
         for c in $(pgrep -P "$p"); do kill -KILL -- "-$c" "$c" 2>/dev/null; done
         kill -KILL "$p" 2>/dev/null
     done
+    [ -n "${SAMPLES:-}" ] && cp "$D/samples" "$SAMPLES"
     rm -rf "$D"
 }
 trap cleanup EXIT
@@ -66,6 +68,11 @@ awk -v n="$N" -v hz="$hz" '
     NR > 1 && prev_n == n && $2 == n {
         dt = $1 - pt; secs += dt; w += $3 - pw; r += $4 - pr; c += ($5 - pc) / hz
     }
+    NR > 1 && $3 > 0 {
+        dt = $1 - pt; if (($3 - pw) / dt > wmax) wmax = ($3 - pw) / dt
+        if (!t0) t0 = pt
+        t1 = $1; wall_w = $3; wall_r = $4; wall_c = $5
+    }
     { prev_n = $2; pt = $1; pw = $3; pr = $4; pc = $5; if ($5 > cmax) cmax = $5 }
     END {
         if (secs > 0)
@@ -73,7 +80,9 @@ awk -v n="$N" -v hz="$hz" '
                    n, secs, w / secs, r / secs, 100 * c / secs
         else
             printf "the %d ranks never all ran at once\n", n
-        printf "node 0 CPU over the whole run: %.1f s\n", cmax / hz
+        if (t1 > t0)
+            printf "node 0 over its whole run (%.0f s): %.0f writes/s (at most %.0f in a second), %.0f reads/s, CPU %.0f%% of a core (%.1f s)\n",
+                   t1 - t0, wall_w / (t1 - t0), wmax, wall_r / (t1 - t0), 100 * wall_c / hz / (t1 - t0), cmax / hz
     }' "$D/samples"
 if [ "$ended" = 1 ]; then
     echo "agents $N hang_timeout $HANG: $(echo "$t1 - $t0" | bc) s, $fails failed, load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -10,7 +10,7 @@
  *   - connections are watched with epoll: the caller's poll sees one descriptor, and a turn
  *     serves the connections that have something to read or write, not all of them;
  *   - replies are queued on the connections that got one and flushed once per turn;
- *   - a turn serves at most SR__STORE_BATCH ready connections, a few reads each, and returns: however
+ *   - a turn serves a few batches of ready connections, a few reads each, and returns: however
  *     many clients keep it busy, the caller's loop (node 0's supervisor: its signals, its workers,
  *     the run's verdict) runs between two turns.  What is left stays ready (the caller's next poll
  *     returns at once), and epoll hands level-triggered connections out in turn, so none starves.
@@ -41,8 +41,12 @@
 /* Connections at once (each agent holds three, each rank one): beyond it a new one is closed at
    once and counted as rejected. */
 #define MAX_CONNS 65536
-/* Ready connections served per turn (sr__store_server_handle), reads of 64 KiB per connection */
+/* One turn (sr__store_server_handle): at most SR__STORE_BATCHES batches of SR__STORE_BATCH ready
+   connections, at most SR__STORE_READS reads of 64 KiB from each.  A few batches, not one: node 0's
+   loop between two turns looks at every agent (rdzv_host.c), which a flood of requests (a rendezvous
+   of thousands) would otherwise pay once per 256. */
 #define SR__STORE_BATCH 256
+#define SR__STORE_BATCHES 4
 #define SR__STORE_READS 4
 
 typedef struct conn conn;
@@ -604,21 +608,26 @@ int sr__store_server_pollfds(sr__store_server *s, struct pollfd *pfds, int max) 
 void sr__store_server_handle(sr__store_server *s, const struct pollfd *pfds, int n) {
     (void)pfds, (void)n; /* epoll says which connections are ready; asking it costs one call */
     struct epoll_event ev[SR__STORE_BATCH];
-    int k = epoll_wait(s->epfd, ev, SR__STORE_BATCH, 0);
-    for (int i = 0; i < k; i++) {
-        conn *c = ev[i].data.ptr;
-        if (!c) {
-            accept_all(s);
-            continue;
+    int k = SR__STORE_BATCH;
+    for (int batch = 0; batch < SR__STORE_BATCHES && k == SR__STORE_BATCH; batch++) {
+        if ((k = epoll_wait(s->epfd, ev, SR__STORE_BATCH, 0)) <= 0) break;
+        for (int i = 0; i < k; i++) {
+            conn *c = ev[i].data.ptr;
+            if (!c) {
+                accept_all(s);
+                continue;
+            }
+            if (c->dead) continue;
+            int done = 0;
+            if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) done = pump_in(s, c) != 0;
+            if (!done && (ev[i].events & EPOLLOUT)) {
+                done = pump_out(c) != 0;
+                if (!done) watch_out(s, c, c->out.n > 0);
+            }
+            if (done) close_conn(s, c);
         }
-        if (c->dead) continue;
-        int done = 0;
-        if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) done = pump_in(s, c) != 0;
-        if (!done && (ev[i].events & EPOLLOUT)) {
-            done = pump_out(c) != 0;
-            if (!done) watch_out(s, c, c->out.n > 0);
-        }
-        if (done) close_conn(s, c);
+        flush(s);
+        free_graveyard(s);
     }
     /* waits whose deadline passed */
     long long t = now_ms();

@@ -15,7 +15,17 @@ HANG=${3:-300}
 SLEEP=${4:-40}
 CAP=${5:-600}
 export SHARDRUN_RDZV_TOKEN=watchdog-bench
-P=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# a port P with P + 1 (the rendezvous store's) free too
+P=$(python3 -c '
+import random, socket
+for _ in range(200):
+    p = random.randint(20000, 60000)
+    try:
+        for q in (p, p + 1):
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("", q)); s.close()
+        print(p); break
+    except OSError:
+        pass')
 D=$(mktemp -d)
 pids=()
 cleanup() {

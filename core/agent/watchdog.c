@@ -237,8 +237,9 @@ static void take_record(sr__watchdog *wd, int a, char *rec) {
     wd->peers[a].heard_at = sr__now_s();
 }
 
-/* One exchange: this agent's record sent, the others' fetched; returns the connection to keep
-   (NULL after an error: the next one connects again). */
+/* One exchange: this agent's record sent, node 0's fetched (two requests, whatever the number of
+   agents: node 0's agent reads every record where the store keeps it, and alone judges the ranks);
+   returns the connection to keep (NULL after an error: the next one connects again). */
 static sr__store *exchange_once(sr__watchdog *wd, sr__store *c) {
     char err[256], key[64];
     if (!c) {
@@ -258,15 +259,14 @@ static sr__store *exchange_once(sr__watchdog *wd, sr__store *c) {
         bad = sr__store_set(c, key, mine, strlen(mine)) != 0;
         free(mine);
     }
-    for (int a = 0; a < wd->nagents && !bad; a++) {
-        if (a == wd->agent_id) continue;
+    if (!bad) {
         void *v = NULL;
         size_t len = 0;
-        wd_key(key, sizeof key, attempt, a);
+        wd_key(key, sizeof key, attempt, 0);
         int rc = sr__store_get(c, key, &v, &len);
         if (rc < 0) bad = 1;
         pthread_mutex_lock(&wd->mu);
-        if (rc == 0 && attempt == wd->attempt) take_record(wd, a, v);
+        if (rc == 0 && attempt == wd->attempt) take_record(wd, 0, v);
         else free(v);
         pthread_mutex_unlock(&wd->mu);
     }
@@ -274,7 +274,7 @@ static sr__store *exchange_once(sr__watchdog *wd, sr__store *c) {
     return c;
 }
 
-/* The agents that do not host the store: send this agent's record and fetch the others', about
+/* The agents that do not host the store: send this agent's record and fetch node 0's, about
    once a second, from this thread, whose store calls may block for good (node 0 stopped, a link
    down) without holding up the agent. */
 static void *exchange(void *arg) {
@@ -561,9 +561,12 @@ int sr__watchdog_check(sr__watchdog *wd, const int *reaped, sr__hang *h) {
             if (v) take_record(wd, a, sr__strndup(v, len));
         }
     }
+    /* node 0's agent hears every agent and judges every rank; another one hears node 0's only, and
+       judges node 0's silence only (the others' ranks it does not see could be moving) */
+    int judge_all = wd->hosting || wd->nagents < 2;
     int silent = -1; /* the first other agent not heard from for hang_timeout */
     int unheard = 0; /* others not heard from yet, within hang_timeout */
-    for (int a = 0; a < wd->nagents; a++) {
+    for (int a = 0; a < (judge_all ? wd->nagents : 1); a++) {
         if (a == wd->agent_id) continue;
         double quiet = now - wd->peers[a].heard_at;
         unsigned long long c;
@@ -592,7 +595,7 @@ int sr__watchdog_check(sr__watchdog *wd, const int *reaped, sr__hang *h) {
         if (rs[i].age >= T && rs[i].seq < rs[waiting].seq && (behind < 0 || rs[i].seq < rs[behind].seq)) behind = i;
     int hung = (waiting >= 0 && behind >= 0) || (waiting >= 0 && all_quiet) ||
                ((wd->model_task || said) && all_quiet && ever && n > 0) || (waiting >= 0 && silent >= 0);
-    hung &= wd->T > 0;
+    hung &= wd->T > 0 && (judge_all || silent >= 0);
     wd->hangs += (unsigned long long)hung;
     publish(wd, rs, n, nlocal);
     if (!hung) {
@@ -680,8 +683,13 @@ int sr__watchdog_check(sr__watchdog *wd, const int *reaped, sr__hang *h) {
         used += (size_t)snprintf(h->report + used, sizeof h->report - used, "shardrun:   %s\n", line);
     }
     if (unheard && used < sizeof h->report - 1)
-        snprintf(h->report + used, sizeof h->report - used, "shardrun:   (%d other node%s not heard from yet)\n",
-                 unheard, unheard == 1 ? "" : "s");
+        used +=
+            (size_t)snprintf(h->report + used, sizeof h->report - used,
+                             "shardrun:   (%d other node%s not heard from yet)\n", unheard, unheard == 1 ? "" : "s");
+    if (!judge_all && wd->nagents > 2 && used < sizeof h->report - 1)
+        snprintf(h->report + used, sizeof h->report - used,
+                 "shardrun:   (the ranks of the %d other agents: only node 0's shardrun hears from them)\n",
+                 wd->nagents - 2);
     pthread_mutex_unlock(&wd->mu);
     return 1;
 }

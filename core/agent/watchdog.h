@@ -1,7 +1,10 @@
 /*
  * The agent's hang watchdog ([shardrun] hang_timeout): it reads what each of its workers publishes
- * in shared memory (base/watch.h), swaps that with the other agents through node 0's store, and
- * decides that the run hangs when, for hang_timeout seconds,
+ * in shared memory (base/watch.h) and, across agents, goes through node 0's store: every other
+ * agent sets its record there and reads node 0's (two requests a period, so node 0 serves a number
+ * of requests that grows like the agents, not their square); node 0's agent reads every record
+ * where its store keeps them (no request) and alone judges every rank; the others judge node 0's
+ * silence only.  The run hangs when, for hang_timeout seconds,
  *   - ranks wait in a collective that another rank has not entered (it is behind), or
  *   - no rank made progress while one waits in a collective (a peer that never answers: a rank in
  *     another node whose agent went silent, a link that died without a FIN), or
@@ -14,9 +17,9 @@
  * per attempt sr__watchdog_begin() before forking, the child sr__watch_attach(sr__watchdog_slot())
  * -> sr__watchdog_started() for each worker forked -> in the loop sr__watchdog_check() (at most
  * sr__watchdog_timeout_ms() apart) -> sr__watchdog_free().  Across nodes, the agents that do not
- * host the store send and fetch the records from a thread of their own, so a store that stopped
- * answering (node 0 stopped, a dead link) never blocks the agent's loop; then the other node's
- * records age, and the watchdog names it.
+ * host the store send their record and fetch node 0's from a thread of their own, so a store that
+ * stopped answering (node 0 stopped, a dead link) never blocks the agent's loop; then node 0's
+ * record ages, and the watchdog names it (node 0's agent names another agent whose record ages).
  */
 #ifndef SR_AGENT_WATCHDOG_H
 #define SR_AGENT_WATCHDOG_H

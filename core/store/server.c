@@ -9,7 +9,11 @@
  *   - waits with a deadline sit in a binary heap, so expiring them looks at the ones due only;
  *   - connections are watched with epoll: the caller's poll sees one descriptor, and a turn
  *     serves the connections that have something to read or write, not all of them;
- *   - replies are queued on the connections that got one and flushed once per turn.
+ *   - replies are queued on the connections that got one and flushed once per turn;
+ *   - a turn serves a few batches of ready connections, a few reads each, and returns: however
+ *     many clients keep it busy, the caller's loop (node 0's supervisor: its signals, its workers,
+ *     the run's verdict) runs between two turns.  What is left stays ready (the caller's next poll
+ *     returns at once), and epoll hands level-triggered connections out in turn, so none starves.
  * A key that a wait names before it exists gets an entry without a value (a placeholder) that
  * holds its waiters; keys are never removed.
  */
@@ -37,6 +41,13 @@
 /* Connections at once (each agent holds three, each rank one): beyond it a new one is closed at
    once and counted as rejected. */
 #define MAX_CONNS 65536
+/* One turn (sr__store_server_handle): at most SR__STORE_BATCHES batches of SR__STORE_BATCH ready
+   connections, at most SR__STORE_READS reads of 64 KiB from each.  A few batches, not one: node 0's
+   loop between two turns looks at every agent (rdzv_host.c), which a flood of requests (a rendezvous
+   of thousands) would otherwise pay once per 256. */
+#define SR__STORE_BATCH 256
+#define SR__STORE_BATCHES 4
+#define SR__STORE_READS 4
 
 typedef struct conn conn;
 
@@ -477,10 +488,12 @@ static void accept_all(sr__store_server *s) {
     }
 }
 
-/* Reads and serves; returns -1 when the connection is done (EOF, error, protocol violation). */
+/* Reads and serves, at most SR__STORE_READS reads (a client that keeps writing does not hold the
+   turn; level-triggered epoll reports the rest next turn); returns -1 when the connection is done
+   (EOF, error, protocol violation). */
 static int pump_in(sr__store_server *s, conn *c) {
     char buf[65536];
-    while (1) {
+    for (int reads = 0; reads < SR__STORE_READS; reads++) {
         ssize_t n = read(c->fd, buf, sizeof buf);
         if (n == 0) return -1;
         if (n < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
@@ -513,6 +526,7 @@ static int pump_in(sr__store_server *s, conn *c) {
         c->in.n -= c->in_off;
         c->in_off = 0;
     }
+    return 0;
 }
 
 static int pump_out(conn *c) {
@@ -593,9 +607,10 @@ int sr__store_server_pollfds(sr__store_server *s, struct pollfd *pfds, int max) 
 
 void sr__store_server_handle(sr__store_server *s, const struct pollfd *pfds, int n) {
     (void)pfds, (void)n; /* epoll says which connections are ready; asking it costs one call */
-    struct epoll_event ev[256];
-    int k;
-    while ((k = epoll_wait(s->epfd, ev, 256, 0)) > 0) {
+    struct epoll_event ev[SR__STORE_BATCH];
+    int k = SR__STORE_BATCH;
+    for (int batch = 0; batch < SR__STORE_BATCHES && k == SR__STORE_BATCH; batch++) {
+        if ((k = epoll_wait(s->epfd, ev, SR__STORE_BATCH, 0)) <= 0) break;
         for (int i = 0; i < k; i++) {
             conn *c = ev[i].data.ptr;
             if (!c) {
@@ -613,7 +628,6 @@ void sr__store_server_handle(sr__store_server *s, const struct pollfd *pfds, int
         }
         flush(s);
         free_graveyard(s);
-        if (k < 256) break;
     }
     /* waits whose deadline passed */
     long long t = now_ms();

@@ -26,7 +26,8 @@ sr__store_server *sr__store_server_start(const char *bind_addr, int port, const 
 int sr__store_server_port(const sr__store_server *s);
 /* Fills pfds with the descriptors to watch; returns how many (at most max). */
 int sr__store_server_pollfds(sr__store_server *s, struct pollfd *pfds, int max);
-/* Serves what poll reported on those descriptors and expires timed-out waits. */
+/* Serves what poll reported on those descriptors (a bounded batch: the caller's loop runs between
+   two; when more is ready, its next poll returns at once) and expires timed-out waits. */
 void sr__store_server_handle(sr__store_server *s, const struct pollfd *pfds, int n);
 /* Milliseconds until the next wait expires, -1 when none. */
 int sr__store_server_timeout_ms(const sr__store_server *s);

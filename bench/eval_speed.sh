@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Evaluation against training, per token, on the same model in the same run (docs/benchmarks.md
-# "Evaluation speed"): GPT-2 tiny (examples/gpt2, size = tiny) on byte-level token shards of
+# "Evaluation speed"): GPT-2 tiny (models/gpt2, size = tiny) on byte-level token shards of
 # /usr/share/common-licenses (shardrun prepare; every sample a full 128 tokens, nothing padded),
 # batch 8, one rank, FULL_SHARD.  The run evaluates after every step (eval_steps = 1) on the first 64
 # samples of the val shard (max_eval_samples: 8 batches), so that training and evaluation take turns

@@ -1,12 +1,12 @@
 /*
- * GEMM throughput of the gpt2 task's CPU kernels (examples/transformer/kernels_cpu.c: gemm, gemm_batched)
+ * GEMM throughput of the gpt2 task's CPU kernels (models/transformer/kernels_cpu.c: gemm, gemm_batched)
  * against raw OpenBLAS cblas_sgemm, on exactly the GEMMs one training step of the bench model
  * makes (bench/gpt2_vs_torch.sh's model: 4 layers, n_embd 256, 4 heads, sequence 128, vocab 8192,
  * batch 4, so N = 512 token rows).  Built by CMake (build/bench/gemm_throughput), run by
  * bench/gemm_throughput.sh.
  *
  * The shapes and every argument (transposes, leading dimensions, strides, beta) are copied from
- * examples/transformer/block.c and linear.c (the lm_head):
+ * models/transformer/block.c and linear.c (the lm_head):
  *   conv1d_forward (N, I, O):   gemm(0,0, O,N,I)  lda O, ldb I, ldc O, beta 1 (onto the bias) 1 per layer
  *   conv1d_backward:  dW        gemm(0,1, O,I,N)  lda O, ldb I, ldc O, beta 1      1 per layer
  *                     dx        gemm(1,0, I,N,O)  lda O, ldb O, ldc I, beta 0      1 per layer

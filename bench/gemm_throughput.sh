@@ -3,7 +3,7 @@
 # one training step of bench/gpt2_vs_torch.sh's model makes (4 layers, n_embd 256, 4 heads,
 # sequence 128, vocab 8192, batch 4: N = 512 token rows), at 1 and 2 threads.
 #   program:  BUILD_DIR/bench/gemm_throughput, which CMake builds (bench/CMakeLists.txt) from
-#             bench/gemm_throughput.c and the very objects of examples/transformer/kernels_cpu.c that gpt2.so
+#             bench/gemm_throughput.c and the very objects of models/transformer/kernels_cpu.c that gpt2.so
 #             links (-O3 -fno-math-errno, OpenMP), against OpenBLAS's OpenMP build.
 #   shapes:   every GEMM of gpt2_model.c with its exact arguments: per conv1d (c_attn C->3C,
 #             attn.c_proj C->C, mlp.c_fc C->4C, mlp.c_proj 4C->C) the forward and the two backward

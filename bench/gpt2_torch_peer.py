@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch benchmark peer of examples/gpt2: the same GPT-2 (tests/gpt2/gpt2_torch.py, HF's
+"""PyTorch benchmark peer of models/gpt2: the same GPT-2 (tests/gpt2/gpt2_torch.py, HF's
 GPT2LMHeadModel math), trained on random token ids in fp32, timed per step.
 
 One process:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPT-2 training throughput: shardrun's gpt2 task (examples/gpt2, its CPU kernels over OpenBLAS's
+# GPT-2 training throughput: shardrun's gpt2 task (models/gpt2, its CPU kernels over OpenBLAS's
 # OpenMP build) against the same model in PyTorch (bench/gpt2_torch_peer.py), same machine, same
 # run, tokens per second at 1 rank and at 2 ranks, plus model FLOP/s against OpenBLAS's sgemm.
 #   model:    GPT-2 with 4 layers, n_embd 256, 4 heads, sequence 128 (n_positions 128), vocab 8192,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SmolLM2-135M training throughput on one process: shardrun's llama task (examples/llama, size
+# SmolLM2-135M training throughput on one process: shardrun's llama task (models/llama, size
 # smollm2-135m, from random weights, byte-level tokens) against the same model in PyTorch
 # (bench/llama_torch_peer.py: tests/llama/llama_torch.py's Llama), same machine, same run.
 #   shardrun: OMP_NUM_THREADS=2 BUILD_DIR/shardrun examples/llama/fsdp_cpu.ini --nproc-per-node 1,

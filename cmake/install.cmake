@@ -67,7 +67,7 @@ install(FILES ${CMAKE_BINARY_DIR}/shardrun.pc DESTINATION ${CMAKE_INSTALL_LIBDIR
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime FILES_MATCHING PATTERN "*.md" PATTERN "*.svg")
 install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/shardrun/examples COMPONENT runtime
-        FILES_MATCHING PATTERN "*.ini" PATTERN "sdk" EXCLUDE PATTERN "transformer" EXCLUDE)
+        FILES_MATCHING PATTERN "*.ini" PATTERN "sdk" EXCLUDE)
 install(DIRECTORY examples/sdk/ DESTINATION ${CMAKE_INSTALL_DATADIR}/shardrun/examples/sdk COMPONENT dev)
 
 # ---- cpack -G DEB: shardrun (the runtime) and shardrun-dev (the SDK) ------------------------

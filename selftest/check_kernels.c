@@ -1,5 +1,5 @@
 /*
- * The GPT-2 kernel table (examples/gpt2/kernels.h), under test against the CPU table, on
+ * The GPT-2 kernel table (models/gpt2/kernels.h), under test against the CPU table, on
  * awkward shapes: empty, one element, odd sizes that are no multiple of a warp, a block or a
  * vector width, and leading dimensions wider than the matrix (a stride bug shows).  Inputs are
  * random, rounded to the dtype under test, so both sides read the same values; "+=" kernels add

@@ -1,5 +1,5 @@
 /*
- * selftest: the task `shardrun selftest` runs in every worker (core/agent/cmd_selftest.c writes
+ * selftest: the task `shardrun selftest` runs in every worker (core/cli/selftest_cmd.c writes
  * its job file).  It checks, on the device this run computes on, core's device table and the
  * GPT-2 kernel table against the CPU's, the GEMMs against cblas_sgemm, and the world group's
  * collectives and bandwidth; each rank writes its lines to LINES.rankR.tsv for the agent to merge.

@@ -1,6 +1,6 @@
 /*
  * The run's status file, output_dir/.shardrun.status, that `shardrun status OUTPUT_DIR` reads from
- * another terminal or host (agent/cmd_status.c).  The agent holding rank 0 (the one that holds the
+ * another terminal or host (cli/cmd_status.c).  The agent holding rank 0 (the one that holds the
  * output folder's lock, agent/run_lock.h) writes it: once when it takes the lock, then every
  * SR__STATUS_PERIOD_S seconds from its hang watchdog's check (agent/watchdog.c, which has every
  * rank's record through node 0's store), and once more when the launch ends, with the exit code.

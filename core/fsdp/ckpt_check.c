@@ -10,7 +10,7 @@
 #include "base/clock.h"
 #include "base/hash64.h"
 #include "base/log.h"
-#include "base/strbuf.h"
+#include "ckpt/tensor_hash.h"
 #include "fsdp/ckpt_format.h"
 
 typedef struct sr__ckpt_check {
@@ -146,18 +146,10 @@ int sr__ckpt_checks_finish(sr__ckpt_source *s) {
             sr__hash64_update(&c->st, (const unsigned char *)data + c->done, (size_t)(t->nbytes - c->done));
             uint64_t got = sr__hash64_final(&c->st);
             s->times.hash_s += sr__now_s() - t0, s->times.hash_bytes += (long long)(t->nbytes - c->done);
-            char *key = sr__fmt("hash:%s", t->name), hex[17], fname[64];
-            const char *want = key ? sr__st_metadata(sf, key) : NULL;
-            int oom = !key;
-            free(key);
+            char hex[17], fname[64];
+            const char *want = sr__ckpt_tensor_hash(sf, t->name);
+            if (sr__ckpt_hash_check(want, got, hex) == 0) continue;
             sr__ckpt_source_file_name(s, f, fname, sizeof fname);
-            if (oom) {
-                sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: out of memory for the hash of tensor \"%s\"",
-                        s->dir, fname, t->name);
-                bad = 1;
-                break;
-            }
-            if (want && !strcmp(sr__hash64_hex(got, hex), want)) continue;
             bad = sr__ckpt_hash_mismatch(s->dir, fname, t->name, want ? want : "missing", got) != 0;
         }
     }
@@ -180,16 +172,8 @@ int sr__ckpt_check_unowned(const sr__engine *e, sr__ckpt_source *s) {
             const void *data;
             int owner = total ? (int)((double)at / (double)total * W) : 0; /* the bytes split evenly, in file order */
             if (owner >= W) owner = W - 1;
-            char *key = sr__fmt("hash:%s", t->name), hex[17];
-            const char *want = key ? sr__st_metadata(f, key) : NULL;
-            int oom = !key;
-            free(key);
-            if (oom) {
-                sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: out of memory for the hash of tensor \"%s\"",
-                        s->dir, fname, t->name);
-                bad = 1;
-                break;
-            }
+            char hex[17];
+            const char *want = sr__ckpt_tensor_hash(f, t->name);
             if (!want) {
                 sr__log(SR_LOG_ERROR,
                         "resume_from_checkpoint: %s/%s: tensor \"%s\" has no \"hash:\" entry in the "
@@ -205,7 +189,7 @@ int sr__ckpt_check_unowned(const sr__engine *e, sr__ckpt_source *s) {
             double t0 = sr__now_s();
             uint64_t got = sr__hash64(data, (size_t)t->nbytes, 0);
             s->times.hash_s += sr__now_s() - t0, s->times.hash_bytes += (long long)t->nbytes;
-            if (strcmp(sr__hash64_hex(got, hex), want))
+            if (sr__ckpt_hash_check(want, got, hex) != 0)
                 bad = sr__ckpt_hash_mismatch(s->dir, fname, t->name, want, got) != 0;
         }
     }

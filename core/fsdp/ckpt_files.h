@@ -3,25 +3,22 @@
  * config.json): written into the checkpoint's folder before trainer_state.json marks it complete,
  * and listed in model.safetensors' metadata as "file:NAME" = XXH3-64 of the file's bytes (16 hex
  * digits), which the index hash covers.  A reader of the checkpoint (a resume, shardrun_generate)
- * hashes each listed file and refuses a missing or changed one (docs/checkpoint-format.md).
+ * hashes each listed file and refuses a missing or changed one (ckpt/file_check.h,
+ * docs/checkpoint-format.md).
  */
 #ifndef SR_FSDP_CKPT_FILES_H
 #define SR_FSDP_CKPT_FILES_H
 
 #include <stddef.h>
 
+#include "ckpt/file_check.h" /* SR_CKPT_FILE_KEY, sr__ckpt_check_files: the reader's side */
 #include "fsdp/ckpt_file.h"
 #include "fsdp/model_desc.h"
 #include "io/safetensors.h"
-
-#define SR_CKPT_FILE_KEY "file:" /* metadata key prefix: "file:tokenizer.json" */
 
 /* The model's files' "file:NAME" entries, in declaration order. */
 void sr__ckpt_add_file_hashes(sr__ckpt_kvlist *l, const sr_model *m);
 /* Writes the model's files into dir.  0, or -1 after logging why (a partial file removed). */
 int sr__ckpt_write_files(const sr_model *m, const char *dir);
-/* Every "file:NAME" that model.safetensors (f) of folder dir lists: dir/NAME exists and has that
-   hash.  0, or -1 with why (naming the file, the hashes and what to do). */
-int sr__ckpt_check_files(const sr__st_file *f, const char *dir, char *why, size_t len);
 
 #endif

@@ -31,15 +31,6 @@ static int due(const sr__trainer *t, int start) {
     return 0;
 }
 
-long long sr__evals_left(const sr__trainer *t, long long step) {
-    const sr__train_args *a = &t->a;
-    long long total = t->plan.total_steps, spe = t->plan.steps_per_epoch;
-    if ((!t->neval && !t->choice.n) || step >= total) return 0;
-    if (a->eval_strategy == SR_EVAL_STEPS) return total / a->eval_steps - step / a->eval_steps;
-    if (a->eval_strategy == SR_EVAL_EPOCH) return total / spe - step / spe + (total % spe != 0);
-    return 0;
-}
-
 /* Rank 0 on a terminal, while an evaluation runs: "evaluating 12/40 batches, 3.1s left" in the
    progress line (at most 5 times a second), the time left from this evaluation's batches so far
    (before the first: the last evaluation's runtime). */

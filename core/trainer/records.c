@@ -38,7 +38,7 @@ int sr__records_setup(sr__trainer *t) {
     }
     if (why) {
         sr__log(SR_LOG_ERROR,
-                "[task] eval_strategy = %s%s: task %s %s; give the task held-out data (examples/gpt2: "
+                "[task] eval_strategy = %s%s: task %s %s; give the task held-out data (models/gpt2: "
                 "eval_data or validation_split_percentage; examples/toy: eval_samples) or set eval_strategy = no",
                 a->eval_strategy == SR_EVAL_STEPS   ? "steps"
                 : a->eval_strategy == SR_EVAL_EPOCH ? "epoch"

@@ -136,7 +136,7 @@ void sr__choice_teardown(sr__trainer *t);
 /* Evaluates when eval_strategy says this step is due (start: before the first step, for
    eval_on_start).  0 or -1. */
 int sr__eval_if_due(sr__trainer *t, int start);
-/* The evaluations eval_strategy has due after global step `step`, up to the last step. */
+/* evals_left.c: the evaluations eval_strategy has due after global step `step`, up to the last step. */
 long long sr__evals_left(const sr__trainer *t, long long step);
 
 #endif

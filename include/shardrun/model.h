@@ -229,7 +229,7 @@ SR_API int sr_model_eval_data(sr_model *m, const sr_model_eval *eval);
    The engine times its own work (optimizer, clipping, casts, collectives, data); a task that wants
    its kernels shown by class, not as one "task" row, reports each kernel with sr_profile_kernel().
    Typical use: read sr_profile_enabled() once in create() and, when it is 1, route kernels through
-   a timing wrapper (examples/transformer/kernels_profile.c), so a run without profiling pays nothing or
+   a timing wrapper (models/transformer/kernels_profile.c), so a run without profiling pays nothing or
    one predictable branch per kernel.  Time a GPU kernel only after the device finished it. */
 #define SR_MODEL_HAS_PROFILE 1 /* this header has sr_profile_* */
 

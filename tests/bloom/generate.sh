@@ -1,4 +1,4 @@
-# shardrun_generate (examples/generate) on BLOOM checkpoints (examples/bloom/bloom_infer.c).
+# shardrun_generate (tools/generate) on BLOOM checkpoints (models/bloom/bloom_infer.c).
 #  - greedy decoding picks, at every step, the argmax of tests/bloom/bloom_torch.py's BLOOM (float64,
 #    HF's formulas, one forward over the whole sequence), from a 7-token prompt over 24 new tokens, at
 #    4 heads (ALiBi's slopes of a power of two) and 6 (the extra slopes between them), with HF's names

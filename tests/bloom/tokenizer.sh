@@ -1,5 +1,5 @@
 #!/bin/bash
-# tf_tokenizer_load_json (examples/transformer/tokenizer_json.c) against the Python reference
+# tf_tokenizer_load_json (models/transformer/tokenizer_json.c) against the Python reference
 # (tokenizer_reference.py, which runs BLOOM's split through the stdlib `re` and GPT-2's pattern
 # through tests/gpt2/bpe_reference.py): on tokenizer.json files this test writes itself -- BLOOM's
 # layout with vocabularies trained on BLOOM's pieces and on whole lines, its merges as "a b" strings

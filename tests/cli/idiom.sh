@@ -12,12 +12,12 @@ cd "$SRC" || { echo "FAIL: cannot enter $SRC"; exit 1; }
 
 # The files that may call exit()/_exit(), and why.
 EXIT_ALLOWED='
-core/agent/main.c          the executable: its exit code
-core/agent/cli.c           the command layer
-core/agent/cmd_*.c         the command layer (one command each)
+core/cli/main.c            the executable: its exit code
+core/cli/cli.c             the command layer
+core/cli/cmd_*.c           the command layer (one command each)
 core/agent/guardian.c      a forked process: ends with _exit()
-core/agent/key_probe.c     a forked process: ends with _exit()
-core/agent/selftest_subrun.c  the child between fork and exec
+core/cli/key_probe.c       a forked process: ends with _exit()
+core/cli/selftest_subrun.c    the child between fork and exec
 core/agent/supervisor.c    the child between fork and prctl
 core/worker/worker.c       the worker process (forked): ends with _exit()
 core/run/task_probe.c      a forked process: ends with _exit()

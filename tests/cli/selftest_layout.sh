@@ -1,4 +1,4 @@
-# The selftest's sources (core/agent/selftest*): no loop between its files (one .c including a
+# The selftest's sources (core/cli/selftest*): no loop between its files (one .c including a
 # header that declares what another defines, which includes one declaring what the first defines),
 # no sr__st_/sr_st_ name but safetensors' own (core/io/safetensors.h), and no folder remover of its
 # own (core/base/fs.h has the one).  Each failed before issue 29's selftest renovation:
@@ -59,8 +59,8 @@ for v in sorted(edges):
 for comp in comps: print("loop:", " <-> ".join(comp))
 PY
 )
-[ -n "$(ls "$SRC"/core/agent/selftest*.c 2>/dev/null)" ] && pass || fail "no core/agent/selftest*.c under $SRC"
-expect_not_in "$loops" "agent/selftest" "no loop between the selftest's files"
+[ -n "$(ls "$SRC"/core/cli/selftest*.c 2>/dev/null)" ] && pass || fail "no core/cli/selftest*.c under $SRC"
+expect_not_in "$loops" "cli/selftest" "no loop between the selftest's files"
 
 # names: every sr__st_/sr_st_ name in core/ is one core/io/safetensors.h declares
 used=$(grep -rhoE '\bsr_{1,2}st_[A-Za-z0-9_]+' "$SRC/core" | sort -u)
@@ -71,6 +71,6 @@ done
 pass
 
 # one folder remover: the selftest uses core/base/fs.h's
-run grep -l 'nftw' "$SRC"/core/agent/selftest*
-expect_eq "$out" "" "no nftw in core/agent/selftest* (base/fs.h's sr__remove_tree removes folders)"
+run grep -l 'nftw' "$SRC"/core/cli/selftest*
+expect_eq "$out" "" "no nftw in core/cli/selftest* (base/fs.h's sr__remove_tree removes folders)"
 done_checks

@@ -1,5 +1,5 @@
 /*
- * pack_tool: the transformer tasks' dataset loader (examples/transformer/dataset.c) on files, for
+ * pack_tool: the transformer tasks' dataset loader (models/transformer/dataset.c) on files, for
  * tests/data/packing.sh: prints each sample's ids, one sample per line, then a line
  * "tokens_left N".  The byte-level tokenizer, or GPT-2 BPE from VOCAB and MERGES when given.
  *   pack_tool text|jsonl paragraph|line|file PACKING(0|1) MAX_LENGTH FILES [VOCAB MERGES]
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "examples/transformer/dataset.h"
-#include "examples/transformer/tokenizer.h"
+#include "models/transformer/dataset.h"
+#include "models/transformer/tokenizer.h"
 
 int main(int argc, char **argv) {
     char err[2048];

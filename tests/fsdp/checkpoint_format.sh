@@ -30,7 +30,7 @@ for kind in sharded full; do
     expect_not_in "$err" "signal" "$kind, format 2: no rank crashed"
 done
 
-# gpt2_generate (built with examples/gpt2) checks a checkpoint's hashes too: it refuses format 2 first
+# gpt2_generate (built with models/gpt2) checks a checkpoint's hashes too: it refuses format 2 first
 if [ -x "$BUILD/gpt2_generate" ]; then
     run "$BUILD/gpt2_generate" "$T/v2-full/model.safetensors" --prompt x
     expect_eq "$rc" 2 "gpt2_generate, format 2: refused"

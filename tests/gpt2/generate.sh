@@ -1,4 +1,4 @@
-# gpt2_generate (examples/generate, examples/gpt2/gpt2_infer.c) on GPT-2: text from a checkpoint.
+# gpt2_generate (tools/generate, models/gpt2/gpt2_infer.c) on GPT-2: text from a checkpoint.
 #  - greedy decoding picks, at every step, the argmax of the training forward's logits on the same
 #    prefix (tests/gpt2/gpt2_torch.py's GPT-2 in float64, one forward over the whole sequence), and
 #    the check fails for a model read with the wrong head count;

@@ -59,7 +59,7 @@ with open(sys.argv[1], "w") as f:
 PY
 }
 
-# gpt2_job FILE [accelerate key lines...] < [task] lines: a job training examples/gpt2 with the
+# gpt2_job FILE [accelerate key lines...] < [task] lines: a job training models/gpt2 with the
 # torch and accelerate plugins, by default FULL_SHARD with one unit per GPT2Block
 gpt2_job() {
     local f=$1

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "examples/transformer/read_file.h"
-#include "examples/transformer/tokenizer.h"
+#include "models/transformer/read_file.h"
+#include "models/transformer/tokenizer.h"
 
 static double now(void) {
     struct timespec ts;

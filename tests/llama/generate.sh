@@ -1,4 +1,4 @@
-# shardrun_generate (examples/generate) on Llama-family checkpoints (examples/llama/llama_infer.c).
+# shardrun_generate (tools/generate) on Llama-family checkpoints (models/llama/llama_infer.c).
 #  - greedy decoding picks, at every step, the argmax of tests/llama/llama_torch.py's Llama (float64,
 #    HF's formulas, one forward over the whole sequence), from a 7-token prompt over 24 new tokens, at
 #    4 heads on 4 key/value heads, 6 on 2 with Llama 3's rope_scaling, 4 on 1 as Qwen2 (q/k/v biases,

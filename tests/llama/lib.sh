@@ -1,5 +1,5 @@
 # Shared by the Llama task's tests: GPT-2's test helpers (tests/gpt2/lib.sh: the integration-test
-# helpers, corpus, result) plus a job-file writer for examples/llama, HF config.json writers and the
+# helpers, corpus, result) plus a job-file writer for models/llama, HF config.json writers and the
 # PyTorch reference.
 . "$(dirname "$0")/../gpt2/lib.sh"
 if [ ! -f "$BUILD/examples/llama.so" ]; then
@@ -8,7 +8,7 @@ if [ ! -f "$BUILD/examples/llama.so" ]; then
 fi
 TORCH_LLAMA="torch_py $SRC/tests/llama/llama_torch.py"
 
-# llama_job FILE [accelerate key lines...] < [task] lines: a job training examples/llama with the
+# llama_job FILE [accelerate key lines...] < [task] lines: a job training models/llama with the
 # torch and accelerate plugins, by default FULL_SHARD with one unit per LlamaDecoderLayer
 llama_job() {
     local f=$1

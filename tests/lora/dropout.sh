@@ -1,6 +1,6 @@
 # LoRA dropout ([task] lora_dropout: PEFT's nn.Dropout on the adapters' input, in training only),
 # its masks drawn from a counter hash of (seed, step, sample, position, block, linear, feature)
-# (examples/transformer/lora.h, "Dropout"):
+# (models/transformer/lora.h, "Dropout"):
 #  - against PyTorch: GPT-2 (adapters on all four linear layers, Conv1D weights) and BLOOM (all four,
 #    nn.Linear) with lora_dropout = 0.1 on 1 rank: the first micro-batch's logits and loss and every
 #    adapter's gradient agree within 1e-4 with tests/lora/lora_torch.py, which draws the same masks

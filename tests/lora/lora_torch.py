@@ -11,7 +11,7 @@ A targeted linear layer (GPT-2's Conv1D, weight [in, out]; BLOOM's and Llama's n
 With lora_dropout = p > 0, in training (PEFT's nn.Dropout(p), inverted):
     y = base(x) + lora_B(lora_A(dropout(x))) * scaling,   dropout(x) = mask * x / (1 - p)
 where the mask is not torch's random one but the C task's counter hash, implemented here from its
-definition in examples/transformer/lora.h ("Dropout"): u = m(m(m(m(m(m(seed) ^ step) ^ sample) ^
+definition in models/transformer/lora.h ("Dropout"): u = m(m(m(m(m(m(seed) ^ step) ^ sample) ^
 position) ^ site) ^ feature), m = splitmix64's output, site = block * 256 + the linear's index in
 the family's list below; dropped when (u >> 11) < floor(p * 2^53).  So the same elements drop.
 Merged: W += transpose(B @ A, fan_in_fan_out) * scaling  (fan_in_fan_out: Conv1D's [in, out]).
@@ -87,7 +87,7 @@ def in_out(family, weight):
     return tuple(weight.shape) if FAMILIES[family][1] else tuple(reversed(weight.shape))
 
 
-# The dropout's hash (examples/transformer/lora.h, "Dropout"), in numpy's wrapping uint64 arithmetic
+# The dropout's hash (models/transformer/lora.h, "Dropout"), in numpy's wrapping uint64 arithmetic
 U64 = np.uint64
 
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "device/device.h"
-#include "examples/transformer/kernels.h"
+#include "models/transformer/kernels.h"
 
 static const sr__device *cpu_dev;
 static const tf_kernels *cpu_k;

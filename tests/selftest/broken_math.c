@@ -7,7 +7,7 @@
    Comparing the device with the CPU cannot see either; the float64 references must. */
 #include "base/lib_dir.h"
 #include "device/device.h"
-#include "examples/transformer/kernels.h"
+#include "models/transformer/kernels.h"
 
 /* core/device/cpu.c finds libshardrun_cuda.so through it; this module hands out "cpu" only */
 const char *sr__lib_dir(void) { return "."; }

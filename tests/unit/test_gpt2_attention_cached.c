@@ -1,4 +1,4 @@
-/* The GPT-2 kernels' attention_cached (examples/transformer/kernels_cpu.c), which generation runs for each
+/* The GPT-2 kernels' attention_cached (models/transformer/kernels_cpu.c), which generation runs for each
    new token, against attention computed in double from its definition: nq queries at positions
    pos0 .. pos0 + nq - 1, each over keys 0 .. its own position, per head softmax(scale q.k) v.  One
    query (what gpt2_generate runs), several at once, pos0 = 0 (a whole prompt), at 1 and 2 OpenMP
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "examples/transformer/kernels.h"
+#include "models/transformer/kernels.h"
 
 static double worst_case(int pos0, int nq, int C, int NH, int threads, int poke_future) {
     const int keys = pos0 + nq, hs = C / NH, ldq = 3 * C; /* q rows strided as in a qkv buffer */

@@ -1,4 +1,4 @@
-/* The GPT-2 task's CUDA kernel table (examples/transformer/kernels_cuda.cu, in transformer_cuda.so) is complete:
+/* The GPT-2 task's CUDA kernel table (models/transformer/kernels_cuda.cu, in transformer_cuda.so) is complete:
    it fills the table by position (C++ has no designated initialisers), so a member added to
    kernels.h and forgotten there would be NULL, and a GPU run would crash on it.  Loading the
    .so needs no GPU; every member after `dtypes` is a function pointer and must be set. */
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "examples/transformer/kernels.h"
+#include "models/transformer/kernels.h"
 
 int main(int argc, char **argv) {
     if (argc != 2) {

@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "examples/transformer/buffer_pool.h"
-#include "examples/transformer/data_source.h"
-#include "examples/transformer/dataset.h"
-#include "examples/transformer/tokenizer.h"
+#include "models/transformer/buffer_pool.h"
+#include "models/transformer/data_source.h"
+#include "models/transformer/dataset.h"
+#include "models/transformer/tokenizer.h"
 
 static char dir[256];
 static char made[64][512]; /* everything created, removed in reverse order at the end */

@@ -1,4 +1,4 @@
-/* The CPU kernels that fuse passes (examples/transformer/kernels_cpu.c) against what they replace:
+/* The CPU kernels that fuse passes (models/transformer/kernels_cpu.c) against what they replace:
    cross_entropy against the loss and gradient computed in double (rows up to 600001 logits);
    gelu_backward with the bias gradient against gelu_backward then bias_backward (the same sums in
    the same order: bit-identical); bias_fill with a residual against the two additions.  Each at 1
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "examples/transformer/kernels.h"
+#include "models/transformer/kernels.h"
 
 static unsigned seed = 12345u;
 static float rnd(float a) {

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "check.h"
-#include "examples/transformer/kernel_math.h"
+#include "models/transformer/kernel_math.h"
 
 static double gelu_ref(double x) { return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
 

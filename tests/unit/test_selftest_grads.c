@@ -1,4 +1,4 @@
-/* The selftest's FSDP step comparison (core/agent/selftest_fsdp.c): gradients recovered from
+/* The selftest's FSDP step comparison (core/cli/selftest_fsdp.c): gradients recovered from
    checkpoints before and after one AdamW step with learning rate 1 and epsilon 1 (each parameter
    moves by -g / (|g| + 1)), compared per tensor and per element.  Checkpoints written here: the same
    gradients pass; one element off, every gradient 1% off, a NaN, a missing tensor are each caught. */
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/selftest_fsdp.h"
+#include "cli/selftest_fsdp.h"
 #include "check.h"
 #include "io/safetensors.h"
 

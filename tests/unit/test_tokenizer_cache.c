@@ -1,4 +1,4 @@
-/* The tokenizer's shared piece cache (examples/transformer/tokenizer_cache.c) under concurrent use:
+/* The tokenizer's shared piece cache (models/transformer/tokenizer_cache.c) under concurrent use:
    THREADS threads look up and add the same KEYS pieces in different orders while the table grows
    from its smallest size; every id found must be the piece's own, and growth must keep what was
    added.  Then the bounds: max_entries, max_key, and an arena used up by long pieces. */

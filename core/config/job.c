@@ -108,6 +108,7 @@ typedef struct reader_state {
     int too_long;    /* line number of an over-long line, 0 if none */
     const char *last_section, *last_key;
     int last_line;
+    int oom; /* line number where the handler ran out of memory, 0 if none */
 } reader_state;
 
 static char *reader(char *str, int num, void *stream) {
@@ -146,7 +147,7 @@ static int handler(void *user, const char *section, const char *name, const char
         strcmp(name, st->last_key) == 0) {
         sr__raw *r = &cfg->raw[cfg->nraw - 1];
         char *joined = NULL;
-        if (asprintf(&joined, "%s %s", r->value, value) < 0) return 0;
+        if (asprintf(&joined, "%s %s", r->value, value) < 0) return st->oom = st->line, 0;
         free(r->value);
         r->value = joined;
         return 1;
@@ -164,7 +165,7 @@ static int handler(void *user, const char *section, const char *name, const char
                      section, name, cfg->raw[at - 1].line);
         return 1;
     }
-    if (grow((void **)&cfg->raw, &cfg->rawcap, cfg->nraw, sizeof *cfg->raw) != 0) return 0;
+    if (grow((void **)&cfg->raw, &cfg->rawcap, cfg->nraw, sizeof *cfg->raw) != 0) return st->oom = st->line, 0;
     sr__raw *r = &cfg->raw[cfg->nraw];
     r->section = sr__strdup(section);
     r->key = sr__strdup(name);
@@ -174,7 +175,8 @@ static int handler(void *user, const char *section, const char *name, const char
     if (!r->section || !r->key || !r->value ||
         index_add(&cfg->raw_idx, cfg->raw, cfg->nraw, raw_is, raw_names, cfg->nraw) != 0) {
         free(r->section), free(r->key), free(r->value);
-        return 0; /* inih stops: reported as out of memory */
+        st->oom = st->line;
+        return 0; /* inih stops: reported as out of memory, not as the syntax error it takes it for */
     }
     cfg->nraw++;
     st->last_section = r->section;
@@ -268,7 +270,9 @@ int sr__config_load(sr__job *cfg, const char *path) {
 
     reader_state st = {.cfg = cfg, .buf = buf, .pos = buf, .end = buf + len};
     int rc = ini_parse_stream(reader, &st, handler, &st);
-    if (st.too_long) {
+    if (st.oom) {
+        sr__diag_add(&cfg->diag, "%s:%d: out of memory reading the job file's settings", path, st.oom);
+    } else if (st.too_long) {
         sr__diag_add(&cfg->diag,
                      "%s:%d: line longer than %d characters (the INI parser's limit); "
                      "continue a long value on the next line, indented",

@@ -208,6 +208,8 @@ void sr__layout_resolve(sr__job *cfg, sr__layout *out) {
     out->master_addr = sr__strdup(sr__config_value(cfg, "shardrun", "master_addr"));
     out->master_port = int_of(cfg, "master_port");
     out->run_id = sr__strdup(sr__config_value(cfg, "shardrun", "run_id"));
+    if (!out->master_addr || !out->run_id)
+        sr__diag_add(&cfg->diag, "out of memory for the rendezvous settings (master_addr, run_id)");
     if (out->spawn_count < 0) {
         out->first_local = 0;
         out->spawn_count = out->nproc_per_node;

@@ -4,7 +4,7 @@
 # command runs once per site with that site's first allocation in each process failed
 # (SHARDRUN_DEBUG_ALLOC_FAIL_SITE=path:line), two runs side by side (ALLOC_SWEEP_JOBS).  Each run
 # where the failure was made must end with exit 1, or 2 (the configuration was being read), and an
-# error saying "out of memory"; or with exit 0 where the run warned that it went on without what it
+# error saying "out of memory" (or strerror's "Cannot allocate memory"); or with exit 0 where the run warned that it went on without what it
 # could not allocate ("out of memory" on stderr), or the site is one a run may do without (ABSORBED
 # below).  Never a signal, a sanitizer report (a bad access, a leak: LeakSanitizer checks at exit),
 # a hang, or a process of the run left behind (a worker, the guardian).  A run that did not reach
@@ -36,6 +36,7 @@ export SHARDRUN_RDZV_TOKEN=alloc-failures-test LC_ALL=C
 JOBS=${ALLOC_SWEEP_JOBS:-2}
 LIMIT=30 # seconds a run may take before it counts as a hang (the toy's runs take about 1 s)
 runs=0
+OOM="out of memory|Cannot allocate memory" # ours, and strerror(ENOMEM)
 
 toy_job() {
     printf '[shardrun]\ntask = %s\nplugins = torch,accelerate\n\n[accelerate]\n' "$BUILD/examples/toy.so" >"$T/$1"
@@ -129,11 +130,11 @@ one_site() {
     elif [ "$rc" -eq 0 ]; then
         # a run that goes on without what it could not allocate says so (a warning), or the site
         # is one that may go without
-        grep -q "out of memory" "$W/.err" || absorbed "$site" ||
+        grep -qE "$OOM" "$W/.err" || absorbed "$site" ||
             v="exit 0 with the allocation failed, and no word of it: the failure was swallowed; stderr: $(tail -3 "$W/.err")"
     elif [ "$rc" -ne 1 ] && [ "$rc" -ne 2 ]; then
         v="exit code $rc (a signal or a sanitizer), expected 1 or 2; stderr: $(tail -8 "$W/.err")"
-    elif ! grep -q "out of memory" "$W/.err"; then
+    elif ! grep -qE "$OOM" "$W/.err"; then
         v="exit $rc without saying \"out of memory\"; stderr: $(tail -5 "$W/.err")"
     fi
     if [ -n "$left" ]; then [ -n "$v" ] && v=$v$left || v=${left#; }; fi

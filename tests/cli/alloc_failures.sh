@@ -15,8 +15,9 @@
 # also the load), two agents on loopback (two_agents: the store server and its clients, node 0
 # failing; node 1 must end too, within its 3 s rendezvous timeout) and `shardrun prepare`.
 # resume and two_agents sweep only the sites one_rank does not reach (counted alongside): the rest
-# is the same code, reached in the same order, and a two agents' run waits for node 1's timeout
-# (the whole sweep: about 3 minutes of test time under ASan on 2 loaded cores).  ALLOC_SWEEP_SITES=REGEX sweeps
+# is the same code, reached in the same order, and a two agents' run waits for node 1's timeout.
+# Measured under ASan on 2 shared cores: 99 s of test time for the five parts, 51 s with ctest -j2,
+# 60 s of it two runs that hung until their 30 s limit (a hang costs its LIMIT).  ALLOC_SWEEP_SITES=REGEX sweeps
 # only the matching sites; one site by hand: SHARDRUN_DEBUG_ALLOC_FAIL_SITE=core/run/run.c:88 on
 # the command.
 # Exit codes of the sanitizers, apart from the runs' own 1 and 2: a report fails the check even
@@ -149,7 +150,7 @@ sites() {
     SHARDRUN_DEBUG_ALLOC_SITES=$W/sites W=$W "$1" >"$W/.out" 2>"$W/.err"
     local rc=$?
     if [ "$rc" -ne 0 ] || [ ! -s "$W/sites" ]; then
-        echo "FAIL: $1, counting its allocation sites: exit $rc, $(wc -l <"$W/sites" 2>/dev/null || echo no) sites" \
+        echo "FAIL: $1, counting its allocation sites: exit $rc, $( (wc -l <"$W/sites") 2>/dev/null || echo no) sites" \
             "(is SHARDRUN_DEBUG_ALLOC_SITES honoured by this build?); stderr: $(tail -5 "$W/.err")"
         exit 1
     fi

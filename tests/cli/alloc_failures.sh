@@ -3,7 +3,7 @@
 # build only).  A first run of the command records its sites (SHARDRUN_DEBUG_ALLOC_SITES); then the
 # command runs once per site with that site's first allocation in each process failed
 # (SHARDRUN_DEBUG_ALLOC_FAIL_SITE=path:line), two runs side by side (ALLOC_SWEEP_JOBS).  Each run
-# where the failure was made must end with exit 1, or 2 (the configuration was being read), and an
+# where the failure was made must end with exit 1, or 2 (before the first training step), and an
 # error saying "out of memory" (or strerror's "Cannot allocate memory"); or with exit 0 where the run warned that it went on without what it
 # could not allocate ("out of memory" on stderr), or the site is one a run may do without (ABSORBED
 # below).  Never a signal, a sanitizer report (a bad access, a leak: LeakSanitizer checks at exit),
@@ -137,6 +137,8 @@ one_site() {
         v="exit code $rc (a signal or a sanitizer), expected 1 or 2; stderr: $(tail -8 "$W/.err")"
     elif ! grep -qE "$OOM" "$W/.err"; then
         v="exit $rc without saying \"out of memory\"; stderr: $(tail -5 "$W/.err")"
+    elif [ "$rc" -eq 2 ] && grep -qE "^(\[rank[0-9]+\]: )?step [0-9]+/" "$W/.out"; then
+        v="exit 2 after a training step: 2 is for what is refused before any work, a failed run exits 1; stderr: $(tail -5 "$W/.err")"
     fi
     if [ -n "$left" ]; then [ -n "$v" ] && v=$v$left || v=${left#; }; fi
     echo "${v:-ok}" >"$W/verdict"

@@ -106,6 +106,7 @@ core/agent/output.c tail_push         a line of a worker's last lines, kept for 
 core/agent/supervisor.c hang_found    the hang check, made again at the next turn
 core/run/run.c check_stray_env        a did-you-mean candidate for a misspelt variable's message
 core/run/host.c explain               the key named in a message on a plugin's variable
+core/store/rdzv_host.c check_fingerprints  an agent's job fingerprint, read again at the next turn
 "
 absorbed() { grep -qxE "${1%%:*} ${1#* } +.*" <<<"$ABSORBED"; }
 

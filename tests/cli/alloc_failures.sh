@@ -64,7 +64,7 @@ prepare() {
 two_agents() {
     local p rc0 rc1 pid1
     p=$(free_port_pair)
-    SHARDRUN_DEBUG_ALLOC_FAIL_SITE= SHARDRUN_DEBUG_ALLOC_SITES= timeout -k 5 $LIMIT "$SHARDRUN" \
+    SHARDRUN_DEBUG_ALLOC_FAIL_SITE='' SHARDRUN_DEBUG_ALLOC_SITES='' timeout -k 5 $LIMIT "$SHARDRUN" \
         "$SRC/examples/hello/hello.ini" --nnodes 2 --node-rank 1 --nproc-per-node 1 --master-addr 127.0.0.1 \
         --master-port "$p" --set shardrun.rdzv_timeout=3 >"$W/n1.out" 2>"$W/n1.err" &
     pid1=$!
@@ -114,7 +114,7 @@ absorbed() { grep -qxE "${1%%:*} ${1#* } +.*" <<<"$ABSORBED"; }
 one_site() {
     local part=$1 site=$2 W=$T/run/$3 rc mark=$$-$3 v=
     rm -rf "$W" && mkdir -p "$W"
-    SR_SWEEP_RUN=$mark SHARDRUN_DEBUG_ALLOC_FAIL_SITE=${site%% *} SHARDRUN_DEBUG_ALLOC_SITES=$W/failed W=$W \
+    SR_SWEEP_RUN=$mark SHARDRUN_DEBUG_ALLOC_FAIL_SITE=${site%% *} SHARDRUN_DEBUG_ALLOC_SITES=$W/failed \
         "$part" >"$W/.out" 2>"$W/.err"
     rc=$?
     local left
@@ -150,7 +150,7 @@ sites() {
     local W=$T/count-$1
     [ -s "$2" ] && return 0 # counted already, for another part
     rm -rf "$W" && mkdir -p "$W"
-    SHARDRUN_DEBUG_ALLOC_SITES=$W/sites W=$W "$1" >"$W/.out" 2>"$W/.err"
+    SHARDRUN_DEBUG_ALLOC_SITES=$W/sites "$1" >"$W/.out" 2>"$W/.err"
     local rc=$?
     if [ "$rc" -ne 0 ] || [ ! -s "$W/sites" ]; then
         echo "FAIL: $1, counting its allocation sites: exit $rc, $( (wc -l <"$W/sites") 2>/dev/null || echo no) sites" \

@@ -633,14 +633,13 @@ static int poll_once(sr__attempt *st, sr__run *run, sr__watch *wt) {
     return 0;
 }
 
-/* Without memory for its poll set the agent cannot watch its workers: it stops them, waits for
-   them, and the run fails here (exit 1) and on every other node. */
-static void give_up_watching(sr__attempt *st, sr__run *run, size_t nfds) {
+/* Without memory for its workers' records (none started) or its poll set the agent cannot watch
+   its workers: it stops them, waits for them, and the run fails here (exit 1) and on every other
+   node.  `what` names the memory. */
+static void give_up_watching(sr__attempt *st, sr__run *run, const char *what) {
     char msg[200];
-    snprintf(msg, sizeof msg,
-             "node %d's shardrun ran out of memory (a poll set of %zu entries): its workers were "
-             "stopped",
-             run->layout.node_rank, nfds);
+    snprintf(msg, sizeof msg, "node %d's shardrun ran out of memory (%s): its workers were stopped",
+             run->layout.node_rank, what);
     sr__log(SR_LOG_ERROR, "%s; free some memory and run the job again", msg);
     sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_FINAL);
     kill_workers(st);
@@ -652,8 +651,15 @@ static void give_up_watching(sr__attempt *st, sr__run *run, size_t nfds) {
 
 static void supervise(sr__attempt *st, sr__run *run) {
     size_t nfds = (size_t)st->n * SR_NSTREAMS + 1 + MAX_RDZV_FDS;
-    sr__watch wt = {.pfd = sr__calloc(nfds, sizeof(struct pollfd)), .applied = SR_RDZV_RUNNING};
-    if (!wt.pfd) give_up_watching(st, run, nfds);
+    sr__watch wt = {.pfd = st->ws ? sr__calloc(nfds, sizeof(struct pollfd)) : NULL, .applied = SR_RDZV_RUNNING};
+    if (!wt.pfd) {
+        char what[80];
+        if (!st->ws) /* start_attempt() had no memory for them: none started */
+            snprintf(what, sizeof what, "the records of %d workers, %zu bytes", st->want,
+                     (size_t)st->want * sizeof *st->ws);
+        else snprintf(what, sizeof what, "a poll set of %zu entries", nfds);
+        give_up_watching(st, run, what);
+    }
     while (wt.pfd && !advance(st, run, &wt))
         if (poll_once(st, run, &wt) != 0) break;
     free(wt.pfd);
@@ -750,6 +756,7 @@ static void start_attempt(sr__attempt *st, sr__run *run) {
         }
         st->n++;
     }
+    if (!st->ws) return; /* supervise() says why, and the run fails */
     int world = run->layout.nnodes * run->layout.nproc_per_node;
     char again[48] = "";
     if (run->rdzv.attempt) snprintf(again, sizeof again, ", restart %d", run->rdzv.attempt);

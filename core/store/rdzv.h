@@ -113,10 +113,11 @@ typedef struct sr__rdzv {
     int restart_called_off;        /* the last restart never began (a node did not come back, a signal) */
     /* hosting agent */
     sr__store_server *server;
-    sr__rdzv_peer *peers; /* one per agent; [0] (this one) unused */
-    double refused_at;    /* when it refused an agent's fingerprint, 0: never */
-    double outcome_at;    /* when it sent the final verdict, 0: not yet */
-    double restart_at;    /* when it decided the restart */
+    unsigned long server_oom_said; /* its out-of-memory refusals already in the log */
+    sr__rdzv_peer *peers;          /* one per agent; [0] (this one) unused */
+    double refused_at;             /* when it refused an agent's fingerprint, 0: never */
+    double outcome_at;             /* when it sent the final verdict, 0: not yet */
+    double restart_at;             /* when it decided the restart */
     /* other agents */
     sr__store *ctl;    /* for reporting */
     sr__store *watch;  /* a pending wait on the verdict (or the next attempt's start) */

@@ -294,7 +294,13 @@ static char *named_checkpoint(const sr__trainer *t, int *rc) {
                 a->resume_from_checkpoint, found ? "not a folder" : "no such folder");
         return NULL;
     }
-    return sr__strdup(a->resume_from_checkpoint);
+    char *dir = sr__strdup(a->resume_from_checkpoint);
+    if (!dir) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: out of memory for the path of %s (%zu bytes)",
+                a->resume_from_checkpoint, strlen(a->resume_from_checkpoint) + 1);
+        *rc = SR_EXIT_FAILED;
+    }
+    return dir;
 }
 
 /* The checkpoint's identity: readable, its name agreeing with its step.  An exit code. */

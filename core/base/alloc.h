@@ -80,7 +80,7 @@ SR__MUST_USE int sr__grow(void **p, size_t *cap, size_t need, size_t size);
    memory is exhausted or the rounding overflows.  Freed with free().  Inline, like the others, so
    that the code compiled into the tasks (core/device/cpu.c) needs nothing more. */
 SR__MUST_USE static inline void *sr__aligned_alloc_at(size_t align, size_t size, const char *file, int line,
-                                                     const char *func) {
+                                                      const char *func) {
     if (size > SIZE_MAX - (align - 1)) return NULL;
     size = size ? (size + align - 1) / align * align : align;
     return sr__alloc_fault(file, line, func) ? NULL : aligned_alloc(align, size);

@@ -163,13 +163,17 @@ static void begin_stop(sr__attempt *st, int sig, double grace, int stop_now) {
     st->kill_at = sr__now_s() + grace;
 }
 
-static int tail_has_error(const sr__tail *t) {
+/* The first of a worker's last lines that reports an error (the cause comes before what follows
+   from it), or NULL. */
+static const char *first_error_line(const sr__tail *t) {
     for (int k = 0; k < t->count; k++) {
         int idx = (t->next - t->count + k + SR_TAIL_LINES) % SR_TAIL_LINES;
-        if (strstr(t->lines[idx], "error")) return 1;
+        if (strstr(t->lines[idx], "error")) return t->lines[idx];
     }
-    return 0;
+    return NULL;
 }
+
+static int tail_has_error(const sr__tail *t) { return first_error_line(t) != NULL; }
 
 /* The first worker to fail is not always the cause: when a rank hits an error (a full disk, a bad
    file) and says so, its peers can see the failure through a collective and exit first, without a
@@ -297,7 +301,7 @@ static void report_failure(sr__attempt *st, sr__run *run, int i) {
     st->failed = i;
     /* a rank killed by a signal said nothing: a peer's error line is about its going */
     st->blamed = killed_by_a_signal(w) ? -1 : blame(st, i);
-    char what[160], msg[600], step[64], host[128] = "?";
+    char what[160], msg[1000], step[64], host[128] = "?";
     gethostname(host, sizeof host);
     sr__describe_status(w->status, what, sizeof what);
     const sr__worker *b = st->blamed >= 0 ? &st->ws[st->blamed] : w;
@@ -307,6 +311,13 @@ static void report_failure(sr__attempt *st, sr__run *run, int i) {
     else
         snprintf(msg, sizeof msg, "rank %d (node %d) %s %s (host %s)", w->rank, run->layout.node_rank, what,
                  reached(w, run->model_task, step, sizeof step), host);
+    /* the other nodes learn why, not only that: their own workers may be stopped before they say it
+       (a rank out of memory tells its peers through a collective, which fail first on other nodes) */
+    const char *why = killed_by_a_signal(w) ? NULL : first_error_line(&b->tail);
+    if (why) {
+        size_t used = strlen(msg);
+        snprintf(msg + used, sizeof msg - used, "; its first error: %.400s", why);
+    }
     /* a worker that exits 2 found a configuration error: the run's verdict is 2 too */
     sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, failure_kind(st, b));
     begin_stop(st, SIGTERM, run->grace, 1);

@@ -25,6 +25,7 @@ struct sr__store {
     size_t consumed;    /* bytes of `in` belonging to the last reply */
     sr__store_msg msg_; /* the last reply */
     sr__store_msg *msg;
+    int lost; /* the connection broke (closed by the server, a send failed) */
 };
 
 static int send_request(sr__store *c, unsigned op, uint32_t n, const void *const *items, const uint32_t *lens) {
@@ -50,6 +51,7 @@ static int send_request(sr__store *c, unsigned op, uint32_t n, const void *const
         ssize_t w = send(c->fd, b.s + off, b.n - off, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
+            c->lost = 1;
             snprintf(c->error, sizeof c->error, "store connection lost while sending: %s", strerror(errno));
             sr__buf_free(&b);
             return -1;
@@ -85,6 +87,7 @@ static int read_reply(sr__store *c) {
         ssize_t r = recv(c->fd, buf, sizeof buf, 0);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
+            c->lost = 1;
             snprintf(c->error, sizeof c->error, "store connection closed (%s)", r ? strerror(errno) : "by the server");
             return -1;
         }
@@ -161,7 +164,9 @@ sr__store *sr__store_connect(const char *host, int port, const char *token, doub
     uint32_t lens[1] = {(uint32_t)strlen(token)};
     if (call(c, SR_OP_HELLO, 1, items, lens) != SR_ST_OK) {
         snprintf(err, errlen, "store at %s:%d: %s", host, port, c->error);
+        int lost = c->lost;
         sr__store_close(c);
+        errno = lost ? ECONNRESET : EACCES; /* the server went away, or refused (its token, its memory) */
         return NULL;
     }
     return c;

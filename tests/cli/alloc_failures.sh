@@ -16,8 +16,8 @@
 # failing; node 1 must end too, within its 3 s rendezvous timeout) and `shardrun prepare`.
 # resume and two_agents sweep only the sites one_rank does not reach (counted alongside): the rest
 # is the same code, reached in the same order, and a two agents' run waits for node 1's timeout.
-# Measured under ASan on 2 shared cores: 99 s of test time for the five parts, 51 s with ctest -j2,
-# 60 s of it two runs that hung until their 30 s limit (a hang costs its LIMIT).  ALLOC_SWEEP_SITES=REGEX sweeps
+# Measured under ASan on 2 shared cores: 30 to 42 s of test time for the five parts, 16 to 22 s
+# with ctest -j2 (a run that hangs would cost its LIMIT).  ALLOC_SWEEP_SITES=REGEX sweeps
 # only the matching sites; one site by hand: SHARDRUN_DEBUG_ALLOC_FAIL_SITE=core/run/run.c:88 on
 # the command.
 # Exit codes of the sanitizers, apart from the runs' own 1 and 2: a report fails the check even

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -38,7 +39,18 @@ static _Noreturn void guard(int in) {
             got += (size_t)k;
         }
         pid_t *more = sr__realloc(groups, (n + 1) * sizeof *groups);
-        if (more) groups = more, groups[n++] = pg;
+        if (more) {
+            groups = more, groups[n++] = pg;
+        } else { /* the run goes on without this group guarded: say so (the logger may allocate) */
+            char msg[300];
+            int len = snprintf(msg, sizeof msg,
+                               "shardrun: warning: the guardian process is out of memory (%zu bytes for %zu "
+                               "process groups): if this shardrun is killed outright, what the worker of process "
+                               "group %d starts in the background may be left running\n",
+                               (n + 1) * sizeof *groups, n + 1, (int)pg);
+            if (len > 0 && write(2, msg, (size_t)len) < 0) { /* nowhere else to say it */
+            }
+        }
     }
 gone:
     for (size_t i = 0; i < n; i++) kill(-groups[i], SIGKILL);

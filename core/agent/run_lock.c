@@ -28,7 +28,11 @@ int sr__run_lock_take(sr__run *run, sr__output_lock **out) {
     int rc = SR_EXIT_OK;
     /* a folder this run cannot make or write in needs no lock: every rank checks it too and
        fails before step 0, in the results list as a configuration error */
-    if (sr__output_dir_prepare(dir, why, sizeof why) == 0) {
+    int ready = sr__output_dir_prepare(dir, why, sizeof why);
+    if (ready == -2) { /* the ranks may well get the memory: the run must not go on without its lock */
+        sr__log(SR_LOG_ERROR, "%s; the run did not start", why);
+        rc = SR_EXIT_FAILED;
+    } else if (ready == 0) {
         sr__lock_owner me;
         sr__lock_owner_self(&me, run->rdzv.job_id, run->rdzv.requeue_key);
         if (sr__output_lock_take(dir, &me, out, note, sizeof note, why, sizeof why) != 0) {

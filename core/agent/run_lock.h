@@ -9,7 +9,8 @@
 #include "run/run.h"
 #include "trainer/output_lock.h"
 
-/* 0 with *out (NULL when this agent locks nothing), or SR_EXIT_CONFIG after printing why. */
+/* 0 with *out (NULL when this agent locks nothing), or SR_EXIT_CONFIG (SR_EXIT_FAILED when memory
+   ran out) after printing why. */
 int sr__run_lock_take(sr__run *run, sr__output_lock **out);
 /* Releases it; a run whose lock was taken over meanwhile fails: code becomes SR_EXIT_FAILED when
    it was SR_EXIT_OK.  Returns the exit code. */

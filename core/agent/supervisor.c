@@ -163,13 +163,17 @@ static void begin_stop(sr__attempt *st, int sig, double grace, int stop_now) {
     st->kill_at = sr__now_s() + grace;
 }
 
-static int tail_has_error(const sr__tail *t) {
+/* The first of a worker's last lines that reports an error (the cause comes before what follows
+   from it), or NULL. */
+static const char *first_error_line(const sr__tail *t) {
     for (int k = 0; k < t->count; k++) {
         int idx = (t->next - t->count + k + SR_TAIL_LINES) % SR_TAIL_LINES;
-        if (strstr(t->lines[idx], "error")) return 1;
+        if (strstr(t->lines[idx], "error")) return t->lines[idx];
     }
-    return 0;
+    return NULL;
 }
+
+static int tail_has_error(const sr__tail *t) { return first_error_line(t) != NULL; }
 
 /* The first worker to fail is not always the cause: when a rank hits an error (a full disk, a bad
    file) and says so, its peers can see the failure through a collective and exit first, without a
@@ -297,7 +301,7 @@ static void report_failure(sr__attempt *st, sr__run *run, int i) {
     st->failed = i;
     /* a rank killed by a signal said nothing: a peer's error line is about its going */
     st->blamed = killed_by_a_signal(w) ? -1 : blame(st, i);
-    char what[160], msg[600], step[64], host[128] = "?";
+    char what[160], msg[1000], step[64], host[128] = "?";
     gethostname(host, sizeof host);
     sr__describe_status(w->status, what, sizeof what);
     const sr__worker *b = st->blamed >= 0 ? &st->ws[st->blamed] : w;
@@ -307,6 +311,13 @@ static void report_failure(sr__attempt *st, sr__run *run, int i) {
     else
         snprintf(msg, sizeof msg, "rank %d (node %d) %s %s (host %s)", w->rank, run->layout.node_rank, what,
                  reached(w, run->model_task, step, sizeof step), host);
+    /* the other nodes learn why, not only that: their own workers may be stopped before they say it
+       (a rank out of memory tells its peers through a collective, which fail first on other nodes) */
+    const char *why = killed_by_a_signal(w) ? NULL : first_error_line(&b->tail);
+    if (why) {
+        size_t used = strlen(msg);
+        snprintf(msg + used, sizeof msg - used, "; its first error: %.400s", why);
+    }
     /* a worker that exits 2 found a configuration error: the run's verdict is 2 too */
     sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, failure_kind(st, b));
     begin_stop(st, SIGTERM, run->grace, 1);
@@ -633,14 +644,13 @@ static int poll_once(sr__attempt *st, sr__run *run, sr__watch *wt) {
     return 0;
 }
 
-/* Without memory for its poll set the agent cannot watch its workers: it stops them, waits for
-   them, and the run fails here (exit 1) and on every other node. */
-static void give_up_watching(sr__attempt *st, sr__run *run, size_t nfds) {
+/* Without memory for its workers' records (none started) or its poll set the agent cannot watch
+   its workers: it stops them, waits for them, and the run fails here (exit 1) and on every other
+   node.  `what` names the memory. */
+static void give_up_watching(sr__attempt *st, sr__run *run, const char *what) {
     char msg[200];
-    snprintf(msg, sizeof msg,
-             "node %d's shardrun ran out of memory (a poll set of %zu entries): its workers were "
-             "stopped",
-             run->layout.node_rank, nfds);
+    snprintf(msg, sizeof msg, "node %d's shardrun ran out of memory (%s): its workers were stopped",
+             run->layout.node_rank, what);
     sr__log(SR_LOG_ERROR, "%s; free some memory and run the job again", msg);
     sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_FINAL);
     kill_workers(st);
@@ -652,8 +662,15 @@ static void give_up_watching(sr__attempt *st, sr__run *run, size_t nfds) {
 
 static void supervise(sr__attempt *st, sr__run *run) {
     size_t nfds = (size_t)st->n * SR_NSTREAMS + 1 + MAX_RDZV_FDS;
-    sr__watch wt = {.pfd = sr__calloc(nfds, sizeof(struct pollfd)), .applied = SR_RDZV_RUNNING};
-    if (!wt.pfd) give_up_watching(st, run, nfds);
+    sr__watch wt = {.pfd = st->ws ? sr__calloc(nfds, sizeof(struct pollfd)) : NULL, .applied = SR_RDZV_RUNNING};
+    if (!wt.pfd) {
+        char what[80];
+        if (!st->ws) /* start_attempt() had no memory for them: none started */
+            snprintf(what, sizeof what, "the records of %d workers, %zu bytes", st->want,
+                     (size_t)st->want * sizeof *st->ws);
+        else snprintf(what, sizeof what, "a poll set of %zu entries", nfds);
+        give_up_watching(st, run, what);
+    }
     while (wt.pfd && !advance(st, run, &wt))
         if (poll_once(st, run, &wt) != 0) break;
     free(wt.pfd);
@@ -750,6 +767,7 @@ static void start_attempt(sr__attempt *st, sr__run *run) {
         }
         st->n++;
     }
+    if (!st->ws) return; /* supervise() says why, and the run fails */
     int world = run->layout.nnodes * run->layout.nproc_per_node;
     char again[48] = "";
     if (run->rdzv.attempt) snprintf(again, sizeof again, ", restart %d", run->rdzv.attempt);

@@ -10,14 +10,20 @@
  * Contract: like malloc, calloc, realloc and strdup: NULL when memory is exhausted (sr__realloc and
  * sr__grow then leave the old block to the caller, who still frees it).  None prints, none aborts.
  *
- * Fault injection (tests only): a build configured with SHARDRUN_SANITIZE=ON defines SR_ALLOC_FAULTS,
- * and there
- * SR_TEST_FAIL_ALLOC=N makes the Nth allocation through these helpers (counted in
- * each process from its start; a forked worker goes on from its agent's count) return NULL, once.
- * SR_TEST_FAIL_ALLOC_TRACE=1 also prints where that allocation was asked for.
- * (Not SHARDRUN_*: the run refuses variables of that prefix it does not know.)  tests/cli/alloc_failures.sh
- * sweeps N.  Elsewhere the helpers are the plain calls, inlined: release
- * builds neither read the variable nor count.
+ * Fault injection (tests only).  Each helper is also a macro that passes its call site (__FILE__,
+ * __LINE__: "core/run/run.c:88", the build maps the source tree's prefix away; and __func__) to an
+ * sr__*_at function; the plain functions stay callable as (sr__malloc)(n).  A build configured
+ * with SHARDRUN_SANITIZE=ON defines SR_ALLOC_FAULTS, and there
+ *     SHARDRUN_DEBUG_ALLOC_SITES=FILE  appends to FILE each site ("path:line function", one a line)
+ *                                      where the process asks for memory, the first time it does
+ *     SHARDRUN_DEBUG_ALLOC_FAIL_SITE=path:line  makes that site's first allocation in each process
+ *                                      return NULL (a forked worker inherits its agent's: a site the
+ *                                      agent already failed before the fork is not failed again);
+ *                                      with SHARDRUN_DEBUG_ALLOC_SITES, FILE then gets only a line
+ *                                      for each failure made, so a test knows the site was reached
+ * tests/cli/alloc_failures.sh records the sites a command reaches and fails each in turn.  Other
+ * builds compile the helpers to the plain calls (the site arguments unused): they neither read
+ * the variables nor record anything, and config/env_values.c refuses the variables there.
  */
 #ifndef SR_BASE_ALLOC_H
 #define SR_BASE_ALLOC_H
@@ -32,17 +38,35 @@
 #define SR__MUST_USE __attribute__((warn_unused_result))
 
 #ifdef SR_ALLOC_FAULTS
-/* 1 when this allocation is the one to fail (counts it). */
-int sr__alloc_fault(void);
+/* 1 when the allocation asked for at file:line, in function func, is the one to fail (records the
+   site). */
+int sr__alloc_fault(const char *file, int line, const char *func);
 #else
-static inline int sr__alloc_fault(void) { return 0; }
+static inline int sr__alloc_fault(const char *file, int line, const char *func) {
+    return (void)file, (void)line, (void)func, 0;
+}
 #endif
 
-SR__MUST_USE static inline void *sr__malloc(size_t n) { return sr__alloc_fault() ? NULL : malloc(n); }
-SR__MUST_USE static inline void *sr__calloc(size_t n, size_t size) {
-    return sr__alloc_fault() ? NULL : calloc(n, size);
+SR__MUST_USE static inline void *sr__malloc_at(size_t n, const char *file, int line, const char *func) {
+    return sr__alloc_fault(file, line, func) ? NULL : malloc(n);
 }
-SR__MUST_USE static inline void *sr__realloc(void *p, size_t n) { return sr__alloc_fault() ? NULL : realloc(p, n); }
+SR__MUST_USE static inline void *sr__calloc_at(size_t n, size_t size, const char *file, int line, const char *func) {
+    return sr__alloc_fault(file, line, func) ? NULL : calloc(n, size);
+}
+SR__MUST_USE static inline void *sr__realloc_at(void *p, size_t n, const char *file, int line, const char *func) {
+    return sr__alloc_fault(file, line, func) ? NULL : realloc(p, n);
+}
+SR__MUST_USE char *sr__strndup_at(const char *s, size_t n, const char *file, int line, const char *func);
+SR__MUST_USE int sr__grow_at(void **p, size_t *cap, size_t need, size_t size, const char *file, int line,
+                             const char *func);
+
+SR__MUST_USE static inline void *sr__malloc(size_t n) { return sr__malloc_at(n, __FILE__, __LINE__, __func__); }
+SR__MUST_USE static inline void *sr__calloc(size_t n, size_t size) {
+    return sr__calloc_at(n, size, __FILE__, __LINE__, __func__);
+}
+SR__MUST_USE static inline void *sr__realloc(void *p, size_t n) {
+    return sr__realloc_at(p, n, __FILE__, __LINE__, __func__);
+}
 SR__MUST_USE char *sr__strdup(const char *s);
 /* At most n bytes of s, and a terminating 0. */
 SR__MUST_USE char *sr__strndup(const char *s, size_t n);
@@ -55,14 +79,27 @@ SR__MUST_USE int sr__grow(void **p, size_t *cap, size_t need, size_t size);
    power of two); size is rounded up to a multiple of align, as aligned_alloc requires.  NULL when
    memory is exhausted or the rounding overflows.  Freed with free().  Inline, like the others, so
    that the code compiled into the tasks (core/device/cpu.c) needs nothing more. */
-SR__MUST_USE static inline void *sr__aligned_alloc(size_t align, size_t size) {
+SR__MUST_USE static inline void *sr__aligned_alloc_at(size_t align, size_t size, const char *file, int line,
+                                                      const char *func) {
     if (size > SIZE_MAX - (align - 1)) return NULL;
     size = size ? (size + align - 1) / align * align : align;
-    return sr__alloc_fault() ? NULL : aligned_alloc(align, size);
+    return sr__alloc_fault(file, line, func) ? NULL : aligned_alloc(align, size);
+}
+SR__MUST_USE static inline void *sr__aligned_alloc(size_t align, size_t size) {
+    return sr__aligned_alloc_at(align, size, __FILE__, __LINE__, __func__);
 }
 
 /* A new formatted string, to free (asprintf's, through sr__malloc); NULL when memory is exhausted. */
 SR__MUST_USE char *sr__fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 SR__MUST_USE char *sr__vfmt(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
+/* The call sites (above: the functions, for a caller that takes their address). */
+#define sr__malloc(n) sr__malloc_at((n), __FILE__, __LINE__, __func__)
+#define sr__calloc(n, size) sr__calloc_at((n), (size), __FILE__, __LINE__, __func__)
+#define sr__realloc(p, n) sr__realloc_at((p), (n), __FILE__, __LINE__, __func__)
+#define sr__strdup(s) sr__strndup_at((s), (size_t)-1, __FILE__, __LINE__, __func__)
+#define sr__strndup(s, n) sr__strndup_at((s), (n), __FILE__, __LINE__, __func__)
+#define sr__grow(p, cap, need, size) sr__grow_at((p), (cap), (need), (size), __FILE__, __LINE__, __func__)
+#define sr__aligned_alloc(align, size) sr__aligned_alloc_at((align), (size), __FILE__, __LINE__, __func__)
 
 #endif

@@ -13,7 +13,7 @@
 
 int sr__mkdir_p(const char *dir, char *failed, size_t len) {
     char *p = sr__strdup(dir);
-    if (!p) return -1;
+    if (!p) return snprintf(failed, len, "%s", dir), errno = ENOMEM, -1;
     int rc = 0;
     for (char *s = p + 1;; s++) { /* each parent, then the folder itself */
         if (*s && *s != '/') continue;

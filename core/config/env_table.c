@@ -111,6 +111,11 @@ const sr_var sr__host_reads[] = {
     {"SHARDRUN_DEBUG_SAVE_DELAY_MS",
      "testing aid: milliseconds the checkpoint writer sleeps after each unit, so a test can kill a run in the "
      "middle of a save"},
+    {"SHARDRUN_DEBUG_ALLOC_SITES, SHARDRUN_DEBUG_ALLOC_FAIL_SITE",
+     "testing aid of the sanitizer build (SHARDRUN_SANITIZE=ON; other builds refuse them): SITES=FILE appends to "
+     "FILE each allocation site (core/base/alloc.h: PATH:LINE and its function) a process reaches, once; "
+     "FAIL_SITE=PATH:LINE makes that site's first allocation in each process fail, as if memory ran out "
+     "(tests/cli/alloc_failures.sh fails every site a command reaches, one by one)"},
     {"SHARDRUN_JOB_ID",
      "set by shardrun in every worker (not read from your environment): one launch of the job, a random id from "
      "node 0's shardrun, the same on every node and in every restart. Every checkpoint records it; a model task "

@@ -32,6 +32,14 @@ static int rank_step(const char *v, const char *const *suffixes) {
     return 0;
 }
 
+#ifdef SR_ALLOC_FAULTS
+/* PATH:LINE (base/alloc.h's sites): a path of at most 255 bytes, then a line number from 1. */
+static int site_ok(const char *v) {
+    const char *c = strrchr(v, ':');
+    return c && c > v && c - v < 256 && whole(c + 1, c + strlen(c), 1 << 30) && strtol(c + 1, NULL, 10) > 0;
+}
+#endif
+
 static const char *const KILL_SUFFIXES[] = {"every", "stop", NULL};
 
 /* One variable's value: 1 when accepted.  An empty value is taken as unset, as its reader does. */
@@ -56,6 +64,17 @@ static int value_ok(const char *name, const char *v, const char **expected) {
     if (!strcmp(name, "SHARDRUN_DEBUG_PAUSE_AT")) {
         *expected = "RANK:STEP (whole numbers)";
         return !*v || rank_step(v, NULL);
+    }
+    if (!strcmp(name, "SHARDRUN_DEBUG_ALLOC_SITES") || !strcmp(name, "SHARDRUN_DEBUG_ALLOC_FAIL_SITE")) {
+#ifdef SR_ALLOC_FAULTS
+        if (!strcmp(name, "SHARDRUN_DEBUG_ALLOC_SITES")) return 1; /* a file name, any */
+        *expected = "PATH:LINE, an allocation site as SHARDRUN_DEBUG_ALLOC_SITES writes them (core/run/run.c:88)";
+        return !*v || site_ok(v);
+#else
+        /* a test that sets them here would pass without failing anything */
+        *expected = "it unset: only a build configured with SHARDRUN_SANITIZE=ON records or fails allocations";
+        return !*v;
+#endif
     }
     return 1; /* not one of ours: check_stray_env (run/run.c) names unknown ones */
 }

@@ -66,6 +66,11 @@ static int read_vfile(const char *dir, vfile *v) {
     const char *ih = sr__st_metadata(v->f, "index_hash");
     size_t nm = sr__st_metadata_count(v->f);
     sr__st_kv *kv = sr__calloc(nm + 1, sizeof *kv);
+    if (!kv) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: %s/%s: out of memory for its %zu metadata entries (%zu bytes)",
+                dir, v->name, nm, (nm + 1) * sizeof *kv);
+        return -1;
+    }
     for (size_t i = 0; i < nm; i++) kv[i] = *sr__st_metadata_at(v->f, i);
     sr__hash64_hex(sr__ckpt_index_hash(kv, nm), hex);
     free(kv);

@@ -415,7 +415,8 @@ static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const
     char berr[768] = "";
     /* a backend derives a child from its own kind of parent only */
     void *impl = ops->create(parent && parent->ops == ops ? parent->impl : NULL, &setup, berr, sizeof berr);
-    if (!impl && ops != sh->ops && sh->shm == SHM_AUTO && strncmp(berr, SR_SHM_LATE, strlen(SR_SHM_LATE))) {
+    if (!impl && ops != sh->ops && sh->shm == SHM_AUTO && strncmp(berr, SR_SHM_LATE, strlen(SR_SHM_LATE)) &&
+        strncmp(berr, SR_SHM_OOM, strlen(SR_SHM_OOM))) {
         /* shm failed on every rank alike (its creation shares each step's outcome): Gloo instead */
         ops = sh->ops;
         snprintf(prefix, sizeof prefix, "%s%s/", name, ops->name);

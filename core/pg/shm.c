@@ -457,6 +457,17 @@ int sr__shm_sweep(const char *token) {
     return n;
 }
 
+/* What a rank that ran out of memory sets as its <prefix><stage>/<rank> ("pid": -2, "mapped": 2),
+   so that the others fail with it instead of waiting for it. */
+static void say_oom(const sr__pg_setup *s, const char *stage) {
+    char key[400];
+    const char *oom = !strcmp(stage, "pid") ? "-2" : "2";
+    snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, s->rank);
+    pthread_mutex_lock(s->store_lock);
+    s->store_ops->set(s->store, key, oom, strlen(oom));
+    pthread_mutex_unlock(s->store_lock);
+}
+
 /* Sets <prefix><stage>/<rank> = value and waits for every rank's. 0, or -1 with a message. */
 static int store_meet(const sr__pg_setup *s, const char *stage, const char *value, char *err, size_t errlen) {
     char key[400], missing[2048] = "";
@@ -465,14 +476,11 @@ static int store_meet(const sr__pg_setup *s, const char *stage, const char *valu
     int oom = !keys || !owned;
     for (int r = 0; r < s->size && !oom; r++) oom = !(keys[r] = owned[r] = sr__fmt("%s%s/%d", s->prefix, stage, r));
     snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, s->rank);
-    if (oom) { /* this rank still says it failed ("pid" -1, "mapped" 0), so that the others need not wait for it */
-        const char *failed = !strcmp(stage, "pid") ? "-1" : "0";
-        pthread_mutex_lock(s->store_lock);
-        s->store_ops->set(s->store, key, failed, strlen(failed));
-        pthread_mutex_unlock(s->store_lock);
+    if (oom) { /* this rank still says it failed, so that the others need not wait for it */
+        say_oom(s, stage);
         for (int r = 0; owned && r < s->size; r++) free(owned[r]);
         free(owned), free(keys);
-        snprintf(err, errlen, "shm: out of memory for the store keys of %d ranks", s->size);
+        snprintf(err, errlen, SR_SHM_OOM " for the store keys of %d ranks", s->size);
         return -1;
     }
     pthread_mutex_lock(s->store_lock);
@@ -523,7 +531,8 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
     (void)parent;
     shm_pg *p = sr__calloc(1, sizeof *p);
     if (!p) {
-        snprintf(err, errlen, "shm: out of memory for the group");
+        if (s->size > 1 && (size_t)s->size * 8 <= SLOT) say_oom(s, "pid");
+        snprintf(err, errlen, SR_SHM_OOM " for a group of %d ranks (%zu bytes)", s->size, sizeof *p);
         return NULL;
     }
     p->rank = s->rank;
@@ -543,7 +552,8 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
     p->start = sr__calloc((size_t)s->size, sizeof *p->start);
     long long *ok = sr__calloc((size_t)s->size, sizeof *ok);
     if (!p->base || !p->head || !p->pid || !p->start || !ok) {
-        snprintf(err, errlen, "shm: out of memory for a group of %d ranks", s->size);
+        say_oom(s, "pid");
+        snprintf(err, errlen, SR_SHM_OOM " for a group of %d ranks", s->size);
         free(ok);
         shm_destroy(p);
         return NULL;
@@ -578,7 +588,8 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
     if (store_meet(s, "pid", value, err, errlen) || store_read_all(s, "pid", p->pid)) goto fail;
     for (int q = 0; q < s->size; q++)
         if (p->pid[q] < 0) {
-            if (mine_err[0]) snprintf(err, errlen, "%s", mine_err);
+            if (p->pid[q] == -2) snprintf(err, errlen, SR_SHM_OOM " on rank %d while creating the group", q);
+            else if (mine_err[0]) snprintf(err, errlen, "%s", mine_err);
             else
                 snprintf(err, errlen,
                          "shm: rank %d could not create its segment in /dev/shm; free room there or "
@@ -609,7 +620,8 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
     if (store_meet(s, "mapped", mine_err[0] ? "0" : "1", err, errlen) || store_read_all(s, "mapped", ok)) goto fail;
     for (int q = 0; q < s->size; q++)
         if (ok[q] != 1) {
-            if (mine_err[0]) snprintf(err, errlen, "%s", mine_err);
+            if (ok[q] == 2) snprintf(err, errlen, SR_SHM_OOM " on rank %d while mapping the group's segments", q);
+            else if (mine_err[0]) snprintf(err, errlen, "%s", mine_err);
             else
                 snprintf(err, errlen,
                          "shm: rank %d could not map the group's segments (do the ranks share "

@@ -222,7 +222,8 @@ static const char *file_digest(const char *path, char *out, size_t len) {
    it across agents before any other agent starts a worker): the layout, the task and its
    arguments, the plugins, the environment its workers receive (minus what differs per rank by
    design) and every [task] key.  Two nodes started with different jobs would otherwise train on
-   mixed-up collectives. */
+   mixed-up collectives.  NULL when memory ran out (a fingerprint cut short would tell agents of
+   different jobs apart by chance only). */
 static char *run_fingerprint(sr__run *run) {
     const sr__layout *l = &run->layout;
     char digest[64];
@@ -253,6 +254,10 @@ static char *run_fingerprint(sr__run *run) {
         const sr__setting *s = &run->cfg.set[i];
         if (!strcmp(s->section, "task") && s->value) sr__buf_printf(&b, "[task] %s=%s\n", s->key, s->value);
     }
+    if (b.oom) {
+        sr__buf_free(&b);
+        return NULL;
+    }
     return b.s ? b.s : sr__strdup("");
 }
 
@@ -277,6 +282,10 @@ int sr__run_prepare_rdzv(sr__run *run) {
         .restart_delay_s = atof(sr__config_value(&run->cfg, "shardrun", "restart_delay")),
         .fingerprint = run->fingerprint = run_fingerprint(run),
     };
+    if (!a.fingerprint) {
+        sr__diag_add(&run->cfg.diag, "out of memory for the run's fingerprint (what every agent of the run compares)");
+        return -1;
+    }
     if (a.need_store && nagents > 1 && a.agent_id != 0) /* what a node waits for, before it waits */
         sr__log(SR_LOG_INFO,
                 "waiting up to %gs ([shardrun] rdzv_timeout) for node 0's shardrun at %s (master_addr) to answer",

@@ -143,7 +143,7 @@ static char *find_task_so(sr__job *cfg, const sr__setting *s, char *tried, size_
     const char *v = s->value;
     if (strchr(v, '/') || (strlen(v) > 3 && !strcmp(v + strlen(v) - 3, ".so"))) {
         char *p = relative_to(s, cfg, v);
-        snprintf(tried, tried_len, "\n    %s", p ? p : v);
+        snprintf(tried, tried_len, "\n    %s%s", p ? p : v, p ? "" : " (out of memory for its full path)");
         if (p && access(p, R_OK) == 0) return p;
         free(p);
         return NULL;
@@ -152,15 +152,17 @@ static char *find_task_so(sr__job *cfg, const sr__setting *s, char *tried, size_
     size_t n = 0, used = 0;
     while (dirs && dirs[n]) n++;
     char **g = dirs ? sr__realloc(dirs, (n + 3) * sizeof *dirs) : NULL;
-    if (!g) { /* out of memory: found nowhere, said so below */
+    /* out of memory: found nowhere (or not looked everywhere), and the list of places says so */
+    static const char oom[] = "\n    (out of memory: not every folder could be tried)";
+    if (!g) {
         sr__free_strv(dirs);
-        g = sr__calloc(1, sizeof *g);
-        if (!g) return NULL;
-    } else {
-        g[n] = sr__fmt("%s/examples", sr__lib_dir());
-        g[n + 1] = g[n] ? sr__fmt("%s/shardrun/tasks", sr__lib_dir()) : NULL;
-        g[n + 2] = NULL;
+        snprintf(tried, tried_len, "%s", oom);
+        return NULL;
     }
+    g[n] = sr__fmt("%s/examples", sr__lib_dir());
+    g[n + 1] = g[n] ? sr__fmt("%s/shardrun/tasks", sr__lib_dir()) : NULL;
+    g[n + 2] = NULL;
+    if (!g[n + 1]) used += (size_t)snprintf(tried, tried_len, "%s", oom);
     dirs = g;
     char *found = NULL;
     for (char **d = dirs; *d && !found; d++) {

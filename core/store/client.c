@@ -25,6 +25,7 @@ struct sr__store {
     size_t consumed;    /* bytes of `in` belonging to the last reply */
     sr__store_msg msg_; /* the last reply */
     sr__store_msg *msg;
+    int lost; /* the connection broke (closed by the server, a send failed) */
 };
 
 static int send_request(sr__store *c, unsigned op, uint32_t n, const void *const *items, const uint32_t *lens) {
@@ -50,6 +51,7 @@ static int send_request(sr__store *c, unsigned op, uint32_t n, const void *const
         ssize_t w = send(c->fd, b.s + off, b.n - off, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
+            c->lost = 1;
             snprintf(c->error, sizeof c->error, "store connection lost while sending: %s", strerror(errno));
             sr__buf_free(&b);
             return -1;
@@ -69,8 +71,12 @@ static int read_reply(sr__store *c) {
     }
     while (1) {
         long used = c->in.n ? sr__store_parse((const unsigned char *)c->in.s, c->in.n, c->msg) : 0;
+        if (used == -2) {
+            snprintf(c->error, sizeof c->error, "out of memory for the items of a reply from the store");
+            return -1;
+        }
         if (used < 0) {
-            snprintf(c->error, sizeof c->error, "malformed reply from the store (or no memory for its items)");
+            snprintf(c->error, sizeof c->error, "malformed reply from the store");
             return -1;
         }
         if (used > 0) {
@@ -81,6 +87,7 @@ static int read_reply(sr__store *c) {
         ssize_t r = recv(c->fd, buf, sizeof buf, 0);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
+            c->lost = 1;
             snprintf(c->error, sizeof c->error, "store connection closed (%s)", r ? strerror(errno) : "by the server");
             return -1;
         }
@@ -92,13 +99,16 @@ static int read_reply(sr__store *c) {
     }
 }
 
+/* An ERROR reply's reason into c->error ("the store ran out of memory", a wrong token); -1. */
+static int refused(sr__store *c) {
+    snprintf(c->error, sizeof c->error, "store refused the request: %.*s", c->msg->nitems ? (int)c->msg->len[0] : 0,
+             c->msg->nitems ? (const char *)c->msg->item[0] : "");
+    return -1;
+}
+
 static int call(sr__store *c, unsigned op, uint32_t n, const void *const *items, const uint32_t *lens) {
     if (send_request(c, op, n, items, lens) != 0 || read_reply(c) != 0) return -1;
-    if (c->msg->op_or_status == SR_ST_ERROR) {
-        snprintf(c->error, sizeof c->error, "store refused the request: %.*s", c->msg->nitems ? (int)c->msg->len[0] : 0,
-                 c->msg->nitems ? (const char *)c->msg->item[0] : "");
-        return -1;
-    }
+    if (c->msg->op_or_status == SR_ST_ERROR) return refused(c);
     return (int)c->msg->op_or_status;
 }
 
@@ -154,7 +164,9 @@ sr__store *sr__store_connect(const char *host, int port, const char *token, doub
     uint32_t lens[1] = {(uint32_t)strlen(token)};
     if (call(c, SR_OP_HELLO, 1, items, lens) != SR_ST_OK) {
         snprintf(err, errlen, "store at %s:%d: %s", host, port, c->error);
+        int lost = c->lost;
         sr__store_close(c);
+        errno = lost ? ECONNRESET : EACCES; /* the server went away, or refused (its token, its memory) */
         return NULL;
     }
     return c;
@@ -236,13 +248,18 @@ static long long timeout_ms_of(double timeout_s) { return timeout_s < 0 ? -1 : (
 int sr__store_wait(sr__store *c, const char *const *keys, int n, double timeout_s, char *missing, size_t mlen) {
     if (wait_request(c, timeout_ms_of(timeout_s), keys, n) != 0 || read_reply(c) != 0) return -1;
     if (c->msg->op_or_status == SR_ST_OK) return 0;
-    if (c->msg->op_or_status != SR_ST_TIMEOUT) return -1;
+    if (c->msg->op_or_status == SR_ST_ERROR) return refused(c);
+    if (c->msg->op_or_status != SR_ST_TIMEOUT) {
+        snprintf(c->error, sizeof c->error, "malformed wait reply from the store");
+        return -1;
+    }
     list_missing(c, missing, mlen);
     return 1;
 }
 
 int sr__store_check(sr__store *c, const char *const *keys, int n) {
     if (keys_request(c, SR_OP_CHECK, NULL, NULL, 0, keys, n) != 0 || read_reply(c) != 0) return -1;
+    if (c->msg->op_or_status == SR_ST_ERROR) return refused(c);
     return c->msg->op_or_status == SR_ST_OK ? 1 : c->msg->op_or_status == SR_ST_NOTFOUND ? 0 : -1;
 }
 
@@ -259,11 +276,7 @@ static int fetch(sr__store *c, const char *const *keys, int n, uint32_t piece, u
         list_missing(c, missing, mlen);
         return 1;
     }
-    if (st == SR_ST_ERROR) {
-        snprintf(c->error, sizeof c->error, "store refused the request: %.*s", c->msg->nitems ? (int)c->msg->len[0] : 0,
-                 c->msg->nitems ? (const char *)c->msg->item[0] : "");
-        return -1;
-    }
+    if (st == SR_ST_ERROR) return refused(c);
     if (st != SR_ST_OK || c->msg->nitems != (uint32_t)n) {
         snprintf(c->error, sizeof c->error, "malformed fetch reply from the store");
         return -1;

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/hash64.h"
+#include "base/log.h"
 #include "base/rand.h"
 #include "store/rdzv_internal.h"
 #include "store/rdzv_protocol.h"
@@ -115,6 +116,13 @@ int sr__rdzv_pollfds(sr__rdzv *r, struct pollfd *pfds, int max) {
 void sr__rdzv_handle(sr__rdzv *r, const struct pollfd *pfds, int n) {
     if (r->server) {
         sr__store_server_handle(r->server, pfds, n);
+        unsigned long oom = sr__store_server_oom(r->server);
+        if (oom != r->server_oom_said) /* the peers fail with the store's answer; the host says why too */
+            sr__log(SR_LOG_ERROR,
+                    "the rendezvous store ran out of memory: %lu request(s) refused and their "
+                    "connections closed",
+                    oom - r->server_oom_said);
+        r->server_oom_said = oom;
         sr__rdzv_host_handle(r);
         return;
     }

@@ -113,10 +113,11 @@ typedef struct sr__rdzv {
     int restart_called_off;        /* the last restart never began (a node did not come back, a signal) */
     /* hosting agent */
     sr__store_server *server;
-    sr__rdzv_peer *peers; /* one per agent; [0] (this one) unused */
-    double refused_at;    /* when it refused an agent's fingerprint, 0: never */
-    double outcome_at;    /* when it sent the final verdict, 0: not yet */
-    double restart_at;    /* when it decided the restart */
+    unsigned long server_oom_said; /* its out-of-memory refusals already in the log */
+    sr__rdzv_peer *peers;          /* one per agent; [0] (this one) unused */
+    double refused_at;             /* when it refused an agent's fingerprint, 0: never */
+    double outcome_at;             /* when it sent the final verdict, 0: not yet */
+    double restart_at;             /* when it decided the restart */
     /* other agents */
     sr__store *ctl;    /* for reporting */
     sr__store *watch;  /* a pending wait on the verdict (or the next attempt's start) */
@@ -150,7 +151,8 @@ typedef struct sr__rdzv_args {
 /* Decides host, port and token (into r), starts or reaches the store; another agent is accepted
    into an attempt (r->attempt), and waits for that attempt's start when it is not the first.
    Errors go to diag; returns 0, SR__RDZV_UNREACHABLE when node 0's shardrun did not answer within
-   rdzv_timeout (a failed run: exit 1, not a configuration error), or -1 (the rest: diag says which). */
+   rdzv_timeout, or its store failed or went away while this agent joined (a failed run: exit 1,
+   not a configuration error), or -1 (the rest: diag says which). */
 #define SR__RDZV_UNREACHABLE (-3)
 int sr__rdzv_prepare(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag);
 int sr__rdzv_pollfds(sr__rdzv *r, struct pollfd *pfds, int max);

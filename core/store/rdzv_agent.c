@@ -53,7 +53,8 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     char err[512], key[64], akey[64], missing[64];
     int p = r->port;
     r->ctl = sr__store_connect(r->host, p, r->token, a->timeout_s, err, sizeof err);
-    int gave_up = !r->ctl && errno == ETIMEDOUT; /* nothing answered at that address: not the job file's fault */
+    /* nothing answered at that address, or node 0 went away while it did: not the job file's fault */
+    int gave_up = !r->ctl && (errno == ETIMEDOUT || errno == ECONNRESET);
     if (!r->ctl) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, err);
         return gave_up ? SR__RDZV_UNREACHABLE : -1;
@@ -63,7 +64,7 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     const char *vkey[1] = {akey};
     if (j <= 0 || j > 1000000) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, sr__store_error(r->ctl));
-        return -1;
+        return SR__RDZV_UNREACHABLE; /* node 0's store failed or went away: a failed run */
     }
     if (j == 1)
         sr__rdzv_key(key, sizeof key, "run/fingerprint/%d", r->agent_id, 0),
@@ -74,7 +75,7 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     /* node 0's agent compares what defines the run before this agent starts anything */
     if (sr__store_set(r->ctl, key, fp, strlen(fp)) != 0) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, sr__store_error(r->ctl));
-        return -1;
+        return SR__RDZV_UNREACHABLE; /* node 0's store failed or went away: a failed run */
     }
     int wrc = sr__store_wait(r->ctl, vkey, 1, a->timeout_s, missing, sizeof missing);
     void *answer = NULL;
@@ -83,7 +84,7 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p,
                      wrc > 0 ? "node 0's shardrun did not answer within rdzv_timeout" : sr__store_error(r->ctl));
         free(answer);
-        return wrc > 0 ? SR__RDZV_UNREACHABLE : -1;
+        return SR__RDZV_UNREACHABLE; /* no answer in time, or node 0's store failed or went away */
     }
     int attempt = -1, at = 0;
     char id[80] = "";
@@ -102,7 +103,7 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
         sr__store_wait_send(r->alive, sr__rdzv_key(key, sizeof key, "run/alive/%d/%d", r->agent_id, (int)j)) != 0) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p,
                      r->alive ? sr__store_error(r->alive) : err);
-        return -1;
+        return SR__RDZV_UNREACHABLE;
     }
     r->attempt = attempt;
     snprintf(r->job_id, sizeof r->job_id, "%s", id);

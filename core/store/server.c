@@ -96,6 +96,8 @@ struct sr__store_server {
     size_t ndirty, capdirty;
     conn *graveyard; /* closed this turn, freed at its end (events of the turn may still name them) */
     unsigned long rejected;
+    unsigned long oom; /* requests or connections refused for want of memory */
+    int oom_pending;   /* a connection is marked out.oom but on no list: flush() looks for it */
     sr__store_msg msg; /* parse scratch */
 };
 
@@ -159,10 +161,27 @@ static entry *intern(sr__store_server *s, const char *key, size_t klen) {
 
 /* ---- replies ---- */
 
+/* Tells the peer on fd that the store ran out of memory: a whole ERROR reply, made and sent
+   without allocating (best effort: the connection is closed next, and a peer that is not reading
+   only loses the reason). */
+static void tell_oom(sr__store_server *s, int fd) {
+    static const char why[] = "the store ran out of memory";
+    unsigned char m[SR_STORE_HEADER + 4 + sizeof why - 1] = {0};
+    sr__put_u32(m, SR_STORE_MAGIC);
+    m[4] = SR_ST_ERROR;
+    sr__put_u32(m + 8, 1);
+    sr__put_u32(m + SR_STORE_HEADER, (uint32_t)(sizeof why - 1));
+    memcpy(m + SR_STORE_HEADER + 4, why, sizeof why - 1);
+    if (send(fd, m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* the peer is gone anyway */
+    }
+    s->oom++;
+}
+
 static void mark_dirty(sr__store_server *s, conn *c) {
     if (c->dirty || c->dead) return;
     if (sr__grow((void **)&s->dirty, &s->capdirty, s->ndirty + 1, sizeof *s->dirty) != 0) {
-        c->out.oom = 1; /* no room to remember it: the connection is closed at the flush */
+        c->out.oom = 1; /* no room to remember it: flush() finds it and closes it */
+        s->oom_pending = 1;
         return;
     }
     s->dirty[s->ndirty++] = c;
@@ -351,9 +370,8 @@ static int valid_key(const unsigned char *k, uint32_t len) {
     return len > 0 && len <= SR_STORE_MAX_KEY && !memchr(k, 0, len);
 }
 
-static const char out_of_memory[] = "the store ran out of memory";
-
-/* Serves one request; returns -1 when the connection must be closed. */
+/* Serves one request; returns -1 when the connection must be closed, -2 when it must be closed
+   because memory ran out (the caller tells the peer). */
 static int serve(sr__store_server *s, conn *c, const sr__store_msg *m) {
     if (!c->authed) {
         if (m->op_or_status != SR_OP_HELLO || m->nitems != 1 || m->len[0] != strlen(s->token) ||
@@ -369,8 +387,7 @@ static int serve(sr__store_server *s, conn *c, const sr__store_msg *m) {
     switch (m->op_or_status) {
     case SR_OP_SET:
         if (m->nitems != 2 || !valid_key(m->item[0], m->len[0])) return -1;
-        if (put(s, (const char *)m->item[0], m->len[0], m->item[1], m->len[1]) != 0)
-            return reply_error(s, c, out_of_memory), -1;
+        if (put(s, (const char *)m->item[0], m->len[0], m->item[1], m->len[1]) != 0) return -2;
         reply(s, c, SR_ST_OK, 0, NULL, NULL);
         return 0;
     case SR_OP_GET: {
@@ -391,8 +408,7 @@ static int serve(sr__store_server *s, conn *c, const sr__store_msg *m) {
         long long v = (e ? strtoll(e->value, NULL, 10) : 0) + sr__get_i64(m->item[1]);
         char text[32];
         int n = snprintf(text, sizeof text, "%lld", v);
-        if (put(s, (const char *)m->item[0], m->len[0], text, (size_t)n) != 0)
-            return reply_error(s, c, out_of_memory), -1;
+        if (put(s, (const char *)m->item[0], m->len[0], text, (size_t)n) != 0) return -2;
         unsigned char out[8];
         sr__put_i64(out, v);
         const void *items[1] = {out};
@@ -411,8 +427,7 @@ static int serve(sr__store_server *s, conn *c, const sr__store_msg *m) {
             c->piece = sr__get_u32(m->item[1]), c->pieces = sr__get_u32(m->item[1] + 4);
             if (c->pieces && c->piece >= c->pieces) return -1;
         }
-        if (start_wait(s, c, m->op_or_status, sr__get_i64(m->item[0]), m, first) != 0)
-            return reply_error(s, c, out_of_memory), -1;
+        if (start_wait(s, c, m->op_or_status, sr__get_i64(m->item[0]), m, first) != 0) return -2;
         return 0;
     }
     case SR_OP_CHECK: {
@@ -472,9 +487,10 @@ static void accept_all(sr__store_server *s) {
         conn *c = s->nconns < MAX_CONNS ? sr__calloc(1, sizeof *c) : NULL;
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
         if (!c || epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            if (!c && s->nconns < MAX_CONNS) tell_oom(s, fd); /* counted there, not as a rejection */
+            else s->rejected++;
             free(c);
             close(fd);
-            s->rejected++;
             continue;
         }
         int one = 1;
@@ -498,9 +514,10 @@ static int pump_in(sr__store_server *s, conn *c) {
         if (n == 0) return -1;
         if (n < 0) return errno == EAGAIN || errno == EINTR ? 0 : -1;
         sr__buf_add(&c->in, buf, (size_t)n);
-        if (c->in.oom) return -1;
+        if (c->in.oom) return tell_oom(s, c->fd), -1;
         while (c->in_off < c->in.n) {
             long used = sr__store_parse((const unsigned char *)c->in.s + c->in_off, c->in.n - c->in_off, &s->msg);
+            if (used == -2) return tell_oom(s, c->fd), -1;
             if (used < 0) {
                 s->rejected++;
                 return -1;
@@ -512,7 +529,9 @@ static int pump_in(sr__store_server *s, conn *c) {
                 }
                 break;
             }
-            if (serve(s, c, &s->msg) != 0) {
+            int rc = serve(s, c, &s->msg);
+            if (rc == -2) return tell_oom(s, c->fd), -1; /* what was queued for c is dropped */
+            if (rc != 0) {
                 s->rejected++;
                 /* flush an error reply, best effort, before closing */
                 if (c->out.n && write(c->fd, c->out.s, c->out.n) < 0) { /* the peer is gone anyway */
@@ -551,6 +570,7 @@ static void flush(sr__store_server *s) {
         conn *c = s->dirty[i];
         c->dirty = 0;
         if (c->dead) continue;
+        if (c->out.oom) tell_oom(s, c->fd);
         if (c->out.oom || pump_out(c) != 0) {
             close_conn(s, c); /* a reply it would never see whole */
             continue;
@@ -558,6 +578,12 @@ static void flush(sr__store_server *s) {
         watch_out(s, c, c->out.n > 0);
     }
     s->ndirty = 0;
+    /* a reply that could not be put on the list: its connection is closed with the reason */
+    for (conn *c = s->oom_pending ? s->conns : NULL, *next; c; c = next) {
+        next = c->next;
+        if (c->out.oom) tell_oom(s, c->fd), close_conn(s, c);
+    }
+    s->oom_pending = 0;
 }
 
 sr__store_server *sr__store_server_start(const char *bind_addr, int port, const char *token, char *err, size_t errlen) {
@@ -665,6 +691,8 @@ void sr__store_server_set(sr__store_server *s, const char *key, const void *valu
 }
 
 unsigned long sr__store_server_rejected(const sr__store_server *s) { return s->rejected; }
+
+unsigned long sr__store_server_oom(const sr__store_server *s) { return s->oom; }
 
 void sr__store_server_free(sr__store_server *s) {
     if (!s) return;

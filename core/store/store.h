@@ -42,6 +42,9 @@ int sr__store_server_set_checked(sr__store_server *s, const char *key, const voi
 int sr__store_server_waiting(const sr__store_server *s, const char *key);
 /* Connections refused or closed for breaking the protocol (tests read it from the log). */
 unsigned long sr__store_server_rejected(const sr__store_server *s);
+/* Requests and connections refused because the server ran out of memory: each peer was told "the
+   store ran out of memory" and its connection closed.  The hosting agent says so in its log. */
+unsigned long sr__store_server_oom(const sr__store_server *s);
 void sr__store_server_free(sr__store_server *s);
 
 typedef struct sr__store sr__store;

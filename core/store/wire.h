@@ -72,7 +72,8 @@ static inline void sr__store_msg_free(sr__store_msg *m) {
 }
 
 /* Parses a message at the start of buf: returns its total size, 0 when incomplete, -1 when it
-   breaks a bound or no memory is left for its items (the connection must be closed). */
+   breaks a bound, -2 when no memory is left for its items (either way the connection must be
+   closed). */
 static inline long sr__store_parse(const unsigned char *buf, size_t n, sr__store_msg *m) {
     if (n < SR_STORE_HEADER) return 0;
     if (sr__get_u32(buf) != SR_STORE_MAGIC) return -1;
@@ -86,7 +87,7 @@ static inline long sr__store_parse(const unsigned char *buf, size_t n, sr__store
         if (item) m->item = item;
         uint32_t *len = sr__realloc(m->len, cap * sizeof *len);
         if (len) m->len = len;
-        if (!item || !len) return -1;
+        if (!item || !len) return -2;
         m->cap = cap;
     }
     size_t off = SR_STORE_HEADER;

@@ -29,7 +29,8 @@ struct sr_ctx {
     int tty;
     char **asked; /* [task] keys read through sr_config*(), for sr__ctx_check_task_keys */
     size_t nasked;
-    char **paths; /* what sr_config_path() returned, freed with the ctx */
+    int asked_short; /* memory ran out recording one: the record misses keys that were read */
+    char **paths;    /* what sr_config_path() returned, freed with the ctx */
     size_t npaths;
     char *data_identity, *data_detail; /* sr_data_identity() */
 };
@@ -95,8 +96,17 @@ const char *sr_config(const sr_ctx *c, const char *key) {
     sr_ctx *m = (sr_ctx *)c;
     if (key && !was_asked(c, key)) {
         char **a = sr__realloc(m->asked, (m->nasked + 1) * sizeof *a);
-        if (a && (a[m->nasked] = sr__strdup(key))) m->nasked++;
         if (a) m->asked = a;
+        if (a && (a[m->nasked] = sr__strdup(key))) {
+            m->nasked++;
+        } else if (!m->asked_short) {
+            /* the task still gets its value; only the report of keys never read would lie */
+            m->asked_short = 1;
+            sr__log(SR_LOG_WARN,
+                    "out of memory recording that [task] %s was read (%zu bytes): the keys the task never read are "
+                    "not reported this run",
+                    key, strlen(key) + 1);
+        }
     }
     return sr__config_value(c->cfg, "task", key);
 }
@@ -115,6 +125,7 @@ const char *sr__ctx_task_setting(const sr_ctx *c, size_t i, const char **value) 
 
 void sr__ctx_send_unread(const sr_ctx *c) {
     sr__progress_send(SR_PROGRESS_UNREAD, "");
+    if (c->asked_short) return; /* a key missing from the record may well have been read (warned) */
     for (size_t i = 0; i < c->cfg->nset; i++) {
         const sr__setting *s = &c->cfg->set[i];
         if (strcmp(s->section, "task") || !s->value || was_asked(c, s->key)) continue;
@@ -127,6 +138,8 @@ void sr__ctx_send_unread(const sr_ctx *c) {
 }
 
 const char *sr__ctx_asked_key(const sr_ctx *c, size_t i) { return i < c->nasked ? c->asked[i] : NULL; }
+
+int sr__ctx_asked_short(const sr_ctx *c) { return c->asked_short; }
 
 const char *sr__ctx_task_where(const sr_ctx *c, const char *key) {
     const sr__setting *s = key ? sr__config_get(c->cfg, "task", key) : NULL;
@@ -172,6 +185,7 @@ static const char *closest_task_key(const sr_ctx *c, const sr_key *runtime_keys,
 
 int sr__ctx_check_task_keys(const sr_ctx *c, const char *task_name, const sr_key *runtime_keys) {
     int bad = 0;
+    if (c->asked_short) return 0; /* the record misses keys that were read (warned): no key is blamed */
     for (size_t i = 0; i < c->cfg->nset; i++) {
         const sr__setting *s = &c->cfg->set[i];
         if (strcmp(s->section, "task") || !s->value || was_asked(c, s->key)) continue;

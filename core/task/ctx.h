@@ -29,6 +29,8 @@ void sr__ctx_send_unread(const sr_ctx *ctx);
 /* The i-th [task] key read through sr_config*() so far (by the task or the trainer); NULL after the
    last. */
 const char *sr__ctx_asked_key(const sr_ctx *ctx, size_t i);
+/* 1 when memory ran out recording a key read (warned once): the keys above may miss some. */
+int sr__ctx_asked_short(const sr_ctx *ctx);
 /* Where [task] key's value was set ("job.ini:12", "command line --set ...", "environment ..."), or
    NULL when it was not. */
 const char *sr__ctx_task_where(const sr_ctx *ctx, const char *key);

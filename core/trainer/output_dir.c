@@ -20,6 +20,10 @@ int sr__output_dir_prepare(const char *dir, char *err, size_t errlen) {
     errno = 0;
     if (sr__mkdir_p(dir, failed, sizeof failed) != 0) {
         int e = errno;
+        if (e == ENOMEM) {
+            snprintf(err, errlen, "[task] output_dir = %s: out of memory while creating it", dir);
+            return -2;
+        }
         snprintf(err, errlen,
                  "[task] output_dir = %s cannot be created (%s: %s); nothing was trained; choose a "
                  "folder this user can write",
@@ -29,7 +33,7 @@ int sr__output_dir_prepare(const char *dir, char *err, size_t errlen) {
     char *probe = sr__fmt("%s/.shardrun-write-test-%ld", dir, (long)getpid());
     if (!probe) {
         snprintf(err, errlen, "[task] output_dir = %s: out of memory for the name of a test file in it", dir);
-        return -1;
+        return -2;
     }
     int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     int e = errno;

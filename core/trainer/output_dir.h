@@ -10,7 +10,8 @@
 
 #include <stddef.h>
 
-/* Creates output_dir and its parents and checks that this user can write in it.  0 or -1. */
+/* Creates output_dir and its parents and checks that this user can write in it.  0, -1 (err says
+   why), or -2 when memory ran out (err says so). */
 int sr__output_dir_prepare(const char *dir, char *err, size_t errlen);
 
 /* The checkpoint-N folders of dir that do not belong to the training run `lineage` (NULL: a new

@@ -140,11 +140,15 @@ int sr__records_resume(sr__trainer *t, const char *dir) {
     return t->hist.best_checkpoint ? find_best_again(t) : SR_EXIT_OK;
 }
 
-void sr__records_train_entry(sr__trainer *t, double loss, const sr__step_result *r) {
+int sr__records_train_entry(sr__trainer *t, double loss, const sr__step_result *r) {
     long long step = t->ts.global_step;
     const char *names[] = {"loss", "grad_norm", "learning_rate", "epoch", "step"};
     double v[] = {loss, r->grad_norm, t->o.lr, (double)step / (double)t->plan.steps_per_epoch, (double)step};
-    sr__history_add(&t->hist, 5, names, v);
+    if (sr__history_add(&t->hist, 5, names, v) != 0) {
+        sr__log(SR_LOG_ERROR, "out of memory for the log history at step %lld (%d entries kept)", step, t->hist.n);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- trainer_state.json -------------------------------------------------------------------------- */
@@ -339,7 +343,10 @@ int sr__records_finish(sr__trainer *t, double runtime) {
                    (double)step};
     const char *names[6] = {
         "train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss", "epoch", "step"};
-    sr__history_add(&t->hist, 6, names, v);
+    if (sr__history_add(&t->hist, 6, names, v) != 0) {
+        sr__log(SR_LOG_ERROR, "out of memory for the log history's summary at step %lld", step);
+        return -1;
+    }
     if (t->rank == 0) {
         const sr__hist_entry *e = &t->hist.e[t->hist.n - 1];
         printf("{");

@@ -57,6 +57,7 @@ static int listed(const char *const *keys, const char *key) {
 /* Whether name is one resume_allow_changes may list. */
 static int allowable(const sr_ctx *ctx, const char *name) {
     if (listed(ALLOW_NAMES, name) || sr__find_key(sr__trainer_keys, name) || sr__ctx_task_where(ctx, name)) return 1;
+    if (sr__ctx_asked_short(ctx)) return 1; /* the keys read are not all on record (warned) */
     const char *k;
     for (size_t i = 0; (k = sr__ctx_asked_key(ctx, i)); i++)
         if (!strcmp(k, name)) return 1;
@@ -293,7 +294,13 @@ static char *named_checkpoint(const sr__trainer *t, int *rc) {
                 a->resume_from_checkpoint, found ? "not a folder" : "no such folder");
         return NULL;
     }
-    return sr__strdup(a->resume_from_checkpoint);
+    char *dir = sr__strdup(a->resume_from_checkpoint);
+    if (!dir) {
+        sr__log(SR_LOG_ERROR, "resume_from_checkpoint: out of memory for the path of %s (%zu bytes)",
+                a->resume_from_checkpoint, strlen(a->resume_from_checkpoint) + 1);
+        *rc = SR_EXIT_FAILED;
+    }
+    return dir;
 }
 
 /* The checkpoint's identity: readable, its name agreeing with its step.  An exit code. */

@@ -97,13 +97,13 @@ FILE *sr__train_log_open(const sr__train_args *a, int rank, long long resumed_st
     return f;
 }
 
-void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r) {
+int sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r) {
     long long step = t->ts.global_step, total = t->plan.total_steps;
     int last = step == total;
     if (!r->withheld) t->loss_sum += loss, t->loss_steps++; /* the summary's train_loss: applied steps */
     if (t->rank == 0 && t->tty) sr__trainer_bar(t, loss, NULL, 0);
-    if (step % t->a.logging_steps != 0 && !last) return;
-    sr__records_train_entry(t, loss, r); /* log_history, on every rank */
+    if (step % t->a.logging_steps != 0 && !last) return 0;
+    if (sr__records_train_entry(t, loss, r) != 0) return -1; /* log_history, on every rank */
     /* the log line replaces the bar; the bar is drawn again below it */
     if (t->rank == 0 && t->tty) printf("\r%*s\r", t->bar_len, "");
     t->bar_len = 0;
@@ -132,11 +132,17 @@ void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r)
                     snprintf(num[i], sizeof num[i], "null"),
                         sr__buf_printf(&nf, "%s\"%s\"", nf.n ? ", " : "", names[i]);
             }
+            int list = nf.n && !nf.oom;
+            if (nf.oom)
+                sr__log(SR_LOG_WARN,
+                        "out of memory for the names of step %lld's values that are not finite: its "
+                        "train_log.jsonl record has no \"nonfinite\" list",
+                        step);
             fprintf(t->log,
                     "{\"step\": %lld, \"loss\": %s, \"learning_rate\": %s, \"grad_norm\": %s, "
                     "\"skipped\": %d, \"loss_scale\": %s%s%s%s}\n",
-                    step, num[0], num[1], num[2], r->skipped || r->withheld, num[3], nf.n ? ", \"nonfinite\": [" : "",
-                    nf.n ? nf.s : "", nf.n ? "]" : "");
+                    step, num[0], num[1], num[2], r->skipped || r->withheld, num[3], list ? ", \"nonfinite\": [" : "",
+                    list ? nf.s : "", list ? "]" : "");
             sr__buf_free(&nf);
             fflush(t->log);
         }
@@ -144,4 +150,5 @@ void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r)
     if (t->rank == 0) sr__profile_print(&t->prof, 0);
     t->last_log_t = now;
     t->tokens_since_log = 0;
+    return 0;
 }

@@ -361,7 +361,7 @@ static int train(sr__trainer *t) {
         snprintf(text, sizeof text, "%lld", t->ts.global_step);
         sr__progress_send(SR_PROGRESS_STEP, text);
         sr__debug_kill_at(t->rank, sr_restart_count(t->ctx), t->ts.global_step);
-        sr__trainer_log_step(t, loss, &r);
+        if (sr__trainer_log_step(t, loss, &r) != 0) return SR_EXIT_FAILED;
         sr__debug_pause_at(t->rank, sr_restart_count(t->ctx), t->ts.global_step); /* after the step's line */
         if (sr__eval_if_due(t, 0) != 0) return SR_EXIT_FAILED;
         if (save_if_due(t) != 0) return SR_EXIT_FAILED;

@@ -98,8 +98,9 @@ typedef struct sr__trainer {
    up to the step it resumed from and drops those a killed run wrote after it. */
 FILE *sr__train_log_open(const sr__train_args *a, int rank, long long resumed_step);
 /* After each step: the progress bar (rank 0, on a terminal), and every logging_steps and at the
-   last step the log line and its train_log.jsonl record; the tokens/s window restarts then. */
-void sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r);
+   last step the log line and its train_log.jsonl record; the tokens/s window restarts then.  0, or
+   -1 after an error (memory for the log history ran out). */
+int sr__trainer_log_step(sr__trainer *t, double loss, const sr__step_result *r);
 /* Rank 0 on a terminal: draws the progress line in place: the bar, the step, then `doing` (e.g.
    "evaluating 3/40 batches, 2.0s left") or else the loss, and the run's elapsed and remaining time
    (doing_left: the seconds `doing` still needs, > 0 when known, counted in). */
@@ -115,8 +116,8 @@ int sr__records_setup(sr__trainer *t);
    them, from an older shardrun: a note, and the records start at its step).  The best checkpoint
    is looked for in this run's output_dir (records.c: find_best_again).  An exit code. */
 int sr__records_resume(sr__trainer *t, const char *checkpoint_dir);
-/* A logged step's entry (loss, grad_norm, learning_rate, epoch, step). */
-void sr__records_train_entry(sr__trainer *t, double loss, const sr__step_result *r);
+/* A logged step's entry (loss, grad_norm, learning_rate, epoch, step).  0, or -1 after an error. */
+int sr__records_train_entry(sr__trainer *t, double loss, const sr__step_result *r);
 /* Saves checkpoint-<global_step> (collective), then output_dir/trainer_state.json, loss.svg and the
    save_total_limit rotation (rank 0).  0 or -1. */
 int sr__records_save_checkpoint(sr__trainer *t);

@@ -22,6 +22,17 @@ refused SHARDRUN_DEBUG_SAVE_DELAY_MS=1s "SHARDRUN_DEBUG_SAVE_DELAY_MS=1s: expect
 refused SHARDRUN_DEBUG_KILL_AT=1:7:never "SHARDRUN_DEBUG_KILL_AT=1:7:never: expected RANK:STEP, RANK:STEP:every or RANK:STEP:stop"
 refused SHARDRUN_DEBUG_KILL_AT=one:7 "SHARDRUN_DEBUG_KILL_AT=one:7: expected RANK:STEP"
 refused SHARDRUN_DEBUG_PAUSE_AT=0:5:stop "SHARDRUN_DEBUG_PAUSE_AT=0:5:stop: expected RANK:STEP (whole numbers)"
+# the allocation sites' testing aid: a malformed site where it works, the variables at all elsewhere
+# (a test setting them there would fail nothing and pass)
+if [ "$SANITIZED" = 1 ]; then
+    refused SHARDRUN_DEBUG_ALLOC_FAIL_SITE=core/run/run.c \
+        "SHARDRUN_DEBUG_ALLOC_FAIL_SITE=core/run/run.c: expected PATH:LINE, an allocation site"
+    refused SHARDRUN_DEBUG_ALLOC_FAIL_SITE=core/run/run.c:0 "SHARDRUN_DEBUG_ALLOC_FAIL_SITE=core/run/run.c:0: expected PATH:LINE"
+else
+    refused SHARDRUN_DEBUG_ALLOC_FAIL_SITE=core/run/run.c:88 "SHARDRUN_DEBUG_ALLOC_FAIL_SITE=core/run/run.c:88: expected it" \
+        "unset: only a build configured with SHARDRUN_SANITIZE=ON records or fails allocations"
+    refused SHARDRUN_DEBUG_ALLOC_SITES="$T/sites" "SHARDRUN_DEBUG_ALLOC_SITES=$T/sites: expected it unset: only a build"
+fi
 # also for `shardrun env`, the dry run
 run env SHARDRUN_PROFILE=on "$SHARDRUN" env "$J"
 expect_rc 2 "shardrun env: SHARDRUN_PROFILE=on refused"

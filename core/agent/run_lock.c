@@ -17,9 +17,8 @@ int sr__run_lock_take(sr__run *run, sr__output_lock **out) {
     if (!s || !s->value || !*s->value) return 0;
     /* resolved as the trainer resolves it (sr_config_path): the job file's folder for a relative
        path written there, the current folder otherwise */
-    char *dir = (s->value[0] != '/' && s->from == SR_FROM_FILE && run->cfg.dir) || sr__config_names_home(s->value)
-                    ? sr__config_absolute(&run->cfg, s->from, s->value)
-                    : sr__strdup(s->value);
+    char *dir =
+        sr__config_path_moves(&run->cfg, s) ? sr__config_absolute(&run->cfg, s->from, s->value) : sr__strdup(s->value);
     char why[4096], note[2048];
     if (!dir) {
         sr__log(SR_LOG_ERROR, "out of memory for [task] output_dir");

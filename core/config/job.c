@@ -357,6 +357,11 @@ static const char *home_dir(void) {
 
 int sr__config_names_home(const char *p) { return p[0] == '~' && (!p[1] || p[1] == '/'); }
 
+int sr__config_path_moves(const sr__job *cfg, const sr__setting *s) {
+    if (!s->value || !*s->value) return 0;
+    return sr__config_names_home(s->value) || (s->value[0] != '/' && s->from == SR_FROM_FILE && cfg->dir);
+}
+
 char *sr__config_absolute(const sr__job *cfg, sr__from from, const char *p) {
     /* "~" and "~/..." are under the user's home, as HF's TrainingArguments expands output_dir
        (os.path.expanduser): one job file shared between users, such as the shipped demos, names a

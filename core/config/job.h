@@ -95,6 +95,10 @@ sr__setting *sr__config_get(sr__job *cfg, const char *section, const char *key);
 char *sr__config_absolute(const sr__job *cfg, sr__from from, const char *p);
 /* Whether path p starts with the user's home ("~" or "~/..."). */
 int sr__config_names_home(const char *p);
+/* Whether the path setting s changes when made absolute (sr__config_absolute): under the home, or
+   relative and written in the job file.  The trainer (sr_config_path) and the agent (the
+   output_dir lock) resolve a path key the same way through it. */
+int sr__config_path_moves(const sr__job *cfg, const sr__setting *s);
 const char *sr__config_value(sr__job *cfg, const char *section, const char *key);
 
 void sr__config_free(sr__job *cfg);

@@ -156,15 +156,13 @@ const char *sr_config_base_dir(const sr_ctx *c, const char *key) { return from_f
 
 const char *sr_config_path(const sr_ctx *c, const char *key) {
     const char *v = sr_config(c, key);
-    if (!v || !*v) return v;
-    const sr__setting *s = v[0] != '/' ? from_file(c, key) : NULL;
-    int home = sr__config_names_home(v);
-    if (!s && !home) return v; /* absolute, or the current folder's: as given */
-    sr_ctx *m = (sr_ctx *)c;   /* the kept strings are bookkeeping, as the asked keys are */
+    const sr__setting *s = v ? sr__config_get(c->cfg, "task", key) : NULL;
+    if (!s || !sr__config_path_moves(c->cfg, s)) return v; /* absolute, or the current folder's: as given */
+    sr_ctx *m = (sr_ctx *)c;                               /* the kept strings are bookkeeping, as the asked keys are */
     char **g = sr__realloc(m->paths, (m->npaths + 1) * sizeof *g);
     if (!g) return v;
     m->paths = g;
-    char *p = sr__config_absolute(c->cfg, s ? s->from : SR_FROM_CLI, v);
+    char *p = sr__config_absolute(c->cfg, s->from, v);
     if (!p) return v;
     m->paths[m->npaths++] = p;
     return p;

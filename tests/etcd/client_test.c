@@ -69,19 +69,19 @@ static const char *value_of(sr__etcd *c, const char *key) {
 
 /* ---- endpoint lists that cannot work ---------------------------------------------------------- */
 
-/* A port on 127.0.0.1 that refuses (bound, then closed) or one that never answers (listening,
-   never accepting: the connection completes in the backlog, and no answer comes). */
-static int loopback_port(int keep_listening, int *fd_out) {
+/* A port on 127.0.0.1 that refuses (bound, not listening: a connection is reset) or one that
+   never answers (listening, never accepting: the connection completes in the backlog, and no answer
+   comes).  Both stay bound until *fd is closed, so the two differ. */
+static int loopback_port(int listening, int *fd_out) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
     if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0 ||
-        (keep_listening && listen(fd, 16) != 0)) {
+        (listening && listen(fd, 16) != 0)) {
         perror("FAIL: harness: a loopback socket");
         exit(1);
     }
-    if (keep_listening) *fd_out = fd;
-    else close(fd);
+    *fd_out = fd;
     return ntohs(a.sin_port);
 }
 
@@ -101,8 +101,8 @@ static void check_unreachable(void) {
         sr__etcd_close(c);
     }
 
-    int silent_fd = -1;
-    int refused = loopback_port(0, NULL), silent = loopback_port(1, &silent_fd);
+    int refused_fd = -1, silent_fd = -1;
+    int refused = loopback_port(0, &refused_fd), silent = loopback_port(1, &silent_fd);
     char list[128];
     snprintf(list, sizeof list, "127.0.0.1:%d,127.0.0.1:%d", refused, silent);
     sr__etcd_opts quick = {.connect_timeout_ms = 300, .attempt_timeout_ms = 500, .op_timeout_ms = 1500};
@@ -113,7 +113,7 @@ static void check_unreachable(void) {
     check_rejected(rc == 0, err, "etcd put \"k\"", "no member answered within 1500 ms", "a put to no member", __FILE__,
                    __LINE__, 0);
     char want[64];
-    snprintf(want, sizeof want, "http://127.0.0.1:%d: ", refused);
+    snprintf(want, sizeof want, "http://127.0.0.1:%d: Couldn't connect", refused);
     CHECK(strstr(err, want) != NULL);
     snprintf(want, sizeof want, "http://127.0.0.1:%d: no answer within", silent);
     CHECK(strstr(err, want) != NULL);
@@ -129,6 +129,7 @@ static void check_unreachable(void) {
     CHECK(took >= 1.4 && took < 2.5);
     sr__etcd_watch_close(w);
     sr__etcd_close(c);
+    close(refused_fd);
     close(silent_fd);
 }
 
@@ -287,15 +288,15 @@ static void check_leases(sr__etcd *c) {
     sr__etcd_kvs_free(&r);
 
     /* renewed every 250 ms for 3 s (three TTLs): lease/kept stays; lease/short, never renewed, goes */
-    int renewed = 0, gone_at = -1;
+    int renewed = 0, failed = 0, gone_at = -1;
     double t0 = now_s();
     while (now_s() - t0 < 3.0) {
         if (sr__etcd_lease_keepalive(c, kept_id, &left, err, sizeof err) == 1 && left >= 1) renewed++;
-        else fprintf(stderr, "keepalive: %s\n", err);
+        else failed++, fprintf(stderr, "keepalive: %s\n", err);
         if (gone_at < 0 && !value_of(c, "lease/short")) gone_at = (int)((now_s() - t0) * 1000);
         sleep_ms(250);
     }
-    CHECK(renewed >= 10);
+    CHECK(failed == 0 && renewed >= 4); /* fewer than 12 on a busy machine: each call takes its time */
     CHECK(gone_at >= 0);
     printf("  the unrenewed lease's key gone after %d ms; the renewed one's still there (%d renewals)\n", gone_at,
            renewed);

@@ -123,21 +123,21 @@ static int run_host(void) {
         sr__diag_flush(&diag);
         return 3;
     }
-    sr__rdzv_report_done(&r, NULL, 0, 1); /* node 0's own rank: done at once */
-    static struct pollfd pfds[1 << 18];   /* a server that lists every connection (before epoll) */
+    sr__rdzv_report(&r, &(sr__rdzv_news){.kind = SR__RDZV_DONE, .succeeded = 1}); /* node 0's own rank */
+    static struct pollfd pfds[1 << 18];
     while (1) {
-        int n = sr__rdzv_pollfds(&r, pfds, 1 << 18);
-        poll(pfds, (nfds_t)n, sr__rdzv_timeout_ms(&r));
-        sr__rdzv_handle(&r, pfds, n);
-        if (r.phase == SR_RDZV_RUNNING && sr__rdzv_all_done(&r)) sr__rdzv_succeed(&r);
+        int ms, n = sr__rdzv_pollfds(&r, pfds, 1 << 18, &ms);
+        poll(pfds, (nfds_t)n, ms);
+        sr__rdzv_step(&r, pfds, n);
         if (r.phase == SR_RDZV_RESTART) {
-            int rr = sr__rdzv_restart_ready(&r);
-            if (rr > 0) {
-                sr__rdzv_next_attempt(&r);
-                sr__rdzv_report_done(&r, NULL, 0, 1);
+            sr__rdzv_report(&r, &(sr__rdzv_news){.kind = SR__RDZV_STOPPED});
+            if (sr__rdzv_view_now(&r).next_attempt > 0) {
+                sr__rdzv_report(&r, &(sr__rdzv_news){.kind = SR__RDZV_NEXT});
+                sr__rdzv_report(&r, &(sr__rdzv_news){.kind = SR__RDZV_DONE, .succeeded = 1});
             }
         }
-        if (r.phase != SR_RDZV_RUNNING && r.phase != SR_RDZV_RESTART && sr__rdzv_settled(&r)) break;
+        sr__rdzv_view v = sr__rdzv_view_now(&r);
+        if (v.verdict_known && v.settled) break;
     }
     printf("host: attempt %d, phase %s: %s\n%s", r.attempt,
            r.phase == SR_RDZV_SUCCEEDED ? "succeeded"

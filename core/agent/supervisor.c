@@ -26,8 +26,9 @@ static sr__watchdog *watchdog; /* NULL: no memory for it (hang_timeout = 0 still
 
 /* The rendezvous hears of a failure of this attempt here (it decides what follows). */
 static void tell_failure(sr__run *run, const char *what, sr__rdzv_failure kind) {
-    sr__rdzv_report(&run->rdzv, &(sr__rdzv_news){.kind = SR__RDZV_FAILURE, .node = run->layout.node_rank,
-                                                 .what = what, .failure = kind});
+    sr__rdzv_report(
+        &run->rdzv,
+        &(sr__rdzv_news){.kind = SR__RDZV_FAILURE, .node = run->layout.node_rank, .what = what, .failure = kind});
 }
 
 static void on_signal(int sig) {
@@ -235,8 +236,7 @@ static void follow_worker_preemption(sr__attempt *st, sr__run *run, const sr__wo
              "a worker was asked to stop by a signal (rank %d, node %d, stopped after step %lld): "
              "every rank stops after its current step with a checkpoint",
              w->rank, run->layout.node_rank, w->progress.ckpt_step);
-    if (run->rdzv.phase == SR_RDZV_RUNNING)
-        tell_failure(run, msg, SR_FAIL_PREEMPT);
+    if (run->rdzv.phase == SR_RDZV_RUNNING) tell_failure(run, msg, SR_FAIL_PREEMPT);
     sr__log(SR_LOG_INFO,
             "a worker was asked to stop by a signal: rank %d stopped after step %lld with a checkpoint, "
             "and so do the other ranks (preempt_grace %gs)",
@@ -602,8 +602,7 @@ static void watch_for_hang(sr__attempt *st, sr__run *run) {
         if (h.lost_agent > 0) /* it will not read the verdict */
             sr__rdzv_report(&run->rdzv, &(sr__rdzv_news){.kind = SR__RDZV_PEER_SILENT, .agent = h.lost_agent});
         /* a silent node cannot take part in a restart: the run fails */
-        tell_failure(run, msg,
-                                started && h.lost_node < 0 ? SR_FAIL_RETRYABLE : SR_FAIL_FINAL);
+        tell_failure(run, msg, started && h.lost_node < 0 ? SR_FAIL_RETRYABLE : SR_FAIL_FINAL);
     }
     begin_stop(st, SIGTERM, run->grace, 1);
 }

@@ -238,7 +238,7 @@ static void take_record(sr__watchdog *wd, int a, char *rec) {
 }
 
 sr__store *sr__watchdog_exchange(sr__store *c, const char *host, int port, const char *token, int attempt, int agent,
-                                  const char *mine, char **node0) {
+                                 const char *mine, char **node0) {
     char err[256], key[64];
     *node0 = NULL;
     if (!c) {

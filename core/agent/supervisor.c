@@ -24,6 +24,13 @@
 static int self_pipe[2] = {-1, -1};
 static sr__watchdog *watchdog; /* NULL: no memory for it (hang_timeout = 0 still watches, without a verdict) */
 
+/* The rendezvous hears of a failure of this attempt here (it decides what follows). */
+static void tell_failure(sr__run *run, const char *what, sr__rdzv_failure kind) {
+    sr__rdzv_report(
+        &run->rdzv,
+        &(sr__rdzv_news){.kind = SR__RDZV_FAILURE, .node = run->layout.node_rank, .what = what, .failure = kind});
+}
+
 static void on_signal(int sig) {
     int saved = errno;
     unsigned char b = (unsigned char)sig;
@@ -229,8 +236,7 @@ static void follow_worker_preemption(sr__attempt *st, sr__run *run, const sr__wo
              "a worker was asked to stop by a signal (rank %d, node %d, stopped after step %lld): "
              "every rank stops after its current step with a checkpoint",
              w->rank, run->layout.node_rank, w->progress.ckpt_step);
-    if (run->rdzv.phase == SR_RDZV_RUNNING)
-        sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_PREEMPT);
+    if (run->rdzv.phase == SR_RDZV_RUNNING) tell_failure(run, msg, SR_FAIL_PREEMPT);
     sr__log(SR_LOG_INFO,
             "a worker was asked to stop by a signal: rank %d stopped after step %lld with a checkpoint, "
             "and so do the other ranks (preempt_grace %gs)",
@@ -319,7 +325,7 @@ static void report_failure(sr__attempt *st, sr__run *run, int i) {
         snprintf(msg + used, sizeof msg - used, "; its first error: %.400s", why);
     }
     /* a worker that exits 2 found a configuration error: the run's verdict is 2 too */
-    sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, failure_kind(st, b));
+    tell_failure(run, msg, failure_kind(st, b));
     begin_stop(st, SIGTERM, run->grace, 1);
 }
 
@@ -390,7 +396,7 @@ static void on_agent_signal(sr__attempt *st, sr__run *run, int sig) {
                  "node %d's shardrun received %s: every rank stops after its current step with "
                  "a checkpoint",
                  run->layout.node_rank, name);
-        sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_PREEMPT);
+        tell_failure(run, msg, SR_FAIL_PREEMPT);
         sr__log(SR_LOG_INFO,
                 "%s: asking every rank to finish its step and write a checkpoint (preempt_grace "
                 "%gs; %s again to stop at once)",
@@ -401,7 +407,7 @@ static void on_agent_signal(sr__attempt *st, sr__run *run, int sig) {
     }
     /* the other agents stop too, rather than wait in collectives for these ranks */
     snprintf(msg, sizeof msg, "node %d's shardrun was stopped by %s", run->layout.node_rank, name);
-    sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_FINAL);
+    tell_failure(run, msg, SR_FAIL_FINAL);
     begin_stop(st, sig == SIGUSR1 ? SIGTERM : sig, run->grace, term);
 }
 
@@ -434,7 +440,7 @@ static void call_off_restart(sr__attempt *st, sr__run *run) {
     char msg[200], name[32];
     snprintf(msg, sizeof msg, "node %d's shardrun was stopped by %s while the job restarted", run->layout.node_rank,
              sr__signal_name(st->agent_signal, name, sizeof name));
-    sr__rdzv_abandon_restart(&run->rdzv, msg);
+    sr__rdzv_report(&run->rdzv, &(sr__rdzv_news){.kind = SR__RDZV_QUIT, .what = msg});
     st->failed = st->blamed = -1; /* the failure that caused the restart is in the list of attempts */
     st->failed_elsewhere = 0;
 }
@@ -459,19 +465,13 @@ static inline int attempt_clean_here(const sr__attempt *st) {
     return st->failed < 0 && !st->agent_signal && !st->preempting && st->n == st->want;
 }
 
-/* Whether the rendezvous reached a verdict (neither running nor restarting) and this agent knows it. */
-static inline int verdict_known(sr__rdzv *r) {
-    return r->phase != SR_RDZV_RUNNING && r->phase != SR_RDZV_RESTART && sr__rdzv_outcome_known(r);
-}
-
 /* This agent's part of a restart once its workers are gone: 1 when the next attempt may start. */
 static int ready_to_restart(sr__attempt *st, sr__run *run, sr__watch *wt) {
     sr__rdzv *r = &run->rdzv;
-    if (!r->hosting) {
-        sr__rdzv_stopped(r);
-        st->restart = r->phase == SR_RDZV_RESTART;
-        if (st->restart) return 1;
-    } else if (sr__rdzv_restart_ready(r) > 0) {
+    sr__rdzv_report(r, &(sr__rdzv_news){.kind = SR__RDZV_STOPPED});
+    /* another agent waits for the host's start between attempts (await_start); the host starts
+       the next attempt once every agent is ready for it */
+    if (r->phase == SR_RDZV_RESTART && (!r->hosting || sr__rdzv_view_now(r).next_attempt > 0)) {
         st->restart = 1;
         return 1;
     }
@@ -483,8 +483,11 @@ static int ready_to_restart(sr__attempt *st, sr__run *run, sr__watch *wt) {
 static void report_results(sr__attempt *st, sr__run *run) {
     sr__buf mine = {0};
     sr__local_results(st, &mine);
-    if ((st->results_local = sr__rdzv_report_done(&run->rdzv, mine.s ? mine.s : "", mine.n,
-                                                  attempt_clean_here(st) && !st->failed_elsewhere)))
+    sr__rdzv_news done = {.kind = SR__RDZV_DONE,
+                          .results = mine.s,
+                          .len = mine.n,
+                          .succeeded = attempt_clean_here(st) && !st->failed_elsewhere};
+    if ((st->results_local = sr__rdzv_report(&run->rdzv, &done)))
         sr__log(SR_LOG_WARN, "this node's results (%zu bytes) stay in this node's output", mine.n);
     sr__buf_free(&mine);
 }
@@ -502,23 +505,20 @@ static int advance(sr__attempt *st, sr__run *run, sr__watch *wt) {
         report_results(st, run);
         wt->reported = 1;
     }
-    /* One verdict per run.  The hosting agent decides it: a failure anywhere, or success once
-       every agent is done; it serves the store until every agent has read it.  The others
-       exit only when they know it (or were interrupted), so no node reports success while
+    /* One verdict per run.  The hosting agent decides it (store/rdzv.h): a failure anywhere, or
+       success once every agent is done; it serves the store until every agent has read it.  The
+       others exit only when they know it (or were interrupted), so no node reports success while
        another one fails. */
-    if (local_done && r->hosting && r->phase == SR_RDZV_RUNNING && attempt_clean_here(st) && sr__rdzv_all_done(r))
-        sr__rdzv_succeed(r);
-    if (local_done && wt->reported && (verdict_known(r) || (st->agent_signal && !r->hosting))) {
-        if (!r->hosting) sr__rdzv_ack(r);
-        if (sr__rdzv_settled(r)) return 1;
+    if (local_done && wt->reported && (sr__rdzv_view_now(r).verdict_known || (st->agent_signal && !r->hosting))) {
+        sr__rdzv_report(r, &(sr__rdzv_news){.kind = SR__RDZV_READ});
+        if (sr__rdzv_view_now(r).settled) return 1;
     }
     return 0;
 }
 
 /* How long this turn's poll may wait: the rendezvous's next deadline, the SIGKILL deadline, and
    a short wait while the pipes of workers already gone are still open. */
-static int poll_timeout_ms(const sr__attempt *st, sr__rdzv *r, const sr__watch *wt) {
-    int timeout = sr__rdzv_timeout_ms(r);
+static int poll_timeout_ms(const sr__attempt *st, sr__rdzv *r, const sr__watch *wt, int timeout) {
     if (st->kill_at && !st->killed) {
         int k = (int)((st->kill_at - sr__now_s()) * 1000) + 1;
         timeout = timeout < 0 || k < timeout ? (k > 0 ? k : 0) : timeout;
@@ -583,7 +583,7 @@ static void watch_for_hang(sr__attempt *st, sr__run *run) {
                      "link to it is down",
                      run->hang_timeout);
             sr__log(SR_LOG_ERROR, "%s: this node ends the run on its own (exit 1)", msg);
-            sr__rdzv_lose_host(&run->rdzv, msg);
+            sr__rdzv_report(&run->rdzv, &(sr__rdzv_news){.kind = SR__RDZV_HOST_SILENT, .what = msg});
             if (st->failed < 0 && !st->hang[0] && !st->agent_signal) st->failed_elsewhere = 1;
             if (!st->kill_at) begin_stop(st, SIGTERM, run->grace, 1);
         }
@@ -597,12 +597,12 @@ static void watch_for_hang(sr__attempt *st, sr__run *run) {
     for (int i = 0; i < st->n; i++) started &= st->ws[i].progress.started;
     if (h.host_lost) {
         sr__log(SR_LOG_ERROR, "node 0's shardrun does not answer: this node ends the run on its own (exit 1)");
-        sr__rdzv_lose_host(&run->rdzv, msg);
+        sr__rdzv_report(&run->rdzv, &(sr__rdzv_news){.kind = SR__RDZV_HOST_SILENT, .what = msg});
     } else {
-        if (h.lost_agent > 0) sr__rdzv_peer_silent(&run->rdzv, h.lost_agent); /* it will not read the verdict */
+        if (h.lost_agent > 0) /* it will not read the verdict */
+            sr__rdzv_report(&run->rdzv, &(sr__rdzv_news){.kind = SR__RDZV_PEER_SILENT, .agent = h.lost_agent});
         /* a silent node cannot take part in a restart: the run fails */
-        sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg,
-                                started && h.lost_node < 0 ? SR_FAIL_RETRYABLE : SR_FAIL_FINAL);
+        tell_failure(run, msg, started && h.lost_node < 0 ? SR_FAIL_RETRYABLE : SR_FAIL_FINAL);
     }
     begin_stop(st, SIGTERM, run->grace, 1);
 }
@@ -617,9 +617,9 @@ static int poll_once(sr__attempt *st, sr__run *run, sr__watch *wt) {
     for (int i = 0; i < st->n; i++)
         for (int s = 0; s < SR_NSTREAMS; s++)
             if (st->ws[i].fd[s] >= 0) pfd[np++] = (struct pollfd){.fd = st->ws[i].fd[s], .events = POLLIN};
-    int first_rdzv = np;
-    np += sr__rdzv_pollfds(r, pfd + np, MAX_RDZV_FDS);
-    if (poll(pfd, (nfds_t)np, poll_timeout_ms(st, r, wt)) < 0 && errno != EINTR) return -1;
+    int first_rdzv = np, rdzv_ms;
+    np += sr__rdzv_pollfds(r, pfd + np, MAX_RDZV_FDS, &rdzv_ms);
+    if (poll(pfd, (nfds_t)np, poll_timeout_ms(st, r, wt, rdzv_ms)) < 0 && errno != EINTR) return -1;
 
     if (pfd[0].revents & POLLIN) {
         unsigned char sigs[64];
@@ -634,7 +634,7 @@ static int poll_once(sr__attempt *st, sr__run *run, sr__watch *wt) {
             for (int s = 0; s < SR_NSTREAMS; s++)
                 if (st->ws[i].fd[s] == pfd[p].fd) read_stream(&st->ws[i], s);
     }
-    sr__rdzv_handle(r, pfd + first_rdzv, np - first_rdzv);
+    sr__rdzv_step(r, pfd + first_rdzv, np - first_rdzv);
     watch_for_hang(st, run);
     double t = sr__now_s();
     if (st->kill_at && !st->killed && t >= st->kill_at) kill_workers(st);
@@ -652,7 +652,7 @@ static void give_up_watching(sr__attempt *st, sr__run *run, const char *what) {
     snprintf(msg, sizeof msg, "node %d's shardrun ran out of memory (%s): its workers were stopped",
              run->layout.node_rank, what);
     sr__log(SR_LOG_ERROR, "%s; free some memory and run the job again", msg);
-    sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_FINAL);
+    tell_failure(run, msg, SR_FAIL_FINAL);
     kill_workers(st);
     for (int i = 0; i < st->n; i++)
         if (!st->ws[i].reaped && waitpid(st->ws[i].pid, &st->ws[i].status, 0) == st->ws[i].pid) st->ws[i].reaped = 1;
@@ -693,7 +693,7 @@ static void supervise(sr__attempt *st, sr__run *run) {
 static int await_start(sr__attempt *st, sr__run *run) {
     sr__rdzv *r = &run->rdzv;
     while (1) {
-        int ready = sr__rdzv_restart_ready(r);
+        int ready = sr__rdzv_view_now(r).next_attempt;
         if (ready > 0) return 0;
         if (ready < 0) {
             /* the restart was called off: this agent's ranks' last results go with the verdict */
@@ -701,13 +701,14 @@ static int await_start(sr__attempt *st, sr__run *run) {
             st->failed = st->blamed = -1;
             sr__buf mine = {0};
             sr__local_results(st, &mine);
-            st->results_local = sr__rdzv_report_done(r, mine.s ? mine.s : "", mine.n, 0);
+            st->results_local =
+                sr__rdzv_report(r, &(sr__rdzv_news){.kind = SR__RDZV_DONE, .results = mine.s, .len = mine.n});
             sr__buf_free(&mine);
-            sr__rdzv_ack(r);
+            sr__rdzv_report(r, &(sr__rdzv_news){.kind = SR__RDZV_READ});
             return SR_EXIT_FAILED;
         }
         struct pollfd pfd[2] = {{.fd = self_pipe[0], .events = POLLIN}};
-        int np = 1 + sr__rdzv_pollfds(r, pfd + 1, 1);
+        int np = 1 + sr__rdzv_pollfds(r, pfd + 1, 1, NULL);
         if (poll(pfd, (nfds_t)np, 1000) < 0 && errno != EINTR) return SR_EXIT_FAILED;
         if (pfd[0].revents & POLLIN) {
             unsigned char sigs[64];
@@ -719,7 +720,7 @@ static int await_start(sr__attempt *st, sr__run *run) {
                     return signal_exit(sigs[j]);
                 }
         }
-        sr__rdzv_handle(r, pfd + 1, np - 1);
+        sr__rdzv_step(r, pfd + 1, np - 1);
     }
 }
 
@@ -752,7 +753,7 @@ static void start_attempt(sr__attempt *st, sr__run *run) {
         snprintf(msg, sizeof msg, "node %d's shardrun ran out of memory for the records of %d workers (%zu bytes)",
                  run->layout.node_rank, n, (size_t)n * sizeof(sr__worker));
         sr__log(SR_LOG_ERROR, "%s; free some memory and run the job again", msg);
-        sr__rdzv_report_failure(&run->rdzv, run->layout.node_rank, msg, SR_FAIL_FINAL);
+        tell_failure(run, msg, SR_FAIL_FINAL);
     }
     for (int i = 0; st->ws && i < n; i++) {
         sr__worker *w = &st->ws[i];
@@ -880,7 +881,7 @@ int sr__launch(sr__run *run, const char *results_path) {
            TORCHELASTIC_RESTART_COUNT, and a model task resumes from its newest checkpoint */
         if (!run->rdzv.hosting && (code = await_start(&st, run)) != 0) break;
         free_workers(&st);
-        sr__rdzv_next_attempt(&run->rdzv);
+        sr__rdzv_report(&run->rdzv, &(sr__rdzv_news){.kind = SR__RDZV_NEXT});
         if (run->rdzv.restart_delay_s > 0 || run->rdzv.nagents > 1)
             sr__log(SR_LOG_DEBUG, "attempt %d begins", run->rdzv.attempt);
     }

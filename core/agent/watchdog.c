@@ -237,27 +237,21 @@ static void take_record(sr__watchdog *wd, int a, char *rec) {
     wd->peers[a].heard_at = sr__now_s();
 }
 
-/* One exchange: this agent's record sent, node 0's fetched (two requests, whatever the number of
-   agents: node 0's agent reads every record where the store keeps it, and alone judges the ranks);
-   returns the connection to keep (NULL after an error: the next one connects again). */
-static sr__store *exchange_once(sr__watchdog *wd, sr__store *c) {
+sr__store *sr__watchdog_exchange(sr__store *c, const char *host, int port, const char *token, int attempt, int agent,
+                                 const char *mine, char **node0) {
     char err[256], key[64];
+    *node0 = NULL;
     if (!c) {
-        c = sr__store_connect(wd->store_host, wd->port, wd->token, 1.0, err, sizeof err);
+        c = sr__store_connect(host, port, token, 1.0, err, sizeof err);
         if (!c || sr__store_set_io_timeout(c, SR_WD_IO_TIMEOUT_S) != 0) {
             if (c) sr__store_close(c);
             return NULL;
         }
     }
-    pthread_mutex_lock(&wd->mu);
-    char *mine = wd->mine ? sr__strdup(wd->mine) : NULL;
-    int attempt = wd->attempt;
-    pthread_mutex_unlock(&wd->mu);
     int bad = 0;
     if (mine) {
-        wd_key(key, sizeof key, attempt, wd->agent_id);
+        wd_key(key, sizeof key, attempt, agent);
         bad = sr__store_set(c, key, mine, strlen(mine)) != 0;
-        free(mine);
     }
     if (!bad) {
         void *v = NULL;
@@ -265,12 +259,27 @@ static sr__store *exchange_once(sr__watchdog *wd, sr__store *c) {
         wd_key(key, sizeof key, attempt, 0);
         int rc = sr__store_get(c, key, &v, &len);
         if (rc < 0) bad = 1;
-        pthread_mutex_lock(&wd->mu);
-        if (rc == 0 && attempt == wd->attempt) take_record(wd, 0, v);
+        if (rc == 0) *node0 = v;
         else free(v);
-        pthread_mutex_unlock(&wd->mu);
     }
     if (bad) sr__store_close(c), c = NULL;
+    return c;
+}
+
+/* One exchange of this agent's newest record (sr__watchdog_exchange); returns the connection to
+   keep. */
+static sr__store *exchange_once(sr__watchdog *wd, sr__store *c) {
+    pthread_mutex_lock(&wd->mu);
+    char *mine = wd->mine ? sr__strdup(wd->mine) : NULL;
+    int attempt = wd->attempt;
+    pthread_mutex_unlock(&wd->mu);
+    char *node0 = NULL;
+    c = sr__watchdog_exchange(c, wd->store_host, wd->port, wd->token, attempt, wd->agent_id, mine, &node0);
+    free(mine);
+    pthread_mutex_lock(&wd->mu);
+    if (node0 && attempt == wd->attempt) take_record(wd, 0, node0);
+    else free(node0);
+    pthread_mutex_unlock(&wd->mu);
     return c;
 }
 

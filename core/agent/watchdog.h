@@ -29,6 +29,7 @@
 
 #include "base/watch.h"
 #include "run/run.h"
+#include "store/store.h"
 
 typedef struct sr__watchdog sr__watchdog;
 
@@ -63,5 +64,14 @@ void sr__watchdog_fork_end(sr__watchdog *wd, int held);
 /* Milliseconds until the next check is due (-1: never). */
 int sr__watchdog_timeout_ms(const sr__watchdog *wd);
 void sr__watchdog_free(sr__watchdog *wd);
+
+/* One exchange of the records through node 0's store, as every agent but node 0's makes it from
+   its thread about once a second (bench/store_sim.c makes the same call for the agents it plays):
+   this agent's record `mine` (NULL: none this time) set for `attempt`, then node 0's read into
+   *node0 (malloc'ed; NULL when there is none yet).  c: the connection kept from the last exchange,
+   or NULL to connect to host:port with token.  Returns the connection to keep, NULL after an error
+   (the next exchange connects again).  Each call ends within a few seconds, whatever the store does. */
+sr__store *sr__watchdog_exchange(sr__store *c, const char *host, int port, const char *token, int attempt, int agent,
+                                 const char *mine, char **node0);
 
 #endif

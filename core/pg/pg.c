@@ -385,17 +385,28 @@ static int *world_hosts(pg_shared *sh, int size, int *oom) {
    hosts: the host index of each member (NULL for the world: read from the store; the group owns
    it).  With the shm transport on, a group on one host takes shm, one that spans hosts with
    several members on one of them takes hier, any other Gloo. */
-static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const char *display, int rank, int size,
-                           int color, int key, int *hosts, char *err, size_t errlen) {
+/* What a group is made of once its members met through the store: its backend, the backend's
+   state and the host of each member. */
+typedef struct group_parts {
+    const sr__pg_backend_ops *ops;
+    void *impl;
+    int *hosts;
+} group_parts;
+
+/* The store's part of a group's creation: the members meet ("arrived"), the world reads its hosts,
+   the backend is chosen and created (its own exchange through the store), the members meet again
+   ("ready").  0 with *out filled, or -1 with err (hosts freed). */
+static int meet_and_connect(pg_shared *sh, sr_pg *parent, const char *name, const char *display, int rank, int size,
+                            int color, int key, int *hosts, group_parts *out, char *err, size_t errlen) {
     if (meet(sh, name, "arrived", display, rank, size, err, errlen) != 0) {
         free(hosts);
-        return NULL;
+        return -1;
     }
     int oom = 0;
     if (!hosts && !(hosts = world_hosts(sh, size, &oom))) {
         if (oom) snprintf(err, errlen, "process group %s: out of memory for the hosts of %d ranks", display, size);
         else snprintf(err, errlen, "process group %s: store error: %s", display, sr__store_error(sh->store));
-        return NULL;
+        return -1;
     }
     /* one host: shm; several, with two ranks or more on one of them: shm inside each, Gloo between */
     int one_host = 1, shared = 0;
@@ -426,15 +437,26 @@ static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const
     if (!impl) {
         snprintf(err, errlen, "process group %s: %s backend: %s", display, ops->name, berr);
         free(hosts);
-        return NULL;
+        return -1;
     }
     /* like torch's store-based barrier after init: nobody uses (or leaves) the group before every
        member finished connecting, or a fast rank's exit breaks a slow rank's setup */
     if (meet(sh, name, "ready", display, rank, size, err, errlen) != 0) {
         ops->destroy(impl);
         free(hosts);
-        return NULL;
+        return -1;
     }
+    *out = (group_parts){ops, impl, hosts};
+    return 0;
+}
+
+static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const char *display, int rank, int size,
+                           int color, int key, int *hosts, char *err, size_t errlen) {
+    group_parts g;
+    if (meet_and_connect(sh, parent, name, display, rank, size, color, key, hosts, &g, err, errlen) != 0) return NULL;
+    const sr__pg_backend_ops *ops = g.ops;
+    void *impl = g.impl;
+    hosts = g.hosts;
     sr_pg *pg = sr__calloc(1, sizeof *pg);
     if (!pg) {
         snprintf(err, errlen, "process group %s: out of memory", display);
@@ -464,9 +486,10 @@ static const sr__pg_backend_ops *load_nccl(char *err, size_t errlen) {
     return ops;
 }
 
-sr_pg *sr__pg_create_world(const sr__pg_world_args *a, char *err, size_t errlen) {
-    const sr__pg_backend_ops *ops = !strcmp(a->backend, "nccl") ? load_nccl(err, errlen) : &sr__gloo_backend;
-    if (!ops) return NULL;
+/* What every group of this process will share, connected to the store, with this rank's host
+   identity published (id: NULL for this machine's); NULL with err. */
+static pg_shared *open_world(const sr__pg_world_args *a, const sr__pg_backend_ops *ops, const char *id_override,
+                             char *err, size_t errlen) {
     char serr[512];
     sr__store *store = sr__store_connect(a->store_host, a->store_port, a->token, a->timeout_s, serr, sizeof serr);
     if (!store) {
@@ -495,8 +518,9 @@ sr_pg *sr__pg_create_world(const sr__pg_world_args *a, char *err, size_t errlen)
     sh->shm = ops != &sr__gloo_backend || !strcmp(tr, "tcp") ? SHM_OFF : !strcmp(tr, "shm") ? SHM_ON : SHM_BY_DEFAULT;
     if (a->attempt > 0) snprintf(sh->root, sizeof sh->root, "pg@%d/", a->attempt);
     else snprintf(sh->root, sizeof sh->root, "pg/");
-    char name[64], key[64], id[1024];
-    sr__shm_host_id(id, sizeof id);
+    char key[64], id[1024];
+    if (id_override) snprintf(id, sizeof id, "%s", id_override);
+    else sr__shm_host_id(id, sizeof id);
     snprintf(key, sizeof key, "%shost/%d", sh->root, a->rank);
     pthread_mutex_lock(&sh->store_lock);
     int rc = sr__store_set(sh->store, key, id, strlen(id));
@@ -505,9 +529,33 @@ sr_pg *sr__pg_create_world(const sr__pg_world_args *a, char *err, size_t errlen)
         snprintf(err, errlen, "process group world: store error: %s", sr__store_error(store));
         return NULL;
     }
+    return sh;
+}
+
+sr_pg *sr__pg_create_world(const sr__pg_world_args *a, char *err, size_t errlen) {
+    const sr__pg_backend_ops *ops = !strcmp(a->backend, "nccl") ? load_nccl(err, errlen) : &sr__gloo_backend;
+    if (!ops) return NULL;
+    pg_shared *sh = open_world(a, ops, NULL, err, errlen);
+    if (!sh) return NULL;
+    char name[64];
     snprintf(name, sizeof name, "%sworld/", sh->root);
     world_pg = create_group(sh, NULL, name, "world", a->rank, a->size, 0, a->rank, NULL, err, errlen);
     return world_pg;
+}
+
+int sr__pg_rehearse_world(const sr__pg_world_args *a, const sr__pg_backend_ops *stand_in, const char *host_id,
+                          char *err, size_t errlen) {
+    pg_shared *sh = open_world(a, stand_in, host_id, err, errlen);
+    if (!sh) return -1;
+    char name[64];
+    snprintf(name, sizeof name, "%sworld/", sh->root);
+    group_parts g;
+    int rc = meet_and_connect(sh, NULL, name, "world", a->rank, a->size, 0, a->rank, NULL, &g, err, errlen);
+    if (rc == 0) g.ops->destroy(g.impl), free(g.hosts);
+    sr__store_close(sh->store);
+    pthread_mutex_destroy(&sh->store_lock);
+    free(sh->hostname), free(sh->iface), free(sh);
+    return rc;
 }
 
 int sr_pg_split(sr_pg *pg, int color, int key, sr_pg **out) {

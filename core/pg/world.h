@@ -22,6 +22,14 @@ typedef struct sr__pg_world_args {
 /* Connects to the store, meets every rank (naming the ones that do not arrive), creates the
    backend.  NULL with a message on failure. */
 sr_pg *sr__pg_create_world(const sr__pg_world_args *a, char *err, size_t errlen);
+/* World creation's store traffic alone, for bench/store_sim.c: the same connection, host identity
+   (host_id; NULL: this machine's), meetings and host table as sr__pg_create_world, with
+   `stand_in` (pg/backend.h) in place of the transport: its create() makes the transport's exchange
+   through the store and opens no connection.  Everything is released before it returns.  0, or -1
+   with a message. */
+struct sr__pg_backend_ops;
+int sr__pg_rehearse_world(const sr__pg_world_args *a, const struct sr__pg_backend_ops *stand_in, const char *host_id,
+                          char *err, size_t errlen);
 /* The world group of this process (set by the torch plugin's init), or NULL. */
 sr_pg *sr__pg_world(void);
 

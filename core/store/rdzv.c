@@ -1,7 +1,8 @@
 /*
  * The rendezvous as the supervisor drives it, whichever agent this is (store/rdzv.h has the
- * lifecycle): setting it up (where the store is, its token, the job's ids), then each call routed
- * to node 0's side (rdzv_host.c) or another agent's (rdzv_agent.c).  Restarts: rdzv_restart.c.
+ * lifecycle): setting it up (where the store is, its token, the job's ids), then the interface's
+ * calls (step, report, view) routed to node 0's side (rdzv_host.c) or another agent's
+ * (rdzv_agent.c).  Restarts: rdzv_restart.c.
  */
 #define _GNU_SOURCE
 #include "store/rdzv.h"
@@ -104,7 +105,8 @@ int sr__rdzv_prepare(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     return sr__rdzv_join(r, a, diag);
 }
 
-int sr__rdzv_pollfds(sr__rdzv *r, struct pollfd *pfds, int max) {
+int sr__rdzv_pollfds(sr__rdzv *r, struct pollfd *pfds, int max, int *timeout_ms) {
+    if (timeout_ms) *timeout_ms = sr__rdzv_timeout_ms(r);
     if (r->server) return sr__store_server_pollfds(r->server, pfds, max);
     if (r->watch && !r->watch_closed && max > 0) {
         pfds[0] = (struct pollfd){.fd = sr__store_fd(r->watch), .events = POLLIN};
@@ -183,6 +185,58 @@ void sr__rdzv_lose_host(sr__rdzv *r, const char *what) {
 
 void sr__rdzv_peer_silent(sr__rdzv *r, int agent) {
     if (r->hosting && r->peers && agent > 0 && agent < r->nagents) r->peers[agent].silent = 1;
+}
+
+/* What a turn may bring about once what arrived was taken in: success once every agent is done
+   (the host's own "done" is set only when its ranks all succeeded), and whether the next attempt
+   may start once this agent's workers are gone. */
+static void decide(sr__rdzv *r) {
+    if (r->hosting && r->phase == SR_RDZV_RUNNING && sr__rdzv_all_done(r)) {
+        /* without a store (a lone agent) all_done holds at once: its own report says it */
+        if (r->server || r->done_here) sr__rdzv_succeed(r);
+    }
+    if (r->stopped_here && (r->phase == SR_RDZV_RESTART || r->phase == SR_RDZV_FAILED))
+        r->next_ready = sr__rdzv_restart_ready(r);
+}
+
+void sr__rdzv_step(sr__rdzv *r, const struct pollfd *pfds, int n) {
+    sr__rdzv_handle(r, pfds, n);
+    decide(r);
+}
+
+int sr__rdzv_report(sr__rdzv *r, const sr__rdzv_news *news) {
+    int rc = 0;
+    switch (news->kind) {
+    case SR__RDZV_FAILURE: sr__rdzv_report_failure(r, news->node, news->what, news->failure); break;
+    case SR__RDZV_DONE:
+        rc = sr__rdzv_report_done(r, news->results ? news->results : "", news->len, news->succeeded);
+        r->done_here = news->succeeded;
+        break;
+    case SR__RDZV_READ: sr__rdzv_ack(r); break;
+    case SR__RDZV_STOPPED:
+        if (!r->stopped_here) { /* once; the host asks again each turn until the next attempt may start */
+            r->stopped_here = 1;
+            rc = sr__rdzv_stopped(r);
+        }
+        break;
+    case SR__RDZV_NEXT:
+        sr__rdzv_next_attempt(r);
+        r->stopped_here = r->next_ready = r->done_here = 0;
+        break;
+    case SR__RDZV_QUIT: sr__rdzv_abandon_restart(r, news->what); break;
+    case SR__RDZV_HOST_SILENT: sr__rdzv_lose_host(r, news->what); break;
+    case SR__RDZV_PEER_SILENT: sr__rdzv_peer_silent(r, news->agent); break;
+    }
+    if (news->kind != SR__RDZV_NEXT) decide(r);
+    return rc;
+}
+
+sr__rdzv_view sr__rdzv_view_now(const sr__rdzv *r) {
+    sr__rdzv_view v = {.phase = r->phase};
+    v.verdict_known = r->phase != SR_RDZV_RUNNING && r->phase != SR_RDZV_RESTART && sr__rdzv_outcome_known(r);
+    v.settled = sr__rdzv_settled(r);
+    v.next_attempt = !r->stopped_here ? 0 : r->phase == SR_RDZV_FAILED ? -1 : r->next_ready;
+    return v;
 }
 
 void sr__rdzv_free(sr__rdzv *r) {

@@ -5,20 +5,22 @@
  * Lifecycle (agent): sr__rdzv_prepare() before the workers start (the agent holding rank 0 hosts
  * the store server and decides; every other agent connects, publishes the run's fingerprint and
  * is accepted into an attempt: the first, or, when it comes back after its node was lost, the next
- * one) -> per attempt, inside the supervisor's poll loop: pollfds / handle (the hosting agent
- * compares fingerprints as they arrive and notices an agent that goes away) ->
- * sr__rdzv_report_failure() / sr__rdzv_report_done() -> the hosting agent decides (sr__rdzv_phase):
- *   SUCCEEDED   every agent is done and nothing failed (sr__rdzv_succeed)
+ * one) -> per attempt, inside the supervisor's poll loop: sr__rdzv_pollfds / sr__rdzv_step (the
+ * hosting agent compares fingerprints as they arrive, notices an agent that goes away, decides) and
+ * sr__rdzv_report (a failure here, this agent's ranks done, the verdict read, ...) ->
+ * sr__rdzv_view_now says what the hosting agent decided:
+ *   SUCCEEDED   every agent is done and nothing failed
  *   FAILED      a failure that may not or can no longer be retried
  *   RESTART     a rank failed after training began and restarts are left: every agent stops its
- *               workers and reports it (sr__rdzv_stopped); once all did (an agent that went away must
- *               come back within rdzv_timeout) and restart_delay passed (sr__rdzv_restart_ready),
- *               sr__rdzv_next_attempt() starts the next attempt everywhere
+ *               workers and reports it (SR__RDZV_STOPPED); once all did (an agent that went away
+ *               must come back within rdzv_timeout) and restart_delay passed (view.next_attempt),
+ *               SR__RDZV_NEXT starts the next attempt everywhere
  *   PREEMPTED   an agent was asked to stop (SIGTERM): every rank stops with a checkpoint
- * -> for a final verdict the host serves until every agent read it (sr__rdzv_settled); the other
- * agents exit only once they know it (sr__rdzv_outcome_known, then sr__rdzv_ack) ->
- * sr__rdzv_free().  Workers reach the store at host/port with token; their keys are scoped by
- * the attempt (pg/world.h).
+ * -> for a final verdict the host serves until every agent read it (view.settled); the other
+ * agents exit only once they know it (view.verdict_known, then SR__RDZV_READ) -> sr__rdzv_free().
+ * Those five calls are the whole interface the supervisor uses: who decides what stays here.
+ * Workers reach the store at host/port with token; their keys are scoped by the attempt
+ * (pg/world.h).
  *
  * A fingerprint is text, one "name=value" line each, sorted; lines starting with '#' describe the
  * agent (host, node) and are not compared.
@@ -128,7 +130,11 @@ typedef struct sr__rdzv {
     int start_ready;   /* the next attempt's start arrived */
     int acked;         /* told the host the verdict was read */
     int host_lost;     /* the hang watchdog found node 0's agent silent: this agent decided the run
-                               failed on its own and talks to the store no more (sr__rdzv_lose_host) */
+                               failed on its own and talks to the store no more (SR__RDZV_HOST_SILENT) */
+    /* a restart, both sides */
+    int stopped_here; /* this agent's workers are gone (SR__RDZV_STOPPED was reported) */
+    int next_ready;   /* sr__rdzv_view.next_attempt, as the last step or report found it */
+    int done_here;    /* this agent's ranks all succeeded in this attempt (SR__RDZV_DONE) */
 } sr__rdzv;
 
 /* What the run decided that the rendezvous needs (filled by run/run.c from the layout and the
@@ -148,59 +154,74 @@ typedef struct sr__rdzv_args {
     double restart_delay_s;              /* [shardrun] restart_delay */
 } sr__rdzv_args;
 
-/* Decides host, port and token (into r), starts or reaches the store; another agent is accepted
+/* The interface the supervisor drives, whatever keeps the rendezvous (node 0's store today): it
+   calls these and reads the fields above that describe the run (hosting, nagents, attempt, phase,
+   failed_elsewhere...), never the store.
+
+   Decides host, port and token (into r), starts or reaches the store; another agent is accepted
    into an attempt (r->attempt), and waits for that attempt's start when it is not the first.
    Errors go to diag; returns 0, SR__RDZV_UNREACHABLE when node 0's shardrun did not answer within
    rdzv_timeout, or its store failed or went away while this agent joined (a failed run: exit 1,
    not a configuration error), or -1 (the rest: diag says which). */
 #define SR__RDZV_UNREACHABLE (-3)
 int sr__rdzv_prepare(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag);
-int sr__rdzv_pollfds(sr__rdzv *r, struct pollfd *pfds, int max);
-/* Serves/reads what poll reported, and decides (hosting agent): r->phase, and r->failed_elsewhere
-   for why, say what became of the attempt. */
-void sr__rdzv_handle(sr__rdzv *r, const struct pollfd *pfds, int n);
-int sr__rdzv_timeout_ms(const sr__rdzv *r);
-/* Publishes a failure of this attempt (node: where it happened; host: its name, or NULL); the
-   hosting agent decides what follows from the first one. */
-void sr__rdzv_report_failure(sr__rdzv *r, int node, const char *what, sr__rdzv_failure kind);
-/* Hands node 0 this agent's ranks' result objects (JSON, comma-separated), also when the run failed,
-   and, when every rank of this agent succeeded, reports it done.  Returns 1 when the results could
-   not be handed to node 0 (too large, or the store refused) and stay in this node's output only. */
-int sr__rdzv_report_done(sr__rdzv *r, const char *results, size_t len, int succeeded);
+/* The descriptors to watch (at most max; returns how many) and, in *timeout_ms, how long the
+   caller's poll may wait at most (-1: as long as it likes). */
+int sr__rdzv_pollfds(sr__rdzv *r, struct pollfd *pfds, int max, int *timeout_ms);
+/* One turn, after the caller's poll: serves or reads what poll reported on those descriptors, and
+   decides (the hosting agent: admissions, an agent gone, a failure reported elsewhere, success
+   once every agent is done, whether a restart may begin).  sr__rdzv_view says what came of it. */
+void sr__rdzv_step(sr__rdzv *r, const struct pollfd *pfds, int n);
+
+/* What this agent tells the rendezvous (sr__rdzv_report). */
+typedef enum sr__rdzv_news_kind {
+    SR__RDZV_FAILURE = 1, /* a failure of this attempt: node, what, failure (the host decides what
+                             follows from the first one anywhere) */
+    SR__RDZV_DONE,        /* this agent's ranks ended: their result objects (results, len; JSON,
+                             comma-separated) go to node 0 also when the run failed, and when
+                             `succeeded` (every rank of this agent did) it counts as done.  Returns 1
+                             when the results stay in this node's output only (too large, refused) */
+    SR__RDZV_READ,        /* the final verdict was read here (after DONE) */
+    SR__RDZV_STOPPED,     /* RESTART: this agent's workers are all gone (other agents: says so and
+                             waits for the next attempt's start; -1 when the host went away) */
+    SR__RDZV_NEXT,        /* RESTART, once sr__rdzv_view says next_attempt: the next attempt begins
+                             (the host tells every agent to start) */
+    SR__RDZV_QUIT,        /* RESTART, this agent was interrupted (what): the restart is called off
+                             everywhere */
+    SR__RDZV_HOST_SILENT, /* other agents: node 0's agent stopped answering (what; the hang
+                             watchdog): the attempt fails here, and no later call touches the store */
+    SR__RDZV_PEER_SILENT  /* hosting agent: agent `agent` stopped answering: its reading of the
+                             verdict is not awaited */
+} sr__rdzv_news_kind;
+
+typedef struct sr__rdzv_news {
+    sr__rdzv_news_kind kind;
+    int node;                 /* FAILURE: where it happened */
+    const char *what;         /* FAILURE, QUIT, HOST_SILENT: the message */
+    sr__rdzv_failure failure; /* FAILURE */
+    const char *results;      /* DONE */
+    size_t len;               /* DONE */
+    int succeeded;            /* DONE */
+    int agent;                /* PEER_SILENT */
+} sr__rdzv_news;
+
+/* Tells the rendezvous what happened here; 0 (DONE: 1 when the results stay local; STOPPED: -1
+   when the host went away). */
+int sr__rdzv_report(sr__rdzv *r, const sr__rdzv_news *news);
+
+/* Where the attempt stands, as this agent knows it. */
+typedef struct sr__rdzv_view {
+    sr__rdzv_phase phase;
+    int verdict_known; /* the phase is a final verdict (neither running nor restarting), known here */
+    int settled;       /* the hosting agent: every agent read the verdict (or had its time to): it
+                          may stop serving.  1 for the others */
+    int next_attempt;  /* RESTART, once STOPPED was reported: 1 the next attempt may start, 0 not
+                          yet, -1 it never will (phase FAILED, failed_elsewhere says why) */
+} sr__rdzv_view;
+sr__rdzv_view sr__rdzv_view_now(const sr__rdzv *r);
+
 /* Hosting agent: the results another agent reported, or NULL. */
 const char *sr__rdzv_results(const sr__rdzv *r, int agent, size_t *len);
-/* Hosting agent: every agent it refused or gave the verdict has read it (or had its time to): it
-   may stop serving.  1 for the other agents. */
-int sr__rdzv_settled(const sr__rdzv *r);
-/* Hosting agent: every agent is done and nothing failed: the verdict is success. */
-void sr__rdzv_succeed(sr__rdzv *r);
-/* Whether this attempt's outcome is known here; 1 for the host and a lone agent once decided. */
-int sr__rdzv_outcome_known(const sr__rdzv *r);
-/* Other agents: tells the host the verdict was read (after reporting this agent's results). */
-void sr__rdzv_ack(sr__rdzv *r);
-/* Hosting agent: every agent reported done. */
-int sr__rdzv_all_done(const sr__rdzv *r);
-
-/* RESTART, once this agent's workers are all gone: other agents report it and start waiting for
-   the next attempt's start.  0 or -1 (the host went away: r->failed_elsewhere says so). */
-int sr__rdzv_stopped(sr__rdzv *r);
-/* RESTART: 1 when the next attempt may start (host: every agent stopped or came back, and
-   restart_delay passed; others: the host said so), 0 not yet, -1 it never will (phase FAILED,
-   r->failed_elsewhere says why: a node that did not come back, the host gone). */
-int sr__rdzv_restart_ready(sr__rdzv *r);
-/* RESTART -> RUNNING in the next attempt (host: tells every agent to start). */
-void sr__rdzv_next_attempt(sr__rdzv *r);
-/* RESTART, this agent was interrupted (a signal): the hosting agent calls the restart off (every
-   agent waiting for the next attempt hears `what` and fails); another agent tells the host so. */
-void sr__rdzv_abandon_restart(sr__rdzv *r, const char *what);
-/* Other agents: node 0's agent stopped answering (its store is unreachable or stopped: the hang
-   watchdog saw no news from it for hang_timeout).  The attempt fails here with `what`, without
-   waiting for a verdict that cannot come; from now on no call touches the store (it could block
-   for good). */
-void sr__rdzv_lose_host(sr__rdzv *r, const char *what);
-/* Hosting agent: agent `agent` stopped answering (the hang watchdog): the run does not wait for it
-   to read the verdict. */
-void sr__rdzv_peer_silent(sr__rdzv *r, int agent);
 void sr__rdzv_free(sr__rdzv *r);
 
 #endif

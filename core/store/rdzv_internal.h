@@ -2,8 +2,8 @@
  * What the files of the rendezvous share, and nothing outside store/rdzv*.c uses.  store/rdzv.h
  * has the lifecycle; the work is split by who does it:
  *
- *   rdzv.c          setting up (where the store is, its token, the job id) and the calls every
- *                   agent makes, routed to one of the two sides below
+ *   rdzv.c          setting up (where the store is, its token, the job id) and the interface
+ *                   the supervisor drives (store/rdzv.h), routed to one of the two sides below
  *   rdzv_host.c     node 0's agent: admits agents, notices the ones that go away, decides what
  *                   follows an attempt and tells everyone (the verdict), waits for them to read it
  *   rdzv_agent.c    every other agent: joins, watches for the verdict, acknowledges it
@@ -19,6 +19,40 @@
 
 #include "base/diag.h"
 #include "store/rdzv.h"
+
+/* rdzv.c: the steps behind sr__rdzv_step and sr__rdzv_report, one per thing that happens (the
+   unit tests call them one by one).  Serves/reads what poll reported. */
+void sr__rdzv_handle(sr__rdzv *r, const struct pollfd *pfds, int n);
+int sr__rdzv_timeout_ms(const sr__rdzv *r);
+/* Publishes a failure of this attempt (node: where it happened); the hosting agent decides what
+   follows from the first one. */
+void sr__rdzv_report_failure(sr__rdzv *r, int node, const char *what, sr__rdzv_failure kind);
+/* SR__RDZV_DONE: results to node 0, and "done" when `succeeded`.  1 when they stay local. */
+int sr__rdzv_report_done(sr__rdzv *r, const char *results, size_t len, int succeeded);
+/* Hosting agent: every agent it refused or gave the verdict has read it (or had its time to): it
+   may stop serving.  1 for the other agents. */
+int sr__rdzv_settled(const sr__rdzv *r);
+/* Hosting agent: every agent is done and nothing failed: the verdict is success. */
+void sr__rdzv_succeed(sr__rdzv *r);
+/* Whether this attempt's outcome is known here; 1 for the host and a lone agent once decided. */
+int sr__rdzv_outcome_known(const sr__rdzv *r);
+/* Other agents: tells the host the verdict was read. */
+void sr__rdzv_ack(sr__rdzv *r);
+/* Hosting agent: every agent reported done. */
+int sr__rdzv_all_done(const sr__rdzv *r);
+void sr__rdzv_lose_host(sr__rdzv *r, const char *what);
+void sr__rdzv_peer_silent(sr__rdzv *r, int agent);
+
+/* rdzv_restart.c.  RESTART, once this agent's workers are all gone: other agents report it and
+   start waiting for the next attempt's start.  0 or -1 (the host went away). */
+int sr__rdzv_stopped(sr__rdzv *r);
+/* RESTART: 1 when the next attempt may start (host: every agent stopped or came back, and
+   restart_delay passed; others: the host said so), 0 not yet, -1 it never will (phase FAILED). */
+int sr__rdzv_restart_ready(sr__rdzv *r);
+/* RESTART -> RUNNING in the next attempt (host: tells every agent to start). */
+void sr__rdzv_next_attempt(sr__rdzv *r);
+/* RESTART, this agent was interrupted: the restart is called off (host: everyone hears `what`). */
+void sr__rdzv_abandon_restart(sr__rdzv *r, const char *what);
 
 /* rdzv_protocol.c.  Records why the attempt failed (r->failed_elsewhere, failed_node,
    failed_config): every side calls it, so it lives below them all. */

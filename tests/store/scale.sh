@@ -4,24 +4,32 @@
 # the one configuration verdict that names it), and a restart's membership (one agent lost after
 # the join, one late that joins only while the job restarts, a second copy of an agent refused:
 # the job restarts once with all of them and succeeds).  Each simulated agent checks what it is
-# told; the host's own account names the lost agent.  A few seconds with the hashed store; the
-# store before it needed minutes of CPU at this size (the agents' 20 s waits expire).
+# told; the host's own account names the lost agent.  The agents are split across two processes.
+# And the simulator cannot drift from the agent: it carries none of the protocol's keys (every
+# request it makes is made by the agent's own functions, which its binary holds).
 set -u
-SIM=${1:?usage: scale.sh path/to/store_sim [store_sim options, e.g. --old-client against an older server]}
+SIM=${1:?usage: scale.sh path/to/store_sim [store_sim options]}
 shift
 N=1024
+SRC=$(cd "$(dirname "$0")/../.." && pwd)/bench/store_sim.c
 fail() { echo "FAIL: $*"; echo "--- output:"; tail -20 "$out"; exit 1; }
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
-"$SIM" "$@" --agents $N --scenario refused --timeout 20 >"$out" 2>&1 || fail "refused scenario: store_sim failed"
+[ -f "$SRC" ] || { echo "FAIL: no $SRC"; exit 1; }
+if grep -v '^#include' "$SRC" | grep -nE '"(run|pg|wd)/' >"$out"; then fail "bench/store_sim.c spells the protocol's keys itself (a copy that can drift):"; fi
+for f in sr__rdzv_join sr__rdzv_prepare sr__rdzv_step sr__rdzv_report sr__pg_rehearse_world sr__watchdog_exchange; do
+    nm "$SIM" | grep -qiE " t $f\$" || { echo "FAIL: store_sim does not hold the agent's $f"; exit 1; }
+done
+
+"$SIM" "$@" --agents $N --per-process 512 --scenario refused --timeout 20 >"$out" 2>&1 || fail "refused scenario: store_sim failed"
 grep -q "^sim: ok" "$out" || fail "refused scenario: not every agent heard the configuration verdict"
 grep -q "^sim: agent 1023 refused: the agents were started with different jobs: lr is \"3e-4\" on node 0 (host simhost0) but \"1e-3\" on node 1023" "$out" \
   || fail "the refusal does not name agent 1023 and its lr"
 grep -q "^host: attempt 0, phase failed: the agents were started with different jobs: lr .* on node 1023" "$out" \
   || fail "node 0's verdict does not name node 1023"
 
-"$SIM" "$@" --agents $N --scenario restart --timeout 20 >"$out" 2>&1 || fail "restart scenario: store_sim failed"
+"$SIM" "$@" --agents $N --per-process 512 --scenario restart --timeout 20 >"$out" 2>&1 || fail "restart scenario: store_sim failed"
 grep -q "^sim: ok" "$out" || fail "restart scenario: not every agent heard the restart, the start and the verdict"
 grep -q "^attempt 0: node 1022's shardrun (agent 1022) went away before the run ended" "$out" \
   || fail "node 0's account does not name the lost agent 1022"
@@ -30,4 +38,5 @@ grep -q "^sim: late agent 1023 accepted into attempt 1" "$out" || fail "the late
 grep -q "^sim: second copy of agent 1 refused: node 1's shardrun (agent 1) is already part of this run" "$out" \
   || fail "the second copy of agent 1 was not refused by name"
 grep -q "^host: attempt 1, phase succeeded" "$out" || fail "attempt 1 did not succeed"
-echo "PASS: $N agents: one refused by its job, one lost and back, one late, a duplicate refused, each named"
+grep -q "^sim: $N agents in 2 processes" "$out" || fail "the agents were not split across two processes"
+echo "PASS: $N agents (the agent's own code, in two processes): one refused by its job, one lost and back, one late, a duplicate refused, each named"

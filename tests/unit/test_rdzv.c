@@ -12,6 +12,7 @@
 #include "check.h"
 #include "run/layout.h"
 #include "store/rdzv.h"
+#include "store/rdzv_internal.h"
 
 static sr__rdzv host;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -23,7 +24,7 @@ static void *serve(void *arg) {
     struct pollfd pfds[64];
     while (!stop) {
         pthread_mutex_lock(&lock);
-        int n = sr__rdzv_pollfds(&host, pfds, 64);
+        int n = sr__rdzv_pollfds(&host, pfds, 64, NULL);
         pthread_mutex_unlock(&lock);
         poll(pfds, (nfds_t)n, 10);
         pthread_mutex_lock(&lock);
@@ -39,7 +40,7 @@ static int pump(sr__rdzv *r, int (*done)(sr__rdzv *r)) {
     for (double t0 = sr__now_s(); sr__now_s() - t0 < 5;) {
         if (done(r)) return 1;
         struct pollfd pfds[4];
-        int n = sr__rdzv_pollfds(r, pfds, 4);
+        int n = sr__rdzv_pollfds(r, pfds, 4, NULL);
         poll(pfds, (nfds_t)n, 10);
         sr__rdzv_handle(r, pfds, n);
     }

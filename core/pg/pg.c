@@ -473,8 +473,9 @@ sr_pg *sr__pg_create_world(const sr__pg_world_args *a, char *err, size_t errlen)
         snprintf(err, errlen, "process group world: %s", serr);
         return NULL;
     }
+    sr__pg_fault_set(a->fault);
     pg_shared *sh = sr__calloc(1, sizeof *sh);
-    const char *iface = getenv("GLOO_SOCKET_IFNAME");
+    const char *iface = a->iface;
     char *hostname = sh ? sr__strdup(a->hostname) : NULL, *ifcopy = hostname && iface ? sr__strdup(iface) : NULL;
     if (!hostname || (iface && !ifcopy)) {
         snprintf(err, errlen, "process group world: out of memory");
@@ -496,7 +497,7 @@ sr_pg *sr__pg_create_world(const sr__pg_world_args *a, char *err, size_t errlen)
     if (a->attempt > 0) snprintf(sh->root, sizeof sh->root, "pg@%d/", a->attempt);
     else snprintf(sh->root, sizeof sh->root, "pg/");
     char name[64], key[64], id[1024];
-    sr__shm_host_id(id, sizeof id);
+    sr__shm_host_id(id, sizeof id, a->host_id);
     snprintf(key, sizeof key, "%shost/%d", sh->root, a->rank);
     pthread_mutex_lock(&sh->store_lock);
     int rc = sr__store_set(sh->store, key, id, strlen(id));

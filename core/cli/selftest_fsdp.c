@@ -161,7 +161,7 @@ done:
 static void one_case(sr__selftest_lines *l, const sr__selftest_fsdp_args *f, int batch, int offload,
                      const char *precision) {
     char name[96], line[128], detail[1500];
-    int bf16 = !strcmp(precision, "bf16");
+    int bf16 = !strcmp(precision, sr__precision_name(SR_PRECISION_BF16));
     snprintf(name, sizeof name, "fsdp-%s-full_shard%s%s", f->half, offload ? "-offload" : "", bf16 ? "-bf16" : "");
     snprintf(line, sizeof line, "gpt2 step FULL_SHARD%s%s x%d vs 1 CPU rank", offload ? " + offload" : "",
              bf16 ? " bf16" : "", f->nproc);
@@ -248,8 +248,9 @@ void sr__selftest_fsdp(sr__selftest_lines *l, const sr__selftest_fsdp_args *f) {
         cpu_run(l, f, "fsdp-initial", batch * f->nproc, "0", "the one-rank CPU run that saves the initial weights") !=
             0)
         return;
-    if (!sr__selftest_stopped()) one_case(l, f, batch, 0, "no");
-    if (!sr__selftest_stopped()) one_case(l, f, batch, 1, "no");
+    if (!sr__selftest_stopped()) one_case(l, f, batch, 0, sr__precision_name(SR_PRECISION_NO));
+    if (!sr__selftest_stopped()) one_case(l, f, batch, 1, sr__precision_name(SR_PRECISION_NO));
     /* what the GPT-2 XL job computes in; the CPU table has fp32 only, so only a GPU runs it */
-    if (!sr__selftest_stopped() && !strcmp(f->backend, "nccl")) one_case(l, f, batch, 0, "bf16");
+    if (!sr__selftest_stopped() && !strcmp(f->backend, "nccl"))
+        one_case(l, f, batch, 0, sr__precision_name(SR_PRECISION_BF16));
 }

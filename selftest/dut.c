@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/lib_dir.h"
+#include "device/pool.h"
 
 /* selftest.so compiles core/device/cpu.c and cuda_lib.c (the device tables are libshardrun
    internals no task can reach; the copy is the same source).  They find libshardrun_cuda.so
@@ -42,6 +43,11 @@ static void *open_beside(const char *name, char *path, size_t len) {
 
 int st_dut_load(st_dut *d, sr_pg *world, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
+    /* this task links its own copy of the CPU device and its pool (shardrun_device), which the
+       worker's start-up does not reach: give it OMP_NUM_THREADS's first number as that start-up
+       gives libshardrun's (config/worker_settings.c), so that ranks sharing a node share its cores */
+    const char *omp = getenv("OMP_NUM_THREADS");
+    if (omp && atoi(omp) >= 1) sr__pool_set_threads(atoi(omp));
     d->cpu_dev = sr__device_get("cpu", err, errlen);
     d->cpu_k = tf_kernels_cpu();
     if (!d->cpu_dev) return -1;

@@ -63,12 +63,12 @@ static void print_preempted(const sr__attempt *st, sr__run *run) {
                 "preempted by %s: %s was written at step %lld, but %d rank%s of this node did not "
                 "confirm it before preempt_grace (%gs) ran out: check the folder before resuming from it",
                 by, saved->progress.ckpt_path, saved->progress.ckpt_step, missing, missing > 1 ? "s" : "",
-                run->preempt_grace);
+                run->settings.preempt_grace);
     else
         sr__log(SR_LOG_ERROR,
                 "preempted by %s before a checkpoint could be written (within preempt_grace, %gs, "
                 "or before training began): the run continues only from its last regular checkpoint",
-                by, run->preempt_grace);
+                by, run->settings.preempt_grace);
 }
 
 /* Ctrl-C (or another signal to this agent): what the model task's ranks of this node had saved
@@ -142,7 +142,7 @@ void sr__print_summary(const sr__attempt *st, sr__run *run) {
         fprintf(stderr, "shardrun: stopped the %s%d worker%s of this node (%s, then SIGKILL after %gs)%s\n",
                 st->failed >= 0 ? "other " : "", st->stopped, st->stopped > 1 ? "s" : "",
                 sr__signal_name(st->signal_sent ? st->signal_sent : SIGTERM, name, sizeof name),
-                st->preempting && !st->hang[0] ? run->preempt_grace : run->grace,
+                st->preempting && !st->hang[0] ? run->settings.preempt_grace : run->settings.shutdown_grace,
                 st->needed_kill ? "; some needed SIGKILL" : "");
     /* a job that may restart, but did not: why (a rank of this node that said a restart cannot
        fix its failure names the cause: a full disk, with its path) */

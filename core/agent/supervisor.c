@@ -240,9 +240,9 @@ static void follow_worker_preemption(sr__attempt *st, sr__run *run, const sr__wo
     sr__log(SR_LOG_INFO,
             "a worker was asked to stop by a signal: rank %d stopped after step %lld with a checkpoint, "
             "and so do the other ranks (preempt_grace %gs)",
-            w->rank, w->progress.ckpt_step, run->preempt_grace);
+            w->rank, w->progress.ckpt_step, run->settings.preempt_grace);
     st->preempting = 1;
-    begin_stop(st, 0, run->preempt_grace, 0); /* signal 0: only the deadline */
+    begin_stop(st, 0, run->settings.preempt_grace, 0); /* signal 0: only the deadline */
 }
 
 static inline int exited_ok(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
@@ -326,7 +326,7 @@ static void report_failure(sr__attempt *st, sr__run *run, int i) {
     }
     /* a worker that exits 2 found a configuration error: the run's verdict is 2 too */
     tell_failure(run, msg, failure_kind(st, b));
-    begin_stop(st, SIGTERM, run->grace, 1);
+    begin_stop(st, SIGTERM, run->settings.shutdown_grace, 1);
 }
 
 static void reap(sr__attempt *st, sr__run *run) {
@@ -400,15 +400,15 @@ static void on_agent_signal(sr__attempt *st, sr__run *run, int sig) {
         sr__log(SR_LOG_INFO,
                 "%s: asking every rank to finish its step and write a checkpoint (preempt_grace "
                 "%gs; %s again to stop at once)",
-                name, run->preempt_grace, name);
+                name, run->settings.preempt_grace, name);
         st->preempting = 1;
-        begin_stop(st, sig, run->preempt_grace, 0);
+        begin_stop(st, sig, run->settings.preempt_grace, 0);
         return;
     }
     /* the other agents stop too, rather than wait in collectives for these ranks */
     snprintf(msg, sizeof msg, "node %d's shardrun was stopped by %s", run->layout.node_rank, name);
     tell_failure(run, msg, SR_FAIL_FINAL);
-    begin_stop(st, sig == SIGUSR1 ? SIGTERM : sig, run->grace, term);
+    begin_stop(st, sig == SIGUSR1 ? SIGTERM : sig, run->settings.shutdown_grace, term);
 }
 
 /* What the rendezvous decided elsewhere (or here) for this attempt, applied to this agent's
@@ -422,15 +422,15 @@ static void follow_phase(sr__attempt *st, sr__run *run, sr__rdzv_phase *applied)
     if (r->phase == SR_RDZV_RESTART) {
         sr__log(SR_LOG_INFO, "restarting the job (restart %d of max_restarts %d): %s", r->attempt + 1, r->max_restarts,
                 r->failed_elsewhere);
-        begin_stop(st, SIGTERM, run->grace, 1);
+        begin_stop(st, SIGTERM, run->settings.shutdown_grace, 1);
     } else if (r->phase == SR_RDZV_PREEMPTED) {
         if (!st->preempting && !st->kill_at) {
             st->preempting = 1;
-            begin_stop(st, SIGTERM, run->preempt_grace, 0);
+            begin_stop(st, SIGTERM, run->settings.preempt_grace, 0);
         }
     } else if (!r->reported_failure && st->failed < 0 && !st->agent_signal) {
         st->failed_elsewhere = 1;
-        begin_stop(st, SIGTERM, run->grace, 1);
+        begin_stop(st, SIGTERM, run->settings.shutdown_grace, 1);
     }
 }
 
@@ -558,9 +558,9 @@ static void watch_preemption(sr__attempt *st, sr__run *run) {
     sr__log(SR_LOG_ERROR,
             "the preemption cannot finish: a rank that makes no progress writes no checkpoint; stopping every "
             "rank now (shutdown_grace %gs) instead of waiting out preempt_grace (%gs)",
-            run->grace, run->preempt_grace);
+            run->settings.shutdown_grace, run->settings.preempt_grace);
     signal_groups(st->ws, st->n, SIGTERM, 1);
-    double kill_at = sr__now_s() + run->grace;
+    double kill_at = sr__now_s() + run->settings.shutdown_grace;
     if (!st->kill_at || kill_at < st->kill_at) st->kill_at = kill_at;
 }
 
@@ -581,11 +581,11 @@ static void watch_for_hang(sr__attempt *st, sr__run *run) {
             snprintf(msg, sizeof msg,
                      "node 0's shardrun has not answered for %gs (hang_timeout): it is stopped, or the "
                      "link to it is down",
-                     run->hang_timeout);
+                     run->settings.hang_timeout);
             sr__log(SR_LOG_ERROR, "%s: this node ends the run on its own (exit 1)", msg);
             sr__rdzv_report(&run->rdzv, &(sr__rdzv_news){.kind = SR__RDZV_HOST_SILENT, .what = msg});
             if (st->failed < 0 && !st->hang[0] && !st->agent_signal) st->failed_elsewhere = 1;
-            if (!st->kill_at) begin_stop(st, SIGTERM, run->grace, 1);
+            if (!st->kill_at) begin_stop(st, SIGTERM, run->settings.shutdown_grace, 1);
         }
         return;
     }
@@ -604,7 +604,7 @@ static void watch_for_hang(sr__attempt *st, sr__run *run) {
         /* a silent node cannot take part in a restart: the run fails */
         tell_failure(run, msg, started && h.lost_node < 0 ? SR_FAIL_RETRYABLE : SR_FAIL_FINAL);
     }
-    begin_stop(st, SIGTERM, run->grace, 1);
+    begin_stop(st, SIGTERM, run->settings.shutdown_grace, 1);
 }
 
 /* The I/O of one turn: waits for a signal, a worker's output or exit, the rendezvous or a
@@ -763,7 +763,7 @@ static void start_attempt(sr__attempt *st, sr__run *run) {
         sr__progress_init(&w->progress);
         if (start_worker(run, w, st->ws, i) != 0) {
             sr__log(SR_LOG_ERROR, "cannot start rank %d: %s", w->rank, strerror(errno));
-            begin_stop(st, SIGTERM, run->grace, 1);
+            begin_stop(st, SIGTERM, run->settings.shutdown_grace, 1);
             break;
         }
         st->n++;

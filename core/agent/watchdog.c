@@ -342,7 +342,7 @@ sr__watchdog *sr__watchdog_new(sr__run *run) {
         return NULL;
     }
     wd->nslots = n;
-    wd->T = run->hang_timeout;
+    wd->T = run->settings.hang_timeout;
     wd->model_task = run->model_task;
     wd->node = run->layout.node_rank;
     wd->rdzv = &run->rdzv;

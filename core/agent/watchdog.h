@@ -33,7 +33,7 @@
 
 typedef struct sr__watchdog sr__watchdog;
 
-/* NULL when memory is short (then it says so).  With run->hang_timeout 0 it watches without a
+/* NULL when memory is short (then it says so).  With run->settings.hang_timeout 0 it watches without a
    verdict: the ranks' records still go to the status file and the metrics (publish()). */
 sr__watchdog *sr__watchdog_new(sr__run *run);
 /* A new attempt with n workers: their slots zeroed, the clocks started. */

@@ -9,14 +9,7 @@
 
 sr__prof_state sr__prof;
 
-int sr__prof_init(void) {
-    if (!sr__prof.read) {
-        const char *v = getenv("SHARDRUN_PROFILE");
-        sr__prof.on = v && !strcmp(v, "1");
-        sr__prof.read = 1;
-    }
-    return sr__prof.on;
-}
+void sr__prof_enable(int on) { sr__prof.on = on; }
 
 double sr__prof_now(void) { return sr__prof.on ? sr__now_s() : 0.0; }
 
@@ -32,7 +25,7 @@ void sr__prof_add(int cls, double t0, double flops, double bytes) {
     if (sr__prof.on) sr__prof_add_sec(cls, sr__now_s() - t0, flops, bytes);
 }
 
-int sr_profile_enabled(void) { return sr__prof_init(); }
+int sr_profile_enabled(void) { return sr__prof.on; }
 
 double sr_profile_clock(void) { return sr__now_s(); }
 

@@ -2,8 +2,8 @@
  * The step profile's counters (SHARDRUN_PROFILE=1): seconds, operations, bytes and calls per class
  * of work, in this worker.
  *
- * Lifecycle: the first sr__prof_init() (or sr_profile_enabled()) reads SHARDRUN_PROFILE once, after
- * the worker's environment is applied -> the task's kernels (sr_profile_kernel, shardrun/model.h)
+ * Lifecycle: the worker's start-up turns it on (sr__prof_enable, from SHARDRUN_PROFILE in its
+ * settings, config/worker_settings.h) before the task is loaded -> the task's kernels (sr_profile_kernel, shardrun/model.h)
  * and the engine (sr__prof_add) add to the counters as the steps run -> the trainer takes a
  * snapshot at each logging step and prints the difference (trainer/profile_table.c).
  *
@@ -35,15 +35,14 @@ typedef struct sr__prof_counts {
 } sr__prof_counts;
 
 typedef struct sr__prof_state {
-    int on;   /* SHARDRUN_PROFILE=1 */
-    int read; /* SHARDRUN_PROFILE was read */
+    int on; /* SHARDRUN_PROFILE=1 */
     sr__prof_counts c;
 } sr__prof_state;
 
 extern sr__prof_state sr__prof;
 
-/* Reads SHARDRUN_PROFILE (once); returns sr__prof.on. */
-int sr__prof_init(void);
+/* Turns the profile on or off (the worker's start-up, before any step). */
+void sr__prof_enable(int on);
 /* sr__prof_now(): the clock, only when profiling (0 otherwise: no clock call) */
 double sr__prof_now(void);
 /* Adds the time since t0 (from sr__prof_now) to cls; no-op when off. */

@@ -238,7 +238,7 @@ static void usr1_as_term(int sig) {
 /* [shardrun] metrics_port: listening before the rendezvous, so a port in use wastes nothing.  0, or
    -1 after saying why. */
 static int start_metrics(sr__run *run) {
-    int port = atoi(sr__config_value(&run->cfg, "shardrun", "metrics_port"));
+    int port = run->settings.metrics_port;
     char why[300];
     if (port <= 0 || sr__metrics_start(port, why, sizeof why) == 0) return 0;
     const sr__setting *s = sr__config_get(&run->cfg, "shardrun", "metrics_port");

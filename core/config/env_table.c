@@ -3,6 +3,8 @@
 #include <limits.h>
 #include <string.h>
 
+#include "config/enums.h"
+
 #define NOLIM 0, 0
 const sr_key sr__shardrun_keys[] = {
     {"task", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
@@ -43,7 +45,7 @@ const sr_key sr__shardrun_keys[] = {
     {"preempt_grace", SR_KEY_FLOAT, "60", NULL, 0, NOLIM, NULL,
      "seconds a model task may take, after SIGTERM to shardrun, to finish its step and write a checkpoint "
      "before it is killed (a second SIGTERM kills at once)"},
-    {"log_level", SR_KEY_ENUM, "info", "error|warn|info|debug", 0, NOLIM, NULL,
+    {"log_level", SR_KEY_ENUM, "info", SR__LOG_LEVEL_CHOICES, 0, NOLIM, NULL,
      "what the agent logs to stderr (debug shows which plugin set each variable)"},
     {"plugin_path", SR_KEY_PATH_LIST, NULL, NULL, 0, NOLIM, NULL,
      "colon-separated folders searched for shardrun_NAME.so before the built-in folders (relative ones: to the "

@@ -33,14 +33,8 @@ size_t sr__pool_grain(size_t n) {
     return g < SR__POOL_GRAIN ? SR__POOL_GRAIN : g;
 }
 
-/* OMP_NUM_THREADS's first number (a list "4,2" gives the outer level), else the CPUs we may use */
-static int threads_from_env(void) {
-    const char *v = getenv("OMP_NUM_THREADS");
-    if (v && *v) {
-        char *end;
-        long n = strtol(v, &end, 10);
-        if (end != v && n >= 1) return n > MAX_THREADS ? MAX_THREADS : (int)n;
-    }
+/* The CPUs this process may run on: the count when nobody set one (sr__pool_set_threads) */
+static int threads_by_default(void) {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
         return CPU_COUNT(&set) > MAX_THREADS ? MAX_THREADS : CPU_COUNT(&set);
@@ -50,7 +44,7 @@ static int threads_from_env(void) {
 
 int sr__pool_threads(void) {
     pthread_mutex_lock(&P.mu);
-    if (!P.want) P.want = threads_from_env();
+    if (!P.want) P.want = threads_by_default();
     int n = P.want;
     pthread_mutex_unlock(&P.mu);
     return n;
@@ -130,7 +124,7 @@ void sr__pool_run(size_t nparts, sr__pool_fn fn, void *arg) {
         return;
     }
     pthread_mutex_lock(&P.mu);
-    if (!P.want) P.want = threads_from_env();
+    if (!P.want) P.want = threads_by_default();
     start_threads();
     int helpers = P.want - 1 < P.started ? P.want - 1 : P.started;
     if ((size_t)helpers > nparts - 1) helpers = (int)(nparts - 1);

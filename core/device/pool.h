@@ -2,10 +2,11 @@
  * The engine's thread pool: the CPU device's loops (AdamW, clipping norms, overflow checks, casts,
  * gradient accumulation, zeroing) spread over the cores.
  *
- * Lifecycle: nothing is started until the first loop big enough to share (sr__pool_run with more
- * than one part) -- in a worker, after its environment is applied -- which reads the thread count
- * once (OMP_NUM_THREADS as torch reads it: its first number; unset, the CPUs this process may run
- * on) and starts that many threads minus one; the calling thread works too.  The threads sleep on a
+ * Lifecycle: a worker's start-up sets the thread count (sr__pool_set_threads: OMP_NUM_THREADS as
+ * torch reads it, its first number, from the worker's settings, config/worker_settings.h; unset,
+ * the count stays unset).  Nothing is started until the first loop big enough to share
+ * (sr__pool_run with more than one part), which takes that count (unset: the CPUs this process may
+ * run on) and starts that many threads minus one; the calling thread works too.  The threads sleep on a
  * condition variable between loops (they never spin, so they take nothing from the task's own
  * threads) and live until the process exits.  A child forked after that starts a pool of its own
  * at its first loop (pthread_atfork).
@@ -35,7 +36,7 @@ void sr__pool_run(size_t nparts, sr__pool_fn fn, void *arg);
 
 /* The number of threads loops run on (the caller included); starts nothing. */
 int sr__pool_threads(void);
-/* Testing aid: the thread count to use from now on (before the first loop: the pool is then
+/* The thread count to use from now on (the worker's start-up; tests) (before the first loop: the pool is then
    started with it; later: loops use at most the threads already started, at least 1). */
 void sr__pool_set_threads(int n);
 

@@ -31,6 +31,7 @@
 #include "fsdp/ckpt_id.h"
 #include "fsdp/ckpt_state.h"
 #include "fsdp/engine_internal.h"
+#include "config/worker_settings.h"
 
 int sr__make_output_dir(const char *dir) {
     char failed[4096];
@@ -47,8 +48,7 @@ static void fsync_dir(const char *dir) {
 /* Testing aid: SHARDRUN_DEBUG_SAVE_DELAY_MS slows every unit's write, so a test can kill a run
    in the middle of a save. */
 static void debug_delay(void) {
-    const char *v = getenv("SHARDRUN_DEBUG_SAVE_DELAY_MS");
-    long ms = v ? atol(v) : 0;
+    long ms = sr__worker_settings_get()->save_delay_ms;
     if (ms > 0) nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
 }
 

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "shardrun/model.h"
-#include "fsdp/fsdp_config.h"
+#include "config/fsdp_settings.h"
 #include "fsdp/model_desc.h"
 
 typedef struct sr__engine sr__engine;

@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/profile.h"
+#include "config/worker_settings.h"
 #include "fsdp/engine_internal.h"
 
 static int split_groups(sr__engine *e) {
@@ -62,8 +63,14 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
     e->rank = sr_rank(ctx), e->world_size = sr_world_size(ctx);
     e->world = sr_world(ctx);
     e->loss_scale = 1.0;
-    sr__prof_init(); /* SHARDRUN_PROFILE, read once the worker's environment is in place */
-    if (sr__fsdp_config_read(&e->cfg) != 0) goto fail;
+    /* FSDP_* and ACCELERATE_*, read and checked at the worker's start-up (config/worker_settings.h);
+       the settings own the wrap classes */
+    e->cfg = sr__worker_settings_get()->fsdp;
+    if (e->cfg.enabled && strcmp(e->cfg.enabled_spelling, "true"))
+        sr__log(SR_LOG_WARN,
+                "ACCELERATE_USE_FSDP=%s enables FSDP here, but accelerate itself only "
+                "accepts the spelling `true`",
+                e->cfg.enabled_spelling);
     e->dtype = e->cfg.param_dtype;
     e->dsize = sr_dtype_size(e->dtype);
     if (check_dtype(e) != 0) goto fail;
@@ -94,8 +101,7 @@ sr__engine *sr__engine_create(sr_ctx *ctx, const char *task, const sr_model_ops 
         /* shards and optimizer state in host memory, AdamW on the CPU; gathers and reductions on
            the device through staging copies.  SHARDRUN_DEBUG_OFFLOAD_STAGING=1 takes that path on a
            CPU too (two "devices" that are both the CPU), so the tests check it without a GPU. */
-        const char *force = getenv("SHARDRUN_DEBUG_OFFLOAD_STAGING");
-        if (e->dev->kind != SR_DEVICE_CPU || (force && !strcmp(force, "1"))) {
+        if (e->dev->kind != SR_DEVICE_CPU || sr__worker_settings_get()->offload_staging) {
             e->hdev = sr__device_get("cpu", err, sizeof err);
             e->offload = 1;
         } else if (e->rank == 0) {
@@ -205,7 +211,6 @@ void sr__engine_free(sr__engine *e) {
         if (e->hdev) e->hdev->free(e->stage);
     }
     sr__units_free(&e->units);
-    sr__fsdp_config_free(&e->cfg);
     free(e->slot), free(e->fwd_units), free(e->pending_rs), free(e->mod_pos), free(e->pptr), free(e->gptr);
     free(e);
 }

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "fsdp/fsdp_config.h"
+#include "config/fsdp_settings.h"
 #include "fsdp/model_desc.h"
 
 typedef struct sr__unit {

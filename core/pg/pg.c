@@ -496,8 +496,9 @@ static pg_shared *open_world(const sr__pg_world_args *a, const sr__pg_backend_op
         snprintf(err, errlen, "process group world: %s", serr);
         return NULL;
     }
+    sr__pg_fault_set(a->fault);
     pg_shared *sh = sr__calloc(1, sizeof *sh);
-    const char *iface = getenv("GLOO_SOCKET_IFNAME");
+    const char *iface = a->iface;
     char *hostname = sh ? sr__strdup(a->hostname) : NULL, *ifcopy = hostname && iface ? sr__strdup(iface) : NULL;
     if (!hostname || (iface && !ifcopy)) {
         snprintf(err, errlen, "process group world: out of memory");
@@ -520,7 +521,7 @@ static pg_shared *open_world(const sr__pg_world_args *a, const sr__pg_backend_op
     else snprintf(sh->root, sizeof sh->root, "pg/");
     char key[64], id[1024];
     if (id_override) snprintf(id, sizeof id, "%s", id_override);
-    else sr__shm_host_id(id, sizeof id);
+    else sr__shm_host_id(id, sizeof id, a->host_id);
     snprintf(key, sizeof key, "%shost/%d", sh->root, a->rank);
     pthread_mutex_lock(&sh->store_lock);
     int rc = sr__store_set(sh->store, key, id, strlen(id));

@@ -399,7 +399,7 @@ static int shm_barrier(void *impl, int *stuck, char *err, size_t errlen) {
     return rc;
 }
 
-void sr__shm_host_id(char *out, size_t len) {
+void sr__shm_host_id(char *out, size_t len, const char *extra) {
     char host[256] = "", boot[64] = "", ns[3][64] = {"", "", ""};
     if (gethostname(host, sizeof host) != 0) host[0] = 0;
     host[sizeof host - 1] = 0;
@@ -415,7 +415,6 @@ void sr__shm_host_id(char *out, size_t len) {
         ssize_t n = readlink(names[i], ns[i], sizeof ns[i] - 1);
         ns[i][n > 0 ? n : 0] = 0;
     }
-    const char *extra = getenv("SHARDRUN_HOST_ID"); /* ranks that differ here are on "other hosts" */
     snprintf(out, len, "%s|%s|%s|%s|%s|%s", host, boot, ns[0], ns[1], ns[2], extra ? extra : "");
 }
 

@@ -21,10 +21,11 @@ extern const sr__pg_backend_ops sr__shm_backend;
 
 /* What makes two processes able to share a segment: the host name, the kernel's boot id, and the
    IPC, mount and pid namespaces (a container on the same kernel has its own /dev/shm and pids),
-   and $SHARDRUN_HOST_ID when set.
+   and `extra` ($SHARDRUN_HOST_ID from the worker's settings; ranks that differ there are on
+   "other hosts"; NULL or "" when unset).
    Writes it into out; never fails (unreadable parts are left empty, which only makes a match less
    likely, never wrong: a missing boot id adds the pid, so such a rank matches nobody). */
-void sr__shm_host_id(char *out, size_t len);
+void sr__shm_host_id(char *out, size_t len, const char *extra);
 
 /* The run part of segment names, from the run's store token. */
 unsigned long long sr__shm_run_hash(const char *token);

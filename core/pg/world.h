@@ -17,6 +17,10 @@ typedef struct sr__pg_world_args {
     double timeout_s;
     int attempt;           /* the job's restart count: its keys are not an earlier attempt's */
     const char *transport; /* gloo: "auto", "shm" (groups on one host) or "tcp"; NULL: auto */
+    /* from the worker's settings (config/worker_settings.h), which this layer cannot include */
+    const char *iface;   /* GLOO_SOCKET_IFNAME: the interface Gloo uses across hosts; NULL: unset */
+    const char *host_id; /* SHARDRUN_HOST_ID, added to the host identity; NULL: unset */
+    const char *fault;   /* SHARDRUN_DEBUG_PG_FAULT (pg/fault.h); NULL: none */
 } sr__pg_world_args;
 
 /* Connects to the store, meets every rank (naming the ones that do not arrive), creates the

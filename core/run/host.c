@@ -9,6 +9,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "config/value.h"
+#include "config/worker_settings.h"
 #include "device/cuda_lib.h"
 #include "pg/route.h"
 #include "pg/world.h"
@@ -51,6 +52,9 @@ static void api_reject(sr_host *h, const char *key, const char *fmt, ...) {
 
 static const sr_topology *api_topology(sr_host *h) { return &h->topo; }
 
+/* Plugins read the environment through the host API: in the agent, while their write_env resolves
+   the job, the block being written, else the user's environment (which is what the job is resolved
+   from); in a worker, the environment the agent built.  A plugin's own reading, not shardrun's. */
 static const char *api_env_get(sr_host *h, const char *name) {
     const sr__env_entry *e = h->block ? sr__env_block_find(h->block, name) : NULL;
     return e ? e->value : getenv(name);
@@ -124,7 +128,7 @@ static const char *api_task_kind(sr_host *h) { return h->run->task.type == SR_TA
 /* auto: nccl only when a CUDA device is visible; a CPU machine never loads CUDA to find out. */
 static const char *resolve_backend(const char *backend) {
     if (strcmp(backend, "auto")) return backend;
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    const char *vis = sr__worker_settings_get()->cuda_visible_devices;
     if (access("/dev/nvidiactl", F_OK) != 0 || (vis && (!*vis || !strcmp(vis, "-1")))) return "gloo";
     char err[4500];
     return sr__cuda_device_count(err, sizeof err) > 0 ? "nccl" : "gloo";
@@ -144,7 +148,8 @@ static int api_init_process_group(sr_host *h, const char *backend, double timeou
        address of the interface that reaches master_addr (GLOO_SOCKET_IFNAME wins when set), never
        the host name, which may resolve to a loopback address another node cannot reach */
     char hostname[256] = "127.0.0.1";
-    const char *ifenv = getenv("GLOO_SOCKET_IFNAME");
+    const sr__worker_settings *ws = sr__worker_settings_get();
+    const char *ifenv = ws->gloo_iface;
     if (!is_loopback(run->layout.master_addr) && !(ifenv && *ifenv)) {
         char ifname[64], master[256], why[600];
         if (sr__pg_route_to(run->layout.master_addr, h->topo.master_port, hostname, sizeof hostname, ifname,
@@ -169,9 +174,9 @@ static int api_init_process_group(sr_host *h, const char *backend, double timeou
                 ifname[0] ? ifname : "?", run->layout.master_addr);
     }
     sr__pg_world_args a = {
-        run->rdzv.host,         run->rdzv.port,           run->rdzv.token, h->topo.rank, h->topo.world_size,
-        h->topo.local_rank,     resolve_backend(backend), hostname,        timeout_s,    run->layout.restart_count,
-        api_get(h, "transport")};
+        run->rdzv.host,          run->rdzv.port,           run->rdzv.token, h->topo.rank, h->topo.world_size,
+        h->topo.local_rank,      resolve_backend(backend), hostname,        timeout_s,    run->layout.restart_count,
+        api_get(h, "transport"), ws->gloo_iface,           ws->host_id,     ws->pg_fault};
     char err[2048];
     if (!sr__pg_create_world(&a, err, sizeof err)) {
         sr__log(SR_LOG_ERROR, "%s", err);

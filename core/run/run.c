@@ -125,22 +125,12 @@ static void check_foreign_env(sr__run *run) {
     free(used);
 }
 
-/* A [shardrun] duration: a number of seconds, not negative. */
-static double seconds_key(sr__job *cfg, const char *key) {
-    double v = atof(sr__config_value(cfg, "shardrun", key));
-    if (!(v >= 0) || v > 1e9)
-        sr__diag_add(&cfg->diag, "%s: %s = %s: expected a number of seconds from 0 to 1e9",
-                     sr__config_get(cfg, "shardrun", key)->where, key, sr__config_value(cfg, "shardrun", key));
-    return v;
-}
-
 int sr__run_prepare(sr__run *run, const sr__run_args *args) {
     sr__job *cfg = &run->cfg;
     if (sr__config_load(cfg, args->job) != 0 || cfg->diag.n) goto fail;
 
     sr__config_resolve(cfg, "shardrun", sr__shardrun_keys, NULL, NULL);
-    const char *lvl = sr__config_value(cfg, "shardrun", "log_level");
-    if (lvl) sr__log_level = sr__enum_index("error|warn|info|debug", 0, lvl);
+    sr__log_level = (int)sr__shardrun_log_level(cfg);
     load_plugins(run);
     if (cfg->diag.n) goto fail;
     for (size_t i = 0; i < run->nplugins; i++)
@@ -154,12 +144,8 @@ int sr__run_prepare(sr__run *run, const sr__run_args *args) {
     if (cfg->diag.n) goto fail;
 
     sr__layout_resolve(cfg, &run->layout);
-    run->grace = seconds_key(cfg, "shutdown_grace");
-    run->preempt_grace = seconds_key(cfg, "preempt_grace");
-    seconds_key(cfg, "restart_delay");
-    seconds_key(cfg, "rdzv_timeout");
-    run->hang_timeout = seconds_key(cfg, "hang_timeout");
-    run->layout.max_restarts = atoi(sr__config_value(cfg, "shardrun", "max_restarts"));
+    sr__shardrun_settings_read(cfg, &run->settings); /* the durations' ranges, typed once */
+    run->layout.max_restarts = run->settings.max_restarts;
     sr__task_spec_resolve(cfg, args->nextra, args->extra, &run->task);
     if (cfg->diag.n) goto fail;
     run->model_task = run->task.type == SR_TASK_SO && run->task.kind == SR_TASK_MODEL;
@@ -273,13 +259,13 @@ int sr__run_prepare_rdzv(sr__run *run) {
         .master_port = l->master_port,
         .port_value = port->value,
         .port_where = port->where,
-        .timeout_s = atof(sr__config_value(&run->cfg, "shardrun", "rdzv_timeout")),
+        .timeout_s = run->settings.rdzv_timeout,
         /* other agents read the verdict, stop their workers (shutdown_grace) and report */
-        .ack_timeout_s = run->grace + 5.0,
+        .ack_timeout_s = run->settings.shutdown_grace + 5.0,
         .per_process = l->per_process,
         .launcher_job_id = l->launcher_job_id,
         .max_restarts = l->max_restarts,
-        .restart_delay_s = atof(sr__config_value(&run->cfg, "shardrun", "restart_delay")),
+        .restart_delay_s = run->settings.restart_delay,
         .fingerprint = run->fingerprint = run_fingerprint(run),
     };
     if (!a.fingerprint) {

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "config/env_block.h"
 #include "config/job.h"
+#include "config/shardrun_settings.h"
 #include "plugin/loader.h"
 #include "run/layout.h"
 #include "run/task_spec.h"
@@ -22,14 +23,11 @@ typedef struct sr__run {
     size_t nplugins;
     sr__layout layout;
     sr__task_spec task;
-    int log_level;        /* sr_log_level */
-    double grace;         /* seconds between SIGTERM and SIGKILL */
-    double preempt_grace; /* a model task's time to checkpoint after SIGTERM to the agent */
-    double hang_timeout;  /* [shardrun] hang_timeout: seconds without progress that make a hang; 0: no watchdog */
-    int model_task;       /* the task is a model task: SIGTERM asks for a checkpoint (preemption) */
-    sr__rdzv rdzv;        /* the agent's side of the rendezvous; workers reach the store at its host/port/token */
-    int stdout_tty;       /* in a worker: the agent's stdout is a terminal (progress bars are drawn) */
-    char *fingerprint;    /* what defines the run as this agent sees it (sr__run_prepare_rdzv) */
+    sr__shardrun_settings settings; /* [shardrun], typed: durations, restarts, log level, metrics port */
+    int model_task;                 /* the task is a model task: SIGTERM asks for a checkpoint (preemption) */
+    sr__rdzv rdzv;     /* the agent's side of the rendezvous; workers reach the store at its host/port/token */
+    int stdout_tty;    /* in a worker: the agent's stdout is a terminal (progress bars are drawn) */
+    char *fingerprint; /* what defines the run as this agent sees it (sr__run_prepare_rdzv) */
 } sr__run;
 
 typedef struct sr__run_args {

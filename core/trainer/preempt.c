@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/progress.h"
+#include "config/worker_settings.h"
 
 /* the signal that asked this rank to stop (SIGTERM or SIGUSR1), 0: none */
 static volatile sig_atomic_t asked;
@@ -46,16 +47,12 @@ void sr__preempt_install(void) {
 int sr__preempt_signal(void) { return asked ? asked : SIGTERM; }
 
 void sr__debug_kill_at(int rank, int restart_count, long long step) {
-    const char *v = getenv("SHARDRUN_DEBUG_KILL_AT");
-    int r, at = 0;
-    long long s;
-    if (!v || sscanf(v, "%d:%lld%n", &r, &s, &at) != 2) return;
+    const struct sr__debug_at *k = &sr__worker_settings_get()->kill_at; /* SHARDRUN_DEBUG_KILL_AT */
     /* ":every": in every attempt, not only the first; ":stop": SIGSTOP rather than SIGKILL (a rank
        that hangs, for the hang watchdog's tests) */
-    int every = !strcmp(v + at, ":every"), stop = !strcmp(v + at, ":stop");
-    if (r == rank && s == step && (every || !restart_count)) {
+    if (k->set && k->rank == rank && k->step == step && (k->every || !restart_count)) {
         fflush(NULL);
-        raise(stop ? SIGSTOP : SIGKILL);
+        raise(k->stop ? SIGSTOP : SIGKILL);
     }
 }
 
@@ -63,10 +60,9 @@ void sr__debug_kill_at(int rank, int restart_count, long long step) {
 enum { PAUSE_LIMIT_S = 120 };
 
 void sr__debug_pause_at(int rank, int restart_count, long long step) {
-    const char *v = getenv("SHARDRUN_DEBUG_PAUSE_AT");
-    int r, at = 0;
-    long long s;
-    if (!v || sscanf(v, "%d:%lld%n", &r, &s, &at) != 2 || v[at] || r != rank || s != step || restart_count) return;
+    const sr__worker_settings *ws = sr__worker_settings_get();
+    const struct sr__debug_at *p = &ws->pause_at; /* SHARDRUN_DEBUG_PAUSE_AT */
+    if (!p->set || p->rank != rank || p->step != step || restart_count) return;
     /* the step's line is out before the test, which waits for it, sends its signal */
     if (fflush(NULL) != 0) sr__log(SR_LOG_WARN, "SHARDRUN_DEBUG_PAUSE_AT: flushing the output: %s", strerror(errno));
     const struct timespec nap = {0, 5 * 1000 * 1000};
@@ -74,8 +70,8 @@ void sr__debug_pause_at(int rank, int restart_count, long long step) {
     while (!asked && sr__now_s() < until)
         if (nanosleep(&nap, NULL) != 0 && errno != EINTR) break; /* EINTR: the signal we wait for, or another */
     if (!asked)
-        sr__log(SR_LOG_WARN, "SHARDRUN_DEBUG_PAUSE_AT=%s: the pause ran out (no stop request within %d s); going on", v,
-                PAUSE_LIMIT_S);
+        sr__log(SR_LOG_WARN, "SHARDRUN_DEBUG_PAUSE_AT=%s: the pause ran out (no stop request within %d s); going on",
+                ws->pause_at_text, PAUSE_LIMIT_S);
 }
 
 int sr__preempt_agreed(sr__engine *e) {

@@ -15,6 +15,7 @@
 #include "fsdp/ckpt_dir.h"
 #include "task/ctx.h"
 #include "trainer/output_dir.h"
+#include "config/worker_settings.h"
 
 /* [task] keys that only say where and how often to save, log and evaluate, or how to start: a
    resumed run may change them freely.  init_weights, init_adapters and seed have notes of their own (trainer.c):
@@ -96,29 +97,18 @@ int sr__resume_check_allow_names(const sr_ctx *ctx, const char *list) {
 }
 
 int sr__resume_restarts(const sr__trainer *t) {
-    const char *slurm = getenv("SLURM_RESTART_COUNT");
     int n = sr_restart_count(t->ctx);
-    return n > 0 ? n : slurm && atoi(slurm) > 0 ? atoi(slurm) : 0;
-}
-
-/* The mixed precision the run computes in, as accelerate spells it ("no" when unset). */
-static void mixed_precision(char *out, size_t len) {
-    const char *v = getenv("ACCELERATE_MIXED_PRECISION");
-    size_t i = 0;
-    for (; v && v[i] && i + 1 < len; i++) out[i] = (char)tolower((unsigned char)v[i]);
-    out[i] = 0;
-    if (!i) snprintf(out, len, "no");
+    return n > 0 ? n : sr__worker_settings_get()->slurm_restarts;
 }
 
 /* What every checkpoint of this run records of its configuration (members of
    stateful_callbacks.shardrun). */
 static char *settings_json(const sr__trainer *t) {
     sr__buf b = {0};
-    char mp[16];
     const char *key, *value;
-    mixed_precision(mp, sizeof mp);
+    /* the mixed precision the run computes in, as accelerate spells it ("no" when unset) */
     sr__buf_printf(&b, "\"mixed_precision\": ");
-    sr__buf_json_str(&b, mp);
+    sr__buf_json_str(&b, sr__precision_name(sr__worker_settings_get()->fsdp.precision));
     sr__buf_printf(&b, ", \"task_settings\": {");
     for (size_t i = 0; (key = sr__ctx_task_setting(t->ctx, i, &value)); i++) {
         sr__buf_printf(&b, "%s", i ? ", " : "");
@@ -199,7 +189,6 @@ static void compare_one(const sr__trainer *t, const sr__ckpt_ident *id, const ch
 
 /* The checkpoint's settings against this run's.  An exit code. */
 static int compare_settings(const sr__trainer *t, const char *dir, const sr__ckpt_ident *id) {
-    char mp[16];
     const char *key, *value;
     sr__buf refused = {0};
     if (!id->has_settings) {
@@ -209,7 +198,7 @@ static int compare_settings(const sr__trainer *t, const char *dir, const sr__ckp
                    dir);
         return SR_EXIT_OK;
     }
-    mixed_precision(mp, sizeof mp);
+    const char *mp = sr__precision_name(sr__worker_settings_get()->fsdp.precision);
     if (id->mixed_precision[0]) compare_one(t, id, "mixed_precision", id->mixed_precision, mp, &refused);
     for (size_t i = 0; (key = sr__ctx_task_setting(t->ctx, i, &value)); i++)
         compare_one(t, id, key, sr__ckpt_setting(id, key), value, &refused);

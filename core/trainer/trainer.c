@@ -22,6 +22,7 @@
 #include "trainer/preempt.h"
 #include "trainer/resume.h"
 #include "trainer/trainer_internal.h"
+#include "config/worker_settings.h"
 
 /* Set-up errors are the same on every rank as a rule (one job file, one environment): ranks other
    than a node's local rank 0 hold back what they print to stderr until set-up is over.  When it
@@ -121,9 +122,9 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
     t->final_loss = NAN;
     if (sr__train_args_read(ctx, &t->a) != 0) return SR_EXIT_CONFIG;
     t->rank = sr_rank(ctx), t->ws = sr_world_size(ctx), t->tty = sr__ctx_tty(ctx);
-    const char *job = getenv("SHARDRUN_JOB_ID"), *requeue = getenv("SHARDRUN_REQUEUE_KEY");
-    snprintf(t->ts.job_id, sizeof t->ts.job_id, "%s", job ? job : "");
-    snprintf(t->ts.requeue_key, sizeof t->ts.requeue_key, "%s", requeue ? requeue : "");
+    const sr__worker_settings *ws = sr__worker_settings_get();
+    snprintf(t->ts.job_id, sizeof t->ts.job_id, "%s", ws->job_id);
+    snprintf(t->ts.requeue_key, sizeof t->ts.requeue_key, "%s", ws->requeue_key);
     int rc = sr__resume_choose(t); /* output_dir, and the checkpoint the run starts from */
     if (rc != SR_EXIT_OK) return rc;
     t->ts.settings = t->settings;

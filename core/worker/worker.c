@@ -13,7 +13,10 @@
 #include "shardrun/task.h"
 #include "base/abi.h"
 #include "base/log.h"
+#include "base/profile.h"
 #include "base/progress.h"
+#include "config/worker_settings.h"
+#include "device/pool.h"
 #include "task/ctx.h"
 #include "trainer/trainer.h"
 
@@ -88,6 +91,18 @@ _Noreturn void sr__worker_run(sr__run *run, int local_rank, int results_fd) {
     if (run->rdzv.job_id[0]) setenv("SHARDRUN_JOB_ID", run->rdzv.job_id, 1);
     if (run->rdzv.requeue_key[0]) setenv("SHARDRUN_REQUEUE_KEY", run->rdzv.requeue_key, 1);
     else unsetenv("SHARDRUN_REQUEUE_KEY");
+    /* A task's worker reads its settings once, here, before the plugins' init hooks (which form the
+       process group from them) and the task: a bad value is a configuration error before any work.
+       An exec: program reads its own environment. */
+    if (run->task.type != SR_TASK_EXEC) {
+        if (sr__worker_settings_load(run->model_task, &diag) != 0) {
+            sr__diag_flush(&diag);
+            _exit(SR_EXIT_CONFIG);
+        }
+        const sr__worker_settings *ws = sr__worker_settings_get();
+        sr__prof_enable(ws->profile);
+        if (ws->omp_threads) sr__pool_set_threads(ws->omp_threads);
+    }
     /* A peer that died closes its sockets: a write to one must fail the collective (EPIPE, named
        in the error) rather than kill this rank with SIGPIPE, which would blame the wrong rank.
        Not for exec: programs, which would inherit the ignored signal across exec. */

@@ -1,0 +1,86 @@
+/*
+ * Every enumeration the job file and the environment contract carry, spelled once.
+ *
+ * Each list below is one X-macro: X(IDENTIFIER, "TEXT") per member, in the order of its numbers.
+ * It expands once into the C enum (the member's number is its place in the list) and once into
+ * the '|'-separated choices an sr_key takes (config/value.h: sr__enum_index gives the number back,
+ * and SR_KEY_ENUM_DIGITS makes the digits 1..n select too: torch's numbers for the sharding
+ * strategy, as accelerate writes FSDP_SHARDING_STRATEGY).  The TEXT is what the job file takes,
+ * what the environment carries and what messages and logs print.
+ *
+ * Users: the [shardrun] key table (config/env_table.c: log_level), the worker's settings reader
+ * (config/fsdp_settings.c: the FSDP_* and ACCELERATE_* variables), the FSDP engine's logs and the
+ * trainer's (sr__strategy_name and the like).  The accelerate plugin is built against
+ * include/shardrun/ only and keeps its own copy of the FSDP lists (plugins/accelerate/accelerate.c).
+ */
+#ifndef SR_CONFIG_ENUMS_H
+#define SR_CONFIG_ENUMS_H
+
+#include <stddef.h>
+
+/* FSDP_SHARDING_STRATEGY ([accelerate] fsdp.sharding_strategy): digit = number + 1 */
+#define SR__STRATEGY_LIST(X)                                                                                           \
+    X(SR_FULL_SHARD, "FULL_SHARD")                                                                                     \
+    X(SR_SHARD_GRAD_OP, "SHARD_GRAD_OP")                                                                               \
+    X(SR_NO_SHARD, "NO_SHARD")                                                                                         \
+    X(SR_HYBRID_SHARD, "HYBRID_SHARD")                                                                                 \
+    X(SR_HYBRID_SHARD_ZERO2, "HYBRID_SHARD_ZERO2")
+
+/* FSDP_AUTO_WRAP_POLICY */
+#define SR__WRAP_LIST(X)                                                                                               \
+    X(SR_WRAP_NONE, "NO_WRAP")                                                                                         \
+    X(SR_WRAP_TRANSFORMER, "TRANSFORMER_BASED_WRAP")                                                                   \
+    X(SR_WRAP_SIZE, "SIZE_BASED_WRAP")
+
+/* FSDP_BACKWARD_PREFETCH */
+#define SR__PREFETCH_LIST(X)                                                                                           \
+    X(SR_PREFETCH_NONE, "NO_PREFETCH")                                                                                 \
+    X(SR_PREFETCH_PRE, "BACKWARD_PRE")                                                                                 \
+    X(SR_PREFETCH_POST, "BACKWARD_POST")
+
+/* FSDP_STATE_DICT_TYPE */
+#define SR__STATE_DICT_LIST(X)                                                                                         \
+    X(SR_SD_FULL, "FULL_STATE_DICT")                                                                                   \
+    X(SR_SD_LOCAL, "LOCAL_STATE_DICT")                                                                                 \
+    X(SR_SD_SHARDED, "SHARDED_STATE_DICT")
+
+/* ACCELERATE_MIXED_PRECISION, lowercase only (accelerate does not lowercase it); fp8 is refused by
+   name (config/fsdp_settings.c) */
+#define SR__PRECISION_LIST(X)                                                                                          \
+    X(SR_PRECISION_NO, "no")                                                                                           \
+    X(SR_PRECISION_FP16, "fp16")                                                                                       \
+    X(SR_PRECISION_BF16, "bf16")
+
+/* [shardrun] log_level: the numbers are sr_log_level's (shardrun/plugin.h), checked below */
+#define SR__LOG_LEVEL_LIST(X)                                                                                          \
+    X(SR__LEVEL_ERROR, "error")                                                                                        \
+    X(SR__LEVEL_WARN, "warn")                                                                                          \
+    X(SR__LEVEL_INFO, "info")                                                                                          \
+    X(SR__LEVEL_DEBUG, "debug")
+
+#define SR__ENUM_MEMBER(id, text) id,
+#define SR__ENUM_CHOICE(id, text) "|" text
+/* "A|B|C": the list's choices (a constant, for static key tables) */
+#define SR__CHOICES(LIST) (LIST(SR__ENUM_CHOICE) + 1)
+
+typedef enum { SR__STRATEGY_LIST(SR__ENUM_MEMBER) } sr__strategy;
+typedef enum { SR__WRAP_LIST(SR__ENUM_MEMBER) } sr__wrap;
+typedef enum { SR__PREFETCH_LIST(SR__ENUM_MEMBER) } sr__prefetch;
+typedef enum { SR__STATE_DICT_LIST(SR__ENUM_MEMBER) } sr__state_dict;
+typedef enum { SR__PRECISION_LIST(SR__ENUM_MEMBER) } sr__precision;
+typedef enum { SR__LOG_LEVEL_LIST(SR__ENUM_MEMBER) } sr__level;
+
+#define SR__STRATEGY_CHOICES SR__CHOICES(SR__STRATEGY_LIST)
+#define SR__WRAP_CHOICES SR__CHOICES(SR__WRAP_LIST)
+#define SR__PREFETCH_CHOICES SR__CHOICES(SR__PREFETCH_LIST)
+#define SR__STATE_DICT_CHOICES SR__CHOICES(SR__STATE_DICT_LIST)
+#define SR__PRECISION_CHOICES SR__CHOICES(SR__PRECISION_LIST)
+#define SR__LOG_LEVEL_CHOICES SR__CHOICES(SR__LOG_LEVEL_LIST)
+
+/* A member's text, for messages and logs ("?" when out of range). */
+const char *sr__strategy_name(sr__strategy s);
+const char *sr__prefetch_name(sr__prefetch p);
+const char *sr__state_dict_name(sr__state_dict s);
+const char *sr__precision_name(sr__precision p);
+
+#endif

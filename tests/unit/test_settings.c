@@ -1,0 +1,111 @@
+/* A worker's settings read from a given environment (config/worker_settings.h), the FSDP variables
+   with accelerate's rules (config/fsdp_settings.h) and the one table of enumerations
+   (config/enums.h): torch's strategy numbers, names both ways, the key tables' choices. */
+#include <string.h>
+
+#include "check.h"
+#include "config/enums.h"
+#include "config/env_table.h"
+#include "config/value.h"
+#include "config/worker_settings.h"
+
+/* the environment a test gives: NAME=VALUE strings, NULL-terminated */
+static const char *const *ENV;
+static const char *get(const char *name) {
+    size_t n = strlen(name);
+    for (const char *const *e = ENV; e && *e; e++)
+        if (!strncmp(*e, name, n) && (*e)[n] == '=') return *e + n + 1;
+    return NULL;
+}
+
+static int parse(const char *const *env, int model, sr__worker_settings *s, sr__diag *d) {
+    ENV = env;
+    return sr__worker_settings_parse(s, get, model, d);
+}
+
+/* whether the diag's first message contains `what` */
+static int says(const sr__diag *d, const char *what) { return d->kept && strstr(d->msgs[0], what) != NULL; }
+
+int main(void) {
+    sr__worker_settings s;
+    sr__diag d = {0};
+
+    /* an empty environment: the defaults, no error */
+    const char *const none[] = {NULL};
+    CHECK(parse(none, 1, &s, &d) == 0 && d.n == 0);
+    CHECK(!s.fsdp.enabled && s.fsdp.precision == SR_PRECISION_NO && s.fsdp.param_dtype == SR_FLOAT32);
+    CHECK(s.fsdp.sync_module_states == 1 && s.omp_threads == 0 && !s.profile && !s.kill_at.set);
+    CHECK_STR(s.job_id, "");
+    sr__worker_settings_free(&s);
+
+    /* torch's numbers 1..5 as accelerate writes FSDP_SHARDING_STRATEGY, and the names in any case */
+    const char *digits[] = {"1", "2", "3", "4", "5"};
+    const sr__strategy want[] = {SR_FULL_SHARD, SR_SHARD_GRAD_OP, SR_NO_SHARD, SR_HYBRID_SHARD, SR_HYBRID_SHARD_ZERO2};
+    for (int i = 0; i < 5; i++) {
+        char var[64];
+        snprintf(var, sizeof var, "FSDP_SHARDING_STRATEGY=%s", digits[i]);
+        const char *const env[] = {"ACCELERATE_USE_FSDP=true", var, NULL};
+        CHECK(parse(env, 1, &s, &d) == 0 && s.fsdp.strategy == want[i]);
+        sr__worker_settings_free(&s);
+        CHECK(sr__enum_index(SR__STRATEGY_CHOICES, SR_KEY_ENUM_DIGITS, sr__strategy_name(want[i])) == (int)want[i]);
+    }
+    CHECK_STR(sr__strategy_name(SR_HYBRID_SHARD_ZERO2), "HYBRID_SHARD_ZERO2");
+    CHECK_STR(sr__strategy_name((sr__strategy)9), "?");
+    const char *const v1[] = {"ACCELERATE_USE_FSDP=TRUE",
+                              "FSDP_SHARDING_STRATEGY=shard_grad_op",
+                              "FSDP_BACKWARD_PREFETCH=BACKWARD_POST",
+                              "FSDP_STATE_DICT_TYPE=sharded_state_dict",
+                              "ACCELERATE_MIXED_PRECISION=bf16",
+                              "FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP",
+                              "FSDP_TRANSFORMER_CLS_TO_WRAP=Block,Head",
+                              NULL};
+    CHECK(parse(v1, 1, &s, &d) == 0 && d.n == 0);
+    CHECK(s.fsdp.enabled && s.fsdp.strategy == SR_SHARD_GRAD_OP && !s.fsdp.reshard_after_forward);
+    CHECK(s.fsdp.backward_prefetch == SR_PREFETCH_POST && s.fsdp.state_dict == SR_SD_SHARDED);
+    CHECK(s.fsdp.precision == SR_PRECISION_BF16 && s.fsdp.param_dtype == SR_BFLOAT16);
+    CHECK_STR(s.fsdp.enabled_spelling, "TRUE"); /* the engine warns: accelerate takes only `true` */
+    CHECK(s.fsdp.wrap == SR_WRAP_TRANSFORMER && s.fsdp.wrap_classes && !strcmp(s.fsdp.wrap_classes[1], "Head"));
+    sr__worker_settings_free(&s);
+
+    /* bad values: one message each, naming the variable, its value and what is accepted */
+    const char *const bad[] = {"ACCELERATE_USE_FSDP=true", "FSDP_SHARDING_STRATEGY=6", NULL};
+    CHECK(parse(bad, 1, &s, &d) == -1 && d.n == 1);
+    CHECK(says(&d, "FSDP_SHARDING_STRATEGY=6: expected FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, "
+                   "HYBRID_SHARD_ZERO2"));
+    sr__diag_clear(&d), sr__worker_settings_free(&s);
+    const char *const upper[] = {"ACCELERATE_MIXED_PRECISION=BF16", NULL};
+    CHECK(parse(upper, 1, &s, &d) == -1 &&
+          says(&d, "ACCELERATE_MIXED_PRECISION=BF16: expected no, fp16 or bf16, lowercase"));
+    sr__diag_clear(&d), sr__worker_settings_free(&s);
+    const char *const fp8[] = {"ACCELERATE_MIXED_PRECISION=fp8", NULL};
+    CHECK(parse(fp8, 1, &s, &d) == -1 && says(&d, "fp8 is not supported"));
+    sr__diag_clear(&d), sr__worker_settings_free(&s);
+    /* a main task's worker reads no FSDP variable */
+    CHECK(parse(bad, 0, &s, &d) == 0 && d.n == 0 && !s.fsdp.enabled);
+    sr__worker_settings_free(&s);
+
+    /* the rest of the contract, typed */
+    const char *const rest[] = {"SHARDRUN_JOB_ID=abc",
+                                "SLURM_RESTART_COUNT=3",
+                                "OMP_NUM_THREADS=4,2",
+                                "SHARDRUN_PROFILE=1",
+                                "SHARDRUN_DEBUG_KILL_AT=1:7:stop",
+                                "SHARDRUN_DEBUG_PAUSE_AT=0:3:every",
+                                "SHARDRUN_DEBUG_SAVE_DELAY_MS=250",
+                                "GLOO_SOCKET_IFNAME=eth1",
+                                NULL};
+    CHECK(parse(rest, 0, &s, &d) == 0);
+    CHECK_STR(s.job_id, "abc");
+    CHECK(s.slurm_restarts == 3 && s.omp_threads == 4 && s.profile == 1 && s.save_delay_ms == 250);
+    CHECK(s.kill_at.set && s.kill_at.rank == 1 && s.kill_at.step == 7 && s.kill_at.stop && !s.kill_at.every);
+    CHECK(!s.pause_at.set); /* PAUSE_AT takes no suffix */
+    CHECK(s.gloo_iface && !strcmp(s.gloo_iface, "eth1") && !s.pg_fault);
+    sr__worker_settings_free(&s);
+
+    /* the [shardrun] key table takes log_level's choices from the one table */
+    const sr_key *lvl = sr__find_key(sr__shardrun_keys, "log_level");
+    CHECK(lvl && !strcmp(lvl->choices, "error|warn|info|debug"));
+    CHECK(sr__enum_index(SR__LOG_LEVEL_CHOICES, 0, "debug") == SR_LOG_DEBUG);
+    CHECK(!strcmp(SR__STATE_DICT_CHOICES, "FULL_STATE_DICT|LOCAL_STATE_DICT|SHARDED_STATE_DICT"));
+    return CHECK_DONE();
+}

@@ -9,9 +9,12 @@
  * what the environment carries and what messages and logs print.
  *
  * Users: the [shardrun] key table (config/env_table.c: log_level), the worker's settings reader
- * (config/fsdp_settings.c: the FSDP_* and ACCELERATE_* variables), the FSDP engine's logs and the
- * trainer's (sr__strategy_name and the like).  The accelerate plugin is built against
- * include/shardrun/ only and keeps its own copy of the FSDP lists (plugins/accelerate/accelerate.c).
+ * (config/fsdp_settings.c: the FSDP_* and ACCELERATE_* variables), the trainer's [task] key table
+ * and its reader (trainer/train_keys.c, trainer/train_args.c: lr_scheduler_type, the strategies,
+ * metric_for_best_model, nan_policy), the FSDP engine's logs and the trainer's (sr__strategy_name
+ * and the like).  The plugins are built against include/shardrun/ only and keep their own copies:
+ * accelerate of the FSDP lists (plugins/accelerate/accelerate.c), torch of [torch] backend and
+ * transport (plugins/torch/torch.c), which reach core/pg as text (config is not below pg).
  */
 #ifndef SR_CONFIG_ENUMS_H
 #define SR_CONFIG_ENUMS_H
@@ -58,6 +61,35 @@
     X(SR__LEVEL_INFO, "info")                                                                                          \
     X(SR__LEVEL_DEBUG, "debug")
 
+/* [task] lr_scheduler_type: transformers' get_scheduler names (trainer/train_args.c: sr__lr_at) */
+#define SR__SCHEDULE_LIST(X)                                                                                           \
+    X(SR__SCHED_LINEAR, "linear")                                                                                      \
+    X(SR__SCHED_COSINE, "cosine")                                                                                      \
+    X(SR__SCHED_CONSTANT, "constant")                                                                                  \
+    X(SR__SCHED_CONSTANT_WARMUP, "constant_with_warmup")
+
+/* [task] logging_strategy and eval_strategy: transformers' IntervalStrategy.  No is the first, so
+   that a zeroed sr__train_args evaluates never. */
+#define SR__INTERVAL_LIST(X)                                                                                           \
+    X(SR__EVERY_NEVER, "no")                                                                                           \
+    X(SR__EVERY_STEPS, "steps")                                                                                        \
+    X(SR__EVERY_EPOCH, "epoch")
+
+/* [task] save_strategy: transformers' SaveStrategy, the intervals and best (which the trainer
+   refuses by name, trainer/train_args.c); one C enum, sr__every, for the three keys */
+#define SR__SAVE_STRATEGY_LIST(X) SR__INTERVAL_LIST(X) X(SR__EVERY_BEST, "best")
+
+/* [task] metric_for_best_model: both name the eval loss (transformers prefixes loss with eval_) */
+#define SR__METRIC_LIST(X)                                                                                             \
+    X(SR__METRIC_LOSS, "loss")                                                                                         \
+    X(SR__METRIC_EVAL_LOSS, "eval_loss")
+
+/* [task] nan_policy (trainer/nan_policy.h) */
+#define SR__NAN_POLICY_LIST(X)                                                                                         \
+    X(SR__NAN_STOP, "stop")                                                                                            \
+    X(SR__NAN_SKIP_STEP, "skip_step")                                                                                  \
+    X(SR__NAN_WARN, "warn")
+
 #define SR__ENUM_MEMBER(id, text) id,
 #define SR__ENUM_CHOICE(id, text) "|" text
 /* "A|B|C": the list's choices (a constant, for static key tables) */
@@ -69,6 +101,10 @@ typedef enum { SR__PREFETCH_LIST(SR__ENUM_MEMBER) } sr__prefetch;
 typedef enum { SR__STATE_DICT_LIST(SR__ENUM_MEMBER) } sr__state_dict;
 typedef enum { SR__PRECISION_LIST(SR__ENUM_MEMBER) } sr__precision;
 typedef enum { SR__LOG_LEVEL_LIST(SR__ENUM_MEMBER) } sr__level;
+typedef enum { SR__SCHEDULE_LIST(SR__ENUM_MEMBER) } sr__schedule;
+typedef enum { SR__SAVE_STRATEGY_LIST(SR__ENUM_MEMBER) } sr__every;
+typedef enum { SR__METRIC_LIST(SR__ENUM_MEMBER) } sr__metric;
+typedef enum { SR__NAN_POLICY_LIST(SR__ENUM_MEMBER) } sr__nan_policy;
 
 #define SR__STRATEGY_CHOICES SR__CHOICES(SR__STRATEGY_LIST)
 #define SR__WRAP_CHOICES SR__CHOICES(SR__WRAP_LIST)
@@ -76,11 +112,18 @@ typedef enum { SR__LOG_LEVEL_LIST(SR__ENUM_MEMBER) } sr__level;
 #define SR__STATE_DICT_CHOICES SR__CHOICES(SR__STATE_DICT_LIST)
 #define SR__PRECISION_CHOICES SR__CHOICES(SR__PRECISION_LIST)
 #define SR__LOG_LEVEL_CHOICES SR__CHOICES(SR__LOG_LEVEL_LIST)
+#define SR__SCHEDULE_CHOICES SR__CHOICES(SR__SCHEDULE_LIST)
+#define SR__INTERVAL_CHOICES SR__CHOICES(SR__INTERVAL_LIST)
+#define SR__SAVE_STRATEGY_CHOICES SR__CHOICES(SR__SAVE_STRATEGY_LIST)
+#define SR__METRIC_CHOICES SR__CHOICES(SR__METRIC_LIST)
+#define SR__NAN_POLICY_CHOICES SR__CHOICES(SR__NAN_POLICY_LIST)
 
 /* A member's text, for messages and logs ("?" when out of range). */
 const char *sr__strategy_name(sr__strategy s);
 const char *sr__prefetch_name(sr__prefetch p);
 const char *sr__state_dict_name(sr__state_dict s);
 const char *sr__precision_name(sr__precision p);
+const char *sr__every_name(sr__every e);
+const char *sr__nan_policy_name(sr__nan_policy p);
 
 #endif

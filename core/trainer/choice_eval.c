@@ -29,7 +29,7 @@ int sr__choice_setup(sr__trainer *t) {
                 t->task);
         return SR_EXIT_CONFIG;
     }
-    if (a->eval_strategy == SR_EVAL_NO && !a->eval_on_start) {
+    if (a->eval_strategy == SR__EVERY_NEVER && !a->eval_on_start) {
         sr__log(SR_LOG_ERROR, "[task] eval_files is scored at each evaluation, and eval_strategy = no asks for none; "
                               "set eval_strategy = steps or epoch (or eval_on_start = true)");
         return SR_EXIT_CONFIG;

@@ -26,8 +26,8 @@ static int due(const sr__trainer *t, int start) {
                 return sr__hist_get(&t->hist.e[i], "step") != (double)step;
         return a->eval_on_start;
     }
-    if (a->eval_strategy == SR_EVAL_STEPS) return step % a->eval_steps == 0;
-    if (a->eval_strategy == SR_EVAL_EPOCH) return step % t->plan.steps_per_epoch == 0 || step == t->plan.total_steps;
+    if (a->eval_strategy == SR__EVERY_STEPS) return step % a->eval_steps == 0;
+    if (a->eval_strategy == SR__EVERY_EPOCH) return step % t->plan.steps_per_epoch == 0 || step == t->plan.total_steps;
     return 0;
 }
 

@@ -7,7 +7,7 @@ long long sr__evals_left(const sr__trainer *t, long long step) {
     const sr__train_args *a = &t->a;
     long long total = t->plan.total_steps, spe = t->plan.steps_per_epoch;
     if ((!t->neval && !t->choice.n) || step >= total) return 0;
-    if (a->eval_strategy == SR_EVAL_STEPS) return total / a->eval_steps - step / a->eval_steps;
-    if (a->eval_strategy == SR_EVAL_EPOCH) return total / spe - step / spe + (total % spe != 0);
+    if (a->eval_strategy == SR__EVERY_STEPS) return total / a->eval_steps - step / a->eval_steps;
+    if (a->eval_strategy == SR__EVERY_EPOCH) return total / spe - step / spe + (total % spe != 0);
     return 0;
 }

@@ -72,7 +72,7 @@ static void say_broken_start(const sr__trainer *t, double loss, const sr__step_r
             "[task] nan_policy = %s: step %lld of %lld has a non-finite %s (loss %s, grad_norm %s)%s before this run "
             "applied any update: the parameters it started from give it, whatever the learning_rate.  They came "
             "from %s; or the step's batch holds bad data",
-            a->nan_policy == SR_NAN_SKIP_STEP ? "skip_step" : "stop", t->ts.global_step, t->plan.total_steps,
+            sr__nan_policy_name(a->nan_policy), t->ts.global_step, t->plan.total_steps,
             !isfinite(loss) ? "loss" : "gradient norm", num(loss, l, sizeof l), num(r->grad_norm, g, sizeof g), row,
             from);
 }
@@ -102,7 +102,7 @@ static int stop(sr__trainer *t, double loss, const sr__step_result *r, int in_a_
                 "[task] nan_policy = %s: step %lld of %lld has a non-finite %s (loss %s, grad_norm %s)%s: "
                 "its update was not applied, nothing of it is saved, and the run stops. %s with a lower learning_rate "
                 "(now %g) or more warmup_steps; nan_policy = skip_step skips such steps instead",
-                a->nan_policy == SR_NAN_SKIP_STEP ? "skip_step" : "stop", step, t->plan.total_steps,
+                sr__nan_policy_name(a->nan_policy), step, t->plan.total_steps,
                 !isfinite(loss) ? "loss" : "gradient norm", num(loss, l, sizeof l), num(r->grad_norm, g, sizeof g), row,
                 where, a->learning_rate);
         free(good);
@@ -112,7 +112,7 @@ static int stop(sr__trainer *t, double loss, const sr__step_result *r, int in_a_
     snprintf(why, sizeof why,
              "had a non-finite loss or gradient norm at step %lld (nan_policy = %s): see its message "
              "above",
-             step, a->nan_policy == SR_NAN_SKIP_STEP ? "skip_step" : "stop");
+             step, sr__nan_policy_name(a->nan_policy));
     sr__progress_send(SR_PROGRESS_UNFIXABLE, why);
     said(t);
     sr_report_int(t->ctx, "nan_step", step);
@@ -129,16 +129,16 @@ int sr__nan_policy_after_step(sr__trainer *t, double loss, const sr__step_result
     }
     t->nan_steps++, t->nan_in_a_row++;
     const sr__train_args *a = &t->a;
-    if (a->nan_policy == SR_NAN_STOP ||
-        (a->nan_policy == SR_NAN_SKIP_STEP && t->nan_in_a_row > SR_NAN_MAX_SKIPPED_IN_A_ROW))
+    if (a->nan_policy == SR__NAN_STOP ||
+        (a->nan_policy == SR__NAN_SKIP_STEP && t->nan_in_a_row > SR_NAN_MAX_SKIPPED_IN_A_ROW))
         return stop(t, loss, r, t->nan_in_a_row);
     char l[32], g[32];
     if (t->rank == 0)
         sr__log(SR_LOG_WARN, "step %lld: non-finite %s (loss %s, grad_norm %s): %s", t->ts.global_step,
                 !isfinite(loss) ? "loss" : "gradient norm", num(loss, l, sizeof l), num(r->grad_norm, g, sizeof g),
-                a->nan_policy == SR_NAN_SKIP_STEP ? "its update was skipped (nan_policy = skip_step)"
-                                                  : "its update was applied (nan_policy = warn)");
-    if (a->nan_policy == SR_NAN_SKIP_STEP) t->nan_skipped++;
+                a->nan_policy == SR__NAN_SKIP_STEP ? "its update was skipped (nan_policy = skip_step)"
+                                                   : "its update was applied (nan_policy = warn)");
+    if (a->nan_policy == SR__NAN_SKIP_STEP) t->nan_skipped++;
     return SR_EXIT_OK;
 }
 
@@ -147,7 +147,7 @@ int sr__nan_policy_finish(sr__trainer *t) {
     char l[32];
     int took_steps = t->loss_steps > 0 || t->nan_skipped > 0; /* not so when it resumed at its last step */
     if (took_steps && !isfinite(t->final_loss)) {             /* a run that diverged must not look finished */
-        if (t->rank == 0 && a->nan_policy == SR_NAN_WARN)
+        if (t->rank == 0 && a->nan_policy == SR__NAN_WARN)
             sr__log(SR_LOG_ERROR,
                     "the final loss is %s: training diverged (%lld of this run's steps had a non-finite "
                     "loss or gradient norm and were applied, nan_policy = warn): check the parameters it saved before "
@@ -163,6 +163,6 @@ int sr__nan_policy_finish(sr__trainer *t) {
     }
     if (t->nan_steps && t->rank == 0)
         sr__log(SR_LOG_WARN, "%lld of this run's steps had a non-finite loss or gradient norm (%s)", t->nan_steps,
-                a->nan_policy == SR_NAN_SKIP_STEP ? "skipped: nan_policy = skip_step" : "applied: nan_policy = warn");
+                a->nan_policy == SR__NAN_SKIP_STEP ? "skipped: nan_policy = skip_step" : "applied: nan_policy = warn");
     return SR_EXIT_OK;
 }

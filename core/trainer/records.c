@@ -28,7 +28,7 @@ int sr__records_setup(sr__trainer *t) {
     t->eval_metric = NAN;
     int rc = sr__choice_setup(t); /* [task] eval_files */
     if (rc != SR_EXIT_OK) return rc;
-    if (a->eval_strategy == SR_EVAL_NO && !a->eval_on_start) return SR_EXIT_OK;
+    if (a->eval_strategy == SR__EVERY_NEVER && !a->eval_on_start) return SR_EXIT_OK;
     const char *why = NULL;
     if (!t->model->eval.num_samples) why = "describes no eval data (its create() does not call sr_model_eval_data)";
     else if ((t->neval = t->model->eval.num_samples(t->state)) <= 0) why = "has no eval samples";
@@ -40,10 +40,7 @@ int sr__records_setup(sr__trainer *t) {
         sr__log(SR_LOG_ERROR,
                 "[task] eval_strategy = %s%s: task %s %s; give the task held-out data (models/gpt2: "
                 "eval_data or validation_split_percentage; examples/toy: eval_samples) or set eval_strategy = no",
-                a->eval_strategy == SR_EVAL_STEPS   ? "steps"
-                : a->eval_strategy == SR_EVAL_EPOCH ? "epoch"
-                                                    : "no",
-                a->eval_on_start ? " (with eval_on_start)" : "", t->task, why);
+                sr__every_name(a->eval_strategy), a->eval_on_start ? " (with eval_on_start)" : "", t->task, why);
         t->neval = 0;
         return SR_EXIT_CONFIG;
     }

@@ -36,7 +36,7 @@ int sr__trainer_report(sr__trainer *t, double runtime) {
     sr_report_str(ctx, "sharding_strategy", cfg->enabled ? sr__strategy_name(cfg->strategy) : "DDP");
     sr_report_int(ctx, "skipped_steps", t->skipped);
     sr_report_int(ctx, "nan_steps", t->nan_steps); /* loss or grad norm not finite (nan_policy) */
-    if (t->a.nan_policy == SR_NAN_SKIP_STEP) sr_report_int(ctx, "nan_steps_skipped", t->nan_skipped);
+    if (t->a.nan_policy == SR__NAN_SKIP_STEP) sr_report_int(ctx, "nan_steps_skipped", t->nan_skipped);
     sr_report_num(ctx, "step_time_ms", t->nst ? t->step_times[t->nst / 2] * 1e3 : 0); /* the median */
     sr_report_int(ctx, "engine_persistent_bytes", (long long)mem.persistent);
     /* (frozen x 4 + trainable x 16) / shards: what persistent bytes should be (docs/model-tasks.md) */

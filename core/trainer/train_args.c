@@ -39,6 +39,10 @@ static int get_int(const sr_ctx *c, const char *name, long long *out) {
     return 0;
 }
 
+/* An enumeration key's number: its value (already checked and spelled as in `choices` by get)
+   in config/enums.h's list, or `unset` when the key has no value. */
+static int member(const char *choices, const char *v, int unset) { return v ? sr__enum_index(choices, 0, v) : unset; }
+
 /* Where [task] key was set ("job.ini:12", "command line --set ..."), for a message. */
 static const char *where(const sr_ctx *c, const char *key) {
     const char *w = sr__ctx_task_where(c, key);
@@ -50,22 +54,20 @@ static const char *where(const sr_ctx *c, const char *key) {
 static int read_strategies(const sr_ctx *c, sr__train_args *a, const char *save, const char *log) {
     int rc = 0;
     const char *steps = sr_config(c, "save_steps");
-    a->save_every = !save || !strcmp(save, "steps") ? SR__EVERY_STEPS
-                    : !strcmp(save, "epoch")        ? SR__EVERY_EPOCH
-                                                    : SR__EVERY_NEVER;
-    if (save && !strcmp(save, "best")) {
+    a->save_every = (sr__every)member(SR__SAVE_STRATEGY_CHOICES, save, SR__EVERY_STEPS);
+    if (a->save_every == SR__EVERY_BEST) {
         sr__log(SR_LOG_ERROR,
                 "%s: [task] save_strategy = best (a checkpoint whenever the metric improves) is not supported; "
                 "use save_strategy = steps with save_steps, and metric_for_best_model with save_total_limit to keep "
                 "the best checkpoint",
                 where(c, "save_strategy"));
         rc = -1;
-    } else if (save && strcmp(save, "steps") && steps) {
+    } else if (save && a->save_every != SR__EVERY_STEPS && steps) {
         sr__log(SR_LOG_ERROR,
                 "%s: [task] save_steps = %s has no effect with save_strategy = %s (%s); remove one of the two",
                 where(c, "save_steps"), steps, save, where(c, "save_strategy"));
         rc = -1;
-    } else if (save && !strcmp(save, "steps")) {
+    } else if (save && a->save_every == SR__EVERY_STEPS) {
         if (!steps) a->save_steps = 500; /* transformers' default */
         if (a->save_steps <= 0) {
             sr__log(SR_LOG_ERROR, "%s: [task] save_strategy = steps needs save_steps >= 1 (%s: save_steps = %s)",
@@ -74,7 +76,7 @@ static int read_strategies(const sr_ctx *c, sr__train_args *a, const char *save,
         }
     }
     const char *lsteps = sr_config(c, "logging_steps");
-    a->log_every = !strcmp(log, "epoch") ? SR__EVERY_EPOCH : !strcmp(log, "no") ? SR__EVERY_NEVER : SR__EVERY_STEPS;
+    a->log_every = (sr__every)member(SR__INTERVAL_CHOICES, log, SR__EVERY_STEPS);
     if (a->log_every != SR__EVERY_STEPS && lsteps) {
         sr__log(SR_LOG_ERROR,
                 "%s: [task] logging_steps = %s has no effect with logging_strategy = %s (%s); remove one of the two",
@@ -121,24 +123,21 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
     if (!rc) rc = read_strategies(c, a, save_strategy, log_strategy);
     free(save_strategy), free(log_strategy);
     if (!rc) {
-        a->nan_policy = !strcmp(nan, "skip_step") ? SR_NAN_SKIP_STEP : !strcmp(nan, "warn") ? SR_NAN_WARN : SR_NAN_STOP;
-        a->eval_strategy = !strcmp(eval, "steps") ? SR_EVAL_STEPS : !strcmp(eval, "epoch") ? SR_EVAL_EPOCH : SR_EVAL_NO;
+        a->nan_policy = (sr__nan_policy)member(SR__NAN_POLICY_CHOICES, nan, SR__NAN_STOP);
+        a->eval_strategy = (sr__every)member(SR__INTERVAL_CHOICES, eval, SR__EVERY_NEVER);
+        a->lr_scheduler_type = (sr__schedule)member(SR__SCHEDULE_CHOICES, sched, SR__SCHED_LINEAR);
         a->eval_on_start = !strcmp(on_start, "true");
         a->load_best_model_at_end = !strcmp(best, "true");
         a->track_best = metric != NULL || a->load_best_model_at_end;
     }
-    free(eval), free(on_start), free(metric), free(best), free(nan);
+    free(eval), free(on_start), free(metric), free(best), free(nan), free(sched);
     if (rc) {
-        free(sched), free(save_final), free(overwrite);
+        free(save_final), free(overwrite);
         return -1;
     }
     if (a->eval_steps <= 0) a->eval_steps = a->logging_steps;
     a->overwrite_output_dir = overwrite && !strcmp(overwrite, "true");
     free(overwrite);
-    static const char *const names[] = {"linear", "cosine", "constant", "constant_with_warmup"};
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(sched, names[i])) a->lr_scheduler_type = (sr__schedule)i;
-    free(sched);
     /* paths: relative to the job file when written there (sr_config_path) */
     a->init_weights = sr_config_path(c, "init_weights");
     if (a->init_weights && !*a->init_weights) a->init_weights = NULL;
@@ -173,18 +172,15 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
         }
     }
     if (a->load_best_model_at_end &&
-        (a->eval_strategy != SR_EVAL_STEPS || a->save_steps <= 0 || a->save_steps % a->eval_steps != 0)) {
+        (a->eval_strategy != SR__EVERY_STEPS || a->save_steps <= 0 || a->save_steps % a->eval_steps != 0)) {
         sr__log(SR_LOG_ERROR,
                 "[task] load_best_model_at_end = true needs an evaluation at every checkpoint: "
                 "eval_strategy = steps and save_steps a multiple of eval_steps (now eval_strategy = %s, "
                 "save_steps = %lld, eval_steps = %lld), as transformers' Trainer requires",
-                a->eval_strategy == SR_EVAL_STEPS   ? "steps"
-                : a->eval_strategy == SR_EVAL_EPOCH ? "epoch"
-                                                    : "no",
-                a->save_steps, a->eval_steps);
+                sr__every_name(a->eval_strategy), a->save_steps, a->eval_steps);
         rc = -1;
     }
-    if (a->track_best && a->eval_strategy == SR_EVAL_NO) {
+    if (a->track_best && a->eval_strategy == SR__EVERY_NEVER) {
         sr__log(SR_LOG_ERROR, "[task] metric_for_best_model needs an evaluation: set eval_strategy = steps or epoch");
         rc = -1;
     }
@@ -197,12 +193,12 @@ int sr__train_args_read(const sr_ctx *c, sr__train_args *a) {
 
 double sr__lr_at(const sr__train_args *a, long long step, long long total) {
     double base = a->learning_rate, w = (double)a->warmup_steps, s = (double)step;
-    if (a->lr_scheduler_type == SR_SCHED_CONSTANT) return base;
+    if (a->lr_scheduler_type == SR__SCHED_CONSTANT) return base;
     if (s < w) return base * s / (w > 1 ? w : 1);
-    if (a->lr_scheduler_type == SR_SCHED_CONSTANT_WARMUP) return base;
+    if (a->lr_scheduler_type == SR__SCHED_CONSTANT_WARMUP) return base;
     double rest = (double)total - w, done = s - w;
     if (rest < 1) rest = 1;
-    if (a->lr_scheduler_type == SR_SCHED_COSINE) {
+    if (a->lr_scheduler_type == SR__SCHED_COSINE) {
         double p = done / rest;
         double v = 0.5 * (1.0 + cos(3.14159265358979323846 * p));
         return base * (v > 0 ? v : 0);

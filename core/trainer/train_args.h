@@ -1,11 +1,13 @@
 /*
  * The trainer's arguments, read from [task] with HuggingFace TrainingArguments' names and
  * defaults (num_train_epochs, max_steps, per_device_train_batch_size, ...), and the learning-rate
- * schedules they name.  Read once per worker, before the model is built.
+ * schedules they name.  Their enumerations (lr_scheduler_type, the strategies, nan_policy) are
+ * config/enums.h's lists.  Read once per worker, before the model is built.
  */
 #ifndef SR_TRAINER_ARGS_H
 #define SR_TRAINER_ARGS_H
 
+#include "config/enums.h"
 #include "config/env_table.h"
 #include "shardrun/task.h"
 
@@ -16,18 +18,6 @@
 #define SR_TRAIN_MAX_BATCH 1048576LL     /* per_device_train_batch_size, gradient_accumulation_steps: 2^20 */
 #define SR_TRAIN_MAX_SAMPLES (1LL << 40) /* samples a run may plan in all ranks together */
 
-typedef enum { SR_SCHED_LINEAR = 0, SR_SCHED_COSINE, SR_SCHED_CONSTANT, SR_SCHED_CONSTANT_WARMUP } sr__schedule;
-
-typedef enum { SR_EVAL_NO = 0, SR_EVAL_STEPS, SR_EVAL_EPOCH } sr__eval_strategy;
-
-/* When checkpoints are saved and rank 0 logs: transformers' save_strategy and logging_strategy.
-   Every epoch and never are turned into save_steps/logging_steps once the plan knows the steps
-   of an epoch (trainer.c). */
-typedef enum { SR__EVERY_STEPS = 0, SR__EVERY_EPOCH, SR__EVERY_NEVER } sr__every;
-
-/* What a step whose loss or gradient norm is not finite does (nan_policy.h). */
-typedef enum { SR_NAN_STOP = 0, SR_NAN_SKIP_STEP, SR_NAN_WARN } sr__nan_policy;
-
 typedef struct sr__train_args {
     double num_train_epochs;
     long long max_steps; /* > 0 overrides num_train_epochs */
@@ -36,7 +26,9 @@ typedef struct sr__train_args {
     long long warmup_steps;
     sr__schedule lr_scheduler_type;
     long long logging_steps, save_steps, seed;
-    sr__every save_every, log_every;    /* save_strategy, logging_strategy */
+    /* save_strategy, logging_strategy: every epoch and never are turned into save_steps and
+       logging_steps once the plan knows the steps of an epoch (trainer.c) */
+    sr__every save_every, log_every;
     const char *init_weights;           /* safetensors file to start from, or NULL */
     const char *init_adapters;          /* PEFT adapter folder the adapters start from, or NULL */
     const char *eval_files;             /* [task] eval_files: multiple-choice eval files (choice_file.h), or NULL */
@@ -47,15 +39,15 @@ typedef struct sr__train_args {
     int save_final;                     /* a checkpoint after the last step (default: when output_dir is set) */
     int overwrite_output_dir;           /* an output_dir holding checkpoints may be written over */
     /* evaluation and the records (eval.c, records.c) */
-    sr__eval_strategy eval_strategy;
-    long long eval_steps; /* logging_steps unless given */
+    sr__every eval_strategy; /* never, steps or epoch */
+    long long eval_steps;    /* logging_steps unless given */
     long long per_device_eval_batch_size;
     long long max_train_samples, max_eval_samples; /* the first N samples of each set; 0: all */
     int eval_on_start;
     long long save_total_limit; /* 0: keep every checkpoint */
     int track_best;             /* metric_for_best_model is set (eval_loss: lower is better) */
     int load_best_model_at_end;
-    sr__nan_policy nan_policy;
+    sr__nan_policy nan_policy; /* what a step whose loss or gradient norm is not finite does (nan_policy.h) */
 } sr__train_args;
 
 /* [task] keys the trainer reads for a model task (train_keys.c), NULL-name terminated: the

@@ -3,6 +3,8 @@
 #include <limits.h>
 #include <stddef.h>
 
+#include "config/enums.h"
+
 #define NOLIM 0, 0
 /* [task] keys the trainer reads when the task is a model task: transformers' TrainingArguments
    names and defaults (save_steps excepted: nothing is saved unless asked). */
@@ -16,7 +18,7 @@ const sr_key sr__trainer_keys[] = {
     {"gradient_accumulation_steps", SR_KEY_INT, "1", NULL, 0, 1, SR_TRAIN_MAX_BATCH, NULL,
      "micro-batches per optimizer step (at most 2^20)"},
     {"learning_rate", SR_KEY_FLOAT, "5e-05", NULL, 0, NOLIM, NULL, "AdamW's peak learning rate"},
-    {"lr_scheduler_type", SR_KEY_ENUM, "linear", "linear|cosine|constant|constant_with_warmup", 0, NOLIM, NULL,
+    {"lr_scheduler_type", SR_KEY_ENUM, "linear", SR__SCHEDULE_CHOICES, 0, NOLIM, NULL,
      "learning-rate schedule after warmup (transformers' get_scheduler)"},
     {"warmup_steps", SR_KEY_INT, "0", NULL, 0, 0, LLONG_MAX, NULL, "steps of linear warmup from 0"},
     {"weight_decay", SR_KEY_FLOAT, "0", NULL, 0, NOLIM, NULL,
@@ -27,7 +29,7 @@ const sr_key sr__trainer_keys[] = {
     {"max_grad_norm", SR_KEY_FLOAT, "1", NULL, 0, NOLIM, NULL, "gradient clipping by global norm; 0 disables it"},
     {"logging_steps", SR_KEY_INT, "500", NULL, 0, 1, LLONG_MAX, NULL,
      "rank 0 prints step, loss, learning rate, grad norm, tokens/s and memory every N steps"},
-    {"logging_strategy", SR_KEY_ENUM, "steps", "no|steps|epoch", 0, NOLIM, NULL,
+    {"logging_strategy", SR_KEY_ENUM, "steps", SR__INTERVAL_CHOICES, 0, NOLIM, NULL,
      "transformers' name for when rank 0 logs: steps (every logging_steps steps), epoch (after every epoch), no "
      "(the last step only); the last step is always logged"},
     {"seed", SR_KEY_INT, "42", NULL, 0, 0, LLONG_MAX, NULL,
@@ -45,7 +47,7 @@ const sr_key sr__trainer_keys[] = {
      "an output_dir that holds checkpoint-N folders may be written over (its train_log.jsonl restarts); without it, "
      "or resume_from_checkpoint, such a run is refused before it starts"},
     {"save_steps", SR_KEY_INT, "0", NULL, 0, 0, LLONG_MAX, NULL, "save a checkpoint every N steps (0: never)"},
-    {"save_strategy", SR_KEY_ENUM, NULL, "no|steps|epoch|best", 0, NOLIM, NULL,
+    {"save_strategy", SR_KEY_ENUM, NULL, SR__SAVE_STRATEGY_CHOICES, 0, NOLIM, NULL,
      "transformers' name for when checkpoints are saved: no (none; save_final then defaults to false), steps "
      "(every save_steps steps; 500 unless save_steps is given, as transformers), epoch (after every epoch); best is "
      "refused (metric_for_best_model with save_total_limit keeps the best checkpoint); default: save_steps decides"},
@@ -57,7 +59,7 @@ const sr_key sr__trainer_keys[] = {
      "[task] keys (comma-separated; also mixed_precision and data, or all) whose value may differ from the one the "
      "resumed checkpoint was trained with; any other change of a training setting is refused on resume "
      "(docs/clusters.md); a name that is no [task] key of the run is refused before it starts"},
-    {"eval_strategy", SR_KEY_ENUM, "no", "no|steps|epoch", 0, NOLIM, NULL,
+    {"eval_strategy", SR_KEY_ENUM, "no", SR__INTERVAL_CHOICES, 0, NOLIM, NULL,
      "evaluate on the task's eval data: never, every eval_steps steps, or after every epoch (the task must have "
      "eval data: gpt2's eval_data or validation_split_percentage)"},
     {"eval_steps", SR_KEY_INT, NULL, NULL, 0, 1, LLONG_MAX, NULL,
@@ -79,7 +81,7 @@ const sr_key sr__trainer_keys[] = {
      "multiple-choice eval files in llm.c's eval format (HellaSwag, MMLU; glob patterns separated by whitespace, "
      "relative to the job file): at each evaluation, eval_accuracy = the share of examples whose completion with the "
      "lowest mean loss is the right one; the task must score token sequences (docs/model-tasks.md)"},
-    {"metric_for_best_model", SR_KEY_ENUM, NULL, "loss|eval_loss", 0, NOLIM, NULL,
+    {"metric_for_best_model", SR_KEY_ENUM, NULL, SR__METRIC_CHOICES, 0, NOLIM, NULL,
      "track the best checkpoint by eval loss (lower is better): trainer_state.json's best_metric and "
      "best_model_checkpoint; default: eval_loss when load_best_model_at_end is set"},
     {"load_best_model_at_end", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL,
@@ -89,7 +91,7 @@ const sr_key sr__trainer_keys[] = {
      "parameters not to train (requires_grad = False): comma-separated fnmatch globs on the full dotted names, such "
      "as transformer.h.*.attn.*; each must match a parameter. Frozen parameters get no gradient, no optimizer state "
      "and no place in the gradient norm (docs/model-tasks.md)"},
-    {"nan_policy", SR_KEY_ENUM, "stop", "stop|skip_step|warn", 0, NOLIM, NULL,
+    {"nan_policy", SR_KEY_ENUM, "stop", SR__NAN_POLICY_CHOICES, 0, NOLIM, NULL,
      "a step whose loss or gradient norm is NaN or infinite: stop (exit 1 before its update, naming the step and "
      "the last checkpoint), skip_step (no update; more than 10 such steps in a row stop), or warn (update anyway; "
      "exit 1 when the final loss is not finite)"},

@@ -268,7 +268,7 @@ static int train_step(sr__trainer *t, long long step, double *loss, sr__step_res
     double mean = loss_sum / (double)accum;
     if (sr__engine_avg(t->e, &mean) != 0) return -1;
     t->o.lr = sr__lr_at(a, step, t->plan.total_steps);
-    t->o.guard_nonfinite = a->nan_policy != SR_NAN_WARN;
+    t->o.guard_nonfinite = a->nan_policy != SR__NAN_WARN;
     t->o.nonfinite_loss = !isfinite(mean);
     if (sr__engine_step(t->e, &t->o, r) != 0) return -1;
     t->skipped += r->skipped;

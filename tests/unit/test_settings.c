@@ -1,6 +1,7 @@
 /* A worker's settings read from a given environment (config/worker_settings.h), the FSDP variables
    with accelerate's rules (config/fsdp_settings.h) and the one table of enumerations
-   (config/enums.h): torch's strategy numbers, names both ways, the key tables' choices. */
+   (config/enums.h): torch's strategy numbers, names both ways, the key tables' choices (the
+   [shardrun] table's and the trainer's [task] table's). */
 #include <string.h>
 
 #include "check.h"
@@ -8,6 +9,7 @@
 #include "config/env_table.h"
 #include "config/value.h"
 #include "config/worker_settings.h"
+#include "trainer/train_args.h"
 
 /* the environment a test gives: NAME=VALUE strings, NULL-terminated */
 static const char *const *ENV;
@@ -107,5 +109,48 @@ int main(void) {
     CHECK(lvl && !strcmp(lvl->choices, "error|warn|info|debug"));
     CHECK(sr__enum_index(SR__LOG_LEVEL_CHOICES, 0, "debug") == SR_LOG_DEBUG);
     CHECK(!strcmp(SR__STATE_DICT_CHOICES, "FULL_STATE_DICT|LOCAL_STATE_DICT|SHARDED_STATE_DICT"));
+
+    /* the trainer's [task] keys take their choices from the one table, as they always read */
+    const struct {
+        const char *key, *choices;
+    } task[] = {
+        {"lr_scheduler_type", "linear|cosine|constant|constant_with_warmup"},
+        {"logging_strategy", "no|steps|epoch"},
+        {"save_strategy", "no|steps|epoch|best"},
+        {"eval_strategy", "no|steps|epoch"},
+        {"metric_for_best_model", "loss|eval_loss"},
+        {"nan_policy", "stop|skip_step|warn"},
+    };
+    for (size_t i = 0; i < sizeof task / sizeof *task; i++) {
+        const sr_key *k = sr__find_key(sr__trainer_keys, task[i].key);
+        CHECK(k && k->type == SR_KEY_ENUM && !strcmp(k->choices, task[i].choices));
+        if (k && k->def) CHECK(sr__enum_index(k->choices, k->flags, k->def) >= 0); /* the default is a member */
+    }
+    CHECK(!strcmp(SR__SCHEDULE_CHOICES, "linear|cosine|constant|constant_with_warmup"));
+    CHECK(!strcmp(SR__METRIC_CHOICES, "loss|eval_loss"));
+    /* a value's number and a number's name, both ways, through every member */
+    for (int i = SR__SCHED_LINEAR; i <= SR__SCHED_CONSTANT_WARMUP; i++) {
+        char name[32];
+        sr__enum_choice(SR__SCHEDULE_CHOICES, i, name, sizeof name);
+        CHECK(sr__enum_index(SR__SCHEDULE_CHOICES, 0, name) == i);
+    }
+    CHECK(sr__enum_index(SR__SCHEDULE_CHOICES, 0, "Constant_With_Warmup") == SR__SCHED_CONSTANT_WARMUP);
+    for (int i = SR__EVERY_NEVER; i <= SR__EVERY_BEST; i++)
+        CHECK(sr__enum_index(SR__SAVE_STRATEGY_CHOICES, 0, sr__every_name((sr__every)i)) == i);
+    /* logging_strategy and eval_strategy are save_strategy's first members, with the same numbers */
+    CHECK(sr__enum_index(SR__INTERVAL_CHOICES, 0, "epoch") == SR__EVERY_EPOCH);
+    CHECK(sr__enum_index(SR__INTERVAL_CHOICES, 0, "no") == SR__EVERY_NEVER);
+    CHECK(sr__enum_index(SR__INTERVAL_CHOICES, 0, "best") == -1);
+    CHECK(sr__enum_index(SR__INTERVAL_CHOICES, 0, "2") == -1); /* no digits */
+    CHECK_STR(sr__every_name(SR__EVERY_STEPS), "steps");
+    CHECK_STR(sr__every_name(SR__EVERY_BEST), "best");
+    CHECK_STR(sr__every_name((sr__every)4), "?");
+    for (int i = SR__NAN_STOP; i <= SR__NAN_WARN; i++)
+        CHECK(sr__enum_index(SR__NAN_POLICY_CHOICES, 0, sr__nan_policy_name((sr__nan_policy)i)) == i);
+    CHECK_STR(sr__nan_policy_name(SR__NAN_SKIP_STEP), "skip_step");
+    CHECK_STR(sr__nan_policy_name((sr__nan_policy)-1), "?");
+    CHECK(sr__enum_index(SR__METRIC_CHOICES, 0, "EVAL_LOSS") == SR__METRIC_EVAL_LOSS);
+    /* a zeroed sr__train_args evaluates never (tests and probes build them so) */
+    CHECK(SR__EVERY_NEVER == 0);
     return CHECK_DONE();
 }

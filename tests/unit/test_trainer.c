@@ -14,7 +14,7 @@ static void schedules(void) {
     a.learning_rate = 1e-3;
     a.warmup_steps = 4;
     /* get_linear_schedule_with_warmup: step/warmup, then (total - step) / (total - warmup) */
-    a.lr_scheduler_type = SR_SCHED_LINEAR;
+    a.lr_scheduler_type = SR__SCHED_LINEAR;
     CHECK(near(sr__lr_at(&a, 0, 20), 0.0));
     CHECK(near(sr__lr_at(&a, 1, 20), 0.25e-3));
     CHECK(near(sr__lr_at(&a, 4, 20), 1e-3));
@@ -22,19 +22,19 @@ static void schedules(void) {
     CHECK(near(sr__lr_at(&a, 19, 20), 1e-3 / 16));
     CHECK(near(sr__lr_at(&a, 20, 20), 0.0));
     /* get_cosine_schedule_with_warmup (0.5 cycles): 0.5 * (1 + cos(pi * progress)) */
-    a.lr_scheduler_type = SR_SCHED_COSINE;
+    a.lr_scheduler_type = SR__SCHED_COSINE;
     CHECK(near(sr__lr_at(&a, 2, 20), 0.5e-3));
     CHECK(near(sr__lr_at(&a, 4, 20), 1e-3));
     CHECK(near(sr__lr_at(&a, 12, 20), 0.5e-3));
     CHECK(near(sr__lr_at(&a, 8, 20), 1e-3 * 0.5 * (1 + cos(3.14159265358979323846 * 0.25))));
-    a.lr_scheduler_type = SR_SCHED_CONSTANT_WARMUP;
+    a.lr_scheduler_type = SR__SCHED_CONSTANT_WARMUP;
     CHECK(near(sr__lr_at(&a, 3, 20), 0.75e-3));
     CHECK(near(sr__lr_at(&a, 15, 20), 1e-3));
-    a.lr_scheduler_type = SR_SCHED_CONSTANT;
+    a.lr_scheduler_type = SR__SCHED_CONSTANT;
     CHECK(near(sr__lr_at(&a, 0, 20), 1e-3));
     /* no warmup: the first step has the full rate */
     a.warmup_steps = 0;
-    a.lr_scheduler_type = SR_SCHED_LINEAR;
+    a.lr_scheduler_type = SR__SCHED_LINEAR;
     CHECK(near(sr__lr_at(&a, 0, 10), 1e-3));
     CHECK(near(sr__lr_at(&a, 5, 10), 0.5e-3));
 }

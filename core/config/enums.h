@@ -14,7 +14,7 @@
  * metric_for_best_model, nan_policy), the FSDP engine's logs and the trainer's (sr__strategy_name
  * and the like).  The plugins are built against include/shardrun/ only and keep their own copies:
  * accelerate of the FSDP lists (plugins/accelerate/accelerate.c), torch of [torch] backend and
- * transport (plugins/torch/torch.c), which reach core/pg as text (config is not below pg).
+ * transport (plugins/torch/torch.c), which reach core/pg as text (pg may not include config).
  */
 #ifndef SR_CONFIG_ENUMS_H
 #define SR_CONFIG_ENUMS_H

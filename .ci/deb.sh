@@ -19,6 +19,8 @@ rm -rf "$build"
     set -x
     CC=gcc CXX=g++ cmake -S . -B "$build" -DSHARDRUN_WERROR=ON -DSHARDRUN_CUDA=OFF -DCMAKE_BUILD_TYPE=None -DCMAKE_INSTALL_PREFIX=/usr
     cmake --build "$build" -j2
+    # what the packages ship exports its entry points only, as in the tested build
+    for t in library_surface naming; do BUILD=$build bash tests/cli/$t.sh; done
     cd "$build" && cpack -G DEB
 )
 debs=$(ls "$PWD/$build"/shardrun_*.deb "$PWD/$build"/shardrun-dev_*.deb)

@@ -21,7 +21,7 @@
  *  - ADAMW: 16u of the magnitude of the terms that make each result (|p| plus the step made of
  *    |m| and |g|; |m| and |g|; v and g^2): about ten roundings, and the cancellation when m and g
  *    differ in sign.  The kernel gets the settings and the step (sr__adamw_args) and derives the
- *    bias corrections itself (sr_adamw_prepare); the reference computes 1 - beta^t on its own.
+ *    bias corrections itself (sr__adamw_prepare); the reference computes 1 - beta^t on its own.
  *  - sumsq: 1e-10 relative; the device sums exact squares in double, within n 2^-53.
  */
 #include <math.h>

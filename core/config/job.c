@@ -340,7 +340,7 @@ oom:
     return NULL;
 }
 
-static const char *canonical(sr_key_normalizer norm, const char *key, char *buf, size_t len) {
+static const char *canonical(sr__key_normalizer norm, const char *key, char *buf, size_t len) {
     return norm ? norm(key, buf, len) : key;
 }
 
@@ -398,7 +398,7 @@ static void no_memory_for(sr__job *cfg, const char *section, const char *key) {
     sr__diag_add(&cfg->diag, "out of memory for the setting [%s] %s", section, key ? key : "");
 }
 
-static void resolve_one(sr__job *cfg, const char *section, const sr_key *k, sr_key_normalizer norm) {
+static void resolve_one(sr__job *cfg, const char *section, const sr_key *k, sr__key_normalizer norm) {
     if (sr__config_get(cfg, section, k->name)) return; /* resolved ahead (a plugin's path) */
     sr__setting *s = add_setting(cfg, section, k->name);
     if (!s) return;
@@ -499,7 +499,7 @@ static void unknown_key(sr__job *cfg, const char *section, const sr_key *keys, c
 }
 
 void sr__config_resolve(sr__job *cfg, const char *section, const sr_key *keys, const sr_key *extra_key,
-                        sr_key_normalizer norm) {
+                        sr__key_normalizer norm) {
     char buf[256], where[600];
     mark_section(cfg, section);
     for (const sr_key *k = keys; k && k->name; k++) resolve_one(cfg, section, k, norm);

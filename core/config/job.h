@@ -80,9 +80,9 @@ void sr__config_add_override(sr__job *cfg, const char *section, const char *key,
 /* Parses "section.key=value"; -1 when malformed. */
 int sr__config_add_set(sr__job *cfg, const char *spec);
 
-typedef const char *(*sr_key_normalizer)(const char *key, char *buf, size_t len);
+typedef const char *(*sr__key_normalizer)(const char *key, char *buf, size_t len);
 void sr__config_resolve(sr__job *cfg, const char *section, const sr_key *keys, const sr_key *extra_key,
-                        sr_key_normalizer norm);
+                        sr__key_normalizer norm);
 /* Resolves one key ahead of its section (no unknown-key checks). */
 void sr__config_resolve_key(sr__job *cfg, const char *section, const sr_key *key);
 void sr__config_resolve_free(sr__job *cfg, const char *section);

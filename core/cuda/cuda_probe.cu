@@ -4,7 +4,9 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 
-extern "C" __attribute__((visibility("default"))) int sr_cuda_device_count(char *err, size_t errlen) {
+#include "cuda/cuda_parts.h"
+
+int sr__cuda_probe_count(char *err, size_t errlen) {
     int n = 0;
     cudaError_t rc = cudaGetDeviceCount(&n);
     if (rc != cudaSuccess) {
@@ -15,7 +17,7 @@ extern "C" __attribute__((visibility("default"))) int sr_cuda_device_count(char 
 }
 
 /* A kernel, so the build exercises device code generation and not only the host compiler. */
-__global__ void sr_cuda_fill(float *x, float v, int n) {
+__global__ void sr__cuda_fill(float *x, float v, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = v;
 }

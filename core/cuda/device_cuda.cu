@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cuda/cuda_parts.h"
 #include "device/device.h"
 #include "device/optim_math.h"
 
@@ -35,23 +36,23 @@ static unsigned blocks_for(size_t n) {
 
 /* ---- kernels ---------------------------------------------------------------------------------- */
 
-__global__ void sr_k_cast(void *dst, sr_dtype dt, const void *src, sr_dtype st, size_t n) {
-    GRID_STRIDE(i, n) sr_store_float(dst, dt, i, sr_load_float(src, st, i));
+__global__ void sr__k_cast(void *dst, sr_dtype dt, const void *src, sr_dtype st, size_t n) {
+    GRID_STRIDE(i, n) sr__store_float(dst, dt, i, sr__load_float(src, st, i));
 }
 
-__global__ void sr_k_accumulate(float *acc, const void *src, sr_dtype st, size_t n) {
-    GRID_STRIDE(i, n) acc[i] = SR_FADD(acc[i], sr_load_float(src, st, i));
+__global__ void sr__k_accumulate(float *acc, const void *src, sr_dtype st, size_t n) {
+    GRID_STRIDE(i, n) acc[i] = SR_FADD(acc[i], sr__load_float(src, st, i));
 }
 
-__global__ void sr_k_adamw(float *p, const float *g, float *m, float *v, size_t n, sr__adamw_coef c) {
-    GRID_STRIDE(i, n) sr_adamw_elem(&p[i], g[i], &m[i], &v[i], &c);
+__global__ void sr__k_adamw(float *p, const float *g, float *m, float *v, size_t n, sr__adamw_coef c) {
+    GRID_STRIDE(i, n) sr__adamw_elem(&p[i], g[i], &m[i], &v[i], &c);
 }
 
 /* One double per block (a tree in shared memory); the host adds the blocks' sums. */
-__device__ double sr_partials[MAX_BLOCKS];
-__device__ int sr_nonfinite_flag;
+__device__ double sr__partials[MAX_BLOCKS];
+__device__ int sr__nonfinite_flag;
 
-__global__ void sr_k_sumsq(const float *x, size_t n) {
+__global__ void sr__k_sumsq(const float *x, size_t n) {
     __shared__ double s[THREADS];
     double acc = 0;
     GRID_STRIDE(i, n) acc += (double)x[i] * (double)x[i];
@@ -61,13 +62,13 @@ __global__ void sr_k_sumsq(const float *x, size_t n) {
         if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
         __syncthreads();
     }
-    if (threadIdx.x == 0) sr_partials[blockIdx.x] = s[0];
+    if (threadIdx.x == 0) sr__partials[blockIdx.x] = s[0];
 }
 
-__global__ void sr_k_nonfinite(const float *x, size_t n) {
+__global__ void sr__k_nonfinite(const float *x, size_t n) {
     int bad = 0;
-    GRID_STRIDE(i, n) bad |= sr_nonfinite_f32(x[i]);
-    if (bad) sr_nonfinite_flag = 1; /* every writer writes 1: no atomics needed */
+    GRID_STRIDE(i, n) bad |= sr__nonfinite_f32(x[i]);
+    if (bad) sr__nonfinite_flag = 1; /* every writer writes 1: no atomics needed */
 }
 
 /* ---- the device ------------------------------------------------------------------------------- */
@@ -107,23 +108,23 @@ static void cu_cast(void *dst, sr_dtype dt, const void *src, sr_dtype st, size_t
         if (dst != src) report(cudaMemcpyAsync(dst, src, n * sr_dtype_size(dt), cudaMemcpyDeviceToDevice), "cast");
         return;
     }
-    if (!sr_is_float_dtype(dt) || !sr_is_float_dtype(st)) {
+    if (!sr__is_float_dtype(dt) || !sr__is_float_dtype(st)) {
         fprintf(stderr, "shardrun: internal error: device cuda: cast %s -> %s (fp32, bf16, fp16 only)\n",
                 sr_dtype_name(st), sr_dtype_name(dt));
         abort();
     }
-    sr_k_cast<<<blocks_for(n), THREADS>>>(dst, dt, src, st, n);
+    sr__k_cast<<<blocks_for(n), THREADS>>>(dst, dt, src, st, n);
     launched("cast");
 }
 
 static void cu_accumulate(float *acc, const void *src, sr_dtype st, size_t n) {
     if (!n) return;
-    if (!sr_is_float_dtype(st)) {
+    if (!sr__is_float_dtype(st)) {
         fprintf(stderr, "shardrun: internal error: device cuda: accumulate of %s (fp32, bf16, fp16 only)\n",
                 sr_dtype_name(st));
         abort();
     }
-    sr_k_accumulate<<<blocks_for(n), THREADS>>>(acc, src, st, n);
+    sr__k_accumulate<<<blocks_for(n), THREADS>>>(acc, src, st, n);
     launched("accumulate");
 }
 
@@ -135,9 +136,9 @@ static double cu_sumsq(const float *x, size_t n) {
     std::lock_guard<std::mutex> guard(reduce_lock);
     unsigned blocks = blocks_for(n);
     double part[MAX_BLOCKS];
-    sr_k_sumsq<<<blocks, THREADS>>>(x, n);
+    sr__k_sumsq<<<blocks, THREADS>>>(x, n);
     if (launched("sumsq") ||
-        report(cudaMemcpyFromSymbol(part, sr_partials, blocks * sizeof(double)), "sumsq: copy to host"))
+        report(cudaMemcpyFromSymbol(part, sr__partials, blocks * sizeof(double)), "sumsq: copy to host"))
         return NAN;
     double s = 0;
     for (unsigned b = 0; b < blocks; b++) s += part[b];
@@ -148,10 +149,10 @@ static int cu_nonfinite(const float *x, size_t n) {
     if (!n) return 0;
     std::lock_guard<std::mutex> guard(reduce_lock);
     int flag = 0;
-    if (report(cudaMemcpyToSymbol(sr_nonfinite_flag, &flag, sizeof flag), "nonfinite: reset")) return 1;
-    sr_k_nonfinite<<<blocks_for(n), THREADS>>>(x, n);
+    if (report(cudaMemcpyToSymbol(sr__nonfinite_flag, &flag, sizeof flag), "nonfinite: reset")) return 1;
+    sr__k_nonfinite<<<blocks_for(n), THREADS>>>(x, n);
     if (launched("nonfinite") ||
-        report(cudaMemcpyFromSymbol(&flag, sr_nonfinite_flag, sizeof flag), "nonfinite: copy to host"))
+        report(cudaMemcpyFromSymbol(&flag, sr__nonfinite_flag, sizeof flag), "nonfinite: copy to host"))
         return 1;
     return flag;
 }
@@ -159,14 +160,14 @@ static int cu_nonfinite(const float *x, size_t n) {
 static void cu_adamw(float *param, const float *grad, float *exp_avg, float *exp_avg_sq, size_t n,
                      const sr__adamw_args *a) {
     if (!n) return;
-    sr_k_adamw<<<blocks_for(n), THREADS>>>(param, grad, exp_avg, exp_avg_sq, n, sr_adamw_prepare(a));
+    sr__k_adamw<<<blocks_for(n), THREADS>>>(param, grad, exp_avg, exp_avg_sq, n, sr__adamw_prepare(a));
     launched("adamw");
 }
 
 static int cu_sync(void) { return report(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
-/* Looked up by name (sr__device_get in device/cpu.c, through dlsym); constant-initialised. */
-extern "C" __attribute__((visibility("default"))) const sr__device sr__cuda_device = {
+/* Handed to libshardrun in the library's table (cuda_lib_table.c); constant-initialised. */
+const sr__device sr__cuda_device = {
     "cuda",  SR_DEVICE_CUDA, cu_alloc, cu_free,      cu_to_host, cu_to_device, cu_zero,
     cu_cast, cu_accumulate,  cu_sumsq, cu_nonfinite, cu_adamw,   cu_sync,
 };

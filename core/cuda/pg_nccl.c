@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "cuda/cuda_parts.h"
 #include "pg/backend.h"
 
 typedef struct nccl_pg {
@@ -184,6 +185,7 @@ static void n_destroy(void *impl) {
     free(p);
 }
 
-__attribute__((visibility("default"))) const sr__pg_backend_ops sr__nccl_backend = {
+/* handed to libshardrun in the library's table (cuda_lib_table.c) */
+const sr__pg_backend_ops sr__nccl_backend = {
     "nccl", n_all_gather, n_reduce_scatter, n_all_reduce, n_broadcast, n_barrier, n_create, n_destroy,
 };

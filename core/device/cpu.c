@@ -83,7 +83,7 @@ static void cpu_zero(void *p, size_t bytes) {
 
 /* One loop per (dst, src) pair: with constant dtypes the loads and stores inline to straight code. */
 #define CAST_LOOP(DT, ST)                                                                                              \
-    for (size_t i = 0; i < n; i++) sr_store_float(dst, DT, i, sr_load_float(src, ST, i));                              \
+    for (size_t i = 0; i < n; i++) sr__store_float(dst, DT, i, sr__load_float(src, ST, i));                            \
     break
 #define PAIR(d, s) ((int)(d)*8 + (int)(s))
 
@@ -109,14 +109,14 @@ static void cast_part(void *arg, size_t k) {
 
 static void cpu_cast(void *restrict dst, sr_dtype dt, const void *restrict src, sr_dtype st, size_t n) {
     if (dt == st && (dst == src || !n)) return;
-    if (dt != st && !sr_is_float_dtype(dt)) bad_dtype("cast", dt);
-    if (dt != st && !sr_is_float_dtype(st)) bad_dtype("cast", st);
+    if (dt != st && !sr__is_float_dtype(dt)) bad_dtype("cast", dt);
+    if (dt != st && !sr__is_float_dtype(st)) bad_dtype("cast", st);
     job j = {.dst = dst, .src = src, .dt = dt, .st = st};
     sr__pool_run(job_parts(&j, n), cast_part, &j);
 }
 
 #define ACC_LOOP(ST)                                                                                                   \
-    for (size_t i = 0; i < n; i++) acc[i] += sr_load_float(src, ST, i);                                                \
+    for (size_t i = 0; i < n; i++) acc[i] += sr__load_float(src, ST, i);                                               \
     break
 
 static void accumulate_range(float *restrict acc, const void *restrict src, sr_dtype st, size_t n) {
@@ -135,7 +135,7 @@ static void accumulate_part(void *arg, size_t k) {
 }
 
 static void cpu_accumulate(float *restrict acc, const void *restrict src, sr_dtype st, size_t n) {
-    if (!sr_is_float_dtype(st)) bad_dtype("accumulate", st);
+    if (!sr__is_float_dtype(st)) bad_dtype("accumulate", st);
     job j = {.dst = acc, .src = src, .st = st};
     sr__pool_run(job_parts(&j, n), accumulate_part, &j);
 }
@@ -176,7 +176,7 @@ static void nonfinite_part(void *arg, size_t k) {
     part_range(j, k, &lo, &len);
     const float *restrict x = (const float *)j->src + lo;
     int bad = 0;
-    for (size_t i = 0; i < len; i++) bad |= sr_nonfinite_f32(x[i]); /* branch-free: vectorises */
+    for (size_t i = 0; i < len; i++) bad |= sr__nonfinite_f32(x[i]); /* branch-free: vectorises */
     j->flags[k] = bad;
 }
 
@@ -197,12 +197,12 @@ static void adamw_part(void *arg, size_t k) {
     float *restrict p = j->param + lo, *restrict m = j->exp_avg + lo, *restrict v = j->exp_avg_sq + lo;
     const float *restrict g = j->grad + lo;
     const sr__adamw_coef c = j->coef;
-    for (size_t i = 0; i < len; i++) sr_adamw_elem(&p[i], g[i], &m[i], &v[i], &c);
+    for (size_t i = 0; i < len; i++) sr__adamw_elem(&p[i], g[i], &m[i], &v[i], &c);
 }
 
 static void cpu_adamw(float *restrict param, const float *restrict grad, float *restrict exp_avg,
                       float *restrict exp_avg_sq, size_t n, const sr__adamw_args *a) {
-    job j = {.param = param, .grad = grad, .exp_avg = exp_avg, .exp_avg_sq = exp_avg_sq, .coef = sr_adamw_prepare(a)};
+    job j = {.param = param, .grad = grad, .exp_avg = exp_avg, .exp_avg_sq = exp_avg_sq, .coef = sr__adamw_prepare(a)};
     sr__pool_run(job_parts(&j, n), adamw_part, &j);
 }
 

@@ -20,7 +20,7 @@
 #include "shardrun/model.h"
 
 /* One AdamW step (torch.optim.AdamW's update, decoupled weight decay): the settings in double, as
-   torch holds them (Python floats), and the 1-based step, from which sr_adamw_prepare derives the
+   torch holds them (Python floats), and the 1-based step, from which sr__adamw_prepare derives the
    bias corrections 1 - beta^step; so the derivation is the kernels' own and the self-test's float64
    reference checks it (a wrong correction fails `math device.adamw`). */
 typedef struct sr__adamw_args {

@@ -32,22 +32,22 @@
 
 /* ---- elements of a floating dtype (fp32, bf16, fp16) as float ------------------------------- */
 
-SR_HD float sr_load_float(const void *p, sr_dtype t, size_t i) {
+SR_HD float sr__load_float(const void *p, sr_dtype t, size_t i) {
     if (t == SR_FLOAT32) return ((const float *)p)[i];
     if (t == SR_BFLOAT16) return sr_bf16_to_f32(((const uint16_t *)p)[i]);
     return sr_f16_to_f32(((const uint16_t *)p)[i]);
 }
 
-SR_HD void sr_store_float(void *p, sr_dtype t, size_t i, float v) {
+SR_HD void sr__store_float(void *p, sr_dtype t, size_t i, float v) {
     if (t == SR_FLOAT32) ((float *)p)[i] = v;
     else if (t == SR_BFLOAT16) ((uint16_t *)p)[i] = sr_f32_to_bf16(v);
     else ((uint16_t *)p)[i] = sr_f32_to_f16(v);
 }
 
-SR_HD int sr_is_float_dtype(sr_dtype t) { return t == SR_FLOAT32 || t == SR_BFLOAT16 || t == SR_FLOAT16; }
+SR_HD int sr__is_float_dtype(sr_dtype t) { return t == SR_FLOAT32 || t == SR_BFLOAT16 || t == SR_FLOAT16; }
 
 /* 1 for inf and NaN: all exponent bits set (no isfinite, which -ffast-math may fold away) */
-SR_HD int sr_nonfinite_f32(float x) { return (sr_f32_to_bits(x) & 0x7f800000u) == 0x7f800000u; }
+SR_HD int sr__nonfinite_f32(float x) { return (sr_f32_to_bits(x) & 0x7f800000u) == 0x7f800000u; }
 
 /* ---- AdamW ------------------------------------------------------------------------------------ */
 
@@ -63,7 +63,7 @@ typedef struct sr__adamw_coef {
     float neg_step; /* -lr / bias_correction1 */
 } sr__adamw_coef;
 
-static inline sr__adamw_coef sr_adamw_prepare(const sr__adamw_args *a) {
+static inline sr__adamw_coef sr__adamw_prepare(const sr__adamw_args *a) {
     sr__adamw_coef c;
     double t = (double)a->step;
     double bias_correction1 = 1.0 - pow(a->beta1, t), bias_correction2 = 1.0 - pow(a->beta2, t);
@@ -86,7 +86,7 @@ static inline sr__adamw_coef sr_adamw_prepare(const sr__adamw_args *a) {
      denom = (v.sqrt() / sqrt(bc2)).add_(eps); p.addcdiv_(m, denom, value=-lr/bc1)
    i.e. m = beta1*m + (1-beta1)*g, v = beta2*v + (1-beta2)*g^2, p -= lr/bc1 * m/denom.
    The lerp is torch's: start + w*(end - start) for w < 0.5, else end - (end - start)*(1 - w). */
-SR_HD void sr_adamw_elem(float *p, float grad, float *m, float *v, const sr__adamw_coef *c) {
+SR_HD void sr__adamw_elem(float *p, float grad, float *m, float *v, const sr__adamw_coef *c) {
     float g = SR_FMUL(grad, c->grad_mul);
     float pp = SR_FMUL(*p, c->decay);
     float d = SR_FSUB(g, *m);

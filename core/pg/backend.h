@@ -58,9 +58,7 @@ typedef struct sr__pg_backend_ops {
     void (*destroy)(void *impl);
 } sr__pg_backend_ops;
 
+/* pg/gloo.c's; the nccl backend lives in libshardrun_cuda.so, in the table of device/cuda_lib.h */
 extern const sr__pg_backend_ops sr__gloo_backend;
-
-/* The nccl backend lives in libshardrun_cuda.so, which exports this symbol. */
-#define SR_NCCL_BACKEND_SYMBOL "sr__nccl_backend"
 
 #endif

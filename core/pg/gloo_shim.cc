@@ -271,7 +271,8 @@ extern "C" void sr__gloo_buf_free(sr__gloo_buf *b) { delete b; }
 
 extern "C" int sr__gloo_ring_step(sr__gloo *g, int right, sr__gloo_buf *sb, size_t soff, size_t slen, int left,
                                   sr__gloo_buf *rb, size_t roff, size_t rlen, size_t segment,
-                                  sr_gloo_segment_fn on_segment, void *arg, int *stuck_peer, char *err, size_t errlen) {
+                                  sr__gloo_segment_fn on_segment, void *arg, int *stuck_peer, char *err,
+                                  size_t errlen) {
     *stuck_peer = -1;
     return guarded(err, errlen, [&] {
         auto slot = g->ctx->nextSlot();

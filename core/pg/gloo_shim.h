@@ -34,13 +34,13 @@ void sr__gloo_buf_free(sr__gloo_buf *b);
 
 /* Called after each received segment of a ring step (to reduce it while the rest arrives);
    offset is relative to the start of the received region. */
-typedef void (*sr_gloo_segment_fn)(void *arg, size_t offset, size_t len);
+typedef void (*sr__gloo_segment_fn)(void *arg, size_t offset, size_t len);
 
 /* One ring step: send sb[soff..soff+slen) to `right` while receiving rb[roff..roff+rlen) from
    `left`, in segments of at most `segment` bytes; on_segment (may be NULL) runs as each arrives.
    On a timeout, *stuck_peer is the rank that did not deliver. */
 int sr__gloo_ring_step(sr__gloo *g, int right, sr__gloo_buf *sb, size_t soff, size_t slen, int left, sr__gloo_buf *rb,
-                       size_t roff, size_t rlen, size_t segment, sr_gloo_segment_fn on_segment, void *arg,
+                       size_t roff, size_t rlen, size_t segment, sr__gloo_segment_fn on_segment, void *arg,
                        int *stuck_peer, char *err, size_t errlen);
 /* The direct path's largest message in bytes (0: none). */
 size_t sr__gloo_direct_cap(sr__gloo *g);

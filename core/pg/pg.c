@@ -481,7 +481,7 @@ static sr_pg *create_group(pg_shared *sh, sr_pg *parent, const char *name, const
 
 static const sr__pg_backend_ops *load_nccl(char *err, size_t errlen) {
     char why[4500];
-    const sr__pg_backend_ops *ops = sr__cuda_symbol(SR_NCCL_BACKEND_SYMBOL, why, sizeof why);
+    const sr__pg_backend_ops *ops = sr__cuda_nccl_backend(why, sizeof why);
     if (!ops) snprintf(err, errlen, "the nccl backend needs %s; or use backend = gloo", why);
     return ops;
 }

@@ -140,6 +140,18 @@ template <typename Fn> int guarded(char *err, size_t errlen, Fn fn) {
     return -1;
 }
 
+// Whether one of the comma-separated keys in `keys` ends with `key` (the store names them in full).
+bool listed(const std::string &keys, const std::string &key) {
+    size_t start = 0;
+    while (start <= keys.size()) {
+        size_t end = keys.find(',', start);
+        if (end == std::string::npos) end = keys.size();
+        if (end - start >= key.size() && keys.compare(end - key.size(), key.size(), key) == 0) return true;
+        start = end + 1;
+    }
+    return false;
+}
+
 // The key of the address that rank `from`'s pair to rank `to` listens on (lazily connected groups).
 std::string pair_key(int from, int to) { return "pair/" + std::to_string(from) + "/" + std::to_string(to); }
 
@@ -204,9 +216,11 @@ class PeerContext : public gloo::Context {
         auto addrs = store_.fetch(theirs, &missing);
         if (!missing.empty()) {
             for (size_t i = 0; i < fresh.size() && *stuck < 0; i++)
-                if (missing.find(theirs[i]) != std::string::npos) *stuck = fresh[i];
-            throw gloo::IoException("rank " + std::to_string(*stuck) + " did not come to connect within " +
-                                    std::to_string(getTimeout().count() / 1000.0) + " s (missing " + missing + ")");
+                if (listed(missing, theirs[i])) *stuck = fresh[i];
+            char secs[32];
+            std::snprintf(secs, sizeof secs, "%gs", getTimeout().count() / 1000.0);
+            throw gloo::IoException("rank " + std::to_string(*stuck) + " did not come to connect within " + secs +
+                                    " (store keys missing: " + missing + ")");
         }
         connect_pairs(fresh, addrs);
     }

@@ -71,9 +71,9 @@ class StoreAdapter : public gloo::rendezvous::Store {
         return out;
     }
 
-    // Each key's whole value, waiting up to the timeout until all exist: one round trip.  On a
+    // Each key's whole value, waiting up to timeout_s until all exist: one round trip.  On a
     // timeout, *missing lists the keys that were not there (comma-separated) and nothing is read.
-    std::vector<std::vector<char>> fetch(const std::vector<std::string> &keys, std::string *missing) {
+    std::vector<std::vector<char>> fetch(const std::vector<std::string> &keys, std::string *missing, double timeout_s) {
         std::vector<std::string> full;
         std::vector<const char *> ptrs;
         for (auto &k : keys) full.push_back(prefix_ + k);
@@ -83,8 +83,7 @@ class StoreAdapter : public gloo::rendezvous::Store {
         std::vector<std::vector<char>> out(keys.size());
         char miss[1024] = "";
         Locked l(lock_);
-        int rc =
-            sr__store_fetch(s_, ptrs.data(), (int)ptrs.size(), timeout_s_, v.data(), len.data(), miss, sizeof miss);
+        int rc = sr__store_fetch(s_, ptrs.data(), (int)ptrs.size(), timeout_s, v.data(), len.data(), miss, sizeof miss);
         if (rc == 1) {
             *missing = miss[0] ? miss : "?";
             return out;
@@ -213,10 +212,23 @@ class PeerContext : public gloo::Context {
             theirs.push_back(pair_key(p, rank));
         }
         std::string missing;
-        auto addrs = store_.fetch(theirs, &missing);
+        auto addrs = store_.fetch(theirs, &missing, getTimeout().count() / 1000.0);
         if (!missing.empty()) {
-            for (size_t i = 0; i < fresh.size() && *stuck < 0; i++)
-                if (listed(missing, theirs[i])) *stuck = fresh[i];
+            std::vector<int> came;
+            std::vector<std::string> came_keys;
+            for (size_t i = 0; i < fresh.size(); i++) {
+                if (!listed(missing, theirs[i])) came.push_back(fresh[i]), came_keys.push_back(theirs[i]);
+                else if (*stuck < 0) *stuck = fresh[i];
+            }
+            // the peers that came are connected all the same: else each would wait for this rank
+            // in Gloo's connect (five timeouts) instead of timing out in the operation with it
+            try {
+                std::string again;
+                if (!came.empty()) {
+                    auto came_addrs = store_.fetch(came_keys, &again, 0);
+                    if (again.empty()) connect_pairs(came, came_addrs);
+                }
+            } catch (...) {}
             char secs[32];
             std::snprintf(secs, sizeof secs, "%gs", getTimeout().count() / 1000.0);
             throw gloo::IoException("rank " + std::to_string(*stuck) + " did not come to connect within " + secs +

@@ -71,29 +71,16 @@ class StoreAdapter : public gloo::rendezvous::Store {
         return out;
     }
 
-    // Each key's whole value, waiting up to timeout_s until all exist: one round trip.  On a
-    // timeout, *missing lists the keys that were not there (comma-separated) and nothing is read.
-    std::vector<std::vector<char>> fetch(const std::vector<std::string> &keys, std::string *missing, double timeout_s) {
-        std::vector<std::string> full;
-        std::vector<const char *> ptrs;
-        for (auto &k : keys) full.push_back(prefix_ + k);
-        for (auto &k : full) ptrs.push_back(k.c_str());
-        std::vector<void *> v(keys.size(), nullptr);
-        std::vector<size_t> len(keys.size(), 0);
-        std::vector<std::vector<char>> out(keys.size());
-        char miss[1024] = "";
+    // The key's value if it exists now (no waiting): true and *out, or false.
+    bool try_get(const std::string &key, std::vector<char> *out) {
         Locked l(lock_);
-        int rc = sr__store_fetch(s_, ptrs.data(), (int)ptrs.size(), timeout_s, v.data(), len.data(), miss, sizeof miss);
-        if (rc == 1) {
-            *missing = miss[0] ? miss : "?";
-            return out;
-        }
-        if (rc != 0) throw gloo::IoException(std::string("store get failed: ") + sr__store_error(s_));
-        for (size_t i = 0; i < keys.size(); i++) {
-            out[i].assign((char *)v[i], (char *)v[i] + len[i]);
-            free(v[i]);
-        }
-        return out;
+        void *v = nullptr;
+        size_t len = 0;
+        int rc = sr__store_get(s_, (prefix_ + key).c_str(), &v, &len);
+        if (rc < 0) throw gloo::IoException(std::string("store get failed: ") + sr__store_error(s_));
+        if (rc == 0) out->assign((char *)v, (char *)v + len);
+        free(v);
+        return rc == 0;
     }
 
     void wait(const std::vector<std::string> &keys) override {
@@ -137,18 +124,6 @@ template <typename Fn> int guarded(char *err, size_t errlen, Fn fn) {
         set_error(err, errlen, "unknown Gloo error");
     }
     return -1;
-}
-
-// Whether one of the comma-separated keys in `keys` ends with `key` (the store names them in full).
-bool listed(const std::string &keys, const std::string &key) {
-    size_t start = 0;
-    while (start <= keys.size()) {
-        size_t end = keys.find(',', start);
-        if (end == std::string::npos) end = keys.size();
-        if (end - start >= key.size() && keys.compare(end - key.size(), key.size(), key) == 0) return true;
-        start = end + 1;
-    }
-    return false;
 }
 
 // The key of the address that rank `from`'s pair to rank `to` listens on (lazily connected groups).
@@ -198,43 +173,56 @@ class PeerContext : public gloo::Context {
     }
 
     // The pairs to `peers` that are not connected yet (both ends of a pair connect it in the same
-    // operation): create each, publish its address, then read the peers' in one round trip and
-    // connect them all at once.  A peer that does not come within the timeout: *stuck.
+    // operation): create each and publish its address, then connect each peer as soon as its
+    // address is there, each in a thread of its own.  Not all at once, once all are there: a rank
+    // whose one peer never comes would leave its other peers waiting in Gloo's connect (five
+    // timeouts) instead of timing out in the operation beside it.  A peer that does not come
+    // within the timeout: *stuck.
     void connect(const std::vector<int> &peers, int *stuck) {
         std::vector<int> fresh;
         for (int p : peers)
             if (p != rank && !connected_[(size_t)p] && std::find(fresh.begin(), fresh.end(), p) == fresh.end())
                 fresh.push_back(p);
         if (fresh.empty()) return;
-        std::vector<std::string> theirs;
-        for (int p : fresh) {
-            store_.set(pair_key(rank, p), transportContext_->createPair(p)->address().bytes());
-            theirs.push_back(pair_key(p, rank));
-        }
-        std::string missing;
-        auto addrs = store_.fetch(theirs, &missing, getTimeout().count() / 1000.0);
-        if (!missing.empty()) {
-            std::vector<int> came;
-            std::vector<std::string> came_keys;
-            for (size_t i = 0; i < fresh.size(); i++) {
-                if (!listed(missing, theirs[i])) came.push_back(fresh[i]), came_keys.push_back(theirs[i]);
-                else if (*stuck < 0) *stuck = fresh[i];
-            }
-            // the peers that came are connected all the same: else each would wait for this rank
-            // in Gloo's connect (five timeouts) instead of timing out in the operation with it
-            try {
-                std::string again;
-                if (!came.empty()) {
-                    auto came_addrs = store_.fetch(came_keys, &again, 0);
-                    if (again.empty()) connect_pairs(came, came_addrs);
+        for (int p : fresh) store_.set(pair_key(rank, p), transportContext_->createPair(p)->address().bytes());
+        std::vector<std::vector<char>> addrs(fresh.size());
+        std::vector<std::exception_ptr> errors(fresh.size());
+        std::vector<std::thread> threads;
+        std::vector<char> started(fresh.size(), 0);
+        size_t waiting = fresh.size();
+        auto deadline = std::chrono::steady_clock::now() + getTimeout();
+        auto pause = std::chrono::microseconds(200);
+        try {
+            while (waiting) {
+                for (size_t i = 0; i < fresh.size(); i++) {
+                    if (started[i] || !store_.try_get(pair_key(fresh[i], rank), &addrs[i])) continue;
+                    started[i] = 1, waiting--;
+                    threads.emplace_back([this, &fresh, &addrs, &errors, i] {
+                        try {
+                            connect_one(fresh[i], addrs[i]);
+                        } catch (...) { errors[i] = std::current_exception(); }
+                    });
                 }
-            } catch (...) {}
-            char secs[32];
-            std::snprintf(secs, sizeof secs, "%gs", getTimeout().count() / 1000.0);
-            throw gloo::IoException("rank " + std::to_string(*stuck) + " did not come to connect within " + secs +
-                                    " (store keys missing: " + missing + ")");
+                if (!waiting || std::chrono::steady_clock::now() >= deadline) break;
+                std::this_thread::sleep_for(pause); // polls the store: a few requests while peers arrive
+                pause = std::min(pause * 2, std::chrono::microseconds(20000));
+            }
+        } catch (...) {
+            for (auto &t : threads) t.join();
+            throw;
         }
-        connect_pairs(fresh, addrs);
+        for (auto &t : threads) t.join();
+        for (size_t i = 0; i < fresh.size() && waiting; i++)
+            if (!started[i]) {
+                *stuck = fresh[i];
+                char secs[32];
+                std::snprintf(secs, sizeof secs, "%gs", getTimeout().count() / 1000.0);
+                throw gloo::IoException("rank " + std::to_string(fresh[i]) + " did not come to connect within " + secs +
+                                        " (no address at " + pair_key(fresh[i], rank) + ")");
+            }
+        for (auto &e : errors)
+            if (e) std::rethrow_exception(e);
+        for (int p : fresh) connected_[(size_t)p] = 1;
     }
 
     // whether every peer is connected (connect_all, or each met once)
@@ -245,27 +233,25 @@ class PeerContext : public gloo::Context {
     }
 
   private:
+    void connect_one(int peer, const std::vector<char> &addr) {
+        auto &pair = transportContext_->getPair(peer);
+        pair->connect(addr);
+        // leaving the loop waits for one of its ticks: in parallel, one tick in all
+        if (sync_) pair->setSync(true, false);
+    }
+
     void connect_pairs(const std::vector<int> &peers, const std::vector<std::vector<char>> &addrs) {
-        auto one = [&](size_t i) {
-            auto &pair = transportContext_->getPair(peers[i]);
-            pair->connect(addrs[i]);
-            // leaving the loop waits for one of its ticks: in parallel, one tick in all
-            if (sync_) pair->setSync(true, false);
-        };
-        if (peers.size() == 1) one(0);
-        else {
-            std::vector<std::thread> threads;
-            std::vector<std::exception_ptr> errors(peers.size());
-            for (size_t i = 0; i < peers.size(); i++)
-                threads.emplace_back([&, i] {
-                    try {
-                        one(i);
-                    } catch (...) { errors[i] = std::current_exception(); }
-                });
-            for (auto &t : threads) t.join();
-            for (auto &e : errors)
-                if (e) std::rethrow_exception(e);
-        }
+        std::vector<std::thread> threads;
+        std::vector<std::exception_ptr> errors(peers.size());
+        for (size_t i = 0; i < peers.size(); i++)
+            threads.emplace_back([&, i] {
+                try {
+                    connect_one(peers[i], addrs[i]);
+                } catch (...) { errors[i] = std::current_exception(); }
+            });
+        for (auto &t : threads) t.join();
+        for (auto &e : errors)
+            if (e) std::rethrow_exception(e);
         for (int p : peers) connected_[(size_t)p] = 1;
     }
 

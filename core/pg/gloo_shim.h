@@ -24,7 +24,8 @@ typedef struct sr__gloo sr__gloo;
    sets up the direct path (sr__gloo_exchange) for messages of up to direct_cap bytes.
    lazy 0: every pair connects now (2 store round trips per rank; one socket per peer, and one
    listening socket per peer until it connects); lazy 1: none does, each pair connects the first
-   time an operation needs it, at both of its ends (a store write and a round trip per new pair):
+   time an operation needs it, at both of its ends (a store write per new pair, and reads until the
+   peer's address is there):
    the ring steps their two neighbours, a broadcast its tree's edges (they depend on the root), a
    barrier rank +- 2^k, the direct path every peer.  A peer that died before it connected is then
    noticed only at the timeout. */

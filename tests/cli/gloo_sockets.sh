@@ -4,7 +4,8 @@
 # and sleeps: at most 4 sockets a rank (its store connection, Gloo's pairs: none yet).  Before, every
 # rank connected all 127 peers at creation (16,512 sockets at 128 ranks; 256 ranks ran out of
 # ephemeral ports).  Then the collectives on 128 ranks, the pairs connected as they come: ring
-# all-reduce, reduce-scatter, all-gather, a broadcast's tree, a barrier, every result checked.
+# all-reduce, reduce-scatter, all-gather, a broadcast's tree, a barrier, every result checked; and a
+# rank that never comes, named after the timeout.
 . "$(dirname "$0")/lib.sh"
 N=128
 printf '[shardrun]\ntask = %s\nplugins = torch\n[torch]\ntransport = tcp\ntimeout = 120\n[task]\nsay = world ready\nothers = sleep\n' \
@@ -38,4 +39,10 @@ run "$SHARDRUN" "$T/c.ini" --nproc-per-node $N --set task.sizes=1,1000 --set tas
 expect_rc 0 "the collectives on $N ranks over tcp"
 expect_not_in "$out" "MISMATCH" "no mismatch on $N ranks"
 expect_eq "$(grep -c "checks, 0 failed on rank" <<<"$out")" $N "ranks that passed every check"
+# a rank that never comes to its first operation: its neighbours wait for its pair's address, not
+# for a connection, and time out naming it (66 ranks: past the 64 that connect at creation)
+run "$SHARDRUN" "$T/c.ini" --nproc-per-node 66 --set torch.timeout=3 --set task.stall_rank=65
+expect_rc 1 "a stalled rank fails the lazily connected run"
+grep -qE "all_reduce failed as it should: all_reduce #1 \(1 x fp32\) on group world \(rank (0|64) of 66\): rank 65 did not arrive within 3s" <<<"$out" \
+    && pass || fail "a neighbour of the stalled rank names the operation and rank 65 alone: $out"
 done_checks

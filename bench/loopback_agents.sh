@@ -10,7 +10,17 @@ N=${2:?agents}
 TR=${3:-shm}
 CAP=${4:-600}
 export SHARDRUN_RDZV_TOKEN=loopback-bench
-P=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# master_port and the store's, master_port + 1: both free now (a free port's neighbour may not be)
+P=$(python3 -c '
+import random, socket
+for _ in range(200):
+    p = random.randint(20000, 60000)
+    try:
+        for q in (p, p + 1):
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("", q)); s.close()
+        print(p); break
+    except OSError:
+        pass')
 D=$(mktemp -d)
 pids=()
 cleanup() {

@@ -17,13 +17,17 @@
 
 #define SR_PG_TIMEOUT (-2)
 
-/* The store calls a backend may make, with the contracts of sr__store_set/get/wait (store/store.h).
-   They come through this table because libshardrun_cuda.so reaches nothing of libshardrun but its
-   public API: the sr__ functions are not exported. */
+/* The store calls a backend may make, with the contracts of sr__store_set/get/wait/add/fetch/error
+   (store/store.h).  They come through this table because libshardrun_cuda.so reaches nothing of
+   libshardrun but its public API: the sr__ functions are not exported. */
 typedef struct sr__pg_store_ops {
     int (*set)(sr__store *c, const char *key, const void *value, size_t len);
     int (*get)(sr__store *c, const char *key, void **value, size_t *len);
     int (*wait)(sr__store *c, const char *const *keys, int n, double timeout_s, char *missing, size_t mlen);
+    long long (*add)(sr__store *c, const char *key, long long delta);
+    int (*fetch)(sr__store *c, const char *const *keys, int n, double timeout_s, void **values, size_t *lens,
+                 char *missing, size_t mlen);
+    const char *(*error)(const sr__store *c);
 } sr__pg_store_ops;
 
 /* What a backend needs to create a group (world or child). */

@@ -1,5 +1,5 @@
 /* The gloo backend: ring reduce-scatter, all-gather and all-reduce on CPU buffers over Gloo's
-   TCP pairs (gloo_shim.cc), broadcast and barrier from Gloo itself.
+   TCP pairs (gloo_shim.cc), broadcast over a tree and a dissemination barrier (gloo_shim.cc).
    Ring indexing: at step s of n-1, rank r sends chunk (r-s-1) mod n and receives chunk
    (r-s-2) mod n, so after the last step it holds chunk r fully reduced; the all-gather half then
    sends chunk (r-s) and receives (r-s-1).  Each step is cut into segments and each received
@@ -37,6 +37,13 @@
 #define DIRECT_ROUNDS 8
 /* groups past this size use the ring: staging memory grows with the group */
 #define DIRECT_MAX_RANKS 64
+/* Groups up to this size connect every pair at creation; larger ones connect each pair the first
+   time an operation needs it (gloo_shim.h), so that creating a world of n ranks does not open n^2
+   sockets at once (at 256 ranks on one host, 130 K of them ran out of ephemeral ports).  Small
+   groups stay eager: the direct path they use exchanges with every peer anyway, and a peer that
+   died before its first operation breaks its connections at once, where a lazy pair would wait for
+   its address until the timeout. */
+#define EAGER_MAX_RANKS DIRECT_MAX_RANKS
 
 typedef struct gloo_pg {
     sr__gloo *g;
@@ -299,14 +306,16 @@ static int gloo_broadcast(void *impl, void *buf, size_t count, sr_dtype dt, int 
     gloo_pg *p = impl;
     *stuck = -1;
     if (p->size == 1) return 0;
-    return sr__gloo_broadcast(p->g, buf, count * sr_dtype_size(dt), root, err, errlen) ? -1 : 0;
+    int rc = sr__gloo_broadcast(p->g, buf, count * sr_dtype_size(dt), root, stuck, err, errlen);
+    return rc == 0 ? 0 : *stuck >= 0 ? SR_PG_TIMEOUT : -1;
 }
 
 static int gloo_barrier(void *impl, int *stuck, char *err, size_t errlen) {
     gloo_pg *p = impl;
     *stuck = -1;
     if (p->size == 1) return 0;
-    return sr__gloo_barrier(p->g, err, errlen) ? -1 : 0;
+    int rc = sr__gloo_barrier(p->g, stuck, err, errlen);
+    return rc == 0 ? 0 : *stuck >= 0 ? SR_PG_TIMEOUT : -1;
 }
 
 static void gloo_destroy(void *impl);
@@ -320,7 +329,7 @@ static void *gloo_create(void *parent, const sr__pg_setup *s, char *err, size_t 
     if (s->size > 1) {
         size_t direct = s->size <= DIRECT_MAX_RANKS ? DIRECT_CAP : 0;
         p->g = sr__gloo_create(s->store, s->store_lock, s->prefix, s->rank, s->size, s->hostname, s->iface,
-                               s->timeout_s, direct, err, errlen);
+                               s->timeout_s, direct, s->size > EAGER_MAX_RANKS, err, errlen);
         if (!p->g) {
             free(p);
             return NULL;

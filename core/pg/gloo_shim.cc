@@ -1,6 +1,7 @@
 // The only C++ in shardrun: Gloo behind a C interface (gloo_shim.h).
 #include "pg/gloo_shim.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -10,8 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include <gloo/barrier.h>
-#include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/context.h>
 #include <gloo/transport/context.h>
@@ -72,6 +71,18 @@ class StoreAdapter : public gloo::rendezvous::Store {
         return out;
     }
 
+    // The key's value if it exists now (no waiting): true and *out, or false.
+    bool try_get(const std::string &key, std::vector<char> *out) {
+        Locked l(lock_);
+        void *v = nullptr;
+        size_t len = 0;
+        int rc = sr__store_get(s_, (prefix_ + key).c_str(), &v, &len);
+        if (rc < 0) throw gloo::IoException(std::string("store get failed: ") + sr__store_error(s_));
+        if (rc == 0) out->assign((char *)v, (char *)v + len);
+        free(v);
+        return rc == 0;
+    }
+
     void wait(const std::vector<std::string> &keys) override {
         wait(keys, std::chrono::milliseconds((long long)(timeout_s_ * 1000)));
     }
@@ -115,51 +126,138 @@ template <typename Fn> int guarded(char *err, size_t errlen, Fn fn) {
     return -1;
 }
 
-// A Gloo context whose pairs connect in parallel.  Gloo's own connectFullMesh connects them one
-// after another, and each connect waits for a tick of the device's event loop, which sleeps up to
-// 10 ms when idle: 10 ms per peer.  Connecting all peers at once waits for about one tick.
-class ParallelContext : public gloo::Context {
-  public:
-    using gloo::Context::Context;
+// The key of the address that rank `from`'s pair to rank `to` listens on (lazily connected groups).
+std::string pair_key(int from, int to) { return "pair/" + std::to_string(from) + "/" + std::to_string(to); }
 
+// A Gloo context over shardrun's store whose pairs connect in parallel, either all of them at
+// creation (connect_all) or each the first time an operation needs it (connect).  In Debian's Gloo
+// every pair listens on a port of its own from its creation until its peer connects, and
+// connecting a pair needs the address of the peer's pair for this rank: so a pair is created, its
+// address published and the peer's read only when both ends connect it, in the same operation.
+// Gloo's own connectFullMesh connects the pairs one after another, and each connect waits for a
+// tick of the device's event loop, which sleeps up to 10 ms when idle: 10 ms per peer.  Connecting
+// them all at once waits for about one tick.
+class PeerContext : public gloo::Context {
+  public:
     // sync: each pair leaves the device's event loop once connected (blocking socket, read by the
     // thread that waits for it), for the direct path's latency
-    void connect(StoreAdapter &store, const std::shared_ptr<gloo::transport::Device> &dev, bool sync) {
-        auto tc = dev->createContext(rank, size);
-        tc->setTimeout(getTimeout());
+    PeerContext(int rank, int size, const std::shared_ptr<gloo::transport::Device> &dev, StoreAdapter store,
+                std::chrono::milliseconds timeout, bool sync)
+        : gloo::Context(rank, size), store_(std::move(store)), sync_(sync), connected_((size_t)size, 0) {
+        setTimeout(timeout);
+        device_ = dev;
+        transportContext_ = dev->createContext(rank, size);
+        transportContext_->setTimeout(timeout);
+    }
+
+    // Every pair, at once: each rank publishes its pairs' addresses as one value, in rank order
+    // skipping itself; this rank's is piece `rank` of size - 1 in the lists of higher ranks, piece
+    // `rank - 1` in lower ranks' lists: two round trips for all peers.
+    void connect_all() {
         std::vector<char> mine;
+        std::vector<int> peers;
         for (int i = 0; i < size; i++) {
             if (i == rank) continue;
-            auto bytes = tc->createPair(i)->address().bytes();
+            auto bytes = transportContext_->createPair(i)->address().bytes();
             mine.insert(mine.end(), bytes.begin(), bytes.end());
+            peers.push_back(i);
         }
-        store.set(std::to_string(rank), mine);
-        // peer i lists its pairs' addresses in rank order, skipping itself: this rank's is piece
-        // `rank` of size - 1 in the lists of higher ranks, piece `rank - 1` in lower ranks' lists:
-        // two round trips for all peers
+        store_.set(std::to_string(rank), mine);
         std::vector<std::string> lower, higher;
         for (int i = 0; i < size; i++)
             if (i != rank) (i < rank ? lower : higher).push_back(std::to_string(i));
-        auto from_lower = store.get_pieces(lower, rank - 1, size - 1);
-        auto from_higher = store.get_pieces(higher, rank, size - 1);
+        auto addrs = store_.get_pieces(lower, rank - 1, size - 1);
+        auto from_higher = store_.get_pieces(higher, rank, size - 1);
+        addrs.insert(addrs.end(), from_higher.begin(), from_higher.end());
+        connect_pairs(peers, addrs);
+    }
+
+    // The pairs to `peers` that are not connected yet (both ends of a pair connect it in the same
+    // operation): create each and publish its address, then connect each peer as soon as its
+    // address is there, each in a thread of its own.  Not all at once, once all are there: a rank
+    // whose one peer never comes would leave its other peers waiting in Gloo's connect (five
+    // timeouts) instead of timing out in the operation beside it.  A peer that does not come
+    // within the timeout: *stuck.
+    void connect(const std::vector<int> &peers, int *stuck) {
+        std::vector<int> fresh;
+        for (int p : peers)
+            if (p != rank && !connected_[(size_t)p] && std::find(fresh.begin(), fresh.end(), p) == fresh.end())
+                fresh.push_back(p);
+        if (fresh.empty()) return;
+        for (int p : fresh) store_.set(pair_key(rank, p), transportContext_->createPair(p)->address().bytes());
+        std::vector<std::vector<char>> addrs(fresh.size());
+        std::vector<std::exception_ptr> errors(fresh.size());
         std::vector<std::thread> threads;
-        std::vector<std::exception_ptr> errors(size);
-        for (int i = 0; i < size; i++) {
-            if (i == rank) continue;
+        std::vector<char> started(fresh.size(), 0);
+        size_t waiting = fresh.size();
+        auto deadline = std::chrono::steady_clock::now() + getTimeout();
+        auto pause = std::chrono::microseconds(200);
+        try {
+            while (waiting) {
+                for (size_t i = 0; i < fresh.size(); i++) {
+                    if (started[i] || !store_.try_get(pair_key(fresh[i], rank), &addrs[i])) continue;
+                    started[i] = 1, waiting--;
+                    threads.emplace_back([this, &fresh, &addrs, &errors, i] {
+                        try {
+                            connect_one(fresh[i], addrs[i]);
+                        } catch (...) { errors[i] = std::current_exception(); }
+                    });
+                }
+                if (!waiting || std::chrono::steady_clock::now() >= deadline) break;
+                std::this_thread::sleep_for(pause); // polls the store: a few requests while peers arrive
+                pause = std::min(pause * 2, std::chrono::microseconds(20000));
+            }
+        } catch (...) {
+            for (auto &t : threads) t.join();
+            throw;
+        }
+        for (auto &t : threads) t.join();
+        for (size_t i = 0; i < fresh.size() && waiting; i++)
+            if (!started[i]) {
+                *stuck = fresh[i];
+                char secs[32];
+                std::snprintf(secs, sizeof secs, "%gs", getTimeout().count() / 1000.0);
+                throw gloo::IoException("rank " + std::to_string(fresh[i]) + " did not come to connect within " + secs +
+                                        " (no address at " + pair_key(fresh[i], rank) + ")");
+            }
+        for (auto &e : errors)
+            if (e) std::rethrow_exception(e);
+        for (int p : fresh) connected_[(size_t)p] = 1;
+    }
+
+    // whether every peer is connected (connect_all, or each met once)
+    bool all_connected() const {
+        for (int i = 0; i < size; i++)
+            if (i != rank && !connected_[(size_t)i]) return false;
+        return true;
+    }
+
+  private:
+    void connect_one(int peer, const std::vector<char> &addr) {
+        auto &pair = transportContext_->getPair(peer);
+        pair->connect(addr);
+        // leaving the loop waits for one of its ticks: in parallel, one tick in all
+        if (sync_) pair->setSync(true, false);
+    }
+
+    void connect_pairs(const std::vector<int> &peers, const std::vector<std::vector<char>> &addrs) {
+        std::vector<std::thread> threads;
+        std::vector<std::exception_ptr> errors(peers.size());
+        for (size_t i = 0; i < peers.size(); i++)
             threads.emplace_back([&, i] {
                 try {
-                    tc->getPair(i)->connect(i < rank ? from_lower[(size_t)i] : from_higher[(size_t)(i - rank - 1)]);
-                    // leaving the loop waits for one of its ticks: in parallel, one tick in all
-                    if (sync) tc->getPair(i)->setSync(true, false);
+                    connect_one(peers[i], addrs[i]);
                 } catch (...) { errors[i] = std::current_exception(); }
             });
-        }
         for (auto &t : threads) t.join();
         for (auto &e : errors)
             if (e) std::rethrow_exception(e);
-        device_ = dev;
-        transportContext_ = tc;
+        for (int p : peers) connected_[(size_t)p] = 1;
     }
+
+    StoreAdapter store_;
+    bool sync_;
+    std::vector<char> connected_;
 };
 
 } // namespace
@@ -172,9 +270,9 @@ class ParallelContext : public gloo::Context {
 constexpr int kDirectSlot = 0;
 
 struct sr__gloo {
-    std::shared_ptr<ParallelContext> ctx;
+    std::shared_ptr<PeerContext> ctx;
     std::chrono::milliseconds timeout;
-    std::shared_ptr<ParallelContext> direct;
+    std::shared_ptr<PeerContext> direct;
     size_t cap = 0;                            // bytes per peer and message
     std::vector<unsigned char> sstage, rstage; // peer p's slice at p * cap
     std::vector<std::unique_ptr<gloo::transport::Buffer>> sbuf, rbuf;
@@ -189,7 +287,7 @@ struct sr__gloo {
 
 extern "C" sr__gloo *sr__gloo_create(sr__store *store, pthread_mutex_t *store_lock, const char *prefix, int rank,
                                      int size, const char *hostname, const char *iface, double timeout_s,
-                                     size_t direct_cap, char *err, size_t errlen) {
+                                     size_t direct_cap, int lazy, char *err, size_t errlen) {
     sr__gloo *g = nullptr;
     guarded(err, errlen, [&] {
         gloo::transport::tcp::attr attr;
@@ -197,26 +295,31 @@ extern "C" sr__gloo *sr__gloo_create(sr__store *store, pthread_mutex_t *store_lo
         else attr.hostname = hostname;
         auto dev = gloo::transport::tcp::CreateDevice(attr);
         auto timeout = std::chrono::milliseconds((long long)(timeout_s * 1000));
-        auto ctx = std::make_shared<ParallelContext>(rank, size);
-        ctx->setTimeout(timeout);
-        StoreAdapter adapter(store, store_lock, prefix, timeout_s);
-        ctx->connect(adapter, dev, false);
-        std::shared_ptr<ParallelContext> direct;
+        auto ctx = std::make_shared<PeerContext>(rank, size, dev, StoreAdapter(store, store_lock, prefix, timeout_s),
+                                                 timeout, false);
+        if (!lazy) ctx->connect_all();
+        std::shared_ptr<PeerContext> direct;
         if (direct_cap) {
-            direct = std::make_shared<ParallelContext>(rank, size);
-            direct->setTimeout(timeout);
-            StoreAdapter dadapter(store, store_lock, std::string(prefix) + "direct/", timeout_s);
-            direct->connect(dadapter, dev, true);
+            direct = std::make_shared<PeerContext>(
+                rank, size, dev, StoreAdapter(store, store_lock, std::string(prefix) + "direct/", timeout_s), timeout,
+                true);
+            if (!lazy) direct->connect_all();
         }
         g = new sr__gloo{ctx, timeout, direct, direct ? direct_cap : 0, {}, {}, {}, {}, false};
     });
     return g;
 }
 
-// Staging memory and bound buffers of the direct path, on first use (most groups never need it).
-static void direct_setup(sr__gloo *g) {
+// Staging memory and bound buffers of the direct path, on first use (most groups never need it);
+// the direct path exchanges with every peer, so a lazy group connects them all here.
+static void direct_setup(sr__gloo *g, int *stuck_peer) {
     if (g->ready) return;
     int n = g->direct->size;
+    if (!g->direct->all_connected()) {
+        std::vector<int> everyone;
+        for (int p = 0; p < n; p++) everyone.push_back(p);
+        g->direct->connect(everyone, stuck_peer);
+    }
     g->sstage.resize(g->cap * (size_t)n);
     g->rstage.resize(g->cap * (size_t)n);
     g->sbuf.resize((size_t)n);
@@ -237,7 +340,7 @@ extern "C" int sr__gloo_exchange(sr__gloo *g, const void *const *send, const siz
     *stuck_peer = -1;
     int n = g->direct->size, me = g->direct->rank;
     return guarded(err, errlen, [&] {
-        direct_setup(g);
+        direct_setup(g, stuck_peer);
         // every send first: each fits the socket buffers, so none waits for its reader
         for (int k = 1; k < n; k++) {
             int p = (me + k) % n; // rank order starting after me spreads who is read first
@@ -275,6 +378,7 @@ extern "C" int sr__gloo_ring_step(sr__gloo *g, int right, sr__gloo_buf *sb, size
                                   size_t errlen) {
     *stuck_peer = -1;
     return guarded(err, errlen, [&] {
+        g->ctx->connect({right, left}, stuck_peer);
         auto slot = g->ctx->nextSlot();
         for (size_t off = 0; off < slen; off += segment)
             sb->ub->send(right, slot, soff + off, std::min(segment, slen - off));
@@ -294,21 +398,74 @@ extern "C" int sr__gloo_ring_step(sr__gloo *g, int right, sr__gloo_buf *sb, size
     });
 }
 
-extern "C" int sr__gloo_broadcast(sr__gloo *g, void *buf, size_t len, int root, char *err, size_t errlen) {
+// Broadcast over a tree of halved ranges, in ranks counted from the root (v = rank - root mod n):
+// the holder of range [lo, hi) sends to the first rank of its upper half, [mid, hi), which then
+// holds that half, while the holder keeps [lo, mid).  Each rank receives once, from its parent,
+// then sends to its children; log2(n) rounds, n - 1 messages.  The peers a rank meets depend on the
+// root: only those are connected (a lazy group's first broadcast from each root connects the tree's
+// edges, n - 1 pairs in all).
+extern "C" int sr__gloo_broadcast(sr__gloo *g, void *buf, size_t len, int root, int *stuck_peer, char *err,
+                                  size_t errlen) {
+    *stuck_peer = -1;
     return guarded(err, errlen, [&] {
-        gloo::BroadcastOptions opts(g->ctx);
-        opts.setOutput(static_cast<char *>(buf), len);
-        opts.setRoot(root);
-        opts.setTimeout(g->timeout);
-        gloo::broadcast(opts);
+        int n = g->ctx->size, v = (g->ctx->rank - root + n) % n, parent = -1;
+        std::vector<int> children, peers;
+        for (int lo = 0, hi = n; hi - lo > 1;) {
+            int mid = lo + (hi - lo + 1) / 2;
+            if (v < mid) {
+                if (v == lo) children.push_back((mid + root) % n);
+                hi = mid;
+            } else {
+                if (v == mid) parent = (lo + root) % n;
+                lo = mid;
+            }
+        }
+        peers = children;
+        if (parent >= 0) peers.push_back(parent);
+        g->ctx->connect(peers, stuck_peer);
+        auto ub = g->ctx->createUnboundBuffer(buf, len);
+        auto slot = g->ctx->nextSlot();
+        if (parent >= 0) {
+            ub->recv(parent, slot);
+            *stuck_peer = parent;
+            ub->waitRecv(g->timeout);
+            *stuck_peer = -1;
+        }
+        for (int c : children) ub->send(c, slot);
+        for (int c : children) {
+            *stuck_peer = c;
+            ub->waitSend(g->timeout);
+        }
+        *stuck_peer = -1;
     });
 }
 
-extern "C" int sr__gloo_barrier(sr__gloo *g, char *err, size_t errlen) {
+// A dissemination barrier: in round k every rank signals rank + 2^k and waits for rank - 2^k
+// (mod n); after ceil(log2 n) rounds each rank has heard, through some chain, from every rank.
+// Peers: rank +- 2^k, 2 log2(n) of them.
+extern "C" int sr__gloo_barrier(sr__gloo *g, int *stuck_peer, char *err, size_t errlen) {
+    *stuck_peer = -1;
     return guarded(err, errlen, [&] {
-        gloo::BarrierOptions opts(g->ctx);
-        opts.setTimeout(g->timeout);
-        gloo::barrier(opts);
+        int n = g->ctx->size, me = g->ctx->rank;
+        std::vector<int> peers;
+        for (int d = 1; d < n; d <<= 1) {
+            peers.push_back((me + d) % n);
+            peers.push_back((me - d % n + n) % n);
+        }
+        g->ctx->connect(peers, stuck_peer);
+        char token = 0;
+        auto ub = g->ctx->createUnboundBuffer(&token, 1);
+        for (int d = 1; d < n; d <<= 1) {
+            int to = (me + d) % n, from = (me - d % n + n) % n;
+            auto slot = g->ctx->nextSlot();
+            ub->recv(from, slot);
+            ub->send(to, slot);
+            *stuck_peer = from;
+            ub->waitRecv(g->timeout);
+            *stuck_peer = to;
+            ub->waitSend(g->timeout);
+            *stuck_peer = -1;
+        }
     });
 }
 

@@ -1,6 +1,7 @@
 /*
  * The thin C++ shim over Debian's Gloo (TCP transport): context creation through shardrun's
- * store, point-to-point ring steps, broadcast and barrier.  Every Gloo exception becomes an error
+ * store (pairs connected at once, or each when first used), point-to-point ring steps, broadcast
+ * and barrier.  Every Gloo exception becomes an error
  * code and a message; nothing C++ crosses this header.  The ring algorithms themselves are C
  * (pg/gloo.c).
  */
@@ -20,10 +21,17 @@ typedef struct sr__gloo sr__gloo;
 
 /* Keys go to the store under `prefix`; `store_lock` serialises the (shared) store client.
    hostname/iface pick the interface Gloo listens on (iface wins when set).  direct_cap > 0 also
-   connects the direct path (sr__gloo_exchange) for messages of up to direct_cap bytes. */
+   sets up the direct path (sr__gloo_exchange) for messages of up to direct_cap bytes.
+   lazy 0: every pair connects now (2 store round trips per rank; one socket per peer, and one
+   listening socket per peer until it connects); lazy 1: none does, each pair connects the first
+   time an operation needs it, at both of its ends (a store write per new pair, and reads until the
+   peer's address is there):
+   the ring steps their two neighbours, a broadcast its tree's edges (they depend on the root), a
+   barrier rank +- 2^k, the direct path every peer.  A peer that died before it connected is then
+   noticed only at the timeout. */
 sr__gloo *sr__gloo_create(sr__store *store, pthread_mutex_t *store_lock, const char *prefix, int rank, int size,
-                          const char *hostname, const char *iface, double timeout_s, size_t direct_cap, char *err,
-                          size_t errlen);
+                          const char *hostname, const char *iface, double timeout_s, size_t direct_cap, int lazy,
+                          char *err, size_t errlen);
 
 /* Memory registered with Gloo for transfers.  Registering is cheap, but unregistering waits for
    Gloo's loop thread to let go of it (spinning on sched_yield): register once per operation (or
@@ -52,8 +60,10 @@ size_t sr__gloo_direct_cap(sr__gloo *g);
    On a timeout, *stuck_peer is the rank that did not deliver. */
 int sr__gloo_exchange(sr__gloo *g, const void *const *send, const size_t *slen, const unsigned char **recv,
                       int *stuck_peer, char *err, size_t errlen);
-int sr__gloo_broadcast(sr__gloo *g, void *buf, size_t len, int root, char *err, size_t errlen);
-int sr__gloo_barrier(sr__gloo *g, char *err, size_t errlen);
+/* Broadcast (a tree of halved ranges from the root) and barrier (dissemination: rank +- 2^k);
+   on a timeout, *stuck_peer is the rank that did not deliver. */
+int sr__gloo_broadcast(sr__gloo *g, void *buf, size_t len, int root, int *stuck_peer, char *err, size_t errlen);
+int sr__gloo_barrier(sr__gloo *g, int *stuck_peer, char *err, size_t errlen);
 void sr__gloo_free(sr__gloo *g);
 
 #ifdef __cplusplus

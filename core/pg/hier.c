@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "pg/meet.h"
 #include "pg/reduce.h"
 #include "pg/shm.h"
 
@@ -140,36 +141,29 @@ static void hier_destroy(void *impl) {
     free(p);
 }
 
-/* Every rank of the group sets <prefix><stage>/<rank> to ok (1 or 0) and reads everyone's: 0 when
-   all are 1; -1 otherwise, with a message in err unless it holds one already. */
+/* Every rank of the group gives ok (1 or 0) at `stage` and learns everyone's (pg/meet.h: store
+   traffic linear in the group's size): 0 when all are 1; -1 otherwise, with a message in err unless
+   it holds one already. */
 static int all_ok(const sr__pg_setup *s, const char *stage, int ok, char *err, size_t errlen) {
-    char key[400], missing[1024] = "";
-    const char **keys = sr__calloc((size_t)s->size, sizeof *keys);
-    char **owned = sr__calloc((size_t)s->size, sizeof *owned);
-    int oom = !keys || !owned;
-    for (int r = 0; r < s->size && !oom; r++) oom = !(keys[r] = owned[r] = sr__fmt("%s%s/%d", s->prefix, stage, r));
-    if (oom && !err[0]) snprintf(err, errlen, "out of memory for the keys of %d ranks", s->size);
-    snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, s->rank);
-    pthread_mutex_lock(s->store_lock);
-    /* out of memory, this rank still says it failed, so that the others need not wait for it */
-    int rc = s->store_ops->set(s->store, key, ok && !oom ? "1" : "0", 1);
-    if (oom) rc = -1;
-    if (rc == 0) rc = s->store_ops->wait(s->store, keys, s->size, s->timeout_s, missing, sizeof missing);
-    for (int r = 0; r < s->size && rc == 0; r++) {
-        void *v = NULL;
-        size_t len = 0;
-        rc = s->store_ops->get(s->store, keys[r], &v, &len);
-        if (rc == 0 && (!v || len != 1 || *(char *)v != '1')) {
+    long long *oks = sr__calloc((size_t)s->size, sizeof *oks);
+    if (!oks) { /* this rank still says it failed, so that the others need not wait for it */
+        sr__pg_meet_say(s, stage, 0);
+        if (!err[0]) snprintf(err, errlen, "out of memory for the answers of %d ranks", s->size);
+        return -1;
+    }
+    char why[1200];
+    int who, rc = sr__pg_meet(s, stage, ok, oks, &who, why, sizeof why);
+    if (rc == SR__MEET_LATE && !err[0])
+        snprintf(err, errlen, "not every rank set up its part in time (missing: rank%s %.800s)",
+                 strchr(why, ',') ? "s" : "", why);
+    else if (rc == SR__MEET_OOM && !err[0]) snprintf(err, errlen, "out of memory on rank %d: %.800s", who, why);
+    else if (rc && !err[0]) snprintf(err, errlen, "store error: %.800s", why);
+    for (int r = 0; r < s->size && rc == 0; r++)
+        if (oks[r] != 1) {
             if (!err[0]) snprintf(err, errlen, "shared memory inside the host of rank %d failed", r);
             rc = -1;
         }
-        free(v);
-    }
-    pthread_mutex_unlock(s->store_lock);
-    if (rc && !err[0]) snprintf(err, errlen, "not every rank set up its part in time (missing: %.800s)", missing);
-    for (int r = 0; owned && r < s->size; r++) free(owned[r]);
-    free(owned);
-    free(keys);
+    free(oks);
     return rc ? -1 : 0;
 }
 

@@ -419,7 +419,8 @@ static int meet_and_connect(pg_shared *sh, sr_pg *parent, const char *name, cons
                                                : sh->ops;
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s%s/", name, ops->name);
-    static const sr__pg_store_ops store_ops = {sr__store_set, sr__store_get, sr__store_wait};
+    static const sr__pg_store_ops store_ops = {sr__store_set, sr__store_get,   sr__store_wait,
+                                               sr__store_add, sr__store_fetch, sr__store_error};
     sr__pg_setup setup = {
         sh->store,    &store_ops, &sh->store_lock, prefix,        rank,         size,        color, key,
         sh->hostname, sh->iface,  sh->local_rank,  sh->timeout_s, sh->run_hash, sh->attempt, hosts};

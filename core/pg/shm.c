@@ -9,6 +9,8 @@
    When creation fails, every rank unlinks every name of the group it knows (a peer killed
    meanwhile cannot do it itself), and the agent sweeps the run's names whose creator is dead
    after each attempt (sr__shm_sweep): a worker killed inside that window leaves nothing either.
+   The ranks meet twice through the store while creating the group ("pid", "mapped"), each time in
+   requests linear in the group's size (pg/meet.h: a counter and one combined table).
 
    A segment: a header whose three sequence counters each sit on their own cache line, then NSLOT
    slots used in rotation, each with an input area and a result area of SLOT bytes.
@@ -53,7 +55,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "base/hash64.h"
+#include "pg/meet.h"
 #include "pg/reduce.h"
 
 #define NSLOT 4
@@ -73,8 +77,6 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <emmintrin.h>
-
-#include "base/alloc.h"
 #define CPU_RELAX() __builtin_ia32_pause()
 #elif defined(__aarch64__)
 #define CPU_RELAX() __asm__ __volatile__("yield")
@@ -456,43 +458,20 @@ int sr__shm_sweep(const char *token) {
     return n;
 }
 
-/* What a rank that ran out of memory sets as its <prefix><stage>/<rank> ("pid": -2, "mapped": 2),
-   so that the others fail with it instead of waiting for it. */
-static void say_oom(const sr__pg_setup *s, const char *stage) {
-    char key[400];
-    const char *oom = !strcmp(stage, "pid") ? "-2" : "2";
-    snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, s->rank);
-    pthread_mutex_lock(s->store_lock);
-    s->store_ops->set(s->store, key, oom, strlen(oom));
-    pthread_mutex_unlock(s->store_lock);
-}
-
-/* Sets <prefix><stage>/<rank> = value and waits for every rank's. 0, or -1 with a message. */
-static int store_meet(const sr__pg_setup *s, const char *stage, const char *value, char *err, size_t errlen) {
-    char key[400], missing[2048] = "";
-    const char **keys = sr__calloc((size_t)s->size, sizeof *keys);
-    char **owned = sr__calloc((size_t)s->size, sizeof *owned);
-    int oom = !keys || !owned;
-    for (int r = 0; r < s->size && !oom; r++) oom = !(keys[r] = owned[r] = sr__fmt("%s%s/%d", s->prefix, stage, r));
-    snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, s->rank);
-    if (oom) { /* this rank still says it failed, so that the others need not wait for it */
-        say_oom(s, stage);
-        for (int r = 0; owned && r < s->size; r++) free(owned[r]);
-        free(owned), free(keys);
-        snprintf(err, errlen, SR_SHM_OOM " for the store keys of %d ranks", s->size);
-        return -1;
-    }
-    pthread_mutex_lock(s->store_lock);
-    int rc = s->store_ops->set(s->store, key, value, strlen(value));
-    if (rc == 0) rc = s->store_ops->wait(s->store, keys, s->size, s->timeout_s, missing, sizeof missing);
-    pthread_mutex_unlock(s->store_lock);
-    for (int r = 0; r < s->size; r++) free(owned[r]);
-    free(owned);
-    free(keys);
-    if (rc == 1)
-        snprintf(err, errlen, SR_SHM_LATE "%s its segment within %gs (missing: %.1000s)",
-                 !strcmp(stage, "pid") ? "created" : "mapped", s->timeout_s, missing);
-    else if (rc) snprintf(err, errlen, "shm: store error while ranks %s their segments", stage);
+/* One meeting of creation (pg/meet.h): every rank's number at `stage` ("pid": its segment's
+   creator, -1 when it could not create it, -2 out of memory; "mapped": 1 when it mapped every
+   segment, 0 when not, 2 out of memory, 3 failed before) into vals.  0, or -1 with the message: a
+   rank that did not come in time (SR_SHM_LATE), memory out (SR_SHM_OOM), or the store's error. */
+static int meet(const sr__pg_setup *s, const char *stage, long long value, long long *vals, char *err, size_t errlen) {
+    char why[1200];
+    int who, rc = sr__pg_meet(s, stage, value, vals, &who, why, sizeof why);
+    const char *did = !strcmp(stage, "pid") ? "created" : "mapped";
+    if (rc == SR__MEET_LATE)
+        snprintf(err, errlen, SR_SHM_LATE "%s its segment within %gs (missing: rank%s %.1000s)", did, s->timeout_s,
+                 strchr(why, ',') ? "s" : "", why);
+    else if (rc == SR__MEET_OOM)
+        snprintf(err, errlen, SR_SHM_OOM " on rank %d while the ranks %s their segments: %.800s", who, did, why);
+    else if (rc) snprintf(err, errlen, "shm: store error while the ranks %s their segments: %.800s", did, why);
     return rc ? -1 : 0;
 }
 
@@ -507,22 +486,6 @@ static void shm_destroy(void *impl) {
     free(p);
 }
 
-/* Every rank's value of <prefix><stage>/<rank> into vals[] (NULL when missing). 0 or -1. */
-static int store_read_all(const sr__pg_setup *s, const char *stage, long long *vals) {
-    int ok = 1;
-    for (int q = 0; q < s->size && ok; q++) {
-        char key[400], *v = NULL;
-        size_t vlen = 0;
-        snprintf(key, sizeof key, "%s%s/%d", s->prefix, stage, q);
-        pthread_mutex_lock(s->store_lock);
-        ok = s->store_ops->get(s->store, key, (void **)&v, &vlen) == 0 && v;
-        pthread_mutex_unlock(s->store_lock);
-        vals[q] = ok ? strtoll(v, NULL, 10) : -1;
-        free(v);
-    }
-    return ok ? 0 : -1;
-}
-
 /* Creation is collective and so are its failures: each step's outcome goes through the store, so a
    rank that cannot create or map a segment makes every rank fail the same way, at once, instead of
    leaving the others waiting (pg.c may then fall back to Gloo on all of them alike). */
@@ -530,7 +493,7 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
     (void)parent;
     shm_pg *p = sr__calloc(1, sizeof *p);
     if (!p) {
-        if (s->size > 1 && (size_t)s->size * 8 <= SLOT) say_oom(s, "pid");
+        if (s->size > 1 && (size_t)s->size * 8 <= SLOT) sr__pg_meet_say(s, "pid", -2);
         snprintf(err, errlen, SR_SHM_OOM " for a group of %d ranks (%zu bytes)", s->size, sizeof *p);
         return NULL;
     }
@@ -551,13 +514,13 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
     p->start = sr__calloc((size_t)s->size, sizeof *p->start);
     long long *ok = sr__calloc((size_t)s->size, sizeof *ok);
     if (!p->base || !p->head || !p->pid || !p->start || !ok) {
-        say_oom(s, "pid");
+        sr__pg_meet_say(s, "pid", -2);
         snprintf(err, errlen, SR_SHM_OOM " for a group of %d ranks", s->size);
         free(ok);
         shm_destroy(p);
         return NULL;
     }
-    char name[160], value[32], mine_err[512] = "";
+    char name[160], mine_err[512] = "";
     seg_name(s, s->rank, getpid(), name, sizeof name);
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST) { /* cannot be this run's: its names are unique; a leftover */
@@ -583,8 +546,12 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
         p->head[s->rank]->magic = MAGIC;
         p->head[s->rank]->pid = getpid();
     }
-    snprintf(value, sizeof value, "%ld", e ? -1L : (long)getpid());
-    if (store_meet(s, "pid", value, err, errlen) || store_read_all(s, "pid", p->pid)) goto fail;
+    if (meet(s, "pid", e ? -1 : (long long)getpid(), p->pid, err, errlen)) {
+        /* a failure of this rank's alone (the store, a timeout, memory) must not leave the others
+           waiting for it at the next meeting; where every rank fails here alike, nobody meets there */
+        sr__pg_meet_say(s, "mapped", 3);
+        goto fail;
+    }
     for (int q = 0; q < s->size; q++)
         if (p->pid[q] < 0) {
             if (p->pid[q] == -2) snprintf(err, errlen, SR_SHM_OOM " on rank %d while creating the group", q);
@@ -616,11 +583,14 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
                      "share /dev/shm? else set [torch] transport = tcp)",
                      q, name, e == ESTALE ? "not that rank's, or it exited" : strerror(e));
     }
-    if (store_meet(s, "mapped", mine_err[0] ? "0" : "1", err, errlen) || store_read_all(s, "mapped", ok)) goto fail;
+    if (meet(s, "mapped", mine_err[0] ? 0 : 1, ok, err, errlen)) goto fail;
     for (int q = 0; q < s->size; q++)
         if (ok[q] != 1) {
             if (ok[q] == 2) snprintf(err, errlen, SR_SHM_OOM " on rank %d while mapping the group's segments", q);
             else if (mine_err[0]) snprintf(err, errlen, "%s", mine_err);
+            else if (ok[q] == 3)
+                snprintf(err, errlen,
+                         "shm: rank %d failed before mapping the group's segments (its own error says why)", q);
             else
                 snprintf(err, errlen,
                          "shm: rank %d could not map the group's segments (do the ranks share "

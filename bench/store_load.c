@@ -45,9 +45,9 @@ static double now_s(void) {
 
 /* One request: header, then each item as u32 length and bytes. */
 static size_t encode(unsigned char *out, unsigned op, const char *const *items, int n) {
-    size_t off = SR_STORE_HEADER;
-    memset(out, 0, SR_STORE_HEADER);
-    sr__put_u32(out, SR_STORE_MAGIC);
+    size_t off = SR__STORE_HEADER;
+    memset(out, 0, SR__STORE_HEADER);
+    sr__put_u32(out, SR__STORE_MAGIC);
     out[4] = (unsigned char)op;
     sr__put_u32(out + 8, (uint32_t)n);
     for (int i = 0; i < n; i++) {
@@ -77,8 +77,8 @@ static int open_client(const char *host, int port, const char *token) {
     a.sin_addr.s_addr = inet_addr(host);
     unsigned char buf[1024];
     const char *items[1] = {token};
-    size_t len = encode(buf, SR_OP_HELLO, items, 1);
-    unsigned char reply[SR_STORE_HEADER];
+    size_t len = encode(buf, SR__OP_HELLO, items, 1);
+    unsigned char reply[SR__STORE_HEADER];
     size_t got = 0;
     if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || write_all(fd, buf, len) != 0) goto fail;
     while (got < sizeof reply) {
@@ -86,7 +86,7 @@ static int open_client(const char *host, int port, const char *token) {
         if (k <= 0) goto fail;
         got += (size_t)k;
     }
-    if (sr__get_u32(reply) != SR_STORE_MAGIC || reply[4] != SR_ST_OK) goto fail;
+    if (sr__get_u32(reply) != SR__STORE_MAGIC || reply[4] != SR__ST_OK) goto fail;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return fd;
@@ -163,21 +163,21 @@ int main(int argc, char **argv) {
        (KEYS lookups for the server, one short read for this side) */
     int ctl = open_client(host, port, token);
     const char *set_items[2] = {"store_load/key", "1"};
-    unsigned char setmsg[64], reply[SR_STORE_HEADER];
-    size_t setlen = encode(setmsg, SR_OP_SET, set_items, 2);
+    unsigned char setmsg[64], reply[SR__STORE_HEADER];
+    size_t setlen = encode(setmsg, SR__OP_SET, set_items, 2);
     if (ctl < 0 || write_all(ctl, setmsg, setlen) != 0 || read(ctl, reply, sizeof reply) != (ssize_t)sizeof reply) {
         fprintf(stderr, "store_load: cannot set store_load/key at %s:%d\n", host, port);
         return 1;
     }
     close(ctl);
     const char **items = calloc((size_t)nkeys, sizeof *items);
-    unsigned char *check = malloc(SR_STORE_HEADER + (size_t)nkeys * 32);
+    unsigned char *check = malloc(SR__STORE_HEADER + (size_t)nkeys * 32);
     if (!items || !check) {
         fprintf(stderr, "store_load: out of memory\n");
         return 1;
     }
     for (int i = 0; i < nkeys; i++) items[i] = set_items[0];
-    size_t glen = encode(check, SR_OP_CHECK, items, nkeys);
+    size_t glen = encode(check, SR__OP_CHECK, items, nkeys);
     unsigned char *burst = malloc((size_t)depth * glen);
     if (!burst) {
         fprintf(stderr, "store_load: out of memory\n");
@@ -204,8 +204,8 @@ int main(int argc, char **argv) {
             }
             /* each answer is a bare header: counted, not parsed */
             c->n += (size_t)r;
-            size_t replies = c->n / SR_STORE_HEADER;
-            c->n %= SR_STORE_HEADER;
+            size_t replies = c->n / SR__STORE_HEADER;
+            c->n %= SR__STORE_HEADER;
             answered += replies;
             /* as many new requests as answers came: DEPTH stay in flight */
             if (replies && write_all(c->fd, burst, replies * glen) != 0) close(c->fd), c->fd = -1, live--;

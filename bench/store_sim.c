@@ -159,7 +159,7 @@ static int run_host(void) {
         int ms, n = sr__rdzv_pollfds(&r, pfds, 64, &ms);
         poll(pfds, (nfds_t)n, ms);
         sr__rdzv_step(&r, pfds, n);
-        if (r.phase == SR_RDZV_RESTART) {
+        if (r.phase == SR__RDZV_RESTART) {
             sr__rdzv_report(&r, &(sr__rdzv_news){.kind = SR__RDZV_STOPPED});
             if (sr__rdzv_view_now(&r).next_attempt > 0) {
                 sr__rdzv_report(&r, &(sr__rdzv_news){.kind = SR__RDZV_NEXT});
@@ -170,12 +170,12 @@ static int run_host(void) {
         if (v.verdict_known && v.settled) break;
     }
     printf("host: attempt %d, phase %s: %s\n%s", r.attempt,
-           r.phase == SR_RDZV_SUCCEEDED ? "succeeded"
-           : r.phase == SR_RDZV_FAILED  ? "failed"
-                                        : "other",
+           r.phase == SR__RDZV_SUCCEEDED ? "succeeded"
+           : r.phase == SR__RDZV_FAILED  ? "failed"
+                                         : "other",
            r.failed_elsewhere, r.attempts.s ? r.attempts.s : "");
     fflush(stdout);
-    int rc = r.phase == SR_RDZV_SUCCEEDED ? 0 : 1;
+    int rc = r.phase == SR__RDZV_SUCCEEDED ? 0 : 1;
     sr__rdzv_free(&r);
     return rc;
 }
@@ -303,7 +303,7 @@ static int follow(sr__rdzv *r, int (*until)(const sr__rdzv *r)) {
     return until(r);
 }
 static int verdict_known(const sr__rdzv *r) { return sr__rdzv_view_now(r).verdict_known; }
-static int decided(const sr__rdzv *r) { return r->phase != SR_RDZV_RUNNING; }
+static int decided(const sr__rdzv *r) { return r->phase != SR__RDZV_RUNNING; }
 static int next_known(const sr__rdzv *r) { return sr__rdzv_view_now(r).next_attempt != 0; }
 
 /* sr__rdzv_prepare as the agent calls it; 0 accepted, -1 refused or failed (why in why[]). */
@@ -323,7 +323,7 @@ static void done_and_verdict(sr__rdzv *r, int id, sr__rdzv_phase want_phase) {
     sr__rdzv_report(r, &(sr__rdzv_news){.kind = SR__RDZV_DONE,
                                         .results = "{\"loss\":1.0}",
                                         .len = 12,
-                                        .succeeded = want_phase == SR_RDZV_SUCCEEDED});
+                                        .succeeded = want_phase == SR__RDZV_SUCCEEDED});
     if (!follow(r, verdict_known)) return fail(id, "%s", "no verdict");
     if (r->phase != want_phase) fail(id, "wrong verdict: %s", r->failed_elsewhere);
     sr__rdzv_report(r, &(sr__rdzv_news){.kind = SR__RDZV_READ});
@@ -368,7 +368,7 @@ static void *agent_main(void *arg) {
         return NULL;
     }
     if (scenario != SC_RESTART) {
-        if (joined) done_and_verdict(&r, id, scenario == SC_RUN ? SR_RDZV_SUCCEEDED : SR_RDZV_FAILED);
+        if (joined) done_and_verdict(&r, id, scenario == SC_RUN ? SR__RDZV_SUCCEEDED : SR__RDZV_FAILED);
         if (joined && scenario == SC_REFUSED && !strstr(r.failed_elsewhere, "lr is \"3e-4\" on node 0"))
             fail(id, "the verdict does not name lr: %s", r.failed_elsewhere);
         sr__rdzv_free(&r);
@@ -389,7 +389,7 @@ static void *agent_main(void *arg) {
     } else if (joined) {
         char want[128];
         snprintf(want, sizeof want, "node %d's shardrun (agent %d) went away", lost_id(), lost_id());
-        if (!follow(&r, decided) || r.phase != SR_RDZV_RESTART || !strstr(r.failed_elsewhere, want))
+        if (!follow(&r, decided) || r.phase != SR__RDZV_RESTART || !strstr(r.failed_elsewhere, want))
             fail(id, "expected a restart verdict naming the lost agent, got: %s", r.failed_elsewhere);
         if (sr__rdzv_report(&r, &(sr__rdzv_news){.kind = SR__RDZV_STOPPED}) != 0) fail(id, "%s", "stop not reported");
         phase_wait();
@@ -406,7 +406,7 @@ static void *agent_main(void *arg) {
     } else {
         phase_wait();
     }
-    if (r.enabled) done_and_verdict(&r, id, SR_RDZV_SUCCEEDED);
+    if (r.enabled) done_and_verdict(&r, id, SR__RDZV_SUCCEEDED);
     sr__rdzv_free(&r);
     return NULL;
 }

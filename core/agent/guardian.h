@@ -11,8 +11,8 @@
  * guardian exits without killing anything).  Workers close the guardian's descriptor
  * (sr__guardian_fd) right after fork.
  */
-#ifndef SR_AGENT_GUARDIAN_H
-#define SR_AGENT_GUARDIAN_H
+#ifndef SR__AGENT_GUARDIAN_H
+#define SR__AGENT_GUARDIAN_H
 
 #include <sys/types.h>
 

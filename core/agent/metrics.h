@@ -12,8 +12,8 @@
  * Lifecycle (cli.c): sr__metrics_start() before the rendezvous and any worker, so a port in use is
  * a configuration error (exit 2) that wastes nothing -> sr__metrics_publish() -> sr__metrics_stop().
  */
-#ifndef SR_AGENT_METRICS_H
-#define SR_AGENT_METRICS_H
+#ifndef SR__AGENT_METRICS_H
+#define SR__AGENT_METRICS_H
 
 #include <stddef.h>
 

@@ -10,7 +10,7 @@
 #include "base/alloc.h"
 
 /* Longer lines are cut into pieces of this size, so one runaway line cannot grow the agent. */
-#define SR_MAX_LINE 65536
+#define SR__MAX_LINE 65536
 
 static void tail_push(sr__tail *t, const char *line, size_t len) {
     enum { KEEP = 400 };
@@ -19,8 +19,8 @@ static void tail_push(sr__tail *t, const char *line, size_t len) {
         return; /* out of memory: the tail (what a failure report quotes) misses this line, relayed all the same */
     free(t->lines[t->next]);
     t->lines[t->next] = copy;
-    t->next = (t->next + 1) % SR_TAIL_LINES;
-    if (t->count < SR_TAIL_LINES) t->count++;
+    t->next = (t->next + 1) % SR__TAIL_LINES;
+    if (t->count < SR__TAIL_LINES) t->count++;
 }
 
 /* 0, or the errno of a failed write (the run goes on: supervising matters more; the supervisor
@@ -70,7 +70,7 @@ void sr__relay_feed(sr__relay *r, const char *data, size_t len) {
     sr__buf_add(&r->partial, data, len);
     size_t start = 0;
     for (size_t i = 0; i < r->partial.n; i++) {
-        if (r->partial.s[i] == '\n' || i - start + 1 >= SR_MAX_LINE) {
+        if (r->partial.s[i] == '\n' || i - start + 1 >= SR__MAX_LINE) {
             size_t end = r->partial.s[i] == '\n' ? i : i + 1;
             emit(r, r->partial.s + start, end - start);
             start = i + 1;
@@ -97,6 +97,6 @@ void sr__relay_flush(sr__relay *r) {
 void sr__relay_free(sr__relay *r) { sr__buf_free(&r->partial); }
 
 void sr__tail_free(sr__tail *t) {
-    for (int i = 0; i < SR_TAIL_LINES; i++) free(t->lines[i]);
+    for (int i = 0; i < SR__TAIL_LINES; i++) free(t->lines[i]);
     memset(t, 0, sizeof *t);
 }

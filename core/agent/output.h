@@ -3,17 +3,17 @@
  * the rank ("[rank1]: ..."), written to the agent's own stdout or stderr in one write each; the
  * last lines are kept for the failure summary.
  */
-#ifndef SR_CORE_OUTPUT_H
-#define SR_CORE_OUTPUT_H
+#ifndef SR__CORE_OUTPUT_H
+#define SR__CORE_OUTPUT_H
 
 #include <stddef.h>
 
 #include "base/strbuf.h"
 
-#define SR_TAIL_LINES 10
+#define SR__TAIL_LINES 10
 
 typedef struct sr__tail {
-    char *lines[SR_TAIL_LINES];
+    char *lines[SR__TAIL_LINES];
     int next, count;
 } sr__tail;
 

@@ -22,21 +22,21 @@ int sr__run_lock_take(sr__run *run, sr__output_lock **out) {
     char why[4096], note[2048];
     if (!dir) {
         sr__log(SR_LOG_ERROR, "out of memory for [task] output_dir");
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
-    int rc = SR_EXIT_OK;
+    int rc = SR__EXIT_OK;
     /* a folder this run cannot make or write in needs no lock: every rank checks it too and
        fails before step 0, in the results list as a configuration error */
     int ready = sr__output_dir_prepare(dir, why, sizeof why);
     if (ready == -2) { /* the ranks may well get the memory: the run must not go on without its lock */
         sr__log(SR_LOG_ERROR, "%s; the run did not start", why);
-        rc = SR_EXIT_FAILED;
+        rc = SR__EXIT_FAILED;
     } else if (ready == 0) {
         sr__lock_owner me;
         sr__lock_owner_self(&me, run->rdzv.job_id, run->rdzv.requeue_key);
         if (sr__output_lock_take(dir, &me, out, note, sizeof note, why, sizeof why) != 0) {
             sr__log(SR_LOG_ERROR, "%s", why);
-            rc = SR_EXIT_CONFIG;
+            rc = SR__EXIT_CONFIG;
         } else {
             if (note[0]) sr__log(SR_LOG_WARN, "%s", note);
             sr__run_status_begin(dir, run->rdzv.job_id); /* `shardrun status DIR` (run_status.h) */
@@ -50,5 +50,5 @@ int sr__run_lock_release(sr__output_lock *l, int code) {
     char why[2048];
     if (sr__output_lock_release(l, why, sizeof why) == 0) return code;
     sr__log(SR_LOG_ERROR, "%s", why);
-    return code == SR_EXIT_OK ? SR_EXIT_FAILED : code;
+    return code == SR__EXIT_OK ? SR__EXIT_FAILED : code;
 }

@@ -37,7 +37,7 @@ static void print_tail(const sr__worker *w) {
     }
     fprintf(stderr, "shardrun: last %d line%s of rank %d:\n", w->tail.count, w->tail.count > 1 ? "s" : "", w->rank);
     for (int k = 0; k < w->tail.count; k++) {
-        int idx = (w->tail.next - w->tail.count + k + SR_TAIL_LINES) % SR_TAIL_LINES;
+        int idx = (w->tail.next - w->tail.count + k + SR__TAIL_LINES) % SR__TAIL_LINES;
         fprintf(stderr, "shardrun:   [rank%d]: %s\n", w->rank, w->tail.lines[idx]);
     }
 }
@@ -155,10 +155,10 @@ void sr__print_summary(const sr__attempt *st, sr__run *run) {
             unfixable = unfixable_buf;
         }
     if (run->rdzv.hosting && run->rdzv.max_restarts > run->rdzv.attempt && !st->agent_signal && !st->preempting &&
-        (st->failed >= 0 || st->failed_elsewhere) && run->rdzv.decided_kind != SR_FAIL_RETRYABLE)
+        (st->failed >= 0 || st->failed_elsewhere) && run->rdzv.decided_kind != SR__FAIL_RETRYABLE)
         fprintf(stderr, "shardrun: not restarted (max_restarts = %d): %s\n", run->rdzv.max_restarts,
-                run->rdzv.decided_kind == SR_FAIL_CONFIG ? "a configuration error fails the same way every time"
-                : run->rdzv.decided_kind == SR_FAIL_STOPPED
+                run->rdzv.decided_kind == SR__FAIL_CONFIG ? "a configuration error fails the same way every time"
+                : run->rdzv.decided_kind == SR__FAIL_STOPPED
                     ? "the rank was asked to stop (a signal to stop is no crash: Slurm and clouds send one to every "
                       "process of a job they take back)"
                 : unfixable

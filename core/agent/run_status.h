@@ -9,8 +9,8 @@
  * The file is text, one "KEY VALUE" per line, then one "rank ..." line per rank (SR__STATUS_RANK
  * names its fields).  Nothing here stops the run: a write that fails is retried at the next period.
  */
-#ifndef SR_AGENT_RUN_STATUS_H
-#define SR_AGENT_RUN_STATUS_H
+#ifndef SR__AGENT_RUN_STATUS_H
+#define SR__AGENT_RUN_STATUS_H
 
 #define SR__STATUS_NAME ".shardrun.status"
 #define SR__STATUS_MAGIC "shardrun status 1"

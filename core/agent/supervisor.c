@@ -64,8 +64,8 @@ static void reset_handlers_in_child(void) {
 static int is_terminal(const sr__run *run, int fd) { return !run->layout.cluster_source && isatty(fd); }
 
 static int start_worker(sr__run *run, sr__worker *w, sr__worker *all, int nstarted) {
-    int p[SR_NSTREAMS][2];
-    for (int s = 0; s < SR_NSTREAMS; s++)
+    int p[SR__NSTREAMS][2];
+    for (int s = 0; s < SR__NSTREAMS; s++)
         if (pipe2(p[s], O_CLOEXEC) != 0) return -1;
     pid_t agent = getpid();
     fflush(NULL);
@@ -83,33 +83,33 @@ static int start_worker(sr__run *run, sr__worker *w, sr__worker *all, int nstart
     if (pid == 0) {
         setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != agent) _exit(SR_EXIT_FAILED); /* the agent died between fork and prctl */
+        if (getppid() != agent) _exit(SR__EXIT_FAILED); /* the agent died between fork and prctl */
         reset_handlers_in_child();
         sr__watch_attach(sr__watchdog_slot(watchdog, (int)(w - all))); /* where it says what it does */
         close(self_pipe[0]), close(self_pipe[1]);
         if (sr__guardian_fd() >= 0) close(sr__guardian_fd());
         for (int i = 0; i < nstarted; i++)
-            for (int s = 0; s < SR_NSTREAMS; s++)
+            for (int s = 0; s < SR__NSTREAMS; s++)
                 if (all[i].fd[s] >= 0) close(all[i].fd[s]);
-        for (int s = 0; s < SR_NSTREAMS; s++) close(p[s][0]);
+        for (int s = 0; s < SR__NSTREAMS; s++) close(p[s][0]);
         run->stdout_tty = is_terminal(run, STDOUT_FILENO); /* where the relayed output ends up */
-        dup2(p[SR_OUT][1], STDOUT_FILENO);
-        dup2(p[SR_ERR][1], STDERR_FILENO);
-        close(p[SR_OUT][1]), close(p[SR_ERR][1]);
-        sr__worker_run(run, w->local_rank, p[SR_RES][1]);
+        dup2(p[SR__OUT][1], STDOUT_FILENO);
+        dup2(p[SR__ERR][1], STDERR_FILENO);
+        close(p[SR__OUT][1]), close(p[SR__ERR][1]);
+        sr__worker_run(run, w->local_rank, p[SR__RES][1]);
     }
     setpgid(pid, pid); /* also here, so the group exists before we ever signal it */
     sr__guardian_watch(pid);
     sr__watchdog_started(watchdog, (int)(w - all), w->rank, pid);
     w->pid = pid;
-    for (int s = 0; s < SR_NSTREAMS; s++) {
+    for (int s = 0; s < SR__NSTREAMS; s++) {
         close(p[s][1]);
         w->fd[s] = p[s][0];
         fcntl(w->fd[s], F_SETFL, O_NONBLOCK);
     }
     for (int s = 0; s < 2; s++) {
         w->relay[s].rank = w->rank;
-        w->relay[s].out_fd = s == SR_OUT ? STDOUT_FILENO : STDERR_FILENO;
+        w->relay[s].out_fd = s == SR__OUT ? STDOUT_FILENO : STDERR_FILENO;
         w->relay[s].tty = is_terminal(run, w->relay[s].out_fd);
         w->relay[s].tail = &w->tail;
     }
@@ -117,13 +117,13 @@ static int start_worker(sr__run *run, sr__worker *w, sr__worker *all, int nstart
 }
 
 /* Sends sig to every live worker's process group.  A SIGTERM that stops workers because the run
-   failed or restarts is queued to each worker with SR_STOP_NOW_VALUE first: a model task's
+   failed or restarts is queued to each worker with SR__STOP_NOW_VALUE first: a model task's
    trainer takes a plain SIGTERM for a preemption (finish the step, write a checkpoint), this one
    for what it is. */
 static void signal_groups(sr__worker *ws, int n, int sig, int stop_now) {
     for (int i = 0; i < n; i++) {
         if (ws[i].pid <= 0 || ws[i].reaped) continue;
-        if (stop_now && sig == SIGTERM) sigqueue(ws[i].pid, SIGTERM, (union sigval){.sival_int = SR_STOP_NOW_VALUE});
+        if (stop_now && sig == SIGTERM) sigqueue(ws[i].pid, SIGTERM, (union sigval){.sival_int = SR__STOP_NOW_VALUE});
         kill(-ws[i].pid, sig);
     }
 }
@@ -137,14 +137,14 @@ static void kill_workers(sr__attempt *st) {
     st->killed = 1;
 }
 
-static int exited_config(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == SR_EXIT_CONFIG; }
+static int exited_config(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == SR__EXIT_CONFIG; }
 
 static void read_stream(sr__worker *w, int s) {
     char buf[65536];
     while (1) {
         ssize_t n = read(w->fd[s], buf, sizeof buf);
         if (n > 0) {
-            if (s == SR_RES) {
+            if (s == SR__RES) {
                 if (w->result.n < (1 << 20)) sr__buf_add(&w->result, buf, (size_t)n);
                 if (w->result.s) sr__progress_take(&w->progress, w->result.s, &w->result.n);
             } else {
@@ -154,7 +154,7 @@ static void read_stream(sr__worker *w, int s) {
         }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EAGAIN) return;
-        if (s != SR_RES) sr__relay_flush(&w->relay[s]);
+        if (s != SR__RES) sr__relay_flush(&w->relay[s]);
         close(w->fd[s]);
         w->fd[s] = -1;
         return;
@@ -174,7 +174,7 @@ static void begin_stop(sr__attempt *st, int sig, double grace, int stop_now) {
    from it), or NULL. */
 static const char *first_error_line(const sr__tail *t) {
     for (int k = 0; k < t->count; k++) {
-        int idx = (t->next - t->count + k + SR_TAIL_LINES) % SR_TAIL_LINES;
+        int idx = (t->next - t->count + k + SR__TAIL_LINES) % SR__TAIL_LINES;
         if (strstr(t->lines[idx], "error")) return t->lines[idx];
     }
     return NULL;
@@ -187,7 +187,7 @@ static int tail_has_error(const sr__tail *t) { return first_error_line(t) != NUL
    word.  Then the rank that reported an error is the one to name.  -1: name the first failed. */
 static int blame(sr__attempt *st, int first) {
     for (int i = 0; i < st->n; i++) /* what the workers wrote until now, so their tails are current */
-        for (int s = 0; s < SR_NSTREAMS; s++)
+        for (int s = 0; s < SR__NSTREAMS; s++)
             if (st->ws[i].fd[s] >= 0) read_stream(&st->ws[i], s);
     if (tail_has_error(&st->ws[first].tail)) return -1;
     for (int i = 0; i < st->n; i++)
@@ -205,19 +205,19 @@ static const char *reached(const sr__worker *w, int model_task, char *buf, size_
 
 /* A failure may be retried (max_restarts) only once the work began: a configuration error, data
    that is missing, a program that cannot start or a disk that is full (the worker says so:
-   SR_PROGRESS_UNFIXABLE) fails the same way every time.  Nor is a worker
+   SR__PROGRESS_UNFIXABLE) fails the same way every time.  Nor is a worker
    that was asked to stop (SIGTERM, SIGINT, SIGHUP, or a model task's 143 after a checkpoint):
    Slurm and clouds signal every process of a job they take back, the agent's own signal follows. */
 static inline int asks_to_stop(int sig) { return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGUSR1; }
 
 static sr__rdzv_failure failure_kind(const sr__attempt *st, const sr__worker *w) {
-    if (exited_config(w->status)) return SR_FAIL_CONFIG;
-    if (w->progress.unfixable[0]) return SR_FAIL_FINAL; /* a full disk stays full */
-    if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == SR_EXIT_CANNOT_EXEC) return SR_FAIL_FINAL;
-    if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == SR_EXIT_SIGNAL_BASE + SIGTERM) return SR_FAIL_STOPPED;
-    if (WIFSIGNALED(w->status) && asks_to_stop(WTERMSIG(w->status))) return SR_FAIL_STOPPED;
-    if (!w->progress.started || st->agent_signal) return SR_FAIL_FINAL;
-    return SR_FAIL_RETRYABLE;
+    if (exited_config(w->status)) return SR__FAIL_CONFIG;
+    if (w->progress.unfixable[0]) return SR__FAIL_FINAL; /* a full disk stays full */
+    if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == SR__EXIT_CANNOT_EXEC) return SR__FAIL_FINAL;
+    if (WIFEXITED(w->status) && WEXITSTATUS(w->status) == SR__EXIT_SIGNAL_BASE + SIGTERM) return SR__FAIL_STOPPED;
+    if (WIFSIGNALED(w->status) && asks_to_stop(WTERMSIG(w->status))) return SR__FAIL_STOPPED;
+    if (!w->progress.started || st->agent_signal) return SR__FAIL_FINAL;
+    return SR__FAIL_RETRYABLE;
 }
 
 /* A model task's rank that stopped after writing a checkpoint because it was asked to (SIGTERM or
@@ -227,7 +227,7 @@ static sr__rdzv_failure failure_kind(const sr__attempt *st, const sr__worker *w)
    others are left to finish it (no signal: they stop by themselves within preempt_grace). */
 static int worker_preempted(const sr__worker *w, const sr__run *run) {
     return run->model_task && w->progress.preempted && WIFEXITED(w->status) &&
-           WEXITSTATUS(w->status) == SR_EXIT_SIGNAL_BASE + SIGTERM;
+           WEXITSTATUS(w->status) == SR__EXIT_SIGNAL_BASE + SIGTERM;
 }
 
 static void follow_worker_preemption(sr__attempt *st, sr__run *run, const sr__worker *w) {
@@ -236,7 +236,7 @@ static void follow_worker_preemption(sr__attempt *st, sr__run *run, const sr__wo
              "a worker was asked to stop by a signal (rank %d, node %d, stopped after step %lld): "
              "every rank stops after its current step with a checkpoint",
              w->rank, run->layout.node_rank, w->progress.ckpt_step);
-    if (run->rdzv.phase == SR_RDZV_RUNNING) tell_failure(run, msg, SR_FAIL_PREEMPT);
+    if (run->rdzv.phase == SR__RDZV_RUNNING) tell_failure(run, msg, SR__FAIL_PREEMPT);
     sr__log(SR_LOG_INFO,
             "a worker was asked to stop by a signal: rank %d stopped after step %lld with a checkpoint, "
             "and so do the other ranks (preempt_grace %gs)",
@@ -273,7 +273,7 @@ static void record_exit(sr__attempt *st, int i, int status) {
     sr__worker *w = &st->ws[i];
     w->reaped = 1;
     w->status = status;
-    if (w->fd[SR_RES] >= 0) read_stream(w, SR_RES); /* its last progress records */
+    if (w->fd[SR__RES] >= 0) read_stream(w, SR__RES); /* its last progress records */
 }
 
 /* Reaps for up to `grace` seconds what else ends (or ended already), without deciding anything. */
@@ -354,19 +354,19 @@ static int workers_reaped(const sr__attempt *st) {
 
 static int pipes_closed(const sr__attempt *st) {
     for (int i = 0; i < st->n; i++)
-        for (int s = 0; s < SR_NSTREAMS; s++)
+        for (int s = 0; s < SR__NSTREAMS; s++)
             if (st->ws[i].fd[s] >= 0) return 0;
     return 1;
 }
 
 static void close_pipes(sr__attempt *st) {
     for (int i = 0; i < st->n; i++)
-        for (int s = 0; s < SR_NSTREAMS; s++)
+        for (int s = 0; s < SR__NSTREAMS; s++)
             if (st->ws[i].fd[s] >= 0) read_stream(&st->ws[i], s), close(st->ws[i].fd[s]), st->ws[i].fd[s] = -1;
 }
 
 /* The exit code of an agent stopped by sig: 128 + sig, but SIGUSR1 is SIGTERM's request. */
-static int signal_exit(int sig) { return SR_EXIT_SIGNAL_BASE + (sig == SIGUSR1 ? SIGTERM : sig); }
+static int signal_exit(int sig) { return SR__EXIT_SIGNAL_BASE + (sig == SIGUSR1 ? SIGTERM : sig); }
 
 /* A signal to the agent.  SIGTERM with a model task is a preemption: every rank of the job, on
    every node, finishes its step and writes a checkpoint within preempt_grace.  Anything else (or
@@ -391,12 +391,12 @@ static void on_agent_signal(sr__attempt *st, sr__run *run, int sig) {
         return;
     }
     st->agent_signal = sig;
-    if (term && run->model_task && run->rdzv.phase == SR_RDZV_RUNNING) {
+    if (term && run->model_task && run->rdzv.phase == SR__RDZV_RUNNING) {
         snprintf(msg, sizeof msg,
                  "node %d's shardrun received %s: every rank stops after its current step with "
                  "a checkpoint",
                  run->layout.node_rank, name);
-        tell_failure(run, msg, SR_FAIL_PREEMPT);
+        tell_failure(run, msg, SR__FAIL_PREEMPT);
         sr__log(SR_LOG_INFO,
                 "%s: asking every rank to finish its step and write a checkpoint (preempt_grace "
                 "%gs; %s again to stop at once)",
@@ -407,7 +407,7 @@ static void on_agent_signal(sr__attempt *st, sr__run *run, int sig) {
     }
     /* the other agents stop too, rather than wait in collectives for these ranks */
     snprintf(msg, sizeof msg, "node %d's shardrun was stopped by %s", run->layout.node_rank, name);
-    tell_failure(run, msg, SR_FAIL_FINAL);
+    tell_failure(run, msg, SR__FAIL_FINAL);
     begin_stop(st, sig == SIGUSR1 ? SIGTERM : sig, run->settings.shutdown_grace, term);
 }
 
@@ -418,12 +418,12 @@ static void follow_phase(sr__attempt *st, sr__run *run, sr__rdzv_phase *applied)
     sr__rdzv *r = &run->rdzv;
     if (r->phase == *applied) return;
     *applied = r->phase;
-    if (r->phase == SR_RDZV_RUNNING || r->phase == SR_RDZV_SUCCEEDED) return;
-    if (r->phase == SR_RDZV_RESTART) {
+    if (r->phase == SR__RDZV_RUNNING || r->phase == SR__RDZV_SUCCEEDED) return;
+    if (r->phase == SR__RDZV_RESTART) {
         sr__log(SR_LOG_INFO, "restarting the job (restart %d of max_restarts %d): %s", r->attempt + 1, r->max_restarts,
                 r->failed_elsewhere);
         begin_stop(st, SIGTERM, run->settings.shutdown_grace, 1);
-    } else if (r->phase == SR_RDZV_PREEMPTED) {
+    } else if (r->phase == SR__RDZV_PREEMPTED) {
         if (!st->preempting && !st->kill_at) {
             st->preempting = 1;
             begin_stop(st, SIGTERM, run->settings.preempt_grace, 0);
@@ -471,7 +471,7 @@ static int ready_to_restart(sr__attempt *st, sr__run *run, sr__watch *wt) {
     sr__rdzv_report(r, &(sr__rdzv_news){.kind = SR__RDZV_STOPPED});
     /* another agent waits for the host's start between attempts (await_start); the host starts
        the next attempt once every agent is ready for it */
-    if (r->phase == SR_RDZV_RESTART && (!r->hosting || sr__rdzv_view_now(r).next_attempt > 0)) {
+    if (r->phase == SR__RDZV_RESTART && (!r->hosting || sr__rdzv_view_now(r).next_attempt > 0)) {
         st->restart = 1;
         return 1;
     }
@@ -499,9 +499,9 @@ static int advance(sr__attempt *st, sr__run *run, sr__watch *wt) {
     follow_phase(st, run, &wt->applied);
     int local_done = local_work_done(st);
     /* interrupted while the job restarts: no restart, and every agent hears it at once */
-    if (r->phase == SR_RDZV_RESTART && st->agent_signal) call_off_restart(st, run);
-    if (local_done && r->phase == SR_RDZV_RESTART && ready_to_restart(st, run, wt)) return 1;
-    if (local_done && !wt->reported && r->phase != SR_RDZV_RESTART) {
+    if (r->phase == SR__RDZV_RESTART && st->agent_signal) call_off_restart(st, run);
+    if (local_done && r->phase == SR__RDZV_RESTART && ready_to_restart(st, run, wt)) return 1;
+    if (local_done && !wt->reported && r->phase != SR__RDZV_RESTART) {
         report_results(st, run);
         wt->reported = 1;
     }
@@ -524,7 +524,7 @@ static int poll_timeout_ms(const sr__attempt *st, sr__rdzv *r, const sr__watch *
         timeout = timeout < 0 || k < timeout ? (k > 0 ? k : 0) : timeout;
     }
     /* a preemption is watched too (watch_preemption) */
-    int watched = r->phase == SR_RDZV_RUNNING || (st->preempting && r->phase == SR_RDZV_PREEMPTED && !st->hang[0]);
+    int watched = r->phase == SR__RDZV_RUNNING || (st->preempting && r->phase == SR__RDZV_PREEMPTED && !st->hang[0]);
     int wd = watched ? sr__watchdog_timeout_ms(watchdog) : -1;
     if (wd >= 0 && (timeout < 0 || wd < timeout)) timeout = wd;
     /* workers gone, pipes still open: check back soon (node 0 may wait long for other nodes) */
@@ -568,11 +568,11 @@ static void watch_preemption(sr__attempt *st, sr__run *run) {
    ends the attempt like a failure, with one report.  Another agent that finds node 0 silent ends
    on its own: the verdict would have to come through node 0's store. */
 static void watch_for_hang(sr__attempt *st, sr__run *run) {
-    if (watchdog && st->preempting && (run->rdzv.phase == SR_RDZV_RUNNING || run->rdzv.phase == SR_RDZV_PREEMPTED)) {
+    if (watchdog && st->preempting && (run->rdzv.phase == SR__RDZV_RUNNING || run->rdzv.phase == SR__RDZV_PREEMPTED)) {
         watch_preemption(st, run);
-        if (run->rdzv.phase != SR_RDZV_RUNNING) return;
+        if (run->rdzv.phase != SR__RDZV_RUNNING) return;
     }
-    if (!watchdog || run->rdzv.phase != SR_RDZV_RUNNING) return;
+    if (!watchdog || run->rdzv.phase != SR__RDZV_RUNNING) return;
     if (st->kill_at || st->failed >= 0 || st->failed_elsewhere || st->agent_signal || st->preempting || st->hang[0]) {
         /* ending already (a failure here: a collective timed out on a dead link), waiting for node
            0's verdict: when node 0 went silent it never comes */
@@ -602,7 +602,7 @@ static void watch_for_hang(sr__attempt *st, sr__run *run) {
         if (h.lost_agent > 0) /* it will not read the verdict */
             sr__rdzv_report(&run->rdzv, &(sr__rdzv_news){.kind = SR__RDZV_PEER_SILENT, .agent = h.lost_agent});
         /* a silent node cannot take part in a restart: the run fails */
-        tell_failure(run, msg, started && h.lost_node < 0 ? SR_FAIL_RETRYABLE : SR_FAIL_FINAL);
+        tell_failure(run, msg, started && h.lost_node < 0 ? SR__FAIL_RETRYABLE : SR__FAIL_FINAL);
     }
     begin_stop(st, SIGTERM, run->settings.shutdown_grace, 1);
 }
@@ -615,7 +615,7 @@ static int poll_once(sr__attempt *st, sr__run *run, sr__watch *wt) {
     int np = 0;
     pfd[np++] = (struct pollfd){.fd = self_pipe[0], .events = POLLIN};
     for (int i = 0; i < st->n; i++)
-        for (int s = 0; s < SR_NSTREAMS; s++)
+        for (int s = 0; s < SR__NSTREAMS; s++)
             if (st->ws[i].fd[s] >= 0) pfd[np++] = (struct pollfd){.fd = st->ws[i].fd[s], .events = POLLIN};
     int first_rdzv = np, rdzv_ms;
     np += sr__rdzv_pollfds(r, pfd + np, MAX_RDZV_FDS, &rdzv_ms);
@@ -631,7 +631,7 @@ static int poll_once(sr__attempt *st, sr__run *run, sr__watch *wt) {
     for (int p = 1; p < first_rdzv; p++) {
         if (!pfd[p].revents) continue;
         for (int i = 0; i < st->n; i++)
-            for (int s = 0; s < SR_NSTREAMS; s++)
+            for (int s = 0; s < SR__NSTREAMS; s++)
                 if (st->ws[i].fd[s] == pfd[p].fd) read_stream(&st->ws[i], s);
     }
     sr__rdzv_step(r, pfd + first_rdzv, np - first_rdzv);
@@ -652,7 +652,7 @@ static void give_up_watching(sr__attempt *st, sr__run *run, const char *what) {
     snprintf(msg, sizeof msg, "node %d's shardrun ran out of memory (%s): its workers were stopped",
              run->layout.node_rank, what);
     sr__log(SR_LOG_ERROR, "%s; free some memory and run the job again", msg);
-    tell_failure(run, msg, SR_FAIL_FINAL);
+    tell_failure(run, msg, SR__FAIL_FINAL);
     kill_workers(st);
     for (int i = 0; i < st->n; i++)
         if (!st->ws[i].reaped && waitpid(st->ws[i].pid, &st->ws[i].status, 0) == st->ws[i].pid) st->ws[i].reaped = 1;
@@ -661,8 +661,8 @@ static void give_up_watching(sr__attempt *st, sr__run *run, const char *what) {
 }
 
 static void supervise(sr__attempt *st, sr__run *run) {
-    size_t nfds = (size_t)st->n * SR_NSTREAMS + 1 + MAX_RDZV_FDS;
-    sr__watch wt = {.pfd = st->ws ? sr__calloc(nfds, sizeof(struct pollfd)) : NULL, .applied = SR_RDZV_RUNNING};
+    size_t nfds = (size_t)st->n * SR__NSTREAMS + 1 + MAX_RDZV_FDS;
+    sr__watch wt = {.pfd = st->ws ? sr__calloc(nfds, sizeof(struct pollfd)) : NULL, .applied = SR__RDZV_RUNNING};
     if (!wt.pfd) {
         char what[80];
         if (!st->ws) /* start_attempt() had no memory for them: none started */
@@ -705,11 +705,11 @@ static int await_start(sr__attempt *st, sr__run *run) {
                 sr__rdzv_report(r, &(sr__rdzv_news){.kind = SR__RDZV_DONE, .results = mine.s, .len = mine.n});
             sr__buf_free(&mine);
             sr__rdzv_report(r, &(sr__rdzv_news){.kind = SR__RDZV_READ});
-            return SR_EXIT_FAILED;
+            return SR__EXIT_FAILED;
         }
         struct pollfd pfd[2] = {{.fd = self_pipe[0], .events = POLLIN}};
         int np = 1 + sr__rdzv_pollfds(r, pfd + 1, 1, NULL);
-        if (poll(pfd, (nfds_t)np, 1000) < 0 && errno != EINTR) return SR_EXIT_FAILED;
+        if (poll(pfd, (nfds_t)np, 1000) < 0 && errno != EINTR) return SR__EXIT_FAILED;
         if (pfd[0].revents & POLLIN) {
             unsigned char sigs[64];
             ssize_t k = read(self_pipe[0], sigs, sizeof sigs);
@@ -730,7 +730,7 @@ static void free_workers(sr__attempt *st) {
         sr__relay_free(&st->ws[i].relay[1]);
         sr__tail_free(&st->ws[i].tail);
         sr__buf_free(&st->ws[i].result);
-        for (int s = 0; s < SR_NSTREAMS; s++)
+        for (int s = 0; s < SR__NSTREAMS; s++)
             if (st->ws[i].fd[s] >= 0) close(st->ws[i].fd[s]);
     }
     free(st->ws);
@@ -753,13 +753,13 @@ static void start_attempt(sr__attempt *st, sr__run *run) {
         snprintf(msg, sizeof msg, "node %d's shardrun ran out of memory for the records of %d workers (%zu bytes)",
                  run->layout.node_rank, n, (size_t)n * sizeof(sr__worker));
         sr__log(SR_LOG_ERROR, "%s; free some memory and run the job again", msg);
-        tell_failure(run, msg, SR_FAIL_FINAL);
+        tell_failure(run, msg, SR__FAIL_FINAL);
     }
     for (int i = 0; st->ws && i < n; i++) {
         sr__worker *w = &st->ws[i];
         w->local_rank = run->layout.first_local + i;
         w->rank = run->layout.node_rank * run->layout.nproc_per_node + w->local_rank;
-        for (int s = 0; s < SR_NSTREAMS; s++) w->fd[s] = -1;
+        for (int s = 0; s < SR__NSTREAMS; s++) w->fd[s] = -1;
         sr__progress_init(&w->progress);
         if (start_worker(run, w, st->ws, i) != 0) {
             sr__log(SR_LOG_ERROR, "cannot start rank %d: %s", w->rank, strerror(errno));
@@ -802,13 +802,14 @@ static void clear_leftovers(sr__attempt *st, const sr__run *run, int last) {
 }
 
 static int exit_code(const sr__attempt *st, const sr__run *run) {
-    if (st->failed_elsewhere && run->rdzv.failed_config) return SR_EXIT_CONFIG; /* agents started with different jobs */
-    if (st->failed >= 0 && exited_config(st->ws[st->failed].status)) return SR_EXIT_CONFIG;
-    if (st->preempting) return SR_EXIT_SIGNAL_BASE + SIGTERM;
-    if (st->failed >= 0 || st->failed_elsewhere || st->hang[0]) return SR_EXIT_FAILED;
+    if (st->failed_elsewhere && run->rdzv.failed_config)
+        return SR__EXIT_CONFIG; /* agents started with different jobs */
+    if (st->failed >= 0 && exited_config(st->ws[st->failed].status)) return SR__EXIT_CONFIG;
+    if (st->preempting) return SR__EXIT_SIGNAL_BASE + SIGTERM;
+    if (st->failed >= 0 || st->failed_elsewhere || st->hang[0]) return SR__EXIT_FAILED;
     if (st->agent_signal) return signal_exit(st->agent_signal);
-    if (st->n < st->want) return SR_EXIT_FAILED;
-    return SR_EXIT_OK;
+    if (st->n < st->want) return SR__EXIT_FAILED;
+    return SR__EXIT_OK;
 }
 
 /* A main task's [task] keys that no rank of this agent read (sr_config*) when main() returned: a
@@ -817,7 +818,7 @@ static int exit_code(const sr__attempt *st, const sr__run *run) {
    only once it ran.  With one agent the run fails (exit 2); with several, each knows only its own
    ranks (a key read by another node's rank only is no error), so it warns.  1: the run fails. */
 static int unread_task_keys(const sr__attempt *st, const sr__run *run) {
-    if (run->task.type != SR_TASK_SO || run->task.kind != SR_TASK_MAIN || st->n < 1) return 0;
+    if (run->task.type != SR__TASK_SO || run->task.kind != SR_TASK_MAIN || st->n < 1) return 0;
     int fatal = run->rdzv.nagents < 2, any = 0;
     const char *list = st->ws[0].progress.unread;
     if (!st->ws[0].progress.keys_said) return 0;
@@ -855,12 +856,12 @@ int sr__launch(sr__run *run, const char *results_path) {
         sr__probe_results(results_path, run, why, sizeof why) != 0) {
         sr__log(SR_LOG_ERROR, "--results: %s (checked before any worker starts)", why);
         sr__rdzv_free(&run->rdzv);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     if (pipe2(self_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         sr__log(SR_LOG_ERROR, "cannot create the supervisor's pipe: %s", strerror(errno));
         sr__rdzv_free(&run->rdzv);
-        return SR_EXIT_FAILED;
+        return SR__EXIT_FAILED;
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     install_handlers();
@@ -887,18 +888,18 @@ int sr__launch(sr__run *run, const char *results_path) {
     }
     if (code >= 0) clear_leftovers(&st, run, 1); /* interrupted between attempts */
     if (code < 0) code = exit_code(&st, run);
-    if (code == SR_EXIT_OK && unread_task_keys(&st, run)) code = SR_EXIT_CONFIG;
+    if (code == SR__EXIT_OK && unread_task_keys(&st, run)) code = SR__EXIT_CONFIG;
     sr__print_summary(&st, run);
     /* the results list, with every rank's exit code, also when the run failed (not when agents
        started with different jobs were refused: that run never was) */
-    if (!run->rdzv.refused_at && sr__write_results(&st, run, results_path) != 0 && code == SR_EXIT_OK)
-        code = SR_EXIT_FAILED;
+    if (!run->rdzv.refused_at && sr__write_results(&st, run, results_path) != 0 && code == SR__EXIT_OK)
+        code = SR__EXIT_FAILED;
     for (int i = 0; i < st.n; i++)
         for (int k = 0; k < 2; k++)
             if (st.ws[i].relay[k].write_errno) {
                 sr__log(SR_LOG_ERROR, "rank %d's output was lost: cannot write to %s: %s", st.ws[i].rank,
-                        k == SR_OUT ? "stdout" : "stderr", strerror(st.ws[i].relay[k].write_errno));
-                if (code == SR_EXIT_OK) code = SR_EXIT_FAILED;
+                        k == SR__OUT ? "stdout" : "stderr", strerror(st.ws[i].relay[k].write_errno));
+                if (code == SR__EXIT_OK) code = SR__EXIT_FAILED;
                 i = st.n; /* once */
                 break;
             }

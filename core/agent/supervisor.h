@@ -6,8 +6,8 @@
  * SIGTERM: a model task's preemption, exit 143).  Nothing of the run
  * survives: workers die with the agent (PR_SET_PDEATHSIG) and orphans are reaped (subreaper).
  */
-#ifndef SR_CORE_LAUNCHER_H
-#define SR_CORE_LAUNCHER_H
+#ifndef SR__CORE_LAUNCHER_H
+#define SR__CORE_LAUNCHER_H
 
 #include "run/run.h"
 

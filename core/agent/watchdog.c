@@ -20,7 +20,7 @@
 #include "store/store.h"
 
 /* the exchange thread's store calls end within this (a reply that does not come: reconnect) */
-#define SR_WD_IO_TIMEOUT_S 5.0
+#define SR__WD_IO_TIMEOUT_S 5.0
 
 /* Where one rank is, as this agent knows it (its own workers, or another agent's record). */
 typedef struct wd_rank {
@@ -243,7 +243,7 @@ sr__store *sr__watchdog_exchange(sr__store *c, const char *host, int port, const
     *node0 = NULL;
     if (!c) {
         c = sr__store_connect(host, port, token, 1.0, err, sizeof err);
-        if (!c || sr__store_set_io_timeout(c, SR_WD_IO_TIMEOUT_S) != 0) {
+        if (!c || sr__store_set_io_timeout(c, SR__WD_IO_TIMEOUT_S) != 0) {
             if (c) sr__store_close(c);
             return NULL;
         }
@@ -306,13 +306,13 @@ static void *exchange(void *arg) {
    would release them: a child forked while the exchange thread was inside malloc() finds the
    allocator locked for good when the allocator has no fork handlers of its own (ASan's has none:
    such workers hung at their first thread).  So the agent forks only while that thread sleeps.
-   Its store calls end within SR_WD_IO_TIMEOUT_S (a dead link, node 0 stopped), so this waits that
+   Its store calls end within SR__WD_IO_TIMEOUT_S (a dead link, node 0 stopped), so this waits that
    long at most; should it still be busy after twice that, the fork goes ahead. */
 int sr__watchdog_fork_begin(sr__watchdog *wd) {
     if (!wd || !wd->thread_started) return 0;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 2 * (time_t)SR_WD_IO_TIMEOUT_S + 2;
+    until.tv_sec += 2 * (time_t)SR__WD_IO_TIMEOUT_S + 2;
     return pthread_mutex_timedlock(&wd->gate, &until) == 0;
 }
 

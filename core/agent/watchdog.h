@@ -21,8 +21,8 @@
  * stopped answering (node 0 stopped, a dead link) never blocks the agent's loop; then node 0's
  * record ages, and the watchdog names it (node 0's agent names another agent whose record ages).
  */
-#ifndef SR_AGENT_WATCHDOG_H
-#define SR_AGENT_WATCHDOG_H
+#ifndef SR__AGENT_WATCHDOG_H
+#define SR__AGENT_WATCHDOG_H
 
 #include <stddef.h>
 #include <sys/types.h>

@@ -2,8 +2,8 @@
  * The workers of one attempt, as the agent's supervisor (supervisor.c) keeps them and its report
  * (run_report.c) reads them: their pipes, relays, result objects, progress and exit statuses.
  */
-#ifndef SR_AGENT_WORKERS_H
-#define SR_AGENT_WORKERS_H
+#ifndef SR__AGENT_WORKERS_H
+#define SR__AGENT_WORKERS_H
 
 #include <sys/types.h>
 
@@ -12,12 +12,12 @@
 #include "base/strbuf.h"
 #include "run/run.h"
 
-enum { SR_OUT = 0, SR_ERR = 1, SR_RES = 2, SR_NSTREAMS = 3 };
+enum { SR__OUT = 0, SR__ERR = 1, SR__RES = 2, SR__NSTREAMS = 3 };
 
 typedef struct sr__worker {
     pid_t pid;
     int local_rank, rank;
-    int fd[SR_NSTREAMS]; /* read ends; -1 when closed */
+    int fd[SR__NSTREAMS]; /* read ends; -1 when closed */
     sr__relay relay[2];
     sr__tail tail;
     sr__buf result;        /* its result object (progress records removed) */

@@ -8,8 +8,8 @@
  * read; a smaller one that lacks a field the host needs is refused with a message naming both
  * sizes.  A field added later is read only when the struct reaches it (SR__REACHES).
  */
-#ifndef SR_BASE_ABI_H
-#define SR_BASE_ABI_H
+#ifndef SR__BASE_ABI_H
+#define SR__BASE_ABI_H
 
 #include <stddef.h>
 

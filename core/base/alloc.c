@@ -33,7 +33,7 @@ int sr__grow_at(void **p, size_t *cap, size_t need, size_t size, const char *fil
     return 0;
 }
 
-#ifdef SR_ALLOC_FAULTS
+#ifdef SR__ALLOC_FAULTS
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>

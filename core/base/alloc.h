@@ -13,7 +13,7 @@
  * Fault injection (tests only).  Each helper is also a macro that passes its call site (__FILE__,
  * __LINE__: "core/run/run.c:88", the build maps the source tree's prefix away; and __func__) to an
  * sr__*_at function; the plain functions stay callable as (sr__malloc)(n).  A build configured
- * with SHARDRUN_SANITIZE=ON defines SR_ALLOC_FAULTS, and there
+ * with SHARDRUN_SANITIZE=ON defines SR__ALLOC_FAULTS, and there
  *     SHARDRUN_DEBUG_ALLOC_SITES=FILE  appends to FILE each site ("path:line function", one a line)
  *                                      where the process asks for memory, the first time it does
  *     SHARDRUN_DEBUG_ALLOC_FAIL_SITE=path:line  makes that site's first allocation in each process
@@ -25,8 +25,8 @@
  * builds compile the helpers to the plain calls (the site arguments unused): they neither read
  * the variables nor record anything, and config/env_values.c refuses the variables there.
  */
-#ifndef SR_BASE_ALLOC_H
-#define SR_BASE_ALLOC_H
+#ifndef SR__BASE_ALLOC_H
+#define SR__BASE_ALLOC_H
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -37,7 +37,7 @@
    review, and tests/cli/idiom.sh for the calls that bypass these helpers. */
 #define SR__MUST_USE __attribute__((warn_unused_result))
 
-#ifdef SR_ALLOC_FAULTS
+#ifdef SR__ALLOC_FAULTS
 /* 1 when the allocation asked for at file:line, in function func, is the one to fail (records the
    site). */
 int sr__alloc_fault(const char *file, int line, const char *func);

@@ -5,8 +5,8 @@
  * clock_gettime is POSIX: a file including this defines _POSIX_C_SOURCE (or _GNU_SOURCE) before
  * its first #include, as the build is -std=c11 without extensions.
  */
-#ifndef SR_BASE_CLOCK_H
-#define SR_BASE_CLOCK_H
+#ifndef SR__BASE_CLOCK_H
+#define SR__BASE_CLOCK_H
 
 #include <time.h>
 

@@ -1,11 +1,11 @@
 /*
  * Collected configuration errors: the agent gathers every problem it finds while reading the
  * job file, overrides and plugins (sr__diag_add, in any layer), then the run prints them together
- * (sr__diag_flush, one screen at most) and exits SR_EXIT_CONFIG.  An error whose message finds no
+ * (sr__diag_flush, one screen at most) and exits SR__EXIT_CONFIG.  An error whose message finds no
  * memory still counts (n), and the flush says so.
  */
-#ifndef SR_BASE_DIAG_H
-#define SR_BASE_DIAG_H
+#ifndef SR__BASE_DIAG_H
+#define SR__BASE_DIAG_H
 
 #include <stddef.h>
 

@@ -8,8 +8,8 @@
  * in this header, so that the programs that compile parts of core/ in (the tasks, shardrun_generate,
  * shardrun_merge) have it without another source file.
  */
-#ifndef SR_BASE_FAIL_H
-#define SR_BASE_FAIL_H
+#ifndef SR__BASE_FAIL_H
+#define SR__BASE_FAIL_H
 
 #include <stdarg.h>
 #include <stddef.h>

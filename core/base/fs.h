@@ -3,8 +3,8 @@
  * Nothing here prints: a failure returns -1 with errno set (and, for sr__mkdir_p, the folder that
  * could not be made in failed[]); the caller says what it was for.
  */
-#ifndef SR_BASE_FS_H
-#define SR_BASE_FS_H
+#ifndef SR__BASE_FS_H
+#define SR__BASE_FS_H
 
 #include <stddef.h>
 

@@ -1,8 +1,8 @@
 /* Lists of files named by glob patterns, as the job's keys take them (`data`'s token shards,
    `eval_files`): whitespace-separated patterns, a backslash keeping the next character literal
    ("my\ shard.bin"), relative ones under the job file's folder. */
-#ifndef SR_BASE_GLOB_EACH_H
-#define SR_BASE_GLOB_EACH_H
+#ifndef SR__BASE_GLOB_EACH_H
+#define SR__BASE_GLOB_EACH_H
 
 #include <stddef.h>
 

@@ -15,8 +15,8 @@
  * equals sr__hash64 of the concatenation.  The state holds XXH3's 64-byte aligned state: on the
  * stack or in a static it is aligned by the compiler; on the heap use aligned_alloc(64, ...).
  */
-#ifndef SR_BASE_HASH64_H
-#define SR_BASE_HASH64_H
+#ifndef SR__BASE_HASH64_H
+#define SR__BASE_HASH64_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -40,17 +40,17 @@ uint64_t sr__hash64_final(const sr__hash64_state *s);
 /* 16 lowercase hex digits and a NUL into buf[17]; returns buf. */
 char *sr__hash64_hex(uint64_t h, char buf[17]);
 
-/* FNV-1a 64 of n bytes, continuing from h: start with SR_FNV1A64_BASIS (the offset basis). */
-#define SR_FNV1A64_BASIS 14695981039346656037ull
-#define SR_FNV1A64_PRIME 1099511628211ull
+/* FNV-1a 64 of n bytes, continuing from h: start with SR__FNV1A64_BASIS (the offset basis). */
+#define SR__FNV1A64_BASIS 14695981039346656037ull
+#define SR__FNV1A64_PRIME 1099511628211ull
 static inline uint64_t sr__fnv1a64(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * SR_FNV1A64_PRIME;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * SR__FNV1A64_PRIME;
     return h;
 }
 /* The same over a NUL-terminated string (without its NUL). */
 static inline uint64_t sr__fnv1a64_str(uint64_t h, const char *s) {
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * SR_FNV1A64_PRIME;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * SR__FNV1A64_PRIME;
     return h;
 }
 

@@ -9,10 +9,10 @@
  * The rule: the layers below the run (base, config, store, io, device, pg) never print and never
  * exit; they fill an error buffer (char *err, size_t errlen) or a diag list and return -1.  The
  * runtime above them (fsdp, trainer, run, worker, agent) logs what went wrong and decides the
- * exit code, one of the SR_EXIT_* below.
+ * exit code, one of the SR__EXIT_* below.
  */
-#ifndef SR_BASE_LOG_H
-#define SR_BASE_LOG_H
+#ifndef SR__BASE_LOG_H
+#define SR__BASE_LOG_H
 
 #include <stdarg.h>
 
@@ -20,11 +20,11 @@
 
 /* What shardrun and its workers exit with, as shells and torchrun users expect. */
 enum {
-    SR_EXIT_OK = 0,            /* every rank succeeded */
-    SR_EXIT_FAILED = 1,        /* the run failed: a rank exited non-zero or died, on any node */
-    SR_EXIT_CONFIG = 2,        /* bad input (job file, flag, variable, plugin, task), found before any work */
-    SR_EXIT_CANNOT_EXEC = 127, /* an exec: task's program could not be started (as a shell says) */
-    SR_EXIT_SIGNAL_BASE = 128  /* + N: shardrun was stopped by signal N (130 for Ctrl-C) */
+    SR__EXIT_OK = 0,            /* every rank succeeded */
+    SR__EXIT_FAILED = 1,        /* the run failed: a rank exited non-zero or died, on any node */
+    SR__EXIT_CONFIG = 2,        /* bad input (job file, flag, variable, plugin, task), found before any work */
+    SR__EXIT_CANNOT_EXEC = 127, /* an exec: task's program could not be started (as a shell says) */
+    SR__EXIT_SIGNAL_BASE = 128  /* + N: shardrun was stopped by signal N (130 for Ctrl-C) */
 };
 
 /* Messages above this level are dropped (SR_LOG_INFO unless [shardrun] log_level says otherwise). */

@@ -18,8 +18,8 @@
  *
  * The error rule of base/: these never print; they fill why[] (naming the path) and return -1.
  */
-#ifndef SR_BASE_OUT_FILE_H
-#define SR_BASE_OUT_FILE_H
+#ifndef SR__BASE_OUT_FILE_H
+#define SR__BASE_OUT_FILE_H
 
 #include <stddef.h>
 #include <stdio.h>

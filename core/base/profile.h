@@ -12,8 +12,8 @@
  * off.  The first classes are the public sr_kernel_class values, the task's; the rest are the
  * engine's.
  */
-#ifndef SR_BASE_PROFILE_H
-#define SR_BASE_PROFILE_H
+#ifndef SR__BASE_PROFILE_H
+#define SR__BASE_PROFILE_H
 
 #include "shardrun/model.h"
 

@@ -14,7 +14,7 @@ void sr__progress_set_fd(int fd) { progress_fd = fd; }
 void sr__progress_send(sr__progress_kind kind, const char *text) {
     if (progress_fd < 0) return;
     char rec[1100];
-    int n = snprintf(rec, sizeof rec, "%c%c%s\n", SR_PROGRESS_MARK, (char)kind, text ? text : "");
+    int n = snprintf(rec, sizeof rec, "%c%c%s\n", SR__PROGRESS_MARK, (char)kind, text ? text : "");
     if (n <= 0 || (size_t)n >= sizeof rec) return;
     /* one write of at most PIPE_BUF bytes: the record arrives whole or not at all */
     for (;;) {
@@ -34,23 +34,23 @@ static void apply(sr__progress *p, char kind, const char *text) {
     long long step;
     int at = 0;
     switch (kind) {
-    case SR_PROGRESS_STARTED: p->started = 1; break;
-    case SR_PROGRESS_STEP:
+    case SR__PROGRESS_STARTED: p->started = 1; break;
+    case SR__PROGRESS_STEP:
         if (sscanf(text, "%lld", &step) == 1) p->step = step;
         break;
-    case SR_PROGRESS_CHECKPOINT:
-    case SR_PROGRESS_PREEMPTED:
+    case SR__PROGRESS_CHECKPOINT:
+    case SR__PROGRESS_PREEMPTED:
         if (sscanf(text, "%lld %n", &step, &at) == 1 && at > 0) {
             p->ckpt_step = step;
             snprintf(p->ckpt_path, sizeof p->ckpt_path, "%s", text + at);
-            if (kind == SR_PROGRESS_PREEMPTED) p->preempted = 1;
+            if (kind == SR__PROGRESS_PREEMPTED) p->preempted = 1;
         }
         break;
-    case SR_PROGRESS_UNREAD:
+    case SR__PROGRESS_UNREAD:
         p->keys_said = 1;
         if (*text && strlen(p->unread) + strlen(text) + 2 < sizeof p->unread) strcat(strcat(p->unread, text), "\n");
         break;
-    case SR_PROGRESS_UNFIXABLE:
+    case SR__PROGRESS_UNFIXABLE:
         if (!p->unfixable[0]) snprintf(p->unfixable, sizeof p->unfixable, "%s", text); /* the first cause */
         break;
     default: break; /* a kind of a newer worker: ignored */
@@ -59,7 +59,7 @@ static void apply(sr__progress *p, char kind, const char *text) {
 
 size_t sr__progress_take(sr__progress *p, char *buf, size_t *n) {
     size_t pos = 0;
-    while (pos < *n && buf[pos] == SR_PROGRESS_MARK) {
+    while (pos < *n && buf[pos] == SR__PROGRESS_MARK) {
         char *nl = memchr(buf + pos, '\n', *n - pos);
         if (!nl) break;
         *nl = 0;
@@ -82,6 +82,6 @@ void sr__progress_io_failed(int err, const char *path) {
              path, strerror(err));
     for (char *c = text; *c; c++)
         if (*c == '\n') *c = ' ';
-    sr__progress_send(SR_PROGRESS_UNFIXABLE, text);
+    sr__progress_send(SR__PROGRESS_UNFIXABLE, text);
     errno = saved;
 }

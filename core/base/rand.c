@@ -14,7 +14,7 @@ uint64_t sr__mix64(uint64_t x) { /* splitmix64's finaliser: a bijection with goo
     return x ^ (x >> 31);
 }
 
-uint64_t sr__hash_str(const char *s) { return sr__fnv1a64_str(SR_FNV1A64_BASIS, s); }
+uint64_t sr__hash_str(const char *s) { return sr__fnv1a64_str(SR__FNV1A64_BASIS, s); }
 
 void sr__random_bytes(unsigned char *b, size_t n) {
     memset(b, 0x5a, n); /* only if /dev/urandom fails, which Linux does not let happen */

@@ -3,8 +3,8 @@
  * values were drawn before, so every rank and every world size computes the same one (the
  * trainer's shuffles, the FSDP engine's seeded initialisers).
  */
-#ifndef SR_BASE_RAND_H
-#define SR_BASE_RAND_H
+#ifndef SR__BASE_RAND_H
+#define SR__BASE_RAND_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* A growable string, and JSON string quoting (results, `shardrun reference`). */
-#ifndef SR_CORE_STRBUF_H
-#define SR_CORE_STRBUF_H
+#ifndef SR__CORE_STRBUF_H
+#define SR__CORE_STRBUF_H
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -43,7 +43,7 @@ void sr__watch_step(long long step, int micro) {
 void sr__watch_phase(sr__phase phase) {
     if (!mine) return;
     PUT(phase, (int)phase);
-    if (phase != SR_PHASE_FORWARD && phase != SR_PHASE_BACKWARD) PUT(unit, -1);
+    if (phase != SR__PHASE_FORWARD && phase != SR__PHASE_BACKWARD) PUT(unit, -1);
     BEAT();
 }
 

@@ -11,19 +11,19 @@
  * `beat` (it changes with every mark) and the fields -> sr__watch_unmap().  A process without a
  * slot (an exec: program, a tool) marks nothing: each call is one load and a branch.
  */
-#ifndef SR_BASE_WATCH_H
-#define SR_BASE_WATCH_H
+#ifndef SR__BASE_WATCH_H
+#define SR__BASE_WATCH_H
 
 #include <stdatomic.h>
 #include <stddef.h>
 
 typedef enum sr__phase {
-    SR_PHASE_NONE = 0, /* not in a training loop (a main task, set-up) */
-    SR_PHASE_FORWARD,
-    SR_PHASE_BACKWARD,
-    SR_PHASE_OPTIMIZER,
-    SR_PHASE_EVAL,
-    SR_PHASE_CHECKPOINT
+    SR__PHASE_NONE = 0, /* not in a training loop (a main task, set-up) */
+    SR__PHASE_FORWARD,
+    SR__PHASE_BACKWARD,
+    SR__PHASE_OPTIMIZER,
+    SR__PHASE_EVAL,
+    SR__PHASE_CHECKPOINT
 } sr__phase;
 
 /* One worker's slot.  Every field is written by the worker only and read by the agent. */

@@ -31,10 +31,10 @@ static int hash_file(const char *path, uint64_t *h) {
 
 int sr__ckpt_check_files(const sr__st_file *f, const char *dir, char *why, size_t len) {
     size_t n = sr__st_metadata_count(f);
-    const size_t pre = strlen(SR_CKPT_FILE_KEY);
+    const size_t pre = strlen(SR__CKPT_FILE_KEY);
     for (size_t i = 0; i < n; i++) {
         const sr__st_kv *kv = sr__st_metadata_at(f, i);
-        if (strncmp(kv->key, SR_CKPT_FILE_KEY, pre)) continue;
+        if (strncmp(kv->key, SR__CKPT_FILE_KEY, pre)) continue;
         const char *name = kv->key + pre;
         char *path = sr__fmt("%s/%s", dir, name), hex[17];
         uint64_t h = 0;

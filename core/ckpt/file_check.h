@@ -4,14 +4,14 @@
  * checkpoint (a resume, shardrun_generate) checks them here; the engine writes them
  * (fsdp/ckpt_files.h).  Needs no engine: the hash and the safetensors reader only.
  */
-#ifndef SR_CKPT_FILE_CHECK_H
-#define SR_CKPT_FILE_CHECK_H
+#ifndef SR__CKPT_FILE_CHECK_H
+#define SR__CKPT_FILE_CHECK_H
 
 #include <stddef.h>
 
 #include "io/safetensors.h"
 
-#define SR_CKPT_FILE_KEY "file:" /* metadata key prefix: "file:tokenizer.json" */
+#define SR__CKPT_FILE_KEY "file:" /* metadata key prefix: "file:tokenizer.json" */
 
 /* Every "file:NAME" that model.safetensors (f) of folder dir lists: dir/NAME exists and has that
    hash.  0, or -1 with why (naming the file, the hashes and what to do). */

@@ -4,8 +4,8 @@
  * (docs/checkpoint-format.md).  The one check for every reader: the engine's load (which hashes
  * each tensor in the copy itself, fsdp/ckpt_check.c) and shardrun_generate (gen_file.c).
  */
-#ifndef SR_CKPT_TENSOR_HASH_H
-#define SR_CKPT_TENSOR_HASH_H
+#ifndef SR__CKPT_TENSOR_HASH_H
+#define SR__CKPT_TENSOR_HASH_H
 
 #include <stdint.h>
 

@@ -2,8 +2,8 @@
  * Describing what exists, generated from the tables: `shardrun plugins` (plugins found and their
  * keys), `shardrun reference` (docs/environment.md's reference, Markdown) and the key table of --help.
  */
-#ifndef SR_CORE_CATALOG_H
-#define SR_CORE_CATALOG_H
+#ifndef SR__CORE_CATALOG_H
+#define SR__CORE_CATALOG_H
 
 #include <stdio.h>
 

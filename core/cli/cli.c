@@ -20,7 +20,7 @@
 #include "config/value.h"
 #include "run/run.h"
 
-#define SR_VERSION "0.1.0"
+#define SR__VERSION "0.1.0"
 
 int sr__cmd_env(sr__run *run, const sr__run_args *args, int rank, int explain);
 int sr__cmd_selftest(int argc, char **argv); /* cli/selftest_cmd.c */
@@ -166,26 +166,26 @@ static int parse(int argc, char **argv, cli *c, sr__job *cfg) {
             continue;
         }
         if (flag_is(a, "--set")) {
-            if (!(v = flag_value(argc, argv, &i, "--set"))) return SR_EXIT_CONFIG;
+            if (!(v = flag_value(argc, argv, &i, "--set"))) return SR__EXIT_CONFIG;
             if (sr__config_add_set(cfg, v) != 0) {
                 sr__log(SR_LOG_ERROR,
                         "--set %s: expected SECTION.KEY=VALUE, e.g. "
                         "--set accelerate.fsdp.sharding_strategy=SHARD_GRAD_OP",
                         v);
-                return SR_EXIT_CONFIG;
+                return SR__EXIT_CONFIG;
             }
             continue;
         }
         if (flag_is(a, "--results")) {
-            if (!(c->results = flag_value(argc, argv, &i, "--results"))) return SR_EXIT_CONFIG;
+            if (!(c->results = flag_value(argc, argv, &i, "--results"))) return SR__EXIT_CONFIG;
             continue;
         }
         if (flag_is(a, "--rank")) {
             long long r;
-            if (!(v = flag_value(argc, argv, &i, "--rank"))) return SR_EXIT_CONFIG;
+            if (!(v = flag_value(argc, argv, &i, "--rank"))) return SR__EXIT_CONFIG;
             if (sr__parse_int(v, &r) != 0 || r < 0 || r > 1 << 30) {
                 sr__log(SR_LOG_ERROR, "--rank %s: expected a rank >= 0", v);
-                return SR_EXIT_CONFIG;
+                return SR__EXIT_CONFIG;
             }
             c->rank = (int)r;
             continue;
@@ -198,7 +198,7 @@ static int parse(int argc, char **argv, cli *c, sr__job *cfg) {
             if (!name) continue;
             matched = 1;
             if (torchrun_flags[f].has_value) {
-                if (!(v = flag_value(argc, argv, &i, name))) return SR_EXIT_CONFIG;
+                if (!(v = flag_value(argc, argv, &i, name))) return SR__EXIT_CONFIG;
             } else {
                 v = a[strlen(name)] == '=' ? a + strlen(name) + 1 : "true";
             }
@@ -207,7 +207,7 @@ static int parse(int argc, char **argv, cli *c, sr__job *cfg) {
         if (matched) continue;
         if (a[0] == '-') {
             sr__log(SR_LOG_ERROR, "unknown option %s (see shardrun --help)", a);
-            return SR_EXIT_CONFIG;
+            return SR__EXIT_CONFIG;
         }
         const char *cmd = !c->job && i == 1 ? misspelt_command(a) : NULL;
         if (cmd) {
@@ -216,11 +216,11 @@ static int parse(int argc, char **argv, cli *c, sr__job *cfg) {
                     "prepare, merge, status; "
                     "or give a job file: shardrun JOB.ini)",
                     a, cmd);
-            return SR_EXIT_CONFIG;
+            return SR__EXIT_CONFIG;
         }
         if (c->job) {
             sr__log(SR_LOG_ERROR, "two job files given (%s and %s); task arguments go after --", c->job, a);
-            return SR_EXIT_CONFIG;
+            return SR__EXIT_CONFIG;
         }
         c->job = a;
     }
@@ -266,7 +266,7 @@ int sr_main(int argc, char **argv) {
         rc = -1;
     }
     if (rc == 0 && c.version) {
-        printf("shardrun %s (plugin ABI %u, task ABI %u)\n", SR_VERSION, SR_PLUGIN_ABI_VERSION, SR_TASK_ABI_VERSION);
+        printf("shardrun %s (plugin ABI %u, task ABI %u)\n", SR__VERSION, SR_PLUGIN_ABI_VERSION, SR_TASK_ABI_VERSION);
         rc = -1;
     }
     if (rc == 0 && !strcmp(c.command, "plugins")) rc = sr__cmd_plugins(getenv("SHARDRUN_PLUGIN_PATH")) - 1;
@@ -274,7 +274,7 @@ int sr_main(int argc, char **argv) {
     if (rc == 0 && !c.job) {
         sr__log(SR_LOG_ERROR, "no job file given");
         usage(stderr);
-        rc = SR_EXIT_CONFIG;
+        rc = SR__EXIT_CONFIG;
     }
     if (rc != 0) {
         sr__diag_flush(&run.cfg.diag);
@@ -286,14 +286,14 @@ int sr_main(int argc, char **argv) {
     if (!strcmp(c.command, "env")) {
         rc = sr__cmd_env(&run, &args, c.rank, c.explain);
     } else if (sr__run_prepare(&run, &args) != 0) {
-        rc = SR_EXIT_CONFIG;
+        rc = SR__EXIT_CONFIG;
     } else if (sr__probe_run_keys(&run) != 0) {
-        rc = SR_EXIT_CONFIG; /* a misspelt model-task key: found before any rendezvous or worker */
+        rc = SR__EXIT_CONFIG; /* a misspelt model-task key: found before any rendezvous or worker */
     } else if (start_metrics(&run) != 0) {
-        rc = SR_EXIT_CONFIG;
+        rc = SR__EXIT_CONFIG;
     } else if ((rc = sr__run_prepare_rdzv(&run)) != 0) {
         sr__diag_flush(&run.cfg.diag);
-        rc = rc == SR__RDZV_UNREACHABLE ? SR_EXIT_FAILED : SR_EXIT_CONFIG;
+        rc = rc == SR__RDZV_UNREACHABLE ? SR__EXIT_FAILED : SR__EXIT_CONFIG;
     } else if ((rc = sr__run_lock_take(&run, &lock)) != 0) {
         sr__rdzv_free(&run.rdzv); /* another run holds output_dir: no worker starts */
     } else {

@@ -11,14 +11,14 @@
 #include "run/run.h"
 
 int sr__cmd_env(sr__run *run, const sr__run_args *args, int rank, int explain) {
-    if (sr__run_prepare(run, args) != 0) return SR_EXIT_CONFIG;
+    if (sr__run_prepare(run, args) != 0) return SR__EXIT_CONFIG;
     sr__layout *l = &run->layout;
     int world = l->nnodes * l->nproc_per_node;
     if (rank < 0) rank = l->node_rank * l->nproc_per_node + l->first_local;
     if (rank >= world) {
         sr__log(SR_LOG_ERROR, "--rank %d: this run has ranks 0..%d (nnodes %d x nproc_per_node %d)", rank, world - 1,
                 l->nnodes, l->nproc_per_node);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     int node = rank / l->nproc_per_node;
     if (node != l->node_rank) {
@@ -32,7 +32,7 @@ int sr__cmd_env(sr__run *run, const sr__run_args *args, int rank, int explain) {
         s->where = sr__strdup(where);
         if (!s->value || !s->where) {
             sr__log(SR_LOG_ERROR, "out of memory for node_rank = %d (%s)", node, where);
-            return SR_EXIT_FAILED;
+            return SR__EXIT_FAILED;
         }
         l->node_rank = node;
     }
@@ -40,12 +40,12 @@ int sr__cmd_env(sr__run *run, const sr__run_args *args, int rank, int explain) {
     if (sr__run_build_env(run, rank % l->nproc_per_node, &b, &run->cfg.diag) != 0) {
         sr__diag_flush(&run->cfg.diag);
         sr__env_block_free(&b);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     /* a model task's own [task] keys: only its create() knows them */
     if (sr__probe_model_keys(run, rank % l->nproc_per_node, &b) != 0) {
         sr__env_block_free(&b);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     sr__env_block_sort(&b);
     for (size_t i = 0; i < b.n; i++) {

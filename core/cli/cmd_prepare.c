@@ -22,7 +22,7 @@ static int exec_next_to_self(const char *cmd, const char *prog, const char *show
                 "%s: cannot find the shardrun executable's folder (/proc/self/exe: %s); run "
                 "%s directly",
                 cmd, strerror(errno), prog);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     self[n] = 0;
     char *slash = strrchr(self, '/');
@@ -33,7 +33,7 @@ static int exec_next_to_self(const char *cmd, const char *prog, const char *show
             "%s: cannot run %s: %s; it is built with shardrun (cmake --build build --target "
             "%s) and installed next to it",
             cmd, path, strerror(errno), prog);
-    return SR_EXIT_CONFIG;
+    return SR__EXIT_CONFIG;
 }
 
 int sr__cmd_prepare(int argc, char **argv) {

@@ -188,14 +188,14 @@ int sr__cmd_status(int argc, char **argv) {
             sr__log(SR_LOG_ERROR, "status: %s %s: expected one OUTPUT_DIR (the run's [task] output_dir)",
                     argv[i][0] == '-' ? "unknown option" : "a second folder", argv[i]);
             usage(stderr);
-            return SR_EXIT_CONFIG;
+            return SR__EXIT_CONFIG;
         }
         dir = argv[i];
     }
     if (!dir) {
         sr__log(SR_LOG_ERROR, "status: no OUTPUT_DIR given (the run's [task] output_dir)");
         usage(stderr);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -214,7 +214,7 @@ int sr__cmd_status(int argc, char **argv) {
                     dir, SR__STATUS_NAME, SR__STATUS_NO_RUN);
         else sr__log(SR_LOG_ERROR, "status: cannot read %s: %s", path ? path : dir, strerror(e));
         free(path);
-        return e == ENOENT ? SR__STATUS_NO_RUN : SR_EXIT_CONFIG;
+        return e == ENOENT ? SR__STATUS_NO_RUN : SR__EXIT_CONFIG;
     }
     struct stat fst;
     double file_age = fstat(fileno(f), &fst) == 0 ? difftime(time(NULL), fst.st_mtime) : 0;
@@ -230,7 +230,7 @@ int sr__cmd_status(int argc, char **argv) {
                 : !all.s ? "it is empty"
                          : bad);
         sr__buf_free(&all), free(path), free(s.r);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     sr__buf_free(&all);
     free(path);
@@ -247,7 +247,7 @@ int sr__cmd_status(int argc, char **argv) {
             printf("%s: stale: the status says running, but %s: the run ended without saying how (killed, out of "
                    "memory, its machine down); treat it as failed. What it last said, %s ago:\n",
                    dir, stale, age);
-            rc = SR_EXIT_FAILED;
+            rc = SR__EXIT_FAILED;
         } else {
             printf("%s: running since %s (launch %s, attempt %d%s, host %s, pid %ld); status written %s ago\n", dir, t1,
                    s.launch, s.attempt, s.hangs ? ", hangs found" : "", s.host, s.pid, age);
@@ -273,7 +273,7 @@ int sr__cmd_status(int argc, char **argv) {
         }
         printf("  as last seen:\n");
         print_ranks(&s, 1);
-        rc = s.has_exit && s.exit_code == 0 ? 0 : SR_EXIT_FAILED;
+        rc = s.has_exit && s.exit_code == 0 ? 0 : SR__EXIT_FAILED;
     }
     free(s.r);
     return rc;

@@ -5,13 +5,13 @@
  * [task] key was read by the task or the trainer: a misspelt key fails the dry run (exit 2)
  * as it fails the real run before its first step.
  */
-#ifndef SR_AGENT_KEY_PROBE_H
-#define SR_AGENT_KEY_PROBE_H
+#ifndef SR__AGENT_KEY_PROBE_H
+#define SR__AGENT_KEY_PROBE_H
 
 #include "config/env_block.h"
 #include "run/run.h"
 
-/* 0 when the keys are all read (or the task is not a model task), else SR_EXIT_CONFIG after the
+/* 0 when the keys are all read (or the task is not a model task), else SR__EXIT_CONFIG after the
    child printed why. */
 int sr__probe_model_keys(sr__run *run, int local_rank, const sr__env_block *env);
 /* The same for a run, before its rendezvous: with the environment of this agent's first rank. */

@@ -7,8 +7,8 @@
  * (selftest_fsdp.c: GPT-2 runs whose checkpoints are compared) -> merges every rank's lines,
  * prints PASS/FAIL per line and a verdict, writes --results FILE -> removes the folder.
  */
-#ifndef SR_AGENT_SELFTEST_H
-#define SR_AGENT_SELFTEST_H
+#ifndef SR__AGENT_SELFTEST_H
+#define SR__AGENT_SELFTEST_H
 
 /* Its files, each with one job; the command includes the parts' headers, no part includes the
    command's or calls into it (no loop):

@@ -235,7 +235,7 @@ static int parse_flags(int argc, char **argv, selftest_opts *o) {
         char name[64];
         snprintf(name, sizeof name, "--%s", flag ? flag : "");
         switch (c) {
-        case 'h': usage(stdout); return SR_EXIT_OK;
+        case 'h': usage(stdout); return SR__EXIT_OK;
         case OPT_GPU: o->gpu = 1; break;
         case OPT_QUICK: o->quick = 1; break;
         case OPT_KEEP: o->keep = 1; break;
@@ -244,7 +244,7 @@ static int parse_flags(int argc, char **argv, selftest_opts *o) {
             long long n;
             if (sr__parse_int(optarg, &n) != 0 || n < 1 || n > 4096) {
                 sr__log(SR_LOG_ERROR, "selftest: %s %s: expected a number of ranks from 1 to 4096", name, optarg);
-                return SR_EXIT_CONFIG;
+                return SR__EXIT_CONFIG;
             }
             o->nproc = (int)n;
             break;
@@ -258,17 +258,17 @@ static int parse_flags(int argc, char **argv, selftest_opts *o) {
             break;
         case ':':
             sr__log(SR_LOG_ERROR, "selftest: %s needs a value (see shardrun selftest --help)", at);
-            return SR_EXIT_CONFIG;
+            return SR__EXIT_CONFIG;
         default:
             sr__log(SR_LOG_ERROR, "selftest: unknown argument %s (it takes no job file; see shardrun selftest --help)",
                     at);
-            return SR_EXIT_CONFIG;
+            return SR__EXIT_CONFIG;
         }
     }
     if (optind < argc || (optind > 1 && !strcmp(argv[optind - 1], "--"))) {
         sr__log(SR_LOG_ERROR, "selftest: unknown argument %s (it takes no job file; see shardrun selftest --help)",
                 optind < argc ? argv[optind] : "--");
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     return -1;
 }
@@ -279,7 +279,7 @@ static int check_setup(selftest_opts *o) {
         char why[4600];
         if (sr__out_check(o->results, NULL, 0, why, sizeof why) != 0) {
             sr__log(SR_LOG_ERROR, "selftest: --results: %s (checked before any check runs)", why);
-            return SR_EXIT_CONFIG;
+            return SR__EXIT_CONFIG;
         }
     }
     const char *slurm_nodes = getenv("SLURM_NNODES");
@@ -289,7 +289,7 @@ static int check_setup(selftest_opts *o) {
                 "selftest: SLURM_NNODES=\"%.64s\" is not a number of nodes (a whole number from 1 to "
                 "65536); fix or unset it (checked before any check runs)",
                 slurm_nodes);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     if (slurm_n > 1) o->multi = 1;
     return 0;
@@ -333,21 +333,21 @@ static int verdict(const sr__selftest_lines *l, int ngpu, int *failed) {
                skipped ? " (some could not run here: the SKIP lines)" : "",
                ngpu > 0 ? "" : " (CPU half only: the GPU half was not run)");
     }
-    return *failed || l->n == 0 ? SR_EXIT_FAILED : SR_EXIT_OK;
+    return *failed || l->n == 0 ? SR__EXIT_FAILED : SR__EXIT_OK;
 }
 
 int sr__cmd_selftest(int argc, char **argv) {
     selftest_opts o = {0};
     int rc = parse_flags(argc, argv, &o);
     if (rc >= 0) return rc;
-    if (check_setup(&o) != 0) return SR_EXIT_CONFIG;
+    if (check_setup(&o) != 0) return SR__EXIT_CONFIG;
     char why[4600] = "";
     int ngpu = sr__cuda_device_count(why, sizeof why);
     const char *no_gpu = why[0] ? why : "0 devices";
     if (o.gpu && ngpu <= 0) {
         sr__log(SR_LOG_ERROR, "selftest --gpu: no CUDA device is visible (%s); run without --gpu for the CPU half",
                 no_gpu);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     const char *tmpdir = getenv("TMPDIR");
     char *dir = sr__fmt("%s/shardrun-selftest-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
@@ -355,7 +355,7 @@ int sr__cmd_selftest(int argc, char **argv) {
         sr__log(SR_LOG_ERROR, "selftest: cannot create a temporary folder %s: %s; set TMPDIR to a writable folder", dir,
                 strerror(errno));
         free(dir);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     struct sigaction old_sa[3];
     sr__selftest_catch_signals(old_sa);
@@ -385,14 +385,14 @@ int sr__cmd_selftest(int argc, char **argv) {
     }
     if (stopped) { /* no verdict, no results file, nothing left behind */
         sr__log(SR_LOG_ERROR, "selftest: stopped by signal %d; no verdict", sr__selftest_stopped());
-        rc = SR_EXIT_SIGNAL_BASE + sr__selftest_stopped();
+        rc = SR__EXIT_SIGNAL_BASE + sr__selftest_stopped();
     } else {
         if (o.multi)
             printf("shardrun selftest: several nodes: the FSDP step comparison was not run (it needs one node: run "
                    "shardrun selftest on each node alone); this node's table holds its own ranks' lines\n");
         int failed;
         rc = verdict(&l, ngpu, &failed);
-        if (o.results && write_json(o.results, &l, failed, gpu_note, o.quick) != 0) rc = SR_EXIT_FAILED;
+        if (o.results && write_json(o.results, &l, failed, gpu_note, o.quick) != 0) rc = SR__EXIT_FAILED;
     }
     if (o.keep && !stopped) printf("shardrun selftest: jobs, logs and checkpoints kept in %s\n", dir);
     else sr__remove_tree(dir);

@@ -161,11 +161,11 @@ done:
 static void one_case(sr__selftest_lines *l, const sr__selftest_fsdp_args *f, int batch, int offload,
                      const char *precision) {
     char name[96], line[128], detail[1500];
-    int bf16 = !strcmp(precision, sr__precision_name(SR_PRECISION_BF16));
+    int bf16 = !strcmp(precision, sr__precision_name(SR__PRECISION_BF16));
     snprintf(name, sizeof name, "fsdp-%s-full_shard%s%s", f->half, offload ? "-offload" : "", bf16 ? "-bf16" : "");
     snprintf(line, sizeof line, "gpt2 step FULL_SHARD%s%s x%d vs 1 CPU rank", offload ? " + offload" : "",
              bf16 ? " bf16" : "", f->nproc);
-    int rc = train(f, name, f->backend, f->nproc, batch, sr__strategy_name(SR_FULL_SHARD), offload, precision, "1");
+    int rc = train(f, name, f->backend, f->nproc, batch, sr__strategy_name(SR__FULL_SHARD), offload, precision, "1");
     if (rc != 0) {
         snprintf(detail, sizeof detail, "the run failed (exit %d); its output: %s/%s.log", rc, f->dir, name);
         sr__selftest_add(l, f->half, "FAIL", "fsdp", line, detail, NULL);
@@ -219,8 +219,8 @@ static int cpu_run(sr__selftest_lines *l, const sr__selftest_fsdp_args *f, const
     char *none[] = {NULL};
     sr__selftest_fsdp_args one = *f;
     one.passthrough = none; /* one rank on this node */
-    int rc =
-        train(&one, name, "gloo", 1, batch, sr__strategy_name(SR_NO_SHARD), 0, sr__precision_name(SR_PRECISION_NO), lr);
+    int rc = train(&one, name, "gloo", 1, batch, sr__strategy_name(SR__NO_SHARD), 0,
+                   sr__precision_name(SR__PRECISION_NO), lr);
     if (rc != 0) {
         char detail[600];
         snprintf(detail, sizeof detail, "%s failed (exit %d); its output: %s/%s.log%s", what, rc, f->dir, name,
@@ -248,9 +248,9 @@ void sr__selftest_fsdp(sr__selftest_lines *l, const sr__selftest_fsdp_args *f) {
         cpu_run(l, f, "fsdp-initial", batch * f->nproc, "0", "the one-rank CPU run that saves the initial weights") !=
             0)
         return;
-    if (!sr__selftest_stopped()) one_case(l, f, batch, 0, sr__precision_name(SR_PRECISION_NO));
-    if (!sr__selftest_stopped()) one_case(l, f, batch, 1, sr__precision_name(SR_PRECISION_NO));
+    if (!sr__selftest_stopped()) one_case(l, f, batch, 0, sr__precision_name(SR__PRECISION_NO));
+    if (!sr__selftest_stopped()) one_case(l, f, batch, 1, sr__precision_name(SR__PRECISION_NO));
     /* what the GPT-2 XL job computes in; the CPU table has fp32 only, so only a GPU runs it */
     if (!sr__selftest_stopped() && !strcmp(f->backend, "nccl"))
-        one_case(l, f, batch, 0, sr__precision_name(SR_PRECISION_BF16));
+        one_case(l, f, batch, 0, sr__precision_name(SR__PRECISION_BF16));
 }

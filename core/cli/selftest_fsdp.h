@@ -2,8 +2,8 @@
  * selftest's FSDP step comparison (see selftest.h and selftest_fsdp.c): GPT-2 runs whose
  * checkpoints are compared gradient by gradient.
  */
-#ifndef SR_AGENT_SELFTEST_FSDP_H
-#define SR_AGENT_SELFTEST_FSDP_H
+#ifndef SR__AGENT_SELFTEST_FSDP_H
+#define SR__AGENT_SELFTEST_FSDP_H
 
 #include <stddef.h>
 

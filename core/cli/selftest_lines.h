@@ -3,8 +3,8 @@
  * Lifecycle: sr__selftest_lines l = {0}; sr__selftest_add(&l, ...) for every check of every rank;
  * read l.v[0..l.n); sr__selftest_lines_free(&l).  Nothing here prints.
  */
-#ifndef SR_AGENT_SELFTEST_LINES_H
-#define SR_AGENT_SELFTEST_LINES_H
+#ifndef SR__AGENT_SELFTEST_LINES_H
+#define SR__AGENT_SELFTEST_LINES_H
 
 #include <stddef.h>
 

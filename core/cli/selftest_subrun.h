@@ -3,8 +3,8 @@
  * Lifecycle: sr__selftest_catch_signals() once the temporary folder exists -> sr__selftest_subrun()
  * as often as needed, each refusing to start once sr__selftest_stopped() -> sr__selftest_restore_signals().
  */
-#ifndef SR_AGENT_SELFTEST_SUBRUN_H
-#define SR_AGENT_SELFTEST_SUBRUN_H
+#ifndef SR__AGENT_SELFTEST_SUBRUN_H
+#define SR__AGENT_SELFTEST_SUBRUN_H
 
 #include <signal.h>
 

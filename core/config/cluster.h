@@ -3,8 +3,8 @@
  * and the command line do not.  Order: torchrun-style variables, Slurm, Open MPI, MPICH/PMI.
  * Called once by the agent while it resolves the [shardrun] section.
  */
-#ifndef SR_CONFIG_CLUSTER_H
-#define SR_CONFIG_CLUSTER_H
+#ifndef SR__CONFIG_CLUSTER_H
+#define SR__CONFIG_CLUSTER_H
 
 #include <stddef.h>
 

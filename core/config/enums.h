@@ -16,43 +16,43 @@
  * accelerate of the FSDP lists (plugins/accelerate/accelerate.c), torch of [torch] backend and
  * transport (plugins/torch/torch.c), which reach core/pg as text (pg may not include config).
  */
-#ifndef SR_CONFIG_ENUMS_H
-#define SR_CONFIG_ENUMS_H
+#ifndef SR__CONFIG_ENUMS_H
+#define SR__CONFIG_ENUMS_H
 
 #include <stddef.h>
 
 /* FSDP_SHARDING_STRATEGY ([accelerate] fsdp.sharding_strategy): digit = number + 1 */
 #define SR__STRATEGY_LIST(X)                                                                                           \
-    X(SR_FULL_SHARD, "FULL_SHARD")                                                                                     \
-    X(SR_SHARD_GRAD_OP, "SHARD_GRAD_OP")                                                                               \
-    X(SR_NO_SHARD, "NO_SHARD")                                                                                         \
-    X(SR_HYBRID_SHARD, "HYBRID_SHARD")                                                                                 \
-    X(SR_HYBRID_SHARD_ZERO2, "HYBRID_SHARD_ZERO2")
+    X(SR__FULL_SHARD, "FULL_SHARD")                                                                                    \
+    X(SR__SHARD_GRAD_OP, "SHARD_GRAD_OP")                                                                              \
+    X(SR__NO_SHARD, "NO_SHARD")                                                                                        \
+    X(SR__HYBRID_SHARD, "HYBRID_SHARD")                                                                                \
+    X(SR__HYBRID_SHARD_ZERO2, "HYBRID_SHARD_ZERO2")
 
 /* FSDP_AUTO_WRAP_POLICY */
 #define SR__WRAP_LIST(X)                                                                                               \
-    X(SR_WRAP_NONE, "NO_WRAP")                                                                                         \
-    X(SR_WRAP_TRANSFORMER, "TRANSFORMER_BASED_WRAP")                                                                   \
-    X(SR_WRAP_SIZE, "SIZE_BASED_WRAP")
+    X(SR__WRAP_NONE, "NO_WRAP")                                                                                        \
+    X(SR__WRAP_TRANSFORMER, "TRANSFORMER_BASED_WRAP")                                                                  \
+    X(SR__WRAP_SIZE, "SIZE_BASED_WRAP")
 
 /* FSDP_BACKWARD_PREFETCH */
 #define SR__PREFETCH_LIST(X)                                                                                           \
-    X(SR_PREFETCH_NONE, "NO_PREFETCH")                                                                                 \
-    X(SR_PREFETCH_PRE, "BACKWARD_PRE")                                                                                 \
-    X(SR_PREFETCH_POST, "BACKWARD_POST")
+    X(SR__PREFETCH_NONE, "NO_PREFETCH")                                                                                \
+    X(SR__PREFETCH_PRE, "BACKWARD_PRE")                                                                                \
+    X(SR__PREFETCH_POST, "BACKWARD_POST")
 
 /* FSDP_STATE_DICT_TYPE */
 #define SR__STATE_DICT_LIST(X)                                                                                         \
-    X(SR_SD_FULL, "FULL_STATE_DICT")                                                                                   \
-    X(SR_SD_LOCAL, "LOCAL_STATE_DICT")                                                                                 \
-    X(SR_SD_SHARDED, "SHARDED_STATE_DICT")
+    X(SR__SD_FULL, "FULL_STATE_DICT")                                                                                  \
+    X(SR__SD_LOCAL, "LOCAL_STATE_DICT")                                                                                \
+    X(SR__SD_SHARDED, "SHARDED_STATE_DICT")
 
 /* ACCELERATE_MIXED_PRECISION, lowercase only (accelerate does not lowercase it); fp8 is refused by
    name (config/fsdp_settings.c) */
 #define SR__PRECISION_LIST(X)                                                                                          \
-    X(SR_PRECISION_NO, "no")                                                                                           \
-    X(SR_PRECISION_FP16, "fp16")                                                                                       \
-    X(SR_PRECISION_BF16, "bf16")
+    X(SR__PRECISION_NO, "no")                                                                                          \
+    X(SR__PRECISION_FP16, "fp16")                                                                                      \
+    X(SR__PRECISION_BF16, "bf16")
 
 /* [shardrun] log_level: the numbers are sr_log_level's (shardrun/plugin.h), checked below */
 #define SR__LOG_LEVEL_LIST(X)                                                                                          \

@@ -3,8 +3,8 @@
  * applied to the process once (sr__env_block_apply) or printed by `shardrun env`.
  * A later write of the same name replaces the earlier one and remembers who wrote it.
  */
-#ifndef SR_ENV_BLOCK_H
-#define SR_ENV_BLOCK_H
+#ifndef SR__ENV_BLOCK_H
+#define SR__ENV_BLOCK_H
 
 #include <stddef.h>
 

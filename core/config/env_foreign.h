@@ -9,8 +9,8 @@
  *  - anything else: a configuration error, with the nearest known name when one is close.
  * Lifecycle: none; errors go to diag, warnings to the log, before any worker starts.
  */
-#ifndef SR_CONFIG_ENV_FOREIGN_H
-#define SR_CONFIG_ENV_FOREIGN_H
+#ifndef SR__CONFIG_ENV_FOREIGN_H
+#define SR__CONFIG_ENV_FOREIGN_H
 
 #include <stddef.h>
 

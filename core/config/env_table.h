@@ -5,8 +5,8 @@
  * both into docs/environment.md.  Declared once here; --help, validation and that page
  * are generated from it.
  */
-#ifndef SR_ENV_TABLE_H
-#define SR_ENV_TABLE_H
+#ifndef SR__ENV_TABLE_H
+#define SR__ENV_TABLE_H
 
 #include "shardrun/plugin.h"
 

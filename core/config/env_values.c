@@ -32,7 +32,7 @@ static int rank_step(const char *v, const char *const *suffixes) {
     return 0;
 }
 
-#ifdef SR_ALLOC_FAULTS
+#ifdef SR__ALLOC_FAULTS
 /* PATH:LINE (base/alloc.h's sites): a path of at most 255 bytes, then a line number from 1. */
 static int site_ok(const char *v) {
     const char *c = strrchr(v, ':');
@@ -66,7 +66,7 @@ static int value_ok(const char *name, const char *v, const char **expected) {
         return !*v || rank_step(v, NULL);
     }
     if (!strcmp(name, "SHARDRUN_DEBUG_ALLOC_SITES") || !strcmp(name, "SHARDRUN_DEBUG_ALLOC_FAIL_SITE")) {
-#ifdef SR_ALLOC_FAULTS
+#ifdef SR__ALLOC_FAULTS
         if (!strcmp(name, "SHARDRUN_DEBUG_ALLOC_SITES")) return 1; /* a file name, any */
         *expected = "PATH:LINE, an allocation site as SHARDRUN_DEBUG_ALLOC_SITES writes them (core/run/run.c:88)";
         return !*v || site_ok(v);

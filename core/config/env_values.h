@@ -8,8 +8,8 @@
  * Lifecycle: none; sr__env_values_check() reads the environment and adds one message per variable
  * at fault to diag.
  */
-#ifndef SR_CONFIG_ENV_VALUES_H
-#define SR_CONFIG_ENV_VALUES_H
+#ifndef SR__CONFIG_ENV_VALUES_H
+#define SR__CONFIG_ENV_VALUES_H
 
 #include "base/diag.h"
 

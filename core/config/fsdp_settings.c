@@ -25,7 +25,7 @@ static int read_bool(const reader *r, const char *var, int def, int *out) {
     *out = def;
     if (!v) return 0;
     if (sr__parse_bool(v, out) == 0) return 1;
-    return bad(r->diag, var, v, "a boolean: " SR_BOOL_SPELLINGS);
+    return bad(r->diag, var, v, "a boolean: " SR__BOOL_SPELLINGS);
 }
 
 static int read_enum(const reader *r, const char *var, const char *choices, unsigned flags, int def, int *out) {
@@ -65,7 +65,7 @@ static int read_fsdp(const reader *r, sr__fsdp_config *c);
 void sr__fsdp_config_defaults(sr__fsdp_config *c) {
     memset(c, 0, sizeof *c);
     c->version = 1;
-    c->precision = SR_PRECISION_NO;
+    c->precision = SR__PRECISION_NO;
     c->param_dtype = SR_FLOAT32;
     c->sync_module_states = 1; /* the default, also when FSDP is off (replicated training) */
 }
@@ -80,12 +80,12 @@ int sr__fsdp_config_parse(sr__fsdp_config *c, const char *(*get)(const char *nam
     if (c->enabled) snprintf(c->enabled_spelling, sizeof c->enabled_spelling, "%s", get("ACCELERATE_USE_FSDP"));
 
     const char *mp = get("ACCELERATE_MIXED_PRECISION");
-    int p = mp ? sr__enum_index(SR__PRECISION_CHOICES, 0, mp) : SR_PRECISION_NO;
+    int p = mp ? sr__enum_index(SR__PRECISION_CHOICES, 0, mp) : SR__PRECISION_NO;
     if (p >= 0 && mp && strcmp(mp, sr__precision_name((sr__precision)p))) p = -1; /* lowercase only */
     if (p >= 0) c->precision = (sr__precision)p;
-    c->param_dtype = c->precision == SR_PRECISION_BF16   ? SR_BFLOAT16
-                     : c->precision == SR_PRECISION_FP16 ? SR_FLOAT16
-                                                         : SR_FLOAT32;
+    c->param_dtype = c->precision == SR__PRECISION_BF16   ? SR_BFLOAT16
+                     : c->precision == SR__PRECISION_FP16 ? SR_FLOAT16
+                                                          : SR_FLOAT32;
     if (p < 0 && !strcmp(mp, "fp8"))
         rc =
             bad(diag, "ACCELERATE_MIXED_PRECISION", mp, "no, fp16 or bf16 (fp8 is not supported by shardrun's engine)");
@@ -108,11 +108,11 @@ static int read_fsdp(const reader *r, sr__fsdp_config *c) {
     c->version = (int)version == 2 ? 2 : 1;
 
     if (c->version == 1) {
-        if (read_enum(r, "FSDP_SHARDING_STRATEGY", SR__STRATEGY_CHOICES, SR_KEY_ENUM_DIGITS, SR_FULL_SHARD, &v) < 0)
+        if (read_enum(r, "FSDP_SHARDING_STRATEGY", SR__STRATEGY_CHOICES, SR_KEY_ENUM_DIGITS, SR__FULL_SHARD, &v) < 0)
             rc = -1;
         c->strategy = (sr__strategy)v;
-        c->reshard_after_forward = c->strategy == SR_FULL_SHARD || c->strategy == SR_HYBRID_SHARD;
-        if (read_enum(r, "FSDP_BACKWARD_PREFETCH", SR__PREFETCH_CHOICES, 0, SR_PREFETCH_NONE, &v) < 0) rc = -1;
+        c->reshard_after_forward = c->strategy == SR__FULL_SHARD || c->strategy == SR__HYBRID_SHARD;
+        if (read_enum(r, "FSDP_BACKWARD_PREFETCH", SR__PREFETCH_CHOICES, 0, SR__PREFETCH_NONE, &v) < 0) rc = -1;
         c->backward_prefetch = (sr__prefetch)v;
         if (read_bool(r, "FSDP_FORWARD_PREFETCH", 0, &c->forward_prefetch) < 0) rc = -1;
         /* FSDP_USE_ORIG_PARAMS: the engine never shows a task flat parameters, only each parameter's
@@ -122,15 +122,15 @@ static int read_fsdp(const reader *r, sr__fsdp_config *c) {
         /* version 2 has no strategy names: reshard_after_forward says FULL_SHARD or SHARD_GRAD_OP, and
            prefetching is always on (FSDP2 prefetches the next unit in both passes) */
         if (read_bool(r, "FSDP_RESHARD_AFTER_FORWARD", 1, &c->reshard_after_forward) < 0) rc = -1;
-        c->strategy = c->reshard_after_forward ? SR_FULL_SHARD : SR_SHARD_GRAD_OP;
-        c->backward_prefetch = SR_PREFETCH_PRE;
+        c->strategy = c->reshard_after_forward ? SR__FULL_SHARD : SR__SHARD_GRAD_OP;
+        c->backward_prefetch = SR__PREFETCH_PRE;
         c->forward_prefetch = 1;
         c->use_orig_params = 1; /* FSDP2 shards each parameter on its own: mixed units are fine */
     }
-    if (read_enum(r, "FSDP_AUTO_WRAP_POLICY", SR__WRAP_CHOICES, 0, SR_WRAP_NONE, &v) < 0) rc = -1;
+    if (read_enum(r, "FSDP_AUTO_WRAP_POLICY", SR__WRAP_CHOICES, 0, SR__WRAP_NONE, &v) < 0) rc = -1;
     c->wrap = (sr__wrap)v;
     const char *cls = r->get("FSDP_TRANSFORMER_CLS_TO_WRAP");
-    if (c->wrap == SR_WRAP_TRANSFORMER) {
+    if (c->wrap == SR__WRAP_TRANSFORMER) {
         if (!cls || !*cls) {
             sr__diag_add(r->diag,
                          "FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP needs FSDP_TRANSFORMER_CLS_TO_WRAP "
@@ -145,7 +145,7 @@ static int read_fsdp(const reader *r, sr__fsdp_config *c) {
         }
     }
     const char *mnp = r->get("FSDP_MIN_NUM_PARAMS");
-    if (c->wrap == SR_WRAP_SIZE) {
+    if (c->wrap == SR__WRAP_SIZE) {
         if (!mnp || sr__parse_int(mnp, &c->min_num_params) != 0 || c->min_num_params <= 0) {
             sr__diag_add(r->diag,
                          "FSDP_AUTO_WRAP_POLICY=SIZE_BASED_WRAP needs FSDP_MIN_NUM_PARAMS, a positive "
@@ -155,11 +155,11 @@ static int read_fsdp(const reader *r, sr__fsdp_config *c) {
             rc = -1;
         }
     }
-    if (read_enum(r, "FSDP_STATE_DICT_TYPE", SR__STATE_DICT_CHOICES, 0, c->version == 2 ? SR_SD_SHARDED : SR_SD_FULL,
+    if (read_enum(r, "FSDP_STATE_DICT_TYPE", SR__STATE_DICT_CHOICES, 0, c->version == 2 ? SR__SD_SHARDED : SR__SD_FULL,
                   &v) < 0)
         rc = -1;
     c->state_dict = (sr__state_dict)v;
-    if (c->version == 2 && c->state_dict == SR_SD_LOCAL)
+    if (c->version == 2 && c->state_dict == SR__SD_LOCAL)
         rc = bad(r->diag, "FSDP_STATE_DICT_TYPE", r->get("FSDP_STATE_DICT_TYPE"),
                  "FULL_STATE_DICT or SHARDED_STATE_DICT with FSDP_VERSION=2");
     if (read_bool(r, "FSDP_OFFLOAD_PARAMS", 0, &c->offload_params) < 0) rc = -1;

@@ -9,8 +9,8 @@
  * message per problem in the diag list, exit 2), never a default.  The engine reads the result.
  * The enumerations' spellings are config/enums.h's.
  */
-#ifndef SR_CONFIG_FSDP_SETTINGS_H
-#define SR_CONFIG_FSDP_SETTINGS_H
+#ifndef SR__CONFIG_FSDP_SETTINGS_H
+#define SR__CONFIG_FSDP_SETTINGS_H
 
 #include <stddef.h>
 

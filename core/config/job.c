@@ -26,7 +26,7 @@ extern char **environ;
 
 static size_t key_hash(const char *section, const char *key) {
     /* FNV-1a over "section\xffkey" (0xff: no byte of a name) */
-    uint64_t h = sr__fnv1a64_str(sr__fnv1a64(sr__fnv1a64_str(SR_FNV1A64_BASIS, section), "\xff", 1), key);
+    uint64_t h = sr__fnv1a64_str(sr__fnv1a64(sr__fnv1a64_str(SR__FNV1A64_BASIS, section), "\xff", 1), key);
     return (size_t)(h ^ (h >> 32));
 }
 
@@ -192,7 +192,7 @@ static const char *file_kind(mode_t m) {
                          : "a special file";
 }
 
-/* The whole job file, after checking it is a regular file of at most SR_JOB_FILE_MAX bytes (the
+/* The whole job file, after checking it is a regular file of at most SR__JOB_FILE_MAX bytes (the
    read stops there too: the file may grow meanwhile).  NULL with the reason in cfg->diag. */
 static char *read_job_file(sr__job *cfg, const char *path, size_t *len) {
     struct stat st;
@@ -214,7 +214,7 @@ static char *read_job_file(sr__job *cfg, const char *path, size_t *len) {
     char *buf = NULL;
     size_t n = 0;
     long long size = (long long)st.st_size;
-    if (size <= SR_JOB_FILE_MAX) {
+    if (size <= SR__JOB_FILE_MAX) {
         buf = sr__malloc((size_t)size + 2);
         if (!buf) {
             sr__diag_add(&cfg->diag, "out of memory for the job file %s (%lld bytes)", cfg->path, size + 2);
@@ -225,14 +225,14 @@ static char *read_job_file(sr__job *cfg, const char *path, size_t *len) {
     }
     int bad = ferror(f);
     fclose(f);
-    if (!bad && n > (size_t)size) size = SR_JOB_FILE_MAX + 1;
-    if (bad || size > SR_JOB_FILE_MAX) {
+    if (!bad && n > (size_t)size) size = SR__JOB_FILE_MAX + 1;
+    if (bad || size > SR__JOB_FILE_MAX) {
         if (bad) sr__diag_add(&cfg->diag, "cannot read job file %s: a read error", cfg->path);
         else
             sr__diag_add(&cfg->diag,
                          "job file %s is larger than a job file may be (%lld bytes, 4 MiB): %lld bytes; "
                          "give the job file (JOB.ini), not a data file",
-                         cfg->path, SR_JOB_FILE_MAX, (long long)st.st_size);
+                         cfg->path, SR__JOB_FILE_MAX, (long long)st.st_size);
         free(buf);
         return NULL;
     }
@@ -359,7 +359,7 @@ int sr__config_names_home(const char *p) { return p[0] == '~' && (!p[1] || p[1] 
 
 int sr__config_path_moves(const sr__job *cfg, const sr__setting *s) {
     if (!s->value || !*s->value) return 0;
-    return sr__config_names_home(s->value) || (s->value[0] != '/' && s->from == SR_FROM_FILE && cfg->dir);
+    return sr__config_names_home(s->value) || (s->value[0] != '/' && s->from == SR__FROM_FILE && cfg->dir);
 }
 
 char *sr__config_absolute(const sr__job *cfg, sr__from from, const char *p) {
@@ -370,7 +370,7 @@ char *sr__config_absolute(const sr__job *cfg, sr__from from, const char *p) {
     if (home) return sr__fmt("%s%s", home, p + 1);
     if (p[0] == '/') return sr__strdup(p);
     char cwd[PATH_MAX];
-    const char *base = from == SR_FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
+    const char *base = from == SR__FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
     char *out = NULL;
     out = sr__fmt("%s/%s", base, p);
     return out;
@@ -406,20 +406,20 @@ static void resolve_one(sr__job *cfg, const char *section, const sr_key *k, sr__
     char where[600];
     char buf[256];
     int file_line = 0;
-    s->from = SR_FROM_DEFAULT;
+    s->from = SR__FROM_DEFAULT;
     snprintf(where, sizeof where, "default");
 
     for (size_t i = 0; i < cfg->nraw; i++) {
         sr__raw *r = &cfg->raw[i];
         if (strcmp(r->section, section) || strcmp(canonical(norm, r->key, buf, sizeof buf), k->name)) continue;
-        if (s->from == SR_FROM_FILE) {
+        if (s->from == SR__FROM_FILE) {
             sr__diag_add(&cfg->diag, "%s:%d: [%s] %s is the same key as \"%s\" on line %d; keep one", cfg->path,
                          r->line, section, r->key, k->name, file_line);
             continue;
         }
         r->used = 1;
         val = r->value;
-        s->from = SR_FROM_FILE;
+        s->from = SR__FROM_FILE;
         file_line = r->line;
         snprintf(where, sizeof where, "%s:%d", cfg->path, r->line);
     }
@@ -427,14 +427,14 @@ static void resolve_one(sr__job *cfg, const char *section, const sr_key *k, sr__
     const char *final_v = k->env ? getenv(k->env) : NULL;
     if (final_v) {
         val = final_v;
-        s->from = SR_FROM_ENV;
+        s->from = SR__FROM_ENV;
         snprintf(where, sizeof where, "environment %s", k->env);
     }
     sr__key_env_name(section, k->name, var, sizeof var);
     const char *env_v = getenv(var);
     if (env_v) {
         val = env_v;
-        s->from = SR_FROM_ENV;
+        s->from = SR__FROM_ENV;
         snprintf(where, sizeof where, "environment %s", var);
     }
     for (size_t i = 0; i < cfg->ncli; i++) {
@@ -442,7 +442,7 @@ static void resolve_one(sr__job *cfg, const char *section, const sr_key *k, sr__
         if (strcmp(o->section, section) || strcmp(canonical(norm, o->key, buf, sizeof buf), k->name)) continue;
         o->used = 1;
         val = o->value;
-        s->from = SR_FROM_CLI;
+        s->from = SR__FROM_CLI;
         snprintf(where, sizeof where, "command line %s", o->flag);
     }
     s->where = sr__strdup(where);
@@ -535,7 +535,7 @@ void sr__config_resolve_free(sr__job *cfg, const char *section) {
         sr__setting *s = add_setting(cfg, section, r->key);
         if (!s) continue;
         s->value = sr__strdup(r->value);
-        s->from = SR_FROM_FILE;
+        s->from = SR__FROM_FILE;
         s->where = sr__fmt("%s:%d", cfg->path, r->line);
         if (!s->value || !s->where) no_memory_for(cfg, section, r->key);
     }
@@ -565,7 +565,7 @@ void sr__config_resolve_free(sr__job *cfg, const char *section) {
         }
         free(hit->value), free(hit->where);
         hit->value = sr__strdup(eq + 1);
-        hit->from = SR_FROM_ENV;
+        hit->from = SR__FROM_ENV;
         hit->where = sr__fmt("environment %.*s", (int)(eq - *e), *e);
         if (!hit->value || !hit->where) no_memory_for(cfg, section, hit->key);
     }
@@ -578,7 +578,7 @@ void sr__config_resolve_free(sr__job *cfg, const char *section) {
         if (!s) continue;
         free(s->value), free(s->where);
         s->value = sr__strdup(o->value);
-        s->from = SR_FROM_CLI;
+        s->from = SR__FROM_CLI;
         s->where = sr__fmt("command line %s", o->flag);
         if (!s->value || !s->where) no_memory_for(cfg, section, o->key);
     }

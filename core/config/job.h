@@ -9,8 +9,8 @@
  *                 -> sr__config_check_leftovers() unknown sections/overrides, stray SHARDRUN_*
  * Errors are collected in cfg->diag; the caller prints them and exits 2.
  */
-#ifndef SR_CORE_CONFIG_H
-#define SR_CORE_CONFIG_H
+#ifndef SR__CORE_CONFIG_H
+#define SR__CORE_CONFIG_H
 
 #include <stddef.h>
 
@@ -18,11 +18,11 @@
 #include "base/diag.h"
 
 typedef enum sr__from {
-    SR_FROM_DEFAULT = 0,
-    SR_FROM_CLUSTER, /* cluster detection (set by the topology step) */
-    SR_FROM_FILE,
-    SR_FROM_ENV, /* SHARDRUN_<SECTION>_<KEY> or the key's final variable name */
-    SR_FROM_CLI
+    SR__FROM_DEFAULT = 0,
+    SR__FROM_CLUSTER, /* cluster detection (set by the topology step) */
+    SR__FROM_FILE,
+    SR__FROM_ENV, /* SHARDRUN_<SECTION>_<KEY> or the key's final variable name */
+    SR__FROM_CLI
 } sr__from;
 
 typedef struct sr__setting {
@@ -54,7 +54,7 @@ typedef struct sr__key_index {
 
 /* The most a job file may hold: a job file is a few dozen lines; this refuses a wrong file (a
    data file, /dev/zero) before it is read into memory. */
-#define SR_JOB_FILE_MAX ((long long)4 << 20)
+#define SR__JOB_FILE_MAX ((long long)4 << 20)
 
 typedef struct sr__job {
     char *path; /* job file as given */
@@ -73,7 +73,7 @@ typedef struct sr__job {
 
 /* Reads the job file; syntax errors go to cfg->diag.  Returns 0 when the file could be read; -1
    (with the reason in cfg->diag) when it cannot be, is not a regular file (a directory, a device,
-   a pipe) or is larger than SR_JOB_FILE_MAX. */
+   a pipe) or is larger than SR__JOB_FILE_MAX. */
 int sr__config_load(sr__job *cfg, const char *path);
 /* Adds a command-line override ("section.key=value" from --set, or a torchrun flag). */
 void sr__config_add_override(sr__job *cfg, const char *section, const char *key, const char *value, const char *flag);

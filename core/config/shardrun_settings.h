@@ -9,8 +9,8 @@
  * the plugins' loading already logs at that level) -> the layout -> sr__shardrun_settings_read();
  * errors go to cfg->diag (exit 2, before any worker starts).
  */
-#ifndef SR_CONFIG_SHARDRUN_SETTINGS_H
-#define SR_CONFIG_SHARDRUN_SETTINGS_H
+#ifndef SR__CONFIG_SHARDRUN_SETTINGS_H
+#define SR__CONFIG_SHARDRUN_SETTINGS_H
 
 #include "shardrun/plugin.h"
 #include "config/job.h"

@@ -168,7 +168,7 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
     case SR_KEY_BOOL: {
         int b;
         if (sr__parse_bool(in, &b) != 0) {
-            snprintf(err, errlen, "expected a boolean (%s), got \"%s\"", SR_BOOL_SPELLINGS, in);
+            snprintf(err, errlen, "expected a boolean (%s), got \"%s\"", SR__BOOL_SPELLINGS, in);
             return -1;
         }
         *out = sr__strdup(b ? "true" : "false");

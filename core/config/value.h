@@ -3,15 +3,15 @@
  * spellings for writing, and the "did you mean" used by every unknown-name error.
  * Used by the agent when it resolves the job file; pure functions, no state.
  */
-#ifndef SR_ENV_VALUE_H
-#define SR_ENV_VALUE_H
+#ifndef SR__ENV_VALUE_H
+#define SR__ENV_VALUE_H
 
 #include <stddef.h>
 
 #include "shardrun/plugin.h"
 
 /* Accepted spellings of booleans, for messages. */
-#define SR_BOOL_SPELLINGS "y yes t true on 1 / n no f false off 0 (any case)"
+#define SR__BOOL_SPELLINGS "y yes t true on 1 / n no f false off 0 (any case)"
 
 int sr__parse_bool(const char *s, int *out);      /* 0 ok, -1 not a boolean */
 int sr__parse_int(const char *s, long long *out); /* strict decimal, optional sign */

@@ -14,8 +14,8 @@
  *
  * Strings point into the process's environment, which nothing changes after the load.
  */
-#ifndef SR_CONFIG_WORKER_SETTINGS_H
-#define SR_CONFIG_WORKER_SETTINGS_H
+#ifndef SR__CONFIG_WORKER_SETTINGS_H
+#define SR__CONFIG_WORKER_SETTINGS_H
 
 #include "base/diag.h"
 #include "config/fsdp_settings.h"

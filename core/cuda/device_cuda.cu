@@ -41,7 +41,7 @@ __global__ void sr__k_cast(void *dst, sr_dtype dt, const void *src, sr_dtype st,
 }
 
 __global__ void sr__k_accumulate(float *acc, const void *src, sr_dtype st, size_t n) {
-    GRID_STRIDE(i, n) acc[i] = SR_FADD(acc[i], sr__load_float(src, st, i));
+    GRID_STRIDE(i, n) acc[i] = SR__FADD(acc[i], sr__load_float(src, st, i));
 }
 
 __global__ void sr__k_adamw(float *p, const float *g, float *m, float *v, size_t n, sr__adamw_coef c) {

@@ -73,7 +73,7 @@ static int finish(nccl_pg *p, ncclResult_t enqueued, const char *what, int *stuc
         if (now_s() > deadline) {
             ncclCommAbort(p->comm);
             snprintf(err, errlen, "%s: timed out; the communicator was aborted", what);
-            return SR_PG_TIMEOUT;
+            return SR__PG_TIMEOUT;
         }
         usleep(50);
     }

@@ -4,8 +4,8 @@
  * sr__fault_guard_run() runs fn(arg) with a SIGBUS handler that returns from it (-1) instead; a
  * SIGBUS outside a guarded call goes to the handler that was there before (or the default action).
  */
-#ifndef SR_DATA_FAULT_GUARD_H
-#define SR_DATA_FAULT_GUARD_H
+#ifndef SR__DATA_FAULT_GUARD_H
+#define SR__DATA_FAULT_GUARD_H
 
 /* 0 after fn(arg) ran to its end; -1 when it touched a page the file no longer holds. */
 int sr__fault_guard_run(void (*fn)(void *arg), void *arg);

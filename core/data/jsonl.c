@@ -19,7 +19,7 @@ static int line_text(sr__json *j, const char *field, const char **text, size_t *
     const char *key, *what;
     size_t klen, at;
     int r, found = 0;
-    if (sr__json_peek(j) != SR_JSON_OBJECT) {
+    if (sr__json_peek(j) != SR__JSON_OBJECT) {
         snprintf(err, errlen,
                  "%s:%lld: not a JSON object; a JSON Lines file has one object per line, e.g. "
                  "{\"%s\": \"...\"}",
@@ -29,7 +29,7 @@ static int line_text(sr__json *j, const char *field, const char **text, size_t *
     sr__json_object(j);
     while ((r = sr__json_member(j, &key, &klen)) > 0) {
         if (!found && sr__json_key_is(key, klen, field)) {
-            if (sr__json_peek(j) != SR_JSON_STRING || sr__json_string(j, text, len) != 0) {
+            if (sr__json_peek(j) != SR__JSON_STRING || sr__json_string(j, text, len) != 0) {
                 if (sr__json_error(j, &at)) break;
                 snprintf(err, errlen,
                          "%s:%lld: the field \"%s\" is not a string; set text_field to the field that "

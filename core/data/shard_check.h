@@ -2,8 +2,8 @@
  * The vocabulary check of part of one shard, for sr_shard_set_check_vocab_range (shard_set.c): the
  * ranks of a run each check a share of a set's tokens, and a share may start or end inside a shard.
  */
-#ifndef SR_DATA_SHARD_CHECK_H
-#define SR_DATA_SHARD_CHECK_H
+#ifndef SR__DATA_SHARD_CHECK_H
+#define SR__DATA_SHARD_CHECK_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * shard writer, read by sr_shard_open.  Words 3..23 of the 256-word header, which llm.c's writer
  * leaves zero and its readers (llmc/dataloader.h, dev/data/data_common.py) never look at.
  */
-#ifndef SR_DATA_SHARD_TOKENIZER_H
-#define SR_DATA_SHARD_TOKENIZER_H
+#ifndef SR__DATA_SHARD_TOKENIZER_H
+#define SR__DATA_SHARD_TOKENIZER_H
 
 #include <stddef.h>
 

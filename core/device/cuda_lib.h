@@ -13,8 +13,8 @@
  *                abi_version equal to SR__CUDA_LIB_ABI_VERSION and its struct_size reaching every
  *                field read (the struct_size rule of base/abi.h) -> the accessors below.
  */
-#ifndef SR_DEVICE_CUDA_LIB_H
-#define SR_DEVICE_CUDA_LIB_H
+#ifndef SR__DEVICE_CUDA_LIB_H
+#define SR__DEVICE_CUDA_LIB_H
 
 #include <stddef.h>
 

@@ -11,8 +11,8 @@
  * device_cpu.c and the kernels of cuda/device_cuda.cu, so the CPU tests check what a GPU runs.
  * Pointers are device pointers; host <-> device copies go through to_host/to_device.
  */
-#ifndef SR_CORE_DEVICE_H
-#define SR_CORE_DEVICE_H
+#ifndef SR__CORE_DEVICE_H
+#define SR__CORE_DEVICE_H
 
 #include <stddef.h>
 

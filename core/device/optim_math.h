@@ -7,8 +7,8 @@
  * built with -std=c11, where GCC does not contract either.  sqrt and division are IEEE-rounded
  * on both (nvcc's defaults -prec-sqrt/-prec-div=true).
  */
-#ifndef SR_CORE_OPTIM_MATH_H
-#define SR_CORE_OPTIM_MATH_H
+#ifndef SR__CORE_OPTIM_MATH_H
+#define SR__CORE_OPTIM_MATH_H
 
 #include <math.h>
 #include <stddef.h>
@@ -17,17 +17,17 @@
 #include "device/device.h"
 
 #ifdef __CUDA_ARCH__
-#define SR_FADD(a, b) __fadd_rn(a, b)
-#define SR_FSUB(a, b) __fsub_rn(a, b)
-#define SR_FMUL(a, b) __fmul_rn(a, b)
-#define SR_FDIV(a, b) __fdiv_rn(a, b)
-#define SR_FSQRT(a) __fsqrt_rn(a)
+#define SR__FADD(a, b) __fadd_rn(a, b)
+#define SR__FSUB(a, b) __fsub_rn(a, b)
+#define SR__FMUL(a, b) __fmul_rn(a, b)
+#define SR__FDIV(a, b) __fdiv_rn(a, b)
+#define SR__FSQRT(a) __fsqrt_rn(a)
 #else
-#define SR_FADD(a, b) ((a) + (b))
-#define SR_FSUB(a, b) ((a) - (b))
-#define SR_FMUL(a, b) ((a) * (b))
-#define SR_FDIV(a, b) ((a) / (b))
-#define SR_FSQRT(a) sqrtf(a)
+#define SR__FADD(a, b) ((a) + (b))
+#define SR__FSUB(a, b) ((a) - (b))
+#define SR__FMUL(a, b) ((a) * (b))
+#define SR__FDIV(a, b) ((a) / (b))
+#define SR__FSQRT(a) sqrtf(a)
 #endif
 
 /* ---- elements of a floating dtype (fp32, bf16, fp16) as float ------------------------------- */
@@ -87,13 +87,13 @@ static inline sr__adamw_coef sr__adamw_prepare(const sr__adamw_args *a) {
    i.e. m = beta1*m + (1-beta1)*g, v = beta2*v + (1-beta2)*g^2, p -= lr/bc1 * m/denom.
    The lerp is torch's: start + w*(end - start) for w < 0.5, else end - (end - start)*(1 - w). */
 SR_HD void sr__adamw_elem(float *p, float grad, float *m, float *v, const sr__adamw_coef *c) {
-    float g = SR_FMUL(grad, c->grad_mul);
-    float pp = SR_FMUL(*p, c->decay);
-    float d = SR_FSUB(g, *m);
-    float mm = c->w1 < 0.5f ? SR_FADD(*m, SR_FMUL(c->w1, d)) : SR_FSUB(g, SR_FMUL(d, SR_FSUB(1.0f, c->w1)));
-    float vv = SR_FADD(SR_FMUL(*v, c->beta2), SR_FMUL(SR_FMUL(c->w2, g), g));
-    float denom = SR_FADD(SR_FDIV(SR_FSQRT(vv), c->bc2_sqrt), c->eps);
-    *p = SR_FADD(pp, SR_FDIV(SR_FMUL(c->neg_step, mm), denom));
+    float g = SR__FMUL(grad, c->grad_mul);
+    float pp = SR__FMUL(*p, c->decay);
+    float d = SR__FSUB(g, *m);
+    float mm = c->w1 < 0.5f ? SR__FADD(*m, SR__FMUL(c->w1, d)) : SR__FSUB(g, SR__FMUL(d, SR__FSUB(1.0f, c->w1)));
+    float vv = SR__FADD(SR__FMUL(*v, c->beta2), SR__FMUL(SR__FMUL(c->w2, g), g));
+    float denom = SR__FADD(SR__FDIV(SR__FSQRT(vv), c->bc2_sqrt), c->eps);
+    *p = SR__FADD(pp, SR__FDIV(SR__FMUL(c->neg_step, mm), denom));
     *m = mm;
     *v = vv;
 }

@@ -17,8 +17,8 @@
  * length (sr__pool_parts), each part's result goes to its own slot, and the caller combines the
  * slots in part order.  Which thread runs a part changes nothing.
  */
-#ifndef SR_DEVICE_POOL_H
-#define SR_DEVICE_POOL_H
+#ifndef SR__DEVICE_POOL_H
+#define SR__DEVICE_POOL_H
 
 #include <stddef.h>
 

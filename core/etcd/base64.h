@@ -5,8 +5,8 @@
  * The requests (kv.c, lease.c, watch.c) encode keys and values into their JSON; the replies
  * (reply.c) decode them.  Neither allocates: the caller sizes the output with the _len functions.
  */
-#ifndef SR_ETCD_BASE64_H
-#define SR_ETCD_BASE64_H
+#ifndef SR__ETCD_BASE64_H
+#define SR__ETCD_BASE64_H
 
 #include <stddef.h>
 

@@ -4,8 +4,8 @@
  * JSON, send it with sr__etcd_call (failing over) or sr__etcd_post (one member: the watch's probe),
  * and read the fields of the sr__etcd_reply they get.
  */
-#ifndef SR_ETCD_CLIENT_H
-#define SR_ETCD_CLIENT_H
+#ifndef SR__ETCD_CLIENT_H
+#define SR__ETCD_CLIENT_H
 
 #include <curl/curl.h>
 #include <stddef.h>

@@ -29,8 +29,8 @@
  * what etcd said ("etcdserver: requested lease not found") or why no member answered (each one's
  * failure).  Nothing prints, nothing exits; every allocation is checked ("out of memory for ...").
  */
-#ifndef SR_ETCD_ETCD_H
-#define SR_ETCD_ETCD_H
+#ifndef SR__ETCD_ETCD_H
+#define SR__ETCD_ETCD_H
 
 #include <stddef.h>
 #include <stdint.h>

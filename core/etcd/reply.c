@@ -39,7 +39,7 @@ static int oom(walk *w, const char *what) {
 
 /* An int64: proto3 JSON writes them as strings ("12"); a plain number is read too. */
 static int read_int64(walk *w, int64_t *out) {
-    if (sr__json_peek(&w->j) == SR_JSON_NUMBER) {
+    if (sr__json_peek(&w->j) == SR__JSON_NUMBER) {
         sr__json_num num;
         if (sr__json_number(&w->j, &num) != 0) return -1;
         if (num.value != (double)(int64_t)num.value) return sr__json_fail(&w->j, "expected an integer");
@@ -135,7 +135,7 @@ static int read_event(walk *w, sr__etcd_event *ev) {
         if (sr__json_key_is(key, klen, "type")) {
             const char *t;
             size_t tlen;
-            if (sr__json_peek(&w->j) == SR_JSON_NUMBER) {
+            if (sr__json_peek(&w->j) == SR__JSON_NUMBER) {
                 sr__json_num num;
                 rc = sr__json_number(&w->j, &num);
                 if (rc == 0) ev->type = num.value == 1 ? SR__ETCD_DELETE : SR__ETCD_PUT;
@@ -248,7 +248,7 @@ static int read_object(walk *w, sr__etcd_reply *r, int nested) {
         else if (sr__json_key_is(key, klen, "code") && !nested) rc = read_int64(w, &v), r->error_code = (int)v;
         else if (sr__json_key_is(key, klen, "error") && !nested) {
             /* a unary call's error is a string (with "code" beside it), a stream's an object */
-            rc = sr__json_peek(&w->j) == SR_JSON_OBJECT ? read_stream_error(w, r) : read_string_copy(w, &r->error);
+            rc = sr__json_peek(&w->j) == SR__JSON_OBJECT ? read_stream_error(w, r) : read_string_copy(w, &r->error);
         } else rc = sr__json_skip(&w->j);
         if (rc != 0) return -1;
     }

@@ -7,8 +7,8 @@
  * is one object per line, each wrapped as {"result": {...}}, or {"error": {...}}; a unary call's
  * error is {"error": "...", "code": N, "message": "..."} with N the gRPC status code.
  */
-#ifndef SR_ETCD_REPLY_H
-#define SR_ETCD_REPLY_H
+#ifndef SR__ETCD_REPLY_H
+#define SR__ETCD_REPLY_H
 
 #include <stddef.h>
 #include <stdint.h>

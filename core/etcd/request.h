@@ -2,8 +2,8 @@
  * The pieces of a request's JSON that kv.c, lease.c and watch.c share: a key in base64, and the
  * range_end that makes a key a prefix.
  */
-#ifndef SR_ETCD_REQUEST_H
-#define SR_ETCD_REQUEST_H
+#ifndef SR__ETCD_REQUEST_H
+#define SR__ETCD_REQUEST_H
 
 #include <stdint.h>
 

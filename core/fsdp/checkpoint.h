@@ -14,8 +14,8 @@
  * folder), ckpt_files.c (the task's files: tokenizer, config.json), ckpt_frozen.c (the frozen base a SHARDED checkpoint leaves out, and its digest); ckpt_dir.c: the checkpoint-N folders of an output_dir.  [shardrun] log_level = debug prints each rank's save and
  * load time and its hashing time.
  */
-#ifndef SR_FSDP_CHECKPOINT_H
-#define SR_FSDP_CHECKPOINT_H
+#ifndef SR__FSDP_CHECKPOINT_H
+#define SR__FSDP_CHECKPOINT_H
 
 #include "fsdp/engine.h"
 

@@ -4,8 +4,8 @@
  * under the adapter's names (HF PEFT's: "base_model.model." + the parameter's name) and writes the
  * task's adapter_config.json next to it.  Nothing when the model declared no adapter.
  */
-#ifndef SR_FSDP_CKPT_ADAPTER_H
-#define SR_FSDP_CKPT_ADAPTER_H
+#ifndef SR__FSDP_CKPT_ADAPTER_H
+#define SR__FSDP_CKPT_ADAPTER_H
 
 #include "fsdp/model_desc.h"
 

@@ -51,8 +51,8 @@ static void count_param(const sr__engine *e, const sr__ckpt_source *s, const sr_
     int S = e->shard_size > 0 ? e->shard_size : 1;
     if (s->full) { /* tensor NAME (model) or NAME.KIND (optimizer): the whole parameter */
         char name[1024];
-        snprintf(name, sizeof name, k == SR_CKPT_PARAM ? "%s" : "%s.%s", p->name, sr__ckpt_kind[k]);
-        int f = k == SR_CKPT_PARAM ? 0 : 1;
+        snprintf(name, sizeof name, k == SR__CKPT_PARAM ? "%s" : "%s.%s", p->name, sr__ckpt_kind[k]);
+        int f = k == SR__CKPT_PARAM ? 0 : 1;
         long t = tensor_index(sr__ckpt_source_file(s, f), name);
         if (t >= 0) count_copy(e, want[f] + t * S, p->unit, p->offset, (uint64_t)p->numel * sizeof(float));
         return;
@@ -94,7 +94,7 @@ int sr__ckpt_checks_plan(const sr__engine *e, sr__ckpt_source *s) {
     }
     for (int i = 0; i < m->nparams; i++)
         if (m->params[i].tied_to < 0) /* a frozen parameter's values only: it has no moments */
-            for (int k = 0; k < (sr__param_frozen(m, i) ? 1 : SR_CKPT_KINDS); k++)
+            for (int k = 0; k < (sr__param_frozen(m, i) ? 1 : SR__CKPT_KINDS); k++)
                 count_param(e, s, &m->params[i], k, want);
     int turn = 0;
     for (int f = 0; f < nf; f++)

@@ -15,8 +15,8 @@
  * finish; sr__ckpt_source_close frees the plan.  Failures print one message naming the file, the
  * tensor and both hashes.
  */
-#ifndef SR_FSDP_CKPT_CHECK_H
-#define SR_FSDP_CKPT_CHECK_H
+#ifndef SR__FSDP_CKPT_CHECK_H
+#define SR__FSDP_CKPT_CHECK_H
 
 #include <stddef.h>
 #include <stdint.h>

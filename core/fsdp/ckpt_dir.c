@@ -22,7 +22,7 @@ long long sr__ckpt_name_step(const char *name) {
     const char *d = name + 11;
     size_t n = strspn(d, "0123456789");
     if (n == 0 || d[n]) return -1;
-    if ((d[0] == '0' && n > 1) || n > SR_CKPT_MAX_NAME_DIGITS) return -2;
+    if ((d[0] == '0' && n > 1) || n > SR__CKPT_MAX_NAME_DIGITS) return -2;
     return strtoll(d, NULL, 10);
 }
 
@@ -56,7 +56,7 @@ int sr__ckpt_list(const char *dir, sr__ckpt_entry **out, size_t *n, char *why, s
                      "%s/%s is not a checkpoint name shardrun writes (checkpoint-N: the step in decimal "
                      "without leading zeros, at most %d digits), so its step is unknown; rename it to the step "
                      "its trainer_state.json holds, or move it out of %s",
-                     dir, de->d_name, SR_CKPT_MAX_NAME_DIGITS, dir);
+                     dir, de->d_name, SR__CKPT_MAX_NAME_DIGITS, dir);
             rc = -1;
             break;
         }
@@ -101,7 +101,7 @@ static int read_settings(sr__json *j, sr__ckpt_ident *id) {
     if (sr__json_object(j) != 0) return -1;
     id->has_settings = 1;
     while ((more = sr__json_member(j, &key, &klen)) > 0) {
-        if (sr__json_peek(j) != SR_JSON_STRING) return sr__json_fail(j, "a [task] setting that is not a string");
+        if (sr__json_peek(j) != SR__JSON_STRING) return sr__json_fail(j, "a [task] setting that is not a string");
         if (sr__json_string(j, &v, &vlen) != 0) return -1;
         sr__ckpt_kv *g = sr__realloc(id->settings, (id->nsettings + 1) * sizeof *g);
         if (!g) return sr__json_fail(j, "out of memory");
@@ -133,14 +133,14 @@ static int read_member(sr__json *j, sr__ckpt_ident *id, const char *key, size_t 
                 {"sharding_strategy", id->sharding_strategy, sizeof id->sharding_strategy},
                 {"data_identity", id->data_identity, sizeof id->data_identity}};
     for (size_t s = 0; s < sizeof strs / sizeof *strs; s++)
-        if (sr__json_key_is(key, klen, strs[s].name) && sr__json_peek(j) == SR_JSON_STRING) {
+        if (sr__json_key_is(key, klen, strs[s].name) && sr__json_peek(j) == SR__JSON_STRING) {
             if (sr__json_string(j, &sv, &sl) != 0) return -1;
             copy_str(strs[s].dst, strs[s].cap, sv, sl);
             return 1;
         }
     sr__json_num num;
     if ((sr__json_key_is(key, klen, "global_step") || sr__json_key_is(key, klen, "world_size")) &&
-        sr__json_peek(j) == SR_JSON_NUMBER) {
+        sr__json_peek(j) == SR__JSON_NUMBER) {
         if (sr__json_number(j, &num) != 0) return -1;
         if (!num.is_uint || num.uint > (uint64_t)LLONG_MAX)
             return sr__json_fail(j, "a step or size that is not a non-negative integer");
@@ -148,7 +148,7 @@ static int read_member(sr__json *j, sr__ckpt_ident *id, const char *key, size_t 
         else id->world_size = num.uint > 1u << 30 ? 0 : (int)num.uint;
         return 1;
     }
-    if (sr__json_key_is(key, klen, "task_settings") && sr__json_peek(j) == SR_JSON_OBJECT)
+    if (sr__json_key_is(key, klen, "task_settings") && sr__json_peek(j) == SR__JSON_OBJECT)
         return read_settings(j, id) == 0 ? 1 : -1;
     return 0;
 }
@@ -163,7 +163,7 @@ static int read_object(sr__json *j, sr__ckpt_ident *id, int level) {
     if (sr__json_object(j) != 0) return -1;
     while ((more = sr__json_member(j, &key, &klen)) > 0) {
         if (level < 2 && sr__json_key_is(key, klen, level == 0 ? "stateful_callbacks" : "shardrun") &&
-            sr__json_peek(j) == SR_JSON_OBJECT) {
+            sr__json_peek(j) == SR__JSON_OBJECT) {
             if (read_object(j, id, level + 1) != 0) return -1;
             continue;
         }

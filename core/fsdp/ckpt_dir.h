@@ -16,13 +16,13 @@
  *
  * Nothing here prints: a failure fills why[] and returns -1.
  */
-#ifndef SR_FSDP_CKPT_DIR_H
-#define SR_FSDP_CKPT_DIR_H
+#ifndef SR__FSDP_CKPT_DIR_H
+#define SR__FSDP_CKPT_DIR_H
 
 #include <stddef.h>
 
 /* Largest step a checkpoint name may carry: 18 decimal digits always fit a long long. */
-#define SR_CKPT_MAX_NAME_DIGITS 18
+#define SR__CKPT_MAX_NAME_DIGITS 18
 
 typedef struct sr__ckpt_entry {
     char *name;     /* "checkpoint-N" (the folder's own name) */

@@ -32,7 +32,7 @@ void sr__ckpt_kv_free(sr__ckpt_kvlist *l) {
 }
 
 void sr__ckpt_add_common(sr__ckpt_kvlist *l, const sr__ckpt_meta *m, const char *role) {
-    sr__ckpt_kv_add(l, "shardrun_checkpoint", sr__fmt(SR_CKPT_FORMAT));
+    sr__ckpt_kv_add(l, "shardrun_checkpoint", sr__fmt(SR__CKPT_FORMAT));
     sr__ckpt_kv_add(l, "file", sr__fmt("%s", role));
     sr__ckpt_kv_add(l, "checkpoint_id", sr__fmt("%s", m->id));
     sr__ckpt_kv_add(l, "global_step", sr__fmt("%lld", m->step));
@@ -46,7 +46,7 @@ void sr__ckpt_add_hashes(sr__ckpt_kvlist *l, const sr__st_tensor *t, size_t n) {
     sr__ckpt_kv_add(l, "index_hash", sr__fmt("%s", sr__hash64_hex(sr__ckpt_index_hash(l->kv, l->n), hex)));
     for (size_t i = 0; i < n && !l->oom; i++) {
         char *k = sr__fmt("hash:%s", t[i].name);
-        if (k) sr__ckpt_kv_add(l, k, sr__fmt(SR_CKPT_HASH_PLACEHOLDER));
+        if (k) sr__ckpt_kv_add(l, k, sr__fmt(SR__CKPT_HASH_PLACEHOLDER));
         else l->oom = 1;
         free(k);
     }

@@ -9,8 +9,8 @@
  * (finishes, or removes the file when anything failed), sr__ckpt_kv_free.  Failures print (naming
  * the file) and report a full disk to the agent (base/progress.h).
  */
-#ifndef SR_FSDP_CKPT_FILE_H
-#define SR_FSDP_CKPT_FILE_H
+#ifndef SR__FSDP_CKPT_FILE_H
+#define SR__FSDP_CKPT_FILE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -16,7 +16,7 @@
 void sr__ckpt_add_file_hashes(sr__ckpt_kvlist *l, const sr_model *m) {
     char hex[17];
     for (int i = 0; i < m->nfiles && !l->oom; i++) {
-        char *k = sr__fmt(SR_CKPT_FILE_KEY "%s", m->files[i].name);
+        char *k = sr__fmt(SR__CKPT_FILE_KEY "%s", m->files[i].name);
         if (k)
             sr__ckpt_kv_add(l, k,
                             sr__fmt("%s", sr__hash64_hex(sr__hash64(m->files[i].data, m->files[i].size, 0), hex)));

@@ -6,12 +6,12 @@
  * hashes each listed file and refuses a missing or changed one (ckpt/file_check.h,
  * docs/checkpoint-format.md).
  */
-#ifndef SR_FSDP_CKPT_FILES_H
-#define SR_FSDP_CKPT_FILES_H
+#ifndef SR__FSDP_CKPT_FILES_H
+#define SR__FSDP_CKPT_FILES_H
 
 #include <stddef.h>
 
-#include "ckpt/file_check.h" /* SR_CKPT_FILE_KEY, sr__ckpt_check_files: the reader's side */
+#include "ckpt/file_check.h" /* SR__CKPT_FILE_KEY, sr__ckpt_check_files: the reader's side */
 #include "fsdp/ckpt_file.h"
 #include "fsdp/model_desc.h"
 #include "io/safetensors.h"

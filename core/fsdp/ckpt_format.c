@@ -9,10 +9,10 @@
 #include "base/strbuf.h"
 #include "fsdp/engine_internal.h"
 
-const char *const sr__ckpt_kind[SR_CKPT_KINDS] = {"param", "exp_avg", "exp_avg_sq"};
+const char *const sr__ckpt_kind[SR__CKPT_KINDS] = {"param", "exp_avg", "exp_avg_sq"};
 
 float *sr__ckpt_kind_shard(struct sr__uslot *s, int kind) {
-    return kind == SR_CKPT_PARAM ? s->master : kind == SR_CKPT_EXP_AVG ? s->exp_avg : s->exp_avg_sq;
+    return kind == SR__CKPT_PARAM ? s->master : kind == SR__CKPT_EXP_AVG ? s->exp_avg : s->exp_avg_sq;
 }
 
 char *sr__ckpt_shard_name(char *buf, size_t len, int rank, int nshards) {

@@ -4,8 +4,8 @@
  * names rather than data -- the index hash over a file's metadata and the model digest over the
  * parameters' names, shapes and ties.  Pure functions; nothing here prints.
  */
-#ifndef SR_FSDP_CKPT_FORMAT_H
-#define SR_FSDP_CKPT_FORMAT_H
+#ifndef SR__FSDP_CKPT_FORMAT_H
+#define SR__FSDP_CKPT_FORMAT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -15,12 +15,12 @@
 
 /* "shardrun_checkpoint" in every file's metadata.  3: XXH3 hashes; 2: shardrun's own earlier hash
    (refused: docs/checkpoint-format.md "Versions"); none: before the integrity metadata (refused). */
-#define SR_CKPT_FORMAT "3"
-#define SR_CKPT_HASH_PLACEHOLDER "0000000000000000" /* a "hash:NAME" value until the tensor is written */
+#define SR__CKPT_FORMAT "3"
+#define SR__CKPT_HASH_PLACEHOLDER "0000000000000000" /* a "hash:NAME" value until the tensor is written */
 
 /* The three fp32 arrays saved per parameter, and their names in tensor names ("u3.exp_avg"). */
-enum { SR_CKPT_PARAM = 0, SR_CKPT_EXP_AVG, SR_CKPT_EXP_AVG_SQ, SR_CKPT_KINDS };
-extern const char *const sr__ckpt_kind[SR_CKPT_KINDS];
+enum { SR__CKPT_PARAM = 0, SR__CKPT_EXP_AVG, SR__CKPT_EXP_AVG_SQ, SR__CKPT_KINDS };
+extern const char *const sr__ckpt_kind[SR__CKPT_KINDS];
 /* The engine's shard of a unit (fsdp/engine_internal.h) that a kind is saved from and loaded into;
    NULL for the moments of a frozen unit, which has none (and saves none). */
 struct sr__uslot;

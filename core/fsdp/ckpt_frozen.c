@@ -94,7 +94,7 @@ int sr__ckpt_without_base(const char *dir) {
         if (sr__ckpt_shard_name_parse(de->d_name, &r, &n) && r == 0) {
             char *path = sr__fmt("%s/%s", dir, de->d_name), why[256];
             sr__st_file *f = path ? sr__st_open(path, why, sizeof why) : NULL;
-            found = f && sr__st_metadata(f, SR_CKPT_FROZEN_KEY) != NULL;
+            found = f && sr__st_metadata(f, SR__CKPT_FROZEN_KEY) != NULL;
             if (f) sr__st_close(f);
             free(path);
             break;
@@ -105,17 +105,17 @@ int sr__ckpt_without_base(const char *dir) {
 
 int sr__ckpt_frozen_check(sr__engine *e, const sr__ckpt_source *s, long long ckpt_seed, int *skip, char digest[17]) {
     *skip = 0, digest[0] = 0;
-    const char *want = s->full ? NULL : sr__st_metadata(s->shards[0], SR_CKPT_FROZEN_KEY);
+    const char *want = s->full ? NULL : sr__st_metadata(s->shards[0], SR__CKPT_FROZEN_KEY);
     if (!want) return 0; /* the frozen values are in the files (or nothing was frozen) */
     int bad = 0;
     for (int i = 1; i < s->nshards && !bad; i++) {
-        const char *w = sr__st_metadata(s->shards[i], SR_CKPT_FROZEN_KEY);
+        const char *w = sr__st_metadata(s->shards[i], SR__CKPT_FROZEN_KEY);
         if (w && !strcmp(w, want)) continue;
         char name[64];
         sr__log(SR_LOG_ERROR,
                 "resume_from_checkpoint: %s/%s says %s \"%s\", shard 0 says \"%s\": the files were edited or "
                 "belong to different checkpoints",
-                s->dir, sr__ckpt_shard_name(name, sizeof name, i, s->nshards), SR_CKPT_FROZEN_KEY, w ? w : "(none)",
+                s->dir, sr__ckpt_shard_name(name, sizeof name, i, s->nshards), SR__CKPT_FROZEN_KEY, w ? w : "(none)",
                 want);
         bad = 1;
     }
@@ -145,6 +145,6 @@ int sr__ckpt_frozen_check(sr__engine *e, const sr__ckpt_source *s, long long ckp
                 "the base the run that wrote the checkpoint started from: the same init_weights file and model "
                 "settings as that run, or, when it had no init_weights, its seed (%lld); its trainer_state.json "
                 "lists the settings it was trained with (stateful_callbacks.shardrun.task_settings)",
-                s->dir, SR_CKPT_FROZEN_KEY, want, SR_CKPT_FROZEN_KEY, hex, e->base_from, ckpt_seed);
+                s->dir, SR__CKPT_FROZEN_KEY, want, SR__CKPT_FROZEN_KEY, hex, e->base_from, ckpt_seed);
     return -2;
 }

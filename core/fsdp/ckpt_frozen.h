@@ -20,8 +20,8 @@
  * elements of its own shards, and the ranks' partial sums are added (an all-gather of one 64-bit
  * word per rank).
  */
-#ifndef SR_FSDP_CKPT_FROZEN_H
-#define SR_FSDP_CKPT_FROZEN_H
+#ifndef SR__FSDP_CKPT_FROZEN_H
+#define SR__FSDP_CKPT_FROZEN_H
 
 #include <stdint.h>
 
@@ -29,7 +29,7 @@
 #include "fsdp/engine_internal.h"
 
 /* The metadata key (shard files) and trainer_state.json member. */
-#define SR_CKPT_FROZEN_KEY "frozen_digest"
+#define SR__CKPT_FROZEN_KEY "frozen_digest"
 
 /* Collective over the world: the frozen base's digest as above, computed once and kept (the engine
    forgets it when its shards are filled again).  0, or -1 on every rank after printing why. */

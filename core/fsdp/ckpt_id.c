@@ -31,7 +31,7 @@ static int state_hash(sr__engine *e, const sr__train_state *ts, uint64_t *out, s
         return -1;
     }
     for (int u = 0; u < e->units.n; u++)
-        for (int k = 0; k < SR_CKPT_KINDS; k++) {
+        for (int k = 0; k < SR__CKPT_KINDS; k++) {
             const float *src = sr__ckpt_kind_shard(&e->slot[u], k);
             size_t bytes = e->units.u[u].shard * sizeof(float);
             if (!src) continue; /* a frozen unit's moments: none */
@@ -81,7 +81,7 @@ int sr__ckpt_make_meta(sr__engine *e, const sr__train_state *ts, sr__ckpt_meta *
     sr__ckpt_model_digest(e->model, m->digest);
     /* SHARDED files leave the frozen units out and say which base they were trained on instead */
     m->frozen[0] = 0;
-    if (e->cfg.state_dict != SR_SD_FULL && sr__model_frozen_numel(e->model) > 0) {
+    if (e->cfg.state_dict != SR__SD_FULL && sr__model_frozen_numel(e->model) > 0) {
         uint64_t d;
         if (sr__frozen_digest(e, &d) != 0) return -1;
         sr__hash64_hex(d, m->frozen);

@@ -5,8 +5,8 @@
  * checkpoints that are byte for byte those of an uninterrupted run, while a file of another run or
  * another step still carries another id and is refused on resume (docs/checkpoint-format.md).
  */
-#ifndef SR_FSDP_CKPT_ID_H
-#define SR_FSDP_CKPT_ID_H
+#ifndef SR__FSDP_CKPT_ID_H
+#define SR__FSDP_CKPT_ID_H
 
 #include "fsdp/checkpoint.h"
 #include "fsdp/ckpt_file.h"

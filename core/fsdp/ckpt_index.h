@@ -9,8 +9,8 @@
  * Lifecycle: sr__ckpt_index_parse (after the file's index_hash is verified), finds, free.  The
  * names and shapes point into the file's metadata: the file stays open while the index is used.
  */
-#ifndef SR_FSDP_CKPT_INDEX_H
-#define SR_FSDP_CKPT_INDEX_H
+#ifndef SR__FSDP_CKPT_INDEX_H
+#define SR__FSDP_CKPT_INDEX_H
 
 #include <stddef.h>
 

@@ -23,19 +23,20 @@
 /* FULL: elements [first, first + n) of parameter p's `kind`, from its tensor (any float type). */
 static int read_full(sr__ckpt_source *s, const sr__param *p, int kind, size_t first, size_t n, float *dst) {
     char name[1024];
-    snprintf(name, sizeof name, kind == SR_CKPT_PARAM ? "%s" : "%s.%s", p->name, sr__ckpt_kind[kind]);
+    snprintf(name, sizeof name, kind == SR__CKPT_PARAM ? "%s" : "%s.%s", p->name, sr__ckpt_kind[kind]);
     const void *data;
-    const sr__st_tensor *t = sr__st_find(kind == SR_CKPT_PARAM ? s->model : s->optim, name, &data);
+    const sr__st_tensor *t = sr__st_find(kind == SR__CKPT_PARAM ? s->model : s->optim, name, &data);
     if (!t) {
         sr__log(SR_LOG_ERROR,
                 "resume_from_checkpoint: %s: no tensor \"%s\" in %s.safetensors; the "
                 "checkpoint belongs to another model",
-                s->dir, name, kind == SR_CKPT_PARAM ? "model" : "optimizer");
+                s->dir, name, kind == SR__CKPT_PARAM ? "model" : "optimizer");
         return -1;
     }
     int bad = t->nbytes / sr_dtype_size(t->dtype) != p->numel;
     if (!bad && t->dtype == SR_FLOAT32) /* a checkpoint's own fp32: copied and verified in one pass */
-        sr__ckpt_copy_checked(s, kind == SR_CKPT_PARAM ? 0 : 1, t, data, first * sizeof(float), dst, n * sizeof(float));
+        sr__ckpt_copy_checked(s, kind == SR__CKPT_PARAM ? 0 : 1, t, data, first * sizeof(float), dst,
+                              n * sizeof(float));
     else if (!bad) bad = sr__st_to_f32(t, data, first, n, dst) != 0;
     if (bad) {
         sr__log(SR_LOG_ERROR,
@@ -90,7 +91,7 @@ static int copy_shards(sr__engine *e, sr__ckpt_source *s, int skip_frozen) {
             failed = 1;
             break;
         }
-        for (int k = 0; k < SR_CKPT_KINDS && !failed; k++) {
+        for (int k = 0; k < SR__CKPT_KINDS && !failed; k++) {
             if (!sr__ckpt_kind_shard(&e->slot[u], k)) continue; /* a frozen unit: values only */
             memset(host, 0, un->shard * sizeof *host);
             for (int j = 0; j < un->nparams && !failed; j++) {

@@ -62,8 +62,8 @@ static int saved(sr__engine *e, const sr__ckpt_meta *cm, int u, int kind) {
 static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr__ckpt_times *tm) {
     if (e->rep_rank != 0) return 0; /* one replica writes */
     int nu = e->units.n, rc = 0;
-    sr__st_tensor *t = sr__calloc((size_t)nu * SR_CKPT_KINDS, sizeof *t);
-    char **names = sr__calloc((size_t)nu * SR_CKPT_KINDS, sizeof *names);
+    sr__st_tensor *t = sr__calloc((size_t)nu * SR__CKPT_KINDS, sizeof *t);
+    char **names = sr__calloc((size_t)nu * SR__CKPT_KINDS, sizeof *names);
     if (!t || !names) {
         sr__log(SR_LOG_ERROR, "checkpoint: out of memory for the layout of %d units", nu);
         free(t), free(names);
@@ -74,7 +74,7 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
        (fsdp/ckpt_frozen.h); the missing moments say it was frozen (ckpt_verify.c) */
     int oom = 0, nt = 0;
     for (int u = 0; u < nu; u++)
-        for (int k = 0; k < SR_CKPT_KINDS; k++) {
+        for (int k = 0; k < SR__CKPT_KINDS; k++) {
             if (!saved(e, cm, u, k)) continue;
             sr__st_tensor *x = &t[nt];
             names[nt] = sr__fmt("u%d.%s", u, sr__ckpt_kind[k]);
@@ -89,7 +89,7 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
     sr__ckpt_kv_add(&l, "format", sr__fmt("shardrun-sharded-2"));
     sr__ckpt_add_common(&l, cm, "shard");
     sr__ckpt_kv_add(&l, "shard_rank", sr__fmt("%d", e->shard_rank));
-    if (cm->frozen[0]) sr__ckpt_kv_add(&l, SR_CKPT_FROZEN_KEY, sr__fmt("%s", cm->frozen));
+    if (cm->frozen[0]) sr__ckpt_kv_add(&l, SR__CKPT_FROZEN_KEY, sr__fmt("%s", cm->frozen));
     for (int u = 0; u < nu; u++) {
         char *k = sr__fmt("unit:%d", u);
         if (k)
@@ -125,7 +125,7 @@ static int save_sharded(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm,
     }
     for (int u = 0, ti = 0; u < nu && !rc; u++) {
         size_t n = e->units.u[u].shard;
-        for (int k = 0; k < SR_CKPT_KINDS && !rc; k++) {
+        for (int k = 0; k < SR__CKPT_KINDS && !rc; k++) {
             const float *src = sr__ckpt_kind_shard(&e->slot[u], k);
             if (!saved(e, cm, u, k)) continue;
             e->hdev->to_host(host, src, n * sizeof *host);
@@ -194,7 +194,7 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
     if (!rc) rc = sr__engine_agree(e, e->shard_pg, (e->shard_pg && !full) || (me && !host));
     for (int u = 0; u < e->units.n && !rc; u++) { /* one unit at a time: nobody holds the whole model */
         const sr__unit *un = &e->units.u[u];
-        for (int k = 0; k < SR_CKPT_KINDS && !rc; k++) {
+        for (int k = 0; k < SR__CKPT_KINDS && !rc; k++) {
             float *src = sr__ckpt_kind_shard(&e->slot[u], k);
             if (!src) continue; /* a frozen unit's moments: none, on every rank alike */
             if (e->offload) {   /* collectives and the copy below read device memory */
@@ -215,7 +215,7 @@ static int save_full(sr__engine *e, const char *tmp, const sr__ckpt_meta *cm, sr
                 const sr__param *p = &e->model->params[un->params[j]];
                 const float *data = host + p->offset;
                 size_t bytes = p->numel * sizeof(float);
-                if (k == SR_CKPT_PARAM) rc = sr__ckpt_out_put(&mo, (size_t)idx[un->params[j]], data, bytes);
+                if (k == SR__CKPT_PARAM) rc = sr__ckpt_out_put(&mo, (size_t)idx[un->params[j]], data, bytes);
                 else rc = sr__ckpt_out_put(&oo, (size_t)(2 * oidx[un->params[j]] + k - 1), data, bytes);
             }
         }
@@ -253,12 +253,12 @@ int sr__ckpt_save(sr__engine *e, const char *outdir, const sr__train_state *ts) 
     sr__ckpt_meta cm = {0};
     if (rc == 0) rc = sr__ckpt_make_meta(e, ts, &cm, &tm);
     if (rc == 0) {
-        failed = (e->cfg.state_dict == SR_SD_FULL ? save_full(e, tmp, &cm, &tm) : save_sharded(e, tmp, &cm, &tm)) != 0;
+        failed = (e->cfg.state_dict == SR__SD_FULL ? save_full(e, tmp, &cm, &tm) : save_sharded(e, tmp, &cm, &tm)) != 0;
         /* PEFT's adapter files, out of the model.safetensors rank 0 just wrote */
-        if (!failed && e->cfg.state_dict == SR_SD_FULL && e->rank == 0)
+        if (!failed && e->cfg.state_dict == SR__SD_FULL && e->rank == 0)
             failed = sr__ckpt_save_adapter(e->model, tmp) != 0;
         /* the task's files, which model.safetensors lists with their hashes; before trainer_state.json */
-        if (!failed && e->cfg.state_dict == SR_SD_FULL && e->rank == 0)
+        if (!failed && e->cfg.state_dict == SR__SD_FULL && e->rank == 0)
             failed = sr__ckpt_write_files(e->model, tmp) != 0;
         rc = sr__engine_agree(e, e->world, failed);
     }

@@ -7,8 +7,8 @@
  * Lifecycle: sr__ckpt_source_open, sr__ckpt_verify, the copies (ckpt_load.c), sr__ckpt_checks_finish,
  * sr__ckpt_source_close (also after any failure).
  */
-#ifndef SR_FSDP_CKPT_SOURCE_H
-#define SR_FSDP_CKPT_SOURCE_H
+#ifndef SR__FSDP_CKPT_SOURCE_H
+#define SR__FSDP_CKPT_SOURCE_H
 
 #include <stddef.h>
 

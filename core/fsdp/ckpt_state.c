@@ -27,15 +27,15 @@ char *sr__ckpt_state_text(const char *dir, size_t *n, char *why, size_t len) {
     char *text = NULL;
     if (!f || fstat(fileno(f), &st) != 0) {
         snprintf(why, len, "%s: %s", path, strerror(errno));
-    } else if (!S_ISREG(st.st_mode) || st.st_size > (off_t)SR_CKPT_STATE_MAX_BYTES) {
+    } else if (!S_ISREG(st.st_mode) || st.st_size > (off_t)SR__CKPT_STATE_MAX_BYTES) {
         snprintf(why, len, "%s: %s", path, S_ISREG(st.st_mode) ? "larger than 256 MiB" : "not a regular file");
     } else {
         sr__buf b = {0};
         char chunk[65536];
         size_t k;
-        while ((k = fread(chunk, 1, sizeof chunk, f)) > 0 && b.n <= SR_CKPT_STATE_MAX_BYTES) sr__buf_add(&b, chunk, k);
+        while ((k = fread(chunk, 1, sizeof chunk, f)) > 0 && b.n <= SR__CKPT_STATE_MAX_BYTES) sr__buf_add(&b, chunk, k);
         int bad = ferror(f);
-        if (bad || b.n > SR_CKPT_STATE_MAX_BYTES) {
+        if (bad || b.n > SR__CKPT_STATE_MAX_BYTES) {
             snprintf(why, len, "%s: %s", path, bad ? "read error" : "larger than 256 MiB");
             sr__buf_free(&b);
         } else {
@@ -76,7 +76,7 @@ int sr__ckpt_state_write(const sr__engine *e, const char *dir, const sr__train_s
             "\"model_params\": %zu, "
             "\"job_id\": %s, \"requeue_key\": %s, \"run_id\": %s%s%s}}%s}\n",
             ts->global_step, e->adam_steps, ts->seed, e->loss_scale, e->good_steps, m->id, m->digest,
-            m->frozen[0] ? "\"" SR_CKPT_FROZEN_KEY "\": \"" : "", m->frozen, m->frozen[0] ? "\", " : "", e->world_size,
+            m->frozen[0] ? "\"" SR__CKPT_FROZEN_KEY "\": \"" : "", m->frozen, m->frozen[0] ? "\", " : "", e->world_size,
             e->shard_size, sr__strategy_name(e->cfg.strategy), sr__state_dict_name(e->cfg.state_dict),
             sr__model_numel(e->model), job.s ? job.s : "\"\"", requeue.s ? requeue.s : "\"\"", run.s ? run.s : "\"\"",
             ts->settings ? ", " : "", ts->settings ? ts->settings : "", ts->hf_members ? "\n" : "");
@@ -114,7 +114,7 @@ static int state_members(sr__json *j, state_read *s, int level) {
     int more, k;
     while ((more = sr__json_member(j, &key, &klen)) > 0) {
         if (level < 2 && sr__json_key_is(key, klen, level == 0 ? "stateful_callbacks" : "shardrun") &&
-            sr__json_peek(j) == SR_JSON_OBJECT) {
+            sr__json_peek(j) == SR__JSON_OBJECT) {
             if (sr__json_object(j) != 0 || state_members(j, s, level + 1) != 0) return -1;
             continue;
         }
@@ -125,7 +125,7 @@ static int state_members(sr__json *j, state_read *s, int level) {
         if (sr__json_key_is(key, klen, "checkpoint_id")) { /* a string: the files' checkpoint_id */
             const char *sv;
             size_t sl;
-            if (sr__json_peek(j) != SR_JSON_STRING) {
+            if (sr__json_peek(j) != SR__JSON_STRING) {
                 snprintf(s->why, s->len, "\"checkpoint_id\" is not a string");
                 s->bad = 1;
                 return -1;
@@ -141,7 +141,7 @@ static int state_members(sr__json *j, state_read *s, int level) {
             continue;
         }
         sr__json_num num;
-        if (sr__json_peek(j) != SR_JSON_NUMBER || sr__json_number(j, &num) != 0 ||
+        if (sr__json_peek(j) != SR__JSON_NUMBER || sr__json_number(j, &num) != 0 ||
             (k != S_SCALE && !(num.is_uint && num.uint <= (uint64_t)LLONG_MAX))) {
             snprintf(s->why, s->len, "\"%s\" is not %s", STATE_KEYS[k],
                      k == S_SCALE ? "a number" : "a non-negative integer");

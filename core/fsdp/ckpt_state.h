@@ -5,8 +5,8 @@
  * the checkpoint-N.tmp folder by rank 0; read back by every rank on resume (the resume scalars and
  * the checkpoint id the files must carry) and by fsdp/ckpt_dir.c (who wrote it).
  */
-#ifndef SR_FSDP_CKPT_STATE_H
-#define SR_FSDP_CKPT_STATE_H
+#ifndef SR__FSDP_CKPT_STATE_H
+#define SR__FSDP_CKPT_STATE_H
 
 #include <stddef.h>
 
@@ -14,11 +14,11 @@
 #include "fsdp/ckpt_file.h"
 
 /* trainer_state.json grows with log_history; one larger than this is not ours */
-#define SR_CKPT_STATE_MAX_BYTES (256u << 20)
+#define SR__CKPT_STATE_MAX_BYTES (256u << 20)
 
 /* The whole of dir/trainer_state.json (a new string of *n bytes, NUL-terminated), or NULL with
    why[] naming the file and what is wrong (missing, not a regular file, larger than
-   SR_CKPT_STATE_MAX_BYTES, a read error).  Prints nothing. */
+   SR__CKPT_STATE_MAX_BYTES, a read error).  Prints nothing. */
 char *sr__ckpt_state_text(const char *dir, size_t *n, char *why, size_t len);
 
 /* Writes dir/trainer_state.json (fsync'd).  0, or -1 after printing why. */

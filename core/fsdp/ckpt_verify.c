@@ -49,16 +49,16 @@ static int read_vfile(const char *dir, vfile *v) {
         sr__log(SR_LOG_ERROR,
                 "resume_from_checkpoint: %s/%s is checkpoint format 2 (\"shardrun_checkpoint\": \"2\"), "
                 "written by an earlier shardrun whose own data hash this one no longer has; this shardrun "
-                "reads format " SR_CKPT_FORMAT " (XXH3 hashes) only. To continue that run, resume it with the "
+                "reads format " SR__CKPT_FORMAT " (XXH3 hashes) only. To continue that run, resume it with the "
                 "shardrun that wrote it; to keep its weights without the optimizer state, start a new run "
                 "with init_weights = <a FULL_STATE_DICT checkpoint>/model.safetensors "
                 "(docs/checkpoint-format.md, \"Versions\")",
                 dir, v->name);
         return -2;
     }
-    if (strcmp(ver, SR_CKPT_FORMAT)) {
+    if (strcmp(ver, SR__CKPT_FORMAT)) {
         sr__log(SR_LOG_ERROR,
-                "resume_from_checkpoint: %s/%s has checkpoint format %s; this shardrun reads format " SR_CKPT_FORMAT,
+                "resume_from_checkpoint: %s/%s has checkpoint format %s; this shardrun reads format " SR__CKPT_FORMAT,
                 dir, v->name, ver);
         return -2;
     }
@@ -236,13 +236,13 @@ static int check_model(const sr__engine *e, const sr__ckpt_source *s, const char
 static int saved_frozen(const sr__ckpt_source *s, const sr__param *p) {
     if (s->full) {
         char name[1024];
-        snprintf(name, sizeof name, "%s.%s", p->name, sr__ckpt_kind[SR_CKPT_EXP_AVG]);
+        snprintf(name, sizeof name, "%s.%s", p->name, sr__ckpt_kind[SR__CKPT_EXP_AVG]);
         return sr__st_find(s->optim, name, NULL) == NULL;
     }
     const sr__ckpt_param *cp = sr__ckpt_index_find(&s->index, p->name);
     char tname[64];
     if (!cp) return 0;
-    snprintf(tname, sizeof tname, "u%d.%s", cp->unit, sr__ckpt_kind[SR_CKPT_EXP_AVG]);
+    snprintf(tname, sizeof tname, "u%d.%s", cp->unit, sr__ckpt_kind[SR__CKPT_EXP_AVG]);
     return sr__st_find(s->shards[0], tname, NULL) == NULL;
 }
 

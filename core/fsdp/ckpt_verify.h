@@ -8,8 +8,8 @@
  * some); then the data of the tensors no rank copies (ckpt_check.h: the rest is verified as it is
  * copied).  Any difference: one message naming the file and what differs, and -1.
  */
-#ifndef SR_FSDP_CKPT_VERIFY_H
-#define SR_FSDP_CKPT_VERIFY_H
+#ifndef SR__FSDP_CKPT_VERIFY_H
+#define SR__FSDP_CKPT_VERIFY_H
 
 #include "fsdp/ckpt_source.h"
 #include "fsdp/engine_internal.h"

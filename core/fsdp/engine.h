@@ -18,8 +18,8 @@
  * the oldest reduce-scatter).  The root unit (modules no wrap claimed) keeps its two buffers for
  * the whole run.
  */
-#ifndef SR_FSDP_ENGINE_H
-#define SR_FSDP_ENGINE_H
+#ifndef SR__FSDP_ENGINE_H
+#define SR__FSDP_ENGINE_H
 
 #include <stddef.h>
 #include <stdint.h>

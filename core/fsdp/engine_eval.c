@@ -11,7 +11,7 @@
 
 /* The forward and loss() of an eval batch the task has loaded (n samples). */
 static int eval_forward(sr__engine *e, long long step, int batch, int n, double *loss) {
-    sr__watch_phase(SR_PHASE_EVAL);
+    sr__watch_phase(SR__PHASE_EVAL);
     sr_module_call c = sr__engine_call_of(e, n, step, batch, 1);
     int root = e->units.root, nm = e->model->nmods;
     /* the training forward's gathers and prefetches, no activations kept; every unit is resharded

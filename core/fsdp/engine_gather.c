@@ -76,13 +76,13 @@ void sr__engine_shard_from_dev(sr__engine *e, float *shard, const float *dev_src
 
 static int issue_gather_one(sr__engine *e, int u) {
     sr__uslot *s = &e->slot[u];
-    if (s->st != SR_U_RELEASED) return 0;
+    if (s->st != SR__U_RELEASED) return 0;
     const sr__unit *un = &e->units.u[u];
     if (!s->full) s->full = sr__engine_pool_get(e, sr__engine_param_pool_of(e, u));
     if (!s->full) return -1;
     if (!e->shard_pg) { /* one shard holds everything: a cast is the gather */
         cast_shard(e, s->full, s->master, un->shard);
-        s->st = SR_U_GATHERED;
+        s->st = SR__U_GATHERED;
         return 0;
     }
     const void *send = s->master;
@@ -97,7 +97,7 @@ static int issue_gather_one(sr__engine *e, int u) {
     s->issued = sr__prof_now();
     if (sr_pg_all_gather(e->shard_pg, send, s->full, un->shard, e->dtype, &s->gather_work) != 0)
         return sr__engine_pg_fail(e->shard_pg, "all-gather");
-    s->st = SR_U_GATHERING;
+    s->st = SR__U_GATHERING;
     return 0;
 }
 
@@ -110,7 +110,7 @@ void sr__engine_wait_done(double issued, double t0, size_t bytes) {
 
 int sr__engine_wait_gather_one(sr__engine *e, int u) {
     sr__uslot *s = &e->slot[u];
-    if (s->st != SR_U_GATHERING) return 0;
+    if (s->st != SR__U_GATHERING) return 0;
     double t0 = sr__prof_now();
     int rc = sr_work_wait(s->gather_work);
     if (sr__prof.on) sr__engine_wait_done(s->issued, t0, e->units.u[u].padded * e->dsize);
@@ -118,7 +118,7 @@ int sr__engine_wait_gather_one(sr__engine *e, int u) {
     sr__engine_pool_put(sr__engine_temp_pool_of(e, u), s->gather_send);
     s->gather_send = NULL;
     if (rc != 0) return sr__engine_pg_fail(e->shard_pg, "all-gather");
-    s->st = SR_U_GATHERED;
+    s->st = SR__U_GATHERED;
     return 0;
 }
 
@@ -142,8 +142,8 @@ int sr__engine_ensure_gathered(sr__engine *e, int u) {
 
 static void release_one(sr__engine *e, int u) {
     sr__uslot *s = &e->slot[u];
-    if (s->st != SR_U_GATHERED) return;
-    s->st = SR_U_RELEASED;
+    if (s->st != SR__U_GATHERED) return;
+    s->st = SR__U_RELEASED;
     if (!sr__engine_is_root(e, u)) { /* the root keeps its own buffer */
         sr__engine_pool_put(sr__engine_param_pool_of(e, u), s->full);
         s->full = NULL;

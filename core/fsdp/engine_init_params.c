@@ -50,7 +50,7 @@ int sr__engine_fill_master(sr__engine *e, sr__unit_filler fill, void *arg, int f
                     free(host);
                     return -1;
                 }
-                e->slot[u].st = SR_U_RELEASED;
+                e->slot[u].st = SR__U_RELEASED;
             }
             float *dev = borrow ? e->slot[u].full : e->dev->alloc(un->padded * sizeof(float));
             if (!dev) {

@@ -3,15 +3,15 @@
  * ckpt_*.c (saving and loading shards) and weights.c (initial weights from a safetensors file);
  * and the sr__engine_* internals the pieces share (compiled hidden, as every sr__ internal).
  */
-#ifndef SR_FSDP_ENGINE_INTERNAL_H
-#define SR_FSDP_ENGINE_INTERNAL_H
+#ifndef SR__FSDP_ENGINE_INTERNAL_H
+#define SR__FSDP_ENGINE_INTERNAL_H
 
 #include "shardrun/pg.h"
 #include "device/device.h"
 #include "fsdp/engine.h"
 #include "fsdp/units.h"
 
-typedef enum { SR_U_RELEASED = 0, SR_U_GATHERING, SR_U_GATHERED } sr__ustate;
+typedef enum { SR__U_RELEASED = 0, SR__U_GATHERING, SR__U_GATHERED } sr__ustate;
 
 typedef struct sr__pool {
     size_t bytes; /* of each buffer */

@@ -70,7 +70,7 @@ int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, 
                            double *loss, long long *tokens) {
     *tokens = 0;
     sr__watch_step(step, micro);
-    sr__watch_phase(SR_PHASE_FORWARD);
+    sr__watch_phase(SR__PHASE_FORWARD);
     double t0 = sr__prof_now();
     if (e->ops->batch(e->state, samples, n, tokens) != 0) {
         sr__log(SR_LOG_ERROR, "task %s: batch() failed for step %lld", e->task, step);
@@ -93,9 +93,9 @@ int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, 
     c.grad_scale = 0.0f;
 
     /* backward */
-    sr__watch_phase(SR_PHASE_BACKWARD);
+    sr__watch_phase(SR__PHASE_BACKWARD);
     if (root >= 0 && sr__engine_get_grad_buffer(e, root) != 0) return -1;
-    if (cfg->backward_prefetch != SR_PREFETCH_NONE && e->nfwd &&
+    if (cfg->backward_prefetch != SR__PREFETCH_NONE && e->nfwd &&
         sr__engine_issue_gather(e, e->fwd_units[e->nfwd - 1]) != 0)
         return -1;
     for (int mi = nm - 1; mi >= 0; mi--) {
@@ -103,7 +103,7 @@ int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, 
         if (pos >= 0 && unit_last(e, mi)) {
             sr__watch_unit(u);
             if (sr__engine_ensure_gathered(e, u) != 0) return -1;
-            if (cfg->backward_prefetch == SR_PREFETCH_PRE && pos > 0 &&
+            if (cfg->backward_prefetch == SR__PREFETCH_PRE && pos > 0 &&
                 sr__engine_issue_gather(e, e->fwd_units[pos - 1]) != 0)
                 return -1;
             if (sr__engine_get_grad_buffer(e, u) != 0) return -1;
@@ -118,7 +118,7 @@ int sr__engine_micro_batch(sr__engine *e, long long step, int micro, int accum, 
         if (e->ops->backward(e->state, &c) != 0) return sr__engine_task_fail(e, "backward", mi);
         if (sr__prof.on) e->dev->sync(), sr__prof_add(SR__PROF_TASK, t0, 0, 0);
         if (pos >= 0 && unit_first(e, mi)) {
-            if (cfg->backward_prefetch == SR_PREFETCH_POST && pos > 0 &&
+            if (cfg->backward_prefetch == SR__PREFETCH_POST && pos > 0 &&
                 sr__engine_issue_gather(e, e->fwd_units[pos - 1]) != 0)
                 return -1;
             if (sr__engine_issue_reduce(e, u) != 0) return -1;

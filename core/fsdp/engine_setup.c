@@ -18,8 +18,8 @@ static int split_groups(sr__engine *e) {
     sr_pg *w = e->world;
     e->shard_size = 1, e->rep_size = 1;
     if (!w) return 0;
-    int hybrid = e->cfg.strategy == SR_HYBRID_SHARD || e->cfg.strategy == SR_HYBRID_SHARD_ZERO2;
-    if (!e->cfg.enabled || e->cfg.strategy == SR_NO_SHARD) {
+    int hybrid = e->cfg.strategy == SR__HYBRID_SHARD || e->cfg.strategy == SR__HYBRID_SHARD_ZERO2;
+    if (!e->cfg.enabled || e->cfg.strategy == SR__NO_SHARD) {
         e->rep_pg = e->world_size > 1 ? w : NULL;
     } else if (!hybrid) {
         e->shard_pg = e->world_size > 1 ? w : NULL;
@@ -197,7 +197,7 @@ void sr__engine_free(sr__engine *e) {
         while (e->npending) sr__engine_complete_reduce(e, e->pending_rs[0]);
         for (int u = 0; e->slot && u < e->units.n; u++) { /* no slots: out of memory making them */
             sr__uslot *s = &e->slot[u];
-            if (s->st == SR_U_GATHERING) sr__engine_wait_gather_one(e, u);
+            if (s->st == SR__U_GATHERING) sr__engine_wait_gather_one(e, u);
             e->hdev->free(s->master), e->hdev->free(s->grad), e->hdev->free(s->exp_avg), e->hdev->free(s->exp_avg_sq);
             if (e->units.u[u].root) e->dev->free(s->full), e->dev->free(s->gfull);
             else sr__engine_pool_put(sr__engine_param_pool_of(e, u), s->full);

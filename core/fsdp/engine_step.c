@@ -70,7 +70,7 @@ static void adamw_unit(sr__engine *e, int u, const sr__optim *o, const sr__adamw
 
 int sr__engine_step(sr__engine *e, const sr__optim *o, sr__step_result *out) {
     memset(out, 0, sizeof *out);
-    sr__watch_phase(SR_PHASE_OPTIMIZER);
+    sr__watch_phase(SR__PHASE_OPTIMIZER);
     while (e->npending)
         if (sr__engine_complete_reduce(e, e->pending_rs[0]) != 0) return -1;
     if (e->rep_pg && e->offload) { /* host shards go through the device, one at a time */

@@ -76,7 +76,7 @@ static int add_param(sr_model *m, const char *name, int tied_to) {
 
 int sr_model_param(sr_model *m, const char *name, int ndim, const int64_t *shape, sr_init init, unsigned flags) {
     if (!name || !*name) return fail(m, "sr_model_param: empty parameter name");
-    if (ndim < 1 || ndim > SR_MAX_DIMS || !shape) return fail(m, "parameter \"%s\": ndim must be 1..4", name);
+    if (ndim < 1 || ndim > SR__MAX_DIMS || !shape) return fail(m, "parameter \"%s\": ndim must be 1..4", name);
     size_t numel = 1;
     for (int d = 0; d < ndim; d++) {
         if (shape[d] <= 0) return fail(m, "parameter \"%s\": every dimension must be positive", name);

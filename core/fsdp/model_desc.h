@@ -2,20 +2,20 @@
  * The model a task described in create(): modules in forward order and their parameters.
  * Built through shardrun/model.h's sr_model_* calls, then read by the wrap policy and the engine.
  */
-#ifndef SR_FSDP_MODEL_DESC_H
-#define SR_FSDP_MODEL_DESC_H
+#ifndef SR__FSDP_MODEL_DESC_H
+#define SR__FSDP_MODEL_DESC_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "shardrun/model.h"
 
-#define SR_MAX_DIMS 4
+#define SR__MAX_DIMS 4
 
 typedef struct sr__param {
     char *name;
     int ndim;
-    int64_t shape[SR_MAX_DIMS];
+    int64_t shape[SR__MAX_DIMS];
     size_t numel;
     sr_init init;
     unsigned flags;

@@ -3,8 +3,8 @@
  * `name` gets the same value whichever rank computes it, so each rank can fill only its shard
  * and every world size starts from the same model (a counter-based generator, not a stream).
  */
-#ifndef SR_FSDP_PARAM_INIT_H
-#define SR_FSDP_PARAM_INIT_H
+#ifndef SR__FSDP_PARAM_INIT_H
+#define SR__FSDP_PARAM_INIT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -133,7 +133,7 @@ static int split_frozen(sr_model *m, const sr__fsdp_config *c, sr__units *us, in
 int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__units *us) {
     memset(us, 0, sizeof *us);
     us->root = -1;
-    if (c->enabled && c->wrap == SR_WRAP_TRANSFORMER && check_classes(m, c->wrap_classes) != 0) return -1;
+    if (c->enabled && c->wrap == SR__WRAP_TRANSFORMER && check_classes(m, c->wrap_classes) != 0) return -1;
     /* SIZE_BASED_WRAP over a flat module list: consecutive modules are grouped until the group
        holds at least min_num_params (torch's size policy wraps the smallest subtree that reaches
        it; with no hierarchy, the smallest run of consecutive modules is the analogue).  A short
@@ -143,17 +143,17 @@ int sr__units_build(sr_model *m, const sr__fsdp_config *c, int shard_size, sr__u
     size_t open_numel = 0;
     int *tail = sr__calloc((size_t)m->nmods + 1, sizeof *tail), ntail = 0, oom = !tail;
     for (int i = 0; i < m->nmods && !oom; i++) {
-        if (c->enabled && c->wrap == SR_WRAP_TRANSFORMER && class_listed(c->wrap_classes, m->mods[i].cls)) {
+        if (c->enabled && c->wrap == SR__WRAP_TRANSFORMER && class_listed(c->wrap_classes, m->mods[i].cls)) {
             oom = add_module(m, us, new_unit(us, 0, m->mods[i].name), i) != 0;
-        } else if (c->enabled && c->wrap == SR_WRAP_SIZE && !module_tied(m, i)) {
+        } else if (c->enabled && c->wrap == SR__WRAP_SIZE && !module_tied(m, i)) {
             if (open < 0) open = new_unit(us, 0, m->mods[i].name), open_numel = 0, ntail = 0;
             if ((oom = add_module(m, us, open, i) != 0)) break;
             tail[ntail++] = i;
             open_numel += module_numel(m, i);
             if (open_numel >= (size_t)c->min_num_params) open = -1, ntail = 0;
         } else {
-            m->mods[i].unit = -1;                       /* root */
-            if (open >= 0 && c->wrap == SR_WRAP_SIZE) { /* a tied module interrupts the group */
+            m->mods[i].unit = -1;                        /* root */
+            if (open >= 0 && c->wrap == SR__WRAP_SIZE) { /* a tied module interrupts the group */
                 for (int k = 0; k < ntail; k++) m->mods[tail[k]].unit = -1;
                 free(us->u[open].mods), free(us->u[open].label);
                 us->n--, open = -1, ntail = 0;

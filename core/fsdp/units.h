@@ -3,8 +3,8 @@
  * whole), and each unit's flat layout padded to a multiple of the shard-group size.
  * Built once per run, after the task described its model and before any shard exists.
  */
-#ifndef SR_FSDP_UNITS_H
-#define SR_FSDP_UNITS_H
+#ifndef SR__FSDP_UNITS_H
+#define SR__FSDP_UNITS_H
 
 #include <stddef.h>
 

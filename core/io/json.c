@@ -12,7 +12,7 @@ enum { FIRST_DONE = 0x80 }; /* or-ed into open[] (an ASCII bracket): the contain
 
 void sr__json_init(sr__json *j, const void *text, size_t n, char *arena) {
     memset(j, 0, sizeof *j);
-    j->max_depth = SR_JSON_MAX_DEPTH;
+    j->max_depth = SR__JSON_MAX_DEPTH;
     j->s = text;
     j->n = n;
     j->arena = arena;
@@ -54,14 +54,14 @@ static int next(sr__json *j) {
 
 sr__json_type sr__json_peek(sr__json *j) {
     switch (next(j)) {
-    case '{': return SR_JSON_OBJECT;
-    case '[': return SR_JSON_ARRAY;
-    case '"': return SR_JSON_STRING;
+    case '{': return SR__JSON_OBJECT;
+    case '[': return SR__JSON_ARRAY;
+    case '"': return SR__JSON_STRING;
     case 't':
-    case 'f': return SR_JSON_BOOL;
-    case 'n': return SR_JSON_NULL;
+    case 'f': return SR__JSON_BOOL;
+    case 'n': return SR__JSON_NULL;
     case 'N':
-    case 'I': return j->nonfinite ? SR_JSON_NUMBER : SR_JSON_NONE;
+    case 'I': return j->nonfinite ? SR__JSON_NUMBER : SR__JSON_NONE;
     case '-':
     case '0':
     case '1':
@@ -72,8 +72,8 @@ sr__json_type sr__json_peek(sr__json *j) {
     case '6':
     case '7':
     case '8':
-    case '9': return SR_JSON_NUMBER;
-    default: return SR_JSON_NONE;
+    case '9': return SR__JSON_NUMBER;
+    default: return SR__JSON_NONE;
     }
 }
 
@@ -82,8 +82,8 @@ sr__json_type sr__json_peek(sr__json *j) {
 static int begin_value(sr__json *j) {
     if (j->error) return -1;
     if (!j->pending) return sr__json_fail(j, "no value is due here (read the member or element first)");
-    /* (open[] holds SR_JSON_MAX_DEPTH + 1: the containers around a value, and the value itself) */
-    if (j->depth > j->max_depth || j->depth > SR_JSON_MAX_DEPTH) return sr__json_fail(j, "nesting too deep");
+    /* (open[] holds SR__JSON_MAX_DEPTH + 1: the containers around a value, and the value itself) */
+    if (j->depth > j->max_depth || j->depth > SR__JSON_MAX_DEPTH) return sr__json_fail(j, "nesting too deep");
     int c = next(j);
     if (c == -1) return sr__json_fail(j, "expected a value");
     j->pending = 0;
@@ -345,20 +345,20 @@ int sr__json_skip(sr__json *j) {
     sr__json_num num;
     int r, b;
     switch (sr__json_peek(j)) {
-    case SR_JSON_OBJECT:
+    case SR__JSON_OBJECT:
         if (sr__json_object(j)) return -1;
         while ((r = sr__json_member(j, &str, NULL)) > 0)
             if (sr__json_skip(j)) return -1;
         return r;
-    case SR_JSON_ARRAY:
+    case SR__JSON_ARRAY:
         if (sr__json_array(j)) return -1;
         while ((r = sr__json_element(j)) > 0)
             if (sr__json_skip(j)) return -1;
         return r;
-    case SR_JSON_STRING: return sr__json_string(j, &str, NULL);
-    case SR_JSON_NUMBER: return sr__json_number(j, &num);
-    case SR_JSON_BOOL: return sr__json_bool(j, &b);
-    case SR_JSON_NULL: return sr__json_null(j);
+    case SR__JSON_STRING: return sr__json_string(j, &str, NULL);
+    case SR__JSON_NUMBER: return sr__json_number(j, &num);
+    case SR__JSON_BOOL: return sr__json_bool(j, &b);
+    case SR__JSON_NULL: return sr__json_null(j);
     default:
         if (begin_value(j) < 0) return -1;
         return sr__json_fail(j, "expected a value");
@@ -369,7 +369,7 @@ int sr__json_end(sr__json *j) {
     if (j->error) return -1;
     if (j->pending || j->depth) return sr__json_fail(j, "the document ends early");
     if (next(j) == -1) return 0;
-    return sr__json_fail(j, j->top == SR_JSON_OBJECT  ? "unexpected data after the JSON object"
-                            : j->top == SR_JSON_ARRAY ? "unexpected data after the JSON array"
-                                                      : "unexpected data after the JSON value");
+    return sr__json_fail(j, j->top == SR__JSON_OBJECT  ? "unexpected data after the JSON object"
+                            : j->top == SR__JSON_ARRAY ? "unexpected data after the JSON array"
+                                                       : "unexpected data after the JSON value");
 }

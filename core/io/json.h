@@ -24,23 +24,23 @@
  * in the text.  Never prints.  A caller that finds the document well-formed but not what it
  * expects may record its own complaint at the current offset with sr__json_fail().
  */
-#ifndef SR_IO_JSON_H
-#define SR_IO_JSON_H
+#ifndef SR__IO_JSON_H
+#define SR__IO_JSON_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#define SR_JSON_MAX_DEPTH 64
+#define SR__JSON_MAX_DEPTH 64
 
 typedef enum sr__json_type {
-    SR_JSON_NONE = 0, /* the end of the text, or a byte no value starts with */
-    SR_JSON_OBJECT,
-    SR_JSON_ARRAY,
-    SR_JSON_STRING,
-    SR_JSON_NUMBER,
-    SR_JSON_BOOL,
-    SR_JSON_NULL
+    SR__JSON_NONE = 0, /* the end of the text, or a byte no value starts with */
+    SR__JSON_OBJECT,
+    SR__JSON_ARRAY,
+    SR__JSON_STRING,
+    SR__JSON_NUMBER,
+    SR__JSON_BOOL,
+    SR__JSON_NULL
 } sr__json_type;
 
 typedef struct sr__json_num {
@@ -50,7 +50,7 @@ typedef struct sr__json_num {
 } sr__json_num;
 
 typedef struct sr__json {
-    int max_depth; /* containers a value may sit inside: SR_JSON_MAX_DEPTH unless lowered after init */
+    int max_depth; /* containers a value may sit inside: SR__JSON_MAX_DEPTH unless lowered after init */
     int nonfinite; /* set after init to read NaN, Infinity and -Infinity as numbers (what Python's json
                       writes, e.g. in HF's trainer_state.json); off: strict */
     /* the rest is the reader's own */
@@ -59,10 +59,10 @@ typedef struct sr__json {
     char *arena;
     size_t an;
     int own_arena;
-    int depth;                                 /* containers open */
-    unsigned char open[SR_JSON_MAX_DEPTH + 1]; /* per open container: '{' or '[', | 0x80 after its first item */
-    int pending;                               /* a value is due (the top one, a member's, an element) */
-    sr__json_type top;                         /* what the top-level value was */
+    int depth;                                  /* containers open */
+    unsigned char open[SR__JSON_MAX_DEPTH + 1]; /* per open container: '{' or '[', | 0x80 after its first item */
+    int pending;                                /* a value is due (the top one, a member's, an element) */
+    sr__json_type top;                          /* what the top-level value was */
     const char *error;
     size_t error_at;
 } sr__json;

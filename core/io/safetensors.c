@@ -187,9 +187,9 @@ static int check_tensors(const char *path, const sr__st_tensor *t, size_t n, uin
                      (int)t[i].dtype);
             return -1;
         }
-        if (t[i].ndim < 0 || t[i].ndim > SR_ST_MAX_DIMS) {
+        if (t[i].ndim < 0 || t[i].ndim > SR__ST_MAX_DIMS) {
             sr__fail(err, errlen, "%s: tensor %s: %d dimensions (0 to %d allowed)", path, nm, t[i].ndim,
-                     SR_ST_MAX_DIMS);
+                     SR__ST_MAX_DIMS);
             return -1;
         }
         uint64_t nb;
@@ -488,11 +488,11 @@ static int hp_fail(hp *p, const char *fmt, ...) {
 static int uint_array(sr__json *j, uint64_t max, uint64_t *out, int cap, int *count) {
     int more;
     *count = 0;
-    if (sr__json_peek(j) != SR_JSON_ARRAY) return 1;
+    if (sr__json_peek(j) != SR__JSON_ARRAY) return 1;
     if (sr__json_array(j)) return -1;
     while ((more = sr__json_element(j)) > 0) {
         sr__json_num v;
-        if (sr__json_peek(j) != SR_JSON_NUMBER) return 1;
+        if (sr__json_peek(j) != SR__JSON_NUMBER) return 1;
         if (sr__json_number(j, &v)) return -1;
         if (!v.is_uint || v.uint > max) return 1;
         if (*count < cap) out[*count] = v.uint;
@@ -518,10 +518,10 @@ static int parse_tensor(hp *p, sr__st_file *f, const char *name, size_t nlen) {
     char sb[256];
     const char *nm = quote(&q, name), *dtype = NULL;
     int have_shape = 0, have_offs = 0, ndim = 0, noffs = 0, more, r;
-    uint64_t dims[SR_ST_MAX_DIMS], offs[2] = {0, 0};
+    uint64_t dims[SR__ST_MAX_DIMS], offs[2] = {0, 0};
     sr__json *j = &p->j;
     if (strlen(name) != nlen) return hp_fail(p, "tensor %s...: names must not contain \\u0000", nm);
-    if (sr__json_peek(j) != SR_JSON_OBJECT)
+    if (sr__json_peek(j) != SR__JSON_OBJECT)
         return hp_fail(p, "tensor %s: expected an object with dtype, shape and data_offsets", nm);
     if (sr__json_object(j)) return -1;
     const char *key;
@@ -529,11 +529,11 @@ static int parse_tensor(hp *p, sr__st_file *f, const char *name, size_t nlen) {
     while ((more = sr__json_member(j, &key, &klen)) > 0) {
         if (sr__json_key_is(key, klen, "dtype")) {
             if (dtype) return hp_fail(p, "tensor %s: dtype given twice", nm);
-            if (sr__json_peek(j) != SR_JSON_STRING) return hp_fail(p, "tensor %s: dtype is not a string", nm);
+            if (sr__json_peek(j) != SR__JSON_STRING) return hp_fail(p, "tensor %s: dtype is not a string", nm);
             if (sr__json_string(j, &dtype, &dlen)) return -1;
         } else if (sr__json_key_is(key, klen, "shape")) {
             if (have_shape++) return hp_fail(p, "tensor %s: shape given twice", nm);
-            if ((r = uint_array(j, INT64_MAX, dims, SR_ST_MAX_DIMS, &ndim)) > 0)
+            if ((r = uint_array(j, INT64_MAX, dims, SR__ST_MAX_DIMS, &ndim)) > 0)
                 return hp_fail(p, "tensor %s: shape is not an array of non-negative integers", nm);
             if (r) return -1;
         } else if (sr__json_key_is(key, klen, "data_offsets")) {
@@ -556,8 +556,8 @@ static int parse_tensor(hp *p, sr__st_file *f, const char *name, size_t nlen) {
         return hp_fail(p, "tensor %s: dtype %s is not supported by shardrun (it reads F32, F16, BF16, I32 and I64)", nm,
                        quote(&qd, dtype));
     t.dtype = (sr_dtype)d;
-    if (ndim > SR_ST_MAX_DIMS)
-        return hp_fail(p, "tensor %s: %d dimensions, shardrun supports at most %d", nm, ndim, SR_ST_MAX_DIMS);
+    if (ndim > SR__ST_MAX_DIMS)
+        return hp_fail(p, "tensor %s: %d dimensions, shardrun supports at most %d", nm, ndim, SR__ST_MAX_DIMS);
     for (int i = 0; i < ndim; i++) t.shape[i] = (int64_t)dims[i];
     sr__st_shape_str(sb, sizeof sb, ndim, t.shape);
     if (offs[1] < offs[0])
@@ -584,15 +584,15 @@ static int parse_meta(hp *p, sr__st_file *f) {
     int more;
     sr__json *j = &p->j;
     if (f->have_meta++) return hp_fail(p, "__metadata__ given twice");
-    if (sr__json_peek(j) == SR_JSON_NULL) return sr__json_null(j); /* null: serde reads it as no metadata */
-    if (sr__json_peek(j) != SR_JSON_OBJECT) return hp_fail(p, "__metadata__ is not an object of strings");
+    if (sr__json_peek(j) == SR__JSON_NULL) return sr__json_null(j); /* null: serde reads it as no metadata */
+    if (sr__json_peek(j) != SR__JSON_OBJECT) return hp_fail(p, "__metadata__ is not an object of strings");
     if (sr__json_object(j)) return -1;
     sr__st_kv kv;
     size_t klen, vlen;
     while ((more = sr__json_member(j, &kv.key, &klen)) > 0) {
         const char *k = quote(&q, kv.key);
         if (strlen(kv.key) != klen) return hp_fail(p, "__metadata__ %s...: keys must not contain \\u0000", k);
-        if (sr__json_peek(j) != SR_JSON_STRING) return hp_fail(p, "__metadata__ %s: the value is not a string", k);
+        if (sr__json_peek(j) != SR__JSON_STRING) return hp_fail(p, "__metadata__ %s: the value is not a string", k);
         if (sr__json_string(j, &kv.value, &vlen)) return -1;
         if (strlen(kv.value) != vlen) return hp_fail(p, "__metadata__ %s: the value contains \\u0000", k);
         if (f->nmeta == f->metacap) {
@@ -613,7 +613,7 @@ static int parse_header(hp *p, sr__st_file *f) {
     const char *key;
     size_t klen, at;
     int more, rc = -1;
-    if (sr__json_peek(j) != SR_JSON_OBJECT) sr__json_fail(j, "expected '{' (the header is a JSON object)");
+    if (sr__json_peek(j) != SR__JSON_OBJECT) sr__json_fail(j, "expected '{' (the header is a JSON object)");
     else if (sr__json_object(j) == 0) {
         while ((more = sr__json_member(j, &key, &klen)) > 0)
             if (sr__json_key_is(key, klen, "__metadata__") ? parse_meta(p, f) : parse_tensor(p, f, key, klen)) break;
@@ -631,7 +631,7 @@ static int cmp_offset(const void *a, const void *b) {
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-static uint64_t hash_name(const char *s) { return sr__fnv1a64_str(SR_FNV1A64_BASIS, s); }
+static uint64_t hash_name(const char *s) { return sr__fnv1a64_str(SR__FNV1A64_BASIS, s); }
 
 /* Names unique, no two tensors sharing a byte (empty ones share none), the name index. */
 static int check_file(sr__st_file *f, char *err, size_t errlen) {

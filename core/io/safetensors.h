@@ -14,21 +14,21 @@
  * and validates the header (JSON, dtypes, shapes vs. offsets, bounds, no overlap) and that the file
  * ends where its last tensor does (no trailing bytes: HF's reader refuses them too).
  */
-#ifndef SR_CORE_SAFETENSORS_H
-#define SR_CORE_SAFETENSORS_H
+#ifndef SR__CORE_SAFETENSORS_H
+#define SR__CORE_SAFETENSORS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "shardrun/dtype.h"
 
-#define SR_ST_MAX_DIMS 8
+#define SR__ST_MAX_DIMS 8
 
 typedef struct sr__st_tensor {
     const char *name;
     sr_dtype dtype; /* F32, F16, BF16, I32, I64 */
     int ndim;
-    int64_t shape[SR_ST_MAX_DIMS];
+    int64_t shape[SR__ST_MAX_DIMS];
     uint64_t offset; /* from the start of the data section (filled in by create/open) */
     uint64_t nbytes; /* filled in by create/open */
 } sr__st_tensor;

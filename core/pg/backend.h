@@ -3,11 +3,11 @@
  * group's communication thread, and the creation of a child group.  gloo (pg/gloo.c) works on
  * CPU buffers over TCP; shm (pg/shm.c) on CPU buffers
  * through shared memory, for groups whose ranks share a host; nccl (cuda/pg_nccl.c, in libshardrun_cuda.so) on device buffers.
- * Return codes: 0 ok, -1 error (message in err), SR_PG_TIMEOUT when a peer did not deliver in time
+ * Return codes: 0 ok, -1 error (message in err), SR__PG_TIMEOUT when a peer did not deliver in time
  * (*stuck set to that peer's rank in the group when known, else -1).
  */
-#ifndef SR_CORE_PG_BACKEND_H
-#define SR_CORE_PG_BACKEND_H
+#ifndef SR__CORE_PG_BACKEND_H
+#define SR__CORE_PG_BACKEND_H
 
 #include <pthread.h>
 #include <stddef.h>
@@ -15,7 +15,7 @@
 #include "shardrun/pg.h"
 #include "store/store.h"
 
-#define SR_PG_TIMEOUT (-2)
+#define SR__PG_TIMEOUT (-2)
 
 /* The store calls a backend may make, with the contracts of sr__store_set/get/wait/add/fetch/error
    (store/store.h).  They come through this table because libshardrun_cuda.so reaches nothing of

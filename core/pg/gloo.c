@@ -63,7 +63,7 @@ typedef struct gloo_pg {
 } gloo_pg;
 
 /* what an average divides by: the group size (SHARDRUN_DEBUG_PG_FAULT=gloo_avg_divisor: one more) */
-static int avg_divisor(int n) { return sr__pg_fault() == SR_PG_FAULT_GLOO_AVG_DIVISOR ? n + 1 : n; }
+static int avg_divisor(int n) { return sr__pg_fault() == SR__PG_FAULT_GLOO_AVG_DIVISOR ? n + 1 : n; }
 
 static sr__gloo_buf *scratch(gloo_pg *p, int i, size_t len, unsigned char **mem, char *err, size_t errlen) {
     if (p->scratch_len[i] < len || !p->scratch_buf[i]) {
@@ -108,7 +108,7 @@ static const unsigned char *piece(const unsigned char *base, size_t off, size_t 
 /* One direct round over p->dsend/dlen; p->drecv[q] then points to peer q's message. */
 static int exchange(gloo_pg *p, int *stuck, char *err, size_t errlen) {
     int rc = sr__gloo_exchange(p->g, p->dsend, p->dlen, p->drecv, stuck, err, errlen);
-    return rc == 0 ? 0 : *stuck >= 0 ? SR_PG_TIMEOUT : -1;
+    return rc == 0 ? 0 : *stuck >= 0 ? SR__PG_TIMEOUT : -1;
 }
 
 /* dst = op over ranks 0..n-1 of p->drecv[rank] (this rank's entry is `own`), folded in rank
@@ -180,7 +180,7 @@ static int step(gloo_pg *p, sr__gloo_buf *sb, size_t soff, size_t slen, sr__gloo
                 reduce_arg *ra, int *stuck, char *err, size_t errlen) {
     int rc = sr__gloo_ring_step(p->g, mod(p->rank + 1, p->size), sb, soff, slen, mod(p->rank - 1, p->size), rb, roff,
                                 rlen, SEGMENT, ra ? reduce_segment : NULL, ra, stuck, err, errlen);
-    return rc == 0 ? 0 : *stuck >= 0 ? SR_PG_TIMEOUT : -1;
+    return rc == 0 ? 0 : *stuck >= 0 ? SR__PG_TIMEOUT : -1;
 }
 
 /* In-place ring all-gather of a registered buffer whose chunk i is `count` elements (even) or
@@ -307,7 +307,7 @@ static int gloo_broadcast(void *impl, void *buf, size_t count, sr_dtype dt, int 
     *stuck = -1;
     if (p->size == 1) return 0;
     int rc = sr__gloo_broadcast(p->g, buf, count * sr_dtype_size(dt), root, stuck, err, errlen);
-    return rc == 0 ? 0 : *stuck >= 0 ? SR_PG_TIMEOUT : -1;
+    return rc == 0 ? 0 : *stuck >= 0 ? SR__PG_TIMEOUT : -1;
 }
 
 static int gloo_barrier(void *impl, int *stuck, char *err, size_t errlen) {
@@ -315,7 +315,7 @@ static int gloo_barrier(void *impl, int *stuck, char *err, size_t errlen) {
     *stuck = -1;
     if (p->size == 1) return 0;
     int rc = sr__gloo_barrier(p->g, stuck, err, errlen);
-    return rc == 0 ? 0 : *stuck >= 0 ? SR_PG_TIMEOUT : -1;
+    return rc == 0 ? 0 : *stuck >= 0 ? SR__PG_TIMEOUT : -1;
 }
 
 static void gloo_destroy(void *impl);

@@ -5,8 +5,8 @@
  * code and a message; nothing C++ crosses this header.  The ring algorithms themselves are C
  * (pg/gloo.c).
  */
-#ifndef SR_CORE_GLOO_SHIM_H
-#define SR_CORE_GLOO_SHIM_H
+#ifndef SR__CORE_GLOO_SHIM_H
+#define SR__CORE_GLOO_SHIM_H
 
 #include <pthread.h>
 #include <stddef.h>

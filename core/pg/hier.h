@@ -3,8 +3,8 @@
  * on at least one of them, talks through shared memory inside each host and Gloo between one
  * leader per host.  pg.c picks it at group creation, with the shm transport on.
  */
-#ifndef SR_CORE_PG_HIER_H
-#define SR_CORE_PG_HIER_H
+#ifndef SR__CORE_PG_HIER_H
+#define SR__CORE_PG_HIER_H
 
 #include "pg/backend.h"
 

@@ -14,8 +14,8 @@
  *
  * Called from the group's creating thread, with the setup's store calls (made holding its lock).
  */
-#ifndef SR_CORE_PG_MEET_H
-#define SR_CORE_PG_MEET_H
+#ifndef SR__CORE_PG_MEET_H
+#define SR__CORE_PG_MEET_H
 
 #include <stddef.h>
 

@@ -156,7 +156,7 @@ static int run_op(sr_pg *pg, sr_work *w) {
     char err[768] = "";
     int stuck = -1, rc;
     sr__watch_collective_begin((int)w->kind); /* op_kind's order is sr__watch_coll_names' */
-    if (sr__pg_fault() == SR_PG_FAULT_STOP_IN_COLLECTIVE && pg->rank == 1 && w->seq == 40) raise(SIGSTOP);
+    if (sr__pg_fault() == SR__PG_FAULT_STOP_IN_COLLECTIVE && pg->rank == 1 && w->seq == 40) raise(SIGSTOP);
     switch (w->kind) {
     case OP_ALL_GATHER:
         rc = ops->all_gather(pg->impl, w->send, w->recv, w->count, w->dt, &stuck, err, sizeof err);
@@ -175,7 +175,7 @@ static int run_op(sr_pg *pg, sr_work *w) {
     char what[300];
     snprintf(what, sizeof what, "%s #%lu (%zu x %s) on group %s (rank %d of %d)", op_names[w->kind], w->seq, w->count,
              sr_dtype_name(w->dt), pg->name, pg->rank, pg->size);
-    if (rc == SR_PG_TIMEOUT) {
+    if (rc == SR__PG_TIMEOUT) {
         char missing[512];
         name_missing(pg, w, stuck, missing, sizeof missing);
         fail(pg, "%s: rank%s %s did not arrive within %gs (%s)", what, strchr(missing, ',') ? "s" : "", missing,
@@ -427,8 +427,8 @@ static int meet_and_connect(pg_shared *sh, sr_pg *parent, const char *name, cons
     char berr[768] = "";
     /* a backend derives a child from its own kind of parent only */
     void *impl = ops->create(parent && parent->ops == ops ? parent->impl : NULL, &setup, berr, sizeof berr);
-    if (!impl && ops != sh->ops && sh->shm == SHM_AUTO && strncmp(berr, SR_SHM_LATE, strlen(SR_SHM_LATE)) &&
-        strncmp(berr, SR_SHM_OOM, strlen(SR_SHM_OOM))) {
+    if (!impl && ops != sh->ops && sh->shm == SHM_AUTO && strncmp(berr, SR__SHM_LATE, strlen(SR__SHM_LATE)) &&
+        strncmp(berr, SR__SHM_OOM, strlen(SR__SHM_OOM))) {
         /* shm failed on every rank alike (its creation shares each step's outcome): Gloo instead */
         ops = sh->ops;
         snprintf(prefix, sizeof prefix, "%s%s/", name, ops->name);

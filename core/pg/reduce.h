@@ -1,6 +1,6 @@
 /* Reductions of process-group buffers on the CPU (the gloo backend's ring steps, the shm backend's folds). */
-#ifndef SR_CORE_REDUCE_H
-#define SR_CORE_REDUCE_H
+#ifndef SR__CORE_REDUCE_H
+#define SR__CORE_REDUCE_H
 
 #include <stddef.h>
 

@@ -4,8 +4,8 @@
    (a UDP socket connected to it, then getsockname; no packet is sent), and the interface that
    holds it.  The host name is not used: it may resolve to a loopback address (Debian's
    `127.0.1.1 hostname` in /etc/hosts), which another node cannot reach. */
-#ifndef SR_CORE_PG_ROUTE_H
-#define SR_CORE_PG_ROUTE_H
+#ifndef SR__CORE_PG_ROUTE_H
+#define SR__CORE_PG_ROUTE_H
 
 #include <stddef.h>
 

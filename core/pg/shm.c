@@ -189,7 +189,7 @@ static void sleep_on(shm_head *h, _Atomic uint64_t *flag, uint64_t want, long lo
     atomic_fetch_sub(&h->sleepers, 1);
 }
 
-/* Waits until peer q's counter reaches `want`.  0, SR_PG_TIMEOUT (*stuck = q), or -1 when q died. */
+/* Waits until peer q's counter reaches `want`.  0, SR__PG_TIMEOUT (*stuck = q), or -1 when q died. */
 static int wait_for(shm_pg *p, int q, _Atomic uint64_t *flag, uint64_t want, int *stuck, char *err, size_t errlen) {
     if (atomic_load_explicit(flag, memory_order_acquire) >= want) return 0;
     long long t0 = now_ns(), next_check = t0 + LIVENESS_NS, deadline = t0 + (long long)(p->timeout_s * 1e9);
@@ -214,7 +214,7 @@ static int wait_for(shm_pg *p, int q, _Atomic uint64_t *flag, uint64_t want, int
         if (now >= deadline) {
             snprintf(err, errlen, "shm: waited for rank %d", q);
             *stuck = q;
-            return SR_PG_TIMEOUT;
+            return SR__PG_TIMEOUT;
         }
     }
 }
@@ -311,7 +311,7 @@ static int shm_reduce_scatter(void *impl, const void *send, void *recv, size_t c
         publish(p, &p->head[me]->posted, t);
         unsigned char *dst = out + e0 * es;
         /* SHARDRUN_DEBUG_PG_FAULT=shm_reduce_scatter_index: ranks > 0 fold their left neighbour's slice */
-        size_t mine_at = (size_t)(me > 0 && sr__pg_fault() == SR_PG_FAULT_SHM_RS_INDEX ? me - 1 : me) * kb;
+        size_t mine_at = (size_t)(me > 0 && sr__pg_fault() == SR__PG_FAULT_SHM_RS_INDEX ? me - 1 : me) * kb;
         for (int q = 0; q < n; q++) {
             const unsigned char *src =
                 q == me && !overlap ? in + ((size_t)me * count + e0) * es : slot_in(p, q, t) + mine_at;
@@ -461,16 +461,16 @@ int sr__shm_sweep(const char *token) {
 /* One meeting of creation (pg/meet.h): every rank's number at `stage` ("pid": its segment's
    creator, -1 when it could not create it, -2 out of memory; "mapped": 1 when it mapped every
    segment, 0 when not, 2 out of memory, 3 failed before) into vals.  0, or -1 with the message: a
-   rank that did not come in time (SR_SHM_LATE), memory out (SR_SHM_OOM), or the store's error. */
+   rank that did not come in time (SR__SHM_LATE), memory out (SR__SHM_OOM), or the store's error. */
 static int meet(const sr__pg_setup *s, const char *stage, long long value, long long *vals, char *err, size_t errlen) {
     char why[1200];
     int who, rc = sr__pg_meet(s, stage, value, vals, &who, why, sizeof why);
     const char *did = !strcmp(stage, "pid") ? "created" : "mapped";
     if (rc == SR__MEET_LATE)
-        snprintf(err, errlen, SR_SHM_LATE "%s its segment within %gs (missing: rank%s %.1000s)", did, s->timeout_s,
+        snprintf(err, errlen, SR__SHM_LATE "%s its segment within %gs (missing: rank%s %.1000s)", did, s->timeout_s,
                  strchr(why, ',') ? "s" : "", why);
     else if (rc == SR__MEET_OOM)
-        snprintf(err, errlen, SR_SHM_OOM " on rank %d while the ranks %s their segments: %.800s", who, did, why);
+        snprintf(err, errlen, SR__SHM_OOM " on rank %d while the ranks %s their segments: %.800s", who, did, why);
     else if (rc) snprintf(err, errlen, "shm: store error while the ranks %s their segments: %.800s", did, why);
     return rc ? -1 : 0;
 }
@@ -494,7 +494,7 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
     shm_pg *p = sr__calloc(1, sizeof *p);
     if (!p) {
         if (s->size > 1 && (size_t)s->size * 8 <= SLOT) sr__pg_meet_say(s, "pid", -2);
-        snprintf(err, errlen, SR_SHM_OOM " for a group of %d ranks (%zu bytes)", s->size, sizeof *p);
+        snprintf(err, errlen, SR__SHM_OOM " for a group of %d ranks (%zu bytes)", s->size, sizeof *p);
         return NULL;
     }
     p->rank = s->rank;
@@ -515,7 +515,7 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
     long long *ok = sr__calloc((size_t)s->size, sizeof *ok);
     if (!p->base || !p->head || !p->pid || !p->start || !ok) {
         sr__pg_meet_say(s, "pid", -2);
-        snprintf(err, errlen, SR_SHM_OOM " for a group of %d ranks", s->size);
+        snprintf(err, errlen, SR__SHM_OOM " for a group of %d ranks", s->size);
         free(ok);
         shm_destroy(p);
         return NULL;
@@ -554,7 +554,7 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
     }
     for (int q = 0; q < s->size; q++)
         if (p->pid[q] < 0) {
-            if (p->pid[q] == -2) snprintf(err, errlen, SR_SHM_OOM " on rank %d while creating the group", q);
+            if (p->pid[q] == -2) snprintf(err, errlen, SR__SHM_OOM " on rank %d while creating the group", q);
             else if (mine_err[0]) snprintf(err, errlen, "%s", mine_err);
             else
                 snprintf(err, errlen,
@@ -586,7 +586,7 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
     if (meet(s, "mapped", mine_err[0] ? 0 : 1, ok, err, errlen)) goto fail;
     for (int q = 0; q < s->size; q++)
         if (ok[q] != 1) {
-            if (ok[q] == 2) snprintf(err, errlen, SR_SHM_OOM " on rank %d while mapping the group's segments", q);
+            if (ok[q] == 2) snprintf(err, errlen, SR__SHM_OOM " on rank %d while mapping the group's segments", q);
             else if (mine_err[0]) snprintf(err, errlen, "%s", mine_err);
             else if (ok[q] == 3)
                 snprintf(err, errlen,

@@ -3,8 +3,8 @@
  * memory (pg/shm.c).  pg.c picks it per group at creation, when [torch] transport allows it and
  * every member published the same host identity (sr__shm_host_id); other groups use Gloo.
  */
-#ifndef SR_CORE_PG_SHM_H
-#define SR_CORE_PG_SHM_H
+#ifndef SR__CORE_PG_SHM_H
+#define SR__CORE_PG_SHM_H
 
 #include <stddef.h>
 
@@ -14,10 +14,10 @@ extern const sr__pg_backend_ops sr__shm_backend;
 
 /* How the creation error starts when a rank did not come in time: unlike the other failures, which
    every rank learns alike, a late rank may still be on its way, so no rank falls back to Gloo. */
-#define SR_SHM_LATE "shm: not every rank "
+#define SR__SHM_LATE "shm: not every rank "
 /* How it starts when a rank ran out of memory: every rank fails with it (no fallback to Gloo,
    which would only hide it). */
-#define SR_SHM_OOM "shm: out of memory"
+#define SR__SHM_OOM "shm: out of memory"
 
 /* What makes two processes able to share a segment: the host name, the kernel's boot id, and the
    IPC, mount and pid namespaces (a container on the same kernel has its own /dev/shm and pids),

@@ -2,8 +2,8 @@
  * Process groups inside shardrun: creating the world group in a worker (the torch plugin's init
  * hook, through the host API) and handing it to the task context.
  */
-#ifndef SR_CORE_PG_INTERNAL_H
-#define SR_CORE_PG_INTERNAL_H
+#ifndef SR__CORE_PG_INTERNAL_H
+#define SR__CORE_PG_INTERNAL_H
 
 #include "shardrun/pg.h"
 

@@ -3,8 +3,8 @@
  * dlopen, the ABI check, and the checks across plugins (listed twice, requirements).
  * Each failure is reported separately in the diag list; nothing here runs plugin hooks.
  */
-#ifndef SR_CORE_PLUGINS_H
-#define SR_CORE_PLUGINS_H
+#ifndef SR__CORE_PLUGINS_H
+#define SR__CORE_PLUGINS_H
 
 #include <stddef.h>
 

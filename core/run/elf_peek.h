@@ -3,8 +3,8 @@
  * it: the agent checks a task's ABI header before any worker starts, and no task code (not even
  * its constructors) runs before the plugins have written the environment.
  */
-#ifndef SR_CORE_ELF_PEEK_H
-#define SR_CORE_ELF_PEEK_H
+#ifndef SR__CORE_ELF_PEEK_H
+#define SR__CORE_ELF_PEEK_H
 
 #include <stddef.h>
 

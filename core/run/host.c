@@ -35,7 +35,7 @@ static const char *api_get(sr_host *h, const char *key) { return sr__config_valu
 
 static int api_given(sr_host *h, const char *key) {
     sr__setting *s = sr__config_get(&h->run->cfg, h->plugin->name, key);
-    return s && s->from != SR_FROM_DEFAULT;
+    return s && s->from != SR__FROM_DEFAULT;
 }
 
 static void api_reject(sr_host *h, const char *key, const char *fmt, ...) {
@@ -123,7 +123,7 @@ static int api_env_unset(sr_host *h, const char *name, const char *because) {
     return rc;
 }
 
-static const char *api_task_kind(sr_host *h) { return h->run->task.type == SR_TASK_EXEC ? "exec" : "main"; }
+static const char *api_task_kind(sr_host *h) { return h->run->task.type == SR__TASK_EXEC ? "exec" : "main"; }
 
 /* auto: nccl only when a CUDA device is visible; a CPU machine never loads CUDA to find out. */
 static const char *resolve_backend(const char *backend) {

@@ -59,7 +59,7 @@ static void put_int(sr__job *cfg, const char *key, int v, sr__from from, const c
 }
 
 static int is_default(sr__job *cfg, const char *key) {
-    return sr__config_get(cfg, "shardrun", key)->from == SR_FROM_DEFAULT;
+    return sr__config_get(cfg, "shardrun", key)->from == SR__FROM_DEFAULT;
 }
 
 static void apply_cluster(sr__job *cfg, sr__layout *out) {
@@ -93,14 +93,14 @@ static void apply_cluster(sr__job *cfg, sr__layout *out) {
     char where[64];
     snprintf(where, sizeof where, "cluster (%s)", c.source);
     sr__setting *np = sr__config_get(cfg, "shardrun", "nproc_per_node");
-    int nproc_given = np->from != SR_FROM_DEFAULT, nproc = atoi(np->value);
+    int nproc_given = np->from != SR__FROM_DEFAULT, nproc = atoi(np->value);
     /* One process per node with nproc_per_node given is node mode (srun --ntasks-per-node=1,
        mpirun --map-by ppr:1:node): this agent starts the job file's workers.  Any other launch
        that started this process as one rank is per-process mode, and the launcher's layout wins
        over the job file: otherwise every process would start a whole run of its own. */
     int per_process = c.per_process && (c.local_world_size > 1 || !nproc_given || nproc == 1);
     if (per_process && nproc_given && nproc != c.local_world_size) {
-        if (np->from == SR_FROM_CLI)
+        if (np->from == SR__FROM_CLI)
             sr__diag_add(&cfg->diag,
                          "%s: --nproc-per-node %d disagrees with %s, which started this process as rank "
                          "%d of %d, %d per node (%s); drop --nproc-per-node under a launcher that starts one process "
@@ -112,12 +112,12 @@ static void apply_cluster(sr__job *cfg, sr__layout *out) {
                     "one worker; nproc_per_node = %d (%s) is overridden",
                     c.launcher, c.rank, c.world_size, c.local_world_size, c.vars, nproc, np->where);
     }
-    if (is_default(cfg, "nnodes")) put_int(cfg, "nnodes", c.nnodes, SR_FROM_CLUSTER, where);
-    if (is_default(cfg, "node_rank")) put_int(cfg, "node_rank", c.node_rank, SR_FROM_CLUSTER, where);
+    if (is_default(cfg, "nnodes")) put_int(cfg, "nnodes", c.nnodes, SR__FROM_CLUSTER, where);
+    if (is_default(cfg, "node_rank")) put_int(cfg, "node_rank", c.node_rank, SR__FROM_CLUSTER, where);
     if (c.master_addr[0] && is_default(cfg, "master_addr"))
-        put(cfg, "master_addr", c.master_addr, SR_FROM_CLUSTER, where);
+        put(cfg, "master_addr", c.master_addr, SR__FROM_CLUSTER, where);
     if (c.master_port && is_default(cfg, "master_port"))
-        put_int(cfg, "master_port", c.master_port, SR_FROM_CLUSTER, where);
+        put_int(cfg, "master_port", c.master_port, SR__FROM_CLUSTER, where);
     /* several hosts and no address to meet at: every rank would dial its own loopback */
     if (c.nnodes > 1 && !c.master_addr[0] && is_default(cfg, "master_addr"))
         sr__diag_add(&cfg->diag,
@@ -128,7 +128,7 @@ static void apply_cluster(sr__job *cfg, sr__layout *out) {
     out->launcher = c.launcher;
     if (per_process) {
         /* the launcher started this process as one worker: start exactly that one */
-        if (np->from != SR_FROM_CLI) put_int(cfg, "nproc_per_node", c.local_world_size, SR_FROM_CLUSTER, where);
+        if (np->from != SR__FROM_CLI) put_int(cfg, "nproc_per_node", c.local_world_size, SR__FROM_CLUSTER, where);
         out->per_process = 1;
         if (c.rank != c.node_rank * c.local_world_size + c.local_rank || c.world_size != c.nnodes * c.local_world_size)
             sr__diag_add(&cfg->diag,
@@ -160,12 +160,12 @@ void sr__layout_resolve(sr__job *cfg, sr__layout *out) {
                          "%s: standalone picks its own master address and port; drop master_addr/"
                          "master_port (or standalone)",
                          standalone->where);
-        put(cfg, "master_addr", "localhost", SR_FROM_DEFAULT, "standalone");
-        put(cfg, "master_port", "0", SR_FROM_DEFAULT, "standalone");
+        put(cfg, "master_addr", "localhost", SR__FROM_DEFAULT, "standalone");
+        put(cfg, "master_port", "0", SR__FROM_DEFAULT, "standalone");
         if (is_default(cfg, "run_id")) {
             char id[37];
             uuid4(id);
-            put(cfg, "run_id", id, SR_FROM_DEFAULT, "standalone (a fresh id per run)");
+            put(cfg, "run_id", id, SR__FROM_DEFAULT, "standalone (a fresh id per run)");
         }
     }
     out->nproc_per_node = int_of(cfg, "nproc_per_node");

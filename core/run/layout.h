@@ -3,8 +3,8 @@
  * rank 0's rendezvous lives.  Resolved once by the agent from the [shardrun] settings and cluster
  * detection (sr__layout_resolve), then turned into each worker's sr_topology.
  */
-#ifndef SR_CORE_LAYOUT_H
-#define SR_CORE_LAYOUT_H
+#ifndef SR__CORE_LAYOUT_H
+#define SR__CORE_LAYOUT_H
 
 #include "shardrun/plugin.h"
 #include "config/job.h"

@@ -148,8 +148,8 @@ int sr__run_prepare(sr__run *run, const sr__run_args *args) {
     run->layout.max_restarts = run->settings.max_restarts;
     sr__task_spec_resolve(cfg, args->nextra, args->extra, &run->task);
     if (cfg->diag.n) goto fail;
-    run->model_task = run->task.type == SR_TASK_SO && run->task.kind == SR_TASK_MODEL;
-    if (run->task.type == SR_TASK_SO && run->task.kind == SR_TASK_MODEL && sr__task_spec_check_trainer_keys(cfg) != 0)
+    run->model_task = run->task.type == SR__TASK_SO && run->task.kind == SR_TASK_MODEL;
+    if (run->task.type == SR__TASK_SO && run->task.kind == SR_TASK_MODEL && sr__task_spec_check_trainer_keys(cfg) != 0)
         goto fail;
     if (sr__run_validate_plugins(run) != 0) goto fail;
     for (int i = 0; i < run->layout.spawn_count; i++) {
@@ -219,7 +219,7 @@ static char *run_fingerprint(sr__run *run) {
     sr__buf_printf(&b, "#host=%s\n#node=%d\n", host, l->node_rank);
     sr__buf_printf(&b, "nnodes=%d\nnproc_per_node=%d\n", l->nnodes, l->nproc_per_node);
     const char *slash = strrchr(run->task.path ? run->task.path : "", '/');
-    if (run->task.type == SR_TASK_EXEC) sr__buf_printf(&b, "task=exec:%s\n", slash ? slash + 1 : run->task.path);
+    if (run->task.type == SR__TASK_EXEC) sr__buf_printf(&b, "task=exec:%s\n", slash ? slash + 1 : run->task.path);
     else
         sr__buf_printf(&b, "task=%s (kind %u)\ntask_file=%s\n", slash ? slash + 1 : run->task.path, run->task.kind,
                        file_digest(run->task.path, digest, sizeof digest));
@@ -254,7 +254,7 @@ int sr__run_prepare_rdzv(sr__run *run) {
     sr__rdzv_args a = {
         .nagents = nagents,
         .agent_id = (l->node_rank * l->nproc_per_node + l->first_local) / l->spawn_count,
-        .need_store = !(nagents == 1 && run->task.type == SR_TASK_EXEC),
+        .need_store = !(nagents == 1 && run->task.type == SR__TASK_EXEC),
         .master_addr = l->master_addr,
         .master_port = l->master_port,
         .port_value = port->value,

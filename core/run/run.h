@@ -3,8 +3,8 @@
  * and the task.  sr__run_prepare() does every check that can fail before a worker starts; the
  * launcher and the dry run only read it.
  */
-#ifndef SR_CORE_RUN_H
-#define SR_CORE_RUN_H
+#ifndef SR__CORE_RUN_H
+#define SR__CORE_RUN_H
 
 #include <stddef.h>
 

@@ -6,8 +6,8 @@
  * worker after the run started.  The task's code runs in that short-lived child only: the agent
  * itself never loads a task (plugins write the workers' environment before any task code loads).
  */
-#ifndef SR_RUN_TASK_PROBE_H
-#define SR_RUN_TASK_PROBE_H
+#ifndef SR__RUN_TASK_PROBE_H
+#define SR__RUN_TASK_PROBE_H
 
 #include <stddef.h>
 

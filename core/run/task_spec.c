@@ -86,7 +86,7 @@ static char *find_in_path(const char *prog, int *oom) {
 static char *relative_to(const sr__setting *s, const sr__job *cfg, const char *p) {
     char cwd[PATH_MAX];
     if (p[0] == '/') return sr__strdup(p);
-    const char *base = s->from == SR_FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
+    const char *base = s->from == SR__FROM_FILE ? cfg->dir : (getcwd(cwd, sizeof cwd) ? cwd : ".");
     return sr__fmt("%s/%s", base, p);
 }
 
@@ -122,7 +122,7 @@ static int resolve_exec(sr__job *cfg, const sr__setting *s, sr__task_spec *out) 
     }
     free(words[0]);
     words[0] = prog0;
-    out->type = SR_TASK_EXEC;
+    out->type = SR__TASK_EXEC;
     out->path = prog;
     out->argv = words;
     out->argc = n;
@@ -262,7 +262,7 @@ int sr__task_spec_resolve(sr__job *cfg, int nextra, char *const *extra, sr__task
             free(path);
             return -1;
         }
-        out->type = SR_TASK_SO;
+        out->type = SR__TASK_SO;
         out->kind = head[2];
         out->path = path;
         out->argv = sr__calloc(2, sizeof *out->argv);

@@ -2,16 +2,16 @@
  * What `[shardrun] task` names: a task .so (path or bare name) or an exec: program, checked by
  * the agent before any worker starts (file found, ABI header read without loading the code).
  */
-#ifndef SR_CORE_TASK_SPEC_H
-#define SR_CORE_TASK_SPEC_H
+#ifndef SR__CORE_TASK_SPEC_H
+#define SR__CORE_TASK_SPEC_H
 
 #include "config/job.h"
 
-typedef enum { SR_TASK_SO = 1, SR_TASK_EXEC } sr__task_type;
+typedef enum { SR__TASK_SO = 1, SR__TASK_EXEC } sr__task_type;
 
 typedef struct sr__task_spec {
     sr__task_type type;
-    unsigned kind; /* SR_TASK_SO: sr_task_kind from the ABI header */
+    unsigned kind; /* SR__TASK_SO: sr_task_kind from the ABI header */
     char *path;    /* the .so, or the program as found */
     char **argv;   /* NULL-terminated: argv[0] is path; then the exec words; then the `--` args */
     int argc;

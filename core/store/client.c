@@ -30,8 +30,8 @@ struct sr__store {
 
 static int send_request(sr__store *c, unsigned op, uint32_t n, const void *const *items, const uint32_t *lens) {
     sr__buf b = {0};
-    unsigned char h[SR_STORE_HEADER] = {0};
-    sr__put_u32(h, SR_STORE_MAGIC);
+    unsigned char h[SR__STORE_HEADER] = {0};
+    sr__put_u32(h, SR__STORE_MAGIC);
     h[4] = (unsigned char)op;
     sr__put_u32(h + 8, n);
     sr__buf_add(&b, (const char *)h, sizeof h);
@@ -108,7 +108,7 @@ static int refused(sr__store *c) {
 
 static int call(sr__store *c, unsigned op, uint32_t n, const void *const *items, const uint32_t *lens) {
     if (send_request(c, op, n, items, lens) != 0 || read_reply(c) != 0) return -1;
-    if (c->msg->op_or_status == SR_ST_ERROR) return refused(c);
+    if (c->msg->op_or_status == SR__ST_ERROR) return refused(c);
     return (int)c->msg->op_or_status;
 }
 
@@ -162,7 +162,7 @@ sr__store *sr__store_connect(const char *host, int port, const char *token, doub
     c->msg = &c->msg_;
     const void *items[1] = {token};
     uint32_t lens[1] = {(uint32_t)strlen(token)};
-    if (call(c, SR_OP_HELLO, 1, items, lens) != SR_ST_OK) {
+    if (call(c, SR__OP_HELLO, 1, items, lens) != SR__ST_OK) {
         snprintf(err, errlen, "store at %s:%d: %s", host, port, c->error);
         int lost = c->lost;
         sr__store_close(c);
@@ -175,7 +175,7 @@ sr__store *sr__store_connect(const char *host, int port, const char *token, doub
 int sr__store_set(sr__store *c, const char *key, const void *value, size_t len) {
     const void *items[2] = {key, value};
     uint32_t lens[2] = {(uint32_t)strlen(key), (uint32_t)len};
-    return call(c, SR_OP_SET, 2, items, lens) == SR_ST_OK ? 0 : -1;
+    return call(c, SR__OP_SET, 2, items, lens) == SR__ST_OK ? 0 : -1;
 }
 
 /* Item i of the last reply, malloc'ed and NUL-terminated, into *value. */
@@ -193,9 +193,9 @@ static int copy_value(sr__store *c, uint32_t i, void **value, size_t *len) {
 int sr__store_get(sr__store *c, const char *key, void **value, size_t *len) {
     const void *items[1] = {key};
     uint32_t lens[1] = {(uint32_t)strlen(key)};
-    int st = call(c, SR_OP_GET, 1, items, lens);
-    if (st == SR_ST_NOTFOUND) return 1;
-    if (st != SR_ST_OK || c->msg->nitems != 1) return -1;
+    int st = call(c, SR__OP_GET, 1, items, lens);
+    if (st == SR__ST_NOTFOUND) return 1;
+    if (st != SR__ST_OK || c->msg->nitems != 1) return -1;
     return copy_value(c, 0, value, len);
 }
 
@@ -204,7 +204,7 @@ long long sr__store_add(sr__store *c, const char *key, long long delta) {
     sr__put_i64(d, delta);
     const void *items[2] = {key, d};
     uint32_t lens[2] = {(uint32_t)strlen(key), 8};
-    if (call(c, SR_OP_ADD, 2, items, lens) != SR_ST_OK || c->msg->nitems != 1 || c->msg->len[0] != 8) return -1;
+    if (call(c, SR__OP_ADD, 2, items, lens) != SR__ST_OK || c->msg->nitems != 1 || c->msg->len[0] != 8) return -1;
     return sr__get_i64(c->msg->item[0]);
 }
 
@@ -231,7 +231,7 @@ static int wait_request(sr__store *c, long long timeout_ms, const char *const *k
     sr__put_i64(t, timeout_ms);
     const void *head[1] = {t};
     uint32_t hlens[1] = {8};
-    return keys_request(c, SR_OP_WAIT, head, hlens, 1, keys, n);
+    return keys_request(c, SR__OP_WAIT, head, hlens, 1, keys, n);
 }
 
 /* A TIMEOUT reply's keys, comma-separated, into missing. */
@@ -247,9 +247,9 @@ static long long timeout_ms_of(double timeout_s) { return timeout_s < 0 ? -1 : (
 
 int sr__store_wait(sr__store *c, const char *const *keys, int n, double timeout_s, char *missing, size_t mlen) {
     if (wait_request(c, timeout_ms_of(timeout_s), keys, n) != 0 || read_reply(c) != 0) return -1;
-    if (c->msg->op_or_status == SR_ST_OK) return 0;
-    if (c->msg->op_or_status == SR_ST_ERROR) return refused(c);
-    if (c->msg->op_or_status != SR_ST_TIMEOUT) {
+    if (c->msg->op_or_status == SR__ST_OK) return 0;
+    if (c->msg->op_or_status == SR__ST_ERROR) return refused(c);
+    if (c->msg->op_or_status != SR__ST_TIMEOUT) {
         snprintf(c->error, sizeof c->error, "malformed wait reply from the store");
         return -1;
     }
@@ -258,9 +258,9 @@ int sr__store_wait(sr__store *c, const char *const *keys, int n, double timeout_
 }
 
 int sr__store_check(sr__store *c, const char *const *keys, int n) {
-    if (keys_request(c, SR_OP_CHECK, NULL, NULL, 0, keys, n) != 0 || read_reply(c) != 0) return -1;
-    if (c->msg->op_or_status == SR_ST_ERROR) return refused(c);
-    return c->msg->op_or_status == SR_ST_OK ? 1 : c->msg->op_or_status == SR_ST_NOTFOUND ? 0 : -1;
+    if (keys_request(c, SR__OP_CHECK, NULL, NULL, 0, keys, n) != 0 || read_reply(c) != 0) return -1;
+    if (c->msg->op_or_status == SR__ST_ERROR) return refused(c);
+    return c->msg->op_or_status == SR__ST_OK ? 1 : c->msg->op_or_status == SR__ST_NOTFOUND ? 0 : -1;
 }
 
 static int fetch(sr__store *c, const char *const *keys, int n, uint32_t piece, uint32_t pieces, double timeout_s,
@@ -270,14 +270,14 @@ static int fetch(sr__store *c, const char *const *keys, int n, uint32_t piece, u
     sr__put_u32(p, piece), sr__put_u32(p + 4, pieces);
     const void *head[2] = {t, p};
     uint32_t hlens[2] = {8, 8};
-    if (keys_request(c, SR_OP_FETCH, head, hlens, 2, keys, n) != 0 || read_reply(c) != 0) return -1;
+    if (keys_request(c, SR__OP_FETCH, head, hlens, 2, keys, n) != 0 || read_reply(c) != 0) return -1;
     unsigned st = c->msg->op_or_status;
-    if (st == SR_ST_TIMEOUT) {
+    if (st == SR__ST_TIMEOUT) {
         list_missing(c, missing, mlen);
         return 1;
     }
-    if (st == SR_ST_ERROR) return refused(c);
-    if (st != SR_ST_OK || c->msg->nitems != (uint32_t)n) {
+    if (st == SR__ST_ERROR) return refused(c);
+    if (st != SR__ST_OK || c->msg->nitems != (uint32_t)n) {
         snprintf(c->error, sizeof c->error, "malformed fetch reply from the store");
         return -1;
     }

@@ -4,8 +4,8 @@
  * Made by the run (run/run.c), published by every agent at rendezvous and compared by the hosting
  * agent (store/rdzv_host.c) before any other agent starts a worker.
  */
-#ifndef SR_STORE_FINGERPRINT_H
-#define SR_STORE_FINGERPRINT_H
+#ifndef SR__STORE_FINGERPRINT_H
+#define SR__STORE_FINGERPRINT_H
 
 #include <stddef.h>
 

@@ -137,18 +137,18 @@ int sr__rdzv_timeout_ms(const sr__rdzv *r) {
     /* waiting for agents to read the verdict, or watching for one that goes away: look again soon */
     if (r->server && r->nagents > 1 && (t < 0 || t > 100)) t = 100;
     /* a restart: its delay, and the deadline for agents to come back */
-    if (r->hosting && r->phase == SR_RDZV_RESTART && (t < 0 || t > 100)) t = 100;
+    if (r->hosting && r->phase == SR__RDZV_RESTART && (t < 0 || t > 100)) t = 100;
     return t;
 }
 
 int sr__rdzv_outcome_known(const sr__rdzv *r) {
     if (r->host_lost) return 1;
-    if (r->hosting || r->nagents < 2 || !r->enabled) return r->phase != SR_RDZV_RUNNING;
+    if (r->hosting || r->nagents < 2 || !r->enabled) return r->phase != SR__RDZV_RUNNING;
     return r->watch_closed && !r->waiting_start;
 }
 
 void sr__rdzv_report_failure(sr__rdzv *r, int node, const char *what, sr__rdzv_failure kind) {
-    if (r->phase != SR_RDZV_RUNNING || r->reported_failure || r->host_lost) return; /* the first one is known */
+    if (r->phase != SR__RDZV_RUNNING || r->reported_failure || r->host_lost) return; /* the first one is known */
     if (r->hosting || !r->enabled) {
         sr__rdzv_decide(r, node, kind, what);
     } else if (r->ctl) {
@@ -166,7 +166,7 @@ int sr__rdzv_report_done(sr__rdzv *r, const char *results, size_t len, int succe
     if (r->ctl && len) {
         /* node 0 prints every rank's results; a node's that do not fit one store value stay local */
         sr__rdzv_key(key, sizeof key, "run/%d/results/%d", r->attempt, r->agent_id);
-        if (len > SR_STORE_MAX_VALUE || sr__store_set(r->ctl, key, results, len) != 0) kept_local = 1;
+        if (len > SR__STORE_MAX_VALUE || sr__store_set(r->ctl, key, results, len) != 0) kept_local = 1;
     }
     if (!succeeded) return kept_local; /* "done" means: every rank of this agent succeeded */
     sr__rdzv_key(key, sizeof key, "run/%d/done/%d", r->attempt, r->agent_id);
@@ -180,7 +180,7 @@ void sr__rdzv_lose_host(sr__rdzv *r, const char *what) {
     r->host_lost = 1;
     r->reported_failure = 1;
     sr__rdzv_set_failure(r, 0, 0, what);
-    r->phase = SR_RDZV_FAILED;
+    r->phase = SR__RDZV_FAILED;
 }
 
 void sr__rdzv_peer_silent(sr__rdzv *r, int agent) {
@@ -191,11 +191,11 @@ void sr__rdzv_peer_silent(sr__rdzv *r, int agent) {
    (the host's own "done" is set only when its ranks all succeeded), and whether the next attempt
    may start once this agent's workers are gone. */
 static void decide(sr__rdzv *r) {
-    if (r->hosting && r->phase == SR_RDZV_RUNNING && sr__rdzv_all_done(r)) {
+    if (r->hosting && r->phase == SR__RDZV_RUNNING && sr__rdzv_all_done(r)) {
         /* without a store (a lone agent) all_done holds at once: its own report says it */
         if (r->server || r->done_here) sr__rdzv_succeed(r);
     }
-    if (r->stopped_here && (r->phase == SR_RDZV_RESTART || r->phase == SR_RDZV_FAILED))
+    if (r->stopped_here && (r->phase == SR__RDZV_RESTART || r->phase == SR__RDZV_FAILED))
         r->next_ready = sr__rdzv_restart_ready(r);
 }
 
@@ -233,9 +233,9 @@ int sr__rdzv_report(sr__rdzv *r, const sr__rdzv_news *news) {
 
 sr__rdzv_view sr__rdzv_view_now(const sr__rdzv *r) {
     sr__rdzv_view v = {.phase = r->phase};
-    v.verdict_known = r->phase != SR_RDZV_RUNNING && r->phase != SR_RDZV_RESTART && sr__rdzv_outcome_known(r);
+    v.verdict_known = r->phase != SR__RDZV_RUNNING && r->phase != SR__RDZV_RESTART && sr__rdzv_outcome_known(r);
     v.settled = sr__rdzv_settled(r);
-    v.next_attempt = !r->stopped_here ? 0 : r->phase == SR_RDZV_FAILED ? -1 : r->next_ready;
+    v.next_attempt = !r->stopped_here ? 0 : r->phase == SR__RDZV_FAILED ? -1 : r->next_ready;
     return v;
 }
 

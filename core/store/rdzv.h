@@ -30,8 +30,8 @@
  * others, restarts; store/rdzv_internal.h says which file does what), and the keys and values
  * agents exchange are in store/rdzv_protocol.h.
  */
-#ifndef SR_CORE_RDZV_H
-#define SR_CORE_RDZV_H
+#ifndef SR__CORE_RDZV_H
+#define SR__CORE_RDZV_H
 
 #include <poll.h>
 #include <stddef.h>
@@ -41,30 +41,30 @@
 #include "store/store.h"
 
 typedef enum sr__rdzv_phase {
-    SR_RDZV_RUNNING = 0, /* no verdict for this attempt yet */
-    SR_RDZV_RESTART,     /* this attempt ends; the job starts again */
-    SR_RDZV_FAILED,
-    SR_RDZV_PREEMPTED,
-    SR_RDZV_SUCCEEDED
+    SR__RDZV_RUNNING = 0, /* no verdict for this attempt yet */
+    SR__RDZV_RESTART,     /* this attempt ends; the job starts again */
+    SR__RDZV_FAILED,
+    SR__RDZV_PREEMPTED,
+    SR__RDZV_SUCCEEDED
 } sr__rdzv_phase;
 
 /* What a failure report says of the failure (the host decides what follows). */
 typedef enum sr__rdzv_failure {
-    SR_FAIL_FINAL = 'f',     /* never retried: before training began, or an interrupted agent */
-    SR_FAIL_CONFIG = 'c',    /* a configuration error (exit 2), or agents started with different jobs */
-    SR_FAIL_RETRYABLE = 'x', /* a rank failed once its work had begun, or an agent went away */
-    SR_FAIL_STOPPED = 's',   /* never retried: a rank was asked to stop (SIGTERM, SIGINT, SIGHUP) */
-    SR_FAIL_PREEMPT = 'p'    /* not a failure: an agent was asked to stop with a checkpoint */
+    SR__FAIL_FINAL = 'f',     /* never retried: before training began, or an interrupted agent */
+    SR__FAIL_CONFIG = 'c',    /* a configuration error (exit 2), or agents started with different jobs */
+    SR__FAIL_RETRYABLE = 'x', /* a rank failed once its work had begun, or an agent went away */
+    SR__FAIL_STOPPED = 's',   /* never retried: a rank was asked to stop (SIGTERM, SIGINT, SIGHUP) */
+    SR__FAIL_PREEMPT = 'p'    /* not a failure: an agent was asked to stop with a checkpoint */
 } sr__rdzv_failure;
 
 /* Hosting agent: where another agent stands in the run (its current join). */
 typedef enum sr__rdzv_peer_state {
-    SR_PEER_UNSEEN = 0, /* no join answered yet */
-    SR_PEER_REFUSED,    /* its first join was refused: it read why and leaves (the run fails) */
-    SR_PEER_ACCEPTED,   /* accepted: its workers take part in the current attempt */
-    SR_PEER_BACK,       /* accepted while the job restarts (it came back, or came late): it is
+    SR__PEER_UNSEEN = 0, /* no join answered yet */
+    SR__PEER_REFUSED,    /* its first join was refused: it read why and leaves (the run fails) */
+    SR__PEER_ACCEPTED,   /* accepted: its workers take part in the current attempt */
+    SR__PEER_BACK,       /* accepted while the job restarts (it came back, or came late): it is
                            ready for the next attempt, and ACCEPTED once that starts */
-    SR_PEER_GONE        /* it was accepted and went away: it must come back (a later join) while
+    SR__PEER_GONE        /* it was accepted and went away: it must come back (a later join) while
                            the job restarts, or the restart is called off */
 } sr__rdzv_peer_state;
 

@@ -136,7 +136,7 @@ static void read_start(sr__rdzv *r) {
         r->start_ready = 1;
     } else {
         r->attempt++; /* the host's verdict, and its acknowledgement, belong to the next attempt */
-        r->phase = SR_RDZV_FAILED;
+        r->phase = SR__RDZV_FAILED;
         sr__rdzv_set_failure(r, 0, 0,
                              rc == 0 && !strncmp((char *)v, "fail:", 5)
                                  ? (char *)v + 5
@@ -161,13 +161,13 @@ void sr__rdzv_read_watch(sr__rdzv *r) {
         char kind, msg[1024];
         sr__rdzv_message_parse((char *)v, len, &node, &kind, msg, sizeof msg);
         sr__rdzv_verdict verdict = (sr__rdzv_verdict)kind;
-        if (verdict != SR_VERDICT_SUCCEEDED) sr__rdzv_set_failure(r, node, verdict == SR_VERDICT_CONFIG, msg);
+        if (verdict != SR__VERDICT_SUCCEEDED) sr__rdzv_set_failure(r, node, verdict == SR__VERDICT_CONFIG, msg);
         r->phase = sr__rdzv_verdict_phase(verdict);
-    } else if (r->phase == SR_RDZV_RUNNING) {
+    } else if (r->phase == SR__RDZV_RUNNING) {
         sr__rdzv_set_failure(r, 0, 0, "");
         snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)",
                  rc < 0 ? sr__store_error(r->ctl) : "its store closed");
-        r->phase = SR_RDZV_FAILED;
+        r->phase = SR__RDZV_FAILED;
     }
     free(v);
 }

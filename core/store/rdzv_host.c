@@ -43,41 +43,41 @@ static void publish_verdict(sr__rdzv *r, int node, sr__rdzv_verdict verdict, con
     for (int a = 1; a < r->nagents; a++)
         sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, a), v,
                              (size_t)n);
-    if (verdict != SR_VERDICT_RESTART) r->outcome_at = sr__now_s(); /* a final verdict: agents acknowledge it */
+    if (verdict != SR__VERDICT_RESTART) r->outcome_at = sr__now_s(); /* a final verdict: agents acknowledge it */
 }
 
 void sr__rdzv_decide(sr__rdzv *r, int node, sr__rdzv_failure kind, const char *what) {
-    if (r->phase != SR_RDZV_RUNNING) return;
-    sr__rdzv_set_failure(r, node, kind == SR_FAIL_CONFIG, what);
+    if (r->phase != SR__RDZV_RUNNING) return;
+    sr__rdzv_set_failure(r, node, kind == SR__FAIL_CONFIG, what);
     r->decided_kind = kind;
-    if (kind != SR_FAIL_PREEMPT) sr__buf_printf(&r->attempts, "attempt %d: %s\n", r->attempt, what);
-    sr__rdzv_verdict verdict = kind == SR_FAIL_RETRYABLE && r->attempt < r->max_restarts ? SR_VERDICT_RESTART
-                               : kind == SR_FAIL_PREEMPT                                 ? SR_VERDICT_PREEMPTED
-                               : kind == SR_FAIL_CONFIG                                  ? SR_VERDICT_CONFIG
-                                                                                         : SR_VERDICT_FAILED;
+    if (kind != SR__FAIL_PREEMPT) sr__buf_printf(&r->attempts, "attempt %d: %s\n", r->attempt, what);
+    sr__rdzv_verdict verdict = kind == SR__FAIL_RETRYABLE && r->attempt < r->max_restarts ? SR__VERDICT_RESTART
+                               : kind == SR__FAIL_PREEMPT                                 ? SR__VERDICT_PREEMPTED
+                               : kind == SR__FAIL_CONFIG                                  ? SR__VERDICT_CONFIG
+                                                                                          : SR__VERDICT_FAILED;
     r->phase = sr__rdzv_verdict_phase(verdict);
-    if (verdict == SR_VERDICT_RESTART) r->restart_at = sr__now_s();
+    if (verdict == SR__VERDICT_RESTART) r->restart_at = sr__now_s();
     publish_verdict(r, node, verdict, what);
 }
 
 void sr__rdzv_succeed(sr__rdzv *r) {
-    if (r->phase != SR_RDZV_RUNNING) return;
-    r->phase = SR_RDZV_SUCCEEDED;
-    publish_verdict(r, 0, SR_VERDICT_SUCCEEDED, "every rank succeeded");
+    if (r->phase != SR__RDZV_RUNNING) return;
+    r->phase = SR__RDZV_SUCCEEDED;
+    publish_verdict(r, 0, SR__VERDICT_SUCCEEDED, "every rank succeeded");
 }
 
 /* What it answers a join (the join_no-th of agent a): "ok A <job id>" (the attempt it joins), or
    why not (-1). */
 static int admit(sr__rdzv *r, int a, int join_no, const char *theirs, char *why, size_t wlen) {
     if (sr__fingerprint_differ(r->fingerprint ? r->fingerprint : "", theirs, why, wlen)) return -1;
-    if (join_no > 1 && !(r->peers[a].state == SR_PEER_GONE && r->phase == SR_RDZV_RESTART)) {
+    if (join_no > 1 && !(r->peers[a].state == SR__PEER_GONE && r->phase == SR__RDZV_RESTART)) {
         snprintf(why, wlen,
                  "node %d's shardrun (agent %d) is already part of this run%s; start each node's shardrun "
                  "once (a node whose shardrun was lost may come back while the job restarts)",
-                 r->peers[a].node, a, r->phase == SR_RDZV_RUNNING ? "" : ", which is ending");
+                 r->peers[a].node, a, r->phase == SR__RDZV_RUNNING ? "" : ", which is ending");
         return -1;
     }
-    snprintf(why, wlen, "ok %d %s", r->phase == SR_RDZV_RESTART ? r->attempt + 1 : r->attempt, r->job_id);
+    snprintf(why, wlen, "ok %d %s", r->phase == SR__RDZV_RESTART ? r->attempt + 1 : r->attempt, r->job_id);
     return 0;
 }
 
@@ -112,11 +112,11 @@ static void check_fingerprints(sr__rdzv *r) {
             p->last_heard = sr__now_s();
             /* accepted while the job restarts (back after its node was lost, or late): it joins the
                next attempt */
-            p->state = r->phase == SR_RDZV_RESTART ? SR_PEER_BACK : SR_PEER_ACCEPTED;
+            p->state = r->phase == SR__RDZV_RESTART ? SR__PEER_BACK : SR__PEER_ACCEPTED;
         } else if (j == 1) {
-            p->state = SR_PEER_REFUSED;
+            p->state = SR__PEER_REFUSED;
             if (!r->refused_at) r->refused_at = sr__now_s();
-            sr__rdzv_decide(r, 0, SR_FAIL_CONFIG, why);
+            sr__rdzv_decide(r, 0, SR__FAIL_CONFIG, why);
         }
     }
 }
@@ -129,17 +129,17 @@ static void check_agents(sr__rdzv *r) {
     char key[64], why[300];
     for (int a = 1; a < r->nagents; a++) {
         sr__rdzv_peer *p = &r->peers[a];
-        if (p->state != SR_PEER_ACCEPTED && p->state != SR_PEER_BACK) continue;
+        if (p->state != SR__PEER_ACCEPTED && p->state != SR__PEER_BACK) continue;
         if (sr__store_server_waiting(r->server, sr__rdzv_key(key, sizeof key, "run/alive/%d/%d", a, p->join))) {
             p->watching = 1;
         } else if (p->watching) {
             p->watching = 0;
-            p->state = SR_PEER_GONE;
+            p->state = SR__PEER_GONE;
             snprintf(why, sizeof why, "node %d's shardrun (agent %d) went away%s", p->node, a,
-                     r->phase == SR_RDZV_RUNNING   ? " before the run ended"
-                     : r->phase == SR_RDZV_RESTART ? " while the job restarted"
-                                                   : "");
-            if (r->phase == SR_RDZV_RUNNING) sr__rdzv_decide(r, p->node, SR_FAIL_RETRYABLE, why);
+                     r->phase == SR__RDZV_RUNNING   ? " before the run ended"
+                     : r->phase == SR__RDZV_RESTART ? " while the job restarted"
+                                                    : "");
+            if (r->phase == SR__RDZV_RUNNING) sr__rdzv_decide(r, p->node, SR__FAIL_RETRYABLE, why);
         }
     }
 }
@@ -151,7 +151,7 @@ void sr__rdzv_host_handle(sr__rdzv *r) {
     size_t len;
     const char *v =
         sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/failure", r->attempt, 0), &len);
-    if (v && r->phase == SR_RDZV_RUNNING && !r->reported_failure) {
+    if (v && r->phase == SR__RDZV_RUNNING && !r->reported_failure) {
         int node;
         char kind, msg[1024];
         sr__rdzv_message_parse(v, len, &node, &kind, msg, sizeof msg);
@@ -183,9 +183,9 @@ int sr__rdzv_settled(const sr__rdzv *r) {
     char key[64];
     for (int a = 1; a < r->nagents; a++) {
         sr__rdzv_peer_state s = r->peers[a].state;
-        if (s == SR_PEER_UNSEEN || s == SR_PEER_GONE || r->peers[a].silent)
-            continue;                                         /* never arrived, gone, or silent */
-        if (s != SR_PEER_REFUSED && !r->outcome_at) continue; /* accepted, and no verdict yet */
+        if (s == SR__PEER_UNSEEN || s == SR__PEER_GONE || r->peers[a].silent)
+            continue;                                          /* never arrived, gone, or silent */
+        if (s != SR__PEER_REFUSED && !r->outcome_at) continue; /* accepted, and no verdict yet */
         if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/ack/%d", r->attempt, a), NULL))
             return 0;
     }

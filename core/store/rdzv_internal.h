@@ -12,8 +12,8 @@
  *
  * Contract of each function below at its declaration.  Like the rest of store/, none prints.
  */
-#ifndef SR_STORE_RDZV_INTERNAL_H
-#define SR_STORE_RDZV_INTERNAL_H
+#ifndef SR__STORE_RDZV_INTERNAL_H
+#define SR__STORE_RDZV_INTERNAL_H
 
 #include <stddef.h>
 

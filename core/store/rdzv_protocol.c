@@ -31,13 +31,13 @@ void sr__rdzv_message_parse(const char *v, size_t len, int *node, char *kind, ch
 
 sr__rdzv_phase sr__rdzv_verdict_phase(sr__rdzv_verdict v) {
     switch (v) {
-    case SR_VERDICT_SUCCEEDED: return SR_RDZV_SUCCEEDED;
-    case SR_VERDICT_RESTART: return SR_RDZV_RESTART;
-    case SR_VERDICT_PREEMPTED: return SR_RDZV_PREEMPTED;
-    case SR_VERDICT_FAILED:
-    case SR_VERDICT_CONFIG: break;
+    case SR__VERDICT_SUCCEEDED: return SR__RDZV_SUCCEEDED;
+    case SR__VERDICT_RESTART: return SR__RDZV_RESTART;
+    case SR__VERDICT_PREEMPTED: return SR__RDZV_PREEMPTED;
+    case SR__VERDICT_FAILED:
+    case SR__VERDICT_CONFIG: break;
     }
-    return SR_RDZV_FAILED; /* also a letter this version does not know */
+    return SR__RDZV_FAILED; /* also a letter this version does not know */
 }
 
 void sr__rdzv_set_failure(sr__rdzv *r, int node, int config, const char *what) {

@@ -29,8 +29,8 @@
  * reads one back, and reads a value that is not of that form as kind 'f', node -1, the whole value
  * its message.  Never prints, never fails.
  */
-#ifndef SR_STORE_RDZV_PROTOCOL_H
-#define SR_STORE_RDZV_PROTOCOL_H
+#ifndef SR__STORE_RDZV_PROTOCOL_H
+#define SR__STORE_RDZV_PROTOCOL_H
 
 #include <stddef.h>
 
@@ -39,11 +39,11 @@
 /* What the host's verdict (run/A/outcome/k) says follows an attempt: the letter on the wire.  The
    kinds of a failure report are sr__rdzv_failure's, another set of letters. */
 typedef enum sr__rdzv_verdict {
-    SR_VERDICT_SUCCEEDED = 'o', /* every rank succeeded */
-    SR_VERDICT_FAILED = 'f',
-    SR_VERDICT_CONFIG = 'c',   /* failed: agents started with different jobs (exit 2) */
-    SR_VERDICT_RESTART = 'r',  /* the job starts again in the next attempt */
-    SR_VERDICT_PREEMPTED = 'p' /* every rank stops with a checkpoint */
+    SR__VERDICT_SUCCEEDED = 'o', /* every rank succeeded */
+    SR__VERDICT_FAILED = 'f',
+    SR__VERDICT_CONFIG = 'c',   /* failed: agents started with different jobs (exit 2) */
+    SR__VERDICT_RESTART = 'r',  /* the job starts again in the next attempt */
+    SR__VERDICT_PREEMPTED = 'p' /* every rank stops with a checkpoint */
 } sr__rdzv_verdict;
 
 /* Formats `fmt` (holding up to two %d: a then b) into buf; returns buf. */

@@ -19,7 +19,7 @@ int sr__rdzv_stopped(sr__rdzv *r) {
     sr__store_set(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/stopped/%d", r->attempt, r->agent_id), "1", 1);
     if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt + 1, r->agent_id), err,
                          sizeof err) != 0) {
-        r->phase = SR_RDZV_FAILED;
+        r->phase = SR__RDZV_FAILED;
         snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere,
                  "node 0's shardrun went away while the job restarted "
                  "(%s)",
@@ -42,13 +42,13 @@ static void fail_restart(sr__rdzv *r, const char *what) {
     sr__rdzv_set_failure(r, r->failed_node, 0, what);
     sr__buf_printf(&r->attempts, "restart %d called off: %s\n", r->attempt, what);
     r->restart_called_off = 1;
-    r->phase = SR_RDZV_FAILED;
+    r->phase = SR__RDZV_FAILED;
     r->outcome_at = sr__now_s();
 }
 
 void sr__rdzv_abandon_restart(sr__rdzv *r, const char *what) {
     char key[64];
-    if (r->phase != SR_RDZV_RESTART) return;
+    if (r->phase != SR__RDZV_RESTART) return;
     if (r->hosting || !r->ctl) {
         fail_restart(r, what);
         return;
@@ -56,7 +56,7 @@ void sr__rdzv_abandon_restart(sr__rdzv *r, const char *what) {
     sr__store_set(r->ctl, sr__rdzv_key(key, sizeof key, "run/%d/quit/%d", r->attempt, r->agent_id), what, strlen(what));
     r->attempt++; /* as if the host's answer came: what follows belongs to the next attempt's keys */
     r->restart_called_off = 1;
-    r->phase = SR_RDZV_FAILED;
+    r->phase = SR__RDZV_FAILED;
     sr__rdzv_set_failure(r, r->agent_id, 0, what);
 }
 
@@ -70,7 +70,7 @@ static int quit_by_an_agent(sr__rdzv *r) {
         if (quit) {
             snprintf(why, sizeof why, "%.*s", (int)qlen, quit);
             r->failed_node = r->peers[a].node;
-            r->peers[a].state = SR_PEER_GONE; /* it leaves: no verdict to wait for */
+            r->peers[a].state = SR__PEER_GONE; /* it leaves: no verdict to wait for */
             fail_restart(r, why);
             return 1;
         }
@@ -79,8 +79,8 @@ static int quit_by_an_agent(sr__rdzv *r) {
 }
 
 int sr__rdzv_restart_ready(sr__rdzv *r) {
-    if (r->phase == SR_RDZV_FAILED) return -1;
-    if (r->phase != SR_RDZV_RESTART) return 0;
+    if (r->phase == SR__RDZV_FAILED) return -1;
+    if (r->phase != SR__RDZV_RESTART) return 0;
     if (!r->hosting) return r->start_ready || !r->enabled || r->nagents < 2 ? 1 : 0;
     if (quit_by_an_agent(r)) return -1;
     double now = sr__now_s();
@@ -88,11 +88,11 @@ int sr__rdzv_restart_ready(sr__rdzv *r) {
     for (int a = 1; a < r->nagents && r->server; a++) {
         const sr__rdzv_peer *p = &r->peers[a];
         int stopped =
-            p->state != SR_PEER_GONE &&
+            p->state != SR__PEER_GONE &&
             sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/stopped/%d", r->attempt, a), NULL);
-        if (p->state == SR_PEER_BACK || stopped) continue;
+        if (p->state == SR__PEER_BACK || stopped) continue;
         if (now - r->restart_at < r->rejoin_timeout_s) return 0;
-        if (p->state == SR_PEER_GONE)
+        if (p->state == SR__PEER_GONE)
             snprintf(why, sizeof why,
                      "node %d's shardrun (agent %d) went away and did not come back within rdzv_timeout "
                      "(%gs): start it again with the same command, or raise rdzv_timeout",
@@ -112,7 +112,7 @@ int sr__rdzv_restart_ready(sr__rdzv *r) {
 void sr__rdzv_next_attempt(sr__rdzv *r) {
     char key[64], err[512];
     r->attempt++;
-    r->phase = SR_RDZV_RUNNING;
+    r->phase = SR__RDZV_RUNNING;
     r->failed_elsewhere[0] = 0;
     r->failed_node = -1;
     r->failed_config = 0;
@@ -121,14 +121,15 @@ void sr__rdzv_next_attempt(sr__rdzv *r) {
     r->acked = 0;
     if (r->server) {
         for (int a = 1; a < r->nagents; a++) {
-            if (r->peers[a].state == SR_PEER_BACK) r->peers[a].state = SR_PEER_ACCEPTED; /* it takes part from now on */
+            if (r->peers[a].state == SR__PEER_BACK)
+                r->peers[a].state = SR__PEER_ACCEPTED; /* it takes part from now on */
             sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt, a), "go", 2);
         }
     } else if (r->ctl) {
         r->start_ready = 0;
         if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, r->agent_id), err,
                              sizeof err) != 0) {
-            r->phase = SR_RDZV_FAILED;
+            r->phase = SR__RDZV_FAILED;
             snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)", err);
         }
     }

@@ -111,7 +111,7 @@ static long long now_ms(void) {
 
 static entry *lookup(const sr__store_server *s, const char *key, size_t klen) {
     if (!s->nbuckets) return NULL;
-    uint64_t h = sr__fnv1a64(SR_FNV1A64_BASIS, key, klen);
+    uint64_t h = sr__fnv1a64(SR__FNV1A64_BASIS, key, klen);
     for (entry *e = s->buckets[h & (s->nbuckets - 1)]; e; e = e->next)
         if (e->hash == h && e->klen == klen && !memcmp(e->key, key, klen)) return e;
     return NULL;
@@ -152,7 +152,7 @@ static entry *intern(sr__store_server *s, const char *key, size_t klen) {
         return NULL;
     }
     e->klen = (uint32_t)klen;
-    e->hash = sr__fnv1a64(SR_FNV1A64_BASIS, key, klen);
+    e->hash = sr__fnv1a64(SR__FNV1A64_BASIS, key, klen);
     e->next = s->buckets[e->hash & (s->nbuckets - 1)];
     s->buckets[e->hash & (s->nbuckets - 1)] = e;
     s->nentries++;
@@ -166,12 +166,12 @@ static entry *intern(sr__store_server *s, const char *key, size_t klen) {
    only loses the reason). */
 static void tell_oom(sr__store_server *s, int fd) {
     static const char why[] = "the store ran out of memory";
-    unsigned char m[SR_STORE_HEADER + 4 + sizeof why - 1] = {0};
-    sr__put_u32(m, SR_STORE_MAGIC);
-    m[4] = SR_ST_ERROR;
+    unsigned char m[SR__STORE_HEADER + 4 + sizeof why - 1] = {0};
+    sr__put_u32(m, SR__STORE_MAGIC);
+    m[4] = SR__ST_ERROR;
     sr__put_u32(m + 8, 1);
-    sr__put_u32(m + SR_STORE_HEADER, (uint32_t)(sizeof why - 1));
-    memcpy(m + SR_STORE_HEADER + 4, why, sizeof why - 1);
+    sr__put_u32(m + SR__STORE_HEADER, (uint32_t)(sizeof why - 1));
+    memcpy(m + SR__STORE_HEADER + 4, why, sizeof why - 1);
     if (send(fd, m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* the peer is gone anyway */
     }
     s->oom++;
@@ -189,8 +189,8 @@ static void mark_dirty(sr__store_server *s, conn *c) {
 }
 
 static void reply_head(sr__store_server *s, conn *c, unsigned status, uint32_t nitems) {
-    unsigned char h[SR_STORE_HEADER] = {0};
-    sr__put_u32(h, SR_STORE_MAGIC);
+    unsigned char h[SR__STORE_HEADER] = {0};
+    sr__put_u32(h, SR__STORE_MAGIC);
     h[4] = (unsigned char)status;
     sr__put_u32(h + 8, nitems);
     sr__buf_add(&c->out, (const char *)h, sizeof h);
@@ -213,7 +213,7 @@ static void reply(sr__store_server *s, conn *c, unsigned status, uint32_t nitems
 static void reply_error(sr__store_server *s, conn *c, const char *why) {
     const void *items[1] = {why};
     uint32_t lens[1] = {(uint32_t)strlen(why)};
-    reply(s, c, SR_ST_ERROR, 1, items, lens);
+    reply(s, c, SR__ST_ERROR, 1, items, lens);
 }
 
 /* Piece `piece` of `pieces` equal parts of a value of len bytes (pieces 0: the whole value). */
@@ -289,17 +289,17 @@ static void clear_wait(sr__store_server *s, conn *c) {
    TIMEOUT naming the missing keys. */
 static void answer_wait(sr__store_server *s, conn *c) {
     if (c->nmissing) {
-        reply_head(s, c, SR_ST_TIMEOUT, c->nmissing);
+        reply_head(s, c, SR__ST_TIMEOUT, c->nmissing);
         for (uint32_t k = 0; k < c->nwait; k++)
             if (!c->wait_on[k]->present) reply_item(c, c->wait_on[k]->key, c->wait_on[k]->klen);
-    } else if (c->wait_op == SR_OP_FETCH) {
-        size_t total = SR_STORE_HEADER, off, n;
+    } else if (c->wait_op == SR__OP_FETCH) {
+        size_t total = SR__STORE_HEADER, off, n;
         for (uint32_t k = 0; k < c->nwait; k++)
             piece_of(c->wait_on[k]->len, c->piece, c->pieces, &off, &n), total += 4 + n;
-        if (total > SR_STORE_MAX_MESSAGE) {
+        if (total > SR__STORE_MAX_MESSAGE) {
             reply_error(s, c, "the values fetched exceed a message (4 MiB): fetch fewer keys at once");
         } else {
-            reply_head(s, c, SR_ST_OK, c->nwait);
+            reply_head(s, c, SR__ST_OK, c->nwait);
             for (uint32_t k = 0; k < c->nwait; k++) {
                 const entry *e = c->wait_on[k];
                 piece_of(e->len, c->piece, c->pieces, &off, &n);
@@ -307,7 +307,7 @@ static void answer_wait(sr__store_server *s, conn *c) {
             }
         }
     } else {
-        reply_head(s, c, SR_ST_OK, 0);
+        reply_head(s, c, SR__ST_OK, 0);
     }
     clear_wait(s, c);
 }
@@ -367,42 +367,42 @@ static int put(sr__store_server *s, const char *key, size_t klen, const void *v,
 /* ---- requests ---- */
 
 static int valid_key(const unsigned char *k, uint32_t len) {
-    return len > 0 && len <= SR_STORE_MAX_KEY && !memchr(k, 0, len);
+    return len > 0 && len <= SR__STORE_MAX_KEY && !memchr(k, 0, len);
 }
 
 /* Serves one request; returns -1 when the connection must be closed, -2 when it must be closed
    because memory ran out (the caller tells the peer). */
 static int serve(sr__store_server *s, conn *c, const sr__store_msg *m) {
     if (!c->authed) {
-        if (m->op_or_status != SR_OP_HELLO || m->nitems != 1 || m->len[0] != strlen(s->token) ||
+        if (m->op_or_status != SR__OP_HELLO || m->nitems != 1 || m->len[0] != strlen(s->token) ||
             memcmp(m->item[0], s->token, m->len[0]) != 0) {
             reply_error(s, c, "wrong or missing token");
             return -1;
         }
         c->authed = 1;
-        reply(s, c, SR_ST_OK, 0, NULL, NULL);
+        reply(s, c, SR__ST_OK, 0, NULL, NULL);
         return 0;
     }
     if (c->wait_on) return -1; /* one request at a time: a wait is still pending */
     switch (m->op_or_status) {
-    case SR_OP_SET:
+    case SR__OP_SET:
         if (m->nitems != 2 || !valid_key(m->item[0], m->len[0])) return -1;
         if (put(s, (const char *)m->item[0], m->len[0], m->item[1], m->len[1]) != 0) return -2;
-        reply(s, c, SR_ST_OK, 0, NULL, NULL);
+        reply(s, c, SR__ST_OK, 0, NULL, NULL);
         return 0;
-    case SR_OP_GET: {
+    case SR__OP_GET: {
         if (m->nitems != 1 || !valid_key(m->item[0], m->len[0])) return -1;
         const entry *e = lookup_present(s, (const char *)m->item[0], m->len[0]);
         if (!e) {
-            reply(s, c, SR_ST_NOTFOUND, 0, NULL, NULL);
+            reply(s, c, SR__ST_NOTFOUND, 0, NULL, NULL);
             return 0;
         }
         const void *items[1] = {e->value};
         uint32_t lens[1] = {(uint32_t)e->len};
-        reply(s, c, SR_ST_OK, 1, items, lens);
+        reply(s, c, SR__ST_OK, 1, items, lens);
         return 0;
     }
-    case SR_OP_ADD: {
+    case SR__OP_ADD: {
         if (m->nitems != 2 || !valid_key(m->item[0], m->len[0]) || m->len[1] != 8) return -1;
         const entry *e = lookup_present(s, (const char *)m->item[0], m->len[0]);
         long long v = (e ? strtoll(e->value, NULL, 10) : 0) + sr__get_i64(m->item[1]);
@@ -413,12 +413,12 @@ static int serve(sr__store_server *s, conn *c, const sr__store_msg *m) {
         sr__put_i64(out, v);
         const void *items[1] = {out};
         uint32_t lens[1] = {8};
-        reply(s, c, SR_ST_OK, 1, items, lens);
+        reply(s, c, SR__ST_OK, 1, items, lens);
         return 0;
     }
-    case SR_OP_WAIT:
-    case SR_OP_FETCH: {
-        uint32_t first = m->op_or_status == SR_OP_WAIT ? 1 : 2;
+    case SR__OP_WAIT:
+    case SR__OP_FETCH: {
+        uint32_t first = m->op_or_status == SR__OP_WAIT ? 1 : 2;
         if (m->nitems <= first || m->len[0] != 8 || (first == 2 && m->len[1] != 8)) return -1;
         for (uint32_t i = first; i < m->nitems; i++)
             if (!valid_key(m->item[i], m->len[i])) return -1;
@@ -430,14 +430,14 @@ static int serve(sr__store_server *s, conn *c, const sr__store_msg *m) {
         if (start_wait(s, c, m->op_or_status, sr__get_i64(m->item[0]), m, first) != 0) return -2;
         return 0;
     }
-    case SR_OP_CHECK: {
+    case SR__OP_CHECK: {
         if (m->nitems == 0) return -1;
         for (uint32_t i = 0; i < m->nitems; i++)
             if (!valid_key(m->item[i], m->len[i])) return -1;
         int all = 1;
         for (uint32_t i = 0; i < m->nitems && all; i++)
             all = lookup_present(s, (const char *)m->item[i], m->len[i]) != NULL;
-        reply(s, c, all ? SR_ST_OK : SR_ST_NOTFOUND, 0, NULL, NULL);
+        reply(s, c, all ? SR__ST_OK : SR__ST_NOTFOUND, 0, NULL, NULL);
         return 0;
     }
     }
@@ -523,7 +523,7 @@ static int pump_in(sr__store_server *s, conn *c) {
                 return -1;
             }
             if (used == 0) {
-                if (c->in.n - c->in_off > SR_STORE_MAX_MESSAGE) {
+                if (c->in.n - c->in_off > SR__STORE_MAX_MESSAGE) {
                     s->rejected++;
                     return -1;
                 }

@@ -9,8 +9,8 @@
  * -> set/get/add/wait/check/fetch -> close.  Every call blocks on the server's answer (a wait is
  * answered by the server when its keys arrive, not polled).  Wire format: store_wire.h.
  */
-#ifndef SR_CORE_STORE_H
-#define SR_CORE_STORE_H
+#ifndef SR__CORE_STORE_H
+#define SR__CORE_STORE_H
 
 #include <poll.h>
 #include <stddef.h>

@@ -19,8 +19,8 @@
  *        reads its own pair's address out of a peer's list), 0 the whole values; the values
  *        together must fit one message
  */
-#ifndef SR_CORE_STORE_WIRE_H
-#define SR_CORE_STORE_WIRE_H
+#ifndef SR__CORE_STORE_WIRE_H
+#define SR__CORE_STORE_WIRE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -29,15 +29,15 @@
 
 #include "base/alloc.h"
 
-#define SR_STORE_MAGIC 0x31535253u /* "SRS1" */
-#define SR_STORE_MAX_KEY 1024u
-#define SR_STORE_MAX_VALUE (1u << 20)
-#define SR_STORE_MAX_ITEMS 65536u /* a WAIT or FETCH on every rank of a large world */
-#define SR_STORE_MAX_MESSAGE (4u << 20)
-#define SR_STORE_HEADER 12u
+#define SR__STORE_MAGIC 0x31535253u /* "SRS1" */
+#define SR__STORE_MAX_KEY 1024u
+#define SR__STORE_MAX_VALUE (1u << 20)
+#define SR__STORE_MAX_ITEMS 65536u /* a WAIT or FETCH on every rank of a large world */
+#define SR__STORE_MAX_MESSAGE (4u << 20)
+#define SR__STORE_HEADER 12u
 
-enum { SR_OP_HELLO = 1, SR_OP_SET, SR_OP_GET, SR_OP_ADD, SR_OP_WAIT, SR_OP_CHECK, SR_OP_FETCH };
-enum { SR_ST_OK = 0, SR_ST_NOTFOUND, SR_ST_TIMEOUT, SR_ST_ERROR };
+enum { SR__OP_HELLO = 1, SR__OP_SET, SR__OP_GET, SR__OP_ADD, SR__OP_WAIT, SR__OP_CHECK, SR__OP_FETCH };
+enum { SR__ST_OK = 0, SR__ST_NOTFOUND, SR__ST_TIMEOUT, SR__ST_ERROR };
 
 static inline void sr__put_u32(unsigned char *p, uint32_t v) {
     p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8), p[2] = (unsigned char)(v >> 16),
@@ -75,11 +75,11 @@ static inline void sr__store_msg_free(sr__store_msg *m) {
    breaks a bound, -2 when no memory is left for its items (either way the connection must be
    closed). */
 static inline long sr__store_parse(const unsigned char *buf, size_t n, sr__store_msg *m) {
-    if (n < SR_STORE_HEADER) return 0;
-    if (sr__get_u32(buf) != SR_STORE_MAGIC) return -1;
+    if (n < SR__STORE_HEADER) return 0;
+    if (sr__get_u32(buf) != SR__STORE_MAGIC) return -1;
     m->op_or_status = buf[4];
     m->nitems = sr__get_u32(buf + 8);
-    if (m->nitems > SR_STORE_MAX_ITEMS) return -1;
+    if (m->nitems > SR__STORE_MAX_ITEMS) return -1;
     if (m->nitems > m->cap) {
         uint32_t cap = m->cap ? m->cap : 8;
         while (cap < m->nitems) cap *= 2;
@@ -90,11 +90,11 @@ static inline long sr__store_parse(const unsigned char *buf, size_t n, sr__store
         if (!item || !len) return -2;
         m->cap = cap;
     }
-    size_t off = SR_STORE_HEADER;
+    size_t off = SR__STORE_HEADER;
     for (uint32_t i = 0; i < m->nitems; i++) {
         if (n < off + 4) return 0;
         uint32_t len = sr__get_u32(buf + off);
-        if (len > SR_STORE_MAX_VALUE || off + 4 + len > SR_STORE_MAX_MESSAGE) return -1;
+        if (len > SR__STORE_MAX_VALUE || off + 4 + len > SR__STORE_MAX_MESSAGE) return -1;
         off += 4;
         if (n < off + len) return 0;
         m->item[i] = buf + off;

@@ -124,7 +124,7 @@ const char *sr__ctx_task_setting(const sr_ctx *c, size_t i, const char **value) 
 }
 
 void sr__ctx_send_unread(const sr_ctx *c) {
-    sr__progress_send(SR_PROGRESS_UNREAD, "");
+    sr__progress_send(SR__PROGRESS_UNREAD, "");
     if (c->asked_short) return; /* a key missing from the record may well have been read (warned) */
     for (size_t i = 0; i < c->cfg->nset; i++) {
         const sr__setting *s = &c->cfg->set[i];
@@ -133,7 +133,7 @@ void sr__ctx_send_unread(const sr_ctx *c) {
         snprintf(text, sizeof text, "%s %s", s->key, s->where ? s->where : "?");
         for (char *p = text; *p; p++)
             if (*p == '\n') *p = ' ';
-        sr__progress_send(SR_PROGRESS_UNREAD, text);
+        sr__progress_send(SR__PROGRESS_UNREAD, text);
     }
 }
 
@@ -149,7 +149,7 @@ const char *sr__ctx_task_where(const sr_ctx *c, const char *key) {
 /* The setting of [task] key when it came from the job file, else NULL. */
 static const sr__setting *from_file(const sr_ctx *c, const char *key) {
     const sr__setting *s = key ? sr__config_get(c->cfg, "task", key) : NULL;
-    return s && s->from == SR_FROM_FILE && c->cfg->dir ? s : NULL;
+    return s && s->from == SR__FROM_FILE && c->cfg->dir ? s : NULL;
 }
 
 const char *sr_config_base_dir(const sr_ctx *c, const char *key) { return from_file(c, key) ? c->cfg->dir : "."; }
@@ -241,7 +241,7 @@ int sr_config_bool(const sr_ctx *c, const char *key, int def, int *out) {
         return 0;
     }
     if (sr__parse_bool(v, out) == 0) return 0;
-    bad_value(c, key, v, "a boolean (" SR_BOOL_SPELLINGS ")");
+    bad_value(c, key, v, "a boolean (" SR__BOOL_SPELLINGS ")");
     return -1;
 }
 

@@ -2,8 +2,8 @@
  * The task context (sr_ctx of shardrun/task.h) inside a worker: created after the environment
  * is applied, handed to the task's main(), and turned into this rank's JSON result at the end.
  */
-#ifndef SR_CORE_CTX_H
-#define SR_CORE_CTX_H
+#ifndef SR__CORE_CTX_H
+#define SR__CORE_CTX_H
 
 #include "shardrun/plugin.h"
 #include "shardrun/task.h"
@@ -24,7 +24,7 @@ int sr__ctx_tty(const sr_ctx *ctx);
    the trainer, through sr_config*), so a misspelt key is an error rather than silently unused.
    0, or -1 after naming each unread key and where it was set. */
 int sr__ctx_check_task_keys(const sr_ctx *ctx, const char *task_name, const sr_key *runtime_keys);
-/* A main task returned: tells the agent which [task] keys it never read (SR_PROGRESS_UNREAD). */
+/* A main task returned: tells the agent which [task] keys it never read (SR__PROGRESS_UNREAD). */
 void sr__ctx_send_unread(const sr_ctx *ctx);
 /* The i-th [task] key read through sr_config*() so far (by the task or the trainer); NULL after the
    last. */

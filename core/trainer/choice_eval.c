@@ -21,24 +21,24 @@ int sr__choice_setup(sr__trainer *t) {
     const sr_model_eval *ev = &t->model->eval;
     t->eval_accuracy = NAN;
     const char *files = a->eval_files;
-    if (!files) return SR_EXIT_OK;
+    if (!files) return SR__EXIT_OK;
     if (!ev->choice_batch) {
         sr__log(SR_LOG_ERROR,
                 "[task] eval_files: task %s cannot score multiple-choice examples (its sr_model_eval has "
                 "no choice_batch: see docs/model-tasks.md); remove eval_files",
                 t->task);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     if (a->eval_strategy == SR__EVERY_NEVER && !a->eval_on_start) {
         sr__log(SR_LOG_ERROR, "[task] eval_files is scored at each evaluation, and eval_strategy = no asks for none; "
                               "set eval_strategy = steps or epoch (or eval_on_start = true)");
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     char err[2048];
     if (sr__choice_load(&t->choice, files, sr_config_base_dir(t->ctx, "eval_files"), ev->vocab_size, ev->max_tokens,
                         err, sizeof err) != 0) {
         sr__log(SR_LOG_ERROR, "[task] eval_files: %s", err);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     int per = (int)(a->per_device_eval_batch_size / SR__CHOICE_MAX);
     t->choice_per_batch = per > 0 ? per : 1;
@@ -51,12 +51,12 @@ int sr__choice_setup(sr__trainer *t) {
                 "out of memory for a multiple-choice batch (%zu sequences of up to %d tokens); lower "
                 "per_device_eval_batch_size",
                 seqs, t->choice.longest);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     if (t->rank == 0)
         printf("shardrun: eval_files: %lld multiple-choice examples from %d file%s, %d a batch per rank\n",
                (long long)t->choice.n, t->choice.nfiles, t->choice.nfiles == 1 ? "" : "s", t->choice_per_batch);
-    return SR_EXIT_OK;
+    return SR__EXIT_OK;
 }
 
 /* Puts example i's sequences into the batch from sequence *n on. */

@@ -14,8 +14,8 @@
  * follow the format, a token id the model does not have, a context + completion longer than the
  * model takes, more than SR__CHOICE_MAX completions, is refused with the file and the byte offset.
  */
-#ifndef SR_TRAINER_CHOICE_FILE_H
-#define SR_TRAINER_CHOICE_FILE_H
+#ifndef SR__TRAINER_CHOICE_FILE_H
+#define SR__TRAINER_CHOICE_FILE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -114,13 +114,13 @@ static int read_entry(sr__json *j, sr__history *h) {
         snprintf(name, sizeof name, "%.*s", (int)(klen < 63 ? klen : 63), key);
         int k = sr__hist_key(name);
         sr__json_type ty = sr__json_peek(j);
-        if (k < 0 || n == SR__HIST_MAX || (ty != SR_JSON_NUMBER && ty != SR_JSON_NULL)) {
+        if (k < 0 || n == SR__HIST_MAX || (ty != SR__JSON_NUMBER && ty != SR__JSON_NULL)) {
             if (sr__json_skip(j) != 0) return -1;
             continue;
         }
         sr__json_num num = {0};
-        if (ty == SR_JSON_NULL ? sr__json_null(j) : sr__json_number(j, &num)) return -1;
-        names[n] = sr__hist_keys[k], vals[n++] = ty == SR_JSON_NULL ? NAN : num.value;
+        if (ty == SR__JSON_NULL ? sr__json_null(j) : sr__json_number(j, &num)) return -1;
+        names[n] = sr__hist_keys[k], vals[n++] = ty == SR__JSON_NULL ? NAN : num.value;
     }
     return more == 0 ? sr__history_add(h, n, names, vals) : -1;
 }
@@ -167,18 +167,18 @@ int sr__history_read(const char *path, sr__history *h, char *why, size_t len) {
     j.nonfinite = 1; /* HF writes a NaN loss as NaN (Python's json) */
     if (sr__json_object(&j) == 0)
         while ((more = sr__json_member(&j, &key, &klen)) > 0) {
-            if (sr__json_key_is(key, klen, "log_history") && sr__json_peek(&j) == SR_JSON_ARRAY) {
+            if (sr__json_key_is(key, klen, "log_history") && sr__json_peek(&j) == SR__JSON_ARRAY) {
                 int el;
                 if (sr__json_array(&j) != 0) break;
                 while ((el = sr__json_element(&j)) > 0)
                     if (read_entry(&j, h) != 0) break;
                 if (el != 0) break;
                 have = 1;
-            } else if (sr__json_key_is(key, klen, "best_metric") && sr__json_peek(&j) == SR_JSON_NUMBER) {
+            } else if (sr__json_key_is(key, klen, "best_metric") && sr__json_peek(&j) == SR__JSON_NUMBER) {
                 sr__json_num num;
                 if (sr__json_number(&j, &num) != 0) break;
                 h->best_metric = num.value;
-            } else if (sr__json_key_is(key, klen, "best_model_checkpoint") && sr__json_peek(&j) == SR_JSON_STRING) {
+            } else if (sr__json_key_is(key, klen, "best_model_checkpoint") && sr__json_peek(&j) == SR__JSON_STRING) {
                 const char *s;
                 size_t sl;
                 if (sr__json_string(&j, &s, &sl) != 0) break;

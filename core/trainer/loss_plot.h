@@ -5,8 +5,8 @@
  * writes them, placed on the chart by a transform: a reader can take the numbers back from it.
  * Called by the trainer (rank 0, output_dir/loss.svg at each save and at the end) and by the agent.
  */
-#ifndef SR_TRAINER_LOSS_PLOT_H
-#define SR_TRAINER_LOSS_PLOT_H
+#ifndef SR__TRAINER_LOSS_PLOT_H
+#define SR__TRAINER_LOSS_PLOT_H
 
 #include <stddef.h>
 

@@ -88,7 +88,7 @@ static int stop(sr__trainer *t, double loss, const sr__step_result *r, int in_a_
         char *good = last_checkpoint(t), row[96] = "", where[2400], l[32], g[32];
         if (in_a_row > 1)
             snprintf(row, sizeof row, " (%d non-finite steps in a row; skip_step skips at most %d)", in_a_row,
-                     SR_NAN_MAX_SKIPPED_IN_A_ROW);
+                     SR__NAN_MAX_SKIPPED_IN_A_ROW);
         if (good)
             snprintf(where, sizeof where,
                      "The last checkpoint before it is %s: continue from it "
@@ -113,24 +113,24 @@ static int stop(sr__trainer *t, double loss, const sr__step_result *r, int in_a_
              "had a non-finite loss or gradient norm at step %lld (nan_policy = %s): see its message "
              "above",
              step, sr__nan_policy_name(a->nan_policy));
-    sr__progress_send(SR_PROGRESS_UNFIXABLE, why);
+    sr__progress_send(SR__PROGRESS_UNFIXABLE, why);
     said(t);
     sr_report_int(t->ctx, "nan_step", step);
     sr_report_int(t->ctx, "nan_steps", t->nan_steps);
     sr_report_int(t->ctx, "global_step", step - 1);
     sr_report_num(t->ctx, "final_loss", loss);
-    return SR_EXIT_FAILED;
+    return SR__EXIT_FAILED;
 }
 
 int sr__nan_policy_after_step(sr__trainer *t, double loss, const sr__step_result *r) {
     if (!nonfinite_step(loss, r)) {
         t->nan_in_a_row = 0;
-        return SR_EXIT_OK;
+        return SR__EXIT_OK;
     }
     t->nan_steps++, t->nan_in_a_row++;
     const sr__train_args *a = &t->a;
     if (a->nan_policy == SR__NAN_STOP ||
-        (a->nan_policy == SR__NAN_SKIP_STEP && t->nan_in_a_row > SR_NAN_MAX_SKIPPED_IN_A_ROW))
+        (a->nan_policy == SR__NAN_SKIP_STEP && t->nan_in_a_row > SR__NAN_MAX_SKIPPED_IN_A_ROW))
         return stop(t, loss, r, t->nan_in_a_row);
     char l[32], g[32];
     if (t->rank == 0)
@@ -139,7 +139,7 @@ int sr__nan_policy_after_step(sr__trainer *t, double loss, const sr__step_result
                 a->nan_policy == SR__NAN_SKIP_STEP ? "its update was skipped (nan_policy = skip_step)"
                                                    : "its update was applied (nan_policy = warn)");
     if (a->nan_policy == SR__NAN_SKIP_STEP) t->nan_skipped++;
-    return SR_EXIT_OK;
+    return SR__EXIT_OK;
 }
 
 int sr__nan_policy_finish(sr__trainer *t) {
@@ -159,10 +159,10 @@ int sr__nan_policy_finish(sr__trainer *t) {
                     "the parameters are those it started from",
                     t->nan_steps);
         said(t);
-        return SR_EXIT_FAILED;
+        return SR__EXIT_FAILED;
     }
     if (t->nan_steps && t->rank == 0)
         sr__log(SR_LOG_WARN, "%lld of this run's steps had a non-finite loss or gradient norm (%s)", t->nan_steps,
                 a->nan_policy == SR__NAN_SKIP_STEP ? "skipped: nan_policy = skip_step" : "applied: nan_policy = warn");
-    return SR_EXIT_OK;
+    return SR__EXIT_OK;
 }

@@ -8,7 +8,7 @@
  *                   which step, its loss and grad norm, the last checkpoint and how to resume
  *                   from it, and every rank exits 1 before anything of the step is logged or saved.
  *   skip_step       the update is withheld (parameters and AdamW moments stay as they were, as for
- *                   an fp16 overflow), the step counts, rank 0 warns; after SR_NAN_MAX_SKIPPED_IN_A_ROW
+ *                   an fp16 overflow), the step counts, rank 0 warns; after SR__NAN_MAX_SKIPPED_IN_A_ROW
  *                   such steps in a row the next one stops the run as stop does.
  *   warn            the update is applied as before, rank 0 warns; the run exits 1 when its final
  *                   loss is not finite.
@@ -18,21 +18,21 @@
  * Lifecycle (trainer.c): train_step sets the guard before sr__engine_step -> after each step
  * sr__nan_policy_after_step -> after the last step sr__nan_policy_finish.
  */
-#ifndef SR_TRAINER_NAN_POLICY_H
-#define SR_TRAINER_NAN_POLICY_H
+#ifndef SR__TRAINER_NAN_POLICY_H
+#define SR__TRAINER_NAN_POLICY_H
 
 #include "fsdp/engine.h"
 
 /* skip_step: this many non-finite steps in a row are skipped; one more stops the run. */
-#define SR_NAN_MAX_SKIPPED_IN_A_ROW 10
+#define SR__NAN_MAX_SKIPPED_IN_A_ROW 10
 
 struct sr__trainer;
 
-/* After the step global_step (its loss, its result): SR_EXIT_OK to go on (the step counts), or the
+/* After the step global_step (its loss, its result): SR__EXIT_OK to go on (the step counts), or the
    exit code to stop with, after the message.  Collective when it stops (every rank calls it). */
 int sr__nan_policy_after_step(struct sr__trainer *t, double loss, const sr__step_result *r);
-/* After the last step and the results: rank 0's closing line when a step was not finite; SR_EXIT_OK,
-   or SR_EXIT_FAILED when the final loss is not finite (warn). */
+/* After the last step and the results: rank 0's closing line when a step was not finite; SR__EXIT_OK,
+   or SR__EXIT_FAILED when the final loss is not finite (warn). */
 int sr__nan_policy_finish(struct sr__trainer *t);
 
 #endif

@@ -5,8 +5,8 @@
  * removing a checkpoint folder so that a half-removed one never looks complete.
  * Nothing here prints: a failure fills err[] (naming output_dir and what to change) and returns -1.
  */
-#ifndef SR_TRAINER_OUTPUT_DIR_H
-#define SR_TRAINER_OUTPUT_DIR_H
+#ifndef SR__TRAINER_OUTPUT_DIR_H
+#define SR__TRAINER_OUTPUT_DIR_H
 
 #include <stddef.h>
 

@@ -21,8 +21,8 @@
  *
  * Nothing here prints: a failure fills err[] and returns -1; a takeover fills note[].
  */
-#ifndef SR_TRAINER_OUTPUT_LOCK_H
-#define SR_TRAINER_OUTPUT_LOCK_H
+#ifndef SR__TRAINER_OUTPUT_LOCK_H
+#define SR__TRAINER_OUTPUT_LOCK_H
 
 #include <stddef.h>
 

@@ -21,7 +21,7 @@ static volatile sig_atomic_t asked;
 
 static void on_stop_signal(int sig, siginfo_t *si, void *uc) {
     (void)uc;
-    if (sig == SIGTERM && si && si->si_code == SI_QUEUE && si->si_value.sival_int == SR_STOP_NOW_VALUE) {
+    if (sig == SIGTERM && si && si->si_code == SI_QUEUE && si->si_value.sival_int == SR__STOP_NOW_VALUE) {
         /* die by SIGTERM as if no handler were installed: it is delivered again when we return */
         signal(sig, SIG_DFL);
         raise(sig);

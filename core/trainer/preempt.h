@@ -2,15 +2,15 @@
  * Preemption in a model task's worker: a plain SIGTERM or SIGUSR1 (the agent passing on its own,
  * or Slurm/a cloud signalling every process of the job; Slurm's --signal=USR1@120 sends SIGUSR1)
  * asks the run to stop after the current optimizer step with a checkpoint; a SIGTERM the agent
- * queued with SR_STOP_NOW_VALUE (base/progress.h) stops the worker at once, as the default action
+ * queued with SR__STOP_NOW_VALUE (base/progress.h) stops the worker at once, as the default action
  * would.
  *
  * Lifecycle (worker, trainer): sr__preempt_install() before set-up -> after every optimizer step
  * sr__preempt_agreed() (collective: every rank learns whether any rank was asked, so all stop
  * after the same step) -> the trainer writes its checkpoint and exits 143 (also for SIGUSR1: the exit of a preemption).
  */
-#ifndef SR_TRAINER_PREEMPT_H
-#define SR_TRAINER_PREEMPT_H
+#ifndef SR__TRAINER_PREEMPT_H
+#define SR__TRAINER_PREEMPT_H
 
 #include "fsdp/engine.h"
 

@@ -7,8 +7,8 @@
  * step, which pays for first touches of memory, unless it is the only one), and
  * sr__profile_report with the results.  Nothing happens when profiling is off.
  */
-#ifndef SR_TRAINER_PROFILE_TABLE_H
-#define SR_TRAINER_PROFILE_TABLE_H
+#ifndef SR__TRAINER_PROFILE_TABLE_H
+#define SR__TRAINER_PROFILE_TABLE_H
 
 #include "base/profile.h"
 #include "shardrun/task.h"

@@ -27,14 +27,14 @@ int sr__records_setup(sr__trainer *t) {
     t->eval_step = -1;
     t->eval_metric = NAN;
     int rc = sr__choice_setup(t); /* [task] eval_files */
-    if (rc != SR_EXIT_OK) return rc;
-    if (a->eval_strategy == SR__EVERY_NEVER && !a->eval_on_start) return SR_EXIT_OK;
+    if (rc != SR__EXIT_OK) return rc;
+    if (a->eval_strategy == SR__EVERY_NEVER && !a->eval_on_start) return SR__EXIT_OK;
     const char *why = NULL;
     if (!t->model->eval.num_samples) why = "describes no eval data (its create() does not call sr_model_eval_data)";
     else if ((t->neval = t->model->eval.num_samples(t->state)) <= 0) why = "has no eval samples";
     if (why && t->choice.n) { /* eval_files alone: the evaluations score them, with no eval_loss */
         t->neval = 0;
-        return SR_EXIT_OK;
+        return SR__EXIT_OK;
     }
     if (why) {
         sr__log(SR_LOG_ERROR,
@@ -42,16 +42,16 @@ int sr__records_setup(sr__trainer *t) {
                 "eval_data or validation_split_percentage; examples/toy: eval_samples) or set eval_strategy = no",
                 sr__every_name(a->eval_strategy), a->eval_on_start ? " (with eval_on_start)" : "", t->task, why);
         t->neval = 0;
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     t->task_neval = t->neval;
     if (a->max_eval_samples > 0 && a->max_eval_samples < t->neval) t->neval = a->max_eval_samples;
     t->eval_idx = sr__malloc((size_t)a->per_device_eval_batch_size * sizeof *t->eval_idx);
     if (!t->eval_idx) {
         sr__log(SR_LOG_ERROR, "out of memory for an eval batch's sample indices; lower per_device_eval_batch_size");
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
-    return SR_EXIT_OK;
+    return SR__EXIT_OK;
 }
 
 void sr__records_free(sr__trainer *t) {
@@ -94,7 +94,7 @@ static int find_best_again(sr__trainer *t) {
     if (!*why) {
         t->hist.best_checkpoint = here;
         free(recorded);
-        return SR_EXIT_OK;
+        return SR__EXIT_OK;
     }
     int needed = t->a.load_best_model_at_end;
     if (needed)
@@ -111,7 +111,7 @@ static int find_best_again(sr__trainer *t) {
     free(recorded);
     t->hist.best_checkpoint = NULL;
     t->hist.best_metric = NAN;
-    return needed ? SR_EXIT_CONFIG : SR_EXIT_OK;
+    return needed ? SR__EXIT_CONFIG : SR__EXIT_OK;
 }
 
 int sr__records_resume(sr__trainer *t, const char *dir) {
@@ -119,7 +119,7 @@ int sr__records_resume(sr__trainer *t, const char *dir) {
     sr__history h = {0};
     if (!p) {
         sr__log(SR_LOG_ERROR, "out of memory for the name of %s/trainer_state.json", dir);
-        return SR_EXIT_FAILED;
+        return SR__EXIT_FAILED;
     }
     if (sr__history_read(p, &h, why, sizeof why) == 0) {
         /* entries after the checkpoint's step belong to a run that went on after it */
@@ -134,7 +134,7 @@ int sr__records_resume(sr__trainer *t, const char *dir) {
         t->hist.best_metric = NAN;
     }
     free(p);
-    return t->hist.best_checkpoint ? find_best_again(t) : SR_EXIT_OK;
+    return t->hist.best_checkpoint ? find_best_again(t) : SR__EXIT_OK;
 }
 
 int sr__records_train_entry(sr__trainer *t, double loss, const sr__step_result *r) {

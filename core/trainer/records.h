@@ -14,8 +14,8 @@
  *   -> sr__records_finish (the summary entry and line, the files again, load_best_model_at_end)
  *   -> sr__records_free.
  */
-#ifndef SR_TRAINER_RECORDS_H
-#define SR_TRAINER_RECORDS_H
+#ifndef SR__TRAINER_RECORDS_H
+#define SR__TRAINER_RECORDS_H
 
 #include <stddef.h>
 

@@ -196,7 +196,7 @@ static int compare_settings(const sr__trainer *t, const char *dir, const sr__ckp
             printf("shardrun: note: %s records no settings (an older shardrun wrote it): a change of settings since "
                    "cannot be detected\n",
                    dir);
-        return SR_EXIT_OK;
+        return SR__EXIT_OK;
     }
     const char *mp = sr__precision_name(sr__worker_settings_get()->fsdp.precision);
     if (id->mixed_precision[0]) compare_one(t, id, "mixed_precision", id->mixed_precision, mp, &refused);
@@ -216,7 +216,7 @@ static int compare_settings(const sr__trainer *t, const char *dir, const sr__ckp
         if (gb && gb != now) printf(", and a step now takes %lld samples instead of %lld", now, gb);
         printf("\n");
     }
-    if (!refused.n) return SR_EXIT_OK;
+    if (!refused.n) return SR__EXIT_OK;
     sr__log(SR_LOG_ERROR,
             "resume_from_checkpoint: %s was trained with other settings than this run's:%s\n"
             "A resumed run reproduces the uninterrupted one only with the settings it was trained with; nothing "
@@ -225,7 +225,7 @@ static int compare_settings(const sr__trainer *t, const char *dir, const sr__ckp
             "overwrite_output_dir = true)",
             dir, refused.s);
     sr__buf_free(&refused);
-    return SR_EXIT_CONFIG;
+    return SR__EXIT_CONFIG;
 }
 
 /* The checkpoint a restart continues from: the newest its own job wrote, or NULL (*oom set when
@@ -252,7 +252,7 @@ static char *restart_checkpoint(sr__trainer *t, int n, int *oom) {
 static char *named_checkpoint(const sr__trainer *t, int *rc) {
     const sr__train_args *a = &t->a;
     char why[2048];
-    *rc = SR_EXIT_CONFIG;
+    *rc = SR__EXIT_CONFIG;
     if (!strcmp(a->resume_from_checkpoint, "latest")) {
         sr__ckpt_entry *l;
         size_t n;
@@ -264,7 +264,7 @@ static char *named_checkpoint(const sr__trainer *t, int *rc) {
         if (n && !dir) {
             sr__log(SR_LOG_ERROR, "resume_from_checkpoint = latest: out of memory for the name of %s/%s", a->output_dir,
                     l[n - 1].name);
-            *rc = SR_EXIT_FAILED;
+            *rc = SR__EXIT_FAILED;
         }
         sr__ckpt_list_free(l, n);
         if (!dir && !n)
@@ -287,7 +287,7 @@ static char *named_checkpoint(const sr__trainer *t, int *rc) {
     if (!dir) {
         sr__log(SR_LOG_ERROR, "resume_from_checkpoint: out of memory for the path of %s (%zu bytes)",
                 a->resume_from_checkpoint, strlen(a->resume_from_checkpoint) + 1);
-        *rc = SR_EXIT_FAILED;
+        *rc = SR__EXIT_FAILED;
     }
     return dir;
 }
@@ -302,7 +302,7 @@ static int check_identity(const char *dir, const sr__ckpt_ident *id, const char 
                 "resume_from_checkpoint: %s is not a shardrun checkpoint folder (%s); nothing was "
                 "trained; name a checkpoint-N folder a run wrote",
                 dir, why);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     if (named == -2 || (named >= 0 && named != id->step)) {
         sr__log(SR_LOG_ERROR,
@@ -310,9 +310,9 @@ static int check_identity(const char *dir, const sr__ckpt_ident *id, const char 
                 "inside a checkpoint is what a resume continues from, and a run writes checkpoint-<step>: "
                 "rename the folder to checkpoint-%lld (or move it out of the way); nothing was trained",
                 dir, id->step, id->step);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
-    return SR_EXIT_OK;
+    return SR__EXIT_OK;
 }
 
 /* output_dir holds checkpoints of the run continued (lineage; NULL: a new run) only: another run's
@@ -322,12 +322,12 @@ static int other_runs(const sr__trainer *t, const char *lineage) {
     const sr__train_args *a = &t->a;
     char **names = NULL, why[4096];
     size_t n = 0;
-    if (sr_local_rank(t->ctx) != 0) return SR_EXIT_OK;
+    if (sr_local_rank(t->ctx) != 0) return SR__EXIT_OK;
     if (sr__output_dir_others(a->output_dir, lineage, &names, &n, why, sizeof why) != 0) {
         sr__log(SR_LOG_ERROR, "%s", why);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
-    int rc = SR_EXIT_OK;
+    int rc = SR__EXIT_OK;
     if (n && !a->overwrite_output_dir) {
         sr__buf list = {0};
         for (size_t i = 0; i < n; i++) sr__buf_printf(&list, "%s%s/%s", i ? ", " : "", a->output_dir, names[i]);
@@ -346,12 +346,12 @@ static int other_runs(const sr__trainer *t, const char *lineage) {
                     "remove them; nothing was trained",
                     a->output_dir, list.s, lineage);
         sr__buf_free(&list);
-        rc = SR_EXIT_CONFIG;
+        rc = SR__EXIT_CONFIG;
     }
-    for (size_t i = 0; i < n && a->overwrite_output_dir && rc == SR_EXIT_OK; i++) {
+    for (size_t i = 0; i < n && a->overwrite_output_dir && rc == SR__EXIT_OK; i++) {
         if (sr__output_dir_remove(a->output_dir, names[i], why, sizeof why) != 0) {
             sr__log(SR_LOG_ERROR, "overwrite_output_dir: %s; nothing was trained", why);
-            rc = SR_EXIT_FAILED;
+            rc = SR__EXIT_FAILED;
         } else if (t->rank == 0) {
             printf("shardrun: overwrite_output_dir: removed %s/%s (a checkpoint of another run)\n", a->output_dir,
                    names[i]);
@@ -365,55 +365,55 @@ static int other_runs(const sr__trainer *t, const char *lineage) {
 int sr__resume_choose(sr__trainer *t) {
     const sr__train_args *a = &t->a;
     char why[2048];
-    int rc = SR_EXIT_OK;
+    int rc = SR__EXIT_OK;
     if (a->output_dir && sr__output_dir_prepare(a->output_dir, why, sizeof why) != 0) {
         sr__log(SR_LOG_ERROR, "%s", why);
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     t->settings = settings_json(t);
     if (!t->settings) {
         sr__log(SR_LOG_ERROR, "out of memory for the run's settings, which every checkpoint records");
-        return SR_EXIT_FAILED;
+        return SR__EXIT_FAILED;
     }
     snprintf(t->ts.run_id, sizeof t->ts.run_id, "%s", t->ts.job_id); /* a new run, unless it resumes */
     int restarts = sr__resume_restarts(t);
     int oom;
     char *dir = restart_checkpoint(t, restarts, &oom);
-    if (oom) return SR_EXIT_FAILED;
+    if (oom) return SR__EXIT_FAILED;
     if (!dir && a->resume_from_checkpoint && !(dir = named_checkpoint(t, &rc))) return rc;
-    if (!dir) return a->output_dir ? other_runs(t, NULL) : SR_EXIT_OK;
+    if (!dir) return a->output_dir ? other_runs(t, NULL) : SR__EXIT_OK;
     sr__ckpt_ident id = {0};
     int ok = sr__ckpt_ident_read(dir, &id, why, sizeof why) == 0;
     rc = check_identity(dir, &id, ok ? NULL : why);
-    if (rc == SR_EXIT_OK) {
+    if (rc == SR__EXIT_OK) {
         const char *lineage = sr__ckpt_lineage(&id);
         if (*lineage) snprintf(t->ts.run_id, sizeof t->ts.run_id, "%s", lineage);
         if (t->rank == 0 && a->resume_from_checkpoint && !strcmp(a->resume_from_checkpoint, "latest") && !restarts)
             printf("shardrun: resume_from_checkpoint = latest: %s (step %lld of run %s, written by launch %s)\n", dir,
                    id.step, *lineage ? lineage : "(unknown)", id.job_id[0] ? id.job_id : "(unknown)");
         rc = compare_settings(t, dir, &id);
-        if (rc == SR_EXIT_OK && a->output_dir) rc = other_runs(t, lineage);
+        if (rc == SR__EXIT_OK && a->output_dir) rc = other_runs(t, lineage);
     }
     t->resume_step = id.step;
     snprintf(t->resume_strategy, sizeof t->resume_strategy, "%s", id.sharding_strategy);
     snprintf(t->resume_data, sizeof t->resume_data, "%s", id.data_identity);
     sr__ckpt_ident_free(&id);
-    if (rc != SR_EXIT_OK) {
+    if (rc != SR__EXIT_OK) {
         free(dir);
         return rc;
     }
     t->resume_dir = dir;
-    return SR_EXIT_OK;
+    return SR__EXIT_OK;
 }
 
 int sr__resume_check_plan(const sr__trainer *t) {
-    if (!t->resume_dir || t->ts.global_step < t->plan.total_steps) return SR_EXIT_OK;
+    if (!t->resume_dir || t->ts.global_step < t->plan.total_steps) return SR__EXIT_OK;
     sr__log(SR_LOG_ERROR,
             "resume_from_checkpoint: %s holds step %lld and this run plans %lld steps (max_steps, or "
             "num_train_epochs = %g at %lld steps per epoch): nothing is left to train; raise max_steps or "
             "num_train_epochs to train further, or start a new run",
             t->resume_dir, t->ts.global_step, t->plan.total_steps, t->a.num_train_epochs, t->plan.steps_per_epoch);
-    return SR_EXIT_CONFIG;
+    return SR__EXIT_CONFIG;
 }
 
 int sr__resume_data(sr__trainer *t) {
@@ -430,19 +430,19 @@ int sr__resume_data(sr__trainer *t) {
             sr__log(SR_LOG_ERROR, "out of memory for the run's settings with its data identity, which every "
                                   "checkpoint records");
             sr__buf_free(&b);
-            return SR_EXIT_FAILED;
+            return SR__EXIT_FAILED;
         }
         free(t->settings);
         t->ts.settings = t->settings = b.s;
     }
-    if (!t->resume_dir || !t->resume_data[0] || (now && !strcmp(now, t->resume_data))) return SR_EXIT_OK;
+    if (!t->resume_dir || !t->resume_data[0] || (now && !strcmp(now, t->resume_data))) return SR__EXIT_OK;
     const char *n = now ? now : "(not recorded by this run's task)";
     if (allowed(t, "data")) {
         if (t->rank == 0)
             printf("shardrun: warning: the data changed since %s (%s then, %s now; allowed by resume_allow_changes): "
                    "the resumed run no longer reproduces the uninterrupted one\n",
                    t->resume_dir, t->resume_data, n);
-        return SR_EXIT_OK;
+        return SR__EXIT_OK;
     }
     sr__log(SR_LOG_ERROR,
             "resume_from_checkpoint: %s was trained on other data than this run's:\n    data: %s in the "
@@ -451,7 +451,7 @@ int sr__resume_data(sr__trainer *t) {
             "same data; nothing was trained.  Restore the data; or add data to [task] "
             "resume_allow_changes to continue on the new data; or start a new run",
             t->resume_dir, t->resume_data, n);
-    return SR_EXIT_CONFIG;
+    return SR__EXIT_CONFIG;
 }
 
 void sr__resume_note_strategy(const sr__trainer *t) {

@@ -18,8 +18,8 @@
  *     run's are refused, or removed before step 0 with overwrite_output_dir = true;
  *   - a checkpoint at or past the run's last step leaves nothing to train: refused.
  */
-#ifndef SR_TRAINER_RESUME_H
-#define SR_TRAINER_RESUME_H
+#ifndef SR__TRAINER_RESUME_H
+#define SR__TRAINER_RESUME_H
 
 #include "trainer/trainer_internal.h"
 

@@ -4,8 +4,8 @@
  * around to a multiple of the number of ranks, rank r taking every D-th index from r.
  * Stateless: the position is a function of (epoch, batch), so a resumed run needs no extra state.
  */
-#ifndef SR_TRAINER_SAMPLER_H
-#define SR_TRAINER_SAMPLER_H
+#ifndef SR__TRAINER_SAMPLER_H
+#define SR__TRAINER_SAMPLER_H
 
 #include <stdint.h>
 

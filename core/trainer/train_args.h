@@ -4,19 +4,19 @@
  * schedules they name.  Their enumerations (lr_scheduler_type, the strategies, nan_policy) are
  * config/enums.h's lists.  Read once per worker, before the model is built.
  */
-#ifndef SR_TRAINER_ARGS_H
-#define SR_TRAINER_ARGS_H
+#ifndef SR__TRAINER_ARGS_H
+#define SR__TRAINER_ARGS_H
 
 #include "config/enums.h"
 #include "config/env_table.h"
 #include "shardrun/task.h"
 
 /* Bounds of the step and batch keys, so that the samples a run plans (steps x per-device batch x
-   accumulation x ranks, at most SR_TRAIN_MAX_SAMPLES) and their tokens fit in 64 bits however long
+   accumulation x ranks, at most SR__TRAIN_MAX_SAMPLES) and their tokens fit in 64 bits however long
    a sample is (up to 2^23 tokens), and a micro-batch's buffers stay allocatable. */
-#define SR_TRAIN_MAX_STEPS 1000000000LL  /* max_steps, and the steps num_train_epochs may give */
-#define SR_TRAIN_MAX_BATCH 1048576LL     /* per_device_train_batch_size, gradient_accumulation_steps: 2^20 */
-#define SR_TRAIN_MAX_SAMPLES (1LL << 40) /* samples a run may plan in all ranks together */
+#define SR__TRAIN_MAX_STEPS 1000000000LL  /* max_steps, and the steps num_train_epochs may give */
+#define SR__TRAIN_MAX_BATCH 1048576LL     /* per_device_train_batch_size, gradient_accumulation_steps: 2^20 */
+#define SR__TRAIN_MAX_SAMPLES (1LL << 40) /* samples a run may plan in all ranks together */
 
 typedef struct sr__train_args {
     double num_train_epochs;

@@ -11,11 +11,11 @@
 const sr_key sr__trainer_keys[] = {
     {"num_train_epochs", SR_KEY_FLOAT, "3", NULL, 0, NOLIM, NULL,
      "epochs over the dataset (when max_steps is not set)"},
-    {"max_steps", SR_KEY_INT, "-1", NULL, 0, -1, SR_TRAIN_MAX_STEPS, NULL,
+    {"max_steps", SR_KEY_INT, "-1", NULL, 0, -1, SR__TRAIN_MAX_STEPS, NULL,
      "optimizer steps to train; overrides num_train_epochs when > 0 (at most 10^9)"},
-    {"per_device_train_batch_size", SR_KEY_INT, "8", NULL, 0, 1, SR_TRAIN_MAX_BATCH, NULL,
+    {"per_device_train_batch_size", SR_KEY_INT, "8", NULL, 0, 1, SR__TRAIN_MAX_BATCH, NULL,
      "samples per micro-batch on each rank (at most 2^20)"},
-    {"gradient_accumulation_steps", SR_KEY_INT, "1", NULL, 0, 1, SR_TRAIN_MAX_BATCH, NULL,
+    {"gradient_accumulation_steps", SR_KEY_INT, "1", NULL, 0, 1, SR__TRAIN_MAX_BATCH, NULL,
      "micro-batches per optimizer step (at most 2^20)"},
     {"learning_rate", SR_KEY_FLOAT, "5e-05", NULL, 0, NOLIM, NULL, "AdamW's peak learning rate"},
     {"lr_scheduler_type", SR_KEY_ENUM, "linear", SR__SCHEDULE_CHOICES, 0, NOLIM, NULL,
@@ -64,7 +64,7 @@ const sr_key sr__trainer_keys[] = {
      "eval data: gpt2's eval_data or validation_split_percentage)"},
     {"eval_steps", SR_KEY_INT, NULL, NULL, 0, 1, LLONG_MAX, NULL,
      "with eval_strategy = steps: evaluate every N steps; default: logging_steps"},
-    {"per_device_eval_batch_size", SR_KEY_INT, "8", NULL, 0, 1, SR_TRAIN_MAX_BATCH, NULL,
+    {"per_device_eval_batch_size", SR_KEY_INT, "8", NULL, 0, 1, SR__TRAIN_MAX_BATCH, NULL,
      "eval samples per forward on each rank (at most 2^20)"},
     {"max_train_samples", SR_KEY_INT, NULL, NULL, 0, 1, LLONG_MAX, NULL,
      "train on the first N samples of the task's training data only (HF's max_train_samples; after "

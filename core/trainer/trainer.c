@@ -76,7 +76,7 @@ static int start_params(sr__trainer *t) {
         /* log_history and the best checkpoint first: a best checkpoint that load_best_model_at_end
            needs and cannot have is refused before the parameters are read */
         t->ts.global_step = t->resume_step;
-        if ((rc = sr__records_resume(t, t->resume_dir)) != SR_EXIT_OK) return rc;
+        if ((rc = sr__records_resume(t, t->resume_dir)) != SR__EXIT_OK) return rc;
     }
     /* a resumed run's adapters are the checkpoint's */
     const char *adapters = t->resume_dir ? NULL : a->init_adapters;
@@ -84,20 +84,20 @@ static int start_params(sr__trainer *t) {
     if (adapters) snprintf(ad_file, sizeof ad_file, "%s/adapter_model.safetensors", adapters);
     if (base) {
         if (!a->init_weights && !adapters) {
-            if (sr__engine_init_params(t->e) != 0) return SR_EXIT_FAILED;
+            if (sr__engine_init_params(t->e) != 0) return SR__EXIT_FAILED;
         } else {
             if ((rc = sr__engine_load_weights(t->e, a->init_weights, adapters ? ad_file : NULL, &t->weights_bytes)) !=
                 0)
-                return rc == -2 ? SR_EXIT_CONFIG : SR_EXIT_FAILED;
+                return rc == -2 ? SR__EXIT_CONFIG : SR__EXIT_FAILED;
             if (t->rank == 0 && a->init_weights)
                 printf("shardrun: %s from %s\n", t->resume_dir ? "the frozen base" : "initial weights",
                        a->init_weights);
             if (t->rank == 0 && adapters) printf("shardrun: the adapters from %s\n", ad_file);
         }
     }
-    if (!t->resume_dir) return SR_EXIT_OK;
+    if (!t->resume_dir) return SR__EXIT_OK;
     rc = sr__ckpt_load(t->e, t->resume_dir, &t->ts);
-    if (rc != 0) return rc == -2 ? SR_EXIT_CONFIG : SR_EXIT_FAILED;
+    if (rc != 0) return rc == -2 ? SR__EXIT_CONFIG : SR__EXIT_FAILED;
     if (t->rank == 0) printf("shardrun: resumed from %s at step %lld\n", t->resume_dir, t->ts.global_step);
     if (t->rank == 0 && t->ts.frozen_digest[0])
         printf("shardrun: the frozen base (%s) is the checkpoint's: frozen_digest %s\n",
@@ -110,67 +110,67 @@ static int start_params(sr__trainer *t) {
         printf("shardrun: note: init_weights is not read: the checkpoint holds the parameters\n");
     if (a->init_adapters && t->rank == 0)
         printf("shardrun: note: init_adapters is not read: the checkpoint holds the adapters\n");
-    return SR_EXIT_OK;
+    return SR__EXIT_OK;
 }
 
 /* Everything that can go wrong before training: the arguments, the task's model, the engine, the
-   starting parameters, a dataset.  An exit code: SR_EXIT_CONFIG for a bad description or
-   configuration (nothing has trained yet), SR_EXIT_FAILED otherwise. */
+   starting parameters, a dataset.  An exit code: SR__EXIT_CONFIG for a bad description or
+   configuration (nothing has trained yet), SR__EXIT_FAILED otherwise. */
 static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_ops *ops) {
     memset(t, 0, sizeof *t);
     t->ctx = ctx, t->task = task, t->ops = ops;
     t->final_loss = NAN;
-    if (sr__train_args_read(ctx, &t->a) != 0) return SR_EXIT_CONFIG;
+    if (sr__train_args_read(ctx, &t->a) != 0) return SR__EXIT_CONFIG;
     t->rank = sr_rank(ctx), t->ws = sr_world_size(ctx), t->tty = sr__ctx_tty(ctx);
     const sr__worker_settings *ws = sr__worker_settings_get();
     snprintf(t->ts.job_id, sizeof t->ts.job_id, "%s", ws->job_id);
     snprintf(t->ts.requeue_key, sizeof t->ts.requeue_key, "%s", ws->requeue_key);
     int rc = sr__resume_choose(t); /* output_dir, and the checkpoint the run starts from */
-    if (rc != SR_EXIT_OK) return rc;
+    if (rc != SR__EXIT_OK) return rc;
     t->ts.settings = t->settings;
     t->model = sr__model_new();
     if (!t->model) {
         sr__log(SR_LOG_ERROR, "task %s: out of memory for the model's description", task);
-        return SR_EXIT_FAILED;
+        return SR__EXIT_FAILED;
     }
     t->state = ops->create(ctx, t->model);
     if (!t->state) {
         sr__log(SR_LOG_ERROR, "task %s: create() failed (see above)", task);
         /* create() reads the task's keys and data: what fails there is the run's input, found
            before any step */
-        return SR_EXIT_CONFIG;
+        return SR__EXIT_CONFIG;
     }
     if (sr__ctx_check_task_keys(ctx, task, sr__trainer_keys) != 0 ||
         sr__resume_check_allow_names(ctx, t->a.resume_allow_changes) != 0 || sr__model_check(t->model, task) != 0 ||
         sr__model_freeze(t->model, t->a.freeze, task) != 0)
-        return SR_EXIT_CONFIG;
-    if ((rc = sr__resume_data(t)) != SR_EXIT_OK) return rc;
+        return SR__EXIT_CONFIG;
+    if ((rc = sr__resume_data(t)) != SR__EXIT_OK) return rc;
     t->e = sr__engine_create(ctx, task, ops, t->state, t->model, (uint64_t)t->a.seed);
-    if (!t->e) return SR_EXIT_CONFIG;
+    if (!t->e) return SR__EXIT_CONFIG;
     t->cfg = sr__engine_config(t->e);
     sr__resume_note_strategy(t);
     t->ts.seed = t->a.seed;
     rc = sr__records_setup(t); /* the eval data the configuration asks for */
-    if (rc == SR_EXIT_OK) rc = start_params(t);
-    if (rc != SR_EXIT_OK) return rc;
+    if (rc == SR__EXIT_OK) rc = start_params(t);
+    if (rc != SR__EXIT_OK) return rc;
     t->nsamples = t->task_samples = ops->num_samples(t->state);
     if (t->nsamples <= 0) {
         sr__log(SR_LOG_ERROR, "task %s has no training samples", task);
-        return SR_EXIT_FAILED;
+        return SR__EXIT_FAILED;
     }
     /* max_train_samples: the first N (the sampler permutes 0 .. nsamples-1 only) */
     if (t->a.max_train_samples > 0 && t->a.max_train_samples < t->nsamples) t->nsamples = t->a.max_train_samples;
-    return SR_EXIT_OK;
+    return SR__EXIT_OK;
 }
 
 static int out_of_memory(const char *what, unsigned long long bytes) {
     sr__log(SR_LOG_ERROR, "out of memory for %s (%llu bytes); nothing was trained", what, bytes);
-    return SR_EXIT_CONFIG;
+    return SR__EXIT_CONFIG;
 }
 
 /* The data split and the step count, checked (the step count and the samples it plans within the
    bounds of train_args.h) and announced by rank 0; the buffers and the log of the loop.  An exit
-   code: SR_EXIT_CONFIG when the plan is out of bounds or its buffers cannot be allocated. */
+   code: SR__EXIT_CONFIG when the plan is out of bounds or its buffers cannot be allocated. */
 static int plan_run(sr__trainer *t) {
     const sr__train_args *a = &t->a;
     sr__plan *p = &t->plan;
@@ -180,12 +180,12 @@ static int plan_run(sr__trainer *t) {
     if (p->steps_per_epoch < 1) p->steps_per_epoch = 1;
     /* at least 1: train_args requires max_steps or num_train_epochs to be positive */
     double steps = a->max_steps > 0 ? (double)a->max_steps : ceil(a->num_train_epochs * (double)p->steps_per_epoch);
-    if (steps > (double)SR_TRAIN_MAX_STEPS) {
+    if (steps > (double)SR__TRAIN_MAX_STEPS) {
         sr__log(SR_LOG_ERROR,
                 "[task] num_train_epochs = %g makes %.4g steps (%lld per epoch), more than the %lld a run "
                 "may have; lower num_train_epochs or set max_steps",
-                a->num_train_epochs, steps, p->steps_per_epoch, SR_TRAIN_MAX_STEPS);
-        return SR_EXIT_CONFIG;
+                a->num_train_epochs, steps, p->steps_per_epoch, SR__TRAIN_MAX_STEPS);
+        return SR__EXIT_CONFIG;
     }
     p->total_steps = (long long)steps;
     /* save_strategy / logging_strategy = epoch: at the end of every epoch; logging no: the last step */
@@ -195,13 +195,13 @@ static int plan_run(sr__trainer *t) {
     long long planned;
     if (__builtin_mul_overflow(p->total_steps, bs, &planned) ||
         __builtin_mul_overflow(planned, a->gradient_accumulation_steps, &planned) ||
-        __builtin_mul_overflow(planned, (long long)t->ws, &planned) || planned > SR_TRAIN_MAX_SAMPLES) {
+        __builtin_mul_overflow(planned, (long long)t->ws, &planned) || planned > SR__TRAIN_MAX_SAMPLES) {
         sr__log(SR_LOG_ERROR,
                 "[task] %lld steps x per_device_train_batch_size %lld x gradient_accumulation_steps %lld "
                 "x %d ranks is more than the %lld samples (2^40) a run may plan, so that its sample and "
                 "token counts stay within 64 bits; lower max_steps (or num_train_epochs) or the batch",
-                p->total_steps, bs, a->gradient_accumulation_steps, t->ws, SR_TRAIN_MAX_SAMPLES);
-        return SR_EXIT_CONFIG;
+                p->total_steps, bs, a->gradient_accumulation_steps, t->ws, SR__TRAIN_MAX_SAMPLES);
+        return SR__EXIT_CONFIG;
     }
     if (sr__sampler_init(&t->smp, t->nsamples, t->ws, t->rank, (uint64_t)a->seed) != 0)
         return out_of_memory("the sampler's permutation of the dataset's samples",
@@ -227,7 +227,7 @@ static int plan_run(sr__trainer *t) {
     t->log = sr__train_log_open(a, t->rank, t->ts.global_step);
     t->o = (sr__optim){0, a->adam_beta1, a->adam_beta2, a->adam_epsilon, a->weight_decay, a->max_grad_norm, 0, 0};
     t->t0 = t->last_log_t = sr__now_s();
-    return SR_EXIT_OK;
+    return SR__EXIT_OK;
 }
 
 /* Keeps one step's time; when the array cannot grow, the median is that of the steps kept. */
@@ -303,7 +303,7 @@ static unsigned long long tree_bytes(const char *dir) {
 static int save_now(sr__trainer *t, sr__progress_kind kind) {
     const sr__train_args *a = &t->a;
     long long step = t->ts.global_step;
-    sr__watch_phase(SR_PHASE_CHECKPOINT);
+    sr__watch_phase(SR__PHASE_CHECKPOINT);
     double began = sr__now_s();
     if (sr__records_save_checkpoint(t) != 0) return -1;
     t->saved_step = step;
@@ -320,7 +320,7 @@ static int save_if_due(sr__trainer *t) {
     long long step = t->ts.global_step;
     int last = step == t->plan.total_steps;
     if (!(a->save_steps > 0 && step % a->save_steps == 0) && !(last && a->save_final)) return 0;
-    return save_now(t, SR_PROGRESS_CHECKPOINT);
+    return save_now(t, SR__PROGRESS_CHECKPOINT);
 }
 
 /* Every rank was asked to stop (SIGTERM or SIGUSR1): the step just taken is saved, unless it
@@ -331,11 +331,11 @@ static int stop_preempted(sr__trainer *t) {
     const char *sig = sr__preempt_signal() == SIGUSR1 ? "SIGUSR1" : "SIGTERM";
     if (!t->a.output_dir) {
         if (t->rank == 0) printf("shardrun: preempted (%s) after step %lld; no output_dir, nothing saved\n", sig, step);
-        return SR_EXIT_SIGNAL_BASE + SIGTERM;
+        return SR__EXIT_SIGNAL_BASE + SIGTERM;
     }
-    if (t->saved_step != step && save_now(t, SR_PROGRESS_CHECKPOINT) != 0) return SR_EXIT_FAILED;
+    if (t->saved_step != step && save_now(t, SR__PROGRESS_CHECKPOINT) != 0) return SR__EXIT_FAILED;
     snprintf(what, sizeof what, "%lld %s/checkpoint-%lld", step, t->a.output_dir, step);
-    sr__progress_send(SR_PROGRESS_PREEMPTED, what);
+    sr__progress_send(SR__PROGRESS_PREEMPTED, what);
     sr_report_bool(t->ctx, "preempted", 1);
     sr_report_int(t->ctx, "global_step", step);
     sr_report_str(t->ctx, "checkpoint", what + strcspn(what, " ") + 1);
@@ -343,37 +343,37 @@ static int stop_preempted(sr__trainer *t) {
         printf("shardrun: preempted (%s) after step %lld of %lld: %s/checkpoint-%lld holds it; the same job with "
                "resume_from_checkpoint = latest continues from there\n",
                sig, step, t->plan.total_steps, t->a.output_dir, step);
-    return SR_EXIT_SIGNAL_BASE + SIGTERM;
+    return SR__EXIT_SIGNAL_BASE + SIGTERM;
 }
 
 static int train(sr__trainer *t) {
     char text[32];
-    if (sr__eval_if_due(t, 1) != 0) return SR_EXIT_FAILED; /* eval_on_start */
-    sr__progress_send(SR_PROGRESS_STARTED, "training");
+    if (sr__eval_if_due(t, 1) != 0) return SR__EXIT_FAILED; /* eval_on_start */
+    sr__progress_send(SR__PROGRESS_STARTED, "training");
     t->saved_step = -1;
     sr__watch_plan(t->plan.total_steps);
     t->first_step = t->ts.global_step;
     for (long long step = t->ts.global_step; step < t->plan.total_steps; step++) {
         double loss;
         sr__step_result r;
-        if (train_step(t, step, &loss, &r) != 0) return SR_EXIT_FAILED;
+        if (train_step(t, step, &loss, &r) != 0) return SR__EXIT_FAILED;
         int nan_rc = sr__nan_policy_after_step(t, loss, &r); /* stop: before anything of the step is kept */
-        if (nan_rc != SR_EXIT_OK) return nan_rc;
+        if (nan_rc != SR__EXIT_OK) return nan_rc;
         snprintf(text, sizeof text, "%lld", t->ts.global_step);
-        sr__progress_send(SR_PROGRESS_STEP, text);
+        sr__progress_send(SR__PROGRESS_STEP, text);
         sr__debug_kill_at(t->rank, sr_restart_count(t->ctx), t->ts.global_step);
-        if (sr__trainer_log_step(t, loss, &r) != 0) return SR_EXIT_FAILED;
+        if (sr__trainer_log_step(t, loss, &r) != 0) return SR__EXIT_FAILED;
         sr__debug_pause_at(t->rank, sr_restart_count(t->ctx), t->ts.global_step); /* after the step's line */
-        if (sr__eval_if_due(t, 0) != 0) return SR_EXIT_FAILED;
-        if (save_if_due(t) != 0) return SR_EXIT_FAILED;
+        if (sr__eval_if_due(t, 0) != 0) return SR__EXIT_FAILED;
+        if (save_if_due(t) != 0) return SR__EXIT_FAILED;
         int stop = sr__preempt_agreed(t->e);
-        if (stop < 0) return SR_EXIT_FAILED;
+        if (stop < 0) return SR__EXIT_FAILED;
         if (stop && step + 1 < t->plan.total_steps) return stop_preempted(t);
     }
     double runtime = sr__now_s() - t->t0; /* (the last step is always logged: its line replaced the bar) */
     if (t->rank == 0) sr__profile_print(&t->prof, 1);
-    if (sr__records_finish(t, runtime) != 0) return SR_EXIT_FAILED; /* summary, load_best_model_at_end */
-    if (sr__trainer_report(t, runtime) != 0) return SR_EXIT_FAILED;
+    if (sr__records_finish(t, runtime) != 0) return SR__EXIT_FAILED; /* summary, load_best_model_at_end */
+    if (sr__trainer_report(t, runtime) != 0) return SR__EXIT_FAILED;
     return sr__nan_policy_finish(t); /* warn: a final loss that is not finite fails the run */
 }
 
@@ -396,10 +396,10 @@ int sr__trainer_run(sr_ctx *ctx, const char *task_name, const sr_model_ops *ops)
     sr__preempt_install();
     hold_stderr(&held, sr_local_rank(ctx));
     int rc = setup(&t, ctx, task_name, ops);
-    if (rc == SR_EXIT_OK) rc = plan_run(&t);
-    if (rc == SR_EXIT_OK) rc = sr__resume_check_plan(&t);
-    release_stderr(&held, rc != SR_EXIT_OK); /* set-up is over */
-    if (rc == SR_EXIT_OK) rc = train(&t);
+    if (rc == SR__EXIT_OK) rc = plan_run(&t);
+    if (rc == SR__EXIT_OK) rc = sr__resume_check_plan(&t);
+    release_stderr(&held, rc != SR__EXIT_OK); /* set-up is over */
+    if (rc == SR__EXIT_OK) rc = train(&t);
     teardown(&t);
     return rc;
 }

@@ -4,8 +4,8 @@
  * AdamW with a warmup schedule, gradient accumulation, clipping, logging on rank 0, checkpoints
  * and resume — with the FSDP engine doing every collective.
  */
-#ifndef SR_TRAINER_H
-#define SR_TRAINER_H
+#ifndef SR__TRAINER_H
+#define SR__TRAINER_H
 
 #include "shardrun/model.h"
 

@@ -12,8 +12,8 @@
  *   resume.c     which checkpoint the run starts from, and whether it may (resume.h)
  *   profile_table.c  the step profile's tables (SHARDRUN_PROFILE=1, profile_table.h)
  */
-#ifndef SR_TRAINER_INTERNAL_H
-#define SR_TRAINER_INTERNAL_H
+#ifndef SR__TRAINER_INTERNAL_H
+#define SR__TRAINER_INTERNAL_H
 
 #include <stdint.h>
 #include <stdio.h>

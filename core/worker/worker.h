@@ -2,8 +2,8 @@
  * One worker process, after the launcher forked it: the plugins write the environment, the host
  * applies it once, the plugins' init hooks run, then the task is loaded and run.  Never returns.
  */
-#ifndef SR_CORE_WORKER_H
-#define SR_CORE_WORKER_H
+#ifndef SR__CORE_WORKER_H
+#define SR__CORE_WORKER_H
 
 #include "run/run.h"
 

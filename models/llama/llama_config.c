@@ -130,7 +130,7 @@ static int bad(reader *r, const char *what) {
 
 static int read_num(reader *r, double *out) {
     sr__json_num n;
-    if (sr__json_peek(&r->j) != SR_JSON_NUMBER || sr__json_number(&r->j, &n) != 0) return bad(r, "expected a number");
+    if (sr__json_peek(&r->j) != SR__JSON_NUMBER || sr__json_number(&r->j, &n) != 0) return bad(r, "expected a number");
     if (!isfinite(n.value)) /* 1e400: no double holds it, and no model is built from it */
         return bad(r, "is beyond the range of a double (not a finite number)");
     *out = n.value;
@@ -150,7 +150,8 @@ static int read_int(reader *r, int lo, int hi, int *out) {
 }
 
 static int read_bool(reader *r, int *out) {
-    if (sr__json_peek(&r->j) != SR_JSON_BOOL || sr__json_bool(&r->j, out) != 0) return bad(r, "expected true or false");
+    if (sr__json_peek(&r->j) != SR__JSON_BOOL || sr__json_bool(&r->j, out) != 0)
+        return bad(r, "expected true or false");
     return 0;
 }
 
@@ -158,7 +159,7 @@ static int read_bool(reader *r, int *out) {
 static int read_string_is(reader *r, const char *const *want, const char *why) {
     const char *s;
     size_t n;
-    if (sr__json_peek(&r->j) != SR_JSON_STRING || sr__json_string(&r->j, &s, &n) != 0)
+    if (sr__json_peek(&r->j) != SR__JSON_STRING || sr__json_string(&r->j, &s, &n) != 0)
         return bad(r, "expected a string");
     for (; *want; want++)
         if (sr__json_key_is(s, n, *want)) return 0;
@@ -170,11 +171,11 @@ static int read_string_is(reader *r, const char *const *want, const char *why) {
 /* a value that must be null (or false / 0 / 0.0 where that means the same: off) */
 static int read_off(reader *r, const char *why) {
     sr__json_type t = sr__json_peek(&r->j);
-    if (t == SR_JSON_NULL) return sr__json_null(&r->j);
-    if (t == SR_JSON_BOOL) {
+    if (t == SR__JSON_NULL) return sr__json_null(&r->j);
+    if (t == SR__JSON_BOOL) {
         int b;
         if (sr__json_bool(&r->j, &b) == 0 && !b) return 0;
-    } else if (t == SR_JSON_NUMBER) {
+    } else if (t == SR__JSON_NUMBER) {
         sr__json_num n;
         if (sr__json_number(&r->j, &n) == 0 && n.value == 0.0) return 0;
     }
@@ -184,11 +185,11 @@ static int read_off(reader *r, const char *why) {
 }
 
 static int read_rope_scaling(reader *r, llama_config *c) {
-    if (sr__json_peek(&r->j) == SR_JSON_NULL) {
+    if (sr__json_peek(&r->j) == SR__JSON_NULL) {
         c->llama3 = 0;
         return sr__json_null(&r->j);
     }
-    if (sr__json_peek(&r->j) != SR_JSON_OBJECT || sr__json_object(&r->j) != 0)
+    if (sr__json_peek(&r->j) != SR__JSON_OBJECT || sr__json_object(&r->j) != 0)
         return bad(r, "expected an object or null");
     const char *key;
     size_t klen;
@@ -270,7 +271,7 @@ static int member(reader *r, const char *key, size_t klen, llama_config *c, int 
         static const char *const types[] = {"llama", "qwen2", "mistral", NULL};
         const char *s;
         size_t n;
-        if (sr__json_peek(&r->j) == SR_JSON_STRING && sr__json_string(&r->j, &s, &n) == 0) {
+        if (sr__json_peek(&r->j) == SR__JSON_STRING && sr__json_string(&r->j, &s, &n) == 0) {
             *model_type = sr__json_key_is(s, n, "qwen2") ? 2 : sr__json_key_is(s, n, "mistral") ? 3 : 1;
             for (const char *const *t = types; *t; t++)
                 if (sr__json_key_is(s, n, *t)) return 0;
@@ -284,7 +285,7 @@ static int member(reader *r, const char *key, size_t klen, llama_config *c, int 
     if (IS("num_hidden_layers")) return SR__LF_SEEN(SR__LF_LAYERS, read_int(r, 1, 4096, &c->n_layer));
     if (IS("num_attention_heads")) return SR__LF_SEEN(SR__LF_HEADS, read_int(r, 1, 4096, &c->n_head));
     if (IS("num_key_value_heads")) /* null: as many as the attention heads, in every config class */
-        return SR__LF_SEEN(SR__LF_KV_HEADS, sr__json_peek(&r->j) == SR_JSON_NULL
+        return SR__LF_SEEN(SR__LF_KV_HEADS, sr__json_peek(&r->j) == SR__JSON_NULL
                                                 ? (c->n_kv_head = 0, sr__json_null(&r->j))
                                                 : read_int(r, 1, 4096, &c->n_kv_head));
     if (IS("hidden_size")) return SR__LF_SEEN(SR__LF_HIDDEN, read_int(r, 1, 1 << 16, &c->hidden));
@@ -308,7 +309,7 @@ static int member(reader *r, const char *key, size_t klen, llama_config *c, int 
     }
     if (IS("mlp_bias")) return read_bool(r, &c->mlp_bias);
     if (IS("head_dim"))
-        return sr__json_peek(&r->j) == SR_JSON_NULL ? sr__json_null(&r->j) : read_int(r, 1, 1 << 16, head_dim);
+        return sr__json_peek(&r->j) == SR__JSON_NULL ? sr__json_null(&r->j) : read_int(r, 1, 1 << 16, head_dim);
     if (IS("rope_scaling")) return read_rope_scaling(r, c);
     if (IS("hidden_act")) {
         static const char *const acts[] = {"silu", NULL};
@@ -331,7 +332,7 @@ static int member(reader *r, const char *key, size_t klen, llama_config *c, int 
     }
     if (IS("sliding_window")) { /* Mistral: null for none; Qwen2: set, and off unless use_sliding_window */
         *seen |= SR__LF_SLIDING;
-        if (sr__json_peek(&r->j) == SR_JSON_NULL) return sr__json_null(&r->j);
+        if (sr__json_peek(&r->j) == SR__JSON_NULL) return sr__json_null(&r->j);
         int w;
         if (read_int(r, 0, 1 << 30, &w) != 0) return -1;
         if (w > 0) *sliding_on |= 2; /* on for Mistral, for Qwen2 only with use_sliding_window */

@@ -63,7 +63,7 @@ typedef struct {
 /* FNV-1a (the project's one copy, base/hash64.h) with its high bits folded into the low ones the
    tokenizer's tables index by: the string maps and the shared cache */
 static inline uint64_t tf__hash_bytes(const char *s, size_t n) {
-    uint64_t h = sr__fnv1a64(SR_FNV1A64_BASIS, s, n);
+    uint64_t h = sr__fnv1a64(SR__FNV1A64_BASIS, s, n);
     return h ^ h >> 29;
 }
 

@@ -134,8 +134,8 @@ int tf__json_id(tf__json *j, int32_t *out) {
 int tf__json_literal(tf__json *j, int *out, const char *what) {
     sr__json_type t = sr__json_peek(&j->r);
     size_t start = tf__json_offset(j);
-    if (t == SR_JSON_BOOL && sr__json_bool(&j->r, out) == 0) return 0;
-    if (t == SR_JSON_NULL && sr__json_null(&j->r) == 0) return *out = -1, 0;
+    if (t == SR__JSON_BOOL && sr__json_bool(&j->r, out) == 0) return 0;
+    if (t == SR__JSON_NULL && sr__json_null(&j->r) == 0) return *out = -1, 0;
     return fail_at(j, start, what);
 }
 

@@ -40,7 +40,7 @@ static int recorded(const char *dir, char *val, size_t vlen, char *err, size_t e
     sr__json_init(&j, text, n, NULL);
     if (sr__json_object(&j) == 0)
         while ((more = sr__json_member(&j, &key, &klen)) > 0) {
-            if (sr__json_key_is(key, klen, TF_SAVED_KEY) && sr__json_peek(&j) == SR_JSON_STRING) {
+            if (sr__json_key_is(key, klen, TF_SAVED_KEY) && sr__json_peek(&j) == SR__JSON_STRING) {
                 if (sr__json_string(&j, &s, &slen) != 0) break;
                 snprintf(val, vlen, "%.*s", (int)(slen < vlen ? slen : vlen - 1), s);
                 found = 1;

@@ -1,6 +1,6 @@
 /* Minimal assertions for the unit tests: count, report, exit non-zero on any failure. */
-#ifndef SR_TEST_CHECK_H
-#define SR_TEST_CHECK_H
+#ifndef SR__TEST_CHECK_H
+#define SR__TEST_CHECK_H
 #include <stdio.h>
 #include <string.h>
 

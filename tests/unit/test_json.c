@@ -247,16 +247,16 @@ static void walk(void) {
     int nshape = 0, ok = -1, no = -1, seen_null = 0, r, e;
     double lr = 0;
     sr__json_init(&j, doc, strlen(doc), NULL);
-    CHECK(sr__json_peek(&j) == SR_JSON_OBJECT);
+    CHECK(sr__json_peek(&j) == SR__JSON_OBJECT);
     CHECK(sr__json_object(&j) == 0);
     while ((r = sr__json_member(&j, &key, &klen)) > 0) {
         if (sr__json_key_is(key, klen, "name")) {
-            CHECK(sr__json_peek(&j) == SR_JSON_STRING);
+            CHECK(sr__json_peek(&j) == SR__JSON_STRING);
             CHECK(sr__json_string(&j, &s, &slen) == 0);
         } else if (sr__json_key_is(key, klen, "shape")) {
-            CHECK(sr__json_peek(&j) == SR_JSON_ARRAY && sr__json_array(&j) == 0);
+            CHECK(sr__json_peek(&j) == SR__JSON_ARRAY && sr__json_array(&j) == 0);
             while ((e = sr__json_element(&j)) > 0) {
-                CHECK(sr__json_peek(&j) == SR_JSON_NUMBER && sr__json_number(&j, &num) == 0 && num.is_uint);
+                CHECK(sr__json_peek(&j) == SR__JSON_NUMBER && sr__json_number(&j, &num) == 0 && num.is_uint);
                 if (nshape < 4) shape[nshape++] = (long long)num.uint;
             }
             CHECK(e == 0);
@@ -264,9 +264,9 @@ static void walk(void) {
             CHECK(sr__json_number(&j, &num) == 0 && !num.is_uint);
             lr = num.value;
         } else if (sr__json_key_is(key, klen, "ok")) {
-            CHECK(sr__json_peek(&j) == SR_JSON_BOOL && sr__json_bool(&j, &ok) == 0);
+            CHECK(sr__json_peek(&j) == SR__JSON_BOOL && sr__json_bool(&j, &ok) == 0);
         } else if (sr__json_key_is(key, klen, "none")) {
-            CHECK(sr__json_peek(&j) == SR_JSON_NULL && sr__json_null(&j) == 0);
+            CHECK(sr__json_peek(&j) == SR__JSON_NULL && sr__json_null(&j) == 0);
             seen_null = 1;
         } else if (sr__json_key_is(key, klen, "k\xc3\xa9y")) {
             CHECK(sr__json_bool(&j, &no) == 0);
@@ -276,7 +276,7 @@ static void walk(void) {
         }
     }
     CHECK(r == 0);
-    CHECK(sr__json_peek(&j) == SR_JSON_NONE);
+    CHECK(sr__json_peek(&j) == SR__JSON_NONE);
     CHECK(sr__json_end(&j) == 0 && sr__json_error(&j, NULL) == NULL);
     CHECK_STR(s, "gpt2"); /* strings live until sr__json_free */
     CHECK(nshape == 2 && shape[0] == 768 && shape[1] == 3072);

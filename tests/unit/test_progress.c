@@ -64,11 +64,11 @@ int main(void) {
     int fds[2];
     CHECK(pipe(fds) == 0);
     sr__progress_set_fd(fds[1]);
-    sr__progress_send(SR_PROGRESS_STARTED, "training");
-    sr__progress_send(SR_PROGRESS_STEP, "12");
-    sr__progress_send(SR_PROGRESS_PREEMPTED, "12 /tmp/out/checkpoint-12");
+    sr__progress_send(SR__PROGRESS_STARTED, "training");
+    sr__progress_send(SR__PROGRESS_STEP, "12");
+    sr__progress_send(SR__PROGRESS_PREEMPTED, "12 /tmp/out/checkpoint-12");
     sr__progress_set_fd(-1);
-    sr__progress_send(SR_PROGRESS_STEP, "13"); /* nowhere: dropped */
+    sr__progress_send(SR__PROGRESS_STEP, "13"); /* nowhere: dropped */
     close(fds[1]);
     char got[256];
     ssize_t k = read(fds[0], got, sizeof got - 1);

@@ -29,7 +29,7 @@ static void *serve(void *arg) {
         poll(pfds, (nfds_t)n, 10);
         pthread_mutex_lock(&lock);
         sr__rdzv_handle(&host, pfds, n);
-        if (host.phase == SR_RDZV_RESTART && sr__rdzv_restart_ready(&host) == 1) sr__rdzv_next_attempt(&host);
+        if (host.phase == SR__RDZV_RESTART && sr__rdzv_restart_ready(&host) == 1) sr__rdzv_next_attempt(&host);
         pthread_mutex_unlock(&lock);
     }
     return NULL;
@@ -46,7 +46,7 @@ static int pump(sr__rdzv *r, int (*done)(sr__rdzv *r)) {
     }
     return done(r);
 }
-static int decided(sr__rdzv *r) { return r->phase != SR_RDZV_RUNNING; }
+static int decided(sr__rdzv *r) { return r->phase != SR__RDZV_RUNNING; }
 static int restart_ready(sr__rdzv *r) { return sr__rdzv_restart_ready(r) != 0; }
 
 /* Waits (5 s at most) until the host's store holds `key` = `want`. */
@@ -129,14 +129,14 @@ static void restart_then_succeed(void) {
     CHECK(agent.attempt == 0);
 
     /* a rank of agent 1 fails once training began: the host restarts the job */
-    sr__rdzv_report_failure(&agent, 1, "rank 3 failed", SR_FAIL_RETRYABLE);
+    sr__rdzv_report_failure(&agent, 1, "rank 3 failed", SR__FAIL_RETRYABLE);
     CHECK_KEY("run/0/failure", "1:x:rank 3 failed");
     CHECK_KEY("run/0/outcome/1", "1:r:rank 3 failed");
-    CHECK(pump(&agent, decided) && agent.phase == SR_RDZV_RESTART);
+    CHECK(pump(&agent, decided) && agent.phase == SR__RDZV_RESTART);
     CHECK_STR(agent.failed_elsewhere, "rank 3 failed");
     CHECK(agent.failed_node == 1 && !agent.failed_config);
     pthread_mutex_lock(&lock);
-    CHECK(host.decided_kind == SR_FAIL_RETRYABLE);
+    CHECK(host.decided_kind == SR__FAIL_RETRYABLE);
     CHECK_STR(host.attempts.s, "attempt 0: rank 3 failed\n");
     pthread_mutex_unlock(&lock);
 
@@ -145,7 +145,7 @@ static void restart_then_succeed(void) {
     CHECK_KEY("run/1/start/1", "go");
     CHECK(pump(&agent, restart_ready) && sr__rdzv_restart_ready(&agent) == 1);
     sr__rdzv_next_attempt(&agent);
-    CHECK(agent.attempt == 1 && agent.phase == SR_RDZV_RUNNING);
+    CHECK(agent.attempt == 1 && agent.phase == SR__RDZV_RUNNING);
 
     /* attempt 1 succeeds everywhere */
     CHECK(sr__rdzv_report_done(&agent, "{\"rank\":1}", 10, 1) == 0);
@@ -159,7 +159,7 @@ static void restart_then_succeed(void) {
     CHECK(!sr__rdzv_settled(&host)); /* agent 1 has not read the verdict yet */
     pthread_mutex_unlock(&lock);
     CHECK_KEY("run/1/outcome/1", "0:o:every rank succeeded");
-    CHECK(pump(&agent, decided) && agent.phase == SR_RDZV_SUCCEEDED && sr__rdzv_outcome_known(&agent));
+    CHECK(pump(&agent, decided) && agent.phase == SR__RDZV_SUCCEEDED && sr__rdzv_outcome_known(&agent));
     sr__rdzv_ack(&agent);
     CHECK_KEY("run/1/ack/1", "1");
     pthread_mutex_lock(&lock);
@@ -192,7 +192,7 @@ static void lost_and_back(void) {
     CHECK_KEY("run/1/start/1", "go");
     CHECK(agent.attempt == 1);
     pthread_mutex_lock(&lock);
-    CHECK(host.attempt == 1 && host.phase == SR_RDZV_RUNNING);
+    CHECK(host.attempt == 1 && host.phase == SR__RDZV_RUNNING);
     pthread_mutex_unlock(&lock);
 
     /* a third join while the job runs is refused */
@@ -214,7 +214,7 @@ static void refused(void) {
     CHECK(strstr(said, "task") != NULL);
     CHECK_KEY("run/0/ack/1", "1");
     pthread_mutex_lock(&lock);
-    CHECK(host.phase == SR_RDZV_FAILED && host.failed_config && host.decided_kind == SR_FAIL_CONFIG);
+    CHECK(host.phase == SR__RDZV_FAILED && host.failed_config && host.decided_kind == SR__FAIL_CONFIG);
     CHECK(host.refused_at > 0 && sr__rdzv_settled(&host));
     char want[1200];
     snprintf(want, sizeof want, "0:c:%s", host.failed_elsewhere);

@@ -35,14 +35,15 @@ int main(void) {
     /* an empty environment: the defaults, no error */
     const char *const none[] = {NULL};
     CHECK(parse(none, 1, &s, &d) == 0 && d.n == 0);
-    CHECK(!s.fsdp.enabled && s.fsdp.precision == SR_PRECISION_NO && s.fsdp.param_dtype == SR_FLOAT32);
+    CHECK(!s.fsdp.enabled && s.fsdp.precision == SR__PRECISION_NO && s.fsdp.param_dtype == SR_FLOAT32);
     CHECK(s.fsdp.sync_module_states == 1 && s.omp_threads == 0 && !s.profile && !s.kill_at.set);
     CHECK_STR(s.job_id, "");
     sr__worker_settings_free(&s);
 
     /* torch's numbers 1..5 as accelerate writes FSDP_SHARDING_STRATEGY, and the names in any case */
     const char *digits[] = {"1", "2", "3", "4", "5"};
-    const sr__strategy want[] = {SR_FULL_SHARD, SR_SHARD_GRAD_OP, SR_NO_SHARD, SR_HYBRID_SHARD, SR_HYBRID_SHARD_ZERO2};
+    const sr__strategy want[] = {SR__FULL_SHARD, SR__SHARD_GRAD_OP, SR__NO_SHARD, SR__HYBRID_SHARD,
+                                 SR__HYBRID_SHARD_ZERO2};
     for (int i = 0; i < 5; i++) {
         char var[64];
         snprintf(var, sizeof var, "FSDP_SHARDING_STRATEGY=%s", digits[i]);
@@ -51,7 +52,7 @@ int main(void) {
         sr__worker_settings_free(&s);
         CHECK(sr__enum_index(SR__STRATEGY_CHOICES, SR_KEY_ENUM_DIGITS, sr__strategy_name(want[i])) == (int)want[i]);
     }
-    CHECK_STR(sr__strategy_name(SR_HYBRID_SHARD_ZERO2), "HYBRID_SHARD_ZERO2");
+    CHECK_STR(sr__strategy_name(SR__HYBRID_SHARD_ZERO2), "HYBRID_SHARD_ZERO2");
     CHECK_STR(sr__strategy_name((sr__strategy)9), "?");
     const char *const v1[] = {"ACCELERATE_USE_FSDP=TRUE",
                               "FSDP_SHARDING_STRATEGY=shard_grad_op",
@@ -62,11 +63,11 @@ int main(void) {
                               "FSDP_TRANSFORMER_CLS_TO_WRAP=Block,Head",
                               NULL};
     CHECK(parse(v1, 1, &s, &d) == 0 && d.n == 0);
-    CHECK(s.fsdp.enabled && s.fsdp.strategy == SR_SHARD_GRAD_OP && !s.fsdp.reshard_after_forward);
-    CHECK(s.fsdp.backward_prefetch == SR_PREFETCH_POST && s.fsdp.state_dict == SR_SD_SHARDED);
-    CHECK(s.fsdp.precision == SR_PRECISION_BF16 && s.fsdp.param_dtype == SR_BFLOAT16);
+    CHECK(s.fsdp.enabled && s.fsdp.strategy == SR__SHARD_GRAD_OP && !s.fsdp.reshard_after_forward);
+    CHECK(s.fsdp.backward_prefetch == SR__PREFETCH_POST && s.fsdp.state_dict == SR__SD_SHARDED);
+    CHECK(s.fsdp.precision == SR__PRECISION_BF16 && s.fsdp.param_dtype == SR_BFLOAT16);
     CHECK_STR(s.fsdp.enabled_spelling, "TRUE"); /* the engine warns: accelerate takes only `true` */
-    CHECK(s.fsdp.wrap == SR_WRAP_TRANSFORMER && s.fsdp.wrap_classes && !strcmp(s.fsdp.wrap_classes[1], "Head"));
+    CHECK(s.fsdp.wrap == SR__WRAP_TRANSFORMER && s.fsdp.wrap_classes && !strcmp(s.fsdp.wrap_classes[1], "Head"));
     sr__worker_settings_free(&s);
 
     /* bad values: one message each, naming the variable, its value and what is accepted */

@@ -48,10 +48,10 @@ static void raw(const void *data, size_t len, int read_reply) {
 }
 
 static size_t header(unsigned char *b, unsigned op, uint32_t nitems) {
-    sr__put_u32(b, SR_STORE_MAGIC);
+    sr__put_u32(b, SR__STORE_MAGIC);
     b[4] = (unsigned char)op, b[5] = b[6] = b[7] = 0;
     sr__put_u32(b + 8, nitems);
-    return SR_STORE_HEADER;
+    return SR__STORE_HEADER;
 }
 
 int main(void) {
@@ -93,19 +93,19 @@ int main(void) {
     unsigned char rnd[4096];
     for (size_t i = 0; i < sizeof rnd; i++) rnd[i] = (unsigned char)(rand() & 0xff);
     raw(rnd, sizeof rnd, 0);
-    size_t h = header(buf, SR_OP_HELLO, 1);
+    size_t h = header(buf, SR__OP_HELLO, 1);
     sr__put_u32(buf + h, 10);
     memcpy(buf + h + 4, "abc", 3);
     raw(buf, h + 7, 0); /* truncated, then closed */
     sr__put_u32(buf + h, 0xfffffff0u);
     raw(buf, h + 4, 1); /* oversized length */
-    header(buf, SR_OP_HELLO, 100000);
-    raw(buf, SR_STORE_HEADER, 1); /* too many items */
-    h = header(buf, SR_OP_HELLO, 1);
+    header(buf, SR__OP_HELLO, 100000);
+    raw(buf, SR__STORE_HEADER, 1); /* too many items */
+    h = header(buf, SR__OP_HELLO, 1);
     sr__put_u32(buf + h, 5);
     memcpy(buf + h + 4, "wrong", 5);
     raw(buf, h + 9, 1); /* wrong token */
-    h = header(buf, SR_OP_SET, 2);
+    h = header(buf, SR__OP_SET, 2);
     sr__put_u32(buf + h, 1), buf[h + 4] = 'z', sr__put_u32(buf + h + 5, 1), buf[h + 9] = '1';
     raw(buf, h + 10, 1); /* a SET before the handshake */
     usleep(200000);

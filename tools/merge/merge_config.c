@@ -83,7 +83,7 @@ static int is_off(const char *v) {
 static int want(reader *rd, sr__json_type t, const char *field, const char *what) {
     sr__json_type h = sr__json_peek(&rd->j);
     char v[100];
-    if (h == t || h == SR_JSON_NONE) return 0;
+    if (h == t || h == SR__JSON_NONE) return 0;
     return skip_text(rd, v, sizeof v) != 0 ? -1 : bad(rd, "%s = %s: expected %s", field, v, what);
 }
 
@@ -92,7 +92,7 @@ static char *string_copy(reader *rd, const char *field, const char *what, int *r
     const char *s;
     size_t n;
     char *c = NULL;
-    if ((*rc = want(rd, SR_JSON_STRING, field, what)) != 0) return NULL;
+    if ((*rc = want(rd, SR__JSON_STRING, field, what)) != 0) return NULL;
     if (sr__json_string(&rd->j, &s, &n) != 0) *rc = -1;
     else if (strlen(s) != n) *rc = bad(rd, "%s: a string holds \\u0000", field);
     else if (!(c = sr__strdup(s))) *rc = oom(rd);
@@ -104,9 +104,9 @@ static int read_names(reader *rd, const char *field, sr__merge_names *o) {
     sr__json_type t = sr__json_peek(&rd->j);
     int rc = 0;
     char why[300];
-    if (t == SR_JSON_NULL) return sr__json_null(&rd->j);
+    if (t == SR__JSON_NULL) return sr__json_null(&rd->j);
     o->set = 1;
-    if (t == SR_JSON_STRING) {
+    if (t == SR__JSON_STRING) {
         if (!(o->pattern = string_copy(rd, field, "a string", &rc))) return rc;
         if (!(o->re = sr__merge_re_compile(o->pattern, SR__MERGE_FULL, why, sizeof why)))
             return bad(rd,
@@ -115,7 +115,7 @@ static int read_names(reader *rd, const char *field, sr__merge_names *o) {
                        field, o->pattern, why);
         return 0;
     }
-    if ((rc = want(rd, SR_JSON_ARRAY, field, "a list of module names, a pattern string or null")) != 0) return rc;
+    if ((rc = want(rd, SR__JSON_ARRAY, field, "a list of module names, a pattern string or null")) != 0) return rc;
     if (sr__json_array(&rd->j) != 0) return -1;
     size_t cap = 0;
     int e;
@@ -129,8 +129,8 @@ static int read_names(reader *rd, const char *field, sr__merge_names *o) {
 
 /* rank_pattern (whole numbers >= 1) or alpha_pattern (numbers > 0): {"KEY": value, ...} or null */
 static int read_patterns(reader *rd, const char *field, int whole, sr__merge_pattern **out, size_t *n) {
-    if (sr__json_peek(&rd->j) == SR_JSON_NULL) return sr__json_null(&rd->j);
-    int rc = want(rd, SR_JSON_OBJECT, field, "an object of module patterns and their values, or null");
+    if (sr__json_peek(&rd->j) == SR__JSON_NULL) return sr__json_null(&rd->j);
+    int rc = want(rd, SR__JSON_OBJECT, field, "an object of module patterns and their values, or null");
     if (rc) return rc;
     if (sr__json_object(&rd->j) != 0) return -1;
     const char *key;
@@ -147,7 +147,7 @@ static int read_patterns(reader *rd, const char *field, int whole, sr__merge_pat
         (*n)++;
         char what[300];
         snprintf(what, sizeof what, "%s[\"%.200s\"]", field, p->key);
-        if ((rc = want(rd, SR_JSON_NUMBER, what, "a number")) != 0) return rc;
+        if ((rc = want(rd, SR__JSON_NUMBER, what, "a number")) != 0) return rc;
         if (sr__json_number(&rd->j, &num) != 0) return -1;
         p->value = num.value;
         if (whole ? !(num.is_uint && num.uint >= 1 && num.uint <= 1u << 20) : !(isfinite(num.value) && num.value > 0))
@@ -172,7 +172,7 @@ static int read_member(reader *rd, sr__merge_cfg *c, int f, const char *field, c
     case F_PEFT: return (*peft = string_copy(rd, field, "\"LORA\"", &rc)) ? 0 : rc;
     case F_R:
     case F_ALPHA:
-        if ((rc = want(rd, SR_JSON_NUMBER, field, "a number")) != 0) return rc;
+        if ((rc = want(rd, SR__JSON_NUMBER, field, "a number")) != 0) return rc;
         if (sr__json_number(&rd->j, &num) != 0) return -1;
         if (f == F_R && !(num.is_uint && num.uint >= 1 && num.uint <= 1u << 20))
             return bad(rd, "r = %g: expected a whole number from 1 to 1048576 (the adapters' rank)", num.value);
@@ -182,7 +182,7 @@ static int read_member(reader *rd, sr__merge_cfg *c, int f, const char *field, c
         return 0;
     case F_FIFO:
     case F_RSLORA:
-        if ((rc = want(rd, SR_JSON_BOOL, field, "true or false")) != 0) return rc;
+        if ((rc = want(rd, SR__JSON_BOOL, field, "true or false")) != 0) return rc;
         return sr__json_bool(&rd->j, f == F_FIFO ? &c->fan_in_fan_out : &c->rslora) == 0 ? 0 : -1;
     case F_TARGETS:
     case F_EXCLUDES: return read_names(rd, field, f == F_TARGETS ? &c->targets : &c->excludes);

@@ -18,8 +18,8 @@
  * value is null, false, {} or [] (PEFT's "off"); init_lora_weights that change the base weights
  * (pissa, olora, corda, loftq, lora_ga, mica).
  */
-#ifndef SR_MERGE_CONFIG_H
-#define SR_MERGE_CONFIG_H
+#ifndef SR__MERGE_CONFIG_H
+#define SR__MERGE_CONFIG_H
 
 #include <stddef.h>
 

@@ -13,8 +13,8 @@
  * module's rank and the weight's shape; each weight target_modules names adapted) ->
  * sr__merge_compute() -> sr__merge_close().  Problems are printed to stderr, prefixed with `who`.
  */
-#ifndef SR_MERGE_LORA_H
-#define SR_MERGE_LORA_H
+#ifndef SR__MERGE_LORA_H
+#define SR__MERGE_LORA_H
 
 #include <stddef.h>
 

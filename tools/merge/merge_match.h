@@ -10,8 +10,8 @@
  * The expressions run on PCRE2 (Debian's libpcre2-8, UTF), whose syntax is Python's for what such
  * patterns use (classes, groups, alternation, repetition, \d \w \s \., anchors).
  */
-#ifndef SR_MERGE_MATCH_H
-#define SR_MERGE_MATCH_H
+#ifndef SR__MERGE_MATCH_H
+#define SR__MERGE_MATCH_H
 
 #include <stddef.h>
 

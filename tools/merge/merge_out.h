@@ -10,8 +10,8 @@
  *     (a link planted under its name is never opened), synced, then renamed over the destination:
  *     a reader sees the old file or the whole new one, and a failure leaves the old one.
  */
-#ifndef SR_MERGE_OUT_H
-#define SR_MERGE_OUT_H
+#ifndef SR__MERGE_OUT_H
+#define SR__MERGE_OUT_H
 
 #include <stddef.h>
 

@@ -10,9 +10,14 @@
  * counter, the fingerprint, the answer, the "alive" and verdict waits), sr__rdzv_report and
  * sr__rdzv_step for its results, the verdict and its reading, a restart's stop and start; one rank
  * per agent creates the world through core/pg (sr__pg_rehearse_world: pg.c's connection, host
- * identity, meetings and host table, with a stand-in for the transport's own store exchange: Gloo's
- * address lists, or NCCL's unique id); the watchdog's exchange is sr__watchdog_exchange, the call
- * its thread makes.  A change in any of those calls changes what the simulator does.
+ * identity, meetings and host table, with a stand-in backend that makes the transport's own store
+ * requests through the functions the real one calls, without opening its connections: Gloo's
+ * address exchange (pg/gloo_exchange.h: every pair's address at creation up to 64 ranks, past that
+ * each pair's when an operation first meets the peer, for the peers pg/gloo_peers.h picks for a
+ * barrier and hello's all-reduce), NCCL's unique id (pg/nccl_id.h), each with addresses or ids of
+ * the real size that say whose they are, checked by the rank that reads them); the watchdog's
+ * exchange is sr__watchdog_exchange, the call its thread makes.  A change in any of those calls
+ * changes what the simulator does.
  *
  *   store_sim --agents N [--world none|gloo|nccl] [--scenario run|refused|restart] [--timeout S]
  *             [--per-process K] [--watchdog-rounds R]
@@ -46,6 +51,10 @@
 #include "agent/watchdog.h"
 #include "base/diag.h"
 #include "pg/backend.h"
+#include "pg/gloo_exchange.h"
+#include "pg/gloo_peers.h"
+#include "pg/gloo_shim.h"
+#include "pg/nccl_id.h"
 #include "pg/world.h"
 #include "store/rdzv.h"
 #include "store/store.h"
@@ -180,74 +189,110 @@ static int run_host(void) {
     return rc;
 }
 
-/* ---- world creation's transport exchange, standing in for the backend ---- */
+/* ---- world creation's transport exchange: the backend's own store requests, without its
+   connections ---- */
 
-/* Gloo (pg/gloo_shim.cc, ParallelContext::connect): each rank lists its N-1 pairs' addresses (a
-   tcp::Address: a sockaddr_storage and a sequence number) under its rank, then reads its own
-   address out of the lower ranks' lists and of the higher ranks' lists (two FETCHes); a world of
-   at most 64 ranks connects the direct path's context the same way. */
-enum { GLOO_ADDR = 136, GLOO_DIRECT_MAX_RANKS = 64 };
-
-static int gloo_exchange(const sr__pg_setup *s, const char *prefix, char *err, size_t errlen) {
-    int n = s->size, rank = s->rank, rc = 0;
-    char key[300], missing[256];
-    size_t len = (size_t)(n - 1) * GLOO_ADDR;
-    char *mine = calloc(1, len ? len : 1);
-    char **keys = calloc((size_t)n, sizeof *keys);
-    void **v = calloc((size_t)n, sizeof *v);
-    size_t *lens = calloc((size_t)n, sizeof *lens);
-    if (!mine || !keys || !v || !lens) rc = -1;
-    for (int i = 0; i < n && rc == 0; i++)
-        if (asprintf(&keys[i], "%s%d", prefix, i) < 0) keys[i] = NULL, rc = -1;
-    pthread_mutex_lock(s->store_lock);
-    snprintf(key, sizeof key, "%s%d", prefix, rank);
-    if (rc == 0) rc = s->store_ops->set(s->store, key, mine, len);
-    if (rc == 0 && rank > 0)
-        rc = sr__store_fetch_pieces(s->store, (const char *const *)keys, rank, rank - 1, n - 1, s->timeout_s, v, lens,
-                                    missing, sizeof missing);
-    if (rc == 0 && rank < n - 1)
-        rc = sr__store_fetch_pieces(s->store, (const char *const *)keys + rank + 1, n - rank - 1, rank, n - 1,
-                                    s->timeout_s, v + rank + 1, lens + rank + 1, missing, sizeof missing);
-    pthread_mutex_unlock(s->store_lock);
-    for (int i = 0; i < n && rc == 0; i++)
-        if (i != rank && lens[i] != GLOO_ADDR) rc = -1;
-    if (rc != 0) snprintf(err, errlen, "gloo addresses: %s", missing[0] ? missing : sr__store_error(s->store));
-    for (int i = 0; i < n && keys; i++) free(keys[i]), free(v ? v[i] : NULL);
-    free(mine), free(keys), free(v), free(lens);
-    return rc ? -1 : 0;
+/* A stand-in for rank `from`'s address for rank `to` (Gloo's pair address, of its size), saying
+   whose it is, so that each rank checks that it read its peer's address for itself. */
+static void sim_address(char *out, size_t len, int from, int to) {
+    memset(out, 0, len);
+    snprintf(out, len, "sim address %d->%d", from, to);
 }
 
+typedef struct sim_peers {
+    const int *peers;
+    int rank;
+    size_t len;
+} sim_peers;
+
+/* What the shim does as a peer's address arrives (connecting the pair), here: check it. */
+static int sim_arrived(void *arg, int i, const void *addr, size_t len, char *err, size_t errlen) {
+    const sim_peers *sp = arg;
+    char want[512];
+    sim_address(want, sizeof want < sp->len ? sizeof want : sp->len, sp->peers[i], sp->rank);
+    if (len == sp->len && !memcmp(addr, want, len < sizeof want ? len : sizeof want)) return 0;
+    snprintf(err, errlen, "rank %d read \"%.40s\" (%zu bytes) as rank %d's address for it", sp->rank,
+             (const char *)addr, len, sp->peers[i]);
+    return -1;
+}
+
+/* Every pair of a context at once (an eager group): the mesh exchange. */
+static int sim_mesh(const sr__gloo_store *gs, int rank, int size, size_t alen, char *err, size_t errlen) {
+    char *mine = calloc((size_t)size, alen), *theirs = calloc((size_t)size, alen);
+    int rc = mine && theirs ? 0 : -1;
+    if (rc) snprintf(err, errlen, "out of memory for %d addresses", size);
+    for (int p = 0, k = 0; p < size && rc == 0; p++)
+        if (p != rank) sim_address(mine + (size_t)k++ * alen, alen, rank, p);
+    if (rc == 0) rc = sr__gloo_mesh_exchange(gs, rank, size, mine, alen, theirs, err, errlen);
+    for (int p = 0, k = 0; p < size && rc == 0; p++)
+        if (p != rank)
+            rc = sim_arrived(&(sim_peers){&p, rank, alen}, 0, theirs + (size_t)k++ * alen, alen, err, errlen);
+    free(mine), free(theirs);
+    return rc;
+}
+
+/* The pairs to `peers` that a lazy group's operation connects (connected[]: those an earlier one
+   did), as the shim's connect() does. */
+static int sim_pairs(const sr__gloo_store *gs, int rank, const int *peers, int n, unsigned char *connected, size_t alen,
+                     char *err, size_t errlen) {
+    int *fresh = calloc((size_t)n + 1, sizeof *fresh), late;
+    char *mine = calloc((size_t)n + 1, alen);
+    int rc = fresh && mine ? 0 : -1, nfresh = rc ? 0 : sr__gloo_fresh_peers(rank, peers, n, connected, fresh);
+    if (rc) snprintf(err, errlen, "out of memory for %d addresses", n);
+    for (int i = 0; i < nfresh; i++) sim_address(mine + (size_t)i * alen, alen, rank, fresh[i]);
+    if (rc == 0 && nfresh)
+        rc = sr__gloo_pair_exchange(gs, rank, fresh, nfresh, mine, alen, sim_arrived, &(sim_peers){fresh, rank, alen},
+                                    &late, err, errlen);
+    for (int i = 0; i < nfresh && rc == 0; i++) connected[fresh[i]] = 1;
+    free(fresh), free(mine);
+    return rc;
+}
+
+/* Gloo (pg/gloo.c, gloo_shim.cc): an eager group exchanges every pair's address at creation, for
+   its main context and the direct path's; a lazy one publishes and reads a pair's when an operation
+   first meets the peer: here the first ones a task runs, a barrier and hello's all-reduce (the
+   direct path when the group has it, else a ring). */
 static void *gloo_stand_in(void *parent, const sr__pg_setup *s, char *err, size_t errlen) {
     (void)parent;
-    char direct[300];
-    snprintf(direct, sizeof direct, "%sdirect/", s->prefix);
-    if (s->size > 1 && (gloo_exchange(s, s->prefix, err, errlen) != 0 ||
-                        (s->size <= GLOO_DIRECT_MAX_RANKS && gloo_exchange(s, direct, err, errlen) != 0)))
+    int rank = s->rank, size = s->size, rc = 0;
+    if (size == 1) return (void *)s;
+    sr__gloo_plan plan = sr__gloo_plan_for(size);
+    size_t alen = sr__gloo_address_len();
+    sr__gloo_store main_ctx, direct_ctx;
+    if (sr__gloo_store_init(&main_ctx, s->store, s->store_lock, s->prefix, SR__GLOO_MAIN_CONTEXT, s->timeout_s, err,
+                            errlen) != 0 ||
+        sr__gloo_store_init(&direct_ctx, s->store, s->store_lock, s->prefix, SR__GLOO_DIRECT_CONTEXT, s->timeout_s, err,
+                            errlen) != 0)
         return NULL;
-    return (void *)s;
+    if (plan.eager) {
+        rc = sim_mesh(&main_ctx, rank, size, alen, err, errlen);
+        if (rc == 0 && plan.direct) rc = sim_mesh(&direct_ctx, rank, size, alen, err, errlen);
+        return rc ? NULL : (void *)s;
+    }
+    unsigned char *connected = calloc((size_t)size, 1), *direct_connected = calloc((size_t)size, 1);
+    int *everyone = calloc((size_t)size, sizeof *everyone), barrier[SR__GLOO_MAX_BARRIER_PEERS], ring[2];
+    if (!connected || !direct_connected || !everyone) rc = -1, snprintf(err, errlen, "out of memory");
+    int nbarrier = sr__gloo_barrier_peers(rank, size, barrier);
+    sr__gloo_ring_peers(rank, size, &ring[0], &ring[1]);
+    for (int p = 0; p < size && everyone; p++) everyone[p] = p;
+    if (rc == 0) rc = sim_pairs(&main_ctx, rank, barrier, nbarrier, connected, alen, err, errlen);
+    if (rc == 0)
+        rc = plan.direct ? sim_pairs(&direct_ctx, rank, everyone, size, direct_connected, alen, err, errlen)
+                         : sim_pairs(&main_ctx, rank, ring, 2, connected, alen, err, errlen);
+    free(connected), free(direct_connected), free(everyone);
+    return rc ? NULL : (void *)s;
 }
 
-/* NCCL (cuda/pg_nccl.c, init_world): rank 0 publishes the unique id, every other rank waits for it
-   and reads it. */
+/* NCCL (cuda/pg_nccl.c, init_world): rank 0's unique id to every rank, through the call the nccl
+   backend makes (the setup's store calls: pg/nccl_id.h). */
 static void *nccl_stand_in(void *parent, const sr__pg_setup *s, char *err, size_t errlen) {
     (void)parent;
-    char key[300], missing[300], id[128] = {0};
-    snprintf(key, sizeof key, "%sunique_id", s->prefix);
-    pthread_mutex_lock(s->store_lock);
-    int rc = 0;
-    if (s->rank == 0) {
-        rc = s->store_ops->set(s->store, key, id, sizeof id);
-    } else {
-        const char *k = key;
-        void *v = NULL;
-        size_t len = 0;
-        rc = s->store_ops->wait(s->store, &k, 1, s->timeout_s, missing, sizeof missing);
-        if (rc == 0 && (s->store_ops->get(s->store, key, &v, &len) != 0 || len != sizeof id)) rc = -1;
-        free(v);
-    }
-    pthread_mutex_unlock(s->store_lock);
-    if (rc) snprintf(err, errlen, "rank 0's ncclUniqueId did not arrive through the store");
-    return rc ? NULL : (void *)s;
+    char id[SR__NCCL_ID_BYTES], want[SR__NCCL_ID_BYTES] = {0};
+    snprintf(want, sizeof want, "sim ncclUniqueId of rank 0");
+    if (s->rank == 0) memcpy(id, want, sizeof id);
+    if (s->store_ops->nccl_id(s, id, sizeof id, err, errlen) != 0) return NULL;
+    if (memcmp(id, want, sizeof id)) return snprintf(err, errlen, "rank %d read another unique id", s->rank), NULL;
+    return (void *)s;
 }
 
 static void stand_in_destroy(void *impl) { (void)impl; }

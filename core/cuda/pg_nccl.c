@@ -1,7 +1,7 @@
 /*
  * The nccl backend (device buffers), in libshardrun_cuda.so: rank 0's ncclUniqueId travels
- * through shardrun's store, ncclCommInitRank builds the world communicator, ncclCommSplit the
- * sub-groups.  Each group has one communication stream; an operation is enqueued on it, then the
+ * through shardrun's store (pg/nccl_id.h, reached through the setup's store calls),
+ * ncclCommInitRank builds the world communicator, ncclCommSplit the sub-groups.  Each group has one communication stream; an operation is enqueued on it, then the
  * group's communication thread (pg.c) polls an event, checking ncclCommGetAsyncError, until it
  * completes or the timeout aborts the communicator.  Compiled and linked in CI; no GPU runs it
  * there.
@@ -18,6 +18,9 @@
 #include "base/alloc.h"
 #include "cuda/cuda_parts.h"
 #include "pg/backend.h"
+#include "pg/nccl_id.h"
+
+_Static_assert(sizeof(ncclUniqueId) == SR__NCCL_ID_BYTES, "pg/nccl_id.h: SR__NCCL_ID_BYTES is not NCCL's id size");
 
 typedef struct nccl_pg {
     ncclComm_t comm;
@@ -128,28 +131,11 @@ static int init_world(nccl_pg *p, const sr__pg_setup *s, char *err, size_t errle
         return -1;
     }
     cudaSetDevice(s->local_rank % ndev);
-    char key[300];
-    snprintf(key, sizeof key, "%sunique_id", s->prefix);
+    /* rank 0's id to every rank, through libshardrun (pg/nccl_id.h: the simulator makes the same
+       requests) */
     ncclUniqueId id;
-    pthread_mutex_lock(s->store_lock);
-    int rc = 0;
-    if (s->rank == 0) {
-        rc = nccl_failed(ncclGetUniqueId(&id), "ncclGetUniqueId", err, errlen)
-                 ? -1
-                 : s->store_ops->set(s->store, key, &id, sizeof id);
-    } else {
-        const char *k = key;
-        char missing[300];
-        void *v = NULL;
-        size_t len = 0;
-        rc = s->store_ops->wait(s->store, &k, 1, s->timeout_s, missing, sizeof missing);
-        if (rc == 0 && (s->store_ops->get(s->store, key, &v, &len) != 0 || len != sizeof id)) rc = -1;
-        if (rc == 0) memcpy(&id, v, sizeof id);
-        free(v);
-        if (rc) snprintf(err, errlen, "rank 0's ncclUniqueId did not arrive through the store");
-    }
-    pthread_mutex_unlock(s->store_lock);
-    if (rc) return -1;
+    if (s->rank == 0 && nccl_failed(ncclGetUniqueId(&id), "ncclGetUniqueId", err, errlen)) return -1;
+    if (s->store_ops->nccl_id(s, &id, sizeof id, err, errlen) != 0) return -1;
     return nccl_failed(ncclCommInitRank(&p->comm, s->size, id, s->rank), "ncclCommInitRank", err, errlen) ? -1 : 0;
 }
 

@@ -22,8 +22,10 @@
 
 /* The one symbol libshardrun_cuda.so exports; tests/cli/naming.sh checks that nothing else is. */
 #define SR__CUDA_LIB_SYMBOL "shardrun_cuda_lib"
-/* Changes when a field changes meaning or goes away; appending a field keeps it (base/abi.h). */
-#define SR__CUDA_LIB_ABI_VERSION 1u
+/* Changes when a field changes meaning or goes away; appending a field keeps it (base/abi.h).  It
+   also covers what libshardrun hands the library's nccl backend (pg/backend.h's setup and store
+   calls, which carry no size): 2 since the backend calls sr__pg_store_ops.nccl_id. */
+#define SR__CUDA_LIB_ABI_VERSION 2u
 
 struct sr__pg_backend_ops; /* pg/backend.h: device/ sits below pg/, so only the tag here */
 

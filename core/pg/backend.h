@@ -17,9 +17,13 @@
 
 #define SR__PG_TIMEOUT (-2)
 
+struct sr__pg_setup;
+
 /* The store calls a backend may make, with the contracts of sr__store_set/get/wait/add/fetch/error
-   (store/store.h).  They come through this table because libshardrun_cuda.so reaches nothing of
-   libshardrun but its public API: the sr__ functions are not exported. */
+   (store/store.h), and the exchange over them that the nccl backend shares with bench/store_sim.c
+   (nccl_id: sr__pg_nccl_id, pg/nccl_id.h).  They come through this table because
+   libshardrun_cuda.so reaches nothing of libshardrun but its public API: the sr__ functions are not
+   exported. */
 typedef struct sr__pg_store_ops {
     int (*set)(sr__store *c, const char *key, const void *value, size_t len);
     int (*get)(sr__store *c, const char *key, void **value, size_t *len);
@@ -28,6 +32,7 @@ typedef struct sr__pg_store_ops {
     int (*fetch)(sr__store *c, const char *const *keys, int n, double timeout_s, void **values, size_t *lens,
                  char *missing, size_t mlen);
     const char *(*error)(const sr__store *c);
+    int (*nccl_id)(const struct sr__pg_setup *s, void *id, size_t len, char *err, size_t errlen);
 } sr__pg_store_ops;
 
 /* What a backend needs to create a group (world or child). */

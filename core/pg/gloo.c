@@ -18,6 +18,7 @@
 #include "base/alloc.h"
 #include "pg/backend.h"
 #include "pg/fault.h"
+#include "pg/gloo_peers.h"
 #include "pg/gloo_shim.h"
 #include "pg/reduce.h"
 
@@ -35,15 +36,6 @@
    overlapped segments win and large transfers keep the ring's bandwidth (measured at 2 and 4
    ranks on 2 cores: 8 rounds still beat the ring clearly, 16 about break even at 4 ranks). */
 #define DIRECT_ROUNDS 8
-/* groups past this size use the ring: staging memory grows with the group */
-#define DIRECT_MAX_RANKS 64
-/* Groups up to this size connect every pair at creation; larger ones connect each pair the first
-   time an operation needs it (gloo_shim.h), so that creating a world of n ranks does not open n^2
-   sockets at once (at 256 ranks on one host, 130 K of them ran out of ephemeral ports).  Small
-   groups stay eager: the direct path they use exchanges with every peer anyway, and a peer that
-   died before its first operation breaks its connections at once, where a lazy pair would wait for
-   its address until the timeout. */
-#define EAGER_MAX_RANKS DIRECT_MAX_RANKS
 
 typedef struct gloo_pg {
     sr__gloo *g;
@@ -178,8 +170,10 @@ static void reduce_segment(void *a, size_t off, size_t len) {
 /* One ring step (byte offsets into registered buffers). */
 static int step(gloo_pg *p, sr__gloo_buf *sb, size_t soff, size_t slen, sr__gloo_buf *rb, size_t roff, size_t rlen,
                 reduce_arg *ra, int *stuck, char *err, size_t errlen) {
-    int rc = sr__gloo_ring_step(p->g, mod(p->rank + 1, p->size), sb, soff, slen, mod(p->rank - 1, p->size), rb, roff,
-                                rlen, SEGMENT, ra ? reduce_segment : NULL, ra, stuck, err, errlen);
+    int right, left;
+    sr__gloo_ring_peers(p->rank, p->size, &right, &left);
+    int rc = sr__gloo_ring_step(p->g, right, sb, soff, slen, left, rb, roff, rlen, SEGMENT, ra ? reduce_segment : NULL,
+                                ra, stuck, err, errlen);
     return rc == 0 ? 0 : *stuck >= 0 ? SR__PG_TIMEOUT : -1;
 }
 
@@ -327,9 +321,10 @@ static void *gloo_create(void *parent, const sr__pg_setup *s, char *err, size_t 
     p->rank = s->rank;
     p->size = s->size;
     if (s->size > 1) {
-        size_t direct = s->size <= DIRECT_MAX_RANKS ? DIRECT_CAP : 0;
+        sr__gloo_plan plan = sr__gloo_plan_for(s->size);
+        size_t direct = plan.direct ? DIRECT_CAP : 0;
         p->g = sr__gloo_create(s->store, s->store_lock, s->prefix, s->rank, s->size, s->hostname, s->iface,
-                               s->timeout_s, direct, s->size > EAGER_MAX_RANKS, err, errlen);
+                               s->timeout_s, direct, !plan.eager, err, errlen);
         if (!p->g) {
             free(p);
             return NULL;

@@ -1,5 +1,7 @@
 // The only C++ in shardrun: Gloo behind a C interface (gloo_shim.h).
 #include "pg/gloo_shim.h"
+#include "pg/gloo_exchange.h"
+#include "pg/gloo_peers.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,101 +17,10 @@
 #include <gloo/context.h>
 #include <gloo/transport/context.h>
 #include <gloo/transport/pair.h>
-#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
 
 namespace {
-
-// gloo::rendezvous::Store over shardrun's store.  get() blocks until the key exists, as Gloo
-// expects; a timeout names the missing keys.
-class StoreAdapter : public gloo::rendezvous::Store {
-  public:
-    StoreAdapter(sr__store *s, pthread_mutex_t *lock, std::string prefix, double timeout_s)
-        : s_(s), lock_(lock), prefix_(std::move(prefix)), timeout_s_(timeout_s) {}
-
-    void set(const std::string &key, const std::vector<char> &data) override {
-        Locked l(lock_);
-        if (sr__store_set(s_, (prefix_ + key).c_str(), data.data(), data.size()) != 0)
-            throw gloo::IoException(std::string("store set failed: ") + sr__store_error(s_));
-    }
-
-    std::vector<char> get(const std::string &key) override {
-        wait({key}, std::chrono::milliseconds((long long)(timeout_s_ * 1000)));
-        Locked l(lock_);
-        void *v = nullptr;
-        size_t len = 0;
-        if (sr__store_get(s_, (prefix_ + key).c_str(), &v, &len) != 0)
-            throw gloo::IoException(std::string("store get failed: ") + sr__store_error(s_));
-        std::vector<char> out((char *)v, (char *)v + len);
-        free(v);
-        return out;
-    }
-
-    // Part `piece` of `pieces` equal parts of each key's value, once all exist: one round trip for
-    // all the keys, and only the bytes this rank needs (a peer's list of N-1 pair addresses would
-    // otherwise travel whole to each of the N-1 ranks: N^3 bytes through the store for the world,
-    // in N^2 round trips).
-    std::vector<std::vector<char>> get_pieces(const std::vector<std::string> &keys, int piece, int pieces) {
-        std::vector<std::vector<char>> out(keys.size());
-        if (keys.empty()) return out;
-        std::vector<std::string> full;
-        std::vector<const char *> ptrs;
-        for (auto &k : keys) full.push_back(prefix_ + k);
-        for (auto &k : full) ptrs.push_back(k.c_str());
-        std::vector<void *> v(keys.size(), nullptr);
-        std::vector<size_t> len(keys.size(), 0);
-        char missing[1024] = "";
-        Locked l(lock_);
-        int rc = sr__store_fetch_pieces(s_, ptrs.data(), (int)ptrs.size(), piece, pieces, timeout_s_, v.data(),
-                                        len.data(), missing, sizeof missing);
-        if (rc == 1) throw gloo::IoException(std::string("timed out waiting for store keys ") + missing);
-        if (rc != 0) throw gloo::IoException(std::string("store get failed: ") + sr__store_error(s_));
-        for (size_t i = 0; i < keys.size(); i++) {
-            out[i].assign((char *)v[i], (char *)v[i] + len[i]);
-            free(v[i]);
-        }
-        return out;
-    }
-
-    // The key's value if it exists now (no waiting): true and *out, or false.
-    bool try_get(const std::string &key, std::vector<char> *out) {
-        Locked l(lock_);
-        void *v = nullptr;
-        size_t len = 0;
-        int rc = sr__store_get(s_, (prefix_ + key).c_str(), &v, &len);
-        if (rc < 0) throw gloo::IoException(std::string("store get failed: ") + sr__store_error(s_));
-        if (rc == 0) out->assign((char *)v, (char *)v + len);
-        free(v);
-        return rc == 0;
-    }
-
-    void wait(const std::vector<std::string> &keys) override {
-        wait(keys, std::chrono::milliseconds((long long)(timeout_s_ * 1000)));
-    }
-
-    void wait(const std::vector<std::string> &keys, const std::chrono::milliseconds &timeout) override {
-        std::vector<std::string> full;
-        std::vector<const char *> ptrs;
-        for (auto &k : keys) full.push_back(prefix_ + k);
-        for (auto &k : full) ptrs.push_back(k.c_str());
-        char missing[1024] = "";
-        Locked l(lock_);
-        int rc = sr__store_wait(s_, ptrs.data(), (int)ptrs.size(), timeout.count() / 1000.0, missing, sizeof missing);
-        if (rc == 1) throw gloo::IoException(std::string("timed out waiting for store keys ") + missing);
-        if (rc != 0) throw gloo::IoException(std::string("store wait failed: ") + sr__store_error(s_));
-    }
-
-  private:
-    struct Locked {
-        explicit Locked(pthread_mutex_t *m) : m_(m) { pthread_mutex_lock(m_); }
-        ~Locked() { pthread_mutex_unlock(m_); }
-        pthread_mutex_t *m_;
-    };
-    sr__store *s_;
-    pthread_mutex_t *lock_;
-    std::string prefix_;
-    double timeout_s_;
-};
 
 void set_error(char *err, size_t errlen, const char *what) {
     if (err && errlen) std::snprintf(err, errlen, "%s", what);
@@ -126,9 +37,6 @@ template <typename Fn> int guarded(char *err, size_t errlen, Fn fn) {
     return -1;
 }
 
-// The key of the address that rank `from`'s pair to rank `to` listens on (lazily connected groups).
-std::string pair_key(int from, int to) { return "pair/" + std::to_string(from) + "/" + std::to_string(to); }
-
 // A Gloo context over shardrun's store whose pairs connect in parallel, either all of them at
 // creation (connect_all) or each the first time an operation needs it (connect).  In Debian's Gloo
 // every pair listens on a port of its own from its creation until its peer connects, and
@@ -141,86 +49,60 @@ class PeerContext : public gloo::Context {
   public:
     // sync: each pair leaves the device's event loop once connected (blocking socket, read by the
     // thread that waits for it), for the direct path's latency
-    PeerContext(int rank, int size, const std::shared_ptr<gloo::transport::Device> &dev, StoreAdapter store,
+    PeerContext(int rank, int size, const std::shared_ptr<gloo::transport::Device> &dev, const sr__gloo_store &store,
                 std::chrono::milliseconds timeout, bool sync)
-        : gloo::Context(rank, size), store_(std::move(store)), sync_(sync), connected_((size_t)size, 0) {
+        : gloo::Context(rank, size), store_(store), sync_(sync), connected_((size_t)size, 0) {
         setTimeout(timeout);
         device_ = dev;
         transportContext_ = dev->createContext(rank, size);
         transportContext_->setTimeout(timeout);
     }
 
-    // Every pair, at once: each rank publishes its pairs' addresses as one value, in rank order
-    // skipping itself; this rank's is piece `rank` of size - 1 in the lists of higher ranks, piece
-    // `rank - 1` in lower ranks' lists: two round trips for all peers.
+    // Every pair, at once, through the mesh exchange (pg/gloo_exchange.h): two round trips for all
+    // peers.
     void connect_all() {
-        std::vector<char> mine;
         std::vector<int> peers;
-        for (int i = 0; i < size; i++) {
-            if (i == rank) continue;
-            auto bytes = transportContext_->createPair(i)->address().bytes();
-            mine.insert(mine.end(), bytes.begin(), bytes.end());
-            peers.push_back(i);
-        }
-        store_.set(std::to_string(rank), mine);
-        std::vector<std::string> lower, higher;
         for (int i = 0; i < size; i++)
-            if (i != rank) (i < rank ? lower : higher).push_back(std::to_string(i));
-        auto addrs = store_.get_pieces(lower, rank - 1, size - 1);
-        auto from_higher = store_.get_pieces(higher, rank, size - 1);
-        addrs.insert(addrs.end(), from_higher.begin(), from_higher.end());
+            if (i != rank) peers.push_back(i);
+        size_t len = 0;
+        auto mine = addresses(peers, &len);
+        std::vector<char> theirs(mine.size());
+        char err[1280] = "";
+        if (sr__gloo_mesh_exchange(&store_, rank, size, mine.data(), len, theirs.data(), err, sizeof err) != 0)
+            throw gloo::IoException(err);
+        std::vector<std::vector<char>> addrs;
+        for (size_t i = 0; i < peers.size(); i++)
+            addrs.emplace_back(theirs.begin() + (long)(i * len), theirs.begin() + (long)((i + 1) * len));
         connect_pairs(peers, addrs);
     }
 
     // The pairs to `peers` that are not connected yet (both ends of a pair connect it in the same
-    // operation): create each and publish its address, then connect each peer as soon as its
-    // address is there, each in a thread of its own.  Not all at once, once all are there: a rank
-    // whose one peer never comes would leave its other peers waiting in Gloo's connect (five
+    // operation; gloo_peers.h picks them): create each and publish its address, then connect each
+    // peer as soon as its address is there, each in a thread of its own (the pair exchange of
+    // pg/gloo_exchange.h calls arrived() as each comes).  Not all at once, once all are there: a
+    // rank whose one peer never comes would leave its other peers waiting in Gloo's connect (five
     // timeouts) instead of timing out in the operation beside it.  A peer that does not come
     // within the timeout: *stuck.
     void connect(const std::vector<int> &peers, int *stuck) {
-        std::vector<int> fresh;
-        for (int p : peers)
-            if (p != rank && !connected_[(size_t)p] && std::find(fresh.begin(), fresh.end(), p) == fresh.end())
-                fresh.push_back(p);
+        std::vector<int> fresh(peers.size());
+        fresh.resize(
+            (size_t)sr__gloo_fresh_peers(rank, peers.data(), (int)peers.size(), connected_.data(), fresh.data()));
         if (fresh.empty()) return;
-        for (int p : fresh) store_.set(pair_key(rank, p), transportContext_->createPair(p)->address().bytes());
-        std::vector<std::vector<char>> addrs(fresh.size());
-        std::vector<std::exception_ptr> errors(fresh.size());
-        std::vector<std::thread> threads;
-        std::vector<char> started(fresh.size(), 0);
-        size_t waiting = fresh.size();
-        auto deadline = std::chrono::steady_clock::now() + getTimeout();
-        auto pause = std::chrono::microseconds(200);
-        try {
-            while (waiting) {
-                for (size_t i = 0; i < fresh.size(); i++) {
-                    if (started[i] || !store_.try_get(pair_key(fresh[i], rank), &addrs[i])) continue;
-                    started[i] = 1, waiting--;
-                    threads.emplace_back([this, &fresh, &addrs, &errors, i] {
-                        try {
-                            connect_one(fresh[i], addrs[i]);
-                        } catch (...) { errors[i] = std::current_exception(); }
-                    });
-                }
-                if (!waiting || std::chrono::steady_clock::now() >= deadline) break;
-                std::this_thread::sleep_for(pause); // polls the store: a few requests while peers arrive
-                pause = std::min(pause * 2, std::chrono::microseconds(20000));
-            }
-        } catch (...) {
-            for (auto &t : threads) t.join();
-            throw;
-        }
-        for (auto &t : threads) t.join();
-        for (size_t i = 0; i < fresh.size() && waiting; i++)
-            if (!started[i]) {
-                *stuck = fresh[i];
-                char secs[32];
-                std::snprintf(secs, sizeof secs, "%gs", getTimeout().count() / 1000.0);
-                throw gloo::IoException("rank " + std::to_string(fresh[i]) + " did not come to connect within " + secs +
-                                        " (no address at " + pair_key(fresh[i], rank) + ")");
-            }
-        for (auto &e : errors)
+        size_t len = 0;
+        auto mine = addresses(fresh, &len);
+        Arrivals a{this,
+                   &fresh,
+                   std::vector<std::vector<char>>(fresh.size()),
+                   std::vector<std::exception_ptr>(fresh.size()),
+                   {}};
+        char err[1280] = "";
+        int late = -1;
+        int rc = sr__gloo_pair_exchange(&store_, rank, fresh.data(), (int)fresh.size(), mine.data(), len, arrived, &a,
+                                        &late, err, sizeof err);
+        for (auto &t : a.threads) t.join();
+        if (rc == 1 && late >= 0) *stuck = fresh[(size_t)late];
+        if (rc != 0) throw gloo::IoException(err);
+        for (auto &e : a.errors)
             if (e) std::rethrow_exception(e);
         for (int p : fresh) connected_[(size_t)p] = 1;
     }
@@ -233,6 +115,41 @@ class PeerContext : public gloo::Context {
     }
 
   private:
+    // What connect() shares with the threads it starts: the addresses as they arrive (sized up
+    // front, so that a thread's reference stays valid), each thread's failure.
+    struct Arrivals {
+        PeerContext *ctx;
+        const std::vector<int> *peers;
+        std::vector<std::vector<char>> addrs;
+        std::vector<std::exception_ptr> errors;
+        std::vector<std::thread> threads;
+    };
+
+    // peer peers[i]'s address for this rank came: connect the pair in a thread of its own
+    static int arrived(void *arg, int i, const void *addr, size_t len, char *err, size_t errlen) {
+        auto *a = static_cast<Arrivals *>(arg);
+        return guarded(err, errlen, [&] {
+            a->addrs[(size_t)i].assign((const char *)addr, (const char *)addr + len);
+            a->threads.emplace_back([a, i] {
+                try {
+                    a->ctx->connect_one((*a->peers)[(size_t)i], a->addrs[(size_t)i]);
+                } catch (...) { a->errors[(size_t)i] = std::current_exception(); }
+            });
+        });
+    }
+
+    // A new pair to each of `peers`, and their addresses end to end (*len bytes each).
+    std::vector<char> addresses(const std::vector<int> &peers, size_t *len) {
+        std::vector<char> out;
+        for (int p : peers) {
+            auto bytes = transportContext_->createPair(p)->address().bytes();
+            if (out.empty()) *len = bytes.size();
+            else if (bytes.size() != *len) throw gloo::IoException("Gloo's pair addresses differ in size");
+            out.insert(out.end(), bytes.begin(), bytes.end());
+        }
+        return out;
+    }
+
     void connect_one(int peer, const std::vector<char> &addr) {
         auto &pair = transportContext_->getPair(peer);
         pair->connect(addr);
@@ -255,9 +172,9 @@ class PeerContext : public gloo::Context {
         for (int p : peers) connected_[(size_t)p] = 1;
     }
 
-    StoreAdapter store_;
+    sr__gloo_store store_;
     bool sync_;
-    std::vector<char> connected_;
+    std::vector<unsigned char> connected_;
 };
 
 } // namespace
@@ -295,14 +212,17 @@ extern "C" sr__gloo *sr__gloo_create(sr__store *store, pthread_mutex_t *store_lo
         else attr.hostname = hostname;
         auto dev = gloo::transport::tcp::CreateDevice(attr);
         auto timeout = std::chrono::milliseconds((long long)(timeout_s * 1000));
-        auto ctx = std::make_shared<PeerContext>(rank, size, dev, StoreAdapter(store, store_lock, prefix, timeout_s),
-                                                 timeout, false);
+        sr__gloo_store keys, direct_keys;
+        char why[256];
+        if (sr__gloo_store_init(&keys, store, store_lock, prefix, SR__GLOO_MAIN_CONTEXT, timeout_s, why, sizeof why) ||
+            sr__gloo_store_init(&direct_keys, store, store_lock, prefix, SR__GLOO_DIRECT_CONTEXT, timeout_s, why,
+                                sizeof why))
+            throw gloo::IoException(why);
+        auto ctx = std::make_shared<PeerContext>(rank, size, dev, keys, timeout, false);
         if (!lazy) ctx->connect_all();
         std::shared_ptr<PeerContext> direct;
         if (direct_cap) {
-            direct = std::make_shared<PeerContext>(
-                rank, size, dev, StoreAdapter(store, store_lock, std::string(prefix) + "direct/", timeout_s), timeout,
-                true);
+            direct = std::make_shared<PeerContext>(rank, size, dev, direct_keys, timeout, true);
             if (!lazy) direct->connect_all();
         }
         g = new sr__gloo{ctx, timeout, direct, direct ? direct_cap : 0, {}, {}, {}, {}, false};
@@ -398,29 +318,17 @@ extern "C" int sr__gloo_ring_step(sr__gloo *g, int right, sr__gloo_buf *sb, size
     });
 }
 
-// Broadcast over a tree of halved ranges, in ranks counted from the root (v = rank - root mod n):
-// the holder of range [lo, hi) sends to the first rank of its upper half, [mid, hi), which then
-// holds that half, while the holder keeps [lo, mid).  Each rank receives once, from its parent,
-// then sends to its children; log2(n) rounds, n - 1 messages.  The peers a rank meets depend on the
-// root: only those are connected (a lazy group's first broadcast from each root connects the tree's
-// edges, n - 1 pairs in all).
+// Broadcast over a tree of halved ranges from the root (gloo_peers.h): each rank receives once,
+// from its parent, then sends to its children; log2(n) rounds, n - 1 messages.  The peers a rank
+// meets depend on the root: only those are connected (a lazy group's first broadcast from each root
+// connects the tree's edges, n - 1 pairs in all).
 extern "C" int sr__gloo_broadcast(sr__gloo *g, void *buf, size_t len, int root, int *stuck_peer, char *err,
                                   size_t errlen) {
     *stuck_peer = -1;
     return guarded(err, errlen, [&] {
-        int n = g->ctx->size, v = (g->ctx->rank - root + n) % n, parent = -1;
-        std::vector<int> children, peers;
-        for (int lo = 0, hi = n; hi - lo > 1;) {
-            int mid = lo + (hi - lo + 1) / 2;
-            if (v < mid) {
-                if (v == lo) children.push_back((mid + root) % n);
-                hi = mid;
-            } else {
-                if (v == mid) parent = (lo + root) % n;
-                lo = mid;
-            }
-        }
-        peers = children;
+        int parent, kids[SR__GLOO_MAX_TREE_CHILDREN];
+        int nkids = sr__gloo_broadcast_tree(g->ctx->rank, g->ctx->size, root, &parent, kids);
+        std::vector<int> children(kids, kids + nkids), peers = children;
         if (parent >= 0) peers.push_back(parent);
         g->ctx->connect(peers, stuck_peer);
         auto ub = g->ctx->createUnboundBuffer(buf, len);
@@ -441,22 +349,18 @@ extern "C" int sr__gloo_broadcast(sr__gloo *g, void *buf, size_t len, int root, 
 }
 
 // A dissemination barrier: in round k every rank signals rank + 2^k and waits for rank - 2^k
-// (mod n); after ceil(log2 n) rounds each rank has heard, through some chain, from every rank.
-// Peers: rank +- 2^k, 2 log2(n) of them.
+// (mod n; gloo_peers.h); after ceil(log2 n) rounds each rank has heard, through some chain, from
+// every rank.  Peers: rank +- 2^k, 2 log2(n) of them.
 extern "C" int sr__gloo_barrier(sr__gloo *g, int *stuck_peer, char *err, size_t errlen) {
     *stuck_peer = -1;
     return guarded(err, errlen, [&] {
-        int n = g->ctx->size, me = g->ctx->rank;
-        std::vector<int> peers;
-        for (int d = 1; d < n; d <<= 1) {
-            peers.push_back((me + d) % n);
-            peers.push_back((me - d % n + n) % n);
-        }
-        g->ctx->connect(peers, stuck_peer);
+        int round_peers[SR__GLOO_MAX_BARRIER_PEERS];
+        int npeers = sr__gloo_barrier_peers(g->ctx->rank, g->ctx->size, round_peers);
+        g->ctx->connect(std::vector<int>(round_peers, round_peers + npeers), stuck_peer);
         char token = 0;
         auto ub = g->ctx->createUnboundBuffer(&token, 1);
-        for (int d = 1; d < n; d <<= 1) {
-            int to = (me + d) % n, from = (me - d % n + n) % n;
+        for (int k = 0; k < npeers; k += 2) {
+            int to = round_peers[k], from = round_peers[k + 1];
             auto slot = g->ctx->nextSlot();
             ub->recv(from, slot);
             ub->send(to, slot);
@@ -467,6 +371,12 @@ extern "C" int sr__gloo_barrier(sr__gloo *g, int *stuck_peer, char *err, size_t 
             *stuck_peer = -1;
         }
     });
+}
+
+// The size of the address a pair publishes (a tcp::Address: a sockaddr_storage and a sequence
+// number), for bench/store_sim.c's stand-in addresses.
+extern "C" size_t sr__gloo_address_len(void) {
+    return gloo::transport::tcp::Address(sockaddr_storage{}).bytes().size();
 }
 
 extern "C" void sr__gloo_free(sr__gloo *g) { delete g; }

@@ -1,9 +1,9 @@
 /*
  * The thin C++ shim over Debian's Gloo (TCP transport): context creation through shardrun's
- * store (pairs connected at once, or each when first used), point-to-point ring steps, broadcast
- * and barrier.  Every Gloo exception becomes an error
- * code and a message; nothing C++ crosses this header.  The ring algorithms themselves are C
- * (pg/gloo.c).
+ * store (pairs connected at once, or each when first used: pg/gloo_peers.h picks the peers,
+ * pg/gloo_exchange.h makes the store requests), point-to-point ring steps, broadcast and barrier.
+ * Every Gloo exception becomes an error code and a message; nothing C++ crosses this header.  The
+ * ring algorithms themselves are C (pg/gloo.c).
  */
 #ifndef SR__CORE_GLOO_SHIM_H
 #define SR__CORE_GLOO_SHIM_H
@@ -65,6 +65,8 @@ int sr__gloo_exchange(sr__gloo *g, const void *const *send, const size_t *slen, 
 int sr__gloo_broadcast(sr__gloo *g, void *buf, size_t len, int root, int *stuck_peer, char *err, size_t errlen);
 int sr__gloo_barrier(sr__gloo *g, int *stuck_peer, char *err, size_t errlen);
 void sr__gloo_free(sr__gloo *g);
+/* The bytes of the address each pair publishes through the store (pg/gloo_exchange.h). */
+size_t sr__gloo_address_len(void);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,7 @@
 #include "pg/backend.h"
 #include "pg/fault.h"
 #include "pg/hier.h"
+#include "pg/nccl_id.h"
 #include "pg/shm.h"
 #include "pg/world.h"
 #include "base/watch.h"
@@ -419,8 +420,8 @@ static int meet_and_connect(pg_shared *sh, sr_pg *parent, const char *name, cons
                                                : sh->ops;
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s%s/", name, ops->name);
-    static const sr__pg_store_ops store_ops = {sr__store_set, sr__store_get,   sr__store_wait,
-                                               sr__store_add, sr__store_fetch, sr__store_error};
+    static const sr__pg_store_ops store_ops = {sr__store_set,   sr__store_get,   sr__store_wait, sr__store_add,
+                                               sr__store_fetch, sr__store_error, sr__pg_nccl_id};
     sr__pg_setup setup = {
         sh->store,    &store_ops, &sh->store_lock, prefix,        rank,         size,        color, key,
         sh->hostname, sh->iface,  sh->local_rank,  sh->timeout_s, sh->run_hash, sh->attempt, hosts};

@@ -63,7 +63,7 @@ static int c_fetch(sr__store *c, const char *const *k, int n, double timeout_s, 
     count(c, n);
     return sr__store_fetch(c, k, n, timeout_s, values, lens, missing, mlen);
 }
-static const sr__pg_store_ops counting = {c_set, c_get, c_wait, c_add, c_fetch, sr__store_error};
+static const sr__pg_store_ops counting = {c_set, c_get, c_wait, c_add, c_fetch, sr__store_error, NULL};
 
 typedef struct rank_arg {
     sr__pg_setup setup;

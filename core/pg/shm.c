@@ -1,19 +1,27 @@
 /* The shm transport: all-gather, reduce-scatter, all-reduce, broadcast and barrier between the
    ranks of one host through POSIX shared memory.
 
-   Segments.  Every rank creates one segment, /dev/shm/shardrun.<run>.a<attempt>.<group>.<rank>.<pid>
+   The group's file.  Rank 0 creates one file, /dev/shm/shardrun.<run>.a<attempt>.<group>.<pid>
    (<run> a hash of the run's store token, <group> a hash of the group's store prefix, which holds
-   the attempt too: a restarted rank never maps an old attempt's segment; <pid> its creator's),
-   maps every peer's, and unlinks its own as soon as every rank says (through the store) that it
-   mapped them all: from then on nothing is left in /dev/shm whatever happens to the processes.
-   When creation fails, every rank unlinks every name of the group it knows (a peer killed
-   meanwhile cannot do it itself), and the agent sweeps the run's names whose creator is dead
-   after each attempt (sr__shm_sweep): a worker killed inside that window leaves nothing either.
-   The ranks meet twice through the store while creating the group ("pid", "mapped"), each time in
-   requests linear in the group's size (pg/meet.h: a counter and one combined table).
+   the attempt too: a restarted rank never maps an old attempt's file; <pid> its creator's), sized
+   for every rank; every rank reserves the room of its own area in it (posix_fallocate: a full
+   /dev/shm fails creation, not a later write with SIGBUS) and maps it whole, once: a peer's area is
+   an address computed from its rank, so creating and ending a group of n ranks costs the kernel n
+   opens, mappings and unmappings, not n^2 (which made 512 ranks on one host spend most of their
+   time in the kernel).  Rank 0 unlinks the name as soon as every rank says (through the store) that
+   it mapped the file: from then on nothing is left in /dev/shm whatever happens to the processes.
+   When creation fails, every rank that knows the name unlinks it (rank 0 killed meanwhile cannot
+   do it itself), and the agent sweeps the run's names whose creator is dead after each attempt
+   (sr__shm_sweep): a worker killed inside that window leaves nothing either.  The ranks meet twice
+   through the store while creating the group ("pid": rank 0 created the file, "mapped"), each time
+   in requests linear in the group's size (pg/meet.h: a counter and one combined table).
 
-   A segment: a header whose three sequence counters each sit on their own cache line, then NSLOT
-   slots used in rotation, each with an input area and a result area of SLOT bytes.
+   The file: every rank's header side by side (a page fault maps several of them), NSLOT small
+   slots of SMALL bytes per rank, then every rank's area: NSLOT slots, each with an input area and a
+   result area of SLOT bytes.  The slots are used in rotation; a piece of up to SMALL bytes goes
+   through the small slot of its number instead (slot_in: there the ranks' slots lie side by side,
+   so reading every peer's takes a page fault per several peers).  A header holds three sequence
+   counters, each on its own cache line:
      posted  - the last sequence number whose input this rank wrote into its slot
      reduced - the last sequence number whose reduced slice (all-reduce) is in its result area
      done    - the last sequence number whose peers' data this rank finished reading
@@ -33,8 +41,9 @@
 
    Waiting: spin briefly, then yield, then sleep on the peer's futex (ranks may outnumber cores,
    and an overlapped collective may wait long while its rank computes), waking every few
-   milliseconds to check that the awaited peer still lives (its pid, and the start time read when the segment was mapped: a recycled pid is not the peer), so a dead peer fails
-   the operation at once, and one that lives but does not come fails it after the timeout. */
+   milliseconds to check that the awaited peer still lives (its pid, and the start time it wrote in
+   its header: a recycled pid is not the peer), so a dead peer fails the operation at once, and one
+   that lives but does not come fails it after the timeout. */
 #define _GNU_SOURCE
 #include "pg/shm.h"
 #include "pg/fault.h"
@@ -61,10 +70,12 @@
 #include "pg/reduce.h"
 
 #define NSLOT 4
-#define SLOT ((size_t)1 << 19) /* bytes of a slot's input area, and of its result area */
-#define SMALL ((size_t)4096)   /* all-reduces up to this many bytes run in one phase */
-#define HEAD ((size_t)4096)
-#define MAGIC 0x73726d68735f7631ull /* "srmhs_v1" */
+#define SLOT ((size_t)1 << 19)                        /* bytes of a slot's input area, and of its result area */
+#define SMALL ((size_t)4096)                          /* all-reduces up to this many bytes run in one phase */
+#define AREA ((size_t)NSLOT * 2 * SLOT)               /* a rank's slots in the group's file */
+#define SMALLS(n) ((size_t)NSLOT * (size_t)(n)*SMALL) /* the small slots of a group of n ranks */
+#define PAGE ((size_t)4096)                           /* the small slots start on a page of their own */
+#define MAGIC 0x73726d68735f7631ull                   /* "srmhs_v1" */
 /* Busy-wait this long before yielding: a peer on its own core answers within a microsecond, one
    that shares this core runs only once this rank yields (a 30 us spin made an 8-byte all-reduce
    take 32 us on a loaded machine where both ranks shared a core; 4 us: 6 us). */
@@ -92,16 +103,20 @@ typedef struct shm_head {
     _Atomic uint32_t sleepers;          /* ranks asleep on this rank's bell */
     _Alignas(64) uint64_t magic;
     int64_t pid;
+    int64_t start; /* /proc/<pid>/stat field 22, as the rank read its own at creation */
 } shm_head;
 
 typedef struct shm_pg {
     int rank, size;
     uint64_t seq;
     double timeout_s;
-    size_t seg_bytes;
-    unsigned char **base; /* every rank's mapped segment (mine included) */
-    shm_head **head;
-    long long *pid, *start; /* each peer's pid and start time (/proc/<pid>/stat field 22) */
+    unsigned char *file; /* the group's file, mapped once: the headers, the small slots, the areas */
+    size_t file_bytes;
+    size_t heads;          /* the bytes of the headers, before the small slots */
+    shm_head *head;        /* head[q]: rank q's header */
+    unsigned char *smalls; /* the small slots (slot_in) */
+    unsigned char *areas;  /* areas + q * AREA: rank q's slots */
+    long long *pid;        /* each rank's pid */
 } shm_pg;
 
 static long long now_ns(void) {
@@ -134,7 +149,8 @@ static long long start_time(long long pid) {
     return strtoll(p, NULL, 10);
 }
 
-static int peer_alive(shm_pg *p, int q) { return start_time(p->pid[q]) == p->start[q]; }
+/* The peer's start time comes from its own header, written before it said it mapped the file. */
+static int peer_alive(shm_pg *p, int q) { return start_time(p->pid[q]) == p->head[q].start; }
 
 /* dst <- src.  stream: dst is a large output nobody read lately (an all-gather's or broadcast's
    receive buffer), so on x86 it is written with non-temporal stores: no read of each destination
@@ -170,10 +186,17 @@ static void fence_out(void) {
 #endif
 }
 
-static unsigned char *slot_in(shm_pg *p, int q, uint64_t t) {
-    return p->base[q] + HEAD + (size_t)(t % NSLOT) * 2 * SLOT;
+/* Rank q's input area for piece t of `bytes` bytes (the same on every rank).  Up to SMALL bytes it
+   is in the small slots, where slot t of every rank lies side by side: a rank that reads every
+   peer's (an all-reduce of a few numbers) takes a page fault per 16 peers or so (the kernel maps
+   the neighbouring pages of a read fault), not one per peer. */
+static unsigned char *slot_in(shm_pg *p, int q, uint64_t t, size_t bytes) {
+    if (bytes <= SMALL) return p->smalls + ((size_t)(t % NSLOT) * (size_t)p->size + (size_t)q) * SMALL;
+    return p->areas + (size_t)q * AREA + (size_t)(t % NSLOT) * 2 * SLOT;
 }
-static unsigned char *slot_out(shm_pg *p, int q, uint64_t t) { return slot_in(p, q, t) + SLOT; }
+static unsigned char *slot_out(shm_pg *p, int q, uint64_t t) {
+    return p->areas + (size_t)q * AREA + (size_t)(t % NSLOT) * 2 * SLOT + SLOT;
+}
 
 /* Sleeps on peer q's bell until it rings or `ns` pass, unless the flag got there meanwhile.  The
    sleeper count goes up before the flag is read again and the publisher stores its flag before it
@@ -202,7 +225,7 @@ static int wait_for(shm_pg *p, int q, _Atomic uint64_t *flag, uint64_t want, int
         long long now = now_ns();
         if (now - t0 < SPIN_NS) continue;
         if (now - t0 < YIELD_NS) sched_yield();
-        else sleep_on(p->head[q], flag, want, LIVENESS_NS);
+        else sleep_on(&p->head[q], flag, want, LIVENESS_NS);
         if (now < next_check) continue;
         next_check = now + LIVENESS_NS;
         if (atomic_load_explicit(flag, memory_order_acquire) >= want) return 0;
@@ -222,7 +245,7 @@ static int wait_for(shm_pg *p, int q, _Atomic uint64_t *flag, uint64_t want, int
 static int wait_all(shm_pg *p, int which, uint64_t want, int *stuck, char *err, size_t errlen) {
     for (int q = 0; q < p->size; q++) {
         if (q == p->rank) continue;
-        shm_head *h = p->head[q];
+        shm_head *h = &p->head[q];
         _Atomic uint64_t *f = which == 0 ? &h->posted : which == 1 ? &h->reduced : &h->done;
         int rc = wait_for(p, q, f, want, stuck, err, errlen);
         if (rc) return rc;
@@ -238,7 +261,7 @@ static int next_piece(shm_pg *p, uint64_t *t, int *stuck, char *err, size_t errl
 
 /* Sets one of this rank's counters and rings its bell when a peer sleeps on it. */
 static void publish(shm_pg *p, _Atomic uint64_t *flag, uint64_t t) {
-    shm_head *h = p->head[p->rank];
+    shm_head *h = &p->head[p->rank];
     atomic_store(flag, t);
     if (atomic_load(&h->sleepers)) {
         atomic_fetch_add(&h->bell, 1);
@@ -271,16 +294,16 @@ static int shm_all_gather(void *impl, const void *send, void *recv, size_t count
         uint64_t t;
         int rc = next_piece(p, &t, stuck, err, errlen);
         if (rc) return rc;
-        unsigned char *mine = slot_in(p, p->rank, t);
+        unsigned char *mine = slot_in(p, p->rank, t, len);
         memcpy(mine, in + off, len);
-        publish(p, &p->head[p->rank]->posted, t);
+        publish(p, &p->head[p->rank].posted, t);
         if (!in_place && !overlap) copy_out(own + off, mine, len, stream);
         for (int k = 1; k < p->size; k++) {
             int q = (p->rank + k) % p->size; /* ranks start on different peers */
-            if ((rc = wait_for(p, q, &p->head[q]->posted, t, stuck, err, errlen))) return rc;
-            copy_out(out + (size_t)q * bytes + off, slot_in(p, q, t), len, stream);
+            if ((rc = wait_for(p, q, &p->head[q].posted, t, stuck, err, errlen))) return rc;
+            copy_out(out + (size_t)q * bytes + off, slot_in(p, q, t, len), len, stream);
         }
-        publish(p, &p->head[p->rank]->done, t);
+        publish(p, &p->head[p->rank].done, t);
     }
     if (overlap) memmove(own, in, bytes);
     fence_out();
@@ -305,24 +328,25 @@ static int shm_reduce_scatter(void *impl, const void *send, void *recv, size_t c
         uint64_t t;
         int rc = next_piece(p, &t, stuck, err, errlen);
         if (rc) return rc;
-        unsigned char *mine = slot_in(p, me, t);
+        unsigned char *mine = slot_in(p, me, t, (size_t)n * kb);
         for (int q = 0; q < n; q++)
             if (q != me || overlap) memcpy(mine + (size_t)q * kb, in + ((size_t)q * count + e0) * es, kb);
-        publish(p, &p->head[me]->posted, t);
+        publish(p, &p->head[me].posted, t);
         unsigned char *dst = out + e0 * es;
         /* SHARDRUN_DEBUG_PG_FAULT=shm_reduce_scatter_index: ranks > 0 fold their left neighbour's slice */
         size_t mine_at = (size_t)(me > 0 && sr__pg_fault() == SR__PG_FAULT_SHM_RS_INDEX ? me - 1 : me) * kb;
         for (int q = 0; q < n; q++) {
             const unsigned char *src =
-                q == me && !overlap ? in + ((size_t)me * count + e0) * es : slot_in(p, q, t) + mine_at;
-            if (q != me && (rc = wait_for(p, q, &p->head[q]->posted, t, stuck, err, errlen))) return rc;
+                q == me && !overlap ? in + ((size_t)me * count + e0) * es : slot_in(p, q, t, (size_t)n * kb) + mine_at;
+            if (q != me && (rc = wait_for(p, q, &p->head[q].posted, t, stuck, err, errlen))) return rc;
             if (q == 0) continue;
             if (q == 1)
-                sr__reduce_into(dst, me == 0 && !overlap ? in + e0 * es : slot_in(p, 0, t) + mine_at, src, k, dt, op);
+                sr__reduce_into(dst, me == 0 && !overlap ? in + e0 * es : slot_in(p, 0, t, (size_t)n * kb) + mine_at,
+                                src, k, dt, op);
             else sr__reduce(dst, src, k, dt, op);
         }
         if (op == SR_AVG) sr__divide(dst, k, dt, n);
-        publish(p, &p->head[me]->done, t);
+        publish(p, &p->head[me].done, t);
     }
     return 0;
 }
@@ -341,28 +365,28 @@ static int shm_all_reduce(void *impl, void *buf, size_t count, sr_dtype dt, sr_r
         uint64_t t;
         int rc = next_piece(p, &t, stuck, err, errlen);
         if (rc) return rc;
-        memcpy(slot_in(p, me, t), piece, k * es);
-        publish(p, &p->head[me]->posted, t);
+        memcpy(slot_in(p, me, t, k * es), piece, k * es);
+        publish(p, &p->head[me].posted, t);
         /* my slice (small: all of it), folded in rank order */
         size_t s0 = small ? 0 : chunk_start(k, n, me), sl = small ? k : chunk_len(k, n, me);
         unsigned char *dst = small ? piece : slot_out(p, me, t);
         if (sl) {
             for (int q = 0; q < n; q++)
-                if (q != me && (rc = wait_for(p, q, &p->head[q]->posted, t, stuck, err, errlen))) return rc;
-            sr__reduce_into(dst, slot_in(p, 0, t) + s0 * es, slot_in(p, 1, t) + s0 * es, sl, dt, op);
-            for (int q = 2; q < n; q++) sr__reduce(dst, slot_in(p, q, t) + s0 * es, sl, dt, op);
+                if (q != me && (rc = wait_for(p, q, &p->head[q].posted, t, stuck, err, errlen))) return rc;
+            sr__reduce_into(dst, slot_in(p, 0, t, k * es) + s0 * es, slot_in(p, 1, t, k * es) + s0 * es, sl, dt, op);
+            for (int q = 2; q < n; q++) sr__reduce(dst, slot_in(p, q, t, k * es) + s0 * es, sl, dt, op);
         }
         if (sl && op == SR_AVG) sr__divide(dst, sl, dt, n);
         if (!small) {
-            publish(p, &p->head[me]->reduced, t);
+            publish(p, &p->head[me].reduced, t);
             for (int j = 0; j < n; j++) {
                 int q = (me + j) % n;
                 size_t qs = chunk_start(k, n, q), ql = chunk_len(k, n, q);
-                if (q != me && (rc = wait_for(p, q, &p->head[q]->reduced, t, stuck, err, errlen))) return rc;
+                if (q != me && (rc = wait_for(p, q, &p->head[q].reduced, t, stuck, err, errlen))) return rc;
                 if (ql) memcpy(piece + qs * es, slot_out(p, q, t), ql * es);
             }
         }
-        publish(p, &p->head[me]->done, t);
+        publish(p, &p->head[me].done, t);
     }
     return 0;
 }
@@ -379,13 +403,13 @@ static int shm_broadcast(void *impl, void *buf, size_t count, sr_dtype dt, int r
         int rc = next_piece(p, &t, stuck, err, errlen);
         if (rc) return rc;
         if (p->rank == root) {
-            memcpy(slot_in(p, root, t), b + off, len);
-            publish(p, &p->head[root]->posted, t);
+            memcpy(slot_in(p, root, t, len), b + off, len);
+            publish(p, &p->head[root].posted, t);
         } else {
-            if ((rc = wait_for(p, root, &p->head[root]->posted, t, stuck, err, errlen))) return rc;
-            copy_out(b + off, slot_in(p, root, t), len, bytes >= STREAM_MIN);
+            if ((rc = wait_for(p, root, &p->head[root].posted, t, stuck, err, errlen))) return rc;
+            copy_out(b + off, slot_in(p, root, t, len), len, bytes >= STREAM_MIN);
         }
-        publish(p, &p->head[p->rank]->done, t);
+        publish(p, &p->head[p->rank].done, t);
     }
     fence_out();
     return 0;
@@ -395,9 +419,9 @@ static int shm_barrier(void *impl, int *stuck, char *err, size_t errlen) {
     shm_pg *p = impl;
     if (p->size == 1) return 0;
     uint64_t t = ++p->seq;
-    publish(p, &p->head[p->rank]->posted, t);
+    publish(p, &p->head[p->rank].posted, t);
     int rc = wait_all(p, 0, t, stuck, err, errlen);
-    if (rc == 0) publish(p, &p->head[p->rank]->done, t);
+    if (rc == 0) publish(p, &p->head[p->rank].done, t);
     return rc;
 }
 
@@ -420,20 +444,20 @@ void sr__shm_host_id(char *out, size_t len, const char *extra) {
     snprintf(out, len, "%s|%s|%s|%s|%s|%s", host, boot, ns[0], ns[1], ns[2], extra ? extra : "");
 }
 
-/* /shardrun.<run>.a<attempt>.<group>.<rank>.<pid of its creator> */
-static void seg_name(const sr__pg_setup *s, int rank, long long pid, char *out, size_t len) {
-    snprintf(out, len, "/shardrun.%016llx.a%d.%016llx.%d.%lld", (unsigned long long)s->run_hash, s->attempt,
-             (unsigned long long)sr__hash64(s->prefix, strlen(s->prefix), 0x73686d), rank, pid);
+/* /shardrun.<run>.a<attempt>.<group>.<pid of its creator, rank 0> */
+static void seg_name(const sr__pg_setup *s, long long pid, char *out, size_t len) {
+    snprintf(out, len, "/shardrun.%016llx.a%d.%016llx.%lld", (unsigned long long)s->run_hash, s->attempt,
+             (unsigned long long)sr__hash64(s->prefix, strlen(s->prefix), 0x73686d), pid);
 }
 
-/* After a failed creation: every name of the group whose creator is known. */
-static void unlink_all(const sr__pg_setup *s, const long long *pids) {
+/* After a failed creation: the group's name, by its creator or by any rank that learnt its pid (a
+   creator killed meanwhile cannot unlink it itself). */
+static void unlink_group(const sr__pg_setup *s, const long long *pids) {
     char name[160];
-    for (int r = 0; r < s->size; r++)
-        if (r == s->rank || (pids && pids[r] > 0)) {
-            seg_name(s, r, r == s->rank ? (long long)getpid() : pids[r], name, sizeof name);
-            shm_unlink(name);
-        }
+    if (s->rank == 0 || (pids && pids[0] > 0)) {
+        seg_name(s, s->rank == 0 ? (long long)getpid() : pids[0], name, sizeof name);
+        shm_unlink(name);
+    }
 }
 
 unsigned long long sr__shm_run_hash(const char *token) { return sr__hash64(token, strlen(token), 0x72756e); }
@@ -477,17 +501,65 @@ static int meet(const sr__pg_setup *s, const char *stage, long long value, long 
 
 static void shm_destroy(void *impl) {
     shm_pg *p = impl;
-    for (int q = 0; p->base && q < p->size; q++)
-        if (p->base[q]) munmap(p->base[q], p->seg_bytes);
-    free(p->base);
-    free(p->head);
+    if (p->file) munmap(p->file, p->file_bytes);
     free(p->pid);
-    free(p->start);
     free(p);
 }
 
+/* Rank 0 creates the group's file, sized for every rank and with room reserved for the headers and
+   its own area, and maps it: 0 or an errno. */
+static int create_file(shm_pg *p, const char *name) {
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST) { /* cannot be this run's: its names are unique; a leftover */
+        shm_unlink(name);
+        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    }
+    if (fd < 0) return errno;
+    int e = ftruncate(fd, (off_t)p->file_bytes) != 0 ? errno : 0;
+    /* no room in /dev/shm: an error now, not SIGBUS later */
+    if (!e) e = posix_fallocate(fd, 0, (off_t)(p->heads + SMALLS(p->size) + AREA));
+    if (!e) {
+        void *m = mmap(NULL, p->file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED) e = errno;
+        else p->file = m;
+    }
+    close(fd);
+    return e;
+}
+
+/* Ranks > 0 open rank 0's file, reserve room for their own area and map it: 0, an errno, or ESTALE
+   when the file is not what rank 0 created (its header) or rank 0 is gone. */
+static int open_file(shm_pg *p, const char *name) {
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) return errno;
+    struct stat st;
+    int e = fstat(fd, &st) != 0 ? errno : (size_t)st.st_size != p->file_bytes ? ESTALE : 0;
+    if (!e) e = posix_fallocate(fd, (off_t)(p->heads + SMALLS(p->size) + (size_t)p->rank * AREA), (off_t)AREA);
+    if (!e) {
+        void *m = mmap(NULL, p->file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED) e = errno;
+        else p->file = m;
+    }
+    close(fd);
+    const shm_head *h0 = (const shm_head *)p->file;
+    if (!e && (h0->magic != MAGIC || h0->pid != p->pid[0] || h0->start < 0 || start_time(p->pid[0]) != h0->start))
+        e = ESTALE;
+    return e;
+}
+
+/* Writes this rank's header, which the peers read once every rank said it mapped the file
+   (rank 0's: once it said it created it). */
+static void write_head(shm_pg *p) {
+    p->head = (shm_head *)p->file;
+    p->smalls = p->file + p->heads;
+    p->areas = p->smalls + SMALLS(p->size);
+    p->head[p->rank].magic = MAGIC;
+    p->head[p->rank].pid = getpid();
+    p->head[p->rank].start = start_time(getpid());
+}
+
 /* Creation is collective and so are its failures: each step's outcome goes through the store, so a
-   rank that cannot create or map a segment makes every rank fail the same way, at once, instead of
+   rank that cannot create or map the file makes every rank fail the same way, at once, instead of
    leaving the others waiting (pg.c may then fall back to Gloo on all of them alike). */
 static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t errlen) {
     (void)parent;
@@ -500,7 +572,6 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
     p->rank = s->rank;
     p->size = s->size;
     p->timeout_s = s->timeout_s;
-    p->seg_bytes = HEAD + NSLOT * 2 * SLOT;
     if (s->size == 1) return p;
     if ((size_t)s->size * 8 > SLOT) { /* a reduce-scatter piece must hold one int64 of every rank */
         snprintf(err, errlen, "shm: groups of more than %zu ranks are not supported; set [torch] transport = tcp",
@@ -508,12 +579,13 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
         free(p);
         return NULL;
     }
-    p->base = sr__calloc((size_t)s->size, sizeof *p->base);
-    p->head = sr__calloc((size_t)s->size, sizeof *p->head);
+    /* the headers side by side at the start (a fault maps many of them at once), the small slots,
+       then the areas */
+    p->heads = ((size_t)s->size * sizeof(shm_head) + PAGE - 1) / PAGE * PAGE;
+    p->file_bytes = p->heads + SMALLS(s->size) + (size_t)s->size * AREA;
     p->pid = sr__calloc((size_t)s->size, sizeof *p->pid);
-    p->start = sr__calloc((size_t)s->size, sizeof *p->start);
     long long *ok = sr__calloc((size_t)s->size, sizeof *ok);
-    if (!p->base || !p->head || !p->pid || !p->start || !ok) {
+    if (!p->pid || !ok) {
         sr__pg_meet_say(s, "pid", -2);
         snprintf(err, errlen, SR__SHM_OOM " for a group of %d ranks", s->size);
         free(ok);
@@ -521,30 +593,15 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
         return NULL;
     }
     char name[160], mine_err[512] = "";
-    seg_name(s, s->rank, getpid(), name, sizeof name);
-    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 && errno == EEXIST) { /* cannot be this run's: its names are unique; a leftover */
-        shm_unlink(name);
-        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    }
     int e = 0;
-    if (fd < 0) e = errno;
-    else if (ftruncate(fd, (off_t)p->seg_bytes) != 0) e = errno;
-    else e = posix_fallocate(fd, 0, (off_t)p->seg_bytes); /* no room in /dev/shm: an error now, not SIGBUS later */
-    if (!e) {
-        p->base[s->rank] = mmap(NULL, p->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (p->base[s->rank] == MAP_FAILED) p->base[s->rank] = NULL, e = errno;
-    }
-    if (fd >= 0) close(fd);
-    if (e) {
-        snprintf(mine_err, sizeof mine_err,
-                 "shm: cannot create /dev/shm%s (%zu bytes): %s; free room in /dev/shm "
-                 "or set [torch] transport = tcp",
-                 name, p->seg_bytes, strerror(e));
-    } else {
-        p->head[s->rank] = (shm_head *)p->base[s->rank];
-        p->head[s->rank]->magic = MAGIC;
-        p->head[s->rank]->pid = getpid();
+    if (s->rank == 0) {
+        seg_name(s, getpid(), name, sizeof name);
+        if ((e = create_file(p, name)))
+            snprintf(mine_err, sizeof mine_err,
+                     "shm: cannot create /dev/shm%s (%zu bytes): %s; free room in /dev/shm "
+                     "or set [torch] transport = tcp",
+                     name, p->file_bytes, strerror(e));
+        else write_head(p);
     }
     if (meet(s, "pid", e ? -1 : (long long)getpid(), p->pid, err, errlen)) {
         /* a failure of this rank's alone (the store, a timeout, memory) must not leave the others
@@ -558,53 +615,49 @@ static void *shm_create(void *parent, const sr__pg_setup *s, char *err, size_t e
             else if (mine_err[0]) snprintf(err, errlen, "%s", mine_err);
             else
                 snprintf(err, errlen,
-                         "shm: rank %d could not create its segment in /dev/shm; free room there or "
+                         "shm: rank %d could not create the group's file in /dev/shm; free room there or "
                          "set [torch] transport = tcp",
                          q);
             goto fail;
         }
-    for (int q = 0; q < s->size && !mine_err[0]; q++) {
-        p->start[q] = start_time(p->pid[q]);
-        if (q == s->rank) continue;
-        seg_name(s, q, p->pid[q], name, sizeof name);
-        fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-        struct stat st;
-        e = fd < 0 ? errno : fstat(fd, &st) != 0 ? errno : (size_t)st.st_size != p->seg_bytes ? EINVAL : 0;
-        if (!e) {
-            p->base[q] = mmap(NULL, p->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-            if (p->base[q] == MAP_FAILED) p->base[q] = NULL, e = errno;
-        }
-        if (fd >= 0) close(fd);
-        p->head[q] = (shm_head *)p->base[q];
-        if (!e && (p->head[q]->magic != MAGIC || p->head[q]->pid != p->pid[q] || p->start[q] < 0)) e = ESTALE;
-        if (e)
+    if (s->rank > 0) {
+        seg_name(s, p->pid[0], name, sizeof name);
+        if ((e = open_file(p, name)) == ENOSPC || e == EFBIG)
             snprintf(mine_err, sizeof mine_err,
-                     "shm: cannot map rank %d's segment /dev/shm%s: %s (do the ranks "
+                     "shm: cannot reserve rank %d's %zu bytes in /dev/shm%s: %s; free room in /dev/shm "
+                     "or set [torch] transport = tcp",
+                     s->rank, AREA, name, strerror(e));
+        else if (e)
+            snprintf(mine_err, sizeof mine_err,
+                     "shm: cannot map rank 0's file /dev/shm%s: %s (do the ranks "
                      "share /dev/shm? else set [torch] transport = tcp)",
-                     q, name, e == ESTALE ? "not that rank's, or it exited" : strerror(e));
+                     name, e == ESTALE ? "not that rank's, or it exited" : strerror(e));
+        else write_head(p);
     }
     if (meet(s, "mapped", mine_err[0] ? 0 : 1, ok, err, errlen)) goto fail;
     for (int q = 0; q < s->size; q++)
         if (ok[q] != 1) {
-            if (ok[q] == 2) snprintf(err, errlen, SR__SHM_OOM " on rank %d while mapping the group's segments", q);
+            if (ok[q] == 2) snprintf(err, errlen, SR__SHM_OOM " on rank %d while mapping the group's file", q);
             else if (mine_err[0]) snprintf(err, errlen, "%s", mine_err);
             else if (ok[q] == 3)
-                snprintf(err, errlen,
-                         "shm: rank %d failed before mapping the group's segments (its own error says why)", q);
+                snprintf(err, errlen, "shm: rank %d failed before mapping the group's file (its own error says why)",
+                         q);
             else
                 snprintf(err, errlen,
-                         "shm: rank %d could not map the group's segments (do the ranks share "
+                         "shm: rank %d could not map the group's file (do the ranks share "
                          "/dev/shm? else set [torch] transport = tcp)",
                          q);
             goto fail;
         }
     free(ok);
-    seg_name(s, s->rank, getpid(), name, sizeof name);
-    shm_unlink(name); /* everyone holds a mapping: the name has served */
+    if (s->rank == 0) {
+        seg_name(s, getpid(), name, sizeof name);
+        shm_unlink(name); /* everyone holds a mapping: the name has served */
+    }
     return p;
 fail:
     free(ok);
-    unlink_all(s, p->pid);
+    unlink_group(s, p->pid);
     shm_destroy(p);
     return NULL;
 }

@@ -27,12 +27,12 @@ extern const sr__pg_backend_ops sr__shm_backend;
    likely, never wrong: a missing boot id adds the pid, so such a rank matches nobody). */
 void sr__shm_host_id(char *out, size_t len, const char *extra);
 
-/* The run part of segment names, from the run's store token. */
+/* The run part of the groups' file names, from the run's store token. */
 unsigned long long sr__shm_run_hash(const char *token);
-/* Unlinks the run's segments whose creating process is gone (the agent calls it after each
-   attempt: a worker killed between creating its segment and the moment every rank mapped it
-   leaves its name behind).  Segments of live processes, and of other runs, are kept.  Returns
-   how many it removed. */
+/* Unlinks the run's files whose creating process is gone (the agent calls it after each attempt:
+   a group's rank 0 killed between creating its file and the moment every rank mapped it leaves
+   its name behind).  Files of live processes, and of other runs, are kept.  Returns how many it
+   removed. */
 int sr__shm_sweep(const char *token);
 
 #endif

@@ -67,6 +67,21 @@ expect_rc 1 "a worker killed during a collective fails the run"
 # (which failure the summary names first races: the kill, or a peer that noticed it)
 grep -qE "rank 0 \(local rank 0, pid $victim\) (was )?killed by signal SIGKILL|shm: rank 0 \(pid $victim\) exited" "$T/k.err" && pass \
     || fail "the summary names the killed worker or a peer that saw it go: $(cat "$T/k.err")"
+# the kernel's work for a world is linear in its size: every rank maps the group's one file once,
+# not one segment per peer (16 ranks, rank 15 stalls so that the others hold the world meanwhile)
+"$SHARDRUN" "$T/c.ini" --nproc-per-node 16 --set task.stall_rank=15 --set torch.transport=shm >"$T/m.out" 2>"$T/m.err" &
+spid=$!
+maps=""
+if wait_for "$T/m.out" "[rank0]: joining all_reduce #1" 60; then
+    for r in $(seq 0 15); do
+        w=$(worker_of "$spid" "$r")
+        maps="$maps $(grep -c ' /dev/shm/shardrun\.' "/proc/$w/maps" 2>/dev/null)"
+    done
+    kill -KILL "$(worker_of "$spid" 15)"
+fi
+wait "$spid"
+[ "$maps" = "$(printf ' 1%.0s' $(seq 16))" ] && pass \
+    || fail "each of 16 ranks maps /dev/shm once (mappings per rank:${maps:- none, the world did not come: $(tail -3 "$T/m.err")})"
 segments >"$T/shm.after"
 left=$(comm -13 "$T/shm.before" "$T/shm.after")
 [ -z "$left" ] && pass || fail "segments left in /dev/shm after the runs: $left"

@@ -93,7 +93,7 @@
 #define SR__ENUM_MEMBER(id, text) id,
 #define SR__ENUM_CHOICE(id, text) "|" text
 /* "A|B|C": the list's choices (a constant, for static key tables) */
-#define SR__CHOICES(LIST) (LIST(SR__ENUM_CHOICE) + 1)
+#define SR__CHOICES(LIST) (&(LIST(SR__ENUM_CHOICE))[1])
 
 typedef enum { SR__STRATEGY_LIST(SR__ENUM_MEMBER) } sr__strategy;
 typedef enum { SR__WRAP_LIST(SR__ENUM_MEMBER) } sr__wrap;

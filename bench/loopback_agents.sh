@@ -10,26 +10,12 @@ N=${2:?agents}
 TR=${3:-shm}
 CAP=${4:-600}
 export SHARDRUN_RDZV_TOKEN=loopback-bench
-# master_port and the store's, master_port + 1: both free now (a free port's neighbour may not be)
-P=$(python3 -c '
-import random, socket
-for _ in range(200):
-    p = random.randint(20000, 60000)
-    try:
-        for q in (p, p + 1):
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("", q)); s.close()
-        print(p); break
-    except OSError:
-        pass')
+. "$(dirname "$0")/agents_lib.sh"
+P=$(free_port_pair)
 D=$(mktemp -d)
 pids=()
 cleanup() {
-    local p c
-    for p in "${pids[@]}"; do
-        kill -0 "$p" 2>/dev/null || continue
-        for c in $(pgrep -P "$p"); do kill -KILL -- "-$c" "$c" 2>/dev/null; done
-        kill -KILL "$p" 2>/dev/null
-    done
+    kill_agents "${pids[@]}"
     [ -n "${KEEP:-}" ] && cp -r "$D" "$KEEP"
     rm -rf "$D"
 }

@@ -15,26 +15,12 @@ HANG=${3:-300}
 SLEEP=${4:-40}
 CAP=${5:-600}
 export SHARDRUN_RDZV_TOKEN=watchdog-bench
-# a port P with P + 1 (the rendezvous store's) free too
-P=$(python3 -c '
-import random, socket
-for _ in range(200):
-    p = random.randint(20000, 60000)
-    try:
-        for q in (p, p + 1):
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("", q)); s.close()
-        print(p); break
-    except OSError:
-        pass')
+. "$(dirname "$0")/agents_lib.sh"
+P=$(free_port_pair)
 D=$(mktemp -d)
 pids=()
 cleanup() {
-    local p c
-    for p in "${pids[@]}"; do
-        kill -0 "$p" 2>/dev/null || continue
-        for c in $(pgrep -P "$p"); do kill -KILL -- "-$c" "$c" 2>/dev/null; done
-        kill -KILL "$p" 2>/dev/null
-    done
+    kill_agents "${pids[@]}"
     [ -n "${SAMPLES:-}" ] && cp "$D/samples" "$SAMPLES"
     rm -rf "$D"
 }

@@ -55,3 +55,20 @@ finish() {
 since() { awk -v a="$(date +%s.%N)" -v b="$1" 'BEGIN { printf "%.1f", a - b }'; }
 # at_most VALUE LIMIT WHAT
 at_most() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' && pass || fail "$3: took ${1}s, at most $2s expected"; }
+
+# start_node NNODES NODE [ARGS]: node NODE of an NNODES-node run on this host over loopback, one rank
+# (the job $T/job.ini, master port $P, hang_timeout $HT), in the background: output in $T/nNODE.*,
+# its pid in pid[NODE]
+start_node() {
+    local nnodes=$1 node=$2
+    shift 2
+    "$SHARDRUN" "$T/job.ini" --nnodes "$nnodes" --node-rank "$node" --nproc-per-node 1 --master-addr 127.0.0.1 \
+        --master-port "$P" --set shardrun.hang_timeout=$HT "$@" >"$T/n$node.out" 2>"$T/n$node.err" &
+    pid[$node]=$!
+}
+# tree PID: PID and its descendants
+tree() {
+    local c
+    echo "$1"
+    for c in $(pgrep -P "$1"); do tree "$c"; done
+}

@@ -10,26 +10,12 @@ HT=4
 printf '[shardrun]\ntask = %s\nplugins = torch\n[task]\nrounds = 1000000\nhang_rank = -1\n' \
     "$BUILD/tests/tasks/hang.so" >"$T/job.ini"
 
-# start_node NODE [ARGS]: that node's agent in the background (output in $T/nNODE.*), its pid in pid[NODE]
-start_node() {
-    local node=$1
-    shift
-    "$SHARDRUN" "$T/job.ini" --nnodes 2 --node-rank "$node" --nproc-per-node 1 --master-addr 127.0.0.1 \
-        --master-port "$P" --set shardrun.hang_timeout=$HT "$@" >"$T/n$node.out" 2>"$T/n$node.err" &
-    pid[$node]=$!
-}
-# tree PID: PID and its descendants
-tree() {
-    local c
-    echo "$1"
-    for c in $(pgrep -P "$1"); do tree "$c"; done
-}
 
 for frozen in 1 0; do
     other=$((1 - frozen))
     P=$(free_port_pair)
-    start_node 0
-    start_node 1
+    start_node 2 0
+    start_node 2 1
     bg_t0=$(date +%s.%N)
     # both nodes' ranks are all-reducing once node 1's worker runs and a second has passed
     for i in $(seq 100); do [ -n "$(worker_pid "${pid[1]}" 0)" ] && break; sleep 0.2; done
@@ -52,8 +38,8 @@ done
 # node 1's rank times out, then blocks naming the missing ranks through node 0's store; node 1
 # still ends on its own within hang_timeout, naming node 0
 P=$(free_port_pair)
-start_node 0 --set torch.timeout=2
-start_node 1 --set torch.timeout=2
+start_node 2 0 --set torch.timeout=2
+start_node 2 1 --set torch.timeout=2
 bg_t0=$(date +%s.%N)
 for i in $(seq 100); do [ -n "$(worker_pid "${pid[1]}" 0)" ] && break; sleep 0.2; done
 sleep 2

@@ -13,22 +13,10 @@ HT=4
 printf '[shardrun]\ntask = %s\nplugins = torch\n[task]\nrounds = 1000000\nhang_rank = -1\n' \
     "$BUILD/tests/tasks/hang.so" >"$T/job.ini"
 
-start_node() {
-    local node=$1
-    shift
-    "$SHARDRUN" "$T/job.ini" --nnodes 3 --node-rank "$node" --nproc-per-node 1 --master-addr 127.0.0.1 \
-        --master-port "$P" --set shardrun.hang_timeout=$HT "$@" >"$T/n$node.out" 2>"$T/n$node.err" &
-    pid[$node]=$!
-}
-tree() {
-    local c
-    echo "$1"
-    for c in $(pgrep -P "$1"); do tree "$c"; done
-}
 # start_all: three nodes, back once every node's worker runs and a second more has passed
 start_all() {
     P=$(free_port_pair)
-    for n in 0 1 2; do start_node $n; done
+    for n in 0 1 2; do start_node 3 $n; done
     bg_t0=$(date +%s.%N)
     for n in 0 1 2; do
         for i in $(seq 150); do [ -n "$(worker_pid "${pid[$n]}" 0)" ] && break; sleep 0.2; done

@@ -1,17 +1,29 @@
 /*
  * The rendezvous store's wire format, shared by server and client.
  *
- *   request:  u32 magic "SRS1" | u8 op    | u8 pad[3] | u32 nitems | nitems x (u32 len | bytes)
- *   reply:    u32 magic "SRS1" | u8 status| u8 pad[3] | u32 nitems | nitems x (u32 len | bytes)
+ *   request:  u32 magic "SRS1" | u8 op    | u24 channel | u32 nitems | nitems x (u32 len | bytes)
+ *   reply:    u32 magic "SRS1" | u8 status| u24 channel | u32 nitems | nitems x (u32 len | bytes)
  *
  * Integers are little-endian.  A connection's first request must be HELLO carrying the run's
- * token.  Every length is bounded; a message that breaks a bound closes its connection.
+ * token, on channel 0.  Every length is bounded; a message that breaks a bound closes its
+ * connection.
+ *
+ * Channels: one connection carries several independent request streams, so that an agent reaches
+ * node 0 through one descriptor there (its control requests, the wait that shows it is alive, the
+ * wait for the verdict and the hang watchdog's exchange), not four.  A reply carries the channel of
+ * the request it answers.  Each channel is served as a connection of its own was: one request at a
+ * time, and a pending WAIT or FETCH holds only its own channel.  A channel opens with its first
+ * request; CLOSE ends it (no reply) and drops its pending wait, as closing a connection does; the
+ * connection's end ends all of them.  Clients never reuse a channel's number on a connection, so a
+ * reply sent before a CLOSE was read cannot be taken for the answer to a later request.  Channel 0
+ * is what a client that knows no channels uses (the ranks' own connections).
  *   HELLO [token]            -> OK
  *   SET   [key, value]       -> OK
  *   GET   [key]              -> OK [value] | NOTFOUND
  *   ADD   [key, i64 delta]   -> OK [i64 new value]      (the value is kept as decimal text)
  *   WAIT  [i64 timeout_ms, key...] -> OK when all exist | TIMEOUT [missing key...]  (ms < 0: forever)
  *   CHECK [key...]           -> OK | NOTFOUND
+ *   CLOSE []                 -> (no reply) ends the channel it is sent on (never channel 0)
  *   FETCH [i64 timeout_ms, u32 piece | u32 pieces, key...]
  *                            -> OK [value...] when all exist | TIMEOUT [missing key...]
  *        a wait and the gets that follow it in one round trip (ms 0: no wait, < 0: forever);
@@ -35,8 +47,11 @@
 #define SR__STORE_MAX_ITEMS 65536u /* a WAIT or FETCH on every rank of a large world */
 #define SR__STORE_MAX_MESSAGE (4u << 20)
 #define SR__STORE_HEADER 12u
+#define SR__STORE_MAX_CHANNEL 0xffffffu /* a u24 */
+/* Open channels a connection may hold at once (an agent uses 4; more breaks the protocol). */
+#define SR__STORE_MAX_CHANNELS 64u
 
-enum { SR__OP_HELLO = 1, SR__OP_SET, SR__OP_GET, SR__OP_ADD, SR__OP_WAIT, SR__OP_CHECK, SR__OP_FETCH };
+enum { SR__OP_HELLO = 1, SR__OP_SET, SR__OP_GET, SR__OP_ADD, SR__OP_WAIT, SR__OP_CHECK, SR__OP_FETCH, SR__OP_CLOSE };
 enum { SR__ST_OK = 0, SR__ST_NOTFOUND, SR__ST_TIMEOUT, SR__ST_ERROR };
 
 static inline void sr__put_u32(unsigned char *p, uint32_t v) {
@@ -55,11 +70,20 @@ static inline int64_t sr__get_i64(const unsigned char *p) {
     return (int64_t)v;
 }
 
+/* A message's header: magic, op or status, channel, item count. */
+static inline void sr__store_put_head(unsigned char *h, unsigned op_or_status, uint32_t channel, uint32_t nitems) {
+    sr__put_u32(h, SR__STORE_MAGIC);
+    h[4] = (unsigned char)op_or_status;
+    h[5] = (unsigned char)channel, h[6] = (unsigned char)(channel >> 8), h[7] = (unsigned char)(channel >> 16);
+    sr__put_u32(h + 8, nitems);
+}
+
 /* One parsed message: items point into the receive buffer.  The item arrays grow with the
    largest message seen (most carry a few items; a WAIT on every rank of a world carries
    thousands); zero-initialise, sr__store_msg_free when done. */
 typedef struct sr__store_msg {
     unsigned op_or_status;
+    uint32_t channel; /* 0 .. SR__STORE_MAX_CHANNEL */
     uint32_t nitems, cap;
     const unsigned char **item;
     uint32_t *len;
@@ -78,6 +102,7 @@ static inline long sr__store_parse(const unsigned char *buf, size_t n, sr__store
     if (n < SR__STORE_HEADER) return 0;
     if (sr__get_u32(buf) != SR__STORE_MAGIC) return -1;
     m->op_or_status = buf[4];
+    m->channel = (uint32_t)buf[5] | (uint32_t)buf[6] << 8 | (uint32_t)buf[7] << 16;
     m->nitems = sr__get_u32(buf + 8);
     if (m->nitems > SR__STORE_MAX_ITEMS) return -1;
     if (m->nitems > m->cap) {

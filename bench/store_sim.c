@@ -4,9 +4,10 @@
  *
  * A child process is node 0's agent: sr__rdzv_prepare as agent 0, then the supervisor's loop on
  * the rendezvous interface (store/rdzv.h: pollfds, step, report, view), without workers.  Agents
- * 1 .. N-1 are threads, split across several processes (each holds 3 connections per agent while
- * it lives, 4 during world creation: one process could not hold 8,192 of them under a 20,000
- * descriptor limit).  Each agent calls what the agent calls: sr__rdzv_prepare (its join: the join
+ * 1 .. N-1 are threads, split across several processes (each agent holds one connection to node 0,
+ * whose channels carry all its traffic, and the eventfds of its two asynchronous waits, and its
+ * rank another connection during world creation: one process could not hold 16,384 agents' under
+ * a 20,000 descriptor limit).  Each agent calls what the agent calls: sr__rdzv_prepare (its join: the join
  * counter, the fingerprint, the answer, the "alive" and verdict waits), sr__rdzv_report and
  * sr__rdzv_step for its results, the verdict and its reading, a restart's stop and start; one rank
  * per agent creates the world through core/pg (sr__pg_rehearse_world: pg.c's connection, host
@@ -61,9 +62,10 @@
 
 enum { WORLD_NONE, WORLD_GLOO, WORLD_NCCL };
 enum { SC_RUN, SC_REFUSED, SC_RESTART };
-/* connections node 0's store holds per agent at most (control, alive, verdict, its rank's or its
-   watchdog's), and what each process keeps spare */
-enum { CONNS_PER_AGENT = 4, SPARE_FDS = 256 };
+/* Descriptors per agent: at node 0, its one connection (store.h: sr__store_link), and while the
+   world is created its rank's; in an agents' process, that connection, the eventfds of its two
+   asynchronous waits (alive, verdict) and its rank's connection. */
+enum { HOST_FDS_PER_AGENT = 1, PROC_FDS_PER_AGENT = 4, SPARE_FDS = 256 };
 
 static int nagents, world = WORLD_NONE, scenario = SC_RUN, per_process = 2048, wd_rounds = 3;
 static int port;
@@ -318,7 +320,7 @@ static void world_rank(int rank, int attempt) {
 }
 
 /* The hang watchdog's exchange, as every agent's thread makes it: its record out, node 0's in. */
-static void watchdog_rounds(int id, int attempt, const char *host) {
+static void watchdog_rounds(int id, int attempt, sr__store_link *link) {
     char rec[256];
     sr__store *c = NULL;
     for (int k = 0; k < wd_rounds; k++) {
@@ -326,7 +328,7 @@ static void watchdog_rounds(int id, int attempt, const char *host) {
         snprintf(rec, sizeof rec, "wd %d %d simhost%d\n%d %d R 120 %d 0 2 %d 0 0 -1 1 0 100 %d 2.5 1000 0.1 0 0 0 0\n",
                  k + 1, id, id, id, 1000 + id, 10 + k, k, k);
         char *node0 = NULL;
-        c = sr__watchdog_exchange(c, host, port, token, attempt, id, rec, &node0);
+        c = sr__watchdog_exchange(c, link, attempt, id, rec, &node0);
         if (!c) fail(id, "%s", "watchdog exchange failed");
         free(node0);
         if (!c) break;
@@ -406,7 +408,7 @@ static void *agent_main(void *arg) {
     phase_wait(); /* join */
     if (world != WORLD_NONE && scenario == SC_RUN) world_rank(id, 0);
     phase_wait(); /* world */
-    if (scenario == SC_RUN && id > 0 && joined) watchdog_rounds(id, 0, r.host);
+    if (scenario == SC_RUN && id > 0 && joined) watchdog_rounds(id, 0, r.link);
     phase_wait();  /* watchdog */
     if (id == 0) { /* node 0's rank: node 0's agent is the host process */
         if (scenario == SC_RESTART) phase_wait();
@@ -521,16 +523,17 @@ int main(int argc, char **argv) {
     /* node 0's store holds every agent's connections in one process; the agents' processes each
        hold theirs: both must fit under the descriptor limit before anything starts */
     rlim_t lim = raise_fd_limit();
-    long long host_need = (long long)nagents * CONNS_PER_AGENT + SPARE_FDS;
-    long long proc_need = (long long)(per_process < nagents ? per_process : nagents) * CONNS_PER_AGENT + SPARE_FDS;
+    int host_per_agent = world == WORLD_NONE ? HOST_FDS_PER_AGENT : HOST_FDS_PER_AGENT + 1;
+    long long host_need = (long long)nagents * host_per_agent + SPARE_FDS;
+    long long proc_need = (long long)(per_process < nagents ? per_process : nagents) * PROC_FDS_PER_AGENT + SPARE_FDS;
     if ((rlim_t)host_need > lim || (rlim_t)proc_need > lim) {
         fprintf(stderr,
-                "store_sim: %d agents need %lld descriptors in node 0's process (%d connections per agent: "
-                "control, alive, verdict, and its rank's or its watchdog's) and %lld in each agents' process "
-                "(--per-process %d); the limit is %lu (ulimit -Hn; raising it takes CAP_SYS_RESOURCE): at most "
-                "%lld agents here\n",
-                nagents, host_need, CONNS_PER_AGENT, proc_need, per_process, (unsigned long)lim,
-                ((long long)lim - SPARE_FDS) / CONNS_PER_AGENT);
+                "store_sim: %d agents need %lld descriptors in node 0's process (per agent: its connection%s) and "
+                "%lld in each agents' process (--per-process %d: %d per agent); the limit is %lu (ulimit -Hn; "
+                "raising it takes CAP_SYS_RESOURCE): at most %lld agents here%s\n",
+                nagents, host_need, world == WORLD_NONE ? "" : ", and its rank's while the world is created",
+                proc_need, per_process, PROC_FDS_PER_AGENT, (unsigned long)lim,
+                ((long long)lim - SPARE_FDS) / host_per_agent, world == WORLD_NONE ? "" : " with --world");
         return 2;
     }
     sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -77,8 +77,11 @@ static int start_worker(sr__run *run, sr__worker *w, sr__worker *all, int nstart
     sigfillset(&every);
     sigprocmask(SIG_BLOCK, &every, &old);
     int held = sr__watchdog_fork_begin(watchdog);
+    sr__store_link_fork_begin(run->rdzv.link);
     pid_t pid = fork();
-    if (pid != 0) sr__watchdog_fork_end(watchdog, held), sigprocmask(SIG_SETMASK, &old, NULL);
+    if (pid != 0)
+        sr__store_link_fork_end(run->rdzv.link), sr__watchdog_fork_end(watchdog, held),
+            sigprocmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) return -1;
     if (pid == 0) {
         setpgid(0, 0);
@@ -865,7 +868,10 @@ int sr__launch(sr__run *run, const char *results_path) {
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     install_handlers();
-    if (sr__guardian_start() != 0)
+    sr__store_link_fork_begin(run->rdzv.link); /* the guardian is a forked child too */
+    int guardian = sr__guardian_start();
+    sr__store_link_fork_end(run->rdzv.link);
+    if (guardian != 0)
         sr__log(SR_LOG_WARN,
                 "no guardian process (%s): if this shardrun is killed outright, what its tasks "
                 "started in the background may be left running",

@@ -71,8 +71,8 @@ struct sr__watchdog {
     int thread_started;
     unsigned long long hangs; /* hangs found in this launch (the metrics' counter) */
     sem_t thread_entered;     /* posted by the exchange thread once it runs its own code (see sr__watchdog_new) */
-    char store_host[256], token[128];
-    int port;
+    char store_host[256];      /* node 0's address, for messages */
+    sr__store_link *link;      /* the agent's connection to node 0's store: the exchange is a channel of it */
 };
 
 /* ---- /proc: what a process is doing ------------------------------------------------------------- */
@@ -237,12 +237,12 @@ static void take_record(sr__watchdog *wd, int a, char *rec) {
     wd->peers[a].heard_at = sr__now_s();
 }
 
-sr__store *sr__watchdog_exchange(sr__store *c, const char *host, int port, const char *token, int attempt, int agent,
-                                 const char *mine, char **node0) {
+sr__store *sr__watchdog_exchange(sr__store *c, sr__store_link *link, int attempt, int agent, const char *mine,
+                                 char **node0) {
     char err[256], key[64];
     *node0 = NULL;
     if (!c) {
-        c = sr__store_connect(host, port, token, 1.0, err, sizeof err);
+        c = sr__store_link_open(link, err, sizeof err);
         if (!c || sr__store_set_io_timeout(c, SR__WD_IO_TIMEOUT_S) != 0) {
             if (c) sr__store_close(c);
             return NULL;
@@ -274,7 +274,7 @@ static sr__store *exchange_once(sr__watchdog *wd, sr__store *c) {
     int attempt = wd->attempt;
     pthread_mutex_unlock(&wd->mu);
     char *node0 = NULL;
-    c = sr__watchdog_exchange(c, wd->store_host, wd->port, wd->token, attempt, wd->agent_id, mine, &node0);
+    c = sr__watchdog_exchange(c, wd->link, attempt, wd->agent_id, mine, &node0);
     free(mine);
     pthread_mutex_lock(&wd->mu);
     if (node0 && attempt == wd->attempt) take_record(wd, 0, node0);
@@ -357,8 +357,7 @@ sr__watchdog *sr__watchdog_new(sr__run *run) {
     wd->began = sr__now_s();
     if (wd->nagents > 1 && !wd->hosting) {
         snprintf(wd->store_host, sizeof wd->store_host, "%s", run->rdzv.host);
-        snprintf(wd->token, sizeof wd->token, "%s", run->rdzv.token);
-        wd->port = run->rdzv.port;
+        wd->link = sr__store_link_ref(run->rdzv.link); /* its thread outlives the rendezvous */
         pthread_t t;
         sem_init(&wd->thread_entered, 0, 0);
         if (pthread_create(&t, NULL, exchange, wd) == 0) {

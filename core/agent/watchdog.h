@@ -68,10 +68,11 @@ void sr__watchdog_free(sr__watchdog *wd);
 /* One exchange of the records through node 0's store, as every agent but node 0's makes it from
    its thread about once a second (bench/store_sim.c makes the same call for the agents it plays):
    this agent's record `mine` (NULL: none this time) set for `attempt`, then node 0's read into
-   *node0 (malloc'ed; NULL when there is none yet).  c: the connection kept from the last exchange,
-   or NULL to connect to host:port with token.  Returns the connection to keep, NULL after an error
-   (the next exchange connects again).  Each call ends within a few seconds, whatever the store does. */
-sr__store *sr__watchdog_exchange(sr__store *c, const char *host, int port, const char *token, int attempt, int agent,
-                                 const char *mine, char **node0);
+   *node0 (malloc'ed; NULL when there is none yet).  c: the channel kept from the last exchange, or
+   NULL to open one on link (the agent's connection to node 0's store).  Returns the channel to
+   keep, NULL after an error (the next exchange opens another).  Each call ends within a few
+   seconds, whatever the store does. */
+sr__store *sr__watchdog_exchange(sr__store *c, sr__store_link *link, int attempt, int agent, const char *mine,
+                                 char **node0);
 
 #endif

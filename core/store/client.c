@@ -15,25 +15,14 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/strbuf.h"
+#include "store/client_internal.h"
 #include "store/store.h"
 #include "store/wire.h"
-
-struct sr__store {
-    int fd;
-    char error[512];
-    sr__buf in;
-    size_t consumed;    /* bytes of `in` belonging to the last reply */
-    sr__store_msg msg_; /* the last reply */
-    sr__store_msg *msg;
-    int lost; /* the connection broke (closed by the server, a send failed) */
-};
 
 static int send_request(sr__store *c, unsigned op, uint32_t n, const void *const *items, const uint32_t *lens) {
     sr__buf b = {0};
     unsigned char h[SR__STORE_HEADER] = {0};
-    sr__put_u32(h, SR__STORE_MAGIC);
-    h[4] = (unsigned char)op;
-    sr__put_u32(h + 8, n);
+    sr__store_put_head(h, op, c->channel, n);
     sr__buf_add(&b, (const char *)h, sizeof h);
     for (uint32_t i = 0; i < n; i++) {
         unsigned char l[4];
@@ -45,6 +34,11 @@ static int send_request(sr__store *c, unsigned op, uint32_t n, const void *const
         snprintf(c->error, sizeof c->error, "out of memory for a store request of %u items", (unsigned)n);
         sr__buf_free(&b);
         return -1;
+    }
+    if (c->link) {
+        int rc = sr__link_send(c, b.s, b.n, 1);
+        sr__buf_free(&b);
+        return rc;
     }
     size_t off = 0;
     while (off < b.n) {
@@ -64,6 +58,7 @@ static int send_request(sr__store *c, unsigned op, uint32_t n, const void *const
 
 /* Reads one reply into c->msg; -1 on a lost connection or a malformed reply. */
 static int read_reply(sr__store *c) {
+    if (c->link && sr__link_await(c) != 0) return -1; /* then c->in holds the reply, whole */
     if (c->consumed) { /* drop the previous reply */
         memmove(c->in.s, c->in.s + c->consumed, c->in.n - c->consumed);
         c->in.n -= c->consumed;
@@ -82,6 +77,10 @@ static int read_reply(sr__store *c) {
         if (used > 0) {
             c->consumed = (size_t)used;
             return 0;
+        }
+        if (c->link) {
+            snprintf(c->error, sizeof c->error, "malformed reply from the store");
+            return -1;
         }
         char buf[65536];
         ssize_t r = recv(c->fd, buf, sizeof buf, 0);
@@ -160,6 +159,7 @@ sr__store *sr__store_connect(const char *host, int port, const char *token, doub
     }
     c->fd = fd;
     c->msg = &c->msg_;
+    c->event_fd = -1;
     const void *items[1] = {token};
     uint32_t lens[1] = {(uint32_t)strlen(token)};
     if (call(c, SR__OP_HELLO, 1, items, lens) != SR__ST_OK) {
@@ -303,13 +303,20 @@ int sr__store_fetch_pieces(sr__store *c, const char *const *keys, int n, int pie
     return fetch(c, keys, n, (uint32_t)piece, (uint32_t)pieces, timeout_s, values, lens, missing, mlen);
 }
 
-int sr__store_wait_send(sr__store *c, const char *key) { return wait_request(c, -1, &key, 1); }
+int sr__store_wait_send(sr__store *c, const char *key) {
+    if (c->link && sr__link_event_fd(c) < 0) return -1;
+    return wait_request(c, -1, &key, 1);
+}
 
-int sr__store_fd(const sr__store *c) { return c->fd; }
+int sr__store_fd(const sr__store *c) { return c->link ? c->event_fd : c->fd; }
 
 const char *sr__store_error(const sr__store *c) { return c->error; }
 
 int sr__store_set_io_timeout(sr__store *c, double timeout_s) {
+    if (c->link) {
+        c->io_timeout_s = timeout_s > 0 ? timeout_s : 0;
+        return 0;
+    }
     struct timeval tv = {(time_t)timeout_s, (suseconds_t)((timeout_s - (double)(time_t)timeout_s) * 1e6)};
     if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
         setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0) {
@@ -321,7 +328,8 @@ int sr__store_set_io_timeout(sr__store *c, double timeout_s) {
 
 void sr__store_close(sr__store *c) {
     if (!c) return;
-    close(c->fd);
+    if (c->link) sr__link_close_channel(c);
+    else close(c->fd);
     sr__buf_free(&c->in);
     sr__store_msg_free(&c->msg_);
     free(c);

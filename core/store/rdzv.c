@@ -246,5 +246,6 @@ void sr__rdzv_free(sr__rdzv *r) {
     sr__store_close(r->watch);
     sr__store_close(r->ctl);
     sr__store_close(r->alive);
+    sr__store_link_release(r->link);
     memset(r, 0, sizeof *r);
 }

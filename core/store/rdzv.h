@@ -121,6 +121,7 @@ typedef struct sr__rdzv {
     double outcome_at;             /* when it sent the final verdict, 0: not yet */
     double restart_at;             /* when it decided the restart */
     /* other agents */
+    sr__store_link *link; /* the one connection to node 0's store; the three below are its channels */
     sr__store *ctl;    /* for reporting */
     sr__store *watch;  /* a pending wait on the verdict (or the next attempt's start) */
     sr__store *alive;  /* holds a wait on run/alive/<agent>/<join> for its whole life: the host

@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 
 #include "store/rdzv_internal.h"
 #include "store/rdzv_protocol.h"
@@ -19,7 +17,7 @@ enum { CTL_TIMEOUT_S = 5 };
 
 int sr__rdzv_rewatch(sr__rdzv *r, const char *key, char *err, size_t errlen) {
     sr__store_close(r->watch);
-    r->watch = sr__store_connect(r->host, r->port, r->token, r->timeout_s, err, errlen);
+    r->watch = sr__store_link_open(r->link, err, errlen);
     r->watch_closed = 0;
     if (!r->watch) return -1;
     if (sr__store_wait_send(r->watch, key) != 0) {
@@ -52,9 +50,11 @@ static int await_restart(sr__rdzv *r, int attempt, double timeout_s, sr__diag *d
 int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     char err[512], key[64], akey[64], missing[64];
     int p = r->port;
-    r->ctl = sr__store_connect(r->host, p, r->token, a->timeout_s, err, sizeof err);
+    /* one connection for all this agent's traffic with node 0 (store.h: sr__store_link) */
+    r->link = sr__store_link_connect(r->host, p, r->token, a->timeout_s, err, sizeof err);
     /* nothing answered at that address, or node 0 went away while it did: not the job file's fault */
-    int gave_up = !r->ctl && (errno == ETIMEDOUT || errno == ECONNRESET);
+    int gave_up = !r->link && (errno == ETIMEDOUT || errno == ECONNRESET);
+    if (r->link && !(r->ctl = sr__store_link_open(r->link, err, sizeof err))) gave_up = 1;
     if (!r->ctl) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, err);
         return gave_up ? SR__RDZV_UNREACHABLE : -1;
@@ -98,7 +98,7 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     }
     free(answer);
     /* a connection that waits as long as this agent lives: node 0 sees it go */
-    r->alive = sr__store_connect(r->host, p, r->token, a->timeout_s, err, sizeof err);
+    r->alive = sr__store_link_open(r->link, err, sizeof err);
     if (!r->alive ||
         sr__store_wait_send(r->alive, sr__rdzv_key(key, sizeof key, "run/alive/%d/%d", r->agent_id, (int)j)) != 0) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p,
@@ -118,9 +118,7 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
        acknowledgement), made from the supervisor's loop: one that node 0 does not answer within
        CTL_TIMEOUT_S (stopped, or cut off by a dead link) fails instead of blocking the loop, and
        with it this node's way to end on its own (the hang watchdog). */
-    struct timeval tv = {.tv_sec = CTL_TIMEOUT_S};
-    setsockopt(sr__store_fd(r->ctl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(sr__store_fd(r->ctl), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    sr__store_set_io_timeout(r->ctl, CTL_TIMEOUT_S);
     return 0;
 }
 

@@ -77,6 +77,30 @@ const char *sr__store_error(const sr__store *c);
 int sr__store_set_io_timeout(sr__store *c, double timeout_s);
 void sr__store_close(sr__store *c);
 
+/* One connection that several handles share, each on a channel of its own (store/wire.h): an agent
+   reaches node 0's store through one descriptor there (its control requests, the wait that shows
+   it is alive, the wait for the verdict, the hang watchdog's exchange), not one per use, so that
+   node 0's descriptor limit is not what caps the number of agents.  A thread of the link reads
+   the replies and hands each to its channel; every call above works on a channel handle, from any
+   thread (one call at a time per handle), and sr__store_fd() of a channel is an eventfd that turns
+   readable when the reply to its sr__store_wait_send() came, or the connection ended.  A reply
+   that takes longer than the handle's io timeout fails that handle only.  When the connection
+   ends (node 0 went away) every handle's calls fail, as every connection's did.
+   Connects as sr__store_connect does (errno ETIMEDOUT, ECONNRESET or EACCES on failure). */
+typedef struct sr__store_link sr__store_link;
+sr__store_link *sr__store_link_connect(const char *host, int port, const char *token, double timeout_s, char *err,
+                                       size_t errlen);
+/* A handle on a new channel; NULL with err (the connection ended, or memory ran out). */
+sr__store *sr__store_link_open(sr__store_link *l, char *err, size_t errlen);
+/* Another reference (returns l), and dropping one: the connection closes and its thread ends when
+   the last reference and the last channel are gone. */
+sr__store_link *sr__store_link_ref(sr__store_link *l);
+void sr__store_link_release(sr__store_link *l);
+/* Held around fork(): the link's thread is then not inside the allocator, whose locks a forked
+   child would otherwise inherit taken when the allocator has no fork handlers (ASan's). */
+void sr__store_link_fork_begin(sr__store_link *l);
+void sr__store_link_fork_end(sr__store_link *l);
+
 #ifdef __cplusplus
 }
 #endif

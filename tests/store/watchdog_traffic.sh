@@ -3,6 +3,7 @@
 # write system calls (one per reply its store sends) counted over 3 s while every rank runs: at
 # most 4 a second per agent (each sets its record and reads node 0's: 2).  Before, every agent also
 # read every other agent's record: 24 x 23 requests a second (about a million at 1,024 agents).
+# Then the sockets node 0's agent holds: one per other agent.
 . "$(dirname "$0")/../cli/lib.sh"
 N=24
 export SHARDRUN_RDZV_TOKEN=watchdog-traffic-test
@@ -47,6 +48,14 @@ expect_eq "$running" $N "every agent still running while node 0's writes were co
 rate=$(awk -v a="$w0" -v b="$w1" -v s="$t0" -v e="$t1" 'BEGIN { printf "%.0f", (b - a) / (e - s) }')
 echo "node 0's store: $rate replies a second for $N agents"
 [ "$rate" -le $((4 * N)) ] && pass || fail "node 0's store sent $rate replies a second for $N agents: more than $((4 * N)) (4 per agent)"
+# and node 0 holds one connection per other agent: its control requests, the wait that shows it is
+# alive, its wait for the verdict and its watchdog's exchange are channels of that connection
+# (before: one connection each, 4 per agent).  Node 0's own sockets: the store's listening socket
+# and a few of its own (the metrics port when on, a peer's connection mid-reconnect).
+sockets=$(find "/proc/${pids[0]}/fd" -lname 'socket:*' 2>/dev/null | wc -l)
+echo "node 0's agent holds $sockets sockets for $((N - 1)) other agents"
+[ "$sockets" -le $((N - 1 + 4)) ] && pass ||
+    fail "node 0's agent holds $sockets sockets for $((N - 1)) other agents: more than one per agent (+4)"
 # and the run ends as it should
 fails=0
 for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done

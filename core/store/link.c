@@ -1,0 +1,344 @@
+/*
+ * One connection to the store shared by several handles, each on a channel of its own
+ * (store/store.h, sr__store_link_*; the protocol is in store/wire.h).
+ *
+ * A thread reads the replies and hands each to its channel's handle (its `reply` slot, then its
+ * condition variable, and its eventfd when it waits asynchronously).  Requests are written whole
+ * under a send lock, so frames of different channels never interleave.  Each channel has at most
+ * one request outstanding (store.h: one call at a time per handle), so one reply slot suffices.
+ * A reply for a channel that is gone (closed, or timed out) is dropped: channel numbers are never
+ * reused on a link, so it cannot be taken for another request's answer.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "store/client_internal.h"
+
+/* The reader's stack: it only receives and copies (its buffer is on the heap). */
+enum { READER_STACK = 128 << 10, READ_CHUNK = 16 << 10 };
+
+struct sr__store_link {
+    int fd;
+    pthread_t reader;
+    pthread_mutex_t mu;      /* what follows, and every channel's fields below its `link` */
+    pthread_mutex_t send_mu; /* one frame at a time on the socket */
+    pthread_mutex_t gate;    /* held by the reader while it handles what it read (fork_begin) */
+    int refs;                /* sr__store_link_ref's, and one per open channel */
+    uint32_t next_channel;
+    int dead;
+    char why[256];
+    sr__store **chans;
+    size_t nchans, capchans;
+    /* the reader's own */
+    sr__buf in;
+    sr__store_msg msg;
+    char *chunk;
+};
+
+static void signal_event(sr__store *c) {
+    if (c->event_fd < 0) return;
+    uint64_t one = 1;
+    if (write(c->event_fd, &one, sizeof one) < 0) { /* already readable: its counter is not 0 */
+    }
+}
+
+/* A reply frame for `channel` (l->mu held). */
+static void deliver(sr__store_link *l, uint32_t channel, const char *frame, size_t len) {
+    for (size_t i = 0; i < l->nchans; i++) {
+        sr__store *c = l->chans[i];
+        if (c->channel != channel) continue;
+        if (!c->awaiting || c->has_reply) return; /* nobody asked (a reply after a timeout): dropped */
+        c->reply.n = 0;
+        sr__buf_add(&c->reply, frame, len);
+        if (c->reply.oom) c->reply.n = 0; /* read back as a malformed reply: that call fails */
+        c->reply.oom = 0;
+        c->awaiting = 0;
+        c->has_reply = 1;
+        pthread_cond_signal(&c->replied);
+        signal_event(c);
+        return;
+    }
+}
+
+static void *reader_main(void *arg) {
+    sr__store_link *l = arg;
+    char why[200] = "";
+    while (!why[0]) {
+        ssize_t r = recv(l->fd, l->chunk, READ_CHUNK, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            snprintf(why, sizeof why, "store connection closed (%s)", r ? strerror(errno) : "by the server");
+            break;
+        }
+        pthread_mutex_lock(&l->gate);
+        sr__buf_add(&l->in, l->chunk, (size_t)r);
+        size_t off = 0;
+        if (l->in.oom) snprintf(why, sizeof why, "out of memory for a reply from the store");
+        while (!why[0] && off < l->in.n) {
+            long used = sr__store_parse((const unsigned char *)l->in.s + off, l->in.n - off, &l->msg);
+            if (used < 0) {
+                snprintf(why, sizeof why, "%s",
+                         used == -2 ? "out of memory for the items of a reply from the store"
+                                    : "malformed reply from the store");
+                break;
+            }
+            if (used == 0) break;
+            pthread_mutex_lock(&l->mu);
+            deliver(l, l->msg.channel, l->in.s + off, (size_t)used);
+            pthread_mutex_unlock(&l->mu);
+            off += (size_t)used;
+        }
+        memmove(l->in.s, l->in.s + off, l->in.n - off);
+        l->in.n -= off;
+        pthread_mutex_unlock(&l->gate);
+    }
+    pthread_mutex_lock(&l->mu);
+    l->dead = 1;
+    snprintf(l->why, sizeof l->why, "%s", why);
+    for (size_t i = 0; i < l->nchans; i++) {
+        pthread_cond_broadcast(&l->chans[i]->replied);
+        signal_event(l->chans[i]);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+sr__store_link *sr__store_link_connect(const char *host, int port, const char *token, double timeout_s, char *err,
+                                       size_t errlen) {
+    sr__store *first = sr__store_connect(host, port, token, timeout_s, err, errlen);
+    if (!first) return NULL; /* errno says why, as sr__store_connect's callers expect */
+    sr__store_link *l = sr__calloc(1, sizeof *l);
+    char *chunk = l ? sr__malloc(READ_CHUNK) : NULL;
+    if (!chunk) {
+        snprintf(err, errlen, "out of memory for a store connection");
+        free(l);
+        sr__store_close(first);
+        errno = ENOMEM;
+        return NULL;
+    }
+    l->chunk = chunk;
+    l->fd = first->fd; /* the connection, authenticated on channel 0, is the link's from now on */
+    first->fd = -1;
+    sr__store_close(first);
+    l->refs = 1;
+    l->next_channel = 1;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_mutex_init(&l->send_mu, NULL);
+    pthread_mutex_init(&l->gate, NULL);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, READER_STACK);
+    int rc = pthread_create(&l->reader, &attr, reader_main, l);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start the store connection's reader thread: %s", strerror(rc));
+        close(l->fd);
+        free(l->chunk);
+        free(l);
+        errno = EAGAIN;
+        return NULL;
+    }
+    return l;
+}
+
+sr__store_link *sr__store_link_ref(sr__store_link *l) {
+    if (!l) return NULL;
+    pthread_mutex_lock(&l->mu);
+    l->refs++;
+    pthread_mutex_unlock(&l->mu);
+    return l;
+}
+
+void sr__store_link_release(sr__store_link *l) {
+    if (!l) return;
+    pthread_mutex_lock(&l->mu);
+    int last = --l->refs == 0;
+    pthread_mutex_unlock(&l->mu);
+    if (!last) return;
+    shutdown(l->fd, SHUT_RDWR); /* the reader's recv returns 0 */
+    pthread_join(l->reader, NULL);
+    close(l->fd);
+    sr__buf_free(&l->in);
+    sr__store_msg_free(&l->msg);
+    free(l->chunk);
+    free(l->chans);
+    pthread_mutex_destroy(&l->mu);
+    pthread_mutex_destroy(&l->send_mu);
+    pthread_mutex_destroy(&l->gate);
+    free(l);
+}
+
+void sr__store_link_fork_begin(sr__store_link *l) {
+    if (l) pthread_mutex_lock(&l->gate);
+}
+
+void sr__store_link_fork_end(sr__store_link *l) {
+    if (l) pthread_mutex_unlock(&l->gate);
+}
+
+sr__store *sr__store_link_open(sr__store_link *l, char *err, size_t errlen) {
+    sr__store *c = sr__calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory for a store channel");
+        return NULL;
+    }
+    c->fd = -1;
+    c->event_fd = -1;
+    c->msg = &c->msg_;
+    c->link = l;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->replied, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_lock(&l->mu);
+    const char *refused = l->dead                               ? l->why
+                          : l->next_channel > SR__STORE_MAX_CHANNEL ? "no channel numbers left on this connection"
+                          : sr__grow((void **)&l->chans, &l->capchans, l->nchans + 1, sizeof *l->chans) != 0
+                              ? "out of memory for a store channel"
+                              : NULL;
+    if (!refused) {
+        c->channel = l->next_channel++;
+        l->chans[l->nchans++] = c;
+        l->refs++;
+    } else {
+        snprintf(err, errlen, "%s", refused);
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (refused) {
+        pthread_cond_destroy(&c->replied);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Milliseconds left before `deadline` (sr__now_s; < 0: none), -1 for none. */
+static int ms_left(double deadline) {
+    if (deadline < 0) return -1;
+    double left = deadline - sr__now_s();
+    return left <= 0 ? 0 : (int)(left * 1000) + 1;
+}
+
+int sr__link_send(sr__store *c, const char *frame, size_t len, int expect_reply) {
+    sr__store_link *l = c->link;
+    pthread_mutex_lock(&l->mu);
+    int refused = l->dead || c->lost;
+    if (refused) snprintf(c->error, sizeof c->error, "%s", l->dead ? l->why : "store connection lost");
+    else c->awaiting = expect_reply, c->has_reply = 0;
+    pthread_mutex_unlock(&l->mu);
+    if (refused) return c->lost = 1, -1;
+    double deadline = c->io_timeout_s > 0 ? sr__now_s() + c->io_timeout_s : -1;
+    size_t off = 0;
+    int failed = 0;
+    pthread_mutex_lock(&l->send_mu);
+    while (off < len && !failed) {
+        ssize_t w = send(l->fd, frame + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            off += (size_t)w;
+        } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd p = {.fd = l->fd, .events = POLLOUT};
+            int ready = poll(&p, 1, ms_left(deadline));
+            if (ready == 0) failed = ETIMEDOUT;
+            else if (ready < 0 && errno != EINTR) failed = errno;
+        } else if (!(w < 0 && errno == EINTR)) {
+            failed = w < 0 ? errno : EPIPE;
+        }
+    }
+    /* part of a frame went out: the stream cannot be read any more, so the connection ends (the
+       reader sees it and fails every channel) */
+    if (failed && off > 0) shutdown(l->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&l->send_mu);
+    if (!failed) return 0;
+    pthread_mutex_lock(&l->mu);
+    c->awaiting = 0;
+    c->lost = 1;
+    pthread_mutex_unlock(&l->mu);
+    snprintf(c->error, sizeof c->error, "store connection lost while sending: %s", strerror(failed));
+    return -1;
+}
+
+int sr__link_await(sr__store *c) {
+    sr__store_link *l = c->link;
+    struct timespec until;
+    if (c->io_timeout_s > 0) {
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        double t = (double)until.tv_sec + until.tv_nsec * 1e-9 + c->io_timeout_s;
+        until.tv_sec = (time_t)t;
+        until.tv_nsec = (long)((t - (double)(time_t)t) * 1e9);
+    }
+    pthread_mutex_lock(&l->mu);
+    int timed_out = 0;
+    while (!c->has_reply && !l->dead && !timed_out) {
+        if (c->io_timeout_s > 0) timed_out = pthread_cond_timedwait(&c->replied, &l->mu, &until) == ETIMEDOUT;
+        else pthread_cond_wait(&c->replied, &l->mu);
+    }
+    int rc = 0;
+    if (c->has_reply) {
+        sr__buf t = c->in; /* the reply becomes c->in; the old buffer is the next reply's slot */
+        c->in = c->reply;
+        c->reply = t;
+        c->consumed = 0;
+        c->has_reply = 0;
+    } else {
+        c->awaiting = 0;
+        c->lost = 1;
+        if (timed_out) snprintf(c->error, sizeof c->error, "no reply from the store within %gs", c->io_timeout_s);
+        else snprintf(c->error, sizeof c->error, "%s", l->why);
+        rc = -1;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+int sr__link_event_fd(sr__store *c) {
+    if (c->event_fd >= 0) return c->event_fd;
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0) {
+        snprintf(c->error, sizeof c->error, "cannot make an eventfd for a store wait: %s", strerror(errno));
+        return -1;
+    }
+    sr__store_link *l = c->link;
+    pthread_mutex_lock(&l->mu);
+    c->event_fd = fd;
+    if (l->dead) signal_event(c); /* the connection ended already: the wait ends at once */
+    pthread_mutex_unlock(&l->mu);
+    return fd;
+}
+
+void sr__link_close_channel(sr__store *c) {
+    sr__store_link *l = c->link;
+    pthread_mutex_lock(&l->mu);
+    for (size_t i = 0; i < l->nchans; i++)
+        if (l->chans[i] == c) {
+            l->chans[i] = l->chans[--l->nchans];
+            break;
+        }
+    int dead = l->dead;
+    pthread_mutex_unlock(&l->mu);
+    if (!dead) { /* the server drops the channel's pending wait, as it would a closed connection's */
+        unsigned char h[SR__STORE_HEADER];
+        sr__store_put_head(h, SR__OP_CLOSE, c->channel, 0);
+        c->lost = 0;
+        c->io_timeout_s = c->io_timeout_s > 0 && c->io_timeout_s < 1 ? c->io_timeout_s : 1;
+        pthread_mutex_lock(&l->mu);
+        c->awaiting = 0;
+        pthread_mutex_unlock(&l->mu);
+        (void)sr__link_send(c, (const char *)h, sizeof h, 0);
+    }
+    if (c->event_fd >= 0) close(c->event_fd);
+    pthread_cond_destroy(&c->replied);
+    sr__buf_free(&c->reply);
+    sr__store_link_release(l);
+}

@@ -22,6 +22,7 @@
 
 #define TOKEN "secret"
 #define NO_REPLY_MS 150 /* how long a reply that must not come is waited for */
+#define REPLY_MS 5000   /* how long one that must come is (it ends as soon as it comes) */
 
 static sr__store_server *server;
 
@@ -100,7 +101,7 @@ static void say_wait(client *c, unsigned op, uint32_t channel, long long ms, con
     say(c, op, channel, op == SR__OP_WAIT ? 2 : 3, items, lens);
 }
 
-/* The next reply within ms: 1, 0 when none came, -1 when the server closed the connection. */
+/* The next reply within ms (the server served meanwhile): 1, 0 when none came, -1 when the server closed the connection. */
 static int hear(client *c, reply *r, int ms) {
     static sr__store_msg m;
     long long end = now_ms() + ms;
@@ -128,10 +129,10 @@ static int hear(client *c, reply *r, int ms) {
     }
 }
 
-/* The server closed c within a second (replies before the end, an error's, are read over). */
+/* The server closed c within REPLY_MS (replies before the end, an error's, are read over). */
 static int closed(client *c) {
     reply r;
-    long long end = now_ms() + 1000;
+    long long end = now_ms() + REPLY_MS;
     int rc;
     while ((rc = hear(c, &r, (int)(end - now_ms()))) == 1) {}
     return rc == -1;
@@ -140,19 +141,20 @@ static int closed(client *c) {
 static int hello(client *c) {
     say_keys(c, SR__OP_HELLO, 0, TOKEN, NULL);
     reply r;
-    return hear(c, &r, 1000) == 1 && r.status == SR__ST_OK && r.channel == 0;
+    return hear(c, &r, REPLY_MS) == 1 && r.status == SR__ST_OK && r.channel == 0;
 }
 
 /* A request answered with OK on its own channel (item 0 as want, when want is not NULL). */
 static int ok(client *c, unsigned op, uint32_t channel, const char *k, const char *v, const char *want) {
     say_keys(c, op, channel, k, v);
     reply r;
-    return hear(c, &r, 1000) == 1 && r.status == SR__ST_OK && r.channel == channel && (!want || !strcmp(r.item0, want));
+    return hear(c, &r, REPLY_MS) == 1 && r.status == SR__ST_OK && r.channel == channel &&
+           (!want || !strcmp(r.item0, want));
 }
 
-/* Serves until key's waiting state is want (a second at most). */
+/* Serves until key's waiting state is want (REPLY_MS at most). */
 static int waiting_becomes(const char *key, int want) {
-    for (long long end = now_ms() + 1000; now_ms() < end; turn(5))
+    for (long long end = now_ms() + REPLY_MS; now_ms() < end; turn(5))
         if (sr__store_server_waiting(server, key) == want) return 1;
     return sr__store_server_waiting(server, key) == want;
 }
@@ -173,7 +175,7 @@ static void wait_holds_its_channel_only(void) {
     int got1 = 0, got7 = 0, got2 = 0;
     reply r;
     for (int i = 0; i < 3; i++) {
-        CHECK(hear(c, &r, 1000) == 1 && r.status == SR__ST_OK);
+        CHECK(hear(c, &r, REPLY_MS) == 1 && r.status == SR__ST_OK);
         got1 += r.channel == 1 && r.nitems == 0;
         got7 += r.channel == 7 && r.nitems == 1 && !strcmp(r.item0, "v1");
         got2 += r.channel == 2;

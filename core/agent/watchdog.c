@@ -71,8 +71,8 @@ struct sr__watchdog {
     int thread_started;
     unsigned long long hangs; /* hangs found in this launch (the metrics' counter) */
     sem_t thread_entered;     /* posted by the exchange thread once it runs its own code (see sr__watchdog_new) */
-    char store_host[256];      /* node 0's address, for messages */
-    sr__store_link *link;      /* the agent's connection to node 0's store: the exchange is a channel of it */
+    char store_host[256];     /* node 0's address, for messages */
+    sr__store_link *link;     /* the agent's connection to node 0's store: the exchange is a channel of it */
 };
 
 /* ---- /proc: what a process is doing ------------------------------------------------------------- */

@@ -59,7 +59,7 @@ static int send_request(sr__store *c, unsigned op, uint32_t n, const void *const
 /* Reads one reply into c->msg; -1 on a lost connection or a malformed reply. */
 static int read_reply(sr__store *c) {
     if (c->link && sr__link_await(c) != 0) return -1; /* then c->in holds the reply, whole */
-    if (c->consumed) { /* drop the previous reply */
+    if (c->consumed) {                                /* drop the previous reply */
         memmove(c->in.s, c->in.s + c->consumed, c->in.n - c->consumed);
         c->in.n -= c->consumed;
         c->consumed = 0;

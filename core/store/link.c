@@ -203,7 +203,7 @@ sr__store *sr__store_link_open(sr__store_link *l, char *err, size_t errlen) {
     pthread_cond_init(&c->replied, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_lock(&l->mu);
-    const char *refused = l->dead                               ? l->why
+    const char *refused = l->dead                                   ? l->why
                           : l->next_channel > SR__STORE_MAX_CHANNEL ? "no channel numbers left on this connection"
                           : sr__grow((void **)&l->chans, &l->capchans, l->nchans + 1, sizeof *l->chans) != 0
                               ? "out of memory for a store channel"

@@ -122,15 +122,15 @@ typedef struct sr__rdzv {
     double restart_at;             /* when it decided the restart */
     /* other agents */
     sr__store_link *link; /* the one connection to node 0's store; the three below are its channels */
-    sr__store *ctl;    /* for reporting */
-    sr__store *watch;  /* a pending wait on the verdict (or the next attempt's start) */
-    sr__store *alive;  /* holds a wait on run/alive/<agent>/<join> for its whole life: the host
+    sr__store *ctl;       /* for reporting */
+    sr__store *watch;     /* a pending wait on the verdict (or the next attempt's start) */
+    sr__store *alive;     /* holds a wait on run/alive/<agent>/<join> for its whole life: the host
                                learns that it went away when the wait is gone */
-    int watch_closed;  /* the watch's wait ended (it was read) */
-    int waiting_start; /* the watch waits for the next attempt's start */
-    int start_ready;   /* the next attempt's start arrived */
-    int acked;         /* told the host the verdict was read */
-    int host_lost;     /* the hang watchdog found node 0's agent silent: this agent decided the run
+    int watch_closed;     /* the watch's wait ended (it was read) */
+    int waiting_start;    /* the watch waits for the next attempt's start */
+    int start_ready;      /* the next attempt's start arrived */
+    int acked;            /* told the host the verdict was read */
+    int host_lost;        /* the hang watchdog found node 0's agent silent: this agent decided the run
                                failed on its own and talks to the store no more (SR__RDZV_HOST_SILENT) */
     /* a restart, both sides */
     int stopped_here; /* this agent's workers are gone (SR__RDZV_STOPPED was reported) */

@@ -9,6 +9,10 @@
  *   - waits with a deadline sit in a binary heap, so expiring them looks at the ones due only;
  *   - connections are watched with epoll: the caller's poll sees one descriptor, and a turn
  *     serves the connections that have something to read or write, not all of them;
+ *   - a connection carries channels (wire.h): each is served as a connection of its own was (one
+ *     request at a time, its own pending wait), so a socket holds its channels and the waiters and
+ *     the deadline heap hold channels.  Channel 0 lives inside its socket: a rank's connection,
+ *     which uses no other, costs no allocation more than it did before channels;
  *   - replies are queued on the connections that got one and flushed once per turn;
  *   - a turn serves a few batches of ready connections, a few reads each, and returns: however
  *     many clients keep it busy, the caller's loop (node 0's supervisor: its signals, its workers,
@@ -38,7 +42,7 @@
 #include "store/store.h"
 #include "store/wire.h"
 
-/* Connections at once (each agent holds three, each rank one): beyond it a new one is closed at
+/* Connections at once (each agent holds one, each rank one): beyond it a new one is closed at
    once and counted as rejected. */
 #define MAX_CONNS 65536
 /* One turn (sr__store_server_handle): at most SR__STORE_BATCHES batches of SR__STORE_BATCH ready
@@ -49,7 +53,8 @@
 #define SR__STORE_BATCHES 4
 #define SR__STORE_READS 4
 
-typedef struct conn conn;
+typedef struct sock sock;
+typedef struct chan chan;
 
 typedef struct entry {
     struct entry *next; /* in its hash bucket */
@@ -59,18 +64,14 @@ typedef struct entry {
     int present; /* 0: a placeholder holding waiters only */
     char *value; /* NUL-terminated for convenience */
     size_t len;
-    conn **waiters; /* connections whose pending wait misses this key (once per time it names it) */
+    chan **waiters; /* channels whose pending wait misses this key (once per time it names it) */
     uint32_t nwaiters, capwaiters;
 } entry;
 
-struct conn {
-    int fd;
-    int authed;
-    int dead;     /* closed; freed at the end of the turn */
-    int dirty;    /* on the server's list of connections with replies to send */
-    int want_out; /* epoll also watches it for POLLOUT */
-    sr__buf in, out;
-    size_t in_off; /* bytes of `in` already served */
+/* One request stream of a connection (wire.h, "Channels"). */
+struct chan {
+    sock *sock; /* the connection it belongs to, where its replies are queued */
+    uint32_t id;
     /* a pending WAIT or FETCH: the entries of its keys in request order, how many are still missing,
        its deadline (ms of now_ms; -1 forever) and its place in the deadline heap (-1: none) */
     unsigned wait_op;
@@ -79,7 +80,21 @@ struct conn {
     uint32_t piece, pieces; /* FETCH: which part of each value */
     long long deadline;
     int heap_idx;
-    conn *prev, *next; /* every live connection */
+};
+
+/* One client connection. */
+struct sock {
+    int fd;
+    int authed;
+    int dead;     /* closed; freed at the end of the turn */
+    int dirty;    /* on the server's list of connections with replies to send */
+    int want_out; /* epoll also watches it for POLLOUT */
+    sr__buf in, out;
+    size_t in_off; /* bytes of `in` already served */
+    chan ch0;      /* channel 0, open from HELLO to the connection's end */
+    chan **chans;  /* the other open channels, in no order (an agent's 3; allocated at the first) */
+    uint32_t nchans, capchans;
+    sock *prev, *next; /* every live connection */
 };
 
 struct sr__store_server {
@@ -88,13 +103,13 @@ struct sr__store_server {
     char *token;
     entry **buckets;
     size_t nbuckets, nentries;
-    conn *conns; /* live connections, a list */
+    sock *conns; /* live connections, a list */
     int nconns;
-    conn **heap; /* pending waits with a deadline, earliest first */
+    chan **heap; /* pending waits with a deadline, earliest first */
     int nheap, capheap;
-    conn **dirty;
+    sock **dirty;
     size_t ndirty, capdirty;
-    conn *graveyard; /* closed this turn, freed at its end (events of the turn may still name them) */
+    sock *graveyard; /* closed this turn, freed at its end (events of the turn may still name them) */
     unsigned long rejected;
     unsigned long oom; /* requests or connections refused for want of memory */
     int oom_pending;   /* a connection is marked out.oom but on no list: flush() looks for it */
@@ -177,7 +192,7 @@ static void tell_oom(sr__store_server *s, int fd) {
     s->oom++;
 }
 
-static void mark_dirty(sr__store_server *s, conn *c) {
+static void mark_dirty(sr__store_server *s, sock *c) {
     if (c->dirty || c->dead) return;
     if (sr__grow((void **)&s->dirty, &s->capdirty, s->ndirty + 1, sizeof *s->dirty) != 0) {
         c->out.oom = 1; /* no room to remember it: flush() finds it and closes it */
@@ -188,32 +203,31 @@ static void mark_dirty(sr__store_server *s, conn *c) {
     c->dirty = 1;
 }
 
-static void reply_head(sr__store_server *s, conn *c, unsigned status, uint32_t nitems) {
-    unsigned char h[SR__STORE_HEADER] = {0};
-    sr__put_u32(h, SR__STORE_MAGIC);
-    h[4] = (unsigned char)status;
-    sr__put_u32(h + 8, nitems);
+/* Replies go on the connection's queue, each with the channel of the request it answers. */
+static void reply_head(sr__store_server *s, sock *c, uint32_t channel, unsigned status, uint32_t nitems) {
+    unsigned char h[SR__STORE_HEADER];
+    sr__store_put_head(h, status, channel, nitems);
     sr__buf_add(&c->out, (const char *)h, sizeof h);
     mark_dirty(s, c);
 }
 
-static void reply_item(conn *c, const void *data, uint32_t len) {
+static void reply_item(sock *c, const void *data, uint32_t len) {
     unsigned char l[4];
     sr__put_u32(l, len);
     sr__buf_add(&c->out, (const char *)l, 4);
     sr__buf_add(&c->out, data, len);
 }
 
-static void reply(sr__store_server *s, conn *c, unsigned status, uint32_t nitems, const void *const *items,
-                  const uint32_t *lens) {
-    reply_head(s, c, status, nitems);
+static void reply(sr__store_server *s, sock *c, uint32_t channel, unsigned status, uint32_t nitems,
+                  const void *const *items, const uint32_t *lens) {
+    reply_head(s, c, channel, status, nitems);
     for (uint32_t i = 0; i < nitems; i++) reply_item(c, items[i], lens[i]);
 }
 
-static void reply_error(sr__store_server *s, conn *c, const char *why) {
+static void reply_error(sr__store_server *s, sock *c, uint32_t channel, const char *why) {
     const void *items[1] = {why};
     uint32_t lens[1] = {(uint32_t)strlen(why)};
-    reply(s, c, SR__ST_ERROR, 1, items, lens);
+    reply(s, c, channel, SR__ST_ERROR, 1, items, lens);
 }
 
 /* Piece `piece` of `pieces` equal parts of a value of len bytes (pieces 0: the whole value). */
@@ -229,7 +243,7 @@ static void piece_of(size_t len, uint32_t piece, uint32_t pieces, size_t *off, s
 /* ---- pending waits ---- */
 
 static void heap_swap(sr__store_server *s, int a, int b) {
-    conn *t = s->heap[a];
+    chan *t = s->heap[a];
     s->heap[a] = s->heap[b], s->heap[b] = t;
     s->heap[a]->heap_idx = a, s->heap[b]->heap_idx = b;
 }
@@ -247,7 +261,7 @@ static void heap_fix(sr__store_server *s, int i) {
     }
 }
 
-static int heap_push(sr__store_server *s, conn *c) {
+static int heap_push(sr__store_server *s, chan *c) {
     size_t cap = (size_t)s->capheap;
     if (sr__grow((void **)&s->heap, &cap, (size_t)s->nheap + 1, sizeof *s->heap) != 0) return -1;
     s->capheap = (int)cap;
@@ -257,7 +271,7 @@ static int heap_push(sr__store_server *s, conn *c) {
     return 0;
 }
 
-static void heap_remove(sr__store_server *s, conn *c) {
+static void heap_remove(sr__store_server *s, chan *c) {
     int i = c->heap_idx;
     if (i < 0) return;
     c->heap_idx = -1;
@@ -269,7 +283,7 @@ static void heap_remove(sr__store_server *s, conn *c) {
 }
 
 /* Takes c off the waiter list of every key it still misses, and forgets its wait. */
-static void clear_wait(sr__store_server *s, conn *c) {
+static void clear_wait(sr__store_server *s, chan *c) {
     for (uint32_t k = 0; k < c->nwait; k++) {
         entry *e = c->wait_on[k];
         if (e->present) continue;
@@ -287,34 +301,35 @@ static void clear_wait(sr__store_server *s, conn *c) {
 
 /* Answers c's pending wait: OK (with the values, for a FETCH) when nothing is missing, else
    TIMEOUT naming the missing keys. */
-static void answer_wait(sr__store_server *s, conn *c) {
+static void answer_wait(sr__store_server *s, chan *c) {
+    sock *out = c->sock;
     if (c->nmissing) {
-        reply_head(s, c, SR__ST_TIMEOUT, c->nmissing);
+        reply_head(s, out, c->id, SR__ST_TIMEOUT, c->nmissing);
         for (uint32_t k = 0; k < c->nwait; k++)
-            if (!c->wait_on[k]->present) reply_item(c, c->wait_on[k]->key, c->wait_on[k]->klen);
+            if (!c->wait_on[k]->present) reply_item(out, c->wait_on[k]->key, c->wait_on[k]->klen);
     } else if (c->wait_op == SR__OP_FETCH) {
         size_t total = SR__STORE_HEADER, off, n;
         for (uint32_t k = 0; k < c->nwait; k++)
             piece_of(c->wait_on[k]->len, c->piece, c->pieces, &off, &n), total += 4 + n;
         if (total > SR__STORE_MAX_MESSAGE) {
-            reply_error(s, c, "the values fetched exceed a message (4 MiB): fetch fewer keys at once");
+            reply_error(s, out, c->id, "the values fetched exceed a message (4 MiB): fetch fewer keys at once");
         } else {
-            reply_head(s, c, SR__ST_OK, c->nwait);
+            reply_head(s, out, c->id, SR__ST_OK, c->nwait);
             for (uint32_t k = 0; k < c->nwait; k++) {
                 const entry *e = c->wait_on[k];
                 piece_of(e->len, c->piece, c->pieces, &off, &n);
-                reply_item(c, e->value + off, (uint32_t)n);
+                reply_item(out, e->value + off, (uint32_t)n);
             }
         }
     } else {
-        reply_head(s, c, SR__ST_OK, 0);
+        reply_head(s, out, c->id, SR__ST_OK, 0);
     }
     clear_wait(s, c);
 }
 
 /* Files a WAIT or FETCH under the keys it misses; answers at once when none is missing or it may
    not wait.  -1 when memory is exhausted. */
-static int start_wait(sr__store_server *s, conn *c, unsigned op, long long timeout, const sr__store_msg *m,
+static int start_wait(sr__store_server *s, chan *c, unsigned op, long long timeout, const sr__store_msg *m,
                       uint32_t first) {
     c->wait_op = op;
     c->nwait = m->nitems - first;
@@ -354,7 +369,7 @@ static int put(sr__store_server *s, const char *key, size_t klen, const void *v,
     e->len = len;
     if (e->present) return 0; /* nobody waits on a key that exists */
     e->present = 1;
-    conn **w = e->waiters;
+    chan **w = e->waiters;
     uint32_t n = e->nwaiters;
     e->waiters = NULL;
     e->nwaiters = e->capwaiters = 0;
@@ -364,42 +379,72 @@ static int put(sr__store_server *s, const char *key, size_t klen, const void *v,
     return 0;
 }
 
+/* ---- channels ---- */
+
+/* Channel id of k when it is open (and its place in k->chans), else NULL. */
+static chan *find_channel(sock *k, uint32_t id, uint32_t *at) {
+    if (id == 0) return &k->ch0;
+    for (uint32_t i = 0; i < k->nchans; i++)
+        if (k->chans[i]->id == id) {
+            if (at) *at = i;
+            return k->chans[i];
+        }
+    return NULL;
+}
+
+/* Opens channel id (not 0, not open) on k at its first request: 0; -1 when k would hold more than
+   SR__STORE_MAX_CHANNELS open channels, channel 0 among them; -2 when memory is exhausted. */
+static int open_channel(sock *k, uint32_t id, chan **out) {
+    if (1 + k->nchans + 1 > SR__STORE_MAX_CHANNELS) return -1;
+    size_t cap = k->capchans;
+    if (sr__grow((void **)&k->chans, &cap, (size_t)k->nchans + 1, sizeof *k->chans) != 0) return -2;
+    k->capchans = (uint32_t)cap;
+    chan *c = sr__calloc(1, sizeof *c);
+    if (!c) return -2;
+    c->sock = k, c->id = id, c->heap_idx = -1;
+    k->chans[k->nchans++] = c;
+    *out = c;
+    return 0;
+}
+
+/* CLOSE: ends channel id of k and drops its pending wait, as closing a connection does (no key's
+   waiters nor the heap name it any more).  A channel that is not open is left as it is: a CLOSE
+   as a channel's first request opens and ends it at once. */
+static void close_channel(sr__store_server *s, sock *k, uint32_t id) {
+    uint32_t at = 0;
+    chan *c = find_channel(k, id, &at);
+    if (!c) return;
+    clear_wait(s, c);
+    k->chans[at] = k->chans[--k->nchans];
+    free(c);
+}
+
 /* ---- requests ---- */
 
 static int valid_key(const unsigned char *k, uint32_t len) {
     return len > 0 && len <= SR__STORE_MAX_KEY && !memchr(k, 0, len);
 }
 
-/* Serves one request; returns -1 when the connection must be closed, -2 when it must be closed
-   because memory ran out (the caller tells the peer). */
-static int serve(sr__store_server *s, conn *c, const sr__store_msg *m) {
-    if (!c->authed) {
-        if (m->op_or_status != SR__OP_HELLO || m->nitems != 1 || m->len[0] != strlen(s->token) ||
-            memcmp(m->item[0], s->token, m->len[0]) != 0) {
-            reply_error(s, c, "wrong or missing token");
-            return -1;
-        }
-        c->authed = 1;
-        reply(s, c, SR__ST_OK, 0, NULL, NULL);
-        return 0;
-    }
-    if (c->wait_on) return -1; /* one request at a time: a wait is still pending */
+/* Serves one request on channel c (open, no wait pending); returns -1 when the connection must be
+   closed, -2 when it must be closed because memory ran out (the caller tells the peer). */
+static int serve_on(sr__store_server *s, chan *c, const sr__store_msg *m) {
+    sock *k = c->sock;
     switch (m->op_or_status) {
     case SR__OP_SET:
         if (m->nitems != 2 || !valid_key(m->item[0], m->len[0])) return -1;
         if (put(s, (const char *)m->item[0], m->len[0], m->item[1], m->len[1]) != 0) return -2;
-        reply(s, c, SR__ST_OK, 0, NULL, NULL);
+        reply(s, k, c->id, SR__ST_OK, 0, NULL, NULL);
         return 0;
     case SR__OP_GET: {
         if (m->nitems != 1 || !valid_key(m->item[0], m->len[0])) return -1;
         const entry *e = lookup_present(s, (const char *)m->item[0], m->len[0]);
         if (!e) {
-            reply(s, c, SR__ST_NOTFOUND, 0, NULL, NULL);
+            reply(s, k, c->id, SR__ST_NOTFOUND, 0, NULL, NULL);
             return 0;
         }
         const void *items[1] = {e->value};
         uint32_t lens[1] = {(uint32_t)e->len};
-        reply(s, c, SR__ST_OK, 1, items, lens);
+        reply(s, k, c->id, SR__ST_OK, 1, items, lens);
         return 0;
     }
     case SR__OP_ADD: {
@@ -413,7 +458,7 @@ static int serve(sr__store_server *s, conn *c, const sr__store_msg *m) {
         sr__put_i64(out, v);
         const void *items[1] = {out};
         uint32_t lens[1] = {8};
-        reply(s, c, SR__ST_OK, 1, items, lens);
+        reply(s, k, c->id, SR__ST_OK, 1, items, lens);
         return 0;
     }
     case SR__OP_WAIT:
@@ -437,20 +482,59 @@ static int serve(sr__store_server *s, conn *c, const sr__store_msg *m) {
         int all = 1;
         for (uint32_t i = 0; i < m->nitems && all; i++)
             all = lookup_present(s, (const char *)m->item[i], m->len[i]) != NULL;
-        reply(s, c, all ? SR__ST_OK : SR__ST_NOTFOUND, 0, NULL, NULL);
+        reply(s, k, c->id, all ? SR__ST_OK : SR__ST_NOTFOUND, 0, NULL, NULL);
         return 0;
     }
     }
-    return -1; /* unknown op */
+    return -1; /* unknown op (HELLO again among them) */
+}
+
+/* Serves one request of connection k: the handshake, a channel's CLOSE, or a request on the
+   channel it names (opened by it when it is the channel's first).  -1 when the connection must be
+   closed, -2 when it must be closed because memory ran out (the caller tells the peer). */
+static int serve(sr__store_server *s, sock *k, const sr__store_msg *m) {
+    if (!k->authed) {
+        if (m->channel != 0) {
+            reply_error(s, k, m->channel, "a connection's first request must be HELLO on channel 0");
+            return -1;
+        }
+        if (m->op_or_status != SR__OP_HELLO || m->nitems != 1 || m->len[0] != strlen(s->token) ||
+            memcmp(m->item[0], s->token, m->len[0]) != 0) {
+            reply_error(s, k, 0, "wrong or missing token");
+            return -1;
+        }
+        k->authed = 1;
+        reply(s, k, 0, SR__ST_OK, 0, NULL, NULL);
+        return 0;
+    }
+    if (m->op_or_status == SR__OP_CLOSE) {
+        if (m->channel == 0 || m->nitems != 0) return -1; /* channel 0 lasts as long as the connection */
+        close_channel(s, k, m->channel);
+        return 0; /* no reply */
+    }
+    chan *c = find_channel(k, m->channel, NULL);
+    if (!c) {
+        int rc = open_channel(k, m->channel, &c);
+        if (rc == -1) {
+            char why[96];
+            snprintf(why, sizeof why, "more than %u channels open on one connection", SR__STORE_MAX_CHANNELS);
+            reply_error(s, k, m->channel, why);
+        }
+        if (rc != 0) return rc;
+    }
+    if (c->wait_on) return -1; /* one request at a time per channel: its wait is still pending */
+    return serve_on(s, c, m);
 }
 
 /* ---- connections ---- */
 
-/* Closes c now (its waits end: "waiting" no longer sees them); frees it at the end of the turn. */
-static void close_conn(sr__store_server *s, conn *c) {
+/* Closes c now (every channel's wait ends: "waiting" no longer sees them); frees it, and its
+   channels, at the end of the turn. */
+static void close_conn(sr__store_server *s, sock *c) {
     if (c->dead) return;
     c->dead = 1;
-    clear_wait(s, c);
+    clear_wait(s, &c->ch0);
+    for (uint32_t i = 0; i < c->nchans; i++) clear_wait(s, c->chans[i]);
     /* out of the epoll set first: close() alone leaves it there while a forked worker (a restart
        forks new ones while connections are open) still holds a copy of the descriptor, and epoll
        would go on reporting a connection this server has freed */
@@ -466,15 +550,17 @@ static void close_conn(sr__store_server *s, conn *c) {
 
 static void free_graveyard(sr__store_server *s) {
     while (s->graveyard) {
-        conn *c = s->graveyard;
+        sock *c = s->graveyard;
         s->graveyard = c->next;
+        for (uint32_t i = 0; i < c->nchans; i++) free(c->chans[i]);
+        free(c->chans);
         sr__buf_free(&c->in);
         sr__buf_free(&c->out);
         free(c);
     }
 }
 
-static void watch_out(sr__store_server *s, conn *c, int on) {
+static void watch_out(sr__store_server *s, sock *c, int on) {
     if (c->want_out == on) return;
     struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = c};
     if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0) c->want_out = on;
@@ -484,7 +570,7 @@ static void accept_all(sr__store_server *s) {
     while (1) {
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) return;
-        conn *c = s->nconns < MAX_CONNS ? sr__calloc(1, sizeof *c) : NULL;
+        sock *c = s->nconns < MAX_CONNS ? sr__calloc(1, sizeof *c) : NULL;
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
         if (!c || epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
             if (!c && s->nconns < MAX_CONNS) tell_oom(s, fd); /* counted there, not as a rejection */
@@ -496,7 +582,8 @@ static void accept_all(sr__store_server *s) {
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         c->fd = fd;
-        c->heap_idx = -1;
+        c->ch0.sock = c;
+        c->ch0.heap_idx = -1;
         c->next = s->conns;
         if (s->conns) s->conns->prev = c;
         s->conns = c;
@@ -507,7 +594,7 @@ static void accept_all(sr__store_server *s) {
 /* Reads and serves, at most SR__STORE_READS reads (a client that keeps writing does not hold the
    turn; level-triggered epoll reports the rest next turn); returns -1 when the connection is done
    (EOF, error, protocol violation). */
-static int pump_in(sr__store_server *s, conn *c) {
+static int pump_in(sr__store_server *s, sock *c) {
     char buf[65536];
     for (int reads = 0; reads < SR__STORE_READS; reads++) {
         ssize_t n = read(c->fd, buf, sizeof buf);
@@ -548,7 +635,7 @@ static int pump_in(sr__store_server *s, conn *c) {
     return 0;
 }
 
-static int pump_out(conn *c) {
+static int pump_out(sock *c) {
     size_t off = 0;
     while (off < c->out.n) {
         ssize_t n = write(c->fd, c->out.s + off, c->out.n - off);
@@ -567,7 +654,7 @@ static int pump_out(conn *c) {
 /* Sends the replies queued this turn; what the socket does not take waits for POLLOUT. */
 static void flush(sr__store_server *s) {
     for (size_t i = 0; i < s->ndirty; i++) {
-        conn *c = s->dirty[i];
+        sock *c = s->dirty[i];
         c->dirty = 0;
         if (c->dead) continue;
         if (c->out.oom) tell_oom(s, c->fd);
@@ -579,7 +666,7 @@ static void flush(sr__store_server *s) {
     }
     s->ndirty = 0;
     /* a reply that could not be put on the list: its connection is closed with the reason */
-    for (conn *c = s->oom_pending ? s->conns : NULL, *next; c; c = next) {
+    for (sock *c = s->oom_pending ? s->conns : NULL, *next; c; c = next) {
         next = c->next;
         if (c->out.oom) tell_oom(s, c->fd), close_conn(s, c);
     }
@@ -638,7 +725,7 @@ void sr__store_server_handle(sr__store_server *s, const struct pollfd *pfds, int
     for (int batch = 0; batch < SR__STORE_BATCHES && k == SR__STORE_BATCH; batch++) {
         if ((k = epoll_wait(s->epfd, ev, SR__STORE_BATCH, 0)) <= 0) break;
         for (int i = 0; i < k; i++) {
-            conn *c = ev[i].data.ptr;
+            sock *c = ev[i].data.ptr;
             if (!c) {
                 accept_all(s);
                 continue;

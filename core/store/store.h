@@ -36,8 +36,8 @@ const char *sr__store_server_get(const sr__store_server *s, const char *key, siz
 void sr__store_server_set(sr__store_server *s, const char *key, const void *value, size_t len);
 /* The same, 0, or -1 when memory ran out (the key keeps its old value, or stays unset). */
 int sr__store_server_set_checked(sr__store_server *s, const char *key, const void *value, size_t len);
-/* Whether a live connection has a pending wait on `key`, a key not set yet (a closed connection's
-   wait is gone; O(1)):
+/* Whether a live connection has a pending wait on `key`, a key not set yet, on any of its channels
+   (the wait of a closed connection or of a closed channel is gone; O(1)):
    the hosting agent learns that another agent went away. */
 int sr__store_server_waiting(const sr__store_server *s, const char *key);
 /* Connections refused or closed for breaking the protocol (tests read it from the log). */

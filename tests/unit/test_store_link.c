@@ -63,7 +63,8 @@ static void *busy(void *arg) {
         snprintf(val, sizeof val, "v%d", i);
         void *got = NULL;
         size_t len = 0;
-        if (sr__store_set(c, key, val, strlen(val)) != 0 || sr__store_get(c, key, &got, &len) != 0 || strcmp(got, val)) {
+        if (sr__store_set(c, key, val, strlen(val)) != 0 || sr__store_get(c, key, &got, &len) != 0 ||
+            strcmp(got, val)) {
             free(got);
             return (void *)1;
         }

@@ -172,6 +172,19 @@ sr__store *sr__store_connect(const char *host, int port, const char *token, doub
     return c;
 }
 
+sr__store_link *sr__store_link_connect(const char *host, int port, const char *token, double timeout_s, char *err,
+                                       size_t errlen) {
+    sr__store *first = sr__store_connect(host, port, token, timeout_s, err, errlen);
+    if (!first) return NULL; /* errno says why, as sr__store_connect's callers expect */
+    /* the connection, authenticated on channel 0, becomes the link's */
+    sr__store_link *l = sr__link_start(first->fd, err, errlen);
+    if (l) first->fd = -1;
+    int saved = errno;
+    sr__store_close(first);
+    errno = saved;
+    return l;
+}
+
 int sr__store_set(sr__store *c, const char *key, const void *value, size_t len) {
     const void *items[2] = {key, value};
     uint32_t lens[2] = {(uint32_t)strlen(key), (uint32_t)len};
@@ -329,7 +342,7 @@ int sr__store_set_io_timeout(sr__store *c, double timeout_s) {
 void sr__store_close(sr__store *c) {
     if (!c) return;
     if (c->link) sr__link_close_channel(c);
-    else close(c->fd);
+    else if (c->fd >= 0) close(c->fd);
     sr__buf_free(&c->in);
     sr__store_msg_free(&c->msg_);
     free(c);

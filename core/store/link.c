@@ -114,23 +114,17 @@ static void *reader_main(void *arg) {
     return NULL;
 }
 
-sr__store_link *sr__store_link_connect(const char *host, int port, const char *token, double timeout_s, char *err,
-                                       size_t errlen) {
-    sr__store *first = sr__store_connect(host, port, token, timeout_s, err, errlen);
-    if (!first) return NULL; /* errno says why, as sr__store_connect's callers expect */
+sr__store_link *sr__link_start(int fd, char *err, size_t errlen) {
     sr__store_link *l = sr__calloc(1, sizeof *l);
     char *chunk = l ? sr__malloc(READ_CHUNK) : NULL;
     if (!chunk) {
         snprintf(err, errlen, "out of memory for a store connection");
         free(l);
-        sr__store_close(first);
         errno = ENOMEM;
         return NULL;
     }
     l->chunk = chunk;
-    l->fd = first->fd; /* the connection, authenticated on channel 0, is the link's from now on */
-    first->fd = -1;
-    sr__store_close(first);
+    l->fd = fd;
     l->refs = 1;
     l->next_channel = 1;
     pthread_mutex_init(&l->mu, NULL);
@@ -143,7 +137,7 @@ sr__store_link *sr__store_link_connect(const char *host, int port, const char *t
     pthread_attr_destroy(&attr);
     if (rc != 0) {
         snprintf(err, errlen, "cannot start the store connection's reader thread: %s", strerror(rc));
-        close(l->fd);
+        pthread_mutex_destroy(&l->mu), pthread_mutex_destroy(&l->send_mu), pthread_mutex_destroy(&l->gate);
         free(l->chunk);
         free(l);
         errno = EAGAIN;

@@ -119,11 +119,17 @@ void sr__rdzv_handle(sr__rdzv *r, const struct pollfd *pfds, int n) {
     if (r->server) {
         sr__store_server_handle(r->server, pfds, n);
         unsigned long oom = sr__store_server_oom(r->server);
-        if (oom != r->server_oom_said) /* the peers fail with the store's answer; the host says why too */
+        if (oom != r->server_oom_said) { /* the peers fail with the store's answer; the host says why too */
             sr__log(SR_LOG_ERROR,
                     "the rendezvous store ran out of memory: %lu request(s) refused and their "
                     "connections closed",
                     oom - r->server_oom_said);
+            /* and the run fails here: a refused peer may have lost its one connection to node 0
+               before it could say so (an agent refused while it joined is not known here yet) */
+            if (r->phase == SR__RDZV_RUNNING)
+                sr__rdzv_decide(r, 0, SR__FAIL_FINAL,
+                                "node 0's rendezvous store ran out of memory and refused a request");
+        }
         r->server_oom_said = oom;
         sr__rdzv_host_handle(r);
         return;

@@ -2,12 +2,15 @@
  * One connection to the store shared by several handles, each on a channel of its own
  * (store/store.h, sr__store_link_*; the protocol is in store/wire.h).
  *
- * A thread reads the replies and hands each to its channel's handle (its `reply` slot, then its
- * condition variable, and its eventfd when it waits asynchronously).  Requests are written whole
- * under a send lock, so frames of different channels never interleave.  Each channel has at most
- * one request outstanding (store.h: one call at a time per handle), so one reply slot suffices.
- * A reply for a channel that is gone (closed, or timed out) is dropped: channel numbers are never
- * reused on a link, so it cannot be taken for another request's answer.
+ * One thread per process, the reactor, reads the replies of every link of the process (an epoll
+ * set) and hands each to its channel's handle (its `reply` slot, then its condition variable, and
+ * its eventfd when it waits asynchronously).  One thread, not one per link: an agent has one link,
+ * but bench/store_sim plays thousands of agents in a process, and threads are pids (32,768 by
+ * default).  Requests are written whole under the link's send lock, so frames of different
+ * channels never interleave.  Each channel has at most one request outstanding (store.h: one call
+ * at a time per handle), so one reply slot suffices.  A reply for a channel that is gone (closed,
+ * or timed out) is dropped: channel numbers are never reused on a link, so it cannot be taken for
+ * another request's answer.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -25,26 +29,36 @@
 #include "base/clock.h"
 #include "store/client_internal.h"
 
-/* The reader's stack: it only receives and copies (its buffer is on the heap). */
-enum { READER_STACK = 128 << 10, READ_CHUNK = 16 << 10 };
+/* The reactor's stack: it only receives and copies (its buffer is on the heap); what it reads from
+   one link in a turn, at most, so that one busy link does not hold the others'. */
+enum { REACTOR_STACK = 128 << 10, READ_CHUNK = 16 << 10, READS_PER_TURN = 4 };
 
 struct sr__store_link {
     int fd;
-    pthread_t reader;
     pthread_mutex_t mu;      /* what follows, and every channel's fields below its `link` */
     pthread_mutex_t send_mu; /* one frame at a time on the socket */
-    pthread_mutex_t gate;    /* held by the reader while it handles what it read (fork_begin) */
     int refs;                /* sr__store_link_ref's, and one per open channel */
     uint32_t next_channel;
     int dead;
     char why[256];
     sr__store **chans;
     size_t nchans, capchans;
-    /* the reader's own */
+    /* the reactor's own (under its gate) */
     sr__buf in;
     sr__store_msg msg;
-    char *chunk;
+    int closing;                 /* released: out of the epoll set, freed at the end of the turn */
+    struct sr__store_link *next; /* in the reactor's graveyard */
 };
+
+/* The process's reactor.  `gate` is held while it handles what epoll reported (never while it
+   waits), by a link's release, and around fork(). */
+static struct {
+    pthread_mutex_t gate;
+    pid_t pid; /* the process it runs in (a forked child has none: it starts its own) */
+    int epfd, wake_fd;
+    char *chunk;
+    sr__store_link *graveyard;
+} reactor = {.gate = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .wake_fd = -1};
 
 static void signal_event(sr__store *c) {
     if (c->event_fd < 0) return;
@@ -71,18 +85,31 @@ static void deliver(sr__store_link *l, uint32_t channel, const char *frame, size
     }
 }
 
-static void *reader_main(void *arg) {
-    sr__store_link *l = arg;
+/* The connection ended: every channel's call fails, every asynchronous wait wakes (gate held). */
+static void end_link(sr__store_link *l, const char *why) {
+    epoll_ctl(reactor.epfd, EPOLL_CTL_DEL, l->fd, NULL);
+    pthread_mutex_lock(&l->mu);
+    l->dead = 1;
+    snprintf(l->why, sizeof l->why, "%s", why);
+    for (size_t i = 0; i < l->nchans; i++) {
+        pthread_cond_broadcast(&l->chans[i]->replied);
+        signal_event(l->chans[i]);
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Reads what l's socket holds (a few reads at most) and hands out the whole replies (gate held). */
+static void pump(sr__store_link *l) {
     char why[200] = "";
-    while (!why[0]) {
-        ssize_t r = recv(l->fd, l->chunk, READ_CHUNK, 0);
+    for (int reads = 0; reads < READS_PER_TURN && !why[0]; reads++) {
+        ssize_t r = recv(l->fd, reactor.chunk, READ_CHUNK, MSG_DONTWAIT);
         if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
         if (r <= 0) {
             snprintf(why, sizeof why, "store connection closed (%s)", r ? strerror(errno) : "by the server");
             break;
         }
-        pthread_mutex_lock(&l->gate);
-        sr__buf_add(&l->in, l->chunk, (size_t)r);
+        sr__buf_add(&l->in, reactor.chunk, (size_t)r);
         size_t off = 0;
         if (l->in.oom) snprintf(why, sizeof why, "out of memory for a reply from the store");
         while (!why[0] && off < l->in.n) {
@@ -101,44 +128,100 @@ static void *reader_main(void *arg) {
         }
         memmove(l->in.s, l->in.s + off, l->in.n - off);
         l->in.n -= off;
-        pthread_mutex_unlock(&l->gate);
     }
-    pthread_mutex_lock(&l->mu);
-    l->dead = 1;
-    snprintf(l->why, sizeof l->why, "%s", why);
-    for (size_t i = 0; i < l->nchans; i++) {
-        pthread_cond_broadcast(&l->chans[i]->replied);
-        signal_event(l->chans[i]);
+    if (why[0]) end_link(l, why);
+}
+
+static void free_link(sr__store_link *l) {
+    close(l->fd);
+    sr__buf_free(&l->in);
+    sr__store_msg_free(&l->msg);
+    free(l->chans);
+    pthread_mutex_destroy(&l->mu);
+    pthread_mutex_destroy(&l->send_mu);
+    free(l);
+}
+
+static void *reactor_main(void *arg) {
+    (void)arg;
+    struct epoll_event ev[64];
+    while (1) {
+        int n = epoll_wait(reactor.epfd, ev, 64, -1);
+        if (n < 0 && errno != EINTR) return NULL; /* its set is gone: nothing will be read again */
+        pthread_mutex_lock(&reactor.gate);
+        for (int i = 0; i < n; i++) {
+            sr__store_link *l = ev[i].data.ptr;
+            if (!l) { /* woken to free the graveyard */
+                uint64_t count;
+                if (read(reactor.wake_fd, &count, sizeof count) < 0) { /* nothing to take */
+                }
+            } else if (!l->closing && !l->dead) {
+                pump(l);
+            }
+        }
+        while (reactor.graveyard) {
+            sr__store_link *l = reactor.graveyard;
+            reactor.graveyard = l->next;
+            free_link(l);
+        }
+        pthread_mutex_unlock(&reactor.gate);
     }
-    pthread_mutex_unlock(&l->mu);
-    return NULL;
+}
+
+/* Starts this process's reactor once (gate held); 0, or -1 with err. */
+static int reactor_start(char *err, size_t errlen) {
+    if (reactor.pid == getpid()) return 0;
+    /* in a forked child the parent's thread is gone: its set, if any, stays the parent's */
+    reactor.epfd = epoll_create1(EPOLL_CLOEXEC);
+    reactor.wake_fd = reactor.epfd < 0 ? -1 : eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    const char *why = reactor.wake_fd < 0 || epoll_ctl(reactor.epfd, EPOLL_CTL_ADD, reactor.wake_fd, &ev) != 0
+                          ? strerror(errno)
+                      : !(reactor.chunk = sr__malloc(READ_CHUNK)) ? "out of memory"
+                                                                  : NULL;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, REACTOR_STACK);
+    int rc = why ? 0 : pthread_create(&t, &attr, reactor_main, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) why = strerror(rc);
+    if (why) {
+        snprintf(err, errlen, "cannot start the store connections' reader thread: %s", why);
+        if (reactor.wake_fd >= 0) close(reactor.wake_fd);
+        if (reactor.epfd >= 0) close(reactor.epfd);
+        free(reactor.chunk);
+        reactor.epfd = reactor.wake_fd = -1, reactor.chunk = NULL;
+        return -1;
+    }
+    pthread_detach(t);
+    reactor.pid = getpid();
+    reactor.graveyard = NULL;
+    return 0;
 }
 
 sr__store_link *sr__link_start(int fd, char *err, size_t errlen) {
     sr__store_link *l = sr__calloc(1, sizeof *l);
-    char *chunk = l ? sr__malloc(READ_CHUNK) : NULL;
-    if (!chunk) {
+    if (!l) {
         snprintf(err, errlen, "out of memory for a store connection");
-        free(l);
         errno = ENOMEM;
         return NULL;
     }
-    l->chunk = chunk;
     l->fd = fd;
     l->refs = 1;
     l->next_channel = 1;
     pthread_mutex_init(&l->mu, NULL);
     pthread_mutex_init(&l->send_mu, NULL);
-    pthread_mutex_init(&l->gate, NULL);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, READER_STACK);
-    int rc = pthread_create(&l->reader, &attr, reader_main, l);
-    pthread_attr_destroy(&attr);
+    pthread_mutex_lock(&reactor.gate);
+    int rc = reactor_start(err, errlen);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
+    if (rc == 0 && epoll_ctl(reactor.epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        snprintf(err, errlen, "cannot watch the store connection: %s", strerror(errno));
+        rc = -1;
+    }
+    pthread_mutex_unlock(&reactor.gate);
     if (rc != 0) {
-        snprintf(err, errlen, "cannot start the store connection's reader thread: %s", strerror(rc));
-        pthread_mutex_destroy(&l->mu), pthread_mutex_destroy(&l->send_mu), pthread_mutex_destroy(&l->gate);
-        free(l->chunk);
+        pthread_mutex_destroy(&l->mu), pthread_mutex_destroy(&l->send_mu);
         free(l);
         errno = EAGAIN;
         return NULL;
@@ -160,25 +243,24 @@ void sr__store_link_release(sr__store_link *l) {
     int last = --l->refs == 0;
     pthread_mutex_unlock(&l->mu);
     if (!last) return;
-    shutdown(l->fd, SHUT_RDWR); /* the reader's recv returns 0 */
-    pthread_join(l->reader, NULL);
-    close(l->fd);
-    sr__buf_free(&l->in);
-    sr__store_msg_free(&l->msg);
-    free(l->chunk);
-    free(l->chans);
-    pthread_mutex_destroy(&l->mu);
-    pthread_mutex_destroy(&l->send_mu);
-    pthread_mutex_destroy(&l->gate);
-    free(l);
+    /* the reactor may hold l in the events of its current turn: it is freed at that turn's end */
+    pthread_mutex_lock(&reactor.gate);
+    epoll_ctl(reactor.epfd, EPOLL_CTL_DEL, l->fd, NULL);
+    l->closing = 1;
+    l->next = reactor.graveyard;
+    reactor.graveyard = l;
+    uint64_t one = 1;
+    if (write(reactor.wake_fd, &one, sizeof one) < 0) { /* already woken */
+    }
+    pthread_mutex_unlock(&reactor.gate);
 }
 
 void sr__store_link_fork_begin(sr__store_link *l) {
-    if (l) pthread_mutex_lock(&l->gate);
+    if (l) pthread_mutex_lock(&reactor.gate);
 }
 
 void sr__store_link_fork_end(sr__store_link *l) {
-    if (l) pthread_mutex_unlock(&l->gate);
+    if (l) pthread_mutex_unlock(&reactor.gate);
 }
 
 sr__store *sr__store_link_open(sr__store_link *l, char *err, size_t errlen) {

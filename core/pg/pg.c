@@ -17,10 +17,12 @@
 #include "pg/backend.h"
 #include "pg/fault.h"
 #include "pg/hier.h"
+#include "pg/host_table.h"
 #include "pg/nccl_id.h"
 #include "pg/shm.h"
 #include "pg/world.h"
 #include "base/watch.h"
+#include "store/wire.h"
 #include "device/cuda_lib.h"
 
 typedef enum { OP_ALL_GATHER, OP_REDUCE_SCATTER, OP_ALL_REDUCE, OP_BROADCAST, OP_BARRIER } op_kind;
@@ -101,14 +103,17 @@ static void fail(sr_pg *pg, const char *fmt, ...) {
     pg->failed = 1;
 }
 
+static int publish_world_hosts(pg_shared *sh, int rank, int size);
+
 /* Sets <prefix><rank> and waits up to timeout_s for <prefix><r> of every rank r of the group.
    Returns 0 when all are there, 1 on a timeout (the ranks that are not, as "2, 3", in ranks), -1
    on a store error.  The store's work stays linear in the group's size: each rank also counts
    itself in <prefix>count, the last one to come sets <prefix>all, and the ranks wait on that one
    key (a wait on every rank's key, from every rank, would file size^2 waits); only after a timeout
-   are the ranks' own keys checked, to name the missing ones. */
-static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int size, double timeout_s, char *ranks,
-                             size_t len) {
+   are the ranks' own keys checked, to name the missing ones.  make_hosts: the world's "arrived"
+   meeting, whose last rank also sets the host table (publish_world_hosts) before <prefix>all. */
+static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int size, double timeout_s, int make_hosts,
+                             char *ranks, size_t len) {
     char key[300], count[300], all[300];
     snprintf(key, sizeof key, "%s%d", prefix, rank);
     snprintf(count, sizeof count, "%scount", prefix);
@@ -119,6 +124,7 @@ static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int si
     int rc = sr__store_set(sh->store, key, "1", 1);
     long long n = rc == 0 ? sr__store_add(sh->store, count, 1) : -1;
     if (n < 0) rc = -1;
+    if (rc == 0 && n == size && make_hosts) rc = publish_world_hosts(sh, rank, size);
     if (rc == 0 && n == size) rc = sr__store_set(sh->store, all, "1", 1);
     if (rc == 0) rc = sr__store_wait(sh->store, &all_key, 1, timeout_s, missing, sizeof missing);
     if (rc == 1) { /* which ranks never came: their keys, checked once, without waiting */
@@ -146,7 +152,7 @@ static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int si
 static void name_missing(sr_pg *pg, const sr_work *w, int stuck, char *out, size_t len) {
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s%s/op%lu/waiting/", pg->shared->root, pg->name, w->seq);
-    int rc = announce_and_wait(pg->shared, prefix, pg->rank, pg->size, 1.0, out, len);
+    int rc = announce_and_wait(pg->shared, prefix, pg->rank, pg->size, 1.0, 0, out, len);
     /* everyone is waiting (or the store is gone): name the peer this rank waited for */
     if ((rc != 1 || !out[0]) && stuck >= 0) snprintf(out, len, "%d", stuck);
     else if (rc != 1 || !out[0]) snprintf(out, len, "(unknown)");
@@ -327,12 +333,13 @@ int sr_pg_barrier(sr_pg *pg, sr_work **work) {
     return submit(pg, &w, work);
 }
 
-/* Every member announces itself at `stage`; a timeout names the ranks that never came. */
-static int meet(pg_shared *sh, const char *name, const char *stage, const char *display, int rank, int size, char *err,
-                size_t errlen) {
+/* Every member announces itself at `stage`; a timeout names the ranks that never came.
+   make_hosts: the world's "arrived" meeting, which also makes the host table. */
+static int meet(pg_shared *sh, const char *name, const char *stage, const char *display, int rank, int size,
+                int make_hosts, char *err, size_t errlen) {
     char prefix[300], ranks[2048];
     snprintf(prefix, sizeof prefix, "%s%s/", name, stage);
-    int rc = announce_and_wait(sh, prefix, rank, size, sh->timeout_s, ranks, sizeof ranks);
+    int rc = announce_and_wait(sh, prefix, rank, size, sh->timeout_s, make_hosts, ranks, sizeof ranks);
     if (rc == 1)
         snprintf(err, errlen,
                  "process group %s: rank%s %s did not arrive within %gs (this is rank %d of %d); "
@@ -343,43 +350,136 @@ static int meet(pg_shared *sh, const char *name, const char *stage, const char *
     return rc == 0 ? 0 : -1;
 }
 
-/* The world's hosts: every rank published its host identity (sr__shm_host_id) at
-   <root>host/<rank> before the world's "arrived" meeting; rank r's index is the lowest world rank
-   with the same identity.  NULL when the store fails (*oom 0) or memory ran out (*oom 1). */
-static int *world_hosts(pg_shared *sh, int size, int *oom) {
-    char **owned = sr__calloc((size_t)size, sizeof *owned);
+/* ---- the world's host table (pg/host_table.h) ----
+   Every rank published its host identity at <root>host/<rank> before the world's "arrived"
+   meeting.  The rank whose arrival completes the meeting reads the N identities once and sets the
+   table at <root>hosts before the meeting's "all"; every rank then reads that one key.  The store
+   moves O(N) bytes for it, where every rank reading every identity moved N^2. */
+
+/* What <root>hosts holds instead of the table when the rank making it failed: "failed <rank>:
+   <why>".  Every rank reads it and fails at once, alike, rather than one failing and the others
+   timing out. */
+#define HOSTS_FAILED "failed "
+
+/* Every rank's identity into ids/lens, in FETCHes of as many keys as one message carries: one
+   request while the N identities fit a message (4 MiB).  A fetch that fails is tried again with
+   half the keys (their values exceeded a message); one key that fails is a store error.  Holding
+   the store lock.  0, or -1 with why. */
+static int fetch_world_ids(pg_shared *sh, int size, void **ids, size_t *lens, char *why, size_t whylen) {
+    size_t klen = strlen(sh->root) + sizeof "host/" + 12;
+    char *names = sr__malloc((size_t)size * klen);
+    const char **keys = sr__calloc((size_t)size, sizeof *keys);
+    if (!names || !keys) {
+        free(names), free((void *)keys);
+        snprintf(why, whylen, "out of memory for the keys of %d ranks' host identities (%zu bytes)", size,
+                 (size_t)size * (klen + sizeof *keys));
+        return -1;
+    }
+    for (int r = 0; r < size; r++) {
+        snprintf(names + (size_t)r * klen, klen, "%shost/%d", sh->root, r);
+        keys[r] = names + (size_t)r * klen;
+    }
+    /* what one request carries: its items (2 besides the keys) and its bytes */
+    size_t fit = (SR__STORE_MAX_MESSAGE - 64) / (4 + klen);
+    int chunk = size, rc = 0;
+    if ((size_t)chunk > SR__STORE_MAX_ITEMS - 2) chunk = (int)(SR__STORE_MAX_ITEMS - 2);
+    if ((size_t)chunk > fit) chunk = (int)fit;
+    for (int at = 0; at < size && rc == 0;) {
+        int k = size - at < chunk ? size - at : chunk;
+        char missing[256] = "";
+        /* each rank set its identity before it counted itself in: all are there, no waiting */
+        int got = sr__store_fetch(sh->store, keys + at, k, 0, ids + at, lens + at, missing, sizeof missing);
+        if (got == 0) at += k;
+        else if (got == 1)
+            rc = -1, snprintf(why, whylen, "the store lost host identities of ranks counted in (%.200s)", missing);
+        else if (k > 1) chunk = k / 2;
+        else rc = -1, snprintf(why, whylen, "store error: %s", sr__store_error(sh->store));
+    }
+    free(names);
+    free((void *)keys);
+    return rc;
+}
+
+/* The rank whose arrival completes the world's "arrived" meeting, before it sets the meeting's
+   "all": the table at <root>hosts, or why it could not be made (HOSTS_FAILED).  Holding the store
+   lock.  0 when either was set, -1 on a store error (the meeting's store error). */
+static int publish_world_hosts(pg_shared *sh, int rank, int size) {
     void **ids = sr__calloc((size_t)size, sizeof *ids);
-    size_t *lens = sr__calloc((size_t)size, sizeof *lens);
-    int *hosts = sr__malloc((size_t)size * sizeof *hosts), ok = owned && ids && lens && hosts;
-    for (int r = 0; r < size && ok; r++) ok = (owned[r] = sr__fmt("%shost/%d", sh->root, r)) != NULL;
-    *oom = !ok;
-    if (ok) {
-        /* every rank's identity in one round trip (the keys exist: every rank set its own before
-           the "arrived" meeting) */
-        char missing[256];
-        pthread_mutex_lock(&sh->store_lock);
-        ok = sr__store_fetch(sh->store, (const char *const *)owned, size, 0, ids, lens, missing, sizeof missing) == 0;
-        pthread_mutex_unlock(&sh->store_lock);
+    size_t *lens = sr__calloc((size_t)size, sizeof *lens), tlen = 0;
+    int *hosts = sr__malloc((size_t)size * sizeof *hosts);
+    char *table = NULL, why[700] = "", key[64];
+    snprintf(key, sizeof key, "%shosts", sh->root);
+    if (!ids || !lens || !hosts)
+        snprintf(why, sizeof why, "out of memory for the host identities of %d ranks (%zu bytes)", size,
+                 (size_t)size * (sizeof *ids + sizeof *lens + sizeof *hosts));
+    else if (fetch_world_ids(sh, size, ids, lens, why, sizeof why) != 0) {
+        /* why says it */
+    } else if (sr__host_table_index((const void *const *)ids, lens, size, hosts) != 0)
+        snprintf(why, sizeof why, "out of memory for the hash table of %d host identities", size);
+    else if (!(table = sr__host_table_encode(hosts, size, &tlen)))
+        snprintf(why, sizeof why, "out of memory for the host table of %d ranks", size);
+    else if (tlen > SR__STORE_MAX_VALUE)
+        snprintf(why, sizeof why,
+                 "the host table of %d ranks takes %zu bytes, more than a store value holds (%u): the ranks "
+                 "of each host are scattered in no pattern it can shorten; start each host's ranks consecutively",
+                 size, tlen, SR__STORE_MAX_VALUE);
+    int rc;
+    if (why[0]) {
+        char note[sizeof why + 32];
+        int k = snprintf(note, sizeof note, HOSTS_FAILED "%d: %s", rank, why);
+        rc = sr__store_set(sh->store, key, note, (size_t)k < sizeof note ? (size_t)k : sizeof note - 1);
+    } else {
+        rc = sr__store_set(sh->store, key, table, tlen);
     }
-    /* rank r's host index: the lowest rank with the same identity (compared with the first rank
-       of each host seen so far: ranks x hosts, not ranks^2) */
-    int *firsts = ok ? sr__malloc((size_t)size * sizeof *firsts) : NULL, nfirst = 0;
-    if (ok && !firsts) *oom = 1;
-    ok = ok && firsts;
-    for (int r = 0; r < size && ok; r++) {
-        hosts[r] = r;
-        for (int f = nfirst - 1; f >= 0 && hosts[r] == r; f--) /* the newest host first: ranks come grouped */
-            if (lens[firsts[f]] == lens[r] && !memcmp(ids[firsts[f]], ids[r], lens[r])) hosts[r] = firsts[f];
-        if (hosts[r] == r) firsts[nfirst++] = r;
-    }
-    free(firsts);
-    for (int r = 0; r < size && owned; r++) free(owned[r]);
     for (int r = 0; r < size && ids; r++) free(ids[r]);
-    free(owned);
     free(ids);
     free(lens);
-    if (!ok) free(hosts);
-    return ok ? hosts : NULL;
+    free(hosts);
+    free(table);
+    return rc;
+}
+
+/* Whether a decoded table breaks what a world's table is: each host named by its lowest rank
+   (hosts[r] <= r, and that rank names itself); why says where. */
+static int world_table_bad(const int *hosts, int size, char *why, size_t whylen) {
+    for (int r = 0; r < size; r++) {
+        if (hosts[r] >= 0 && hosts[r] <= r && hosts[hosts[r]] == hosts[r]) continue;
+        snprintf(why, whylen, "rank %d's host is %d, not a rank at or before it that names itself", r, hosts[r]);
+        return 1;
+    }
+    return 0;
+}
+
+/* Every rank, after the world's "arrived" meeting: the host table, in one request (rank r's
+   index is the lowest world rank with r's host identity).  NULL with err. */
+static int *world_hosts(pg_shared *sh, const char *display, int size, char *err, size_t errlen) {
+    char key[64], why[512] = "";
+    snprintf(key, sizeof key, "%shosts", sh->root);
+    int *hosts = sr__malloc((size_t)size * sizeof *hosts);
+    if (!hosts) {
+        snprintf(err, errlen, "process group %s: out of memory for the hosts of %d ranks", display, size);
+        return NULL;
+    }
+    void *text = NULL;
+    size_t len = 0;
+    pthread_mutex_lock(&sh->store_lock);
+    int got = sr__store_get(sh->store, key, &text, &len);
+    if (got < 0) snprintf(why, sizeof why, "%s", sr__store_error(sh->store));
+    pthread_mutex_unlock(&sh->store_lock);
+    int rc = -1;
+    if (got < 0) snprintf(err, errlen, "process group %s: store error: %s", display, why);
+    else if (got == 1) snprintf(err, errlen, "process group %s: the store lost the host table %s", display, key);
+    else if (!strncmp(text, HOSTS_FAILED, strlen(HOSTS_FAILED)))
+        snprintf(err, errlen, "process group %s: the host table of %d ranks was not made: rank %.700s", display, size,
+                 (const char *)text + strlen(HOSTS_FAILED));
+    else if (sr__host_table_decode(text, len, hosts, size, why, sizeof why) != 0 ||
+             world_table_bad(hosts, size, why, sizeof why))
+        snprintf(err, errlen, "process group %s: the host table %s of %d ranks does not read: %s", display, key, size,
+                 why);
+    else rc = 0;
+    free(text);
+    if (rc != 0) free(hosts);
+    return rc == 0 ? hosts : NULL;
 }
 
 /* name: the group's store prefix ("pg/world/"); display: how messages call it ("world");
@@ -399,21 +499,20 @@ typedef struct group_parts {
    ("ready").  0 with *out filled, or -1 with err (hosts freed). */
 static int meet_and_connect(pg_shared *sh, sr_pg *parent, const char *name, const char *display, int rank, int size,
                             int color, int key, int *hosts, group_parts *out, char *err, size_t errlen) {
-    if (meet(sh, name, "arrived", display, rank, size, err, errlen) != 0) {
+    int world = !hosts;
+    if (meet(sh, name, "arrived", display, rank, size, world, err, errlen) != 0) {
         free(hosts);
         return -1;
     }
-    int oom = 0;
-    if (!hosts && !(hosts = world_hosts(sh, size, &oom))) {
-        if (oom) snprintf(err, errlen, "process group %s: out of memory for the hosts of %d ranks", display, size);
-        else snprintf(err, errlen, "process group %s: store error: %s", display, sr__store_error(sh->store));
-        return -1;
-    }
+    if (world && !(hosts = world_hosts(sh, display, size, err, errlen))) return -1;
     /* one host: shm; several, with two ranks or more on one of them: shm inside each, Gloo between */
     int one_host = 1, shared = 0;
     for (int r = 1; r < size; r++) one_host &= hosts[r] == hosts[0];
-    for (int r = 0; r < size && !shared; r++)
-        for (int q = 0; q < r && !shared; q++) shared = hosts[q] == hosts[r];
+    if (world) /* the world's table names a host by its lowest rank: a rank named otherwise shares one */
+        for (int r = 0; r < size && !shared; r++) shared = hosts[r] != r;
+    else
+        for (int r = 0; r < size && !shared; r++)
+            for (int q = 0; q < r && !shared; q++) shared = hosts[q] == hosts[r];
     const sr__pg_backend_ops *ops = !sh->shm   ? sh->ops
                                     : one_host ? &sr__shm_backend
                                     : shared   ? &sr__hier_backend
@@ -443,7 +542,7 @@ static int meet_and_connect(pg_shared *sh, sr_pg *parent, const char *name, cons
     }
     /* like torch's store-based barrier after init: nobody uses (or leaves) the group before every
        member finished connecting, or a fast rank's exit breaks a slow rank's setup */
-    if (meet(sh, name, "ready", display, rank, size, err, errlen) != 0) {
+    if (meet(sh, name, "ready", display, rank, size, 0, err, errlen) != 0) {
         ops->destroy(impl);
         free(hosts);
         return -1;

@@ -1,4 +1,5 @@
-/* The world's host table: computed from the ranks' identities, and its compact text (host_table.h). */
+/* The world's host table: computed from the ranks' identities, its compact text, and its exchange
+   through the store (host_table.h). */
 #include "pg/host_table.h"
 
 #include <limits.h>
@@ -11,6 +12,7 @@
 #include "base/fail.h"
 #include "base/hash64.h"
 #include "base/strbuf.h"
+#include "store/wire.h"
 
 /* ---- the table from the identities ---- */
 
@@ -132,4 +134,111 @@ int sr__host_table_decode(const char *text, size_t len, int *hosts, int n, char 
     size_t left = (size_t)(end - p);
     if (left) return sr__fail(err, errlen, "%zu byte%s left after the %d ranks", left, left == 1 ? "" : "s", n);
     return 0;
+}
+
+/* ---- through the store ---- */
+
+/* What <root>hosts holds instead of the table when the rank making it failed: "failed <rank>: <why>". */
+#define FAILED "failed "
+
+/* Every rank's identity into ids/lens (host_table.h, sr__host_table_publish).  0, or -1 with why. */
+static int fetch_ids(sr__store *store, const char *root, int size, void **ids, size_t *lens, char *why, size_t whylen) {
+    size_t klen = strlen(root) + sizeof "host/" + 12;
+    char *names = sr__malloc((size_t)size * klen);
+    const char **keys = sr__calloc((size_t)size, sizeof *keys);
+    if (!names || !keys) {
+        free(names), free((void *)keys);
+        snprintf(why, whylen, "out of memory for the keys of %d ranks' host identities (%zu bytes)", size,
+                 (size_t)size * (klen + sizeof *keys));
+        return -1;
+    }
+    for (int r = 0; r < size; r++) {
+        snprintf(names + (size_t)r * klen, klen, "%shost/%d", root, r);
+        keys[r] = names + (size_t)r * klen;
+    }
+    /* what one request carries: its items (2 besides the keys) and its bytes */
+    size_t fit = (SR__STORE_MAX_MESSAGE - 64) / (4 + klen);
+    int chunk = size, rc = 0;
+    if ((size_t)chunk > SR__STORE_MAX_ITEMS - 2) chunk = (int)(SR__STORE_MAX_ITEMS - 2);
+    if ((size_t)chunk > fit) chunk = (int)fit;
+    for (int at = 0; at < size && rc == 0;) {
+        int k = size - at < chunk ? size - at : chunk;
+        char missing[256] = "";
+        /* each rank set its identity before it counted itself in: all are there, no waiting */
+        int got = sr__store_fetch(store, keys + at, k, 0, ids + at, lens + at, missing, sizeof missing);
+        if (got == 0) at += k;
+        else if (got == 1)
+            rc = -1, snprintf(why, whylen, "the store lost host identities of ranks counted in (%.200s)", missing);
+        else if (k > 1) chunk = k / 2; /* their values exceed a message, or the store failed: it fails again */
+        else rc = -1, snprintf(why, whylen, "store error: %s", sr__store_error(store));
+    }
+    free(names);
+    free((void *)keys);
+    return rc;
+}
+
+int sr__host_table_publish(sr__store *store, const char *root, int rank, int size) {
+    void **ids = sr__calloc((size_t)size, sizeof *ids);
+    size_t *lens = sr__calloc((size_t)size, sizeof *lens), tlen = 0;
+    int *hosts = sr__malloc((size_t)size * sizeof *hosts);
+    char *table = NULL, why[700] = "", key[300];
+    snprintf(key, sizeof key, "%shosts", root);
+    if (!ids || !lens || !hosts)
+        snprintf(why, sizeof why, "out of memory for the host identities of %d ranks (%zu bytes)", size,
+                 (size_t)size * (sizeof *ids + sizeof *lens + sizeof *hosts));
+    else if (fetch_ids(store, root, size, ids, lens, why, sizeof why) != 0) {
+        /* why says it */
+    } else if (sr__host_table_index((const void *const *)ids, lens, size, hosts) != 0)
+        snprintf(why, sizeof why, "out of memory for the hash table of %d host identities", size);
+    else if (!(table = sr__host_table_encode(hosts, size, &tlen)))
+        snprintf(why, sizeof why, "out of memory for the host table of %d ranks", size);
+    else if (tlen > SR__STORE_MAX_VALUE)
+        snprintf(why, sizeof why,
+                 "the host table of %d ranks takes %zu bytes, more than a store value holds (%u): the ranks "
+                 "of each host are scattered in no pattern it can shorten; start each host's ranks consecutively",
+                 size, tlen, SR__STORE_MAX_VALUE);
+    int rc;
+    if (why[0]) {
+        char note[sizeof why + 32];
+        int k = snprintf(note, sizeof note, FAILED "%d: %s", rank, why);
+        rc = sr__store_set(store, key, note, (size_t)k < sizeof note ? (size_t)k : sizeof note - 1);
+    } else {
+        rc = sr__store_set(store, key, table, tlen);
+    }
+    for (int r = 0; r < size && ids; r++) free(ids[r]);
+    free(ids);
+    free(lens);
+    free(hosts);
+    free(table);
+    return rc;
+}
+
+/* Whether a decoded table breaks what a world's table is: each host named by its lowest rank
+   (hosts[r] <= r, and that rank names itself); why says where. */
+static int not_a_world(const int *hosts, int size, char *why, size_t whylen) {
+    for (int r = 0; r < size; r++) {
+        if (hosts[r] >= 0 && hosts[r] <= r && hosts[hosts[r]] == hosts[r]) continue;
+        snprintf(why, whylen, "rank %d's host is %d, not a rank at or before it that names itself", r, hosts[r]);
+        return 1;
+    }
+    return 0;
+}
+
+int sr__host_table_read(sr__store *store, const char *root, int size, int *hosts, char *why, size_t whylen) {
+    char key[300], what[300];
+    snprintf(key, sizeof key, "%shosts", root);
+    void *text = NULL;
+    size_t len = 0;
+    int got = sr__store_get(store, key, &text, &len), rc = -1;
+    if (got < 0) snprintf(why, whylen, "store error: %s", sr__store_error(store));
+    else if (got == 1) snprintf(why, whylen, "the store lost the host table %s", key);
+    else if (!strncmp(text, FAILED, strlen(FAILED)))
+        snprintf(why, whylen, "the host table of %d ranks was not made: rank %s", size,
+                 (const char *)text + strlen(FAILED));
+    else if (sr__host_table_decode(text, len, hosts, size, what, sizeof what) != 0 ||
+             not_a_world(hosts, size, what, sizeof what))
+        snprintf(why, whylen, "the host table %s of %d ranks does not read: %s", key, size, what);
+    else rc = 0;
+    free(text);
+    return rc;
 }

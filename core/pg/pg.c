@@ -22,7 +22,6 @@
 #include "pg/shm.h"
 #include "pg/world.h"
 #include "base/watch.h"
-#include "store/wire.h"
 #include "device/cuda_lib.h"
 
 typedef enum { OP_ALL_GATHER, OP_REDUCE_SCATTER, OP_ALL_REDUCE, OP_BROADCAST, OP_BARRIER } op_kind;
@@ -103,15 +102,13 @@ static void fail(sr_pg *pg, const char *fmt, ...) {
     pg->failed = 1;
 }
 
-static int publish_world_hosts(pg_shared *sh, int rank, int size);
-
 /* Sets <prefix><rank> and waits up to timeout_s for <prefix><r> of every rank r of the group.
    Returns 0 when all are there, 1 on a timeout (the ranks that are not, as "2, 3", in ranks), -1
    on a store error.  The store's work stays linear in the group's size: each rank also counts
    itself in <prefix>count, the last one to come sets <prefix>all, and the ranks wait on that one
    key (a wait on every rank's key, from every rank, would file size^2 waits); only after a timeout
    are the ranks' own keys checked, to name the missing ones.  make_hosts: the world's "arrived"
-   meeting, whose last rank also sets the host table (publish_world_hosts) before <prefix>all. */
+   meeting, whose last rank also sets the host table (pg/host_table.h) before <prefix>all. */
 static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int size, double timeout_s, int make_hosts,
                              char *ranks, size_t len) {
     char key[300], count[300], all[300];
@@ -124,7 +121,7 @@ static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int si
     int rc = sr__store_set(sh->store, key, "1", 1);
     long long n = rc == 0 ? sr__store_add(sh->store, count, 1) : -1;
     if (n < 0) rc = -1;
-    if (rc == 0 && n == size && make_hosts) rc = publish_world_hosts(sh, rank, size);
+    if (rc == 0 && n == size && make_hosts) rc = sr__host_table_publish(sh->store, sh->root, rank, size);
     if (rc == 0 && n == size) rc = sr__store_set(sh->store, all, "1", 1);
     if (rc == 0) rc = sr__store_wait(sh->store, &all_key, 1, timeout_s, missing, sizeof missing);
     if (rc == 1) { /* which ranks never came: their keys, checked once, without waiting */
@@ -350,136 +347,22 @@ static int meet(pg_shared *sh, const char *name, const char *stage, const char *
     return rc == 0 ? 0 : -1;
 }
 
-/* ---- the world's host table (pg/host_table.h) ----
-   Every rank published its host identity at <root>host/<rank> before the world's "arrived"
-   meeting.  The rank whose arrival completes the meeting reads the N identities once and sets the
-   table at <root>hosts before the meeting's "all"; every rank then reads that one key.  The store
-   moves O(N) bytes for it, where every rank reading every identity moved N^2. */
-
-/* What <root>hosts holds instead of the table when the rank making it failed: "failed <rank>:
-   <why>".  Every rank reads it and fails at once, alike, rather than one failing and the others
-   timing out. */
-#define HOSTS_FAILED "failed "
-
-/* Every rank's identity into ids/lens, in FETCHes of as many keys as one message carries: one
-   request while the N identities fit a message (4 MiB).  A fetch that fails is tried again with
-   half the keys (their values exceeded a message); one key that fails is a store error.  Holding
-   the store lock.  0, or -1 with why. */
-static int fetch_world_ids(pg_shared *sh, int size, void **ids, size_t *lens, char *why, size_t whylen) {
-    size_t klen = strlen(sh->root) + sizeof "host/" + 12;
-    char *names = sr__malloc((size_t)size * klen);
-    const char **keys = sr__calloc((size_t)size, sizeof *keys);
-    if (!names || !keys) {
-        free(names), free((void *)keys);
-        snprintf(why, whylen, "out of memory for the keys of %d ranks' host identities (%zu bytes)", size,
-                 (size_t)size * (klen + sizeof *keys));
-        return -1;
-    }
-    for (int r = 0; r < size; r++) {
-        snprintf(names + (size_t)r * klen, klen, "%shost/%d", sh->root, r);
-        keys[r] = names + (size_t)r * klen;
-    }
-    /* what one request carries: its items (2 besides the keys) and its bytes */
-    size_t fit = (SR__STORE_MAX_MESSAGE - 64) / (4 + klen);
-    int chunk = size, rc = 0;
-    if ((size_t)chunk > SR__STORE_MAX_ITEMS - 2) chunk = (int)(SR__STORE_MAX_ITEMS - 2);
-    if ((size_t)chunk > fit) chunk = (int)fit;
-    for (int at = 0; at < size && rc == 0;) {
-        int k = size - at < chunk ? size - at : chunk;
-        char missing[256] = "";
-        /* each rank set its identity before it counted itself in: all are there, no waiting */
-        int got = sr__store_fetch(sh->store, keys + at, k, 0, ids + at, lens + at, missing, sizeof missing);
-        if (got == 0) at += k;
-        else if (got == 1)
-            rc = -1, snprintf(why, whylen, "the store lost host identities of ranks counted in (%.200s)", missing);
-        else if (k > 1) chunk = k / 2;
-        else rc = -1, snprintf(why, whylen, "store error: %s", sr__store_error(sh->store));
-    }
-    free(names);
-    free((void *)keys);
-    return rc;
-}
-
-/* The rank whose arrival completes the world's "arrived" meeting, before it sets the meeting's
-   "all": the table at <root>hosts, or why it could not be made (HOSTS_FAILED).  Holding the store
-   lock.  0 when either was set, -1 on a store error (the meeting's store error). */
-static int publish_world_hosts(pg_shared *sh, int rank, int size) {
-    void **ids = sr__calloc((size_t)size, sizeof *ids);
-    size_t *lens = sr__calloc((size_t)size, sizeof *lens), tlen = 0;
-    int *hosts = sr__malloc((size_t)size * sizeof *hosts);
-    char *table = NULL, why[700] = "", key[64];
-    snprintf(key, sizeof key, "%shosts", sh->root);
-    if (!ids || !lens || !hosts)
-        snprintf(why, sizeof why, "out of memory for the host identities of %d ranks (%zu bytes)", size,
-                 (size_t)size * (sizeof *ids + sizeof *lens + sizeof *hosts));
-    else if (fetch_world_ids(sh, size, ids, lens, why, sizeof why) != 0) {
-        /* why says it */
-    } else if (sr__host_table_index((const void *const *)ids, lens, size, hosts) != 0)
-        snprintf(why, sizeof why, "out of memory for the hash table of %d host identities", size);
-    else if (!(table = sr__host_table_encode(hosts, size, &tlen)))
-        snprintf(why, sizeof why, "out of memory for the host table of %d ranks", size);
-    else if (tlen > SR__STORE_MAX_VALUE)
-        snprintf(why, sizeof why,
-                 "the host table of %d ranks takes %zu bytes, more than a store value holds (%u): the ranks "
-                 "of each host are scattered in no pattern it can shorten; start each host's ranks consecutively",
-                 size, tlen, SR__STORE_MAX_VALUE);
-    int rc;
-    if (why[0]) {
-        char note[sizeof why + 32];
-        int k = snprintf(note, sizeof note, HOSTS_FAILED "%d: %s", rank, why);
-        rc = sr__store_set(sh->store, key, note, (size_t)k < sizeof note ? (size_t)k : sizeof note - 1);
-    } else {
-        rc = sr__store_set(sh->store, key, table, tlen);
-    }
-    for (int r = 0; r < size && ids; r++) free(ids[r]);
-    free(ids);
-    free(lens);
-    free(hosts);
-    free(table);
-    return rc;
-}
-
-/* Whether a decoded table breaks what a world's table is: each host named by its lowest rank
-   (hosts[r] <= r, and that rank names itself); why says where. */
-static int world_table_bad(const int *hosts, int size, char *why, size_t whylen) {
-    for (int r = 0; r < size; r++) {
-        if (hosts[r] >= 0 && hosts[r] <= r && hosts[hosts[r]] == hosts[r]) continue;
-        snprintf(why, whylen, "rank %d's host is %d, not a rank at or before it that names itself", r, hosts[r]);
-        return 1;
-    }
-    return 0;
-}
-
 /* Every rank, after the world's "arrived" meeting: the host table, in one request (rank r's
    index is the lowest world rank with r's host identity).  NULL with err. */
 static int *world_hosts(pg_shared *sh, const char *display, int size, char *err, size_t errlen) {
-    char key[64], why[512] = "";
-    snprintf(key, sizeof key, "%shosts", sh->root);
     int *hosts = sr__malloc((size_t)size * sizeof *hosts);
     if (!hosts) {
         snprintf(err, errlen, "process group %s: out of memory for the hosts of %d ranks", display, size);
         return NULL;
     }
-    void *text = NULL;
-    size_t len = 0;
+    char why[900];
     pthread_mutex_lock(&sh->store_lock);
-    int got = sr__store_get(sh->store, key, &text, &len);
-    if (got < 0) snprintf(why, sizeof why, "%s", sr__store_error(sh->store));
+    int rc = sr__host_table_read(sh->store, sh->root, size, hosts, why, sizeof why);
     pthread_mutex_unlock(&sh->store_lock);
-    int rc = -1;
-    if (got < 0) snprintf(err, errlen, "process group %s: store error: %s", display, why);
-    else if (got == 1) snprintf(err, errlen, "process group %s: the store lost the host table %s", display, key);
-    else if (!strncmp(text, HOSTS_FAILED, strlen(HOSTS_FAILED)))
-        snprintf(err, errlen, "process group %s: the host table of %d ranks was not made: rank %.700s", display, size,
-                 (const char *)text + strlen(HOSTS_FAILED));
-    else if (sr__host_table_decode(text, len, hosts, size, why, sizeof why) != 0 ||
-             world_table_bad(hosts, size, why, sizeof why))
-        snprintf(err, errlen, "process group %s: the host table %s of %d ranks does not read: %s", display, key, size,
-                 why);
-    else rc = 0;
-    free(text);
-    if (rc != 0) free(hosts);
-    return rc == 0 ? hosts : NULL;
+    if (rc == 0) return hosts;
+    snprintf(err, errlen, "process group %s: %s", display, why);
+    free(hosts);
+    return NULL;
 }
 
 /* name: the group's store prefix ("pg/world/"); display: how messages call it ("world");

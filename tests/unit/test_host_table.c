@@ -2,8 +2,13 @@
    whatever the world's size; any array of ints, random ones up to 20,000 ranks included, decodes
    to exactly what was encoded; a text that is cut, runs over the world or steps out of range is
    refused with what is wrong; and the index from the identities is the lowest rank with the same
-   identity, as a comparison of every pair computes it. */
+   identity, as a comparison of every pair computes it.  Through a real store server: the table
+   published from the ranks' identities and read back; identities that exceed one message (which
+   one FETCH cannot carry) read in parts; a lost identity, the publishing rank's failure and a
+   table that is no world's make every reader fail with the reason. */
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,11 +209,121 @@ static void index_of_identities(void) {
     CHECK(sr__host_table_index(ids, lens, 0, hosts) == 0);
 }
 
+static sr__store_server *server;
+static volatile int stop;
+
+static void *serve(void *arg) {
+    (void)arg;
+    struct pollfd pfds[16];
+    while (!stop) {
+        int n = sr__store_server_pollfds(server, pfds, 16);
+        int t = sr__store_server_timeout_ms(server);
+        poll(pfds, (nfds_t)n, t < 0 || t > 20 ? 20 : t);
+        sr__store_server_handle(server, pfds, n);
+    }
+    return NULL;
+}
+
+/* read's failure on `root`, which must contain `want` */
+static void read_fails(sr__store *c, const char *root, int n, const char *want) {
+    char why[1024] = "";
+    int rc = sr__host_table_read(c, root, n, back, why, sizeof why);
+    check_rejected(rc == 0, why, "", want, root, __FILE__, __LINE__, 0);
+}
+
+/* 2,000 ranks on 250 nodes of 8, with identities like sr__shm_host_id's: one short table */
+static void published_and_read(sr__store *c) {
+    enum { N = 2000 };
+    char key[64], why[1024] = "";
+    for (int r = 0; r < N; r++) {
+        char id[128];
+        snprintf(key, sizeof key, "pg/host/%d", r);
+        int k = snprintf(id, sizeof id, "node%03d|0b5c2d4e-9f1a-4c3e-8a7b-6d5e4f3a2b1c|ipc:[4026531839]|mnt:[%d]|",
+                         r / 8, 40265318 - r / 8);
+        CHECK(sr__store_set(c, key, id, (size_t)k) == 0);
+    }
+    void *text = NULL;
+    size_t len = 0;
+    CHECK(sr__host_table_publish(c, "pg/", 1234, N) == 0);
+    CHECK(sr__store_get(c, "pg/hosts", &text, &len) == 0);
+    CHECK_STR(text, "250x8");
+    free(text);
+    memset(back, 0x5a, sizeof back);
+    CHECK(sr__host_table_read(c, "pg/", N, back, why, sizeof why) == 0);
+    int wrong = 0;
+    for (int r = 0; r < N; r++) wrong += back[r] != r - r % 8;
+    CHECK(wrong == 0);
+}
+
+/* 5 identities of 1,000,000 bytes (two hosts: ranks 0, 2, 4 and 1, 3): more than one message
+   holds, so that one FETCH of them is refused; the publisher reads them in parts */
+static void over_one_message(sr__store *c) {
+    enum { BIG = 1000000 };
+    char *big = malloc(BIG), why[1024] = "";
+    const char *keys[5] = {"big/host/0", "big/host/1", "big/host/2", "big/host/3", "big/host/4"};
+    CHECK(big != NULL);
+    if (!big) return;
+    for (int r = 0; r < 5; r++) {
+        memset(big, 'a' + r % 2, BIG);
+        CHECK(sr__store_set(c, keys[r], big, BIG) == 0);
+    }
+    free(big);
+    void *vals[5] = {0};
+    size_t lens[5];
+    char missing[64];
+    CHECK(sr__store_fetch(c, keys, 5, 0, vals, lens, missing, sizeof missing) == -1);
+    CHECK(sr__host_table_publish(c, "big/", 4, 5) == 0);
+    CHECK(sr__host_table_read(c, "big/", 5, back, why, sizeof why) == 0);
+    CHECK(back[0] == 0 && back[1] == 1 && back[2] == 0 && back[3] == 1 && back[4] == 0);
+    printf("  5 identities of %d bytes (over one message) read in parts: hosts %d %d %d %d %d\n", BIG, back[0], back[1],
+           back[2], back[3], back[4]);
+}
+
+/* the reasons every reader fails with */
+static void failures(sr__store *c) {
+    /* rank 2's identity is gone: the publisher (rank 2 here) says so in the table's place */
+    CHECK(sr__store_set(c, "lost/host/0", "a", 1) == 0 && sr__store_set(c, "lost/host/1", "b", 1) == 0);
+    CHECK(sr__host_table_publish(c, "lost/", 2, 3) == 0);
+    read_fails(c, "lost/", 3, "the host table of 3 ranks was not made: rank 2: the store lost host identities");
+    read_fails(c, "lost/", 3, "(lost/host/2)");
+    /* what a publisher out of memory leaves */
+    const char *note = "failed 7: out of memory for the hash table of 8 host identities";
+    CHECK(sr__store_set(c, "oom/hosts", note, strlen(note)) == 0);
+    read_fails(c, "oom/", 8, "was not made: rank 7: out of memory for the hash table of 8 host identities");
+    /* tables that are no world's, and none */
+    CHECK(sr__store_set(c, "odd/hosts", "1x4@3", 5) == 0);
+    read_fails(c, "odd/", 4, "does not read: rank 0's host is 3");
+    CHECK(sr__store_set(c, "cut/hosts", "3x1", 3) == 0);
+    read_fails(c, "cut/", 4, "does not read: expected ','");
+    read_fails(c, "none/", 4, "the store lost the host table none/hosts");
+}
+
+static void through_the_store(void) {
+    char err[512];
+    server = sr__store_server_start("127.0.0.1", 0, "secret", err, sizeof err);
+    CHECK(server != NULL);
+    if (!server) return;
+    pthread_t th;
+    pthread_create(&th, NULL, serve, NULL);
+    sr__store *c = sr__store_connect("127.0.0.1", sr__store_server_port(server), "secret", 5, err, sizeof err);
+    CHECK(c != NULL);
+    if (c) {
+        published_and_read(c);
+        over_one_message(c);
+        failures(c);
+        sr__store_close(c);
+    }
+    stop = 1;
+    pthread_join(th, NULL);
+    sr__store_server_free(server);
+}
+
 int main(void) {
     typical_layouts();
     other_layouts();
     random_arrays();
     malformed();
     index_of_identities();
+    through_the_store();
     return CHECK_DONE();
 }

@@ -17,6 +17,7 @@
 #include "pg/backend.h"
 #include "pg/fault.h"
 #include "pg/hier.h"
+#include "pg/host_table.h"
 #include "pg/nccl_id.h"
 #include "pg/shm.h"
 #include "pg/world.h"
@@ -106,9 +107,10 @@ static void fail(sr_pg *pg, const char *fmt, ...) {
    on a store error.  The store's work stays linear in the group's size: each rank also counts
    itself in <prefix>count, the last one to come sets <prefix>all, and the ranks wait on that one
    key (a wait on every rank's key, from every rank, would file size^2 waits); only after a timeout
-   are the ranks' own keys checked, to name the missing ones. */
-static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int size, double timeout_s, char *ranks,
-                             size_t len) {
+   are the ranks' own keys checked, to name the missing ones.  make_hosts: the world's "arrived"
+   meeting, whose last rank also sets the host table (pg/host_table.h) before <prefix>all. */
+static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int size, double timeout_s, int make_hosts,
+                             char *ranks, size_t len) {
     char key[300], count[300], all[300];
     snprintf(key, sizeof key, "%s%d", prefix, rank);
     snprintf(count, sizeof count, "%scount", prefix);
@@ -119,6 +121,7 @@ static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int si
     int rc = sr__store_set(sh->store, key, "1", 1);
     long long n = rc == 0 ? sr__store_add(sh->store, count, 1) : -1;
     if (n < 0) rc = -1;
+    if (rc == 0 && n == size && make_hosts) rc = sr__host_table_publish(sh->store, sh->root, rank, size);
     if (rc == 0 && n == size) rc = sr__store_set(sh->store, all, "1", 1);
     if (rc == 0) rc = sr__store_wait(sh->store, &all_key, 1, timeout_s, missing, sizeof missing);
     if (rc == 1) { /* which ranks never came: their keys, checked once, without waiting */
@@ -146,7 +149,7 @@ static int announce_and_wait(pg_shared *sh, const char *prefix, int rank, int si
 static void name_missing(sr_pg *pg, const sr_work *w, int stuck, char *out, size_t len) {
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s%s/op%lu/waiting/", pg->shared->root, pg->name, w->seq);
-    int rc = announce_and_wait(pg->shared, prefix, pg->rank, pg->size, 1.0, out, len);
+    int rc = announce_and_wait(pg->shared, prefix, pg->rank, pg->size, 1.0, 0, out, len);
     /* everyone is waiting (or the store is gone): name the peer this rank waited for */
     if ((rc != 1 || !out[0]) && stuck >= 0) snprintf(out, len, "%d", stuck);
     else if (rc != 1 || !out[0]) snprintf(out, len, "(unknown)");
@@ -327,12 +330,13 @@ int sr_pg_barrier(sr_pg *pg, sr_work **work) {
     return submit(pg, &w, work);
 }
 
-/* Every member announces itself at `stage`; a timeout names the ranks that never came. */
-static int meet(pg_shared *sh, const char *name, const char *stage, const char *display, int rank, int size, char *err,
-                size_t errlen) {
+/* Every member announces itself at `stage`; a timeout names the ranks that never came.
+   make_hosts: the world's "arrived" meeting, which also makes the host table. */
+static int meet(pg_shared *sh, const char *name, const char *stage, const char *display, int rank, int size,
+                int make_hosts, char *err, size_t errlen) {
     char prefix[300], ranks[2048];
     snprintf(prefix, sizeof prefix, "%s%s/", name, stage);
-    int rc = announce_and_wait(sh, prefix, rank, size, sh->timeout_s, ranks, sizeof ranks);
+    int rc = announce_and_wait(sh, prefix, rank, size, sh->timeout_s, make_hosts, ranks, sizeof ranks);
     if (rc == 1)
         snprintf(err, errlen,
                  "process group %s: rank%s %s did not arrive within %gs (this is rank %d of %d); "
@@ -343,43 +347,22 @@ static int meet(pg_shared *sh, const char *name, const char *stage, const char *
     return rc == 0 ? 0 : -1;
 }
 
-/* The world's hosts: every rank published its host identity (sr__shm_host_id) at
-   <root>host/<rank> before the world's "arrived" meeting; rank r's index is the lowest world rank
-   with the same identity.  NULL when the store fails (*oom 0) or memory ran out (*oom 1). */
-static int *world_hosts(pg_shared *sh, int size, int *oom) {
-    char **owned = sr__calloc((size_t)size, sizeof *owned);
-    void **ids = sr__calloc((size_t)size, sizeof *ids);
-    size_t *lens = sr__calloc((size_t)size, sizeof *lens);
-    int *hosts = sr__malloc((size_t)size * sizeof *hosts), ok = owned && ids && lens && hosts;
-    for (int r = 0; r < size && ok; r++) ok = (owned[r] = sr__fmt("%shost/%d", sh->root, r)) != NULL;
-    *oom = !ok;
-    if (ok) {
-        /* every rank's identity in one round trip (the keys exist: every rank set its own before
-           the "arrived" meeting) */
-        char missing[256];
-        pthread_mutex_lock(&sh->store_lock);
-        ok = sr__store_fetch(sh->store, (const char *const *)owned, size, 0, ids, lens, missing, sizeof missing) == 0;
-        pthread_mutex_unlock(&sh->store_lock);
+/* Every rank, after the world's "arrived" meeting: the host table, in one request (rank r's
+   index is the lowest world rank with r's host identity).  NULL with err. */
+static int *world_hosts(pg_shared *sh, const char *display, int size, char *err, size_t errlen) {
+    int *hosts = sr__malloc((size_t)size * sizeof *hosts);
+    if (!hosts) {
+        snprintf(err, errlen, "process group %s: out of memory for the hosts of %d ranks", display, size);
+        return NULL;
     }
-    /* rank r's host index: the lowest rank with the same identity (compared with the first rank
-       of each host seen so far: ranks x hosts, not ranks^2) */
-    int *firsts = ok ? sr__malloc((size_t)size * sizeof *firsts) : NULL, nfirst = 0;
-    if (ok && !firsts) *oom = 1;
-    ok = ok && firsts;
-    for (int r = 0; r < size && ok; r++) {
-        hosts[r] = r;
-        for (int f = nfirst - 1; f >= 0 && hosts[r] == r; f--) /* the newest host first: ranks come grouped */
-            if (lens[firsts[f]] == lens[r] && !memcmp(ids[firsts[f]], ids[r], lens[r])) hosts[r] = firsts[f];
-        if (hosts[r] == r) firsts[nfirst++] = r;
-    }
-    free(firsts);
-    for (int r = 0; r < size && owned; r++) free(owned[r]);
-    for (int r = 0; r < size && ids; r++) free(ids[r]);
-    free(owned);
-    free(ids);
-    free(lens);
-    if (!ok) free(hosts);
-    return ok ? hosts : NULL;
+    char why[900];
+    pthread_mutex_lock(&sh->store_lock);
+    int rc = sr__host_table_read(sh->store, sh->root, size, hosts, why, sizeof why);
+    pthread_mutex_unlock(&sh->store_lock);
+    if (rc == 0) return hosts;
+    snprintf(err, errlen, "process group %s: %s", display, why);
+    free(hosts);
+    return NULL;
 }
 
 /* name: the group's store prefix ("pg/world/"); display: how messages call it ("world");
@@ -399,21 +382,20 @@ typedef struct group_parts {
    ("ready").  0 with *out filled, or -1 with err (hosts freed). */
 static int meet_and_connect(pg_shared *sh, sr_pg *parent, const char *name, const char *display, int rank, int size,
                             int color, int key, int *hosts, group_parts *out, char *err, size_t errlen) {
-    if (meet(sh, name, "arrived", display, rank, size, err, errlen) != 0) {
+    int world = !hosts;
+    if (meet(sh, name, "arrived", display, rank, size, world, err, errlen) != 0) {
         free(hosts);
         return -1;
     }
-    int oom = 0;
-    if (!hosts && !(hosts = world_hosts(sh, size, &oom))) {
-        if (oom) snprintf(err, errlen, "process group %s: out of memory for the hosts of %d ranks", display, size);
-        else snprintf(err, errlen, "process group %s: store error: %s", display, sr__store_error(sh->store));
-        return -1;
-    }
+    if (world && !(hosts = world_hosts(sh, display, size, err, errlen))) return -1;
     /* one host: shm; several, with two ranks or more on one of them: shm inside each, Gloo between */
     int one_host = 1, shared = 0;
     for (int r = 1; r < size; r++) one_host &= hosts[r] == hosts[0];
-    for (int r = 0; r < size && !shared; r++)
-        for (int q = 0; q < r && !shared; q++) shared = hosts[q] == hosts[r];
+    if (world) /* the world's table names a host by its lowest rank: a rank named otherwise shares one */
+        for (int r = 0; r < size && !shared; r++) shared = hosts[r] != r;
+    else
+        for (int r = 0; r < size && !shared; r++)
+            for (int q = 0; q < r && !shared; q++) shared = hosts[q] == hosts[r];
     const sr__pg_backend_ops *ops = !sh->shm   ? sh->ops
                                     : one_host ? &sr__shm_backend
                                     : shared   ? &sr__hier_backend
@@ -443,7 +425,7 @@ static int meet_and_connect(pg_shared *sh, sr_pg *parent, const char *name, cons
     }
     /* like torch's store-based barrier after init: nobody uses (or leaves) the group before every
        member finished connecting, or a fast rank's exit breaks a slow rank's setup */
-    if (meet(sh, name, "ready", display, rank, size, err, errlen) != 0) {
+    if (meet(sh, name, "ready", display, rank, size, 0, err, errlen) != 0) {
         ops->destroy(impl);
         free(hosts);
         return -1;

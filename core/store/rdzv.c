@@ -246,9 +246,10 @@ sr__rdzv_view sr__rdzv_view_now(const sr__rdzv *r) {
 }
 
 void sr__rdzv_free(sr__rdzv *r) {
+    sr__store_server_free(r->server); /* first: closing its connections calls its hook with r */
     free(r->peers);
+    free(r->changed);
     sr__buf_free(&r->attempts);
-    sr__store_server_free(r->server);
     sr__store_close(r->watch);
     sr__store_close(r->ctl);
     sr__store_close(r->alive);

@@ -76,6 +76,7 @@ typedef struct sr__rdzv_peer {
     int answered;      /* the last of its joins answered (accepted or refused); 0: none */
     int join;          /* its accepted join: its "alive" key run/alive/<agent>/<join> names it */
     int watching;      /* its "alive" wait was seen, so the wait's end means it went away */
+    int changed;       /* on the host's list of agents to look at again */
     double last_heard; /* when it was last heard from (sr__now_s): its accepted join; the hang
                           watchdog's heartbeats will refresh it.  0: never */
     int silent;        /* the hang watchdog found it silent (stopped, or cut off): the verdict's
@@ -117,9 +118,13 @@ typedef struct sr__rdzv {
     sr__store_server *server;
     unsigned long server_oom_said; /* its out-of-memory refusals already in the log */
     sr__rdzv_peer *peers;          /* one per agent; [0] (this one) unused */
-    double refused_at;             /* when it refused an agent's fingerprint, 0: never */
-    double outcome_at;             /* when it sent the final verdict, 0: not yet */
-    double restart_at;             /* when it decided the restart */
+    int *changed, nchanged;        /* agents whose fingerprint or "alive" wait changed since the last
+                                      look (the store's hook fills it: rdzv_host.c) */
+    int done_from;                 /* agents 0 .. done_from-1 are known done in this attempt */
+    int done_attempt;
+    double refused_at; /* when it refused an agent's fingerprint, 0: never */
+    double outcome_at; /* when it sent the final verdict, 0: not yet */
+    double restart_at; /* when it decided the restart */
     /* other agents */
     sr__store_link *link; /* the one connection to node 0's store; the three below are its channels */
     sr__store *ctl;       /* for reporting */

@@ -15,6 +15,23 @@
 #include "store/rdzv_internal.h"
 #include "store/rdzv_protocol.h"
 
+/* The store's hook (store.h: sr__store_server_on_key): a fingerprint set, or an "alive" wait filed
+   or ended, puts that agent on the list the next sr__rdzv_host_handle looks at, so each turn costs
+   what changed, not a look at every agent's keys (thousands of agents, many turns a second). */
+static void key_changed(void *ctx, const char *key, size_t klen) {
+    sr__rdzv *r = ctx;
+    static const char fp[] = "run/fingerprint/", alive[] = "run/alive/";
+    const char *rest = NULL;
+    if (klen > sizeof fp - 1 && !memcmp(key, fp, sizeof fp - 1)) rest = key + sizeof fp - 1;
+    else if (klen > sizeof alive - 1 && !memcmp(key, alive, sizeof alive - 1)) rest = key + sizeof alive - 1;
+    if (!rest) return;
+    int a = 0;
+    for (; rest < key + klen && *rest >= '0' && *rest <= '9' && a < 100000000; rest++) a = a * 10 + (*rest - '0');
+    if (a < 1 || a >= r->nagents || r->peers[a].changed) return;
+    r->peers[a].changed = 1;
+    r->changed[r->nchanged++] = a;
+}
+
 int sr__rdzv_host_start(sr__rdzv *r, const sr__rdzv_args *a, int port, sr__diag *diag) {
     char err[512];
     int single = r->nagents == 1;
@@ -28,10 +45,12 @@ int sr__rdzv_host_start(sr__rdzv *r, const sr__rdzv_args *a, int port, sr__diag 
     }
     r->port = sr__store_server_port(r->server);
     r->peers = sr__calloc((size_t)r->nagents, sizeof *r->peers);
-    if (!r->peers) {
+    r->changed = sr__calloc((size_t)r->nagents, sizeof *r->changed);
+    if (!r->peers || !r->changed) {
         sr__diag_add(diag, "out of memory for the rendezvous of %d agents", r->nagents);
         return -1;
     }
+    sr__store_server_on_key(r->server, key_changed, r);
     return 0;
 }
 
@@ -81,11 +100,11 @@ static int admit(sr__rdzv *r, int a, int join_no, const char *theirs, char *why,
     return 0;
 }
 
-/* Compares every fingerprint that arrived with this agent's.  A mismatch on an agent's first join
+/* Compares the fingerprints agent a sent with this agent's.  A mismatch on an agent's first join
    fails the run (a configuration failure); every answer goes to the agent that sent it. */
-static void check_fingerprints(sr__rdzv *r) {
+static void check_fingerprint(sr__rdzv *r, int a) {
     char key[64], why[1000];
-    for (int a = 1; a < r->nagents && r->peers; a++) {
+    while (1) { /* its joins in turn (the next one may have come already) */
         sr__rdzv_peer *p = &r->peers[a];
         int j = p->answered + 1;
         size_t len = 0;
@@ -93,9 +112,9 @@ static void check_fingerprints(sr__rdzv *r) {
                                                   j == 1 ? sr__rdzv_key(key, sizeof key, "run/fingerprint/%d", a, 0)
                                                          : sr__rdzv_key(key, sizeof key, "run/fingerprint/%d/%d", a, j),
                                                   &len);
-        if (!theirs) continue;
+        if (!theirs) return;
         char *copy = sr__strndup(theirs, len);
-        if (!copy) continue;
+        if (!copy) return;
         const char *node = strstr(copy, "#node=");
         p->node = node ? atoi(node + 6) : -1;
         int refused = admit(r, a, j, copy, why, sizeof why) != 0;
@@ -125,11 +144,11 @@ static void check_fingerprints(sr__rdzv *r) {
    ranks failed, and waiting for them inside a collective would only end at the process group's
    timeout.  While the job restarts, one that goes away must come back before the next attempt
    starts; once the run ended, the host no longer waits for it to read the verdict. */
-static void check_agents(sr__rdzv *r) {
+static void check_agent(sr__rdzv *r, int a) {
     char key[64], why[300];
-    for (int a = 1; a < r->nagents; a++) {
+    {
         sr__rdzv_peer *p = &r->peers[a];
-        if (p->state != SR__PEER_ACCEPTED && p->state != SR__PEER_BACK) continue;
+        if (p->state != SR__PEER_ACCEPTED && p->state != SR__PEER_BACK) return;
         if (sr__store_server_waiting(r->server, sr__rdzv_key(key, sizeof key, "run/alive/%d/%d", a, p->join))) {
             p->watching = 1;
         } else if (p->watching) {
@@ -145,8 +164,14 @@ static void check_agents(sr__rdzv *r) {
 }
 
 void sr__rdzv_host_handle(sr__rdzv *r) {
-    check_agents(r);
-    check_fingerprints(r);
+    /* the agents whose keys changed since the last turn (a stack: answering one may put it back,
+       and each agent is on it once at most) */
+    while (r->nchanged > 0) {
+        int a = r->changed[--r->nchanged];
+        r->peers[a].changed = 0;
+        check_agent(r, a);
+        check_fingerprint(r, a);
+    }
     char key[64];
     size_t len;
     const char *v =
@@ -166,11 +191,14 @@ const char *sr__rdzv_results(const sr__rdzv *r, int agent, size_t *len) {
                      : NULL;
 }
 
-int sr__rdzv_all_done(const sr__rdzv *r) {
+int sr__rdzv_all_done(sr__rdzv *r) {
     if (!r->server) return 1;
     char key[64];
-    for (int a = 0; a < r->nagents; a++)
-        if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/done/%d", r->attempt, a), NULL))
+    /* an agent's "done" stays set for the attempt: look on from the first one not seen yet */
+    if (r->done_attempt != r->attempt) r->done_attempt = r->attempt, r->done_from = 0;
+    for (; r->done_from < r->nagents; r->done_from++)
+        if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/done/%d", r->attempt, r->done_from),
+                                  NULL))
             return 0;
     return 1;
 }

@@ -39,7 +39,7 @@ int sr__rdzv_outcome_known(const sr__rdzv *r);
 /* Other agents: tells the host the verdict was read. */
 void sr__rdzv_ack(sr__rdzv *r);
 /* Hosting agent: every agent reported done. */
-int sr__rdzv_all_done(const sr__rdzv *r);
+int sr__rdzv_all_done(sr__rdzv *r);
 void sr__rdzv_lose_host(sr__rdzv *r, const char *what);
 void sr__rdzv_peer_silent(sr__rdzv *r, int agent);
 

@@ -111,9 +111,11 @@ struct sr__store_server {
     size_t ndirty, capdirty;
     sock *graveyard; /* closed this turn, freed at its end (events of the turn may still name them) */
     unsigned long rejected;
-    unsigned long oom; /* requests or connections refused for want of memory */
-    int oom_pending;   /* a connection is marked out.oom but on no list: flush() looks for it */
-    sr__store_msg msg; /* parse scratch */
+    unsigned long oom;          /* requests or connections refused for want of memory */
+    int oom_pending;            /* a connection is marked out.oom but on no list: flush() looks for it */
+    sr__store_msg msg;          /* parse scratch */
+    sr__store_server_hook hook; /* sr__store_server_on_key */
+    void *hook_ctx;
 };
 
 static long long now_ms(void) {
@@ -292,6 +294,7 @@ static void clear_wait(sr__store_server *s, chan *c) {
                 e->waiters[i] = e->waiters[--e->nwaiters];
                 break;
             }
+        if (s->hook) s->hook(s->hook_ctx, e->key, e->klen);
     }
     heap_remove(s, c);
     free(c->wait_on);
@@ -347,6 +350,7 @@ static int start_wait(sr__store_server *s, chan *c, unsigned op, long long timeo
         e->capwaiters = (uint32_t)cap;
         e->waiters[e->nwaiters++] = c;
         c->nmissing++;
+        if (s->hook) s->hook(s->hook_ctx, e->key, e->klen);
     }
     if (!c->nmissing || timeout == 0) {
         answer_wait(s, c);
@@ -367,6 +371,7 @@ static int put(sr__store_server *s, const char *key, size_t klen, const void *v,
     free(e->value);
     e->value = value;
     e->len = len;
+    if (s->hook) s->hook(s->hook_ctx, e->key, e->klen);
     if (e->present) return 0; /* nobody waits on a key that exists */
     e->present = 1;
     chan **w = e->waiters;
@@ -775,6 +780,11 @@ int sr__store_server_set_checked(sr__store_server *s, const char *key, const voi
 
 void sr__store_server_set(sr__store_server *s, const char *key, const void *value, size_t len) {
     (void)sr__store_server_set_checked(s, key, value, len);
+}
+
+void sr__store_server_on_key(sr__store_server *s, sr__store_server_hook hook, void *ctx) {
+    s->hook = hook;
+    s->hook_ctx = ctx;
 }
 
 unsigned long sr__store_server_rejected(const sr__store_server *s) { return s->rejected; }

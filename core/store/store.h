@@ -40,6 +40,12 @@ int sr__store_server_set_checked(sr__store_server *s, const char *key, const voi
    (the wait of a closed connection or of a closed channel is gone; O(1)):
    the hosting agent learns that another agent went away. */
 int sr__store_server_waiting(const sr__store_server *s, const char *key);
+/* Calls hook(ctx, key, klen) whenever a key is set, or a wait on a key not set yet is filed or
+   ends (answered, timed out, or its connection or channel closed): the hosting agent then looks
+   again at that key alone instead of at every agent's keys on every turn.  The hook may read the
+   server (sr__store_server_get, _waiting) but change nothing. */
+typedef void (*sr__store_server_hook)(void *ctx, const char *key, size_t klen);
+void sr__store_server_on_key(sr__store_server *s, sr__store_server_hook hook, void *ctx);
 /* Connections refused or closed for breaking the protocol (tests read it from the log). */
 unsigned long sr__store_server_rejected(const sr__store_server *s);
 /* Requests and connections refused because the server ran out of memory: each peer was told "the

@@ -44,4 +44,9 @@ fi
 fails=0
 for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
 echo "agents $N transport $TR: $(echo "$t1 - $t0" | bc) s, $fails failed"
-[ "$fails" = 0 ] || { tail -3 "$D/0.err"; exit 1; }
+# a failure: node 0's word for it, and the first errors of the ranks themselves (the cause)
+[ "$fails" = 0 ] || {
+    tail -3 "$D/0.err"
+    grep -h 'error' "$D"/*.out "$D"/*.err | grep -v 'failed on another node' | head -5
+    exit 1
+}

@@ -1,6 +1,6 @@
 /*
  * Every agent but node 0's (store/rdzv.h has the lifecycle): it joins the run through node 0's
- * agent, which compares fingerprints and says which attempt it joins; keeps a connection waiting
+ * agent, which compares fingerprints and says which attempt it joins; keeps a channel waiting
  * for as long as it lives, so that node 0 sees it go; watches for the verdict on each attempt, and
  * acknowledges a final one.
  */
@@ -12,7 +12,7 @@
 #include "store/rdzv_internal.h"
 #include "store/rdzv_protocol.h"
 
-/* How long a request on the control connection may wait for node 0's answer once joined. */
+/* How long a request on the control channel may wait for node 0's answer once joined. */
 enum { CTL_TIMEOUT_S = 5 };
 
 int sr__rdzv_rewatch(sr__rdzv *r, const char *key, char *err, size_t errlen) {
@@ -97,7 +97,7 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
         return -1;
     }
     free(answer);
-    /* a connection that waits as long as this agent lives: node 0 sees it go */
+    /* a channel that waits as long as this agent lives: node 0 sees it go (with its connection) */
     r->alive = sr__store_link_open(r->link, err, sizeof err);
     if (!r->alive ||
         sr__store_wait_send(r->alive, sr__rdzv_key(key, sizeof key, "run/alive/%d/%d", r->agent_id, (int)j)) != 0) {
@@ -114,7 +114,7 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, err);
         return -1;
     }
-    /* From now on the control connection carries only short requests (a failure, results, an
+    /* From now on the control channel carries only short requests (a failure, results, an
        acknowledgement), made from the supervisor's loop: one that node 0 does not answer within
        CTL_TIMEOUT_S (stopped, or cut off by a dead link) fails instead of blocking the loop, and
        with it this node's way to end on its own (the hang watchdog). */

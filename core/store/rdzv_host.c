@@ -140,7 +140,7 @@ static void check_fingerprint(sr__rdzv *r, int a) {
     }
 }
 
-/* An accepted agent whose "alive" connection closed went away (killed, or its machine lost): its
+/* An accepted agent whose "alive" wait ended (its connection closed) went away (killed, or its machine lost): its
    ranks failed, and waiting for them inside a collective would only end at the process group's
    timeout.  While the job restarts, one that goes away must come back before the next attempt
    starts; once the run ended, the host no longer waits for it to read the verdict. */

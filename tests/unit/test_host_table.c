@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "store_fixture.h"
 #include "pg/host_table.h"
 
 enum { MAXN = 20000 };
@@ -209,21 +210,6 @@ static void index_of_identities(void) {
     CHECK(sr__host_table_index(ids, lens, 0, hosts) == 0);
 }
 
-static sr__store_server *server;
-static volatile int stop;
-
-static void *serve(void *arg) {
-    (void)arg;
-    struct pollfd pfds[16];
-    while (!stop) {
-        int n = sr__store_server_pollfds(server, pfds, 16);
-        int t = sr__store_server_timeout_ms(server);
-        poll(pfds, (nfds_t)n, t < 0 || t > 20 ? 20 : t);
-        sr__store_server_handle(server, pfds, n);
-    }
-    return NULL;
-}
-
 /* read's failure on `root`, which must contain `want` */
 static void read_fails(sr__store *c, const char *root, int n, const char *want) {
     char why[1024] = "";
@@ -300,12 +286,10 @@ static void failures(sr__store *c) {
 
 static void through_the_store(void) {
     char err[512];
-    server = sr__store_server_start("127.0.0.1", 0, "secret", err, sizeof err);
-    CHECK(server != NULL);
-    if (!server) return;
-    pthread_t th;
-    pthread_create(&th, NULL, serve, NULL);
-    sr__store *c = sr__store_connect("127.0.0.1", sr__store_server_port(server), "secret", 5, err, sizeof err);
+    int port = fixture_server_start();
+    CHECK(port > 0);
+    if (port <= 0) return;
+    sr__store *c = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
     CHECK(c != NULL);
     if (c) {
         published_and_read(c);
@@ -313,9 +297,7 @@ static void through_the_store(void) {
         failures(c);
         sr__store_close(c);
     }
-    stop = 1;
-    pthread_join(th, NULL);
-    sr__store_server_free(server);
+    fixture_server_stop();
 }
 
 int main(void) {

@@ -11,25 +11,11 @@
 #include <string.h>
 
 #include "check.h"
+#include "store_fixture.h"
 #include "pg/meet.h"
 #include "store/store.h"
 
 enum { MAXN = 32 };
-
-static sr__store_server *server;
-static volatile int stop;
-
-static void *serve(void *arg) {
-    (void)arg;
-    struct pollfd pfds[256];
-    while (!stop) {
-        int n = sr__store_server_pollfds(server, pfds, 256);
-        int t = sr__store_server_timeout_ms(server);
-        poll(pfds, (nfds_t)n, t < 0 || t > 20 ? 20 : t);
-        sr__store_server_handle(server, pfds, n);
-    }
-    return NULL;
-}
 
 /* per rank: its client, and what it sent through the table */
 static sr__store *clients[MAXN];
@@ -129,11 +115,9 @@ static void linear(int n, int *most_requests, int *most_keys, int *table_keys) {
 
 int main(void) {
     char err[512];
-    server = sr__store_server_start("127.0.0.1", 0, "secret", err, sizeof err);
-    CHECK(server != NULL);
-    if (!server) return CHECK_DONE();
-    pthread_t th;
-    pthread_create(&th, NULL, serve, NULL);
+    int port = fixture_server_start();
+    CHECK(port > 0);
+    if (port <= 0) return CHECK_DONE();
     for (int r = 0; r < MAXN; r++) {
         clients[r] = sr__store_connect("127.0.0.1", sr__store_server_port(server), "secret", 5, err, sizeof err);
         CHECK(clients[r] != NULL);
@@ -176,8 +160,6 @@ int main(void) {
     CHECK(ranks[0].rc == SR__MEET_OK && ranks[0].vals[0] == -1 && ranks[0].vals[1] == 3);
 
     for (int r = 0; r < MAXN; r++) sr__store_close(clients[r]);
-    stop = 1;
-    pthread_join(th, NULL);
-    sr__store_server_free(server);
+    fixture_server_stop();
     return CHECK_DONE();
 }

@@ -11,23 +11,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "store_fixture.h"
 #include "store/store.h"
 #include "store/wire.h"
-
-static sr__store_server *server;
-static volatile int stop;
-
-static void *serve(void *arg) {
-    (void)arg;
-    struct pollfd pfds[256];
-    while (!stop) {
-        int n = sr__store_server_pollfds(server, pfds, 256);
-        int t = sr__store_server_timeout_ms(server);
-        poll(pfds, (nfds_t)n, t < 0 || t > 20 ? 20 : t);
-        sr__store_server_handle(server, pfds, n);
-    }
-    return NULL;
-}
 
 static void raw(const void *data, size_t len, int read_reply) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -56,12 +42,9 @@ static size_t header(unsigned char *b, unsigned op, uint32_t nitems) {
 
 int main(void) {
     char err[512];
-    server = sr__store_server_start("127.0.0.1", 0, "secret", err, sizeof err);
-    CHECK(server != NULL);
-    if (!server) return CHECK_DONE();
-    pthread_t th;
-    pthread_create(&th, NULL, serve, NULL);
-    int port = sr__store_server_port(server);
+    int port = fixture_server_start();
+    CHECK(port > 0);
+    if (port <= 0) return CHECK_DONE();
 
     sr__store *c = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
     CHECK(c != NULL);
@@ -109,7 +92,9 @@ int main(void) {
     sr__put_u32(buf + h, 1), buf[h + 4] = 'z', sr__put_u32(buf + h + 5, 1), buf[h + 9] = '1';
     raw(buf, h + 10, 1); /* a SET before the handshake */
     usleep(200000);
+    fixture_lock();
     CHECK(sr__store_server_rejected(server) >= 5);
+    fixture_unlock();
     CHECK(sr__store_get(c, "z", &v, &len) == 1); /* the unauthenticated SET did not land */
 
     sr__store *bad = sr__store_connect("127.0.0.1", port, "wrong", 2, err, sizeof err);
@@ -123,9 +108,7 @@ int main(void) {
     sr__store_close(c);
 
     /* nobody listening: connect gives up after its timeout, with a reason */
-    stop = 1;
-    pthread_join(th, NULL);
-    sr__store_server_free(server);
+    fixture_server_stop();
     sr__store *none = sr__store_connect("127.0.0.1", port, "secret", 0.3, err, sizeof err);
     CHECK(none == NULL && strstr(err, "gave up after 0.3s"));
     return CHECK_DONE();

@@ -11,32 +11,13 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "store_fixture.h"
 #include "store/store.h"
 
-static sr__store_server *server;
-static pthread_mutex_t server_mu = PTHREAD_MUTEX_INITIALIZER;
-static volatile int stop;
-
-static void *serve(void *arg) {
-    (void)arg;
-    struct pollfd pfds[8];
-    while (!stop) {
-        pthread_mutex_lock(&server_mu);
-        int n = sr__store_server_pollfds(server, pfds, 8);
-        int t = sr__store_server_timeout_ms(server);
-        pthread_mutex_unlock(&server_mu);
-        poll(pfds, (nfds_t)n, t < 0 || t > 10 ? 10 : t);
-        pthread_mutex_lock(&server_mu);
-        sr__store_server_handle(server, pfds, n);
-        pthread_mutex_unlock(&server_mu);
-    }
-    return NULL;
-}
-
 static int waiting(const char *key) {
-    pthread_mutex_lock(&server_mu);
+    fixture_lock();
     int w = sr__store_server_waiting(server, key);
-    pthread_mutex_unlock(&server_mu);
+    fixture_unlock();
     return w;
 }
 
@@ -75,12 +56,9 @@ static void *busy(void *arg) {
 
 int main(void) {
     char err[512];
-    server = sr__store_server_start("127.0.0.1", 0, "secret", err, sizeof err);
-    CHECK(server != NULL);
-    if (!server) return CHECK_DONE();
-    pthread_t th;
-    pthread_create(&th, NULL, serve, NULL);
-    int port = sr__store_server_port(server);
+    int port = fixture_server_start();
+    CHECK(port > 0);
+    if (port <= 0) return CHECK_DONE();
 
     sr__store_link *bad = sr__store_link_connect("127.0.0.1", port, "wrong", 2, err, sizeof err);
     CHECK(bad == NULL && strstr(err, "wrong or missing token"));
@@ -147,9 +125,7 @@ int main(void) {
     sr__store *w2 = sr__store_link_open(l, err, sizeof err);
     CHECK(w2 && sr__store_wait_send(w2, "outcome/2") == 0);
     CHECK(settles("outcome/2", 1));
-    stop = 1;
-    pthread_join(th, NULL);
-    sr__store_server_free(server);
+    fixture_server_stop();
     CHECK(w2 && readable(sr__store_fd(w2), 2000));
     CHECK(sr__store_get(ctl, "a", &v, &len) == -1 && strstr(sr__store_error(ctl), "store connection closed"));
     sr__store *late = sr__store_link_open(l, err, sizeof err);

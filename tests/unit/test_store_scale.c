@@ -11,23 +11,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "store_fixture.h"
 #include "store/store.h"
 #include "store/wire.h"
-
-static sr__store_server *server;
-static volatile int stop;
-
-static void *serve(void *arg) {
-    (void)arg;
-    struct pollfd pfds[8];
-    while (!stop) {
-        int n = sr__store_server_pollfds(server, pfds, 8);
-        int t = sr__store_server_timeout_ms(server);
-        poll(pfds, (nfds_t)n, t < 0 || t > 20 ? 20 : t);
-        sr__store_server_handle(server, pfds, n);
-    }
-    return NULL;
-}
 
 static int readable(sr__store *c, int ms) {
     struct pollfd p = {.fd = sr__store_fd(c), .events = POLLIN};
@@ -36,12 +22,9 @@ static int readable(sr__store *c, int ms) {
 
 int main(void) {
     char err[512], missing[256];
-    server = sr__store_server_start("127.0.0.1", 0, "secret", err, sizeof err);
-    CHECK(server != NULL);
-    if (!server) return CHECK_DONE();
-    pthread_t th;
-    pthread_create(&th, NULL, serve, NULL);
-    int port = sr__store_server_port(server);
+    int port = fixture_server_start();
+    CHECK(port > 0);
+    if (port <= 0) return CHECK_DONE();
     sr__store *c = sr__store_connect("127.0.0.1", port, "secret", 5, err, sizeof err);
     CHECK(c != NULL);
     if (!c) return CHECK_DONE();
@@ -84,7 +67,9 @@ int main(void) {
     free(v[0]);
     /* the set woke that wait only */
     CHECK(!readable(other, 100));
+    fixture_lock();
     CHECK(sr__store_server_waiting(server, "never"));
+    fixture_unlock();
 
     /* more connections than the old server held (4,096), each with a wait pending on a key of its
        own; setting one key answers its wait only */
@@ -104,7 +89,9 @@ int main(void) {
     }
     CHECK(connected == many);
     usleep(200000);
+    fixture_lock();
     CHECK(many == 0 || (sr__store_server_waiting(server, "k/0") && sr__store_server_waiting(server, "k/4199")));
+    fixture_unlock();
     CHECK(sr__store_set(c, "k/4199", "1", 1) == 0);
     CHECK(many == 0 || readable(cs[many - 1], 2000));
     CHECK(many == 0 || !readable(cs[0], 50));
@@ -114,13 +101,13 @@ int main(void) {
     for (int i = 0; i < many; i++) sr__store_close(cs[i]);
     free(cs);
     usleep(200000);
+    fixture_lock();
     CHECK(!sr__store_server_waiting(server, "k/0")); /* a closed connection's wait is gone */
+    fixture_unlock();
 
     int st = 0;
     waitpid(kid, &st, 0);
     sr__store_close(w), sr__store_close(other), sr__store_close(c);
-    stop = 1;
-    pthread_join(th, NULL);
-    sr__store_server_free(server);
+    fixture_server_stop();
     return CHECK_DONE();
 }

@@ -531,9 +531,9 @@ int main(int argc, char **argv) {
                 "store_sim: %d agents need %lld descriptors in node 0's process (per agent: its connection%s) and "
                 "%lld in each agents' process (--per-process %d: %d per agent); the limit is %lu (ulimit -Hn; "
                 "raising it takes CAP_SYS_RESOURCE): at most %lld agents here%s\n",
-                nagents, host_need, world == WORLD_NONE ? "" : ", and its rank's while the world is created",
-                proc_need, per_process, PROC_FDS_PER_AGENT, (unsigned long)lim,
-                ((long long)lim - SPARE_FDS) / host_per_agent, world == WORLD_NONE ? "" : " with --world");
+                nagents, host_need, world == WORLD_NONE ? "" : ", and its rank's while the world is created", proc_need,
+                per_process, PROC_FDS_PER_AGENT, (unsigned long)lim, ((long long)lim - SPARE_FDS) / host_per_agent,
+                world == WORLD_NONE ? "" : " with --world");
         return 2;
     }
     sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -351,10 +351,12 @@ int sr__link_send(sr__store *c, const char *frame, size_t len, int expect_reply)
         l->pending.n -= flushed;
     }
     if (!failed) failed = send_until(l->fd, frame, len, deadline, &off);
-    if (failed == STALLED && off > 0) {
+    if (failed == STALLED && (off > 0 || !expect_reply)) {
         /* part of this frame went out and node 0 takes no more for now (busy, stopped, a slow
            link): the rest follows before the next frame, so that this channel alone fails, as a
-           connection of its own did, and not the "alive" wait beside it */
+           connection of its own did, and not the "alive" wait beside it.  A CLOSE (the one frame
+           without a reply) waits there whole if need be: the server must see it, or the channel's
+           wait stays filed and the connection's open channels pile up to the server's limit. */
         sr__buf_add(&l->pending, frame + off, len - off);
         if (l->pending.oom) shutdown(l->fd, SHUT_RDWR), sr__buf_free(&l->pending);
     } else if (failed > 0 && (off > 0 || l->pending.n)) {

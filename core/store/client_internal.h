@@ -34,7 +34,8 @@ struct sr__store {
 /* A link around fd, a connection authenticated on channel 0, with its reader thread running; NULL
    with err and errno (fd is then still the caller's). */
 sr__store_link *sr__link_start(int fd, char *err, size_t errlen);
-/* Sends one whole request frame on c's channel. 0, or -1 with c->error. */
+/* Sends one whole request frame on c's channel. 0, or -1 with c->error.  expect_reply 0: a CLOSE,
+   which a stalled connection keeps to send before the next request. */
 int sr__link_send(sr__store *c, const char *frame, size_t len, int expect_reply);
 /* Waits for the reply to c's request and leaves it, whole, in c->in. 0, or -1 with c->error. */
 int sr__link_await(sr__store *c);

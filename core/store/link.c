@@ -7,8 +7,9 @@
  * its eventfd when it waits asynchronously).  One thread, not one per link: an agent has one link,
  * but bench/store_sim plays thousands of agents in a process, and threads are pids (32,768 by
  * default).  Requests are written whole under the link's send lock, so frames of different
- * channels never interleave.  Each channel has at most one request outstanding (store.h: one call
- * at a time per handle), so one reply slot suffices.  A reply for a channel that is gone (closed,
+ * channels never interleave (a request that its io timeout cuts off part-way fails its channel,
+ * and the rest of its frame goes out first with the next request).  Each channel has at most one
+ * request outstanding (store.h: one call at a time per handle), so one reply slot suffices.  A reply for a channel that is gone (closed,
  * or timed out) is dropped: channel numbers are never reused on a link, so it cannot be taken for
  * another request's answer.
  */
@@ -36,7 +37,9 @@ enum { REACTOR_STACK = 128 << 10, READ_CHUNK = 16 << 10, READS_PER_TURN = 4 };
 struct sr__store_link {
     int fd;
     pthread_mutex_t mu;      /* what follows, and every channel's fields below its `link` */
-    pthread_mutex_t send_mu; /* one frame at a time on the socket */
+    pthread_mutex_t send_mu; /* one frame at a time on the socket, and `pending` */
+    sr__buf pending;         /* the rest of a frame whose sender's io timeout cut it off part-way:
+                                it goes out before any other frame (send_mu) */
     int refs;                /* sr__store_link_ref's, and one per open channel */
     uint32_t next_channel;
     int dead;
@@ -135,6 +138,7 @@ static void pump(sr__store_link *l) {
 static void free_link(sr__store_link *l) {
     close(l->fd);
     sr__buf_free(&l->in);
+    sr__buf_free(&l->pending);
     sr__store_msg_free(&l->msg);
     free(l->chans);
     pthread_mutex_destroy(&l->mu);
@@ -307,6 +311,28 @@ static int ms_left(double deadline) {
     return left <= 0 ? 0 : (int)(left * 1000) + 1;
 }
 
+/* The socket took no more before the sender's deadline (send_until). */
+#define STALLED (-1)
+
+/* Sends p[*off .. len) on fd until it is all out or `deadline` passes (*off moves on); 0, STALLED,
+   or the errno that broke the connection. */
+static int send_until(int fd, const char *p, size_t len, double deadline, size_t *off) {
+    while (*off < len) {
+        ssize_t w = send(fd, p + *off, len - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            *off += (size_t)w;
+        } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd q = {.fd = fd, .events = POLLOUT};
+            int ready = poll(&q, 1, ms_left(deadline));
+            if (ready == 0) return STALLED;
+            if (ready < 0 && errno != EINTR) return errno;
+        } else if (!(w < 0 && errno == EINTR)) {
+            return w < 0 ? errno : EPIPE;
+        }
+    }
+    return 0;
+}
+
 int sr__link_send(sr__store *c, const char *frame, size_t len, int expect_reply) {
     sr__store_link *l = c->link;
     pthread_mutex_lock(&l->mu);
@@ -316,32 +342,38 @@ int sr__link_send(sr__store *c, const char *frame, size_t len, int expect_reply)
     pthread_mutex_unlock(&l->mu);
     if (refused) return c->lost = 1, -1;
     double deadline = c->io_timeout_s > 0 ? sr__now_s() + c->io_timeout_s : -1;
-    size_t off = 0;
-    int failed = 0;
+    size_t off = 0, flushed = 0;
     pthread_mutex_lock(&l->send_mu);
-    while (off < len && !failed) {
-        ssize_t w = send(l->fd, frame + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w > 0) {
-            off += (size_t)w;
-        } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd p = {.fd = l->fd, .events = POLLOUT};
-            int ready = poll(&p, 1, ms_left(deadline));
-            if (ready == 0) failed = ETIMEDOUT;
-            else if (ready < 0 && errno != EINTR) failed = errno;
-        } else if (!(w < 0 && errno == EINTR)) {
-            failed = w < 0 ? errno : EPIPE;
-        }
+    /* first what an earlier request left unsent: the server reads whole frames, one after another */
+    int failed = l->pending.n ? send_until(l->fd, l->pending.s, l->pending.n, deadline, &flushed) : 0;
+    if (flushed) {
+        memmove(l->pending.s, l->pending.s + flushed, l->pending.n - flushed);
+        l->pending.n -= flushed;
     }
-    /* part of a frame went out: the stream cannot be read any more, so the connection ends (the
-       reader sees it and fails every channel) */
-    if (failed && off > 0) shutdown(l->fd, SHUT_RDWR);
+    if (!failed) failed = send_until(l->fd, frame, len, deadline, &off);
+    if (failed == STALLED && (off > 0 || !expect_reply)) {
+        /* part of this frame went out and node 0 takes no more for now (busy, stopped, a slow
+           link): the rest follows before the next frame, so that this channel alone fails, as a
+           connection of its own did, and not the "alive" wait beside it.  A CLOSE (the one frame
+           without a reply) waits there whole if need be: the server must see it, or the channel's
+           wait stays filed and the connection's open channels pile up to the server's limit. */
+        sr__buf_add(&l->pending, frame + off, len - off);
+        if (l->pending.oom) shutdown(l->fd, SHUT_RDWR), sr__buf_free(&l->pending);
+    } else if (failed > 0 && (off > 0 || l->pending.n)) {
+        /* the connection broke with a frame part-way: the stream cannot be read any more, so the
+           connection ends (the reader sees it and fails every channel) */
+        shutdown(l->fd, SHUT_RDWR);
+    }
     pthread_mutex_unlock(&l->send_mu);
     if (!failed) return 0;
     pthread_mutex_lock(&l->mu);
     c->awaiting = 0;
     c->lost = 1;
     pthread_mutex_unlock(&l->mu);
-    snprintf(c->error, sizeof c->error, "store connection lost while sending: %s", strerror(failed));
+    if (failed == STALLED)
+        snprintf(c->error, sizeof c->error, "store connection stalled while sending: the store took no more within %gs",
+                 c->io_timeout_s);
+    else snprintf(c->error, sizeof c->error, "store connection lost while sending: %s", strerror(failed));
     return -1;
 }
 

@@ -90,8 +90,9 @@ void sr__store_close(sr__store *c);
    the replies and hands each to its channel; every call above works on a channel handle, from any
    thread (one call at a time per handle), and sr__store_fd() of a channel is an eventfd that turns
    readable when the reply to its sr__store_wait_send() came, or the connection ended.  A reply
-   that takes longer than the handle's io timeout fails that handle only.  When the connection
-   ends (node 0 went away) every handle's calls fail, as every connection's did.
+   that takes longer than the handle's io timeout fails that handle only, and so does a request
+   the store does not take in within it.  When the connection ends (node 0 went away) every
+   handle's calls fail, as every connection's did.
    Connects as sr__store_connect does (errno ETIMEDOUT, ECONNRESET or EACCES on failure). */
 typedef struct sr__store_link sr__store_link;
 sr__store_link *sr__store_link_connect(const char *host, int port, const char *token, double timeout_s, char *err,

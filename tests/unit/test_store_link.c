@@ -1,7 +1,8 @@
 /* Channels of one store connection (store.h: sr__store_link), against the real server: a wait
    pending on one channel holds none of the others, two threads use their channels at once, an
    asynchronous wait's eventfd turns readable when its key is set, a reply that times out fails its
-   channel only, closing a channel drops its wait at the server, and the server's end fails every
+   channel only, so does a request node 0 stops taking in part-way (the rest goes out before the
+   next request), closing a channel drops its wait at the server, and the server's end fails every
    channel and wakes its asynchronous waits.  Node 0 sees one connection for all of it. */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -116,6 +117,72 @@ int main(void) {
     /* a timed wait on a channel still answers as on a connection */
     const char *later[1] = {"later"};
     CHECK(sr__store_wait(ctl, later, 1, 0.1, missing, sizeof missing) == 1 && !strcmp(missing, "later"));
+
+    /* a request that node 0 does not take in within the io timeout, cut off part-way (node 0 stops
+       reading: here its serving thread is held): that channel fails, and only it; the rest of its
+       frame goes out before the next request, so the "alive" wait and the other channels last */
+    {
+        enum { NKEYS = 3800, KLEN = 1000 };
+        char *names = malloc((size_t)NKEYS * (KLEN + 1));
+        const char **keys = malloc(NKEYS * sizeof *keys);
+        CHECK(names && keys);
+        for (int i = 0; names && keys && i < NKEYS; i++) {
+            char *k = names + (size_t)i * (KLEN + 1);
+            memset(k, 'k', KLEN);
+            snprintf(k, 16, "big/%d/", i);
+            k[strlen(k)] = 'k';
+            k[KLEN] = 0;
+            keys[i] = k;
+        }
+        /* requests of a few MiB on channels of their own until one is cut off part-way (the
+           first ones fill the kernel's buffers) */
+        sr__store *bigs[6] = {0};
+        int partial = 0;
+        fixture_lock(); /* node 0 reads nothing more for now */
+        for (int b = 0; b < 6 && !partial && names && keys; b++) {
+            bigs[b] = sr__store_link_open(l, err, sizeof err);
+            CHECK(bigs[b] && sr__store_set_io_timeout(bigs[b], 0.3) == 0);
+            if (!bigs[b]) break;
+            CHECK(sr__store_wait(bigs[b], keys, NKEYS, 0, missing, sizeof missing) == -1);
+            partial = strstr(sr__store_error(bigs[b]), "while sending") != NULL;
+        }
+        fixture_unlock();
+        CHECK(partial);
+        CHECK(!readable(sr__store_fd(alive), 200)); /* the connection did not end */
+        CHECK(waiting("alive/1"));
+        sr__store *after = sr__store_link_open(l, err, sizeof err);
+        CHECK(after && sr__store_set(after, "after", "2", 1) == 0);
+        CHECK(after && sr__store_get(after, "after", &v, &len) == 0 && len == 1 && !memcmp(v, "2", 1));
+        free(v), v = NULL;
+        CHECK(sr__store_get(ctl, "a", &v, &len) == 0);
+        free(v), v = NULL;
+        CHECK(settles("alive/1", 1));
+        if (after) sr__store_close(after);
+        for (int b = 0; b < 6; b++)
+            if (bigs[b]) sr__store_close(bigs[b]), bigs[b] = NULL;
+
+        /* the same with waits for good, their channels closed while node 0 still reads nothing:
+           each CLOSE reaches the server after the rest of the frames, and drops its wait there */
+        partial = 0;
+        fixture_lock();
+        for (int b = 0; b < 6 && !partial && names && keys; b++) {
+            bigs[b] = sr__store_link_open(l, err, sizeof err);
+            CHECK(bigs[b] && sr__store_set_io_timeout(bigs[b], 0.3) == 0);
+            if (!bigs[b]) break;
+            CHECK(sr__store_wait(bigs[b], keys, NKEYS, -1, missing, sizeof missing) == -1);
+            partial = strstr(sr__store_error(bigs[b]), "while sending") != NULL;
+        }
+        for (int b = 0; b < 6; b++)
+            if (bigs[b]) sr__store_close(bigs[b]);
+        fixture_unlock();
+        CHECK(partial);
+        after = sr__store_link_open(l, err, sizeof err); /* its request takes what waited along */
+        CHECK(after && sr__store_set(after, "after", "3", 1) == 0);
+        CHECK(names && settles(keys[0], 0));
+        CHECK(settles("alive/1", 1));
+        if (after) sr__store_close(after);
+        free(names), free(keys);
+    }
 
     /* closing the channel that holds the "alive" wait: the server no longer sees it */
     sr__store_close(alive);

@@ -1,10 +1,10 @@
-# Shared by the benchmarks that start many agents on this host (loopback_agents.sh,
-# watchdog_agents.sh): a master port, and the end of what they started.
+# Shared by what starts many agents on this host (bench/loopback_agents.sh, watchdog_agents.sh, and
+# the tests through tests/cli/lib.sh): a master port, and the end of what they started.
 
 # free_port_pair: a port P with P + 1 (the rendezvous store's) free too (a free port's neighbour
 # may not be)
 free_port_pair() {
-    python3 -c '
+    /usr/bin/python3 -c '
 import random, socket
 for _ in range(200):
     p = random.randint(20000, 60000)

@@ -430,6 +430,7 @@ void sr__watchdog_free(sr__watchdog *wd) {
     sr__watch_unmap(wd->slots, wd->nslots);
     for (int a = 0; wd->peers && a < wd->nagents; a++) free(wd->peers[a].rec);
     free(wd->peers), free(wd->pid), free(wd->rank), free(wd->beat), free(wd->changed), free(wd->mine);
+    sr__store_link_release(wd->link); /* taken for an exchange thread that did not start */
     free(wd);
 }
 

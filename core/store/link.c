@@ -438,11 +438,8 @@ void sr__link_close_channel(sr__store *c) {
     if (!dead) { /* the server drops the channel's pending wait, as it would a closed connection's */
         unsigned char h[SR__STORE_HEADER];
         sr__store_put_head(h, SR__OP_CLOSE, c->channel, 0);
-        c->lost = 0;
+        c->lost = 0; /* c is off the list: the reactor no longer touches it */
         c->io_timeout_s = c->io_timeout_s > 0 && c->io_timeout_s < 1 ? c->io_timeout_s : 1;
-        pthread_mutex_lock(&l->mu);
-        c->awaiting = 0;
-        pthread_mutex_unlock(&l->mu);
         (void)sr__link_send(c, (const char *)h, sizeof h, 0);
     }
     if (c->event_fd >= 0) close(c->event_fd);

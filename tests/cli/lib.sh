@@ -84,17 +84,6 @@ worker_of() {
         awk -v p="$c" '{ sub(/.*\) /, ""); if ($3 == p) print $20, p }' "/proc/$c/stat" 2>/dev/null
     done | sort -k1,1n -k2,2n | awk -v i="$2" 'NR == i + 1 { print $2 }'
 }
-# A port P such that P and P+1 (the rendezvous store's default across nodes) are free now.
-free_port_pair() {
-    /usr/bin/python3 - <<'PY'
-import random, socket
-for _ in range(200):
-    p = random.randint(20000, 60000)
-    try:
-        for q in (p, p + 1):
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("", q)); s.close()
-        print(p); break
-    except OSError:
-        pass
-PY
-}
+# free_port_pair (a port P with P+1, the rendezvous store's default across nodes, free too) and
+# kill_agents PID... (each agent still running and its workers' process groups, with SIGKILL)
+. "$SRC/bench/agents_lib.sh"

@@ -21,11 +21,7 @@ KEYS=${KEYS:-1024}
 bgpids=()
 # every process this test started, and their workers (each the leader of its own group)
 cleanup() {
-    local p c
-    for p in "${bgpids[@]}"; do
-        for c in $(pgrep -P "$p"); do kill -KILL -- "-$c" "$c" 2>/dev/null; done
-        kill -KILL "$p" 2>/dev/null
-    done
+    kill_agents "${bgpids[@]}"
     wait 2>/dev/null
     rm -rf "$T"
 }
@@ -90,9 +86,7 @@ end_of() {
         wait "${pid[$1]}"
         rc=$?
     else
-        local c
-        for c in $(pgrep -P "${pid[$1]}"); do kill -KILL -- "-$c" "$c" 2>/dev/null; done
-        kill -KILL "${pid[$1]}" 2>/dev/null
+        kill_agents "${pid[$1]}"
         wait "${pid[$1]}" 2>/dev/null
         rc=124
     fi

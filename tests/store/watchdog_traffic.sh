@@ -9,12 +9,7 @@ N=24
 export SHARDRUN_RDZV_TOKEN=watchdog-traffic-test
 pids=()
 cleanup() {
-    local p c
-    for p in "${pids[@]}"; do
-        kill -0 "$p" 2>/dev/null || continue
-        for c in $(pgrep -P "$p"); do kill -KILL -- "-$c" "$c" 2>/dev/null; done
-        kill -KILL "$p" 2>/dev/null
-    done
+    kill_agents "${pids[@]}"
     wait 2>/dev/null
     rm -rf "$T"
 }

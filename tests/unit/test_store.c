@@ -34,9 +34,7 @@ static void raw(const void *data, size_t len, int read_reply) {
 }
 
 static size_t header(unsigned char *b, unsigned op, uint32_t nitems) {
-    sr__put_u32(b, SR__STORE_MAGIC);
-    b[4] = (unsigned char)op, b[5] = b[6] = b[7] = 0;
-    sr__put_u32(b + 8, nitems);
+    sr__store_put_head(b, op, 0, nitems);
     return SR__STORE_HEADER;
 }
 

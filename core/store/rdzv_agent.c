@@ -112,7 +112,8 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", attempt, r->agent_id), err,
                          sizeof err) != 0) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, err);
-        return -1;
+        /* the one connection to node 0 ended (its store refused a request, or it went away) */
+        return SR__RDZV_UNREACHABLE;
     }
     /* From now on the control channel carries only short requests (a failure, results, an
        acknowledgement), made from the supervisor's loop: one that node 0 does not answer within

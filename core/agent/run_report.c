@@ -52,7 +52,12 @@ static void print_preempted(const sr__attempt *st, sr__run *run) {
         if (st->ws[i].progress.preempted && !saved) saved = &st->ws[i];
         missing += !st->ws[i].progress.preempted;
     }
-    if (saved && !missing)
+    if (saved && !missing && run->rdzv.elastic && !run->rdzv.hosting)
+        fprintf(stderr,
+                "shardrun: this node left the elastic job (%s): every rank stopped after step %lld and %s holds it; "
+                "the other nodes go on from there\n",
+                by, saved->progress.ckpt_step, saved->progress.ckpt_path);
+    else if (saved && !missing)
         fprintf(
             stderr,
             "shardrun: preempted by %s: every rank stopped after step %lld and %s holds it; run the "

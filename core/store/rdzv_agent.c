@@ -156,10 +156,10 @@ static void read_start(sr__rdzv *r) {
     } else {
         r->attempt++; /* the host's verdict, and its acknowledgement, belong to the next attempt */
         r->phase = SR__RDZV_FAILED;
-        sr__rdzv_set_failure(r, 0, 0,
-                             rc == 0 && !strncmp((char *)v, "fail:", 5)
-                                 ? (char *)v + 5
-                                 : "node 0's shardrun went away while the job restarted");
+        char what[1400];
+        if (rc == 0 && !strncmp((char *)v, "fail:", 5)) snprintf(what, sizeof what, "%s", (char *)v + 5);
+        else snprintf(what, sizeof what, "node 0's shardrun went away while the job restarted%s", sr__rdzv_host_gone_note(r));
+        sr__rdzv_set_failure(r, 0, 0, what);
     }
     free(v);
 }
@@ -186,8 +186,8 @@ void sr__rdzv_read_watch(sr__rdzv *r) {
         r->restart_kind = (char)(verdict == SR__VERDICT_RESTART ? SR__FAIL_RETRYABLE : SR__FAIL_LEFT);
     } else if (r->phase == SR__RDZV_RUNNING) {
         sr__rdzv_set_failure(r, 0, 0, "");
-        snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)",
-                 rc < 0 ? sr__store_error(r->ctl) : "its store closed");
+        snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)%s",
+                 rc < 0 ? sr__store_error(r->ctl) : "its store closed", sr__rdzv_host_gone_note(r));
         r->phase = SR__RDZV_FAILED;
     }
     free(v);

@@ -22,6 +22,12 @@ int sr__rdzv_takes_part(const sr__rdzv *r, int agent) {
     return r->peers[agent].state == SR__PEER_ACCEPTED;
 }
 
+int sr__rdzv_node_of(const sr__rdzv *r, int agent) {
+    int node = 0;
+    for (int a = 0; a < agent && a < r->nagents; a++) node += sr__rdzv_takes_part(r, a);
+    return node;
+}
+
 /* A slot no live agent holds or was given, or -1 (the job has its MAX agents). */
 static int free_slot(const sr__rdzv *r) {
     for (int a = 1; a < r->nagents; a++) {

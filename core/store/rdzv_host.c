@@ -186,8 +186,8 @@ static void check_agent(sr__rdzv *r, int a) {
             p->state = SR__PEER_GONE;
             if (r->elastic) { /* the others go on without it (a new world), if they are enough */
                 if (!was_part || !r->formed) return;
-                snprintf(why, sizeof why, "node %d's shardrun (slot %d) left the job", p->node, a);
-                if (r->phase == SR__RDZV_RUNNING) sr__rdzv_decide(r, p->node, SR__FAIL_LEFT, why);
+                snprintf(why, sizeof why, "node %d's shardrun (slot %d) left the job", sr__rdzv_node_of(r, a), a);
+                if (r->phase == SR__RDZV_RUNNING) sr__rdzv_decide(r, sr__rdzv_node_of(r, a), SR__FAIL_LEFT, why);
                 return;
             }
             snprintf(why, sizeof why, "node %d's shardrun (agent %d) went away%s", p->node, a,
@@ -216,7 +216,7 @@ void sr__rdzv_host_handle(sr__rdzv *r) {
         for (int a = 1; r->formed && r->phase == SR__RDZV_RUNNING && a < r->nagents; a++)
             if (r->peers[a].state == SR__PEER_BACK) {
                 char why[200];
-                snprintf(why, sizeof why, "node %d's shardrun (slot %d) joins the job", a, a);
+                snprintf(why, sizeof why, "a new node's shardrun (slot %d) joins the job", a);
                 sr__rdzv_decide(r, 0, SR__FAIL_JOIN, why);
             }
     }

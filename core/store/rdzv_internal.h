@@ -78,6 +78,8 @@ int sr__rdzv_rewatch(sr__rdzv *r, const char *key, char *err, size_t errlen);
 void sr__rdzv_read_watch(sr__rdzv *r);
 
 /* rdzv_elastic.c: an elastic job's membership (nnodes = MIN:MAX). */
+/* Hosting agent: the node rank of `agent` (a slot) in the current world. */
+int sr__rdzv_node_of(const sr__rdzv *r, int agent);
 /* Hosting agent: gives each arrived ticket a free slot (or "full"). */
 void sr__rdzv_elastic_arrivals(sr__rdzv *r);
 /* Hosting agent, before the first world: 1 when it may form (MIN agents there for rdzv_last_call,

@@ -21,9 +21,7 @@ int sr__rdzv_stopped(sr__rdzv *r) {
                          sizeof err) != 0) {
         r->phase = SR__RDZV_FAILED;
         snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere,
-                 "node 0's shardrun went away while the job restarted "
-                 "(%s)",
-                 err);
+                 "node 0's shardrun went away while the job restarted (%s)%s", err, sr__rdzv_host_gone_note(r));
         return -1;
     }
     r->waiting_start = 1;
@@ -170,7 +168,8 @@ void sr__rdzv_next_attempt(sr__rdzv *r) {
         } else if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, r->agent_id), err,
                                     sizeof err) != 0) {
             r->phase = SR__RDZV_FAILED;
-            snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)", err);
+            snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)%s", err,
+                     sr__rdzv_host_gone_note(r));
         }
     }
 }

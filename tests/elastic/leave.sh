@@ -1,0 +1,93 @@
+# An elastic job (nnodes = 2:3) on three nodes, each a network namespace on one switch, loses a node:
+# (a) node 2 vanishes after step 7 (every process in its namespace killed, the namespace deleted):
+#     nodes 0 and 1 go on as a world of 2 from checkpoint-5 and finish; (b) node 2's shardrun gets
+#     SIGTERM (a spot notice): every rank stops after the same step with a checkpoint, node 2 leaves
+#     (exit 143), the others resume from that very step; (c) below the minimum: a job of 2 that
+#     loses one waits rdzv_timeout for another, then ends naming what is missing and how to go on;
+#     (d) node 0 vanishes: with the built-in store the others end (exit 1) with the sentence that
+#     says why and what to do.  Nothing is left running in any namespace.
+. "$(dirname "$0")/lib.sh"
+restart_job 20
+sed -i '/^nproc_per_node = 2$/d' "$T/job.ini"
+J=$T/job.ini
+nodes_up 3
+
+# (a) node 2 vanishes after step 7.  Node 0's rank waits after its step 7 line until its agent stops
+# it (SHARDRUN_DEBUG_PAUSE_AT), so the loss lands after step 7 however fast the steps are.
+P=$(free_port_pair)
+SHARDRUN_DEBUG_PAUSE_AT=0:7 start_node 0 0 "$T/a"
+start_node 1 1 "$T/a"
+start_node 2 2 "$T/a"
+wait_for "$T/n0.out" "step 7/20" 120 && pass || fail "the run reached step 7 ($(logs))"
+expect_in "$(cat "$T/n2.err")" "started 1 worker (rank 2 of 3)" "node 2 took part in the first world"
+node_gone 2
+unset "pid[2]"
+wait_node_for 0 120
+wait_node_for 1 120
+expect_eq "${rc[0]}/${rc[1]}" "0/0" "nodes 0 and 1 finish the run without node 2 ($(logs))"
+for n in 0 1; do
+    expect_in "$(cat "$T/n$n.err")" "the job's nodes change: node 2's shardrun (slot 2) left the job" "node $n says node 2 left"
+    expect_in "$(cat "$T/n$n.err")" "started 1 worker (rank $n of 2, restart 1)" "node $n goes on in a world of 2"
+done
+expect_in "$(cat "$T/n0.out")" "[rank0]: shardrun: resumed from $T/a/checkpoint-5 at step 5" "the run resumes from checkpoint-5"
+expect_in "$(cat "$T/n0.out")" "[rank0]: step 20/20" "the run reaches its last step"
+[ -f "$T/a/checkpoint-20/model.safetensors" ] && pass || fail "the run's last checkpoint is written"
+n=$(grep -c '"rank":' "$T/n0.out")
+expect_eq "$n" 2 "the results list the 2 ranks of the last world"
+
+# (b) a spot notice: node 2's shardrun gets SIGTERM after step 6
+ip netns add "$(ns_of 2)" 2>/dev/null # node 2 back: a namespace and a link of its own again
+ip link add "sre$$n2" netns "$(ns_of 2)" type veth peer name "sre$$s2" netns "$NSW" &&
+    ip -n "$NSW" link set "sre$$s2" master sreb && ip -n "$NSW" link set "sre$$s2" up &&
+    ip -n "$(ns_of 2)" addr add "$(addr_of 2)/24" dev "sre$$n2" && ip -n "$(ns_of 2)" link set "sre$$n2" up &&
+    ip -n "$(ns_of 2)" link set lo up || fail "cannot give node 2 its link again"
+P=$(free_port_pair)
+SHARDRUN_DEBUG_PAUSE_AT=0:6 start_node 0 0 "$T/b"
+start_node 1 1 "$T/b"
+start_node 2 2 "$T/b"
+wait_for "$T/n0.out" "step 6/20" 120 && pass || fail "the run reached step 6 ($(logs))"
+kill -TERM "${pid[2]}"
+wait_node_for 2 60
+wait_node_for 0 120
+wait_node_for 1 120
+expect_eq "${rc[0]}/${rc[1]}/${rc[2]}" "0/0/143" "node 2 leaves (143), nodes 0 and 1 finish ($(logs))"
+expect_in "$(cat "$T/n2.err")" "this node left the elastic job (SIGTERM): every rank stopped after step 6 and $T/b/checkpoint-6 holds it" "node 2 says it left after a checkpoint"
+expect_in "$(cat "$T/n0.err")" "node 2's shardrun (slot 2) received SIGTERM and leaves the job; every rank finishes its step and writes a checkpoint" "node 0 says why the nodes change"
+expect_in "$(cat "$T/n0.out")" "[rank0]: shardrun: resumed from $T/b/checkpoint-6 at step 6" "no step is lost: the run resumes from the notice's checkpoint"
+expect_in "$(cat "$T/n1.err")" "started 1 worker (rank 1 of 2, restart 1)" "node 1 goes on in a world of 2"
+
+# (c) below the minimum: a world of 2 (nnodes = 2:3) loses node 1; no other comes within rdzv_timeout
+P=$(free_port_pair)
+SHARDRUN_DEBUG_PAUSE_AT=0:6 start_node 0 0 "$T/c" --set shardrun.rdzv_timeout=3
+start_node 1 1 "$T/c" --set shardrun.rdzv_timeout=3
+wait_for "$T/n0.out" "step 6/20" 120 && pass || fail "the run reached step 6 ($(logs))"
+kill -KILL "${pid[1]}"
+wait "${pid[1]}" 2>/dev/null
+unset "pid[1]"
+t0=$(now_ms)
+wait_node_for 0 60
+ms=$(($(now_ms) - t0))
+expect_eq "${rc[0]}" 1 "node 0 fails once it is alone below the minimum"
+expect_in "$(cat "$T/n0.err")" "1 node left of the at least 2 of nnodes = 2:3, and no other joined within rdzv_timeout (3s)" "node 0 names what is missing"
+expect_in "$(cat "$T/n0.err")" "to continue later, start 2 nodes with the same job file and --set task.resume_from_checkpoint=latest" "node 0 says how to go on"
+[ "$ms" -lt 15000 ] && pass || fail "node 0 gave up after ${ms} ms (rdzv_timeout 3 s)"
+
+# (d) node 0 vanishes: the built-in store goes with it
+P=$(free_port_pair)
+SHARDRUN_DEBUG_PAUSE_AT=0:4 start_node 0 0 "$T/d" --set shardrun.hang_timeout=5
+start_node 1 1 "$T/d" --set shardrun.hang_timeout=5
+start_node 2 2 "$T/d" --set shardrun.hang_timeout=5
+wait_for "$T/n0.out" "step 4/20" 120 && pass || fail "the run reached step 4 ($(logs))"
+node_gone 0
+unset "pid[0]"
+wait_node_for 1 60
+wait_node_for 2 60
+expect_eq "${rc[1]}/${rc[2]}" "1/1" "nodes 1 and 2 fail when node 0 vanished ($(logs))"
+for n in 1 2; do
+    expect_in "$(cat "$T/n$n.err")" "node 0's shardrun hosts an elastic job's rendezvous with the built-in store, the one node the job cannot lose" "node $n says why the job ends"
+done
+for i in 1 2; do
+    left=$(ip netns pids "$(ns_of "$i")" | wc -l)
+    expect_eq "$left" 0 "nothing left running in node $i's namespace"
+done
+done_checks

@@ -158,7 +158,9 @@ static void read_start(sr__rdzv *r) {
         r->phase = SR__RDZV_FAILED;
         char what[1400];
         if (rc == 0 && !strncmp((char *)v, "fail:", 5)) snprintf(what, sizeof what, "%s", (char *)v + 5);
-        else snprintf(what, sizeof what, "node 0's shardrun went away while the job restarted%s", sr__rdzv_host_gone_note(r));
+        else
+            snprintf(what, sizeof what, "node 0's shardrun went away while the job restarted%s",
+                     sr__rdzv_host_gone_note(r));
         sr__rdzv_set_failure(r, 0, 0, what);
     }
     free(v);

@@ -49,9 +49,10 @@ void sr__rdzv_set_failure(sr__rdzv *r, int node, int config, const char *what) {
 }
 
 const char *sr__rdzv_host_gone_note(const sr__rdzv *r) {
-    return r->elastic ? ": node 0's shardrun hosts an elastic job's rendezvous with the built-in store, the one node the "
-                        "job cannot lose (rdzv_backend = etcd, which survives the loss of any node, is not available "
-                        "yet: docs/elastic.md); the newest checkpoint in output_dir holds the run's state: start the "
-                        "job again with --set task.resume_from_checkpoint=latest to continue"
-                      : "";
+    return r->elastic
+               ? ": node 0's shardrun hosts an elastic job's rendezvous with the built-in store, the one node the "
+                 "job cannot lose (rdzv_backend = etcd, which survives the loss of any node, is not available "
+                 "yet: docs/elastic.md); the newest checkpoint in output_dir holds the run's state: start the "
+                 "job again with --set task.resume_from_checkpoint=latest to continue"
+               : "";
 }

@@ -142,7 +142,8 @@ const sr_var sr__host_reads[] = {
      "instead, a hang for the hang watchdog), so the restart tests lose a rank at a known step"},
     {"SHARDRUN_DEBUG_PAUSE_AT",
      "testing aid: RANK:STEP makes that rank of a model task wait, right after optimizer step STEP of the job's "
-     "first attempt was logged (its line flushed), until it is asked to stop (SIGTERM or SIGUSR1; at most 120 s, "
+     "first attempt (RANK:STEP@N: of attempt N; up to 4 such, separated by commas) was logged (its line flushed), "
+     "until it is asked to stop (SIGTERM or SIGUSR1; at most 120 s, "
      "then it says the pause ran out and goes on); the other ranks wait for it where every rank agrees whether to "
      "stop, so a preemption test's signal stops the run after exactly that step however fast the steps are"},
     {NULL, NULL},

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "config/env_values.h"
+#include "config/worker_settings.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -32,6 +33,22 @@ static int rank_step(const char *v, const char *const *suffixes) {
     return 0;
 }
 
+/* SHARDRUN_DEBUG_PAUSE_AT: up to SR__PAUSE_MAX comma-separated RANK:STEP (the first attempt) or
+   RANK:STEP@ATTEMPT. */
+static int pause_list_ok(const char *v) {
+    int n = 0;
+    for (const char *p = v; *p; n++) {
+        const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
+        const char *c = memchr(p, ':', (size_t)(end - p)), *at = memchr(p, '@', (size_t)(end - p));
+        if (n == SR__PAUSE_MAX || !c || !whole(p, c, 1 << 30) || !whole(c + 1, at ? at : end, 1000000000LL) ||
+            (at && !whole(at + 1, end, 1000000)))
+            return 0;
+        p = comma ? comma + 1 : end;
+        if (comma && !*p) return 0;
+    }
+    return 1;
+}
+
 #ifdef SR__ALLOC_FAULTS
 /* PATH:LINE (base/alloc.h's sites): a path of at most 255 bytes, then a line number from 1. */
 static int site_ok(const char *v) {
@@ -62,8 +79,8 @@ static int value_ok(const char *name, const char *v, const char **expected) {
         return !*v || rank_step(v, KILL_SUFFIXES);
     }
     if (!strcmp(name, "SHARDRUN_DEBUG_PAUSE_AT")) {
-        *expected = "RANK:STEP (whole numbers)";
-        return !*v || rank_step(v, NULL);
+        *expected = "RANK:STEP or RANK:STEP@ATTEMPT (whole numbers), up to 4 separated by commas";
+        return !*v || pause_list_ok(v);
     }
     if (!strcmp(name, "SHARDRUN_DEBUG_ALLOC_SITES") || !strcmp(name, "SHARDRUN_DEBUG_ALLOC_FAIL_SITE")) {
 #ifdef SR__ALLOC_FAULTS

@@ -52,7 +52,19 @@ int sr__worker_settings_parse(sr__worker_settings *s, const char *(*get)(const c
     s->kill_at_text = get("SHARDRUN_DEBUG_KILL_AT");
     debug_at(s->kill_at_text, &s->kill_at, 1);
     s->pause_at_text = get("SHARDRUN_DEBUG_PAUSE_AT");
-    debug_at(s->pause_at_text, &s->pause_at, 0);
+    s->npause = 0;
+    for (const char *v = s->pause_at_text; v && *v && s->npause < SR__PAUSE_MAX;) { /* "R:S[@A],..." */
+        struct sr__debug_at *at = &s->pause_at[s->npause];
+        int end = 0;
+        memset(at, 0, sizeof *at);
+        if (sscanf(v, "%d:%lld%n", &at->rank, &at->step, &end) != 2) break;
+        if (v[end] == '@') at->attempt = atoi(v + end + 1);
+        else if (v[end] && v[end] != ',') break; /* no other suffix (the agent refused one already) */
+        at->set = 1;
+        s->npause++;
+        v = strchr(v, ',');
+        v = v ? v + 1 : NULL;
+    }
     if (!model_task) {
         sr__fsdp_config_defaults(&s->fsdp);
         return 0;

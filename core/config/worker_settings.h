@@ -20,6 +20,9 @@
 #include "base/diag.h"
 #include "config/fsdp_settings.h"
 
+/* SHARDRUN_DEBUG_PAUSE_AT's most entries */
+#define SR__PAUSE_MAX 4
+
 typedef struct sr__worker_settings {
     int loaded; /* sr__worker_settings_load ran */
     /* this launch, set by shardrun in every worker */
@@ -44,7 +47,9 @@ typedef struct sr__worker_settings {
         int set, rank;
         long long step;
         int every, stop; /* ":every" (every attempt), ":stop" (SIGSTOP, not SIGKILL): KILL_AT only */
-    } kill_at, pause_at;
+        int attempt;     /* PAUSE_AT: "@ATTEMPT", the attempt it pauses in (0: the first) */
+    } kill_at, pause_at[SR__PAUSE_MAX];
+    int npause; /* entries of pause_at */
 } sr__worker_settings;
 
 /* Reads and checks the environment once (`model_task`: the FSDP variables too, which only the

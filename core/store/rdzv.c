@@ -232,7 +232,10 @@ void sr__rdzv_lose_host(sr__rdzv *r, const char *what) {
 }
 
 void sr__rdzv_peer_silent(sr__rdzv *r, int agent) {
-    if (r->hosting && r->peers && agent > 0 && agent < r->nagents) r->peers[agent].silent = 1;
+    if (!r->hosting || !r->peers || agent <= 0 || agent >= r->nagents) return;
+    r->peers[agent].silent = 1;
+    /* elastic: the next world goes on without it; its slot stays its own until its connection ends */
+    if (r->elastic && r->peers[agent].state == SR__PEER_ACCEPTED) r->peers[agent].state = SR__PEER_GONE;
 }
 
 /* What a turn may bring about once what arrived was taken in: success once every agent is done
@@ -291,6 +294,7 @@ void sr__rdzv_free(sr__rdzv *r) {
     sr__store_server_free(r->server); /* first: closing its connections calls its hook with r */
     free(r->peers);
     free(r->changed);
+    free(r->in_world);
     sr__buf_free(&r->attempts);
     sr__store_close(r->watch);
     sr__store_close(r->ctl);

@@ -153,11 +153,19 @@ typedef struct sr__rdzv {
     double last_call_s;          /* [shardrun] rdzv_last_call */
     int world_nodes, world_rank; /* the current attempt's node count and this agent's node rank */
     int formed;                  /* hosting agent: the first world was formed */
+    unsigned char *in_world;     /* hosting agent: per slot, 1 when it takes part in the current world
+                                    (as the attempt began: one that went away since stays in it) */
     int tickets_seen;            /* hosting agent: arrivals given a slot (or refused) so far */
     int restarts_used;           /* hosting agent: restarts after a failure (max_restarts counts them) */
     int save_first;              /* RESTART: every rank stops with a checkpoint first (a node joins, or leaves with
                            notice); 0: at once (a failure, a node lost) */
     char restart_kind;           /* the failure (sr__rdzv_failure) the current restart answers */
+    /* hosting agent of an elastic job: a rank's failure waits a moment before it is decided, for an
+       agent that went away at the same time (its peers' collectives fail with it): then the world
+       changes without using a restart */
+    double pending_at; /* when it arrived, 0: none, -1: being decided */
+    int pending_node;
+    char pending_what[1024];
     /* a restart, both sides */
     int stopped_here; /* this agent's workers are gone (SR__RDZV_STOPPED was reported) */
     int next_ready;   /* sr__rdzv_view.next_attempt, as the last step or report found it */
@@ -257,6 +265,10 @@ sr__rdzv_view sr__rdzv_view_now(const sr__rdzv *r);
 /* Whether agent `agent` takes part in the current attempt: always in a fixed-size job; in an
    elastic one (the hosting agent's view) the slots of the current world. */
 int sr__rdzv_takes_part(const sr__rdzv *r, int agent);
+
+/* What follows "node 0's shardrun went away" (or is silent): in an elastic job, what that means and
+   what to do; "" otherwise. */
+const char *sr__rdzv_host_gone_note(const sr__rdzv *r);
 
 /* Hosting agent: the results another agent reported, or NULL. */
 const char *sr__rdzv_results(const sr__rdzv *r, int agent, size_t *len);

@@ -18,8 +18,8 @@
 
 int sr__rdzv_takes_part(const sr__rdzv *r, int agent) {
     if (!r->elastic || agent == 0) return 1;
-    if (!r->hosting || !r->peers || agent < 0 || agent >= r->nagents) return 0;
-    return r->peers[agent].state == SR__PEER_ACCEPTED;
+    if (!r->hosting || !r->in_world || agent < 0 || agent >= r->nagents) return 0;
+    return r->in_world[agent];
 }
 
 int sr__rdzv_node_of(const sr__rdzv *r, int agent) {
@@ -32,7 +32,9 @@ int sr__rdzv_node_of(const sr__rdzv *r, int agent) {
 static int free_slot(const sr__rdzv *r) {
     for (int a = 1; a < r->nagents; a++) {
         const sr__rdzv_peer *p = &r->peers[a];
-        if (!p->assigned && (p->state == SR__PEER_UNSEEN || p->state == SR__PEER_GONE)) return a;
+        /* a silent agent's slot (gone, its connection still open) is not given to another: both would
+           read the slot's start */
+        if (!p->assigned && (p->state == SR__PEER_UNSEEN || (p->state == SR__PEER_GONE && !p->watching))) return a;
     }
     return -1;
 }
@@ -74,7 +76,8 @@ void sr__rdzv_publish_world(sr__rdzv *r, int attempt) {
     int n = 1;
     for (int a = 1; a < r->nagents; a++) {
         if (r->peers[a].state == SR__PEER_BACK) r->peers[a].state = SR__PEER_ACCEPTED;
-        if (r->peers[a].state != SR__PEER_ACCEPTED) continue;
+        r->in_world[a] = r->peers[a].state == SR__PEER_ACCEPTED;
+        if (!r->in_world[a]) continue;
         sr__buf_printf(&list, ",%d", a);
         n++;
     }

@@ -46,7 +46,8 @@ int sr__rdzv_host_start(sr__rdzv *r, const sr__rdzv_args *a, int port, sr__diag 
     r->port = sr__store_server_port(r->server);
     r->peers = sr__calloc((size_t)r->nagents, sizeof *r->peers);
     r->changed = sr__calloc((size_t)r->nagents, sizeof *r->changed);
-    if (!r->peers || !r->changed) {
+    if (r->elastic) r->in_world = sr__calloc((size_t)r->nagents, sizeof *r->in_world);
+    if (!r->peers || !r->changed || (r->elastic && !r->in_world)) {
         sr__diag_add(diag, "out of memory for the rendezvous of %d agents", r->nagents);
         return -1;
     }
@@ -92,8 +93,21 @@ static sr__rdzv_verdict verdict_of(sr__rdzv *r, sr__rdzv_failure kind) {
     return SR__VERDICT_FAILED;
 }
 
+/* How long an elastic job's host holds a rank's failure back, waiting for the agent whose loss may
+   have caused it (its connection's end arrives about when its peers' collectives fail). */
+static const double LEFT_GRACE_S = 2.0;
+
 void sr__rdzv_decide(sr__rdzv *r, int node, sr__rdzv_failure kind, const char *what) {
     if (r->phase != SR__RDZV_RUNNING) return;
+    if (r->elastic && r->formed && kind == SR__FAIL_RETRYABLE && r->pending_at >= 0) {
+        if (!r->pending_at) {
+            r->pending_at = sr__now_s();
+            r->pending_node = node;
+            snprintf(r->pending_what, sizeof r->pending_what, "%s", what);
+        }
+        return; /* sr__rdzv_host_handle decides it once LEFT_GRACE_S passed */
+    }
+    r->pending_at = 0;
     sr__rdzv_set_failure(r, node, kind == SR__FAIL_CONFIG, what);
     r->decided_kind = kind;
     if (kind != SR__FAIL_PREEMPT) sr__buf_printf(&r->attempts, "attempt %d: %s\n", r->attempt, what);
@@ -177,6 +191,9 @@ static void check_agent(sr__rdzv *r, int a) {
     char key[64], why[300];
     {
         sr__rdzv_peer *p = &r->peers[a];
+        if (p->state == SR__PEER_GONE && p->watching &&
+            !sr__store_server_waiting(r->server, sr__rdzv_key(key, sizeof key, "run/alive/%d/%d", a, p->join)))
+            p->watching = 0; /* gone silent, and now its connection ended too: its slot is free */
         if (p->state != SR__PEER_ACCEPTED && p->state != SR__PEER_BACK) return;
         if (sr__store_server_waiting(r->server, sr__rdzv_key(key, sizeof key, "run/alive/%d/%d", a, p->join))) {
             p->watching = 1;
@@ -211,6 +228,10 @@ void sr__rdzv_host_handle(sr__rdzv *r) {
     char key[64];
     size_t len;
     if (r->elastic) {
+        if (r->pending_at > 0 && r->phase == SR__RDZV_RUNNING && sr__now_s() - r->pending_at >= LEFT_GRACE_S) {
+            r->pending_at = -1; /* decided now, as it is */
+            sr__rdzv_decide(r, r->pending_node, SR__FAIL_RETRYABLE, r->pending_what);
+        }
         sr__rdzv_elastic_arrivals(r);
         /* an agent waits to join a running world: the world grows once every rank saved */
         for (int a = 1; r->formed && r->phase == SR__RDZV_RUNNING && a < r->nagents; a++)

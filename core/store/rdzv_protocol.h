@@ -63,10 +63,6 @@ int sr__rdzv_message_format(char *v, size_t vlen, int node, char kind, const cha
 /* Reads v[0 .. len) back: *node, *kind (a letter) and the message into msg. */
 void sr__rdzv_message_parse(const char *v, size_t len, int *node, char *kind, char *msg, size_t mlen);
 
-/* What follows "node 0's shardrun went away": in an elastic job, what that means and what to do
-   (empty otherwise). */
-const char *sr__rdzv_host_gone_note(const sr__rdzv *r);
-
 /* The phase a verdict puts the attempt in. */
 sr__rdzv_phase sr__rdzv_verdict_phase(sr__rdzv_verdict v);
 

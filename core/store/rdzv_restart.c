@@ -146,6 +146,7 @@ void sr__rdzv_next_attempt(sr__rdzv *r) {
     r->failed_node = -1;
     r->failed_config = 0;
     r->reported_failure = 0;
+    r->pending_at = 0;
     r->outcome_at = 0;
     r->acked = 0;
     if (r->server && r->elastic) {

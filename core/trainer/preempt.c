@@ -61,8 +61,12 @@ enum { PAUSE_LIMIT_S = 120 };
 
 void sr__debug_pause_at(int rank, int restart_count, long long step) {
     const sr__worker_settings *ws = sr__worker_settings_get();
-    const struct sr__debug_at *p = &ws->pause_at; /* SHARDRUN_DEBUG_PAUSE_AT */
-    if (!p->set || p->rank != rank || p->step != step || restart_count) return;
+    int hit = 0; /* SHARDRUN_DEBUG_PAUSE_AT: this rank, step and attempt */
+    for (int i = 0; i < ws->npause; i++) {
+        const struct sr__debug_at *p = &ws->pause_at[i];
+        hit |= p->set && p->rank == rank && p->step == step && p->attempt == restart_count;
+    }
+    if (!hit) return;
     /* the step's line is out before the test, which waits for it, sends its signal */
     if (fflush(NULL) != 0) sr__log(SR_LOG_WARN, "SHARDRUN_DEBUG_PAUSE_AT: flushing the output: %s", strerror(errno));
     const struct timespec nap = {0, 5 * 1000 * 1000};

@@ -25,7 +25,7 @@ int sr__preempt_signal(void);
 /* Testing aid (SHARDRUN_DEBUG_KILL_AT=RANK:STEP[:every|:stop]): this rank dies by SIGKILL after that
    step of the first attempt (of every attempt with :every; stops itself with SIGSTOP with :stop). */
 void sr__debug_kill_at(int rank, int restart_count, long long step);
-/* Testing aid (SHARDRUN_DEBUG_PAUSE_AT=RANK:STEP), called after the step's log line: this rank of the
+/* Testing aid (SHARDRUN_DEBUG_PAUSE_AT=RANK:STEP[@ATTEMPT][,...]), called after the step's log line: this rank of the
    first attempt flushes its output and waits (at most 120 s) until it is asked to stop, so the
    next sr__preempt_agreed() stops every rank after exactly that step however fast the steps are. */
 void sr__debug_pause_at(int rank, int restart_count, long long step);

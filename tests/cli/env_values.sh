@@ -21,7 +21,9 @@ refused SHARDRUN_DEBUG_PG_FAULT=gloo \
 refused SHARDRUN_DEBUG_SAVE_DELAY_MS=1s "SHARDRUN_DEBUG_SAVE_DELAY_MS=1s: expected milliseconds, a whole number from 0 to 3600000"
 refused SHARDRUN_DEBUG_KILL_AT=1:7:never "SHARDRUN_DEBUG_KILL_AT=1:7:never: expected RANK:STEP, RANK:STEP:every or RANK:STEP:stop"
 refused SHARDRUN_DEBUG_KILL_AT=one:7 "SHARDRUN_DEBUG_KILL_AT=one:7: expected RANK:STEP"
-refused SHARDRUN_DEBUG_PAUSE_AT=0:5:stop "SHARDRUN_DEBUG_PAUSE_AT=0:5:stop: expected RANK:STEP (whole numbers)"
+refused SHARDRUN_DEBUG_PAUSE_AT=0:5:stop "SHARDRUN_DEBUG_PAUSE_AT=0:5:stop: expected RANK:STEP or RANK:STEP@ATTEMPT (whole numbers), up to 4 separated by commas"
+refused SHARDRUN_DEBUG_PAUSE_AT=0:5,1:2@x "SHARDRUN_DEBUG_PAUSE_AT=0:5,1:2@x: expected RANK:STEP or RANK:STEP@ATTEMPT"
+refused SHARDRUN_DEBUG_PAUSE_AT=0:1,0:2,0:3,0:4,0:5 "SHARDRUN_DEBUG_PAUSE_AT=0:1,0:2,0:3,0:4,0:5: expected"
 # the allocation sites' testing aid: a malformed site where it works, the variables at all elsewhere
 # (a test setting them there would fail nothing and pass)
 if [ "$SANITIZED" = 1 ]; then
@@ -40,7 +42,7 @@ expect_in "$err" "SHARDRUN_PROFILE=on: expected 0 or 1" "shardrun env: the messa
 
 # what the readers take still runs (empty: unset)
 for ok in SHARDRUN_PROFILE=0 SHARDRUN_PROFILE= SHARDRUN_DEBUG_KILL_AT=1:7:stop SHARDRUN_DEBUG_KILL_AT=5:9:every \
-    SHARDRUN_DEBUG_PAUSE_AT=3:4 SHARDRUN_DEBUG_SAVE_DELAY_MS=0 SHARDRUN_TASK_LEARNING_RATE_2=1; do
+    SHARDRUN_DEBUG_PAUSE_AT=3:4 SHARDRUN_DEBUG_PAUSE_AT=0:7,1:12@2 SHARDRUN_DEBUG_SAVE_DELAY_MS=0 SHARDRUN_TASK_LEARNING_RATE_2=1; do
     run env "$ok" "$SHARDRUN" env "$J"
     expect_rc 0 "$ok accepted"
 done

@@ -94,6 +94,15 @@ wait_node_for() {
     unset "pid[$1]"
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# place_of I [RESTART]: node I's rank in that attempt's world (the first without RESTART), from its
+# "started 1 worker (rank R of N...)" line; places follow the order the nodes arrived in
+place_of() {
+    local line
+    if [ -n "${2:-}" ]; then line=$(grep -o "started 1 worker (rank [0-9]* of [0-9]*, restart $2)" "$T/n$1.err")
+    else line=$(grep -o "started 1 worker (rank [0-9]* of [0-9]*)" "$T/n$1.err" | head -n 1); fi
+    line=${line#*rank }
+    echo "${line%% *}"
+}
 # logs: every node's stderr, for a failure's message
 logs() {
     local f

@@ -101,8 +101,15 @@ int main(void) {
     CHECK_STR(s.job_id, "abc");
     CHECK(s.slurm_restarts == 3 && s.omp_threads == 4 && s.profile == 1 && s.save_delay_ms == 250);
     CHECK(s.kill_at.set && s.kill_at.rank == 1 && s.kill_at.step == 7 && s.kill_at.stop && !s.kill_at.every);
-    CHECK(!s.pause_at.set); /* PAUSE_AT takes no suffix */
+    CHECK(s.npause == 0); /* PAUSE_AT takes no suffix but an attempt */
     CHECK(s.gloo_iface && !strcmp(s.gloo_iface, "eth1") && !s.pg_fault);
+    sr__worker_settings_free(&s);
+
+    /* PAUSE_AT: a list, each in the first attempt or the one after '@' */
+    const char *pauses[] = {"SHARDRUN_DEBUG_PAUSE_AT=0:7,1:12@2", NULL};
+    CHECK(parse(pauses, 0, &s, &d) == 0);
+    CHECK(s.npause == 2 && s.pause_at[0].rank == 0 && s.pause_at[0].step == 7 && s.pause_at[0].attempt == 0);
+    CHECK(s.pause_at[1].rank == 1 && s.pause_at[1].step == 12 && s.pause_at[1].attempt == 2);
     sr__worker_settings_free(&s);
 
     /* the [shardrun] key table takes log_level's choices from the one table */

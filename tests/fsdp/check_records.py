@@ -94,6 +94,9 @@ def hf_load(path):
     return TrainerState(**{k: v for k, v in s.items() if k not in extra}), s
 
 
+MEMBERSHIP = {"step", "world_size", "nodes", "gradient_accumulation_steps", "global_batch", "restart"}
+
+
 def cmd_state(d, spe):
     spe = int(spe)
     st, raw = hf_load(os.path.join(d, "trainer_state.json"))
@@ -113,6 +116,9 @@ def cmd_state(d, spe):
                              "eval_steps_per_second", "epoch", "step"}, "eval entry members: %s" % sorted(e))
             check(rel(e["eval_perplexity"], math.exp(e["eval_loss"])) < 1e-6, "eval_perplexity = exp(eval_loss)")
             check(e["eval_runtime"] > 0 and e["eval_samples_per_second"] > 0, "eval speed measured")
+        if "world_size" in e:  # an elastic run's membership, one per attempt (docs/model-tasks.md)
+            check(set(e) == MEMBERSHIP, "membership entry members: %s" % sorted(e))
+            check(all(type(v) is int for v in e.values()), "membership entry of integers: %s" % e)
     last = hist[-1]
     check(set(last) == {"train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss", "epoch",
                         "step"}, "the last entry is the summary: %s" % sorted(last))
@@ -137,7 +143,8 @@ def cmd_state(d, spe):
         sh = (cs.stateful_callbacks or {}).get("shardrun", {})
         check(sh.get("global_step") == step and re.fullmatch("[0-9a-f]{32}", sh.get("checkpoint_id", "")),
               "%s: stateful_callbacks.shardrun holds the resume keys: %s" % (c, sh))
-        want = [e for e in hist[:-1] if e["step"] <= step]
+        # (the membership of an attempt that resumed from this very checkpoint came after it)
+        want = [e for e in hist[:-1] if e["step"] < step or (e["step"] == step and "world_size" not in e)]
         check(cs.log_history == want, "%s: its log_history is the run's up to step %d" % (c, step))
     print("%s: %d log_history entries, %d checkpoints" % (d, len(hist), len(ckpts)))
 

@@ -203,7 +203,9 @@ int sr__write_results(const sr__attempt *st, sr__run *run, const char *path) {
     sr__local_results(st, &mine);
     sr__buf_add(&b, "[\n", 2);
     if (run->rdzv.hosting) {
-        for (int a = 0; a < run->rdzv.nagents; a++) {
+        for (int a = 0, node = -1; a < run->rdzv.nagents; a++) {
+            if (!sr__rdzv_takes_part(&run->rdzv, a)) continue; /* elastic: a slot not in the last world */
+            node++;                                            /* its node rank (a fixed-size job's: a) */
             size_t len = mine.n;
             const char *part = a == run->rdzv.agent_id ? mine.s : sr__rdzv_results(&run->rdzv, a, &len);
             if (b.n > 2) sr__buf_add(&b, ",\n", 2);
@@ -211,7 +213,7 @@ int sr__write_results(const sr__attempt *st, sr__run *run, const char *path) {
                 sr__buf_add(&b, part, len);
             } else { /* an agent that never reported (it went away): its ranks' outcome is unknown */
                 for (int i = 0; i < st->want; i++)
-                    sr__buf_printf(&b, "%s  {\"rank\": %d, \"exit_code\": null}", i ? ",\n" : "", a * st->want + i);
+                    sr__buf_printf(&b, "%s  {\"rank\": %d, \"exit_code\": null}", i ? ",\n" : "", node * st->want + i);
             }
         }
     } else {

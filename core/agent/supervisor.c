@@ -394,6 +394,17 @@ static void on_agent_signal(sr__attempt *st, sr__run *run, int sig) {
         return;
     }
     st->agent_signal = sig;
+    if (term && run->rdzv.elastic && !run->rdzv.hosting && run->rdzv.phase == SR__RDZV_RUNNING) {
+        /* a spot notice: this node leaves, the others go on without it once every rank saved */
+        snprintf(msg, sizeof msg, "node %d's shardrun received %s and leaves the job", run->layout.node_rank, name);
+        tell_failure(run, msg, SR__FAIL_LEAVE);
+        sr__log(SR_LOG_INFO, "%s: this node leaves the job%s (%s again to stop at once)", name,
+                run->model_task ? " once every rank finished its step and wrote a checkpoint" : "", name);
+        st->preempting = run->model_task;
+        begin_stop(st, sig, run->model_task ? run->settings.preempt_grace : run->settings.shutdown_grace,
+                   !run->model_task);
+        return;
+    }
     if (term && run->model_task && run->rdzv.phase == SR__RDZV_RUNNING) {
         snprintf(msg, sizeof msg,
                  "node %d's shardrun received %s: every rank stops after its current step with "
@@ -423,9 +434,21 @@ static void follow_phase(sr__attempt *st, sr__run *run, sr__rdzv_phase *applied)
     *applied = r->phase;
     if (r->phase == SR__RDZV_RUNNING || r->phase == SR__RDZV_SUCCEEDED) return;
     if (r->phase == SR__RDZV_RESTART) {
-        sr__log(SR_LOG_INFO, "restarting the job (restart %d of max_restarts %d): %s", r->attempt + 1, r->max_restarts,
-                r->failed_elsewhere);
-        begin_stop(st, SIGTERM, run->settings.shutdown_grace, 1);
+        if (!r->elastic)
+            sr__log(SR_LOG_INFO, "restarting the job (restart %d of max_restarts %d): %s", r->attempt + 1,
+                    r->max_restarts, r->failed_elsewhere);
+        else if (r->restart_kind == SR__FAIL_RETRYABLE)
+            sr__log(SR_LOG_INFO, "restarting the job (a failure, counted by max_restarts %d): %s", r->max_restarts,
+                    r->failed_elsewhere);
+        else
+            sr__log(SR_LOG_INFO, "the job's nodes change: %s; %s", r->failed_elsewhere,
+                    r->save_first && run->model_task
+                        ? "every rank finishes its step and writes a checkpoint, then the job goes on with the new set "
+                          "of nodes"
+                        : "the job goes on with the new set of nodes from its newest checkpoint");
+        /* a node joins, or leaves with notice: nothing is lost, every rank saves first */
+        if (r->save_first && run->model_task) begin_stop(st, SIGTERM, run->settings.preempt_grace, 0);
+        else begin_stop(st, SIGTERM, run->settings.shutdown_grace, 1);
     } else if (r->phase == SR__RDZV_PREEMPTED) {
         if (!st->preempting && !st->kill_at) {
             st->preempting = 1;
@@ -750,6 +773,8 @@ static void start_attempt(sr__attempt *st, sr__run *run) {
                         .want = n,
                         .first_rank = run->layout.node_rank * run->layout.nproc_per_node + run->layout.first_local};
     run->layout.restart_count = run->rdzv.attempt; /* TORCHELASTIC_RESTART_COUNT, sr_restart_count() */
+    sr__run_apply_world(run);                      /* an elastic job: this attempt's nnodes and node rank */
+    st->first_rank = run->layout.node_rank * run->layout.nproc_per_node + run->layout.first_local;
     sr__watchdog_begin(watchdog, n, run->rdzv.attempt);
     if (!st->ws) { /* no worker starts: the run fails here and on every other node */
         char msg[200];

@@ -577,6 +577,7 @@ int sr__watchdog_check(sr__watchdog *wd, const int *reaped, sr__hang *h) {
     int unheard = 0; /* others not heard from yet, within hang_timeout */
     for (int a = 0; a < (judge_all ? wd->nagents : 1); a++) {
         if (a == wd->agent_id) continue;
+        if (wd->hosting && !sr__rdzv_takes_part(wd->rdzv, a)) continue; /* elastic: not in this world */
         double quiet = now - wd->peers[a].heard_at;
         unsigned long long c;
         int node;

@@ -293,7 +293,9 @@ int sr_main(int argc, char **argv) {
         rc = SR__EXIT_CONFIG;
     } else if ((rc = sr__run_prepare_rdzv(&run)) != 0) {
         sr__diag_flush(&run.cfg.diag);
-        rc = rc == SR__RDZV_UNREACHABLE ? SR__EXIT_FAILED : SR__EXIT_CONFIG;
+        rc = rc == SR__RDZV_ENDED         ? SR__EXIT_OK /* elastic: the job ended well before this node joined */
+             : rc == SR__RDZV_UNREACHABLE ? SR__EXIT_FAILED
+                                          : SR__EXIT_CONFIG;
     } else if ((rc = sr__run_lock_take(&run, &lock)) != 0) {
         sr__rdzv_free(&run.rdzv); /* another run holds output_dir: no worker starts */
     } else {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "config/enums.h"
+#include "config/value.h"
 
 #define NOLIM 0, 0
 const sr_key sr__shardrun_keys[] = {
@@ -13,8 +14,12 @@ const sr_key sr__shardrun_keys[] = {
     {"plugins", SR_KEY_LIST, NULL, NULL, 0, NOLIM, NULL, "plugins in execution order, e.g. torch,accelerate"},
     {"nproc_per_node", SR_KEY_INT, "1", NULL, 0, 1, 4096, NULL,
      "worker processes on this node (torchrun --nproc-per-node)"},
-    {"nnodes", SR_KEY_INT, "1", NULL, 0, 1, 65536, NULL, "number of nodes (torchrun --nnodes)"},
-    {"node_rank", SR_KEY_INT, "0", NULL, 0, 0, 65535, NULL, "this node's index, 0..nnodes-1 (torchrun --node-rank)"},
+    {"nnodes", SR_KEY_INT, "1", NULL, SR__KEY_INT_RANGE, 1, 65536, NULL,
+     "number of nodes (torchrun --nnodes); MIN:MAX makes the job elastic: it starts with MIN to MAX nodes, and "
+     "nodes may leave and join while it runs (docs/elastic.md)"},
+    {"node_rank", SR_KEY_INT, "0", NULL, 0, 0, 65535, NULL,
+     "this node's index, 0..nnodes-1 (torchrun --node-rank); in an elastic job 0 marks the node that hosts the "
+     "rendezvous and any other value the others, whose place is given at each membership change"},
     {"master_addr", SR_KEY_STRING, "127.0.0.1", NULL, 0, NOLIM, NULL,
      "address of node 0, where rank 0's rendezvous lives (torchrun --master-addr)"},
     {"master_port", SR_KEY_INT, "29500", NULL, 0, 0, 65535, NULL,
@@ -24,6 +29,9 @@ const sr_key sr__shardrun_keys[] = {
      "master_port + 1 across nodes"},
     {"rdzv_timeout", SR_KEY_FLOAT, "300", NULL, 0, NOLIM, NULL,
      "seconds the other nodes' shardrun waits for node 0's store to answer"},
+    {"rdzv_last_call", SR_KEY_FLOAT, "30", NULL, 0, NOLIM, NULL,
+     "elastic jobs (nnodes = MIN:MAX): once MIN nodes are there, seconds to wait for more, up to MAX, before the "
+     "world is formed (torchrun's last_call_timeout)"},
     {"hang_timeout", SR_KEY_FLOAT, "300", NULL, 0, NOLIM, NULL,
      "seconds without progress after which the run is declared hung: ranks wait in a collective another rank has "
      "not entered, or no rank moved (step, phase, collective); the agent that sees it names the rank behind (host, "

@@ -37,6 +37,7 @@ void sr__shardrun_settings_read(sr__job *cfg, sr__shardrun_settings *s) {
     s->preempt_grace = seconds(cfg, "preempt_grace");
     s->restart_delay = seconds(cfg, "restart_delay");
     s->rdzv_timeout = seconds(cfg, "rdzv_timeout");
+    s->rdzv_last_call = seconds(cfg, "rdzv_last_call");
     s->hang_timeout = seconds(cfg, "hang_timeout");
     s->max_restarts = whole(cfg, "max_restarts");
     s->metrics_port = whole(cfg, "metrics_port");

@@ -22,6 +22,7 @@ typedef struct sr__shardrun_settings {
     double preempt_grace;  /* a model task's time to checkpoint after SIGTERM to the agent */
     double restart_delay;  /* before a restart */
     double rdzv_timeout;   /* how long other nodes wait for node 0's store */
+    double rdzv_last_call; /* elastic: once MIN nodes joined, how long to wait for more */
     double hang_timeout;   /* without progress, a hang; 0: no hang verdict */
     int max_restarts;
     int metrics_port; /* 0: no Prometheus endpoint */

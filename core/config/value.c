@@ -176,8 +176,28 @@ int sr__value_normalize(const sr_key *key, const char *in, char **out, char *err
         return *out ? 0 : -1;
     }
     case SR_KEY_INT: {
-        long long v;
+        long long v, lo, hi;
+        const char *colon = strchr(in, ':');
+        if ((key->flags & SR__KEY_INT_RANGE) && colon) {
+            char first[64];
+            snprintf(first, sizeof first, "%.*s", (int)(colon - in < 63 ? colon - in : 63), in);
+            if (colon - in > 62 || sr__parse_int(first, &lo) != 0 || sr__parse_int(colon + 1, &hi) != 0 ||
+                lo < key->min || hi > key->max || lo > hi) {
+                snprintf(err, errlen, "expected MIN:MAX, two integers from %lld to %lld with MIN <= MAX, got \"%s\"",
+                         key->min, key->max, in);
+                return -1;
+            }
+            snprintf(buf, sizeof buf, "%lld:%lld", lo, hi);
+            *out = sr__strdup(buf);
+            if (!*out) snprintf(err, errlen, "out of memory");
+            return *out ? 0 : -1;
+        }
         if (sr__parse_int(in, &v) != 0 || v < key->min || v > key->max) {
+            if (key->flags & SR__KEY_INT_RANGE) {
+                snprintf(err, errlen, "expected an integer from %lld to %lld, or MIN:MAX (an elastic job), got \"%s\"",
+                         key->min, key->max, in);
+                return -1;
+            }
             snprintf(err, errlen, "expected an integer from %lld to %lld, got \"%s\"", key->min, key->max, in);
             return -1;
         }

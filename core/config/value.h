@@ -30,6 +30,10 @@ void sr__enum_choice(const char *choices, int idx, char *buf, size_t len);
 /* "A, B, C" (+ " (or 1-3)") for messages. */
 void sr__enum_describe(const char *choices, unsigned flags, char *buf, size_t len);
 
+/* SR_KEY_INT flag of shardrun's own keys (never a plugin's): the value may also be a range
+   "MIN:MAX" of two integers within the key's bounds, MIN <= MAX (nnodes of an elastic job). */
+#define SR__KEY_INT_RANGE 0x100u
+
 /* Checks `in` against the key's type and writes its canonical spelling into a new string
    (*out, to free).  On error returns -1 and explains in err ("expected ..."). Paths are returned
    unchanged (the caller resolves them). */

@@ -141,6 +141,29 @@ static void apply_cluster(sr__job *cfg, sr__layout *out) {
     }
 }
 
+/* nnodes = MIN:MAX: an elastic job (docs/elastic.md).  Until the rendezvous forms the first world,
+   nnodes is MAX (the workers' environment is checked for the largest world). */
+static void resolve_elastic(sr__job *cfg, sr__layout *out, int is_standalone) {
+    const sr__setting *nn = sr__config_get(cfg, "shardrun", "nnodes");
+    const char *colon = nn->value ? strchr(nn->value, ':') : NULL;
+    if (!colon) return;
+    out->elastic = 1;
+    out->nnodes_min = atoi(nn->value);
+    out->nnodes_max = atoi(colon + 1);
+    out->nnodes = out->nnodes_max;
+    out->elastic_host = out->node_rank == 0;
+    out->node_rank = 0;
+    if (out->per_process)
+        sr__diag_add(&cfg->diag,
+                     "%s: nnodes = %s (an elastic job) needs one shardrun per node, but %s started this process as "
+                     "one rank; start one process per node (srun --ntasks-per-node=1, mpirun --map-by ppr:1:node) "
+                     "with nproc_per_node set, or give a fixed nnodes",
+                     nn->where, nn->value, out->launcher ? out->launcher : "a launcher");
+    if (is_standalone && out->nnodes_max > 1)
+        sr__diag_add(&cfg->diag, "standalone runs on one node, but nnodes = %s (%s) allows %d; drop one of them",
+                     nn->value, nn->where, out->nnodes_max);
+}
+
 void sr__layout_resolve(sr__job *cfg, sr__layout *out) {
     memset(out, 0, sizeof *out);
     out->spawn_count = -1;
@@ -148,7 +171,7 @@ void sr__layout_resolve(sr__job *cfg, sr__layout *out) {
     int is_standalone = standalone->value && !strcmp(standalone->value, "true");
     if (!is_standalone) apply_cluster(cfg, out);
     if (is_standalone) {
-        if (int_of(cfg, "nnodes") != 1)
+        if (int_of(cfg, "nnodes") != 1 && !strchr(sr__config_value(cfg, "shardrun", "nnodes"), ':'))
             sr__diag_add(&cfg->diag, "%s: standalone runs on one node, but nnodes is %d (%s); drop one of them",
                          standalone->where, int_of(cfg, "nnodes"), sr__config_get(cfg, "shardrun", "nnodes")->where);
         /* what standalone means anyway (master_port = 0, a loopback address) is not a conflict */
@@ -171,7 +194,8 @@ void sr__layout_resolve(sr__job *cfg, sr__layout *out) {
     out->nproc_per_node = int_of(cfg, "nproc_per_node");
     out->nnodes = int_of(cfg, "nnodes");
     out->node_rank = int_of(cfg, "node_rank");
-    if (out->node_rank >= out->nnodes)
+    resolve_elastic(cfg, out, is_standalone);
+    if (!out->elastic && out->node_rank >= out->nnodes)
         sr__diag_add(&cfg->diag, "node_rank %d (%s) must be below nnodes %d (%s)", out->node_rank,
                      sr__config_get(cfg, "shardrun", "node_rank")->where, out->nnodes,
                      sr__config_get(cfg, "shardrun", "nnodes")->where);
@@ -193,7 +217,7 @@ void sr__layout_resolve(sr__job *cfg, sr__layout *out) {
                          "master_port to a free port (e.g. --set shardrun.master_port=29500), the same for every "
                          "process",
                          mp->where, out->launcher, agents, out->launcher);
-        } else if (out->nnodes > 1) {
+        } else if (out->nnodes > 1) { /* an elastic job's: its MAX */
             sr__diag_add(&cfg->diag,
                          "%s: master_port = 0 (pick a free port) only works on one node: the other "
                          "nodes could not know the port; give a fixed port",

@@ -20,7 +20,13 @@ typedef struct sr__layout {
     int per_process;              /* a launcher started this process as one rank */
     char launcher_job_id[128];    /* what every process of that launch shares, or "" */
     int max_restarts;             /* [shardrun] max_restarts */
-    int restart_count;            /* the job-wide attempt the workers about to start belong to */
+    /* an elastic job (nnodes = MIN:MAX): nnodes and node_rank above are those of the current
+       membership (the rendezvous gives them at every attempt; nnodes_max until the first);
+       node_rank 0 as given marks the node that hosts the rendezvous */
+    int elastic, nnodes_min, nnodes_max;
+    int elastic_host;  /* node_rank was 0: this node hosts the rendezvous (node_rank is then 0 until
+                         the first world gives every node its place) */
+    int restart_count; /* the job-wide attempt the workers about to start belong to */
 } sr__layout;
 
 /* Applies cluster detection to unset [shardrun] keys, standalone, free ports.  Errors go to

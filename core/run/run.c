@@ -217,7 +217,9 @@ static char *run_fingerprint(sr__run *run) {
     char host[256] = "?";
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
     sr__buf_printf(&b, "#host=%s\n#node=%d\n", host, l->node_rank);
-    sr__buf_printf(&b, "nnodes=%d\nnproc_per_node=%d\n", l->nnodes, l->nproc_per_node);
+    if (l->elastic)
+        sr__buf_printf(&b, "nnodes=%d:%d\nnproc_per_node=%d\n", l->nnodes_min, l->nnodes_max, l->nproc_per_node);
+    else sr__buf_printf(&b, "nnodes=%d\nnproc_per_node=%d\n", l->nnodes, l->nproc_per_node);
     const char *slash = strrchr(run->task.path ? run->task.path : "", '/');
     if (run->task.type == SR__TASK_EXEC) sr__buf_printf(&b, "task=exec:%s\n", slash ? slash + 1 : run->task.path);
     else
@@ -247,13 +249,24 @@ static char *run_fingerprint(sr__run *run) {
     return b.s ? b.s : sr__strdup("");
 }
 
+void sr__run_apply_world(sr__run *run) {
+    if (!run->layout.elastic || !run->rdzv.enabled) return;
+    run->layout.nnodes = run->rdzv.world_nodes;
+    run->layout.node_rank = run->rdzv.world_rank;
+}
+
 int sr__run_prepare_rdzv(sr__run *run) {
     const sr__layout *l = &run->layout;
     const sr__setting *port = sr__config_get(&run->cfg, "shardrun", "rdzv_port");
-    int nagents = l->nnodes * l->nproc_per_node / l->spawn_count;
+    int nagents = l->nnodes * l->nproc_per_node / l->spawn_count; /* elastic: MAX */
     sr__rdzv_args a = {
         .nagents = nagents,
-        .agent_id = (l->node_rank * l->nproc_per_node + l->first_local) / l->spawn_count,
+        .agent_id = l->elastic ? (l->elastic_host ? 0 : -1)
+                               : (l->node_rank * l->nproc_per_node + l->first_local) / l->spawn_count,
+        .elastic = l->elastic,
+        .min_agents = l->nnodes_min,
+        .last_call_s = run->settings.rdzv_last_call,
+        .preempt_grace_s = run->settings.preempt_grace,
         .need_store = !(nagents == 1 && run->task.type == SR__TASK_EXEC),
         .master_addr = l->master_addr,
         .master_port = l->master_port,
@@ -276,11 +289,22 @@ int sr__run_prepare_rdzv(sr__run *run) {
         sr__log(SR_LOG_INFO,
                 "waiting up to %gs ([shardrun] rdzv_timeout) for node 0's shardrun at %s (master_addr) to answer",
                 a.timeout_s, a.master_addr);
+    if (l->elastic && l->elastic_host && nagents > 1)
+        sr__log(SR_LOG_INFO,
+                "elastic job (nnodes = %d:%d): waiting up to %gs (rdzv_timeout) for at least %d nodes, then %gs "
+                "(rdzv_last_call) for more",
+                l->nnodes_min, l->nnodes_max, a.timeout_s, l->nnodes_min, a.last_call_s);
     int rc = sr__rdzv_prepare(&run->rdzv, &a, &run->cfg.diag);
+    if (rc == SR__RDZV_ENDED) {
+        sr__log(SR_LOG_INFO, "%s", run->rdzv.failed_elsewhere);
+        sr__rdzv_free(&run->rdzv);
+        return rc;
+    }
     if (rc != 0) {
         sr__rdzv_free(&run->rdzv); /* connections made before the refusal */
         return rc == SR__RDZV_UNREACHABLE ? SR__RDZV_UNREACHABLE : -1;
     }
+    sr__run_apply_world(run);
     if (run->rdzv.server)
         sr__log(SR_LOG_DEBUG, "rendezvous store listening on %s:%d", nagents == 1 ? "127.0.0.1" : "0.0.0.0",
                 run->rdzv.port);

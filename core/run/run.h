@@ -45,6 +45,9 @@ void sr__run_free(sr__run *run);
    (store/rdzv.h).  Errors go to the run's diag; 0, SR__RDZV_UNREACHABLE (node 0 never answered:
    the run failed, exit 1) or -1 (a configuration error, exit 2). */
 int sr__run_prepare_rdzv(sr__run *run);
+/* An elastic job: the layout's nnodes and node_rank become the current attempt's (the rendezvous
+   gives them at every attempt); nothing otherwise. */
+void sr__run_apply_world(sr__run *run);
 /* Runs every plugin's validate hook (agent). */
 int sr__run_validate_plugins(sr__run *run);
 /* Builds the environment block one worker receives (plugins' write_env in job-file order).

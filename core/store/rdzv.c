@@ -7,10 +7,12 @@
 #define _GNU_SOURCE
 #include "store/rdzv.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/hash64.h"
 #include "base/log.h"
@@ -74,6 +76,37 @@ static int locate_store(sr__rdzv *r, const sr__rdzv_args *a, int port, sr__diag 
     return port;
 }
 
+/* Hosting agent of an elastic job: serves the store until the first world may form, then starts it
+   (rdzv_elastic.c).  0, or -1 with diag saying what is missing. */
+static int form_first_world(sr__rdzv *r, sr__diag *diag) {
+    double started = sr__now_s(), min_at = 0;
+    enum { MAX_FDS = 4200 }; /* the server's connections and its socket */
+    struct pollfd *pfds = sr__calloc(MAX_FDS, sizeof *pfds);
+    if (!pfds) {
+        sr__diag_add(diag, "out of memory for the rendezvous's poll set");
+        return -1;
+    }
+    int rc;
+    while ((rc = sr__rdzv_elastic_formable(r, started, &min_at, diag)) == 0) {
+        int np = sr__store_server_pollfds(r->server, pfds, MAX_FDS);
+        if (poll(pfds, (nfds_t)np, 50) < 0 && errno != EINTR) {
+            sr__diag_add(diag, "rendezvous store: poll failed: %s", strerror(errno));
+            rc = -1;
+            break;
+        }
+        sr__rdzv_handle(r, pfds, np);
+        if (r->phase != SR__RDZV_RUNNING) { /* an agent of another job was refused: the run fails */
+            sr__diag_add(diag, "%s", r->failed_elsewhere);
+            rc = -1;
+            break;
+        }
+    }
+    free(pfds);
+    if (rc < 0) return -1;
+    sr__rdzv_elastic_start_first(r);
+    return 0;
+}
+
 int sr__rdzv_prepare(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     memset(r, 0, sizeof *r);
     r->nagents = a->nagents;
@@ -84,6 +117,12 @@ int sr__rdzv_prepare(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     r->restart_delay_s = a->restart_delay_s;
     r->timeout_s = r->rejoin_timeout_s = a->timeout_s;
     r->ack_timeout_s = a->ack_timeout_s;
+    r->preempt_grace_s = a->preempt_grace_s;
+    r->elastic = a->elastic;
+    r->min_agents = a->min_agents;
+    r->last_call_s = a->last_call_s;
+    r->world_nodes = a->nagents;
+    r->world_rank = a->agent_id > 0 ? a->agent_id : 0;
     r->hosting = r->agent_id == 0; /* decides; serves the store when there is one */
     if (r->hosting) {
         random_token(r->job_id); /* the other agents learn it when they are accepted */
@@ -100,7 +139,10 @@ int sr__rdzv_prepare(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     } else if ((p = locate_store(r, a, p, diag)) < 0) {
         return -1;
     }
-    if (r->hosting) return sr__rdzv_host_start(r, a, p, diag);
+    if (r->hosting) {
+        if (sr__rdzv_host_start(r, a, p, diag) != 0) return -1;
+        return r->elastic && r->nagents > 1 ? form_first_world(r, diag) : 0;
+    }
     r->port = p;
     return sr__rdzv_join(r, a, diag);
 }

@@ -54,7 +54,13 @@ typedef enum sr__rdzv_failure {
     SR__FAIL_CONFIG = 'c',    /* a configuration error (exit 2), or agents started with different jobs */
     SR__FAIL_RETRYABLE = 'x', /* a rank failed once its work had begun, or an agent went away */
     SR__FAIL_STOPPED = 's',   /* never retried: a rank was asked to stop (SIGTERM, SIGINT, SIGHUP) */
-    SR__FAIL_PREEMPT = 'p'    /* not a failure: an agent was asked to stop with a checkpoint */
+    SR__FAIL_PREEMPT = 'p',   /* not a failure: an agent was asked to stop with a checkpoint */
+    /* elastic jobs only: */
+    SR__FAIL_LEFT = 'm',  /* an agent went away: the others go on without it (a new world at once) */
+    SR__FAIL_LEAVE = 'l', /* an agent was asked to stop (a spot notice): every rank stops with a
+                             checkpoint, then the others go on without it */
+    SR__FAIL_JOIN = 'j'   /* an agent is waiting to join: every rank stops with a checkpoint, then
+                             the world grows */
 } sr__rdzv_failure;
 
 /* Hosting agent: where another agent stands in the run (its current join). */
@@ -81,6 +87,8 @@ typedef struct sr__rdzv_peer {
                           watchdog's heartbeats will refresh it.  0: never */
     int silent;        /* the hang watchdog found it silent (stopped, or cut off): the verdict's
                          acknowledgement is not awaited from it */
+    int assigned;      /* elastic: the slot was given to an arriving agent whose fingerprint has not
+                         come yet (no other arrival gets it) */
 } sr__rdzv_peer;
 
 typedef struct sr__rdzv {
@@ -102,7 +110,8 @@ typedef struct sr__rdzv {
                                 another); "" elsewhere */
     int max_restarts;
     double restart_delay_s, rejoin_timeout_s;
-    double timeout_s;     /* [shardrun] rdzv_timeout */
+    double timeout_s; /* [shardrun] rdzv_timeout */
+    double preempt_grace_s;
     double ack_timeout_s; /* hosting agent: how long agents may take to read the verdict */
     /* the current attempt, and what became of it */
     int attempt;                   /* the job-wide attempt: 0, then one more per restart */
@@ -137,6 +146,18 @@ typedef struct sr__rdzv {
     int acked;            /* told the host the verdict was read */
     int host_lost;        /* the hang watchdog found node 0's agent silent: this agent decided the run
                                failed on its own and talks to the store no more (SR__RDZV_HOST_SILENT) */
+    /* an elastic job (nnodes = MIN:MAX, docs/elastic.md): agents are slots 0 .. nagents-1 (nagents
+       is MAX); node 0's agent is slot 0 and gives each arriving agent a free slot.  Each attempt's
+       world is the slots taking part, in slot order: world_rank is this agent's place */
+    int elastic, min_agents;
+    double last_call_s;          /* [shardrun] rdzv_last_call */
+    int world_nodes, world_rank; /* the current attempt's node count and this agent's node rank */
+    int formed;                  /* hosting agent: the first world was formed */
+    int tickets_seen;            /* hosting agent: arrivals given a slot (or refused) so far */
+    int restarts_used;           /* hosting agent: restarts after a failure (max_restarts counts them) */
+    int save_first;              /* RESTART: every rank stops with a checkpoint first (a node joins, or leaves with
+                           notice); 0: at once (a failure, a node lost) */
+    char restart_kind;           /* the failure (sr__rdzv_failure) the current restart answers */
     /* a restart, both sides */
     int stopped_here; /* this agent's workers are gone (SR__RDZV_STOPPED was reported) */
     int next_ready;   /* sr__rdzv_view.next_attempt, as the last step or report found it */
@@ -158,6 +179,10 @@ typedef struct sr__rdzv_args {
     double ack_timeout_s;                /* how long the host waits for agents to read the verdict */
     int max_restarts;                    /* [shardrun] max_restarts */
     double restart_delay_s;              /* [shardrun] restart_delay */
+    int elastic, min_agents;             /* nnodes = MIN:MAX: nagents is MAX; agent_id 0 hosts, -1 the others
+                                            (they are given a slot) */
+    double last_call_s;                  /* [shardrun] rdzv_last_call */
+    double preempt_grace_s;              /* [shardrun] preempt_grace: how long a checkpoint may take */
 } sr__rdzv_args;
 
 /* The interface the supervisor drives, whatever keeps the rendezvous (node 0's store today): it
@@ -170,6 +195,9 @@ typedef struct sr__rdzv_args {
    rdzv_timeout, or its store failed or went away while this agent joined (a failed run: exit 1,
    not a configuration error), or -1 (the rest: diag says which). */
 #define SR__RDZV_UNREACHABLE (-3)
+/* Elastic, an agent waiting to join: the job ended well before it was taken in (r->failed_elsewhere
+   says so); it exits 0. */
+#define SR__RDZV_ENDED (-4)
 int sr__rdzv_prepare(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag);
 /* The descriptors to watch (at most max; returns how many) and, in *timeout_ms, how long the
    caller's poll may wait at most (-1: as long as it likes). */
@@ -225,6 +253,10 @@ typedef struct sr__rdzv_view {
                           yet, -1 it never will (phase FAILED, failed_elsewhere says why) */
 } sr__rdzv_view;
 sr__rdzv_view sr__rdzv_view_now(const sr__rdzv *r);
+
+/* Whether agent `agent` takes part in the current attempt: always in a fixed-size job; in an
+   elastic one (the hosting agent's view) the slots of the current world. */
+int sr__rdzv_takes_part(const sr__rdzv *r, int agent);
 
 /* Hosting agent: the results another agent reported, or NULL. */
 const char *sr__rdzv_results(const sr__rdzv *r, int agent, size_t *len);

@@ -30,12 +30,17 @@ int sr__rdzv_rewatch(sr__rdzv *r, const char *key, char *err, size_t errlen) {
 /* It came back after its node was lost, accepted into `attempt`: waits until node 0 starts that
    attempt with it.  0 or -1 (diag says why). */
 static int await_restart(sr__rdzv *r, int attempt, double timeout_s, sr__diag *diag) {
-    char key[64], missing[64];
+    char key[64], missing[64], err[512];
     void *go = NULL;
     size_t glen = 0;
     const char *skey[1] = {sr__rdzv_key(key, sizeof key, "run/%d/start/%d", attempt, r->agent_id)};
     int wrc = sr__store_wait(r->ctl, skey, 1, timeout_s + r->restart_delay_s, missing, sizeof missing);
-    if (wrc != 0 || sr__store_get(r->ctl, skey[0], &go, &glen) != 0 || strcmp((char *)go, "go")) {
+    if (wrc == 0 && sr__store_get(r->ctl, skey[0], &go, &glen) == 0 && !strncmp((char *)go, "done:", 5)) {
+        snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%s", (char *)go + 5);
+        free(go);
+        return SR__RDZV_ENDED; /* elastic: the job succeeded before this node was taken in */
+    }
+    if (wrc != 0 || !go || strcmp((char *)go, "go")) {
         sr__diag_add(diag, "node 0's shardrun did not restart the job with this node: %s",
                      wrc > 0                                  ? "no start within rdzv_timeout"
                      : go && !strncmp((char *)go, "fail:", 5) ? (char *)go + 5
@@ -44,6 +49,10 @@ static int await_restart(sr__rdzv *r, int attempt, double timeout_s, sr__diag *d
         return -1;
     }
     free(go);
+    if (r->elastic && sr__rdzv_read_world(r, attempt, err, sizeof err) != 0) {
+        sr__diag_add(diag, "%s", err);
+        return SR__RDZV_UNREACHABLE;
+    }
     return 0;
 }
 
@@ -58,6 +67,11 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     if (!r->ctl) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, err);
         return gave_up ? SR__RDZV_UNREACHABLE : -1;
+    }
+    /* elastic: a free slot first (rdzv_elastic.c) */
+    if (r->elastic) {
+        int rc = sr__rdzv_take_slot(r, a->timeout_s, diag);
+        if (rc != 0) return rc;
     }
     long long j = sr__store_add(r->ctl, sr__rdzv_key(key, sizeof key, "run/joins/%d", r->agent_id, 0), 1);
     const char *fp = a->fingerprint ? a->fingerprint : "";
@@ -107,8 +121,14 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     }
     r->attempt = attempt;
     snprintf(r->job_id, sizeof r->job_id, "%s", id);
-    /* it came back after its node was lost: the job restarts with it */
-    if (attempt > 0 && await_restart(r, attempt, a->timeout_s, diag) != 0) return -1;
+    /* it came back after its node was lost: the job restarts with it.  Elastic: it waits for the
+       world it takes part in (the first, or the next once every rank saved; each may take a
+       checkpoint's time) */
+    if (attempt > 0 || r->elastic) {
+        double wait_s = r->elastic ? a->timeout_s + a->last_call_s + a->preempt_grace_s + 60 : a->timeout_s;
+        int rc = await_restart(r, attempt, wait_s, diag);
+        if (rc != 0) return rc == SR__RDZV_ENDED ? rc : -1;
+    }
     if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", attempt, r->agent_id), err,
                          sizeof err) != 0) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, err);
@@ -162,6 +182,8 @@ void sr__rdzv_read_watch(sr__rdzv *r) {
         sr__rdzv_verdict verdict = (sr__rdzv_verdict)kind;
         if (verdict != SR__VERDICT_SUCCEEDED) sr__rdzv_set_failure(r, node, verdict == SR__VERDICT_CONFIG, msg);
         r->phase = sr__rdzv_verdict_phase(verdict);
+        r->save_first = verdict == SR__VERDICT_RESHAPE;
+        r->restart_kind = (char)(verdict == SR__VERDICT_RESTART ? SR__FAIL_RETRYABLE : SR__FAIL_LEFT);
     } else if (r->phase == SR__RDZV_RUNNING) {
         sr__rdzv_set_failure(r, 0, 0, "");
         snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)",

@@ -62,7 +62,34 @@ static void publish_verdict(sr__rdzv *r, int node, sr__rdzv_verdict verdict, con
     for (int a = 1; a < r->nagents; a++)
         sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, a), v,
                              (size_t)n);
-    if (verdict != SR__VERDICT_RESTART) r->outcome_at = sr__now_s(); /* a final verdict: agents acknowledge it */
+    if (sr__rdzv_verdict_phase(verdict) == SR__RDZV_RESTART) return;
+    r->outcome_at = sr__now_s(); /* a final verdict: agents acknowledge it */
+    /* elastic: the agents waiting to join hear that the job ended without them */
+    for (int a = 1; r->elastic && a < r->nagents; a++) {
+        if (r->peers[a].state != SR__PEER_BACK) continue;
+        n = snprintf(v, sizeof v, "%s:the job ended before this node was taken in (%s)",
+                     verdict == SR__VERDICT_SUCCEEDED ? "done" : "fail", what);
+        sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt + 1, a), v,
+                             (size_t)(n < (int)sizeof v ? n : (int)sizeof v - 1));
+    }
+}
+
+/* What the first failure of an attempt means for the job: the verdict's letter. */
+static sr__rdzv_verdict verdict_of(sr__rdzv *r, sr__rdzv_failure kind) {
+    switch (kind) {
+    case SR__FAIL_RETRYABLE:
+        if (r->restarts_used >= r->max_restarts) return SR__VERDICT_FAILED;
+        r->restarts_used++;
+        return SR__VERDICT_RESTART;
+    case SR__FAIL_PREEMPT: return SR__VERDICT_PREEMPTED;
+    case SR__FAIL_CONFIG: return SR__VERDICT_CONFIG;
+    case SR__FAIL_LEFT: return r->elastic ? SR__VERDICT_REFORM : SR__VERDICT_FAILED;
+    case SR__FAIL_LEAVE:
+    case SR__FAIL_JOIN: return r->elastic ? SR__VERDICT_RESHAPE : SR__VERDICT_FAILED;
+    case SR__FAIL_FINAL:
+    case SR__FAIL_STOPPED: break;
+    }
+    return SR__VERDICT_FAILED;
 }
 
 void sr__rdzv_decide(sr__rdzv *r, int node, sr__rdzv_failure kind, const char *what) {
@@ -70,12 +97,11 @@ void sr__rdzv_decide(sr__rdzv *r, int node, sr__rdzv_failure kind, const char *w
     sr__rdzv_set_failure(r, node, kind == SR__FAIL_CONFIG, what);
     r->decided_kind = kind;
     if (kind != SR__FAIL_PREEMPT) sr__buf_printf(&r->attempts, "attempt %d: %s\n", r->attempt, what);
-    sr__rdzv_verdict verdict = kind == SR__FAIL_RETRYABLE && r->attempt < r->max_restarts ? SR__VERDICT_RESTART
-                               : kind == SR__FAIL_PREEMPT                                 ? SR__VERDICT_PREEMPTED
-                               : kind == SR__FAIL_CONFIG                                  ? SR__VERDICT_CONFIG
-                                                                                          : SR__VERDICT_FAILED;
+    sr__rdzv_verdict verdict = verdict_of(r, kind);
     r->phase = sr__rdzv_verdict_phase(verdict);
-    if (verdict == SR__VERDICT_RESTART) r->restart_at = sr__now_s();
+    r->save_first = verdict == SR__VERDICT_RESHAPE;
+    r->restart_kind = (char)kind;
+    if (r->phase == SR__RDZV_RESTART) r->restart_at = sr__now_s();
     publish_verdict(r, node, verdict, what);
 }
 
@@ -89,6 +115,10 @@ void sr__rdzv_succeed(sr__rdzv *r) {
    why not (-1). */
 static int admit(sr__rdzv *r, int a, int join_no, const char *theirs, char *why, size_t wlen) {
     if (sr__fingerprint_differ(r->fingerprint ? r->fingerprint : "", theirs, why, wlen)) return -1;
+    if (r->elastic) { /* its slot was free (rdzv_elastic.c): it takes part from the next world on */
+        snprintf(why, wlen, "ok %d %s", r->formed ? r->attempt + 1 : 0, r->job_id);
+        return 0;
+    }
     if (join_no > 1 && !(r->peers[a].state == SR__PEER_GONE && r->phase == SR__RDZV_RESTART)) {
         snprintf(why, wlen,
                  "node %d's shardrun (agent %d) is already part of this run%s; start each node's shardrun "
@@ -115,7 +145,8 @@ static void check_fingerprint(sr__rdzv *r, int a) {
         if (!theirs) return;
         /* the store keeps values NUL-terminated, and nothing sets this key while it is read here */
         const char *node = strstr(theirs, "#node=");
-        p->node = node ? atoi(node + 6) : -1;
+        p->node = r->elastic ? a : node ? atoi(node + 6) : -1; /* elastic: named by its slot */
+        p->assigned = 0;
         int refused = admit(r, a, j, theirs, why, sizeof why) != 0;
         p->answered = j;
         if (j == 1)
@@ -129,7 +160,7 @@ static void check_fingerprint(sr__rdzv *r, int a) {
             p->last_heard = sr__now_s();
             /* accepted while the job restarts (back after its node was lost, or late): it joins the
                next attempt */
-            p->state = r->phase == SR__RDZV_RESTART ? SR__PEER_BACK : SR__PEER_ACCEPTED;
+            p->state = r->phase == SR__RDZV_RESTART || r->elastic ? SR__PEER_BACK : SR__PEER_ACCEPTED;
         } else if (j == 1) {
             p->state = SR__PEER_REFUSED;
             if (!r->refused_at) r->refused_at = sr__now_s();
@@ -150,8 +181,15 @@ static void check_agent(sr__rdzv *r, int a) {
         if (sr__store_server_waiting(r->server, sr__rdzv_key(key, sizeof key, "run/alive/%d/%d", a, p->join))) {
             p->watching = 1;
         } else if (p->watching) {
+            int was_part = p->state == SR__PEER_ACCEPTED;
             p->watching = 0;
             p->state = SR__PEER_GONE;
+            if (r->elastic) { /* the others go on without it (a new world), if they are enough */
+                if (!was_part || !r->formed) return;
+                snprintf(why, sizeof why, "node %d's shardrun (slot %d) left the job", p->node, a);
+                if (r->phase == SR__RDZV_RUNNING) sr__rdzv_decide(r, p->node, SR__FAIL_LEFT, why);
+                return;
+            }
             snprintf(why, sizeof why, "node %d's shardrun (agent %d) went away%s", p->node, a,
                      r->phase == SR__RDZV_RUNNING   ? " before the run ended"
                      : r->phase == SR__RDZV_RESTART ? " while the job restarted"
@@ -172,6 +210,16 @@ void sr__rdzv_host_handle(sr__rdzv *r) {
     }
     char key[64];
     size_t len;
+    if (r->elastic) {
+        sr__rdzv_elastic_arrivals(r);
+        /* an agent waits to join a running world: the world grows once every rank saved */
+        for (int a = 1; r->formed && r->phase == SR__RDZV_RUNNING && a < r->nagents; a++)
+            if (r->peers[a].state == SR__PEER_BACK) {
+                char why[200];
+                snprintf(why, sizeof why, "node %d's shardrun (slot %d) joins the job", a, a);
+                sr__rdzv_decide(r, 0, SR__FAIL_JOIN, why);
+            }
+    }
     const char *v =
         sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/failure", r->attempt, 0), &len);
     if (v && r->phase == SR__RDZV_RUNNING && !r->reported_failure) {
@@ -195,7 +243,8 @@ int sr__rdzv_all_done(sr__rdzv *r) {
     /* an agent's "done" stays set for the attempt: look on from the first one not seen yet */
     if (r->done_attempt != r->attempt) r->done_attempt = r->attempt, r->done_from = 0;
     for (; r->done_from < r->nagents; r->done_from++)
-        if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/done/%d", r->attempt, r->done_from),
+        if (sr__rdzv_takes_part(r, r->done_from) &&
+            !sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/done/%d", r->attempt, r->done_from),
                                   NULL))
             return 0;
     return 1;
@@ -209,8 +258,8 @@ int sr__rdzv_settled(const sr__rdzv *r) {
     char key[64];
     for (int a = 1; a < r->nagents; a++) {
         sr__rdzv_peer_state s = r->peers[a].state;
-        if (s == SR__PEER_UNSEEN || s == SR__PEER_GONE || r->peers[a].silent)
-            continue;                                          /* never arrived, gone, or silent */
+        if (s == SR__PEER_UNSEEN || s == SR__PEER_GONE || r->peers[a].silent || (r->elastic && s == SR__PEER_BACK))
+            continue; /* never arrived, gone, silent, or waiting to join (it read the end from its start) */
         if (s != SR__PEER_REFUSED && !r->outcome_at) continue; /* accepted, and no verdict yet */
         if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/ack/%d", r->attempt, a), NULL))
             return 0;

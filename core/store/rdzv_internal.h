@@ -77,4 +77,25 @@ int sr__rdzv_rewatch(sr__rdzv *r, const char *key, char *err, size_t errlen);
 /* The watch's wait ended (poll said so): reads the verdict, or the next attempt's start. */
 void sr__rdzv_read_watch(sr__rdzv *r);
 
+/* rdzv_elastic.c: an elastic job's membership (nnodes = MIN:MAX). */
+/* Hosting agent: gives each arrived ticket a free slot (or "full"). */
+void sr__rdzv_elastic_arrivals(sr__rdzv *r);
+/* Hosting agent, before the first world: 1 when it may form (MIN agents there for rdzv_last_call,
+   or MAX), 0 not yet, -1 never (rdzv_timeout passed since `started`; diag names what is missing).
+   *min_at: when MIN were there (0: not yet), kept between calls. */
+int sr__rdzv_elastic_formable(sr__rdzv *r, double started, double *min_at, sr__diag *diag);
+/* Hosting agent: the first world takes those that joined and starts them. */
+void sr__rdzv_elastic_start_first(sr__rdzv *r);
+/* Hosting agent: how many agents the next world would have (itself, those taking part and those
+   waiting to). */
+int sr__rdzv_next_world_size(const sr__rdzv *r);
+/* Hosting agent: those waiting take part from `attempt` on; publishes its members
+   (run/A/members) and sets r->world_nodes/world_rank. */
+void sr__rdzv_publish_world(sr__rdzv *r, int attempt);
+/* Other agents: attempt's members from the store: r->world_nodes/world_rank.  0, or -1 with err. */
+int sr__rdzv_read_world(sr__rdzv *r, int attempt, char *err, size_t errlen);
+/* Other agents, arriving: a slot from the host (r->agent_id).  0, SR__RDZV_UNREACHABLE (diag:
+   no answer, or the job is full), or -1. */
+int sr__rdzv_take_slot(sr__rdzv *r, double timeout_s, sr__diag *diag);
+
 #endif

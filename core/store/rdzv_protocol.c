@@ -32,7 +32,9 @@ void sr__rdzv_message_parse(const char *v, size_t len, int *node, char *kind, ch
 sr__rdzv_phase sr__rdzv_verdict_phase(sr__rdzv_verdict v) {
     switch (v) {
     case SR__VERDICT_SUCCEEDED: return SR__RDZV_SUCCEEDED;
-    case SR__VERDICT_RESTART: return SR__RDZV_RESTART;
+    case SR__VERDICT_RESTART:
+    case SR__VERDICT_REFORM:
+    case SR__VERDICT_RESHAPE: return SR__RDZV_RESTART;
     case SR__VERDICT_PREEMPTED: return SR__RDZV_PREEMPTED;
     case SR__VERDICT_FAILED:
     case SR__VERDICT_CONFIG: break;

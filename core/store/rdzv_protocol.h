@@ -18,9 +18,15 @@
  *                              connection waits on it
  *   run/A/ack/k                agent k -> host: it read the final verdict (and reported its results)
  *   run/A/stopped/k            agent k -> host: after a restart verdict, its workers are gone
- *   run/A/start/k              host -> agent k: "go" (start attempt A's workers), or "fail:why"
+ *   run/A/start/k              host -> agent k: "go" (start attempt A's workers), or "fail:why", or
+ *                              (elastic, an agent waiting to join) "done:why": the job ended well
  *   run/A/quit/k               agent k -> host: it was interrupted while attempt A ends in a
  *                              restart (why): the host calls the restart off
+ *   run/tickets                elastic: a counter, one ticket T per arriving agent (other than node 0's)
+ *   run/arrival/T              elastic: agent -> host: ticket T wants a slot
+ *   run/slot/T                 elastic: host -> agent: its slot k, or "full:why"
+ *   run/A/members              elastic: host -> agents: attempt A's world, its slots in order
+ *                              ("0,2,3": slot 2 is node rank 1), set before any "go"
  *   run/alive/k/j              never set: agent k's j-th join waits on it from a connection of its
  *                              own as long as it lives
  *
@@ -41,9 +47,12 @@
 typedef enum sr__rdzv_verdict {
     SR__VERDICT_SUCCEEDED = 'o', /* every rank succeeded */
     SR__VERDICT_FAILED = 'f',
-    SR__VERDICT_CONFIG = 'c',   /* failed: agents started with different jobs (exit 2) */
-    SR__VERDICT_RESTART = 'r',  /* the job starts again in the next attempt */
-    SR__VERDICT_PREEMPTED = 'p' /* every rank stops with a checkpoint */
+    SR__VERDICT_CONFIG = 'c',    /* failed: agents started with different jobs (exit 2) */
+    SR__VERDICT_RESTART = 'r',   /* the job starts again in the next attempt */
+    SR__VERDICT_PREEMPTED = 'p', /* every rank stops with a checkpoint */
+    /* elastic jobs: the world changes at the next attempt (no restart of max_restarts) */
+    SR__VERDICT_REFORM = 'n', /* at once: a node was lost */
+    SR__VERDICT_RESHAPE = 'g' /* after a checkpoint: a node joins, or leaves with notice */
 } sr__rdzv_verdict;
 
 /* Formats `fmt` (holding up to two %d: a then b) into buf; returns buf. */

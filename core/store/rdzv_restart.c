@@ -67,7 +67,9 @@ static int quit_by_an_agent(sr__rdzv *r) {
         size_t qlen = 0;
         const char *quit =
             sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/quit/%d", r->attempt, a), &qlen);
-        if (quit) {
+        if (quit && r->elastic && r->peers[a].state != SR__PEER_GONE) {
+            r->peers[a].state = SR__PEER_GONE; /* it leaves; the others go on without it */
+        } else if (quit && !r->elastic) {
             snprintf(why, sizeof why, "%.*s", (int)qlen, quit);
             r->failed_node = r->peers[a].node;
             r->peers[a].state = SR__PEER_GONE; /* it leaves: no verdict to wait for */
@@ -78,11 +80,40 @@ static int quit_by_an_agent(sr__rdzv *r) {
     return 0;
 }
 
+/* Hosting agent of an elastic job: whether the next world may start.  An agent that does not stop
+   its workers within rdzv_timeout is left out; with fewer than MIN agents it waits up to
+   rdzv_timeout (from when the restart began) for others to join, then calls the restart off. */
+static int elastic_ready(sr__rdzv *r) {
+    double now = sr__now_s();
+    char key[64], why[800];
+    for (int a = 1; a < r->nagents; a++) {
+        sr__rdzv_peer *p = &r->peers[a];
+        if (p->state != SR__PEER_ACCEPTED ||
+            sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/stopped/%d", r->attempt, a), NULL))
+            continue;
+        if (now - r->restart_at < r->rejoin_timeout_s + (r->save_first ? r->preempt_grace_s : 0)) return 0;
+        p->state = SR__PEER_GONE; /* it did not stop in time: the next world goes on without it */
+    }
+    int n = sr__rdzv_next_world_size(r);
+    if (n < r->min_agents) {
+        if (now - r->restart_at < r->rejoin_timeout_s) return 0;
+        snprintf(why, sizeof why,
+                 "%d node%s left of the at least %d of nnodes = %d:%d, and no other joined within rdzv_timeout "
+                 "(%gs); the newest checkpoint in output_dir has the run's state: to continue later, start %d "
+                 "nodes with the same job file and --set task.resume_from_checkpoint=latest",
+                 n, n == 1 ? "" : "s", r->min_agents, r->min_agents, r->nagents, r->rejoin_timeout_s, r->min_agents);
+        fail_restart(r, why);
+        return -1;
+    }
+    return now - r->restart_at >= r->restart_delay_s ? 1 : 0;
+}
+
 int sr__rdzv_restart_ready(sr__rdzv *r) {
     if (r->phase == SR__RDZV_FAILED) return -1;
     if (r->phase != SR__RDZV_RESTART) return 0;
     if (!r->hosting) return r->start_ready || !r->enabled || r->nagents < 2 ? 1 : 0;
     if (quit_by_an_agent(r)) return -1;
+    if (r->elastic && r->server) return elastic_ready(r);
     double now = sr__now_s();
     char key[64], why[600];
     for (int a = 1; a < r->nagents && r->server; a++) {
@@ -119,7 +150,13 @@ void sr__rdzv_next_attempt(sr__rdzv *r) {
     r->reported_failure = 0;
     r->outcome_at = 0;
     r->acked = 0;
-    if (r->server) {
+    if (r->server && r->elastic) {
+        sr__rdzv_publish_world(r, r->attempt); /* before any "go": each agent reads its place */
+        for (int a = 1; a < r->nagents; a++)
+            if (r->peers[a].state == SR__PEER_ACCEPTED)
+                sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt, a), "go",
+                                     2);
+    } else if (r->server) {
         for (int a = 1; a < r->nagents; a++) {
             if (r->peers[a].state == SR__PEER_BACK)
                 r->peers[a].state = SR__PEER_ACCEPTED; /* it takes part from now on */
@@ -127,8 +164,11 @@ void sr__rdzv_next_attempt(sr__rdzv *r) {
         }
     } else if (r->ctl) {
         r->start_ready = 0;
-        if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, r->agent_id), err,
-                             sizeof err) != 0) {
+        if (r->elastic && sr__rdzv_read_world(r, r->attempt, err, sizeof err) != 0) {
+            r->phase = SR__RDZV_FAILED;
+            snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%s", err);
+        } else if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", r->attempt, r->agent_id), err,
+                                    sizeof err) != 0) {
             r->phase = SR__RDZV_FAILED;
             snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)", err);
         }

@@ -91,6 +91,15 @@ _Noreturn void sr__worker_run(sr__run *run, int local_rank, int results_fd) {
     if (run->rdzv.job_id[0]) setenv("SHARDRUN_JOB_ID", run->rdzv.job_id, 1);
     if (run->rdzv.requeue_key[0]) setenv("SHARDRUN_REQUEUE_KEY", run->rdzv.requeue_key, 1);
     else unsetenv("SHARDRUN_REQUEUE_KEY");
+    /* an elastic job: the ranks the job file's batch keys describe (MAX nodes), so that the trainer
+       keeps the global batch whatever the current world (docs/elastic.md) */
+    if (run->layout.elastic) {
+        char ranks[32];
+        snprintf(ranks, sizeof ranks, "%d", run->layout.nnodes_max * run->layout.nproc_per_node);
+        setenv("SHARDRUN_ELASTIC_RANKS", ranks, 1);
+    } else {
+        unsetenv("SHARDRUN_ELASTIC_RANKS");
+    }
     /* A task's worker reads its settings once, here, before the plugins' init hooks (which form the
        process group from them) and the task: a bad value is a configuration error before any work.
        An exec: program reads its own environment. */

@@ -69,7 +69,7 @@ run env FSDP_OFFLOAD_PARAMS=perhaps "$SHARDRUN" "$T/ok.ini"
 expect_rc 2 "bad exported final variable"
 expect_in "$err" "environment FSDP_OFFLOAD_PARAMS: [accelerate] fsdp.offload_params: expected a boolean" "names the variable"
 run env SHARDRUN_NNODES=two "$SHARDRUN" "$T/ok.ini"
-expect_in "$err" "environment SHARDRUN_NNODES: [shardrun] nnodes: expected an integer from 1 to 65536, got \"two\"" "bad SHARDRUN_NNODES"
+expect_in "$err" "environment SHARDRUN_NNODES: [shardrun] nnodes: expected an integer from 1 to 65536, or MIN:MAX (an elastic job), got \"two\"" "bad SHARDRUN_NNODES"
 run "$SHARDRUN" "$T/ok.ini" --set accelerate.fsdp.nope=1
 expect_rc 2 "unknown --set key"
 expect_in "$err" "command line --set accelerate.fsdp.nope=1: [accelerate] has no key \"fsdp.nope\"" "unknown --set key named"

@@ -154,18 +154,25 @@ typedef struct batch_was {
     const char *dir;
     const sr__ckpt_ident *id;
     long long gb;
-    int known;
+    int known, oom; /* oom: said; the resume fails */
 } batch_was;
 
-static long long membership_batch(const char *dir, long long step) {
-    char *path = sr__fmt("%s/trainer_state.json", dir), why[512];
+static long long membership_batch(batch_was *w) {
+    char *path = sr__fmt("%s/trainer_state.json", w->dir), why[512];
     sr__history h = {0};
-    long long gb = 0;
-    /* unreadable (or no memory to read it): no membership entry; records.c says why at the load */
-    if (path && sr__history_read(path, &h, why, sizeof why) == 0)
+    long long gb = 0, step = w->id->step;
+    if (!path) {
+        sr__log(SR_LOG_ERROR, "out of memory for the name of %s/trainer_state.json (%zu bytes)", w->dir,
+                strlen(w->dir) + 20);
+        w->oom = 1;
+        return 0;
+    }
+    /* unreadable: no membership entry (records.c says why when it loads the history) */
+    if (sr__history_read(path, &h, why, sizeof why) == 0)
         for (int i = h.n - 1; i >= 0 && !gb; i--) {
             double v = sr__hist_get(&h.e[i], "global_batch"), s = sr__hist_get(&h.e[i], "step");
-            if (v >= 1 && !(s > (double)step)) gb = (long long)v;
+            /* (a number a hand-edited file could make too large to convert is no batch) */
+            if (v >= 1 && v < 0x1p62 && !(s > (double)step)) gb = (long long)v;
         }
     sr__history_free(&h);
     free(path);
@@ -175,7 +182,7 @@ static long long membership_batch(const char *dir, long long step) {
 static long long global_batch_was(batch_was *w) {
     if (w->known) return w->gb;
     w->known = 1;
-    if ((w->gb = membership_batch(w->dir, w->id->step))) return w->gb;
+    if ((w->gb = membership_batch(w)) || w->oom) return w->gb;
     const char *bs = effective(BATCH_KEYS[0], sr__ckpt_setting(w->id, BATCH_KEYS[0]));
     const char *acc = effective(BATCH_KEYS[1], sr__ckpt_setting(w->id, BATCH_KEYS[1]));
     if (!bs || !acc || w->id->world_size <= 0) return 0;
@@ -227,7 +234,7 @@ static int compare_settings(const sr__trainer *t, const char *dir, const sr__ckp
                    dir);
         return SR__EXIT_OK;
     }
-    batch_was bw = {dir, id, 0, 0};
+    batch_was bw = {dir, id, 0, 0, 0};
     const char *mp = sr__precision_name(sr__worker_settings_get()->fsdp.precision);
     if (id->mixed_precision[0]) compare_one(t, &bw, "mixed_precision", id->mixed_precision, mp, &refused);
     for (size_t i = 0; (key = sr__ctx_task_setting(t->ctx, i, &value)); i++)
@@ -245,6 +252,10 @@ static int compare_settings(const sr__trainer *t, const char *dir, const sr__ckp
                dir, id->world_size, t->ws, t->ws);
         if (gb && gb != now) printf(", and a step now takes %lld samples instead of %lld", now, gb);
         printf("\n");
+    }
+    if (bw.oom) {
+        sr__buf_free(&refused);
+        return SR__EXIT_FAILED;
     }
     if (!refused.n) return SR__EXIT_OK;
     sr__log(SR_LOG_ERROR,

@@ -6,6 +6,7 @@
 #      same 8 samples a step), node 1 joins after step 3, every rank saves, and the job goes on on 2
 #      nodes (accumulation 1) from checkpoint-3, a resharded resume without "instead of": every
 #      step's loss and grad norm are (a)'s within RTOL, and log_history holds both memberships;
+#  (d) a plain run of 2 ranks resumes from (b)'s checkpoint of 1 rank: the same global batch;
 #  (c) two nodes of at most 3 (nnodes = 2:3): 1 x 3 / 2 does not divide, the accumulation is rounded
 #      up to 2, a step takes 16 samples instead of 12: rank 0 warns, the entry records it.
 . "$(dirname "$0")/../restarts/lib.sh"
@@ -63,6 +64,14 @@ step=3 world_size=2 nodes=2 gradient_accumulation_steps=1 global_batch=8 restart
 r=$($CHK svg "$T/b/loss.svg" "$T/b") && pass || fail "(b) loss.svg's points are log_history's losses: $r"
 run "$SHARDRUN" plot "$T/b" --compare "$T/a" -o "$T/ab.svg"
 expect_rc 0 "(b) shardrun plot draws the elastic run beside (a)"
+
+# (d) a plain 2-rank run resumes from (b)'s checkpoint-3, which 1 rank trained with accumulation 2:
+# the global batch is the same 8 (its membership entry says so): no "instead of"
+run "$SHARDRUN" "$J" --set task.output_dir="$T/d" --set task.resume_from_checkpoint="$T/b/checkpoint-3" \
+    --set task.max_steps=4
+expect_rc 0 "(d) a plain run resumed from the elastic run's checkpoint"
+expect_in "$out" "checkpoint-3 was saved by 1 ranks and this run has 2 (a resharded resume)" "(d) a resharded resume"
+expect_not_in "$out" "samples instead of" "(d) the checkpoint's global batch is its membership's, 8"
 
 # (c)
 P=$(free_port_pair)

@@ -131,6 +131,12 @@ const sr_var sr__host_reads[] = {
      "node 0's shardrun, the same on every node and in every restart. Every checkpoint records it; a model task "
      "that shardrun restarted resumes only from a checkpoint of its own launch, never from an older run's left in "
      "output_dir"},
+    {"SHARDRUN_ELASTIC_RANKS",
+     "set by shardrun in every worker of an elastic run (nnodes = MIN:MAX; not read from your environment): the "
+     "ranks the job file's batch keys describe, MAX x nproc_per_node. A model task keeps the global batch "
+     "(per_device_train_batch_size x gradient_accumulation_steps x these ranks) on any membership by scaling "
+     "gradient_accumulation_steps, rounded up (with a warning) when it does not divide (docs/model-tasks.md, \"The "
+     "global batch in an elastic run\"); each attempt's membership is a log_history entry of trainer_state.json"},
     {"SHARDRUN_REQUEUE_KEY",
      "set by shardrun in every worker under Slurm (not read from your environment): `slurm-<SLURM_JOB_ID>-<digest "
      "of the job's configuration>`, the same for a requeued job as before the requeue. Every checkpoint records it; "

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "config/worker_settings.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,24 @@ static int omp_threads(const char *v) {
     return end != v && n >= 1 ? (n > 1 << 20 ? 1 << 20 : (int)n) : 0;
 }
 
+/* SHARDRUN_ELASTIC_RANKS: a whole number from 1, within an int (0: unset or empty).  The agent sets
+   it, so a bad value is a bug of the agent's, reported like a bad variable of the user's. */
+static int elastic_ranks(const char *v, sr__diag *diag) {
+    if (!v || !*v) return 0;
+    long long n = 0;
+    const char *p = v;
+    for (; *p >= '0' && *p <= '9' && n <= INT_MAX; p++) n = n * 10 + (*p - '0');
+    if (*p || n < 1 || n > INT_MAX) {
+        sr__diag_add(diag,
+                     "environment variable SHARDRUN_ELASTIC_RANKS=%s: expected the ranks of an elastic run's "
+                     "largest membership, a whole number from 1 to %d; shardrun sets it in every worker of an "
+                     "elastic run (docs/environment.md): a value it did not set is a bug to report",
+                     v, INT_MAX);
+        return -1;
+    }
+    return (int)n;
+}
+
 static const char *or_empty(const char *v) { return v ? v : ""; }
 
 int sr__worker_settings_parse(sr__worker_settings *s, const char *(*get)(const char *name), int model_task,
@@ -38,6 +57,9 @@ int sr__worker_settings_parse(sr__worker_settings *s, const char *(*get)(const c
     /* checked by the agent's cluster detection (config/cluster.c): a count from 0 */
     const char *slurm = get("SLURM_RESTART_COUNT");
     s->slurm_restarts = slurm && atoi(slurm) > 0 ? atoi(slurm) : 0;
+    s->elastic_ranks = elastic_ranks(get("SHARDRUN_ELASTIC_RANKS"), diag);
+    int bad = s->elastic_ranks < 0;
+    if (bad) s->elastic_ranks = 0;
     s->gloo_iface = get("GLOO_SOCKET_IFNAME");
     s->host_id = or_empty(get("SHARDRUN_HOST_ID"));
     s->cuda_visible_devices = get("CUDA_VISIBLE_DEVICES");
@@ -67,9 +89,9 @@ int sr__worker_settings_parse(sr__worker_settings *s, const char *(*get)(const c
     }
     if (!model_task) {
         sr__fsdp_config_defaults(&s->fsdp);
-        return 0;
+        return bad ? -1 : 0;
     }
-    return sr__fsdp_config_parse(&s->fsdp, get, diag);
+    return sr__fsdp_config_parse(&s->fsdp, get, diag) != 0 || bad ? -1 : 0;
 }
 
 void sr__worker_settings_free(sr__worker_settings *s) { sr__fsdp_config_free(&s->fsdp); }

@@ -5,7 +5,7 @@
  * under core/ reads a worker's environment (tests/cli/settings_once.sh keeps it so).
  *
  * Lifecycle (worker): worker/worker.c applies the environment the agent built, sets
- * SHARDRUN_JOB_ID and SHARDRUN_REQUEUE_KEY, then calls sr__worker_settings_load() once, before the
+ * SHARDRUN_JOB_ID, SHARDRUN_REQUEUE_KEY and SHARDRUN_ELASTIC_RANKS, then calls sr__worker_settings_load() once, before the
  * plugins' init hooks and the task; a bad value is a configuration error (the messages in diag,
  * exit 2) before any work.  Afterwards sr__worker_settings_get() returns them to any layer that may
  * include config/; the layers below it (pg, device, base) receive the values they need as
@@ -29,6 +29,9 @@ typedef struct sr__worker_settings {
     const char *job_id;      /* SHARDRUN_JOB_ID ("" unset) */
     const char *requeue_key; /* SHARDRUN_REQUEUE_KEY ("" outside Slurm) */
     int slurm_restarts;      /* SLURM_RESTART_COUNT: how often Slurm requeued the job (0 unset) */
+    /* SHARDRUN_ELASTIC_RANKS, set in every worker of an elastic run (nnodes = MIN:MAX): the ranks
+       the job file's batch keys describe, MAX nodes x nproc_per_node (0: not an elastic run) */
+    int elastic_ranks;
     /* where this rank runs and talks */
     const char *gloo_iface;           /* GLOO_SOCKET_IFNAME (NULL unset or empty) */
     const char *host_id;              /* SHARDRUN_HOST_ID, added to the host identity ("" unset) */

@@ -17,14 +17,19 @@ const char *const sr__hist_keys[] = {"epoch",
                                      "eval_runtime",
                                      "eval_samples_per_second",
                                      "eval_steps_per_second",
+                                     "global_batch",
                                      "grad_norm",
+                                     "gradient_accumulation_steps",
                                      "learning_rate",
                                      "loss",
+                                     "nodes",
+                                     "restart",
                                      "step",
                                      "train_loss",
                                      "train_runtime",
                                      "train_samples_per_second",
                                      "train_steps_per_second",
+                                     "world_size",
                                      NULL};
 
 int sr__hist_key(const char *name) {
@@ -33,14 +38,22 @@ int sr__hist_key(const char *name) {
     return -1;
 }
 
-static int is_step(int key) { return !strcmp(sr__hist_keys[key], "step"); }
+/* The keys that count something, written as integers: the step, and an elastic run's membership
+   (records.c: sr__records_membership) */
+static int is_count(int key) {
+    static const char *const counts[] = {"step",         "world_size", "nodes", "gradient_accumulation_steps",
+                                         "global_batch", "restart",    NULL};
+    for (int i = 0; counts[i]; i++)
+        if (!strcmp(sr__hist_keys[key], counts[i])) return 1;
+    return 0;
+}
 
 void sr__hist_number(char *buf, size_t len, int key, double v) {
     if (!isfinite(v)) {
         snprintf(buf, len, "null");
         return;
     }
-    if (is_step(key)) {
+    if (is_count(key)) {
         snprintf(buf, len, "%lld", (long long)v);
         return;
     }

@@ -148,6 +148,24 @@ int sr__records_train_entry(sr__trainer *t, double loss, const sr__step_result *
     return 0;
 }
 
+int sr__records_membership(sr__trainer *t) {
+    if (!t->elastic_ranks) return 0;
+    int local = sr_local_world_size(t->ctx);
+    const char *names[] = {"world_size", "nodes", "gradient_accumulation_steps", "global_batch", "restart", "step"};
+    double v[] = {(double)t->ws,
+                  (double)(local > 0 ? t->ws / local : t->ws),
+                  (double)t->elastic.accum,
+                  (double)t->elastic.global_batch,
+                  (double)sr_restart_count(t->ctx),
+                  (double)t->ts.global_step};
+    if (sr__history_add(&t->hist, 6, names, v) != 0) {
+        sr__log(SR_LOG_ERROR, "out of memory for the log history's membership entry at step %lld (%d entries kept)",
+                t->ts.global_step, t->hist.n);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- trainer_state.json -------------------------------------------------------------------------- */
 
 static int by_name(const void *a, const void *b) {

@@ -146,28 +146,64 @@ static const char *effective(const char *key, const char *value) {
     return value ? value : k ? k->def : NULL;
 }
 
-/* The global batch the checkpoint was trained with (0: not known) and this run's. */
-static long long global_batch_was(const sr__ckpt_ident *id) {
-    const char *bs = effective(BATCH_KEYS[0], sr__ckpt_setting(id, BATCH_KEYS[0]));
-    const char *acc = effective(BATCH_KEYS[1], sr__ckpt_setting(id, BATCH_KEYS[1]));
-    if (!bs || !acc || id->world_size <= 0) return 0;
-    return atoll(bs) * atoll(acc) * id->world_size;
+/* The global batch the checkpoint was trained with, read when a comparison needs it (0: not known):
+   an elastic run's accumulation followed its membership, which its log_history records (the newest
+   membership entry up to the checkpoint's step, records.c); otherwise the checkpoint's batch keys on
+   its world size. */
+typedef struct batch_was {
+    const char *dir;
+    const sr__ckpt_ident *id;
+    long long gb;
+    int known, oom; /* oom: said; the resume fails */
+} batch_was;
+
+static long long membership_batch(batch_was *w) {
+    char *path = sr__fmt("%s/trainer_state.json", w->dir), why[512];
+    sr__history h = {0};
+    long long gb = 0, step = w->id->step;
+    if (!path) {
+        sr__log(SR_LOG_ERROR, "out of memory for the name of %s/trainer_state.json (%zu bytes)", w->dir,
+                strlen(w->dir) + 20);
+        w->oom = 1;
+        return 0;
+    }
+    /* unreadable: no membership entry (records.c says why when it loads the history) */
+    if (sr__history_read(path, &h, why, sizeof why) == 0)
+        for (int i = h.n - 1; i >= 0 && !gb; i--) {
+            double v = sr__hist_get(&h.e[i], "global_batch"), s = sr__hist_get(&h.e[i], "step");
+            /* (a number a hand-edited file could make too large to convert is no batch) */
+            if (v >= 1 && v < 0x1p62 && !(s > (double)step)) gb = (long long)v;
+        }
+    sr__history_free(&h);
+    free(path);
+    return gb;
 }
+
+static long long global_batch_was(batch_was *w) {
+    if (w->known) return w->gb;
+    w->known = 1;
+    if ((w->gb = membership_batch(w)) || w->oom) return w->gb;
+    const char *bs = effective(BATCH_KEYS[0], sr__ckpt_setting(w->id, BATCH_KEYS[0]));
+    const char *acc = effective(BATCH_KEYS[1], sr__ckpt_setting(w->id, BATCH_KEYS[1]));
+    if (!bs || !acc || w->id->world_size <= 0) return 0;
+    return w->gb = atoll(bs) * atoll(acc) * w->id->world_size;
+}
+/* (in an elastic run, the accumulation is this membership's: trainer.c) */
 static long long global_batch_now(const sr__trainer *t) {
     return t->a.per_device_train_batch_size * t->a.gradient_accumulation_steps * t->ws;
 }
 
 /* One setting compared: a refusal appended to *refused, or a note printed (rank 0). */
-static void compare_one(const sr__trainer *t, const sr__ckpt_ident *id, const char *key, const char *was,
-                        const char *now, sr__buf *refused) {
+static void compare_one(const sr__trainer *t, batch_was *bw, const char *key, const char *was, const char *now,
+                        sr__buf *refused) {
     was = effective(key, was), now = effective(key, now);
     const char *w = was ? was : "(not set)", *n = now ? now : "(not set)";
     if (!strcmp(w, n) || listed(FREE_KEYS, key)) return;
     char shown[300]; /* what the user set it with */
     if (!strcmp(key, "mixed_precision")) snprintf(shown, sizeof shown, "ACCELERATE_MIXED_PRECISION");
     else snprintf(shown, sizeof shown, "[task] %s", key);
-    long long gb = global_batch_was(id);
-    if (listed(BATCH_KEYS, key) && gb && gb == global_batch_now(t)) {
+    long long gb = listed(BATCH_KEYS, key) ? global_batch_was(bw) : 0;
+    if (gb && gb == global_batch_now(t)) {
         if (t->rank == 0)
             printf("shardrun: note: %s was %s in the checkpoint and is %s now; the global batch is the same, "
                    "%lld samples per step\n",
@@ -198,23 +234,28 @@ static int compare_settings(const sr__trainer *t, const char *dir, const sr__ckp
                    dir);
         return SR__EXIT_OK;
     }
+    batch_was bw = {dir, id, 0, 0, 0};
     const char *mp = sr__precision_name(sr__worker_settings_get()->fsdp.precision);
-    if (id->mixed_precision[0]) compare_one(t, id, "mixed_precision", id->mixed_precision, mp, &refused);
+    if (id->mixed_precision[0]) compare_one(t, &bw, "mixed_precision", id->mixed_precision, mp, &refused);
     for (size_t i = 0; (key = sr__ctx_task_setting(t->ctx, i, &value)); i++)
-        compare_one(t, id, key, sr__ckpt_setting(id, key), value, &refused);
+        compare_one(t, &bw, key, sr__ckpt_setting(id, key), value, &refused);
     for (size_t i = 0; i < id->nsettings; i++) { /* keys the checkpoint had that this run does not set */
         const char *k = id->settings[i].key;
         int here = 0;
         for (size_t j = 0; !here && (key = sr__ctx_task_setting(t->ctx, j, &value)); j++) here = !strcmp(key, k);
-        if (!here) compare_one(t, id, k, id->settings[i].value, NULL, &refused);
+        if (!here) compare_one(t, &bw, k, id->settings[i].value, NULL, &refused);
     }
-    long long gb = global_batch_was(id), now = global_batch_now(t);
     if (id->world_size > 0 && id->world_size != t->ws && t->rank == 0) {
+        long long gb = global_batch_was(&bw), now = global_batch_now(t);
         printf("shardrun: note: %s was saved by %d ranks and this run has %d (a resharded resume): the parameters, the "
                "optimizer state, the step and the seed are kept; the data order from here on follows %d ranks",
                dir, id->world_size, t->ws, t->ws);
         if (gb && gb != now) printf(", and a step now takes %lld samples instead of %lld", now, gb);
         printf("\n");
+    }
+    if (bw.oom) {
+        sr__buf_free(&refused);
+        return SR__EXIT_FAILED;
     }
     if (!refused.n) return SR__EXIT_OK;
     sr__log(SR_LOG_ERROR,

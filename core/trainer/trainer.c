@@ -113,6 +113,44 @@ static int start_params(sr__trainer *t) {
     return SR__EXIT_OK;
 }
 
+/* An elastic run (SHARDRUN_ELASTIC_RANKS set): the accumulation that keeps the job file's global
+   batch on this membership replaces the job file's (elastic_batch.h), and rank 0 says so in one
+   line, a warning when the global batch cannot be kept.  An exit code. */
+static int elastic_setup(sr__trainer *t) {
+    sr__train_args *a = &t->a;
+    t->elastic_ranks = sr__worker_settings_get()->elastic_ranks;
+    if (!t->elastic_ranks) return SR__EXIT_OK;
+    char why[400];
+    long long bs = a->per_device_train_batch_size;
+    if (sr__elastic_batch_rule(bs, a->gradient_accumulation_steps, t->elastic_ranks, t->ws, &t->elastic, why,
+                               sizeof why) != 0) {
+        sr__log(SR_LOG_ERROR,
+                "elastic run: %s; nothing was trained; the job file's per_device_train_batch_size and "
+                "gradient_accumulation_steps describe the largest membership (nnodes = MIN:MAX: MAX nodes x "
+                "nproc_per_node ranks): lower them or MAX",
+                why);
+        return SR__EXIT_CONFIG;
+    }
+    t->job_accum = a->gradient_accumulation_steps;
+    a->gradient_accumulation_steps = t->elastic.accum;
+    if (t->rank != 0) return SR__EXIT_OK;
+    int local = sr_local_world_size(t->ctx), nodes = local > 0 ? t->ws / local : t->ws;
+    char accum[64];
+    if (t->elastic.accum == t->job_accum) snprintf(accum, sizeof accum, "%lld", t->job_accum);
+    else snprintf(accum, sizeof accum, "%lld -> %lld", t->job_accum, t->elastic.accum);
+    if (t->elastic.kept)
+        printf("shardrun: elastic: %d node%s, %d of %d ranks: gradient_accumulation_steps %s, the global batch stays "
+               "%lld samples per step\n",
+               nodes, nodes == 1 ? "" : "s", t->ws, t->elastic_ranks, accum, t->elastic.global_batch);
+    else
+        printf("shardrun: warning: elastic: %d node%s, %d of %d ranks: gradient_accumulation_steps %s (%lld x %d / %d, "
+               "rounded up): a step takes %lld samples instead of the job file's %lld, so a run resumed on %d ranks "
+               "no longer reproduces the uninterrupted one\n",
+               nodes, nodes == 1 ? "" : "s", t->ws, t->elastic_ranks, accum, t->job_accum, t->elastic_ranks, t->ws,
+               t->elastic.global_batch, t->elastic.job_batch, t->ws);
+    return SR__EXIT_OK;
+}
+
 /* Everything that can go wrong before training: the arguments, the task's model, the engine, the
    starting parameters, a dataset.  An exit code: SR__EXIT_CONFIG for a bad description or
    configuration (nothing has trained yet), SR__EXIT_FAILED otherwise. */
@@ -125,7 +163,8 @@ static int setup(sr__trainer *t, sr_ctx *ctx, const char *task, const sr_model_o
     const sr__worker_settings *ws = sr__worker_settings_get();
     snprintf(t->ts.job_id, sizeof t->ts.job_id, "%s", ws->job_id);
     snprintf(t->ts.requeue_key, sizeof t->ts.requeue_key, "%s", ws->requeue_key);
-    int rc = sr__resume_choose(t); /* output_dir, and the checkpoint the run starts from */
+    int rc = elastic_setup(t);                        /* before anything reads the accumulation */
+    if (rc == SR__EXIT_OK) rc = sr__resume_choose(t); /* output_dir, and the checkpoint the run starts from */
     if (rc != SR__EXIT_OK) return rc;
     t->ts.settings = t->settings;
     t->model = sr__model_new();
@@ -348,7 +387,8 @@ static int stop_preempted(sr__trainer *t) {
 
 static int train(sr__trainer *t) {
     char text[32];
-    if (sr__eval_if_due(t, 1) != 0) return SR__EXIT_FAILED; /* eval_on_start */
+    if (sr__records_membership(t) != 0) return SR__EXIT_FAILED; /* an elastic run's, first at its step */
+    if (sr__eval_if_due(t, 1) != 0) return SR__EXIT_FAILED;     /* eval_on_start */
     sr__progress_send(SR__PROGRESS_STARTED, "training");
     t->saved_step = -1;
     sr__watch_plan(t->plan.total_steps);

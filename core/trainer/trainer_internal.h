@@ -10,6 +10,7 @@
  *   records.c    log_history, trainer_state.json, loss.svg, save_total_limit (records.h)
  *   nan_policy.c a step whose loss or gradient norm is not finite ([task] nan_policy, nan_policy.h)
  *   resume.c     which checkpoint the run starts from, and whether it may (resume.h)
+ *   elastic_batch.c  an elastic run's accumulation for its membership (elastic_batch.h)
  *   profile_table.c  the step profile's tables (SHARDRUN_PROFILE=1, profile_table.h)
  */
 #ifndef SR__TRAINER_INTERNAL_H
@@ -21,6 +22,7 @@
 #include "fsdp/checkpoint.h"
 #include "fsdp/engine.h"
 #include "trainer/choice_file.h"
+#include "trainer/elastic_batch.h"
 #include "trainer/profile_table.h"
 #include "trainer/records.h"
 #include "trainer/sampler.h"
@@ -37,8 +39,14 @@ typedef struct sr__trainer {
     sr_ctx *ctx;
     const char *task;
     const sr_model_ops *ops;
-    sr__train_args a;
+    sr__train_args a; /* in an elastic run a.gradient_accumulation_steps is the effective one (below) */
     int rank, ws, tty;
+    /* an elastic run (SHARDRUN_ELASTIC_RANKS; elastic_batch.h): its ranks (0: not elastic), the job
+       file's accumulation, and the batch of this membership, whose accumulation replaced the job
+       file's in `a` so that every use of it follows the membership */
+    int elastic_ranks;
+    long long job_accum;
+    sr__elastic_batch elastic;
     /* the model and its engine */
     sr_model *model;
     void *state; /* the task's, from create() */
@@ -110,6 +118,10 @@ void sr__trainer_bar(sr__trainer *t, double loss, const char *doing, double doin
 int sr__trainer_report(sr__trainer *t, double runtime);
 
 /* records.c: see records.h for the order. */
+/* An elastic run (t->elastic_ranks > 0): the entry of this attempt's membership at the step it
+   starts from: world_size, nodes, gradient_accumulation_steps (effective), global_batch, restart.
+   0, or -1 after an error (memory for the log history ran out). */
+int sr__records_membership(sr__trainer *t);
 /* The eval configuration against the task's eval data; an exit code. */
 int sr__records_setup(sr__trainer *t);
 /* A resumed run continues the checkpoint's log_history and best checkpoint (a checkpoint without

@@ -8,6 +8,10 @@ transformers' TrainerState and train_log.jsonl, loss.svg against log_history.
     check_records.py state DIR STEPS_PER_EPOCH     trainer_state.json: schema, values, checkpoints
     check_records.py svg SVG DIR...                the SVG's polylines are DIR's log_history values
     check_records.py best DIR                      print "BEST NEWEST" checkpoint steps by eval_loss
+    check_records.py membership DIR                an elastic run's membership entries, one line each
+                                                   ("step=0 world_size=1 ..."), checked, HF's
+                                                   TrainerState loads the file, every checkpoint
+                                                   holds the log_history up to its step
     check_records.py flatten CKPT                  rewrite CKPT/trainer_state.json as an older
                                                    shardrun wrote it (flat, no log_history)
 Prints what differs and exits 1 on a failed check."""
@@ -94,6 +98,10 @@ def hf_load(path):
     return TrainerState(**{k: v for k, v in s.items() if k not in extra}), s
 
 
+MEMBERSHIP_ORDER = ["step", "world_size", "nodes", "gradient_accumulation_steps", "global_batch", "restart"]
+MEMBERSHIP = set(MEMBERSHIP_ORDER)
+
+
 def cmd_state(d, spe):
     spe = int(spe)
     st, raw = hf_load(os.path.join(d, "trainer_state.json"))
@@ -113,6 +121,8 @@ def cmd_state(d, spe):
                              "eval_steps_per_second", "epoch", "step"}, "eval entry members: %s" % sorted(e))
             check(rel(e["eval_perplexity"], math.exp(e["eval_loss"])) < 1e-6, "eval_perplexity = exp(eval_loss)")
             check(e["eval_runtime"] > 0 and e["eval_samples_per_second"] > 0, "eval speed measured")
+        if "world_size" in e:  # an elastic run's membership, one per attempt (docs/model-tasks.md)
+            check_membership(e)
     last = hist[-1]
     check(set(last) == {"train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss", "epoch",
                         "step"}, "the last entry is the summary: %s" % sorted(last))
@@ -128,6 +138,16 @@ def cmd_state(d, spe):
         check(isinstance(getattr(st, k), int), "%s is an integer" % k)
     # every checkpoint: HF's shape too, shardrun's resume keys under stateful_callbacks, and the
     # log_history of the final state up to its step
+    ckpts = check_checkpoints(d, hist[:-1])
+    print("%s: %d log_history entries, %d checkpoints" % (d, len(hist), len(ckpts)))
+
+
+def check_membership(e):
+    check(set(e) == MEMBERSHIP, "membership entry members: %s" % sorted(e))
+    check(all(type(v) is int for v in e.values()), "membership entry of integers: %s" % e)
+
+
+def check_checkpoints(d, hist):
     ckpts = sorted(glob.glob(os.path.join(d, "checkpoint-*")), key=lambda p: int(p.rsplit("-", 1)[1]))
     check(ckpts, "checkpoints in %s" % d)
     for c in ckpts:
@@ -137,9 +157,20 @@ def cmd_state(d, spe):
         sh = (cs.stateful_callbacks or {}).get("shardrun", {})
         check(sh.get("global_step") == step and re.fullmatch("[0-9a-f]{32}", sh.get("checkpoint_id", "")),
               "%s: stateful_callbacks.shardrun holds the resume keys: %s" % (c, sh))
-        want = [e for e in hist[:-1] if e["step"] <= step]
+        # (the membership of an attempt that resumed from this very checkpoint came after it)
+        want = [e for e in hist if e["step"] < step or (e["step"] == step and "world_size" not in e)]
         check(cs.log_history == want, "%s: its log_history is the run's up to step %d" % (c, step))
-    print("%s: %d log_history entries, %d checkpoints" % (d, len(hist), len(ckpts)))
+    return ckpts
+
+
+def cmd_membership(d):
+    st, raw = hf_load(os.path.join(d, "trainer_state.json"))
+    for e in st.log_history:
+        if "world_size" in e:
+            check_membership(e)
+            print(" ".join("%s=%s" % (k, e.get(k)) for k in MEMBERSHIP_ORDER))
+    check_checkpoints(d, st.log_history[:-1] if st.log_history and "train_runtime" in st.log_history[-1] else
+                      st.log_history)
 
 
 def cmd_svg(svg, *dirs):
@@ -177,7 +208,7 @@ def cmd_flatten(c):
 
 def main():
     cmds = {"evals": cmd_evals, "same_evals": cmd_same_evals, "state": cmd_state, "svg": cmd_svg, "best": cmd_best,
-            "flatten": cmd_flatten}
+            "flatten": cmd_flatten, "membership": cmd_membership}
     cmds[sys.argv[1]](*sys.argv[2:])
     sys.exit(1 if failures else 0)
 

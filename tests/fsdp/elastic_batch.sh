@@ -50,7 +50,7 @@ expect_eq "${rc[0]}/${rc[1]}" "0/0" "(b) both agents of the elastic job ($(cat "
 b=$(cat "$T/n0.out")
 expect_in "$b" "[rank0]: shardrun: elastic: 1 node, 1 of 2 ranks: gradient_accumulation_steps 1 -> 2, the global batch stays 8 samples per step" "(b) alone: twice the accumulation, the same global batch"
 expect_in "$b" "batch 4 x 2 accumulation x 1 rank = 8 per step" "(b) alone: the plan takes it"
-expect_in "$(cat "$T/n0.err")" "node 1's shardrun (slot 1) joins the job" "(b) node 1 joins"
+expect_in "$(cat "$T/n0.err")" "a new node's shardrun (slot 1) joins the job" "(b) node 1 joins"
 expect_in "$b" "[rank0]: shardrun: elastic: 2 nodes, 2 of 2 ranks: gradient_accumulation_steps 1, the global batch stays 8 samples per step" "(b) on both nodes: the job file's accumulation"
 expect_in "$b" "[rank0]: shardrun: restart 1: resuming from this job's newest checkpoint, $T/b/checkpoint-3" "(b) the job resumes from the checkpoint of the join"
 expect_in "$b" "was saved by 1 ranks and this run has 2 (a resharded resume)" "(b) a resharded resume"

@@ -133,6 +133,8 @@ void sr__print_summary(const sr__attempt *st, sr__run *run) {
             sr__log(SR_LOG_ERROR, "rank %d (local rank %d, pid %d) %s", w->rank, w->local_rank, (int)w->pid, what);
         }
         print_tail(w);
+        /* its collectives failed because node 0 went: that is what to act on */
+        if (run->rdzv.host_gone || run->rdzv.host_lost) sr__log(SR_LOG_ERROR, "%s", run->rdzv.failed_elsewhere);
     } else if (st->agent_signal) {
         print_interrupted(st, run);
     } else if (st->failed_elsewhere && run->rdzv.refused_at) {

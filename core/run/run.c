@@ -291,9 +291,9 @@ int sr__run_prepare_rdzv(sr__run *run) {
                 a.timeout_s, a.master_addr);
     if (l->elastic && l->elastic_host && nagents > 1)
         sr__log(SR_LOG_INFO,
-                "elastic job (nnodes = %d:%d): waiting up to %gs (rdzv_timeout) for at least %d nodes, then %gs "
+                "elastic job (nnodes = %d:%d): waiting up to %gs (rdzv_timeout) for at least %d node%s, then %gs "
                 "(rdzv_last_call) for more",
-                l->nnodes_min, l->nnodes_max, a.timeout_s, l->nnodes_min, a.last_call_s);
+                l->nnodes_min, l->nnodes_max, a.timeout_s, l->nnodes_min, l->nnodes_min == 1 ? "" : "s", a.last_call_s);
     int rc = sr__rdzv_prepare(&run->rdzv, &a, &run->cfg.diag);
     if (rc == SR__RDZV_ENDED) {
         sr__log(SR_LOG_INFO, "%s", run->rdzv.failed_elsewhere);

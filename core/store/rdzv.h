@@ -146,6 +146,7 @@ typedef struct sr__rdzv {
     int acked;            /* told the host the verdict was read */
     int host_lost;        /* the hang watchdog found node 0's agent silent: this agent decided the run
                                failed on its own and talks to the store no more (SR__RDZV_HOST_SILENT) */
+    int host_gone;        /* node 0's agent went away (its store closed): failed_elsewhere says so */
     /* an elastic job (nnodes = MIN:MAX, docs/elastic.md): agents are slots 0 .. nagents-1 (nagents
        is MAX); node 0's agent is slot 0 and gives each arriving agent a free slot.  Each attempt's
        world is the slots taking part, in slot order: world_rank is this agent's place */

@@ -161,6 +161,7 @@ static void read_start(sr__rdzv *r) {
         else
             snprintf(what, sizeof what, "node 0's shardrun went away while the job restarted%s",
                      sr__rdzv_host_gone_note(r));
+        r->host_gone = !(rc == 0 && !strncmp((char *)v, "fail:", 5));
         sr__rdzv_set_failure(r, 0, 0, what);
     }
     free(v);
@@ -190,6 +191,7 @@ void sr__rdzv_read_watch(sr__rdzv *r) {
         sr__rdzv_set_failure(r, 0, 0, "");
         snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)%s",
                  rc < 0 ? sr__store_error(r->ctl) : "its store closed", sr__rdzv_host_gone_note(r));
+        r->host_gone = 1;
         r->phase = SR__RDZV_FAILED;
     }
     free(v);

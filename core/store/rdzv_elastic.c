@@ -158,7 +158,8 @@ int sr__rdzv_elastic_formable(sr__rdzv *r, double started, double *min_at, sr__d
     if (n < r->min_agents) *min_at = 0; /* (again: one went away) */
     else if (!*min_at) *min_at = now;
     if (n >= r->nagents || (*min_at && now - *min_at >= r->last_call_s)) return 1;
-    if (now - started < r->timeout_s) return 0;
+    /* rdzv_timeout bounds the wait for MIN agents; the last call runs its course once they are there */
+    if (*min_at || now - started < r->timeout_s) return 0;
     sr__diag_add(diag,
                  "%d of the at least %d nodes of nnodes = %d:%d joined within rdzv_timeout (%gs): start the "
                  "others' shardrun with the same job file and master_addr (node 0's address), raise "

@@ -22,6 +22,7 @@ int sr__rdzv_stopped(sr__rdzv *r) {
         r->phase = SR__RDZV_FAILED;
         snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere,
                  "node 0's shardrun went away while the job restarted (%s)%s", err, sr__rdzv_host_gone_note(r));
+        r->host_gone = 1;
         return -1;
     }
     r->waiting_start = 1;
@@ -171,6 +172,7 @@ void sr__rdzv_next_attempt(sr__rdzv *r) {
             r->phase = SR__RDZV_FAILED;
             snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "node 0's shardrun went away (%s)%s", err,
                      sr__rdzv_host_gone_note(r));
+            r->host_gone = 1;
         }
     }
 }

@@ -1,5 +1,5 @@
 # An elastic job takes nodes in while it runs, each node a network namespace on one switch:
-# (a) nnodes = 2:4 started on three nodes; a fourth started after step 7 waits, every rank stops after
+# (a) nnodes = 3:4 started on three nodes; a fourth started after step 7 waits, every rank stops after
 #     the same step with a checkpoint, and the job goes on with four from that very step;
 # (b) a node that comes back after it was declared gone is not mixed into the running world: it
 #     waits, and is taken in at the next membership change (its own), from a checkpoint of that step.
@@ -11,11 +11,9 @@ J=$T/job.ini
 nodes_up 4
 
 # (a) a fourth node joins after step 7 (node 0's rank waits there until its agent stops it)
-P=$(free_port_pair)
-NNODES=2:4
-SHARDRUN_DEBUG_PAUSE_AT=0:7 start_node 0 0 "$T/a"
-start_node 1 1 "$T/a"
-start_node 2 2 "$T/a"
+P=$(free_port_pair) OUT=$T/a
+NNODES=3:4 # the world forms once the three are there (and rdzv_last_call passed)
+SHARDRUN_DEBUG_PAUSE_AT=0:7 start_world 3
 wait_for "$T/n0.out" "step 7/20" 120 && pass || fail "the run reached step 7 ($(logs))"
 expect_in "$(cat "$T/n0.err")" "started 1 worker (rank 0 of 3)" "the first world has the three nodes there (rdzv_last_call)"
 start_node 3 3 "$T/a"
@@ -35,11 +33,9 @@ expect_eq "$n" 4 "the results list the 4 ranks of the last world"
 # (b) node 2's shardrun killed after step 6 (nodes 0 and 1 go on from checkpoint-5), started again once
 # the world of 2 reached step 12: it is not taken into that world, but into the next one, from a
 # checkpoint of step 12
-P=$(free_port_pair)
+P=$(free_port_pair) OUT=$T/b
 NNODES=2:3
-SHARDRUN_DEBUG_PAUSE_AT=0:6,0:12@1 start_node 0 0 "$T/b"
-start_node 1 1 "$T/b"
-start_node 2 2 "$T/b"
+SHARDRUN_DEBUG_PAUSE_AT=0:6,0:12@1 start_world 3
 wait_for "$T/n0.out" "step 6/20" 120 && pass || fail "the run reached step 6 ($(logs))"
 for p in $(ip netns pids "$(ns_of 2)"); do kill -KILL "$p" 2>/dev/null; done
 wait "${pid[2]}" 2>/dev/null

@@ -14,10 +14,8 @@ nodes_up 3
 
 # (a) node 2 vanishes after step 7.  Node 0's rank waits after its step 7 line until its agent stops
 # it (SHARDRUN_DEBUG_PAUSE_AT), so the loss lands after step 7 however fast the steps are.
-P=$(free_port_pair)
-SHARDRUN_DEBUG_PAUSE_AT=0:7 start_node 0 0 "$T/a"
-start_node 1 1 "$T/a"
-start_node 2 2 "$T/a"
+P=$(free_port_pair) OUT=$T/a
+SHARDRUN_DEBUG_PAUSE_AT=0:7 start_world 3
 wait_for "$T/n0.out" "step 7/20" 120 && pass || fail "the run reached step 7 ($(logs))"
 expect_in "$(cat "$T/n2.err")" " of 3)" "node 2 took part in the first world"
 r2=$(place_of 2)
@@ -43,10 +41,8 @@ ip link add "sre$$n2" netns "$(ns_of 2)" type veth peer name "sre$$s2" netns "$N
     ip -n "$NSW" link set "sre$$s2" master sreb && ip -n "$NSW" link set "sre$$s2" up &&
     ip -n "$(ns_of 2)" addr add "$(addr_of 2)/24" dev "sre$$n2" && ip -n "$(ns_of 2)" link set "sre$$n2" up &&
     ip -n "$(ns_of 2)" link set lo up || fail "cannot give node 2 its link again"
-P=$(free_port_pair)
-SHARDRUN_DEBUG_PAUSE_AT=0:6 start_node 0 0 "$T/b"
-start_node 1 1 "$T/b"
-start_node 2 2 "$T/b"
+P=$(free_port_pair) OUT=$T/b
+SHARDRUN_DEBUG_PAUSE_AT=0:6 start_world 3
 wait_for "$T/n0.out" "step 6/20" 120 && pass || fail "the run reached step 6 ($(logs))"
 r2=$(place_of 2)
 kill -TERM "${pid[2]}"
@@ -60,9 +56,10 @@ expect_in "$(cat "$T/n0.out")" "[rank0]: shardrun: resumed from $T/b/checkpoint-
 expect_in "$(cat "$T/n1.err")" " of 2, restart 1)" "node 1 goes on in a world of 2"
 
 # (c) below the minimum: a world of 2 (nnodes = 2:3) loses node 1; no other comes within rdzv_timeout
-P=$(free_port_pair)
-SHARDRUN_DEBUG_PAUSE_AT=0:6 start_node 0 0 "$T/c" --set shardrun.rdzv_timeout=3
+P=$(free_port_pair) OUT=$T/c
 start_node 1 1 "$T/c" --set shardrun.rdzv_timeout=3
+started 1
+SHARDRUN_DEBUG_PAUSE_AT=0:6 start_node 0 0 "$T/c" --set shardrun.rdzv_timeout=3
 wait_for "$T/n0.out" "step 6/20" 120 && pass || fail "the run reached step 6 ($(logs))"
 kill -KILL "${pid[1]}"
 wait "${pid[1]}" 2>/dev/null
@@ -76,10 +73,10 @@ expect_in "$(cat "$T/n0.err")" "to continue later, start 2 nodes with the same j
 [ "$ms" -lt 15000 ] && pass || fail "node 0 gave up after ${ms} ms (rdzv_timeout 3 s)"
 
 # (d) node 0 vanishes: the built-in store goes with it
-P=$(free_port_pair)
-SHARDRUN_DEBUG_PAUSE_AT=0:4 start_node 0 0 "$T/d" --set shardrun.hang_timeout=5
-start_node 1 1 "$T/d" --set shardrun.hang_timeout=5
-start_node 2 2 "$T/d" --set shardrun.hang_timeout=5
+P=$(free_port_pair) OUT=$T/d
+export SHARDRUN_HANG_TIMEOUT=5
+SHARDRUN_DEBUG_PAUSE_AT=0:4 start_world 3
+unset SHARDRUN_HANG_TIMEOUT
 wait_for "$T/n0.out" "step 4/20" 120 && pass || fail "the run reached step 4 ($(logs))"
 node_gone 0
 unset "pid[0]"

@@ -68,16 +68,32 @@ node_gone() {
 }
 
 # start_node I NODE_RANK OUTDIR [ARGS...]: a shardrun agent in node I's namespace, in the background
-# (output in $T/nI.out, .err); master_addr is node 0's address; nnodes is $NNODES
+# (output in $T/nI.out, .err); master_addr is node 0's address; nnodes is $NNODES, rdzv_last_call
+# $LAST_CALL
 P=29500
 NNODES=2:3
+# the first world forms once MAX nodes are there, or this long after MIN came
+LAST_CALL=2
 start_node() {
     local i=$1 rank=$2 dir=$3
     shift 3
     ip netns exec "$(ns_of "$i")" "$SHARDRUN" "$J" --nnodes "$NNODES" --node-rank "$rank" --nproc-per-node 1 \
         --master-addr "$(addr_of 0)" --master-port "$P" --set task.output_dir="$dir" --set torch.timeout=20 \
-        --set shardrun.rdzv_last_call=1 "$@" >"$T/n$i.out" 2>"$T/n$i.err" &
+        --set shardrun.rdzv_last_call="$LAST_CALL" "$@" >"$T/n$i.out" 2>"$T/n$i.err" &
     pid[$i]=$!
+}
+# started I: waits until node I's shardrun runs (its first line; entering a namespace may take seconds
+# while the kernel still removes another one)
+started() { wait_for "$T/n$1.err" "shardrun: " 60 || fail "node $1's shardrun did not start within 60 s"; }
+# start_world NODES ARGS0...: nodes 1..NODES-1 first, each running, then node 0 (with ARGS0): every
+# node is there when node 0 opens the rendezvous, so the first world has them all however slow
+# the machine; the output folder is $OUT
+start_world() {
+    local n=$1 i
+    shift
+    for ((i = 1; i < n; i++)); do start_node "$i" "$i" "$OUT"; done
+    for ((i = 1; i < n; i++)); do started "$i"; done
+    start_node 0 0 "$OUT" "$@"
 }
 # wait_node_for I SECONDS: waits that long at most; rc 124 when it is still running (then killed)
 wait_node_for() {

@@ -12,6 +12,13 @@
 # and the old workers stopped) -> the checkpoint loaded ("resumed from") -> the first step of the
 # new world done.  Steps recomputed: those trained after the checkpoint the new world starts from.
 # For scale, the median time of a step before the event.
+# Then a peer in the same run: the same torch program (init_process_group("gloo"), a barrier, then
+# barriers until its world changes) as an elastic job of three agents on loopback under shardrun
+# (exec:, nnodes = 2:3) and under torchrun (--nnodes 2:3, its c10d rendezvous, --max_restarts 3,
+# --monitor_interval 0.1), alternating; the third agent and its worker killed (SIGKILL) once every
+# rank passed its first barrier; reported: the kill -> both survivors' ranks past a barrier in a
+# world of 2, median of RUNS.  It includes Python's start and torch's own rendezvous, which both
+# pay alike.
 # Median of RUNS runs each.
 # Usage: bench/elastic_latency.sh BUILD_DIR [-j JOB.ini] [-r RUNS] [-- MORE SHARDRUN ARGS]
 set -euo pipefail
@@ -36,6 +43,22 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 ports() { free_port_pair; }
 export OMP_NUM_THREADS=1 SHARDRUN_RDZV_TOKEN=elastic-latency-$$
+cat >"$tmp/world_change.py" <<'PY'
+import os, sys, time
+import torch.distributed as dist
+dist.init_process_group("gloo")
+dist.barrier()
+ws = dist.get_world_size()
+print(f"ready {ws} {time.time():.6f}", flush=True)
+if ws < 3:
+    sys.exit(0)
+end = time.time() + 300
+while time.time() < end:  # the world in use until a peer is lost
+    dist.barrier()
+    time.sleep(0.05)
+PY
+printf '[shardrun]\ntask = exec:/usr/bin/python3 %s\nplugins = torch\nnproc_per_node = 1\n' "$tmp/world_change.py" \
+    >"$tmp/world_change.ini"
 /usr/bin/python3 - "$build/shardrun" "$job" "$runs" "$here" "$@" <<'PY'
 import os, re, signal, statistics, subprocess, sys, threading, time
 
@@ -119,4 +142,74 @@ for kind in ["lost", "notice", "join"]:
           f"  steps recomputed {r[0]['recomputed']}  (a step before: {statistics.median(x['step'] for x in r):.2f})")
     runs_s = ", ".join("%.2f" % x["first step done"] for x in r)
     print(f"          (first step done, runs: {runs_s})")
+
+def descendants(pid):
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                ppid = int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += kids.get(p, [])
+    return out
+
+def peer_run(launcher):
+    """Three agents of the exec program; the third killed with its workers; kill -> both survivors ready in 2."""
+    port = free_port()
+    procs, lines = [], []
+    def read(p):
+        for line in p.stdout:
+            lines.append((time.time(), line.rstrip("\n")))
+    for node in range(3):
+        if launcher == "shardrun":
+            cmd = [shardrun, "world_change.ini", "--nnodes", "2:3", "--node-rank", str(node), "--master-addr",
+                   "127.0.0.1", "--master-port", port, "--set", "shardrun.rdzv_last_call=2"]
+        else:
+            cmd = ["/usr/bin/python3", "-m", "torch.distributed.run", "--nnodes", "2:3", "--nproc_per_node", "1",
+                   "--rdzv_backend", "c10d", "--rdzv_endpoint", "127.0.0.1:" + port, "--rdzv_id", "peer" + port,
+                   "--max_restarts", "3", "--monitor_interval", "0.1", "--redirects", "1", "--tee", "1",
+                   "world_change.py"]
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        threading.Thread(target=read, args=(p,), daemon=True).start()
+        procs.append(p)
+        time.sleep(0.5)  # torchrun's first agent hosts its store
+    end = time.time() + 120
+    while sum("ready 3 " in l for _, l in list(lines)) < 3 and time.time() < end:
+        time.sleep(0.02)
+    if time.time() >= end:
+        sys.exit(f"{launcher}: no world of 3:\n" + "\n".join(l for _, l in lines[-20:]))
+    kill = time.time()
+    for pid in descendants(procs[2].pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    end = time.time() + 240
+    while sum("ready 2 " in l for t, l in list(lines) if t > kill) < 2 and time.time() < end:
+        time.sleep(0.02)
+    for p in procs:
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            for pid in descendants(p.pid):
+                os.kill(pid, signal.SIGKILL)
+    ready = [float(l.split()[-1]) for t, l in lines if t > kill and "ready 2 " in l]
+    if len(ready) < 2:
+        sys.exit(f"{launcher}: the survivors did not form a world of 2:\n" + "\n".join(l for _, l in lines[-20:]))
+    return max(ready) - kill
+
+s_, t_ = [], []
+for _ in range(runs):
+    s_.append(peer_run("shardrun"))
+    t_.append(peer_run("torchrun"))
+print(f"exec: torch program, three agents (nnodes = 2:3), the third killed with its worker -> both survivors past a barrier in a world of 2, median of {runs}:")
+print(f"  shardrun (nnodes = 2:3)                                    {statistics.median(s_):7.3f} s   (runs: {', '.join('%.3f' % x for x in s_)})")
+print(f"  torchrun (--nnodes 2:3, c10d, --monitor_interval 0.1)      {statistics.median(t_):7.3f} s   (runs: {', '.join('%.3f' % x for x in t_)})")
+print(f"  ratio torchrun / shardrun: {statistics.median(t_) / statistics.median(s_):.1f}")
 PY

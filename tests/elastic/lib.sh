@@ -95,21 +95,6 @@ start_world() {
     for ((i = 1; i < n; i++)); do started "$i"; done
     start_node 0 0 "$OUT" "$@"
 }
-# wait_node_for I SECONDS: waits that long at most; rc 124 when it is still running (then killed)
-wait_node_for() {
-    local end=$(($(now_ms) + $2 * 1000))
-    while kill -0 "${pid[$1]}" 2>/dev/null && [ "$(now_ms)" -lt "$end" ]; do sleep 0.1; done
-    if kill -0 "${pid[$1]}" 2>/dev/null; then
-        kill -KILL "${pid[$1]}" 2>/dev/null
-        wait "${pid[$1]}" 2>/dev/null
-        rc[$1]=124
-    else
-        wait "${pid[$1]}"
-        rc[$1]=$?
-    fi
-    unset "pid[$1]"
-}
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # place_of I [RESTART]: node I's rank in that attempt's world (the first without RESTART), from its
 # "started 1 worker (rank R of N...)" line; places follow the order the nodes arrived in
 place_of() {

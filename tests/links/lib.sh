@@ -71,21 +71,6 @@ start_node() {
         --master-port "$P" --set task.output_dir="$dir" --set torch.timeout=20 "$@" >"$T/n$node.out" 2>"$T/n$node.err" &
     pid[$node]=$!
 }
-wait_node() { wait "${pid[$1]}"; rc[$1]=$?; unset "pid[$1]"; }
-# wait_node_for NODE SECONDS: waits that long at most (wall clock, not a count of polls: the
-# machine may be loaded); rc 124 when it is still running (then killed)
-wait_node_for() {
-    local end=$(($(now_ms) + $2 * 1000))
-    while kill -0 "${pid[$1]}" 2>/dev/null && [ "$(now_ms)" -lt "$end" ]; do sleep 0.1; done
-    if kill -0 "${pid[$1]}" 2>/dev/null; then
-        kill -KILL "${pid[$1]}" 2>/dev/null
-        wait "${pid[$1]}" 2>/dev/null
-        rc[$1]=124
-        unset "pid[$1]"
-    else
-        wait_node "$1"
-    fi
-}
 # wait_progress FILE TEXT SECONDS: until FILE holds TEXT; gives up at once when node 0's agent ended
 wait_progress() {
     local end=$(($(now_ms) + $3 * 1000))
@@ -96,4 +81,3 @@ wait_progress() {
     done
     return 1
 }
-now_ms() { echo $(($(date +%s%N) / 1000000)); }

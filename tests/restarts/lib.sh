@@ -34,3 +34,22 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     print(r["step"], r["loss"])' "$1"
 }
+
+# The nodes' agents of the multi-node tests (tests/links/, tests/elastic/), in the arrays pid and rc
+# by node: wait_node NODE waits for it; wait_node_for NODE SECONDS waits that long at most (wall
+# clock, not a count of polls: the machine may be loaded), rc 124 when it is still running (then
+# killed)
+wait_node() { wait "${pid[$1]}"; rc[$1]=$?; unset "pid[$1]"; }
+wait_node_for() {
+    local end=$(($(now_ms) + $2 * 1000))
+    while kill -0 "${pid[$1]}" 2>/dev/null && [ "$(now_ms)" -lt "$end" ]; do sleep 0.1; done
+    if kill -0 "${pid[$1]}" 2>/dev/null; then
+        kill -KILL "${pid[$1]}" 2>/dev/null
+        wait "${pid[$1]}" 2>/dev/null
+        rc[$1]=124
+        unset "pid[$1]"
+    else
+        wait_node "$1"
+    fi
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }

@@ -142,8 +142,9 @@ static void apply_cluster(sr__job *cfg, sr__layout *out) {
 }
 
 /* nnodes = MIN:MAX: an elastic job (docs/elastic.md).  Until the rendezvous forms the first world,
-   nnodes is MAX (the workers' environment is checked for the largest world). */
-static void resolve_elastic(sr__job *cfg, sr__layout *out, int is_standalone) {
+   nnodes is MAX (the workers' environment is checked for the largest world).  standalone: its
+   setting, NULL when the run is not standalone. */
+static void resolve_elastic(sr__job *cfg, sr__layout *out, const sr__setting *standalone) {
     const sr__setting *nn = sr__config_get(cfg, "shardrun", "nnodes");
     const char *colon = nn->value ? strchr(nn->value, ':') : NULL;
     if (!colon) return;
@@ -159,9 +160,11 @@ static void resolve_elastic(sr__job *cfg, sr__layout *out, int is_standalone) {
                      "one rank; start one process per node (srun --ntasks-per-node=1, mpirun --map-by ppr:1:node) "
                      "with nproc_per_node set, or give a fixed nnodes",
                      nn->where, nn->value, out->launcher ? out->launcher : "a launcher");
-    if (is_standalone && out->nnodes_max > 1)
-        sr__diag_add(&cfg->diag, "standalone runs on one node, but nnodes = %s (%s) allows %d; drop one of them",
-                     nn->value, nn->where, out->nnodes_max);
+    if (standalone && out->nnodes_max > 1)
+        sr__diag_add(&cfg->diag,
+                     "%s: standalone runs on one node, but nnodes = %s (%s) allows up to %d nodes; drop one of them "
+                     "(or give nnodes = 1:1)",
+                     standalone->where, nn->value, nn->where, out->nnodes_max);
 }
 
 void sr__layout_resolve(sr__job *cfg, sr__layout *out) {
@@ -194,7 +197,7 @@ void sr__layout_resolve(sr__job *cfg, sr__layout *out) {
     out->nproc_per_node = int_of(cfg, "nproc_per_node");
     out->nnodes = int_of(cfg, "nnodes");
     out->node_rank = int_of(cfg, "node_rank");
-    resolve_elastic(cfg, out, is_standalone);
+    resolve_elastic(cfg, out, is_standalone ? standalone : NULL);
     if (!out->elastic && out->node_rank >= out->nnodes)
         sr__diag_add(&cfg->diag, "node_rank %d (%s) must be below nnodes %d (%s)", out->node_rank,
                      sr__config_get(cfg, "shardrun", "node_rank")->where, out->nnodes,
@@ -217,7 +220,9 @@ void sr__layout_resolve(sr__job *cfg, sr__layout *out) {
                          "master_port to a free port (e.g. --set shardrun.master_port=29500), the same for every "
                          "process",
                          mp->where, out->launcher, agents, out->launcher);
-        } else if (out->nnodes > 1) { /* an elastic job's: its MAX */
+        } else if (out->nnodes > 1 && !is_standalone) {
+            /* an elastic job's nnodes is its MAX here; standalone's own 0 with nnodes > 1 was refused
+               above, and its port is no choice of the user's */
             sr__diag_add(&cfg->diag,
                          "%s: master_port = 0 (pick a free port) only works on one node: the other "
                          "nodes could not know the port; give a fixed port",

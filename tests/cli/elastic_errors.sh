@@ -1,0 +1,74 @@
+# An elastic job's configuration errors (nnodes = MIN:MAX): each exits 2 before any worker starts,
+# with a message that names the value, where it came from and what is expected:
+# (a) a malformed MIN:MAX in the job file, on --nnodes and in SHARDRUN_NNODES;
+# (b) standalone with nnodes = 1:2 (one message, not a second one about standalone's own port);
+# (c) an elastic job under a launcher that started this process as one rank (Open MPI, torchrun);
+# and what is accepted: nnodes = 2:2 and 1:1, standalone with 1:1, one process per node under a launcher.
+. "$(dirname "$0")/lib.sh"
+# the task leaves a file behind: a refused job must not have started it
+TASK="task = exec:/usr/bin/touch $T/ran"
+printf '[shardrun]\n%s\nplugins = torch\n' "$TASK" >"$T/plain.ini"
+# refused WHAT CMD...: exit 2, nothing on stdout, the task not started; leaves $err
+refused() {
+    local what=$1
+    shift
+    rm -f "$T/ran"
+    run "$@"
+    expect_rc 2 "$what"
+    expect_eq "$out" "" "$what: nothing on stdout"
+    [ ! -e "$T/ran" ] && pass || fail "$what: the task ran"
+}
+EXPECTED='[shardrun] nnodes: expected MIN:MAX, two integers from 1 to 65536 with MIN <= MAX, got'
+
+# (a) MAX below MIN, MIN 0, not numbers, one side empty, MAX above 65536: in each place it can be given
+for v in 2:1 0:2 a:b 2: :3 1:70000; do
+    printf '[shardrun]\n%s\nnnodes = %s\n' "$TASK" "$v" >"$T/bad.ini"
+    refused "nnodes = $v in the job file" "$SHARDRUN" "$T/bad.ini"
+    expect_in "$err" "$T/bad.ini:3: $EXPECTED \"$v\"" "nnodes = $v in the job file: the line, the value, MIN:MAX"
+    refused "--nnodes $v" "$SHARDRUN" "$T/plain.ini" --nnodes "$v"
+    expect_in "$err" "command line --nnodes: $EXPECTED \"$v\"" "--nnodes $v: the flag, the value, MIN:MAX"
+    refused "SHARDRUN_NNODES=$v" env SHARDRUN_NNODES="$v" "$SHARDRUN" "$T/plain.ini"
+    expect_in "$err" "environment SHARDRUN_NNODES: $EXPECTED \"$v\"" "SHARDRUN_NNODES=$v: the variable, the value, MIN:MAX"
+done
+
+# (b) standalone is one node: nnodes = 1:2 contradicts it, in one message naming both settings
+printf '[shardrun]\n%s\nstandalone = true\nnnodes = 1:2\n' "$TASK" >"$T/sa.ini"
+refused "standalone with nnodes = 1:2" "$SHARDRUN" "$T/sa.ini"
+expect_in "$err" "$T/sa.ini:3: standalone runs on one node, but nnodes = 1:2 ($T/sa.ini:4) allows up to 2 nodes; drop one of them" \
+    "standalone with nnodes = 1:2: both named"
+expect_eq "$(grep -c 'error:' <<<"$err")" 1 "standalone with nnodes = 1:2: one error (standalone's own port is no second one)"
+refused "--standalone --nnodes 2" "$SHARDRUN" "$T/plain.ini" --standalone --nnodes 2
+expect_eq "$(grep -c 'error:' <<<"$err")" 1 "--standalone --nnodes 2: one error ($err)"
+run "$SHARDRUN" "$T/plain.ini" --standalone --nnodes 1:1
+expect_rc 0 "standalone with nnodes = 1:1 runs"
+
+# (c) a launcher that starts one process per rank (2 per node, nproc_per_node unset): every process
+# would be an agent of its own; refused, naming the launcher
+printf '[shardrun]\n%s\nplugins = torch\nnnodes = 2:3\n' "$TASK" >"$T/el.ini"
+refused "elastic under Open MPI, a process per rank" env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=4 \
+    OMPI_COMM_WORLD_LOCAL_RANK=1 OMPI_COMM_WORLD_LOCAL_SIZE=2 "$SHARDRUN" "$T/el.ini" --master-addr 127.0.0.1
+expect_in "$err" "$T/el.ini:4: nnodes = 2:3 (an elastic job) needs one shardrun per node, but Open MPI started this process as one rank" \
+    "elastic under Open MPI: the setting and the launcher named"
+expect_in "$err" "with nproc_per_node set, or give a fixed nnodes" "elastic under Open MPI: what to do"
+refused "elastic under torchrun, a process per rank" env RANK=1 WORLD_SIZE=4 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 \
+    GROUP_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 "$SHARDRUN" "$T/el.ini"
+expect_in "$err" "$T/el.ini:4: nnodes = 2:3 (an elastic job) needs one shardrun per node, but torchrun started this process as one rank" \
+    "elastic under torchrun: the setting and the launcher named"
+# one process per node with nproc_per_node given is node mode: this process is node 1's agent
+run env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=1 \
+    "$SHARDRUN" env "$T/el.ini" --nproc-per-node 2 --master-addr 127.0.0.1
+expect_rc 0 "elastic under Open MPI, a process per node"
+expect_in "$out" "WORLD_SIZE=6" "elastic under Open MPI, a process per node: MAX 3 x 2 ranks"
+
+# accepted: MIN = MAX is a fixed-size elastic job (2:2 checked by env, 1:1 run on its own: MAX is there)
+printf '[shardrun]\n%s\nplugins = torch\nnnodes = 2:2\n' "$TASK" >"$T/two.ini"
+run "$SHARDRUN" env "$T/two.ini" --nproc-per-node 2
+expect_rc 0 "nnodes = 2:2"
+expect_in "$out" "GROUP_WORLD_SIZE=2" "nnodes = 2:2: 2 nodes"
+expect_in "$out" "WORLD_SIZE=4" "nnodes = 2:2: 4 ranks"
+printf '[shardrun]\ntask = exec:/bin/sh -c "echo world=$WORLD_SIZE elastic=$SHARDRUN_ELASTIC_RANKS"\nplugins = torch\nnnodes = 1:1\n' \
+    >"$T/one.ini"
+run "$SHARDRUN" "$T/one.ini" --nproc-per-node 2
+expect_rc 0 "nnodes = 1:1 runs ($err)"
+expect_in "$out" "[rank1]: world=2 elastic=2" "nnodes = 1:1: an elastic run of 2 ranks"
+done_checks

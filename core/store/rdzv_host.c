@@ -183,6 +183,11 @@ static void check_fingerprint(sr__rdzv *r, int a) {
             p->state = r->phase == SR__RDZV_RESTART || r->elastic ? SR__PEER_BACK : SR__PEER_ACCEPTED;
             /* elastic, accepted once the job's end was decided: no world will take it in */
             if (r->elastic && r->outcome_at) tell_ended(r, a);
+        } else if (r->elastic && r->formed) {
+            /* a newcomer started with another job is refused alone (it exits 2): the running job goes
+               on, and the slot is free again (as after a refused later join on a slot used before) */
+            p->state = SR__PEER_GONE;
+            p->watching = 0;
         } else if (j == 1) {
             p->state = SR__PEER_REFUSED;
             if (!r->refused_at) r->refused_at = sr__now_s();

@@ -2,8 +2,9 @@
    hosts and decides in a thread, the other agents arrive from this one (each join from a thread of
    its own, watched with a deadline).  Pins the edges of membership: an agent taken in once the job's
    end was decided learns it (exit 0 when it succeeded, 1 when it failed) and node 0 serves until it
-   did; a ticket whose agent never asked for a slot holds up no arrival after it; a member left out
-   of the next world (it did not stop in time) hears that it has no start. */
+   did; a ticket whose agent never asked for a slot holds up no arrival after it; a newcomer started
+   with another job is refused alone, the job goes on; a member left out of the next world (it did
+   not stop in time) hears that it has no start. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,6 +22,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int stop;
 static int serving; /* the host's thread runs (stop_host stops it once) */
 static char port_value[16];
+static atomic_int other_fingerprint; /* the next join presents another job's fingerprint */
 
 /* Node 0's agent as the supervisor drives it: serve, decide, start the next attempt once ready. */
 static void *serve(void *arg) {
@@ -53,7 +55,8 @@ static sr__rdzv_args args(int agent_id, int max) {
                            .port_where = "test",
                            .timeout_s = 1,
                            .launcher_job_id = "unit-rdzv-elastic",
-                           .fingerprint = "task=hello\nnnodes=1:3\n#node=0\n",
+                           .fingerprint = atomic_load(&other_fingerprint) ? "task=other\nnnodes=1:3\n#node=0\n"
+                                                                          : "task=hello\nnnodes=1:3\n#node=0\n",
                            .ack_timeout_s = 5,
                            .max_restarts = 1};
 }
@@ -199,6 +202,26 @@ static void ticket_never_used(void) {
     stop_host(th);
 }
 
+/* A newcomer started with another job, once the job runs: refused alone (its join fails: exit 2);
+   the job goes on, and the next arrival gets the slot. */
+static void newcomer_of_another_job(void) {
+    pthread_t th = start_host(2);
+    joiner other, j;
+    atomic_store(&other_fingerprint, 1);
+    join_start(&other, 2);
+    CHECK(join_within(&other, 5, &th) && other.rc == -1 && strstr(other.said, "task") != NULL);
+    atomic_store(&other_fingerprint, 0);
+    pthread_mutex_lock(&lock);
+    CHECK(host.phase == SR__RDZV_RUNNING && !host.refused_at);
+    pthread_mutex_unlock(&lock);
+    sr__rdzv_free(&other.r);
+
+    join_start(&j, 2);
+    CHECK(join_within(&j, 5, &th) && j.rc == 0 && j.r.agent_id == 1 && j.r.attempt == 1 && j.r.world_nodes == 2);
+    sr__rdzv_free(&j.r);
+    stop_host(th);
+}
+
 /* A new world forms (slot 2 joins) while slot 1's agent does not stop its workers: after
    rdzv_timeout node 0 starts the next world without it, and slot 1, stopping late, reads that it has
    no start (it would otherwise wait for one as long as node 0 lives). */
@@ -237,6 +260,7 @@ int main(void) {
     taken_in_after_the_end(1);
     taken_in_after_the_end(0);
     ticket_never_used();
+    newcomer_of_another_job();
     left_out_of_the_next_world();
     return CHECK_DONE();
 }

@@ -382,8 +382,11 @@ static void on_agent_signal(sr__attempt *st, sr__run *run, int sig) {
     char msg[200], name[32];
     int term = sig == SIGTERM || sig == SIGUSR1;
     sr__signal_name(sig, name, sizeof name);
-    if (term && st->preempting && !st->agent_signal) {
-        /* another node's SIGTERM started the preemption here first: this one asks for the same */
+    /* elastic: every rank saves for a new world (a node joins, or leaves with notice) */
+    int saving = run->rdzv.elastic && run->rdzv.phase == SR__RDZV_RESTART && run->rdzv.save_first && run->model_task;
+    if (term && (st->preempting || saving) && !st->agent_signal) {
+        /* another node's SIGTERM (or a new world) started the checkpoint here first: this one asks for
+           the same, and this node leaves once it is written (advance: call_off_restart) */
         st->agent_signal = sig;
         return;
     }

@@ -156,7 +156,7 @@ typedef struct sr__rdzv {
     int formed;                  /* hosting agent: the first world was formed */
     unsigned char *in_world;     /* hosting agent: per slot, 1 when it takes part in the current world
                                     (as the attempt began: one that went away since stays in it) */
-    int tickets_seen;            /* hosting agent: arrivals given a slot (or refused) so far */
+    int tickets_seen;            /* hosting agent: tickets 1 .. tickets_seen were all answered (a slot, or full) */
     int restarts_used;           /* hosting agent: restarts after a failure (max_restarts counts them) */
     int save_first;              /* RESTART: every rank stops with a checkpoint first (a node joins, or leaves with
                            notice); 0: at once (a failure, a node lost) */
@@ -201,8 +201,9 @@ typedef struct sr__rdzv_args {
    Decides host, port and token (into r), starts or reaches the store; another agent is accepted
    into an attempt (r->attempt), and waits for that attempt's start when it is not the first.
    Errors go to diag; returns 0, SR__RDZV_UNREACHABLE when node 0's shardrun did not answer within
-   rdzv_timeout, or its store failed or went away while this agent joined (a failed run: exit 1,
-   not a configuration error), or -1 (the rest: diag says which). */
+   rdzv_timeout, or its store failed or went away while this agent joined, or (elastic) the job
+   failed before this agent was taken in (a failed run: exit 1, not a configuration error), or -1
+   (the rest: diag says which). */
 #define SR__RDZV_UNREACHABLE (-3)
 /* Elastic, an agent waiting to join: the job ended well before it was taken in (r->failed_elsewhere
    says so); it exits 0. */

@@ -28,7 +28,8 @@ int sr__rdzv_rewatch(sr__rdzv *r, const char *key, char *err, size_t errlen) {
 }
 
 /* It came back after its node was lost, accepted into `attempt`: waits until node 0 starts that
-   attempt with it.  0 or -1 (diag says why). */
+   attempt with it.  0, SR__RDZV_ENDED (elastic: the job succeeded first), SR__RDZV_UNREACHABLE or
+   -1 (diag says why). */
 static int await_restart(sr__rdzv *r, int attempt, double timeout_s, sr__diag *diag) {
     char key[64], missing[64], err[512];
     void *go = NULL;
@@ -39,6 +40,11 @@ static int await_restart(sr__rdzv *r, int attempt, double timeout_s, sr__diag *d
         snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%s", (char *)go + 5);
         free(go);
         return SR__RDZV_ENDED; /* elastic: the job succeeded before this node was taken in */
+    }
+    if (r->elastic && wrc == 0 && go && !strncmp((char *)go, "fail:", 5)) {
+        sr__diag_add(diag, "%s", (char *)go + 5);
+        free(go);
+        return -1; /* elastic: the job failed, or its restart was called off */
     }
     if (wrc != 0 || !go || strcmp((char *)go, "go")) {
         sr__diag_add(diag, "node 0's shardrun did not restart the job with this node: %s",
@@ -127,7 +133,9 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     if (attempt > 0 || r->elastic) {
         double wait_s = r->elastic ? a->timeout_s + a->last_call_s + a->preempt_grace_s + 60 : a->timeout_s;
         int rc = await_restart(r, attempt, wait_s, diag);
-        if (rc != 0) return rc == SR__RDZV_ENDED ? rc : -1;
+        if (rc == SR__RDZV_ENDED) return rc;
+        /* elastic: nothing here is the job file's fault (the job ended, node 0 went away): a failed run */
+        if (rc != 0) return r->elastic ? SR__RDZV_UNREACHABLE : -1;
     }
     if (sr__rdzv_rewatch(r, sr__rdzv_key(key, sizeof key, "run/%d/outcome/%d", attempt, r->agent_id), err,
                          sizeof err) != 0) {

@@ -43,11 +43,19 @@ void sr__rdzv_elastic_arrivals(sr__rdzv *r) {
     char key[64], v[300];
     const char *n = sr__store_server_get(r->server, "run/tickets", NULL);
     int tickets = n ? atoi(n) : 0;
-    while (r->tickets_seen < tickets) {
-        int t = r->tickets_seen + 1;
-        if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/arrival/%d", t, 0), NULL))
-            return; /* its agent took the ticket and has not asked yet: the next turn */
-        r->tickets_seen = t;
+    /* tickets_seen: every ticket up to it was answered.  A ticket whose agent has not asked yet is
+       looked at again next turn, and holds up none after it: its agent may have died between taking
+       the ticket and asking */
+    for (int t = r->tickets_seen + 1, answered_all = 1; t <= tickets; t++) {
+        if (sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/slot/%d", t, 0), NULL)) {
+            if (answered_all) r->tickets_seen = t;
+            continue;
+        }
+        if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/arrival/%d", t, 0), NULL)) {
+            answered_all = 0;
+            continue;
+        }
+        if (answered_all) r->tickets_seen = t;
         int a = free_slot(r);
         if (a < 0) {
             snprintf(v, sizeof v,

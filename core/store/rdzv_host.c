@@ -55,6 +55,17 @@ int sr__rdzv_host_start(sr__rdzv *r, const sr__rdzv_args *a, int port, sr__diag 
     return 0;
 }
 
+/* Elastic, once the final verdict is out: agent a, waiting to join (it waits for the start of the
+   attempt after this one), hears that the job ended without it. */
+static void tell_ended(sr__rdzv *r, int a) {
+    char v[1200], key[64];
+    int ok = r->phase == SR__RDZV_SUCCEEDED;
+    int n = snprintf(v, sizeof v, "%s:the job ended before this node was taken in (%s)", ok ? "done" : "fail",
+                     ok ? "every rank succeeded" : r->failed_elsewhere);
+    sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt + 1, a), v,
+                         (size_t)(n < (int)sizeof v ? n : (int)sizeof v - 1));
+}
+
 /* Tells every other agent what follows this attempt (once a final verdict was sent, nothing more). */
 static void publish_verdict(sr__rdzv *r, int node, sr__rdzv_verdict verdict, const char *what) {
     if (!r->server || r->outcome_at) return;
@@ -66,13 +77,8 @@ static void publish_verdict(sr__rdzv *r, int node, sr__rdzv_verdict verdict, con
     if (sr__rdzv_verdict_phase(verdict) == SR__RDZV_RESTART) return;
     r->outcome_at = sr__now_s(); /* a final verdict: agents acknowledge it */
     /* elastic: the agents waiting to join hear that the job ended without them */
-    for (int a = 1; r->elastic && a < r->nagents; a++) {
-        if (r->peers[a].state != SR__PEER_BACK) continue;
-        n = snprintf(v, sizeof v, "%s:the job ended before this node was taken in (%s)",
-                     verdict == SR__VERDICT_SUCCEEDED ? "done" : "fail", what);
-        sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt + 1, a), v,
-                             (size_t)(n < (int)sizeof v ? n : (int)sizeof v - 1));
-    }
+    for (int a = 1; r->elastic && a < r->nagents; a++)
+        if (r->peers[a].state == SR__PEER_BACK) tell_ended(r, a);
 }
 
 /* What the first failure of an attempt means for the job: the verdict's letter. */
@@ -175,6 +181,13 @@ static void check_fingerprint(sr__rdzv *r, int a) {
             /* accepted while the job restarts (back after its node was lost, or late): it joins the
                next attempt */
             p->state = r->phase == SR__RDZV_RESTART || r->elastic ? SR__PEER_BACK : SR__PEER_ACCEPTED;
+            /* elastic, accepted once the job's end was decided: no world will take it in */
+            if (r->elastic && r->outcome_at) tell_ended(r, a);
+        } else if (r->elastic && r->formed) {
+            /* a newcomer started with another job is refused alone (it exits 2): the running job goes
+               on, and the slot is free again (as after a refused later join on a slot used before) */
+            p->state = SR__PEER_GONE;
+            p->watching = 0;
         } else if (j == 1) {
             p->state = SR__PEER_REFUSED;
             if (!r->refused_at) r->refused_at = sr__now_s();
@@ -279,9 +292,12 @@ int sr__rdzv_settled(const sr__rdzv *r) {
     char key[64];
     for (int a = 1; a < r->nagents; a++) {
         sr__rdzv_peer_state s = r->peers[a].state;
-        if (s == SR__PEER_UNSEEN || s == SR__PEER_GONE || r->peers[a].silent || (r->elastic && s == SR__PEER_BACK))
-            continue; /* never arrived, gone, silent, or waiting to join (it read the end from its start) */
+        if (s == SR__PEER_UNSEEN || s == SR__PEER_GONE || r->peers[a].silent)
+            continue;                                          /* never arrived, gone, silent */
         if (s != SR__PEER_REFUSED && !r->outcome_at) continue; /* accepted, and no verdict yet */
+        /* elastic, waiting to join: it reads the end from its start and leaves (GONE once its
+           connection ended); it writes no acknowledgement */
+        if (r->elastic && s == SR__PEER_BACK) return 0;
         if (!sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/ack/%d", r->attempt, a), NULL))
             return 0;
     }

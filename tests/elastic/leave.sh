@@ -1,7 +1,8 @@
-# An elastic job (nnodes = 2:3) on three nodes, each a network namespace on one switch, loses a node:
+# An elastic job (nnodes = 2:3) on three nodes, each a network namespace on one switch, loses a node
+# (node 3 stands in for node 2 after (a): a namespace just deleted is not made again):
 # (a) node 2 vanishes after step 7 (every process in its namespace killed, the namespace deleted):
-#     nodes 0 and 1 go on as a world of 2 from checkpoint-5 and finish; (b) node 2's shardrun gets
-#     SIGTERM (a spot notice): every rank stops after the same step with a checkpoint, node 2 leaves
+#     nodes 0 and 1 go on as a world of 2 from checkpoint-5 and finish; (b) node 3's shardrun gets
+#     SIGTERM (a spot notice): every rank stops after the same step with a checkpoint, node 3 leaves
 #     (exit 143), the others resume from that very step; (c) below the minimum: a job of 2 that
 #     loses one waits rdzv_timeout for another, then ends naming what is missing and how to go on;
 #     (d) node 0 vanishes: with the built-in store the others end (exit 1) with the sentence that
@@ -10,7 +11,7 @@
 restart_job 20
 sed -i '/^nproc_per_node = 2$/d' "$T/job.ini"
 J=$T/job.ini
-nodes_up 3
+nodes_up 4
 
 # (a) node 2 vanishes after step 7.  Node 0's rank waits after its step 7 line until its agent stops
 # it (SHARDRUN_DEBUG_PAUSE_AT), so the loss lands after step 7 however fast the steps are.
@@ -35,29 +36,29 @@ expect_in "$(cat "$T/n0.out")" "[rank0]: step 20/20" "the run reaches its last s
 n=$(grep -c '"rank":' "$T/n0.out")
 expect_eq "$n" 2 "the results list the 2 ranks of the last world"
 
-# (b) a spot notice: node 2's shardrun gets SIGTERM after step 6
-ip netns add "$(ns_of 2)" 2>/dev/null # node 2 back: a namespace and a link of its own again
-ip link add "sre$$n2" netns "$(ns_of 2)" type veth peer name "sre$$s2" netns "$NSW" &&
-    ip -n "$NSW" link set "sre$$s2" master sreb && ip -n "$NSW" link set "sre$$s2" up &&
-    ip -n "$(ns_of 2)" addr add "$(addr_of 2)/24" dev "sre$$n2" && ip -n "$(ns_of 2)" link set "sre$$n2" up &&
-    ip -n "$(ns_of 2)" link set lo up || fail "cannot give node 2 its link again"
+# (b) a spot notice: the shardrun of node 3 (a fresh node: a namespace just deleted is not reused,
+# its kernel side may still go away) gets SIGTERM after step 6
 P=$(free_port_pair) OUT=$T/b
-SHARDRUN_DEBUG_PAUSE_AT=0:6 start_world 3
+start_node 1 1 "$OUT"
+start_node 3 2 "$OUT"
+started 1
+started 3
+SHARDRUN_DEBUG_PAUSE_AT=0:6 start_node 0 0 "$OUT"
 wait_for "$T/n0.out" "step 6/20" 120 && pass || fail "the run reached step 6 ($(logs))"
-r2=$(place_of 2)
-kill -TERM "${pid[2]}"
-wait_node_for 2 60
+r3=$(place_of 3)
+kill -TERM "${pid[3]}"
+wait_node_for 3 60
 wait_node_for 0 120
 wait_node_for 1 120
-expect_eq "${rc[0]}/${rc[1]}/${rc[2]}" "0/0/143" "node 2 leaves (143), nodes 0 and 1 finish ($(logs))"
-expect_in "$(cat "$T/n2.err")" "this node left the elastic job (SIGTERM): every rank stopped after step 6 and $T/b/checkpoint-6 holds it" "node 2 says it left after a checkpoint"
-expect_in "$(cat "$T/n0.err")" "node $r2's shardrun (slot $r2) received SIGTERM and leaves the job; every rank finishes its step and writes a checkpoint" "node 0 says why the nodes change"
+expect_eq "${rc[0]}/${rc[1]}/${rc[3]}" "0/0/143" "node 3 leaves (143), nodes 0 and 1 finish ($(logs))"
+expect_in "$(cat "$T/n3.err")" "this node left the elastic job (SIGTERM): every rank stopped after step 6 and $T/b/checkpoint-6 holds it" "node 3 says it left after a checkpoint"
+expect_in "$(cat "$T/n0.err")" "node $r3's shardrun (slot $r3) received SIGTERM and leaves the job; every rank finishes its step and writes a checkpoint" "node 0 says why the nodes change"
 expect_in "$(cat "$T/n0.out")" "[rank0]: shardrun: resumed from $T/b/checkpoint-6 at step 6" "no step is lost: the run resumes from the notice's checkpoint"
 expect_in "$(cat "$T/n1.err")" " of 2, restart 1)" "node 1 goes on in a world of 2"
 
 # (c) below the minimum: a world of 2 (nnodes = 2:3) loses node 1; no other comes within rdzv_timeout
 P=$(free_port_pair) OUT=$T/c
-start_node 1 1 "$T/c" --set shardrun.rdzv_timeout=3
+start_node 1 1 "$T/c" # (its own rdzv_timeout the default: it waits for node 0, which may take seconds to start)
 started 1
 SHARDRUN_DEBUG_PAUSE_AT=0:6 start_node 0 0 "$T/c" --set shardrun.rdzv_timeout=3
 wait_for "$T/n0.out" "step 6/20" 120 && pass || fail "the run reached step 6 ($(logs))"
@@ -75,18 +76,22 @@ expect_in "$(cat "$T/n0.err")" "to continue later, start 2 nodes with the same j
 # (d) node 0 vanishes: the built-in store goes with it
 P=$(free_port_pair) OUT=$T/d
 export SHARDRUN_HANG_TIMEOUT=5
-SHARDRUN_DEBUG_PAUSE_AT=0:4 start_world 3
+start_node 1 1 "$OUT"
+start_node 3 2 "$OUT"
+started 1
+started 3
+SHARDRUN_DEBUG_PAUSE_AT=0:4 start_node 0 0 "$OUT"
 unset SHARDRUN_HANG_TIMEOUT
 wait_for "$T/n0.out" "step 4/20" 120 && pass || fail "the run reached step 4 ($(logs))"
 node_gone 0
 unset "pid[0]"
 wait_node_for 1 60
-wait_node_for 2 60
-expect_eq "${rc[1]}/${rc[2]}" "1/1" "nodes 1 and 2 fail when node 0 vanished ($(logs))"
-for n in 1 2; do
+wait_node_for 3 60
+expect_eq "${rc[1]}/${rc[3]}" "1/1" "nodes 1 and 3 fail when node 0 vanished ($(logs))"
+for n in 1 3; do
     expect_in "$(cat "$T/n$n.err")" "node 0's shardrun hosts an elastic job's rendezvous with the built-in store, the one node the job cannot lose" "node $n says why the job ends"
 done
-for i in 1 2; do
+for i in 1 3; do
     left=$(ip netns pids "$(ns_of "$i")" | wc -l)
     expect_eq "$left" 0 "nothing left running in node $i's namespace"
 done

@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "check.h"
+#include "rdzv_pump.h"
 #include "run/layout.h"
 #include "store/rdzv.h"
 #include "store/rdzv_internal.h"
@@ -35,19 +36,6 @@ static void *serve(void *arg) {
     return NULL;
 }
 
-/* Agent 1's side of the poll loop, until `done(r)` or 5 s. */
-static int pump(sr__rdzv *r, int (*done)(sr__rdzv *r)) {
-    for (double t0 = sr__now_s(); sr__now_s() - t0 < 5;) {
-        if (done(r)) return 1;
-        struct pollfd pfds[4];
-        int n = sr__rdzv_pollfds(r, pfds, 4, NULL);
-        poll(pfds, (nfds_t)n, 10);
-        sr__rdzv_handle(r, pfds, n);
-    }
-    return done(r);
-}
-static int decided(sr__rdzv *r) { return r->phase != SR__RDZV_RUNNING; }
-static int restart_ready(sr__rdzv *r) { return sr__rdzv_restart_ready(r) != 0; }
 
 /* Waits (5 s at most) until the host's store holds `key` = `want`. */
 static void check_key(const char *key, const char *want, int line) {

@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "check.h"
+#include "rdzv_pump.h"
 #include "run/layout.h"
 #include "store/rdzv.h"
 #include "store/rdzv_internal.h"
@@ -131,19 +132,6 @@ static int host_until(int (*cond)(void)) {
 static int host_settled(void) { return sr__rdzv_settled(&host); }
 static int host_in_attempt_2(void) { return host.attempt == 2 && host.phase == SR__RDZV_RUNNING; }
 
-/* Agent's side of the poll loop, until `done(r)` or 5 s. */
-static int pump(sr__rdzv *r, int (*done)(sr__rdzv *r)) {
-    for (double t0 = sr__now_s(); sr__now_s() - t0 < 5;) {
-        if (done(r)) return 1;
-        struct pollfd pfds[4];
-        int n = sr__rdzv_pollfds(r, pfds, 4, NULL);
-        poll(pfds, (nfds_t)n, 10);
-        sr__rdzv_handle(r, pfds, n);
-    }
-    return done(r);
-}
-static int decided(sr__rdzv *r) { return r->phase != SR__RDZV_RUNNING; }
-static int restart_ready(sr__rdzv *r) { return sr__rdzv_restart_ready(r) != 0; }
 
 /* The job succeeded (or failed) before an agent arrived: it is taken in, told at once that the job
    ended (SR__RDZV_ENDED: exit 0; a failure: SR__RDZV_UNREACHABLE, exit 1), and node 0 serves until

@@ -36,7 +36,6 @@ static void *serve(void *arg) {
     return NULL;
 }
 
-
 /* Waits (5 s at most) until the host's store holds `key` = `want`. */
 static void check_key(const char *key, const char *want, int line) {
     char got[1200] = "(missing)";

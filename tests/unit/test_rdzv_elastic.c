@@ -132,7 +132,6 @@ static int host_until(int (*cond)(void)) {
 static int host_settled(void) { return sr__rdzv_settled(&host); }
 static int host_in_attempt_2(void) { return host.attempt == 2 && host.phase == SR__RDZV_RUNNING; }
 
-
 /* The job succeeded (or failed) before an agent arrived: it is taken in, told at once that the job
    ended (SR__RDZV_ENDED: exit 0; a failure: SR__RDZV_UNREACHABLE, exit 1), and node 0 serves until
    it left. */

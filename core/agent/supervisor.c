@@ -611,7 +611,7 @@ static void watch_for_hang(sr__attempt *st, sr__run *run) {
             snprintf(msg, sizeof msg,
                      "node 0's shardrun has not answered for %gs (hang_timeout): it is stopped, or the "
                      "link to it is down%s",
-                     run->settings.hang_timeout, sr__rdzv_host_gone_note(&run->rdzv));
+                     run->settings.hang_timeout, sr__rdzv_host_silent_note(&run->rdzv));
             sr__log(SR_LOG_ERROR, "%s: this node ends the run on its own (exit 1)", msg);
             sr__rdzv_report(&run->rdzv, &(sr__rdzv_news){.kind = SR__RDZV_HOST_SILENT, .what = msg});
             if (st->failed < 0 && !st->hang[0] && !st->agent_signal) st->failed_elsewhere = 1;
@@ -627,7 +627,7 @@ static void watch_for_hang(sr__attempt *st, sr__run *run) {
     for (int i = 0; i < st->n; i++) started &= st->ws[i].progress.started;
     if (h.host_lost) {
         sr__log(SR_LOG_ERROR, "node 0's shardrun does not answer: this node ends the run on its own (exit 1)%s",
-                sr__rdzv_host_gone_note(&run->rdzv));
+                sr__rdzv_host_silent_note(&run->rdzv));
         sr__rdzv_report(&run->rdzv, &(sr__rdzv_news){.kind = SR__RDZV_HOST_SILENT, .what = msg});
     } else if (run->rdzv.elastic && h.lost_agent > 0) {
         /* an elastic job goes on without a silent node (stopped, or its link cut), as without a lost one */

@@ -271,6 +271,8 @@ int sr__rdzv_takes_part(const sr__rdzv *r, int agent);
 /* What follows "node 0's shardrun went away" (or is silent): in an elastic job, what that means and
    what to do; "" otherwise. */
 const char *sr__rdzv_host_gone_note(const sr__rdzv *r);
+/* The same when node 0's agent is silent (the hang watchdog): it may be this node that is cut off. */
+const char *sr__rdzv_host_silent_note(const sr__rdzv *r);
 
 /* Hosting agent: the results another agent reported, or NULL. */
 const char *sr__rdzv_results(const sr__rdzv *r, int agent, size_t *len);

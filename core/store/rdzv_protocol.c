@@ -56,3 +56,13 @@ const char *sr__rdzv_host_gone_note(const sr__rdzv *r) {
                  "job again with --set task.resume_from_checkpoint=latest to continue"
                : "";
 }
+
+const char *sr__rdzv_host_silent_note(const sr__rdzv *r) {
+    /* silent is not gone: when this node's own link failed, the others see it silent and go on */
+    return r->elastic ? "; the other nodes may go on without this one if it is this node's link that failed (an "
+                        "elastic job): then nothing is lost.  If node 0 itself is lost, the job ended: node 0's "
+                        "shardrun hosts an elastic job's rendezvous with the built-in store, the one node the job "
+                        "cannot lose (docs/elastic.md); start the job again with --set "
+                        "task.resume_from_checkpoint=latest to continue"
+                      : "";
+}

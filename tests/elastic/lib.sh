@@ -77,6 +77,8 @@ LAST_CALL=2
 start_node() {
     local i=$1 rank=$2 dir=$3
     shift 3
+    : >"$T/n$i.out" # emptied here, not only by the background job's redirection: `started` must not
+    : >"$T/n$i.err" # read an earlier agent's lines
     ip netns exec "$(ns_of "$i")" "$SHARDRUN" "$J" --nnodes "$NNODES" --node-rank "$rank" --nproc-per-node 1 \
         --master-addr "$(addr_of 0)" --master-port "$P" --set task.output_dir="$dir" --set torch.timeout=20 \
         --set shardrun.rdzv_last_call="$LAST_CALL" "$@" >"$T/n$i.out" 2>"$T/n$i.err" &

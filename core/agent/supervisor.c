@@ -776,14 +776,13 @@ static void free_workers(sr__attempt *st) {
 /* Forks this agent's workers for the current attempt. */
 static void start_attempt(sr__attempt *st, sr__run *run) {
     int n = run->layout.spawn_count;
+    run->layout.restart_count = run->rdzv.attempt; /* TORCHELASTIC_RESTART_COUNT, sr_restart_count() */
+    sr__run_apply_world(run);                      /* an elastic job: this attempt's nnodes and node rank */
     *st = (sr__attempt){.ws = sr__calloc((size_t)n, sizeof(sr__worker)),
                         .failed = -1,
                         .blamed = -1,
                         .want = n,
                         .first_rank = run->layout.node_rank * run->layout.nproc_per_node + run->layout.first_local};
-    run->layout.restart_count = run->rdzv.attempt; /* TORCHELASTIC_RESTART_COUNT, sr_restart_count() */
-    sr__run_apply_world(run);                      /* an elastic job: this attempt's nnodes and node rank */
-    st->first_rank = run->layout.node_rank * run->layout.nproc_per_node + run->layout.first_local;
     sr__watchdog_begin(watchdog, n, run->rdzv.attempt);
     if (!st->ws) { /* no worker starts: the run fails here and on every other node */
         char msg[200];

@@ -103,7 +103,7 @@ static int form_first_world(sr__rdzv *r, sr__diag *diag) {
     }
     free(pfds);
     if (rc < 0) return -1;
-    sr__rdzv_elastic_start_first(r);
+    sr__rdzv_elastic_start(r, 0);
     return 0;
 }
 

@@ -165,11 +165,12 @@ static void read_start(sr__rdzv *r) {
         r->attempt++; /* the host's verdict, and its acknowledgement, belong to the next attempt */
         r->phase = SR__RDZV_FAILED;
         char what[1400];
-        if (rc == 0 && !strncmp((char *)v, "fail:", 5)) snprintf(what, sizeof what, "%s", (char *)v + 5);
+        int told = rc == 0 && !strncmp((char *)v, "fail:", 5); /* the restart was called off */
+        if (told) snprintf(what, sizeof what, "%s", (char *)v + 5);
         else
             snprintf(what, sizeof what, "node 0's shardrun went away while the job restarted%s",
                      sr__rdzv_host_gone_note(r));
-        r->host_gone = !(rc == 0 && !strncmp((char *)v, "fail:", 5));
+        r->host_gone = !told;
         sr__rdzv_set_failure(r, 0, 0, what);
     }
     free(v);

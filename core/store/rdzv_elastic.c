@@ -176,11 +176,20 @@ int sr__rdzv_elastic_formable(sr__rdzv *r, double started, double *min_at, sr__d
     return -1;
 }
 
-void sr__rdzv_elastic_start_first(sr__rdzv *r) {
+void sr__rdzv_elastic_start(sr__rdzv *r, int attempt) {
     char key[64];
-    sr__rdzv_publish_world(r, 0);
-    for (int a = 1; a < r->nagents; a++)
-        if (r->peers[a].state == SR__PEER_ACCEPTED)
-            sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", 0, a), "go", 2);
+    sr__rdzv_publish_world(r, attempt); /* before any "go": each agent reads its place */
+    for (int a = 1; a < r->nagents; a++) {
+        char v[300] = "go";
+        /* left out while its connection is still open (it did not stop in time, or went silent): it
+           may wait for this start, and hears it has none */
+        if (r->peers[a].state == SR__PEER_GONE && r->peers[a].watching)
+            snprintf(v, sizeof v,
+                     "fail:node 0's shardrun started attempt %d without this node (slot %d): it did not stop "
+                     "its workers within rdzv_timeout, or did not answer within hang_timeout",
+                     attempt, a);
+        else if (r->peers[a].state != SR__PEER_ACCEPTED) continue;
+        sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", attempt, a), v, strlen(v));
+    }
     r->formed = 1;
 }

@@ -246,12 +246,14 @@ void sr__rdzv_host_handle(sr__rdzv *r) {
             sr__rdzv_decide(r, r->pending_node, SR__FAIL_RETRYABLE, r->pending_what);
         }
         sr__rdzv_elastic_arrivals(r);
-        /* an agent waits to join a running world: the world grows once every rank saved */
+        /* an agent waits to join a running world: the world grows once every rank saved (the first
+           one found decides; the next world takes every agent waiting) */
         for (int a = 1; r->formed && r->phase == SR__RDZV_RUNNING && a < r->nagents; a++)
             if (r->peers[a].state == SR__PEER_BACK) {
                 char why[200];
                 snprintf(why, sizeof why, "a new node's shardrun (slot %d) joins the job", a);
                 sr__rdzv_decide(r, 0, SR__FAIL_JOIN, why);
+                break;
             }
     }
     const char *v =

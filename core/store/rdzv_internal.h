@@ -86,8 +86,9 @@ void sr__rdzv_elastic_arrivals(sr__rdzv *r);
    or MAX), 0 not yet, -1 never (rdzv_timeout passed since `started`; diag names what is missing).
    *min_at: when MIN were there (0: not yet), kept between calls. */
 int sr__rdzv_elastic_formable(sr__rdzv *r, double started, double *min_at, sr__diag *diag);
-/* Hosting agent: the first world takes those that joined and starts them. */
-void sr__rdzv_elastic_start_first(sr__rdzv *r);
+/* Hosting agent: `attempt`'s world takes those waiting to join, is published, and every agent in it
+   is told to start (one left out whose connection is still open hears it has no start). */
+void sr__rdzv_elastic_start(sr__rdzv *r, int attempt);
 /* Hosting agent: how many agents the next world would have (itself, those taking part and those
    waiting to). */
 int sr__rdzv_next_world_size(const sr__rdzv *r);

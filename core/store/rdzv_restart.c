@@ -151,20 +151,7 @@ void sr__rdzv_next_attempt(sr__rdzv *r) {
     r->outcome_at = 0;
     r->acked = 0;
     if (r->server && r->elastic) {
-        sr__rdzv_publish_world(r, r->attempt); /* before any "go": each agent reads its place */
-        for (int a = 1; a < r->nagents; a++) {
-            char v[300] = "go";
-            /* left out while its connection is still open (it did not stop in time, or went silent): it
-               may wait for this start, and hears it has none */
-            if (r->peers[a].state == SR__PEER_GONE && r->peers[a].watching)
-                snprintf(v, sizeof v,
-                         "fail:node 0's shardrun started attempt %d without this node (slot %d): it did not stop "
-                         "its workers within rdzv_timeout, or did not answer within hang_timeout",
-                         r->attempt, a);
-            else if (r->peers[a].state != SR__PEER_ACCEPTED) continue;
-            sr__store_server_set(r->server, sr__rdzv_key(key, sizeof key, "run/%d/start/%d", r->attempt, a), v,
-                                 strlen(v));
-        }
+        sr__rdzv_elastic_start(r, r->attempt);
     } else if (r->server) {
         for (int a = 1; a < r->nagents; a++) {
             if (r->peers[a].state == SR__PEER_BACK)

@@ -517,7 +517,8 @@ static void report_results(sr__attempt *st, sr__run *run) {
                           .results = mine.s,
                           .len = mine.n,
                           .succeeded = attempt_clean_here(st) && !st->failed_elsewhere};
-    if ((st->results_local = sr__rdzv_report(&run->rdzv, &done)))
+    /* (an etcd job whose leader went away: this attempt's results go nowhere, the next one's count) */
+    if ((st->results_local = sr__rdzv_report(&run->rdzv, &done)) && !sr__rdzv_can_fail_over(&run->rdzv))
         sr__log(SR_LOG_WARN, "this node's results (%zu bytes) stay in this node's output", mine.n);
     sr__buf_free(&mine);
 }
@@ -759,6 +760,32 @@ static int await_start(sr__attempt *st, sr__run *run) {
     }
 }
 
+/* rdzv_backend = etcd: the leader went away (or this agent lost it): this agent's workers are gone;
+   it elects another leader with the others (or joins it), and the job goes on in the next attempt
+   from its newest checkpoint.  0 to go on, else the exit code. */
+static int fail_over(sr__run *run) {
+    sr__rdzv *r = &run->rdzv;
+    sr__log(SR_LOG_WARN, "%s", r->failed_elsewhere);
+    sr__diag diag = {0};
+    int rc = sr__rdzv_fail_over(r, &run->rdzv_args, &diag);
+    if (rc == SR__RDZV_ENDED) {
+        sr__diag_clear(&diag);
+        sr__log(SR_LOG_INFO, "%s", r->failed_elsewhere);
+        return SR__EXIT_OK;
+    }
+    if (rc != 0) {
+        sr__log(SR_LOG_ERROR, "the job cannot go on after its leader went away:");
+        sr__diag_flush(&diag);
+        return SR__EXIT_FAILED;
+    }
+    if (r->hosting) sr__log(SR_LOG_INFO, "this node leads the job now (elected in etcd)");
+    else sr__log(SR_LOG_INFO, "the job's leader is now the node at %s", r->host);
+    /* the hang watchdog swapped records through the old leader's store: a new one, on the new */
+    sr__watchdog_free(watchdog);
+    watchdog = sr__watchdog_new(run);
+    return 0;
+}
+
 static void free_workers(sr__attempt *st) {
     for (int i = 0; i < st->n; i++) {
         sr__relay_free(&st->ws[i].relay[0]);
@@ -915,11 +942,17 @@ int sr__launch(sr__run *run, const char *results_path) {
     while (1) {
         start_attempt(&st, run);
         supervise(&st, run);
-        clear_leftovers(&st, run, !st.restart);
-        if (!st.restart) break;
+        int over = !st.restart && !sr__rdzv_can_fail_over(&run->rdzv);
+        clear_leftovers(&st, run, over);
+        if (over) break;
         /* every agent stopped its workers: the job starts again, with the same environment but
-           TORCHELASTIC_RESTART_COUNT, and a model task resumes from its newest checkpoint */
-        if (!run->rdzv.hosting && (code = await_start(&st, run)) != 0) break;
+           TORCHELASTIC_RESTART_COUNT, and a model task resumes from its newest checkpoint.  With etcd,
+           a leader that went away is replaced first */
+        if (!st.restart || (!run->rdzv.hosting && (code = await_start(&st, run)) != 0)) {
+            if (!sr__rdzv_can_fail_over(&run->rdzv) || (code = fail_over(run)) != 0) break;
+            free_workers(&st);
+            continue;
+        }
         free_workers(&st);
         sr__rdzv_report(&run->rdzv, &(sr__rdzv_news){.kind = SR__RDZV_NEXT});
         if (run->rdzv.restart_delay_s > 0 || run->rdzv.nagents > 1)

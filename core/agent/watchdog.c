@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,10 +70,12 @@ struct sr__watchdog {
     wd_peer *peers; /* by agent index */
     double began;
     int thread_started;
-    unsigned long long hangs; /* hangs found in this launch (the metrics' counter) */
-    sem_t thread_entered;     /* posted by the exchange thread once it runs its own code (see sr__watchdog_new) */
-    char store_host[256];     /* node 0's address, for messages */
-    sr__store_link *link;     /* the agent's connection to node 0's store: the exchange is a channel of it */
+    struct sr__watchdog *next_kept; /* the watchdogs a thread outlived (etcd failovers), a list from kept */
+    atomic_int quit;                /* the exchange thread ends (its rendezvous is gone: an etcd job's new leader) */
+    unsigned long long hangs;       /* hangs found in this launch (the metrics' counter) */
+    sem_t thread_entered;           /* posted by the exchange thread once it runs its own code (see sr__watchdog_new) */
+    char store_host[256];           /* node 0's address, for messages */
+    sr__store_link *link;           /* the agent's connection to node 0's store: the exchange is a channel of it */
 };
 
 /* ---- /proc: what a process is doing ------------------------------------------------------------- */
@@ -295,10 +298,15 @@ static void *exchange(void *arg) {
     struct timespec pause = {(time_t)period, (long)((period - (double)(time_t)period) * 1e9)};
     while (1) {
         nanosleep(&pause, NULL);
+        if (atomic_load(&wd->quit)) break;
         pthread_mutex_lock(&wd->gate);
         c = exchange_once(wd, c);
         pthread_mutex_unlock(&wd->gate);
     }
+    /* what it used of a rendezvous that ended; the watchdog itself stays (kept, below) */
+    sr__store_close(c);
+    sr__store_link_release(wd->link);
+    wd->link = NULL;
     return NULL;
 }
 
@@ -424,6 +432,8 @@ static sr__watchdog *kept;
 void sr__watchdog_free(sr__watchdog *wd) {
     if (!wd) return;
     if (wd->thread_started) {
+        atomic_store(&wd->quit, 1);
+        wd->next_kept = kept;
         kept = wd;
         return;
     }

@@ -49,6 +49,9 @@ static const struct {
     {"--master-addr", "--master_addr", "master_addr", 1},
     {"--master-port", "--master_port", "master_port", 1},
     {"--standalone", "--standalone", "standalone", 0},
+    {"--rdzv-backend", "--rdzv_backend", "rdzv_backend", 1},
+    {"--rdzv-endpoint", "--rdzv_endpoint", "rdzv_endpoint", 1},
+    {"--rdzv-id", "--rdzv_id", "run_id", 1},
 };
 
 static void usage(FILE *out) {
@@ -75,7 +78,8 @@ static void usage(FILE *out) {
                  "options:\n"
                  "  --set SECTION.KEY=VALUE   override a job-file key (repeatable)\n"
                  "  --nproc-per-node N, --nnodes N, --node-rank K, --master-addr H, --master-port P,\n"
-                 "  --standalone              as torchrun (underscore spellings accepted too)\n"
+                 "  --standalone, --rdzv-backend B, --rdzv-endpoint E, --rdzv-id ID\n"
+                 "                            as torchrun (underscore spellings accepted too)\n"
                  "  --results FILE            also write the per-rank results (JSON) to FILE\n"
                  "  -h, --help, --version\n"
                  "\n"

@@ -90,6 +90,11 @@
     X(SR__NAN_SKIP_STEP, "skip_step")                                                                                  \
     X(SR__NAN_WARN, "warn")
 
+/* [shardrun] rdzv_backend (docs/elastic.md): node 0's own store, or an etcd cluster */
+#define SR__RDZV_BACKEND_LIST(X)                                                                                       \
+    X(SR__RDZV_BUILTIN, "builtin")                                                                                     \
+    X(SR__RDZV_ETCD, "etcd")
+
 #define SR__ENUM_MEMBER(id, text) id,
 #define SR__ENUM_CHOICE(id, text) "|" text
 /* "A|B|C": the list's choices (a constant, for static key tables) */
@@ -105,6 +110,7 @@ typedef enum { SR__SCHEDULE_LIST(SR__ENUM_MEMBER) } sr__schedule;
 typedef enum { SR__SAVE_STRATEGY_LIST(SR__ENUM_MEMBER) } sr__every;
 typedef enum { SR__METRIC_LIST(SR__ENUM_MEMBER) } sr__metric;
 typedef enum { SR__NAN_POLICY_LIST(SR__ENUM_MEMBER) } sr__nan_policy;
+typedef enum { SR__RDZV_BACKEND_LIST(SR__ENUM_MEMBER) } sr__rdzv_backend;
 
 #define SR__STRATEGY_CHOICES SR__CHOICES(SR__STRATEGY_LIST)
 #define SR__WRAP_CHOICES SR__CHOICES(SR__WRAP_LIST)
@@ -117,6 +123,7 @@ typedef enum { SR__NAN_POLICY_LIST(SR__ENUM_MEMBER) } sr__nan_policy;
 #define SR__SAVE_STRATEGY_CHOICES SR__CHOICES(SR__SAVE_STRATEGY_LIST)
 #define SR__METRIC_CHOICES SR__CHOICES(SR__METRIC_LIST)
 #define SR__NAN_POLICY_CHOICES SR__CHOICES(SR__NAN_POLICY_LIST)
+#define SR__RDZV_BACKEND_CHOICES SR__CHOICES(SR__RDZV_BACKEND_LIST)
 
 /* A member's text, for messages and logs ("?" when out of range). */
 const char *sr__strategy_name(sr__strategy s);

@@ -32,6 +32,13 @@ const sr_key sr__shardrun_keys[] = {
     {"rdzv_last_call", SR_KEY_FLOAT, "30", NULL, 0, NOLIM, NULL,
      "elastic jobs (nnodes = MIN:MAX): once MIN nodes are there, seconds to wait for more, up to MAX, before the "
      "world is formed (torchrun's last_call_timeout)"},
+    {"rdzv_backend", SR_KEY_ENUM, "builtin", SR__RDZV_BACKEND_CHOICES, 0, NOLIM, NULL,
+     "where agents meet (torchrun --rdzv-backend): builtin, a store node 0's shardrun hosts (node 0's loss ends the "
+     "job); etcd, an etcd cluster at rdzv_endpoint: any node, node 0 too, may leave an elastic job "
+     "(docs/elastic.md)"},
+    {"rdzv_endpoint", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
+     "rdzv_backend = etcd: the etcd members' client addresses, host:port[,host:port...] (torchrun "
+     "--rdzv-endpoint); the job's keys live under /shardrun/<run_id>/"},
     {"hang_timeout", SR_KEY_FLOAT, "300", NULL, 0, NOLIM, NULL,
      "seconds without progress after which the run is declared hung: ranks wait in a collective another rank has "
      "not entered, or no rank moved (step, phase, collective); the agent that sees it names the rank behind (host, "
@@ -43,7 +50,8 @@ const sr_key sr__shardrun_keys[] = {
     {"standalone", SR_KEY_BOOL, "false", NULL, 0, NOLIM, NULL,
      "single node, free port on localhost, fresh run id (torchrun --standalone)"},
     {"run_id", SR_KEY_STRING, "none", NULL, 0, NOLIM, NULL,
-     "TORCHELASTIC_RUN_ID given to workers (torchrun --rdzv-id); standalone generates one"},
+     "TORCHELASTIC_RUN_ID given to workers (torchrun --rdzv-id); standalone generates one; with rdzv_backend = "
+     "etcd, the job's name in etcd (none: a digest of the job's definition, the same on every node)"},
     {"shutdown_grace", SR_KEY_FLOAT, "2", NULL, 0, NOLIM, NULL,
      "seconds between SIGTERM and SIGKILL when a run is stopped"},
     {"max_restarts", SR_KEY_INT, "0", NULL, 0, 0, 1000, NULL,

@@ -15,6 +15,9 @@
 #include "base/rand.h"
 
 #include "config/cluster.h"
+#include "config/enums.h"
+#include "config/value.h"
+#include "etcd/etcd.h"
 
 int sr__free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -141,18 +144,52 @@ static void apply_cluster(sr__job *cfg, sr__layout *out) {
     }
 }
 
+/* rdzv_backend = etcd: 1, with out->etcd_endpoints checked (the list's form only: no member is
+   asked yet); 0 with the built-in store. */
+static int resolve_etcd(sr__job *cfg, sr__layout *out, const sr__setting *standalone) {
+    const sr__setting *be = sr__config_get(cfg, "shardrun", "rdzv_backend");
+    const sr__setting *ep = sr__config_get(cfg, "shardrun", "rdzv_endpoint");
+    if (sr__enum_index(SR__RDZV_BACKEND_CHOICES, 0, be->value ? be->value : "") != SR__RDZV_ETCD) {
+        if (ep->value && *ep->value)
+            sr__diag_add(&cfg->diag,
+                         "%s: rdzv_endpoint = %s, but rdzv_backend is %s (%s): the built-in store lives on node 0 "
+                         "(master_addr); set rdzv_backend = etcd to meet in etcd, or drop rdzv_endpoint",
+                         ep->where, ep->value, be->value ? be->value : "builtin", be->where);
+        return 0;
+    }
+    if (!ep->value || !*ep->value) {
+        sr__diag_add(&cfg->diag,
+                     "%s: rdzv_backend = etcd needs rdzv_endpoint = host:port[,host:port...], the client addresses "
+                     "of the etcd members (etcd's --advertise-client-urls; 2379 by default), the same on every node",
+                     be->where);
+        return 1;
+    }
+    char err[600];
+    sr__etcd *c = sr__etcd_open(ep->value, NULL, err, sizeof err);
+    if (!c) sr__diag_add(&cfg->diag, "%s: rdzv_endpoint = %s: %s", ep->where, ep->value, err);
+    sr__etcd_close(c);
+    if (standalone)
+        sr__diag_add(&cfg->diag,
+                     "%s: standalone runs on one node with no rendezvous to share; drop rdzv_backend = %s (%s)",
+                     standalone->where, be->value, be->where);
+    out->etcd_endpoints = sr__strdup(ep->value);
+    if (!out->etcd_endpoints) sr__diag_add(&cfg->diag, "out of memory for rdzv_endpoint");
+    return 1;
+}
+
 /* nnodes = MIN:MAX: an elastic job (docs/elastic.md).  Until the rendezvous forms the first world,
    nnodes is MAX (the workers' environment is checked for the largest world).  standalone: its
    setting, NULL when the run is not standalone. */
 static void resolve_elastic(sr__job *cfg, sr__layout *out, const sr__setting *standalone) {
     const sr__setting *nn = sr__config_get(cfg, "shardrun", "nnodes");
     const char *colon = nn->value ? strchr(nn->value, ':') : NULL;
-    if (!colon) return;
+    int etcd = resolve_etcd(cfg, out, standalone);
+    if (!colon && !etcd) return;
     out->elastic = 1;
     out->nnodes_min = atoi(nn->value);
-    out->nnodes_max = atoi(colon + 1);
+    out->nnodes_max = colon ? atoi(colon + 1) : out->nnodes_min;
     out->nnodes = out->nnodes_max;
-    out->elastic_host = out->node_rank == 0;
+    out->elastic_host = out->node_rank == 0 && !etcd; /* with etcd, an election decides */
     out->node_rank = 0;
     if (out->per_process)
         sr__diag_add(&cfg->diag,
@@ -264,5 +301,6 @@ void sr__layout_topology(const sr__layout *l, int local_rank, sr_topology *t) {
 void sr__layout_free(sr__layout *l) {
     free(l->master_addr);
     free(l->run_id);
+    free(l->etcd_endpoints);
     memset(l, 0, sizeof *l);
 }

@@ -27,6 +27,10 @@ typedef struct sr__layout {
     int elastic_host;  /* node_rank was 0: this node hosts the rendezvous (node_rank is then 0 until
                          the first world gives every node its place) */
     int restart_count; /* the job-wide attempt the workers about to start belong to */
+    /* rdzv_backend = etcd: agents meet in etcd (an elastic job, whatever nnodes says: N is N:N); the
+       node that wins the election hosts the workers' store, and master_addr becomes its address at
+       every attempt.  NULL with the built-in store */
+    char *etcd_endpoints;
 } sr__layout;
 
 /* Applies cluster detection to unset [shardrun] keys, standalone, free ports.  Errors go to

@@ -253,6 +253,32 @@ void sr__run_apply_world(sr__run *run) {
     if (!run->layout.elastic || !run->rdzv.enabled) return;
     run->layout.nnodes = run->rdzv.world_nodes;
     run->layout.node_rank = run->rdzv.world_rank;
+    /* etcd: MASTER_ADDR is the leader's address, which may change with every attempt */
+    char *leader =
+        run->rdzv.etcd && strcmp(run->rdzv.host, run->layout.master_addr) ? sr__strdup(run->rdzv.host) : NULL;
+    if (leader) {
+        free(run->layout.master_addr);
+        run->layout.master_addr = leader;
+    }
+}
+
+/* rdzv_backend = etcd: the job's name in etcd: run_id, or with none a digest of what defines the job
+   (the fingerprint without the lines that describe one agent), the same on every node. */
+static void name_etcd_job(sr__run *run) {
+    if (strcmp(run->layout.run_id, "none")) {
+        snprintf(run->etcd_job, sizeof run->etcd_job, "%s", run->layout.run_id);
+        return;
+    }
+    sr__hash64_state h;
+    sr__hash64_init(&h, 0x65746364u);
+    for (const char *l = run->fingerprint; *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) + 1 : strlen(l);
+        if (*l != '#') sr__hash64_update(&h, l, len);
+        l += len;
+    }
+    char hex[17];
+    snprintf(run->etcd_job, sizeof run->etcd_job, "job-%s", sr__hash64_hex(sr__hash64_final(&h), hex));
 }
 
 int sr__run_prepare_rdzv(sr__run *run) {
@@ -285,7 +311,16 @@ int sr__run_prepare_rdzv(sr__run *run) {
         sr__diag_add(&run->cfg.diag, "out of memory for the run's fingerprint (what every agent of the run compares)");
         return -1;
     }
-    if (a.need_store && nagents > 1 && a.agent_id != 0) /* what a node waits for, before it waits */
+    if (l->etcd_endpoints) {
+        name_etcd_job(run);
+        a.etcd_endpoints = l->etcd_endpoints;
+        a.etcd_job = run->etcd_job;
+        sr__log(SR_LOG_INFO,
+                "elastic job (nnodes = %d:%d) meeting in etcd at %s as %s: waiting up to %gs (rdzv_timeout) for at "
+                "least %d node%s, then %gs (rdzv_last_call) for more",
+                l->nnodes_min, l->nnodes_max, l->etcd_endpoints, run->etcd_job, a.timeout_s, l->nnodes_min,
+                l->nnodes_min == 1 ? "" : "s", a.last_call_s);
+    } else if (a.need_store && nagents > 1 && a.agent_id != 0) /* what a node waits for, before it waits */
         sr__log(SR_LOG_INFO,
                 "waiting up to %gs ([shardrun] rdzv_timeout) for node 0's shardrun at %s (master_addr) to answer",
                 a.timeout_s, a.master_addr);
@@ -294,6 +329,7 @@ int sr__run_prepare_rdzv(sr__run *run) {
                 "elastic job (nnodes = %d:%d): waiting up to %gs (rdzv_timeout) for at least %d node%s, then %gs "
                 "(rdzv_last_call) for more",
                 l->nnodes_min, l->nnodes_max, a.timeout_s, l->nnodes_min, l->nnodes_min == 1 ? "" : "s", a.last_call_s);
+    run->rdzv_args = a;
     int rc = sr__rdzv_prepare(&run->rdzv, &a, &run->cfg.diag);
     if (rc == SR__RDZV_ENDED) {
         sr__log(SR_LOG_INFO, "%s", run->rdzv.failed_elsewhere);

@@ -25,9 +25,11 @@ typedef struct sr__run {
     sr__task_spec task;
     sr__shardrun_settings settings; /* [shardrun], typed: durations, restarts, log level, metrics port */
     int model_task;                 /* the task is a model task: SIGTERM asks for a checkpoint (preemption) */
-    sr__rdzv rdzv;     /* the agent's side of the rendezvous; workers reach the store at its host/port/token */
-    int stdout_tty;    /* in a worker: the agent's stdout is a terminal (progress bars are drawn) */
-    char *fingerprint; /* what defines the run as this agent sees it (sr__run_prepare_rdzv) */
+    sr__rdzv rdzv;           /* the agent's side of the rendezvous; workers reach the store at its host/port/token */
+    int stdout_tty;          /* in a worker: the agent's stdout is a terminal (progress bars are drawn) */
+    char *fingerprint;       /* what defines the run as this agent sees it (sr__run_prepare_rdzv) */
+    sr__rdzv_args rdzv_args; /* what the rendezvous was prepared with (an etcd job's new leader meets again) */
+    char etcd_job[96];       /* rdzv_backend = etcd: the job's name there */
 } sr__run;
 
 typedef struct sr__run_args {

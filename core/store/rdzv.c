@@ -16,16 +16,9 @@
 #include "base/clock.h"
 #include "base/hash64.h"
 #include "base/log.h"
-#include "base/rand.h"
 #include "store/rdzv_internal.h"
 #include "store/rdzv_protocol.h"
 #include "store/wire.h"
-
-static void random_token(char out[33]) {
-    unsigned char b[16];
-    sr__random_bytes(b, sizeof b);
-    for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
 
 /* Under Slurm: what a requeued launch of the same job shares with the launch before it (see
    sr__rdzv.requeue_key); "" elsewhere. */
@@ -48,6 +41,16 @@ static void set_requeue_key(sr__rdzv *r, const char *fingerprint) {
 
 /* A run of several agents: the token every agent presents, and where the store is.  Returns the
    store's port, or -1 with diag saying why. */
+static int store_port(const sr__rdzv_args *a, int port, sr__diag *diag) {
+    if (port) return port;
+    if (a->master_port == 65535) {
+        sr__diag_add(diag,
+                     "master_port 65535 leaves no port for the rendezvous store (master_port + 1); set rdzv_port");
+        return -1;
+    }
+    return a->master_port + 1; /* every agent computes the same port */
+}
+
 static int locate_store(sr__rdzv *r, const sr__rdzv_args *a, int port, sr__diag *diag) {
     const char *tok = getenv("SHARDRUN_RDZV_TOKEN"), *job = getenv("SLURM_JOB_ID");
     if (tok && *tok) snprintf(r->token, sizeof r->token, "%s", tok);
@@ -65,15 +68,7 @@ static int locate_store(sr__rdzv *r, const sr__rdzv_args *a, int port, sr__diag 
         return -1;
     }
     snprintf(r->host, sizeof r->host, "%s", a->master_addr);
-    if (port == 0) {
-        if (a->master_port == 65535) {
-            sr__diag_add(diag, "master_port 65535 leaves no port for the rendezvous store (master_port + 1); "
-                               "set rdzv_port");
-            return -1;
-        }
-        port = a->master_port + 1; /* every agent computes the same port */
-    }
-    return port;
+    return store_port(a, port, diag);
 }
 
 /* Hosting agent of an elastic job: serves the store until the first world may form, then starts it
@@ -87,7 +82,7 @@ static int form_first_world(sr__rdzv *r, sr__diag *diag) {
         return -1;
     }
     int rc;
-    while ((rc = sr__rdzv_elastic_formable(r, started, &min_at, diag)) == 0) {
+    while ((sr__rdzv_etcd_count(r), rc = sr__rdzv_elastic_formable(r, started, &min_at, diag)) == 0) {
         int np = sr__store_server_pollfds(r->server, pfds, MAX_FDS);
         if (poll(pfds, (nfds_t)np, 50) < 0 && errno != EINTR) {
             sr__diag_add(diag, "rendezvous store: poll failed: %s", strerror(errno));
@@ -103,11 +98,45 @@ static int form_first_world(sr__rdzv *r, sr__diag *diag) {
     }
     free(pfds);
     if (rc < 0) return -1;
-    sr__rdzv_elastic_start(r, 0);
+    sr__rdzv_elastic_start(r, r->attempt);
     return 0;
 }
 
-int sr__rdzv_prepare(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
+static void drop_connection(sr__rdzv *r);
+
+/* rdzv_backend = etcd: the election (rdzv_etcd.c), then this agent hosts as node 0's agent does, or
+   joins the leader as an arriving agent; a leader that does not answer is waited out (its lease
+   expires) and another elected.  As sr__rdzv_prepare returns. */
+static int meet_in_etcd(sr__rdzv *r, const sr__rdzv_args *a, int port, sr__diag *diag) {
+    double until = sr__now_s() + a->timeout_s;
+    while (1) {
+        int64_t rev = 0;
+        sr__rdzv_random_token(r->token, sizeof r->token);
+        int won = sr__rdzv_etcd_elect(r, port, &rev, diag);
+        if (won < 0) return won;
+        if (won) {
+            r->hosting = 1;
+            r->agent_id = 0;
+            if (sr__rdzv_host_start(r, a, port, diag) != 0) return -1;
+            return form_first_world(r, diag);
+        }
+        r->hosting = 0;
+        r->agent_id = -1;
+        sr__diag tried = {0};
+        int rc = sr__rdzv_join(r, a, &tried);
+        if (rc == 0 || rc == SR__RDZV_ENDED || rc == -1 || r->full) {
+            for (size_t i = 0; i < tried.kept; i++) sr__diag_add(diag, "%s", tried.msgs[i]);
+            sr__diag_clear(&tried);
+            return rc;
+        }
+        /* the leader did not answer, or went while this agent joined */
+        sr__diag_clear(&tried);
+        drop_connection(r);
+        if (sr__rdzv_etcd_await_new_leader(r, rev, until, diag) != 0) return SR__RDZV_UNREACHABLE;
+    }
+}
+
+static void init_from_args(sr__rdzv *r, const sr__rdzv_args *a) {
     memset(r, 0, sizeof *r);
     r->nagents = a->nagents;
     r->agent_id = a->agent_id;
@@ -124,17 +153,23 @@ int sr__rdzv_prepare(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     r->world_nodes = a->nagents;
     r->world_rank = a->agent_id > 0 ? a->agent_id : 0;
     r->hosting = r->agent_id == 0; /* decides; serves the store when there is one */
-    if (r->hosting) {
-        random_token(r->job_id); /* the other agents learn it when they are accepted */
-        r->job_id[16] = 0;
-    }
     set_requeue_key(r, a->fingerprint);
+}
+
+int sr__rdzv_prepare(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
+    init_from_args(r, a);
+    if (r->hosting) sr__rdzv_random_token(r->job_id, 17); /* the other agents learn it when they are accepted */
     if (!a->need_store) return 0;
     r->enabled = 1;
 
     int p = atoi(a->port_value);
+    if (a->etcd_endpoints) { /* rdzv_etcd.c: an election decides who hosts */
+        int rc = sr__rdzv_etcd_open(r, a, diag);
+        if (rc != 0 || (p = store_port(a, p, diag)) < 0) return rc ? rc : -1;
+        return meet_in_etcd(r, a, p, diag);
+    }
     if (r->nagents == 1) {
-        random_token(r->token);
+        sr__rdzv_random_token(r->token, sizeof r->token);
         snprintf(r->host, sizeof r->host, "127.0.0.1");
     } else if ((p = locate_store(r, a, p, diag)) < 0) {
         return -1;
@@ -251,6 +286,16 @@ static void decide(sr__rdzv *r) {
 }
 
 void sr__rdzv_step(sr__rdzv *r, const struct pollfd *pfds, int n) {
+    if (sr__rdzv_etcd_deposed(r) && (r->phase == SR__RDZV_RUNNING || r->phase == SR__RDZV_RESTART)) {
+        /* no verdict goes out: the others see this store close and elect another leader */
+        char what[1200];
+        snprintf(what, sizeof what,
+                 "%s: this node no longer leads the job (another may by now); its workers stop, and the other nodes "
+                 "go on under a new leader",
+                 sr__rdzv_etcd_lost_why(r));
+        sr__rdzv_set_failure(r, 0, 0, what);
+        r->phase = SR__RDZV_FAILED;
+    }
     sr__rdzv_handle(r, pfds, n);
     decide(r);
 }
@@ -290,7 +335,46 @@ sr__rdzv_view sr__rdzv_view_now(const sr__rdzv *r) {
     return v;
 }
 
+/* Other agents: closes every connection to the store (a leader that went, before another is
+   elected). */
+static void drop_connection(sr__rdzv *r) {
+    sr__store_close(r->watch);
+    sr__store_close(r->ctl);
+    sr__store_close(r->alive);
+    sr__store_link_release(r->link);
+    r->watch = r->ctl = r->alive = NULL;
+    r->link = NULL;
+    r->watch_closed = r->waiting_start = r->start_ready = 0;
+}
+
+int sr__rdzv_can_fail_over(const sr__rdzv *r) {
+    return r->etcd && !r->hosting && (r->host_gone || r->host_lost) && !sr__rdzv_etcd_deposed(r);
+}
+
+int sr__rdzv_fail_over(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
+    /* what the job carries on with: etcd's record has the rest (rdzv_etcd.c) */
+    struct sr__rdzv_etcd *e = r->etcd;
+    char job_id[sizeof r->job_id];
+    snprintf(job_id, sizeof job_id, "%s", r->job_id);
+    int attempt = r->attempt, failovers = r->failovers + 1;
+    r->etcd = NULL;
+    sr__rdzv_free(r);
+    init_from_args(r, a);
+    r->etcd = e;
+    r->enabled = 1;
+    r->failovers = failovers;
+    r->attempt = attempt + 1;
+    snprintf(r->job_id, sizeof r->job_id, "%s", job_id);
+    int p = store_port(a, atoi(a->port_value), diag);
+    int rc = p < 0 ? -1 : meet_in_etcd(r, a, p, diag);
+    if (rc != 0 && rc != SR__RDZV_ENDED)
+        sr__rdzv_set_failure(r, 0, 0, "the job's leader went away, and this node could not meet the others again");
+    return rc;
+}
+
 void sr__rdzv_free(sr__rdzv *r) {
+    /* the job's record in etcd goes once the job is over (a final verdict, read by every agent) */
+    sr__rdzv_etcd_close(r->etcd, r->hosting && r->outcome_at > 0 && !sr__rdzv_etcd_deposed(r));
     sr__store_server_free(r->server); /* first: closing its connections calls its hook with r */
     free(r->peers);
     free(r->changed);

@@ -168,9 +168,16 @@ typedef struct sr__rdzv {
     int pending_node;
     char pending_what[1024];
     /* a restart, both sides */
-    int stopped_here; /* this agent's workers are gone (SR__RDZV_STOPPED was reported) */
-    int next_ready;   /* sr__rdzv_view.next_attempt, as the last step or report found it */
-    int done_here;    /* this agent's ranks all succeeded in this attempt (SR__RDZV_DONE) */
+    /* rdzv_backend = etcd (rdzv_etcd.c): the agents elect the one that hosts; when it goes, the others
+       elect another and the job goes on (sr__rdzv_fail_over) */
+    struct sr__rdzv_etcd *etcd; /* NULL with the built-in store */
+    int expect_agents;          /* hosting agent: the live agents etcd knows of (a new world waits for them) */
+    int took_over;              /* this agent leads a job another leader began */
+    int full;                   /* the job had its MAX agents when this one asked for a slot */
+    int failovers;              /* leaders this agent saw go */
+    int stopped_here;           /* this agent's workers are gone (SR__RDZV_STOPPED was reported) */
+    int next_ready;             /* sr__rdzv_view.next_attempt, as the last step or report found it */
+    int done_here;              /* this agent's ranks all succeeded in this attempt (SR__RDZV_DONE) */
 } sr__rdzv;
 
 /* What the run decided that the rendezvous needs (filled by run/run.c from the layout and the
@@ -192,6 +199,8 @@ typedef struct sr__rdzv_args {
                                             (they are given a slot) */
     double last_call_s;                  /* [shardrun] rdzv_last_call */
     double preempt_grace_s;              /* [shardrun] preempt_grace: how long a checkpoint may take */
+    const char *etcd_endpoints;          /* rdzv_backend = etcd: rdzv_endpoint (NULL: the built-in store) */
+    const char *etcd_job;                /* the job's name in etcd (its keys' prefix) */
 } sr__rdzv_args;
 
 /* The interface the supervisor drives, whatever keeps the rendezvous (node 0's store today): it
@@ -273,6 +282,17 @@ int sr__rdzv_takes_part(const sr__rdzv *r, int agent);
 const char *sr__rdzv_host_gone_note(const sr__rdzv *r);
 /* The same when node 0's agent is silent (the hang watchdog): it may be this node that is cut off. */
 const char *sr__rdzv_host_silent_note(const sr__rdzv *r);
+
+/* rdzv_backend = etcd: after the leader went away (r->host_gone or host_lost), or this agent could
+   not reach it, whether this agent may elect another and go on (1), with the job's ids, attempt and
+   restarts carried; sr__rdzv_fail_over then does so, as sr__rdzv_prepare did (its return values:
+   0, SR__RDZV_ENDED, SR__RDZV_UNREACHABLE or -1 with diag).  a: what sr__rdzv_prepare was given. */
+int sr__rdzv_can_fail_over(const sr__rdzv *r);
+int sr__rdzv_fail_over(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag);
+/* rdzv_backend = etcd, hosting agent: its lease in etcd expired (it was cut off from etcd), so another
+   agent may lead by now: it must end its part (1); sr__rdzv_etcd_lost_why says what happened. */
+int sr__rdzv_etcd_deposed(const sr__rdzv *r);
+const char *sr__rdzv_etcd_lost_why(const sr__rdzv *r);
 
 /* Hosting agent: the results another agent reported, or NULL. */
 const char *sr__rdzv_results(const sr__rdzv *r, int agent, size_t *len);

@@ -66,13 +66,16 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     char err[512], key[64], akey[64], missing[64];
     int p = r->port;
     /* one connection for all this agent's traffic with node 0 (store.h: sr__store_link) */
-    r->link = sr__store_link_connect(r->host, p, r->token, a->timeout_s, err, sizeof err);
+    /* with etcd the leader listens before others learn where it is: one that does not answer soon is
+       gone (rdzv_etcd.c waits for another) */
+    r->link = sr__store_link_connect(r->host, p, r->token, r->etcd ? 5.0 : a->timeout_s, err, sizeof err);
     /* nothing answered at that address, or node 0 went away while it did: not the job file's fault */
     int gave_up = !r->link && (errno == ETIMEDOUT || errno == ECONNRESET);
     if (r->link && !(r->ctl = sr__store_link_open(r->link, err, sizeof err))) gave_up = 1;
     if (!r->ctl) {
         sr__diag_add(diag, "rendezvous store of node 0 at %s:%d: %s", r->host, p, err);
-        return gave_up ? SR__RDZV_UNREACHABLE : -1;
+        /* etcd: a store that refuses this token is a newer leader's on the old one's address */
+        return gave_up || r->etcd ? SR__RDZV_UNREACHABLE : -1;
     }
     /* elastic: a free slot first (rdzv_elastic.c) */
     if (r->elastic) {

@@ -147,6 +147,7 @@ int sr__rdzv_take_slot(sr__rdzv *r, double timeout_s, sr__diag *diag) {
     int rc = 0;
     if (!strncmp(v, "full:", 5)) {
         sr__diag_add(diag, "%s", (char *)v + 5);
+        r->full = 1;
         rc = SR__RDZV_UNREACHABLE; /* not a configuration error: the same command works later */
     } else {
         r->agent_id = atoi(v);
@@ -166,6 +167,8 @@ int sr__rdzv_elastic_formable(sr__rdzv *r, double started, double *min_at, sr__d
     if (n < r->min_agents) *min_at = 0; /* (again: one went away) */
     else if (!*min_at) *min_at = now;
     if (n >= r->nagents || (*min_at && now - *min_at >= r->last_call_s)) return 1;
+    /* a new leader (etcd) re-forms a running job: every live agent is there, no last call */
+    if (r->took_over && *min_at && n >= r->expect_agents) return 1;
     /* rdzv_timeout bounds the wait for MIN agents; the last call runs its course once they are there */
     if (*min_at || now - started < r->timeout_s) return 0;
     sr__diag_add(diag,
@@ -179,6 +182,8 @@ int sr__rdzv_elastic_formable(sr__rdzv *r, double started, double *min_at, sr__d
 void sr__rdzv_elastic_start(sr__rdzv *r, int attempt) {
     char key[64];
     sr__rdzv_publish_world(r, attempt); /* before any "go": each agent reads its place */
+    r->attempt = attempt;
+    sr__rdzv_etcd_publish_job(r); /* with etcd: what the next leader carries on (it may be lost: no error) */
     for (int a = 1; a < r->nagents; a++) {
         char v[300] = "go";
         /* left out while its connection is still open (it did not stop in time, or went silent): it

@@ -136,7 +136,7 @@ void sr__rdzv_succeed(sr__rdzv *r) {
 static int admit(sr__rdzv *r, int a, int join_no, const char *theirs, char *why, size_t wlen) {
     if (sr__fingerprint_differ(r->fingerprint ? r->fingerprint : "", theirs, why, wlen)) return -1;
     if (r->elastic) { /* its slot was free (rdzv_elastic.c): it takes part from the next world on */
-        snprintf(why, wlen, "ok %d %s", r->formed ? r->attempt + 1 : 0, r->job_id);
+        snprintf(why, wlen, "ok %d %s", r->formed ? r->attempt + 1 : r->attempt, r->job_id);
         return 0;
     }
     if (join_no > 1 && !(r->peers[a].state == SR__PEER_GONE && r->phase == SR__RDZV_RESTART)) {
@@ -287,6 +287,7 @@ int sr__rdzv_all_done(sr__rdzv *r) {
 }
 
 int sr__rdzv_settled(const sr__rdzv *r) {
+    if (sr__rdzv_etcd_deposed(r)) return 1; /* another leads: nobody waits for this one's verdict */
     if (!r->server || (!r->refused_at && !r->outcome_at)) return 1;
     /* refused agents read why at once; the others first stop their workers and report */
     double since = r->outcome_at ? r->outcome_at : r->refused_at;

@@ -16,6 +16,7 @@
 #define SR__STORE_RDZV_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/diag.h"
 #include "store/rdzv.h"
@@ -100,5 +101,30 @@ int sr__rdzv_read_world(sr__rdzv *r, int attempt, char *err, size_t errlen);
 /* Other agents, arriving: a slot from the host (r->agent_id).  0, SR__RDZV_UNREACHABLE (diag:
    no answer, or the job is full), or -1. */
 int sr__rdzv_take_slot(sr__rdzv *r, double timeout_s, sr__diag *diag);
+
+/* rdzv_protocol.c: 32 random hex digits (cut to len - 1), for tokens and job ids. */
+void sr__rdzv_random_token(char *out, size_t len);
+
+/* rdzv_etcd.c: the etcd backend (rdzv_backend = etcd). */
+typedef struct sr__rdzv_etcd sr__rdzv_etcd;
+/* Connects to etcd, takes this agent's lease and registers it (r->etcd).  0, SR__RDZV_UNREACHABLE or
+   -1 with diag. */
+int sr__rdzv_etcd_open(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag);
+/* One election (r->token: what this agent's store would take): 1 this agent leads (r->host its
+   address; r->job_id, attempt and restarts_used carried on from etcd's record, took_over when
+   there was one), 0 another leads (r->host, port and token say where; *rev: its key's revision),
+   SR__RDZV_UNREACHABLE or -1 with diag. */
+int sr__rdzv_etcd_elect(sr__rdzv *r, int port, int64_t *rev, sr__diag *diag);
+/* Waits until the leader key is no longer the one at revision rev (its leader went: deleted with its
+   lease, or replaced), until `until` (sr__now_s).  0, or -1 with diag. */
+int sr__rdzv_etcd_await_new_leader(sr__rdzv *r, int64_t rev, double until, sr__diag *diag);
+/* Hosting agent, at each attempt's start: the job's ids, attempt and restarts, for the next leader.
+   0, or -1 (etcd did not take it: a later leader carries on from an older record). */
+int sr__rdzv_etcd_publish_job(sr__rdzv *r);
+/* Hosting agent: r->expect_agents from etcd (at most five times a second). */
+void sr__rdzv_etcd_count(sr__rdzv *r);
+/* Stops renewing, gives the lease back (this agent's keys go), and the job's record too when the
+   job is over. */
+void sr__rdzv_etcd_close(sr__rdzv_etcd *e, int job_over);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/rand.h"
 #include "store/rdzv_internal.h"
 
 char *sr__rdzv_key(char *buf, size_t len, const char *fmt, int a, int b) {
@@ -49,20 +50,32 @@ void sr__rdzv_set_failure(sr__rdzv *r, int node, int config, const char *what) {
 }
 
 const char *sr__rdzv_host_gone_note(const sr__rdzv *r) {
+    if (r->etcd) return "; the other nodes elect another leader in etcd and go on from the newest checkpoint";
     return r->elastic
                ? ": node 0's shardrun hosts an elastic job's rendezvous with the built-in store, the one node the "
-                 "job cannot lose (rdzv_backend = etcd, which survives the loss of any node, is not available "
-                 "yet: docs/elastic.md); the newest checkpoint in output_dir holds the run's state: start the "
-                 "job again with --set task.resume_from_checkpoint=latest to continue"
+                 "job cannot lose (rdzv_backend = etcd survives the loss of any node: docs/elastic.md); the "
+                 "newest checkpoint in output_dir holds the run's state: start the job again with --set "
+                 "task.resume_from_checkpoint=latest to continue"
                : "";
 }
 
 const char *sr__rdzv_host_silent_note(const sr__rdzv *r) {
     /* silent is not gone: when this node's own link failed, the others see it silent and go on */
+    if (r->etcd)
+        return "; this node asks etcd for the job's leader again: the job goes on with this node at its next "
+               "change of nodes if it is this node's link that failed, or under another leader if the leader is lost";
     return r->elastic ? "; the other nodes may go on without this one if it is this node's link that failed (an "
                         "elastic job): then nothing is lost.  If node 0 itself is lost, the job ended: node 0's "
                         "shardrun hosts an elastic job's rendezvous with the built-in store, the one node the job "
                         "cannot lose (docs/elastic.md); start the job again with --set "
                         "task.resume_from_checkpoint=latest to continue"
                       : "";
+}
+
+void sr__rdzv_random_token(char *out, size_t len) {
+    unsigned char b[16];
+    char hex[33];
+    sr__random_bytes(b, sizeof b);
+    for (int i = 0; i < 16; i++) snprintf(hex + 2 * i, 3, "%02x", b[i]);
+    snprintf(out, len, "%s", hex);
 }

@@ -3,7 +3,10 @@
 # (a) a malformed MIN:MAX in the job file, on --nnodes and in SHARDRUN_NNODES;
 # (b) standalone with nnodes = 1:2 (one message, not a second one about standalone's own port);
 # (c) an elastic job under a launcher that started this process as one rank (Open MPI, torchrun);
-# and what is accepted: nnodes = 2:2 and 1:1, standalone with 1:1, one process per node under a launcher.
+# (d) rdzv_backend = etcd: without rdzv_endpoint, with a malformed one, with standalone; rdzv_endpoint
+#     without rdzv_backend = etcd; an unknown backend;
+# and what is accepted: nnodes = 2:2 and 1:1, standalone with 1:1, one process per node under a launcher,
+# rdzv_backend = etcd with a fixed nnodes (an elastic job of N:N).
 . "$(dirname "$0")/lib.sh"
 # the task leaves a file behind: a refused job must not have started it
 TASK="task = exec:/usr/bin/touch $T/ran"
@@ -59,6 +62,27 @@ run env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK
     "$SHARDRUN" env "$T/el.ini" --nproc-per-node 2 --master-addr 127.0.0.1
 expect_rc 0 "elastic under Open MPI, a process per node"
 expect_in "$out" "WORLD_SIZE=6" "elastic under Open MPI, a process per node: MAX 3 x 2 ranks"
+
+# (d) the etcd backend's settings, checked before anything is asked of etcd
+refused "rdzv_backend = etcd without rdzv_endpoint" "$SHARDRUN" "$T/el.ini" --rdzv-backend etcd
+expect_in "$err" "command line --rdzv-backend: rdzv_backend = etcd needs rdzv_endpoint = host:port[,host:port...], the client addresses of the etcd members" \
+    "etcd without rdzv_endpoint: the flag and what is expected"
+refused "a malformed rdzv_endpoint" "$SHARDRUN" "$T/el.ini" --rdzv-backend etcd --rdzv-endpoint "10.0.0.1:2379,10.0.0.2"
+expect_in "$err" "command line --rdzv-endpoint: rdzv_endpoint = 10.0.0.1:2379,10.0.0.2: etcd endpoint list \"10.0.0.1:2379,10.0.0.2\": entry 2 \"10.0.0.2\" is not host:port" \
+    "a malformed rdzv_endpoint: the entry named"
+refused "rdzv_endpoint with the built-in store" "$SHARDRUN" "$T/el.ini" --rdzv-endpoint 10.0.0.1:2379
+expect_in "$err" "command line --rdzv-endpoint: rdzv_endpoint = 10.0.0.1:2379, but rdzv_backend is builtin (default)" \
+    "rdzv_endpoint without rdzv_backend = etcd: both named"
+refused "an unknown rdzv_backend" "$SHARDRUN" "$T/el.ini" --rdzv-backend c10d
+expect_in "$err" "command line --rdzv-backend: [shardrun] rdzv_backend: expected one of builtin, etcd, got \"c10d\"" \
+    "an unknown rdzv_backend: the choices named"
+refused "standalone with etcd" "$SHARDRUN" "$T/plain.ini" --standalone --rdzv-backend etcd --rdzv-endpoint 10.0.0.1:2379
+expect_in "$err" "standalone runs on one node with no rendezvous to share; drop rdzv_backend = etcd" "standalone with etcd: refused"
+# a fixed nnodes with etcd is an elastic job of N:N: the ranks of 2 nodes
+run "$SHARDRUN" env "$T/plain.ini" --nnodes 2 --nproc-per-node 2 --rdzv-backend etcd --rdzv-endpoint 10.0.0.1:2379
+expect_rc 0 "rdzv_backend = etcd with nnodes = 2 ($err)"
+expect_in "$out" "GROUP_WORLD_SIZE=2" "rdzv_backend = etcd with nnodes = 2: 2 nodes"
+expect_in "$out" "WORLD_SIZE=4" "rdzv_backend = etcd with nnodes = 2: 4 ranks"
 
 # accepted: MIN = MAX is a fixed-size elastic job (2:2 checked by env, 1:1 run on its own: MAX is there)
 printf '[shardrun]\n%s\nplugins = torch\nnnodes = 2:2\n' "$TASK" >"$T/two.ini"

@@ -1,0 +1,102 @@
+# rdzv_backend = etcd on one host (no root): an etcd member of the test's own on loopback, and three
+# agents started alike (no node rank, no master_addr) of an elastic GPT-2 job (nnodes = 2:3):
+# (a) the agent elected leader (it hosts the workers' store: rank 0) is killed (SIGKILL) after step 7:
+#     the other two elect another in etcd and go on from checkpoint-5 in a world of 2, restart 1, and
+#     finish; trainer_state.json records both memberships; the job's keys are gone from etcd after;
+# (b) etcd unreachable (nothing at rdzv_endpoint): the agent ends (exit 1) before any worker starts,
+#     naming the endpoint, within the client's bounds.
+# Nothing is left running.
+. "$(dirname "$0")/../restarts/lib.sh"
+command -v etcd >/dev/null || { fail "no etcd executable: apt-get install etcd-server"; done_checks; exit 1; }
+restart_job 20
+sed -i '/^nproc_per_node = 2$/d' "$T/job.ini"
+J=$T/job.ini
+declare -A pid rc
+cleanup() {
+    local p
+    for p in "${pid[@]}" ${etcd_pid:-}; do kill -KILL "$p" 2>/dev/null; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+C=$(free_port_pair) E=$(free_port_pair)
+etcd --name m0 --data-dir "$T/etcd" --listen-client-urls "http://127.0.0.1:$C" --advertise-client-urls "http://127.0.0.1:$C" \
+    --listen-peer-urls "http://127.0.0.1:$E" --initial-advertise-peer-urls "http://127.0.0.1:$E" \
+    --initial-cluster "m0=http://127.0.0.1:$E" --heartbeat-interval 50 --election-timeout 500 >"$T/etcd.log" 2>&1 &
+etcd_pid=$!
+# keys NAME: how many keys etcd holds under /shardrun/ (through its JSON gateway)
+keys() {
+    /usr/bin/python3 - "$C" <<'PY'
+import base64, json, sys, urllib.request
+b = lambda s: base64.b64encode(s.encode()).decode()
+req = urllib.request.Request("http://127.0.0.1:%s/v3/kv/range" % sys.argv[1],
+                             json.dumps({"key": b("/shardrun/"), "range_end": b("/shardrun0"), "count_only": True}).encode())
+print(json.loads(urllib.request.urlopen(req, timeout=5).read()).get("count", "0"))
+PY
+}
+for _ in $(seq 1 50); do keys >/dev/null 2>&1 && break; sleep 0.2; done
+expect_eq "$(keys 2>&1)" 0 "etcd answers, with no job's keys yet"
+
+P=$(free_port_pair)
+# start_agent I [ENV...]: agent I in the background (output in $T/aI.out, .err)
+start_agent() {
+    local i=$1
+    shift
+    env "$@" "$SHARDRUN" "$J" --nnodes 2:3 --nproc-per-node 1 --master-port "$P" --rdzv-backend etcd \
+        --rdzv-endpoint "127.0.0.1:$C" --set task.output_dir="$T/out" --set torch.timeout=20 \
+        --set shardrun.rdzv_last_call=2 >"$T/a$i.out" 2>"$T/a$i.err" &
+    pid[$i]=$!
+}
+# (a) agent 0 starts first and is elected; rank 0 (its rank) pauses after step 7 of the first attempt
+start_agent 0 SHARDRUN_DEBUG_PAUSE_AT=0:7@0
+wait_for "$T/a0.err" "meeting in etcd" 60 || fail "agent 0 did not start"
+sleep 1
+start_agent 1 SHARDRUN_DEBUG_PAUSE_AT=0:7@0
+start_agent 2 SHARDRUN_DEBUG_PAUSE_AT=0:7@0
+wait_for "$T/a0.out" "step 7/20" 120 && pass || fail "the run reached step 7 on agent 0's rank ($(tail -n 3 "$T"/a*.err))"
+expect_in "$(cat "$T/a0.err")" "started 1 worker (rank 0 of 3)" "agent 0 leads: its rank is rank 0 of the first world"
+n=$(keys)
+[ "$n" -ge 5 ] && pass || fail "etcd holds the job's keys while it runs (3 agents, the leader, the job's record): $n"
+kill -KILL "${pid[0]}"
+t0=$(now_ms)
+unset "pid[0]"
+wait_node_for 1 120
+wait_node_for 2 120
+expect_eq "${rc[1]}/${rc[2]}" "0/0" "agents 1 and 2 finish the run without the leader ($(tail -n 4 "$T"/a[12].err))"
+echo "etcd_local.sh: from the leader's kill to the end of the run: $(($(now_ms) - t0)) ms"
+both=$(cat "$T/a1.err" "$T/a2.err")
+expect_eq "$(grep -c "node 0's shardrun went away .*the other nodes elect another leader in etcd" <<<"$both")" 2 \
+    "both say the leader went away and that they elect another"
+expect_eq "$(grep -c "this node leads the job now (elected in etcd)" <<<"$both")" 1 "one of them leads now"
+expect_eq "$(grep -c "the job's leader is now the node at 127.0.0.1" <<<"$both")" 1 "the other joins it"
+expect_eq "$(grep -c "started 1 worker (rank [01] of 2, restart 1)" <<<"$both")" 2 "both go on in a world of 2, restart 1"
+outs=$(cat "$T/a1.out" "$T/a2.out")
+expect_in "$outs" "[rank0]: shardrun: resumed from $T/out/checkpoint-5 at step 5" "the run resumes from checkpoint-5"
+expect_in "$outs" "[rank0]: step 20/20" "the run reaches its last step"
+[ -f "$T/out/checkpoint-20/model.safetensors" ] && pass || fail "the run's last checkpoint is written"
+m=$(/usr/bin/python3 "$SRC/tests/fsdp/check_records.py" membership "$T/out")
+expect_in "$m" "world_size=3 nodes=3" "trainer_state.json: the first membership, three nodes"
+expect_in "$m" "step=5 world_size=2 nodes=2" "trainer_state.json: two nodes from step 5 ($m)"
+expect_in "$m" "restart=1" "trainer_state.json: the second membership is restart 1"
+# the leader's lease, the agents' and the job's record: all gone once the job ended (the killed
+# agent's lease expired: 5 s)
+for _ in $(seq 1 40); do [ "$(keys)" = 0 ] && break; sleep 0.25; done
+expect_eq "$(keys)" 0 "nothing of the job is left in etcd"
+
+# (b) nothing at rdzv_endpoint: the agent ends before any worker starts, naming it
+Z=$(free_port_pair)
+t0=$(now_ms)
+run timeout 60 "$SHARDRUN" "$J" --nnodes 2:3 --nproc-per-node 1 --master-port "$P" --rdzv-backend etcd \
+    --rdzv-endpoint "127.0.0.1:$Z" --set task.output_dir="$T/none"
+expect_rc 1 "etcd unreachable: a failed run"
+expect_in "$err" "rendezvous in etcd (rdzv_endpoint = 127.0.0.1:$Z)" "etcd unreachable: the endpoint named"
+expect_not_in "$err" "started 1 worker" "etcd unreachable: no worker started"
+ms=$(($(now_ms) - t0))
+[ "$ms" -lt 20000 ] && pass || fail "etcd unreachable: the agent ends within the client's bounds, not after $ms ms"
+
+kill -TERM "$etcd_pid"
+wait "$etcd_pid" 2>/dev/null
+unset etcd_pid
+left=$(pgrep -f -- "--rdzv-endpoint 127.0.0.1:$C" || true)
+expect_eq "$left" "" "nothing left running"
+done_checks

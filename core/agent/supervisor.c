@@ -485,6 +485,8 @@ typedef struct sr__watch {
     double all_reaped_at;   /* when the last worker was reaped; 0: not yet */
     int reported;           /* this agent's results went to node 0 */
     sr__rdzv_phase applied; /* the rendezvous phase applied last (follow_phase) */
+    long long saved_said;   /* the checkpoint step last told the rendezvous (tell_saved), -1: none */
+    int join_said;          /* "a node waits to join" was logged, and still holds */
 } sr__watch;
 
 static inline int local_work_done(const sr__attempt *st) { return workers_reaped(st) && pipes_closed(st); }
@@ -643,6 +645,33 @@ static void watch_for_hang(sr__attempt *st, sr__run *run) {
     begin_stop(st, SIGTERM, run->settings.shutdown_grace, 1);
 }
 
+/* A checkpoint every local rank reported written (its save ended, so it is complete: the save's
+   last collective follows rank 0's rename, fsdp/ckpt_save.c) goes to the rendezvous, where
+   elastic_join = next_save takes waiting nodes in from it; not the run's last step, which leaves
+   nothing for a new world to train (watch slots: the trainer's steps_total). */
+static void tell_saved(const sr__attempt *st, sr__run *run, sr__watch *wt) {
+    if (!run->rdzv.elastic || !run->rdzv.hosting || !run->model_task || st->n < 1) return;
+    long long step = st->ws[0].progress.ckpt_step, total = 0;
+    for (int i = 0; i < st->n; i++) {
+        if (st->ws[i].progress.ckpt_step < step) step = st->ws[i].progress.ckpt_step;
+        sr__watch_slot *slot = sr__watchdog_slot(watchdog, i);
+        if (slot && atomic_load(&slot->steps_total) > total) total = atomic_load(&slot->steps_total);
+    }
+    if (step <= wt->saved_said || (total > 0 && step >= total)) return;
+    wt->saved_said = step;
+    sr__rdzv_report(&run->rdzv, &(sr__rdzv_news){.kind = SR__RDZV_SAVED, .step = step});
+}
+
+/* elastic_join = next_save: a node that waits to join is said once, with when it is taken in. */
+static void tell_join_waiting(sr__run *run, sr__watch *wt) {
+    int waiting = sr__rdzv_view_now(&run->rdzv).join_waiting;
+    if (waiting && !wt->join_said)
+        sr__log(SR_LOG_INFO,
+                "a new node's shardrun waits to join the job: it is taken in once the next periodic checkpoint "
+                "(save_steps) is written (elastic_join = next_save)");
+    wt->join_said = waiting;
+}
+
 /* The I/O of one turn: waits for a signal, a worker's output or exit, the rendezvous or a
    deadline, and takes in what came.  -1 when poll itself failed. */
 static int poll_once(sr__attempt *st, sr__run *run, sr__watch *wt) {
@@ -670,7 +699,9 @@ static int poll_once(sr__attempt *st, sr__run *run, sr__watch *wt) {
             for (int s = 0; s < SR__NSTREAMS; s++)
                 if (st->ws[i].fd[s] == pfd[p].fd) read_stream(&st->ws[i], s);
     }
+    tell_saved(st, run, wt);
     sr__rdzv_step(r, pfd + first_rdzv, np - first_rdzv);
+    tell_join_waiting(run, wt);
     watch_for_hang(st, run);
     double t = sr__now_s();
     if (st->kill_at && !st->killed && t >= st->kill_at) kill_workers(st);
@@ -698,7 +729,8 @@ static void give_up_watching(sr__attempt *st, sr__run *run, const char *what) {
 
 static void supervise(sr__attempt *st, sr__run *run) {
     size_t nfds = (size_t)st->n * SR__NSTREAMS + 1 + MAX_RDZV_FDS;
-    sr__watch wt = {.pfd = st->ws ? sr__calloc(nfds, sizeof(struct pollfd)) : NULL, .applied = SR__RDZV_RUNNING};
+    sr__watch wt = {
+        .pfd = st->ws ? sr__calloc(nfds, sizeof(struct pollfd)) : NULL, .applied = SR__RDZV_RUNNING, .saved_said = -1};
     if (!wt.pfd) {
         char what[80];
         if (!st->ws) /* start_attempt() had no memory for them: none started */

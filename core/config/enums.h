@@ -8,7 +8,7 @@
  * strategy, as accelerate writes FSDP_SHARDING_STRATEGY).  The TEXT is what the job file takes,
  * what the environment carries and what messages and logs print.
  *
- * Users: the [shardrun] key table (config/env_table.c: log_level), the worker's settings reader
+ * Users: the [shardrun] key table (config/env_table.c: log_level, elastic_join), the worker's settings reader
  * (config/fsdp_settings.c: the FSDP_* and ACCELERATE_* variables), the trainer's [task] key table
  * and its reader (trainer/train_keys.c, trainer/train_args.c: lr_scheduler_type, the strategies,
  * metric_for_best_model, nan_policy), the FSDP engine's logs and the trainer's (sr__strategy_name
@@ -61,6 +61,11 @@
     X(SR__LEVEL_INFO, "info")                                                                                          \
     X(SR__LEVEL_DEBUG, "debug")
 
+/* [shardrun] elastic_join: when an elastic job takes in a node that arrives while it runs */
+#define SR__ELASTIC_JOIN_LIST(X)                                                                                       \
+    X(SR__JOIN_NOW, "now")                                                                                             \
+    X(SR__JOIN_NEXT_SAVE, "next_save")
+
 /* [task] lr_scheduler_type: transformers' get_scheduler names (trainer/train_args.c: sr__lr_at) */
 #define SR__SCHEDULE_LIST(X)                                                                                           \
     X(SR__SCHED_LINEAR, "linear")                                                                                      \
@@ -106,6 +111,7 @@ typedef enum { SR__PREFETCH_LIST(SR__ENUM_MEMBER) } sr__prefetch;
 typedef enum { SR__STATE_DICT_LIST(SR__ENUM_MEMBER) } sr__state_dict;
 typedef enum { SR__PRECISION_LIST(SR__ENUM_MEMBER) } sr__precision;
 typedef enum { SR__LOG_LEVEL_LIST(SR__ENUM_MEMBER) } sr__level;
+typedef enum { SR__ELASTIC_JOIN_LIST(SR__ENUM_MEMBER) } sr__elastic_join;
 typedef enum { SR__SCHEDULE_LIST(SR__ENUM_MEMBER) } sr__schedule;
 typedef enum { SR__SAVE_STRATEGY_LIST(SR__ENUM_MEMBER) } sr__every;
 typedef enum { SR__METRIC_LIST(SR__ENUM_MEMBER) } sr__metric;
@@ -118,6 +124,7 @@ typedef enum { SR__RDZV_BACKEND_LIST(SR__ENUM_MEMBER) } sr__rdzv_backend;
 #define SR__STATE_DICT_CHOICES SR__CHOICES(SR__STATE_DICT_LIST)
 #define SR__PRECISION_CHOICES SR__CHOICES(SR__PRECISION_LIST)
 #define SR__LOG_LEVEL_CHOICES SR__CHOICES(SR__LOG_LEVEL_LIST)
+#define SR__ELASTIC_JOIN_CHOICES SR__CHOICES(SR__ELASTIC_JOIN_LIST)
 #define SR__SCHEDULE_CHOICES SR__CHOICES(SR__SCHEDULE_LIST)
 #define SR__INTERVAL_CHOICES SR__CHOICES(SR__INTERVAL_LIST)
 #define SR__SAVE_STRATEGY_CHOICES SR__CHOICES(SR__SAVE_STRATEGY_LIST)

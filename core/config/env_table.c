@@ -39,6 +39,11 @@ const sr_key sr__shardrun_keys[] = {
     {"rdzv_endpoint", SR_KEY_STRING, NULL, NULL, 0, NOLIM, NULL,
      "rdzv_backend = etcd: the etcd members' client addresses, host:port[,host:port...] (torchrun "
      "--rdzv-endpoint); the job's keys live under /shardrun/<run_id>/"},
+    {"elastic_join", SR_KEY_ENUM, "now", SR__ELASTIC_JOIN_CHOICES, 0, NOLIM, NULL,
+     "elastic jobs: when a node that arrives while the job runs is taken in: now (every rank finishes its step and "
+     "writes a checkpoint, and the job goes on with the new node from that step) or next_save (once the job's next "
+     "periodic checkpoint, save_steps, is written; no extra checkpoint, the steps trained after it are done again; "
+     "needs a model task that saves periodically) (docs/elastic.md)"},
     {"hang_timeout", SR_KEY_FLOAT, "300", NULL, 0, NOLIM, NULL,
      "seconds without progress after which the run is declared hung: ranks wait in a collective another rank has "
      "not entered, or no rank moved (step, phase, collective); the agent that sees it names the rank behind (host, "

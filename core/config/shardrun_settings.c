@@ -41,4 +41,8 @@ void sr__shardrun_settings_read(sr__job *cfg, sr__shardrun_settings *s) {
     s->hang_timeout = seconds(cfg, "hang_timeout");
     s->max_restarts = whole(cfg, "max_restarts");
     s->metrics_port = whole(cfg, "metrics_port");
+    /* its spelling was checked when the section was resolved */
+    const char *join = sr__config_value(cfg, "shardrun", "elastic_join");
+    int j = join ? sr__enum_index(SR__ELASTIC_JOIN_CHOICES, 0, join) : -1;
+    s->elastic_join = j >= 0 ? (sr__elastic_join)j : SR__JOIN_NOW;
 }

@@ -13,6 +13,7 @@
 #define SR__CONFIG_SHARDRUN_SETTINGS_H
 
 #include "shardrun/plugin.h"
+#include "config/enums.h"
 #include "config/job.h"
 
 typedef struct sr__shardrun_settings {
@@ -25,7 +26,8 @@ typedef struct sr__shardrun_settings {
     double rdzv_last_call; /* elastic: once MIN nodes joined, how long to wait for more */
     double hang_timeout;   /* without progress, a hang; 0: no hang verdict */
     int max_restarts;
-    int metrics_port; /* 0: no Prometheus endpoint */
+    sr__elastic_join elastic_join; /* elastic: when an arriving node is taken in */
+    int metrics_port;              /* 0: no Prometheus endpoint */
 } sr__shardrun_settings;
 
 /* [shardrun] log_level, resolved. */

@@ -125,6 +125,41 @@ static void check_foreign_env(sr__run *run) {
     free(used);
 }
 
+/* [shardrun] elastic_join = next_save waits for the job's next periodic checkpoint: a job that is not
+   elastic has no joins, and one that never saves periodically (not a model task, no save_steps)
+   would keep an arriving node waiting to the end. */
+static void check_elastic_join(sr__run *run) {
+    sr__job *cfg = &run->cfg;
+    if (run->settings.elastic_join != SR__JOIN_NEXT_SAVE) return;
+    const char *where = sr__config_get(cfg, "shardrun", "elastic_join")->where;
+    const char *steps = sr__config_value(cfg, "task", "save_steps"),
+               *strategy = sr__config_value(cfg, "task", "save_strategy");
+    long long n = 0;
+    if (steps && sr__parse_int(steps, &n) != 0) n = 0;
+    /* the trainer's rule (trainer/train_args.c): save_strategy = steps saves every save_steps (500 when
+       unset), epoch after every epoch, no never; without it, save_steps >= 1 decides */
+    int periodic = strategy ? strcmp(strategy, "no") != 0 : n >= 1;
+    if (!run->layout.elastic)
+        sr__diag_add(&cfg->diag,
+                     "%s: [shardrun] elastic_join = next_save applies to elastic jobs, and this one has a fixed "
+                     "nnodes = %d: give nnodes as MIN:MAX (docs/elastic.md), or remove elastic_join",
+                     where, run->layout.nnodes);
+    else if (!run->model_task)
+        sr__diag_add(&cfg->diag,
+                     "%s: [shardrun] elastic_join = next_save takes a joining node in at the job's next periodic "
+                     "checkpoint, which only a model task writes (task = %s is not one): use elastic_join = now",
+                     where, sr__config_value(cfg, "shardrun", "task"));
+    else if (!periodic)
+        sr__diag_add(&cfg->diag,
+                     "%s: [shardrun] elastic_join = next_save takes a joining node in at the job's next periodic "
+                     "checkpoint, and this job never writes one ([task] %s = %s): set [task] save_steps = N (a "
+                     "checkpoint every N steps), or use elastic_join = now",
+                     where, strategy ? "save_strategy" : "save_steps",
+                     strategy ? strategy
+                     : steps  ? steps
+                              : "0");
+}
+
 int sr__run_prepare(sr__run *run, const sr__run_args *args) {
     sr__job *cfg = &run->cfg;
     if (sr__config_load(cfg, args->job) != 0 || cfg->diag.n) goto fail;
@@ -151,6 +186,8 @@ int sr__run_prepare(sr__run *run, const sr__run_args *args) {
     run->model_task = run->task.type == SR__TASK_SO && run->task.kind == SR_TASK_MODEL;
     if (run->task.type == SR__TASK_SO && run->task.kind == SR_TASK_MODEL && sr__task_spec_check_trainer_keys(cfg) != 0)
         goto fail;
+    check_elastic_join(run);
+    if (cfg->diag.n) goto fail;
     if (sr__run_validate_plugins(run) != 0) goto fail;
     for (int i = 0; i < run->layout.spawn_count; i++) {
         sr__env_block b = {0};
@@ -218,7 +255,8 @@ static char *run_fingerprint(sr__run *run) {
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
     sr__buf_printf(&b, "#host=%s\n#node=%d\n", host, l->node_rank);
     if (l->elastic)
-        sr__buf_printf(&b, "nnodes=%d:%d\nnproc_per_node=%d\n", l->nnodes_min, l->nnodes_max, l->nproc_per_node);
+        sr__buf_printf(&b, "nnodes=%d:%d\nnproc_per_node=%d\nelastic_join=%s\n", l->nnodes_min, l->nnodes_max,
+                       l->nproc_per_node, run->settings.elastic_join == SR__JOIN_NEXT_SAVE ? "next_save" : "now");
     else sr__buf_printf(&b, "nnodes=%d\nnproc_per_node=%d\n", l->nnodes, l->nproc_per_node);
     const char *slash = strrchr(run->task.path ? run->task.path : "", '/');
     if (run->task.type == SR__TASK_EXEC) sr__buf_printf(&b, "task=exec:%s\n", slash ? slash + 1 : run->task.path);
@@ -292,6 +330,7 @@ int sr__run_prepare_rdzv(sr__run *run) {
         .elastic = l->elastic,
         .min_agents = l->nnodes_min,
         .last_call_s = run->settings.rdzv_last_call,
+        .join_at_save = run->settings.elastic_join == SR__JOIN_NEXT_SAVE,
         .preempt_grace_s = run->settings.preempt_grace,
         .need_store = !(nagents == 1 && run->task.type == SR__TASK_EXEC),
         .master_addr = l->master_addr,

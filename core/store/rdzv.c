@@ -150,6 +150,9 @@ static void init_from_args(sr__rdzv *r, const sr__rdzv_args *a) {
     r->elastic = a->elastic;
     r->min_agents = a->min_agents;
     r->last_call_s = a->last_call_s;
+    r->join_at_save = a->join_at_save;
+    r->saved_step = -1;
+    r->join_from = -1;
     r->world_nodes = a->nagents;
     r->world_rank = a->agent_id > 0 ? a->agent_id : 0;
     r->hosting = r->agent_id == 0; /* decides; serves the store when there is one */
@@ -322,6 +325,7 @@ int sr__rdzv_report(sr__rdzv *r, const sr__rdzv_news *news) {
     case SR__RDZV_QUIT: sr__rdzv_abandon_restart(r, news->what); break;
     case SR__RDZV_HOST_SILENT: sr__rdzv_lose_host(r, news->what); break;
     case SR__RDZV_PEER_SILENT: sr__rdzv_peer_silent(r, news->agent); break;
+    case SR__RDZV_SAVED: sr__rdzv_saved(r, news->step); break;
     }
     if (news->kind != SR__RDZV_NEXT) decide(r);
     return rc;
@@ -331,6 +335,7 @@ sr__rdzv_view sr__rdzv_view_now(const sr__rdzv *r) {
     sr__rdzv_view v = {.phase = r->phase};
     v.verdict_known = r->phase != SR__RDZV_RUNNING && r->phase != SR__RDZV_RESTART && sr__rdzv_outcome_known(r);
     v.settled = sr__rdzv_settled(r);
+    v.join_waiting = r->join_at_save && r->join_from >= 0 && r->phase == SR__RDZV_RUNNING;
     v.next_attempt = !r->stopped_here ? 0 : r->phase == SR__RDZV_FAILED ? -1 : r->next_ready;
     return v;
 }

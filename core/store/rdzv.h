@@ -56,11 +56,14 @@ typedef enum sr__rdzv_failure {
     SR__FAIL_STOPPED = 's',   /* never retried: a rank was asked to stop (SIGTERM, SIGINT, SIGHUP) */
     SR__FAIL_PREEMPT = 'p',   /* not a failure: an agent was asked to stop with a checkpoint */
     /* elastic jobs only: */
-    SR__FAIL_LEFT = 'm',  /* an agent went away: the others go on without it (a new world at once) */
-    SR__FAIL_LEAVE = 'l', /* an agent was asked to stop (a spot notice): every rank stops with a
+    SR__FAIL_LEFT = 'm',      /* an agent went away: the others go on without it (a new world at once) */
+    SR__FAIL_LEAVE = 'l',     /* an agent was asked to stop (a spot notice): every rank stops with a
                              checkpoint, then the others go on without it */
-    SR__FAIL_JOIN = 'j'   /* an agent is waiting to join: every rank stops with a checkpoint, then
+    SR__FAIL_JOIN = 'j',      /* an agent is waiting to join: every rank stops with a checkpoint, then
                              the world grows */
+    SR__FAIL_JOIN_SAVED = 'J' /* elastic_join = next_save, the hosting agent only: an agent waited to join
+                                 until a periodic checkpoint was written; every rank stops at once and
+                                 the world grows from that checkpoint */
 } sr__rdzv_failure;
 
 /* Hosting agent: where another agent stands in the run (its current join). */
@@ -152,6 +155,14 @@ typedef struct sr__rdzv {
        world is the slots taking part, in slot order: world_rank is this agent's place */
     int elastic, min_agents;
     double last_call_s;          /* [shardrun] rdzv_last_call */
+    int join_at_save;            /* [shardrun] elastic_join = next_save: an arriving agent is taken in once a
+                                    periodic checkpoint was written after it came, not at once */
+    long long saved_step;        /* hosting agent: the step of the last checkpoint this agent's workers
+                                    reported complete (SR__RDZV_SAVED), -1: none */
+    int saves;                   /* hosting agent: how many SR__RDZV_SAVED it heard */
+    int join_from;               /* hosting agent, join_at_save: `saves` when agents were first seen waiting to
+                                    join the running world (a checkpoint reported after that takes them in);
+                                    -1: none waits */
     int world_nodes, world_rank; /* the current attempt's node count and this agent's node rank */
     int formed;                  /* hosting agent: the first world was formed */
     unsigned char *in_world;     /* hosting agent: per slot, 1 when it takes part in the current world
@@ -198,6 +209,7 @@ typedef struct sr__rdzv_args {
     int elastic, min_agents;             /* nnodes = MIN:MAX: nagents is MAX; agent_id 0 hosts, -1 the others
                                             (they are given a slot) */
     double last_call_s;                  /* [shardrun] rdzv_last_call */
+    int join_at_save;                    /* [shardrun] elastic_join = next_save */
     double preempt_grace_s;              /* [shardrun] preempt_grace: how long a checkpoint may take */
     const char *etcd_endpoints;          /* rdzv_backend = etcd: rdzv_endpoint (NULL: the built-in store) */
     const char *etcd_job;                /* the job's name in etcd (its keys' prefix) */
@@ -243,8 +255,12 @@ typedef enum sr__rdzv_news_kind {
                              everywhere */
     SR__RDZV_HOST_SILENT, /* other agents: node 0's agent stopped answering (what; the hang
                              watchdog): the attempt fails here, and no later call touches the store */
-    SR__RDZV_PEER_SILENT  /* hosting agent: agent `agent` stopped answering: its reading of the
+    SR__RDZV_PEER_SILENT, /* hosting agent: agent `agent` stopped answering: its reading of the
                              verdict is not awaited */
+    SR__RDZV_SAVED        /* this agent's workers all reported checkpoint `step` written (complete: the
+                             save's last collective follows its rename, fsdp/ckpt_save.c), and it is not
+                             the run's last step.  The hosting agent with elastic_join = next_save takes
+                             agents waiting to join in from it; ignored elsewhere */
 } sr__rdzv_news_kind;
 
 typedef struct sr__rdzv_news {
@@ -256,6 +272,7 @@ typedef struct sr__rdzv_news {
     size_t len;               /* DONE */
     int succeeded;            /* DONE */
     int agent;                /* PEER_SILENT */
+    long long step;           /* SAVED */
 } sr__rdzv_news;
 
 /* Tells the rendezvous what happened here; 0 (DONE: 1 when the results stay local; STOPPED: -1
@@ -268,6 +285,8 @@ typedef struct sr__rdzv_view {
     int verdict_known; /* the phase is a final verdict (neither running nor restarting), known here */
     int settled;       /* the hosting agent: every agent read the verdict (or had its time to): it
                           may stop serving.  1 for the others */
+    int join_waiting;  /* the hosting agent, elastic_join = next_save: agents wait to join the running
+                          world until the next checkpoint */
     int next_attempt;  /* RESTART, once STOPPED was reported: 1 the next attempt may start, 0 not
                           yet, -1 it never will (phase FAILED, failed_elsewhere says why) */
 } sr__rdzv_view;

@@ -35,7 +35,8 @@ static int await_restart(sr__rdzv *r, int attempt, double timeout_s, sr__diag *d
     void *go = NULL;
     size_t glen = 0;
     const char *skey[1] = {sr__rdzv_key(key, sizeof key, "run/%d/start/%d", attempt, r->agent_id)};
-    int wrc = sr__store_wait(r->ctl, skey, 1, timeout_s + r->restart_delay_s, missing, sizeof missing);
+    int wrc =
+        sr__store_wait(r->ctl, skey, 1, timeout_s < 0 ? -1 : timeout_s + r->restart_delay_s, missing, sizeof missing);
     if (wrc == 0 && sr__store_get(r->ctl, skey[0], &go, &glen) == 0 && !strncmp((char *)go, "done:", 5)) {
         snprintf(r->failed_elsewhere, sizeof r->failed_elsewhere, "%s", (char *)go + 5);
         free(go);
@@ -132,9 +133,11 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     snprintf(r->job_id, sizeof r->job_id, "%s", id);
     /* it came back after its node was lost: the job restarts with it.  Elastic: it waits for the
        world it takes part in (the first, or the next once every rank saved; each may take a
-       checkpoint's time) */
+       checkpoint's time; with elastic_join = next_save, until the job's next periodic checkpoint, however
+       long: node 0 going away ends the wait) */
     if (attempt > 0 || r->elastic) {
         double wait_s = r->elastic ? a->timeout_s + a->last_call_s + a->preempt_grace_s + 60 : a->timeout_s;
+        if (r->elastic && a->join_at_save) wait_s = -1;
         int rc = await_restart(r, attempt, wait_s, diag);
         if (rc == SR__RDZV_ENDED) return rc;
         /* elastic: nothing here is the job file's fault (the job ended, node 0 went away): a failed run */

@@ -93,6 +93,7 @@ static sr__rdzv_verdict verdict_of(sr__rdzv *r, sr__rdzv_failure kind) {
     case SR__FAIL_LEFT: return r->elastic ? SR__VERDICT_REFORM : SR__VERDICT_FAILED;
     case SR__FAIL_LEAVE:
     case SR__FAIL_JOIN: return r->elastic ? SR__VERDICT_RESHAPE : SR__VERDICT_FAILED;
+    case SR__FAIL_JOIN_SAVED: return r->elastic ? SR__VERDICT_REFORM : SR__VERDICT_FAILED;
     case SR__FAIL_FINAL:
     case SR__FAIL_STOPPED: break;
     }
@@ -229,6 +230,39 @@ static void check_agent(sr__rdzv *r, int a) {
     }
 }
 
+/* Agents wait to join the running world: it grows (the first one found decides; the next world takes
+   every agent waiting).  elastic_join = now: at once, every rank saving first.  next_save: once this
+   agent's workers report a checkpoint written after the agents were first seen waiting; the ranks
+   stop at once and the next world resumes from it (the steps trained since are done again), so
+   the join costs no checkpoint of its own. */
+static void take_in_joiners(sr__rdzv *r) {
+    int a = 1;
+    while (a < r->nagents && r->peers[a].state != SR__PEER_BACK) a++;
+    if (a == r->nagents) {
+        r->join_from = -1; /* none waits (any more) */
+        return;
+    }
+    char why[200];
+    if (!r->join_at_save) {
+        snprintf(why, sizeof why, "a new node's shardrun (slot %d) joins the job", a);
+        sr__rdzv_decide(r, 0, SR__FAIL_JOIN, why);
+        return;
+    }
+    if (r->join_from < 0) r->join_from = r->saves; /* first seen waiting: the checkpoint to come takes it in */
+    if (r->saves <= r->join_from) return;
+    snprintf(why, sizeof why,
+             "a new node's shardrun (slot %d) joins the job at checkpoint-%lld (elastic_join = next_save)", a,
+             r->saved_step);
+    r->join_from = -1;
+    sr__rdzv_decide(r, 0, SR__FAIL_JOIN_SAVED, why);
+}
+
+void sr__rdzv_saved(sr__rdzv *r, long long step) {
+    if (!r->hosting || !r->elastic) return;
+    r->saved_step = step;
+    r->saves++;
+}
+
 void sr__rdzv_host_handle(sr__rdzv *r) {
     /* the agents whose keys changed since the last turn (a stack: answering one may put it back,
        and each agent is on it once at most) */
@@ -246,15 +280,7 @@ void sr__rdzv_host_handle(sr__rdzv *r) {
             sr__rdzv_decide(r, r->pending_node, SR__FAIL_RETRYABLE, r->pending_what);
         }
         sr__rdzv_elastic_arrivals(r);
-        /* an agent waits to join a running world: the world grows once every rank saved (the first
-           one found decides; the next world takes every agent waiting) */
-        for (int a = 1; r->formed && r->phase == SR__RDZV_RUNNING && a < r->nagents; a++)
-            if (r->peers[a].state == SR__PEER_BACK) {
-                char why[200];
-                snprintf(why, sizeof why, "a new node's shardrun (slot %d) joins the job", a);
-                sr__rdzv_decide(r, 0, SR__FAIL_JOIN, why);
-                break;
-            }
+        if (r->formed && r->phase == SR__RDZV_RUNNING) take_in_joiners(r);
     }
     const char *v =
         sr__store_server_get(r->server, sr__rdzv_key(key, sizeof key, "run/%d/failure", r->attempt, 0), &len);

@@ -68,6 +68,9 @@ void sr__rdzv_decide(sr__rdzv *r, int node, sr__rdzv_failure kind, const char *w
 /* After the server handled what poll reported: admits the agents whose fingerprints arrived,
    notices those that went away, and decides on a failure another agent reported. */
 void sr__rdzv_host_handle(sr__rdzv *r);
+/* SR__RDZV_SAVED: this agent's workers wrote checkpoint `step` (the host counts it for
+   elastic_join = next_save; the other agents ignore it). */
+void sr__rdzv_saved(sr__rdzv *r, long long step);
 
 /* rdzv_agent.c.  Another agent joins the run through node 0's agent (r->host, port, token set):
    accepted into an attempt (r->attempt), it waits for that attempt's start when it is not the

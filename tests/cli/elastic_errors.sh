@@ -5,6 +5,8 @@
 # (c) an elastic job under a launcher that started this process as one rank (Open MPI, torchrun);
 # (d) rdzv_backend = etcd: without rdzv_endpoint, with a malformed one, with standalone; rdzv_endpoint
 #     without rdzv_backend = etcd; an unknown backend;
+# (e) [shardrun] elastic_join: a value it does not know; next_save in a job that is not elastic, with a
+#     task that writes no checkpoints, or a model task that never saves periodically (no save_steps);
 # and what is accepted: nnodes = 2:2 and 1:1, standalone with 1:1, one process per node under a launcher,
 # rdzv_backend = etcd with a fixed nnodes (an elastic job of N:N).
 . "$(dirname "$0")/lib.sh"
@@ -83,6 +85,32 @@ run "$SHARDRUN" env "$T/plain.ini" --nnodes 2 --nproc-per-node 2 --rdzv-backend 
 expect_rc 0 "rdzv_backend = etcd with nnodes = 2 ($err)"
 expect_in "$out" "GROUP_WORLD_SIZE=2" "rdzv_backend = etcd with nnodes = 2: 2 nodes"
 expect_in "$out" "WORLD_SIZE=4" "rdzv_backend = etcd with nnodes = 2: 4 ranks"
+
+# (e) elastic_join: each refused naming where it was set; next_save accepted with save_steps (env lists it)
+printf '[shardrun]\n%s\nplugins = torch\nnnodes = 2:3\nelastic_join = later\n' "$TASK" >"$T/ej.ini"
+refused "elastic_join = later" "$SHARDRUN" "$T/ej.ini"
+expect_in "$err" "$T/ej.ini:5: [shardrun] elastic_join: expected one of now, next_save, got \"later\"" \
+    "elastic_join = later: the line and the choices"
+refused "elastic_join = next_save, nnodes = 2" "$SHARDRUN" "$T/plain.ini" --nnodes 2 --set shardrun.elastic_join=next_save
+expect_in "$err" "command line --set shardrun.elastic_join=next_save: [shardrun] elastic_join = next_save applies to elastic jobs, and this one has a fixed nnodes = 2: give nnodes as MIN:MAX" \
+    "elastic_join = next_save in a fixed job: the flag and what to do"
+refused "SHARDRUN_ELASTIC_JOIN=next_save, an exec: task" env SHARDRUN_ELASTIC_JOIN=next_save "$SHARDRUN" "$T/el.ini"
+expect_in "$err" "environment SHARDRUN_ELASTIC_JOIN: [shardrun] elastic_join = next_save takes a joining node in at the job's next periodic checkpoint, which only a model task writes (task = exec:/usr/bin/touch $T/ran is not one)" \
+    "elastic_join = next_save with an exec: task: the variable and the task"
+# a model task (the toy) with no periodic checkpoint: its task writes nothing, but refused means not started
+TOY="$SRC/examples/toy/toy_fsdp.ini"
+for v in "" "--set task.save_strategy=no"; do
+    # shellcheck disable=SC2086
+    run "$SHARDRUN" "$TOY" --nnodes 2:3 --set shardrun.elastic_join=next_save --set task.output_dir="$T/toy" $v
+    expect_rc 2 "elastic_join = next_save, the toy ${v:-without save_steps}"
+    expect_in "$err" "[shardrun] elastic_join = next_save takes a joining node in at the job's next periodic checkpoint, and this job never writes one ([task] save_" \
+        "elastic_join = next_save, the toy ${v:-without save_steps}: says why"
+    expect_in "$err" "set [task] save_steps = N (a checkpoint every N steps), or use elastic_join = now" \
+        "elastic_join = next_save, the toy ${v:-without save_steps}: what to do"
+    [ ! -e "$T/toy" ] && pass || fail "elastic_join = next_save, the toy ${v:-without save_steps}: output_dir created"
+done
+run "$SHARDRUN" env "$TOY" --nnodes 2:3 --set shardrun.elastic_join=next_save --set task.save_steps=4
+expect_rc 0 "elastic_join = next_save with save_steps = 4 is accepted ($err)"
 
 # accepted: MIN = MAX is a fixed-size elastic job (2:2 checked by env, 1:1 run on its own: MAX is there)
 printf '[shardrun]\n%s\nplugins = torch\nnnodes = 2:2\n' "$TASK" >"$T/two.ini"

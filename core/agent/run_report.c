@@ -52,7 +52,7 @@ static void print_preempted(const sr__attempt *st, sr__run *run) {
         if (st->ws[i].progress.preempted && !saved) saved = &st->ws[i];
         missing += !st->ws[i].progress.preempted;
     }
-    if (saved && !missing && run->rdzv.elastic && !run->rdzv.hosting)
+    if (saved && !missing && run->rdzv.elastic && (!run->rdzv.hosting || run->rdzv.etcd))
         fprintf(stderr,
                 "shardrun: this node left the elastic job (%s): every rank stopped after step %lld and %s holds it; "
                 "the other nodes go on from there\n",

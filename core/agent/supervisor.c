@@ -397,10 +397,15 @@ static void on_agent_signal(sr__attempt *st, sr__run *run, int sig) {
         return;
     }
     st->agent_signal = sig;
-    if (term && run->rdzv.elastic && !run->rdzv.hosting && run->rdzv.phase == SR__RDZV_RUNNING) {
-        /* a spot notice: this node leaves, the others go on without it once every rank saved */
-        snprintf(msg, sizeof msg, "node %d's shardrun (slot %d) received %s and leaves the job", run->layout.node_rank,
-                 run->rdzv.agent_id, name);
+    if (term && run->rdzv.elastic && (!run->rdzv.hosting || run->rdzv.etcd) && run->rdzv.phase == SR__RDZV_RUNNING) {
+        /* a spot notice: this node leaves, the others go on without it once every rank saved (with
+           etcd the leader too: the others elect another) */
+        if (run->rdzv.hosting)
+            snprintf(msg, sizeof msg, "node %d's shardrun (the leader) received %s and leaves the job",
+                     run->layout.node_rank, name);
+        else
+            snprintf(msg, sizeof msg, "node %d's shardrun (slot %d) received %s and leaves the job",
+                     run->layout.node_rank, run->rdzv.agent_id, name);
         tell_failure(run, msg, SR__FAIL_LEAVE);
         sr__log(SR_LOG_INFO, "%s: this node leaves the job%s (%s again to stop at once)", name,
                 run->model_task ? " once every rank finished its step and wrote a checkpoint" : "", name);

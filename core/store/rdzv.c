@@ -228,7 +228,8 @@ int sr__rdzv_timeout_ms(const sr__rdzv *r) {
 }
 
 int sr__rdzv_outcome_known(const sr__rdzv *r) {
-    if (r->host_lost) return 1;
+    /* node 0 silent, or gone (also while the job restarted, its next start's wait never sent) */
+    if (r->host_lost || r->host_gone) return 1;
     if (r->hosting || r->nagents < 2 || !r->enabled) return r->phase != SR__RDZV_RUNNING;
     return r->watch_closed && !r->waiting_start;
 }
@@ -236,6 +237,7 @@ int sr__rdzv_outcome_known(const sr__rdzv *r) {
 void sr__rdzv_report_failure(sr__rdzv *r, int node, const char *what, sr__rdzv_failure kind) {
     if (r->phase != SR__RDZV_RUNNING || r->reported_failure || r->host_lost) return; /* the first one is known */
     if (r->hosting || !r->enabled) {
+        r->leaving = kind == SR__FAIL_LEAVE; /* etcd: the leader itself leaves (rdzv_restart.c) */
         sr__rdzv_decide(r, node, kind, what);
     } else if (r->ctl) {
         char v[1200], key[64];

@@ -63,6 +63,20 @@ static char *key_of(const sr__rdzv_etcd *e, char *buf, size_t len, const char *n
     return buf;
 }
 
+/* The job record's lease, from its key (0: none yet); what every agent renews. */
+static int64_t job_lease_of(sr__etcd *c, sr__rdzv_etcd *e) {
+    char key[300], err[600], id[80];
+    sr__etcd_kvs kv = {0};
+    int64_t lease = 0;
+    int attempt, restarts;
+    if (sr__etcd_get(c, key_of(e, key, sizeof key, "job"), &kv, err, sizeof err) == 0 && kv.n == 1 &&
+        sscanf(kv.kv[0].value, "%79s %d %d %" SCNd64, id, &attempt, &restarts, &lease) == 4)
+        atomic_store(&e->job_lease, lease);
+    else lease = 0;
+    sr__etcd_kvs_free(&kv);
+    return lease;
+}
+
 /* Renews this agent's lease, and the job's, every TTL_S / 5 seconds, until stopped or the lease is
    gone (expired, or not renewed within its TTL: etcd deletes its keys). */
 static void *keeper_main(void *arg) {
@@ -76,6 +90,7 @@ static void *keeper_main(void *arg) {
         if (atomic_load(&e->stop)) break;
         int rc = sr__etcd_lease_keepalive(c, e->lease, NULL, err, sizeof err);
         int64_t job = atomic_load(&e->job_lease);
+        if (!job) job = job_lease_of(c, e); /* written by the leader at the first world's start */
         char ignored[600];
         if (job) sr__etcd_lease_keepalive(c, job, NULL, ignored, sizeof ignored); /* gone: no error (see read_job) */
         if (rc == 1) {
@@ -202,18 +217,30 @@ void sr__rdzv_etcd_count(sr__rdzv *r) {
 int sr__rdzv_etcd_await_new_leader(sr__rdzv *r, int64_t rev, double until, sr__diag *diag) {
     sr__rdzv_etcd *e = r->etcd;
     char key[300], err[600];
-    while (sr__now_s() < until) {
-        if (atomic_load(&e->lease_lost)) break;
-        sr__etcd_kvs kv = {0};
-        if (sr__etcd_get(e->c, key_of(e, key, sizeof key, "leader"), &kv, err, sizeof err) != 0) {
+    /* a watch on the key from just after the leader's write: its next event (the delete when the
+       leader's lease expires, or another leader's write) ends the wait */
+    sr__etcd_watch *w = sr__etcd_watch_open(e->c, key_of(e, key, sizeof key, "leader"), rev + 1, err, sizeof err);
+    if (!w) {
+        sr__diag_add(diag, "rendezvous in etcd: %s", err);
+        return -1;
+    }
+    int changed = 0;
+    while (!changed && sr__now_s() < until && !atomic_load(&e->lease_lost)) {
+        sr__etcd_event ev;
+        int rc = sr__etcd_watch_next(w, 250, &ev, err, sizeof err);
+        if (rc < 0 && sr__etcd_watch_compacted(w)) { /* its history is gone: look at the key again */
+            changed = 1;
+            break;
+        }
+        if (rc < 0) {
+            sr__etcd_watch_close(w);
             sr__diag_add(diag, "rendezvous in etcd: %s", err);
             return -1;
         }
-        int same = kv.n == 1 && kv.kv[0].mod_revision == rev;
-        sr__etcd_kvs_free(&kv);
-        if (!same) return 0;
-        usleep(100 * 1000);
+        changed = rc > 0;
     }
+    sr__etcd_watch_close(w);
+    if (changed) return 0;
     sr__diag_add(diag, "%s",
                  atomic_load(&e->lease_lost) ? e->lost_why
                                              : "the job's leader in etcd did not answer, and its lease did not expire "
@@ -231,8 +258,9 @@ static int take_lead(sr__rdzv *r, sr__diag *diag) {
     }
     if (!had && !r->job_id[0]) sr__rdzv_random_token(r->job_id, 17); /* the others learn it when accepted */
     if (had) {
-        /* the attempt after the last one any leader started */
-        if (attempt + 1 > r->attempt) r->attempt = attempt + 1;
+        /* the attempt after the last one any leader started (what this agent counted may be one more:
+           a restart the old leader never started) */
+        r->attempt = attempt + 1;
         if (restarts > r->restarts_used) r->restarts_used = restarts;
         r->took_over = 1;
     }

@@ -48,6 +48,14 @@ static void fail_restart(sr__rdzv *r, const char *what) {
 void sr__rdzv_abandon_restart(sr__rdzv *r, const char *what) {
     char key[64];
     if (r->phase != SR__RDZV_RESTART) return;
+    if (r->hosting && r->leaving) {
+        /* etcd: the leader leaves once its ranks saved, and tells no one: the others see its store
+           close and elect another, which starts the next world from that checkpoint */
+        r->phase = SR__RDZV_FAILED;
+        r->restart_called_off = 1;
+        sr__rdzv_set_failure(r, 0, 0, what);
+        return;
+    }
     if (r->hosting || !r->ctl) {
         fail_restart(r, what);
         return;

@@ -69,7 +69,7 @@ int sr__rdzv_join(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     /* one connection for all this agent's traffic with node 0 (store.h: sr__store_link) */
     /* with etcd the leader listens before others learn where it is: one that does not answer soon is
        gone (rdzv_etcd.c waits for another) */
-    r->link = sr__store_link_connect(r->host, p, r->token, r->etcd ? 5.0 : a->timeout_s, err, sizeof err);
+    r->link = sr__store_link_connect(r->host, p, r->token, r->etcd ? 1.0 : a->timeout_s, err, sizeof err);
     /* nothing answered at that address, or node 0 went away while it did: not the job file's fault */
     int gave_up = !r->link && (errno == ETIMEDOUT || errno == ECONNRESET);
     if (r->link && !(r->ctl = sr__store_link_open(r->link, err, sizeof err))) gave_up = 1;

@@ -13,7 +13,8 @@
 # (one_rank: the job file, the world, the steps, the save) and at 2 ranks (two_ranks: also the
 # local rendezvous, shared memory between ranks, a peer failing), a resume from a checkpoint (resume:
 # also the load), two agents on loopback (two_agents: the store server and its clients, node 0
-# failing; node 1 must end too, within its 3 s rendezvous timeout) and `shardrun prepare`.
+# failing; node 1 must end too, within its 3 s rendezvous timeout), two agents meeting in etcd
+# (etcd_agents: the etcd client, the election, the lease keeper) and `shardrun prepare`.
 # resume and two_agents sweep only the sites one_rank does not reach (counted alongside): the rest
 # is the same code, reached in the same order, and a two agents' run waits for node 1's timeout.
 # Measured under ASan on 2 shared cores: 30 to 42 s of test time for the five parts, 16 to 22 s
@@ -77,6 +78,33 @@ two_agents() {
         echo "node 1 (node 0 failing): exit $rc1, expected 1 (or 0); its stderr: $(tail -5 "$W/n1.err")" >>"$W/bad"
     elif [ "$rc1" -eq 1 ] && [ "$rc0" -eq 0 ]; then
         echo "node 1 failed (exit 1) while node 0 succeeded; node 1's stderr: $(tail -5 "$W/n1.err")" >>"$W/bad"
+    fi
+    grep -hE -A4 "Sanitizer|runtime error:" "$W/n1.err" >>"$W/bad"
+    return "$rc0"
+}
+
+# two agents meeting in etcd (rdzv_backend = etcd, a member of this script's own on loopback): the
+# first agent's allocation fails; the second must end too (exit 1, or 0 where the first went on).
+# Every run is a job of its own in etcd (run_id), as two run side by side.
+etcd_agents() {
+    local p rc0 rc1 pid1 id
+    p=$(free_port_pair)
+    id=sweep-$$-$(basename "$W")
+    SHARDRUN_DEBUG_ALLOC_FAIL_SITE='' SHARDRUN_DEBUG_ALLOC_SITES='' timeout -k 5 $LIMIT "$SHARDRUN" \
+        "$SRC/examples/hello/hello.ini" --nnodes 2 --nproc-per-node 1 --master-port "$p" --rdzv-backend etcd \
+        --rdzv-endpoint "127.0.0.1:$ETCD_PORT" --rdzv-id "$id" --set shardrun.rdzv_timeout=3 \
+        --set shardrun.rdzv_last_call=0 >"$W/n1.out" 2>"$W/n1.err" &
+    pid1=$!
+    timeout -k 5 $LIMIT "$SHARDRUN" "$SRC/examples/hello/hello.ini" --nnodes 2 --nproc-per-node 1 --master-port "$p" \
+        --rdzv-backend etcd --rdzv-endpoint "127.0.0.1:$ETCD_PORT" --rdzv-id "$id" --set shardrun.rdzv_timeout=3 \
+        --set shardrun.rdzv_last_call=0
+    rc0=$?
+    wait "$pid1"
+    rc1=$?
+    if [ "$rc1" -ne 0 ] && [ "$rc1" -ne 1 ]; then
+        echo "the second agent (the first failing): exit $rc1, expected 1 (or 0); its stderr: $(tail -5 "$W/n1.err")" >>"$W/bad"
+    elif [ "$rc1" -eq 1 ] && [ "$rc0" -eq 0 ]; then
+        echo "the second agent failed (exit 1) while the first succeeded; its stderr: $(tail -5 "$W/n1.err")" >>"$W/bad"
     fi
     grep -hE -A4 "Sanitizer|runtime error:" "$W/n1.err" >>"$W/bad"
     return "$rc0"
@@ -195,7 +223,7 @@ sweep() {
     [ "${#todo[@]}" -gt 0 ] && pass || fail "$part: no site to sweep"
 }
 
-[ $# -gt 0 ] || set -- one_rank two_ranks resume two_agents prepare
+[ $# -gt 0 ] || set -- one_rank two_ranks resume two_agents etcd_agents prepare
 for part in "$@"; do
     case $part in
     one_rank) sweep one_rank ;;
@@ -208,12 +236,26 @@ for part in "$@"; do
         sweep resume one_rank
         ;;
     two_agents) sweep two_agents one_rank ;;
+    etcd_agents)
+        command -v etcd >/dev/null || { echo "FAIL: no etcd executable: apt-get install etcd-server" >&2; exit 1; }
+        ETCD_PORT=$(free_port_pair)
+        # started in a subshell: not one of this shell's jobs, which sweep's `wait` waits for
+        (etcd --name m0 --data-dir "$T/etcd" --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
+            --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
+            --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
+            --initial-cluster "m0=http://127.0.0.1:$((ETCD_PORT + 1))" >"$T/etcd.log" 2>&1 &
+            echo $! >"$T/etcd.pid")
+        etcd_pid=$(cat "$T/etcd.pid")
+        trap 'kill -KILL $etcd_pid 2>/dev/null; rm -rf "$T"' EXIT
+        for _ in $(seq 50); do curl -s "http://127.0.0.1:$ETCD_PORT/health" | grep -q true && break; sleep 0.2; done
+        sweep etcd_agents two_agents
+        ;;
     prepare)
         for i in 1 2 3; do printf '{"text": "document %d, with a line\\nand another"}\n' "$i"; done >"$T/docs.jsonl"
         sweep prepare
         ;;
     *)
-        echo "FAIL: no part '$part' (one_rank, two_ranks, resume, two_agents, prepare)" >&2
+        echo "FAIL: no part '$part' (one_rank, two_ranks, resume, two_agents, etcd_agents, prepare)" >&2
         exit 2
         ;;
     esac

@@ -16,8 +16,8 @@
 #               (SHARDRUN_DEBUG_PAUSE_AT) while the steady traffic is counted; then an agent's
 #               shardrun killed (SIGKILL): the leader (rank 0's agent) or a non-leader (rank 2's)
 #               with etcd, node 2 with the built-in store (bench/elastic_latency.sh's "lost").
-#               Seconds from the kill: a survivor says the leader or a node went away -> the killed
-#               agent's lease expired (its key's DELETE, seen by a watch of the job's keys) -> a new
+#               Seconds from the kill: a survivor says the leader or a node went away -> the leader's
+#               lease expired (the leader key's DELETE, seen by a watch of the job's keys) -> a new
 #               leader elected (the leader key's PUT) -> the new world's rank 0 started -> the
 #               checkpoint loaded -> the new world's first step done
 # Median of RUNS runs each.  The watch this script keeps on the job's keys is one Watch stream, not
@@ -41,21 +41,36 @@ etcd --name m0 --data-dir "$tmp/etcd" --listen-client-urls "http://127.0.0.1:$cl
     --initial-cluster "m0=http://127.0.0.1:$((client + 1))" --heartbeat-interval 50 --election-timeout 500 \
     >"$tmp/etcd.log" 2>&1 &
 etcd_pid=$!
-for _ in $(seq 100); do
-    curl -sf "http://127.0.0.1:$client/health" >/dev/null && break
-    kill -0 "$etcd_pid" 2>/dev/null || { echo "$0: etcd did not start:" >&2; tail -5 "$tmp/etcd.log" >&2; exit 1; }
-    sleep 0.1
-done
-curl -sf "http://127.0.0.1:$client/health" >/dev/null || { echo "$0: etcd not healthy within 10 s" >&2; exit 1; }
 printf '[shardrun]\ntask = exec:/bin/true\nnproc_per_node = 1\n' >"$tmp/true.ini"
 /usr/bin/python3 -u - "$build/shardrun" "$job" "$runs" "$here" "127.0.0.1:$client" "${AGENTS:-64 256}" \
-    "${extra[@]}" <<'PY'
-import base64, json, os, re, signal, statistics, subprocess, sys, threading, time, urllib.request
+    "$etcd_pid" "${extra[@]}" <<'PY'
+import atexit, base64, json, os, re, signal, statistics, subprocess, sys, threading, time, urllib.request
 
-shardrun, job, runs, here, endpoint, counts, extra = (sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4],
-                                                      sys.argv[5], [int(k) for k in sys.argv[6].split()], sys.argv[7:])
+shardrun, job, runs, here, endpoint, counts, etcd_pid, extra = (
+    sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], [int(k) for k in sys.argv[6].split()],
+    int(sys.argv[7]), sys.argv[8:])
 etcd_url = "http://" + endpoint
 serial = [0]
+everyone = []  # every Agents: what is left of them is killed when the script ends, however it ends
+atexit.register(lambda: [a.kill() for a in everyone])
+
+def etcd_healthy(limit):
+    end = time.time() + limit
+    while time.time() < end:
+        try:
+            if b'"true"' in urllib.request.urlopen(etcd_url + "/health", timeout=2).read():
+                return True
+        except OSError:
+            pass
+        try:
+            os.kill(etcd_pid, 0)
+        except ProcessLookupError:
+            return False
+        time.sleep(0.1)
+    return False
+
+if not etcd_healthy(10):
+    sys.exit("etcd did not start or is not healthy within 10 s; its log:\n" + open("etcd.log").read()[-2000:])
 
 def free_port():
     out = subprocess.run(["bash", "-c", f". {here}/agents_lib.sh; free_port_pair"], capture_output=True, text=True)
@@ -87,6 +102,7 @@ class Agents:
     each exited."""
     def __init__(self):
         self.procs, self.lines, self.ended = [], [], {}
+        everyone.append(self)
     def start(self, cmd, env=None):
         i = len(self.procs)
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -105,10 +121,10 @@ class Agents:
         for i, p in enumerate(self.procs):
             codes.setdefault(p.poll(), []).append(i)
         return "\n".join(said[-n:] + [f"exit code {c}: agents {v[:20]}" for c, v in codes.items()])
-    def when(self, pat, after=0.0, agent=None):
-        """the first line matching pat after a time (of that agent): (time, agent, match), or None"""
+    def when(self, pat, after=0.0):
+        """the first line matching pat after a time: (time, agent, match), or None"""
         for t, i, l in list(self.lines):
-            if t >= after and (agent is None or i == agent):
+            if t >= after:
                 m = re.search(pat, l)
                 if m:
                     return t, i, m

@@ -22,22 +22,9 @@
 # Median of RUNS runs each.
 # Usage: bench/elastic_latency.sh BUILD_DIR [-j JOB.ini] [-r RUNS] [-- MORE SHARDRUN ARGS]
 set -euo pipefail
-[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [-j JOB.ini] [-r RUNS]" >&2; exit 2; }
-build=$(cd "$1" && pwd)
-shift
 here=$(cd "$(dirname "$0")" && pwd)
-job=$here/../examples/gpt2/fsdp_cpu.ini
-runs=3
-while [ $# -gt 0 ]; do
-    case $1 in
-    -j) job=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
-    -r) runs=$2; shift 2 ;;
-    --) shift; break ;;
-    *) echo "$0: unknown argument $1" >&2; exit 2 ;;
-    esac
-done
-[ -x "$build/shardrun" ] || { echo "$0: build $build first" >&2; exit 2; }
 . "$here/agents_lib.sh"
+bench_args "$0 BUILD_DIR [-j JOB.ini] [-r RUNS] [-- MORE SHARDRUN ARGS]" "$@"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
@@ -59,7 +46,7 @@ while time.time() < end:  # the world in use until a peer is lost
 PY
 printf '[shardrun]\ntask = exec:/usr/bin/python3 %s\nplugins = torch\nnproc_per_node = 1\n' "$tmp/world_change.py" \
     >"$tmp/world_change.ini"
-/usr/bin/python3 - "$build/shardrun" "$job" "$runs" "$here" "$@" <<'PY'
+/usr/bin/python3 - "$build/shardrun" "$job" "$runs" "$here" "${extra[@]}" <<'PY'
 import os, re, signal, statistics, subprocess, sys, threading, time
 
 shardrun, job, runs, here, extra = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]

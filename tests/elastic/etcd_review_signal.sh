@@ -3,7 +3,8 @@
 # at the end of rdzv_timeout.  Two agents of an elastic GPT-2 job (nnodes = 2:3, rdzv_timeout = 60):
 # the leader is killed (SIGKILL); the other is elected and waits for a second node (MIN), which
 # never comes; it gets SIGTERM there and ends at once (143), without starting a worker, and leaves
-# no agent or leader in etcd (their leases expire).  Nothing is left running.
+# no agent or leader in etcd (their leases expire).  (b) One agent alone: the minimum not reached
+# within rdzv_timeout, the message names rdzv_endpoint.  Nothing is left running.
 . "$(dirname "$0")/../restarts/lib.sh"
 command -v etcd >/dev/null || { fail "no etcd executable: apt-get install etcd-server"; done_checks; exit 1; }
 restart_job 40
@@ -69,6 +70,14 @@ expect_eq "${rc[1]}" 143 "agent 1, asked to stop while it meets the others again
 expect_eq "$(grep -c "started 1 worker" "$T/a1.err")" 1 "agent 1 started no worker after the leader went"
 for _ in $(seq 1 40); do [ "$(keys)" = 0 ] && break; sleep 0.25; done
 expect_eq "$(keys)" 0 "no agent and no leader of the job is left in etcd"
+
+# (b) one agent alone: the minimum never joins; the message names what the others need (etcd's
+# rdzv_endpoint, not node 0's master_addr)
+run timeout 60 "$SHARDRUN" "$J" --nnodes 2:3 --nproc-per-node 1 --master-port "$P" --rdzv-backend etcd \
+    --rdzv-endpoint "127.0.0.1:$C" --set task.output_dir="$T/alone" --set shardrun.rdzv_timeout=3
+expect_rc 2 "one agent alone: exit 2, as with the built-in store"
+expect_in "$err" "1 of the at least 2 nodes of nnodes = 2:3 joined within rdzv_timeout (3s): start the others' shardrun with the same job file and rdzv_endpoint" \
+    "the minimum not reached: the others need the same rdzv_endpoint"
 
 kill -TERM "$etcd_pid"
 wait "$etcd_pid" 2>/dev/null

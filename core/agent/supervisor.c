@@ -797,14 +797,57 @@ static int await_start(sr__attempt *st, sr__run *run) {
     }
 }
 
+/* A stop signal while this agent meets the others again after its leader went away (fail_over):
+   that meeting blocks, up to rdzv_timeout, where the self-pipe is not read, and this agent has no
+   worker left to stop, so the signal ends it there, as one ends it while it first meets them (no
+   handler yet), with a stopped agent's exit code; its keys in etcd go when its lease expires. */
+static void on_signal_meeting(int sig) {
+    static const char msg[] = "shardrun: asked to stop (a signal) while this node met the others again after the "
+                              "job's leader went away: it stops\n";
+    if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) { /* nothing else to do in a handler */
+    }
+    _exit(signal_exit(sig));
+}
+
+/* on: the stop signals end the agent (on_signal_meeting); returns one that came before and waits in
+   the self-pipe (0: none).  Off: the supervisor's handlers again. */
+static int meeting_signals(int on) {
+    if (!on) {
+        install_handlers();
+        return 0;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal_meeting;
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaction(sigs[i], &sa, NULL);
+    unsigned char b[64];
+    ssize_t k;
+    int sig = 0;
+    while ((k = read(self_pipe[0], b, sizeof b)) > 0)
+        for (ssize_t j = 0; j < k; j++)
+            if (asks_to_stop(b[j]) && !sig) sig = b[j];
+    return sig;
+}
+
 /* rdzv_backend = etcd: the leader went away (or this agent lost it): this agent's workers are gone;
    it elects another leader with the others (or joins it), and the job goes on in the next attempt
    from its newest checkpoint.  0 to go on, else the exit code. */
 static int fail_over(sr__run *run) {
     sr__rdzv *r = &run->rdzv;
     sr__log(SR_LOG_WARN, "%s", r->failed_elsewhere);
+    int sig = meeting_signals(1);
+    if (sig) {
+        char name[32];
+        sr__signal_name(sig, name, sizeof name);
+        sr__log(SR_LOG_INFO, "%s: this node stops instead of meeting the others again", name);
+        meeting_signals(0);
+        return signal_exit(sig);
+    }
     sr__diag diag = {0};
     int rc = sr__rdzv_fail_over(r, &run->rdzv_args, &diag);
+    meeting_signals(0);
     if (rc == SR__RDZV_ENDED) {
         sr__diag_clear(&diag);
         sr__log(SR_LOG_INFO, "%s", r->failed_elsewhere);

@@ -173,9 +173,9 @@ int sr__rdzv_elastic_formable(sr__rdzv *r, double started, double *min_at, sr__d
     if (*min_at || now - started < r->timeout_s) return 0;
     sr__diag_add(diag,
                  "%d of the at least %d nodes of nnodes = %d:%d joined within rdzv_timeout (%gs): start the "
-                 "others' shardrun with the same job file and master_addr (node 0's address), raise "
-                 "rdzv_timeout, or lower the minimum",
-                 n, r->min_agents, r->min_agents, r->nagents, r->timeout_s);
+                 "others' shardrun with the same job file and %s, raise rdzv_timeout, or lower the minimum",
+                 n, r->min_agents, r->min_agents, r->nagents, r->timeout_s,
+                 r->etcd ? "rdzv_endpoint (they meet in etcd)" : "master_addr (node 0's address)");
     return -1;
 }
 

@@ -1022,14 +1022,15 @@ int sr__launch(sr__run *run, const char *results_path) {
     while (1) {
         start_attempt(&st, run);
         supervise(&st, run);
-        int over = !st.restart && !sr__rdzv_can_fail_over(&run->rdzv);
+        /* (an agent asked to stop or leave does not stay for a new leader) */
+        int over = !st.restart && (!sr__rdzv_can_fail_over(&run->rdzv) || st.agent_signal);
         clear_leftovers(&st, run, over);
         if (over) break;
         /* every agent stopped its workers: the job starts again, with the same environment but
            TORCHELASTIC_RESTART_COUNT, and a model task resumes from its newest checkpoint.  With etcd,
            a leader that went away is replaced first */
         if (!st.restart || (!run->rdzv.hosting && (code = await_start(&st, run)) != 0)) {
-            if (!sr__rdzv_can_fail_over(&run->rdzv) || (code = fail_over(run)) != 0) break;
+            if (st.agent_signal || !sr__rdzv_can_fail_over(&run->rdzv) || (code = fail_over(run)) != 0) break;
             free_workers(&st);
             continue;
         }

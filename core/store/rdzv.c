@@ -72,7 +72,8 @@ static int locate_store(sr__rdzv *r, const sr__rdzv_args *a, int port, sr__diag 
 }
 
 /* Hosting agent of an elastic job: serves the store until the first world may form, then starts it
-   (rdzv_elastic.c).  0, or -1 with diag saying what is missing. */
+   (rdzv_elastic.c).  0, SR__RDZV_UNREACHABLE when MIN agents did not come within rdzv_timeout (a
+   failed run, not a configuration error: diag says what is missing), or -1. */
 static int form_first_world(sr__rdzv *r, sr__diag *diag) {
     double started = sr__now_s(), min_at = 0;
     enum { MAX_FDS = 4200 }; /* the server's connections and its socket */
@@ -81,23 +82,24 @@ static int form_first_world(sr__rdzv *r, sr__diag *diag) {
         sr__diag_add(diag, "out of memory for the rendezvous's poll set");
         return -1;
     }
-    int rc;
+    int rc, missing = 0;
     while ((sr__rdzv_etcd_count(r), rc = sr__rdzv_elastic_formable(r, started, &min_at, diag)) == 0) {
         int np = sr__store_server_pollfds(r->server, pfds, MAX_FDS);
         if (poll(pfds, (nfds_t)np, 50) < 0 && errno != EINTR) {
             sr__diag_add(diag, "rendezvous store: poll failed: %s", strerror(errno));
-            rc = -1;
+            rc = -2;
             break;
         }
         sr__rdzv_handle(r, pfds, np);
         if (r->phase != SR__RDZV_RUNNING) { /* an agent of another job was refused: the run fails */
             sr__diag_add(diag, "%s", r->failed_elsewhere);
-            rc = -1;
+            rc = -2;
             break;
         }
     }
+    missing = rc == -1; /* formable's: MIN never came */
     free(pfds);
-    if (rc < 0) return -1;
+    if (rc < 0) return missing ? SR__RDZV_UNREACHABLE : -1;
     sr__rdzv_elastic_start(r, r->attempt);
     return 0;
 }
@@ -129,10 +131,15 @@ static int meet_in_etcd(sr__rdzv *r, const sr__rdzv_args *a, int port, sr__diag 
             sr__diag_clear(&tried);
             return rc;
         }
-        /* the leader did not answer, or went while this agent joined */
-        sr__diag_clear(&tried);
+        /* the leader did not answer, or went while this agent joined: another is elected once its lease
+           expires (what this agent met there is said if none is) */
         drop_connection(r);
-        if (sr__rdzv_etcd_await_new_leader(r, rev, until, diag) != 0) return SR__RDZV_UNREACHABLE;
+        if (sr__rdzv_etcd_await_new_leader(r, rev, until, diag) != 0) {
+            for (size_t i = 0; i < tried.kept; i++) sr__diag_add(diag, "the leader at %s: %s", r->host, tried.msgs[i]);
+            sr__diag_clear(&tried);
+            return SR__RDZV_UNREACHABLE;
+        }
+        sr__diag_clear(&tried);
     }
 }
 

@@ -135,6 +135,9 @@ core/agent/supervisor.c hang_found    the hang check, made again at the next tur
 core/run/run.c check_stray_env        a did-you-mean candidate for a misspelt variable's message
 core/run/host.c explain               the key named in a message on a plugin's variable
 core/store/rdzv_host.c check_fingerprints  an agent's job fingerprint, read again at the next turn
+core/etcd/reply.c sr__etcd_reply_parse  an etcd answer that could not be read: the client asks again (docs/etcd.md)
+core/etcd/reply.c read_kvs              the same, for the keys in an answer
+core/etcd/reply.c read_b64              the same, for one key or value in an answer
 "
 absorbed() { grep -qxE "${1%%:*} ${1#* } +.*" <<<"$ABSORBED"; }
 

@@ -49,6 +49,8 @@ import atexit, base64, json, os, re, signal, statistics, subprocess, sys, thread
 shardrun, job, runs, here, endpoint, counts, etcd_pid, extra = (
     sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], [int(k) for k in sys.argv[6].split()],
     int(sys.argv[7]), sys.argv[8:])
+sys.path.insert(0, here)
+from proc_tree import descendants  # bench/proc_tree.py
 etcd_url = "http://" + endpoint
 serial = [0]
 everyone = []  # every Agents: what is left of them is killed when the script ends, however it ends
@@ -81,21 +83,6 @@ def backend_args(backend, node, rid):
         return ["--rdzv-backend", "etcd", "--rdzv-endpoint", endpoint, "--rdzv-id", rid]
     return ["--node-rank", str(node), "--master-addr", "127.0.0.1"]
 
-def descendants(pid):
-    kids = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                ppid = int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            kids.setdefault(ppid, []).append(int(d))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += kids.get(p, [])
-    return out
 
 class Agents:
     """Agents of one job; every line of their stdout and stderr with the time it arrived, and when

@@ -50,6 +50,8 @@ printf '[shardrun]\ntask = exec:/usr/bin/python3 %s\nplugins = torch\nnproc_per_
 import os, re, signal, statistics, subprocess, sys, threading, time
 
 shardrun, job, runs, here, extra = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+sys.path.insert(0, here)
+from proc_tree import descendants  # bench/proc_tree.py
 
 def free_port():
     out = subprocess.run(["bash", "-c", f". {here}/agents_lib.sh; free_port_pair"], capture_output=True, text=True)
@@ -130,21 +132,6 @@ for kind in ["lost", "notice", "join"]:
     runs_s = ", ".join("%.2f" % x["first step done"] for x in r)
     print(f"          (first step done, runs: {runs_s})")
 
-def descendants(pid):
-    kids = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                ppid = int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            kids.setdefault(ppid, []).append(int(d))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += kids.get(p, [])
-    return out
 
 def peer_run(launcher):
     """Three agents of the exec program; the third killed with its workers; kill -> both survivors ready in 2."""

@@ -10,9 +10,7 @@
 # Nothing is left running in any namespace (lib.sh's cleanup checks by name).
 . "$(dirname "$0")/lib.sh"
 command -v etcd >/dev/null || { fail "no etcd executable: apt-get install etcd-server"; done_checks; exit 1; }
-restart_job 20
-sed -i '/^nproc_per_node = 2$/d' "$T/job.ini"
-J=$T/job.ini
+node_job 20
 nodes_up 4
 
 # the etcd members: node I's client URL ADDR:2379, peer URL ADDR:2380; elections within half a second

@@ -4,24 +4,9 @@
 # passed it no longer leads: it stops its workers and ends (exit 1) saying why, and the other two,
 # seeing its store close, elect another leader once etcd expired its lease, and finish the run from
 # checkpoint-5.  Nothing is left running.
-. "$(dirname "$0")/../restarts/lib.sh"
-command -v etcd >/dev/null || { fail "no etcd executable: apt-get install etcd-server"; done_checks; exit 1; }
-restart_job 20
-sed -i '/^nproc_per_node = 2$/d' "$T/job.ini"
-J=$T/job.ini
-declare -A pid rc
-cleanup() {
-    local p
-    for p in "${pid[@]}" ${etcd_pid:-} ${relay_pid:-}; do kill -KILL "$p" 2>/dev/null; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
-
-C=$(free_port_pair) E=$(free_port_pair) R=$(free_port_pair)
-etcd --name m0 --data-dir "$T/etcd" --listen-client-urls "http://127.0.0.1:$C" --advertise-client-urls "http://127.0.0.1:$C" \
-    --listen-peer-urls "http://127.0.0.1:$E" --initial-advertise-peer-urls "http://127.0.0.1:$E" \
-    --initial-cluster "m0=http://127.0.0.1:$E" --heartbeat-interval 50 --election-timeout 500 >"$T/etcd.log" 2>&1 &
-etcd_pid=$!
+. "$(dirname "$0")/etcd_lib.sh"
+etcd_member
+R=$(free_port_pair)
 # the relay: 127.0.0.1:R -> 127.0.0.1:C, one thread pair per connection
 cat >"$T/relay.py" <<'PY'
 import socket, sys, threading
@@ -48,19 +33,10 @@ relay_pid=$!
 for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$R/health" | grep -q true && break; sleep 0.2; done
 curl -s "http://127.0.0.1:$R/health" | grep -q true && pass || fail "etcd answers through the relay"
 
-P=$(free_port_pair)
-# start_agent I ENDPOINT: agent I in the background; rank 0 pauses after step 7 of the first attempt
-start_agent() {
-    env SHARDRUN_DEBUG_PAUSE_AT=0:7@0 "$SHARDRUN" "$J" --nnodes 2:3 --nproc-per-node 1 --master-port "$P" \
-        --rdzv-backend etcd --rdzv-endpoint "$2" --set task.output_dir="$T/out" --set torch.timeout=20 \
-        --set shardrun.rdzv_last_call=2 >"$T/a$1.out" 2>"$T/a$1.err" &
-    pid[$1]=$!
-}
-start_agent 0 "127.0.0.1:$R"
-wait_for "$T/a0.err" "meeting in etcd" 60 || fail "agent 0 did not start"
-sleep 1 # agent 0 is elected first
-start_agent 1 "127.0.0.1:$C"
-start_agent 2 "127.0.0.1:$C"
+# the leader (agent 0) meets through the relay, the others directly; rank 0 pauses after step 7
+ENDPOINT=127.0.0.1:$R etcd_first_leader SHARDRUN_DEBUG_PAUSE_AT=0:7@0
+etcd_agent 1 SHARDRUN_DEBUG_PAUSE_AT=0:7@0
+etcd_agent 2 SHARDRUN_DEBUG_PAUSE_AT=0:7@0
 wait_for "$T/a0.out" "step 7/20" 120 && pass || fail "the run reached step 7 ($(tail -n 3 "$T"/a*.err))"
 expect_in "$(cat "$T/a0.err")" "started 1 worker (rank 0 of 3)" "agent 0 leads"
 
@@ -80,6 +56,6 @@ expect_eq "$(grep -c "started 1 worker (rank [01] of 2, restart 1)" <<<"$both")"
 outs=$(cat "$T/a1.out" "$T/a2.out")
 expect_in "$outs" "[rank0]: shardrun: resumed from $T/out/checkpoint-5 at step 5" "the run resumes from checkpoint-5"
 expect_in "$outs" "[rank0]: step 20/20" "the run reaches its last step"
-left=$(pgrep -f -- "--rdzv-endpoint 127.0.0.1:[$C$R]" || true)
-expect_eq "$left" "" "nothing left running"
+expect_eq "$(pgrep -f -- "--rdzv-endpoint 127.0.0.1:$R" || true)" "" "nothing of the leader left running"
+etcd_done
 done_checks

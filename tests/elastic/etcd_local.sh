@@ -10,47 +10,9 @@
 # (d) etcd unreachable (nothing at rdzv_endpoint): the agent ends (exit 1) before any worker starts,
 #     naming the endpoint, within the client's bounds.
 # Nothing is left running.
-. "$(dirname "$0")/../restarts/lib.sh"
-command -v etcd >/dev/null || { fail "no etcd executable: apt-get install etcd-server"; done_checks; exit 1; }
-restart_job 20
-sed -i '/^nproc_per_node = 2$/d' "$T/job.ini"
-J=$T/job.ini
-declare -A pid rc
-cleanup() {
-    local p
-    for p in "${pid[@]}" ${etcd_pid:-}; do kill -KILL "$p" 2>/dev/null; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/etcd_lib.sh"
+etcd_member
 
-C=$(free_port_pair) E=$(free_port_pair)
-etcd --name m0 --data-dir "$T/etcd" --listen-client-urls "http://127.0.0.1:$C" --advertise-client-urls "http://127.0.0.1:$C" \
-    --listen-peer-urls "http://127.0.0.1:$E" --initial-advertise-peer-urls "http://127.0.0.1:$E" \
-    --initial-cluster "m0=http://127.0.0.1:$E" --heartbeat-interval 50 --election-timeout 500 >"$T/etcd.log" 2>&1 &
-etcd_pid=$!
-# keys NAME: how many keys etcd holds under /shardrun/ (through its JSON gateway)
-keys() {
-    /usr/bin/python3 - "$C" <<'PY'
-import base64, json, sys, urllib.request
-b = lambda s: base64.b64encode(s.encode()).decode()
-req = urllib.request.Request("http://127.0.0.1:%s/v3/kv/range" % sys.argv[1],
-                             json.dumps({"key": b("/shardrun/"), "range_end": b("/shardrun0"), "count_only": True}).encode())
-print(json.loads(urllib.request.urlopen(req, timeout=5).read()).get("count", "0"))
-PY
-}
-for _ in $(seq 1 50); do keys >/dev/null 2>&1 && break; sleep 0.2; done
-expect_eq "$(keys 2>&1)" 0 "etcd answers, with no job's keys yet"
-
-P=$(free_port_pair)
-# start_agent I [ENV...]: agent I in the background (output in $T/aI.out, .err)
-start_agent() {
-    local i=$1
-    shift
-    env "$@" "$SHARDRUN" "$J" --nnodes 2:3 --nproc-per-node 1 --master-port "$P" --rdzv-backend etcd \
-        --rdzv-endpoint "127.0.0.1:$C" --set task.output_dir="$T/out" --set torch.timeout=20 \
-        --set shardrun.rdzv_last_call=2 >"$T/a$i.out" 2>"$T/a$i.err" &
-    pid[$i]=$!
-}
 # rank 0 (the leader's) pauses after step 7 of the first attempt, 12 of the second and 16 of the
 # third, until its agent stops it: each event lands there however fast the steps are
 PAUSE=SHARDRUN_DEBUG_PAUSE_AT=0:7@0,0:12@1,0:16@2
@@ -60,14 +22,12 @@ leader() {
     for i in "$@"; do grep -q "this node leads the job now" "$T/a$i.err" && l=$i; done
     echo "$l"
 }
-start_agent 0 "$PAUSE"
-wait_for "$T/a0.err" "meeting in etcd" 60 || fail "agent 0 did not start"
-sleep 1 # agent 0 is elected first
-start_agent 1 "$PAUSE"
-start_agent 2 "$PAUSE"
+etcd_first_leader "$PAUSE"
+etcd_agent 1 "$PAUSE"
+etcd_agent 2 "$PAUSE"
 wait_for "$T/a0.out" "step 7/20" 120 && pass || fail "the run reached step 7 on agent 0's rank ($(tail -n 3 "$T"/a*.err))"
 expect_in "$(cat "$T/a0.err")" "started 1 worker (rank 0 of 3)" "agent 0 leads: its rank is rank 0 of the first world"
-n=$(keys)
+n=$(etcd_keys)
 [ "$n" -ge 5 ] && pass || fail "etcd holds the job's keys while it runs (3 agents, the leader, the job's record): $n"
 
 # (a) a notice to the leader
@@ -97,7 +57,7 @@ expect_in "$(cat "$T/a1.out" "$T/a2.out")" "[rank0]: shardrun: resumed from $T/o
     "no step is lost: the world of 2 resumes from the notice's checkpoint"
 
 # (b) a node joins under the new leader
-start_agent 3 "$PAUSE"
+etcd_agent 3 "$PAUSE"
 wait_for_any "step 16/20" 120 "$T/a1.out" "$T/a2.out" && pass || fail "the world of 3 reached step 16 ($(tail -n 4 "$T"/a[123].err))"
 expect_in "$(cat "$T/a3.err")" " of 3, restart 2)" "agent 3 is taken in: a world of 3, restart 2"
 expect_in "$(cat "$T/a1.out" "$T/a2.out")" "[rank0]: shardrun: resumed from $T/out/checkpoint-12 at step 12" \
@@ -127,8 +87,7 @@ expect_in "$m" "step=15 world_size=2 nodes=2" "two nodes again from step 15"
 expect_in "$m" "restart=3" "the last membership is restart 3"
 # the leaders', the agents' and the job's record: all gone once the job ended (the killed leader's
 # lease expired: 5 s)
-for _ in $(seq 1 40); do [ "$(keys)" = 0 ] && break; sleep 0.25; done
-expect_eq "$(keys)" 0 "nothing of the job is left in etcd"
+etcd_keys_gone && pass || fail "nothing of the job is left in etcd: $(etcd_keys) keys"
 
 # (d) nothing at rdzv_endpoint: the agent ends before any worker starts, naming it
 Z=$(free_port_pair)
@@ -141,9 +100,5 @@ expect_not_in "$err" "started 1 worker" "etcd unreachable: no worker started"
 ms=$(($(now_ms) - t0))
 [ "$ms" -lt 20000 ] && pass || fail "etcd unreachable: the agent ends within the client's bounds, not after $ms ms"
 
-kill -TERM "$etcd_pid"
-wait "$etcd_pid" 2>/dev/null
-unset etcd_pid
-left=$(pgrep -f -- "--rdzv-endpoint 127.0.0.1:$C" || true)
-expect_eq "$left" "" "nothing left running"
+etcd_done
 done_checks

@@ -5,9 +5,7 @@
 #     waits, and is taken in at the next membership change (its own), from a checkpoint of that step.
 # Nothing is left running in any namespace.
 . "$(dirname "$0")/lib.sh"
-restart_job 20
-sed -i '/^nproc_per_node = 2$/d' "$T/job.ini"
-J=$T/job.ini
+node_job 20
 nodes_up 4
 
 # (a) a fourth node joins after step 7 (node 0's rank waits there until its agent stops it)

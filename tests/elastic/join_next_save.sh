@@ -4,9 +4,7 @@
 # checkpoint), and the job goes on with three from checkpoint-10: no checkpoint of its own at the
 # step the node arrived, the steps trained after checkpoint-10 done again.  Nothing is left running.
 . "$(dirname "$0")/lib.sh"
-restart_job 20
-sed -i '/^nproc_per_node = 2$/d' "$T/job.ini"
-J=$T/job.ini
+node_job 20
 nodes_up 3
 
 P=$(free_port_pair) OUT=$T/a

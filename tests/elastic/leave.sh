@@ -8,9 +8,7 @@
 #     (d) node 0 vanishes: with the built-in store the others end (exit 1) with the sentence that
 #     says why and what to do.  Nothing is left running in any namespace.
 . "$(dirname "$0")/lib.sh"
-restart_job 20
-sed -i '/^nproc_per_node = 2$/d' "$T/job.ini"
-J=$T/job.ini
+node_job 20
 nodes_up 4
 
 # (a) node 2 vanishes after step 7.  Node 0's rank waits after its step 7 line until its agent stops

@@ -4,9 +4,7 @@
 # on without it, from checkpoint-5, on nodes 0 and 1; node 2, cut off, finds node 0 silent and ends
 # on its own (exit 1), saying that the others may go on without it.  Nothing is left running.
 . "$(dirname "$0")/lib.sh"
-restart_job 20
-sed -i '/^nproc_per_node = 2$/d' "$T/job.ini"
-J=$T/job.ini
+node_job 20
 nodes_up 3
 
 P=$(free_port_pair) OUT=$T/a

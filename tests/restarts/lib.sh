@@ -26,6 +26,14 @@ EOT
     sed -i 's/^plugins = torch,accelerate$/&\nnproc_per_node = 2/' "$T/job.ini"
 }
 
+# node_job [STEPS]: restart_job with one rank per agent (nproc_per_node given by each node's
+# command), the job file in $J: the multi-node and elastic tests' job
+node_job() {
+    restart_job "$@"
+    sed -i '/^nproc_per_node = 2$/d' "$T/job.ini"
+    J=$T/job.ini
+}
+
 # steps_of LOG: "step loss" per line of a train_log.jsonl
 steps_of() {
     /usr/bin/python3 -c '

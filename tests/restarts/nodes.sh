@@ -5,9 +5,7 @@
 # an uninterrupted one ends.
 . "$(dirname "$0")/lib.sh"
 export SHARDRUN_RDZV_TOKEN=restart-nodes-test
-restart_job 30
-sed -i '/^nproc_per_node = 2$/d' "$T/job.ini"
-J=$T/job.ini
+node_job 30
 
 # start_node NODE OUTDIR [ARGS...]: that node's agent in the background (output in $T/nNODE.*)
 start_node() {

@@ -81,6 +81,8 @@ set(CPACK_COMPONENTS_ALL runtime dev)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_STRIP_FILES ON) # as dh_strip does: the build may carry -g (Debian's flags do)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON) # the runtime's library dependencies, found by dpkg-shlibdeps
+# libcurl is loaded (dlopen) by rdzv_backend = etcd only (core/etcd/curl_lib.h): dpkg-shlibdeps cannot see it
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "libcurl4")
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME shardrun)
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME shardrun-dev)

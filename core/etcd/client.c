@@ -11,25 +11,21 @@
 #include "base/clock.h"
 #include "base/fail.h"
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
-
 CURL *sr__etcd_curl_new(const sr__etcd_opts *opts) {
-    CURL *e = curl_easy_init();
+    CURL *e = sr__curl_loaded()->easy_init();
     if (!e) return NULL;
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L); /* timeouts without SIGALRM: any thread may call */
-    curl_easy_setopt(e, CURLOPT_NOPROXY, "*"); /* an http_proxy of the user's is not for the members */
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)opts->connect_timeout_ms);
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_NOSIGNAL, 1L); /* timeouts without SIGALRM: any thread may call */
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_NOPROXY, "*"); /* an http_proxy of the user's is not for the members */
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)opts->connect_timeout_ms);
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     return e;
 }
 
 void sr__etcd_close(sr__etcd *c) {
     if (!c) return;
-    if (c->easy) curl_easy_cleanup(c->easy);
-    curl_slist_free_all(c->headers);
+    if (c->easy) sr__curl_loaded()->easy_cleanup(c->easy);
+    sr__curl_loaded()->slist_free_all(c->headers);
     for (size_t i = 0; i < c->n; i++) free(c->urls[i]);
     free(c->urls);
     free(c->why);
@@ -79,9 +75,7 @@ static char *entry_url(const char *spec, const char *s, size_t len, int nth, cha
 static int opt_or(int v, int dflt) { return v > 0 ? v : dflt; }
 
 sr__etcd *sr__etcd_open(const char *endpoints, const sr__etcd_opts *opts, char *err, size_t errlen) {
-    pthread_once(&curl_once, curl_init);
-    if (curl_init_rc != CURLE_OK)
-        return sr__fail(err, errlen, "libcurl did not start: %s", curl_easy_strerror(curl_init_rc)), NULL;
+    if (!sr__curl(err, errlen)) return NULL; /* libcurl, loaded at the first client */
     sr__etcd *c = sr__calloc(1, sizeof *c);
     if (!c) return sr__fail(err, errlen, "out of memory for an etcd client (%zu bytes)", sizeof *c), NULL;
     sr__etcd_opts o = opts ? *opts : (sr__etcd_opts){0};
@@ -119,7 +113,7 @@ sr__etcd *sr__etcd_open(const char *endpoints, const sr__etcd_opts *opts, char *
         goto fail;
     }
     c->easy = sr__etcd_curl_new(&c->opts);
-    c->headers = curl_slist_append(NULL, "Content-Type: application/json");
+    c->headers = sr__curl_loaded()->slist_append(NULL, "Content-Type: application/json");
     if (!c->easy || !c->headers) {
         sr__fail(err, errlen, "out of memory for an etcd client's connection (libcurl)");
         goto fail;
@@ -152,26 +146,27 @@ int sr__etcd_post(sr__etcd *c, size_t m, const char *path, const char *body, int
     c->in.oom = 0;
     c->in_too_big = 0;
     CURL *e = c->easy;
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, c);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, curl_err);
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_URL, url);
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_WRITEDATA, c);
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_ERRORBUFFER, curl_err);
     int connect_ms = c->opts.connect_timeout_ms < timeout_ms ? c->opts.connect_timeout_ms : timeout_ms;
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-    CURLcode rc = curl_easy_perform(e);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, NULL);
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+    CURLcode rc = sr__curl_loaded()->easy_perform(e);
+    sr__curl_loaded()->easy_setopt(e, CURLOPT_ERRORBUFFER, NULL);
     if (c->in.oom) return sr__fail(why, whylen, "out of memory for its answer (%zu bytes so far)", c->in.n);
     if (c->in_too_big) return sr__fail(why, whylen, "its answer passed %zu MiB", SR__ETCD_MAX_ANSWER >> 20);
     if (rc == CURLE_OPERATION_TIMEDOUT)
         return sr__fail(why, whylen, "no answer within %d ms (%s)", timeout_ms, curl_err[0] ? curl_err : "timeout");
     if (rc != CURLE_OK)
-        return sr__fail(why, whylen, "%s (%s)", curl_easy_strerror(rc), curl_err[0] ? curl_err : "no details");
+        return sr__fail(why, whylen, "%s (%s)", sr__curl_loaded()->easy_strerror(rc),
+                        curl_err[0] ? curl_err : "no details");
     long status = 0;
-    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    sr__curl_loaded()->easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
     const char *text = c->in.s ? c->in.s : "";
     char perr[300];
     if (sr__etcd_reply_parse(text, c->in.n, r, perr, sizeof perr) != 0) {

@@ -7,7 +7,7 @@
 #ifndef SR__ETCD_CLIENT_H
 #define SR__ETCD_CLIENT_H
 
-#include <curl/curl.h>
+#include "etcd/curl_lib.h"
 #include <stddef.h>
 
 #include "base/strbuf.h"

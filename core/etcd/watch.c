@@ -46,8 +46,8 @@ struct sr__etcd_watch {
 
 static void stop_stream(sr__etcd_watch *w) {
     if (!w->easy) return;
-    curl_multi_remove_handle(w->multi, w->easy);
-    curl_easy_cleanup(w->easy);
+    sr__curl_loaded()->multi_remove_handle(w->multi, w->easy);
+    sr__curl_loaded()->easy_cleanup(w->easy);
     w->easy = NULL;
 }
 
@@ -113,14 +113,14 @@ static void start_stream(sr__etcd_watch *w) {
         end_watch(w, "etcd watch of the prefix \"%.120s\": out of memory for its request", w->prefix);
         return;
     }
-    curl_easy_setopt(w->easy, CURLOPT_URL, url);
-    curl_easy_setopt(w->easy, CURLOPT_HTTPHEADER, w->headers);
-    curl_easy_setopt(w->easy, CURLOPT_POSTFIELDS, w->body.s);
-    curl_easy_setopt(w->easy, CURLOPT_POSTFIELDSIZE, (long)w->body.n);
-    curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, on_stream);
-    curl_easy_setopt(w->easy, CURLOPT_WRITEDATA, w);
-    if (curl_multi_add_handle(w->multi, w->easy) != CURLM_OK) {
-        curl_easy_cleanup(w->easy);
+    sr__curl_loaded()->easy_setopt(w->easy, CURLOPT_URL, url);
+    sr__curl_loaded()->easy_setopt(w->easy, CURLOPT_HTTPHEADER, w->headers);
+    sr__curl_loaded()->easy_setopt(w->easy, CURLOPT_POSTFIELDS, w->body.s);
+    sr__curl_loaded()->easy_setopt(w->easy, CURLOPT_POSTFIELDSIZE, (long)w->body.n);
+    sr__curl_loaded()->easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, on_stream);
+    sr__curl_loaded()->easy_setopt(w->easy, CURLOPT_WRITEDATA, w);
+    if (sr__curl_loaded()->multi_add_handle(w->multi, w->easy) != CURLM_OK) {
+        sr__curl_loaded()->easy_cleanup(w->easy);
         w->easy = NULL;
         end_watch(w, "etcd watch of the prefix \"%.120s\": libcurl refused the stream", w->prefix);
         return;
@@ -223,7 +223,7 @@ static void pump(sr__etcd_watch *w) {
     if (!w->easy && now >= w->retry_at) start_stream(w);
     if (!w->easy) return;
     int running = 0;
-    curl_multi_perform(w->multi, &running);
+    sr__curl_loaded()->multi_perform(w->multi, &running);
     if (w->in.oom) {
         end_watch(w, "etcd watch of the prefix \"%.120s\": out of memory for its stream (%zu bytes)", w->prefix,
                   w->in.n);
@@ -232,12 +232,14 @@ static void pump(sr__etcd_watch *w) {
     read_lines(w);
     int left;
     CURLMsg *m;
-    while (w->easy && (m = curl_multi_info_read(w->multi, &left)))
+    while (w->easy && (m = sr__curl_loaded()->multi_info_read(w->multi, &left)))
         if (m->msg == CURLMSG_DONE && m->easy_handle == w->easy) {
             CURLcode rc = m->data.result;
             if (w->in_too_big)
                 member_failed(w, "its watch stream sent a message over %zu MiB", SR__ETCD_MAX_ANSWER >> 20);
-            else member_failed(w, "its watch stream ended (%s)", rc == CURLE_OK ? "closed" : curl_easy_strerror(rc));
+            else
+                member_failed(w, "its watch stream ended (%s)",
+                              rc == CURLE_OK ? "closed" : sr__curl_loaded()->easy_strerror(rc));
         }
     now = sr__now_s();
     const sr__etcd_opts *o = &w->c->opts;
@@ -273,7 +275,7 @@ int sr__etcd_watch_next(sr__etcd_watch *w, int timeout_ms, sr__etcd_event *ev, c
             double until_retry = (w->retry_at - sr__now_s()) * 1000;
             if (until_retry < wait) wait = until_retry > 0 ? until_retry : 0;
         }
-        curl_multi_poll(w->multi, NULL, 0, (int)wait, NULL);
+        sr__curl_loaded()->multi_poll(w->multi, NULL, 0, (int)wait, NULL);
     }
 }
 
@@ -284,8 +286,8 @@ const char *sr__etcd_watch_endpoint(const sr__etcd_watch *w) { return sr__etcd_e
 void sr__etcd_watch_close(sr__etcd_watch *w) {
     if (!w) return;
     stop_stream(w);
-    if (w->multi) curl_multi_cleanup(w->multi);
-    curl_slist_free_all(w->headers);
+    if (w->multi) sr__curl_loaded()->multi_cleanup(w->multi);
+    sr__curl_loaded()->slist_free_all(w->headers);
     free_event(&w->delivered);
     for (size_t i = w->qhead; i < w->qn; i++) free_event(&w->queue[i]);
     free(w->queue);
@@ -303,11 +305,12 @@ sr__etcd_watch *sr__etcd_watch_open(sr__etcd *c, const char *prefix, int64_t sta
     w->c->cur = c->cur;
     w->next_rev = start_revision;
     w->prefix = sr__strdup(prefix);
-    w->multi = curl_multi_init();
-    w->headers = curl_slist_append(NULL, "Content-Type: application/json");
+    w->multi = sr__curl_loaded()->multi_init();
+    w->headers = sr__curl_loaded()->slist_append(NULL, "Content-Type: application/json");
     /* gRPC metadata through the gateway: a member that loses its leader cancels the watch (then
        the watch moves on) instead of keeping it open and silent */
-    struct curl_slist *h = w->headers ? curl_slist_append(w->headers, "Grpc-Metadata-hasleader: true") : NULL;
+    struct curl_slist *h =
+        w->headers ? sr__curl_loaded()->slist_append(w->headers, "Grpc-Metadata-hasleader: true") : NULL;
     if (!w->prefix || !w->multi || !h) {
         sr__fail(err, errlen, "out of memory for an etcd watch of the prefix \"%.120s\"", prefix);
         goto fail;
@@ -317,7 +320,7 @@ sr__etcd_watch *sr__etcd_watch_open(sr__etcd *c, const char *prefix, int64_t sta
     /* connected when a member has accepted it: its events from start_revision on are then kept */
     while (!w->created && !w->ended) {
         pump(w);
-        if (!w->created && !w->ended) curl_multi_poll(w->multi, NULL, 0, 50, NULL);
+        if (!w->created && !w->ended) sr__curl_loaded()->multi_poll(w->multi, NULL, 0, 50, NULL);
     }
     if (w->ended && !w->compacted) { /* compaction: the caller hears it from sr__etcd_watch_next */
         sr__fail(err, errlen, "%s", w->end_msg);

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -111,7 +112,31 @@ static int call(sr__store *c, unsigned op, uint32_t n, const void *const *items,
     return (int)c->msg->op_or_status;
 }
 
-static int dial(const char *host, int port, char *err, size_t errlen) {
+/* connect() within timeout_ms: a host that vanished from its subnet (its address still in the ARP
+   cache) would otherwise hold a blocking connect for the kernel's SYN retries, a minute or two,
+   whatever the caller's timeout.  0, or -1 with errno. */
+static int connect_within(int fd, const struct sockaddr *addr, socklen_t len, int timeout_ms) {
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return -1;
+    int rc = connect(fd, addr, len);
+    if (rc != 0 && errno == EINPROGRESS) {
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int ready;
+        while ((ready = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR) {}
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        if (ready == 0) errno = ETIMEDOUT, rc = -1;
+        else if (ready > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0)
+            rc = soerr ? (errno = soerr, -1) : 0;
+        else rc = -1;
+    }
+    int saved = errno;
+    if (fcntl(fd, F_SETFL, flags) != 0 && rc == 0) return -1;
+    errno = saved;
+    return rc;
+}
+
+static int dial(const char *host, int port, int timeout_ms, char *err, size_t errlen) {
     struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
     char ports[16];
     snprintf(ports, sizeof ports, "%d", port);
@@ -121,7 +146,7 @@ static int dial(const char *host, int port, char *err, size_t errlen) {
         return -2; /* not worth retrying */
     }
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+    if (fd >= 0 && connect_within(fd, res->ai_addr, res->ai_addrlen, timeout_ms) != 0) {
         snprintf(err, errlen, "cannot connect to the store at %s:%d: %s", host, port, strerror(errno));
         close(fd);
         fd = -1;
@@ -139,7 +164,10 @@ sr__store *sr__store_connect(const char *host, int port, const char *token, doub
     double deadline = sr__now_s() + timeout_s;
     int fd, delay_ms = 2;
     /* node 0's agent may start later than this one: retry until the timeout */
-    while ((fd = dial(host, port, err, errlen)) == -1 && sr__now_s() < deadline) {
+    /* each try within what is left of the timeout (at least 100 ms) */
+    while ((fd = dial(host, port, (int)(deadline - sr__now_s() > 0.1 ? (deadline - sr__now_s()) * 1000 : 100), err,
+                      errlen)) == -1 &&
+           sr__now_s() < deadline) {
         usleep((useconds_t)delay_ms * 1000);
         if (delay_ms < 200) delay_ms *= 2;
     }

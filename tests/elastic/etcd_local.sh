@@ -36,16 +36,6 @@ wait_node_for 0 60
 expect_eq "${rc[0]}" 143 "the leader leaves with its notice (143)"
 expect_in "$(cat "$T/a0.err")" "this node left the elastic job (SIGTERM): every rank stopped after step 7 and $T/out/checkpoint-7 holds it" \
     "the leader says it left after a checkpoint"
-wait_for_any() { # PATTERN SECONDS FILES...: one of the files has the line
-    local p=$1 s=$2 end
-    shift 2
-    end=$(($(now_ms) + s * 1000))
-    while [ "$(now_ms)" -lt "$end" ]; do
-        grep -qF -- "$p" "$@" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
 wait_for_any "step 12/20" 120 "$T/a1.out" "$T/a2.out" && pass || fail "the world of 2 reached step 12 ($(tail -n 4 "$T"/a[12].err))"
 both=$(cat "$T/a1.err" "$T/a2.err")
 expect_eq "$(grep -c "node 0's shardrun went away .*the other nodes elect another leader in etcd" <<<"$both")" 2 \

@@ -61,3 +61,13 @@ wait_node_for() {
     fi
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# wait_for_any TEXT SECONDS FILE...: until one of the files holds the line (wall clock); 1 when none did
+wait_for_any() {
+    local text=$1 end=$(($(now_ms) + $2 * 1000))
+    shift 2
+    while [ "$(now_ms)" -lt "$end" ]; do
+        grep -qF -- "$text" "$@" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}

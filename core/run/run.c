@@ -18,6 +18,7 @@
 #include "config/env_table.h"
 #include "config/env_values.h"
 #include "config/value.h"
+#include "store/fingerprint.h"
 
 extern char **environ;
 
@@ -307,16 +308,8 @@ static void name_etcd_job(sr__run *run) {
         snprintf(run->etcd_job, sizeof run->etcd_job, "%s", run->layout.run_id);
         return;
     }
-    sr__hash64_state h;
-    sr__hash64_init(&h, 0x65746364u);
-    for (const char *l = run->fingerprint; *l;) {
-        const char *nl = strchr(l, '\n');
-        size_t len = nl ? (size_t)(nl - l) + 1 : strlen(l);
-        if (*l != '#') sr__hash64_update(&h, l, len);
-        l += len;
-    }
     char hex[17];
-    snprintf(run->etcd_job, sizeof run->etcd_job, "job-%s", sr__hash64_hex(sr__hash64_final(&h), hex));
+    snprintf(run->etcd_job, sizeof run->etcd_job, "job-%s", sr__fingerprint_digest(run->fingerprint, 0x65746364u, hex));
 }
 
 int sr__run_prepare_rdzv(sr__run *run) {

@@ -3,6 +3,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/hash64.h"
+
+char *sr__fingerprint_digest(const char *fp, uint64_t seed, char hex[17]) {
+    sr__hash64_state h;
+    sr__hash64_init(&h, seed);
+    for (const char *l = fp ? fp : ""; *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) + 1 : strlen(l);
+        if (*l != '#') sr__hash64_update(&h, l, len);
+        l += len;
+    }
+    return sr__hash64_hex(sr__hash64_final(&h), hex);
+}
+
 /* The value of line `name` ("name=value") in a fingerprint, or NULL; *len its length. */
 static const char *fp_value(const char *fp, const char *name, size_t nlen, size_t *len) {
     for (const char *p = fp; p && *p;) {

@@ -14,8 +14,8 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
-#include "base/hash64.h"
 #include "base/log.h"
+#include "store/fingerprint.h"
 #include "store/rdzv_internal.h"
 #include "store/rdzv_protocol.h"
 #include "store/wire.h"
@@ -25,22 +25,13 @@
 static void set_requeue_key(sr__rdzv *r, const char *fingerprint) {
     const char *slurm_job = getenv("SLURM_JOB_ID");
     if (!slurm_job || !*slurm_job || strlen(slurm_job) >= 40 || strpbrk(slurm_job, " \t\n")) return;
-    /* what defines the job, without the lines that describe this agent (#host, #node) */
-    sr__hash64_state h;
-    sr__hash64_init(&h, 0x72657175u);
-    for (const char *l = fingerprint ? fingerprint : ""; *l;) {
-        const char *nl = strchr(l, '\n');
-        size_t len = nl ? (size_t)(nl - l) + 1 : strlen(l);
-        if (*l != '#') sr__hash64_update(&h, l, len);
-        l += len;
-    }
     char hex[17];
     snprintf(r->requeue_key, sizeof r->requeue_key, "slurm-%s-%s", slurm_job,
-             sr__hash64_hex(sr__hash64_final(&h), hex));
+             sr__fingerprint_digest(fingerprint, 0x72657175u, hex));
 }
 
-/* A run of several agents: the token every agent presents, and where the store is.  Returns the
-   store's port, or -1 with diag saying why. */
+/* The store's port: rdzv_port when given (port), else master_port + 1.  -1 with diag when there is
+   none. */
 static int store_port(const sr__rdzv_args *a, int port, sr__diag *diag) {
     if (port) return port;
     if (a->master_port == 65535) {
@@ -51,6 +42,8 @@ static int store_port(const sr__rdzv_args *a, int port, sr__diag *diag) {
     return a->master_port + 1; /* every agent computes the same port */
 }
 
+/* A run of several agents: the token every agent presents, and where the store is.  Returns the
+   store's port, or -1 with diag saying why. */
 static int locate_store(sr__rdzv *r, const sr__rdzv_args *a, int port, sr__diag *diag) {
     const char *tok = getenv("SHARDRUN_RDZV_TOKEN"), *job = getenv("SLURM_JOB_ID");
     if (tok && *tok) snprintf(r->token, sizeof r->token, "%s", tok);
@@ -82,7 +75,7 @@ static int form_first_world(sr__rdzv *r, sr__diag *diag) {
         sr__diag_add(diag, "out of memory for the rendezvous's poll set");
         return -1;
     }
-    int rc, missing = 0;
+    int rc;
     while ((sr__rdzv_etcd_count(r), rc = sr__rdzv_elastic_formable(r, started, &min_at, diag)) == 0) {
         int np = sr__store_server_pollfds(r->server, pfds, MAX_FDS);
         if (poll(pfds, (nfds_t)np, 50) < 0 && errno != EINTR) {
@@ -97,9 +90,8 @@ static int form_first_world(sr__rdzv *r, sr__diag *diag) {
             break;
         }
     }
-    missing = rc == -1; /* formable's: MIN never came */
     free(pfds);
-    if (rc < 0) return missing ? SR__RDZV_UNREACHABLE : -1;
+    if (rc < 0) return rc == -1 ? SR__RDZV_UNREACHABLE : -1; /* -1: formable's, MIN never came */
     sr__rdzv_elastic_start(r, r->attempt);
     return 0;
 }
@@ -370,13 +362,12 @@ int sr__rdzv_fail_over(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     struct sr__rdzv_etcd *e = r->etcd;
     char job_id[sizeof r->job_id];
     snprintf(job_id, sizeof job_id, "%s", r->job_id);
-    int attempt = r->attempt, failovers = r->failovers + 1;
+    int attempt = r->attempt;
     r->etcd = NULL;
     sr__rdzv_free(r);
     init_from_args(r, a);
     r->etcd = e;
     r->enabled = 1;
-    r->failovers = failovers;
     r->attempt = attempt + 1;
     snprintf(r->job_id, sizeof r->job_id, "%s", job_id);
     int p = store_port(a, atoi(a->port_value), diag);
@@ -394,9 +385,6 @@ void sr__rdzv_free(sr__rdzv *r) {
     free(r->changed);
     free(r->in_world);
     sr__buf_free(&r->attempts);
-    sr__store_close(r->watch);
-    sr__store_close(r->ctl);
-    sr__store_close(r->alive);
-    sr__store_link_release(r->link);
+    drop_connection(r);
     memset(r, 0, sizeof *r);
 }

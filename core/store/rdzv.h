@@ -185,7 +185,6 @@ typedef struct sr__rdzv {
     int expect_agents;          /* hosting agent: the live agents etcd knows of (a new world waits for them) */
     int took_over;              /* this agent leads a job another leader began */
     int full;                   /* the job had its MAX agents when this one asked for a slot */
-    int failovers;              /* leaders this agent saw go */
     int leaving;                /* hosting agent: it leaves the job itself (a notice to the leader, etcd) */
     int stopped_here;           /* this agent's workers are gone (SR__RDZV_STOPPED was reported) */
     int next_ready;             /* sr__rdzv_view.next_attempt, as the last step or report found it */

@@ -63,18 +63,17 @@ static char *key_of(const sr__rdzv_etcd *e, char *buf, size_t len, const char *n
     return buf;
 }
 
-/* The job record's lease, from its key (0: none yet); what every agent renews. */
-static int64_t job_lease_of(sr__etcd *c, sr__rdzv_etcd *e) {
-    char key[300], err[600], id[80];
+/* The job's record ("JOB_ID ATTEMPT RESTARTS JOB_LEASE") as the last leader left it, read with
+   client c: 1 (its fields; e->job_lease learnt), 0 none, -1 err. */
+static int read_job(sr__etcd *c, sr__rdzv_etcd *e, char id[80], int *attempt, int *restarts, char *err, size_t errlen) {
+    char key[300];
     sr__etcd_kvs kv = {0};
+    if (sr__etcd_get(c, key_of(e, key, sizeof key, "job"), &kv, err, errlen) != 0) return -1;
     int64_t lease = 0;
-    int attempt, restarts;
-    if (sr__etcd_get(c, key_of(e, key, sizeof key, "job"), &kv, err, sizeof err) == 0 && kv.n == 1 &&
-        sscanf(kv.kv[0].value, "%79s %d %d %" SCNd64, id, &attempt, &restarts, &lease) == 4)
-        atomic_store(&e->job_lease, lease);
-    else lease = 0;
+    int found = kv.n == 1 && sscanf(kv.kv[0].value, "%79s %d %d %" SCNd64, id, attempt, restarts, &lease) == 4;
     sr__etcd_kvs_free(&kv);
-    return lease;
+    if (found) atomic_store(&e->job_lease, lease);
+    return found;
 }
 
 /* Renews this agent's lease, and the job's, every TTL_S / 5 seconds, until stopped or the lease is
@@ -89,10 +88,13 @@ static void *keeper_main(void *arg) {
         for (int i = 0; i < TTL_S * 2 && !atomic_load(&e->stop); i++) usleep(100 * 1000);
         if (atomic_load(&e->stop)) break;
         int rc = sr__etcd_lease_keepalive(c, e->lease, NULL, err, sizeof err);
+        /* the job's record and lease: a failure there is no error (a new leader finds the record, or none) */
+        char id[80], ignored[600];
+        int attempt, restarts;
+        if (!atomic_load(&e->job_lease)) /* written by the leader at the first world's start */
+            read_job(c, e, id, &attempt, &restarts, ignored, sizeof ignored);
         int64_t job = atomic_load(&e->job_lease);
-        if (!job) job = job_lease_of(c, e); /* written by the leader at the first world's start */
-        char ignored[600];
-        if (job) sr__etcd_lease_keepalive(c, job, NULL, ignored, sizeof ignored); /* gone: no error (see read_job) */
+        if (job) sr__etcd_lease_keepalive(c, job, NULL, ignored, sizeof ignored);
         if (rc == 1) {
             renewed = sr__now_s();
             continue;
@@ -175,21 +177,6 @@ int sr__rdzv_etcd_open(sr__rdzv *r, const sr__rdzv_args *a, sr__diag *diag) {
     return 0;
 }
 
-/* The job's state as the last leader left it: 1 (job id, attempt, restarts), 0 none, -1 err. */
-static int read_job(sr__rdzv *r, char *job_id, size_t idlen, int *attempt, int *restarts, char *err, size_t errlen) {
-    sr__rdzv_etcd *e = r->etcd;
-    char key[300], id[80];
-    sr__etcd_kvs kv = {0};
-    if (sr__etcd_get(e->c, key_of(e, key, sizeof key, "job"), &kv, err, errlen) != 0) return -1;
-    int64_t lease = 0;
-    int found = kv.n == 1 && sscanf(kv.kv[0].value, "%79s %d %d %" SCNd64, id, attempt, restarts, &lease) == 4;
-    sr__etcd_kvs_free(&kv);
-    if (!found) return 0;
-    snprintf(job_id, idlen, "%s", id);
-    atomic_store(&e->job_lease, lease);
-    return 1;
-}
-
 int sr__rdzv_etcd_publish_job(sr__rdzv *r) {
     sr__rdzv_etcd *e = r->etcd;
     char key[300], v[200], err[600];
@@ -250,14 +237,15 @@ int sr__rdzv_etcd_await_new_leader(sr__rdzv *r, int64_t rev, double until, sr__d
 
 /* Won: the job goes on from what the last leader left (a new job when there is nothing). */
 static int take_lead(sr__rdzv *r, sr__diag *diag) {
-    char err[600];
-    int attempt = 0, restarts = 0, had = read_job(r, r->job_id, sizeof r->job_id, &attempt, &restarts, err, sizeof err);
+    char err[600], id[80];
+    int attempt = 0, restarts = 0, had = read_job(r->etcd->c, r->etcd, id, &attempt, &restarts, err, sizeof err);
     if (had < 0) {
         sr__diag_add(diag, "rendezvous in etcd: %s", err);
         return SR__RDZV_UNREACHABLE;
     }
     if (!had && !r->job_id[0]) sr__rdzv_random_token(r->job_id, 17); /* the others learn it when accepted */
     if (had) {
+        snprintf(r->job_id, sizeof r->job_id, "%s", id);
         /* the attempt after the last one any leader started (what this agent counted may be one more:
            a restart the old leader never started) */
         r->attempt = attempt + 1;

@@ -17,22 +17,11 @@
 
 static sr__rdzv host;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static volatile int stop;
+static atomic_int stop;
 
-/* Node 0's agent as the supervisor drives it: serve, decide, start the next attempt once ready. */
 static void *serve(void *arg) {
     (void)arg;
-    struct pollfd pfds[64];
-    while (!stop) {
-        pthread_mutex_lock(&lock);
-        int n = sr__rdzv_pollfds(&host, pfds, 64, NULL);
-        pthread_mutex_unlock(&lock);
-        poll(pfds, (nfds_t)n, 10);
-        pthread_mutex_lock(&lock);
-        sr__rdzv_handle(&host, pfds, n);
-        if (host.phase == SR__RDZV_RESTART && sr__rdzv_restart_ready(&host) == 1) sr__rdzv_next_attempt(&host);
-        pthread_mutex_unlock(&lock);
-    }
+    serve_host(&host, &lock, &stop);
     return NULL;
 }
 
@@ -76,7 +65,7 @@ static sr__rdzv_args args(int agent_id, const char *fingerprint) {
 /* Node 0's agent, serving from a thread until stop_host. */
 static pthread_t start_host(void) {
     sr__diag diag = {0};
-    stop = 0;
+    atomic_store(&stop, 0);
     snprintf(port_value, sizeof port_value, "%d", sr__free_port());
     sr__rdzv_args a = args(0, "task=hello\n#node=0\n");
     CHECK(sr__rdzv_prepare(&host, &a, &diag) == 0);
@@ -87,7 +76,7 @@ static pthread_t start_host(void) {
 }
 
 static void stop_host(pthread_t th) {
-    stop = 1;
+    atomic_store(&stop, 1);
     pthread_join(th, NULL);
     sr__rdzv_free(&host);
 }

@@ -25,20 +25,9 @@ static int serving; /* the host's thread runs (stop_host stops it once) */
 static char port_value[16];
 static atomic_int other_fingerprint; /* the next join presents another job's fingerprint */
 
-/* Node 0's agent as the supervisor drives it: serve, decide, start the next attempt once ready. */
 static void *serve(void *arg) {
     (void)arg;
-    struct pollfd pfds[64];
-    while (!atomic_load(&stop)) {
-        pthread_mutex_lock(&lock);
-        int n = sr__rdzv_pollfds(&host, pfds, 64, NULL);
-        pthread_mutex_unlock(&lock);
-        poll(pfds, (nfds_t)n, 10);
-        pthread_mutex_lock(&lock);
-        sr__rdzv_handle(&host, pfds, n);
-        if (host.phase == SR__RDZV_RESTART && sr__rdzv_restart_ready(&host) == 1) sr__rdzv_next_attempt(&host);
-        pthread_mutex_unlock(&lock);
-    }
+    serve_host(&host, &lock, &stop);
     return NULL;
 }
 
